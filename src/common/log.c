@@ -1,0 +1,111 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "common/log.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+svp_log_level_t svp_log_current_level = SVP_LOG_LEVEL_INFO;
+
+static const char *svp_log_level_names[] = {
+    [SVP_LOG_LEVEL_ERROR] = "error",
+    [SVP_LOG_LEVEL_WARN]  = "warn",
+    [SVP_LOG_LEVEL_INFO]  = "info",
+    [SVP_LOG_LEVEL_DEBUG] = "debug",
+    [SVP_LOG_LEVEL_TRACE] = "trace",
+};
+
+static char            svp_log_host[64];
+static int             svp_log_rank = -1;
+static FILE           *svp_log_stream;
+static pthread_mutex_t svp_log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void svp_log_set_level(svp_log_level_t level)
+{
+    svp_log_current_level = level;
+}
+
+int svp_log_level_parse(const char *name)
+{
+    int i;
+
+    for (i = 0; i < SVP_LOG_LEVEL_LAST; ++i) {
+        if (strcmp(name, svp_log_level_names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+const char *svp_log_level_name(svp_log_level_t level)
+{
+    return (level < SVP_LOG_LEVEL_LAST) ? svp_log_level_names[level] : "?";
+}
+
+const char *svp_log_hostname(void)
+{
+    char *dot;
+
+    if (svp_log_host[0] == '\0') {
+        if (gethostname(svp_log_host, sizeof(svp_log_host) - 1) != 0) {
+            strcpy(svp_log_host, "unknown");
+        }
+        svp_log_host[sizeof(svp_log_host) - 1] = '\0';
+        dot = strchr(svp_log_host, '.');
+        if (dot != NULL) {
+            *dot = '\0';
+        }
+    }
+    return svp_log_host;
+}
+
+void svp_log_set_rank(int rank)
+{
+    svp_log_rank = rank;
+}
+
+void svp_log_set_stream(FILE *stream)
+{
+    svp_log_stream = stream;
+}
+
+void svp_log_write(svp_log_level_t level, const char *file, int line,
+                   const char *fmt, ...)
+{
+    char           stamp[32], who[96], msg[2048];
+    struct timeval tv;
+    struct tm      tm;
+    FILE          *out = (svp_log_stream != NULL) ? svp_log_stream : stderr;
+    va_list        ap;
+
+    gettimeofday(&tv, NULL);
+    gmtime_r(&tv.tv_sec, &tm);
+    strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+
+    if (svp_log_rank >= 0) {
+        snprintf(who, sizeof(who), "%s:r%d", svp_log_hostname(), svp_log_rank);
+    } else {
+        snprintf(who, sizeof(who), "%s:%d", svp_log_hostname(), (int)getpid());
+    }
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    pthread_mutex_lock(&svp_log_lock);
+    if (svp_log_current_level >= SVP_LOG_LEVEL_DEBUG) {
+        fprintf(out, "%s.%03dZ %s %-5s %s [%s:%d]\n", stamp,
+                (int)(tv.tv_usec / 1000), who, svp_log_level_names[level], msg,
+                file, line);
+    } else {
+        fprintf(out, "%s.%03dZ %s %-5s %s\n", stamp, (int)(tv.tv_usec / 1000),
+                who, svp_log_level_names[level], msg);
+    }
+    fflush(out);
+    pthread_mutex_unlock(&svp_log_lock);
+}

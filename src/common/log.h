@@ -1,0 +1,70 @@
+/*
+ * svdpipe logging: every line says who (host, rank) and what.
+ *
+ *   2026-11-22T06:31:14.123Z node01:r3 info  pipe: sample 4 step 12 ...
+ *
+ * Before the runtime knows the rank the identity is host:pid; after
+ * svp_log_set_rank() it is host:rRANK.  Messages are lowercase, give the exact
+ * cause, and are logged once where the failure is first detected.
+ *
+ * The macros test the level before formatting anything; SVP_LOG_MAX_LEVEL
+ * removes levels above it at compile time.
+ */
+#ifndef SVP_COMMON_LOG_H
+#define SVP_COMMON_LOG_H
+
+#include <stdarg.h>
+
+typedef enum {
+    SVP_LOG_LEVEL_ERROR = 0,
+    SVP_LOG_LEVEL_WARN,
+    SVP_LOG_LEVEL_INFO,
+    SVP_LOG_LEVEL_DEBUG,
+    SVP_LOG_LEVEL_TRACE,
+    SVP_LOG_LEVEL_LAST
+} svp_log_level_t;
+
+#ifndef SVP_LOG_MAX_LEVEL
+#define SVP_LOG_MAX_LEVEL SVP_LOG_LEVEL_TRACE
+#endif
+
+extern svp_log_level_t svp_log_current_level;
+
+#define svp_log_enabled(_level) \
+    (((_level) <= SVP_LOG_MAX_LEVEL) && ((_level) <= svp_log_current_level))
+
+#define svp_log(_level, _fmt, ...) \
+    do { \
+        if (svp_log_enabled(_level)) { \
+            svp_log_write((_level), __FILE__, __LINE__, _fmt, ## __VA_ARGS__); \
+        } \
+    } while (0)
+
+#define svp_error(_fmt, ...) svp_log(SVP_LOG_LEVEL_ERROR, _fmt, ## __VA_ARGS__)
+#define svp_warn(_fmt, ...)  svp_log(SVP_LOG_LEVEL_WARN,  _fmt, ## __VA_ARGS__)
+#define svp_info(_fmt, ...)  svp_log(SVP_LOG_LEVEL_INFO,  _fmt, ## __VA_ARGS__)
+#define svp_debug(_fmt, ...) svp_log(SVP_LOG_LEVEL_DEBUG, _fmt, ## __VA_ARGS__)
+#define svp_trace(_fmt, ...) svp_log(SVP_LOG_LEVEL_TRACE, _fmt, ## __VA_ARGS__)
+
+/* Sets the level; messages above it are dropped before formatting. */
+void svp_log_set_level(svp_log_level_t level);
+
+/* Parses "error|warn|info|debug|trace"; returns -1 for anything else. */
+int svp_log_level_parse(const char *name);
+
+const char *svp_log_level_name(svp_log_level_t level);
+
+/* Identity in every line: before this call host:pid, after it host:rRANK. */
+void svp_log_set_rank(int rank);
+
+/* The host name used in log lines (short form). */
+const char *svp_log_hostname(void);
+
+/* Redirect output (default stderr).  The stream is not closed by the logger. */
+#include <stdio.h>
+void svp_log_set_stream(FILE *stream);
+
+void svp_log_write(svp_log_level_t level, const char *file, int line,
+                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#endif

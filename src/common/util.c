@@ -1,0 +1,203 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "common/util.h"
+#include "common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t len)
+{
+    const char *p = data;
+    char        tmp[4096];
+    ssize_t     n;
+    int         fd;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+        (int)sizeof(tmp)) {
+        svp_error("path too long: %s", path);
+        return SVP_ERR_INVALID_PARAM;
+    }
+
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        svp_error("cannot create %s: %m", tmp);
+        return SVP_ERR_IO;
+    }
+
+    while (len > 0) {
+        n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            svp_error("write to %s failed: %m", tmp);
+            goto err_unlink;
+        }
+        p   += n;
+        len -= (size_t)n;
+    }
+
+    if (fsync(fd) != 0) {
+        svp_error("fsync of %s failed: %m", tmp);
+        goto err_unlink;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        svp_error("close of %s failed: %m", tmp);
+        goto err_unlink;
+    }
+    fd = -1;
+    if (rename(tmp, path) != 0) {
+        svp_error("rename %s -> %s failed: %m", tmp, path);
+        goto err_unlink;
+    }
+    return SVP_OK;
+
+err_unlink:
+    if (fd >= 0) {
+        close(fd);
+    }
+    unlink(tmp);
+    return SVP_ERR_IO;
+}
+
+svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p)
+{
+    FILE  *f;
+    char  *buf;
+    long   size;
+    size_t got;
+
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        svp_error("cannot open %s: %m", path);
+        return (errno == ENOENT) ? SVP_ERR_NOT_FOUND : SVP_ERR_IO;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+        fseek(f, 0, SEEK_SET) != 0) {
+        svp_error("cannot size %s: %m", path);
+        fclose(f);
+        return SVP_ERR_IO;
+    }
+    buf = malloc((size_t)size + 1);
+    if (buf == NULL) {
+        fclose(f);
+        return SVP_ERR_NO_MEMORY;
+    }
+    got = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    if (got != (size_t)size) {
+        svp_error("short read on %s", path);
+        free(buf);
+        return SVP_ERR_IO;
+    }
+    buf[size] = '\0';
+    *data_p   = buf;
+    if (len_p != NULL) {
+        *len_p = (size_t)size;
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_mkdir_p(const char *path, int mode)
+{
+    char   buf[4096];
+    size_t i, len = strlen(path);
+
+    if (len == 0 || len >= sizeof(buf)) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    memcpy(buf, path, len + 1);
+    for (i = 1; i <= len; ++i) {
+        if (buf[i] == '/' || buf[i] == '\0') {
+            char c = buf[i];
+            buf[i] = '\0';
+            if (mkdir(buf, mode) != 0 && errno != EEXIST) {
+                svp_error("cannot create directory %s: %m", buf);
+                return SVP_ERR_IO;
+            }
+            buf[i] = c;
+        }
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_rmtree(const char *path)
+{
+    DIR           *dir;
+    struct dirent *de;
+    char           child[4096];
+    struct stat    st;
+
+    if (lstat(path, &st) != 0) {
+        return (errno == ENOENT) ? SVP_OK : SVP_ERR_IO;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return (unlink(path) == 0) ? SVP_OK : SVP_ERR_IO;
+    }
+    dir = opendir(path);
+    if (dir == NULL) {
+        return SVP_ERR_IO;
+    }
+    while ((de = readdir(dir)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) {
+            continue;
+        }
+        snprintf(child, sizeof(child), "%s/%s", path, de->d_name);
+        svp_rmtree(child);
+    }
+    closedir(dir);
+    return (rmdir(path) == 0) ? SVP_OK : SVP_ERR_IO;
+}
+
+int svp_str_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), i, j;
+    int    row[128], prev, tmp, best;
+
+    if (lb >= SVP_ARRAY_SIZE(row)) {
+        return 1000;
+    }
+    for (j = 0; j <= lb; ++j) {
+        row[j] = (int)j;
+    }
+    for (i = 1; i <= la; ++i) {
+        prev   = row[0];
+        row[0] = (int)i;
+        for (j = 1; j <= lb; ++j) {
+            tmp  = row[j];
+            best = prev + (a[i - 1] != b[j - 1]);
+            best = SVP_MIN(best, row[j] + 1);
+            best = SVP_MIN(best, row[j - 1] + 1);
+            row[j] = best;
+            prev   = tmp;
+        }
+    }
+    return row[lb];
+}
+
+char *svp_strdup(const char *s)
+{
+    return (s == NULL) ? NULL : strdup(s);
+}
+
+uint64_t svp_hash_fnv1a(const void *data, size_t len, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t             h = 1469598103934665603ULL ^ seed;
+    size_t               i;
+
+    for (i = 0; i < len; ++i) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}

@@ -1,0 +1,43 @@
+/*
+ * Small helpers shared by every layer: files written atomically, directory
+ * creation, string distance for "did you mean" suggestions.
+ */
+#ifndef SVP_COMMON_UTIL_H
+#define SVP_COMMON_UTIL_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SVP_ARRAY_SIZE(_a) (sizeof(_a) / sizeof((_a)[0]))
+#define SVP_MIN(_a, _b)    (((_a) < (_b)) ? (_a) : (_b))
+#define SVP_MAX(_a, _b)    (((_a) > (_b)) ? (_a) : (_b))
+
+/*
+ * Writes len bytes to path atomically: the data goes to "path.tmp.PID" in the
+ * same directory, is fsync'ed, then renamed over path.  On failure nothing is
+ * left at path (an older file there stays intact) and the temporary is
+ * removed.  Errors are logged with the path and %m.
+ */
+svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t len);
+
+/* Reads a whole file into a malloc'ed, NUL-terminated buffer; caller frees. */
+svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p);
+
+/* mkdir -p; existing directories are fine. */
+svp_status_t svp_mkdir_p(const char *path, int mode);
+
+/* Removes a directory tree (used to discard half-built sample dirs). */
+svp_status_t svp_rmtree(const char *path);
+
+/* Levenshtein distance, for "unknown key 'stpes', did you mean 'steps'?". */
+int svp_str_distance(const char *a, const char *b);
+
+/* strdup that returns NULL only when s is NULL or memory is exhausted. */
+char *svp_strdup(const char *s);
+
+/* 64-bit FNV-1a, used for message checksums and job ids. */
+uint64_t svp_hash_fnv1a(const void *data, size_t len, uint64_t seed);
+
+#endif

@@ -1,0 +1,168 @@
+/*
+ * The job spec: one YAML file says exactly what a run is.  The worker and the
+ * launcher parse it with the same code, so they can never disagree.
+ *
+ * Parsing is table-driven (spec_keys.c): every key has a path ("comm.deadline"),
+ * a type, limits and a default.  Errors name file:line:column, the key path,
+ * what was expected and what was found; unknown keys get the nearest known key
+ * as a suggestion.  A spec that fails to parse starts nothing (exit 2).
+ *
+ * The format is documented in doc/svdpipe-job.5.
+ */
+#ifndef SVP_SPEC_SPEC_H
+#define SVP_SPEC_SPEC_H
+
+#include "common/status.h"
+
+#include <stdint.h>
+
+#define SVP_SPEC_MAX_LIST 256
+
+typedef enum {
+    SVP_MODEL_DUMMY = 0,
+    SVP_MODEL_SVD
+} svp_model_kind_t;
+
+typedef enum {
+    SVP_DUMMY_COST_COMPUTE = 0,  /* real CPU work, repeated 'work' times */
+    SVP_DUMMY_COST_SLEEP         /* fixed wall time per step, no CPU used */
+} svp_dummy_cost_t;
+
+typedef enum {
+    SVP_DTYPE_SPEC_F32 = 0,
+    SVP_DTYPE_SPEC_F16,
+    SVP_DTYPE_SPEC_BF16
+} svp_spec_dtype_t;
+
+typedef enum {
+    SVP_DEVICE_CPU = 0,
+    SVP_DEVICE_CUDA
+} svp_spec_device_t;
+
+typedef enum {
+    SVP_PLACEMENT_ENDS = 0,      /* encode on rank 0, decode on rank W-1 */
+    SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
+} svp_placement_t;
+
+typedef struct {
+    int    count;
+    char  *items[SVP_SPEC_MAX_LIST];
+} svp_spec_strlist_t;
+
+typedef struct {
+    int    count;
+    char  *keys[SVP_SPEC_MAX_LIST];
+    char  *values[SVP_SPEC_MAX_LIST];
+} svp_spec_strmap_t;
+
+typedef struct {
+    int      count;
+    int64_t  items[SVP_SPEC_MAX_LIST];
+} svp_spec_intlist_t;
+
+typedef struct svp_spec {
+    char *file;                       /* the YAML it came from ("<defaults>") */
+    char *name;                       /* job name, default: file's base name */
+
+    struct {
+        svp_model_kind_t kind;
+        char            *path;        /* svd: diffusers folder (unet/, vae/, ...) */
+        char            *conditioning;/* svd: safetensors with per-sample
+                                         conditioning / initial latents */
+        struct {
+            svp_dummy_cost_t cost;
+            double           step_ms; /* sleep: wall time per step */
+            int              work;    /* compute: repetitions of the conv */
+            double           encode_ms;  /* sleep stand-ins for the ends */
+            double           decode_ms;
+        } dummy;
+    } model;
+
+    int               steps;          /* T */
+    int               samples;        /* N */
+    uint64_t          seed;
+    int64_t           latent_shape[5];/* dummy: [B, F, C, H, W] */
+    svp_spec_dtype_t  dtype;
+    svp_spec_device_t device;
+
+    struct {
+        double deadline;              /* seconds any wait may take */
+        char  *transport;             /* UCX_TLS hint, "" = UCX's choice */
+        int    inflight;              /* samples in flight per rank */
+    } comm;
+
+    struct {
+        svp_placement_t placement;    /* where encode/decode run */
+    } pipeline;
+
+    struct {
+        svp_spec_strlist_t inputs;    /* images or directories */
+        svp_spec_intlist_t seeds;     /* per image; default: seed + index */
+        int                width, height, num_frames, fps, motion_bucket_id;
+        double             noise_aug_strength, min_guidance, max_guidance;
+        int                decode_chunk_size;
+    } video;
+
+    struct {
+        char *dir;
+        int   frames;                 /* write PNG frames */
+        int   mp4;                    /* write MP4 (when built with FFmpeg) */
+    } output;
+
+    struct {
+        int   level;                  /* svp_log_level_t */
+        char *trace;                  /* per-rank Chrome trace file, "" = off */
+    } log;
+
+    struct {
+        int                nodes;
+        int                ranks_per_node;
+        char              *partition, *account, *qos, *time, *constraint;
+        int                exclusive;
+        char              *job_name, *output, *error;
+        char              *container_image;
+        svp_spec_strlist_t container_mounts;
+        svp_spec_strmap_t  env;
+        int                requeue;
+        char              *dependency, *array;
+        char              *mpi;
+        char              *worker;    /* path of svdworker in the script */
+        int                gpus_per_task;
+    } cluster;
+} svp_spec_t;
+
+/* Where a key was found, for error messages after parsing. */
+typedef struct {
+    int line, column;                 /* 1-based; 0 = from defaults/--set */
+} svp_spec_mark_t;
+
+/*
+ * Parses a YAML file into *spec_p, after filling every default.  overrides is
+ * an array of "key.path=value" strings applied after the file (NULL allowed).
+ * On failure a message naming file:line:column, key, expected and found is
+ * logged (and copied into errbuf when errbuf != NULL), nothing is returned and
+ * SVP_ERR_SPEC is the result.  The spec is freed with svp_spec_destroy().
+ */
+svp_status_t svp_spec_load(const char *file, const char *const *overrides,
+                           int num_overrides, char *errbuf, int errlen,
+                           svp_spec_t **spec_p);
+
+/* Same, from a string (file is the name used in messages). */
+svp_status_t svp_spec_load_string(const char *yaml, const char *file,
+                                  const char *const *overrides,
+                                  int num_overrides, char *errbuf, int errlen,
+                                  svp_spec_t **spec_p);
+
+/* A spec holding only the defaults (the built-in demo). */
+svp_status_t svp_spec_defaults(svp_spec_t **spec_p);
+
+void svp_spec_destroy(svp_spec_t *spec);
+
+/* Writes the effective spec as YAML (used in logs and output metadata). */
+svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p);
+
+/* Names of the enum values, for logs. */
+const char *svp_spec_model_kind_name(svp_model_kind_t kind);
+const char *svp_spec_placement_name(svp_placement_t placement);
+
+#endif

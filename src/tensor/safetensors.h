@@ -1,0 +1,58 @@
+/*
+ * safetensors files: an mmap'ed, fully validated reader and an atomic writer.
+ *
+ * Reader: svp_safetensors_open() maps the file and checks everything before
+ * returning: header length bounded by the file size, JSON well formed, every
+ * dtype known, offsets in range, non-overlapping, and sizes equal to
+ * dtype x shape.  A corrupt or hostile file gets an error naming the file and
+ * the tensor, never a crash.  Pointers returned by the reader point into the
+ * mapping and stay valid until svp_safetensors_close().
+ *
+ * Writer: collects tensors (borrowed: they must outlive commit) and metadata,
+ * then writes the file atomically (temporary + fsync + rename).
+ */
+#ifndef SVP_TENSOR_SAFETENSORS_H
+#define SVP_TENSOR_SAFETENSORS_H
+
+#include "tensor/tensor.h"
+
+typedef struct svp_safetensors        *svp_safetensors_h;
+typedef struct svp_safetensors_writer *svp_safetensors_writer_h;
+
+typedef struct {
+    const char *name;
+    svp_dtype_t dtype;
+    int         ndim;
+    int64_t     shape[SVP_TENSOR_MAX_DIMS];
+    const void *data;        /* into the mapping; may be unaligned */
+    size_t      nbytes;
+} svp_safetensors_info_t;
+
+svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p);
+void         svp_safetensors_close(svp_safetensors_h st);
+
+const char  *svp_safetensors_path(svp_safetensors_h st);
+int          svp_safetensors_count(svp_safetensors_h st);
+svp_status_t svp_safetensors_info(svp_safetensors_h st, int index,
+                                  svp_safetensors_info_t *info_p);
+/* SVP_ERR_NOT_FOUND (not logged) when the name is absent. */
+svp_status_t svp_safetensors_find(svp_safetensors_h st, const char *name,
+                                  svp_safetensors_info_t *info_p);
+/* An owned copy converted to dtype; logs file and tensor on failure. */
+svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
+                                  svp_dtype_t dtype, svp_tensor_t **tensor_p);
+/* The __metadata__ value for key, or NULL. */
+const char  *svp_safetensors_metadata(svp_safetensors_h st, const char *key);
+
+svp_status_t svp_safetensors_writer_create(svp_safetensors_writer_h *writer_p);
+svp_status_t svp_safetensors_writer_add(svp_safetensors_writer_h writer,
+                                        const char *name,
+                                        const svp_tensor_t *tensor);
+svp_status_t svp_safetensors_writer_add_metadata(svp_safetensors_writer_h writer,
+                                                 const char *key,
+                                                 const char *value);
+svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
+                                           const char *path);
+void         svp_safetensors_writer_destroy(svp_safetensors_writer_h writer);
+
+#endif

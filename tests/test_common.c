@@ -1,0 +1,61 @@
+/* Tests for src/common: status table, atomic files, string distance. */
+#include "common/status.h"
+#include "common/util.h"
+
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+Test(status, strings_and_exit_codes)
+{
+    cr_assert_str_eq(svp_status_string(SVP_OK), "success");
+    cr_assert_str_eq(svp_status_name(SVP_ERR_TIMED_OUT), "SVP_ERR_TIMED_OUT");
+    cr_assert_eq(svp_status_exit_code(SVP_OK), 0);
+    cr_assert_eq(svp_status_exit_code(SVP_ERR_SPEC), SVP_EXIT_BAD_INPUT);
+    cr_assert_eq(svp_status_exit_code(SVP_ERR_IO), SVP_EXIT_FAILURE);
+    cr_assert_eq(svp_status_exit_code(SVP_ERR_PEER_LOST), SVP_EXIT_JOB_FATAL);
+    cr_assert_str_eq(svp_status_string((svp_status_t)-99), "unknown status");
+}
+
+Test(util, atomic_write_leaves_no_temporary)
+{
+    char          dir[] = "/tmp/svp_test_XXXXXX", path[256], *data = NULL;
+    size_t        len;
+    DIR          *d;
+    struct dirent *de;
+    int           entries = 0;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out.bin", dir);
+    cr_assert_eq(svp_file_write_atomic(path, "hello", 5), SVP_OK);
+    cr_assert_eq(svp_file_write_atomic(path, "world!", 6), SVP_OK);
+    cr_assert_eq(svp_file_read_all(path, &data, &len), SVP_OK);
+    cr_assert_eq(len, 6);
+    cr_assert_str_eq(data, "world!");
+    free(data);
+
+    d = opendir(dir);
+    while ((de = readdir(d)) != NULL) {
+        entries += (de->d_name[0] != '.');
+    }
+    closedir(d);
+    cr_assert_eq(entries, 1, "a temporary file was left behind");
+
+    /* a directory that does not exist: error, nothing created */
+    snprintf(path, sizeof(path), "%s/missing/out.bin", dir);
+    cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_ERR_IO);
+    cr_assert_eq(svp_rmtree(dir), SVP_OK);
+    cr_assert_neq(access(dir, F_OK), 0);
+}
+
+Test(util, string_distance)
+{
+    cr_assert_eq(svp_str_distance("steps", "steps"), 0);
+    cr_assert_eq(svp_str_distance("stpes", "steps"), 2);
+    cr_assert_eq(svp_str_distance("sample", "samples"), 1);
+    cr_assert_eq(svp_str_distance("", "abc"), 3);
+}
