@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "pipe/pipe.h"
+#include "rt/rt.h"
 #include "spec/spec.h"
 #include "spec/steps.h"
 
@@ -69,6 +70,8 @@ int main(int argc, char **argv)
     svp_spec_t        *spec  = NULL;
     svp_pipe_params_t  pp;
     svp_step_range_t   range;
+    svp_rt_params_t    rtp;
+    svp_rt_h           rt = NULL;
     char               err[1024], *dump;
     svp_status_t       status;
 
@@ -131,37 +134,64 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
+    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT;
+    rtp.timeout    = spec->comm.deadline;
+    status         = svp_rt_init(&rtp, &rt);
+    if (status != SVP_OK) {
+        goto out_spec;
+    }
+    rank  = svp_rt_rank(rt);
+    world = svp_rt_size(rt);
+
+    /* every rank checks; rank 0 alone reports, so the log says it once */
     status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
     if (status != SVP_OK) {
-        svp_error("%s: %s", spec->file, err);
-        svp_spec_destroy(spec);
-        return SVP_EXIT_BAD_INPUT;
+        if (rank == 0) {
+            svp_error("%s: %s", spec->file, err);
+        }
+        goto out_rt;
     }
     if (check) {
-        printf("%s: ok (%d steps, %d samples, rank %d of %d runs steps [%d, %d))\n",
-               spec->file, spec->steps, spec->samples, rank, world, range.begin,
-               range.end);
-        svp_spec_destroy(spec);
-        return 0;
+        if (rank == 0) {
+            printf("%s: ok (%d steps, %d samples, %d ranks, %d steps per rank)\n",
+                   spec->file, spec->steps, spec->samples, world,
+                   range.end - range.begin);
+        }
+        goto out_rt;
     }
 
     memset(&pp, 0, sizeof(pp));
     pp.spec  = spec;
     pp.rank  = rank;
     pp.world = world;
-    svp_log_set_rank(rank);
-    svp_info("svdworker %s: job '%s' from %s", PACKAGE_VERSION, spec->name, spec->file);
+    svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
+             spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
+             svp_rt_nspace(rt));
 
     status = svp_worker_make_stage(spec, &pp.stage);
     if (status != SVP_OK) {
-        goto out_spec;
+        goto out_abort;
     }
     status = svp_pipe_run(&pp, NULL);
     pp.stage.ops->destroy(pp.stage.self);
     if (status == SVP_OK) {
-        svp_info("outputs in %s", spec->output.dir);
+        if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
+            svp_info("outputs in %s", spec->output.dir);
+        }
+        goto out_rt;
     }
 
+out_abort:
+    /* a job-fatal error tears the whole job down now, rather than leaving
+     * the other ranks to find out at their deadlines */
+    if (SVP_IS_JOB_FATAL(status) || world > 1) {
+        snprintf(err, sizeof(err), "rank %d failed: %s", rank,
+                 svp_status_string(status));
+        svp_rt_abort(rt, svp_status_exit_code(status), err);
+    }
+out_rt:
+    svp_rt_cleanup(rt);
 out_spec:
     svp_spec_destroy(spec);
     return svp_status_exit_code(status);
