@@ -214,8 +214,9 @@ static svp_status_t svp_pipe_view(svp_pipe_t *p, svp_pipe_slot_t *slot, int inde
     unsigned                     i;
 
     memset(s, 0, sizeof(*s));
-    s->index = index;
-    s->seed  = p->params->spec->seed;
+    s->index   = index;
+    s->seed    = p->params->spec->seed;
+    s->t_begin = svp_clock_now();   /* times shown are this rank's */
     for (i = 0; i < d->num_tensors; ++i) {
         status = svp_tensor_wrap((svp_dtype_t)d->tensors[i].dtype,
                                  (int)d->tensors[i].ndim, d->tensors[i].shape,
