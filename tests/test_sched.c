@@ -475,7 +475,9 @@ Test(guidance, applies_scale_of_each_frame)
 
 /* ---- random numbers ---------------------------------------------------- */
 
-/* Known-answer vectors of the Random123 distribution (kat_vectors). */
+/* Known-answer vectors of the Random123 distribution (kat_vectors):
+ * counter words c0..c3 are (counter_lo, counter_hi) low word first, key
+ * words k0, k1 the low and high halves of key. */
 Test(rng, philox_known_answers)
 {
     static const struct {
@@ -495,7 +497,9 @@ Test(rng, philox_known_answers)
     int      j;
 
     for (i = 0; i < sizeof(kat) / sizeof(kat[0]); ++i) {
-        svp_sched_philox4x32(kat[i].ctr, kat[i].key, out);
+        svp_rng_philox(((uint64_t)kat[i].key[1] << 32) | kat[i].key[0],
+                       ((uint64_t)kat[i].ctr[3] << 32) | kat[i].ctr[2],
+                       ((uint64_t)kat[i].ctr[1] << 32) | kat[i].ctr[0], out);
         for (j = 0; j < 4; ++j) {
             cr_assert_eq(out[j], kat[i].out[j], "vector %zu word %d: %08x", i,
                          j, out[j]);
@@ -506,29 +510,24 @@ Test(rng, philox_known_answers)
 Test(rng, independent_of_how_it_is_split)
 {
     enum { N = 1001 };
-    float whole[N], parts[N], other[N];
-    int   i;
+    uint64_t s7 = svp_rng_stream(7, SVP_RNG_LATENTS);
+    float    whole[N], parts[N], other[N];
+    int      i;
 
-    svp_sched_randn(42, svp_sched_rng_stream(7, SVP_SCHED_RNG_LATENTS), 0, N,
-                    whole);
+    cr_assert_eq(s7, 7, "the latents' stream is the sample index");
+    svp_rng_normal(42, s7, 0, N, whole);
     /* odd split points: the pair boundary must not matter */
-    svp_sched_randn(42, svp_sched_rng_stream(7, SVP_SCHED_RNG_LATENTS), 0, 333,
-                    parts);
-    svp_sched_randn(42, svp_sched_rng_stream(7, SVP_SCHED_RNG_LATENTS), 333, 1,
-                    parts + 333);
-    svp_sched_randn(42, svp_sched_rng_stream(7, SVP_SCHED_RNG_LATENTS), 334,
-                    N - 334, parts + 334);
+    svp_rng_normal(42, s7, 0, 333, parts);
+    svp_rng_normal(42, s7, 333, 1, parts + 333);
+    svp_rng_normal(42, s7, 334, N - 334, parts + 334);
     cr_assert_eq(memcmp(whole, parts, sizeof(whole)), 0);
 
     /* another sample, purpose or seed: a different sequence */
-    svp_sched_randn(42, svp_sched_rng_stream(8, SVP_SCHED_RNG_LATENTS), 0, N,
-                    other);
+    svp_rng_normal(42, svp_rng_stream(8, SVP_RNG_LATENTS), 0, N, other);
     cr_assert_neq(memcmp(whole, other, sizeof(whole)), 0);
-    svp_sched_randn(42, svp_sched_rng_stream(7, SVP_SCHED_RNG_NOISE_AUG), 0, N,
-                    other);
+    svp_rng_normal(42, svp_rng_stream(7, SVP_RNG_NOISE_AUG), 0, N, other);
     cr_assert_neq(memcmp(whole, other, sizeof(whole)), 0);
-    svp_sched_randn(43, svp_sched_rng_stream(7, SVP_SCHED_RNG_LATENTS), 0, N,
-                    other);
+    svp_rng_normal(43, s7, 0, N, other);
     cr_assert_neq(memcmp(whole, other, sizeof(whole)), 0);
     for (i = 0; i < N; ++i) {
         cr_assert(isfinite(whole[i]));
@@ -546,7 +545,7 @@ Test(rng, standard_normal_statistics)
     size_t  i, beyond2 = 0;
 
     cr_assert_not_null(z);
-    svp_sched_randn(20261122, 0, 0, N, z);
+    svp_rng_normal(20261122, 0, 0, N, z);
     for (i = 0; i < N; ++i) {
         m1 += z[i];
     }
@@ -570,4 +569,22 @@ Test(rng, standard_normal_statistics)
     cr_assert(fabs((double)beyond2 / N - 0.0455003) < 1e-3, "P(|z|>2) = %g",
               (double)beyond2 / N);
     free(z);
+}
+
+Test(rng, uniform_range_and_mean)
+{
+    enum { N = 1 << 16 };
+    float  *u = malloc(N * sizeof(float));
+    double  mean = 0;
+    size_t  i;
+
+    cr_assert_not_null(u);
+    svp_rng_uniform(5, 1, 3, N, u);
+    for (i = 0; i < N; ++i) {
+        cr_assert(u[i] >= 0.0f && u[i] < 1.0f, "u[%zu] = %g", i, (double)u[i]);
+        mean += u[i];
+    }
+    /* standard error of the mean: sqrt(1/12 / 2^16) = 1.1e-3 */
+    cr_assert(fabs(mean / N - 0.5) < 6e-3, "mean %g", mean / N);
+    free(u);
 }

@@ -5,32 +5,29 @@
 
 #include <math.h>
 
-/* Philox4x32 round multipliers and Weyl key increments (SC'11, table 2) */
-#define SVP_PHILOX_M0 0xD2511F53u
-#define SVP_PHILOX_M1 0xCD9E8D57u
-#define SVP_PHILOX_W0 0x9E3779B9u
-#define SVP_PHILOX_W1 0xBB67AE85u
-#define SVP_PHILOX_ROUNDS 10
+#define PHILOX_M0 0xD2511F53u
+#define PHILOX_M1 0xCD9E8D57u
+#define PHILOX_W0 0x9E3779B9u
+#define PHILOX_W1 0xBB67AE85u
 
-void svp_sched_philox4x32(const uint32_t ctr[4], const uint32_t key[2],
-                          uint32_t out[4])
+void svp_rng_philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo,
+                    uint32_t out[4])
 {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
+    uint32_t c0 = (uint32_t)counter_lo, c1 = (uint32_t)(counter_lo >> 32);
+    uint32_t c2 = (uint32_t)counter_hi, c3 = (uint32_t)(counter_hi >> 32);
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
     uint64_t p0, p1;
-    int      r;
+    int      round;
 
-    for (r = 0; r < SVP_PHILOX_ROUNDS; ++r) {
-        if (r > 0) {
-            k0 += SVP_PHILOX_W0;
-            k1 += SVP_PHILOX_W1;
-        }
-        p0 = (uint64_t)SVP_PHILOX_M0 * c0;
-        p1 = (uint64_t)SVP_PHILOX_M1 * c2;
+    for (round = 0; round < 10; ++round) {
+        p0 = (uint64_t)PHILOX_M0 * c0;
+        p1 = (uint64_t)PHILOX_M1 * c2;
         c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        c1 = (uint32_t)p1;
         c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
         c3 = (uint32_t)p0;
+        k0 += PHILOX_W0;
+        k1 += PHILOX_W1;
     }
     out[0] = c0;
     out[1] = c1;
@@ -38,43 +35,49 @@ void svp_sched_philox4x32(const uint32_t ctr[4], const uint32_t key[2],
     out[3] = c3;
 }
 
-/* The two normals of Philox block `block`. */
-static void svp_sched_randn_pair(const uint32_t key[2], uint64_t stream,
-                                 uint64_t block, double z[2])
+/* (0, 1]: never 0, so log() in Box-Muller is finite */
+static double svp_rng_open01(uint32_t a, uint32_t b)
 {
-    const double two_pi = 6.283185307179586476925286766559;
-    uint32_t     ctr[4], r[4];
-    double       u1, u2, radius;
+    uint64_t bits = ((uint64_t)a << 21) ^ (uint64_t)(b >> 11);
 
-    ctr[0] = (uint32_t)block;
-    ctr[1] = (uint32_t)(block >> 32);
-    ctr[2] = (uint32_t)stream;
-    ctr[3] = (uint32_t)(stream >> 32);
-    svp_sched_philox4x32(ctr, key, r);
-
-    /* u1 in (0, 1) so the log is finite; 53 bits keep the tails out to
-     * about 8.6 sigma instead of the 4.8 that 32-bit uniforms would give */
-    u1 = ((double)((((uint64_t)r[0] << 32) | r[1]) >> 11) + 0.5) * 0x1p-53;
-    u2 = (double)((((uint64_t)r[2] << 32) | r[3]) >> 11) * 0x1p-53;
-    radius = sqrt(-2.0 * log(u1));
-    z[0]   = radius * cos(two_pi * u2);
-    z[1]   = radius * sin(two_pi * u2);
+    bits &= (1ULL << 53) - 1;
+    return ((double)bits + 1.0) / 9007199254740992.0;
 }
 
-void svp_sched_randn(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
+void svp_rng_normal(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
+                    float *out)
+{
+    uint32_t r[4];
+    uint64_t block;
+    size_t   i = 0;
+    double   rad, theta;
+    int      k;
+
+    /* each block of 4 words gives 2 normals; position p lives in block p/2 */
+    while (i < n) {
+        uint64_t pos = offset + i;
+        block = pos / 2;
+        svp_rng_philox(seed, stream, block, r);
+        rad   = sqrt(-2.0 * log(svp_rng_open01(r[0], r[1])));
+        theta = 2.0 * M_PI * (svp_rng_open01(r[2], r[3]) - 0.5);
+        for (k = (int)(pos % 2); k < 2 && i < n; ++k, ++i) {
+            out[i] = (float)((k == 0) ? rad * cos(theta) : rad * sin(theta));
+        }
+    }
+}
+
+void svp_rng_uniform(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
                      float *out)
 {
-    uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
-    uint64_t index, block = UINT64_MAX;
-    double   z[2] = {0.0, 0.0};
-    size_t   i;
+    uint32_t r[4];
+    size_t   i = 0;
+    int      k;
 
-    for (i = 0; i < n; ++i) {
-        index = offset + i;
-        if (index / 2 != block) {
-            block = index / 2;
-            svp_sched_randn_pair(key, stream, block, z);
+    while (i < n) {
+        uint64_t pos = offset + i;
+        svp_rng_philox(seed ^ 0x5eed0fu, stream, pos / 4, r);
+        for (k = (int)(pos % 4); k < 4 && i < n; ++k, ++i) {
+            out[i] = (float)(r[k] >> 8) / 16777216.0f;
         }
-        out[i] = (float)z[index & 1];
     }
 }
