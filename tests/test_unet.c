@@ -16,6 +16,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -464,4 +465,130 @@ Test(unet, random_init_loads_and_is_deterministic, .init = setup, .fini = teardo
     io_free(&io);
     svp_rmtree(a);
     svp_rmtree(b);
+}
+
+/* ---- the real SVD-XT layout (svd_xt_layout: configs and names, no weights) ---- */
+
+/*
+ * Writes tensors.json's names and shapes as an F16 safetensors file whose
+ * data region is a hole (ftruncate), in reverse registration order and with
+ * one extra tensor: the loader must not depend on order nor reject unknown
+ * tensors.  Returns the header size.
+ */
+static void write_sparse_layout(const char *tensors_json, const char *path)
+{
+    json_error_t err;
+    json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
+    const char **names;
+    const char  *key;
+    json_t      *shape;
+    char        *text;
+    size_t       n = 0, i, len, padded;
+    uint64_t     offset = 0, hlen;
+    int          fd;
+
+    cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
+    tensors = json_object_get(root, "tensors");
+    cr_assert(json_is_object(tensors));
+    names = calloc(json_object_size(tensors) + 1, sizeof(*names));
+    json_object_foreach(tensors, key, shape) {
+        names[n++] = key;
+    }
+    names[n++] = "extra.not_a_unet_tensor";
+    hdr = json_object();
+    for (i = n; i-- > 0;) {
+        json_t  *t = json_object(), *shp = json_object_get(tensors, names[i]);
+        uint64_t numel = 1;
+        size_t   k;
+        if (shp == NULL) {
+            shp = json_pack("[i]", 3);
+        } else {
+            json_incref(shp);
+        }
+        for (k = 0; k < json_array_size(shp); k++) {
+            numel *= (uint64_t)json_integer_value(json_array_get(shp, k));
+        }
+        json_object_set_new(t, "dtype", json_string("F16"));
+        json_object_set_new(t, "shape", shp);
+        json_object_set_new(t, "data_offsets",
+                            json_pack("[I,I]", (json_int_t)offset,
+                                      (json_int_t)(offset + 2 * numel)));
+        json_object_set_new(hdr, names[i], t);
+        offset += 2 * numel;
+    }
+    text   = json_dumps(hdr, JSON_COMPACT);
+    len    = strlen(text);
+    padded = (len + 7) / 8 * 8;
+    hlen   = padded;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, &hlen, 8), 8);
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
+    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
+    close(fd);
+    free(text);
+    free(names);
+    json_decref(hdr);
+    json_decref(root);
+}
+
+Test(unet, svd_xt_layout_accepted, .init = setup, .fini = teardown)
+{
+    char              dir[1024], src[4096], tmp[64], path[4096], *text;
+    size_t            len;
+    svp_unet_config_t cfg;
+
+    golden_dir("svd_xt_layout/unet", dir, sizeof(dir));
+    snprintf(src, sizeof(src), "%s/config.json", dir);
+    cr_assert_eq(svp_unet_config_load(src, &cfg), SVP_OK);
+    cr_assert_eq(cfg.levels, 4);
+    cr_assert_eq(cfg.block_out[3], 1280);
+    cr_assert_eq(cfg.heads[1], 10);
+    cr_assert_eq(cfg.cross_dim[0], 1024);
+    cr_assert_eq(cfg.projection_dim, 768);
+
+    make_tmp(tmp, sizeof(tmp));
+    cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
+    free(text);
+    snprintf(src, sizeof(src), "%s/tensors.json", dir);
+    snprintf(path, sizeof(path), "%s/diffusion_pytorch_model.fp16.safetensors", tmp);
+    write_sparse_layout(src, path);
+    /* every name and shape of the real checkpoint, found by the fp16 name */
+    cr_assert_eq(svp_unet_check_weights(tmp, NULL), SVP_OK);
+    svp_rmtree(tmp);
+}
+
+/* MACs per call equal the reference's count for SVD-XT (activations.json). */
+Test(unet, svd_xt_macs, .init = setup, .fini = teardown)
+{
+    static const char *const settings[] = { "b2_f25_72x128", "b2_f14_72x128",
+                                            "b1_f14_72x128", "b1_f25_72x128" };
+    char              dir[1024], path[4096];
+    svp_unet_config_t cfg;
+    json_error_t      err;
+    json_t           *root;
+    size_t            i;
+
+    golden_dir("svd_xt_layout", dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/unet/config.json", dir);
+    cr_assert_eq(svp_unet_config_load(path, &cfg), SVP_OK);
+    snprintf(path, sizeof(path), "%s/activations.json", dir);
+    root = json_load_file(path, 0, &err);
+    cr_assert_not_null(root, "%s: %s", path, err.text);
+    for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        json_t *u = json_object_get(json_object_get(root, "unet"), settings[i]);
+        json_t *hw = json_object_get(u, "latent_hw");
+        int64_t want = json_integer_value(json_object_get(json_object_get(u, "macs"), "total"));
+        int64_t got = svp_unet_macs(&cfg,
+                                    (int)json_integer_value(json_object_get(u, "batch")),
+                                    (int)json_integer_value(json_object_get(u, "frames")),
+                                    (int)json_integer_value(json_array_get(hw, 0)),
+                                    (int)json_integer_value(json_array_get(hw, 1)), 1);
+        cr_assert_eq(got, want, "%s: %ld MACs, the reference counts %ld",
+                     settings[i], (long)got, (long)want);
+    }
+    json_decref(root);
 }

@@ -244,6 +244,55 @@ err_free_unet:
     return status;
 }
 
+/* Walker of svp_unet_check_weights(): names and shapes only. */
+static svp_status_t unet_check_param(unet_walker_t *wk, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     float **buf_p)
+{
+    svp_safetensors_info_t info;
+
+    return unet_file_find((unet_file_walker_t *)wk, name, ndim, shape, &info);
+}
+
+static svp_status_t unet_check_scalar(unet_walker_t *wk, const char *name,
+                                      float *value_p)
+{
+    svp_safetensors_info_t info;
+    int64_t                shape[1] = { 1 };
+
+    *value_p = 0.0f;
+    return unet_file_find((unet_file_walker_t *)wk, name, 1, shape, &info);
+}
+
+svp_status_t svp_unet_check_weights(const char *model_dir,
+                                    const svp_unet_params_t *params)
+{
+    unet_file_walker_t fwk = { .base = { unet_check_param, unet_check_scalar } };
+    struct svp_unet    u;
+    char               path[4096];
+    svp_status_t       status;
+
+    memset(&u, 0, sizeof(u));
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_unet_config_load(path, &u.cfg);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = unet_open_weights(model_dir, params, &fwk.st);
+    if (status != SVP_OK) {
+        return status;
+    }
+    fwk.unet = &u;
+    status   = unet_params_walk(&u, &fwk.base);
+    if (status == SVP_OK) {
+        svp_debug("%s: %d of %d tensors checked", svp_safetensors_path(fwk.st),
+                  fwk.used, svp_safetensors_count(fwk.st));
+    }
+    svp_safetensors_close(fwk.st);
+    unet_params_free_tree(&u);
+    return status;
+}
+
 void svp_unet_destroy(svp_unet_h unet)
 {
     if (unet != NULL) {

@@ -76,6 +76,15 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
                              svp_unet_h *unet_p);
 void         svp_unet_destroy(svp_unet_h unet);
 
+/*
+ * Checks, without reading any tensor data, that model_dir's weights file
+ * holds every tensor the config implies with the right shape and a float
+ * dtype (what svp_unet_create() would check first; errors are the same).
+ * Cheap even for SVD-XT: only the safetensors header is parsed.
+ */
+svp_status_t svp_unet_check_weights(const char *model_dir,
+                                    const svp_unet_params_t *params);
+
 const svp_unet_config_t *svp_unet_config(svp_unet_h unet);
 
 /*
@@ -96,8 +105,10 @@ svp_status_t svp_unet_forward(svp_unet_h unet, int batch, int frames, int h,
                               const float *added_time_ids, float *out);
 
 /*
- * Multiply-accumulates of one forward call of this shape (convs, linears,
- * and the two attention products), for throughput figures.
+ * Multiply-accumulates of one forward call of this shape: every conv,
+ * linear, QK^T and AV product of diffusers' forward (the reference's work,
+ * which is the basis for throughput figures; this implementation skips some
+ * redundant products).
  */
 int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
                       int h, int w, int seq);
