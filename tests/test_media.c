@@ -8,6 +8,8 @@
 #endif
 #include "media/image.h"
 #include "media/resize.h"
+#include "media/antialias.h"
+#include "media/clip_preprocess.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -353,4 +355,224 @@ Test(resize, jpeg_decode_matches_pillow)
         svp_media_image_destroy(im);
     }
     svp_safetensors_close(st);
+}
+
+/* ---- CLIP preprocessing (golden clip_preprocess) ---------------------- */
+
+/*
+ * Tolerances, from the golden README ("CLIP tolerances (measured)"):
+ *  - kernels within 1e-7 absolute;
+ *  - x/255*2-1 and identity blurs exact (a [0, 1, 0] kernel is exact);
+ *  - resized and clip_pixel_input within 2e-5, pixel_values within 5e-5:
+ *    torch's float32 bicubic is itself up to 7.0e-6 away from float64, the
+ *    division by std (about 0.27) scales that by 3.7 (measured 1.27e-5).
+ *  - A real blur (576x1024, 720x240) gets the resized tolerance: torch's
+ *    conv2d sums in its own order, the README measures the blur as adding
+ *    nothing visible next to the bicubic noise.
+ */
+#define CLIP_TOL_KERNEL  1e-7
+#define CLIP_TOL_RESIZED 2e-5
+#define CLIP_TOL_PIXELS  5e-5
+#define CLIP_NUM_IMAGES  5
+
+static double max_abs_diff(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    size_t i;
+
+    for (i = 0; i < n; ++i) {
+        double d = fabs((double)a[i] - (double)b[i]);
+
+        worst = (d > worst || isnan(d)) ? d : worst;
+    }
+    return worst;
+}
+
+/* Loads name as F32 and checks its element count; NULL when the golden
+ * file does not store it (stated per image in params.json). */
+static svp_tensor_t *golden_f32(svp_safetensors_h st, const char *name,
+                                size_t numel)
+{
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+
+    if (svp_safetensors_find(st, name, &info) != SVP_OK) {
+        return NULL;
+    }
+    cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &t), SVP_OK);
+    cr_assert_eq((size_t)svp_tensor_numel(t), numel, "%s: size", name);
+    return t;
+}
+
+static void expect_close(const char *what, int index, const float *got,
+                         const float *want, size_t n, double tol)
+{
+    double d = max_abs_diff(got, want, n);
+
+    cr_log_info("image%d.%s: max |C - golden| = %.3g (tolerance %.3g)",
+                index, what, d, tol);
+    cr_expect(d <= tol, "image%d.%s: max |C - golden| = %.3g > %.3g", index,
+              what, d, tol);
+}
+
+Test(clip_preprocess, stages_match_diffusers)
+{
+    char                   path[512], name[128];
+    svp_safetensors_h      st_in, st_io, st_mid;
+    svp_safetensors_info_t info;
+    svp_media_image_t     *im;
+    svp_media_gauss_t      gx, gy;
+    float                  kx[SVP_MEDIA_GAUSS_MAX_TAPS];
+    float                  ky[SVP_MEDIA_GAUSS_MAX_TAPS];
+    svp_tensor_t          *g;
+    float                 *pm1, *bx, *bxy, *resized;
+    const size_t           out_n = 3 * 224 * 224;
+    int                    i;
+    size_t                 n;
+
+    golden_path(path, sizeof(path), "clip_preprocess/input_u8.safetensors");
+    cr_assert_eq(svp_safetensors_open(path, &st_in), SVP_OK);
+    golden_path(path, sizeof(path), "clip_preprocess/io.safetensors");
+    cr_assert_eq(svp_safetensors_open(path, &st_io), SVP_OK);
+    golden_path(path, sizeof(path), "clip_preprocess/intermediates.safetensors");
+    cr_assert_eq(svp_safetensors_open(path, &st_mid), SVP_OK);
+    resized = malloc(sizeof(float) * out_n);
+
+    for (i = 0; i < CLIP_NUM_IMAGES; ++i) {
+        /* our PNG decoder gives np.array(PIL image) */
+        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png",
+                 golden_dir(), i);
+        im = load_ok(path);
+        snprintf(name, sizeof(name), "image%d.u8", i);
+        cr_assert_eq(svp_safetensors_find(st_in, name, &info), SVP_OK);
+        n = (size_t)im->width * im->height * 3;
+        cr_assert(info.shape[0] == im->height && info.shape[1] == im->width);
+        cr_assert_arr_eq(im->pixels, info.data, n, "%s differs", name);
+
+        pm1 = malloc(sizeof(float) * n);
+        bx  = malloc(sizeof(float) * n);
+        bxy = malloc(sizeof(float) * n);
+        svp_media_image_to_pm1(im, pm1);
+        snprintf(name, sizeof(name), "image%d.pm1", i);
+        if ((g = golden_f32(st_io, name, n)) != NULL) {
+            cr_expect_arr_eq(pm1, g->data, n * sizeof(float), "%s", name);
+            svp_tensor_destroy(g);
+        }
+
+        svp_media_gauss_for_scale(im->width, 224, &gx);
+        svp_media_gauss_for_scale(im->height, 224, &gy);
+        cr_assert_eq(svp_media_gauss_kernel(&gx, kx), SVP_OK);
+        cr_assert_eq(svp_media_gauss_kernel(&gy, ky), SVP_OK);
+        snprintf(name, sizeof(name), "image%d.kernel_x", i);
+        g = golden_f32(st_mid, name, gx.size);
+        cr_assert_not_null(g, "%s missing or wrong size", name);
+        expect_close("kernel_x", i, kx, g->data, gx.size, CLIP_TOL_KERNEL);
+        svp_tensor_destroy(g);
+        snprintf(name, sizeof(name), "image%d.kernel_y", i);
+        g = golden_f32(st_mid, name, gy.size);
+        cr_assert_not_null(g, "%s missing or wrong size", name);
+        expect_close("kernel_y", i, ky, g->data, gy.size, CLIP_TOL_KERNEL);
+        svp_tensor_destroy(g);
+
+        cr_assert_eq(svp_media_blur_x(pm1, 3, im->height, im->width, kx,
+                                      gx.size, bx), SVP_OK);
+        cr_assert_eq(svp_media_blur_y(bx, 3, im->height, im->width, ky,
+                                      gy.size, bxy), SVP_OK);
+        snprintf(name, sizeof(name), "image%d.blur_x", i);
+        if ((g = golden_f32(st_mid, name, n)) != NULL) {
+            expect_close("blur_x", i, bx, g->data, n,
+                         (gx.sigma == 0.001) ? 0.0 : CLIP_TOL_RESIZED);
+            svp_tensor_destroy(g);
+        }
+        snprintf(name, sizeof(name), "image%d.blurred", i);
+        g = golden_f32(st_mid, name, n);
+        cr_assert_not_null(g, "%s missing or wrong size", name);
+        expect_close("blurred", i, bxy, g->data, n,
+                     (gx.sigma == 0.001 && gy.sigma == 0.001) ?
+                             0.0 : CLIP_TOL_RESIZED);
+        svp_tensor_destroy(g);
+
+        cr_assert_eq(svp_media_bicubic_resize(bxy, 3, im->height, im->width,
+                                              224, 224, resized), SVP_OK);
+        snprintf(name, sizeof(name), "image%d.resized", i);
+        g = golden_f32(st_io, name, out_n);
+        cr_assert_not_null(g, "%s missing or wrong size", name);
+        expect_close("resized", i, resized, g->data, out_n, CLIP_TOL_RESIZED);
+        svp_tensor_destroy(g);
+
+        free(bxy);
+        free(bx);
+        free(pm1);
+        svp_media_image_destroy(im);
+    }
+    free(resized);
+    svp_safetensors_close(st_mid);
+    svp_safetensors_close(st_io);
+    svp_safetensors_close(st_in);
+}
+
+Test(clip_preprocess, encoder_input_matches_diffusers)
+{
+    char                    path[512];
+    svp_safetensors_h       st_io;
+    svp_media_clip_params_t params;
+    svp_media_image_t      *im;
+    svp_tensor_t           *cpi, *pv, *out;
+    float                   mine[3 * 224 * 224];
+    const size_t            out_n = 3 * 224 * 224;
+    int                     i;
+
+    golden_path(path, sizeof(path), "clip_preprocess/io.safetensors");
+    cr_assert_eq(svp_safetensors_open(path, &st_io), SVP_OK);
+    cpi = golden_f32(st_io, "clip_pixel_input", CLIP_NUM_IMAGES * out_n);
+    pv  = golden_f32(st_io, "pixel_values", CLIP_NUM_IMAGES * out_n);
+    cr_assert(cpi != NULL && pv != NULL);
+    svp_media_clip_params_init(&params);
+
+    for (i = 0; i < CLIP_NUM_IMAGES; ++i) {
+        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png",
+                 golden_dir(), i);
+        im = load_ok(path);
+        cr_assert_eq(svp_media_clip_preprocess(im, &params, mine, &out), SVP_OK);
+        cr_assert(out->ndim == 4 && out->shape[0] == 1 && out->shape[1] == 3 &&
+                  out->shape[2] == 224 && out->shape[3] == 224);
+        expect_close("clip_pixel_input", i, mine,
+                     (const float *)cpi->data + i * out_n, out_n,
+                     CLIP_TOL_RESIZED);
+        expect_close("pixel_values", i, out->data,
+                     (const float *)pv->data + i * out_n, out_n,
+                     CLIP_TOL_PIXELS);
+        svp_tensor_destroy(out);
+        svp_media_image_destroy(im);
+    }
+    svp_tensor_destroy(pv);
+    svp_tensor_destroy(cpi);
+    svp_safetensors_close(st_io);
+}
+
+Test(clip_preprocess, target_size_is_a_parameter)
+{
+    svp_media_clip_params_t params;
+    svp_media_image_t      *im;
+    svp_tensor_t           *out;
+    int                     x;
+
+    svp_media_clip_params_init(&params);
+    params.height = 32;
+    params.width  = 48;
+    cr_assert_eq(svp_media_image_create(100, 40, &im), SVP_OK);
+    for (x = 0; x < 100 * 40 * 3; ++x) {
+        im->pixels[x] = 255;
+    }
+    cr_assert_eq(svp_media_clip_preprocess(im, &params, NULL, &out), SVP_OK);
+    cr_assert(out->shape[2] == 32 && out->shape[3] == 48);
+    /* a white image stays white: (1 - mean) / std in every channel; the
+     * blur and bicubic weights each sum to 1 within float32 rounding */
+    for (x = 0; x < 3; ++x) {
+        float want = (1.0f - params.mean[x]) / params.std[x];
+
+        cr_assert_float_eq(((float *)out->data)[x * 32 * 48 + 100], want, 1e-5);
+    }
+    svp_tensor_destroy(out);
+    svp_media_image_destroy(im);
 }
