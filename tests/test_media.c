@@ -10,6 +10,9 @@
 #include "media/resize.h"
 #include "media/antialias.h"
 #include "media/clip_preprocess.h"
+#include "media/frames.h"
+#include "media/sample_dir.h"
+#include "media/video.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -576,3 +579,237 @@ Test(clip_preprocess, target_size_is_a_parameter)
     svp_tensor_destroy(out);
     svp_media_image_destroy(im);
 }
+
+/* ---- frames, PNG sequences, MP4, sample directories ------------------- */
+
+/* A deterministic test pattern: gradients plus a moving square. */
+static svp_media_frames_t *pattern_frames(int num_frames, int height, int width)
+{
+    svp_media_frames_t *frames;
+    int                 f, y, x;
+
+    cr_assert_eq(svp_media_frames_create(num_frames, height, width, &frames),
+                 SVP_OK);
+    for (f = 0; f < num_frames; ++f) {
+        for (y = 0; y < height; ++y) {
+            for (x = 0; x < width; ++x) {
+                uint8_t *p = frames->pixels +
+                             (((size_t)f * height + y) * width + x) * 3;
+                int      in_square = (x - 4 * f >= 8 && x - 4 * f < 24 &&
+                                      y >= 8 && y < 24);
+
+                p[0] = (uint8_t)(x * 255 / SVP_MAX(width - 1, 1));
+                p[1] = (uint8_t)(y * 255 / SVP_MAX(height - 1, 1));
+                p[2] = in_square ? 255 : (uint8_t)(40 * f);
+            }
+        }
+    }
+    return frames;
+}
+
+TestSuite(frames, .init = setup_dir, .fini = teardown_dir);
+
+Test(frames, f32_to_u8_like_numpy_round)
+{
+    /* [F=1, 3, H=1, W=4] */
+    float               data[12] = {-0.5f, 0.0f, 1.0f, 7.0f,
+                                    NAN,   0.2f, 0.5f, 1.0f / 255.0f,
+                                    1.0f,  0.0f, 0.999f, 0.25f};
+    svp_media_frames_t *frames;
+    svp_media_image_t   view;
+    int                 k, ties = 0;
+
+    cr_assert_eq(svp_media_frames_from_f32(data, 1, 1, 4, &frames), SVP_OK);
+    svp_media_frames_view(frames, 0, &view);
+    assert_pixel(&view, 0, 0, 0, 0, 255);     /* clamped; NaN -> 0 */
+    assert_pixel(&view, 1, 0, 0, 51, 0);
+    assert_pixel(&view, 2, 0, 255, 128, 255); /* 127.5 -> 128 (even) */
+    assert_pixel(&view, 3, 0, 255, 1, 64);    /* 63.75 -> 64 */
+    svp_media_frames_destroy(frames);
+
+    /* exact halves round to even, as numpy.round does */
+    for (k = 0; k < 255; ++k) {
+        float x = ((float)k + 0.5f) / 255.0f;
+
+        if (x * 255.0f != (float)k + 0.5f) {
+            continue;
+        }
+        cr_assert_eq(svp_media_frames_from_f32((float[3]){x, x, x}, 1, 1, 1,
+                                               &frames), SVP_OK);
+        cr_assert_eq(frames->pixels[0], (k % 2 == 0) ? k : k + 1,
+                     "%d.5 rounded to %d", k, frames->pixels[0]);
+        svp_media_frames_destroy(frames);
+        ++ties;
+    }
+    cr_assert_gt(ties, 0, "no exact half found to test");
+}
+
+Test(frames, png_round_trip)
+{
+    svp_media_frames_t *frames = pattern_frames(3, 20, 30);
+    svp_media_image_t   view, *back;
+    char                path[256];
+    int                 f;
+
+    cr_assert_eq(svp_media_frames_write_png(frames, test_dir), SVP_OK);
+    cr_assert_eq(dir_entries(test_dir), 3, "temporaries left behind");
+    for (f = 0; f < 3; ++f) {
+        snprintf(path, sizeof(path), "%s/frame_%04d.png", test_dir, f);
+        back = load_ok(path);
+        svp_media_frames_view(frames, f, &view);
+        cr_assert(back->width == 30 && back->height == 20);
+        cr_assert_arr_eq(back->pixels, view.pixels, 30 * 20 * 3,
+                         "frame %d changed through PNG", f);
+        svp_media_image_destroy(back);
+    }
+    svp_media_frames_destroy(frames);
+}
+
+TestSuite(sample_dir, .init = setup_dir, .fini = teardown_dir);
+
+Test(sample_dir, abort_leaves_nothing)
+{
+    svp_media_frames_t    *frames = pattern_frames(2, 8, 8);
+    svp_media_sample_dir_h dir;
+    char                   final[256], tmp[256];
+
+    snprintf(final, sizeof(final), "%s/out/sample_0001", test_dir);
+    cr_assert_eq(svp_media_sample_dir_begin(final, &dir), SVP_OK);
+    snprintf(tmp, sizeof(tmp), "%s", svp_media_sample_dir_path(dir));
+    cr_assert_str_neq(tmp, final);
+    /* half a sample: one frame written, then a failure */
+    cr_assert_eq(svp_media_frames_write_png(frames, tmp), SVP_OK);
+    cr_assert_neq(access(final, F_OK), 0, "visible before commit");
+    svp_media_sample_dir_abort(dir);
+    cr_assert_neq(access(final, F_OK), 0);
+    cr_assert_neq(access(tmp, F_OK), 0, "temporary left behind");
+    snprintf(tmp, sizeof(tmp), "%s/out", test_dir);
+    cr_assert_eq(dir_entries(tmp), 0);
+    svp_media_frames_destroy(frames);
+}
+
+Test(sample_dir, commit_publishes_and_replaces)
+{
+    svp_media_frames_t    *frames = pattern_frames(2, 8, 8);
+    svp_media_sample_dir_h dir;
+    char                   final[256], path[512];
+
+    snprintf(final, sizeof(final), "%s/sample_0000", test_dir);
+    cr_assert_eq(svp_media_sample_dir_begin(final, &dir), SVP_OK);
+    cr_assert_eq(svp_media_frames_write_png(frames,
+                                            svp_media_sample_dir_path(dir)),
+                 SVP_OK);
+    cr_assert_eq(svp_media_sample_dir_commit(dir), SVP_OK);
+    cr_assert_eq(dir_entries(final), 2);
+    cr_assert_eq(dir_entries(test_dir), 1, "temporary left behind");
+
+    /* a second run of the same sample replaces the first one whole */
+    cr_assert_eq(svp_media_sample_dir_begin(final, &dir), SVP_OK);
+    snprintf(path, sizeof(path), "%s/only.txt", svp_media_sample_dir_path(dir));
+    cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_OK);
+    cr_assert_eq(svp_media_sample_dir_commit(dir), SVP_OK);
+    cr_assert_eq(dir_entries(final), 1);
+    snprintf(path, sizeof(path), "%s/only.txt", final);
+    cr_assert_eq(access(path, F_OK), 0);
+    cr_assert_eq(dir_entries(test_dir), 1, "old copy left behind");
+    svp_media_frames_destroy(frames);
+}
+
+TestSuite(video, .init = setup_dir, .fini = teardown_dir);
+
+#ifdef HAVE_FFMPEG
+static void write_and_probe(int num_frames, int height, int width, int fps,
+                            svp_media_video_info_t *info_p)
+{
+    svp_media_frames_t      *frames = pattern_frames(num_frames, height, width);
+    svp_media_video_params_t params;
+    char                     path[256];
+
+    svp_media_video_params_init(&params);
+    params.fps = fps;
+    snprintf(path, sizeof(path), "%s/video.mp4", test_dir);
+    cr_assert_eq(svp_media_video_write_mp4(path, frames, &params), SVP_OK);
+    cr_assert_eq(dir_entries(test_dir), 1, "temporary left behind");
+    cr_assert_eq(svp_media_video_probe(path, info_p), SVP_OK);
+    svp_media_frames_destroy(frames);
+}
+
+Test(video, mp4_header_is_valid)
+{
+    svp_media_video_info_t info;
+
+    write_and_probe(14, 48, 64, 7, &info);
+    cr_assert_eq(info.num_streams, 1);
+    cr_assert_eq(info.num_frames, 14);
+    cr_assert(info.width == 64 && info.height == 48, "size %dx%d",
+              info.width, info.height);
+    cr_assert_float_eq(info.fps, 7.0, 1e-9);
+    /* Debian's libavcodec has libx264: expect H.264, not the fallback */
+    cr_assert_str_eq(info.codec, "h264");
+}
+
+Test(video, odd_sizes_are_padded_to_even)
+{
+    svp_media_video_info_t info;
+
+    write_and_probe(3, 25, 33, 12, &info);
+    cr_assert(info.width == 34 && info.height == 26, "size %dx%d", info.width,
+              info.height);
+    cr_assert_eq(info.num_frames, 3);
+    cr_assert_float_eq(info.fps, 12.0, 1e-9);
+}
+
+Test(video, mpeg4_fallback_encoder)
+{
+    svp_media_frames_t      *frames = pattern_frames(4, 16, 16);
+    svp_media_video_params_t params;
+    svp_media_video_info_t   info;
+    char                     path[256];
+
+    svp_media_video_params_init(&params);
+    params.encoder = "mpeg4";
+    snprintf(path, sizeof(path), "%s/v.mp4", test_dir);
+    cr_assert_eq(svp_media_video_write_mp4(path, frames, &params), SVP_OK);
+    cr_assert_eq(svp_media_video_probe(path, &info), SVP_OK);
+    cr_assert_str_eq(info.codec, "mpeg4");
+    cr_assert_eq(info.num_frames, 4);
+    svp_media_frames_destroy(frames);
+}
+
+Test(video, failure_leaves_nothing_at_the_path)
+{
+    svp_media_frames_t      *frames = pattern_frames(2, 16, 16);
+    svp_media_video_params_t params;
+    char                     path[256], *data;
+    size_t                   len;
+
+    snprintf(path, sizeof(path), "%s/video.mp4", test_dir);
+    svp_media_video_params_init(&params);
+    params.encoder = "no-such-encoder";
+    cr_assert_eq(svp_media_video_write_mp4(path, frames, &params),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert_eq(dir_entries(test_dir), 0);
+
+    /* an older file survives a failed rewrite */
+    cr_assert_eq(svp_file_write_atomic(path, "old", 3), SVP_OK);
+    params.encoder = NULL;
+    params.fps     = 0;
+    cr_assert_eq(svp_media_video_write_mp4(path, frames, &params),
+                 SVP_ERR_INVALID_PARAM);
+    /* a failure inside FFmpeg (avio_open: no such directory) */
+    snprintf(path, sizeof(path), "%s/gone/video.mp4", test_dir);
+    params.fps = 7;
+    cr_assert_eq(svp_media_video_write_mp4(path, frames, &params), SVP_ERR_IO);
+    snprintf(path, sizeof(path), "%s/video.mp4", test_dir);
+    cr_assert_eq(svp_file_read_all(path, &data, &len), SVP_OK);
+    cr_assert(len == 3 && !memcmp(data, "old", 3));
+    free(data);
+    cr_assert_eq(dir_entries(test_dir), 1);
+    svp_media_frames_destroy(frames);
+}
+#else
+Test(video, mp4_header_is_valid)
+{
+    cr_skip_test("built without FFmpeg: no MP4 output");
+}
+#endif
