@@ -13,6 +13,7 @@
 #include "media/frames.h"
 #include "media/sample_dir.h"
 #include "media/video.h"
+#include "media/demo.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -813,3 +814,45 @@ Test(video, mp4_header_is_valid)
     cr_skip_test("built without FFmpeg: no MP4 output");
 }
 #endif
+
+/* ---- the demo input image --------------------------------------------- */
+
+Test(demo, committed_png_is_drawn_by_our_code)
+{
+    const char        *top = getenv("SVP_TOP_SRCDIR");
+    svp_media_image_t *drawn, *file;
+    char               path[512];
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/etc/demo/input.png", top);
+    file = load_ok(path);
+    cr_assert_eq(svp_media_demo_image_create(SVP_MEDIA_DEMO_WIDTH,
+                                             SVP_MEDIA_DEMO_HEIGHT, &drawn),
+                 SVP_OK);
+    cr_assert(file->width == drawn->width && file->height == drawn->height);
+    cr_assert_arr_eq(file->pixels, drawn->pixels,
+                     (size_t)drawn->width * drawn->height * 3,
+                     "etc/demo/input.png differs from svp_media_demo_image_create;"
+                     " regenerate it with etc/demo/make_input");
+    svp_media_image_destroy(drawn);
+    svp_media_image_destroy(file);
+}
+
+Test(demo, any_size_and_not_flat)
+{
+    svp_media_image_t *im;
+    size_t             i, n;
+    int                lo = 255, hi = 0;
+
+    cr_assert_eq(svp_media_demo_image_create(7, 64, &im), SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_media_demo_image_create(1024, 576, &im), SVP_OK);
+    n = (size_t)1024 * 576 * 3;
+    for (i = 0; i < n; ++i) {
+        lo = SVP_MIN(lo, im->pixels[i]);
+        hi = SVP_MAX(hi, im->pixels[i]);
+    }
+    cr_assert(hi - lo > 200, "range %d..%d", lo, hi);
+    svp_media_image_destroy(im);
+}
