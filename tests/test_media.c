@@ -378,8 +378,7 @@ Test(resize, matches_pillow_lanczos)
     svp_safetensors_h      st;
     svp_safetensors_info_t info;
     svp_media_image_t     *src, *dst;
-    svp_tensor_t          *pv;
-    float                 *pm1;
+    svp_tensor_t          *pv, *mine;
     size_t                 i, n, ndiff;
     int                    worst;
 
@@ -410,17 +409,58 @@ Test(resize, matches_pillow_lanczos)
         snprintf(name, sizeof(name), "%s.pixel_values", resize_cases[i]);
         cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &pv),
                      SVP_OK);
+        cr_assert_eq(svp_media_vae_preprocess(src, dst->width, dst->height,
+                                              &mine), SVP_OK);
+        cr_assert(mine->ndim == 4 && mine->shape[0] == 1 &&
+                  mine->shape[1] == 3 && mine->shape[2] == dst->height &&
+                  mine->shape[3] == dst->width);
         cr_assert_eq((size_t)svp_tensor_numel(pv), n);
-        pm1 = malloc(n * sizeof(float));
-        svp_media_image_to_pm1(dst, pm1);
-        cr_expect_arr_eq(pm1, pv->data, n * sizeof(float),
+        cr_expect_arr_eq(mine->data, pv->data, n * sizeof(float),
                          "%s: pixel_values differ", resize_cases[i]);
-        free(pm1);
+        svp_tensor_destroy(mine);
         svp_tensor_destroy(pv);
         svp_media_image_destroy(dst);
         svp_media_image_destroy(src);
     }
     svp_safetensors_close(st);
+}
+
+Test(resize, one_axis_and_flat_images)
+{
+    static const int   sizes[][2] = {{30, 20}, {13, 20}, {30, 7}, {64, 41},
+                                     {5, 90}};
+    svp_media_image_t *src, *dst;
+    size_t             i, p;
+    int                x, y;
+
+    /* a flat image stays flat whatever the sizes: every window's fixed-point
+     * weights sum to 1 within rounding */
+    cr_assert_eq(svp_media_image_create(30, 20, &src), SVP_OK);
+    memset(src->pixels, 173, 30 * 20 * 3);
+    for (i = 0; i < SVP_ARRAY_SIZE(sizes); ++i) {
+        cr_assert_eq(svp_media_image_resize_lanczos(src, sizes[i][0],
+                                                    sizes[i][1], &dst), SVP_OK);
+        for (p = 0; p < (size_t)dst->width * dst->height * 3; ++p) {
+            cr_assert_eq(dst->pixels[p], 173, "%dx%d: byte %zu is %d",
+                         sizes[i][0], sizes[i][1], p, dst->pixels[p]);
+        }
+        svp_media_image_destroy(dst);
+    }
+
+    /* only the height changes: columns are resampled independently, so a
+     * horizontal gradient keeps every column's value */
+    for (y = 0; y < 20; ++y) {
+        for (x = 0; x < 30; ++x) {
+            memset(src->pixels + ((size_t)y * 30 + x) * 3, x * 8, 3);
+        }
+    }
+    cr_assert_eq(svp_media_image_resize_lanczos(src, 30, 9, &dst), SVP_OK);
+    for (y = 0; y < 9; ++y) {
+        cr_assert_arr_eq(dst->pixels + (size_t)y * 30 * 3, src->pixels,
+                         30 * 3, "row %d", y);
+    }
+    svp_media_image_destroy(dst);
+    svp_media_image_destroy(src);
 }
 
 Test(resize, jpeg_decode_matches_pillow)
