@@ -236,3 +236,26 @@ Test(steps, not_divisible_names_alternatives)
     cr_assert_eq(svp_steps_assign(8, 2, 2, err, sizeof(err), &range),
                  SVP_ERR_INVALID_PARAM);
 }
+
+#include "spec/spec_int.h"
+#include "common/util.h"
+
+/* The man page documents every key the parser accepts. */
+Test(spec, man_page_lists_every_key)
+{
+    const char *top = getenv("SVP_TOP_SRCDIR");
+    char        path[1024], *text, needle[160];
+    int         i;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/doc/svdpipe-job.5", top);
+    cr_assert_eq(svp_file_read_all(path, &text, NULL), SVP_OK, "%s", path);
+    for (i = 0; i < svp_spec_num_keys; ++i) {
+        snprintf(needle, sizeof(needle), ".B %s\n", svp_spec_keys[i].path);
+        cr_expect(strstr(text, needle) != NULL, "doc/svdpipe-job.5 lacks key %s",
+                  svp_spec_keys[i].path);
+    }
+    free(text);
+}

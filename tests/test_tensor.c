@@ -1,6 +1,7 @@
 /* Tests for src/tensor: dtypes, conversions, safetensors read/write. */
 #include "tensor/tensor.h"
 #include "tensor/safetensors.h"
+#include "tensor/config_json.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -523,4 +524,115 @@ Test(safetensors, every_header_byte_corrupted, .init = setup_dir,
                       svp_status_name(status));
         }
     }
+}
+
+/* ---- config.json ------------------------------------------------------ */
+
+Test(config, typed_getters_and_defaults)
+{
+    static const char text[] =
+        "{\"in_channels\": 8, \"sigma_max\": 700.0, \"sigma_min\": 0.002,"
+        " \"steps\": 1000.0, \"karras\": true, \"name\": \"Euler\","
+        " \"trained_betas\": null, \"heads\": 8, \"blocks\": [32, 64],"
+        " \"types\": [\"A\", \"B\"]}";
+    static const char *const required[] = {"in_channels", "name", NULL};
+    static const char *const missing[]  = {"in_channels", "trained_betas", NULL};
+    svp_config_h cfg;
+    int64_t      i64, arr[4];
+    double       d;
+    int          b, n;
+    const char  *s, *strs[4];
+
+    cr_assert_eq(svp_config_parse(text, "t.json", &cfg), SVP_OK);
+    cr_assert_str_eq(svp_config_path(cfg), "t.json");
+    cr_assert_eq(svp_config_get_int(cfg, "in_channels", 4, &i64), SVP_OK);
+    cr_assert_eq(i64, 8);
+    cr_assert_eq(svp_config_get_int(cfg, "steps", 0, &i64), SVP_OK);
+    cr_assert_eq(i64, 1000, "an integral float is an integer");
+    cr_assert_eq(svp_config_get_int(cfg, "absent", 42, &i64), SVP_OK);
+    cr_assert_eq(i64, 42);
+    cr_assert_eq(svp_config_get_double(cfg, "sigma_min", 1.0, &d), SVP_OK);
+    cr_assert_eq(d, 0.002);
+    cr_assert_eq(svp_config_get_double(cfg, "in_channels", 1.0, &d), SVP_OK);
+    cr_assert_eq(d, 8.0);
+    cr_assert_eq(svp_config_get_bool(cfg, "karras", 0, &b), SVP_OK);
+    cr_assert_eq(b, 1);
+    cr_assert_eq(svp_config_get_string(cfg, "name", NULL, &s), SVP_OK);
+    cr_assert_str_eq(s, "Euler");
+    cr_assert_eq(svp_config_get_string(cfg, "trained_betas", "dflt", &s),
+                 SVP_OK);
+    cr_assert_str_eq(s, "dflt", "null means the default");
+    cr_assert_eq(svp_config_has(cfg, "trained_betas"), 0);
+    cr_assert_eq(svp_config_require(cfg, required), SVP_OK);
+    cr_assert_eq(svp_config_require(cfg, missing), SVP_ERR_BAD_FILE);
+
+    cr_assert_eq(svp_config_get_int_array(cfg, "blocks", arr, 4, &n), SVP_OK);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(arr[1], 64);
+    cr_assert_eq(svp_config_get_int_array(cfg, "heads", arr, 4, &n), SVP_OK);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(arr[0], 8);
+    cr_assert_eq(svp_config_get_int_array(cfg, "absent", arr, 4, &n), SVP_OK);
+    cr_assert_eq(n, 0);
+    cr_assert_eq(svp_config_get_int_array(cfg, "blocks", arr, 1, &n),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_string_array(cfg, "types", strs, 4, &n),
+                 SVP_OK);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(strs[1], "B");
+
+    /* wrong types: errors, outputs untouched */
+    i64 = -7;
+    cr_assert_eq(svp_config_get_int(cfg, "sigma_min", 0, &i64),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(i64, -7);
+    cr_assert_eq(svp_config_get_int(cfg, "name", 0, &i64), SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_double(cfg, "name", 0, &d), SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_bool(cfg, "in_channels", 0, &b),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_string(cfg, "blocks", NULL, &s),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_int_array(cfg, "types", arr, 4, &n),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_string_array(cfg, "blocks", strs, 4, &n),
+                 SVP_ERR_BAD_FILE);
+    svp_config_destroy(cfg);
+}
+
+Test(config, rejects_malformed)
+{
+    svp_config_h cfg = NULL;
+
+    cr_assert_eq(svp_config_parse("{\"a\": 1,}", "bad.json", &cfg),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_parse("[1]", "arr.json", &cfg), SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_parse("{\"a\": 1, \"a\": 2}", "dup.json", &cfg),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_null(cfg);
+    cr_assert_eq(svp_config_load("/nonexistent/config.json", &cfg),
+                 SVP_ERR_NOT_FOUND);
+}
+
+Test(config, golden_unet_config)
+{
+    const char  *dir = golden_dir();
+    svp_config_h cfg;
+    char         path[1024];
+    int64_t      blocks[8], heads[8];
+    const char  *types[8];
+    int          n, nh, nt;
+
+    snprintf(path, sizeof(path), "%s/pipeline_tiny/unet/config.json", dir);
+    cr_assert_eq(svp_config_load(path, &cfg), SVP_OK);
+    cr_assert_eq(svp_config_get_int_array(cfg, "block_out_channels", blocks, 8,
+                                          &n), SVP_OK);
+    cr_assert_gt(n, 0);
+    cr_assert_eq(svp_config_get_int_array(cfg, "num_attention_heads", heads, 8,
+                                          &nh), SVP_OK);
+    cr_assert(nh == 1 || nh == n);
+    cr_assert_eq(svp_config_get_string_array(cfg, "down_block_types", types, 8,
+                                             &nt), SVP_OK);
+    cr_assert_eq(nt, n);
+    cr_assert(strstr(types[0], "SpatioTemporal") != NULL);
+    svp_config_destroy(cfg);
 }
