@@ -846,6 +846,29 @@ Test(sample_dir, commit_publishes_and_replaces)
     svp_media_frames_destroy(frames);
 }
 
+Test(sample_dir, whole_sample_or_nothing)
+{
+    svp_media_frames_t      *frames = pattern_frames(3, 16, 16);
+    svp_media_video_params_t params;
+    char                     final[256];
+
+    snprintf(final, sizeof(final), "%s/s0", test_dir);
+    svp_media_video_params_init(&params);
+    params.encoder = "no-such-encoder";     /* fails after the PNGs */
+    cr_assert_neq(svp_media_sample_write(final, frames, &params), SVP_OK);
+    cr_assert_eq(dir_entries(test_dir), 0, "a partial sample was left");
+
+    cr_assert_eq(svp_media_sample_write(final, frames, NULL), SVP_OK);
+    cr_assert_eq(dir_entries(final), 3);
+#ifdef HAVE_FFMPEG
+    params.encoder = NULL;
+    cr_assert_eq(svp_media_sample_write(final, frames, &params), SVP_OK);
+    cr_assert_eq(dir_entries(final), 4);
+#endif
+    cr_assert_eq(dir_entries(test_dir), 1);
+    svp_media_frames_destroy(frames);
+}
+
 TestSuite(video, .init = setup_dir, .fini = teardown_dir);
 
 #ifdef HAVE_FFMPEG

@@ -171,3 +171,38 @@ void svp_media_sample_dir_abort(svp_media_sample_dir_h dir)
     }
     svp_media_sample_dir_free(dir);
 }
+
+svp_status_t svp_media_sample_write(const char *path,
+                                    const svp_media_frames_t *frames,
+                                    const svp_media_video_params_t *video)
+{
+    svp_media_sample_dir_h dir;
+    char                  *mp4;
+    svp_status_t           status;
+
+    status = svp_media_sample_dir_begin(path, &dir);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_media_frames_write_png(frames, svp_media_sample_dir_path(dir));
+    if (status != SVP_OK) {
+        goto err_abort;
+    }
+    if (video != NULL) {
+        if (asprintf(&mp4, "%s/%s", svp_media_sample_dir_path(dir),
+                     SVP_MEDIA_SAMPLE_VIDEO) < 0) {
+            status = SVP_ERR_NO_MEMORY;
+            goto err_abort;
+        }
+        status = svp_media_video_write_mp4(mp4, frames, video);
+        free(mp4);
+        if (status != SVP_OK) {
+            goto err_abort;
+        }
+    }
+    return svp_media_sample_dir_commit(dir);
+
+err_abort:
+    svp_media_sample_dir_abort(dir);
+    return status;
+}

@@ -18,7 +18,7 @@
 #ifndef SVP_MEDIA_SAMPLE_DIR_H
 #define SVP_MEDIA_SAMPLE_DIR_H
 
-#include "common/status.h"
+#include "media/video.h"
 
 typedef struct svp_media_sample_dir *svp_media_sample_dir_h;
 
@@ -41,5 +41,17 @@ svp_status_t svp_media_sample_dir_commit(svp_media_sample_dir_h dir);
 
 /* Removes the temporary directory and everything in it. */
 void svp_media_sample_dir_abort(svp_media_sample_dir_h dir);
+
+/* Name of the video inside a sample directory. */
+#define SVP_MEDIA_SAMPLE_VIDEO "video.mp4"
+
+/*
+ * Writes one sample whole: frame_0000.png ... and, when video is not NULL,
+ * video.mp4 encoded with those parameters, into a sample directory that is
+ * committed at path only when everything was written.
+ */
+svp_status_t svp_media_sample_write(const char *path,
+                                    const svp_media_frames_t *frames,
+                                    const svp_media_video_params_t *video);
 
 #endif
