@@ -1,0 +1,30 @@
+/*
+ * Counter-based random numbers (Philox4x32-10, Salmon et al., SC'11).
+ *
+ * The value at position i of stream s under seed k is a pure function of
+ * (k, s, i): sample 7's initial noise is the same whether rank 0 of 1 or rank
+ * 0 of 7 makes it, and in whatever order samples are made.  That is what makes
+ * a W-rank result bit-identical to the 1-rank result.
+ */
+#ifndef SVP_SCHED_RNG_H
+#define SVP_SCHED_RNG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One Philox4x32-10 block: 4 x 32 random bits for (key, counter). */
+void svp_rng_philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo,
+                    uint32_t out[4]);
+
+/*
+ * n standard normal floats (Box-Muller in double, rounded to float) for
+ * stream 'stream' under 'seed', starting at position 'offset' of the stream.
+ */
+void svp_rng_normal(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
+                    float *out);
+
+/* n uniform floats in [0, 1) (24-bit resolution), same addressing. */
+void svp_rng_uniform(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
+                     float *out);
+
+#endif
