@@ -368,9 +368,9 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         return launch_bad_int(spec, "cluster.ranks_per_node", "1 to 1024",
                               spec->cluster.ranks_per_node, errbuf, errlen);
     }
-    if (spec->cluster.gpus_per_task < 0 || spec->cluster.gpus_per_task > 16) {
+    if (spec->cluster.gpus_per_task < 0 || spec->cluster.gpus_per_task > 64) {
         return launch_bad_int(spec, "cluster.gpus_per_task", "0 (one per task "
-                              "for cuda) to 16", spec->cluster.gpus_per_task,
+                              "for cuda) to 64", spec->cluster.gpus_per_task,
                               errbuf, errlen);
     }
     if (!(spec->comm.deadline > 0) || spec->comm.deadline > 1e7) {
