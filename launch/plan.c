@@ -128,6 +128,17 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
 
         ++lineno;
         if (tok == NULL) {
+            /* svdworker's debug line: "sample 3 step 5/28 812.0 ms" */
+            const char *smp = strstr(line, " sample ");
+            int         sample, step, steps;
+            double      ms;
+
+            if (smp != NULL && sscanf(smp, " sample %d step %d/%d %lf ms",
+                                      &sample, &step, &steps, &ms) == 4 &&
+                ms >= 0 && isfinite(ms)) {
+                sum[1] += ms * 1e-3;
+                ++count[1];
+            }
             continue;
         }
         k = strstr(tok, " kind=");

@@ -110,6 +110,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
  *
  *   ... svp-cost kind=step sample=3 s=0.812
  *
+ * svdworker's debug lines "sample 3 step 5/28 812.0 ms" count as steps.
  * A kind with no measurement keeps its value.  Errors: SVP_ERR_IO,
  * SVP_ERR_BAD_FILE (file:line of the first malformed measurement).
  */
