@@ -440,7 +440,8 @@ svp_status_t svp_plan_run(const svp_plan_params_t *p,
         double per_sample = res->ranks[r].busy_s / N;
 
         busy += res->ranks[r].busy_s;
-        if (per_sample > res->bottleneck_s) {
+        /* on a tie (spread balances the ranks) the first rank is named */
+        if (per_sample > res->bottleneck_s * (1 + 1e-9)) {
             res->bottleneck_s    = per_sample;
             res->bottleneck_rank = r;
         }
