@@ -180,6 +180,12 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
  */
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
 
+/*
+ * Gives up on req without reporting anything (cleanup after another
+ * failure): cancels it, waits briefly for UCX, and releases it.
+ */
+void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
+
 /* Runs UCX progress until nothing is left to do (for compute loops). */
 void svp_comm_progress(svp_comm_h comm);
 
