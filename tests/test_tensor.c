@@ -506,8 +506,9 @@ static svp_status_t open_raw(const char *header, long long hlen, size_t ndata)
 
 Test(safetensors, hostile_files, .init = setup_dir, .fini = teardown_dir)
 {
-    char path[128];
-    FILE *f;
+    svp_safetensors_h st;
+    char              path[128];
+    FILE             *f;
 
     cr_assert_eq(open_raw(GOOD, -1, 8), SVP_OK, "the control file must open");
     cr_assert_eq(open_raw("{}", -1, 0), SVP_OK, "an empty file is valid");
@@ -517,7 +518,6 @@ Test(safetensors, hostile_files, .init = setup_dir, .fini = teardown_dir)
     f = fopen(path, "wb");
     fwrite("\x10\x00\x00", 1, 3, f);
     fclose(f);
-    svp_safetensors_h st;
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_ERR_BAD_FILE);
     /* absent file */
     snprintf(path, sizeof(path), "%s/absent.safetensors", test_dir);
