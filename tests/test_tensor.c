@@ -186,6 +186,14 @@ Test(tensor, create_wrap_convert)
     }
     svp_tensor_destroy(back);
     svp_tensor_destroy(h);
+    cr_assert_eq(svp_tensor_convert(w, SVP_DTYPE_BF16, &h), SVP_OK);
+    cr_assert_eq(svp_tensor_convert(w, SVP_DTYPE_F64, &back), SVP_OK);
+    for (i = 0; i < 24; ++i) {
+        cr_assert_eq(((uint16_t *)h->data)[i], svp_f32_to_bf16(buf[i]));
+        cr_assert_eq(((double *)back->data)[i], (double)buf[i]);
+    }
+    svp_tensor_destroy(back);
+    svp_tensor_destroy(h);
     svp_tensor_destroy(w); /* borrowed data stays */
     buf[0] = 1.0f;
     svp_tensor_destroy(t);
