@@ -44,7 +44,7 @@ static int bench_cmp(const void *a, const void *b)
 }
 
 /*
- * Best of 5 square products of size n through the backend's linear op (the
+ * Best of 10 square products of size n through the backend's linear op (the
  * same gemm path and thread count as the UNet), in GFLOP/s.
  */
 static double bench_sgemm_peak(svp_ops_h ops, int n)
@@ -62,7 +62,7 @@ static double bench_sgemm_peak(svp_ops_h ops, int n)
         a[i] = (float)(i % 7) * 0.1f;
         b[i] = (float)(i % 5) * 0.1f;
     }
-    for (i = 0; i < 6; i++) {
+    for (i = 0; i < 11; i++) {
         t = bench_now();
         if (svp_ops_linear(ops, n, n, n, a, b, NULL, 0, c) != SVP_OK) {
             exit(1);

@@ -68,6 +68,7 @@ static void svp_attention_short(const svp_ops_attention_t *p, float scale,
             const float *kr = k + (bk * p->kv_len + j) * p->k_stride +
                               h * p->head_dim;
             float dot = 0.0f;
+#pragma omp simd reduction(+:dot)
             for (d = 0; d < p->head_dim; d++) {
                 dot += qr[d] * kr[d];
             }
@@ -80,6 +81,7 @@ static void svp_attention_short(const svp_ops_attention_t *p, float scale,
         for (j = 0; j < p->kv_len; j++) {
             const float *vr = v + (bk * p->kv_len + j) * p->v_stride +
                               h * p->head_dim;
+#pragma omp simd
             for (d = 0; d < p->head_dim; d++) {
                 orow[d] += s[j] * vr[d];
             }

@@ -95,7 +95,11 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
     int64_t      col_size = (int64_t)k * ho * wo;
     int          pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
                               p->pad == 0);
-    int          by_image = (p->n >= ops->threads);
+    /* per-thread im2col buffers, unless they would pass 256 MiB together
+     * (SVD level 0 needs 212 MiB per buffer): then split each gemm */
+    int          by_image = (p->n >= ops->threads &&
+                             (pointwise || (int64_t)ops->threads * col_size *
+                                           (int64_t)sizeof(float) <= ((int64_t)256 << 20)));
     float       *col = NULL;
     svp_status_t status;
     int          n;

@@ -80,7 +80,22 @@ svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
 svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                        int64_t inner, float *x, const float *v)
 {
-    int64_t om;
+    int64_t o, om;
+
+    if (inner == 1) {
+        /* a per-channel value over pixels: one scalar per row of mid */
+#pragma omp parallel for schedule(static) if(outer * mid > SVP_OPS_CPU_PAR_MIN)
+        for (o = 0; o < outer; o++) {
+            float  *xr = x + o * mid;
+            float   vo = v[o];
+            int64_t m;
+#pragma omp simd
+            for (m = 0; m < mid; m++) {
+                xr[m] += vo;
+            }
+        }
+        return SVP_OK;
+    }
 
 #pragma omp parallel for schedule(static) if(outer * mid * inner > SVP_OPS_CPU_PAR_MIN)
     for (om = 0; om < outer * mid; om++) {
