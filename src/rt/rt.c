@@ -1,0 +1,625 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "rt/rt.h"
+
+#include "common/log.h"
+#include "rt/watch.h"
+#include "common/util.h"
+
+#include <pmix.h>
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+/* The rank recorded when a loss names nobody (our own PMIx server is gone). */
+#define SVP_RT_LOST_UNKNOWN (-2)
+
+/* A key published in a plain start (no launcher: this process is everyone). */
+typedef struct svp_rt_kv {
+    struct svp_rt_kv *next;
+    char             *key;
+    void             *data;
+    size_t            len;
+} svp_rt_kv_t;
+
+struct svp_rt {
+    int          plain;
+    int          rank, size, local_rank;
+    double       timeout;
+    char         hostname[PMIX_MAX_NSLEN + 1];
+    pmix_proc_t  proc;              /* PMIx identity (unused when plain) */
+    size_t       evhdlr_id;
+    int          evhdlr_registered;
+    int          event_fd;
+    atomic_int   lost_rank;
+    svp_rt_watch_t *watch;          /* NULL when plain or alone */
+    svp_rt_kv_t *kv;                /* plain start only */
+};
+
+static svp_status_t svp_rt_status_from_pmix(pmix_status_t rc)
+{
+    switch (rc) {
+    case PMIX_SUCCESS:
+        return SVP_OK;
+    case PMIX_ERR_TIMEOUT:
+        return SVP_ERR_TIMED_OUT;
+    case PMIX_ERR_NOT_FOUND:
+        return SVP_ERR_NOT_FOUND;
+    case PMIX_ERR_BAD_PARAM:
+        return SVP_ERR_INVALID_PARAM;
+    case PMIX_ERR_NOMEM:
+    case PMIX_ERR_OUT_OF_RESOURCE:
+        return SVP_ERR_NO_MEMORY;
+    /* A fence that some rank cannot join any more: PMIx says "partial
+     * success" at once when a participant died before it.  For us a fence is
+     * all or nothing, so this is a lost peer. */
+    case PMIX_ERR_PARTIAL_SUCCESS:
+    case PMIX_ERR_LOST_CONNECTION:
+    case PMIX_ERR_UNREACH:
+    case PMIX_ERR_PROC_ABORTED:
+    case PMIX_ERR_PROC_TERM_WO_SYNC:
+    case PMIX_EVENT_PROC_TERMINATED:
+        return SVP_ERR_PEER_LOST;
+    default:
+        return SVP_ERR_RUNTIME;
+    }
+}
+
+/*
+ * Calls a PMIx function and converts its status, once, logging the call and
+ * PMIx's own error string at _level when it fails (UCX's UCT_CUDADRV_FUNC).
+ */
+#define SVP_RT_PMIX_FUNC(_func, _level) \
+    ({ \
+        pmix_status_t _pmix_rc = (_func); \
+        svp_status_t  _svp_st  = svp_rt_status_from_pmix(_pmix_rc); \
+        if (_pmix_rc != PMIX_SUCCESS) { \
+            svp_log(_level, "%s failed: %s", #_func, PMIx_Error_string(_pmix_rc)); \
+        } \
+        _svp_st; \
+    })
+
+#define SVP_RT_PMIX_FUNC_ERR(_func) SVP_RT_PMIX_FUNC(_func, SVP_LOG_LEVEL_ERROR)
+
+static void svp_rt_record_loss(struct svp_rt *rt, int rank)
+{
+    int      expected = -1;
+    uint64_t one      = 1;
+
+    if (atomic_compare_exchange_strong(&rt->lost_rank, &expected, rank)) {
+        /* The descriptor only turns readable; nobody ever reads it, so it
+         * stays readable for every later poll(). */
+        if (write(rt->event_fd, &one, sizeof(one)) != sizeof(one)) {
+            svp_warn("write to the runtime event fd failed: %m");
+        }
+    }
+}
+
+/* The process an event is about: PMIX_EVENT_AFFECTED_PROC, else the first of
+ * PMIX_EVENT_AFFECTED_PROCS, else the event's source. */
+static const pmix_proc_t *svp_rt_event_proc(const pmix_proc_t *source,
+                                            const pmix_info_t info[],
+                                            size_t ninfo)
+{
+    size_t i;
+
+    for (i = 0; i < ninfo; ++i) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROC) &&
+            (info[i].value.type == PMIX_PROC)) {
+            return info[i].value.data.proc;
+        }
+        if (PMIX_CHECK_KEY(&info[i], PMIX_EVENT_AFFECTED_PROCS) &&
+            (info[i].value.type == PMIX_DATA_ARRAY) &&
+            (info[i].value.data.darray != NULL) &&
+            (info[i].value.data.darray->type == PMIX_PROC) &&
+            (info[i].value.data.darray->size > 0)) {
+            return (const pmix_proc_t *)info[i].value.data.darray->array;
+        }
+    }
+    return source;
+}
+
+/*
+ * Which events mean "a rank of this job is gone".  Observed with PMIx 4.2 on
+ * Debian 12, 4 ranks, one killed with SIGKILL mid-run, this handler
+ * registered for every code: neither Slurm 22.05 (mpi/pmix_v4) nor Open MPI
+ * 4.1.4's mpirun delivered any event to the surviving ranks (details in
+ * watch.h, which is what actually catches it there).  The codes below are
+ * the ones the PMIx standard defines for the situation, for launchers that
+ * do send them (PRRTE, newer Slurm); PMIX_ERR_LOST_CONNECTION is our own
+ * PMIx server going away.
+ */
+static int svp_rt_event_is_loss(pmix_status_t status)
+{
+    switch (status) {
+    case PMIX_ERR_PROC_ABORTED:
+    case PMIX_ERR_PROC_ABORTING:
+    case PMIX_ERR_PROC_REQUESTED_ABORT:
+    case PMIX_ERR_PROC_TERM_WO_SYNC:
+    case PMIX_EVENT_PROC_TERMINATED:
+    case PMIX_ERR_PROC_KILLED_BY_CMD:
+    case PMIX_ERR_PROC_ABORTED_BY_SIG:
+    case PMIX_ERR_EXIT_NONZERO_TERM:
+    case PMIX_ERR_JOB_ABORTED:
+    case PMIX_ERR_JOB_ABORTED_BY_SIG:
+    case PMIX_ERR_JOB_TERM_WO_SYNC:
+    case PMIX_ERR_JOB_NON_ZERO_TERM:
+    case PMIX_EVENT_NODE_DOWN:
+    case PMIX_ERR_LOST_CONNECTION:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * PMIx event handlers carry no user pointer, and PMIx itself is one per
+ * process, so the handler finds the runtime through this.
+ */
+static struct svp_rt *svp_rt_instance;
+
+static void svp_rt_event_handler(size_t evhdlr_registration_id,
+                                 pmix_status_t status,
+                                 const pmix_proc_t *source,
+                                 pmix_info_t info[], size_t ninfo,
+                                 pmix_info_t results[], size_t nresults,
+                                 pmix_event_notification_cbfunc_fn_t cbfunc,
+                                 void *cbdata)
+{
+    struct svp_rt     *rt   = svp_rt_instance;
+    const pmix_proc_t *proc = svp_rt_event_proc(source, info, ninfo);
+    int                lost;
+
+    svp_log(svp_rt_event_is_loss(status) ? SVP_LOG_LEVEL_WARN : SVP_LOG_LEVEL_DEBUG,
+            "pmix event %s from %s:%d about %s:%d",
+            PMIx_Error_string(status),
+            source != NULL ? source->nspace : "-",
+            source != NULL ? (int)source->rank : -1,
+            proc != NULL ? proc->nspace : "-",
+            proc != NULL ? (int)proc->rank : -1);
+
+    if ((rt != NULL) && svp_rt_event_is_loss(status)) {
+        if (status == PMIX_ERR_LOST_CONNECTION) {
+            lost = SVP_RT_LOST_UNKNOWN;
+        } else if ((proc != NULL) && PMIX_CHECK_NSPACE(proc->nspace, rt->proc.nspace) &&
+                   (proc->rank < (pmix_rank_t)rt->size)) {
+            lost = (int)proc->rank;
+        } else {
+            lost = SVP_RT_LOST_UNKNOWN;
+        }
+        if (lost != rt->rank) {
+            svp_rt_record_loss(rt, lost);
+        }
+    }
+
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_SUCCESS, NULL, 0, NULL, NULL, cbdata);
+    }
+}
+
+static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
+                                     const char *key, svp_log_level_t level,
+                                     pmix_value_t **val_p)
+{
+    pmix_proc_t proc;
+
+    PMIX_LOAD_PROCID(&proc, rt->proc.nspace, rank);
+    return SVP_RT_PMIX_FUNC(PMIx_Get(&proc, key, NULL, 0, val_p), level);
+}
+
+#define SVP_RT_WATCH_KEY "svp.rt.watch_address"
+
+static void svp_rt_watch_lost(void *arg, int rank)
+{
+    svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+    svp_rt_record_loss(arg, rank);
+}
+
+/* Connects the neighbour watch (see watch.h): publish, fence, connect. */
+static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
+{
+    const char  *addr;
+    void        *next_addr;
+    size_t       len;
+    svp_status_t status;
+    int          next = (rt->rank + 1) % rt->size;
+    int          prev = (rt->rank + rt->size - 1) % rt->size;
+
+    status = svp_rt_watch_listen(&rt->watch, &addr);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_rt_put(rt, SVP_RT_WATCH_KEY, addr, strlen(addr) + 1);
+    if (status == SVP_OK) {
+        status = svp_rt_fence(rt);
+    }
+    if (status == SVP_OK) {
+        status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
+    }
+    if (status != SVP_OK) {
+        svp_rt_watch_stop(rt->watch);
+        rt->watch = NULL;
+        return status;
+    }
+    ((char *)next_addr)[len > 0 ? len - 1 : 0] = '\0';
+    status = svp_rt_watch_start(rt->watch, rt->rank, prev, next, next_addr,
+                                rt->timeout, svp_rt_watch_lost, rt);
+    free(next_addr);
+    if (status != SVP_OK) {
+        rt->watch = NULL;   /* svp_rt_watch_start destroyed it */
+    }
+    return status;
+}
+
+static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
+{
+    pmix_value_t *val;
+    svp_status_t  status;
+    pmix_status_t rc;
+
+    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Init(&rt->proc, NULL, 0));
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    /* PMIx_Get(PMIX_RANK) answers "not found" under both srun and mpirun:
+     * the rank is the one PMIx_Init filled in. */
+    rt->rank = (int)rt->proc.rank;
+
+    status = svp_rt_get_value(rt, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE,
+                              SVP_LOG_LEVEL_ERROR, &val);
+    if (status != SVP_OK) {
+        goto err_finalize;
+    }
+    rt->size = (int)val->data.uint32;
+    PMIX_VALUE_RELEASE(val);
+
+    if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK,
+                         SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
+        rt->local_rank = (int)val->data.uint16;
+        PMIX_VALUE_RELEASE(val);
+    }
+
+    /* Slurm names the node here (several slurmd on one machine get
+     * different names); fall back to the machine's own name. */
+    if ((svp_rt_get_value(rt, rt->proc.rank, PMIX_HOSTNAME,
+                          SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) &&
+        (val->type == PMIX_STRING) && (val->data.string != NULL)) {
+        snprintf(rt->hostname, sizeof(rt->hostname), "%s", val->data.string);
+        PMIX_VALUE_RELEASE(val);
+    }
+
+    rt->event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rt->event_fd < 0) {
+        svp_error("eventfd failed: %m");
+        status = SVP_ERR_NO_MEMORY;
+        goto err_finalize;
+    }
+
+    /* A default handler (no codes): it sees every event, and having one
+     * also keeps PMIx from acting on a lost server connection by itself. */
+    svp_rt_instance = rt;
+    rc = PMIx_Register_event_handler(NULL, 0, NULL, 0, svp_rt_event_handler,
+                                     NULL, NULL);
+    if (rc < 0) {
+        svp_error("PMIx_Register_event_handler failed: %s",
+                  PMIx_Error_string(rc));
+        status = svp_rt_status_from_pmix(rc);
+        goto err_close_fd;
+    }
+    /* Called without a callback, PMIx 4 returns the registration id. */
+    rt->evhdlr_id         = (size_t)rc;
+    rt->evhdlr_registered = 1;
+
+    if (rt->size > 1) {
+        status = svp_rt_init_watch(rt);
+        if (status != SVP_OK) {
+            goto err_deregister;
+        }
+    }
+    return SVP_OK;
+
+err_deregister:
+    PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
+err_close_fd:
+    svp_rt_instance = NULL;
+    close(rt->event_fd);
+err_finalize:
+    PMIx_Finalize(NULL, 0);
+    return status;
+}
+
+svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
+{
+    struct svp_rt *rt;
+    svp_status_t   status;
+
+    rt = calloc(1, sizeof(*rt));
+    if (rt == NULL) {
+        svp_error("out of memory allocating the runtime");
+        return SVP_ERR_NO_MEMORY;
+    }
+    rt->size     = 1;
+    rt->event_fd = -1;
+    rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
+    atomic_init(&rt->lost_rank, -1);
+    if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
+        rt->timeout = params->timeout;
+    }
+    snprintf(rt->hostname, sizeof(rt->hostname), "%s", svp_log_hostname());
+
+    /* Without a launcher PMIx_Init fails with "unreachable", but only after
+     * about 12 ms of trying; the launcher always sets PMIX_NAMESPACE, so its
+     * absence is the cheaper and exact test for a plain start. */
+    if (getenv("PMIX_NAMESPACE") == NULL) {
+        rt->plain = 1;
+    } else {
+        status = svp_rt_init_pmix(rt);
+        if (status != SVP_OK) {
+            free(rt);
+            return status;
+        }
+    }
+
+    svp_log_set_rank(rt->rank);
+    svp_debug("runtime up: rank %d of %d, local rank %d on %s%s", rt->rank,
+              rt->size, rt->local_rank, rt->hostname,
+              rt->plain ? " (plain start)" : "");
+    *rt_p = rt;
+    return SVP_OK;
+}
+
+void svp_rt_cleanup(svp_rt_h rt)
+{
+    svp_rt_kv_t *kv;
+
+    if (rt == NULL) {
+        return;
+    }
+    if (!rt->plain) {
+        svp_rt_watch_stop(rt->watch);
+        if (rt->evhdlr_registered) {
+            PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
+        }
+        SVP_RT_PMIX_FUNC(PMIx_Finalize(NULL, 0), SVP_LOG_LEVEL_WARN);
+        svp_rt_instance = NULL;
+        close(rt->event_fd);
+    }
+    while ((kv = rt->kv) != NULL) {
+        rt->kv = kv->next;
+        free(kv->key);
+        free(kv->data);
+        free(kv);
+    }
+    free(rt);
+}
+
+int svp_rt_rank(svp_rt_h rt)
+{
+    return rt->rank;
+}
+
+int svp_rt_size(svp_rt_h rt)
+{
+    return rt->size;
+}
+
+int svp_rt_local_rank(svp_rt_h rt)
+{
+    return rt->local_rank;
+}
+
+const char *svp_rt_hostname(svp_rt_h rt)
+{
+    return rt->hostname;
+}
+
+const char *svp_rt_nspace(svp_rt_h rt)
+{
+    return rt->plain ? "" : rt->proc.nspace;
+}
+
+int svp_rt_is_plain(svp_rt_h rt)
+{
+    return rt->plain;
+}
+
+static svp_status_t svp_rt_check_key(const char *key)
+{
+    if ((key == NULL) || (key[0] == '\0') || (strlen(key) > SVP_RT_MAX_KEY)) {
+        svp_error("invalid runtime key '%s' (1 to %d characters)",
+                  key != NULL ? key : "(null)", SVP_RT_MAX_KEY);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    return SVP_OK;
+}
+
+static svp_rt_kv_t *svp_rt_kv_find(struct svp_rt *rt, const char *key)
+{
+    svp_rt_kv_t *kv;
+
+    for (kv = rt->kv; kv != NULL; kv = kv->next) {
+        if (strcmp(kv->key, key) == 0) {
+            return kv;
+        }
+    }
+    return NULL;
+}
+
+static svp_status_t svp_rt_kv_put(struct svp_rt *rt, const char *key,
+                                  const void *data, size_t len)
+{
+    svp_rt_kv_t *kv   = svp_rt_kv_find(rt, key);
+    void        *copy = malloc(len > 0 ? len : 1);
+
+    if (copy == NULL) {
+        goto err_nomem;
+    }
+    memcpy(copy, data, len);
+    if (kv == NULL) {
+        kv = calloc(1, sizeof(*kv));
+        if (kv == NULL) {
+            goto err_free_copy;
+        }
+        kv->key = svp_strdup(key);
+        if (kv->key == NULL) {
+            free(kv);
+            goto err_free_copy;
+        }
+        kv->next = rt->kv;
+        rt->kv   = kv;
+    } else {
+        free(kv->data);
+    }
+    kv->data = copy;
+    kv->len  = len;
+    return SVP_OK;
+
+err_free_copy:
+    free(copy);
+err_nomem:
+    svp_error("out of memory storing key '%s' (%zu bytes)", key, len);
+    return SVP_ERR_NO_MEMORY;
+}
+
+svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
+                        size_t len)
+{
+    pmix_value_t val;
+    svp_status_t status;
+
+    status = svp_rt_check_key(key);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (rt->plain) {
+        return svp_rt_kv_put(rt, key, data, len);
+    }
+
+    /* PMIx_Put copies the value: the byte object may point at caller data. */
+    PMIX_VALUE_CONSTRUCT(&val);
+    val.type               = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes      = (char *)data;
+    val.data.bo.size       = len;
+    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Put(PMIX_GLOBAL, key, &val));
+    return status;
+}
+
+svp_status_t svp_rt_fence(svp_rt_h rt)
+{
+    pmix_info_t  info[2];
+    bool         collect = true;
+    int          timeout = (int)(rt->timeout + 0.999);
+    svp_status_t status;
+
+    if (rt->plain) {
+        return SVP_OK;
+    }
+
+    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Commit());
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
+    /* NULL procs: every rank of our namespace. */
+    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Fence(NULL, 0, info, 2));
+    PMIX_INFO_DESTRUCT(&info[0]);
+    PMIX_INFO_DESTRUCT(&info[1]);
+    if (status != SVP_OK) {
+        svp_error("fence of %d ranks failed within %d s: %s", rt->size,
+                  timeout, svp_status_string(status));
+    }
+    return status;
+}
+
+svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
+                        void **data_p, size_t *len_p)
+{
+    pmix_value_t *val;
+    svp_rt_kv_t  *kv;
+    svp_status_t  status;
+    void         *copy;
+    const void   *src;
+    size_t        len;
+
+    status = svp_rt_check_key(key);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if ((rank < 0) || (rank >= rt->size)) {
+        svp_error("key '%s' asked of rank %d, but ranks are 0..%d", key, rank,
+                  rt->size - 1);
+        return SVP_ERR_INVALID_PARAM;
+    }
+
+    if (rt->plain) {
+        kv = svp_rt_kv_find(rt, key);
+        if (kv == NULL) {
+            svp_debug("key '%s' not published", key);
+            return SVP_ERR_NOT_FOUND;
+        }
+        src = kv->data;
+        len = kv->len;
+        val = NULL;
+    } else {
+        status = svp_rt_get_value(rt, (pmix_rank_t)rank, key,
+                                  SVP_LOG_LEVEL_DEBUG, &val);
+        if (status != SVP_OK) {
+            svp_error("key '%s' of rank %d: %s", key, rank,
+                      svp_status_string(status));
+            return status;
+        }
+        if (val->type != PMIX_BYTE_OBJECT) {
+            svp_error("key '%s' of rank %d holds PMIx type %d, not bytes", key,
+                      rank, (int)val->type);
+            PMIX_VALUE_RELEASE(val);
+            return SVP_ERR_RUNTIME;
+        }
+        src = val->data.bo.bytes;
+        len = val->data.bo.size;
+    }
+
+    copy = malloc(len > 0 ? len : 1);
+    if (copy == NULL) {
+        svp_error("out of memory copying key '%s' (%zu bytes)", key, len);
+        status = SVP_ERR_NO_MEMORY;
+    } else {
+        memcpy(copy, src, len);
+        *data_p = copy;
+        *len_p  = len;
+        status  = SVP_OK;
+    }
+    if (val != NULL) {
+        PMIX_VALUE_RELEASE(val);
+    }
+    return status;
+}
+
+void svp_rt_abort(svp_rt_h rt, int exit_status, const char *message)
+{
+    if (rt->plain) {
+        svp_error("abort (exit status %d): %s", exit_status, message);
+        return;
+    }
+    /* Slurm kills the rest of the step about 10 ms after this. */
+    SVP_RT_PMIX_FUNC(PMIx_Abort(exit_status, message, NULL, 0),
+                     SVP_LOG_LEVEL_WARN);
+}
+
+int svp_rt_lost_rank(svp_rt_h rt)
+{
+    return atomic_load(&rt->lost_rank);
+}
+
+int svp_rt_event_fd(svp_rt_h rt)
+{
+    return rt->event_fd;
+}

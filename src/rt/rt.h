@@ -1,0 +1,111 @@
+/*
+ * svdpipe runtime: who am I, who else is there, and how do we find each other.
+ *
+ * Under a PMIx launcher (srun --mpi=pmix, Open MPI's mpirun) the runtime is a
+ * PMIx client: rank, size, local rank and the host name come from PMIx, keys
+ * are exchanged through PMIx_Put/Commit/Fence/Get, and PMIx_Abort tells the
+ * launcher to tear the job down.  Without a launcher (PMIX_NAMESPACE unset)
+ * the process is rank 0 of 1 and keys live in a local table, so the same code
+ * runs as one plain process.
+ *
+ * Peer failure: the runtime listens for the launcher's process-termination
+ * events and records the first rank reported lost.  svp_rt_lost_rank() reads
+ * it, and svp_rt_event_fd() becomes readable when it happens, so a wait that
+ * sleeps in poll() (svp_comm) wakes up at once instead of at its deadline.
+ *
+ * Threads: PMIx delivers events on its own progress thread; everything else
+ * here is meant to be called from one thread.
+ */
+#ifndef SVP_RT_RT_H
+#define SVP_RT_RT_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+
+/* The runtime handle.  Created by svp_rt_init(), freed by svp_rt_cleanup(). */
+typedef struct svp_rt *svp_rt_h;
+
+/* Which fields of svp_rt_params_t are set (UCX-style field mask). */
+enum {
+    SVP_RT_PARAM_FIELD_TIMEOUT = 1u << 0
+};
+
+typedef struct {
+    unsigned field_mask;
+    /* Seconds a fence may take before it fails with SVP_ERR_TIMED_OUT
+     * (default SVP_RT_DEFAULT_TIMEOUT). */
+    double   timeout;
+} svp_rt_params_t;
+
+#define SVP_RT_DEFAULT_TIMEOUT 60.0
+
+/* Longest key accepted by svp_rt_put()/svp_rt_get() (PMIx's PMIX_MAX_KEYLEN). */
+#define SVP_RT_MAX_KEY 511
+
+/*
+ * Starts the runtime.  params may be NULL (defaults).  Under a PMIx launcher
+ * this calls PMIx_Init and registers the peer-failure handler; otherwise it
+ * sets up a plain single rank.  Sets the log identity to the rank.  On
+ * failure nothing is left initialised and *rt_p is not written.
+ */
+svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p);
+
+/* Finalizes PMIx (when used) and frees the handle.  NULL is allowed. */
+void svp_rt_cleanup(svp_rt_h rt);
+
+/* Identity.  Valid from svp_rt_init() until svp_rt_cleanup(). */
+int         svp_rt_rank(svp_rt_h rt);
+int         svp_rt_size(svp_rt_h rt);
+int         svp_rt_local_rank(svp_rt_h rt);
+const char *svp_rt_hostname(svp_rt_h rt);
+/* The PMIx namespace, or "" for a plain start. */
+const char *svp_rt_nspace(svp_rt_h rt);
+/* 1 when started without a launcher (rank 0 of 1), 0 under PMIx. */
+int         svp_rt_is_plain(svp_rt_h rt);
+
+/*
+ * Publishes len bytes under key for the other ranks.  The data is copied; it
+ * becomes visible to others after the next svp_rt_fence().
+ */
+svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
+                        size_t len);
+
+/*
+ * Commits this rank's keys and waits until every rank has done the same
+ * (PMIx_Fence with data collection), for at most the runtime's timeout.
+ * A rank that died before or during the fence makes it fail
+ * (SVP_ERR_PEER_LOST); PMIx's "partial success" counts as failure.
+ */
+svp_status_t svp_rt_fence(svp_rt_h rt);
+
+/*
+ * Reads the blob rank published under key.  On success *data_p is a malloc'ed
+ * copy the caller frees and *len_p its length; on failure neither is written.
+ * SVP_ERR_NOT_FOUND when the key does not exist.
+ */
+svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
+                        void **data_p, size_t *len_p);
+
+/*
+ * Tells the launcher to kill the whole job (PMIx_Abort) with the exit status
+ * and message given; in a plain start it only logs.  Returns so that the
+ * caller can clean up and exit with the same status.
+ */
+void svp_rt_abort(svp_rt_h rt, int exit_status, const char *message);
+
+/*
+ * The first rank the launcher reported lost (terminated or aborted), or -1.
+ * -2 when a loss was reported without naming a rank (the connection to the
+ * local PMIx server itself was lost).  Safe to call from any thread.
+ */
+int svp_rt_lost_rank(svp_rt_h rt);
+
+/*
+ * A file descriptor that becomes readable (and stays readable) once a peer
+ * is lost; -1 in a plain start.  For poll() beside other descriptors; never
+ * read or close it.
+ */
+int svp_rt_event_fd(svp_rt_h rt);
+
+#endif
