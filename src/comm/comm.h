@@ -95,9 +95,9 @@ typedef struct {
     /* Seconds svp_comm_wait() gives an operation when the caller passes a
      * negative timeout (default SVP_COMM_DEFAULT_DEADLINE). */
     double      deadline;
-    /* 1 (default): the payload is checksummed (FNV-1a) by the sender and
-     * checked by the receiver; 0: only the header is.  Costs ~1 ms per MB on
-     * each side. */
+    /* 1 (default): the payload is checksummed by the sender and checked by
+     * the receiver (a word-wise FNV-1a, see frame.c); 0: only the header is.
+     * Costs one read of the payload on each side. */
     int         checksum;
 } svp_comm_params_t;
 
