@@ -509,7 +509,15 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
                                    svp_comm_tag(kind, comm->rank, sample, step),
                                    &params);
     } else {
-        params.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO;
+        /*
+         * UCX 1.13 (Debian 12) does not fill recv_info when a receive
+         * completes at once (the message was already here): the length read
+         * back was stack garbage ("expected 3712 bytes, got 139850931861426")
+         * in about one run in three of a 4-rank ring.  Asking for the
+         * callback always makes the length come from UCX itself.
+         */
+        params.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO |
+                               UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.recv_info.tag_info = &info;
         params.cb.recv = svp_comm_recv_cb;
         request = ucp_tag_recv_nbx(comm->worker, frame->base, frame->length,

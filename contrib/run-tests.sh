@@ -1,0 +1,20 @@
+#!/bin/sh
+# Builds svdpipe (installing what it needs) and runs every test: unit tests,
+# golden comparisons (when ../shared/golden or $SVP_GOLDEN_DIR exists) and the
+# integration tests on a throwaway local Slurm cluster.
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+"$top/contrib/bootstrap.sh"
+cd "${SVP_BUILD_DIR:-$top/_build}"
+status=0
+make -j"$(nproc)" check || status=$?
+if [ "$status" -ne 0 ]; then
+    # show what failed, not only that something did
+    for f in $(find . -name '*.log' -path '*tests*' | sort); do
+        if grep -q -E '^(FAIL|ERROR|not ok)' "$f" 2>/dev/null; then
+            echo "==== $f"
+            tail -n 60 "$f"
+        fi
+    done
+fi
+exit "$status"

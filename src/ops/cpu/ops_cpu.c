@@ -1,0 +1,110 @@
+/* CPU backend: handle setup, host memory, workspace. */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "ops/cpu/ops_cpu.h"
+#include "common/log.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static void svp_ops_cpu_cleanup(svp_ops_h ops)
+{
+    svp_ops_cpu_t *cpu = ops->impl;
+
+    free(cpu->scratch);
+    free(cpu);
+}
+
+/* 64-byte alignment: whole cache lines and full AVX-512 vectors. */
+static svp_status_t svp_ops_cpu_alloc(svp_ops_h ops, size_t count, float **buf_p)
+{
+    void *buf;
+
+    if (posix_memalign(&buf, 64, (count ? count : 1) * sizeof(float)) != 0) {
+        svp_error("cannot allocate %zu floats of host memory", count);
+        return SVP_ERR_NO_MEMORY;
+    }
+    *buf_p = buf;
+    return SVP_OK;
+}
+
+static void svp_ops_cpu_free(svp_ops_h ops, float *buf)
+{
+    free(buf);
+}
+
+static svp_status_t svp_ops_cpu_memcpy(svp_ops_h ops, float *dst,
+                                       const float *src, size_t count)
+{
+    memcpy(dst, src, count * sizeof(float));
+    return SVP_OK;
+}
+
+svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
+{
+    svp_ops_cpu_t *cpu = ops->impl;
+    float         *buf;
+
+    if (count > cpu->scratch_count) {
+        if (svp_ops_cpu_alloc(ops, count, &buf) != SVP_OK) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        free(cpu->scratch);
+        cpu->scratch       = buf;
+        cpu->scratch_count = count;
+    }
+    *buf_p = cpu->scratch;
+    return SVP_OK;
+}
+
+static const svp_ops_ops_t svp_ops_cpu_ops = {
+    .name               = "cpu",
+    .cleanup            = svp_ops_cpu_cleanup,
+    .alloc              = svp_ops_cpu_alloc,
+    .free               = svp_ops_cpu_free,
+    .upload             = svp_ops_cpu_memcpy,
+    .download           = svp_ops_cpu_memcpy,
+    .conv2d             = svp_ops_cpu_conv2d,
+    .conv_frames        = svp_ops_cpu_conv_frames,
+    .group_norm         = svp_ops_cpu_group_norm,
+    .layer_norm         = svp_ops_cpu_layer_norm,
+    .linear             = svp_ops_cpu_linear,
+    .attention          = svp_ops_cpu_attention,
+    .geglu              = svp_ops_cpu_geglu,
+    .gelu               = svp_ops_cpu_gelu,
+    .silu               = svp_ops_cpu_silu,
+    .add                = svp_ops_cpu_add,
+    .mul                = svp_ops_cpu_mul,
+    .add_broadcast      = svp_ops_cpu_add_broadcast,
+    .blend              = svp_ops_cpu_blend,
+    .timestep_embedding = svp_ops_cpu_timestep_embedding,
+    .upsample_nearest   = svp_ops_cpu_upsample_nearest,
+    .transpose          = svp_ops_cpu_transpose,
+    .concat             = svp_ops_cpu_concat,
+    .copy               = svp_ops_cpu_copy,
+};
+
+svp_status_t svp_ops_cpu_init(svp_ops_h ops)
+{
+    svp_ops_cpu_t *cpu = calloc(1, sizeof(*cpu));
+
+    if (cpu == NULL) {
+        svp_error("cannot allocate the cpu backend state");
+        return SVP_ERR_NO_MEMORY;
+    }
+#ifdef _OPENMP
+    omp_set_num_threads(ops->threads);
+#endif
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+    openblas_set_num_threads(ops->threads);
+#endif
+    ops->vt   = &svp_ops_cpu_ops;
+    ops->impl = cpu;
+    svp_debug("ops: cpu backend, %d threads", ops->threads);
+    return SVP_OK;
+}

@@ -1,0 +1,68 @@
+/*
+ * CPU backend internals: fp32 host buffers, OpenBLAS sgemm for products,
+ * OpenMP for loops.  OpenBLAS threads its own gemms, so gemms are always
+ * called from outside OpenMP parallel regions (the pthread build of OpenBLAS
+ * would otherwise oversubscribe or serialise).
+ */
+#ifndef SVP_OPS_CPU_OPS_CPU_H
+#define SVP_OPS_CPU_OPS_CPU_H
+
+#include "ops/ops_backend.h"
+
+typedef struct {
+    float  *scratch;        /* grow-only workspace (im2col, scores) */
+    size_t  scratch_count;
+} svp_ops_cpu_t;
+
+/*
+ * The workspace, at least count floats.  Valid until the next call; one op
+ * uses it at a time (handles are single-threaded).
+ */
+svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p);
+
+svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                                const float *x, const float *w, const float *b,
+                                float *y);
+svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
+                                     int c_out, int64_t hw, const float *x,
+                                     const float *w, const float *bias, float *y);
+svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
+                                const float *x, const float *w, const float *b,
+                                int accumulate, float *y);
+svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
+                                    const float *x, const float *gamma,
+                                    const float *beta, float *y);
+svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim,
+                                    float eps, const float *x,
+                                    const float *gamma, const float *beta,
+                                    float *y);
+svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
+                                   const float *q, const float *k,
+                                   const float *v, float *out);
+svp_status_t svp_ops_cpu_geglu(svp_ops_h ops, int64_t rows, int inner,
+                               const float *x, float *y);
+svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y);
+svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
+svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
+                             const float *b, float *y);
+svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
+                             const float *b, float *y);
+svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
+                                       int64_t inner, float *x, const float *v);
+svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,
+                               const float *spatial, const float *temporal,
+                               float *y);
+svp_status_t svp_ops_cpu_timestep_embedding(svp_ops_h ops, int n, int dim,
+                                            const float *t, float *y);
+svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h,
+                                          int w, int ho, int wo, const float *x,
+                                          float *y);
+svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r,
+                                   int64_t s, int64_t inner, const float *x,
+                                   float *y);
+svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca,
+                                int64_t cb, int64_t inner, const float *a,
+                                const float *b, float *y);
+svp_status_t svp_ops_cpu_copy(svp_ops_h ops, int64_t n, const float *x, float *y);
+
+#endif

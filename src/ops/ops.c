@@ -1,0 +1,266 @@
+/*
+ * The backend-independent half of the op interface: handle lifecycle,
+ * argument checks (once, here, so every backend sees sane shapes), dispatch.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "ops/ops_backend.h"
+#include "common/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* 4M fp32 scores = 16 MiB: large enough that q-chunks of a 9216-key SVD
+ * level-0 attention still hold 455 queries, small next to the activations. */
+#define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
+
+static int svp_ops_default_threads(void)
+{
+    const char *env = getenv("SVP_THREADS");
+    long        n;
+
+    if (env != NULL && *env != '\0') {
+        n = strtol(env, NULL, 10);
+        if (n > 0 && n < 4096) {
+            return (int)n;
+        }
+        svp_warn("ignoring SVP_THREADS='%s': not a positive thread count", env);
+    }
+    n = sysconf(_SC_NPROCESSORS_ONLN);
+    return (n > 0) ? (int)n : 1;
+}
+
+svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
+{
+    const char  *backend = (params && params->backend) ? params->backend : "cpu";
+    svp_ops_h    ops;
+    svp_status_t status;
+
+    ops = calloc(1, sizeof(*ops));
+    if (ops == NULL) {
+        svp_error("cannot allocate the ops handle");
+        return SVP_ERR_NO_MEMORY;
+    }
+    ops->threads = (params && params->threads > 0) ? params->threads
+                                                   : svp_ops_default_threads();
+    ops->attn_max_scores = (params && params->attn_max_scores > 0)
+                           ? params->attn_max_scores
+                           : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
+
+    if (strcmp(backend, "cpu") == 0) {
+        status = svp_ops_cpu_init(ops);
+    } else {
+        svp_error("ops backend '%s' is not available in this build (have: cpu)",
+                  backend);
+        status = SVP_ERR_UNSUPPORTED;
+    }
+    if (status != SVP_OK) {
+        goto err_free_ops;
+    }
+
+    *ops_p = ops;
+    return SVP_OK;
+
+err_free_ops:
+    free(ops);
+    return status;
+}
+
+void svp_ops_destroy(svp_ops_h ops)
+{
+    if (ops == NULL) {
+        return;
+    }
+    ops->vt->cleanup(ops);
+    free(ops);
+}
+
+const char *svp_ops_backend(svp_ops_h ops)
+{
+    return ops->vt->name;
+}
+
+int svp_ops_threads(svp_ops_h ops)
+{
+    return ops->threads;
+}
+
+svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p)
+{
+    return ops->vt->alloc(ops, count, buf_p);
+}
+
+void svp_ops_free(svp_ops_h ops, float *buf)
+{
+    if (buf != NULL) {
+        ops->vt->free(ops, buf);
+    }
+}
+
+svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,
+                            size_t count)
+{
+    return ops->vt->upload(ops, dst, host_src, count);
+}
+
+svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
+                              size_t count)
+{
+    return ops->vt->download(ops, host_dst, src, count);
+}
+
+#define SVP_OPS_CHECK(_cond) \
+    do { \
+        if (!(_cond)) { \
+            svp_error("%s: invalid arguments (%s)", __func__, #_cond); \
+            return SVP_ERR_INVALID_PARAM; \
+        } \
+    } while (0)
+
+svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                            const float *x, const float *weight,
+                            const float *bias, float *y)
+{
+    SVP_OPS_CHECK(p->n > 0 && p->c_in > 0 && p->h > 0 && p->w > 0);
+    SVP_OPS_CHECK(p->c_out > 0 && p->kh > 0 && p->kw > 0);
+    SVP_OPS_CHECK(p->stride > 0 && p->pad >= 0);
+    SVP_OPS_CHECK(svp_ops_conv2d_out_h(p) > 0 && svp_ops_conv2d_out_w(p) > 0);
+    return ops->vt->conv2d(ops, p, x, weight, bias, y);
+}
+
+svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
+                                 int c_out, int64_t hw, const float *x,
+                                 const float *weight, const float *bias,
+                                 float *y)
+{
+    SVP_OPS_CHECK(b > 0 && f > 0 && c_in > 0 && c_out > 0 && hw > 0);
+    SVP_OPS_CHECK(x != y);
+    return ops->vt->conv_frames(ops, b, f, c_in, c_out, hw, x, weight, bias, y);
+}
+
+svp_status_t svp_ops_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
+                                const float *x, const float *gamma,
+                                const float *beta, float *y)
+{
+    SVP_OPS_CHECK(p->n > 0 && p->frames > 0 && p->c > 0 && p->spatial > 0);
+    SVP_OPS_CHECK(p->groups > 0 && p->c % p->groups == 0 && p->eps > 0);
+    return ops->vt->group_norm(ops, p, x, gamma, beta, y);
+}
+
+svp_status_t svp_ops_layer_norm(svp_ops_h ops, int64_t rows, int dim,
+                                float eps, const float *x, const float *gamma,
+                                const float *beta, float *y)
+{
+    SVP_OPS_CHECK(rows > 0 && dim > 0 && eps > 0);
+    return ops->vt->layer_norm(ops, rows, dim, eps, x, gamma, beta, y);
+}
+
+svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
+                            const float *x, const float *weight,
+                            const float *bias, int accumulate, float *y)
+{
+    SVP_OPS_CHECK(rows > 0 && in > 0 && out > 0 && x != y);
+    return ops->vt->linear(ops, rows, in, out, x, weight, bias, accumulate, y);
+}
+
+svp_status_t svp_ops_attention(svp_ops_h ops, const svp_ops_attention_t *p,
+                               const float *q, const float *k, const float *v,
+                               float *out)
+{
+    int64_t width = (int64_t)p->heads * p->head_dim;
+
+    SVP_OPS_CHECK(p->batch > 0 && p->heads > 0 && p->head_dim > 0);
+    SVP_OPS_CHECK(p->q_len > 0 && p->kv_len > 0);
+    SVP_OPS_CHECK(p->kv_batch_div > 0 && p->batch % p->kv_batch_div == 0);
+    SVP_OPS_CHECK(p->q_stride >= width && p->k_stride >= width &&
+                  p->v_stride >= width && p->out_stride >= width);
+    return ops->vt->attention(ops, p, q, k, v, out);
+}
+
+svp_status_t svp_ops_geglu(svp_ops_h ops, int64_t rows, int inner,
+                           const float *x, float *y)
+{
+    SVP_OPS_CHECK(rows > 0 && inner > 0 && x != y);
+    return ops->vt->geglu(ops, rows, inner, x, y);
+}
+
+svp_status_t svp_ops_gelu(svp_ops_h ops, int64_t n, const float *x, float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->gelu(ops, n, x, y);
+}
+
+svp_status_t svp_ops_silu(svp_ops_h ops, int64_t n, const float *x, float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->silu(ops, n, x, y);
+}
+
+svp_status_t svp_ops_add(svp_ops_h ops, int64_t n, const float *a,
+                         const float *b, float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->add(ops, n, a, b, y);
+}
+
+svp_status_t svp_ops_mul(svp_ops_h ops, int64_t n, const float *a,
+                         const float *b, float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->mul(ops, n, a, b, y);
+}
+
+svp_status_t svp_ops_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
+                                   int64_t inner, float *x, const float *v)
+{
+    SVP_OPS_CHECK(outer > 0 && mid > 0 && inner > 0);
+    return ops->vt->add_broadcast(ops, outer, mid, inner, x, v);
+}
+
+svp_status_t svp_ops_blend(svp_ops_h ops, int64_t n, float alpha,
+                           const float *spatial, const float *temporal,
+                           float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->blend(ops, n, alpha, spatial, temporal, y);
+}
+
+svp_status_t svp_ops_timestep_embedding(svp_ops_h ops, int n, int dim,
+                                        const float *t, float *y)
+{
+    SVP_OPS_CHECK(n > 0 && dim > 0 && dim % 2 == 0);
+    return ops->vt->timestep_embedding(ops, n, dim, t, y);
+}
+
+svp_status_t svp_ops_upsample_nearest(svp_ops_h ops, int n, int c, int h,
+                                      int w, int ho, int wo, const float *x,
+                                      float *y)
+{
+    SVP_OPS_CHECK(n > 0 && c > 0 && h > 0 && w > 0 && ho > 0 && wo > 0);
+    SVP_OPS_CHECK(x != y);
+    return ops->vt->upsample_nearest(ops, n, c, h, w, ho, wo, x, y);
+}
+
+svp_status_t svp_ops_transpose(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
+                               int64_t inner, const float *x, float *y)
+{
+    SVP_OPS_CHECK(a > 0 && r > 0 && s > 0 && inner > 0 && x != y);
+    return ops->vt->transpose(ops, a, r, s, inner, x, y);
+}
+
+svp_status_t svp_ops_concat(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
+                            int64_t inner, const float *a, const float *b,
+                            float *y)
+{
+    SVP_OPS_CHECK(n > 0 && ca > 0 && cb > 0 && inner > 0);
+    SVP_OPS_CHECK(y != a && y != b);
+    return ops->vt->concat(ops, n, ca, cb, inner, a, b, y);
+}
+
+svp_status_t svp_ops_copy(svp_ops_h ops, int64_t n, const float *x, float *y)
+{
+    SVP_OPS_CHECK(n > 0);
+    return ops->vt->copy(ops, n, x, y);
+}

@@ -1,0 +1,221 @@
+/*
+ * The op interface: every tensor operation the models need, behind one
+ * backend handle.  The CPU backend (src/ops/cpu/) runs on fp32 host buffers
+ * with OpenBLAS for the matrix products and OpenMP for the loops; a CUDA
+ * backend implements the same table (src/ops/ops_backend.h) on device buffers.
+ *
+ * Buffers: every float pointer passed to an op is a buffer of the handle's
+ * backend (host memory for "cpu", device memory for "cuda").  Get them with
+ * svp_ops_alloc() and move data in and out with svp_ops_upload() and
+ * svp_ops_download(); the caller owns them and frees them with svp_ops_free()
+ * before destroying the handle.
+ *
+ * Layouts are C-contiguous.  Images are [N, C, H, W]; video tensors are
+ * [B, F, C, H, W] (frame index inside batch index), so "N" of an image op is
+ * B*F.  Linear weights are [out, in] as in torch; conv weights are
+ * [C_out, C_in, KH, KW] and the temporal conv's [C_out, C_in, 3, 1, 1].
+ *
+ * Threading: a handle is used by one thread at a time (it owns scratch
+ * memory); inside an op the backend uses as many threads as configured.
+ * Ops return SVP_ERR_INVALID_PARAM for impossible shapes and
+ * SVP_ERR_NO_MEMORY when scratch cannot grow; they write nothing else on
+ * failure that the caller could mistake for a result.
+ */
+#ifndef SVP_OPS_OPS_H
+#define SVP_OPS_OPS_H
+
+#include "common/status.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct svp_ops *svp_ops_h;
+
+typedef struct {
+    /* "cpu" (default when NULL) or "cuda". */
+    const char *backend;
+    /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
+    int         threads;
+    /*
+     * Upper bound on attention scores held at once, in elements (0: the
+     * default, 4M = 16 MiB of fp32).  Queries are processed in chunks so
+     * that chunk x key length never exceeds it; the result is the same.
+     */
+    size_t      attn_max_scores;
+} svp_ops_params_t;
+
+/*
+ * Creates a backend handle.  params may be NULL (defaults).  On failure
+ * nothing is allocated and *ops_p is untouched.
+ */
+svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p);
+void         svp_ops_destroy(svp_ops_h ops);
+
+/* "cpu" or "cuda". */
+const char  *svp_ops_backend(svp_ops_h ops);
+/* The number of worker threads the handle uses. */
+int          svp_ops_threads(svp_ops_h ops);
+
+/* Memory of the backend, count fp32 elements.  free(NULL) is a no-op. */
+svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p);
+void         svp_ops_free(svp_ops_h ops, float *buf);
+svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,
+                            size_t count);
+svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
+                              size_t count);
+
+/* ---- convolutions ---- */
+
+typedef struct {
+    int n, c_in, h, w;          /* input [n, c_in, h, w] */
+    int c_out, kh, kw;          /* weight [c_out, c_in, kh, kw] */
+    int stride, pad;            /* same on both axes, zero padding */
+} svp_ops_conv2d_t;
+
+/* Output height/width of a conv2d descriptor. */
+static inline int svp_ops_conv2d_out_h(const svp_ops_conv2d_t *p)
+{
+    return (p->h + 2 * p->pad - p->kh) / p->stride + 1;
+}
+static inline int svp_ops_conv2d_out_w(const svp_ops_conv2d_t *p)
+{
+    return (p->w + 2 * p->pad - p->kw) / p->stride + 1;
+}
+
+/* y[n, c_out, ho, wo] = conv(x) + bias; bias may be NULL. */
+svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                            const float *x, const float *weight,
+                            const float *bias, float *y);
+
+/*
+ * Conv3d with kernel (3,1,1), stride 1, padding (1,0,0) over the frames of
+ * x [b, f, c_in, hw]: y[b, t, o] = bias[o] + sum_k W[o, :, k] . x[b, t+k-1]
+ * with zero frames outside [0, f).  weight [c_out, c_in, 3] (the trailing
+ * 1x1 of torch's [c_out, c_in, 3, 1, 1] is implicit).  y [b, f, c_out, hw].
+ */
+svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
+                                 int c_out, int64_t hw, const float *x,
+                                 const float *weight, const float *bias,
+                                 float *y);
+
+/* ---- normalisation ---- */
+
+typedef struct {
+    int     n;          /* independent items (statistics never cross them) */
+    int     frames;     /* frames per item that share statistics (1: per image) */
+    int     c;          /* channels */
+    int64_t spatial;    /* elements per channel per frame (H*W) */
+    int     groups;     /* c % groups == 0 */
+    float   eps;
+    int     silu;       /* apply SiLU to the normalised, affine output */
+} svp_ops_group_norm_t;
+
+/*
+ * GroupNorm of x [n, frames, c, spatial]: mean and biased variance per
+ * (item, group) over frames x c/groups x spatial, then the per-channel
+ * affine gamma/beta [c].  frames = 1 is torch's GroupNorm on [N, C, H, W];
+ * frames = F is GroupNorm on the [B, C, F, H, W] view of a video tensor
+ * (SVD's temporal blocks).  y may alias x.
+ */
+svp_status_t svp_ops_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
+                                const float *x, const float *gamma,
+                                const float *beta, float *y);
+
+/* LayerNorm over the last axis of x [rows, dim]; y may alias x. */
+svp_status_t svp_ops_layer_norm(svp_ops_h ops, int64_t rows, int dim,
+                                float eps, const float *x, const float *gamma,
+                                const float *beta, float *y);
+
+/* ---- matrix products ---- */
+
+/*
+ * y[rows, out] = x[rows, in] . weight[out, in]^T + bias (bias may be NULL).
+ * With accumulate set, the product is added to y instead (bias too).
+ */
+svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
+                            const float *x, const float *weight,
+                            const float *bias, int accumulate, float *y);
+
+typedef struct {
+    int     batch;          /* query batches */
+    int     heads;
+    int     head_dim;       /* scale is 1/sqrt(head_dim) */
+    int     q_len, kv_len;
+    /*
+     * Query batch i attends to key/value batch i / kv_batch_div, so a
+     * context shared by F frames (or by H*W positions) is stored once.
+     */
+    int     kv_batch_div;
+    /* Row strides, in elements, of q, k, v and out (>= heads*head_dim). */
+    int64_t q_stride, k_stride, v_stride, out_stride;
+} svp_ops_attention_t;
+
+/*
+ * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking channels
+ * [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v
+ * [batch / kv_batch_div, kv_len, *], out [batch, q_len, *].  The softmax is
+ * fp32; the scores held at once stay under attn_max_scores.  out may be q
+ * itself (same strides): a query's output replaces only its own head slice,
+ * after that slice has been read.
+ */
+svp_status_t svp_ops_attention(svp_ops_h ops, const svp_ops_attention_t *p,
+                               const float *q, const float *k, const float *v,
+                               float *out);
+
+/* ---- activations and elementwise ---- */
+
+/* y[rows, inner] = x[:, :inner] * gelu_erf(x[:, inner:]), x [rows, 2*inner]. */
+svp_status_t svp_ops_geglu(svp_ops_h ops, int64_t rows, int inner,
+                           const float *x, float *y);
+/* Exact (erf) GELU, y may alias x. */
+svp_status_t svp_ops_gelu(svp_ops_h ops, int64_t n, const float *x, float *y);
+/* x * sigmoid(x), y may alias x. */
+svp_status_t svp_ops_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
+
+/* y = a + b; y may alias a or b. */
+svp_status_t svp_ops_add(svp_ops_h ops, int64_t n, const float *a,
+                         const float *b, float *y);
+/* y = a * b; y may alias a or b. */
+svp_status_t svp_ops_mul(svp_ops_h ops, int64_t n, const float *a,
+                         const float *b, float *y);
+/* x[o, m, i] += v[o, i] for x [outer, mid, inner] (a bias broadcast over m). */
+svp_status_t svp_ops_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
+                                   int64_t inner, float *x, const float *v);
+/*
+ * Learned blend: y = alpha * spatial + (1 - alpha) * temporal, alpha a host
+ * scalar (sigmoid of the mix factor, chosen by the caller).  y may alias
+ * either input.
+ */
+svp_status_t svp_ops_blend(svp_ops_h ops, int64_t n, float alpha,
+                           const float *spatial, const float *temporal,
+                           float *y);
+
+/*
+ * Sinusoidal embedding of t [n] into y [n, dim] (dim even), computed in fp32
+ * like diffusers' Timesteps(dim, flip_sin_to_cos=True, shift=0):
+ * w_i = exp(-ln(10000) * i / (dim/2)), y = [cos(t w), sin(t w)], cos first.
+ */
+svp_status_t svp_ops_timestep_embedding(svp_ops_h ops, int n, int dim,
+                                        const float *t, float *y);
+
+/*
+ * Nearest resize of x [n, c, h, w] to y [n, c, ho, wo] with
+ * src = floor(dst * in / out) on each axis (x2 when ho = 2h, wo = 2w).
+ */
+svp_status_t svp_ops_upsample_nearest(svp_ops_h ops, int n, int c, int h,
+                                      int w, int ho, int wo, const float *x,
+                                      float *y);
+
+/* ---- data movement ---- */
+
+/* y[a, s, r, i] = x[a, r, s, i]: swaps the two middle axes. */
+svp_status_t svp_ops_transpose(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
+                               int64_t inner, const float *x, float *y);
+/* y[n, ca + cb, inner] = concat(a[n, ca, inner], b[n, cb, inner]) on axis 1. */
+svp_status_t svp_ops_concat(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
+                            int64_t inner, const float *a, const float *b,
+                            float *y);
+/* y = x (buffers of this backend, no overlap). */
+svp_status_t svp_ops_copy(svp_ops_h ops, int64_t n, const float *x, float *y);
+
+#endif

@@ -1,0 +1,73 @@
+/*
+ * What a backend implements: the table behind svp_ops_h.  Only ops.c and the
+ * backends include this.  ops.c checks arguments before dispatching, so a
+ * backend may assume shapes are positive and consistent.
+ *
+ * A backend's init fills ops->vt and ops->impl; ops->vt->cleanup releases
+ * what init allocated.  The entries mirror the public functions of ops.h.
+ */
+#ifndef SVP_OPS_OPS_BACKEND_H
+#define SVP_OPS_OPS_BACKEND_H
+
+#include "ops/ops.h"
+
+typedef struct svp_ops_ops {
+    const char *name;
+    void         (*cleanup)(svp_ops_h ops);
+
+    svp_status_t (*alloc)(svp_ops_h ops, size_t count, float **buf_p);
+    void         (*free)(svp_ops_h ops, float *buf);
+    svp_status_t (*upload)(svp_ops_h ops, float *dst, const float *src, size_t count);
+    svp_status_t (*download)(svp_ops_h ops, float *dst, const float *src, size_t count);
+
+    svp_status_t (*conv2d)(svp_ops_h ops, const svp_ops_conv2d_t *p, const float *x,
+                           const float *w, const float *b, float *y);
+    svp_status_t (*conv_frames)(svp_ops_h ops, int b, int f, int c_in, int c_out,
+                                int64_t hw, const float *x, const float *w,
+                                const float *bias, float *y);
+    svp_status_t (*group_norm)(svp_ops_h ops, const svp_ops_group_norm_t *p,
+                               const float *x, const float *gamma,
+                               const float *beta, float *y);
+    svp_status_t (*layer_norm)(svp_ops_h ops, int64_t rows, int dim, float eps,
+                               const float *x, const float *gamma,
+                               const float *beta, float *y);
+    svp_status_t (*linear)(svp_ops_h ops, int64_t rows, int in, int out,
+                           const float *x, const float *w, const float *b,
+                           int accumulate, float *y);
+    svp_status_t (*attention)(svp_ops_h ops, const svp_ops_attention_t *p,
+                              const float *q, const float *k, const float *v,
+                              float *out);
+    svp_status_t (*geglu)(svp_ops_h ops, int64_t rows, int inner, const float *x,
+                          float *y);
+    svp_status_t (*gelu)(svp_ops_h ops, int64_t n, const float *x, float *y);
+    svp_status_t (*silu)(svp_ops_h ops, int64_t n, const float *x, float *y);
+    svp_status_t (*add)(svp_ops_h ops, int64_t n, const float *a, const float *b,
+                        float *y);
+    svp_status_t (*mul)(svp_ops_h ops, int64_t n, const float *a, const float *b,
+                        float *y);
+    svp_status_t (*add_broadcast)(svp_ops_h ops, int64_t outer, int64_t mid,
+                                  int64_t inner, float *x, const float *v);
+    svp_status_t (*blend)(svp_ops_h ops, int64_t n, float alpha,
+                          const float *spatial, const float *temporal, float *y);
+    svp_status_t (*timestep_embedding)(svp_ops_h ops, int n, int dim,
+                                       const float *t, float *y);
+    svp_status_t (*upsample_nearest)(svp_ops_h ops, int n, int c, int h, int w,
+                                     int ho, int wo, const float *x, float *y);
+    svp_status_t (*transpose)(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
+                              int64_t inner, const float *x, float *y);
+    svp_status_t (*concat)(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
+                           int64_t inner, const float *a, const float *b, float *y);
+    svp_status_t (*copy)(svp_ops_h ops, int64_t n, const float *x, float *y);
+} svp_ops_ops_t;
+
+struct svp_ops {
+    const svp_ops_ops_t *vt;
+    void                *impl;              /* the backend's own state */
+    int                  threads;
+    size_t               attn_max_scores;
+};
+
+/* The CPU backend (src/ops/cpu/). */
+svp_status_t svp_ops_cpu_init(svp_ops_h ops);
+
+#endif

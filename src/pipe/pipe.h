@@ -1,0 +1,49 @@
+/*
+ * The step pipeline.  With T steps on W ranks, rank r runs steps
+ * [r*T/W, (r+1)*T/W) of every sample; a sample enters on rank 0, walks
+ * 0 -> 1 -> ... -> W-1 and leaves on the last rank, which finishes it
+ * (decode, outputs).  Many samples are in flight, so in steady state every
+ * rank works on a different sample.
+ *
+ * Placement of the finishing work (decode + outputs):
+ *   ends:   the last rank finishes every sample;
+ *   spread: sample i is finished by rank i mod W; the last rank sends the
+ *           final latent there (a FINAL message), so every rank carries
+ *           T/W steps plus 1/W of the decodes per sample.
+ * Encoding (the stage's begin) runs on rank 0 in both placements.
+ */
+#ifndef SVP_PIPE_PIPE_H
+#define SVP_PIPE_PIPE_H
+
+#include "common/status.h"
+#include "pipe/stage.h"
+#include "spec/spec.h"
+#include "comm/comm.h"
+#include "trace/trace.h"
+
+typedef struct {
+    int    rank, world;
+    int    samples_done;       /* samples this rank handled */
+    int    steps_done;
+    double wall;               /* seconds from start to end */
+    double busy;               /* in stage begin/step/finish */
+    double wait_recv;          /* blocked waiting for input */
+    double wait_send;          /* blocked waiting for sends to complete */
+} svp_pipe_stats_t;
+
+typedef struct {
+    const svp_spec_t *spec;
+    int               rank, world;
+    svp_comm_h        comm;    /* NULL when world == 1 */
+    svp_stage_t       stage;
+    svp_trace_h       trace;   /* may be NULL */
+} svp_pipe_params_t;
+
+/*
+ * Runs this rank's part of the job.  Logs the step range at start, per-step
+ * times at debug level, a progress line per sample with an ETA, and a final
+ * summary.  Fills *stats_p (may be NULL) on success.
+ */
+svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p);
+
+#endif

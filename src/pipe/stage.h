@@ -1,0 +1,57 @@
+/*
+ * What a rank does to a sample, independent of how samples move between
+ * ranks.  The pipeline (pipe.c) calls a stage's begin() where a sample
+ * enters (encode: initial latents and conditioning), step() for each of the
+ * rank's denoising steps, and finish() where it leaves (decode, write
+ * outputs).  The dummy simulator and the SVD model are two stages.
+ */
+#ifndef SVP_PIPE_STAGE_H
+#define SVP_PIPE_STAGE_H
+
+#include "common/status.h"
+#include "spec/spec.h"
+#include "tensor/tensor.h"
+
+#include <stdint.h>
+
+#define SVP_SAMPLE_MAX_TENSORS 8
+
+/*
+ * A sample in flight.  tensors[0] is the latent; the others are the sample's
+ * conditioning, carried with it from rank to rank.  The sample owns its
+ * tensors (svp_sample_cleanup frees them).
+ */
+typedef struct {
+    int           index;         /* sample index in the job, 0..N-1 */
+    uint64_t      seed;          /* the sample's seed */
+    int           next_step;     /* first step not yet run */
+    int           ntensors;
+    svp_tensor_t *tensors[SVP_SAMPLE_MAX_TENSORS];
+    double        t_begin;       /* when it entered the pipeline (rank clock) */
+} svp_sample_t;
+
+void svp_sample_cleanup(svp_sample_t *sample);
+
+typedef struct svp_stage_ops {
+    const char *name;
+    /* Allocates the sample's tensors with their shapes, unfilled: what a
+     * receiving rank posts its receive into. */
+    svp_status_t (*alloc)(void *self, int index, svp_sample_t *sample);
+    /* Makes the sample's initial state (rank where it enters). */
+    svp_status_t (*begin)(void *self, int index, svp_sample_t *sample);
+    /* Runs global step 'step' on the sample. */
+    svp_status_t (*step)(void *self, svp_sample_t *sample, int step);
+    /* Decodes and writes the sample's outputs atomically. */
+    svp_status_t (*finish)(void *self, svp_sample_t *sample);
+    void (*destroy)(void *self);
+} svp_stage_ops_t;
+
+typedef struct {
+    const svp_stage_ops_t *ops;
+    void                  *self;
+} svp_stage_t;
+
+/* The simulator stage (model.kind: dummy). */
+svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p);
+
+#endif

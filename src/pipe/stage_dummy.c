@@ -1,0 +1,150 @@
+/*
+ * The simulator stage: the dummy UNet on a [B, F, C, H, W] latent.
+ * begin: initial latent ~ N(0, 1) from (seed, sample) with the counter RNG,
+ *        then the encode stand-in (sleep encode_ms);
+ * step:  svp_dummy_step;
+ * finish: the decode stand-in (sleep decode_ms), then the final latent is
+ *        written atomically as <output.dir>/sample_NNNNNN.safetensors with
+ *        metadata (job, sample, steps, seed).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/stage.h"
+#include "model/dummy.h"
+#include "sched/rng.h"
+#include "tensor/safetensors.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    const svp_spec_t *spec;
+    svp_dummy_h       model;
+} svp_stage_dummy_t;
+
+static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s)
+{
+    svp_stage_dummy_t *st = self;
+    svp_status_t       status;
+
+    status = svp_tensor_create(SVP_DTYPE_F32, 5, st->spec->latent_shape, &s->tensors[0]);
+    if (status != SVP_OK) {
+        return status;
+    }
+    s->ntensors = 1;
+    s->index    = index;
+    s->seed     = st->spec->seed;
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_dummy_begin(void *self, int index, svp_sample_t *s)
+{
+    svp_stage_dummy_t *st = self;
+    svp_status_t       status;
+
+    status = svp_stage_dummy_alloc(self, index, s);
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* stream = sample index: the latent depends on (seed, sample) only */
+    svp_rng_normal(st->spec->seed, (uint64_t)index, 0,
+                   (size_t)svp_tensor_numel(s->tensors[0]), s->tensors[0]->data);
+    s->next_step = 0;
+    svp_clock_sleep(st->spec->model.dummy.encode_ms * 1e-3);
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
+{
+    svp_stage_dummy_t *st = self;
+
+    return svp_dummy_step(st->model, s->tensors[0], step);
+}
+
+static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
+{
+    svp_stage_dummy_t       *st = self;
+    svp_safetensors_writer_h w;
+    char                     path[4096], val[64];
+    svp_status_t             status;
+
+    svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3);
+
+    status = svp_mkdir_p(st->spec->output.dir, 0755);
+    if (status != SVP_OK) {
+        return status;
+    }
+    snprintf(path, sizeof(path), "%s/sample_%06d.safetensors", st->spec->output.dir,
+             s->index);
+    status = svp_safetensors_writer_create(&w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_writer_add(w, "latent", s->tensors[0]);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    svp_safetensors_writer_add_metadata(w, "job", st->spec->name);
+    snprintf(val, sizeof(val), "%d", s->index);
+    svp_safetensors_writer_add_metadata(w, "sample", val);
+    snprintf(val, sizeof(val), "%d", st->spec->steps);
+    svp_safetensors_writer_add_metadata(w, "steps", val);
+    snprintf(val, sizeof(val), "%" PRIu64, s->seed);
+    svp_safetensors_writer_add_metadata(w, "seed", val);
+    svp_safetensors_writer_add_metadata(w, "model", "dummy");
+    status = svp_safetensors_writer_commit(w, path);
+    if (status == SVP_OK) {
+        svp_debug("wrote %s", path);
+    }
+out_destroy:
+    svp_safetensors_writer_destroy(w);
+    return status;
+}
+
+static void svp_stage_dummy_destroy(void *self)
+{
+    svp_stage_dummy_t *st = self;
+
+    svp_dummy_destroy(st->model);
+    free(st);
+}
+
+static const svp_stage_ops_t svp_stage_dummy_ops = {
+    .name    = "dummy",
+    .alloc   = svp_stage_dummy_alloc,
+    .begin   = svp_stage_dummy_begin,
+    .step    = svp_stage_dummy_step,
+    .finish  = svp_stage_dummy_finish,
+    .destroy = svp_stage_dummy_destroy,
+};
+
+svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p)
+{
+    svp_stage_dummy_t *st;
+    svp_dummy_params_t mp;
+    svp_status_t       status;
+
+    st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    st->spec    = spec;
+    mp.seed     = spec->seed;
+    mp.channels = spec->latent_shape[2];
+    mp.cost     = spec->model.dummy.cost;
+    mp.work     = spec->model.dummy.work;
+    mp.step_ms  = spec->model.dummy.step_ms;
+    status      = svp_dummy_create(&mp, &st->model);
+    if (status != SVP_OK) {
+        free(st);
+        return status;
+    }
+    stage_p->ops  = &svp_stage_dummy_ops;
+    stage_p->self = st;
+    return SVP_OK;
+}

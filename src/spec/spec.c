@@ -1,0 +1,606 @@
+/*
+ * Job spec loading: YAML (libyaml's document API, which keeps a mark per
+ * node) -> svp_spec_t, driven by the key table in spec_keys.c.
+ *
+ * Order: every key gets its default, then the file's values, then --set
+ * overrides, then cross-key validation.  The first error stops parsing and is
+ * reported as
+ *
+ *   job.yaml:4:10: key 'comm.deadline': expected a number in [0.1, 86400], found 'soon'
+ *
+ * Unknown keys are errors with the nearest known key as a suggestion, since a
+ * misspelt key silently taking its default is the worst kind of surprise on a
+ * cluster (the job runs for hours with the wrong settings).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "spec/spec.h"
+#include "spec/spec_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+typedef struct {
+    const char *file;
+    char       *errbuf;
+    int         errlen;
+} svp_spec_ctx_t;
+
+static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,
+                                  const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,
+                                  const char *fmt, ...)
+{
+    char    msg[1024], full[1400];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (line > 0) {
+        snprintf(full, sizeof(full), "%s:%d:%d: %s", ctx->file, line, col, msg);
+    } else {
+        snprintf(full, sizeof(full), "%s: %s", ctx->file, msg);
+    }
+    svp_error("%s", full);
+    if (ctx->errbuf != NULL && ctx->errlen > 0) {
+        snprintf(ctx->errbuf, ctx->errlen, "%s", full);
+    }
+    return SVP_ERR_SPEC;
+}
+
+/* The nearest known key or section under the same parent, for suggestions. */
+static const char *svp_spec_suggest(const char *path)
+{
+    const char *best = NULL, *cand;
+    int         i, d, best_d = 4;
+
+    for (i = 0; i < svp_spec_num_keys + 16; ++i) {
+        if (i < svp_spec_num_keys) {
+            cand = svp_spec_keys[i].path;
+        } else if (svp_spec_sections[i - svp_spec_num_keys] != NULL) {
+            cand = svp_spec_sections[i - svp_spec_num_keys];
+        } else {
+            break;
+        }
+        d = svp_str_distance(path, cand);
+        if (d < best_d) {
+            best_d = d;
+            best   = cand;
+        }
+    }
+    return best;
+}
+
+static svp_status_t svp_spec_unknown(svp_spec_ctx_t *ctx, int line, int col,
+                                     const char *path)
+{
+    const char *hint = svp_spec_suggest(path);
+
+    if (hint != NULL) {
+        return svp_spec_fail(ctx, line, col, "unknown key '%s' (did you mean '%s'?)",
+                             path, hint);
+    }
+    return svp_spec_fail(ctx, line, col, "unknown key '%s'", path);
+}
+
+static const char *svp_spec_node_kind(const yaml_node_t *node)
+{
+    switch (node->type) {
+    case YAML_SCALAR_NODE:   return "a scalar";
+    case YAML_SEQUENCE_NODE: return "a list";
+    case YAML_MAPPING_NODE:  return "a mapping";
+    default:                 return "nothing";
+    }
+}
+
+#define MARK_LINE(_n) ((int)(_n)->start_mark.line + 1)
+#define MARK_COL(_n)  ((int)(_n)->start_mark.column + 1)
+
+static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
+                                  yaml_node_t *map, const char *prefix,
+                                  svp_spec_t *spec);
+
+static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
+                                      const svp_spec_key_t *key,
+                                      yaml_node_t *value, svp_spec_t *spec)
+{
+    char                why[512];
+    const char         *scalar;
+    yaml_node_item_t   *item;
+    yaml_node_pair_t   *pair;
+    yaml_node_t        *elem, *k, *v;
+    svp_status_t        status;
+    char                joined[4096];
+    int                 n;
+
+    switch (value->type) {
+    case YAML_SCALAR_NODE:
+        scalar = (const char *)value->data.scalar.value;
+        if (key->type == SVP_SPEC_T_STR_LIST || key->type == SVP_SPEC_T_INT_LIST) {
+            /* a single scalar is a one-element list */
+            svp_spec_key_clear(spec, key);
+            status = svp_spec_key_append(spec, key, NULL, scalar, why, sizeof(why));
+        } else {
+            status = svp_spec_key_set(spec, key, scalar, why, sizeof(why));
+        }
+        break;
+    case YAML_SEQUENCE_NODE:
+        if (key->type == SVP_SPEC_T_SHAPE5) {
+            n = 0;
+            joined[0] = '\0';
+            for (item = value->data.sequence.items.start;
+                 item < value->data.sequence.items.top; ++item) {
+                elem = yaml_document_get_node(doc, *item);
+                if (elem->type != YAML_SCALAR_NODE) {
+                    return svp_spec_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
+                                         "key '%s': expected an integer, found %s",
+                                         key->path, svp_spec_node_kind(elem));
+                }
+                n += snprintf(joined + n, sizeof(joined) - n, "%s%s",
+                              (n > 0) ? "," : "", elem->data.scalar.value);
+            }
+            status = svp_spec_key_set(spec, key, joined, why, sizeof(why));
+            break;
+        }
+        if (key->type != SVP_SPEC_T_STR_LIST && key->type != SVP_SPEC_T_INT_LIST) {
+            return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value),
+                                 "key '%s': expected a scalar, found a list",
+                                 key->path);
+        }
+        svp_spec_key_clear(spec, key);
+        for (item = value->data.sequence.items.start;
+             item < value->data.sequence.items.top; ++item) {
+            elem = yaml_document_get_node(doc, *item);
+            if (elem->type != YAML_SCALAR_NODE) {
+                return svp_spec_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
+                                     "key '%s': expected a list of scalars, found %s",
+                                     key->path, svp_spec_node_kind(elem));
+            }
+            status = svp_spec_key_append(spec, key, NULL,
+                                         (const char *)elem->data.scalar.value,
+                                         why, sizeof(why));
+            if (status != SVP_OK) {
+                return svp_spec_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
+                                     "key '%s': %s", key->path, why);
+            }
+        }
+        return SVP_OK;
+    case YAML_MAPPING_NODE:
+        if (key->type != SVP_SPEC_T_STR_MAP) {
+            return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value),
+                                 "key '%s': expected %s, found a mapping",
+                                 key->path,
+                                 (key->type == SVP_SPEC_T_STR_LIST ||
+                                  key->type == SVP_SPEC_T_INT_LIST ||
+                                  key->type == SVP_SPEC_T_SHAPE5) ? "a list"
+                                                                  : "a scalar");
+        }
+        svp_spec_key_clear(spec, key);
+        for (pair = value->data.mapping.pairs.start;
+             pair < value->data.mapping.pairs.top; ++pair) {
+            k = yaml_document_get_node(doc, pair->key);
+            v = yaml_document_get_node(doc, pair->value);
+            if (k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
+                return svp_spec_fail(ctx, MARK_LINE(v), MARK_COL(v),
+                                     "key '%s': expected NAME: value pairs, found %s",
+                                     key->path, svp_spec_node_kind(v));
+            }
+            status = svp_spec_key_append(spec, key, (const char *)k->data.scalar.value,
+                                         (const char *)v->data.scalar.value, why,
+                                         sizeof(why));
+            if (status != SVP_OK) {
+                return svp_spec_fail(ctx, MARK_LINE(v), MARK_COL(v), "key '%s.%s': %s",
+                                     key->path, k->data.scalar.value, why);
+            }
+        }
+        return SVP_OK;
+    default:
+        return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value),
+                             "key '%s': unexpected YAML node", key->path);
+    }
+
+    if (status != SVP_OK) {
+        return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value), "key '%s': %s",
+                             key->path, why);
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
+                                  yaml_node_t *map, const char *prefix,
+                                  svp_spec_t *spec)
+{
+    yaml_node_pair_t     *pair, *prev;
+    yaml_node_t          *k, *v, *pk;
+    const svp_spec_key_t *key;
+    char                  path[256];
+    svp_status_t          status;
+
+    for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
+         ++pair) {
+        k = yaml_document_get_node(doc, pair->key);
+        v = yaml_document_get_node(doc, pair->value);
+        if (k->type != YAML_SCALAR_NODE) {
+            return svp_spec_fail(ctx, MARK_LINE(k), MARK_COL(k),
+                                 "expected a key name, found %s",
+                                 svp_spec_node_kind(k));
+        }
+        snprintf(path, sizeof(path), "%s%s%s", prefix, (prefix[0] != '\0') ? "." : "",
+                 (const char *)k->data.scalar.value);
+
+        for (prev = map->data.mapping.pairs.start; prev < pair; ++prev) {
+            pk = yaml_document_get_node(doc, prev->key);
+            if (pk->type == YAML_SCALAR_NODE &&
+                strcmp((const char *)pk->data.scalar.value,
+                       (const char *)k->data.scalar.value) == 0) {
+                return svp_spec_fail(ctx, MARK_LINE(k), MARK_COL(k),
+                                     "duplicate key '%s' (first at line %d)", path,
+                                     MARK_LINE(pk));
+            }
+        }
+
+        if (svp_spec_is_section(path)) {
+            if (v->type != YAML_MAPPING_NODE) {
+                /* "model:" with nothing under it is an empty section */
+                if (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0) {
+                    continue;
+                }
+                return svp_spec_fail(ctx, MARK_LINE(v), MARK_COL(v),
+                                     "key '%s': expected a mapping (a section), found %s",
+                                     path, svp_spec_node_kind(v));
+            }
+            status = svp_spec_walk(ctx, doc, v, path, spec);
+        } else if ((key = svp_spec_key_find(path)) != NULL) {
+            status = svp_spec_set_node(ctx, doc, key, v, spec);
+        } else {
+            status = svp_spec_unknown(ctx, MARK_LINE(k), MARK_COL(k), path);
+        }
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_alloc_defaults(svp_spec_t **spec_p)
+{
+    svp_spec_t  *spec;
+    char         why[256];
+    int          i;
+    svp_status_t status;
+
+    spec = calloc(1, sizeof(*spec));
+    if (spec == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < svp_spec_num_keys; ++i) {
+        const svp_spec_key_t *key = &svp_spec_keys[i];
+        if (key->type == SVP_SPEC_T_STR_LIST || key->type == SVP_SPEC_T_INT_LIST ||
+            (key->type == SVP_SPEC_T_STR_MAP)) {
+            continue; /* empty by default */
+        }
+        status = svp_spec_key_set(spec, key, key->def, why, sizeof(why));
+        if (status != SVP_OK) {
+            svp_error("internal: default of %s: %s", key->path, why);
+            svp_spec_destroy(spec);
+            return SVP_ERR_INTERNAL;
+        }
+    }
+    *spec_p = spec;
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_apply_override(svp_spec_ctx_t *ctx, svp_spec_t *spec,
+                                            const char *ov)
+{
+    const svp_spec_key_t *key;
+    const char           *eq = strchr(ov, '=');
+    char                  path[256], why[512], *dot;
+    svp_status_t          status;
+
+    if (eq == NULL || eq == ov || (size_t)(eq - ov) >= sizeof(path)) {
+        return svp_spec_fail(ctx, 0, 0, "--set '%s': expected key=value", ov);
+    }
+    memcpy(path, ov, eq - ov);
+    path[eq - ov] = '\0';
+
+    key = svp_spec_key_find(path);
+    if (key != NULL) {
+        status = svp_spec_key_set(spec, key, eq + 1, why, sizeof(why));
+    } else if ((dot = strrchr(path, '.')) != NULL &&
+               (*dot = '\0', key = svp_spec_key_find(path)) != NULL &&
+               key->type == SVP_SPEC_T_STR_MAP) {
+        /* --set cluster.env.UCX_TLS=posix,self */
+        status = svp_spec_key_append(spec, key, dot + 1, eq + 1, why, sizeof(why));
+        *dot   = '.';
+    } else {
+        if (dot != NULL) {
+            *dot = '.';
+        }
+        if (svp_spec_is_section(path)) {
+            return svp_spec_fail(ctx, 0, 0, "--set %s: '%s' is a section, not a key",
+                                 ov, path);
+        }
+        return svp_spec_unknown(ctx, 0, 0, path);
+    }
+    if (status != SVP_OK) {
+        return svp_spec_fail(ctx, 0, 0, "--set %s: key '%s': %s", ov, path, why);
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_finish(svp_spec_ctx_t *ctx, svp_spec_t *spec,
+                                    const char *const *overrides, int num_overrides)
+{
+    char         why[512], *copy;
+    const char  *key = NULL;
+    svp_status_t status;
+    int          i;
+
+    for (i = 0; i < num_overrides; ++i) {
+        status = svp_spec_apply_override(ctx, spec, overrides[i]);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    status = svp_spec_validate(spec, why, sizeof(why), &key);
+    if (status != SVP_OK) {
+        return svp_spec_fail(ctx, 0, 0, "key '%s': %s", key, why);
+    }
+    if (spec->name[0] == '\0') {
+        copy = svp_strdup(ctx->file);
+        if (copy == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        free(spec->name);
+        spec->name = svp_strdup(basename(copy));
+        free(copy);
+        if ((copy = strrchr(spec->name, '.')) != NULL && copy != spec->name) {
+            *copy = '\0';
+        }
+    }
+    spec->file = svp_strdup(ctx->file);
+    return (spec->file != NULL && spec->name != NULL) ? SVP_OK : SVP_ERR_NO_MEMORY;
+}
+
+svp_status_t svp_spec_load_string(const char *yaml, const char *file,
+                                  const char *const *overrides, int num_overrides,
+                                  char *errbuf, int errlen, svp_spec_t **spec_p)
+{
+    svp_spec_ctx_t  ctx = {file, errbuf, errlen};
+    yaml_parser_t   parser;
+    yaml_document_t doc;
+    yaml_node_t    *root;
+    svp_spec_t     *spec;
+    svp_status_t    status;
+
+    status = svp_spec_alloc_defaults(&spec);
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    if (!yaml_parser_initialize(&parser)) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_free_spec;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
+    if (!yaml_parser_load(&parser, &doc)) {
+        /* libyaml keeps the position of the problem in problem_mark */
+        status = svp_spec_fail(&ctx, (int)parser.problem_mark.line + 1,
+                               (int)parser.problem_mark.column + 1,
+                               "invalid YAML: %s%s%s",
+                               parser.problem ? parser.problem : "parse error",
+                               parser.context ? " " : "",
+                               parser.context ? parser.context : "");
+        goto err_delete_parser;
+    }
+
+    root = yaml_document_get_root_node(&doc);
+    if (root != NULL && !(root->type == YAML_SCALAR_NODE &&
+                          root->data.scalar.length == 0)) {
+        if (root->type != YAML_MAPPING_NODE) {
+            status = svp_spec_fail(&ctx, MARK_LINE(root), MARK_COL(root),
+                                   "expected a mapping of keys at the top, found %s",
+                                   svp_spec_node_kind(root));
+            goto err_delete_doc;
+        }
+        status = svp_spec_walk(&ctx, &doc, root, "", spec);
+        if (status != SVP_OK) {
+            goto err_delete_doc;
+        }
+    }
+
+    status = svp_spec_finish(&ctx, spec, overrides, num_overrides);
+    if (status != SVP_OK) {
+        goto err_delete_doc;
+    }
+
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    *spec_p = spec;
+    return SVP_OK;
+
+err_delete_doc:
+    yaml_document_delete(&doc);
+err_delete_parser:
+    yaml_parser_delete(&parser);
+err_free_spec:
+    svp_spec_destroy(spec);
+    return status;
+}
+
+svp_status_t svp_spec_load(const char *file, const char *const *overrides,
+                           int num_overrides, char *errbuf, int errlen,
+                           svp_spec_t **spec_p)
+{
+    svp_spec_ctx_t ctx = {file, errbuf, errlen};
+    char          *text;
+    svp_status_t   status;
+
+    status = svp_file_read_all(file, &text, NULL);
+    if (status != SVP_OK) {
+        return svp_spec_fail(&ctx, 0, 0, "cannot read the job spec");
+    }
+    status = svp_spec_load_string(text, file, overrides, num_overrides, errbuf,
+                                  errlen, spec_p);
+    free(text);
+    return status;
+}
+
+svp_status_t svp_spec_defaults(svp_spec_t **spec_p)
+{
+    svp_spec_ctx_t ctx = {"<defaults>", NULL, 0};
+    svp_spec_t    *spec;
+    svp_status_t   status;
+
+    status = svp_spec_alloc_defaults(&spec);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_spec_finish(&ctx, spec, NULL, 0);
+    if (status != SVP_OK) {
+        svp_spec_destroy(spec);
+        return status;
+    }
+    *spec_p = spec;
+    return SVP_OK;
+}
+
+void svp_spec_destroy(svp_spec_t *spec)
+{
+    int i;
+
+    if (spec == NULL) {
+        return;
+    }
+    for (i = 0; i < svp_spec_num_keys; ++i) {
+        const svp_spec_key_t *key = &svp_spec_keys[i];
+        if (key->type == SVP_SPEC_T_STRING) {
+            free(*(char **)((char *)spec + key->offset));
+        } else {
+            svp_spec_key_clear(spec, key);
+        }
+    }
+    free(spec->file);
+    free(spec);
+}
+
+/* Double-quoted YAML scalar with escapes: the dump must parse back. */
+static int svp_spec_dump_str(char *buf, size_t len, const char *s)
+{
+    size_t n = 0;
+
+    n += snprintf(buf + n, len - n, "\"");
+    for (; *s != '\0' && n + 4 < len; ++s) {
+        if (*s == '"' || *s == '\\') {
+            n += snprintf(buf + n, len - n, "\\%c", *s);
+        } else if ((unsigned char)*s < 0x20) {
+            n += snprintf(buf + n, len - n, "\\x%02x", (unsigned char)*s);
+        } else {
+            buf[n++] = *s;
+        }
+    }
+    n += snprintf(buf + n, len - n, "\"");
+    return (int)n;
+}
+
+svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p)
+{
+    size_t      cap = 65536, n = 0;
+    char       *out = malloc(cap), val[4096];
+    const void *field;
+    int         i, j;
+
+    if (out == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    out[0] = '\0';
+    for (i = 0; i < svp_spec_num_keys && n + 8192 < cap; ++i) {
+        const svp_spec_key_t *key = &svp_spec_keys[i];
+        field = (const char *)spec + key->offset;
+        val[0] = '\0';
+        switch (key->type) {
+        case SVP_SPEC_T_INT:
+            snprintf(val, sizeof(val), "%d", *(const int *)field);
+            break;
+        case SVP_SPEC_T_U64:
+            snprintf(val, sizeof(val), "%llu",
+                     (unsigned long long)*(const uint64_t *)field);
+            break;
+        case SVP_SPEC_T_DOUBLE:
+            snprintf(val, sizeof(val), "%.17g", *(const double *)field);
+            break;
+        case SVP_SPEC_T_STRING:
+            svp_spec_dump_str(val, sizeof(val), *(char *const *)field);
+            break;
+        case SVP_SPEC_T_BOOL:
+            snprintf(val, sizeof(val), "%s", *(const int *)field ? "true" : "false");
+            break;
+        case SVP_SPEC_T_ENUM:
+            snprintf(val, sizeof(val), "%s", key->names[*(const int *)field]);
+            break;
+        case SVP_SPEC_T_SHAPE5: {
+            const int64_t *s = field;
+            snprintf(val, sizeof(val), "[%lld, %lld, %lld, %lld, %lld]",
+                     (long long)s[0], (long long)s[1], (long long)s[2],
+                     (long long)s[3], (long long)s[4]);
+            break;
+        }
+        case SVP_SPEC_T_INT_LIST: {
+            const svp_spec_intlist_t *l = field;
+            int                       m = snprintf(val, sizeof(val), "[");
+            for (j = 0; j < l->count && m < (int)sizeof(val) - 32; ++j) {
+                m += snprintf(val + m, sizeof(val) - m, "%s%lld", j ? ", " : "",
+                              (long long)l->items[j]);
+            }
+            snprintf(val + m, sizeof(val) - m, "]");
+            break;
+        }
+        case SVP_SPEC_T_STR_LIST: {
+            const svp_spec_strlist_t *l = field;
+            int                       m = snprintf(val, sizeof(val), "[");
+            for (j = 0; j < l->count && m < (int)sizeof(val) - 600; ++j) {
+                m += snprintf(val + m, sizeof(val) - m, "%s", j ? ", " : "");
+                m += svp_spec_dump_str(val + m, sizeof(val) - m, l->items[j]);
+            }
+            snprintf(val + m, sizeof(val) - m, "]");
+            break;
+        }
+        case SVP_SPEC_T_STR_MAP: {
+            const svp_spec_strmap_t *m = field;
+            int                      k = snprintf(val, sizeof(val), "{");
+            for (j = 0; j < m->count && k < (int)sizeof(val) - 1200; ++j) {
+                k += snprintf(val + k, sizeof(val) - k, "%s", j ? ", " : "");
+                k += svp_spec_dump_str(val + k, sizeof(val) - k, m->keys[j]);
+                k += snprintf(val + k, sizeof(val) - k, ": ");
+                k += svp_spec_dump_str(val + k, sizeof(val) - k, m->values[j]);
+            }
+            snprintf(val + k, sizeof(val) - k, "}");
+            break;
+        }
+        }
+        n += snprintf(out + n, cap - n, "%s: %s\n", key->path, val);
+    }
+    *yaml_p = out;
+    return SVP_OK;
+}
+
+const char *svp_spec_model_kind_name(svp_model_kind_t kind)
+{
+    return (kind == SVP_MODEL_SVD) ? "svd" : "dummy";
+}
+
+const char *svp_spec_placement_name(svp_placement_t placement)
+{
+    return (placement == SVP_PLACEMENT_SPREAD) ? "spread" : "ends";
+}

@@ -1,0 +1,516 @@
+/*
+ * The job spec's keys: one table drives parsing, defaults, --set overrides,
+ * "did you mean" suggestions and the dump.  Adding a key is one line here and
+ * one field in svp_spec_t.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "spec/spec_int.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define OFF(_field) offsetof(svp_spec_t, _field)
+#define NOLIM       0, 0
+
+static const char *const svp_spec_model_kinds[] = {"dummy", "svd", NULL};
+static const char *const svp_spec_dummy_costs[] = {"compute", "sleep", NULL};
+static const char *const svp_spec_dtypes[]      = {"f32", "f16", "bf16", NULL};
+static const char *const svp_spec_devices[]     = {"cpu", "cuda", NULL};
+static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
+static const char *const svp_spec_log_levels[]  = {"error", "warn", "info",
+                                                   "debug", "trace", NULL};
+
+const char *const svp_spec_sections[] = {
+    "model", "model.dummy", "comm", "pipeline", "video", "output", "log",
+    "cluster", NULL
+};
+
+const svp_spec_key_t svp_spec_keys[] = {
+    {"name", SVP_SPEC_T_STRING, OFF(name), "", NOLIM, NULL,
+     "job name (default: the spec file's base name)"},
+    {"model.kind", SVP_SPEC_T_ENUM, OFF(model.kind), "dummy", NOLIM,
+     svp_spec_model_kinds, "dummy (synthetic simulator model) or svd"},
+    {"model.path", SVP_SPEC_T_STRING, OFF(model.path), "", NOLIM, NULL,
+     "svd: a diffusers SVD/SVD-XT folder (unet/, vae/, image_encoder/, scheduler/)"},
+    {"model.conditioning", SVP_SPEC_T_STRING, OFF(model.conditioning), "", NOLIM,
+     NULL, "svd: safetensors file with per-sample conditioning and initial latents"},
+    {"model.dummy.cost", SVP_SPEC_T_ENUM, OFF(model.dummy.cost), "compute", NOLIM,
+     svp_spec_dummy_costs, "compute: real CPU work; sleep: fixed wall time per step"},
+    {"model.dummy.step_ms", SVP_SPEC_T_DOUBLE, OFF(model.dummy.step_ms), "50",
+     0, 3600e3, NULL, "sleep cost: milliseconds per step"},
+    {"model.dummy.work", SVP_SPEC_T_INT, OFF(model.dummy.work), "1", 1, 1000000,
+     NULL, "compute cost: repetitions of the Conv3d per step"},
+    {"model.dummy.encode_ms", SVP_SPEC_T_DOUBLE, OFF(model.dummy.encode_ms), "0",
+     0, 3600e3, NULL, "sleep stand-in for encoding a sample (ms)"},
+    {"model.dummy.decode_ms", SVP_SPEC_T_DOUBLE, OFF(model.dummy.decode_ms), "0",
+     0, 3600e3, NULL, "sleep stand-in for decoding a sample (ms)"},
+    {"steps", SVP_SPEC_T_INT, OFF(steps), "8", 1, 10000, NULL,
+     "denoising steps T; must be divisible by the number of ranks"},
+    {"samples", SVP_SPEC_T_INT, OFF(samples), "4", 1, 1000000, NULL,
+     "samples N (for svd: one per (image, seed) pair when inputs are given)"},
+    {"seed", SVP_SPEC_T_U64, OFF(seed), "42", 0, 0, NULL, "base random seed"},
+    {"latent_shape", SVP_SPEC_T_SHAPE5, OFF(latent_shape), "[1, 14, 4, 8, 8]",
+     1, 65536, NULL, "dummy model latent shape [B, F, C, H, W]"},
+    {"dtype", SVP_SPEC_T_ENUM, OFF(dtype), "f32", NOLIM, svp_spec_dtypes,
+     "compute dtype"},
+    {"device", SVP_SPEC_T_ENUM, OFF(device), "cpu", NOLIM, svp_spec_devices,
+     "backend"},
+    {"comm.deadline", SVP_SPEC_T_DOUBLE, OFF(comm.deadline), "120", 0.1, 86400,
+     NULL, "seconds any wait for a peer may take before the job fails"},
+    {"comm.transport", SVP_SPEC_T_STRING, OFF(comm.transport), "", NOLIM, NULL,
+     "UCX_TLS hint (e.g. posix,self or tcp); empty: UCX chooses"},
+    {"comm.inflight", SVP_SPEC_T_INT, OFF(comm.inflight), "2", 1, 64, NULL,
+     "receives posted ahead per rank (samples in flight)"},
+    {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
+     NOLIM, svp_spec_placements,
+     "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
+    {"video.inputs", SVP_SPEC_T_STR_LIST, OFF(video.inputs), "", NOLIM, NULL,
+     "images (PNG/JPEG) or directories of images"},
+    {"video.seeds", SVP_SPEC_T_INT_LIST, OFF(video.seeds), "", NOLIM, NULL,
+     "seeds per image (default: seed)"},
+    {"video.width", SVP_SPEC_T_INT, OFF(video.width), "1024", 8, 8192, NULL,
+     "video width (multiple of 8)"},
+    {"video.height", SVP_SPEC_T_INT, OFF(video.height), "576", 8, 8192, NULL,
+     "video height (multiple of 8)"},
+    {"video.num_frames", SVP_SPEC_T_INT, OFF(video.num_frames), "25", 1, 1024,
+     NULL, "frames per video"},
+    {"video.fps", SVP_SPEC_T_INT, OFF(video.fps), "7", 1, 240, NULL,
+     "frames per second (conditioning and MP4)"},
+    {"video.motion_bucket_id", SVP_SPEC_T_INT, OFF(video.motion_bucket_id), "127",
+     0, 1023, NULL, "motion bucket id"},
+    {"video.noise_aug_strength", SVP_SPEC_T_DOUBLE, OFF(video.noise_aug_strength),
+     "0.02", 0, 10, NULL, "noise added to the conditioning image"},
+    {"video.min_guidance", SVP_SPEC_T_DOUBLE, OFF(video.min_guidance), "1.0", 0,
+     100, NULL, "guidance scale of the first frame"},
+    {"video.max_guidance", SVP_SPEC_T_DOUBLE, OFF(video.max_guidance), "3.0", 0,
+     100, NULL, "guidance scale of the last frame"},
+    {"video.decode_chunk_size", SVP_SPEC_T_INT, OFF(video.decode_chunk_size), "8",
+     1, 1024, NULL, "frames decoded at once by the VAE"},
+    {"output.dir", SVP_SPEC_T_STRING, OFF(output.dir), "out", NOLIM, NULL,
+     "directory for results"},
+    {"output.frames", SVP_SPEC_T_BOOL, OFF(output.frames), "true", NOLIM, NULL,
+     "write PNG frames"},
+    {"output.mp4", SVP_SPEC_T_BOOL, OFF(output.mp4), "true", NOLIM, NULL,
+     "write an MP4 per sample (when built with FFmpeg)"},
+    {"log.level", SVP_SPEC_T_ENUM, OFF(log.level), "info", NOLIM,
+     svp_spec_log_levels, "error, warn, info, debug or trace"},
+    {"log.trace", SVP_SPEC_T_STRING, OFF(log.trace), "", NOLIM, NULL,
+     "per-rank event trace file prefix (Chrome trace JSON); empty: off"},
+    {"cluster.nodes", SVP_SPEC_T_INT, OFF(cluster.nodes), "1", 1, 100000, NULL,
+     "nodes"},
+    {"cluster.ranks_per_node", SVP_SPEC_T_INT, OFF(cluster.ranks_per_node), "1", 1,
+     1024, NULL, "ranks (GPUs) per node"},
+    {"cluster.partition", SVP_SPEC_T_STRING, OFF(cluster.partition), "", NOLIM,
+     NULL, "Slurm partition"},
+    {"cluster.account", SVP_SPEC_T_STRING, OFF(cluster.account), "", NOLIM, NULL,
+     "Slurm account"},
+    {"cluster.qos", SVP_SPEC_T_STRING, OFF(cluster.qos), "", NOLIM, NULL,
+     "Slurm QOS"},
+    {"cluster.time", SVP_SPEC_T_STRING, OFF(cluster.time), "", NOLIM, NULL,
+     "time limit (Slurm format, e.g. 1:00:00)"},
+    {"cluster.constraint", SVP_SPEC_T_STRING, OFF(cluster.constraint), "", NOLIM,
+     NULL, "node features"},
+    {"cluster.exclusive", SVP_SPEC_T_BOOL, OFF(cluster.exclusive), "false", NOLIM,
+     NULL, "whole nodes"},
+    {"cluster.job_name", SVP_SPEC_T_STRING, OFF(cluster.job_name), "", NOLIM, NULL,
+     "Slurm job name (default: name)"},
+    {"cluster.output", SVP_SPEC_T_STRING, OFF(cluster.output), "", NOLIM, NULL,
+     "Slurm stdout path"},
+    {"cluster.error", SVP_SPEC_T_STRING, OFF(cluster.error), "", NOLIM, NULL,
+     "Slurm stderr path"},
+    {"cluster.container_image", SVP_SPEC_T_STRING, OFF(cluster.container_image),
+     "", NOLIM, NULL, "pyxis container image"},
+    {"cluster.container_mounts", SVP_SPEC_T_STR_LIST,
+     OFF(cluster.container_mounts), "", NOLIM, NULL, "pyxis mounts SRC:DST"},
+    {"cluster.env", SVP_SPEC_T_STR_MAP, OFF(cluster.env), "", NOLIM, NULL,
+     "environment for the ranks (e.g. UCX_TLS)"},
+    {"cluster.requeue", SVP_SPEC_T_BOOL, OFF(cluster.requeue), "false", NOLIM, NULL,
+     "requeue on node failure"},
+    {"cluster.dependency", SVP_SPEC_T_STRING, OFF(cluster.dependency), "", NOLIM,
+     NULL, "Slurm dependency (e.g. afterok:123)"},
+    {"cluster.array", SVP_SPEC_T_STRING, OFF(cluster.array), "", NOLIM, NULL,
+     "Slurm array spec"},
+    {"cluster.mpi", SVP_SPEC_T_STRING, OFF(cluster.mpi), "pmix", NOLIM, NULL,
+     "srun --mpi plugin"},
+    {"cluster.worker", SVP_SPEC_T_STRING, OFF(cluster.worker), "svdworker", NOLIM,
+     NULL, "svdworker command in the script"},
+    {"cluster.gpus_per_task", SVP_SPEC_T_INT, OFF(cluster.gpus_per_task), "1", 0,
+     64, NULL, "GPUs bound per rank (cuda)"},
+};
+
+const int svp_spec_num_keys = (int)SVP_ARRAY_SIZE(svp_spec_keys);
+
+const svp_spec_key_t *svp_spec_key_find(const char *path)
+{
+    int i;
+
+    for (i = 0; i < svp_spec_num_keys; ++i) {
+        if (strcmp(svp_spec_keys[i].path, path) == 0) {
+            return &svp_spec_keys[i];
+        }
+    }
+    return NULL;
+}
+
+int svp_spec_is_section(const char *path)
+{
+    int i;
+
+    for (i = 0; svp_spec_sections[i] != NULL; ++i) {
+        if (strcmp(svp_spec_sections[i], path) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void *svp_spec_field(svp_spec_t *spec, const svp_spec_key_t *key)
+{
+    return (char *)spec + key->offset;
+}
+
+static int svp_spec_parse_int64(const char *s, int64_t *v_p)
+{
+    char     *end;
+    long long v;
+
+    errno = 0;
+    v     = strtoll(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0') {
+        return -1;
+    }
+    *v_p = v;
+    return 0;
+}
+
+static int svp_spec_parse_bool(const char *s, int *v_p)
+{
+    static const char *yes[] = {"true", "yes", "on", "1"};
+    static const char *no[]  = {"false", "no", "off", "0"};
+    size_t             i;
+
+    for (i = 0; i < SVP_ARRAY_SIZE(yes); ++i) {
+        if (!strcasecmp(s, yes[i])) {
+            *v_p = 1;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *v_p = 0;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void svp_spec_enum_expected(const svp_spec_key_t *key, char *buf, int len)
+{
+    int i, n = 0;
+
+    n += snprintf(buf + n, len - n, "one of");
+    for (i = 0; key->names[i] != NULL && n < len; ++i) {
+        n += snprintf(buf + n, len - n, "%s %s", (i == 0) ? "" : ",",
+                      key->names[i]);
+    }
+}
+
+/* Parses "[1, 2, 3]" or "1,2,3" (the --set forms of a list) in place. */
+static int svp_spec_split_list(char *s, char **items, int max)
+{
+    int   n = 0;
+    char *tok, *save = NULL, *end;
+
+    while (*s == ' ') {
+        ++s;
+    }
+    if (*s == '[') {
+        ++s;
+        end = strrchr(s, ']');
+        if (end == NULL) {
+            return -1;
+        }
+        *end = '\0';
+    }
+    for (tok = strtok_r(s, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ') {
+            ++tok;
+        }
+        end = tok + strlen(tok);
+        while (end > tok && end[-1] == ' ') {
+            *--end = '\0';
+        }
+        if (*tok == '\0') {
+            continue;
+        }
+        if (n == max) {
+            return -1;
+        }
+        items[n++] = tok;
+    }
+    return n;
+}
+
+void svp_spec_key_clear(svp_spec_t *spec, const svp_spec_key_t *key)
+{
+    void *field = svp_spec_field(spec, key);
+    int   i;
+
+    if (key->type == SVP_SPEC_T_STR_LIST) {
+        svp_spec_strlist_t *l = field;
+        for (i = 0; i < l->count; ++i) {
+            free(l->items[i]);
+        }
+        l->count = 0;
+    } else if (key->type == SVP_SPEC_T_STR_MAP) {
+        svp_spec_strmap_t *m = field;
+        for (i = 0; i < m->count; ++i) {
+            free(m->keys[i]);
+            free(m->values[i]);
+        }
+        m->count = 0;
+    } else if (key->type == SVP_SPEC_T_INT_LIST) {
+        ((svp_spec_intlist_t *)field)->count = 0;
+    }
+}
+
+svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
+                                 const char *map_key, const char *value,
+                                 char *why, int whylen)
+{
+    void   *field = svp_spec_field(spec, key);
+    int64_t v;
+    int     i;
+
+    switch (key->type) {
+    case SVP_SPEC_T_INT_LIST: {
+        svp_spec_intlist_t *l = field;
+        if (svp_spec_parse_int64(value, &v) != 0) {
+            snprintf(why, whylen, "expected an integer list element, found '%s'",
+                     value);
+            return SVP_ERR_SPEC;
+        }
+        if (l->count == SVP_SPEC_MAX_LIST) {
+            snprintf(why, whylen, "expected at most %d elements",
+                     SVP_SPEC_MAX_LIST);
+            return SVP_ERR_SPEC;
+        }
+        l->items[l->count++] = v;
+        return SVP_OK;
+    }
+    case SVP_SPEC_T_STR_LIST: {
+        svp_spec_strlist_t *l = field;
+        if (l->count == SVP_SPEC_MAX_LIST) {
+            snprintf(why, whylen, "expected at most %d elements",
+                     SVP_SPEC_MAX_LIST);
+            return SVP_ERR_SPEC;
+        }
+        l->items[l->count] = svp_strdup(value);
+        if (l->items[l->count] == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        l->count++;
+        return SVP_OK;
+    }
+    case SVP_SPEC_T_STR_MAP: {
+        svp_spec_strmap_t *m = field;
+        for (i = 0; i < m->count; ++i) {
+            if (strcmp(m->keys[i], map_key) == 0) {
+                char *dup = svp_strdup(value);
+                if (dup == NULL) {
+                    return SVP_ERR_NO_MEMORY;
+                }
+                free(m->values[i]);
+                m->values[i] = dup;
+                return SVP_OK;
+            }
+        }
+        if (m->count == SVP_SPEC_MAX_LIST) {
+            snprintf(why, whylen, "expected at most %d entries",
+                     SVP_SPEC_MAX_LIST);
+            return SVP_ERR_SPEC;
+        }
+        m->keys[m->count]   = svp_strdup(map_key);
+        m->values[m->count] = svp_strdup(value);
+        if (m->keys[m->count] == NULL || m->values[m->count] == NULL) {
+            free(m->keys[m->count]);
+            free(m->values[m->count]);
+            return SVP_ERR_NO_MEMORY;
+        }
+        m->count++;
+        return SVP_OK;
+    }
+    default:
+        snprintf(why, whylen, "expected a scalar, found a list");
+        return SVP_ERR_SPEC;
+    }
+}
+
+svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
+                              const char *value, char *why, int whylen)
+{
+    void        *field = svp_spec_field(spec, key);
+    char         expected[256], *copy, *items[SVP_SPEC_MAX_LIST], *end;
+    int64_t      v;
+    double       d;
+    int          i, n, b;
+    svp_status_t status;
+
+    switch (key->type) {
+    case SVP_SPEC_T_INT:
+        if (svp_spec_parse_int64(value, &v) != 0 || v < key->min ||
+            v > key->max) {
+            snprintf(why, whylen, "expected an integer in [%.0f, %.0f], found '%s'",
+                     key->min, key->max, value);
+            return SVP_ERR_SPEC;
+        }
+        *(int *)field = (int)v;
+        return SVP_OK;
+    case SVP_SPEC_T_U64: {
+        unsigned long long u;
+        errno = 0;
+        u     = strtoull(value, &end, 0);
+        if (errno != 0 || end == value || *end != '\0' || value[0] == '-') {
+            snprintf(why, whylen, "expected a non-negative 64-bit integer, found '%s'",
+                     value);
+            return SVP_ERR_SPEC;
+        }
+        *(uint64_t *)field = u;
+        return SVP_OK;
+    }
+    case SVP_SPEC_T_DOUBLE:
+        errno = 0;
+        d     = strtod(value, &end);
+        if (errno != 0 || end == value || *end != '\0' || !isfinite(d) ||
+            d < key->min || d > key->max) {
+            snprintf(why, whylen, "expected a number in [%g, %g], found '%s'",
+                     key->min, key->max, value);
+            return SVP_ERR_SPEC;
+        }
+        *(double *)field = d;
+        return SVP_OK;
+    case SVP_SPEC_T_STRING:
+        copy = svp_strdup(value);
+        if (copy == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        free(*(char **)field);
+        *(char **)field = copy;
+        return SVP_OK;
+    case SVP_SPEC_T_BOOL:
+        if (svp_spec_parse_bool(value, &b) != 0) {
+            snprintf(why, whylen, "expected true or false, found '%s'", value);
+            return SVP_ERR_SPEC;
+        }
+        *(int *)field = b;
+        return SVP_OK;
+    case SVP_SPEC_T_ENUM:
+        for (i = 0; key->names[i] != NULL; ++i) {
+            if (strcmp(key->names[i], value) == 0) {
+                *(int *)field = i;
+                return SVP_OK;
+            }
+        }
+        svp_spec_enum_expected(key, expected, sizeof(expected));
+        snprintf(why, whylen, "expected %s, found '%s'", expected, value);
+        return SVP_ERR_SPEC;
+    case SVP_SPEC_T_SHAPE5:
+    case SVP_SPEC_T_INT_LIST:
+    case SVP_SPEC_T_STR_LIST:
+        /* a scalar for a list: the --set form "[a, b]" or "a,b" */
+        copy = svp_strdup(value);
+        if (copy == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        n = svp_spec_split_list(copy, items, SVP_SPEC_MAX_LIST);
+        if (n < 0) {
+            snprintf(why, whylen, "expected a list like [a, b], found '%s'", value);
+            free(copy);
+            return SVP_ERR_SPEC;
+        }
+        if (key->type == SVP_SPEC_T_SHAPE5) {
+            int64_t *shape = field, tmp[5];
+            if (n != 5) {
+                snprintf(why, whylen, "expected 5 integers [B, F, C, H, W], found '%s'",
+                         value);
+                free(copy);
+                return SVP_ERR_SPEC;
+            }
+            for (i = 0; i < 5; ++i) {
+                if (svp_spec_parse_int64(items[i], &tmp[i]) != 0 ||
+                    tmp[i] < key->min || tmp[i] > key->max) {
+                    snprintf(why, whylen,
+                             "expected 5 integers in [%.0f, %.0f], found '%s'",
+                             key->min, key->max, items[i]);
+                    free(copy);
+                    return SVP_ERR_SPEC;
+                }
+            }
+            memcpy(shape, tmp, sizeof(tmp));
+            free(copy);
+            return SVP_OK;
+        }
+        svp_spec_key_clear(spec, key);
+        for (i = 0; i < n; ++i) {
+            status = svp_spec_key_append(spec, key, NULL, items[i], why, whylen);
+            if (status != SVP_OK) {
+                free(copy);
+                return status;
+            }
+        }
+        free(copy);
+        return SVP_OK;
+    case SVP_SPEC_T_STR_MAP:
+        if (value[0] == '\0') {
+            svp_spec_key_clear(spec, key);
+            return SVP_OK;
+        }
+        snprintf(why, whylen, "expected a mapping of NAME: value, found '%s'",
+                 value);
+        return SVP_ERR_SPEC;
+    }
+    return SVP_ERR_INTERNAL;
+}
+
+svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
+                               const char **key_p)
+{
+    if (spec->model.kind == SVP_MODEL_SVD && spec->model.path[0] == '\0') {
+        *key_p = "model.path";
+        snprintf(why, whylen, "expected a model folder for model.kind svd, found none");
+        return SVP_ERR_SPEC;
+    }
+    if (spec->video.min_guidance > spec->video.max_guidance) {
+        *key_p = "video.min_guidance";
+        snprintf(why, whylen, "expected min_guidance <= max_guidance (%g), found %g",
+                 spec->video.max_guidance, spec->video.min_guidance);
+        return SVP_ERR_SPEC;
+    }
+    if (spec->video.width % 8 != 0 || spec->video.height % 8 != 0) {
+        *key_p = (spec->video.width % 8 != 0) ? "video.width" : "video.height";
+        snprintf(why, whylen, "expected a multiple of 8, found %d",
+                 (spec->video.width % 8 != 0) ? spec->video.width
+                                              : spec->video.height);
+        return SVP_ERR_SPEC;
+    }
+    if (spec->output.dir[0] == '\0') {
+        *key_p = "output.dir";
+        snprintf(why, whylen, "expected a directory, found an empty string");
+        return SVP_ERR_SPEC;
+    }
+    if (spec->video.seeds.count > 0 && spec->video.inputs.count > 0 &&
+        spec->video.seeds.count != spec->video.inputs.count) {
+        *key_p = "video.seeds";
+        snprintf(why, whylen, "expected one seed per input (%d), found %d",
+                 spec->video.inputs.count, spec->video.seeds.count);
+        return SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}

@@ -1,0 +1,262 @@
+/*
+ * svdworker: one rank of an svdpipe job.
+ *
+ *   srun --mpi=pmix svdworker job.yaml [--set key=value ...]
+ *   svdworker job.yaml                  (one plain process: rank 0 of 1)
+ *   svdworker                           (the built-in default job)
+ *
+ * Exit status: 0 done, 1 this rank failed, 2 bad input (nothing started),
+ * 3 the job failed (a peer, a message or the launcher).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "common/log.h"
+#include "common/status.h"
+#include "pipe/pipe.h"
+#include "rt/rt.h"
+#include "comm/comm.h"
+#include "trace/trace.h"
+#include "common/util.h"
+#include "spec/spec.h"
+#include "spec/steps.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SVP_WORKER_MAX_SETS 256
+
+static void svp_worker_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: svdworker [JOB.yaml] [--set KEY=VALUE]... [--check] [--print-spec]\n"
+            "\n"
+            "Runs one rank of an svdpipe job.  Under srun --mpi=pmix (or mpirun) PMIx\n"
+            "gives the rank and size; started plainly it is rank 0 of 1.  Without\n"
+            "JOB.yaml it runs the built-in default job (the dummy simulator).\n"
+            "\n"
+            "  -s, --set KEY=VALUE  override a key of the job spec (e.g. steps=28)\n"
+            "  -c, --check          validate the spec and the step assignment, run nothing\n"
+            "  -p, --print-spec     print the effective spec and exit\n"
+            "  -h, --help           this text\n"
+            "  -V, --version        print the version\n"
+            "\n"
+            "The job spec format is described in svdpipe-job(5).\n");
+}
+
+static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *stage_p)
+{
+    switch (spec->model.kind) {
+    case SVP_MODEL_DUMMY:
+        return svp_stage_dummy_create(spec, stage_p);
+    default:
+        svp_error("%s: model.kind %s is not available in this build", spec->file,
+                  svp_spec_model_kind_name(spec->model.kind));
+        return SVP_ERR_UNSUPPORTED;
+    }
+}
+
+/*
+ * A failed rank tells the launcher at once (PMIx_Abort), so the other ranks
+ * are torn down now rather than finding out at their deadlines.  Once only.
+ */
+static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t status)
+{
+    static int aborted;
+    char       msg[256];
+
+    if (aborted || world == 1) {
+        return;
+    }
+    aborted = 1;
+    snprintf(msg, sizeof(msg), "svdworker rank %d failed: %s", rank,
+             svp_status_string(status));
+    svp_rt_abort(rt, svp_status_exit_code(status), msg);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"set", required_argument, NULL, 's'},
+        {"check", no_argument, NULL, 'c'},
+        {"print-spec", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char        *sets[SVP_WORKER_MAX_SETS];
+    int                nsets = 0, check = 0, print = 0, c, rank = 0, world = 1;
+    svp_spec_t        *spec  = NULL;
+    svp_pipe_params_t  pp;
+    svp_step_range_t   range;
+    svp_rt_params_t    rtp;
+    svp_rt_h           rt = NULL;
+    svp_comm_params_t  cp;
+    char               trace_prefix[4096];
+    char               err[1024], *dump;
+    svp_status_t       status;
+
+    while ((c = getopt_long(argc, argv, "s:cphV", opts, NULL)) != -1) {
+        switch (c) {
+        case 's':
+            if (nsets == SVP_WORKER_MAX_SETS) {
+                fprintf(stderr, "svdworker: too many --set options\n");
+                return SVP_EXIT_BAD_INPUT;
+            }
+            sets[nsets++] = optarg;
+            break;
+        case 'c':
+            check = 1;
+            break;
+        case 'p':
+            print = 1;
+            break;
+        case 'h':
+            svp_worker_usage(stdout);
+            return 0;
+        case 'V':
+            printf("svdworker (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+            return 0;
+        default:
+            svp_worker_usage(stderr);
+            return SVP_EXIT_BAD_INPUT;
+        }
+    }
+    if (argc - optind > 1) {
+        svp_worker_usage(stderr);
+        return SVP_EXIT_BAD_INPUT;
+    }
+
+    if (optind < argc) {
+        status = svp_spec_load(argv[optind], sets, nsets, err, sizeof(err), &spec);
+    } else {
+        /* the built-in default job: every key at its default, named "default" */
+        if (nsets == SVP_WORKER_MAX_SETS) {
+            fprintf(stderr, "svdworker: too many --set options\n");
+            return SVP_EXIT_BAD_INPUT;
+        }
+        memmove(sets + 1, sets, nsets * sizeof(sets[0]));
+        sets[0] = "name=default";
+        status  = svp_spec_load_string("", "<built-in default job>", sets, nsets + 1,
+                                       err, sizeof(err), &spec);
+    }
+    if (status != SVP_OK) {
+        /* the message, with file:line:column, was logged by the parser */
+        return SVP_EXIT_BAD_INPUT;
+    }
+    svp_log_set_level(spec->log.level);
+
+    if (print) {
+        if (svp_spec_dump(spec, &dump) == SVP_OK) {
+            fputs(dump, stdout);
+            free(dump);
+        }
+        svp_spec_destroy(spec);
+        return 0;
+    }
+
+    /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
+    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT;
+    rtp.timeout    = spec->comm.deadline;
+    status         = svp_rt_init(&rtp, &rt);
+    if (status != SVP_OK) {
+        goto out_spec;
+    }
+    rank  = svp_rt_rank(rt);
+    world = svp_rt_size(rt);
+
+    /* every rank checks; rank 0 alone reports, so the log says it once */
+    status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
+    if (status != SVP_OK) {
+        if (rank == 0) {
+            svp_error("%s: %s", spec->file, err);
+        }
+        goto out_rt;
+    }
+    if (check) {
+        if (rank == 0) {
+            printf("%s: ok (%d steps, %d samples, %d ranks, %d steps per rank)\n",
+                   spec->file, spec->steps, spec->samples, world,
+                   range.end - range.begin);
+        }
+        goto out_rt;
+    }
+
+    memset(&pp, 0, sizeof(pp));
+    pp.spec  = spec;
+    pp.rank  = rank;
+    pp.world = world;
+    svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
+             spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
+             svp_rt_nspace(rt));
+
+    if (world > 1) {
+        /*
+         * The job id is a hash of the effective spec: a rank started with a
+         * different spec or --set (a stale file on one node) is a mismatch
+         * on its first message, not a silently different result.
+         */
+        status = svp_spec_dump(spec, &dump);
+        if (status != SVP_OK) {
+            goto out_abort;
+        }
+        memset(&cp, 0, sizeof(cp));
+        cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
+                        SVP_COMM_PARAM_FIELD_TRANSPORT;
+        cp.job_id     = svp_hash_fnv1a(dump, strlen(dump), 0);
+        cp.deadline   = spec->comm.deadline;
+        cp.transport  = spec->comm.transport;
+        free(dump);
+        status = svp_comm_create(rt, &cp, &pp.comm);
+        if (status != SVP_OK) {
+            goto out_abort;
+        }
+    }
+    if (spec->log.trace[0] != '\0') {
+        snprintf(trace_prefix, sizeof(trace_prefix), "%s", spec->log.trace);
+        status = svp_trace_create(trace_prefix, rank, svp_log_hostname(), &pp.trace);
+        if (status != SVP_OK) {
+            goto out_comm;
+        }
+    }
+
+    status = svp_worker_make_stage(spec, &pp.stage);
+    if (status != SVP_OK) {
+        goto out_trace;
+    }
+    status = svp_pipe_run(&pp, NULL);
+    if (status == SVP_OK && world > 1) {
+        /*
+         * Nobody leaves before everyone is done: a rank that finished its
+         * part early (rank 0 in "ends" placement) would otherwise be gone
+         * while a slower peer still connects to it, and a peer that exits
+         * could not be told from a lost one.
+         */
+        status = svp_rt_fence(rt);
+    }
+    if (status != SVP_OK) {
+        /* tear the job down before the (bounded) cleanup below */
+        svp_worker_fail(rt, world, rank, status);
+    }
+    pp.stage.ops->destroy(pp.stage.self);
+out_trace:
+    svp_trace_destroy(pp.trace);
+out_comm:
+    svp_comm_destroy(pp.comm);
+    if (status == SVP_OK) {
+        if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
+            svp_info("outputs in %s", spec->output.dir);
+        }
+    }
+    goto out_rt;
+
+out_abort:
+    svp_worker_fail(rt, world, rank, status);
+out_rt:
+    svp_rt_cleanup(rt);
+out_spec:
+    svp_spec_destroy(spec);
+    return svp_status_exit_code(status);
+}

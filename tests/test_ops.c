@@ -1,0 +1,519 @@
+/*
+ * Tests for src/ops: every op of the CPU backend against a naive double
+ * precision reference written from the op's definition, over several shapes.
+ *
+ * Tolerance: max|op - ref| <= 1e-5 * max(1, max|ref|).  The ops accumulate
+ * in fp32 over at most a few hundred terms of O(1) values here, so rounding
+ * stays near 1e-6 relative; an indexing or formula bug is O(1).
+ */
+#include "ops/ops.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OPS_TOL 1e-5
+
+static svp_ops_h ops;
+
+static void ops_setup(void)
+{
+    svp_ops_params_t params = { .backend = "cpu", .threads = 2,
+                                /* tiny, so attention tests cover chunking */
+                                .attn_max_scores = 1000 };
+    cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
+}
+
+static void ops_teardown(void)
+{
+    svp_ops_destroy(ops);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+/* Uniform in [-1, 1): deterministic, so failures reproduce. */
+static float *rand_buf(int64_t n)
+{
+    float  *buf = malloc((n ? n : 1) * sizeof(float));
+    int64_t i;
+
+    cr_assert_not_null(buf);
+    for (i = 0; i < n; i++) {
+        rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+        buf[i] = (float)((rng_state >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+    }
+    return buf;
+}
+
+static double *dbuf(int64_t n)
+{
+    double *buf = calloc(n ? n : 1, sizeof(double));
+    cr_assert_not_null(buf);
+    return buf;
+}
+
+static void assert_close(const char *what, const float *got, const double *ref,
+                         int64_t n)
+{
+    double  max_ref = 1.0, max_err = 0.0;
+    int64_t i, worst = 0;
+
+    for (i = 0; i < n; i++) {
+        max_ref = fmax(max_ref, fabs(ref[i]));
+    }
+    for (i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - ref[i]);
+        if (!(err <= max_err)) {
+            max_err = err;
+            worst   = i;
+        }
+    }
+    cr_assert(max_err <= OPS_TOL * max_ref,
+              "%s: max |err| %.3g at %ld (got %.8g, want %.8g), tolerance %.3g",
+              what, max_err, (long)worst, got[worst], ref[worst],
+              OPS_TOL * max_ref);
+}
+
+/* ---- conv2d ---- */
+
+ParameterizedTestParameters(ops, conv2d)
+{
+    static svp_ops_conv2d_t shapes[] = {
+        /* n c_in h  w  c_out kh kw stride pad */
+        { 2, 3, 5, 7, 4, 3, 3, 1, 1 },      /* 3x3 same */
+        { 1, 4, 8, 6, 5, 3, 3, 2, 1 },      /* downsample */
+        { 3, 2, 7, 5, 3, 3, 3, 2, 1 },      /* odd sizes, stride 2 */
+        { 2, 6, 4, 4, 3, 1, 1, 1, 0 },      /* 1x1 (gemm only) */
+        { 1, 3, 8, 8, 5, 4, 4, 4, 0 },      /* patch embedding */
+    };
+    return cr_make_param_array(svp_ops_conv2d_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(svp_ops_conv2d_t *p, ops, conv2d, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int     ho = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
+    int64_t nx = (int64_t)p->n * p->c_in * p->h * p->w;
+    int64_t ny = (int64_t)p->n * p->c_out * ho * wo;
+    float  *x = rand_buf(nx), *w = rand_buf((int64_t)p->c_out * p->c_in * p->kh * p->kw);
+    float  *b = rand_buf(p->c_out), *y = rand_buf(ny);
+    double *ref = dbuf(ny);
+    int     n, o, c, oy, ox, i, j;
+
+    for (n = 0; n < p->n; n++)
+    for (o = 0; o < p->c_out; o++)
+    for (oy = 0; oy < ho; oy++)
+    for (ox = 0; ox < wo; ox++) {
+        double acc = b[o];
+        for (c = 0; c < p->c_in; c++)
+        for (i = 0; i < p->kh; i++)
+        for (j = 0; j < p->kw; j++) {
+            int iy = oy * p->stride - p->pad + i, ix = ox * p->stride - p->pad + j;
+            if (iy >= 0 && iy < p->h && ix >= 0 && ix < p->w) {
+                acc += (double)w[((o * p->c_in + c) * p->kh + i) * p->kw + j] *
+                       x[((n * p->c_in + c) * p->h + iy) * p->w + ix];
+            }
+        }
+        ref[((n * p->c_out + o) * ho + oy) * wo + ox] = acc;
+    }
+    cr_assert_eq(svp_ops_conv2d(ops, p, x, w, b, y), SVP_OK);
+    assert_close("conv2d", y, ref, ny);
+    free(x); free(w); free(b); free(y); free(ref);
+}
+
+/* ---- temporal conv ---- */
+
+typedef struct { int b, f, c_in, c_out, hw; } frames_shape_t;
+
+ParameterizedTestParameters(ops, conv_frames)
+{
+    static frames_shape_t shapes[] = {
+        { 1, 1, 3, 2, 5 },      /* one frame: only the centre tap */
+        { 2, 3, 4, 4, 6 },
+        { 1, 5, 2, 3, 7 },
+    };
+    return cr_make_param_array(frames_shape_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(frames_shape_t *p, ops, conv_frames, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int64_t nx = (int64_t)p->b * p->f * p->c_in * p->hw;
+    int64_t ny = (int64_t)p->b * p->f * p->c_out * p->hw;
+    float  *x = rand_buf(nx), *w = rand_buf(p->c_out * p->c_in * 3);
+    float  *bias = rand_buf(p->c_out), *y = rand_buf(ny);
+    double *ref = dbuf(ny);
+    int     b, t, o, c, k, s;
+
+    for (b = 0; b < p->b; b++)
+    for (t = 0; t < p->f; t++)
+    for (o = 0; o < p->c_out; o++)
+    for (s = 0; s < p->hw; s++) {
+        double acc = bias[o];
+        for (c = 0; c < p->c_in; c++)
+        for (k = 0; k < 3; k++) {
+            int src = t + k - 1;
+            if (src >= 0 && src < p->f) {
+                acc += (double)w[(o * p->c_in + c) * 3 + k] *
+                       x[(((int64_t)b * p->f + src) * p->c_in + c) * p->hw + s];
+            }
+        }
+        ref[(((int64_t)b * p->f + t) * p->c_out + o) * p->hw + s] = acc;
+    }
+    cr_assert_eq(svp_ops_conv_frames(ops, p->b, p->f, p->c_in, p->c_out, p->hw,
+                                     x, w, bias, y), SVP_OK);
+    assert_close("conv_frames", y, ref, ny);
+    free(x); free(w); free(bias); free(y); free(ref);
+}
+
+/* ---- group norm ---- */
+
+ParameterizedTestParameters(ops, group_norm)
+{
+    static svp_ops_group_norm_t shapes[] = {
+        /* n frames c spatial groups eps silu */
+        { 2, 1, 64, 6, 32, 1e-6f, 0 },      /* per image */
+        { 2, 3, 64, 5, 32, 1e-5f, 0 },      /* temporal: stats span frames */
+        { 3, 1, 96, 4, 32, 1e-6f, 1 },      /* 3 channels per group, + SiLU */
+        { 1, 4, 32, 7, 32, 1e-5f, 1 },      /* 1 channel per group */
+    };
+    return cr_make_param_array(svp_ops_group_norm_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(svp_ops_group_norm_t *p, ops, group_norm, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int64_t total = (int64_t)p->n * p->frames * p->c * p->spatial;
+    int     cpg = p->c / p->groups, n, g, f, c;
+    float  *x = rand_buf(total), *gamma = rand_buf(p->c), *beta = rand_buf(p->c);
+    float  *y = rand_buf(total);
+    double *ref = dbuf(total);
+    int64_t s;
+
+    for (n = 0; n < p->n; n++)
+    for (g = 0; g < p->groups; g++) {
+        double sum = 0, sq = 0, mean, var, cnt = (double)p->frames * cpg * p->spatial;
+#define GN_AT(_f, _c, _s) ((((int64_t)n * p->frames + (_f)) * p->c + (_c)) * p->spatial + (_s))
+        for (f = 0; f < p->frames; f++)
+            for (c = g * cpg; c < (g + 1) * cpg; c++)
+                for (s = 0; s < p->spatial; s++)
+                    sum += x[GN_AT(f, c, s)];
+        mean = sum / cnt;
+        for (f = 0; f < p->frames; f++)
+            for (c = g * cpg; c < (g + 1) * cpg; c++)
+                for (s = 0; s < p->spatial; s++)
+                    sq += (x[GN_AT(f, c, s)] - mean) * (x[GN_AT(f, c, s)] - mean);
+        var = sq / cnt;
+        for (f = 0; f < p->frames; f++)
+            for (c = g * cpg; c < (g + 1) * cpg; c++)
+                for (s = 0; s < p->spatial; s++) {
+                    double v = (x[GN_AT(f, c, s)] - mean) / sqrt(var + p->eps) *
+                               gamma[c] + beta[c];
+                    ref[GN_AT(f, c, s)] = p->silu ? v / (1 + exp(-v)) : v;
+                }
+#undef GN_AT
+    }
+    cr_assert_eq(svp_ops_group_norm(ops, p, x, gamma, beta, y), SVP_OK);
+    assert_close("group_norm", y, ref, total);
+    /* in place gives the same */
+    cr_assert_eq(svp_ops_group_norm(ops, p, x, gamma, beta, x), SVP_OK);
+    assert_close("group_norm in place", x, ref, total);
+    free(x); free(gamma); free(beta); free(y); free(ref);
+}
+
+/* ---- layer norm ---- */
+
+typedef struct { int rows, dim; } rows_shape_t;
+
+ParameterizedTestParameters(ops, layer_norm)
+{
+    static rows_shape_t shapes[] = { { 1, 8 }, { 7, 32 }, { 13, 37 } };
+    return cr_make_param_array(rows_shape_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(rows_shape_t *p, ops, layer_norm, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int64_t total = (int64_t)p->rows * p->dim;
+    float  *x = rand_buf(total), *gamma = rand_buf(p->dim), *beta = rand_buf(p->dim);
+    float  *y = rand_buf(total);
+    double *ref = dbuf(total);
+    int     r, i;
+
+    for (r = 0; r < p->rows; r++) {
+        double sum = 0, sq = 0, mean;
+        for (i = 0; i < p->dim; i++) sum += x[r * p->dim + i];
+        mean = sum / p->dim;
+        for (i = 0; i < p->dim; i++) sq += pow(x[r * p->dim + i] - mean, 2);
+        for (i = 0; i < p->dim; i++) {
+            ref[r * p->dim + i] = (x[r * p->dim + i] - mean) /
+                                  sqrt(sq / p->dim + 1e-5) * gamma[i] + beta[i];
+        }
+    }
+    cr_assert_eq(svp_ops_layer_norm(ops, p->rows, p->dim, 1e-5f, x, gamma, beta,
+                                    y), SVP_OK);
+    assert_close("layer_norm", y, ref, total);
+    free(x); free(gamma); free(beta); free(y); free(ref);
+}
+
+/* ---- linear ---- */
+
+typedef struct { int rows, in, out, bias, accumulate; } linear_shape_t;
+
+ParameterizedTestParameters(ops, linear)
+{
+    static linear_shape_t shapes[] = {
+        { 1, 8, 4, 1, 0 }, { 9, 17, 33, 1, 0 }, { 5, 6, 7, 0, 0 },
+        { 4, 10, 3, 1, 1 }, { 3, 5, 6, 0, 1 },
+    };
+    return cr_make_param_array(linear_shape_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(linear_shape_t *p, ops, linear, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    float  *x = rand_buf((int64_t)p->rows * p->in), *w = rand_buf(p->out * p->in);
+    float  *b = rand_buf(p->out), *y = rand_buf((int64_t)p->rows * p->out);
+    double *ref = dbuf((int64_t)p->rows * p->out);
+    int     r, o, i;
+
+    for (r = 0; r < p->rows; r++)
+    for (o = 0; o < p->out; o++) {
+        double acc = (p->accumulate ? y[r * p->out + o] : 0.0) + (p->bias ? b[o] : 0.0);
+        for (i = 0; i < p->in; i++) acc += (double)x[r * p->in + i] * w[o * p->in + i];
+        ref[r * p->out + o] = acc;
+    }
+    cr_assert_eq(svp_ops_linear(ops, p->rows, p->in, p->out, x, w,
+                                p->bias ? b : NULL, p->accumulate, y), SVP_OK);
+    assert_close("linear", y, ref, (int64_t)p->rows * p->out);
+    free(x); free(w); free(b); free(y); free(ref);
+}
+
+/* ---- attention ---- */
+
+ParameterizedTestParameters(ops, attention)
+{
+    static svp_ops_attention_t shapes[] = {
+        /* batch heads d q_len kv_len kv_div; strides filled in by the test */
+        { 2, 2, 4, 5, 5, 1, 0, 0, 0, 0 },       /* self, short path */
+        { 4, 1, 8, 3, 1, 2, 0, 0, 0, 0 },       /* one key: softmax is 1 */
+        { 6, 3, 4, 4, 3, 3, 0, 0, 0, 0 },       /* shared context */
+        { 2, 2, 8, 70, 70, 1, 0, 0, 0, 0 },     /* gemm path, 14 q-chunks */
+        { 3, 1, 5, 33, 90, 3, 0, 0, 0, 0 },     /* gemm path, shared kv */
+    };
+    return cr_make_param_array(svp_ops_attention_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(svp_ops_attention_t *p, ops, attention, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int      width = p->heads * p->head_dim, kvb = p->batch / p->kv_batch_div;
+    /* q and out padded to exercise the strides; k, v packed side by side */
+    int64_t  qs = width + 3, kvs = 2 * width;
+    float   *q = rand_buf((int64_t)p->batch * p->q_len * qs);
+    float   *kv = rand_buf((int64_t)kvb * p->kv_len * kvs);
+    float   *out = rand_buf((int64_t)p->batch * p->q_len * qs);
+    int64_t  n = (int64_t)p->batch * p->q_len * qs;
+    double  *ref = dbuf(n), *s = dbuf(p->kv_len);
+    int      b, h, i, j, d;
+    svp_ops_attention_t a = *p;
+
+    for (i = 0; i < n; i++) ref[i] = out[i];  /* padding must stay untouched */
+    for (b = 0; b < p->batch; b++)
+    for (h = 0; h < p->heads; h++)
+    for (i = 0; i < p->q_len; i++) {
+        double max = -INFINITY, sum = 0;
+        int    bk = b / p->kv_batch_div;
+        for (j = 0; j < p->kv_len; j++) {
+            double dot = 0;
+            for (d = 0; d < p->head_dim; d++)
+                dot += (double)q[((int64_t)b * p->q_len + i) * qs + h * p->head_dim + d] *
+                       kv[((int64_t)bk * p->kv_len + j) * kvs + h * p->head_dim + d];
+            s[j] = dot / sqrt(p->head_dim);
+            max  = fmax(max, s[j]);
+        }
+        for (j = 0; j < p->kv_len; j++) { s[j] = exp(s[j] - max); sum += s[j]; }
+        for (d = 0; d < p->head_dim; d++) {
+            double acc = 0;
+            for (j = 0; j < p->kv_len; j++)
+                acc += s[j] / sum *
+                       kv[((int64_t)bk * p->kv_len + j) * kvs + width + h * p->head_dim + d];
+            ref[((int64_t)b * p->q_len + i) * qs + h * p->head_dim + d] = acc;
+        }
+    }
+    a.q_stride = a.out_stride = qs;
+    a.k_stride = a.v_stride = kvs;
+    cr_assert_eq(svp_ops_attention(ops, &a, q, kv, kv + width, out), SVP_OK);
+    assert_close("attention", out, ref, n);
+    free(q); free(kv); free(out); free(ref); free(s);
+}
+
+/* ---- activations and elementwise ---- */
+
+Test(ops, activations, .init = ops_setup, .fini = ops_teardown)
+{
+    const int64_t n = 1000;
+    float  *x = rand_buf(n), *y = rand_buf(n), *gg = rand_buf(2 * n);
+    double *ref = dbuf(n);
+    int64_t i;
+
+    for (i = 0; i < n; i++) x[i] *= 6.0f;       /* cover the tails */
+    for (i = 0; i < n; i++) ref[i] = 0.5 * x[i] * (1.0 + erf(x[i] / sqrt(2.0)));
+    cr_assert_eq(svp_ops_gelu(ops, n, x, y), SVP_OK);
+    assert_close("gelu", y, ref, n);
+
+    for (i = 0; i < n; i++) ref[i] = x[i] / (1.0 + exp(-(double)x[i]));
+    cr_assert_eq(svp_ops_silu(ops, n, x, y), SVP_OK);
+    assert_close("silu", y, ref, n);
+
+    /* rows of 20: value = the first 10, gate = the last 10 */
+    for (i = 0; i < n; i++) {
+        double g = gg[(i / 10) * 20 + 10 + i % 10];
+        ref[i] = gg[(i / 10) * 20 + i % 10] * 0.5 * g * (1.0 + erf(g / sqrt(2.0)));
+    }
+    cr_assert_eq(svp_ops_geglu(ops, n / 10, 10, gg, y), SVP_OK);
+    assert_close("geglu", y, ref, n);
+    free(x); free(y); free(gg); free(ref);
+}
+
+Test(ops, elementwise, .init = ops_setup, .fini = ops_teardown)
+{
+    const int64_t n = 600;
+    float  *a = rand_buf(n), *b = rand_buf(n), *y = rand_buf(n), *v = rand_buf(30);
+    double *ref = dbuf(n);
+    int64_t i;
+
+    for (i = 0; i < n; i++) ref[i] = (double)a[i] + b[i];
+    cr_assert_eq(svp_ops_add(ops, n, a, b, y), SVP_OK);
+    assert_close("add", y, ref, n);
+    for (i = 0; i < n; i++) ref[i] = (double)a[i] * b[i];
+    cr_assert_eq(svp_ops_mul(ops, n, a, b, y), SVP_OK);
+    assert_close("mul", y, ref, n);
+    for (i = 0; i < n; i++) ref[i] = 0.3 * a[i] + 0.7 * b[i];
+    cr_assert_eq(svp_ops_blend(ops, n, 0.3f, a, b, y), SVP_OK);
+    assert_close("blend", y, ref, n);
+
+    /* [outer 3, mid 20, inner 10] += v[3, 10] */
+    for (i = 0; i < n; i++) ref[i] = (double)a[i] + v[(i / 200) * 10 + i % 10];
+    memcpy(y, a, n * sizeof(float));
+    cr_assert_eq(svp_ops_add_broadcast(ops, 3, 20, 10, y, v), SVP_OK);
+    assert_close("add_broadcast", y, ref, n);
+    /* a per-channel bias over pixels: [n*c = 30, hw = 20, 1] */
+    for (i = 0; i < n; i++) ref[i] = (double)a[i] + v[i / 20];
+    memcpy(y, a, n * sizeof(float));
+    cr_assert_eq(svp_ops_add_broadcast(ops, 30, 20, 1, y, v), SVP_OK);
+    assert_close("add_broadcast channels", y, ref, n);
+    free(a); free(b); free(y); free(v); free(ref);
+}
+
+Test(ops, timestep_embedding, .init = ops_setup, .fini = ops_teardown)
+{
+    /* SVD's inputs: t = 0.25 ln(sigma) and the added time ids */
+    float   t[4] = { 0.25f * logf(700.0f), 6.0f, 127.0f, 0.02f };
+    int     dim = 320, half = 160, r, i;
+    float  *y = rand_buf(4 * dim);
+    double *ref = dbuf(4 * dim);
+
+    for (r = 0; r < 4; r++)
+        for (i = 0; i < half; i++) {
+            double w = exp(-log(10000.0) * i / half);
+            ref[r * dim + i]        = cos(t[r] * w);     /* cos first */
+            ref[r * dim + half + i] = sin(t[r] * w);
+        }
+    cr_assert_eq(svp_ops_timestep_embedding(ops, 4, dim, t, y), SVP_OK);
+    /* fp32 frequencies: arguments up to 127 carry ~127 * 2^-24 of rounding */
+    assert_close("timestep_embedding", y, ref, 4 * dim);
+    free(y); free(ref);
+}
+
+typedef struct { int n, c, h, w, ho, wo; } resize_shape_t;
+
+ParameterizedTestParameters(ops, upsample_nearest)
+{
+    static resize_shape_t shapes[] = {
+        { 2, 3, 4, 6, 8, 12 },      /* x2 */
+        { 1, 2, 3, 5, 5, 9 },       /* to an odd skip size */
+        { 1, 1, 4, 4, 7, 3 },       /* arbitrary */
+    };
+    return cr_make_param_array(resize_shape_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+ParameterizedTest(resize_shape_t *p, ops, upsample_nearest, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    int64_t nx = (int64_t)p->n * p->c * p->h * p->w, ny = (int64_t)p->n * p->c * p->ho * p->wo;
+    float  *x = rand_buf(nx), *y = rand_buf(ny);
+    double *ref = dbuf(ny);
+    int     pl, oy, ox;
+
+    for (pl = 0; pl < p->n * p->c; pl++)
+        for (oy = 0; oy < p->ho; oy++)
+            for (ox = 0; ox < p->wo; ox++)
+                ref[((int64_t)pl * p->ho + oy) * p->wo + ox] =
+                    x[((int64_t)pl * p->h + (int)floor((double)oy * p->h / p->ho)) * p->w +
+                      (int)floor((double)ox * p->w / p->wo)];
+    cr_assert_eq(svp_ops_upsample_nearest(ops, p->n, p->c, p->h, p->w, p->ho,
+                                          p->wo, x, y), SVP_OK);
+    assert_close("upsample_nearest", y, ref, ny);
+    free(x); free(y); free(ref);
+}
+
+Test(ops, transpose_concat_copy, .init = ops_setup, .fini = ops_teardown)
+{
+    int     A = 2, R = 3, S = 5, I = 4, i;
+    int64_t n = (int64_t)A * R * S * I;
+    float  *x = rand_buf(n), *y = rand_buf(n), *z = rand_buf(n);
+    double *ref = dbuf(2 * n);
+    int     a, r, s, k;
+
+    for (a = 0; a < A; a++) for (r = 0; r < R; r++) for (s = 0; s < S; s++)
+        for (k = 0; k < I; k++)
+            ref[((a * S + s) * R + r) * I + k] = x[((a * R + r) * S + s) * I + k];
+    cr_assert_eq(svp_ops_transpose(ops, A, R, S, I, x, y), SVP_OK);
+    assert_close("transpose", y, ref, n);
+    /* inner 1: a plain batched matrix transpose */
+    for (a = 0; a < A; a++) for (r = 0; r < R; r++) for (s = 0; s < S * I; s++)
+        ref[(a * S * I + s) * R + r] = x[(a * R + r) * S * I + s];
+    cr_assert_eq(svp_ops_transpose(ops, A, R, S * I, 1, x, y), SVP_OK);
+    assert_close("transpose inner 1", y, ref, n);
+
+    {
+        float *cat = rand_buf(2 * n);
+        /* n = 2 items: [2, 30] ++ [2, 30] along channels of 3 x 10 */
+        for (a = 0; a < 2; a++) for (i = 0; i < (int)(n / 2); i++) {
+            ref[a * n + i]         = x[a * n / 2 + i];
+            ref[a * n + n / 2 + i] = z[a * n / 2 + i];
+        }
+        cr_assert_eq(svp_ops_concat(ops, 2, 3, 3, n / 6, x, z, cat), SVP_OK);
+        assert_close("concat", cat, ref, 2 * n);
+        free(cat);
+    }
+    for (i = 0; i < n; i++) ref[i] = x[i];
+    cr_assert_eq(svp_ops_copy(ops, n, x, y), SVP_OK);
+    assert_close("copy", y, ref, n);
+    free(x); free(y); free(z); free(ref);
+}
+
+Test(ops, rejects_bad_shapes, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_ops_group_norm_t gn = { 1, 1, 30, 4, 32, 1e-5f, 0 };
+    float                buf[8] = { 0 };
+    svp_ops_params_t     params = { .backend = "tpu" };
+    svp_ops_h            other = NULL;
+
+    cr_assert_eq(svp_ops_group_norm(ops, &gn, buf, buf, buf, buf),
+                 SVP_ERR_INVALID_PARAM, "30 channels cannot form 32 groups");
+    cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_UNSUPPORTED);
+    cr_assert_null(other, "a failed create must not write the handle");
+    cr_assert_str_eq(svp_ops_backend(ops), "cpu");
+    cr_assert_eq(svp_ops_threads(ops), 2);
+}

@@ -1,0 +1,261 @@
+/* Tests for src/spec: parsing, errors with file:line:column, overrides, steps. */
+#include "spec/spec.h"
+#include "spec/steps.h"
+#include "common/log.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void quiet(void)
+{
+    svp_log_set_stream(fopen("/dev/null", "w"));
+}
+
+TestSuite(spec, .init = quiet);
+
+Test(spec, valid_full_spec)
+{
+    const char *yaml =
+        "name: demo\n"
+        "model:\n"
+        "  kind: dummy\n"
+        "  dummy: {cost: sleep, step_ms: 12.5, decode_ms: 40}\n"
+        "steps: 28\n"
+        "samples: 10\n"
+        "seed: 1234\n"
+        "latent_shape: [1, 25, 4, 72, 128]\n"
+        "comm: {deadline: 30, transport: 'posix,self', inflight: 3}\n"
+        "pipeline: {placement: ends}\n"
+        "video:\n"
+        "  inputs: [a.png, b.jpg]\n"
+        "  seeds: [1, 2]\n"
+        "output: {dir: /tmp/x, mp4: false}\n"
+        "log: {level: debug}\n"
+        "cluster:\n"
+        "  nodes: 2\n"
+        "  ranks_per_node: 7\n"
+        "  env: {UCX_TLS: 'rc,cuda_copy', OMP_NUM_THREADS: '4'}\n";
+    char        err[1024] = "";
+    svp_spec_t *s         = NULL;
+
+    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_OK, "%s", err);
+    cr_assert_str_eq(s->name, "demo");
+    cr_assert_eq(s->model.kind, SVP_MODEL_DUMMY);
+    cr_assert_eq(s->model.dummy.cost, SVP_DUMMY_COST_SLEEP);
+    cr_assert_float_eq(s->model.dummy.step_ms, 12.5, 0);
+    cr_assert_float_eq(s->model.dummy.decode_ms, 40, 0);
+    cr_assert_eq(s->steps, 28);
+    cr_assert_eq(s->samples, 10);
+    cr_assert_eq(s->seed, 1234);
+    cr_assert_eq(s->latent_shape[1], 25);
+    cr_assert_eq(s->latent_shape[4], 128);
+    cr_assert_float_eq(s->comm.deadline, 30, 0);
+    cr_assert_str_eq(s->comm.transport, "posix,self");
+    cr_assert_eq(s->comm.inflight, 3);
+    cr_assert_eq(s->pipeline.placement, SVP_PLACEMENT_ENDS);
+    cr_assert_eq(s->video.inputs.count, 2);
+    cr_assert_str_eq(s->video.inputs.items[1], "b.jpg");
+    cr_assert_eq(s->video.seeds.items[1], 2);
+    cr_assert_str_eq(s->output.dir, "/tmp/x");
+    cr_assert_eq(s->output.mp4, 0);
+    cr_assert_eq(s->output.frames, 1);
+    cr_assert_eq(s->log.level, SVP_LOG_LEVEL_DEBUG);
+    cr_assert_eq(s->cluster.nodes, 2);
+    cr_assert_eq(s->cluster.env.count, 2);
+    cr_assert_str_eq(s->cluster.env.keys[0], "UCX_TLS");
+    cr_assert_str_eq(s->cluster.env.values[0], "rc,cuda_copy");
+    svp_spec_destroy(s);
+}
+
+Test(spec, defaults_and_name_from_file)
+{
+    svp_spec_t *s = NULL;
+
+    cr_assert_eq(svp_spec_load_string("", "dir/my_job.yaml", NULL, 0, NULL, 0, &s),
+                 SVP_OK);
+    cr_assert_str_eq(s->name, "my_job");
+    cr_assert_eq(s->model.kind, SVP_MODEL_DUMMY);
+    cr_assert_eq(s->steps, 8);
+    cr_assert_str_eq(s->cluster.mpi, "pmix");
+    cr_assert_eq(s->pipeline.placement, SVP_PLACEMENT_SPREAD);
+    svp_spec_destroy(s);
+}
+
+Test(spec, overrides)
+{
+    const char *ov[] = {"steps=28", "samples=10", "comm.deadline=2.5",
+                        "latent_shape=[2,3,4,5,6]", "cluster.env.UCX_TLS=tcp",
+                        "video.inputs=x.png,y.png"};
+    svp_spec_t *s    = NULL;
+    char        err[512];
+
+    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 6, err, sizeof(err),
+                                      &s),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(s->steps, 28);
+    cr_assert_eq(s->samples, 10);
+    cr_assert_float_eq(s->comm.deadline, 2.5, 0);
+    cr_assert_eq(s->latent_shape[0], 2);
+    cr_assert_eq(s->latent_shape[4], 6);
+    cr_assert_str_eq(s->cluster.env.values[0], "tcp");
+    cr_assert_eq(s->video.inputs.count, 2);
+    svp_spec_destroy(s);
+}
+
+/*
+ * One row per class of bad input: the message must say where and what.
+ * Arrays, not pointers: Criterion runs each parameter in a fresh process
+ * image, where pointers into the parent's data would dangle.
+ */
+typedef struct {
+    char yaml[96];
+    char override[32];
+    char expect[3][96];
+} bad_case_t;
+
+static bad_case_t bad_cases[] = {
+    {"steps: 8\nstpes: 3\n", "",
+     {"j.yaml:2:1:", "unknown key 'stpes'", "did you mean 'steps'"}},
+    {"comm:\n  deadlin: 3\n", "",
+     {"j.yaml:2:3:", "'comm.deadlin'", "did you mean 'comm.deadline'"}},
+    {"steps: many\n", "",
+     {"j.yaml:1:8:", "key 'steps'", "expected an integer in [1, 10000], found 'many'"}},
+    {"steps: 0\n", "", {"j.yaml:1:8:", "key 'steps'", "found '0'"}},
+    {"comm:\n  deadline: soon\n", "",
+     {"j.yaml:2:13:", "key 'comm.deadline'", "expected a number"}},
+    {"model:\n  kind: sdxl\n", "",
+     {"j.yaml:2:9:", "key 'model.kind'", "expected one of dummy, svd, found 'sdxl'"}},
+    {"latent_shape: [1, 2, 3]\n", "",
+     {"j.yaml:1:15:", "key 'latent_shape'", "expected 5 integers"}},
+    {"steps: [1, 2]\n", "", {"j.yaml:1:8:", "key 'steps'", "expected a scalar, found a list"}},
+    {"comm: 5\n", "", {"j.yaml:1:7:", "key 'comm'", "expected a mapping"}},
+    {"steps: 8\nsteps: 9\n", "", {"j.yaml:2:1:", "duplicate key 'steps'", "line 1"}},
+    {"steps: [8\n", "", {"j.yaml:", "invalid YAML", ""}},
+    {"- a\n- b\n", "", {"j.yaml:1:1:", "expected a mapping of keys at the top", ""}},
+    {"model: {kind: svd}\n", "", {"j.yaml:", "key 'model.path'", "expected a model folder"}},
+    {"output: {mp4: maybe}\n", "", {"j.yaml:1:15:", "key 'output.mp4'", "expected true or false"}},
+    {"", "sampels=3", {"j.yaml:", "unknown key 'sampels'", "did you mean 'samples'"}},
+    {"", "steps", {"j.yaml:", "--set 'steps': expected key=value", ""}},
+    {"", "seed=-1", {"j.yaml:", "key 'seed'", "non-negative"}},
+    {"video: {min_guidance: 4, max_guidance: 3}\n", "",
+     {"j.yaml:", "video.min_guidance", "max_guidance"}},
+};
+
+ParameterizedTestParameters(spec, bad_input)
+{
+    return cr_make_param_array(bad_case_t, bad_cases, sizeof(bad_cases) / sizeof(bad_cases[0]));
+}
+
+ParameterizedTest(bad_case_t *c, spec, bad_input)
+{
+    svp_spec_t *s = NULL;
+    char        err[1024] = "";
+    const char *ov[1]     = {c->override};
+    int         nov       = (c->override[0] != '\0');
+    int         i;
+
+    cr_assert_eq(svp_spec_load_string(c->yaml, "j.yaml", ov, nov, err,
+                                      sizeof(err), &s),
+                 SVP_ERR_SPEC, "accepted: %s", c->yaml);
+    cr_assert_null(s, "output written on failure");
+    for (i = 0; i < 3; ++i) {
+        cr_assert(strstr(err, c->expect[i]) != NULL, "message '%s' lacks '%s'", err,
+                  c->expect[i]);
+    }
+}
+
+Test(spec, missing_file_names_it)
+{
+    svp_spec_t *s = NULL;
+    char        err[512] = "";
+
+    cr_assert_eq(svp_spec_load("/nonexistent/job.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_assert(strstr(err, "/nonexistent/job.yaml") != NULL, "%s", err);
+}
+
+Test(spec, dump_parses_back)
+{
+    const char *ov[] = {"cluster.env.A=x \"q\"", "video.inputs=[a b.png, c.png]",
+                        "seed=18446744073709551615"};
+    svp_spec_t *a = NULL, *b = NULL;
+    char       *yaml, *yaml2, err[512];
+
+    cr_assert_eq(svp_spec_load_string("steps: 12\n", "j.yaml", ov, 3, err, sizeof(err), &a),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_spec_dump(a, &yaml), SVP_OK);
+    cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err), &b),
+                 SVP_OK, "%s\n%s", err, yaml);
+    cr_assert_eq(svp_spec_dump(b, &yaml2), SVP_OK);
+    cr_assert_str_eq(yaml, yaml2);
+    cr_assert_eq(b->seed, UINT64_MAX);
+    cr_assert_str_eq(b->cluster.env.values[0], "x \"q\"");
+    free(yaml);
+    free(yaml2);
+    svp_spec_destroy(a);
+    svp_spec_destroy(b);
+}
+
+/* Step assignment over a table of (T, W). */
+Test(steps, assignment_table)
+{
+    static const int ok[][2] = {{8, 1}, {8, 2}, {8, 4}, {8, 8}, {28, 7}, {28, 4},
+                                {25, 5}, {25, 1}, {30, 3}, {1, 1}};
+    size_t           i;
+    int              r, next;
+    svp_step_range_t range;
+
+    for (i = 0; i < sizeof(ok) / sizeof(ok[0]); ++i) {
+        next = 0;
+        for (r = 0; r < ok[i][1]; ++r) {
+            cr_assert_eq(svp_steps_assign(ok[i][0], ok[i][1], r, NULL, 0, &range), SVP_OK);
+            cr_assert_eq(range.begin, next, "T=%d W=%d r=%d", ok[i][0], ok[i][1], r);
+            cr_assert_eq(range.end - range.begin, ok[i][0] / ok[i][1]);
+            next = range.end;
+        }
+        cr_assert_eq(next, ok[i][0], "ranges must cover all steps");
+    }
+}
+
+Test(steps, not_divisible_names_alternatives)
+{
+    char             err[512] = "";
+    svp_step_range_t range    = {-7, -7};
+
+    cr_assert_eq(svp_steps_assign(25, 4, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
+    cr_assert(strstr(err, "steps=25") && strstr(err, "4 ranks") &&
+              strstr(err, "steps=24") && strstr(err, "steps=28"), "%s", err);
+    cr_assert_eq(range.begin, -7, "output written on failure");
+
+    cr_assert_eq(svp_steps_assign(3, 7, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
+    cr_assert(strstr(err, "steps=7") != NULL, "%s", err);
+    cr_assert_eq(svp_steps_assign(8, 2, 2, err, sizeof(err), &range),
+                 SVP_ERR_INVALID_PARAM);
+}
+
+#include "spec/spec_int.h"
+#include "common/util.h"
+
+/* The man page documents every key the parser accepts. */
+Test(spec, man_page_lists_every_key)
+{
+    const char *top = getenv("SVP_TOP_SRCDIR");
+    char        path[1024], *text, needle[160];
+    int         i;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/doc/svdpipe-job.5", top);
+    cr_assert_eq(svp_file_read_all(path, &text, NULL), SVP_OK, "%s", path);
+    for (i = 0; i < svp_spec_num_keys; ++i) {
+        snprintf(needle, sizeof(needle), ".B %s\n", svp_spec_keys[i].path);
+        cr_expect(strstr(text, needle) != NULL, "doc/svdpipe-job.5 lacks key %s",
+                  svp_spec_keys[i].path);
+    }
+    free(text);
+}
