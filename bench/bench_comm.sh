@@ -57,8 +57,13 @@ ours() {
         sed -n 's/.*GBps=\([0-9.]*\).*/\1/p'
 }
 
-echo "# UCX_TLS=$UCX_TLS window=$window repeat=$repeat; GB/s = 1e9 payload bytes/s; median of $repeat"
-printf '%-10s %10s %12s %14s %8s\n' size bench_comm "+checksum" ucx_perftest ratio
+# On a shared machine single runs swing by 10x (other processes take the
+# cores); the best of R runs is the figure least disturbed, the median shows
+# the spread.  Both are printed; the ratio uses the best runs.
+best() { sort -g | tail -n 1; }
+
+echo "# UCX_TLS=$UCX_TLS window=$window repeat=$repeat; GB/s = 1e9 payload bytes/s"
+printf '%-6s %-7s %10s %12s %14s %8s\n' size stat bench_comm "+checksum" ucx_perftest ratio
 for spec in 2097152:200:20 33554432:30:5; do
     IFS=: read -r size iters warm <<<"$spec"
     a="" b="" p=""
@@ -67,10 +72,12 @@ for spec in 2097152:200:20 33554432:30:5; do
         b="$b $(ours "$size" "$iters" "$warm" 1)"
         p="$p $(perftest "$size" "$iters" "$warm")"
     done
-    echo "# $size raw: bench_comm [$a ] +checksum [$b ] ucx_perftest [$p ]"
-    ma=$(echo $a | tr ' ' '\n' | median)
-    mb=$(echo $b | tr ' ' '\n' | median)
-    mp=$(echo $p | tr ' ' '\n' | median)
-    printf '%-10s %10s %12s %14s %8s\n' "$((size >> 20))MB" "$ma" "$mb" "$mp" \
-        "$(awk -v a="$ma" -v p="$mp" 'BEGIN { if (p > 0) printf "%.2f", a / p; else print "n/a" }')"
+    echo "# $((size >> 20))MB runs: bench_comm [$a ] +checksum [$b ] ucx_perftest [$p ]"
+    for stat in best median; do
+        ma=$(echo $a | tr ' ' '\n' | $stat)
+        mb=$(echo $b | tr ' ' '\n' | $stat)
+        mp=$(echo $p | tr ' ' '\n' | $stat)
+        printf '%-6s %-7s %10s %12s %14s %8s\n' "$((size >> 20))MB" "$stat" "$ma" "$mb" "$mp" \
+            "$(awk -v a="$ma" -v p="$mp" 'BEGIN { if (p > 0) printf "%.2f", a / p; else print "n/a" }')"
+    done
 done

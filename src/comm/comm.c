@@ -457,7 +457,6 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
 {
     struct svp_comm_req *req;
     ucp_request_param_t  params;
-    ucp_tag_recv_info_t  info;
     svp_comm_frame_id_t  id;
     ucp_ep_h             ep = NULL;
     svp_status_t         status;
@@ -516,9 +515,7 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          * in about one run in three of a 4-rank ring.  Asking for the
          * callback always makes the length come from UCX itself.
          */
-        params.op_attr_mask |= UCP_OP_ATTR_FIELD_RECV_INFO |
-                               UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        params.recv_info.tag_info = &info;
+        params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
         request = ucp_tag_recv_nbx(comm->worker, frame->base, frame->length,
                                    svp_comm_tag(kind, peer, sample, step),
@@ -534,9 +531,8 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
         return svp_comm_status_from_ucs(UCS_PTR_STATUS(request));
     }
     if (request == NULL) {
-        /* completed at once: the callback will not be called */
-        req->done   = 1;
-        req->length = is_send ? 0 : info.length;
+        /* a send completed at once: its callback will not be called */
+        req->done = 1;
     } else {
         req->ucx_req = request;
     }
