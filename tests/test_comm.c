@@ -285,3 +285,40 @@ Test(comm, frame_check_catches_corruption)
     cr_assert_eq(svp_comm_frame_check(frame, 100, &id, "test"), SVP_ERR_MESSAGE);
     svp_comm_frame_destroy(frame);
 }
+
+/* Several receives posted ahead (samples in flight): wait_any returns the
+ * one whose message came, and at the deadline leaves the rest pending. */
+Test(comm, wait_any)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    svp_comm_frame_h      out, in[3];
+    svp_comm_req_h        reqs[3], sreq;
+    int                   i, index = -1;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    for (i = 0; i < 3; ++i) {
+        cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0,
+                                           SVP_COMM_MEM_HOST, &in[i]), SVP_OK);
+        cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, i, 1, in[i],
+                                    &reqs[i]), SVP_OK);
+    }
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait_any(comm, reqs, 3, 5.0, &index), SVP_OK);
+    cr_assert_eq(index, 1);
+    cr_assert_null(reqs[1]);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+
+    index = -1;
+    cr_assert_eq(svp_comm_wait_any(comm, reqs, 3, 0.1, &index), SVP_ERR_TIMED_OUT);
+    cr_assert_eq(index, -1);
+    cr_assert_not_null(reqs[0]);
+    cr_assert_not_null(reqs[2]);
+    svp_comm_cancel(comm, reqs[0]);
+    svp_comm_cancel(comm, reqs[2]);
+    for (i = 0; i < 3; ++i) {
+        svp_comm_frame_destroy(in[i]);
+    }
+    svp_comm_frame_destroy(out);
+}

@@ -722,46 +722,107 @@ static int svp_comm_probe_mismatch(struct svp_comm *comm,
     return 0;
 }
 
-svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout)
+/* Logs why reqs[i] cannot complete: a lost rank, a mismatched message or
+ * plain silence; returns the status that goes with it. */
+static svp_status_t svp_comm_req_fail(struct svp_comm *comm,
+                                      const struct svp_comm_req *req, int lost,
+                                      double waited)
 {
-    double t0    = svp_clock_now();
-    double until = t0 + ((timeout < 0) ? comm->deadline : timeout);
-    char   where[160];
-    int    lost;
+    char where[160];
+
+    svp_comm_req_where(req, where, sizeof(where));
+    if (lost >= 0) {
+        svp_error("%s: rank %d was lost (after %.2f s)", where, lost, waited);
+        return SVP_ERR_PEER_LOST;
+    } else if (lost != -1) {
+        svp_error("%s: the launcher connection was lost (after %.2f s)", where,
+                  waited);
+        return SVP_ERR_PEER_LOST;
+    } else if (!req->is_send && svp_comm_probe_mismatch(comm, req, where)) {
+        return SVP_ERR_MESSAGE;
+    }
+    svp_error("%s: timed out after %.2f s", where, waited);
+    return SVP_ERR_TIMED_OUT;
+}
+
+/*
+ * The one waiting loop: progress, look for a completed request, else check
+ * for a lost rank and the deadline, else sleep.  SVP_OK with *index_p when
+ * reqs[*index_p] is done; otherwise every pending request is logged and the
+ * first failure's status returned, all requests left as they are.
+ */
+static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
+                                       svp_comm_req_h *reqs, int n,
+                                       double timeout, int *index_p)
+{
+    double       t0    = svp_clock_now();
+    double       until = t0 + ((timeout < 0) ? comm->deadline : timeout);
+    svp_status_t status, first;
+    int          lost, i, pending;
 
     for (;;) {
         svp_comm_progress(comm);
-        if (req->done) {
-            return svp_comm_req_finish(req);
+        pending = 0;
+        for (i = 0; i < n; ++i) {
+            if (reqs[i] == NULL) {
+                continue;
+            }
+            if (reqs[i]->done) {
+                *index_p = i;
+                return SVP_OK;
+            }
+            ++pending;
+        }
+        if (pending == 0) {
+            svp_error("wait on no pending request");
+            return SVP_ERR_INVALID_PARAM;
         }
 
         lost = svp_rt_lost_rank(comm->rt);
-        if (lost != -1) {
-            svp_comm_req_where(req, where, sizeof(where));
-            if (lost >= 0) {
-                svp_error("%s: rank %d was lost (after %.2f s)", where, lost,
-                          svp_clock_now() - t0);
-            } else {
-                svp_error("%s: the launcher connection was lost (after %.2f s)",
-                          where, svp_clock_now() - t0);
+        if ((lost != -1) || (svp_clock_now() >= until)) {
+            first = SVP_OK;
+            for (i = 0; i < n; ++i) {
+                if (reqs[i] != NULL) {
+                    status = svp_comm_req_fail(comm, reqs[i], lost,
+                                               svp_clock_now() - t0);
+                    first  = (first == SVP_OK) ? status : first;
+                }
             }
-            svp_comm_req_abandon(req);
-            return SVP_ERR_PEER_LOST;
-        }
-
-        if (svp_clock_now() >= until) {
-            svp_comm_req_where(req, where, sizeof(where));
-            if (!req->is_send && svp_comm_probe_mismatch(comm, req, where)) {
-                svp_comm_req_abandon(req);
-                return SVP_ERR_MESSAGE;
-            }
-            svp_error("%s: timed out after %.2f s", where, svp_clock_now() - t0);
-            svp_comm_req_abandon(req);
-            return SVP_ERR_TIMED_OUT;
+            return first;
         }
 
         svp_comm_sleep(comm, until);
     }
+}
+
+svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout)
+{
+    svp_status_t status;
+    int          index;
+
+    status = svp_comm_wait_loop(comm, &req, 1, timeout, &index);
+    if (status != SVP_OK) {
+        svp_comm_req_abandon(req);
+        return status;
+    }
+    return svp_comm_req_finish(req);
+}
+
+svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
+                               double timeout, int *index_p)
+{
+    svp_comm_req_h req;
+    svp_status_t   status;
+    int            index;
+
+    status = svp_comm_wait_loop(comm, reqs, n, timeout, &index);
+    if (status != SVP_OK) {
+        return status;
+    }
+    req          = reqs[index];
+    reqs[index]  = NULL;
+    *index_p     = index;
+    return svp_comm_req_finish(req);
 }
 
 void svp_comm_destroy(svp_comm_h comm)

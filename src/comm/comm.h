@@ -181,6 +181,18 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
 
 /*
+ * Waits until one of reqs[0..n) completes (NULL entries are skipped), for at
+ * most timeout seconds (negative: the comm's deadline).  Then writes its
+ * index to *index_p, releases it, sets reqs[index] to NULL and returns its
+ * final status, as svp_comm_wait would.  On the deadline or a lost rank it
+ * logs every pending request and returns SVP_ERR_TIMED_OUT,
+ * SVP_ERR_PEER_LOST or SVP_ERR_MESSAGE with all requests still pending (give
+ * them up with svp_comm_cancel), *index_p not written.
+ */
+svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
+                               double timeout, int *index_p);
+
+/*
  * Gives up on req without waiting (shutdown, or a receive posted ahead that
  * is not wanted any more): cancels it and releases it.  A send UCX cannot
  * cancel may still read its frame until svp_comm_destroy.
