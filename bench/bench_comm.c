@@ -3,7 +3,7 @@
  *
  *   srun --mpi=pmix -n 2 bench_comm [--bytes B] [--iters N] [--warmup W]
  *                                   [--window K] [--checksum 0|1]
- *                                   [--transport TLS]
+ *                                   [--transport TLS] [--spin SEC]
  *
  * Rank 0 sends N frames of one B-byte tensor to rank 1, at most K in flight;
  * rank 1 keeps K receives posted.  The same pattern as `ucx_perftest -t
@@ -11,7 +11,7 @@
  * difference is what framing, header checks, tag discipline and sleeping
  * waits cost.  Rank 1 prints one line:
  *
- *   bench_comm bytes=B iters=N window=K checksum=C seconds=S GBps=X
+ *   bench_comm bytes=B iters=N window=K checksum=C spin=P seconds=S GBps=X
  *
  * (GB = 1e9 bytes of tensor payload; the 640-byte header is not counted.)
  */
@@ -30,6 +30,7 @@
 typedef struct {
     size_t      bytes;
     int         iters, warmup, window, checksum;
+    double      spin;
     const char *transport;
 } bench_opts_t;
 
@@ -105,6 +106,7 @@ static int bench_parse(int argc, char **argv, bench_opts_t *opts)
         { "window",    required_argument, NULL, 'k' },
         { "checksum",  required_argument, NULL, 'c' },
         { "transport", required_argument, NULL, 't' },
+        { "spin",      required_argument, NULL, 's' },
         { NULL, 0, NULL, 0 }
     };
     int c;
@@ -119,6 +121,7 @@ static int bench_parse(int argc, char **argv, bench_opts_t *opts)
         case 'k': opts->window = atoi(optarg); break;
         case 'c': opts->checksum = atoi(optarg); break;
         case 't': opts->transport = optarg; break;
+        case 's': opts->spin = atof(optarg); break;
         default: return -1;
         }
     }
@@ -157,10 +160,11 @@ int main(int argc, char **argv)
     }
     params = (svp_comm_params_t){
         .field_mask = SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM |
-                      SVP_COMM_PARAM_FIELD_DEADLINE,
+                      SVP_COMM_PARAM_FIELD_DEADLINE | SVP_COMM_PARAM_FIELD_SPIN,
         .transport  = opts.transport,
         .checksum   = opts.checksum,
         .deadline   = 60.0,
+        .spin       = opts.spin,
     };
     status = svp_comm_create(rt, &params, &comm);
     if (status != SVP_OK) {
@@ -187,8 +191,9 @@ int main(int argc, char **argv)
             t_end  = svp_clock_now();
             if (status == SVP_OK) {
                 printf("bench_comm bytes=%zu iters=%d window=%d checksum=%d "
-                       "seconds=%.4f GBps=%.3f\n", opts.bytes, opts.iters,
-                       opts.window, opts.checksum, t_end - t_start,
+                       "spin=%g seconds=%.4f GBps=%.3f\n", opts.bytes,
+                       opts.iters, opts.window, opts.checksum, opts.spin,
+                       t_end - t_start,
                        (double)opts.bytes * opts.iters / (t_end - t_start) / 1e9);
                 fflush(stdout);
             }

@@ -32,9 +32,6 @@ if [ -z "${SLURM_CONF:-}" ]; then
     exec "$top/tests/cluster/with-cluster.sh" --timeout 900 -- "$0" --repeat "$repeat" --window "$window"
 fi
 
-# median of the numbers on stdin
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-
 # ucx_perftest SIZE ITERS WARMUP: prints GB/s (1e9 bytes/s), overall figure
 perftest() {
     local port pid line
@@ -50,34 +47,43 @@ perftest() {
     echo "$line" | awk '{ printf "%.3f\n", $6 * 1048576 / 1e9 }'
 }
 
-# ours SIZE ITERS WARMUP CHECKSUM: prints GB/s
+# ours SIZE ITERS WARMUP CHECKSUM SPIN: prints GB/s
 ours() {
     timeout 300 srun --mpi=pmix -n 2 -W 240 "$bench" --bytes "$1" --iters "$2" \
-        --warmup "$3" --window "$window" --checksum "$4" 2>/dev/null |
+        --warmup "$3" --window "$window" --checksum "$4" --spin "$5" 2>/dev/null |
         sed -n 's/.*GBps=\([0-9.]*\).*/\1/p'
 }
 
+# median of the numbers on stdin
+median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # On a shared machine single runs swing by 10x (other processes take the
 # cores); the best of R runs is the figure least disturbed, the median shows
-# the spread.  Both are printed; the ratio uses the best runs.
+# the spread.  Both are printed.
 best() { sort -g | tail -n 1; }
+ratio() { awk -v a="$1" -v p="$2" 'BEGIN { if (p > 0) printf "%.2f", a / p; else print "n/a" }'; }
 
+# Columns: bench_comm as the pipeline runs it by default (sleeps on the event
+# fd at once, no payload checksum), the same with 50 us of polling before
+# sleeping, the same with the payload checksum, ucx_perftest, and the ratios
+# of the first two to ucx_perftest.
 echo "# UCX_TLS=$UCX_TLS window=$window repeat=$repeat; GB/s = 1e9 payload bytes/s"
-printf '%-6s %-7s %10s %12s %14s %8s\n' size stat bench_comm "+checksum" ucx_perftest ratio
+printf '%-5s %-6s %8s %9s %10s %9s %7s %9s\n' size stat sleep spin50us "+checksum" perftest ratio ratio_spin
 for spec in 2097152:200:20 33554432:30:5; do
     IFS=: read -r size iters warm <<<"$spec"
-    a="" b="" p=""
+    a="" c="" b="" p=""
     for _ in $(seq 1 "$repeat"); do
-        a="$a $(ours "$size" "$iters" "$warm" 0)"
-        b="$b $(ours "$size" "$iters" "$warm" 1)"
+        a="$a $(ours "$size" "$iters" "$warm" 0 0)"
+        c="$c $(ours "$size" "$iters" "$warm" 0 50e-6)"
+        b="$b $(ours "$size" "$iters" "$warm" 1 0)"
         p="$p $(perftest "$size" "$iters" "$warm")"
     done
-    echo "# $((size >> 20))MB runs: bench_comm [$a ] +checksum [$b ] ucx_perftest [$p ]"
+    echo "# $((size >> 20))MB runs: sleep [$a ] spin50us [$c ] +checksum [$b ] ucx_perftest [$p ]"
     for stat in best median; do
         ma=$(echo $a | tr ' ' '\n' | $stat)
+        mc=$(echo $c | tr ' ' '\n' | $stat)
         mb=$(echo $b | tr ' ' '\n' | $stat)
         mp=$(echo $p | tr ' ' '\n' | $stat)
-        printf '%-6s %-7s %10s %12s %14s %8s\n' "$((size >> 20))MB" "$stat" "$ma" "$mb" "$mp" \
-            "$(awk -v a="$ma" -v p="$mp" 'BEGIN { if (p > 0) printf "%.2f", a / p; else print "n/a" }')"
+        printf '%-5s %-6s %8s %9s %10s %9s %7s %9s\n' "$((size >> 20))MB" "$stat" \
+            "$ma" "$mc" "$mb" "$mp" "$(ratio "$ma" "$mp")" "$(ratio "$mc" "$mp")"
     done
 done

@@ -82,7 +82,8 @@ enum {
     SVP_COMM_PARAM_FIELD_JOB_ID    = 1u << 0,
     SVP_COMM_PARAM_FIELD_TRANSPORT = 1u << 1,
     SVP_COMM_PARAM_FIELD_DEADLINE  = 1u << 2,
-    SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3
+    SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3,
+    SVP_COMM_PARAM_FIELD_SPIN      = 1u << 4
 };
 
 typedef struct {
@@ -99,6 +100,11 @@ typedef struct {
      * the receiver (a word-wise FNV-1a, see frame.c); 0: only the header is.
      * Costs one read of the payload on each side. */
     int         checksum;
+    /* Seconds a wait keeps polling UCX after the last wake-up before it
+     * sleeps on the event fd (default 0: sleep at once).  ~50e-6 pays off
+     * when every rank has a core of its own; with more ranks than cores it
+     * makes them steal time from each other. */
+    double      spin;
 } svp_comm_params_t;
 
 #define SVP_COMM_DEFAULT_DEADLINE 60.0
