@@ -903,8 +903,8 @@ static uint8_t *decode_frame_rgb(const char *path, int index, int *w_p,
     AVPacket          *pkt   = av_packet_alloc();
     AVFrame           *frame = av_frame_alloc();
     struct SwsContext *sws;
-    uint8_t           *rgb = NULL;
-    int                stream, seen = 0, stride, ret;
+    uint8_t           *rgb = NULL, *dst[4] = {NULL, NULL, NULL, NULL};
+    int                stream, seen = 0, stride[4] = {0, 0, 0, 0}, ret;
 
     cr_assert_eq(avformat_open_input(&fmt, path, NULL, NULL), 0);
     cr_assert_geq(avformat_find_stream_info(fmt, NULL), 0);
@@ -924,13 +924,14 @@ static uint8_t *decode_frame_rgb(const char *path, int index, int *w_p,
             }
             *w_p   = frame->width;
             *h_p   = frame->height;
-            stride = frame->width * 3;
-            rgb    = malloc((size_t)stride * frame->height);
+            stride[0] = frame->width * 3;
+            rgb       = malloc((size_t)stride[0] * frame->height);
+            dst[0]    = rgb;
             sws = sws_getContext(frame->width, frame->height, frame->format,
                                  frame->width, frame->height, AV_PIX_FMT_RGB24,
                                  SWS_BICUBIC, NULL, NULL, NULL);
             sws_scale(sws, (const uint8_t *const *)frame->data,
-                      frame->linesize, 0, frame->height, &rgb, &stride);
+                      frame->linesize, 0, frame->height, dst, stride);
             sws_freeContext(sws);
         }
         cr_assert(rgb != NULL || ret >= 0, "frame %d not found", index);
