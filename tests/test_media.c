@@ -652,8 +652,8 @@ Test(clip_preprocess, encoder_input_matches_diffusers)
     svp_media_clip_params_t params;
     svp_media_image_t      *im;
     svp_tensor_t           *cpi, *pv, *out;
-    float                   mine[3 * 224 * 224];
     const size_t            out_n = 3 * 224 * 224;
+    float                  *mine  = malloc(sizeof(float) * out_n);
     int                     i;
 
     golden_path(path, sizeof(path), "clip_preprocess/io.safetensors");
@@ -679,6 +679,7 @@ Test(clip_preprocess, encoder_input_matches_diffusers)
         svp_tensor_destroy(out);
         svp_media_image_destroy(im);
     }
+    free(mine);
     svp_tensor_destroy(pv);
     svp_tensor_destroy(cpi);
     svp_safetensors_close(st_io);
