@@ -618,6 +618,11 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
     }
 }
 
+void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req)
+{
+    svp_comm_req_abandon(req);
+}
+
 void svp_comm_progress(svp_comm_h comm)
 {
     while (ucp_worker_progress(comm->worker) != 0) {

@@ -180,6 +180,13 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
  */
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
 
+/*
+ * Gives up on req without waiting (shutdown, or a receive posted ahead that
+ * is not wanted any more): cancels it and releases it.  A send UCX cannot
+ * cancel may still read its frame until svp_comm_destroy.
+ */
+void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
+
 /* Runs UCX progress until nothing is left to do (for compute loops). */
 void svp_comm_progress(svp_comm_h comm);
 

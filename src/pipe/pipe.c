@@ -295,7 +295,7 @@ static void svp_pipe_slots_destroy(svp_pipe_t *p, svp_pipe_slot_t *slots, int n)
 
     for (i = 0; i < n; ++i) {
         if (slots[i].req != NULL) {
-            svp_comm_wait(p->params->comm, slots[i].req, 0.0);
+            svp_comm_cancel(p->params->comm, slots[i].req);
             slots[i].req = NULL;
         }
         svp_comm_frame_destroy(slots[i].frame);

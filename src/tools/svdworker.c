@@ -227,6 +227,15 @@ int main(int argc, char **argv)
         goto out_trace;
     }
     status = svp_pipe_run(&pp, NULL);
+    if (status == SVP_OK && world > 1) {
+        /*
+         * Nobody leaves before everyone is done: a rank that finished its
+         * part early (rank 0 in "ends" placement) would otherwise be gone
+         * while a slower peer still connects to it, and a peer that exits
+         * could not be told from a lost one.
+         */
+        status = svp_rt_fence(rt);
+    }
     if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
