@@ -154,7 +154,9 @@ typedef struct {
  * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking channels
  * [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v
  * [batch / kv_batch_div, kv_len, *], out [batch, q_len, *].  The softmax is
- * fp32; the scores held at once stay under attn_max_scores.
+ * fp32; the scores held at once stay under attn_max_scores.  out may be q
+ * itself (same strides): a query's output replaces only its own head slice,
+ * after that slice has been read.
  */
 svp_status_t svp_ops_attention(svp_ops_h ops, const svp_ops_attention_t *p,
                                const float *q, const float *k, const float *v,

@@ -1,0 +1,591 @@
+/*
+ * The UNet: loading (config + weights through the parameter walk) and the
+ * forward pass of UNetSpatioTemporalConditionModel.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "model/unet_int.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "tensor/safetensors.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UNET_TRY(_expr) \
+    do { \
+        status = (_expr); \
+        if (status != SVP_OK) { \
+            goto out; \
+        } \
+    } while (0)
+
+/* ---- loading ---- */
+
+typedef struct {
+    unet_walker_t     base;
+    struct svp_unet  *unet;
+    svp_safetensors_h st;
+    int               used;             /* tensors taken from the file */
+} unet_file_walker_t;
+
+static svp_status_t unet_keep_weight(struct svp_unet *u, float *buf)
+{
+    float **weights;
+    int     cap;
+
+    if (u->n_weights == u->cap_weights) {
+        cap     = SVP_MAX(256, 2 * u->cap_weights);
+        weights = realloc(u->weights, cap * sizeof(*weights));
+        if (weights == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        u->weights     = weights;
+        u->cap_weights = cap;
+    }
+    u->weights[u->n_weights++] = buf;
+    return SVP_OK;
+}
+
+static void unet_shape_str(int ndim, const int64_t *shape, char *buf, int len)
+{
+    int i, off = 0;
+
+    off += snprintf(buf + off, len - off, "[");
+    for (i = 0; i < ndim && off < len; i++) {
+        off += snprintf(buf + off, len - off, "%s%ld", i ? "," : "", (long)shape[i]);
+    }
+    if (off < len) {
+        snprintf(buf + off, len - off, "]");
+    }
+}
+
+/* Finds name and checks its shape; the error names tensor, file, shapes. */
+static svp_status_t unet_file_find(unet_file_walker_t *fwk, const char *name,
+                                   int ndim, const int64_t *shape,
+                                   svp_safetensors_info_t *info)
+{
+    char want[96], have[96];
+    int  i, same;
+
+    if (svp_safetensors_find(fwk->st, name, info) != SVP_OK) {
+        svp_error("%s: missing tensor '%s'", svp_safetensors_path(fwk->st), name);
+        return SVP_ERR_BAD_FILE;
+    }
+    same = (info->ndim == ndim);
+    for (i = 0; same && i < ndim; i++) {
+        same = (info->shape[i] == shape[i]);
+    }
+    if (!same) {
+        unet_shape_str(ndim, shape, want, sizeof(want));
+        unet_shape_str(info->ndim, info->shape, have, sizeof(have));
+        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
+                  svp_safetensors_path(fwk->st), name, have, want);
+        return SVP_ERR_BAD_FILE;
+    }
+    if (info->dtype != SVP_DTYPE_F32 && info->dtype != SVP_DTYPE_F16 &&
+        info->dtype != SVP_DTYPE_BF16) {
+        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
+                  svp_safetensors_path(fwk->st), name,
+                  svp_dtype_name(info->dtype));
+        return SVP_ERR_BAD_FILE;
+    }
+    fwk->used++;
+    return SVP_OK;
+}
+
+static svp_status_t unet_file_param(unet_walker_t *wk, const char *name,
+                                    int ndim, const int64_t *shape,
+                                    float **buf_p)
+{
+    unet_file_walker_t    *fwk = (unet_file_walker_t *)wk;
+    svp_ops_h              ops = fwk->unet->ops;
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+    float                 *buf;
+    svp_status_t           status;
+
+    status = unet_file_find(fwk, name, ndim, shape, &info);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_ops_alloc(ops, svp_tensor_numel(t), &buf);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    status = unet_keep_weight(fwk->unet, buf);
+    if (status != SVP_OK) {
+        svp_ops_free(ops, buf);
+        goto out_destroy;
+    }
+    status = svp_ops_upload(ops, buf, t->data, svp_tensor_numel(t));
+    if (status == SVP_OK) {
+        *buf_p = buf;
+    }
+out_destroy:
+    svp_tensor_destroy(t);
+    return status;
+}
+
+static svp_status_t unet_file_scalar(unet_walker_t *wk, const char *name,
+                                     float *value_p)
+{
+    unet_file_walker_t    *fwk = (unet_file_walker_t *)wk;
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+    int64_t                shape[1] = { 1 };
+    svp_status_t           status;
+
+    status = unet_file_find(fwk, name, 1, shape, &info);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    *value_p = *(const float *)t->data;
+    svp_tensor_destroy(t);
+    return SVP_OK;
+}
+
+static void unet_free(struct svp_unet *u)
+{
+    int i;
+
+    for (i = 0; i < u->n_weights; i++) {
+        svp_ops_free(u->ops, u->weights[i]);
+    }
+    free(u->weights);
+    unet_params_free_tree(u);
+    free(u);
+}
+
+static svp_status_t unet_open_weights(const char *model_dir,
+                                      const svp_unet_params_t *params,
+                                      svp_safetensors_h *st_p)
+{
+    static const char *const names[] = {
+        "diffusion_pytorch_model.safetensors",
+        "diffusion_pytorch_model.fp16.safetensors",
+    };
+    char   path[4096];
+    size_t i;
+
+    if (params && params->weights_file) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
+        return svp_safetensors_open(path, st_p);
+    }
+    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
+        if (access(path, F_OK) == 0) {
+            return svp_safetensors_open(path, st_p);
+        }
+    }
+    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
+    return SVP_ERR_NOT_FOUND;
+}
+
+svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
+                             const svp_unet_params_t *params,
+                             svp_unet_h *unet_p)
+{
+    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_scalar } };
+    struct svp_unet   *u;
+    char               path[4096];
+    svp_status_t       status;
+
+    u = calloc(1, sizeof(*u));
+    if (u == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    u->ops = ops;
+    if (params) {
+        u->capture_cb  = params->capture_cb;
+        u->capture_arg = params->capture_arg;
+    }
+
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_unet_config_load(path, &u->cfg);
+    if (status != SVP_OK) {
+        goto err_free_unet;
+    }
+    status = unet_open_weights(model_dir, params, &fwk.st);
+    if (status != SVP_OK) {
+        goto err_free_unet;
+    }
+    fwk.unet = u;
+    status   = unet_params_walk(u, &fwk.base);
+    if (status != SVP_OK) {
+        goto err_close_weights;
+    }
+    if (fwk.used != svp_safetensors_count(fwk.st)) {
+        svp_debug("%s: %d tensors not used by the UNet",
+                  svp_safetensors_path(fwk.st),
+                  svp_safetensors_count(fwk.st) - fwk.used);
+    }
+    svp_debug("unet: %d levels, %d tensors from %s", u->cfg.levels, fwk.used,
+              svp_safetensors_path(fwk.st));
+    svp_safetensors_close(fwk.st);
+    *unet_p = u;
+    return SVP_OK;
+
+err_close_weights:
+    svp_safetensors_close(fwk.st);
+err_free_unet:
+    unet_free(u);
+    return status;
+}
+
+/* Walker of svp_unet_check_weights(): names and shapes only. */
+static svp_status_t unet_check_param(unet_walker_t *wk, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     float **buf_p)
+{
+    svp_safetensors_info_t info;
+
+    return unet_file_find((unet_file_walker_t *)wk, name, ndim, shape, &info);
+}
+
+static svp_status_t unet_check_scalar(unet_walker_t *wk, const char *name,
+                                      float *value_p)
+{
+    svp_safetensors_info_t info;
+    int64_t                shape[1] = { 1 };
+
+    *value_p = 0.0f;
+    return unet_file_find((unet_file_walker_t *)wk, name, 1, shape, &info);
+}
+
+svp_status_t svp_unet_check_weights(const char *model_dir,
+                                    const svp_unet_params_t *params)
+{
+    unet_file_walker_t fwk = { .base = { unet_check_param, unet_check_scalar } };
+    struct svp_unet    u;
+    char               path[4096];
+    svp_status_t       status;
+
+    memset(&u, 0, sizeof(u));
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_unet_config_load(path, &u.cfg);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = unet_open_weights(model_dir, params, &fwk.st);
+    if (status != SVP_OK) {
+        return status;
+    }
+    fwk.unet = &u;
+    status   = unet_params_walk(&u, &fwk.base);
+    if (status == SVP_OK) {
+        svp_debug("%s: %d of %d tensors checked", svp_safetensors_path(fwk.st),
+                  fwk.used, svp_safetensors_count(fwk.st));
+    }
+    svp_safetensors_close(fwk.st);
+    unet_params_free_tree(&u);
+    return status;
+}
+
+void svp_unet_destroy(svp_unet_h unet)
+{
+    if (unet != NULL) {
+        unet_free(unet);
+    }
+}
+
+const svp_unet_config_t *svp_unet_config(svp_unet_h unet)
+{
+    return &unet->cfg;
+}
+
+/* ---- activations ---- */
+
+svp_status_t unet_buf(unet_fwd_t *fw, int64_t count, float **buf_p)
+{
+    return svp_ops_alloc(fw->unet->ops, (size_t)count, buf_p);
+}
+
+void unet_buf_free(unet_fwd_t *fw, float *buf)
+{
+    svp_ops_free(fw->unet->ops, buf);
+}
+
+void unet_capture(unet_fwd_t *fw, const char *name, const float *x, int ndim,
+                  const int64_t *shape)
+{
+    int64_t count = 1;
+    float  *host;
+    int     i;
+
+    if (fw->unet->capture_cb == NULL) {
+        return;
+    }
+    for (i = 0; i < ndim; i++) {
+        count *= shape[i];
+    }
+    host = malloc(count * sizeof(float));
+    if (host == NULL ||
+        svp_ops_download(fw->unet->ops, host, x, count) != SVP_OK) {
+        svp_warn("unet: cannot capture '%s'", name);
+        free(host);
+        return;
+    }
+    fw->unet->capture_cb(name, host, ndim, shape, fw->unet->capture_arg);
+    free(host);
+}
+
+static void unet_capture_image(unet_fwd_t *fw, const float *x, int c, int h,
+                               int w, const char *fmt, int a, int b)
+{
+    char    name[128];
+    int64_t shape[4] = { (int64_t)fw->batch * fw->frames, c, h, w };
+
+    if (fw->unet->capture_cb != NULL) {
+        snprintf(name, sizeof(name), fmt, a, b);
+        unet_capture(fw, name, x, 4, shape);
+    }
+}
+
+/* ---- forward ---- */
+
+/*
+ * emb = time_embedding(Timesteps(t)) + add_embedding(Timesteps(ids)), then
+ * SiLU(emb) repeated per frame: every resnet applies SiLU before its
+ * time_emb_proj, so only the activated form is kept.
+ */
+static svp_status_t unet_embedding(unet_fwd_t *fw, const float *timestep,
+                                   const float *time_ids, float **emb_silu_p)
+{
+    struct svp_unet *u = fw->unet;
+    svp_ops_h        ops = u->ops;
+    int              b = fw->batch, td = u->temb_dim, c0 = u->cfg.block_out[0];
+    int              n_ids = u->cfg.projection_dim / u->cfg.addition_time_embed_dim;
+    int64_t          shape[2] = { b, td };
+    float           *t = NULL, *sin = NULL, *mid = NULL, *emb = NULL;
+    float           *rep = NULL;
+    int              i;
+    svp_status_t     status;
+
+    UNET_TRY(unet_buf(fw, (int64_t)b * n_ids, &t));
+    UNET_TRY(unet_buf(fw, (int64_t)b * SVP_MAX(c0, u->cfg.projection_dim), &sin));
+    UNET_TRY(unet_buf(fw, (int64_t)b * td, &mid));
+    UNET_TRY(unet_buf(fw, (int64_t)b * td, &emb));
+    UNET_TRY(unet_buf(fw, (int64_t)b * fw->frames * td, &rep));
+
+    UNET_TRY(svp_ops_upload(ops, t, timestep, b));
+    UNET_TRY(svp_ops_timestep_embedding(ops, b, c0, t, sin));
+    UNET_TRY(svp_ops_linear(ops, b, c0, td, sin, u->time_linear1.w,
+                            u->time_linear1.b, 0, mid));
+    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
+    UNET_TRY(svp_ops_linear(ops, b, td, td, mid, u->time_linear2.w,
+                            u->time_linear2.b, 0, emb));
+    unet_capture(fw, "out.time_embedding", emb, 2, shape);
+
+    /* ids [b, n_ids] flattened: Timesteps per id, concatenated in id order */
+    UNET_TRY(svp_ops_upload(ops, t, time_ids, (size_t)b * n_ids));
+    UNET_TRY(svp_ops_timestep_embedding(ops, b * n_ids,
+                                        u->cfg.addition_time_embed_dim, t, sin));
+    UNET_TRY(svp_ops_linear(ops, b, u->cfg.projection_dim, td, sin,
+                            u->add_linear1.w, u->add_linear1.b, 0, mid));
+    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
+    UNET_TRY(svp_ops_linear(ops, b, td, td, mid, u->add_linear2.w,
+                            u->add_linear2.b, 1, emb));
+    unet_capture(fw, "emb", emb, 2, shape);
+
+    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, emb, emb));
+    for (i = 0; i < b * fw->frames; i++) {
+        UNET_TRY(svp_ops_copy(ops, td, emb + (int64_t)(i / fw->frames) * td,
+                              rep + (int64_t)i * td));
+    }
+    *emb_silu_p = rep;
+    rep = NULL;
+out:
+    unet_buf_free(fw, t);
+    unet_buf_free(fw, sin);
+    unet_buf_free(fw, mid);
+    unet_buf_free(fw, emb);
+    unet_buf_free(fw, rep);
+    return status;
+}
+
+/* A skip connection: the buffer and its geometry. */
+typedef struct {
+    float *x;
+    int    c, h, w;
+} unet_skip_t;
+
+#define UNET_MAX_SKIPS (1 + SVP_UNET_MAX_LEVELS * 65)
+
+svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
+                              int w, const float *sample,
+                              const float *timestep,
+                              const float *encoder_hidden_states, int seq,
+                              const float *added_time_ids, float *out)
+{
+    const svp_unet_config_t *cfg = &u->cfg;
+    svp_ops_h                ops = u->ops;
+    int                      L = cfg->levels, n = batch * frames, i, j;
+    int                      c, ch = h, cw = w;
+    unet_fwd_t               fw = { .unet = u, .batch = batch,
+                                    .frames = frames, .seq = seq,
+                                    .context = encoder_hidden_states };
+    unet_skip_t             *skips;
+    int                      n_skips = 0;
+    float                   *emb_silu = NULL, *x = NULL, *y = NULL, *cat = NULL;
+    svp_ops_conv2d_t         conv = { .n = n, .kh = 3, .kw = 3, .stride = 1,
+                                      .pad = 1 };
+    svp_ops_group_norm_t     gn = { .n = n, .frames = 1, .groups = 32,
+                                    .eps = u->conv_norm_out.eps };
+    svp_status_t             status;
+
+    if (batch < 1 || frames < 1 || h < 1 || w < 1 || seq < 1) {
+        svp_error("unet: invalid input shape batch %d frames %d %dx%d seq %d",
+                  batch, frames, h, w, seq);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    skips = calloc(UNET_MAX_SKIPS, sizeof(*skips));
+    if (skips == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    fw.emb_silu = NULL;
+    UNET_TRY(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
+    fw.emb_silu = emb_silu;
+
+    /* conv_in: the first skip */
+    c = cfg->block_out[0];
+    conv.c_in = cfg->in_channels; conv.c_out = c; conv.h = h; conv.w = w;
+    UNET_TRY(unet_buf(&fw, (int64_t)n * c * h * w, &x));
+    UNET_TRY(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
+    unet_capture_image(&fw, x, c, h, w, "out.conv_in", 0, 0);
+    skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+
+    /* down: every resnet(+transformer) output and every downsample is a skip */
+    for (i = 0; i < L; i++) {
+        const unet_block_t *blk = &u->down[i];
+
+        for (j = 0; j < blk->n_resnets; j++) {
+            UNET_TRY(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
+            c = blk->resnets[j].spatial.conv1.out;
+            unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i, j);
+            if (blk->attentions) {
+                float *a;
+                UNET_TRY(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, y, &a));
+                unet_buf_free(&fw, y);
+                y = a;
+                unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.attentions.%d", i, j);
+            }
+            x = y;
+            y = NULL;
+            skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+        }
+        if (blk->has_sampler) {
+            conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
+            conv.stride = 2;
+            ch = svp_ops_conv2d_out_h(&conv);
+            cw = svp_ops_conv2d_out_w(&conv);
+            UNET_TRY(unet_buf(&fw, (int64_t)n * c * ch * cw, &y));
+            UNET_TRY(svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
+            conv.stride = 1;
+            x = y;
+            y = NULL;
+            skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+        }
+        unet_capture_image(&fw, x, c, ch, cw, "out.down_blocks.%d", i, 0);
+    }
+
+    /* mid: resnet, transformer, resnet; x stays owned by the skip stack */
+    {
+        float *a = NULL;
+        UNET_TRY(unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
+        unet_capture_image(&fw, y, c, ch, cw, "out.mid_block.resnets.0", 0, 0);
+        status = unet_transformer_forward(&fw, &u->mid_attention, ch, cw, y, &a);
+        unet_buf_free(&fw, y);
+        y = NULL;
+        if (status != SVP_OK) {
+            goto out;
+        }
+        unet_capture_image(&fw, a, c, ch, cw, "out.mid_block.attentions.0", 0, 0);
+        status = unet_st_resblock_forward(&fw, &u->mid_resnets[1], ch, cw, a, &x);
+        unet_buf_free(&fw, a);
+        if (status != SVP_OK) {
+            x = NULL;
+            goto out;
+        }
+        unet_capture_image(&fw, x, c, ch, cw, "out.mid_block", 0, 0);
+    }
+
+    /* up: concat [hidden, skip] last-in-first-out; x is owned from here */
+    for (i = 0; i < L; i++) {
+        const unet_block_t *blk = &u->up[i];
+
+        for (j = 0; j < blk->n_resnets; j++) {
+            unet_skip_t sk = skips[--n_skips];
+
+            UNET_TRY(unet_buf(&fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
+            UNET_TRY(svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
+            unet_buf_free(&fw, sk.x);
+            unet_buf_free(&fw, x);
+            x = NULL;
+            UNET_TRY(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
+            unet_buf_free(&fw, cat);
+            cat = NULL;
+            c = blk->resnets[j].spatial.conv1.out;
+            unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i, j);
+            if (blk->attentions) {
+                UNET_TRY(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, x, &y));
+                unet_buf_free(&fw, x);
+                x = y;
+                y = NULL;
+                unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.attentions.%d", i, j);
+            }
+        }
+        if (blk->has_sampler) {
+            /* to the size of the skip that comes next: x2 unless odd */
+            const unet_skip_t *next = &skips[n_skips - 1];
+
+            UNET_TRY(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
+            UNET_TRY(svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
+            unet_buf_free(&fw, x);
+            x = NULL;
+            ch = next->h;
+            cw = next->w;
+            conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
+            UNET_TRY(unet_buf(&fw, (int64_t)n * c * ch * cw, &x));
+            UNET_TRY(svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
+            unet_buf_free(&fw, y);
+            y = NULL;
+        }
+        unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d", i, 0);
+    }
+
+    /* GroupNorm, SiLU, conv_out straight into [B, F, out, H, W] */
+    gn.c = c; gn.spatial = (int64_t)ch * cw;
+    UNET_TRY(svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g,
+                                u->conv_norm_out.b, x));
+    unet_capture_image(&fw, x, c, ch, cw, "out.conv_norm_out", 0, 0);
+    UNET_TRY(svp_ops_silu(ops, (int64_t)n * c * ch * cw, x, x));
+    conv.c_in = c; conv.c_out = cfg->out_channels; conv.h = ch; conv.w = cw;
+    UNET_TRY(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
+
+out:
+    /* x is a skip (owned by the stack) until the mid block replaces it */
+    for (i = 0; i < n_skips; i++) {
+        if (skips[i].x == x) {
+            x = NULL;
+        }
+        unet_buf_free(&fw, skips[i].x);
+    }
+    unet_buf_free(&fw, x);
+    unet_buf_free(&fw, y);
+    unet_buf_free(&fw, cat);
+    unet_buf_free(&fw, emb_silu);
+    free(skips);
+    return status;
+}
