@@ -6,6 +6,7 @@
 #include "common/util.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +183,14 @@ Test(tensor, create_wrap_convert)
         /* f16 has 11 significant bits: relative error <= 2^-11 */
         cr_assert(fabsf(((float *)back->data)[i] - buf[i]) <=
                   ldexpf(fabsf(buf[i]), -11));
+    }
+    svp_tensor_destroy(back);
+    svp_tensor_destroy(h);
+    cr_assert_eq(svp_tensor_convert(w, SVP_DTYPE_BF16, &h), SVP_OK);
+    cr_assert_eq(svp_tensor_convert(w, SVP_DTYPE_F64, &back), SVP_OK);
+    for (i = 0; i < 24; ++i) {
+        cr_assert_eq(((uint16_t *)h->data)[i], svp_f32_to_bf16(buf[i]));
+        cr_assert_eq(((double *)back->data)[i], (double)buf[i]);
     }
     svp_tensor_destroy(back);
     svp_tensor_destroy(h);
@@ -384,6 +393,85 @@ Test(safetensors, golden_unaligned_tensors)
     svp_safetensors_close(st);
 }
 
+/*
+ * The real SVD-XT UNet layout (svd_xt_layout/unet/tensors.json: 1428 names
+ * and shapes, 3 GB of F16) as a sparse file: the data region is a hole, so
+ * this costs no disk.  Offsets follow registration order, not name order, so
+ * the reader must not rely on the order of keys.
+ */
+Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir,
+     .fini = teardown_dir)
+{
+    const char            *dir = golden_dir();
+    json_t                *layout, *tensors, *shape, *header, *dim;
+    json_error_t           jerr;
+    svp_safetensors_h      st;
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+    const char            *name;
+    char                   path[1024], *text;
+    uint64_t               offset = 0, hlen, total = 0;
+    int64_t                numel;
+    size_t                 d, len;
+    FILE                  *f;
+    int                    i;
+
+    snprintf(path, sizeof(path), "%s/svd_xt_layout/unet/tensors.json", dir);
+    layout = json_load_file(path, 0, &jerr);
+    cr_assert_not_null(layout, "%s: %s", path, jerr.text);
+    tensors = json_object_get(layout, "tensors");
+    header  = json_object();
+    json_object_foreach(tensors, name, shape) {
+        numel = 1;
+        json_array_foreach(shape, d, dim) {
+            numel *= json_integer_value(dim);
+        }
+        json_object_set_new(header, name,
+                            json_pack("{s:s, s:O, s:[I,I]}", "dtype", "F16",
+                                      "shape", shape, "data_offsets",
+                                      (json_int_t)offset,
+                                      (json_int_t)(offset + 2 * numel)));
+        offset += 2 * (uint64_t)numel;
+    }
+    text = json_dumps(header, JSON_COMPACT);
+    len  = strlen(text);
+    hlen = (len + 7) & ~(uint64_t)7;
+
+    snprintf(path, sizeof(path), "%s/unet.fp16.safetensors", test_dir);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite(&hlen, 8, 1, f);
+    fwrite(text, 1, len, f);
+    fprintf(f, "%*s", (int)(hlen - len), "");
+    cr_assert_eq(fflush(f), 0);
+    cr_assert_eq(ftruncate(fileno(f), (off_t)(8 + hlen + offset)), 0);
+    fclose(f);
+    free(text);
+
+    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
+    cr_assert_eq(svp_safetensors_count(st),
+                 json_integer_value(json_object_get(
+                     json_object_get(layout, "totals"), "tensors")));
+    for (i = 0; i < svp_safetensors_count(st); ++i) {
+        cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
+        total += info.nbytes;
+    }
+    cr_assert_eq(total, json_integer_value(json_object_get(
+                            json_object_get(layout, "totals"), "bytes_fp16")));
+    cr_assert_eq(svp_safetensors_find(st, "conv_in.weight", &info), SVP_OK);
+    cr_assert_eq(info.ndim, 4);
+    cr_assert_eq(info.shape[0], 320);
+    cr_assert_eq(info.shape[1], 8);
+    cr_assert_eq(svp_safetensors_load(st, "conv_in.bias", SVP_DTYPE_F32, &t),
+                 SVP_OK);
+    cr_assert_eq(svp_tensor_numel(t), 320);
+    cr_assert_eq(((float *)t->data)[319], 0.0f);
+    svp_tensor_destroy(t);
+    svp_safetensors_close(st);
+    json_decref(header);
+    json_decref(layout);
+}
+
 /* ---- hostile files ---------------------------------------------------- */
 
 /* Writes a file: u64 header length (hlen_override when >= 0), the header
@@ -426,8 +514,9 @@ static svp_status_t open_raw(const char *header, long long hlen, size_t ndata)
 
 Test(safetensors, hostile_files, .init = setup_dir, .fini = teardown_dir)
 {
-    char path[128];
-    FILE *f;
+    svp_safetensors_h st;
+    char              path[128];
+    FILE             *f;
 
     cr_assert_eq(open_raw(GOOD, -1, 8), SVP_OK, "the control file must open");
     cr_assert_eq(open_raw("{}", -1, 0), SVP_OK, "an empty file is valid");
@@ -437,7 +526,6 @@ Test(safetensors, hostile_files, .init = setup_dir, .fini = teardown_dir)
     f = fopen(path, "wb");
     fwrite("\x10\x00\x00", 1, 3, f);
     fclose(f);
-    svp_safetensors_h st;
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_ERR_BAD_FILE);
     /* absent file */
     snprintf(path, sizeof(path), "%s/absent.safetensors", test_dir);

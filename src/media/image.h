@@ -11,9 +11,10 @@
  *   - 16-bit PNG samples keep their high byte (PIL's ";16B" unpackers);
  *   - JPEG is decoded by libjpeg with its default settings (islow DCT, fancy
  *     upsampling), which is what Pillow asks libjpeg-turbo for.
- * One deviation: PIL opens a 16-bit grayscale PNG in its 32-bit integer mode
- * "I", whose conversion to RGB clamps at 255 instead of scaling (a mostly
- * white image).  We keep the high byte instead, as for 16-bit colour.
+ * One deviation: Pillow 9.4 opens a 16-bit grayscale PNG in its 32-bit
+ * integer mode "I", whose conversion to RGB clamps at 255 instead of
+ * scaling (a mostly white image).  We keep the high byte, as for 16-bit
+ * colour.
  *
  * Ownership: the create/load functions allocate the struct and its pixels;
  * svp_media_image_destroy() frees both.  Output parameters are written only

@@ -26,6 +26,7 @@
 #endif
 #include "media/resize.h"
 #include "media/image_int.h"
+#include "tensor/tensor.h"
 #include "common/log.h"
 
 #include <math.h>
@@ -194,9 +195,8 @@ svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
 {
     svp_media_resize_axis_t ax_x, ax_y;
     svp_media_image_t      *dst;
-    const uint8_t          *rows;
     uint8_t                *tmp = NULL;
-    int                     row0 = 0, nrows;
+    int                     row0 = 0, nrows = src->height;
     svp_status_t            status;
 
     status = svp_media_image_alloc(width, height, "resize", &dst);
@@ -209,48 +209,72 @@ svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
         return SVP_OK;
     }
 
-    status = svp_media_resize_axis_init(src->height, height, &ax_y);
-    if (status != SVP_OK) {
-        goto err_destroy_dst;
+    if (height != src->height) {
+        status = svp_media_resize_axis_init(src->height, height, &ax_y);
+        if (status != SVP_OK) {
+            goto err_destroy_dst;
+        }
+        /* the x pass only needs the rows the y pass will read */
+        row0  = ax_y.first[0];
+        nrows = ax_y.first[height - 1] + ax_y.count[height - 1] - row0;
     }
 
-    rows = src->pixels;
     if (width != src->width) {
         status = svp_media_resize_axis_init(src->width, width, &ax_x);
         if (status != SVP_OK) {
             goto err_cleanup_y;
         }
-        /* the x pass only covers the rows the y pass reads */
-        row0  = ax_y.first[0];
-        nrows = ax_y.first[height - 1] + ax_y.count[height - 1] - row0;
-        if (height == src->height) {
-            row0  = 0;
-            nrows = src->height;
-        }
-        tmp = malloc((size_t)nrows * width * 3);
-        if (tmp == NULL) {
-            svp_error("no memory for a %dx%d resize buffer", width, nrows);
-            svp_media_resize_axis_cleanup(&ax_x);
-            status = SVP_ERR_NO_MEMORY;
-            goto err_cleanup_y;
+        if (height != src->height) {
+            tmp = malloc((size_t)nrows * width * 3);
+            if (tmp == NULL) {
+                svp_error("no memory for a %dx%d resize buffer", width, nrows);
+                svp_media_resize_axis_cleanup(&ax_x);
+                status = SVP_ERR_NO_MEMORY;
+                goto err_cleanup_y;
+            }
         }
         svp_media_resize_x(src->pixels, src->width, row0, nrows, &ax_x, width,
-                           (height == src->height) ? dst->pixels : tmp);
+                           (tmp != NULL) ? tmp : dst->pixels);
         svp_media_resize_axis_cleanup(&ax_x);
-        rows = tmp;
-    }
-    if (height != src->height) {
-        svp_media_resize_y(rows, width, row0, &ax_y, height, dst->pixels);
     }
 
+    if (height != src->height) {
+        svp_media_resize_y((tmp != NULL) ? tmp : src->pixels, width,
+                           (tmp != NULL) ? row0 : 0, &ax_y, height,
+                           dst->pixels);
+        svp_media_resize_axis_cleanup(&ax_y);
+    }
     free(tmp);
-    svp_media_resize_axis_cleanup(&ax_y);
     *dst_p = dst;
     return SVP_OK;
 
 err_cleanup_y:
-    svp_media_resize_axis_cleanup(&ax_y);
+    if (height != src->height) {
+        svp_media_resize_axis_cleanup(&ax_y);
+    }
 err_destroy_dst:
     svp_media_image_destroy(dst);
+    return status;
+}
+
+svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image,
+                                      int width, int height,
+                                      svp_tensor_t **pixel_values_p)
+{
+    int64_t            shape[4] = {1, 3, height, width};
+    svp_media_image_t *resized;
+    svp_tensor_t      *out;
+    svp_status_t       status;
+
+    status = svp_media_image_resize_lanczos(image, width, height, &resized);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_tensor_create(SVP_DTYPE_F32, 4, shape, &out);
+    if (status == SVP_OK) {
+        svp_media_image_to_pm1(resized, out->data);
+        *pixel_values_p = out;
+    }
+    svp_media_image_destroy(resized);
     return status;
 }

@@ -11,6 +11,7 @@
 #define SVP_MEDIA_RESIZE_H
 
 #include "media/image.h"
+#include "tensor/tensor.h"
 
 /*
  * A new width x height image resampled from src with Pillow's LANCZOS
@@ -19,5 +20,15 @@
 svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
                                             int width, int height,
                                             svp_media_image_t **dst_p);
+
+/*
+ * The VAE's conditioning image as diffusers' VaeImageProcessor.preprocess
+ * makes it from a PIL image: LANCZOS resize to width x height, then
+ * x / 255 * 2 - 1.  A new [1, 3, height, width] F32 tensor the caller
+ * destroys.
+ */
+svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image,
+                                      int width, int height,
+                                      svp_tensor_t **pixel_values_p);
 
 #endif

@@ -5,6 +5,7 @@
 #include "spec/steps.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,18 +21,43 @@ void svp_sample_cleanup(svp_sample_t *sample)
     sample->ntensors = 0;
 }
 
+/* Message kinds of the pipeline (the UCX tag keeps them apart). */
+#define SVP_PIPE_KIND_LATENT SVP_COMM_KIND_LATENT  /* to the next rank */
+#define SVP_PIPE_KIND_FINAL  2                     /* to the finishing rank */
+
+/* Final-latent receives posted ahead on a finishing rank (spread). */
+#define SVP_PIPE_FINAL_SLOTS 2
+
+/*
+ * A frame and the one request that uses it.  A sample's tensors are views
+ * into its frame: it is received into the frame, computed on in place and
+ * sent from it, so a latent is never copied on its way through a rank.
+ */
+typedef struct {
+    svp_comm_frame_h frame;
+    svp_comm_req_h   req;
+    int              is_send;
+    int              sample;
+} svp_pipe_slot_t;
+
 typedef struct {
     const svp_pipe_params_t *params;
     svp_step_range_t         range;
     svp_pipe_stats_t         stats;
     double                   t_start;
+    int                      finished;      /* samples finished here */
+    int                      to_finish;     /* samples this rank finishes */
+    svp_comm_frame_desc_t    desc;
+    svp_pipe_slot_t         *lat;           /* latent slots */
+    int                      nlat;
+    svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
 } svp_pipe_t;
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
     svp_status_t       status;
-    double             t0;
+    double             t0, dt, sum = 0, tmin = 1e30, tmax = 0;
     int                step;
 
     if (s->next_step != p->range.begin) {
@@ -47,18 +73,28 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
                       svp_status_string(status));
             return status;
         }
-        p->stats.busy += svp_clock_now() - t0;
+        dt             = svp_clock_now() - t0;
+        p->stats.busy += dt;
         p->stats.steps_done++;
         s->next_step = step + 1;
+        sum         += dt;
+        tmin         = SVP_MIN(tmin, dt);
+        tmax         = SVP_MAX(tmax, dt);
+        svp_trace_event(p->params->trace, "step", s->index, step,
+                        svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
         svp_debug("sample %d step %d/%d %.1f ms", s->index, step + 1,
-                  p->params->spec->steps, (svp_clock_now() - t0) * 1e3);
+                  p->params->spec->steps, dt * 1e3);
     }
+    svp_info("sample %d: steps [%d, %d) in %.3fs, per step %.1f/%.1f/%.1f ms "
+             "(min/mean/max)", s->index, p->range.begin, p->range.end, sum,
+             tmin * 1e3, sum / SVP_MAX(1, p->range.end - p->range.begin) * 1e3,
+             tmax * 1e3);
     return SVP_OK;
 }
 
 static void svp_pipe_progress(svp_pipe_t *p, const svp_sample_t *s)
 {
-    int    n   = p->params->spec->samples, done = p->stats.samples_done;
+    int    n   = p->to_finish, done = ++p->finished;
     double now = svp_clock_now(), el = now - p->t_start, eta;
     char   b1[32], b2[32];
 
@@ -97,6 +133,8 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
             goto err_cleanup;
         }
         p->stats.busy += svp_clock_now() - t0;
+        svp_trace_event(p->params->trace, "finish", i, -1, svp_trace_now_us() -
+                        (svp_clock_now() - t0) * 1e6, svp_trace_now_us());
         p->stats.samples_done++;
         svp_pipe_progress(p, &s);
         svp_sample_cleanup(&s);
@@ -108,12 +146,409 @@ err_cleanup:
     return status;
 }
 
+
+/* ---- several ranks ---------------------------------------------------- */
+
+/* Waits for the slot's request (if any); the time counts as waiting. */
+static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot)
+{
+    svp_status_t status;
+    double       t0, dt;
+
+    if (slot->req == NULL) {
+        return SVP_OK;
+    }
+    t0        = svp_clock_now();
+    status    = svp_comm_wait(p->params->comm, slot->req, -1.0);
+    slot->req = NULL;
+    dt        = svp_clock_now() - t0;
+    if (slot->is_send) {
+        p->stats.wait_send += dt;
+    } else {
+        p->stats.wait_recv += dt;
+    }
+    if (dt > 1e-4) {
+        svp_trace_event(p->params->trace, slot->is_send ? "wait send" : "wait recv",
+                        slot->sample, -1, svp_trace_now_us() - dt * 1e6,
+                        svp_trace_now_us());
+    }
+    return status;
+}
+
+static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, svp_pipe_slot_t *slot,
+                                       int peer, unsigned kind, int sample,
+                                       int step)
+{
+    svp_status_t status;
+
+    status = svp_pipe_settle(p, slot);  /* the frame's last send */
+    if (status != SVP_OK) {
+        return status;
+    }
+    slot->is_send = 0;
+    slot->sample  = sample;
+    return svp_comm_irecv(p->params->comm, peer, kind, (unsigned)sample,
+                          (unsigned)step, slot->frame, &slot->req);
+}
+
+static svp_status_t svp_pipe_send(svp_pipe_t *p, svp_pipe_slot_t *slot, int peer,
+                                  unsigned kind, const svp_sample_t *s)
+{
+    size_t bytes = svp_comm_frame_length(slot->frame);
+
+    svp_info("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
+             s->next_step, peer, (kind == SVP_PIPE_KIND_FINAL) ? "final" : "latent",
+             bytes);
+    slot->is_send = 1;
+    slot->sample  = s->index;
+    return svp_comm_isend(p->params->comm, peer, kind, (unsigned)s->index,
+                          (unsigned)s->next_step, slot->frame, &slot->req);
+}
+
+/* The sample's tensors as views into the slot's frame. */
+static svp_status_t svp_pipe_view(svp_pipe_t *p, svp_pipe_slot_t *slot, int index,
+                                  svp_sample_t *s)
+{
+    const svp_comm_frame_desc_t *d = &p->desc;
+    svp_status_t                 status;
+    unsigned                     i;
+
+    memset(s, 0, sizeof(*s));
+    s->index   = index;
+    s->seed    = p->params->spec->seed;
+    s->t_begin = svp_clock_now();   /* times shown are this rank's */
+    for (i = 0; i < d->num_tensors; ++i) {
+        status = svp_tensor_wrap((svp_dtype_t)d->tensors[i].dtype,
+                                 (int)d->tensors[i].ndim, d->tensors[i].shape,
+                                 svp_comm_frame_data(slot->frame, i), &s->tensors[i]);
+        if (status != SVP_OK) {
+            svp_sample_cleanup(s);
+            return status;
+        }
+        s->ntensors++;
+    }
+    return SVP_OK;
+}
+
+/* The frame layout of a sample, from the stage's own allocation. */
+static svp_status_t svp_pipe_layout(svp_pipe_t *p)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_sample_t       tmpl;
+    svp_status_t       status;
+    int                i, d;
+
+    memset(&tmpl, 0, sizeof(tmpl));
+    status = stage->ops->alloc(stage->self, 0, &tmpl);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (tmpl.ntensors > SVP_COMM_MAX_TENSORS) {
+        svp_error("a sample has %d tensors, a message carries at most %d",
+                  tmpl.ntensors, SVP_COMM_MAX_TENSORS);
+        status = SVP_ERR_INTERNAL;
+        goto out;
+    }
+    memset(&p->desc, 0, sizeof(p->desc));
+    p->desc.num_tensors = (uint32_t)tmpl.ntensors;
+    for (i = 0; i < tmpl.ntensors; ++i) {
+        svp_comm_tensor_desc_t *t = &p->desc.tensors[i];
+        if (tmpl.tensors[i]->ndim > SVP_COMM_MAX_DIMS) {
+            svp_error("tensor %d of a sample has %d dimensions, a message carries "
+                      "at most %d", i, tmpl.tensors[i]->ndim, SVP_COMM_MAX_DIMS);
+            status = SVP_ERR_INTERNAL;
+            goto out;
+        }
+        t->dtype = (uint32_t)tmpl.tensors[i]->dtype;
+        t->ndim  = (uint32_t)tmpl.tensors[i]->ndim;
+        for (d = 0; d < tmpl.tensors[i]->ndim; ++d) {
+            t->shape[d] = tmpl.tensors[i]->shape[d];
+        }
+        t->bytes = svp_tensor_nbytes(tmpl.tensors[i]);
+    }
+out:
+    svp_sample_cleanup(&tmpl);
+    return status;
+}
+
+static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, svp_pipe_slot_t *slots,
+                                          int n)
+{
+    svp_status_t status;
+    int          i;
+
+    for (i = 0; i < n; ++i) {
+        slots[i].sample = -1;
+        status = svp_comm_frame_create(p->params->comm, &p->desc, NULL, 0,
+                                       SVP_COMM_MEM_HOST, &slots[i].frame);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+/* Cancels what is pending (on failure) and frees the frames. */
+static void svp_pipe_slots_destroy(svp_pipe_t *p, svp_pipe_slot_t *slots, int n)
+{
+    int i;
+
+    for (i = 0; i < n; ++i) {
+        if (slots[i].req != NULL) {
+            svp_comm_cancel(p->params->comm, slots[i].req);
+            slots[i].req = NULL;
+        }
+        svp_comm_frame_destroy(slots[i].frame);
+        slots[i].frame = NULL;
+    }
+}
+
+/* Rank 0: the stage's begin(), then the sample moved into its frame. */
+static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
+                                   svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_sample_t       own;
+    svp_status_t       status;
+    double             t0 = svp_clock_now();
+    int                k;
+
+    memset(&own, 0, sizeof(own));
+    status = stage->ops->begin(stage->self, i, &own);
+    if (status != SVP_OK) {
+        svp_sample_cleanup(&own);
+        return status;
+    }
+    status = svp_pipe_view(p, slot, i, s);
+    if (status == SVP_OK) {
+        for (k = 0; k < s->ntensors; ++k) {
+            memcpy(s->tensors[k]->data, own.tensors[k]->data,
+                   svp_tensor_nbytes(own.tensors[k]));
+        }
+        s->seed      = own.seed;
+        s->next_step = own.next_step;
+    }
+    svp_sample_cleanup(&own);
+    p->stats.busy += svp_clock_now() - t0;
+    svp_trace_event(p->params->trace, "begin", i, -1,
+                    svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
+                    svp_trace_now_us());
+    return status;
+}
+
+static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_status_t       status;
+    double             t0 = svp_clock_now();
+
+    status = stage->ops->finish(stage->self, s);
+    if (status != SVP_OK) {
+        svp_error("finishing sample %d failed: %s", s->index,
+                  svp_status_string(status));
+        return status;
+    }
+    p->stats.busy += svp_clock_now() - t0;
+    svp_trace_event(p->params->trace, "finish", s->index, -1,
+                    svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
+                    svp_trace_now_us());
+    svp_pipe_progress(p, s);
+    return SVP_OK;
+}
+
+/* The rank that finishes sample i. */
+static int svp_pipe_finisher(const svp_pipe_t *p, int i)
+{
+    const svp_pipe_params_t *pp = p->params;
+
+    return (pp->spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % pp->world
+                                                                   : pp->world - 1;
+}
+
+/* Finishes the final latent of sample f (received from the last rank). */
+static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
+{
+    const svp_pipe_params_t *pp   = p->params;
+    svp_pipe_slot_t         *slot = &p->fin[(f / pp->world) % SVP_PIPE_FINAL_SLOTS];
+    svp_sample_t             s;
+    svp_status_t             status;
+    int                      next = f + SVP_PIPE_FINAL_SLOTS * pp->world;
+
+    status = svp_pipe_settle(p, slot);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_info("recv final sample %d from rank %d", f, pp->world - 1);
+    status = svp_pipe_view(p, slot, f, &s);
+    if (status != SVP_OK) {
+        return status;
+    }
+    s.next_step = pp->spec->steps;
+    status      = svp_pipe_finish(p, &s);
+    svp_sample_cleanup(&s);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (next < pp->spec->samples) {
+        return svp_pipe_post_recv(p, slot, pp->world - 1, SVP_PIPE_KIND_FINAL, next,
+                                  pp->spec->steps);
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
+{
+    const svp_pipe_params_t *pp = p->params;
+    const svp_spec_t        *spec = pp->spec;
+    int                      rank = pp->rank, world = pp->world, n = spec->samples;
+    int                      first = (rank == 0), last = (rank == world - 1);
+    int                      ahead = spec->comm.inflight, i, f, next_final, nfin = 0;
+    svp_pipe_slot_t         *slot;
+    svp_sample_t             s;
+    svp_status_t             status;
+    double                   t0;
+
+    if (pp->comm == NULL) {
+        svp_error("internal: a %d-rank pipeline without a communication layer", world);
+        return SVP_ERR_INTERNAL;
+    }
+    status = svp_pipe_layout(p);
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    /*
+     * Latent slots: 'ahead' receives posted in advance, the sample being
+     * computed, and the previous sample's send still draining.  A slot is
+     * reused only after its send completed, so no buffer is overwritten while
+     * UCX may still read it.
+     */
+    p->nlat = ahead + 2;
+    p->lat  = calloc(p->nlat, sizeof(*p->lat));
+    if (p->lat == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_pipe_slots_create(p, p->lat, p->nlat);
+    if (status != SVP_OK) {
+        goto out_slots;
+    }
+
+    /* final latents this rank finishes for others (spread placement) */
+    next_final = -1;
+    if (spec->pipeline.placement == SVP_PLACEMENT_SPREAD && !last && rank < n) {
+        nfin   = SVP_PIPE_FINAL_SLOTS;
+        status = svp_pipe_slots_create(p, p->fin, nfin);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+        next_final = rank;
+        for (f = rank, i = 0; f < n && i < nfin; f += world, ++i) {
+            status = svp_pipe_post_recv(p, &p->fin[i], world - 1, SVP_PIPE_KIND_FINAL,
+                                        f, spec->steps);
+            if (status != SVP_OK) {
+                goto out_slots;
+            }
+        }
+    }
+
+    /* post the first receives before any compute: pipeline fill */
+    if (!first) {
+        for (i = 0; i < SVP_MIN(ahead, n); ++i) {
+            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], rank - 1,
+                                        SVP_PIPE_KIND_LATENT, i, p->range.begin);
+            if (status != SVP_OK) {
+                goto out_slots;
+            }
+        }
+    }
+
+    for (i = 0; i < n; ++i) {
+        slot = &p->lat[i % p->nlat];
+        t0   = svp_clock_now();
+        if (first) {
+            status = svp_pipe_settle(p, slot);
+            if (status == SVP_OK) {
+                status = svp_pipe_begin(p, slot, i, &s);
+            }
+        } else {
+            status = svp_pipe_settle(p, slot);
+            if (status == SVP_OK) {
+                svp_info("recv sample %d step %d from rank %d (%zu bytes, waited "
+                         "%.3fs)", i, p->range.begin, rank - 1,
+                         svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
+                status = svp_pipe_view(p, slot, i, &s);
+                s.next_step = p->range.begin;
+            }
+            /* keep 'ahead' receives posted while this sample computes */
+            if (status == SVP_OK && i + ahead < n) {
+                status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
+                                            rank - 1, SVP_PIPE_KIND_LATENT, i + ahead,
+                                            p->range.begin);
+            }
+        }
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+
+        status = svp_pipe_steps(p, &s);
+        if (status == SVP_OK) {
+            if (!last) {
+                status = svp_pipe_send(p, slot, rank + 1, SVP_PIPE_KIND_LATENT, &s);
+            } else if (svp_pipe_finisher(p, i) == rank) {
+                status = svp_pipe_finish(p, &s);
+            } else {
+                status = svp_pipe_send(p, slot, svp_pipe_finisher(p, i),
+                                       SVP_PIPE_KIND_FINAL, &s);
+            }
+        }
+        svp_sample_cleanup(&s);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+        p->stats.samples_done++;
+
+        /*
+         * Finish the final latents that have arrived by now: sample f left
+         * the last rank about (W - 1 - rank) samples after this rank handled
+         * it; one more sample of slack means the wait is normally zero.
+         */
+        while (next_final >= 0 && next_final < n && i >= next_final + world - rank) {
+            status = svp_pipe_final(p, next_final);
+            if (status != SVP_OK) {
+                goto out_slots;
+            }
+            next_final += world;
+        }
+    }
+    while (next_final >= 0 && next_final < n) {
+        status = svp_pipe_final(p, next_final);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+        next_final += world;
+    }
+    for (i = 0; i < p->nlat; ++i) {
+        status = svp_pipe_settle(p, &p->lat[i]);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+    }
+
+out_slots:
+    svp_pipe_slots_destroy(p, p->fin, nfin);
+    svp_pipe_slots_destroy(p, p->lat, p->nlat);
+    free(p->lat);
+    p->lat = NULL;
+    return status;
+}
+
 svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p)
 {
     const svp_spec_t *spec = params->spec;
     svp_pipe_t        p;
     char              err[512];
     svp_status_t      status;
+    int               i;
 
     memset(&p, 0, sizeof(p));
     p.params      = params;
@@ -132,20 +567,23 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
              svp_spec_placement_name(spec->pipeline.placement));
 
     p.t_start = svp_clock_now();
+    for (i = 0; i < spec->samples; ++i) {
+        p.to_finish += (params->world == 1 || svp_pipe_finisher(&p, i) == params->rank);
+    }
     if (params->world == 1) {
         status = svp_pipe_run_single(&p);
     } else {
-        svp_error("a %d-rank pipeline needs the communication layer", params->world);
-        status = SVP_ERR_UNSUPPORTED;
+        status = svp_pipe_run_multi(&p);
     }
     p.stats.wall = svp_clock_now() - p.t_start;
     if (status != SVP_OK) {
         return status;
     }
 
-    svp_info("summary: %d samples, %d steps in %.3fs: busy %.3fs (%.0f%%), waiting for "
+    svp_info("summary: %d samples (%d finished here), %d steps in %.3fs: busy %.3fs (%.0f%%), waiting for "
              "input %.3fs, waiting for sends %.3fs, %.3f samples/s",
-             p.stats.samples_done, p.stats.steps_done, p.stats.wall, p.stats.busy,
+             p.stats.samples_done, p.finished, p.stats.steps_done, p.stats.wall,
+             p.stats.busy,
              (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
              p.stats.wait_recv, p.stats.wait_send,
              (p.stats.wall > 0) ? spec->samples / p.stats.wall : 0.0);

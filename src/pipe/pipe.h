@@ -4,6 +4,13 @@
  * 0 -> 1 -> ... -> W-1 and leaves on the last rank, which finishes it
  * (decode, outputs).  Many samples are in flight, so in steady state every
  * rank works on a different sample.
+ *
+ * Placement of the finishing work (decode + outputs):
+ *   ends:   the last rank finishes every sample;
+ *   spread: sample i is finished by rank i mod W; the last rank sends the
+ *           final latent there (a FINAL message), so every rank carries
+ *           T/W steps plus 1/W of the decodes per sample.
+ * Encoding (the stage's begin) runs on rank 0 in both placements.
  */
 #ifndef SVP_PIPE_PIPE_H
 #define SVP_PIPE_PIPE_H
@@ -11,8 +18,8 @@
 #include "common/status.h"
 #include "pipe/stage.h"
 #include "spec/spec.h"
-
-typedef struct svp_comm *svp_comm_h;
+#include "comm/comm.h"
+#include "trace/trace.h"
 
 typedef struct {
     int    rank, world;
@@ -29,6 +36,7 @@ typedef struct {
     int               rank, world;
     svp_comm_h        comm;    /* NULL when world == 1 */
     svp_stage_t       stage;
+    svp_trace_h       trace;   /* may be NULL */
 } svp_pipe_params_t;
 
 /*

@@ -4,6 +4,7 @@
 #include "rt/rt.h"
 
 #include "common/log.h"
+#include "rt/watch.h"
 #include "common/util.h"
 
 #include <pmix.h>
@@ -37,6 +38,7 @@ struct svp_rt {
     int          evhdlr_registered;
     int          event_fd;
     atomic_int   lost_rank;
+    svp_rt_watch_t *watch;          /* NULL when plain or alone */
     svp_rt_kv_t *kv;                /* plain start only */
 };
 
@@ -125,11 +127,13 @@ static const pmix_proc_t *svp_rt_event_proc(const pmix_proc_t *source,
 
 /*
  * Which events mean "a rank of this job is gone".  Observed with PMIx 4.2 on
- * Debian 12 (4 ranks, one killed with SIGKILL mid-run, handler registered for
- * every code):
- *   - FILLED IN BELOW FROM MEASUREMENT
- * The list is broader than what was seen, because a site's launcher may use
- * the other codes the PMIx standard defines for the same situation.
+ * Debian 12, 4 ranks, one killed with SIGKILL mid-run, this handler
+ * registered for every code: neither Slurm 22.05 (mpi/pmix_v4) nor Open MPI
+ * 4.1.4's mpirun delivered any event to the surviving ranks (details in
+ * watch.h, which is what actually catches it there).  The codes below are
+ * the ones the PMIx standard defines for the situation, for launchers that
+ * do send them (PRRTE, newer Slurm); PMIX_ERR_LOST_CONNECTION is our own
+ * PMIx server going away.
  */
 static int svp_rt_event_is_loss(pmix_status_t status)
 {
@@ -172,12 +176,13 @@ static void svp_rt_event_handler(size_t evhdlr_registration_id,
     const pmix_proc_t *proc = svp_rt_event_proc(source, info, ninfo);
     int                lost;
 
-    svp_info("pmix event %d (%s) source %s:%d about %s:%d ninfo %zu",
-             status, PMIx_Error_string(status),
-             source != NULL ? source->nspace : "-",
-             source != NULL ? (int)source->rank : -1,
-             proc != NULL ? proc->nspace : "-",
-             proc != NULL ? (int)proc->rank : -1, ninfo);
+    svp_log(svp_rt_event_is_loss(status) ? SVP_LOG_LEVEL_WARN : SVP_LOG_LEVEL_DEBUG,
+            "pmix event %s from %s:%d about %s:%d",
+            PMIx_Error_string(status),
+            source != NULL ? source->nspace : "-",
+            source != NULL ? (int)source->rank : -1,
+            proc != NULL ? proc->nspace : "-",
+            proc != NULL ? (int)proc->rank : -1);
 
     if ((rt != NULL) && svp_rt_event_is_loss(status)) {
         if (status == PMIX_ERR_LOST_CONNECTION) {
@@ -206,6 +211,50 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
 
     PMIX_LOAD_PROCID(&proc, rt->proc.nspace, rank);
     return SVP_RT_PMIX_FUNC(PMIx_Get(&proc, key, NULL, 0, val_p), level);
+}
+
+#define SVP_RT_WATCH_KEY "svp.rt.watch_address"
+
+static void svp_rt_watch_lost(void *arg, int rank)
+{
+    svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+    svp_rt_record_loss(arg, rank);
+}
+
+/* Connects the neighbour watch (see watch.h): publish, fence, connect. */
+static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
+{
+    const char  *addr;
+    void        *next_addr;
+    size_t       len;
+    svp_status_t status;
+    int          next = (rt->rank + 1) % rt->size;
+    int          prev = (rt->rank + rt->size - 1) % rt->size;
+
+    status = svp_rt_watch_listen(&rt->watch, &addr);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_rt_put(rt, SVP_RT_WATCH_KEY, addr, strlen(addr) + 1);
+    if (status == SVP_OK) {
+        status = svp_rt_fence(rt);
+    }
+    if (status == SVP_OK) {
+        status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
+    }
+    if (status != SVP_OK) {
+        svp_rt_watch_stop(rt->watch);
+        rt->watch = NULL;
+        return status;
+    }
+    ((char *)next_addr)[len > 0 ? len - 1 : 0] = '\0';
+    status = svp_rt_watch_start(rt->watch, rt->rank, prev, next, next_addr,
+                                rt->timeout, svp_rt_watch_lost, rt);
+    free(next_addr);
+    if (status != SVP_OK) {
+        rt->watch = NULL;   /* svp_rt_watch_start destroyed it */
+    }
+    return status;
 }
 
 static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
@@ -267,8 +316,17 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     /* Called without a callback, PMIx 4 returns the registration id. */
     rt->evhdlr_id         = (size_t)rc;
     rt->evhdlr_registered = 1;
+
+    if (rt->size > 1) {
+        status = svp_rt_init_watch(rt);
+        if (status != SVP_OK) {
+            goto err_deregister;
+        }
+    }
     return SVP_OK;
 
+err_deregister:
+    PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
 err_close_fd:
     svp_rt_instance = NULL;
     close(rt->event_fd);
@@ -325,6 +383,7 @@ void svp_rt_cleanup(svp_rt_h rt)
         return;
     }
     if (!rt->plain) {
+        svp_rt_watch_stop(rt->watch);
         if (rt->evhdlr_registered) {
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }

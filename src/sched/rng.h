@@ -12,6 +12,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * What a stream is drawn for.  A sample's streams are
+ * svp_rng_stream(sample, purpose): the latents' stream is the sample index
+ * itself, and every other purpose lives in a disjoint range, so the noise
+ * added to the conditioning image never correlates with the latents.
+ */
+typedef enum {
+    SVP_RNG_LATENTS   = 0,   /* initial latents, N(0,1) before scaling */
+    SVP_RNG_NOISE_AUG = 1,   /* noise added to the conditioning image */
+    SVP_RNG_PURPOSE_LAST
+} svp_rng_purpose_t;
+
+/* The stream of (sample, purpose); sample < 2^56. */
+static inline uint64_t svp_rng_stream(uint64_t sample, svp_rng_purpose_t purpose)
+{
+    return ((uint64_t)purpose << 56) | sample;
+}
+
+/*
+ * These numbers are not torch.Generator's: a run cannot reproduce the noise
+ * of a diffusers run with the same seed (tests against diffusers feed the
+ * reference noise instead).
+ */
+
 /* One Philox4x32-10 block: 4 x 32 random bits for (key, counter). */
 void svp_rng_philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo,
                     uint32_t out[4]);

@@ -242,6 +242,19 @@ static void svp_elem_write(svp_dtype_t dtype, double v, unsigned char *p)
     }
 }
 
+/* One element type to another through fn, memcpy'ing each element since
+ * either side may be unaligned. */
+#define svp_convert_loop(_src_t, _dst_t, _fn) \
+    do { \
+        _src_t _in; \
+        _dst_t _out; \
+        for (i = 0; i < numel; ++i) { \
+            memcpy(&_in, s + i * sizeof(_src_t), sizeof(_src_t)); \
+            _out = _fn(_in); \
+            memcpy(d + i * sizeof(_dst_t), &_out, sizeof(_dst_t)); \
+        } \
+    } while (0)
+
 svp_status_t svp_convert_elements(svp_dtype_t src_dtype, const void *src,
                                   svp_dtype_t dst_dtype, void *dst,
                                   int64_t numel)
@@ -265,9 +278,21 @@ svp_status_t svp_convert_elements(svp_dtype_t src_dtype, const void *src,
     if (!svp_dtype_is_float(dst_dtype)) {
         return SVP_ERR_UNSUPPORTED;
     }
-    for (i = 0; i < numel; ++i) {
-        svp_elem_write(dst_dtype, svp_elem_read(src_dtype, s + i * ss),
-                       d + i * ds);
+    /* weights are loaded by the gigabyte: the pairs that loading and saving
+     * use get loops without a per-element dtype switch */
+    if (src_dtype == SVP_DTYPE_F16 && dst_dtype == SVP_DTYPE_F32) {
+        svp_convert_loop(uint16_t, float, svp_f16_to_f32);
+    } else if (src_dtype == SVP_DTYPE_BF16 && dst_dtype == SVP_DTYPE_F32) {
+        svp_convert_loop(uint16_t, float, svp_bf16_to_f32);
+    } else if (src_dtype == SVP_DTYPE_F32 && dst_dtype == SVP_DTYPE_F16) {
+        svp_convert_loop(float, uint16_t, svp_f32_to_f16);
+    } else if (src_dtype == SVP_DTYPE_F32 && dst_dtype == SVP_DTYPE_BF16) {
+        svp_convert_loop(float, uint16_t, svp_f32_to_bf16);
+    } else {
+        for (i = 0; i < numel; ++i) {
+            svp_elem_write(dst_dtype, svp_elem_read(src_dtype, s + i * ss),
+                           d + i * ds);
+        }
     }
     return SVP_OK;
 }

@@ -15,6 +15,9 @@
 #include "common/status.h"
 #include "pipe/pipe.h"
 #include "rt/rt.h"
+#include "comm/comm.h"
+#include "trace/trace.h"
+#include "common/util.h"
 #include "spec/spec.h"
 #include "spec/steps.h"
 
@@ -55,6 +58,24 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
     }
 }
 
+/*
+ * A failed rank tells the launcher at once (PMIx_Abort), so the other ranks
+ * are torn down now rather than finding out at their deadlines.  Once only.
+ */
+static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t status)
+{
+    static int aborted;
+    char       msg[256];
+
+    if (aborted || world == 1) {
+        return;
+    }
+    aborted = 1;
+    snprintf(msg, sizeof(msg), "svdworker rank %d failed: %s", rank,
+             svp_status_string(status));
+    svp_rt_abort(rt, svp_status_exit_code(status), msg);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -72,6 +93,8 @@ int main(int argc, char **argv)
     svp_step_range_t   range;
     svp_rt_params_t    rtp;
     svp_rt_h           rt = NULL;
+    svp_comm_params_t  cp;
+    char               trace_prefix[4096];
     char               err[1024], *dump;
     svp_status_t       status;
 
@@ -169,27 +192,68 @@ int main(int argc, char **argv)
              spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
              svp_rt_nspace(rt));
 
+    if (world > 1) {
+        /*
+         * The job id is a hash of the effective spec: a rank started with a
+         * different spec or --set (a stale file on one node) is a mismatch
+         * on its first message, not a silently different result.
+         */
+        status = svp_spec_dump(spec, &dump);
+        if (status != SVP_OK) {
+            goto out_abort;
+        }
+        memset(&cp, 0, sizeof(cp));
+        cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
+                        SVP_COMM_PARAM_FIELD_TRANSPORT;
+        cp.job_id     = svp_hash_fnv1a(dump, strlen(dump), 0);
+        cp.deadline   = spec->comm.deadline;
+        cp.transport  = spec->comm.transport;
+        free(dump);
+        status = svp_comm_create(rt, &cp, &pp.comm);
+        if (status != SVP_OK) {
+            goto out_abort;
+        }
+    }
+    if (spec->log.trace[0] != '\0') {
+        snprintf(trace_prefix, sizeof(trace_prefix), "%s", spec->log.trace);
+        status = svp_trace_create(trace_prefix, rank, svp_log_hostname(), &pp.trace);
+        if (status != SVP_OK) {
+            goto out_comm;
+        }
+    }
+
     status = svp_worker_make_stage(spec, &pp.stage);
     if (status != SVP_OK) {
-        goto out_abort;
+        goto out_trace;
     }
     status = svp_pipe_run(&pp, NULL);
+    if (status == SVP_OK && world > 1) {
+        /*
+         * Nobody leaves before everyone is done: a rank that finished its
+         * part early (rank 0 in "ends" placement) would otherwise be gone
+         * while a slower peer still connects to it, and a peer that exits
+         * could not be told from a lost one.
+         */
+        status = svp_rt_fence(rt);
+    }
+    if (status != SVP_OK) {
+        /* tear the job down before the (bounded) cleanup below */
+        svp_worker_fail(rt, world, rank, status);
+    }
     pp.stage.ops->destroy(pp.stage.self);
+out_trace:
+    svp_trace_destroy(pp.trace);
+out_comm:
+    svp_comm_destroy(pp.comm);
     if (status == SVP_OK) {
         if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
             svp_info("outputs in %s", spec->output.dir);
         }
-        goto out_rt;
     }
+    goto out_rt;
 
 out_abort:
-    /* a job-fatal error tears the whole job down now, rather than leaving
-     * the other ranks to find out at their deadlines */
-    if (SVP_IS_JOB_FATAL(status) || world > 1) {
-        snprintf(err, sizeof(err), "rank %d failed: %s", rank,
-                 svp_status_string(status));
-        svp_rt_abort(rt, svp_status_exit_code(status), err);
-    }
+    svp_worker_fail(rt, world, rank, status);
 out_rt:
     svp_rt_cleanup(rt);
 out_spec:

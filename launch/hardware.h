@@ -1,0 +1,58 @@
+/*
+ * Hardware tables (the YAML files in etc/hardware/): what one device and its links cost,
+ * for the planner.  Times are measured at a reference setting and scaled by
+ * the planner to the job's frames and resolution.
+ *
+ *   name: h100
+ *   description: NVIDIA H100 SXM 80 GB, NVLink 4
+ *   memory_gb: 80
+ *   svd:                          # optional: only plans of model.kind svd
+ *     reference: {batch: 2, frames: 25, height: 576, width: 1024}
+ *     unet_step_s: 0.8            # one UNet call at the reference
+ *     encode_s: 0.15              # CLIP + VAE encode of one sample
+ *     decode_s: 3.4               # VAE decode of one sample
+ *   links:
+ *     intra_node_gbps: 300        # GB/s between two ranks on one node
+ *     inter_node_gbps: 25         # GB/s between nodes
+ *     latency_us: 10              # per message
+ *
+ * Errors name file:line:column, the key path, what was expected and what was
+ * found; an unknown key gets the nearest known one as a suggestion.
+ */
+#ifndef SVP_LAUNCH_HARDWARE_H
+#define SVP_LAUNCH_HARDWARE_H
+
+#include "common/status.h"
+
+typedef struct {
+    char   *file;
+    char   *name;
+    char   *description;
+    double  memory_gb;             /* per device; 0 = not given */
+    struct {
+        int    batch, frames, height, width;
+        double unet_step_s;        /* 0 = not given */
+        double encode_s;
+        double decode_s;
+    } svd;
+    double  intra_node_gbps;       /* GB/s = 1e9 bytes per second */
+    double  inter_node_gbps;
+    double  latency_us;
+} svp_hw_t;
+
+/*
+ * Reads a hardware table.  On success *hw_p is allocated and owned by the
+ * caller (svp_hw_destroy); on failure nothing is returned, the message is in
+ * errbuf (when not NULL) and the result is SVP_ERR_BAD_FILE (malformed),
+ * SVP_ERR_NOT_FOUND / SVP_ERR_IO (unreadable) or SVP_ERR_NO_MEMORY.
+ */
+svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
+                         svp_hw_t **hw_p);
+
+/* Same, from a string; file is the name used in messages. */
+svp_status_t svp_hw_load_string(const char *yaml, const char *file,
+                                char *errbuf, int errlen, svp_hw_t **hw_p);
+
+void svp_hw_destroy(svp_hw_t *hw);
+
+#endif

@@ -1,0 +1,102 @@
+/*
+ * svdlaunch: job spec -> sbatch script.
+ *
+ * Every value that reaches the script comes from a YAML file a user edits, so
+ * every value is validated first and nothing is trusted afterwards:
+ *
+ *   - values on #SBATCH lines are checked against the narrow character set
+ *     Slurm itself accepts for that option (partition names, time formats,
+ *     dependency lists, ...).  sbatch parses those lines with its own small
+ *     tokenizer, not with a shell, so quoting would not help there; the
+ *     character sets contain no blank, quote, '#' or newline.
+ *   - values on shell lines (environment values, container image and mounts,
+ *     the worker path, the job spec path, --set overrides) are single-quoted.
+ *   - a control character (newline included) anywhere is rejected outright:
+ *     a newline is the only way to start a second #SBATCH line.
+ *
+ * Errors name the spec file, the key path, what was expected and what was
+ * found (with control characters escaped).
+ */
+#ifndef SVP_LAUNCH_LAUNCH_H
+#define SVP_LAUNCH_LAUNCH_H
+
+#include "common/status.h"
+#include "spec/spec.h"
+
+/*
+ * Seconds srun waits after the first task exits before killing the others
+ * (srun -W): the job's comm.deadline, rounded up, plus this grace.  Every rank
+ * ends with a wait bounded by comm.deadline, so a healthy job has no rank
+ * left after that; the grace covers closing output files.
+ */
+#define SVP_LAUNCH_EXIT_GRACE_S 30
+
+/* How the rendered script names the job spec. */
+typedef enum {
+    /*
+     * spec_ref is absolute: the script works from anywhere on machines that
+     * share the file system.  Used for scripts rendered for one submission.
+     */
+    SVP_LAUNCH_SPEC_ABSOLUTE = 0,
+    /*
+     * spec_ref is relative to the directory the script lives in (checked-in
+     * scripts: "../etc/svd_7gpu.yaml").  The script resolves it at run time
+     * against its own location, which under sbatch is recovered from the
+     * job's Command field (sbatch runs a spooled copy of the script).
+     */
+    SVP_LAUNCH_SPEC_SCRIPT_RELATIVE
+} svp_launch_spec_ref_t;
+
+typedef struct {
+    const char            *spec_ref;       /* path of the job spec in the script */
+    svp_launch_spec_ref_t  spec_ref_kind;
+    const char *const     *overrides;      /* "key=value" passed on to the worker
+                                              as --set, NULL allowed */
+    int                    num_overrides;
+} svp_launch_render_params_t;
+
+/*
+ * Checks every cluster.* value (and the few other keys the script uses)
+ * against what Slurm and the shell accept.  On failure writes one message
+ * into errbuf (when not NULL) and returns SVP_ERR_SPEC.  Logs nothing: the
+ * caller decides how to report.
+ */
+svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
+                                 int errlen);
+
+/*
+ * svp_launch_validate() plus everything the job checks before it starts
+ * that does not need the cluster: the step assignment (steps divisible by
+ * nodes * ranks_per_node) and the sample count.
+ */
+svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen);
+
+/*
+ * Renders the sbatch script for spec.  On success *script_p is a malloc'ed,
+ * NUL-terminated script the caller frees; on failure *script_p is untouched,
+ * errbuf holds the reason and the result is SVP_ERR_SPEC (invalid value) or
+ * SVP_ERR_NO_MEMORY.  The output depends only on spec and params, so
+ * checked-in scripts can be compared byte for byte.
+ */
+svp_status_t svp_launch_render(const svp_spec_t *spec,
+                               const svp_launch_render_params_t *params,
+                               char *errbuf, int errlen, char **script_p);
+
+/*
+ * Parses a Slurm time limit ("minutes", "minutes:seconds",
+ * "hours:minutes:seconds", "days-hours", "days-hours:minutes",
+ * "days-hours:minutes:seconds", or "UNLIMITED"/"INFINITE" giving -1) into
+ * seconds.  Stricter than Slurm in one way: minutes and seconds after a
+ * colon must be below 60 and hours after a '-' below 24, so that a typo is
+ * not silently read as a different limit.
+ */
+svp_status_t svp_launch_time_parse(const char *text, long *seconds_p);
+
+/*
+ * The path of target relative to directory dir ("../etc/job.yaml").  Both
+ * must exist (they are resolved with realpath).  *rel_p is malloc'ed.
+ */
+svp_status_t svp_launch_relpath(const char *dir, const char *target,
+                                 char **rel_p);
+
+#endif

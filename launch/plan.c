@@ -1,0 +1,459 @@
+/*
+ * The planner's model and report (see plan.h for the model itself).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/plan.h"
+#include "launch/launch_int.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * SVD-XT weights, bytes of tensor data in fp16, from the diffusers
+ * checkpoint's state_dict() (stable-video-diffusion-img2vid-xt: unet/,
+ * vae/ split into encoder + quant_conv and decoder + post_quant_conv,
+ * image_encoder/).
+ */
+#define PLAN_UNET_F16      3049246164.0
+#define PLAN_VAE_ENC_F16     68327328.0
+#define PLAN_VAE_DEC_F16    127158366.0
+#define PLAN_CLIP_F16      1264153600.0
+
+/* SVD's latent: 4 channels at 1/8 of the video's resolution */
+#define PLAN_LATENT_C      4
+#define PLAN_VAE_FACTOR    8
+#define PLAN_IMAGE_EMBED   1024
+#define PLAN_TIME_IDS      3
+
+/* Ties between start times closer than this are ties (seconds). */
+#define PLAN_TIE_S         1e-12
+
+enum { PLAN_ENCODE, PLAN_STEPS, PLAN_DECODE };
+
+typedef struct {
+    int    rank;
+    int    kind;
+    double duration;
+} plan_task_t;
+
+static double plan_elem_size(svp_spec_dtype_t dtype)
+{
+    return dtype == SVP_DTYPE_SPEC_F32 ? 4.0 : 2.0;
+}
+
+/* Guidance doubles the UNet batch when the ramp reaches above 1. */
+static int plan_cfg_batch(const svp_spec_t *spec)
+{
+    return spec->video.max_guidance > 1.0 ? 2 : 1;
+}
+
+svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw,
+                                      char *errbuf, int errlen,
+                                      svp_plan_costs_t *costs_p)
+{
+    svp_plan_costs_t c = {0};
+
+    if (hw != NULL) {
+        c.intra_node_gbps = hw->intra_node_gbps;
+        c.inter_node_gbps = hw->inter_node_gbps;
+        c.latency_s       = hw->latency_us * 1e-6;
+    }
+
+    if (spec->model.kind == SVP_MODEL_DUMMY) {
+        if (spec->model.dummy.cost != SVP_DUMMY_COST_SLEEP) {
+            svp_launch_errf(errbuf, errlen, "%s: model.dummy.cost: the planner "
+                            "has no time model for 'compute' (use 'sleep', or "
+                            "--from-log with a measured run)", spec->file);
+            return SVP_ERR_UNSUPPORTED;
+        }
+        c.step_s   = spec->model.dummy.step_ms * 1e-3;
+        c.encode_s = spec->model.dummy.encode_ms * 1e-3;
+        c.decode_s = spec->model.dummy.decode_ms * 1e-3;
+        snprintf(c.source, sizeof(c.source), "model.dummy (sleep)%s%s",
+                 hw ? ", links from " : ", links free", hw ? hw->file : "");
+    } else {
+        double scale, pix, pix_ref;
+
+        if (hw == NULL || hw->svd.unet_step_s <= 0) {
+            svp_launch_errf(errbuf, errlen, "%s: model svd needs a hardware "
+                            "table with an svd section (--hardware)",
+                            spec->file);
+            return SVP_ERR_UNSUPPORTED;
+        }
+        /* first order: work grows with pixels x frames x batch */
+        pix     = (double)spec->video.height * spec->video.width;
+        pix_ref = (double)hw->svd.height * hw->svd.width;
+        scale   = pix * spec->video.num_frames * plan_cfg_batch(spec) /
+                  (pix_ref * hw->svd.frames * hw->svd.batch);
+        c.step_s   = hw->svd.unet_step_s * scale;
+        c.encode_s = hw->svd.encode_s * pix / pix_ref;
+        c.decode_s = hw->svd.decode_s * pix * spec->video.num_frames /
+                     (pix_ref * hw->svd.frames);
+        snprintf(c.source, sizeof(c.source), "%s (%s), UNet scaled x%.3f from "
+                 "batch %d x %d frames x %dx%d", hw->file, hw->name, scale,
+                 hw->svd.batch, hw->svd.frames, hw->svd.height, hw->svd.width);
+    }
+    *costs_p = c;
+    return SVP_OK;
+}
+
+svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
+                                     svp_plan_costs_t *costs_p)
+{
+    static const char *kinds[] = {"encode", "step", "decode"};
+    double             sum[3] = {0}, *dst[3];
+    long               count[3] = {0};
+    svp_plan_costs_t   c = *costs_p;
+    char              *line = NULL;
+    size_t             cap = 0;
+    long               lineno = 0;
+    FILE              *f;
+
+    f = fopen(file, "r");
+    if (f == NULL) {
+        svp_launch_errf(errbuf, errlen, "%s: %s", file, strerror(errno));
+        return SVP_ERR_IO;
+    }
+    while (getline(&line, &cap, f) >= 0) {
+        const char *tok = strstr(line, "svp-cost "), *k, *s;
+        char       *end;
+        double      v;
+        int         i;
+
+        ++lineno;
+        if (tok == NULL) {
+            /* svdworker's debug line: "sample 3 step 5/28 812.0 ms" */
+            const char *smp = strstr(line, " sample ");
+            int         sample, step, steps;
+            double      ms;
+
+            if (smp != NULL && sscanf(smp, " sample %d step %d/%d %lf ms",
+                                      &sample, &step, &steps, &ms) == 4 &&
+                ms >= 0 && isfinite(ms)) {
+                sum[1] += ms * 1e-3;
+                ++count[1];
+            }
+            continue;
+        }
+        k = strstr(tok, " kind=");
+        s = strstr(tok, " s=");
+        for (i = 0; k != NULL && i < 3; ++i) {
+            size_t n = strlen(kinds[i]);
+            if (!strncmp(k + 6, kinds[i], n) &&
+                (k[6 + n] == ' ' || k[6 + n] == '\n' || k[6 + n] == '\0')) {
+                break;
+            }
+        }
+        v = s ? strtod(s + 3, &end) : NAN;
+        if (k == NULL || i == 3 || s == NULL || end == s + 3 || !(v >= 0) ||
+            !isfinite(v)) {
+            svp_launch_errf(errbuf, errlen, "%s:%ld: expected svp-cost "
+                            "kind=step|encode|decode s=SECONDS", file, lineno);
+            free(line);
+            fclose(f);
+            return SVP_ERR_BAD_FILE;
+        }
+        sum[i] += v;
+        ++count[i];
+    }
+    free(line);
+    fclose(f);
+
+    dst[0] = &c.encode_s;
+    dst[1] = &c.step_s;
+    dst[2] = &c.decode_s;
+    for (int i = 0; i < 3; ++i) {
+        if (count[i] > 0) {
+            *dst[i] = sum[i] / count[i];
+        }
+    }
+    snprintf(c.source, sizeof(c.source), "measured in %s (%ld steps, %ld "
+             "encodes, %ld decodes)", file, count[1], count[0], count[2]);
+    *costs_p = c;
+    return SVP_OK;
+}
+
+void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
+{
+    svp_plan_message_t m = {0};
+    double             es = plan_elem_size(spec->dtype);
+
+    if (spec->model.kind == SVP_MODEL_DUMMY) {
+        double elems = 1;
+        for (int i = 0; i < 5; ++i) {
+            elems *= (double)spec->latent_shape[i];
+        }
+        m.latent = elems * es;
+    } else {
+        double hw = (double)(spec->video.height / PLAN_VAE_FACTOR) *
+                    (spec->video.width / PLAN_VAE_FACTOR);
+
+        m.latent        = spec->video.num_frames * PLAN_LATENT_C * hw * es;
+        /* the unconditional half of the guidance batch is zeros: not sent */
+        m.image_latents = PLAN_LATENT_C * hw * es;
+        m.image_embeds  = PLAN_IMAGE_EMBED * es;
+        m.time_ids      = PLAN_TIME_IDS * es;
+    }
+    m.total = m.latent + m.image_latents + m.image_embeds + m.time_ids;
+    *msg_p = m;
+}
+
+static int plan_encodes_on(svp_placement_t placement, int world, int rank)
+{
+    return world == 1 || placement == SVP_PLACEMENT_SPREAD || rank == 0;
+}
+
+static int plan_decodes_on(svp_placement_t placement, int world, int rank)
+{
+    return world == 1 || placement == SVP_PLACEMENT_SPREAD || rank == world - 1;
+}
+
+void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
+                     svp_placement_t placement, svp_plan_memory_t *mem_p)
+{
+    svp_plan_memory_t  m = {0};
+    svp_plan_message_t msg;
+    double             es = plan_elem_size(spec->dtype);
+    int                enc = plan_encodes_on(placement, world, rank);
+    int                dec = plan_decodes_on(placement, world, rank);
+    int                inflight = spec->comm.inflight > 0 ? spec->comm.inflight : 1;
+
+    svp_plan_message(spec, &msg);
+    if (spec->model.kind == SVP_MODEL_DUMMY) {
+        /* the dummy UNet's weights are negligible; input and output latent */
+        m.activations = 2 * msg.latent;
+    } else {
+        double a[4], unet, vae_dec, vae_enc;
+        int    h = spec->video.height / PLAN_VAE_FACTOR;
+        int    w = spec->video.width / PLAN_VAE_FACTOR;
+        int    chunk = spec->video.decode_chunk_size;
+        double bf = (double)plan_cfg_batch(spec) * spec->video.num_frames;
+        double full = (double)spec->video.height * spec->video.width;
+
+        m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
+                     (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0;
+
+        /* the four UNet levels; a stride-2 conv rounds up */
+        for (int l = 0; l < 4; ++l) {
+            a[l] = (double)h * w;
+            h = (h + 1) / 2;
+            w = (w + 1) / 2;
+        }
+        /*
+         * Per frame of the batch: the 12 skip tensors (all alive across the
+         * mid block: conv_in and two resnets at 320 ch, the level-0
+         * downsample, two at 640, ...), plus the largest transient, level
+         * 0's GEGLU projection (inner 4 x 320, doubled by the gate) with its
+         * input.  Attention is assumed fused: its scores, 42 GB at level 0
+         * for 25 frames, are never materialised.  1.49 GB of skips and
+         * 2.36 GB of GEGLU output for 2 x 25 frames at 576x1024 fp16.
+         */
+        unet = bf * (3 * 320 * a[0] + 320 * a[1] + 2 * 640 * a[1] +
+                     640 * a[2] + 2 * 1280 * a[2] + 3 * 1280 * a[3] +
+                     a[0] * (2 * 4 * 320 + 320));
+        /* VAE decode: input and output of the full-resolution 256-channel
+           convolution, decode_chunk_size frames at a time */
+        if (chunk <= 0 || chunk > spec->video.num_frames) {
+            chunk = spec->video.num_frames;
+        }
+        vae_dec = dec ? 2.0 * chunk * 256 * full : 0;
+        /* VAE encode of the conditioning frame: 128 channels at full size */
+        vae_enc = enc ? 2.0 * 128 * full : 0;
+        m.activations = fmax(unet, fmax(vae_dec, vae_enc)) * es;
+    }
+    /* received and outgoing messages of the samples in flight */
+    m.buffers = 2.0 * inflight * msg.total;
+    m.total   = m.weights + m.activations + m.buffers;
+    *mem_p = m;
+}
+
+void svp_plan_result_destroy(svp_plan_result_t *result)
+{
+    if (result == NULL) {
+        return;
+    }
+    free(result->ranks);
+    free(result->link_msgs);
+    free(result->link_s);
+    free(result);
+}
+
+static double plan_link_s(const svp_plan_params_t *p, int from, int to)
+{
+    const svp_plan_costs_t *c = &p->costs;
+    double gbps = (from / p->ranks_per_node == to / p->ranks_per_node) ?
+                  c->intra_node_gbps : c->inter_node_gbps;
+
+    return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
+}
+
+/* The chain of sample i; returns the number of tasks written to t. */
+static int plan_chain(const svp_plan_params_t *p, int i, plan_task_t *t)
+{
+    int n = 0, per_rank = p->steps / p->world;
+    int end_rank = p->placement == SVP_PLACEMENT_SPREAD ? i % p->world : 0;
+
+    if (p->costs.encode_s > 0) {
+        t[n++] = (plan_task_t){end_rank, PLAN_ENCODE, p->costs.encode_s};
+    }
+    for (int r = 0; r < p->world; ++r) {
+        if (per_rank > 0 && p->costs.step_s > 0) {
+            t[n++] = (plan_task_t){r, PLAN_STEPS, per_rank * p->costs.step_s};
+        }
+    }
+    if (p->costs.decode_s > 0) {
+        end_rank = p->placement == SVP_PLACEMENT_SPREAD ? i % p->world :
+                   p->world - 1;
+        t[n++] = (plan_task_t){end_rank, PLAN_DECODE, p->costs.decode_s};
+    }
+    return n;
+}
+
+/*
+ * Event by event: the task that can start earliest runs next; among equal
+ * starts the oldest sample wins (a rank finishes what is in flight before it
+ * takes new work).  N x (W+2) tasks, each chosen in O(N).
+ */
+static svp_status_t plan_simulate(const svp_plan_params_t *p,
+                                  svp_plan_result_t *res)
+{
+    int           W = p->world, N = p->samples, stride = p->world + 2;
+    plan_task_t  *tasks;
+    int          *count, *next;
+    double       *ready, *free_at;
+    long          remaining = 0;
+    svp_status_t  status = SVP_ERR_NO_MEMORY;
+
+    tasks   = calloc((size_t)N * stride, sizeof(*tasks));
+    count   = calloc((size_t)N, sizeof(*count));
+    next    = calloc((size_t)N, sizeof(*next));
+    ready   = calloc((size_t)N, sizeof(*ready));
+    free_at = calloc((size_t)W, sizeof(*free_at));
+    if (tasks == NULL || count == NULL || next == NULL || ready == NULL ||
+        free_at == NULL) {
+        goto out_free;
+    }
+
+    for (int i = 0; i < N; ++i) {
+        count[i]   = plan_chain(p, i, tasks + (size_t)i * stride);
+        remaining += count[i];
+    }
+
+    /* one sample alone: its chain end to end, hops included */
+    for (int k = 0; k < count[0]; ++k) {
+        res->fill_s += tasks[k].duration;
+        if (k > 0 && tasks[k].rank != tasks[k - 1].rank) {
+            res->fill_s += plan_link_s(p, tasks[k - 1].rank, tasks[k].rank);
+        }
+    }
+
+    while (remaining-- > 0) {
+        const plan_task_t *t;
+        double             best_start = DBL_MAX, finish;
+        int                best = -1;
+
+        for (int i = 0; i < N; ++i) {
+            double start;
+
+            if (next[i] == count[i]) {
+                continue;
+            }
+            t     = &tasks[(size_t)i * stride + next[i]];
+            start = fmax(ready[i], free_at[t->rank]);
+            if (start < best_start - PLAN_TIE_S) {
+                best_start = start;
+                best       = i;
+            }
+        }
+
+        t      = &tasks[(size_t)best * stride + next[best]];
+        finish = best_start + t->duration;
+        free_at[t->rank] = finish;
+        res->ranks[t->rank].busy_s  += t->duration;
+        res->ranks[t->rank].finish_s = finish;
+        res->ranks[t->rank].steps   += t->kind == PLAN_STEPS ? p->steps / W : 0;
+        res->ranks[t->rank].encodes += t->kind == PLAN_ENCODE;
+        res->ranks[t->rank].decodes += t->kind == PLAN_DECODE;
+        res->makespan_s = fmax(res->makespan_s, finish);
+
+        ready[best] = finish;
+        if (++next[best] < count[best]) {
+            int to = tasks[(size_t)best * stride + next[best]].rank;
+
+            if (to != t->rank) {
+                double hop = plan_link_s(p, t->rank, to);
+
+                ready[best] += hop;
+                res->link_msgs[t->rank * W + to] += 1;
+                res->link_s[t->rank * W + to]    += hop;
+            }
+        }
+    }
+    status = SVP_OK;
+
+out_free:
+    free(free_at);
+    free(ready);
+    free(next);
+    free(count);
+    free(tasks);
+    return status;
+}
+
+svp_status_t svp_plan_run(const svp_plan_params_t *p,
+                          svp_plan_result_t **result_p)
+{
+    svp_plan_result_t *res;
+    svp_status_t       status;
+    int                W = p->world, N = p->samples;
+    double             busy = 0;
+
+    if (W < 1 || N < 1 || p->steps < W || p->steps % W != 0 ||
+        p->ranks_per_node < 1) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+
+    res = calloc(1, sizeof(*res));
+    if (res == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    res->world     = W;
+    res->ranks     = calloc((size_t)W, sizeof(*res->ranks));
+    res->link_msgs = calloc((size_t)W * W, sizeof(*res->link_msgs));
+    res->link_s    = calloc((size_t)W * W, sizeof(*res->link_s));
+    if (res->ranks == NULL || res->link_msgs == NULL || res->link_s == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_destroy_result;
+    }
+    status = plan_simulate(p, res);
+    if (status != SVP_OK) {
+        goto err_destroy_result;
+    }
+
+    for (int r = 0; r < W; ++r) {
+        double per_sample = res->ranks[r].busy_s / N;
+
+        busy += res->ranks[r].busy_s;
+        /* on a tie (spread balances the ranks) the first rank is named */
+        if (per_sample > res->bottleneck_s * (1 + 1e-9)) {
+            res->bottleneck_s    = per_sample;
+            res->bottleneck_rank = r;
+        }
+    }
+    res->samples_per_s = res->makespan_s > 0 ? N / res->makespan_s : 0;
+    res->bubble        = res->makespan_s > 0 ?
+                         1.0 - busy / (W * res->makespan_s) : 0;
+    res->closed_form_s = res->fill_s + (N - 1) * res->bottleneck_s;
+    *result_p = res;
+    return SVP_OK;
+
+err_destroy_result:
+    svp_plan_result_destroy(res);
+    return status;
+}

@@ -1,0 +1,141 @@
+/*
+ * The planner: an analytic model of the step pipeline, to see before a job is
+ * submitted what it will cost and where the time goes.
+ *
+ * Model.  Each sample is a chain of tasks: encode (where the placement puts
+ * it), then T/W steps on rank 0, T/W on rank 1, ..., T/W on rank W-1, then
+ * decode.  Between two tasks on different ranks the latent and conditioning
+ * cross a link: latency + bytes / bandwidth, during which neither rank is
+ * busy (UCX sends are nonblocking).  A rank runs one task at a time, to the
+ * end; when it is free it takes, among the tasks that can start earliest, the
+ * one of the oldest sample.  Tasks of zero duration are left out.
+ *
+ * With encode on rank 0 and decode on rank W-1 (placement ends) this is a
+ * flow shop with a fixed time s_r per stage, whose makespan is exactly
+ *
+ *     sum_r s_r + (W-1) * link + (N-1) * max_r s_r
+ *
+ * (the first sample fills the pipeline, the rest leave at the pace of the
+ * slowest stage).  The simulation reproduces it and also covers placement
+ * spread, where the stage times differ from sample to sample.
+ *
+ * Not modelled: the in-flight window (comm.inflight; assumed deep enough
+ * that no rank waits for buffer space), link contention, start-up (loading
+ * weights, PMIx and UCX wire-up) and writing the outputs.
+ */
+#ifndef SVP_LAUNCH_PLAN_H
+#define SVP_LAUNCH_PLAN_H
+
+#include "common/status.h"
+#include "launch/hardware.h"
+#include "spec/spec.h"
+
+#include <stdio.h>
+
+/* What one unit of work costs, in seconds, and how fast links are. */
+typedef struct {
+    double step_s;           /* one denoising step of one sample */
+    double encode_s;         /* preprocessing, CLIP and VAE encode of a sample */
+    double decode_s;         /* VAE decode of a sample */
+    double intra_node_gbps;  /* 0: links are free */
+    double inter_node_gbps;
+    double latency_s;
+    char   source[256];      /* where the figures came from, for the report */
+} svp_plan_costs_t;
+
+/* One hand-off message (latent + conditioning), in bytes. */
+typedef struct {
+    double latent;           /* [F, C, H/8, W/8] (dummy: latent_shape) */
+    double image_latents;    /* [C, H/8, W/8], svd only */
+    double image_embeds;     /* [1, 1024], svd only */
+    double time_ids;         /* [3], svd only */
+    double total;
+} svp_plan_message_t;
+
+/* Device memory one rank needs, in bytes. */
+typedef struct {
+    double weights;          /* UNet on every rank, plus the ends' models */
+    double activations;      /* largest of: UNet call, VAE decode, encode */
+    double buffers;          /* hand-off messages in flight */
+    double total;
+} svp_plan_memory_t;
+
+typedef struct {
+    int             world;           /* W ranks */
+    int             ranks_per_node;  /* a link between nodes is slower */
+    int             steps;           /* T, divisible by W */
+    int             samples;         /* N */
+    svp_placement_t placement;
+    double          message_bytes;
+    svp_plan_costs_t costs;
+} svp_plan_params_t;
+
+typedef struct {
+    int    steps, encodes, decodes;  /* totals over all samples */
+    double busy_s;                   /* time computing */
+    double finish_s;                 /* when its last task ended */
+} svp_plan_rank_t;
+
+typedef struct {
+    int              world;
+    double           makespan_s;     /* first task start to last task end */
+    double           samples_per_s;  /* N / makespan */
+    double           bubble;         /* idle share of W * makespan */
+    double           fill_s;         /* one sample alone, end to end */
+    double           bottleneck_s;   /* max over ranks of busy / N */
+    int              bottleneck_rank;
+    double           closed_form_s;  /* fill + (N-1) * bottleneck */
+    svp_plan_rank_t *ranks;          /* [world] */
+    int             *link_msgs;      /* [world * world], from * world + to */
+    double          *link_s;         /* [world * world], time on the link */
+} svp_plan_result_t;
+
+/*
+ * Costs of spec's model: model.dummy (cost sleep) gives step/encode/decode
+ * directly; model svd scales hw's reference times to the spec's frames,
+ * resolution and guidance batch (linearly in pixels x frames x batch: a
+ * first-order model).  hw may be NULL for a dummy model (links then cost
+ * nothing).  Errors (message in errbuf): SVP_ERR_UNSUPPORTED when the figures
+ * needed are not available.
+ */
+svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw,
+                                      char *errbuf, int errlen,
+                                      svp_plan_costs_t *costs_p);
+
+/*
+ * Replaces step/encode/decode in *costs_p with the means measured in a log.
+ * A measurement is any line holding the token "svp-cost" followed by
+ * "kind=step|encode|decode" and "s=SECONDS" (other text on the line, such as
+ * a log prefix, is ignored):
+ *
+ *   ... svp-cost kind=step sample=3 s=0.812
+ *
+ * svdworker's debug lines "sample 3 step 5/28 812.0 ms" count as steps.
+ * A kind with no measurement keeps its value.  Errors: SVP_ERR_IO,
+ * SVP_ERR_BAD_FILE (file:line of the first malformed measurement).
+ */
+svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
+                                     svp_plan_costs_t *costs_p);
+
+/* The hand-off message of spec, in bytes of spec's dtype. */
+void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p);
+
+/* Memory of rank in a world of W under placement (W=1: one GPU does all). */
+void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
+                     svp_placement_t placement, svp_plan_memory_t *mem_p);
+
+/*
+ * Runs the model.  *result_p is allocated and owned by the caller
+ * (svp_plan_result_destroy).  Errors: SVP_ERR_INVALID_PARAM (W < 1, T not
+ * divisible by W, N < 1), SVP_ERR_NO_MEMORY.
+ */
+svp_status_t svp_plan_run(const svp_plan_params_t *params,
+                          svp_plan_result_t **result_p);
+
+void svp_plan_result_destroy(svp_plan_result_t *result);
+
+/* The full report of `svdlaunch plan`: the pipeline and the alternatives. */
+svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
+                             const svp_plan_costs_t *costs);
+
+#endif

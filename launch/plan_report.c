@@ -1,0 +1,225 @@
+/*
+ * The text report of `svdlaunch plan`: the job's pipeline rank by rank, its
+ * links and memory, then the same job laid out differently.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define PLAN_GB 1e9
+
+static const char *plan_dtype_name(svp_spec_dtype_t dtype)
+{
+    switch (dtype) {
+    case SVP_DTYPE_SPEC_F16:
+        return "f16";
+    case SVP_DTYPE_SPEC_BF16:
+        return "bf16";
+    default:
+        return "f32";
+    }
+}
+
+static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
+                        int world, int ranks_per_node, svp_placement_t placement,
+                        int samples, svp_plan_params_t *p)
+{
+    svp_plan_message_t msg;
+
+    svp_plan_message(spec, &msg);
+    p->world          = world;
+    p->ranks_per_node = ranks_per_node;
+    p->steps          = spec->steps;
+    p->samples        = samples;
+    p->placement      = placement;
+    p->message_bytes  = msg.total;
+    p->costs          = *costs;
+}
+
+/* The largest memory of any rank of a layout. */
+static double plan_peak_memory(const svp_spec_t *spec, int world,
+                               svp_placement_t placement)
+{
+    double peak = 0;
+
+    for (int r = 0; r < world; ++r) {
+        svp_plan_memory_t m;
+
+        svp_plan_memory(spec, world, r, placement, &m);
+        peak = fmax(peak, m.total);
+    }
+    return peak;
+}
+
+static void plan_print_message(FILE *out, const svp_spec_t *spec)
+{
+    svp_plan_message_t msg;
+
+    svp_plan_message(spec, &msg);
+    if (spec->model.kind == SVP_MODEL_DUMMY) {
+        fprintf(out, "message  %.0f bytes per hand-off: latent [%lld,%lld,%lld,"
+                "%lld,%lld] %s\n", msg.total, (long long)spec->latent_shape[0],
+                (long long)spec->latent_shape[1],
+                (long long)spec->latent_shape[2],
+                (long long)spec->latent_shape[3],
+                (long long)spec->latent_shape[4], plan_dtype_name(spec->dtype));
+        return;
+    }
+    fprintf(out, "message  %.0f bytes per hand-off (%s): latent [%d,4,%d,%d] "
+            "%.0f + image latents [4,%d,%d] %.0f + image embeddings [1,1024] "
+            "%.0f + time ids [3] %.0f\n", msg.total,
+            plan_dtype_name(spec->dtype), spec->video.num_frames,
+            spec->video.height / 8, spec->video.width / 8, msg.latent,
+            spec->video.height / 8, spec->video.width / 8, msg.image_latents,
+            msg.image_embeds, msg.time_ids);
+}
+
+static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
+                                const svp_plan_params_t *p,
+                                const svp_plan_result_t *res)
+{
+    int W = p->world;
+
+    fprintf(out, "\nrank  node  steps/sample  steps  encodes  decodes    busy_s  "
+            "per-sample_s  finish_s  idle\n");
+    for (int r = 0; r < W; ++r) {
+        const svp_plan_rank_t *rk = &res->ranks[r];
+
+        fprintf(out, "%4d  %4d  %12d  %5d  %7d  %7d  %8.3f  %12.3f  %8.3f  "
+                "%3.0f%%\n", r, r / p->ranks_per_node, p->steps / W, rk->steps,
+                rk->encodes, rk->decodes, rk->busy_s, rk->busy_s / p->samples,
+                rk->finish_s, 100.0 * (1.0 - rk->busy_s / res->makespan_s));
+    }
+
+    fprintf(out, "\npipeline (placement %s): makespan %.3f s for %d samples, "
+            "%.4f samples/s, bubble %.1f%%\n",
+            svp_spec_placement_name(p->placement), res->makespan_s, p->samples,
+            res->samples_per_s, 100.0 * res->bubble);
+    fprintf(out, "  fill %.3f s (one sample end to end) + %d x %.3f s "
+            "(bottleneck: rank %d) = %.3f s; steady state %.4f samples/s\n",
+            res->fill_s, p->samples - 1, res->bottleneck_s, res->bottleneck_rank,
+            res->closed_form_s,
+            res->bottleneck_s > 0 ? 1.0 / res->bottleneck_s : 0);
+
+    fprintf(out, "\nlink       messages     MB   busy_s\n");
+    for (int from = 0; from < W; ++from) {
+        for (int to = 0; to < W; ++to) {
+            int n = res->link_msgs[from * W + to];
+
+            if (n > 0) {
+                fprintf(out, "%3d -> %-3d %8d %6.1f  %.6f\n", from, to, n,
+                        n * p->message_bytes / 1e6, res->link_s[from * W + to]);
+            }
+        }
+    }
+
+    fprintf(out, "\nmemory per GPU (GB)\nrank  weights  activations  buffers  "
+            "total\n");
+    for (int r = 0; r < W; ++r) {
+        svp_plan_memory_t m;
+
+        svp_plan_memory(spec, W, r, p->placement, &m);
+        fprintf(out, "%4d  %7.2f  %11.2f  %7.3f  %5.2f\n", r,
+                m.weights / PLAN_GB, m.activations / PLAN_GB,
+                m.buffers / PLAN_GB, m.total / PLAN_GB);
+    }
+}
+
+svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
+                             const svp_plan_costs_t *costs)
+{
+    svp_plan_params_t  p, alt;
+    svp_plan_result_t *res, *other = NULL, *one = NULL, *rep = NULL;
+    svp_placement_t    other_placement;
+    svp_status_t       status;
+    int                W = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    int                N = spec->samples;
+    int                per_replica = (N + W - 1) / W;
+    double             base;
+
+    plan_params(spec, costs, W, spec->cluster.ranks_per_node,
+                spec->pipeline.placement, N, &p);
+    status = svp_plan_run(&p, &res);
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS ?
+                      SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
+    plan_params(spec, costs, W, spec->cluster.ranks_per_node, other_placement,
+                N, &alt);
+    status = svp_plan_run(&alt, &other);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    plan_params(spec, costs, 1, 1, spec->pipeline.placement, N, &alt);
+    status = svp_plan_run(&alt, &one);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    plan_params(spec, costs, 1, 1, spec->pipeline.placement, per_replica, &alt);
+    status = svp_plan_run(&alt, &rep);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+
+    fprintf(out, "plan     %s: model %s, %d samples, %d steps, %s\n",
+            spec->file, svp_spec_model_kind_name(spec->model.kind), N,
+            spec->steps, plan_dtype_name(spec->dtype));
+    if (spec->model.kind == SVP_MODEL_SVD) {
+        fprintf(out, "video    %d frames %dx%d, guidance %g..%g (UNet batch "
+                "%d), decode_chunk_size %d\n", spec->video.num_frames,
+                spec->video.height, spec->video.width, spec->video.min_guidance,
+                spec->video.max_guidance, spec->video.max_guidance > 1 ? 2 : 1,
+                spec->video.decode_chunk_size);
+    }
+    fprintf(out, "world    %d ranks (%d node%s x %d), %d steps per rank\n", W,
+            spec->cluster.nodes, spec->cluster.nodes > 1 ? "s" : "",
+            spec->cluster.ranks_per_node, spec->steps / W);
+    fprintf(out, "costs    step %.4f s, encode %.4f s, decode %.4f s: %s\n",
+            costs->step_s, costs->encode_s, costs->decode_s, costs->source);
+    fprintf(out, "links    intra-node %g GB/s, inter-node %g GB/s, latency "
+            "%g us\n", costs->intra_node_gbps, costs->inter_node_gbps,
+            costs->latency_s * 1e6);
+    plan_print_message(out, spec);
+
+    plan_print_pipeline(out, spec, &p, res);
+
+    base = one->makespan_s;
+    fprintf(out, "\nlayouts for %d samples               gpus  makespan_s  "
+            "samples/s  per-GPU  speed-up  bubble  memory/GPU GB\n", N);
+    fprintf(out, "  pipeline, placement %-6s (this)  %4d  %10.3f  %9.4f  %7.4f  "
+            "%7.2fx  %5.1f%%  %13.2f\n", svp_spec_placement_name(p.placement),
+            W, res->makespan_s, res->samples_per_s, res->samples_per_s / W,
+            base / res->makespan_s, 100 * res->bubble,
+            plan_peak_memory(spec, W, p.placement) / PLAN_GB);
+    fprintf(out, "  pipeline, placement %-6s         %4d  %10.3f  %9.4f  %7.4f  "
+            "%7.2fx  %5.1f%%  %13.2f\n",
+            svp_spec_placement_name(other_placement), W, other->makespan_s,
+            other->samples_per_s, other->samples_per_s / W,
+            base / other->makespan_s, 100 * other->bubble,
+            plan_peak_memory(spec, W, other_placement) / PLAN_GB);
+    fprintf(out, "  one GPU, every step                 %4d  %10.3f  %9.4f  "
+            "%7.4f  %7.2fx  %5.1f%%  %13.2f\n", 1, one->makespan_s,
+            one->samples_per_s, one->samples_per_s, 1.0, 100 * one->bubble,
+            plan_peak_memory(spec, 1, p.placement) / PLAN_GB);
+    fprintf(out, "  %3d replicas, %4d samples each     %4d  %10.3f  %9.4f  "
+            "%7.4f  %7.2fx  %5.1f%%  %13.2f\n", W, per_replica, W,
+            rep->makespan_s, N / rep->makespan_s, N / rep->makespan_s / W,
+            base / rep->makespan_s,
+            100 * (1.0 - (double)N / (W * per_replica) * (1 - rep->bubble)),
+            plan_peak_memory(spec, 1, p.placement) / PLAN_GB);
+    status = SVP_OK;
+
+out_destroy:
+    svp_plan_result_destroy(rep);
+    svp_plan_result_destroy(one);
+    svp_plan_result_destroy(other);
+    svp_plan_result_destroy(res);
+    return status;
+}

@@ -1,0 +1,477 @@
+/*
+ * Validation of the values svdlaunch writes into a script.  The character
+ * sets are Slurm's own where Slurm has one (partition and account names,
+ * array and dependency syntax) and deliberately narrow elsewhere: a value
+ * that fails here is reported with the key and the exact text, so the user
+ * can fix it, while a value that slipped through could start a command.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/launch_int.h"
+#include "spec/steps.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LAUNCH_NAME_CHARS "_.-"
+
+void svp_launch_errf(char *errbuf, int errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errbuf == NULL || errlen <= 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(errbuf, (size_t)errlen, fmt, ap);
+    va_end(ap);
+}
+
+void svp_launch_escape(const char *s, char *out, size_t outlen)
+{
+    size_t n = 0;
+
+    if (outlen == 0) {
+        return;
+    }
+    for (; *s != '\0' && n + 5 < outlen; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n') {
+            n += (size_t)snprintf(out + n, outlen - n, "\\n");
+        } else if (c == '"' || c == '\\') {
+            n += (size_t)snprintf(out + n, outlen - n, "\\%c", c);
+        } else if (c < 0x20 || c == 0x7f) {
+            n += (size_t)snprintf(out + n, outlen - n, "\\x%02x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n] = '\0';
+}
+
+int svp_launch_has_control(const char *s)
+{
+    for (; *s != '\0'; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Non-empty and every character alphanumeric or in extra. */
+static int launch_all_in(const char *s, const char *extra)
+{
+    if (*s == '\0') {
+        return 0;
+    }
+    for (; *s != '\0'; ++s) {
+        if (!isalnum((unsigned char)*s) && strchr(extra, *s) == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
+                               const char *expected, const char *found,
+                               char *errbuf, int errlen)
+{
+    char esc[256];
+
+    svp_launch_escape(found, esc, sizeof(esc));
+    svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
+                    spec->file ? spec->file : "<spec>", key, expected, esc);
+    return SVP_ERR_SPEC;
+}
+
+static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
+                                   const char *expected, long found,
+                                   char *errbuf, int errlen)
+{
+    svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
+                    spec->file ? spec->file : "<spec>", key, expected, found);
+    return SVP_ERR_SPEC;
+}
+
+static int launch_is_set(const char *s)
+{
+    return s != NULL && *s != '\0';
+}
+
+/* Comma-separated names, no empty item ("gpu,gpu-long"). */
+static int launch_name_list_ok(const char *s)
+{
+    const char *p;
+    size_t      len;
+
+    for (p = s;; p += len + 1) {
+        char item[256];
+
+        len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof(item)) {
+            return 0;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if (!launch_all_in(item, LAUNCH_NAME_CHARS)) {
+            return 0;
+        }
+        if (p[len] == '\0') {
+            return 1;
+        }
+    }
+}
+
+static int launch_env_name_ok(const char *s)
+{
+    return (isalpha((unsigned char)s[0]) || s[0] == '_') &&
+           launch_all_in(s, "_");
+}
+
+const char *svp_launch_job_name(const svp_spec_t *spec)
+{
+    return launch_is_set(spec->cluster.job_name) ? spec->cluster.job_name :
+           launch_is_set(spec->name) ? spec->name : "svdpipe";
+}
+
+const char *svp_launch_mpi(const svp_spec_t *spec)
+{
+    return launch_is_set(spec->cluster.mpi) ? spec->cluster.mpi : "pmix";
+}
+
+const char *svp_launch_worker(const svp_spec_t *spec)
+{
+    return launch_is_set(spec->cluster.worker) ? spec->cluster.worker :
+           "svdworker";
+}
+
+int svp_launch_gpus_per_task(const svp_spec_t *spec)
+{
+    if (spec->device != SVP_DEVICE_CUDA) {
+        return 0;
+    }
+    return spec->cluster.gpus_per_task > 0 ? spec->cluster.gpus_per_task : 1;
+}
+
+long svp_launch_exit_wait(const svp_spec_t *spec)
+{
+    return (long)ceil(spec->comm.deadline) + SVP_LAUNCH_EXIT_GRACE_S;
+}
+
+/* Reads digits into *v; returns the end, or NULL for no digits/overflow. */
+static const char *launch_digits(const char *s, long *v)
+{
+    long n = 0;
+
+    if (!isdigit((unsigned char)*s)) {
+        return NULL;
+    }
+    for (; isdigit((unsigned char)*s); ++s) {
+        if (n > (LONG_MAX - 9) / 10) {
+            return NULL;
+        }
+        n = n * 10 + (*s - '0');
+    }
+    *v = n;
+    return s;
+}
+
+svp_status_t svp_launch_time_parse(const char *text, long *seconds_p)
+{
+    long        f[4], days = 0, secs;
+    int         nf = 0, has_days = 0;
+    const char *p = text;
+
+    if (text == NULL) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    if (!strcmp(text, "UNLIMITED") || !strcmp(text, "INFINITE")) {
+        *seconds_p = -1;
+        return SVP_OK;
+    }
+
+    p = launch_digits(p, &f[0]);
+    if (p == NULL) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    if (*p == '-') {
+        has_days = 1;
+        days     = f[0];
+        p = launch_digits(p + 1, &f[0]);
+        if (p == NULL) {
+            return SVP_ERR_INVALID_PARAM;
+        }
+    }
+    nf = 1;
+    while (*p == ':' && nf < 3) {
+        p = launch_digits(p + 1, &f[nf]);
+        if (p == NULL) {
+            return SVP_ERR_INVALID_PARAM;
+        }
+        ++nf;
+    }
+    if (*p != '\0') {
+        return SVP_ERR_INVALID_PARAM;
+    }
+
+    /* the fields after the first are minutes/seconds: below 60 */
+    for (int i = 1; i < nf; ++i) {
+        if (f[i] >= 60) {
+            return SVP_ERR_INVALID_PARAM;
+        }
+    }
+    if (has_days) {
+        /* days-hours[:minutes[:seconds]] */
+        if (f[0] >= 24) {
+            return SVP_ERR_INVALID_PARAM;
+        }
+        secs = f[0] * 3600 + (nf > 1 ? f[1] * 60 : 0) + (nf > 2 ? f[2] : 0);
+    } else if (nf == 1) {
+        secs = f[0] * 60;                            /* minutes */
+    } else if (nf == 2) {
+        secs = f[0] * 60 + f[1];                     /* minutes:seconds */
+    } else {
+        secs = f[0] * 3600 + f[1] * 60 + f[2];       /* hours:minutes:seconds */
+    }
+    /* Slurm keeps limits in minutes in 32 bits; a year is plenty */
+    if (days > 365 || secs > 366L * 86400) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    *seconds_p = days * 86400 + secs;
+    return SVP_OK;
+}
+
+/* Optional #SBATCH values, each with its own character set. */
+typedef struct {
+    const char *key;
+    const char *expected;
+    int       (*ok)(const char *value);
+    size_t      offset;
+} launch_sbatch_check_t;
+
+static int launch_ok_name(const char *s)
+{
+    return launch_all_in(s, LAUNCH_NAME_CHARS);
+}
+
+static int launch_ok_time(const char *s)
+{
+    long secs;
+    return svp_launch_time_parse(s, &secs) == SVP_OK;
+}
+
+static int launch_ok_constraint(const char *s)
+{
+    /* features joined by & | , with counts (*2) and brackets */
+    return launch_all_in(s, LAUNCH_NAME_CHARS "&|,*:[]()!");
+}
+
+static int launch_ok_filename(const char *s)
+{
+    /* a path with Slurm's %j/%x/%A/%a patterns; no blanks or quotes */
+    return launch_all_in(s, LAUNCH_NAME_CHARS "/%");
+}
+
+static int launch_ok_dependency(const char *s)
+{
+    /* "afterok:12:13,singleton", "afterany:12+5", "?" separates OR-lists */
+    return isalpha((unsigned char)s[0]) && launch_all_in(s, "_:,?+");
+}
+
+static int launch_ok_array(const char *s)
+{
+    /* "0-15", "1,3,5-7", "0-15:4", "0-99%8" */
+    if (!isdigit((unsigned char)s[0])) {
+        return 0;
+    }
+    for (; *s != '\0'; ++s) {
+        if (!isdigit((unsigned char)*s) && strchr(",-:%", *s) == NULL) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int launch_ok_mpi(const char *s)
+{
+    for (const char *p = s; *p != '\0'; ++p) {
+        if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p) &&
+            *p != '_') {
+            return 0;
+        }
+    }
+    return *s != '\0';
+}
+
+#define LAUNCH_CLUSTER_STR(_field) offsetof(svp_spec_t, cluster._field)
+
+static const launch_sbatch_check_t launch_sbatch_checks[] = {
+    {"cluster.partition", "partition names of [A-Za-z0-9_.-], comma-separated",
+     launch_name_list_ok, LAUNCH_CLUSTER_STR(partition)},
+    {"cluster.account", "an account name of [A-Za-z0-9_.-]",
+     launch_ok_name, LAUNCH_CLUSTER_STR(account)},
+    {"cluster.qos", "QOS names of [A-Za-z0-9_.-], comma-separated",
+     launch_name_list_ok, LAUNCH_CLUSTER_STR(qos)},
+    {"cluster.time", "a Slurm time limit (minutes, minutes:seconds, "
+     "hours:minutes:seconds, days-hours[:minutes[:seconds]] or UNLIMITED)",
+     launch_ok_time, LAUNCH_CLUSTER_STR(time)},
+    {"cluster.constraint", "a feature expression of [A-Za-z0-9_.-&|,*:[]()!]",
+     launch_ok_constraint, LAUNCH_CLUSTER_STR(constraint)},
+    {"cluster.job_name", "a job name of [A-Za-z0-9_.-]",
+     launch_ok_name, LAUNCH_CLUSTER_STR(job_name)},
+    {"cluster.output", "a file pattern of [A-Za-z0-9_.-/%]",
+     launch_ok_filename, LAUNCH_CLUSTER_STR(output)},
+    {"cluster.error", "a file pattern of [A-Za-z0-9_.-/%]",
+     launch_ok_filename, LAUNCH_CLUSTER_STR(error)},
+    {"cluster.dependency", "a dependency list such as afterok:123[:124][,singleton]",
+     launch_ok_dependency, LAUNCH_CLUSTER_STR(dependency)},
+    {"cluster.array", "array indexes such as 0-15, 1,3,5-7, 0-15:4 or 0-99%8",
+     launch_ok_array, LAUNCH_CLUSTER_STR(array)},
+    {"cluster.mpi", "an srun MPI plugin name of [a-z0-9_] (pmix, pmix_v4, pmi2)",
+     launch_ok_mpi, LAUNCH_CLUSTER_STR(mpi)},
+};
+
+/* A value that goes through the shell quoted: anything but control chars. */
+static svp_status_t launch_check_quoted(const svp_spec_t *spec, const char *key,
+                                        const char *value, char *errbuf,
+                                        int errlen)
+{
+    if (value != NULL && svp_launch_has_control(value)) {
+        return launch_bad(spec, key, "a value without control characters "
+                          "(newlines, tabs)", value, errbuf, errlen);
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
+                                 int errlen)
+{
+    svp_status_t status;
+    char         key[128];
+    int          i;
+
+    if (spec->cluster.nodes < 1 || spec->cluster.nodes > 65536) {
+        return launch_bad_int(spec, "cluster.nodes", "1 to 65536",
+                              spec->cluster.nodes, errbuf, errlen);
+    }
+    if (spec->cluster.ranks_per_node < 1 || spec->cluster.ranks_per_node > 1024) {
+        return launch_bad_int(spec, "cluster.ranks_per_node", "1 to 1024",
+                              spec->cluster.ranks_per_node, errbuf, errlen);
+    }
+    if (spec->cluster.gpus_per_task < 0 || spec->cluster.gpus_per_task > 64) {
+        return launch_bad_int(spec, "cluster.gpus_per_task", "0 (one per task "
+                              "for cuda) to 64", spec->cluster.gpus_per_task,
+                              errbuf, errlen);
+    }
+    if (!(spec->comm.deadline > 0) || spec->comm.deadline > 1e7) {
+        svp_launch_errf(errbuf, errlen, "%s: comm.deadline: expected seconds "
+                        "in (0, 1e7], found %g",
+                        spec->file ? spec->file : "<spec>", spec->comm.deadline);
+        return SVP_ERR_SPEC;
+    }
+
+    for (i = 0; i < (int)(sizeof(launch_sbatch_checks) /
+                          sizeof(launch_sbatch_checks[0])); ++i) {
+        const launch_sbatch_check_t *c = &launch_sbatch_checks[i];
+        const char *value = *(char *const *)((const char *)spec + c->offset);
+
+        if (value != NULL && *value != '\0' && !c->ok(value)) {
+            return launch_bad(spec, c->key, c->expected, value, errbuf, errlen);
+        }
+    }
+    /* the default job name is the spec file's base name: same rules */
+    if (!launch_ok_name(svp_launch_job_name(spec))) {
+        return launch_bad(spec, "name", "a job name of [A-Za-z0-9_.-] (set "
+                          "cluster.job_name)", svp_launch_job_name(spec),
+                          errbuf, errlen);
+    }
+
+    status = launch_check_quoted(spec, "cluster.worker", spec->cluster.worker,
+                                 errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = launch_check_quoted(spec, "cluster.container_image",
+                                 spec->cluster.container_image, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
+        const char *m = spec->cluster.container_mounts.items[i];
+
+        snprintf(key, sizeof(key), "cluster.container_mounts[%d]", i);
+        /* the mounts are joined with commas into one srun option */
+        if (m == NULL || *m == '\0' || strchr(m, ',') != NULL ||
+            svp_launch_has_control(m)) {
+            return launch_bad(spec, key, "a mount SRC[:DST[:FLAGS]] without "
+                              "commas or control characters", m ? m : "",
+                              errbuf, errlen);
+        }
+    }
+    if (spec->cluster.container_mounts.count > 0 &&
+        !launch_is_set(spec->cluster.container_image)) {
+        return launch_bad(spec, "cluster.container_mounts",
+                          "cluster.container_image to be set with mounts", "",
+                          errbuf, errlen);
+    }
+
+    for (i = 0; i < spec->cluster.env.count; ++i) {
+        const char *name  = spec->cluster.env.keys[i];
+        const char *value = spec->cluster.env.values[i];
+
+        snprintf(key, sizeof(key), "cluster.env");
+        if (name == NULL || !launch_env_name_ok(name)) {
+            return launch_bad(spec, key, "environment variable names of "
+                              "[A-Za-z_][A-Za-z0-9_]*", name ? name : "",
+                              errbuf, errlen);
+        }
+        snprintf(key, sizeof(key), "cluster.env.%s", name);
+        status = launch_check_quoted(spec, key, value ? value : "", errbuf,
+                                     errlen);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
+{
+    svp_step_range_t range;
+    svp_status_t     status;
+    int              world;
+
+    status = svp_launch_validate(spec, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (spec->samples < 1) {
+        return launch_bad_int(spec, "samples", "at least 1", spec->samples,
+                              errbuf, errlen);
+    }
+    world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    for (int rank = 0; rank < world; ++rank) {
+        char why[256] = "";
+
+        status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
+                                  &range);
+        if (status != SVP_OK) {
+            svp_launch_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
+                            "cluster.ranks_per_node=%d)",
+                            spec->file ? spec->file : "<spec>", why,
+                            spec->cluster.nodes, spec->cluster.ranks_per_node);
+            return status;
+        }
+    }
+    return SVP_OK;
+}

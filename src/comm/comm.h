@@ -1,0 +1,193 @@
+/*
+ * svdpipe latent hand-off: framed messages between ranks over UCX tags.
+ *
+ * A frame is one contiguous buffer: a fixed header, then the tensors, each
+ * at a 64-byte aligned offset.  The sender writes its tensors straight into
+ * the frame (svp_comm_frame_data) so nothing is copied on the way out; the
+ * receiver posts a receive into a frame of the layout it expects.
+ *
+ *   offset 0        svp_comm_header_t (magic, version, job id, kind, sample,
+ *                   next step, source rank, tensor count, per tensor dtype,
+ *                   ndim, shape, offset, bytes; payload bytes and checksum;
+ *                   header checksum)
+ *   offset H        tensor 0
+ *   ...             tensor i at its aligned offset
+ *
+ * The UCX tag carries (kind, source rank, sample, step), so a receive matches
+ * exactly the message it waits for and nothing else.  On arrival the header
+ * is checked against what the receiver expected; any difference (job id,
+ * sample, step, tensor count, dtype, shape, size, checksum) fails with
+ * SVP_ERR_MESSAGE and a log line naming both sides.
+ *
+ * Every wait has a deadline.  When it passes, the receive is cancelled and
+ * the wait fails with SVP_ERR_TIMED_OUT, naming rank, host, sample, step and
+ * peer, and, when a message from that peer with another (sample, step) is
+ * waiting unmatched, what it sent instead (SVP_ERR_MESSAGE then).  When the
+ * runtime reports a lost rank, waits fail at once with SVP_ERR_PEER_LOST.
+ *
+ * Waits do not spin: when UCX has nothing to progress, they sleep in poll()
+ * on the worker's event fd and the runtime's peer-loss fd.
+ *
+ * Threads: one thread per svp_comm_h.  The runtime must outlive the comm.
+ */
+#ifndef SVP_COMM_COMM_H
+#define SVP_COMM_COMM_H
+
+#include "common/status.h"
+#include "rt/rt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SVP_COMM_MAX_TENSORS 8
+#define SVP_COMM_MAX_DIMS    6
+
+/* Limits of the tag fields (see comm.c for the tag layout). */
+#define SVP_COMM_MAX_KIND    15
+#define SVP_COMM_MAX_SAMPLE  ((1u << 24) - 1)
+#define SVP_COMM_MAX_STEP    ((1u << 20) - 1)
+#define SVP_COMM_MAX_RANKS   (1 << 16)
+
+/* What a message is; the tag keeps kinds apart.  1..SVP_COMM_MAX_KIND. */
+typedef enum {
+    SVP_COMM_KIND_LATENT = 1        /* a sample's latent and conditioning */
+} svp_comm_kind_t;
+
+/* Where a frame's memory lives. */
+typedef enum {
+    SVP_COMM_MEM_HOST = 0,
+    SVP_COMM_MEM_CUDA               /* reserved: rejected until supported */
+} svp_comm_mem_type_t;
+
+/* One tensor of a frame.  dtype is the caller's code, compared as is. */
+typedef struct {
+    uint32_t dtype;
+    uint32_t ndim;
+    int64_t  shape[SVP_COMM_MAX_DIMS];
+    uint64_t bytes;                 /* payload bytes of this tensor */
+} svp_comm_tensor_desc_t;
+
+/* The layout of a frame: which tensors, in order. */
+typedef struct {
+    uint32_t               num_tensors;
+    svp_comm_tensor_desc_t tensors[SVP_COMM_MAX_TENSORS];
+} svp_comm_frame_desc_t;
+
+typedef struct svp_comm       *svp_comm_h;
+typedef struct svp_comm_frame *svp_comm_frame_h;
+typedef struct svp_comm_req   *svp_comm_req_h;
+
+/* Which fields of svp_comm_params_t are set. */
+enum {
+    SVP_COMM_PARAM_FIELD_JOB_ID    = 1u << 0,
+    SVP_COMM_PARAM_FIELD_TRANSPORT = 1u << 1,
+    SVP_COMM_PARAM_FIELD_DEADLINE  = 1u << 2,
+    SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3
+};
+
+typedef struct {
+    unsigned    field_mask;
+    /* Every frame carries it; a frame of another job is a mismatch. */
+    uint64_t    job_id;
+    /* UCX_TLS to use ("posix,self", "tcp", ...) when the environment does not
+     * set UCX_TLS itself; NULL or "" leaves the choice to UCX. */
+    const char *transport;
+    /* Seconds svp_comm_wait() gives an operation when the caller passes a
+     * negative timeout (default SVP_COMM_DEFAULT_DEADLINE). */
+    double      deadline;
+    /* 1 (default): the payload is checksummed (FNV-1a) by the sender and
+     * checked by the receiver; 0: only the header is.  Costs ~1 ms per MB on
+     * each side. */
+    int         checksum;
+} svp_comm_params_t;
+
+#define SVP_COMM_DEFAULT_DEADLINE 60.0
+
+/*
+ * Creates the UCX context and worker, publishes this rank's worker address
+ * through the runtime and fences (collective: every rank of rt calls it), then
+ * connects to the ring neighbours (rank-1, rank+1, and itself); endpoints to
+ * other ranks are made on first use.  params may be NULL.  On failure
+ * nothing is left behind and *comm_p is not written.
+ */
+svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
+                             svp_comm_h *comm_p);
+
+/*
+ * Closes the endpoints (bounded: a dead peer does not block it) and frees
+ * everything.  Requests still pending are cancelled.  Frames may be destroyed
+ * after this.  NULL is allowed.
+ */
+void svp_comm_destroy(svp_comm_h comm);
+
+/* Bytes a frame of this layout needs (header + aligned tensors); 0 if the
+ * layout is invalid. */
+size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc);
+
+/*
+ * Makes a frame of the given layout.  buffer == NULL: the comm allocates
+ * (host memory, zeroed) and svp_comm_frame_destroy frees it.  Otherwise the
+ * caller's buffer of length >= svp_comm_frame_size(desc) is used and stays
+ * the caller's (it must outlive the frame).  mem_type must be
+ * SVP_COMM_MEM_HOST for now.
+ */
+svp_status_t svp_comm_frame_create(svp_comm_h comm,
+                                   const svp_comm_frame_desc_t *desc,
+                                   void *buffer, size_t length,
+                                   svp_comm_mem_type_t mem_type,
+                                   svp_comm_frame_h *frame_p);
+
+void svp_comm_frame_destroy(svp_comm_frame_h frame);
+
+/* Tensor i's bytes inside the frame (64-byte aligned), NULL if out of range. */
+void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i);
+
+/* The frame's layout and total size. */
+const svp_comm_frame_desc_t *svp_comm_frame_desc(svp_comm_frame_h frame);
+size_t                       svp_comm_frame_length(svp_comm_frame_h frame);
+
+/*
+ * Starts sending frame to peer as (kind, sample, step): the header is written
+ * into the frame now, then the frame is handed to UCX.  The frame must not be
+ * touched until the request completes.  *req_p is released by the
+ * svp_comm_test()/svp_comm_wait() that returns its final status.
+ */
+svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
+                            unsigned sample, unsigned step,
+                            svp_comm_frame_h frame, svp_comm_req_h *req_p);
+
+/*
+ * Posts a receive for exactly (kind, sample, step) from peer into frame,
+ * whose layout is what is expected.  Same request rules as svp_comm_isend.
+ */
+svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
+                            unsigned sample, unsigned step,
+                            svp_comm_frame_h frame, svp_comm_req_h *req_p);
+
+/*
+ * Progresses once and reports: SVP_INPROGRESS (req stays valid), or the final
+ * status (SVP_OK, SVP_ERR_MESSAGE on a header mismatch, SVP_ERR_TRANSPORT,
+ * ...) after which req is released.
+ */
+svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
+
+/*
+ * Waits until req completes, for at most timeout seconds (negative: the
+ * comm's deadline).  Always releases req.  SVP_ERR_TIMED_OUT (the operation
+ * was cancelled), SVP_ERR_PEER_LOST (the runtime reported a lost rank), or
+ * any final status of svp_comm_test.  A send that timed out may still be
+ * read by UCX until svp_comm_destroy: keep its frame until then.
+ */
+svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
+
+/*
+ * Gives up on req without waiting (shutdown, or a receive posted ahead that
+ * is not wanted any more): cancels it and releases it.  A send UCX cannot
+ * cancel may still read its frame until svp_comm_destroy.
+ */
+void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
+
+/* Runs UCX progress until nothing is left to do (for compute loops). */
+void svp_comm_progress(svp_comm_h comm);
+
+#endif

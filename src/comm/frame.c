@@ -1,0 +1,242 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "comm/frame.h"
+
+#include "common/log.h"
+#include "common/util.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+_Static_assert(sizeof(svp_comm_header_t) % SVP_COMM_ALIGN == 0,
+               "the header keeps the first tensor aligned");
+
+#define SVP_COMM_HEADER_HASHED offsetof(svp_comm_header_t, header_checksum)
+
+/* Seeds keep the header and payload hashes apart from other FNV-1a uses. */
+#define SVP_COMM_HEADER_SEED  0x6865616465720000ull
+#define SVP_COMM_PAYLOAD_SEED 0x7061796c6f616400ull
+
+static size_t svp_comm_align_up(size_t n)
+{
+    return (n + SVP_COMM_ALIGN - 1) & ~(size_t)(SVP_COMM_ALIGN - 1);
+}
+
+svp_status_t svp_comm_frame_layout(const svp_comm_frame_desc_t *desc,
+                                   uint64_t *offsets, size_t *length_p)
+{
+    const svp_comm_tensor_desc_t *t;
+    size_t                        end = sizeof(svp_comm_header_t);
+    unsigned                      i, d;
+
+    if ((desc == NULL) || (desc->num_tensors > SVP_COMM_MAX_TENSORS)) {
+        svp_error("a frame holds 0 to %d tensors, not %u", SVP_COMM_MAX_TENSORS,
+                  desc != NULL ? desc->num_tensors : 0);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    for (i = 0; i < desc->num_tensors; ++i) {
+        t = &desc->tensors[i];
+        if (t->ndim > SVP_COMM_MAX_DIMS) {
+            svp_error("tensor %u of a frame has %u dimensions (at most %d)", i,
+                      t->ndim, SVP_COMM_MAX_DIMS);
+            return SVP_ERR_INVALID_PARAM;
+        }
+        for (d = 0; d < t->ndim; ++d) {
+            if (t->shape[d] < 0) {
+                svp_error("tensor %u of a frame has a negative extent %" PRId64
+                          " in dimension %u", i, t->shape[d], d);
+                return SVP_ERR_INVALID_PARAM;
+            }
+        }
+        end        = svp_comm_align_up(end);
+        offsets[i] = end;
+        end       += t->bytes;
+    }
+    *length_p = end;
+    return SVP_OK;
+}
+
+void svp_comm_frame_seal(struct svp_comm_frame *frame,
+                         const svp_comm_frame_id_t *id, int checksum)
+{
+    svp_comm_header_t *hdr = frame->base;
+    unsigned           i;
+
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->magic         = SVP_COMM_MAGIC;
+    hdr->version       = SVP_COMM_VERSION;
+    hdr->header_bytes  = sizeof(*hdr);
+    hdr->job_id        = id->job_id;
+    hdr->kind          = id->kind;
+    hdr->sample        = id->sample;
+    hdr->step          = id->step;
+    hdr->src_rank      = (uint32_t)id->src_rank;
+    hdr->num_tensors   = frame->desc.num_tensors;
+    hdr->payload_bytes = frame->length - sizeof(*hdr);
+    for (i = 0; i < frame->desc.num_tensors; ++i) {
+        hdr->tensors[i].dtype  = frame->desc.tensors[i].dtype;
+        hdr->tensors[i].ndim   = frame->desc.tensors[i].ndim;
+        memcpy(hdr->tensors[i].shape, frame->desc.tensors[i].shape,
+               sizeof(hdr->tensors[i].shape));
+        hdr->tensors[i].offset = frame->offsets[i];
+        hdr->tensors[i].bytes  = frame->desc.tensors[i].bytes;
+    }
+    if (checksum) {
+        hdr->flags           |= SVP_COMM_FLAG_PAYLOAD_CHECKSUM;
+        hdr->payload_checksum = svp_hash_fnv1a((char *)frame->base + sizeof(*hdr),
+                                               hdr->payload_bytes,
+                                               SVP_COMM_PAYLOAD_SEED);
+    }
+    hdr->header_checksum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED,
+                                          SVP_COMM_HEADER_SEED);
+}
+
+/* The list of differences found by svp_comm_frame_check, one line. */
+typedef struct {
+    char buf[1536];
+    int  len;
+    int  count;
+} svp_comm_diff_t;
+
+static void svp_comm_diff_add(svp_comm_diff_t *diff, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void svp_comm_diff_add(svp_comm_diff_t *diff, const char *fmt, ...)
+{
+    va_list ap;
+    int     n;
+
+    if (diff->len >= (int)sizeof(diff->buf) - 1) {
+        return;
+    }
+    if (diff->count++ > 0) {
+        diff->len += snprintf(diff->buf + diff->len, sizeof(diff->buf) - diff->len,
+                              "; ");
+        if (diff->len >= (int)sizeof(diff->buf) - 1) {
+            return;
+        }
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(diff->buf + diff->len, sizeof(diff->buf) - diff->len, fmt, ap);
+    va_end(ap);
+    diff->len = SVP_MIN(diff->len + n, (int)sizeof(diff->buf) - 1);
+}
+
+#define SVP_COMM_DIFF_U64(_diff, _name, _expected, _got) \
+    do { \
+        if ((uint64_t)(_expected) != (uint64_t)(_got)) { \
+            svp_comm_diff_add(_diff, "%s: expected %" PRIu64 ", got %" PRIu64, \
+                              _name, (uint64_t)(_expected), (uint64_t)(_got)); \
+        } \
+    } while (0)
+
+static void svp_comm_format_shape(char *buf, size_t len, uint32_t ndim,
+                                  const int64_t *shape)
+{
+    size_t   n = 0;
+    uint32_t d;
+
+    n += snprintf(buf + n, len - n, "[");
+    for (d = 0; (d < ndim) && (d < SVP_COMM_MAX_DIMS) && (n < len); ++d) {
+        n += snprintf(buf + n, len - n, "%s%" PRId64, d > 0 ? "," : "", shape[d]);
+    }
+    if (n < len) {
+        snprintf(buf + n, len - n, "]");
+    }
+}
+
+static void svp_comm_check_tensor(svp_comm_diff_t *diff, unsigned i,
+                                  const svp_comm_tensor_desc_t *want,
+                                  uint64_t want_offset,
+                                  const svp_comm_wire_tensor_t *got)
+{
+    char name[48], a[128], b[128];
+    int  shape_differs = (want->ndim != got->ndim);
+    unsigned d;
+
+    for (d = 0; !shape_differs && (d < want->ndim); ++d) {
+        shape_differs = (want->shape[d] != got->shape[d]);
+    }
+    snprintf(name, sizeof(name), "tensor %u dtype", i);
+    SVP_COMM_DIFF_U64(diff, name, want->dtype, got->dtype);
+    if (shape_differs) {
+        svp_comm_format_shape(a, sizeof(a), want->ndim, want->shape);
+        svp_comm_format_shape(b, sizeof(b), got->ndim, got->shape);
+        svp_comm_diff_add(diff, "tensor %u shape: expected %s, got %s", i, a, b);
+    }
+    snprintf(name, sizeof(name), "tensor %u bytes", i);
+    SVP_COMM_DIFF_U64(diff, name, want->bytes, got->bytes);
+    snprintf(name, sizeof(name), "tensor %u offset", i);
+    SVP_COMM_DIFF_U64(diff, name, want_offset, got->offset);
+}
+
+svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
+                                  size_t received,
+                                  const svp_comm_frame_id_t *expected,
+                                  const char *where)
+{
+    const svp_comm_header_t *hdr = frame->base;
+    svp_comm_diff_t          diff = { .len = 0, .count = 0 };
+    uint64_t                 sum;
+    unsigned                 i;
+
+    diff.buf[0] = '\0';
+    if (received < sizeof(*hdr)) {
+        svp_error("%s: message of %zu bytes is shorter than a frame header "
+                  "(%zu bytes)", where, received, sizeof(*hdr));
+        return SVP_ERR_MESSAGE;
+    }
+    if ((hdr->magic != SVP_COMM_MAGIC) || (hdr->version != SVP_COMM_VERSION) ||
+        (hdr->header_bytes != sizeof(*hdr))) {
+        svp_error("%s: not an svdpipe frame: magic 0x%08x version %u header "
+                  "%u bytes (expected 0x%08x version %u header %zu bytes)",
+                  where, hdr->magic, hdr->version, hdr->header_bytes,
+                  SVP_COMM_MAGIC, SVP_COMM_VERSION, sizeof(*hdr));
+        return SVP_ERR_MESSAGE;
+    }
+    sum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED, SVP_COMM_HEADER_SEED);
+    if (sum != hdr->header_checksum) {
+        svp_error("%s: header checksum: expected 0x%016" PRIx64 ", got 0x%016"
+                  PRIx64 " (header corrupted)", where, sum,
+                  hdr->header_checksum);
+        return SVP_ERR_MESSAGE;
+    }
+
+    SVP_COMM_DIFF_U64(&diff, "job id", expected->job_id, hdr->job_id);
+    SVP_COMM_DIFF_U64(&diff, "kind", expected->kind, hdr->kind);
+    SVP_COMM_DIFF_U64(&diff, "sample", expected->sample, hdr->sample);
+    SVP_COMM_DIFF_U64(&diff, "step", expected->step, hdr->step);
+    SVP_COMM_DIFF_U64(&diff, "source rank", expected->src_rank, hdr->src_rank);
+    SVP_COMM_DIFF_U64(&diff, "tensor count", frame->desc.num_tensors,
+                      hdr->num_tensors);
+    for (i = 0; i < SVP_MIN(frame->desc.num_tensors, hdr->num_tensors) &&
+                (i < SVP_COMM_MAX_TENSORS); ++i) {
+        svp_comm_check_tensor(&diff, i, &frame->desc.tensors[i],
+                              frame->offsets[i], &hdr->tensors[i]);
+    }
+    SVP_COMM_DIFF_U64(&diff, "payload bytes", frame->length - sizeof(*hdr),
+                      hdr->payload_bytes);
+    SVP_COMM_DIFF_U64(&diff, "message bytes", frame->length, received);
+
+    /* The payload is worth hashing only when everything else agrees. */
+    if ((diff.count == 0) && (hdr->flags & SVP_COMM_FLAG_PAYLOAD_CHECKSUM)) {
+        sum = svp_hash_fnv1a((const char *)frame->base + sizeof(*hdr),
+                             hdr->payload_bytes, SVP_COMM_PAYLOAD_SEED);
+        if (sum != hdr->payload_checksum) {
+            svp_comm_diff_add(&diff, "payload checksum: expected 0x%016" PRIx64
+                              ", got 0x%016" PRIx64 " (payload corrupted)",
+                              hdr->payload_checksum, sum);
+        }
+    }
+
+    if (diff.count > 0) {
+        svp_error("%s: message does not match (%d difference%s): %s", where,
+                  diff.count, diff.count > 1 ? "s" : "", diff.buf);
+        return SVP_ERR_MESSAGE;
+    }
+    return SVP_OK;
+}

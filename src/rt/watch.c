@@ -1,0 +1,312 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "rt/watch.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SVP_RT_WATCH_BYE 'B'
+
+enum {
+    SVP_RT_WATCH_PREV = 0,
+    SVP_RT_WATCH_NEXT,
+    SVP_RT_WATCH_NUM
+};
+
+struct svp_rt_watch {
+    int                    listen_fd;
+    int                    fds[SVP_RT_WATCH_NUM];   /* -1 when closed */
+    int                    ranks[SVP_RT_WATCH_NUM];
+    int                    stop_fd;                 /* eventfd: stop thread */
+    pthread_t              thread;
+    int                    thread_started;
+    svp_rt_watch_lost_cb_t cb;
+    void                  *arg;
+    char                   addr[NI_MAXHOST + 16];
+};
+
+svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
+{
+    struct sockaddr_in6 sa;
+    socklen_t           len = sizeof(sa);
+    svp_rt_watch_t     *watch;
+    char                host[NI_MAXHOST];
+    int                 off = 0;
+
+    watch = calloc(1, sizeof(*watch));
+    if (watch == NULL) {
+        svp_error("out of memory allocating the neighbour watch");
+        return SVP_ERR_NO_MEMORY;
+    }
+    watch->fds[SVP_RT_WATCH_PREV] = watch->fds[SVP_RT_WATCH_NEXT] = -1;
+    watch->stop_fd = -1;
+
+    /* one IPv6 socket accepting IPv4 too, on every interface: the peers know
+     * this node by its host name, whatever address that resolves to */
+    watch->listen_fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (watch->listen_fd < 0) {
+        svp_error("socket for the neighbour watch failed: %m");
+        goto err_free;
+    }
+    setsockopt(watch->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr   = in6addr_any;
+    if ((bind(watch->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) ||
+        (listen(watch->listen_fd, 4) != 0) ||
+        (getsockname(watch->listen_fd, (struct sockaddr *)&sa, &len) != 0)) {
+        svp_error("neighbour watch cannot listen: %m");
+        goto err_close;
+    }
+    if (gethostname(host, sizeof(host)) != 0) {
+        svp_error("gethostname failed: %m");
+        goto err_close;
+    }
+    host[sizeof(host) - 1] = '\0';
+    snprintf(watch->addr, sizeof(watch->addr), "%s:%u", host,
+             (unsigned)ntohs(sa.sin6_port));
+    *watch_p = watch;
+    *addr_p  = watch->addr;
+    return SVP_OK;
+
+err_close:
+    close(watch->listen_fd);
+err_free:
+    free(watch);
+    return SVP_ERR_RUNTIME;
+}
+
+/* Waits for fd to become ready for events, until `until`; 0 when ready. */
+static int svp_rt_watch_poll(int fd, short events, double until)
+{
+    struct pollfd pfd = { .fd = fd, .events = events };
+    double        left;
+    int           rc;
+
+    for (;;) {
+        left = until - svp_clock_now();
+        if (left <= 0) {
+            errno = ETIMEDOUT;
+            return -1;
+        }
+        rc = poll(&pfd, 1, (int)(left * 1e3) + 1);
+        if (rc > 0) {
+            return 0;
+        }
+        if ((rc < 0) && (errno != EINTR)) {
+            return -1;
+        }
+    }
+}
+
+static int svp_rt_watch_connect(const char *addr, double until)
+{
+    struct addrinfo  hints, *res, *ai;
+    char             host[NI_MAXHOST], *colon;
+    int              fd = -1, err, rc;
+    socklen_t        len = sizeof(err);
+
+    snprintf(host, sizeof(host), "%s", addr);
+    colon = strrchr(host, ':');
+    if (colon == NULL) {
+        svp_error("malformed neighbour watch address '%s'", addr);
+        return -1;
+    }
+    *colon = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family   = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    rc = getaddrinfo(host, colon + 1, &hints, &res);
+    if (rc != 0) {
+        svp_error("cannot resolve neighbour host '%s': %s", host, gai_strerror(rc));
+        return -1;
+    }
+    for (ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                    ai->ai_protocol);
+        if (fd < 0) {
+            continue;
+        }
+        if ((connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) ||
+            ((errno == EINPROGRESS) &&
+             (svp_rt_watch_poll(fd, POLLOUT, until) == 0) &&
+             (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0) &&
+             ((errno = err) == 0))) {
+            break;
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0) {
+        svp_error("cannot connect to the neighbour watch at %s: %m", addr);
+    }
+    return fd;
+}
+
+static void *svp_rt_watch_thread(void *ctx)
+{
+    svp_rt_watch_t *watch = ctx;
+    struct pollfd   pfds[SVP_RT_WATCH_NUM + 1];
+    int             slot[SVP_RT_WATCH_NUM + 1];
+    int             n, i, s;
+    char            c;
+    ssize_t         got;
+
+    for (;;) {
+        n = 0;
+        pfds[n].fd       = watch->stop_fd;
+        pfds[n].events   = POLLIN;
+        slot[n++]        = -1;
+        for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+            if (watch->fds[s] >= 0) {
+                pfds[n].fd     = watch->fds[s];
+                pfds[n].events = POLLIN;
+                slot[n++]      = s;
+            }
+        }
+        if (poll(pfds, n, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            svp_warn("neighbour watch poll failed: %m");
+            return NULL;
+        }
+        if (pfds[0].revents != 0) {
+            return NULL;
+        }
+        for (i = 1; i < n; ++i) {
+            if (pfds[i].revents == 0) {
+                continue;
+            }
+            s   = slot[i];
+            got = recv(watch->fds[s], &c, 1, 0);
+            if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
+                continue;
+            }
+            if ((got == 1) && (c == SVP_RT_WATCH_BYE)) {
+                svp_debug("rank %d finished normally", watch->ranks[s]);
+            } else {
+                svp_debug("neighbour watch: connection to rank %d ended (%s)",
+                          watch->ranks[s], got == 0 ? "end of file" : strerror(errno));
+                watch->cb(watch->arg, watch->ranks[s]);
+            }
+            /* either way nothing more is to be learnt from it */
+            close(watch->fds[s]);
+            watch->fds[s] = -1;
+        }
+    }
+}
+
+svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
+                                int next, const char *next_addr,
+                                double timeout, svp_rt_watch_lost_cb_t cb,
+                                void *arg)
+{
+    double  until = svp_clock_now() + timeout;
+    int32_t id    = rank, peer_id = -1;
+    int     fd;
+
+    watch->ranks[SVP_RT_WATCH_PREV] = prev;
+    watch->ranks[SVP_RT_WATCH_NEXT] = next;
+    watch->cb                       = cb;
+    watch->arg                      = arg;
+
+    /* Connect first, accept second: the kernel completes a connect from the
+     * listen backlog before the peer calls accept, so no rank waits on
+     * another here. */
+    fd = svp_rt_watch_connect(next_addr, until);
+    if (fd < 0) {
+        goto err_stop;
+    }
+    watch->fds[SVP_RT_WATCH_NEXT] = fd;
+    if (send(fd, &id, sizeof(id), MSG_NOSIGNAL) != sizeof(id)) {
+        svp_error("cannot greet rank %d's neighbour watch: %m", next);
+        goto err_stop;
+    }
+
+    if (svp_rt_watch_poll(watch->listen_fd, POLLIN, until) != 0) {
+        svp_error("rank %d did not connect to the neighbour watch within %.0f s",
+                  prev, timeout);
+        goto err_stop;
+    }
+    fd = accept4(watch->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+        svp_error("neighbour watch accept failed: %m");
+        goto err_stop;
+    }
+    watch->fds[SVP_RT_WATCH_PREV] = fd;
+    if ((svp_rt_watch_poll(fd, POLLIN, until) != 0) ||
+        (recv(fd, &peer_id, sizeof(peer_id), MSG_WAITALL) != sizeof(peer_id)) ||
+        (peer_id != prev)) {
+        svp_error("neighbour watch: expected rank %d to connect, got rank %d",
+                  prev, (int)peer_id);
+        goto err_stop;
+    }
+    close(watch->listen_fd);
+    watch->listen_fd = -1;
+
+    watch->stop_fd = eventfd(0, EFD_CLOEXEC);
+    if (watch->stop_fd < 0) {
+        svp_error("eventfd failed: %m");
+        goto err_stop;
+    }
+    if (pthread_create(&watch->thread, NULL, svp_rt_watch_thread, watch) != 0) {
+        svp_error("cannot start the neighbour watch thread");
+        goto err_stop;
+    }
+    watch->thread_started = 1;
+    return SVP_OK;
+
+err_stop:
+    svp_rt_watch_stop(watch);
+    return SVP_ERR_RUNTIME;
+}
+
+void svp_rt_watch_stop(svp_rt_watch_t *watch)
+{
+    uint64_t one = 1;
+    char     bye = SVP_RT_WATCH_BYE;
+    int      s;
+
+    if (watch == NULL) {
+        return;
+    }
+    if (watch->thread_started) {
+        if (write(watch->stop_fd, &one, sizeof(one)) != sizeof(one)) {
+            svp_warn("cannot stop the neighbour watch thread: %m");
+        } else {
+            pthread_join(watch->thread, NULL);
+        }
+    }
+    for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+        if (watch->fds[s] >= 0) {
+            /* MSG_NOSIGNAL: a neighbour already gone must not SIGPIPE us */
+            (void)send(watch->fds[s], &bye, 1, MSG_NOSIGNAL);
+            close(watch->fds[s]);
+        }
+    }
+    if (watch->stop_fd >= 0) {
+        close(watch->stop_fd);
+    }
+    if (watch->listen_fd >= 0) {
+        close(watch->listen_fd);
+    }
+    free(watch);
+}

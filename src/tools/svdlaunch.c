@@ -1,0 +1,420 @@
+/*
+ * svdlaunch: turn a job spec into a Slurm job, or predict what it will cost.
+ *
+ *   svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]
+ *   svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]
+ *   svdlaunch check  JOB.yaml [--set key=value ...]
+ *   svdlaunch plan   JOB.yaml [--hardware FILE] [--from-log FILE]
+ *                             [--set key=value ...]
+ *
+ * Exit status: 0 done, 2 bad input (nothing submitted), 1 anything else.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "common/log.h"
+#include "common/status.h"
+#include "common/util.h"
+#include "launch/hardware.h"
+#include "launch/launch.h"
+#include "launch/plan.h"
+#include "spec/spec.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LAUNCH_MAX_SET SVP_SPEC_MAX_LIST
+
+typedef struct {
+    const char *command;
+    const char *job;
+    const char *output;
+    const char *hardware;
+    const char *from_log;
+    int         dry_run;
+    const char *sets[LAUNCH_MAX_SET];
+    int         num_sets;
+} launch_args_t;
+
+static void launch_usage(FILE *f)
+{
+    fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]\n"
+          "       svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]\n"
+          "       svdlaunch check  JOB.yaml [--set key=value ...]\n"
+          "       svdlaunch plan   JOB.yaml [--hardware FILE] "
+          "[--from-log FILE] [--set key=value ...]\n"
+          "\n"
+          "render   write the sbatch script (stdout, or FILE atomically; a "
+          "script written\n"
+          "         to FILE names the job spec relative to FILE's directory, "
+          "one on stdout\n"
+          "         by its absolute path)\n"
+          "submit   render beside output.dir (OUTPUT_DIR.sbatch) and run "
+          "sbatch --parsable;\n"
+          "         prints the job id (--dry-run: prints the script, submits "
+          "nothing)\n"
+          "check    validate the spec, the cluster values and the step "
+          "assignment\n"
+          "plan     predict makespan, throughput, bubbles, link time and "
+          "memory per GPU\n", f);
+}
+
+static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
+{
+    static const struct option options[] = {
+        {"output",   required_argument, NULL, 'o'},
+        {"set",      required_argument, NULL, 's'},
+        {"hardware", required_argument, NULL, 'H'},
+        {"from-log", required_argument, NULL, 'L'},
+        {"dry-run",  no_argument,       NULL, 'n'},
+        {"help",     no_argument,       NULL, 'h'},
+        {NULL, 0, NULL, 0}
+    };
+    int c;
+
+    if (argc < 2) {
+        launch_usage(stderr);
+        return SVP_ERR_USAGE;
+    }
+    a->command = argv[1];
+    if (!strcmp(a->command, "-h") || !strcmp(a->command, "--help")) {
+        launch_usage(stdout);
+        exit(SVP_EXIT_OK);
+    }
+
+    optind = 2;
+    while ((c = getopt_long(argc, argv, "o:s:hn", options, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            a->output = optarg;
+            break;
+        case 's':
+            if (a->num_sets == LAUNCH_MAX_SET) {
+                svp_error("more than %d --set options", LAUNCH_MAX_SET);
+                return SVP_ERR_USAGE;
+            }
+            a->sets[a->num_sets++] = optarg;
+            break;
+        case 'H':
+            a->hardware = optarg;
+            break;
+        case 'L':
+            a->from_log = optarg;
+            break;
+        case 'n':
+            a->dry_run = 1;
+            break;
+        case 'h':
+            launch_usage(stdout);
+            exit(SVP_EXIT_OK);
+        default:
+            launch_usage(stderr);
+            return SVP_ERR_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        svp_error("%s: expected exactly one job spec", a->command);
+        return SVP_ERR_USAGE;
+    }
+    a->job = argv[optind];
+
+    if ((a->output && strcmp(a->command, "render")) ||
+        (a->dry_run && strcmp(a->command, "submit")) ||
+        ((a->hardware || a->from_log) && strcmp(a->command, "plan"))) {
+        svp_error("%s: option not valid for this command", a->command);
+        return SVP_ERR_USAGE;
+    }
+    return SVP_OK;
+}
+
+static svp_status_t launch_render_to(const svp_spec_t *spec,
+                                     const launch_args_t *a,
+                                     svp_launch_spec_ref_t kind,
+                                     const char *spec_ref, char **script_p)
+{
+    svp_launch_render_params_t params = {
+        .spec_ref      = spec_ref,
+        .spec_ref_kind = kind,
+        .overrides     = a->sets,
+        .num_overrides = a->num_sets,
+    };
+    char         err[512];
+    svp_status_t status;
+
+    status = svp_launch_render(spec, &params, err, sizeof(err), script_p);
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+    }
+    return status;
+}
+
+static svp_status_t launch_write(const char *path, const char *script)
+{
+    return svp_file_write_atomic(path, script, strlen(script));
+}
+
+static svp_status_t launch_cmd_render(const svp_spec_t *spec,
+                                      const launch_args_t *a)
+{
+    char         abs_job[PATH_MAX], *script, *rel = NULL, *dir;
+    svp_status_t status;
+
+    if (a->output == NULL) {
+        if (realpath(a->job, abs_job) == NULL) {
+            svp_error("%s: %m", a->job);
+            return SVP_ERR_NOT_FOUND;
+        }
+        status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job,
+                                  &script);
+        if (status == SVP_OK) {
+            fputs(script, stdout);
+            free(script);
+        }
+        return status;
+    }
+
+    dir = svp_strdup(a->output);
+    if (dir == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_launch_relpath(dirname(dir), a->job, &rel);
+    if (status != SVP_OK) {
+        svp_error("cannot name %s relative to the directory of %s", a->job,
+                  a->output);
+        goto out_free_dir;
+    }
+    status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_SCRIPT_RELATIVE, rel,
+                              &script);
+    if (status != SVP_OK) {
+        goto out_free_rel;
+    }
+    status = launch_write(a->output, script);
+    free(script);
+
+out_free_rel:
+    free(rel);
+out_free_dir:
+    free(dir);
+    return status;
+}
+
+/* Runs sbatch --parsable SCRIPT and returns its first line (the job id). */
+static svp_status_t launch_sbatch(const char *script_path, char *id, size_t len)
+{
+    int    fds[2], wstatus;
+    pid_t  pid;
+    FILE  *f;
+    char  *got;
+
+    if (pipe(fds) != 0) {
+        svp_error("pipe: %m");
+        return SVP_ERR_IO;
+    }
+    pid = fork();
+    if (pid < 0) {
+        svp_error("fork: %m");
+        close(fds[0]);
+        close(fds[1]);
+        return SVP_ERR_IO;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execlp("sbatch", "sbatch", "--parsable", script_path, (char *)NULL);
+        fprintf(stderr, "svdlaunch: cannot run sbatch: %s\n", strerror(errno));
+        _exit(127);
+    }
+    close(fds[1]);
+    f   = fdopen(fds[0], "r");
+    got = f ? fgets(id, (int)len, f) : NULL;
+    if (f != NULL) {
+        fclose(f);
+    } else {
+        close(fds[0]);
+    }
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || got == NULL) {
+        svp_error("sbatch %s failed (exit status %d)", script_path,
+                  WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+        return SVP_ERR_RUNTIME;
+    }
+    /* --parsable prints "jobid" or "jobid;cluster" */
+    id[strcspn(id, ";\n")] = '\0';
+    return SVP_OK;
+}
+
+static svp_status_t launch_cmd_submit(const svp_spec_t *spec,
+                                      const launch_args_t *a)
+{
+    char         abs_job[PATH_MAX], path[PATH_MAX], id[64], *script, *parent;
+    const char  *out_dir = spec->output.dir;
+    svp_status_t status;
+    size_t       n;
+
+    if (realpath(a->job, abs_job) == NULL) {
+        svp_error("%s: %m", a->job);
+        return SVP_ERR_NOT_FOUND;
+    }
+    /* the script is kept beside the results: OUTPUT_DIR.sbatch */
+    if (out_dir == NULL || *out_dir == '\0') {
+        svp_error("%s: output.dir: expected a directory to put the script "
+                  "beside, found nothing", spec->file);
+        return SVP_ERR_SPEC;
+    }
+    n = strlen(out_dir);
+    while (n > 1 && out_dir[n - 1] == '/') {
+        --n;
+    }
+    if (snprintf(path, sizeof(path), "%.*s.sbatch", (int)n, out_dir) >=
+        (int)sizeof(path)) {
+        svp_error("output.dir too long: %s", out_dir);
+        return SVP_ERR_SPEC;
+    }
+
+    status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job,
+                              &script);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (a->dry_run) {
+        fputs(script, stdout);
+        goto out_free_script;
+    }
+
+    parent = svp_strdup(path);
+    if (parent == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out_free_script;
+    }
+    status = svp_mkdir_p(dirname(parent), 0755);
+    free(parent);
+    if (status != SVP_OK) {
+        goto out_free_script;
+    }
+    status = launch_write(path, script);
+    if (status != SVP_OK) {
+        goto out_free_script;
+    }
+    status = launch_sbatch(path, id, sizeof(id));
+    if (status == SVP_OK) {
+        printf("%s\n", id);
+    }
+
+out_free_script:
+    free(script);
+    return status;
+}
+
+static svp_status_t launch_cmd_check(const svp_spec_t *spec)
+{
+    char         err[512];
+    svp_status_t status;
+
+    status = svp_launch_check(spec, err, sizeof(err));
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+        return status;
+    }
+    printf("%s: ok: %d ranks (%d x %d), %d steps each, %d samples\n",
+           spec->file, spec->cluster.nodes * spec->cluster.ranks_per_node,
+           spec->cluster.nodes, spec->cluster.ranks_per_node,
+           spec->steps / (spec->cluster.nodes * spec->cluster.ranks_per_node),
+           spec->samples);
+    return SVP_OK;
+}
+
+static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
+                                    const launch_args_t *a)
+{
+    svp_plan_costs_t costs;
+    svp_hw_t        *hw = NULL;
+    char             err[512];
+    svp_status_t     status;
+
+    status = svp_launch_check(spec, err, sizeof(err));
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+        return status;
+    }
+    if (a->hardware != NULL) {
+        status = svp_hw_load(a->hardware, err, sizeof(err), &hw);
+        if (status != SVP_OK) {
+            svp_error("%s", err);
+            return status;
+        }
+    }
+    status = svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &costs);
+    if (status == SVP_ERR_UNSUPPORTED && a->from_log != NULL) {
+        /* the log supplies the times the spec and table could not */
+        status = SVP_OK;
+        memset(&costs, 0, sizeof(costs));
+        if (hw != NULL) {
+            costs.intra_node_gbps = hw->intra_node_gbps;
+            costs.inter_node_gbps = hw->inter_node_gbps;
+            costs.latency_s       = hw->latency_us * 1e-6;
+        }
+    }
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+        goto out_destroy_hw;
+    }
+    if (a->from_log != NULL) {
+        status = svp_plan_costs_from_log(a->from_log, err, sizeof(err), &costs);
+        if (status != SVP_OK) {
+            svp_error("%s", err);
+            goto out_destroy_hw;
+        }
+    }
+    status = svp_plan_report(stdout, spec, &costs);
+    if (status != SVP_OK) {
+        svp_error("plan: %s", svp_status_string(status));
+    }
+
+out_destroy_hw:
+    svp_hw_destroy(hw);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    launch_args_t a = {0};
+    svp_spec_t   *spec;
+    svp_status_t  status;
+
+    status = launch_parse_args(argc, argv, &a);
+    if (status != SVP_OK) {
+        return svp_status_exit_code(status);
+    }
+    if (strcmp(a.command, "render") && strcmp(a.command, "submit") &&
+        strcmp(a.command, "check") && strcmp(a.command, "plan")) {
+        svp_error("unknown command '%s' (render, submit, check, plan)",
+                  a.command);
+        return svp_status_exit_code(SVP_ERR_USAGE);
+    }
+
+    status = svp_spec_load(a.job, a.sets, a.num_sets, NULL, 0, &spec);
+    if (status != SVP_OK) {
+        return svp_status_exit_code(status);
+    }
+
+    if (!strcmp(a.command, "render")) {
+        status = launch_cmd_render(spec, &a);
+    } else if (!strcmp(a.command, "submit")) {
+        status = launch_cmd_submit(spec, &a);
+    } else if (!strcmp(a.command, "check")) {
+        status = launch_cmd_check(spec);
+    } else {
+        status = launch_cmd_plan(spec, &a);
+    }
+    svp_spec_destroy(spec);
+    return status == SVP_OK ? SVP_EXIT_OK : svp_status_exit_code(status);
+}

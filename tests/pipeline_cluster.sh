@@ -1,0 +1,161 @@
+#!/bin/bash
+# The distributed pipeline under a real (local, throwaway) Slurm cluster:
+# results bit-identical to the one-process run for several rank counts and
+# launchers, and failures reported instead of hangs.  Runs inside
+# with-cluster.sh; prints TAP.  Each srun has its own outer bound.
+set -u
+top=${SVP_TOP_SRCDIR:?}
+bld=${SVP_TOP_BUILDDIR:?}
+nodes=${1:-1}
+w=$bld/src/tools/svdworker
+tmp=$(mktemp -d /tmp/svp-pipe.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok()  { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' "$2" | tail -n 25; }
+
+# a small simulator job: 10 samples, 28 steps (divisible by 1, 2, 4, 7)
+cat >"$tmp/job.yaml" <<YAML
+steps: 28
+samples: 10
+seed: 2024
+latent_shape: [1, 4, 4, 6, 8]
+comm: {deadline: 20, transport: 'posix,self'}
+log: {level: warn}
+YAML
+
+same_outputs() {  # ref dir, other dir, count
+    local i f
+    for i in $(seq 0 $(($3 - 1))); do
+        f=$(printf 'sample_%06d.safetensors' "$i")
+        cmp -s "$1/$f" "$2/$f" || return 1
+    done
+}
+
+run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
+    local name=$1 ranks=$2
+    shift 2
+    timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -n "$ranks" "$@" \
+        "$w" "$tmp/job.yaml" --set output.dir="$tmp/$name" >"$tmp/$name.log" 2>&1
+}
+
+"$w" "$tmp/job.yaml" --set output.dir="$tmp/ref" >"$tmp/ref.log" 2>&1 || {
+    echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
+
+if [ "$nodes" -eq 1 ]; then
+    echo "1..11"
+    for W in 1 2 4 7; do
+        if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
+            ok "srun -n $W: final latents bit-identical to one process"
+        else
+            nok "srun -n $W: final latents bit-identical to one process" "$tmp/w$W.log"
+        fi
+    done
+
+    for p in ends spread; do
+        if timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -n 4 "$w" "$tmp/job.yaml" \
+               --set output.dir="$tmp/p$p" --set pipeline.placement=$p >"$tmp/p$p.log" 2>&1 &&
+           same_outputs "$tmp/ref" "$tmp/p$p" 10; then
+            ok "placement $p: bit-identical"
+        else
+            nok "placement $p: bit-identical" "$tmp/p$p.log"
+        fi
+    done
+
+    # Open MPI's mpirun serves PMIx too
+    if command -v mpirun >/dev/null; then
+        if timeout -k 5 90 mpirun -n 4 --oversubscribe --allow-run-as-root "$w" "$tmp/job.yaml" \
+               --set output.dir="$tmp/mpi" >"$tmp/mpi.log" 2>&1 && same_outputs "$tmp/ref" "$tmp/mpi" 10; then
+            ok "mpirun -n 4: bit-identical"
+        else
+            nok "mpirun -n 4: bit-identical" "$tmp/mpi.log"
+        fi
+    else
+        ok "mpirun -n 4 # SKIP mpirun not installed"
+    fi
+
+    # steps not divisible by the rank count: clear error, exit 2, nothing run
+    timeout -k 5 60 srun --mpi=pmix -W 30 -n 3 "$w" "$tmp/job.yaml" --set output.dir="$tmp/bad" \
+        >"$tmp/bad.log" 2>&1
+    if grep -q "steps=28 is not divisible by 3 ranks: .*steps=27 or steps=30" "$tmp/bad.log" &&
+       [ ! -e "$tmp/bad" ]; then
+        ok "steps not divisible by ranks: named before anything starts"
+    else
+        nok "steps not divisible by ranks" "$tmp/bad.log"
+    fi
+
+    # a rank whose spec differs (a stale file on one node): mismatch named
+    cat >"$tmp/multi.conf" <<CONF
+0-2 $w $tmp/job.yaml --set output.dir=$tmp/mm
+3 $w $tmp/job.yaml --set output.dir=$tmp/mm --set latent_shape=[1,4,4,6,9]
+CONF
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 --multi-prog "$tmp/multi.conf" >"$tmp/mm.log" 2>&1
+    rc=$?
+    if [ $rc -ne 0 ] && grep -q "expected" "$tmp/mm.log" && grep -q "sample 0" "$tmp/mm.log"; then
+        ok "a rank with another spec: message mismatch named, job fails"
+    else
+        nok "a rank with another spec (rc=$rc)" "$tmp/mm.log"
+    fi
+
+    # failures: the pid of rank R of the srun step running output dir D
+    rank_pid() {
+        local pid
+        for pid in $(pgrep -f "svdworker .*output.dir=$2"); do
+            if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1"; then
+                echo "$pid"; return 0
+            fi
+        done
+        return 1
+    }
+    slow="--set model.dummy.cost=sleep --set model.dummy.step_ms=100 --set steps=8 --set samples=40 --set comm.deadline=4"
+
+    # a rank killed mid-run: the others fail, naming it, within deadline + 5 s
+    timeout -k 5 60 srun --mpi=pmix -W 30 -n 4 "$w" "$tmp/job.yaml" $slow \
+        --set output.dir="$tmp/kill" >"$tmp/kill.log" 2>&1 &
+    srun_pid=$!
+    pid=""
+    for _ in $(seq 50); do pid=$(rank_pid 2 "$tmp/kill") && break; sleep 0.1; done
+    sleep 1.5
+    t0=$(date +%s.%N)
+    [ -n "$pid" ] && kill -9 "$pid"
+    wait "$srun_pid"; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 9) }' &&
+       grep -q -E "rank 2 was lost|from rank 2: timed out|to rank 2: timed out" "$tmp/kill.log"; then
+        ok "rank 2 killed: job failed in ${dt}s (deadline 4 s), the lost rank named"
+    else
+        nok "rank 2 killed (pid '$pid', rc=$rc, ${dt}s)" "$tmp/kill.log"
+    fi
+
+    # a rank that never sends (stopped): the receiver's deadline error names
+    # rank, sample, step and peer
+    timeout -k 5 60 srun --mpi=pmix -W 30 -n 4 "$w" "$tmp/job.yaml" $slow \
+        --set output.dir="$tmp/stall" >"$tmp/stall.log" 2>&1 &
+    srun_pid=$!
+    pid=""
+    for _ in $(seq 50); do pid=$(rank_pid 1 "$tmp/stall") && break; sleep 0.1; done
+    sleep 1.5
+    t0=$(date +%s.%N)
+    [ -n "$pid" ] && kill -STOP "$pid"
+    wait "$srun_pid"; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null
+    if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 9) }' &&
+       grep -q -E "rank 2 on [^ ]+ receiving sample [0-9]+ step 4 from rank 1: timed out" "$tmp/stall.log"; then
+        ok "rank 1 stalled: rank 2's deadline error names sample, step and peer (${dt}s)"
+    else
+        nok "rank 1 stalled (pid '$pid', rc=$rc, ${dt}s)" "$tmp/stall.log"
+    fi
+else
+    # several slurmd "nodes": 3 nodes x 2 ranks; 24 steps (divisible by 6)
+    echo "1..1"
+    "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/ref24" >/dev/null 2>&1
+    if timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -N 3 --ntasks-per-node=2 \
+           "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/n3" \
+           --set comm.transport=tcp,self >"$tmp/n3.log" 2>&1 &&
+       same_outputs "$tmp/ref24" "$tmp/n3" 10; then
+        ok "3 nodes x 2 ranks: bit-identical to one process"
+    else
+        nok "3 nodes x 2 ranks" "$tmp/n3.log"
+    fi
+fi

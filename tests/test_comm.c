@@ -1,0 +1,244 @@
+/* Tests for src/comm in one process: framed messages sent to itself over
+ * UCX's loopback, header checks, deadlines.  The multi-rank paths run under
+ * srun and mpirun in tests/cluster/test_comm_cluster.sh. */
+#include "comm/comm.h"
+#include "common/clock.h"
+#include "rt/rt.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static svp_rt_h   rt;
+static svp_comm_h comm;
+
+static void setup(void)
+{
+    svp_comm_params_t params = {
+        .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID |
+                      SVP_COMM_PARAM_FIELD_TRANSPORT,
+        .job_id     = 0x5eed,
+        /* loopback over UCX's "self" transport; no shared memory segment */
+        .transport  = "self,posix",
+    };
+
+    unsetenv("PMIX_NAMESPACE");
+    cr_assert_eq(svp_rt_init(NULL, &rt), SVP_OK);
+    cr_assert_eq(svp_comm_create(rt, &params, &comm), SVP_OK);
+}
+
+static void teardown(void)
+{
+    svp_comm_destroy(comm);
+    svp_rt_cleanup(rt);
+}
+
+/* A latent-like frame: [1,14,4,9,16] floats plus a [1,1024] conditioning. */
+static svp_comm_frame_desc_t latent_desc(int64_t h)
+{
+    svp_comm_frame_desc_t desc = { .num_tensors = 2 };
+
+    desc.tensors[0] = (svp_comm_tensor_desc_t){
+        .dtype = 1, .ndim = 5, .shape = { 1, 14, 4, h, 16 },
+        .bytes = 14 * 4 * h * 16 * sizeof(float) };
+    desc.tensors[1] = (svp_comm_tensor_desc_t){
+        .dtype = 1, .ndim = 2, .shape = { 1, 1024 },
+        .bytes = 1024 * sizeof(float) };
+    return desc;
+}
+
+TestSuite(comm, .init = setup, .fini = teardown);
+
+Test(comm, loopback_framed_message)
+{
+    svp_comm_frame_desc_t desc = latent_desc(9);
+    svp_comm_frame_h      out, in;
+    svp_comm_req_h        sreq, rreq;
+    float                *x, *c;
+    size_t                i, n = desc.tensors[0].bytes / sizeof(float);
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &in), SVP_OK);
+    cr_assert_eq(svp_comm_frame_length(out), svp_comm_frame_size(&desc));
+    x = svp_comm_frame_data(out, 0);
+    c = svp_comm_frame_data(out, 1);
+    cr_assert_eq((uintptr_t)x % 64, 0);
+    cr_assert_eq((uintptr_t)c % 64, 0);
+    cr_assert_null(svp_comm_frame_data(out, 2));
+    for (i = 0; i < n; ++i) {
+        x[i] = (float)i * 0.25f;
+    }
+    for (i = 0; i < 1024; ++i) {
+        c[i] = -(float)i;
+    }
+
+    /* the receive is posted first, then the send; and the other way round */
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 3, 7, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 3, 7, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_OK);
+    cr_assert_eq(memcmp(svp_comm_frame_data(in, 0), x, desc.tensors[0].bytes), 0);
+    cr_assert_eq(memcmp(svp_comm_frame_data(in, 1), c, desc.tensors[1].bytes), 0);
+
+    memset(svp_comm_frame_data(in, 0), 0, desc.tensors[0].bytes);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 4, 0, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 4, 0, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+    cr_assert_eq(memcmp(svp_comm_frame_data(in, 0), x, desc.tensors[0].bytes), 0);
+
+    svp_comm_frame_destroy(in);
+    svp_comm_frame_destroy(out);
+}
+
+Test(comm, caller_buffer)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    size_t                need = svp_comm_frame_size(&desc);
+    void                 *buf;
+    svp_comm_frame_h      frame;
+
+    cr_assert_gt(need, desc.tensors[0].bytes + desc.tensors[1].bytes);
+    cr_assert_eq(posix_memalign(&buf, 64, need), 0);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need - 1,
+                                       SVP_COMM_MEM_HOST, &frame),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need,
+                                       SVP_COMM_MEM_CUDA, &frame),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need,
+                                       SVP_COMM_MEM_HOST, &frame), SVP_OK);
+    cr_assert_geq((char *)svp_comm_frame_data(frame, 0), (char *)buf);
+    cr_assert_leq((char *)svp_comm_frame_data(frame, 1) + desc.tensors[1].bytes,
+                  (char *)buf + need);
+    svp_comm_frame_destroy(frame);
+    free(buf);
+}
+
+/* Same byte size, different shape: the header check names both. */
+Test(comm, shape_mismatch_detected)
+{
+    svp_comm_frame_desc_t sdesc = latent_desc(8), rdesc = latent_desc(8);
+    svp_comm_frame_h      out, in;
+    svp_comm_req_h        sreq, rreq;
+
+    rdesc.tensors[0].shape[3] = 16;
+    rdesc.tensors[0].shape[4] = 8;
+    cr_assert_eq(svp_comm_frame_create(comm, &sdesc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &rdesc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &in), SVP_OK);
+    cr_assert_eq(svp_comm_frame_length(in), svp_comm_frame_length(out));
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_ERR_MESSAGE);
+    svp_comm_frame_destroy(in);
+    svp_comm_frame_destroy(out);
+}
+
+/* A larger message than expected, and a smaller one: both are mismatches. */
+Test(comm, size_mismatch_detected)
+{
+    svp_comm_frame_desc_t big = latent_desc(9), small = latent_desc(4);
+    svp_comm_frame_h      fbig, fsmall;
+    svp_comm_req_h        sreq, rreq;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &big, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &fbig), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &small, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &fsmall), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, fsmall,
+                                &rreq), SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, fbig, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_ERR_MESSAGE);
+    svp_comm_wait(comm, sreq, 5.0);
+
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fbig,
+                                &rreq), SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fsmall,
+                                &sreq), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_ERR_MESSAGE);
+    svp_comm_frame_destroy(fsmall);
+    svp_comm_frame_destroy(fbig);
+}
+
+/* Nobody sends: the wait gives up at its deadline, not much later. */
+Test(comm, recv_deadline)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    svp_comm_frame_h      in;
+    svp_comm_req_h        rreq;
+    double                t0, dt;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &in), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 9, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_test(comm, rreq), SVP_INPROGRESS);
+    t0 = svp_clock_now();
+    cr_assert_eq(svp_comm_wait(comm, rreq, 0.3), SVP_ERR_TIMED_OUT);
+    dt = svp_clock_now() - t0;
+    /* 0.3 s deadline; the bound leaves room for a loaded 2-core machine */
+    cr_assert_geq(dt, 0.3);
+    cr_assert_lt(dt, 0.8, "wait returned after %.3f s", dt);
+    svp_comm_frame_destroy(in);
+}
+
+/* A message for another (sample, step) from the same peer: at the deadline
+ * the wait says what was sent instead. */
+Test(comm, wrong_sample_named)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    svp_comm_frame_h      out, in;
+    svp_comm_req_h        sreq, rreq;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &in), SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 6, 3, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 5, 3, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 0.2), SVP_ERR_MESSAGE);
+    /* the stray message is still there for whoever expects it */
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 6, 3, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_OK);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+    svp_comm_frame_destroy(in);
+    svp_comm_frame_destroy(out);
+}
+
+Test(comm, invalid_arguments)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    svp_comm_frame_h      frame;
+    svp_comm_req_h        req = NULL;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &frame), SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 1, SVP_COMM_KIND_LATENT, 0, 0, frame, &req),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_comm_isend(comm, 0, 0, 0, 0, frame, &req),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT,
+                                SVP_COMM_MAX_SAMPLE + 1, 0, frame, &req),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_null(req);
+    desc.num_tensors = SVP_COMM_MAX_TENSORS + 1;
+    cr_assert_eq(svp_comm_frame_size(&desc), 0);
+    svp_comm_frame_destroy(frame);
+}

@@ -1,0 +1,741 @@
+/*
+ * Tests for launch/: the sbatch script (lines, quoting, hostile values), the
+ * checked-in scripts, hardware tables and the planner's numbers.
+ */
+#include "common/util.h"
+#include "launch/hardware.h"
+#include "launch/launch.h"
+#include "launch/plan.h"
+#include "spec/spec.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A spec from YAML text; the test fails when it does not parse. */
+static svp_spec_t *spec_from(const char *yaml)
+{
+    svp_spec_t *spec = NULL;
+    char        err[512] = "";
+
+    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err,
+                                      sizeof(err), &spec), SVP_OK,
+                 "spec does not parse: %s", err);
+    return spec;
+}
+
+static void set_str(char **field, const char *value)
+{
+    free(*field);
+    *field = strdup(value);
+}
+
+static char *render(const svp_spec_t *spec, const char *const *sets, int nsets,
+                    svp_status_t expect, char *err, int errlen)
+{
+    svp_launch_render_params_t params = {
+        .spec_ref      = "/jobs/job.yaml",
+        .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
+        .overrides     = sets,
+        .num_overrides = nsets,
+    };
+    char        *script = NULL;
+    svp_status_t status;
+
+    status = svp_launch_render(spec, &params, err, errlen, &script);
+    cr_assert_eq(status, expect, "render: %s (%s)", svp_status_name(status),
+                 err);
+    return script;
+}
+
+static int count_lines_starting(const char *text, const char *prefix)
+{
+    int         n = 0;
+    const char *p = text;
+
+    while (p != NULL && *p != '\0') {
+        n += !strncmp(p, prefix, strlen(prefix));
+        p = strchr(p, '\n');
+        p = p ? p + 1 : NULL;
+    }
+    return n;
+}
+
+static const char *full_yaml =
+    "model: {kind: dummy}\n"
+    "steps: 28\n"
+    "device: cuda\n"
+    "comm: {deadline: 100}\n"
+    "cluster:\n"
+    "  nodes: 2\n"
+    "  ranks_per_node: 7\n"
+    "  partition: gpu,gpu-long\n"
+    "  account: proj_42\n"
+    "  qos: high\n"
+    "  time: 1-00:00:00\n"
+    "  constraint: h100&nvlink\n"
+    "  exclusive: true\n"
+    "  job_name: svd.run-1\n"
+    "  output: logs/%x-%j.out\n"
+    "  error: logs/%x-%j.err\n"
+    "  requeue: true\n"
+    "  dependency: afterok:123:124\n"
+    "  array: 0-15%4\n"
+    "  mpi: pmix_v4\n"
+    "  worker: /opt/svdpipe/bin/svdworker\n"
+    "  container_image: nvcr.io#nvidia/pytorch:24.05-py3\n"
+    "  container_mounts: [/data:/data, /scratch:/scratch:ro]\n"
+    "  env: {UCX_TLS: 'cuda_copy,cuda_ipc,sm,self', NCCL_DEBUG: WARN}\n";
+
+Test(render, sbatch_and_srun_lines)
+{
+    static const char *expected[] = {
+        "#!/bin/bash\n",
+        "\n#SBATCH --job-name=svd.run-1\n",
+        "\n#SBATCH --nodes=2\n",
+        "\n#SBATCH --ntasks-per-node=7\n",
+        "\n#SBATCH --gpus-per-task=1\n",
+        "\n#SBATCH --partition=gpu,gpu-long\n",
+        "\n#SBATCH --account=proj_42\n",
+        "\n#SBATCH --qos=high\n",
+        "\n#SBATCH --time=1-00:00:00\n",
+        "\n#SBATCH --constraint=h100&nvlink\n",
+        "\n#SBATCH --exclusive\n",
+        "\n#SBATCH --output=logs/%x-%j.out\n",
+        "\n#SBATCH --error=logs/%x-%j.err\n",
+        "\n#SBATCH --requeue\n",
+        "\n#SBATCH --dependency=afterok:123:124\n",
+        "\n#SBATCH --array=0-15%4\n",
+        "\nset -euo pipefail\n",
+        "\nexport UCX_TLS='cuda_copy,cuda_ipc,sm,self'\n",
+        "\nexport NCCL_DEBUG='WARN'\n",
+        "\nsvp_spec='/jobs/job.yaml'\n",
+        /* deadline 100 s + 30 s grace */
+        "\nexec srun --mpi=pmix_v4 --kill-on-bad-exit=1 -W 130 \\\n"
+        "    --gpus-per-task=1 --gpu-bind=per_task:1 \\\n"
+        "    --container-image='nvcr.io#nvidia/pytorch:24.05-py3' "
+        "--container-mounts='/data:/data,/scratch:/scratch:ro' \\\n"
+        "    '/opt/svdpipe/bin/svdworker' \"$svp_spec\" --set 'steps=14'\n",
+    };
+    static const char *sets[] = {"steps=14"};
+    svp_spec_t *spec = spec_from(full_yaml);
+    char        err[512] = "";
+    char       *script = render(spec, sets, 1, SVP_OK, err, sizeof(err));
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(expected); ++i) {
+        cr_expect_not_null(strstr(script, expected[i]), "missing:\n%s\nin:\n%s",
+                           expected[i], script);
+    }
+    cr_assert_eq(count_lines_starting(script, "#SBATCH"), 15);
+    /* every #SBATCH line precedes the first command */
+    cr_assert_lt(strstr(script, "#SBATCH --array"), strstr(script, "set -e"));
+    free(script);
+    svp_spec_destroy(spec);
+}
+
+Test(render, cpu_job_binds_no_gpu)
+{
+    svp_spec_t *spec = spec_from("steps: 8\ncluster: {nodes: 1, "
+                                 "ranks_per_node: 4}\n");
+    char        err[512] = "";
+    char       *script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+
+    cr_assert_null(strstr(script, "gpu"), "%s", script);
+    cr_assert_not_null(strstr(script, "\n#SBATCH --ntasks-per-node=4\n"));
+    /* defaults: pmix, svdworker, the spec's base name as job name */
+    cr_assert_not_null(strstr(script, "\n#SBATCH --job-name=job\n"));
+    cr_assert_not_null(strstr(script, "exec srun --mpi=pmix --kill-on-bad-exit=1"));
+    cr_assert_not_null(strstr(script, "'svdworker' \"$svp_spec\"\n"));
+    free(script);
+    svp_spec_destroy(spec);
+}
+
+/* Values that must never reach an #SBATCH line: each rejected, key named. */
+Test(render, hostile_sbatch_values_rejected)
+{
+    static const struct {
+        size_t      offset;
+        const char *key;
+        const char *value;
+    } cases[] = {
+#define F(_f) offsetof(svp_spec_t, cluster._f)
+        {F(partition),  "cluster.partition",  "gpu\n#SBATCH --x"},
+        {F(partition),  "cluster.partition",  "$(rm -rf /)"},
+        {F(partition),  "cluster.partition",  "gpu --x"},
+        {F(partition),  "cluster.partition",  "gpu,"},
+        {F(account),    "cluster.account",    "a'b"},
+        {F(account),    "cluster.account",    "a\"b"},
+        {F(qos),        "cluster.qos",        "`id`"},
+        {F(time),       "cluster.time",       "tomorrow"},
+        {F(time),       "cluster.time",       "1-00:00:00\n#SBATCH --x"},
+        {F(time),       "cluster.time",       "10:99"},
+        {F(time),       "cluster.time",       "1-24"},
+        {F(constraint), "cluster.constraint", "h100 #x"},
+        {F(job_name),   "cluster.job_name",   "a;b"},
+        {F(output),     "cluster.output",     "out dir/x"},
+        {F(error),      "cluster.error",      "x\r#SBATCH"},
+        {F(dependency), "cluster.dependency", "afterok:1;rm"},
+        {F(array),      "cluster.array",      "a-b"},
+        {F(mpi),        "cluster.mpi",        "pmix --x"},
+        {F(worker),     "cluster.worker",     "svdworker\nrm -rf /"},
+        {F(container_image), "cluster.container_image", "img\n#SBATCH --x"},
+#undef F
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        svp_spec_t *spec = spec_from("steps: 8\n");
+        char        err[512] = "", *script = NULL;
+        char      **field = (char **)((char *)spec + cases[i].offset);
+
+        set_str(field, cases[i].value);
+        cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
+                     "accepted %s", cases[i].key);
+        cr_expect_not_null(strstr(err, cases[i].key), "%s", err);
+        cr_expect_null(strchr(err, '\n'), "message not escaped: %s", err);
+        script = render(spec, NULL, 0, SVP_ERR_SPEC, err, sizeof(err));
+        cr_expect_null(script);
+        svp_spec_destroy(spec);
+    }
+}
+
+Test(render, bad_env_names_and_values_rejected)
+{
+    static const char *names[] = {"A=B", "A B", "1X", "", "X-Y", "X\nY"};
+    svp_spec_t *spec = spec_from("steps: 8\ncluster: {env: {OK: v}}\n");
+    char        err[512];
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(names); ++i) {
+        set_str(&spec->cluster.env.keys[0], names[i]);
+        cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
+                     "accepted env name '%s'", names[i]);
+        cr_expect_not_null(strstr(err, "cluster.env"), "%s", err);
+    }
+    set_str(&spec->cluster.env.keys[0], "_Ok_1");
+    cr_assert_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_OK, "%s", err);
+    set_str(&spec->cluster.env.values[0], "line\nline");
+    cr_assert_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "cluster.env._Ok_1"), "%s", err);
+    svp_spec_destroy(spec);
+}
+
+/*
+ * Values that go through the shell: quoted, so the script parses (bash -n),
+ * gains no #SBATCH line, and hands srun exactly the original strings.  A fake
+ * srun first in PATH records its arguments.
+ */
+Test(render, quoted_values_reach_srun_unchanged)
+{
+    static const char *tricky[] = {
+        "$(rm -rf /)", "it's \"quoted\" `id` \\ ; #SBATCH --x", "'", "a'\\''b",
+    };
+    char  dir[] = "/tmp/svp_launch_XXXXXX", path[512], cmd[2048], *got;
+    char  err[512] = "", *script;
+    const char *sets[] = {"video.inputs=['a b', \"it's\"]"};
+    size_t len;
+    FILE  *f;
+    svp_spec_t *spec = spec_from("steps: 8\ncluster: {env: {V0: x, V1: x, "
+                                 "V2: x, V3: x}}\n");
+    svp_launch_render_params_t params = {
+        .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
+        .overrides     = sets,
+        .num_overrides = 1,
+    };
+
+    cr_assert_not_null(mkdtemp(dir));
+    for (int i = 0; i < 4; ++i) {
+        set_str(&spec->cluster.env.values[i], tricky[i]);
+    }
+    set_str(&spec->cluster.worker, tricky[1]);
+    set_str(&spec->cluster.container_image, tricky[0]);
+    spec->cluster.container_mounts.count    = 1;
+    spec->cluster.container_mounts.items[0] = strdup("/a'b:/c");
+
+    /* the spec path itself may hold quotes and blanks */
+    snprintf(path, sizeof(path), "%s/it's a job.yaml", dir);
+    cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_OK);
+    params.spec_ref = path;
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(count_lines_starting(script, "#SBATCH"), 3, "%s", script);
+
+    snprintf(path, sizeof(path), "%s/job.sh", dir);
+    cr_assert_eq(svp_file_write_atomic(path, script, strlen(script)), SVP_OK);
+    snprintf(cmd, sizeof(cmd), "bash -n '%s'", path);
+    cr_assert_eq(system(cmd), 0, "bash -n rejects:\n%s", script);
+
+    /* fake srun: NUL-separated argv, then the four variables */
+    snprintf(path, sizeof(path), "%s/srun", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/bash\nprintf '%%s\\0' \"$@\" \"$V0\" \"$V1\" \"$V2\" "
+            "\"$V3\" > '%s/args'\n", dir);
+    fclose(f);
+    chmod(path, 0755);
+    snprintf(cmd, sizeof(cmd), "cd '%s' && env -u SLURM_JOB_ID PATH='%s':\"$PATH\" "
+             "bash job.sh", dir, dir);
+    cr_assert_eq(system(cmd), 0, "the script failed:\n%s", script);
+
+    snprintf(path, sizeof(path), "%s/args", dir);
+    cr_assert_eq(svp_file_read_all(path, &got, &len), SVP_OK);
+    {
+        char expect_spec[512];
+        const char *want[] = {
+            "--mpi=pmix", "--kill-on-bad-exit=1", "-W", "150",
+            "--container-image=$(rm -rf /)", "--container-mounts=/a'b:/c",
+            tricky[1], expect_spec, "--set", sets[0],
+            tricky[0], tricky[1], tricky[2], tricky[3],
+        };
+        const char *p = got;
+
+        snprintf(expect_spec, sizeof(expect_spec), "%s/it's a job.yaml", dir);
+        for (size_t i = 0; i < SVP_ARRAY_SIZE(want); ++i) {
+            cr_assert_lt((size_t)(p - got), len, "argument %zu missing", i);
+            cr_assert_str_eq(p, want[i], "argument %zu", i);
+            p += strlen(p) + 1;
+        }
+        cr_assert_eq((size_t)(p - got), len, "extra arguments");
+    }
+    free(got);
+    free(script);
+    svp_spec_destroy(spec);
+    cr_assert_eq(svp_rmtree(dir), SVP_OK);
+}
+
+Test(render, control_characters_in_overrides_rejected)
+{
+    const char *sets[] = {"steps=8\n#SBATCH --x"};
+    svp_spec_t *spec = spec_from("steps: 8\n");
+    char        err[512] = "";
+
+    cr_assert_null(render(spec, sets, 1, SVP_ERR_SPEC, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "--set"), "%s", err);
+    svp_spec_destroy(spec);
+}
+
+Test(launch, slurm_time_formats)
+{
+    static const struct {
+        const char *text;
+        long        seconds;   /* -2: rejected */
+    } cases[] = {
+        {"30", 1800}, {"30:15", 1815}, {"01:00:00", 3600},
+        {"1-00:00:00", 86400}, {"2-12", 216000}, {"1-2:30", 95400},
+        {"UNLIMITED", -1}, {"INFINITE", -1},
+        {"tomorrow", -2}, {"", -2}, {"1:2:3:4", -2}, {"10:60", -2},
+        {"1-24:00:00", -2}, {"-5", -2}, {"1-", -2}, {"5 ", -2}, {"1h", -2},
+        {"999999999999999999999", -2},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        long secs = -3;
+        svp_status_t status = svp_launch_time_parse(cases[i].text, &secs);
+
+        if (cases[i].seconds == -2) {
+            cr_expect_neq(status, SVP_OK, "accepted '%s'", cases[i].text);
+        } else {
+            cr_expect_eq(status, SVP_OK, "rejected '%s'", cases[i].text);
+            cr_expect_eq(secs, cases[i].seconds, "'%s' -> %ld", cases[i].text,
+                         secs);
+        }
+    }
+}
+
+Test(launch, relative_paths)
+{
+    char  dir[] = "/tmp/svp_rel_XXXXXX", a[512], b[512], *rel;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(a, sizeof(a), "%s/slurm", dir);
+    snprintf(b, sizeof(b), "%s/etc", dir);
+    cr_assert_eq(svp_mkdir_p(a, 0755), SVP_OK);
+    cr_assert_eq(svp_mkdir_p(b, 0755), SVP_OK);
+    snprintf(b, sizeof(b), "%s/etc/job.yaml", dir);
+    cr_assert_eq(svp_file_write_atomic(b, "x", 1), SVP_OK);
+
+    cr_assert_eq(svp_launch_relpath(a, b, &rel), SVP_OK);
+    cr_assert_str_eq(rel, "../etc/job.yaml");
+    free(rel);
+    cr_assert_eq(svp_launch_relpath(dir, b, &rel), SVP_OK);
+    cr_assert_str_eq(rel, "etc/job.yaml");
+    free(rel);
+    cr_assert_eq(svp_launch_relpath("/", b, &rel), SVP_OK);
+    cr_assert_str_eq(rel, b + 1);
+    free(rel);
+    cr_assert_eq(svp_launch_relpath(a, "/no/such/file", &rel), SVP_ERR_NOT_FOUND);
+    cr_assert_eq(svp_rmtree(dir), SVP_OK);
+}
+
+Test(check, steps_must_divide_over_the_ranks)
+{
+    svp_spec_t *spec = spec_from("steps: 25\ncluster: {nodes: 1, "
+                                 "ranks_per_node: 7}\n");
+    char        err[512] = "";
+
+    cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "steps=28"), "%s", err);
+    cr_assert_not_null(strstr(err, "ranks_per_node=7"), "%s", err);
+    spec->steps = 28;
+    cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_OK, "%s", err);
+    svp_spec_destroy(spec);
+}
+
+/* The checked-in scripts are exactly what their specs render today. */
+Test(render, checked_in_scripts_up_to_date)
+{
+    static const char *jobs[] = {"svd_7gpu", "sim_4rank"};
+    const char *top = getenv("SVP_TOP_SRCDIR");
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(jobs); ++i) {
+        char        spec_path[1024], script_path[1024], slurm_dir[1024];
+        char        err[512] = "", *rel, *script, *on_disk;
+        size_t      len;
+        svp_spec_t *spec = NULL;
+        svp_launch_render_params_t params = {
+            .spec_ref_kind = SVP_LAUNCH_SPEC_SCRIPT_RELATIVE,
+        };
+
+        snprintf(spec_path, sizeof(spec_path), "%s/etc/%s.yaml", top, jobs[i]);
+        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top,
+                 jobs[i]);
+        snprintf(slurm_dir, sizeof(slurm_dir), "%s/slurm", top);
+        cr_assert_eq(svp_spec_load(spec_path, NULL, 0, err, sizeof(err), &spec),
+                     SVP_OK, "%s", err);
+        cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_OK, "%s",
+                     err);
+        cr_assert_eq(svp_launch_relpath(slurm_dir, spec_path, &rel), SVP_OK);
+        snprintf(script_path, sizeof(script_path), "../etc/%s.yaml", jobs[i]);
+        cr_assert_str_eq(rel, script_path);
+        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top,
+                 jobs[i]);
+        params.spec_ref = rel;
+        cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                     SVP_OK, "%s", err);
+        cr_assert_eq(svp_file_read_all(script_path, &on_disk, &len), SVP_OK);
+        cr_expect_str_eq(on_disk, script, "slurm/%s.sh is stale: run `make "
+                         "render-slurm`", jobs[i]);
+        cr_expect_eq(access(script_path, X_OK), 0, "slurm/%s.sh not executable",
+                     jobs[i]);
+        free(on_disk);
+        free(script);
+        free(rel);
+        svp_spec_destroy(spec);
+    }
+}
+
+/* ---- the planner ------------------------------------------------------- */
+
+/*
+ * Times below are sums of a few doubles: equal to the hand-computed values
+ * up to rounding, 1e-12 s.
+ */
+#define PLAN_EPS 1e-12
+
+static svp_plan_result_t *plan(int world, int rpn, int steps, int samples,
+                               svp_placement_t placement, double step_s,
+                               double encode_s, double decode_s,
+                               double latency_s)
+{
+    svp_plan_params_t  p = {
+        .world = world, .ranks_per_node = rpn, .steps = steps,
+        .samples = samples, .placement = placement, .message_bytes = 1e6,
+        .costs = {.step_s = step_s, .encode_s = encode_s,
+                  .decode_s = decode_s, .latency_s = latency_s},
+    };
+    svp_plan_result_t *res = NULL;
+
+    cr_assert_eq(svp_plan_run(&p, &res), SVP_OK);
+    return res;
+}
+
+/*
+ * W=2, T=4, N=3, step 10 ms, decode 20 ms, no encode, free links.
+ * ends: rank 0 runs 2 steps (20 ms) per sample, rank 1 2 steps + decode
+ * (40 ms): the first sample leaves at 60 ms, the next two 40 ms apart:
+ * 60 + 2 x 40 = 140 ms.  Busy 60 + 120 of 2 x 140: bubble 100/280.
+ */
+Test(plan, hand_computed_ends)
+{
+    svp_plan_result_t *r = plan(2, 2, 4, 3, SVP_PLACEMENT_ENDS, 0.010, 0,
+                                0.020, 0);
+
+    cr_assert_float_eq(r->makespan_s, 0.140, PLAN_EPS);
+    cr_assert_float_eq(r->fill_s, 0.060, PLAN_EPS);
+    cr_assert_float_eq(r->bottleneck_s, 0.040, PLAN_EPS);
+    cr_assert_eq(r->bottleneck_rank, 1);
+    cr_assert_float_eq(r->closed_form_s, 0.140, PLAN_EPS);
+    cr_assert_float_eq(r->bubble, 100.0 / 280.0, PLAN_EPS);
+    cr_assert_float_eq(r->samples_per_s, 3 / 0.140, 1e-9);
+    cr_assert_eq(r->ranks[0].steps, 6);
+    cr_assert_eq(r->ranks[1].decodes, 3);
+    cr_assert_eq(r->ranks[0].decodes, 0);
+    cr_assert_eq(r->link_msgs[0 * 2 + 1], 3);
+    cr_assert_eq(r->link_msgs[1 * 2 + 0], 0);
+    svp_plan_result_destroy(r);
+
+    /* a 5 ms hop between the ranks delays the fill once: 145 ms */
+    r = plan(2, 2, 4, 3, SVP_PLACEMENT_ENDS, 0.010, 0, 0.020, 0.005);
+    cr_assert_float_eq(r->makespan_s, 0.145, PLAN_EPS);
+    cr_assert_float_eq(r->link_s[0 * 2 + 1], 3 * 0.005, PLAN_EPS);
+    svp_plan_result_destroy(r);
+}
+
+/*
+ * Same job, placement spread: samples 0 and 2 are decoded on rank 0,
+ * sample 1 on rank 1.  By hand (ms): r0 s0 [0,20] | r1 s0 [20,40], r0 s1
+ * [20,40] | r0 dec0 [40,60], r1 s1 [40,60] | r1 dec1 [60,80], r0 s2 [60,80]
+ * | r1 s2 [80,100] | r0 dec2 [100,120].
+ */
+Test(plan, hand_computed_spread)
+{
+    svp_plan_result_t *r = plan(2, 2, 4, 3, SVP_PLACEMENT_SPREAD, 0.010, 0,
+                                0.020, 0);
+
+    cr_assert_float_eq(r->makespan_s, 0.120, PLAN_EPS);
+    cr_assert_float_eq(r->ranks[0].busy_s, 0.100, PLAN_EPS);
+    cr_assert_float_eq(r->ranks[1].busy_s, 0.080, PLAN_EPS);
+    cr_assert_eq(r->ranks[0].decodes, 2);
+    cr_assert_eq(r->ranks[1].decodes, 1);
+    cr_assert_eq(r->link_msgs[1 * 2 + 0], 2);   /* samples 0 and 2 go back */
+    svp_plan_result_destroy(r);
+}
+
+/* For placement ends the simulation is the flow shop's closed form. */
+Test(plan, ends_matches_closed_form)
+{
+    for (int w = 1; w <= 6; ++w) {
+        for (int n = 1; n <= 9; n += 4) {
+            double enc = 0.003 * w, dec = 0.011, step = 0.002, lat = 0.0001;
+            svp_plan_result_t *r = plan(w, 4, 12 * w, n, SVP_PLACEMENT_ENDS,
+                                        step, enc, dec, lat);
+            double s_first = 12 * step + enc, s_last = 12 * step + dec;
+            double s_max = w == 1 ? 12 * w * step + enc + dec :
+                           fmax(s_first, s_last);
+            /* free bandwidth: a hop costs its latency */
+            double expect = 12 * w * step + enc + dec + (w - 1) * lat +
+                            (n - 1) * s_max;
+
+            cr_expect_float_eq(r->makespan_s, expect, 1e-9, "W=%d N=%d: %.9f "
+                               "vs %.9f", w, n, r->makespan_s, expect);
+            cr_expect_float_eq(r->makespan_s, r->closed_form_s, 1e-9);
+            svp_plan_result_destroy(r);
+        }
+    }
+}
+
+/* One GPU runs everything back to back: no bubble, N x (T t + e + d). */
+Test(plan, single_gpu)
+{
+    svp_plan_result_t *r = plan(1, 1, 25, 4, SVP_PLACEMENT_ENDS, 0.8, 0.15,
+                                3.4, 0.001);
+
+    cr_assert_float_eq(r->makespan_s, 4 * (25 * 0.8 + 0.15 + 3.4), 1e-9);
+    cr_assert_float_eq(r->bubble, 0, 1e-12);
+    svp_plan_result_destroy(r);
+}
+
+Test(plan, rejects_bad_parameters)
+{
+    svp_plan_params_t  p = {.world = 3, .ranks_per_node = 1, .steps = 8,
+                            .samples = 1};
+    svp_plan_result_t *r = NULL;
+
+    cr_assert_eq(svp_plan_run(&p, &r), SVP_ERR_INVALID_PARAM);
+    p.steps   = 9;
+    p.samples = 0;
+    cr_assert_eq(svp_plan_run(&p, &r), SVP_ERR_INVALID_PARAM);
+    cr_assert_null(r);
+}
+
+/*
+ * SVD-XT production (25 frames, 576x1024, fp16): the message is the latent
+ * [25,4,72,128] + image latents [4,72,128] + embeddings [1,1024] + time ids
+ * [3], 2 bytes each.  Weights: the checkpoint's fp16 tensor bytes.  UNet
+ * activations: 746,496,000 skip elements (the 12 skip tensors of a CFG
+ * batch of 2 x 25 frames) + the level-0 GEGLU projection [50, 9216, 2560]
+ * and its input [50, 9216, 320].
+ */
+Test(plan, svd_message_and_memory)
+{
+    svp_spec_t *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                                 "dtype: f16\ndevice: cuda\n"
+                                 "pipeline: {placement: ends}\n"
+                                 "video: {decode_chunk_size: 2}\n"
+                                 "cluster: {ranks_per_node: 7}\n");
+    svp_plan_message_t msg;
+    svp_plan_memory_t  m0, m3, m6;
+    double             unet_act = (746496000.0 + 50.0 * 9216 * (2560 + 320)) * 2;
+
+    svp_plan_message(spec, &msg);
+    cr_assert_float_eq(msg.latent, 25.0 * 4 * 72 * 128 * 2, 0.5);
+    cr_assert_float_eq(msg.total, 1843200.0 + 73728 + 2048 + 6, 0.5);
+
+    svp_plan_memory(spec, 7, 0, SVP_PLACEMENT_ENDS, &m0);
+    svp_plan_memory(spec, 7, 3, SVP_PLACEMENT_ENDS, &m3);
+    svp_plan_memory(spec, 7, 6, SVP_PLACEMENT_ENDS, &m6);
+    cr_assert_float_eq(m3.weights, 3049246164.0, 0.5);
+    cr_assert_float_eq(m0.weights, 3049246164.0 + 1264153600 + 68327328, 0.5);
+    cr_assert_float_eq(m6.weights, 3049246164.0 + 127158366, 0.5);
+    /* decode of 2 frames at a time is below one UNet call */
+    cr_assert_float_eq(m3.activations, unet_act, 0.5);
+    cr_assert_float_eq(m6.activations, unet_act, 0.5);
+    /* two messages per sample in flight (comm.inflight 2, in and out) */
+    cr_assert_float_eq(m3.buffers, 4 * msg.total, 0.5);
+    svp_spec_destroy(spec);
+}
+
+Test(plan, costs_scale_from_the_hardware_reference)
+{
+    svp_spec_t      *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                                      "video: {num_frames: 14, width: 512, "
+                                      "height: 288, max_guidance: 1.0, "
+                                      "min_guidance: 1.0}\n");
+    svp_hw_t         hw = {.file = "h.yaml", .name = "h",
+                           .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4},
+                           .intra_node_gbps = 300, .inter_node_gbps = 25,
+                           .latency_us = 10};
+    svp_plan_costs_t c;
+    char             err[256] = "";
+
+    cr_assert_eq(svp_plan_costs_from_spec(spec, &hw, err, sizeof(err), &c),
+                 SVP_OK, "%s", err);
+    /* no guidance: batch 1; 14/25 frames; a quarter of the pixels */
+    cr_assert_float_eq(c.step_s, 0.8 * 0.5 * 14 / 25 * 0.25, 1e-12);
+    cr_assert_float_eq(c.encode_s, 0.16 * 0.25, 1e-12);
+    cr_assert_float_eq(c.decode_s, 3.4 * 14 / 25 * 0.25, 1e-12);
+    cr_assert_float_eq(c.latency_s, 10e-6, 1e-15);
+
+    hw.svd.unet_step_s = 0;
+    cr_assert_eq(svp_plan_costs_from_spec(spec, &hw, err, sizeof(err), &c),
+                 SVP_ERR_UNSUPPORTED);
+    svp_spec_destroy(spec);
+
+    /* the dummy model's sleep times are taken as they are */
+    spec = spec_from("model: {kind: dummy, dummy: {cost: sleep, step_ms: 7, "
+                     "encode_ms: 3, decode_ms: 11}}\n");
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, err, sizeof(err), &c),
+                 SVP_OK);
+    cr_assert_float_eq(c.step_s, 0.007, 1e-15);
+    cr_assert_float_eq(c.encode_s, 0.003, 1e-15);
+    cr_assert_float_eq(c.decode_s, 0.011, 1e-15);
+    cr_assert_float_eq(c.intra_node_gbps, 0, 0);
+    spec->model.dummy.cost = SVP_DUMMY_COST_COMPUTE;
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, err, sizeof(err), &c),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert_not_null(strstr(err, "model.dummy.cost"), "%s", err);
+    svp_spec_destroy(spec);
+}
+
+Test(plan, costs_from_a_log)
+{
+    char             dir[] = "/tmp/svp_log_XXXXXX", path[256], err[256] = "";
+    const char      *log =
+        "2026-11-22T06:31:14.123Z n1:r0 info  pipe: svp-cost kind=step s=0.010\n"
+        "unrelated line\n"
+        "n1:r1 svp-cost kind=step sample=1 s=0.030\n"
+        "n1:r1 svp-cost kind=decode s=0.5\n"
+        "2026-11-22T06:31:15.000Z n1:r0 debug pipe: sample 0 step 1/8 40.0 ms\n";
+    svp_plan_costs_t c = {.step_s = 9, .encode_s = 7, .decode_s = 9};
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/run.log", dir);
+    cr_assert_eq(svp_file_write_atomic(path, log, strlen(log)), SVP_OK);
+    cr_assert_eq(svp_plan_costs_from_log(path, err, sizeof(err), &c), SVP_OK,
+                 "%s", err);
+    cr_assert_float_eq(c.step_s, (0.010 + 0.030 + 0.040) / 3, 1e-12);
+    cr_assert_float_eq(c.decode_s, 0.5, 1e-12);
+    cr_assert_float_eq(c.encode_s, 7, 0);       /* not measured: kept */
+
+    log = "ok\nsvp-cost kind=stpe s=1\n";
+    cr_assert_eq(svp_file_write_atomic(path, log, strlen(log)), SVP_OK);
+    cr_assert_eq(svp_plan_costs_from_log(path, err, sizeof(err), &c),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_not_null(strstr(err, "run.log:2:"), "%s", err);
+    cr_assert_eq(svp_rmtree(dir), SVP_OK);
+}
+
+/* ---- hardware tables --------------------------------------------------- */
+
+Test(hardware, reads_a_table)
+{
+    svp_hw_t *hw = NULL;
+    char      err[512] = "";
+
+    cr_assert_eq(svp_hw_load_string(
+        "name: h100\nmemory_gb: 80\n"
+        "svd:\n  reference: {batch: 2, frames: 25, height: 576, width: 1024}\n"
+        "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n"
+        "links: {intra_node_gbps: 300, inter_node_gbps: 25, latency_us: 10}\n",
+        "h.yaml", err, sizeof(err), &hw), SVP_OK, "%s", err);
+    cr_assert_str_eq(hw->name, "h100");
+    cr_assert_eq(hw->svd.frames, 25);
+    cr_assert_float_eq(hw->svd.decode_s, 3.4, 1e-15);
+    cr_assert_float_eq(hw->intra_node_gbps, 300, 0);
+    svp_hw_destroy(hw);
+}
+
+Test(hardware, errors_name_line_column_key_expected_found)
+{
+    static const struct {
+        const char *yaml;
+        const char *message;
+    } cases[] = {
+        {"name: x\nlinks: {intra_node_gbps: fast, inter_node_gbps: 1, "
+         "latency_us: 1}\n",
+         "h.yaml:2:26: links.intra_node_gbps: expected a number, found fast"},
+        {"name: x\nlinks:\n  intra_node_gbps: 1\n  inter_node_gbps: 1\n"
+         "  latncy_us: 1\n",
+         "h.yaml:5:3: links.latncy_us: expected a known key (did you mean "
+         "'links.latency_us'?)"},
+        {"name: x\nsvd: {reference: {frames: 2.5}}\nlinks: {intra_node_gbps: "
+         "1, inter_node_gbps: 1, latency_us: 1}\n",
+         "h.yaml:2:27: svd.reference.frames: expected an integer, found 2.5"},
+        {"name: x\nlinks: {intra_node_gbps: 1, inter_node_gbps: 1}\n",
+         "links.latency_us: expected a value, found nothing"},
+        {"name: x\nlinks: [1, 2]\n",
+         "h.yaml:2:8: links: expected a mapping, found a list"},
+        {"name: x\nmemory_gb: -1\nlinks: {intra_node_gbps: 1, "
+         "inter_node_gbps: 1, latency_us: 1}\n",
+         "h.yaml:2:12: memory_gb: expected a value in [0, 1e+06], found -1"},
+        {"name: [x\n", "h.yaml:2:1:"},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        svp_hw_t *hw = NULL;
+        char      err[512] = "";
+
+        cr_expect_eq(svp_hw_load_string(cases[i].yaml, "h.yaml", err,
+                                        sizeof(err), &hw), SVP_ERR_BAD_FILE,
+                     "case %zu accepted", i);
+        cr_expect_null(hw);
+        cr_expect_not_null(strstr(err, cases[i].message), "case %zu: '%s'", i,
+                           err);
+    }
+}
+
+/* The tables shipped in etc/hardware/ all read. */
+Test(hardware, shipped_tables_read)
+{
+    static const char *names[] = {"h100", "h200", "cpu-sim"};
+    const char *top = getenv("SVP_TOP_SRCDIR");
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(names); ++i) {
+        char      path[1024], err[512] = "";
+        svp_hw_t *hw = NULL;
+
+        snprintf(path, sizeof(path), "%s/etc/hardware/%s.yaml", top, names[i]);
+        cr_expect_eq(svp_hw_load(path, err, sizeof(err), &hw), SVP_OK, "%s",
+                     err);
+        cr_expect_str_eq(hw ? hw->name : "", names[i]);
+        svp_hw_destroy(hw);
+    }
+}
