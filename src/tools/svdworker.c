@@ -253,7 +253,6 @@ int main(int argc, char **argv)
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
     }
-out_trace:
     svp_trace_destroy(pp.trace);
 out_comm:
     svp_comm_destroy(pp.comm);
