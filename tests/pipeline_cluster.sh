@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..14"
+    echo "1..15"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -147,6 +147,19 @@ CONF
         nok "rank 1 stalled (pid '$pid', rc=$rc, ${dt}s)" "$tmp/stall.log"
     fi
 
+    # the checked-in simulator script through sbatch --wait, from another
+    # directory, with the worker found on PATH as on a cluster
+    mkdir -p "$tmp/sb"
+    "$w" "$top/etc/sim_4rank.yaml" --set output.dir="$tmp/sb_ref" >"$tmp/sb_ref.log" 2>&1
+    if (cd "$tmp/sb" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+            sbatch --wait "$top/slurm/sim_4rank.sh" >"$tmp/sb.log" 2>&1) &&
+       same_outputs "$tmp/sb_ref" "$tmp/sb/out/sim_4rank" 8; then
+        ok "sbatch --wait slurm/sim_4rank.sh: bit-identical to one process"
+    else
+        cat "$tmp"/sb/*.out >>"$tmp/sb.log" 2>/dev/null
+        nok "sbatch --wait slurm/sim_4rank.sh" "$tmp/sb.log"
+    fi
+
     # the real SVD denoiser (golden pipeline_tiny: diffusers' UNet and
     # scheduler with its conditioning) on 1, 2 and 4 ranks
     g=${SVP_GOLDEN_DIR:-}/pipeline_tiny
@@ -192,7 +205,7 @@ YAML
     fi
 else
     # several slurmd "nodes": 3 nodes x 2 ranks; 24 steps (divisible by 6)
-    echo "1..1"
+    echo "1..2"
     "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/ref24" >/dev/null 2>&1
     if timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -N 3 --ntasks-per-node=2 \
            "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/n3" \
@@ -201,5 +214,22 @@ else
         ok "3 nodes x 2 ranks: bit-identical to one process"
     else
         nok "3 nodes x 2 ranks" "$tmp/n3.log"
+    fi
+
+    # a 3-node script rendered by svdlaunch, through sbatch --wait
+    mkdir -p "$tmp/sb3"
+    sets="--set cluster.nodes=3 --set cluster.ranks_per_node=2 --set steps=12"
+    "$w" "$top/etc/sim_4rank.yaml" --set steps=12 --set output.dir="$tmp/sb3_ref" \
+        >"$tmp/sb3_ref.log" 2>&1
+    if "$bld/src/tools/svdlaunch" render "$top/etc/sim_4rank.yaml" $sets \
+            -o "$tmp/sb3/sim3.sh" >"$tmp/sb3.log" 2>&1 &&
+       grep -q -- "--nodes=3" "$tmp/sb3/sim3.sh" &&
+       (cd "$tmp/sb3" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+            sbatch --wait "$tmp/sb3/sim3.sh" >>"$tmp/sb3.log" 2>&1) &&
+       same_outputs "$tmp/sb3_ref" "$tmp/sb3/out/sim_4rank" 8; then
+        ok "svdlaunch render (3 nodes x 2) + sbatch --wait: bit-identical to one process"
+    else
+        cat "$tmp"/sb3/*.out >>"$tmp/sb3.log" 2>/dev/null
+        nok "svdlaunch render (3 nodes x 2) + sbatch --wait" "$tmp/sb3.log"
     fi
 fi
