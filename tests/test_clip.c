@@ -790,3 +790,52 @@ Test(clip, svdtool_clip, .init = setup, .fini = teardown)
     svp_tensor_destroy(embeds);
     svp_rmtree(tmp);
 }
+
+/* ---- random weights ---- */
+
+/*
+ * svp_clip_write_random: the same seed gives the same file, which has the
+ * golden model's tensor count, loads, and encodes to finite values.
+ */
+Test(clip, random_init_loads_and_is_deterministic, .init = setup, .fini = teardown)
+{
+    char              dir[1024], cfg[4096], a[64], b[64], pa[4096], pb[4096];
+    char             *da, *db;
+    size_t            la, lb;
+    svp_safetensors_h g, r, st;
+    svp_tensor_t     *pixels;
+    float            *got;
+    int64_t           i;
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    make_tmp(a, sizeof(a));
+    make_tmp(b, sizeof(b));
+    cr_assert_eq(svp_clip_write_random(cfg, 5, a), SVP_OK);
+    cr_assert_eq(svp_clip_write_random(cfg, 5, b), SVP_OK);
+    snprintf(pa, sizeof(pa), "%s/model.safetensors", a);
+    snprintf(pb, sizeof(pb), "%s/model.safetensors", b);
+    cr_assert_eq(svp_file_read_all(pa, &da, &la), SVP_OK);
+    cr_assert_eq(svp_file_read_all(pb, &db, &lb), SVP_OK);
+    cr_assert(la == lb && memcmp(da, db, la) == 0, "same seed, different files");
+    free(da);
+    free(db);
+
+    g = open_file(dir, "model.safetensors");
+    r = open_file(a, "model.safetensors");
+    cr_assert_eq(svp_safetensors_count(r), svp_safetensors_count(g));
+    svp_safetensors_close(g);
+    svp_safetensors_close(r);
+
+    st     = open_file(dir, "io.safetensors");
+    pixels = load(st, "pixel_values");
+    svp_safetensors_close(st);
+    got = encode(a, NULL, pixels);
+    for (i = 0; i < pixels->shape[0] * 24; i++) {
+        cr_assert(isfinite(got[i]));
+    }
+    free(got);
+    svp_tensor_destroy(pixels);
+    svp_rmtree(a);
+    svp_rmtree(b);
+}
