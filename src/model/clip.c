@@ -342,7 +342,7 @@ static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
     return status;
 }
 
-#define CLIP_TRY(_expr) \
+#define CLIP_TRY_RETURN(_expr) \
     do { \
         status = (_expr); \
         if (status != SVP_OK) { \
@@ -374,31 +374,31 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     svp_status_t             status;
 
     c->tokens = 1 + g * g;
-    CLIP_TRY(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
                          "vision_model.embeddings.class_embedding"));
-    CLIP_TRY(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
                          "vision_model.embeddings.patch_embedding.weight"));
-    CLIP_TRY(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
                          "vision_model.embeddings.position_embedding.weight"));
-    CLIP_TRY(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
 
 #define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
-        CLIP_TRY(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
-        CLIP_TRY(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
-        CLIP_TRY(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
-        CLIP_TRY(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
-        CLIP_TRY(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
 #undef P
     }
-    CLIP_TRY(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
     {
         clip_linear_t proj = { NULL, NULL };
-        CLIP_TRY(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
+        CLIP_TRY_RETURN(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
                                   1.0f, "visual_projection"));
         c->visual_projection = proj.w;
     }
@@ -596,7 +596,7 @@ out_free_layers:
 
 /* ---- forward ---- */
 
-#undef CLIP_TRY
+#undef CLIP_TRY_RETURN
 #define CLIP_TRY(_expr) \
     do { \
         status = (_expr); \
