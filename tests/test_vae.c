@@ -823,3 +823,39 @@ Test(vae, random_init_loads_and_is_deterministic, .init = setup, .fini = teardow
     svp_rmtree(a);
     svp_rmtree(b);
 }
+
+/* ---- bad input ---- */
+
+Test(vae, bad_config_and_shapes_are_rejected, .init = setup, .fini = teardown)
+{
+    static const char cfg_text[] =
+        "{\"block_out_channels\": [32, 64],"
+        " \"down_block_types\": [\"DownEncoderBlock2D\", \"AttnDownEncoderBlock2D\"]}";
+    char             dir[1024], tmp[64], path[4096], *log = NULL;
+    size_t           len = 0;
+    FILE            *mem;
+    svp_vae_config_t cfg;
+    svp_vae_h        vae;
+    float            buf[4 * 4 * 3];
+
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, cfg_text, strlen(cfg_text)), SVP_OK);
+    mem = open_memstream(&log, &len);
+    svp_log_set_stream(mem);
+    cr_assert_eq(svp_vae_config_load(path, &cfg), SVP_ERR_BAD_FILE);
+    svp_log_set_stream(stderr);
+    fclose(mem);
+    cr_assert_not_null(strstr(log, "AttnDownEncoderBlock2D"), "%s", log);
+    free(log);
+    svp_rmtree(tmp);
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    cr_assert_eq(svp_vae_create(ops, dir, NULL, &vae), SVP_OK);
+    /* one pixel cannot go through a downsampler; a negative chunk is no size */
+    cr_assert_eq(svp_vae_encode(vae, 1, 1, 1, buf, buf, NULL, NULL),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_vae_decode(vae, 1, 1, 1, -1, buf, buf),
+                 SVP_ERR_INVALID_PARAM);
+    svp_vae_destroy(vae);
+}
