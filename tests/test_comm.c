@@ -2,10 +2,12 @@
  * UCX's loopback, header checks, deadlines.  The multi-rank paths run under
  * srun and mpirun in tests/cluster/test_comm_cluster.sh. */
 #include "comm/comm.h"
+#include "comm/frame.h"
 #include "common/clock.h"
 #include "rt/rt.h"
 
 #include <criterion/criterion.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,4 +243,82 @@ Test(comm, invalid_arguments)
     desc.num_tensors = SVP_COMM_MAX_TENSORS + 1;
     cr_assert_eq(svp_comm_frame_size(&desc), 0);
     svp_comm_frame_destroy(frame);
+}
+
+/* The wire format itself: a sealed frame passes its check; a flipped payload
+ * byte, a flipped header byte or another job's id does not. */
+Test(comm, frame_check_catches_corruption)
+{
+    svp_comm_frame_desc_t desc = latent_desc(3);
+    svp_comm_frame_id_t   id = { .job_id = 0x5eed, .kind = SVP_COMM_KIND_LATENT,
+                                 .sample = 2, .step = 5, .src_rank = 0 };
+    svp_comm_frame_id_t   other = id;
+    svp_comm_frame_h      frame;
+    unsigned char        *bytes;
+    size_t                len;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &frame), SVP_OK);
+    len   = svp_comm_frame_length(frame);
+    bytes = svp_comm_frame_data(frame, 0);
+    memset(bytes, 0x3c, desc.tensors[0].bytes);
+
+    svp_comm_frame_seal(frame, &id, 1);
+    cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_OK);
+
+    bytes[desc.tensors[0].bytes - 1] ^= 0x80;       /* the payload's last bit */
+    cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_ERR_MESSAGE);
+    bytes[desc.tensors[0].bytes - 1] ^= 0x80;
+    cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_OK);
+
+    ((unsigned char *)frame->base)[offsetof(svp_comm_header_t, sample)] ^= 1;
+    cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_ERR_MESSAGE);
+
+    svp_comm_frame_seal(frame, &id, 1);
+    other.job_id = 0xbad;
+    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"),
+                 SVP_ERR_MESSAGE);
+    other = id;
+    other.step = 6;
+    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"),
+                 SVP_ERR_MESSAGE);
+    cr_assert_eq(svp_comm_frame_check(frame, 100, &id, "test"), SVP_ERR_MESSAGE);
+    svp_comm_frame_destroy(frame);
+}
+
+/* Several receives posted ahead (samples in flight): wait_any returns the
+ * one whose message came, and at the deadline leaves the rest pending. */
+Test(comm, wait_any)
+{
+    svp_comm_frame_desc_t desc = latent_desc(2);
+    svp_comm_frame_h      out, in[3];
+    svp_comm_req_h        reqs[3], sreq;
+    int                   i, index = -1;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    for (i = 0; i < 3; ++i) {
+        cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0,
+                                           SVP_COMM_MEM_HOST, &in[i]), SVP_OK);
+        cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, i, 1, in[i],
+                                    &reqs[i]), SVP_OK);
+    }
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, out, &sreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_wait_any(comm, reqs, 3, 5.0, &index), SVP_OK);
+    cr_assert_eq(index, 1);
+    cr_assert_null(reqs[1]);
+    cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
+
+    index = -1;
+    cr_assert_eq(svp_comm_wait_any(comm, reqs, 3, 0.1, &index), SVP_ERR_TIMED_OUT);
+    cr_assert_eq(index, -1);
+    cr_assert_not_null(reqs[0]);
+    cr_assert_not_null(reqs[2]);
+    svp_comm_cancel(comm, reqs[0]);
+    svp_comm_cancel(comm, reqs[2]);
+    for (i = 0; i < 3; ++i) {
+        svp_comm_frame_destroy(in[i]);
+    }
+    svp_comm_frame_destroy(out);
 }

@@ -82,7 +82,8 @@ enum {
     SVP_COMM_PARAM_FIELD_JOB_ID    = 1u << 0,
     SVP_COMM_PARAM_FIELD_TRANSPORT = 1u << 1,
     SVP_COMM_PARAM_FIELD_DEADLINE  = 1u << 2,
-    SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3
+    SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3,
+    SVP_COMM_PARAM_FIELD_SPIN      = 1u << 4
 };
 
 typedef struct {
@@ -95,10 +96,15 @@ typedef struct {
     /* Seconds svp_comm_wait() gives an operation when the caller passes a
      * negative timeout (default SVP_COMM_DEFAULT_DEADLINE). */
     double      deadline;
-    /* 1 (default): the payload is checksummed (FNV-1a) by the sender and
-     * checked by the receiver; 0: only the header is.  Costs ~1 ms per MB on
-     * each side. */
+    /* 1 (default): the payload is checksummed by the sender and checked by
+     * the receiver (a word-wise FNV-1a, see frame.c); 0: only the header is.
+     * Costs one read of the payload on each side. */
     int         checksum;
+    /* Seconds a wait keeps polling UCX after the last wake-up before it
+     * sleeps on the event fd (default 0: sleep at once).  ~50e-6 pays off
+     * when every rank has a core of its own; with more ranks than cores it
+     * makes them steal time from each other. */
+    double      spin;
 } svp_comm_params_t;
 
 #define SVP_COMM_DEFAULT_DEADLINE 60.0
@@ -179,6 +185,18 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
  * read by UCX until svp_comm_destroy: keep its frame until then.
  */
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
+
+/*
+ * Waits until one of reqs[0..n) completes (NULL entries are skipped), for at
+ * most timeout seconds (negative: the comm's deadline).  Then writes its
+ * index to *index_p, releases it, sets reqs[index] to NULL and returns its
+ * final status, as svp_comm_wait would.  On the deadline or a lost rank it
+ * logs every pending request and returns SVP_ERR_TIMED_OUT,
+ * SVP_ERR_PEER_LOST or SVP_ERR_MESSAGE with all requests still pending (give
+ * them up with svp_comm_cancel), *index_p not written.
+ */
+svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
+                               double timeout, int *index_p);
 
 /*
  * Gives up on req without waiting (shutdown, or a receive posted ahead that

@@ -21,6 +21,36 @@ _Static_assert(sizeof(svp_comm_header_t) % SVP_COMM_ALIGN == 0,
 #define SVP_COMM_HEADER_SEED  0x6865616465720000ull
 #define SVP_COMM_PAYLOAD_SEED 0x7061796c6f616400ull
 
+/*
+ * The payload checksum: FNV-1a's xor-multiply, but on 64-bit words in four
+ * independent lanes (word i feeds lane i % 4) with an xor-shift after each
+ * multiply so high bits reach low ones; the lanes and the byte tail are then
+ * folded with plain FNV-1a.  Byte-wise FNV-1a (svp_hash_fnv1a) runs at ~1.5
+ * GB/s here, which made a checksummed 2 MB hand-off 10x slower than the
+ * transport; this runs at memory speed.  It detects corruption; it is not a
+ * cryptographic hash.
+ */
+static uint64_t svp_comm_payload_hash(const void *data, size_t len)
+{
+    const uint64_t       prime = 1099511628211ull;
+    const unsigned char *p     = data;
+    uint64_t             h[4], w[4];
+    size_t               i = 0;
+    int                  l;
+
+    for (l = 0; l < 4; ++l) {
+        h[l] = 1469598103934665603ull ^ (SVP_COMM_PAYLOAD_SEED + l);
+    }
+    for (; i + sizeof(w) <= len; i += sizeof(w)) {
+        memcpy(w, p + i, sizeof(w));
+        for (l = 0; l < 4; ++l) {
+            h[l]  = (h[l] ^ w[l]) * prime;
+            h[l] ^= h[l] >> 29;
+        }
+    }
+    return svp_hash_fnv1a(p + i, len - i, svp_hash_fnv1a(h, sizeof(h), len));
+}
+
 static size_t svp_comm_align_up(size_t n)
 {
     return (n + SVP_COMM_ALIGN - 1) & ~(size_t)(SVP_COMM_ALIGN - 1);
@@ -87,9 +117,9 @@ void svp_comm_frame_seal(struct svp_comm_frame *frame,
     }
     if (checksum) {
         hdr->flags           |= SVP_COMM_FLAG_PAYLOAD_CHECKSUM;
-        hdr->payload_checksum = svp_hash_fnv1a((char *)frame->base + sizeof(*hdr),
-                                               hdr->payload_bytes,
-                                               SVP_COMM_PAYLOAD_SEED);
+        hdr->payload_checksum = svp_comm_payload_hash((char *)frame->base +
+                                                      sizeof(*hdr),
+                                                      hdr->payload_bytes);
     }
     hdr->header_checksum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED,
                                           SVP_COMM_HEADER_SEED);
@@ -201,8 +231,8 @@ svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
     sum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED, SVP_COMM_HEADER_SEED);
     if (sum != hdr->header_checksum) {
         svp_error("%s: header checksum: expected 0x%016" PRIx64 ", got 0x%016"
-                  PRIx64 " (header corrupted)", where, sum,
-                  hdr->header_checksum);
+                  PRIx64 " (header corrupted)", where, hdr->header_checksum,
+                  sum);
         return SVP_ERR_MESSAGE;
     }
 
@@ -224,8 +254,8 @@ svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
 
     /* The payload is worth hashing only when everything else agrees. */
     if ((diff.count == 0) && (hdr->flags & SVP_COMM_FLAG_PAYLOAD_CHECKSUM)) {
-        sum = svp_hash_fnv1a((const char *)frame->base + sizeof(*hdr),
-                             hdr->payload_bytes, SVP_COMM_PAYLOAD_SEED);
+        sum = svp_comm_payload_hash((const char *)frame->base + sizeof(*hdr),
+                                    hdr->payload_bytes);
         if (sum != hdr->payload_checksum) {
             svp_comm_diff_add(&diff, "payload checksum: expected 0x%016" PRIx64
                               ", got 0x%016" PRIx64 " (payload corrupted)",

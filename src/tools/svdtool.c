@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "tools/svdtool_cmds_unet.h"
 #include "tools/svdtool_schedule.h"
+#include "tools/svdtool_compare.h"
 #include "trace/trace.h"
 
 #include <stdio.h>
@@ -33,6 +34,8 @@ static const svdtool_cmd_t svdtool_cmds[] = {
      "write random weights for a config: --config CONFIG.json --seed S --output DIR"},
     {"schedule", svdtool_schedule_main,
      "print sigmas and timesteps: --config scheduler_config.json --steps N"},
+    {"compare", svdtool_compare_main,
+     "relative difference of two tensors: A.safetensors[:T] REF.safetensors[:T] [--tol R]"},
     {"trace-merge", svdtool_trace_merge_main,
      "merge per-rank traces into one timeline: OUT.json IN.json..."},
 };

@@ -51,6 +51,8 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
     switch (spec->model.kind) {
     case SVP_MODEL_DUMMY:
         return svp_stage_dummy_create(spec, stage_p);
+    case SVP_MODEL_SVD:
+        return svp_stage_svd_create(spec, stage_p);
     default:
         svp_error("%s: model.kind %s is not available in this build", spec->file,
                   svp_spec_model_kind_name(spec->model.kind));
