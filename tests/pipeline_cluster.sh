@@ -157,7 +157,8 @@ model: {kind: svd, path: '$g', conditioning: '$tmp/cond.safetensors'}
 steps: 4
 samples: 2
 video: {width: 48, height: 32, num_frames: 3, fps: 7, motion_bucket_id: 127,
-        noise_aug_strength: 0.02, min_guidance: 1.0, max_guidance: 3.0}
+        noise_aug_strength: 0.02, min_guidance: 1.0, max_guidance: 3.0,
+        decode_chunk_size: 2}
 comm: {deadline: 60, transport: 'posix,self'}
 log: {level: warn}
 YAML
@@ -167,9 +168,10 @@ YAML
         for W in 2 4; do
             timeout -k 5 120 srun --mpi=pmix --kill-on-bad-exit=1 -W 100 -n $W -O "$w" \
                 "$tmp/svd.yaml" --set output.dir="$tmp/svd$W" >"$tmp/svd$W.log" 2>&1
-            f=sample_000001.safetensors
+            f=sample_000001/latents.safetensors
             if cmp -s "$tmp/svd1/$f" "$tmp/svd$W/$f" &&
-               cmp -s "$tmp/svd1/sample_000000.safetensors" "$tmp/svd$W/sample_000000.safetensors" &&
+               cmp -s "$tmp/svd1/sample_000000/latents.safetensors" "$tmp/svd$W/sample_000000/latents.safetensors" &&
+               cmp -s "$tmp/svd1/sample_000001/frame_0002.png" "$tmp/svd$W/sample_000001/frame_0002.png" &&
                "$bld/src/tools/svdtool" compare "$tmp/svd$W/$f" "$g/pipeline.safetensors:latents_final" \
                    --tol 5e-5 >"$tmp/cmp$W" 2>&1; then
                 ok "svd pipeline_tiny on $W ranks: bit-identical to 1 rank, $(cat "$tmp/cmp$W")"
@@ -178,7 +180,7 @@ YAML
                 nok "svd pipeline_tiny on $W ranks" "$tmp/svd$W.log"
             fi
         done
-        if "$bld/src/tools/svdtool" compare "$tmp/svd1/sample_000000.safetensors" \
+        if "$bld/src/tools/svdtool" compare "$tmp/svd1/sample_000000/latents.safetensors" \
                "$g/pipeline.safetensors:latents_final" --tol 5e-5 >"$tmp/cmp1" 2>&1; then
             ok "svd pipeline_tiny on 1 rank matches diffusers: $(cat "$tmp/cmp1")"
         else

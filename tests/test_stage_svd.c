@@ -8,6 +8,7 @@
  */
 #include "pipe/stage.h"
 #include "tensor/safetensors.h"
+#include "media/image.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -99,7 +100,8 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
              "model: {kind: svd, path: '%s', conditioning: '%s'}\nsteps: 4\n"
              "video: {width: 48, height: 32, num_frames: 3, fps: 7, "
              "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
-             "max_guidance: 3.0}\noutput: {dir: '%s/out'}\n", golden, cond, dir);
+             "max_guidance: 3.0, decode_chunk_size: 2}\n"
+             "output: {dir: '%s/out', mp4: false}\n", golden, cond, dir);
     cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err), &spec),
                  SVP_OK, "%s", err);
     cr_assert_eq(svp_stage_svd_create(spec, &stage), SVP_OK);
@@ -125,9 +127,36 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
     cr_expect(e <= PIPE_TOL, "final latents: rel err %g", e);
     svp_tensor_destroy(ref);
 
+    /* decode (chunks of 2 + 1 frames, as the golden run) and the frames as
+     * PNG: within one 8-bit level of diffusers' float frames * 255 */
     cr_assert_eq(stage.ops->finish(stage.self, &s), SVP_OK);
-    snprintf(cond, sizeof(cond), "%s/out/sample_000000.safetensors", dir);
+    snprintf(cond, sizeof(cond), "%s/out/sample_000000/latents.safetensors", dir);
     cr_assert_eq(access(cond, R_OK), 0, "no output at %s", cond);
+    snprintf(cond, sizeof(cond), "%s/out/sample_000000/sample.json", dir);
+    cr_assert_eq(access(cond, R_OK), 0, "no output at %s", cond);
+    cr_assert_eq(svp_safetensors_load(g, "frames", SVP_DTYPE_F32, &ref), SVP_OK);
+    for (k = 0; k < 3; ++k) {
+        svp_media_image_t *img;
+        int64_t            c, y, x, plane = 32 * 48;
+        double             worst = 0;
+        snprintf(cond, sizeof(cond), "%s/out/sample_000000/frame_%04d.png", dir, k);
+        cr_assert_eq(svp_media_image_load(cond, &img), SVP_OK, "%s", cond);
+        cr_assert_eq(img->width, 48);
+        cr_assert_eq(img->height, 32);
+        for (c = 0; c < 3; ++c) {
+            for (y = 0; y < 32; ++y) {
+                for (x = 0; x < 48; ++x) {
+                    double want = 255.0 * ((float *)ref->data)[(k * 3 + c) * plane +
+                                                                y * 48 + x];
+                    double got  = img->pixels[(y * 48 + x) * 3 + c];
+                    worst       = fmax(worst, fabs(want - got));
+                }
+            }
+        }
+        cr_expect(worst <= 1.0, "frame %d: %.2f levels from diffusers' frames", k, worst);
+        svp_media_image_destroy(img);
+    }
+    svp_tensor_destroy(ref);
 
     svp_sample_cleanup(&s);
     stage.ops->destroy(stage.self);
