@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
+#include "tools/svdtool_cmds_vae.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -744,4 +745,97 @@ Test(clip, svd_xt_layout_accepted, .init = setup, .fini = teardown)
     cr_assert_eq(svp_clip_check_weights(tmp, NULL, &mapped), SVP_OK);
     cr_assert_eq(mapped, count, "%d of %d tensors mapped", mapped, count);
     svp_rmtree(tmp);
+}
+
+/* ---- svdtool clip ---- */
+
+Test(clip, svdtool_clip, .init = setup, .fini = teardown)
+{
+    char              dir[1024], tmp[64], in[4096], outp[4096];
+    svp_safetensors_h st;
+    svp_tensor_t     *embeds, *got;
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    st     = open_file(dir, "io.safetensors");
+    embeds = load(st, "image_embeds");
+    svp_safetensors_close(st);
+    snprintf(in, sizeof(in), "%s/io.safetensors", dir);
+    snprintf(outp, sizeof(outp), "%s/out.safetensors", tmp);
+    {
+        char *argv[] = { "clip", "--model", dir, "--input", in, "--output",
+                         outp, "--threads", "2", NULL };
+        cr_assert_eq(svdtool_clip_main(9, argv), 0);
+    }
+    st  = open_file(tmp, "out.safetensors");
+    got = load(st, "image_embeds");
+    cr_assert_eq(got->ndim, 2);
+    assert_close("svdtool clip image_embeds", got->data, embeds->data,
+                 svp_tensor_numel(embeds));
+    svp_tensor_destroy(got);
+    svp_safetensors_close(st);
+
+    /* pixel_values of another geometry than the model's is bad input */
+    {
+        char enc[1100];
+        char *argv[] = { "clip", "--model", enc, "--input", in, "--output",
+                         outp, NULL };
+        golden_dir("clip_preprocess/image_encoder", enc, sizeof(enc));
+        cr_assert_eq(svdtool_clip_main(7, argv), SVP_EXIT_BAD_INPUT);
+    }
+    {
+        char *argv[] = { "clip", "--model", dir, NULL };
+        cr_assert_eq(svdtool_clip_main(3, argv), SVP_EXIT_BAD_INPUT);
+    }
+    svp_tensor_destroy(embeds);
+    svp_rmtree(tmp);
+}
+
+/* ---- random weights ---- */
+
+/*
+ * svp_clip_write_random: the same seed gives the same file, which has the
+ * golden model's tensor count, loads, and encodes to finite values.
+ */
+Test(clip, random_init_loads_and_is_deterministic, .init = setup, .fini = teardown)
+{
+    char              dir[1024], cfg[4096], a[64], b[64], pa[4096], pb[4096];
+    char             *da, *db;
+    size_t            la, lb;
+    svp_safetensors_h g, r, st;
+    svp_tensor_t     *pixels;
+    float            *got;
+    int64_t           i;
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    make_tmp(a, sizeof(a));
+    make_tmp(b, sizeof(b));
+    cr_assert_eq(svp_clip_write_random(cfg, 5, a), SVP_OK);
+    cr_assert_eq(svp_clip_write_random(cfg, 5, b), SVP_OK);
+    snprintf(pa, sizeof(pa), "%s/model.safetensors", a);
+    snprintf(pb, sizeof(pb), "%s/model.safetensors", b);
+    cr_assert_eq(svp_file_read_all(pa, &da, &la), SVP_OK);
+    cr_assert_eq(svp_file_read_all(pb, &db, &lb), SVP_OK);
+    cr_assert(la == lb && memcmp(da, db, la) == 0, "same seed, different files");
+    free(da);
+    free(db);
+
+    g = open_file(dir, "model.safetensors");
+    r = open_file(a, "model.safetensors");
+    cr_assert_eq(svp_safetensors_count(r), svp_safetensors_count(g));
+    svp_safetensors_close(g);
+    svp_safetensors_close(r);
+
+    st     = open_file(dir, "io.safetensors");
+    pixels = load(st, "pixel_values");
+    svp_safetensors_close(st);
+    got = encode(a, NULL, pixels);
+    for (i = 0; i < pixels->shape[0] * 24; i++) {
+        cr_assert(isfinite(got[i]));
+    }
+    free(got);
+    svp_tensor_destroy(pixels);
+    svp_rmtree(a);
+    svp_rmtree(b);
 }

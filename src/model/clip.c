@@ -14,9 +14,11 @@
 #include "model/clip.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "sched/rng.h"
 #include "tensor/config_json.h"
 #include "tensor/safetensors.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,12 +143,72 @@ out:
 
 /* ---- weights ---- */
 
+/*
+ * The tensor walk of clip_load_all() serves three purposes: loading a file
+ * into backend buffers, checking a file's header only, and writing random
+ * weights (writer set; nothing is read or uploaded).
+ */
 typedef struct {
-    struct svp_clip  *clip;
-    svp_safetensors_h st;
-    int               used;             /* tensors taken from the file */
-    int               check_only;       /* names and shapes, no data */
+    struct svp_clip          *clip;
+    svp_safetensors_h         st;
+    int                       used;         /* tensors taken from the file */
+    int                       check_only;   /* names and shapes, no data */
+    svp_safetensors_writer_h  writer;       /* random weights go here */
+    uint64_t                  seed;
+    svp_tensor_t            **tensors;      /* owned until written */
+    int                       count, cap;
 } clip_loader_t;
+
+/*
+ * A random tensor for the writer, from its own counter-based stream keyed by
+ * (seed, name), with the golden data's scheme: matrices and kernels
+ * N(0, 1/fan_in), the class and position embeddings N(0, 0.5^2), LayerNorm
+ * scales 1 + N(0, 0.1^2), biases N(0, 0.05^2).
+ */
+static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
+                                       int ndim, const int64_t *shape)
+{
+    size_t        len = strlen(name);
+    double        mean = 0.0, std = 0.05;
+    int64_t       i, numel, fan_in = 1;
+    svp_tensor_t *t, **tensors;
+    float        *data;
+    svp_status_t  status;
+
+    if (strstr(name, "class_embedding") || strstr(name, "position_embedding")) {
+        std = 0.5;
+    } else if (ndim >= 2) {
+        for (i = 1; i < ndim; i++) {
+            fan_in *= shape[i];
+        }
+        std = 1.0 / sqrt((double)fan_in);
+    } else if (len > 7 && strcmp(name + len - 7, ".weight") == 0) {
+        mean = 1.0;
+        std  = 0.1;
+    }
+    if (ld->count == ld->cap) {
+        int cap = SVP_MAX(64, 2 * ld->cap);
+        tensors = realloc(ld->tensors, cap * sizeof(*tensors));
+        if (tensors == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        ld->tensors = tensors;
+        ld->cap     = cap;
+    }
+    status = svp_tensor_create(SVP_DTYPE_F32, ndim, shape, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    ld->tensors[ld->count++] = t;
+    numel = svp_tensor_numel(t);
+    data  = t->data;
+    svp_rng_normal(ld->seed, svp_hash_fnv1a(name, len, 0), 0, (size_t)numel,
+                   data);
+    for (i = 0; i < numel; i++) {
+        data[i] = (float)(mean + std * data[i]);
+    }
+    return svp_safetensors_writer_add(ld->writer, name, t);
+}
 
 static svp_status_t clip_keep_weight(struct svp_clip *c, float *buf)
 {
@@ -194,6 +256,9 @@ static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
     vsnprintf(name, sizeof(name), fmt, ap);
     va_end(ap);
 
+    if (ld->writer != NULL) {
+        return clip_random_tensor(ld, name, ndim, shape);
+    }
     if (svp_safetensors_find(ld->st, name, &info) != SVP_OK) {
         svp_error("%s: missing tensor '%s'", svp_safetensors_path(ld->st), name);
         return SVP_ERR_BAD_FILE;
@@ -277,7 +342,7 @@ static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
     return status;
 }
 
-#define CLIP_TRY(_expr) \
+#define CLIP_TRY_RETURN(_expr) \
     do { \
         status = (_expr); \
         if (status != SVP_OK) { \
@@ -309,31 +374,31 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     svp_status_t             status;
 
     c->tokens = 1 + g * g;
-    CLIP_TRY(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
                          "vision_model.embeddings.class_embedding"));
-    CLIP_TRY(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
                          "vision_model.embeddings.patch_embedding.weight"));
-    CLIP_TRY(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
                          "vision_model.embeddings.position_embedding.weight"));
-    CLIP_TRY(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
 
 #define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
-        CLIP_TRY(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
-        CLIP_TRY(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
-        CLIP_TRY(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
-        CLIP_TRY(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
-        CLIP_TRY(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
-        CLIP_TRY(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
 #undef P
     }
-    CLIP_TRY(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
     {
         clip_linear_t proj = { NULL, NULL };
-        CLIP_TRY(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
+        CLIP_TRY_RETURN(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
                                   1.0f, "visual_projection"));
         c->visual_projection = proj.w;
     }
@@ -470,9 +535,68 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip)
     return &clip->cfg;
 }
 
+svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
+                                   const char *out_dir)
+{
+    clip_loader_t   ld = { .seed = seed };
+    struct svp_clip c;
+    char            path[4096], *text = NULL;
+    size_t          len;
+    int             i;
+    svp_status_t    status;
+
+    memset(&c, 0, sizeof(c));
+    status = svp_clip_config_load(config_path, &c.cfg);
+    if (status != SVP_OK) {
+        return status;
+    }
+    c.layers = calloc(c.cfg.num_layers, sizeof(*c.layers));
+    if (c.layers == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_safetensors_writer_create(&ld.writer);
+    if (status != SVP_OK) {
+        goto out_free_layers;
+    }
+    ld.clip = &c;
+    status  = clip_load_all(&ld);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    status = svp_mkdir_p(out_dir, 0755);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/model.safetensors", out_dir);
+    status = svp_safetensors_writer_commit(ld.writer, path);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    status = svp_file_read_all(config_path, &text, &len);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/config.json", out_dir);
+    status = svp_file_write_atomic(path, text, len);
+    if (status == SVP_OK) {
+        svp_info("wrote %d random image encoder tensors (seed %llu) to %s",
+                 ld.count, (unsigned long long)seed, out_dir);
+    }
+out:
+    free(text);
+    svp_safetensors_writer_destroy(ld.writer);
+    for (i = 0; i < ld.count; i++) {
+        svp_tensor_destroy(ld.tensors[i]);
+    }
+    free(ld.tensors);
+out_free_layers:
+    free(c.layers);
+    return status;
+}
+
 /* ---- forward ---- */
 
-#undef CLIP_TRY
+#undef CLIP_TRY_RETURN
 #define CLIP_TRY(_expr) \
     do { \
         status = (_expr); \

@@ -100,4 +100,15 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip);
 svp_status_t svp_clip_encode(svp_clip_h clip, int batch,
                              const float *pixel_values, float *image_embeds);
 
+/*
+ * Writes an image encoder with seeded random weights for the config at
+ * config_path into out_dir (created if needed): config.json (copied) and
+ * model.safetensors with exactly transformers' tensor names and shapes.
+ * Weights ~ N(0, 1/fan_in), biases ~ N(0, 0.05^2), LayerNorm weights
+ * ~ 1 + N(0, 0.1^2), class and position embeddings ~ N(0, 0.5^2).  Each
+ * file is written atomically.
+ */
+svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
+                                   const char *out_dir);
+
 #endif

@@ -119,4 +119,15 @@ svp_status_t svp_vae_encode(svp_vae_h vae, int n, int h, int w,
 svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w,
                             int chunk, const float *latents, float *out);
 
+/*
+ * Writes a VAE with seeded random weights for the config at config_path
+ * into out_dir (created if needed): config.json (copied) and
+ * diffusion_pytorch_model.safetensors with exactly diffusers' tensor names
+ * and shapes.  Weights ~ N(0, 1/fan_in), biases ~ N(0, 0.05^2), norm
+ * weights ~ 1 + N(0, 0.1^2), mix factors ~ N(0, 1).  Each file is written
+ * atomically.
+ */
+svp_status_t svp_vae_write_random(const char *config_path, uint64_t seed,
+                                  const char *out_dir);
+
 #endif
