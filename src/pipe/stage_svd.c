@@ -165,8 +165,8 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     svp_media_image_t      *img;
     svp_media_clip_params_t cp;
     svp_tensor_t           *px = NULL, *clip_in = NULL;
-    float                  *noise = NULL, *logvar = NULL, *std = NULL;
-    int64_t                 n = 3 * st->H * st->W, i, lat = 4 * st->h * st->w;
+    float                  *noise = NULL;
+    int64_t                 n = 3 * st->H * st->W, i;
     svp_status_t            status;
 
     status = svp_media_image_load(path, &img);
@@ -177,10 +177,8 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     if (status != SVP_OK) {
         goto out;
     }
-    noise  = malloc(n * sizeof(float));
-    logvar = malloc(lat * sizeof(float));
-    std    = malloc(lat * sizeof(float));
-    if (noise == NULL || logvar == NULL || std == NULL) {
+    noise = malloc(n * sizeof(float));
+    if (noise == NULL) {
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
@@ -190,7 +188,7 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
         ((float *)px->data)[i] += (float)spec->video.noise_aug_strength * noise[i];
     }
     status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, px->data,
-                            s->tensors[SVD_T_IMAGE_LATENTS]->data, logvar, std);
+                            s->tensors[SVD_T_IMAGE_LATENTS]->data, NULL, NULL);
     if (status != SVP_OK) {
         goto out;
     }
@@ -204,8 +202,6 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     }
 out:
     free(noise);
-    free(logvar);
-    free(std);
     svp_tensor_destroy(px);
     svp_tensor_destroy(clip_in);
     svp_media_image_destroy(img);
