@@ -1,12 +1,53 @@
 #!/bin/sh
-# Builds svdpipe (installing what it needs) and runs the built-in default job.
+# The built-in demo, from a fresh Debian 12 machine: installs what svdpipe
+# needs, builds it, makes a small random-weight SVD-architecture model,
+# starts a throwaway local Slurm cluster, and turns etc/demo/input.png into
+# MP4 videos on 4 ranks through the job script svdlaunch renders.
+#
+# Idempotent: the build and the model are reused; every run writes a fresh
+# run/demo/out.  SVP_DEMO_DIR moves run/demo elsewhere.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SVP_BUILD_DIR:-$top/_build}
+run=${SVP_DEMO_DIR:-$top/run/demo}
 "$top/contrib/bootstrap.sh"
-out=${SVP_DEMO_DIR:-$top/run/demo}
-mkdir -p "$out"
-echo "demo: running the built-in default job (dummy simulator model, one process)"
-"$build/src/tools/svdworker" --set output.dir="$out" 2>&1 | tee "$out/worker.log"
+
+tools=$build/src/tools
+mkdir -p "$run"
+if [ ! -f "$run/model/model_index.json" ]; then
+    echo "demo: writing the svd-mini model (random weights) to $run/model"
+    "$tools/svdtool" init --model-config-dir "$top/etc/models/svd-mini" --seed 1 \
+        --output "$run/model"
+fi
+rm -rf "$run/out"
+
+sets="--set model.path=$run/model --set video.inputs=$top/etc/demo/input.png
+      --set output.dir=$run/out --set cluster.worker=$tools/svdworker
+      --set cluster.output=$run/demo-%j.log"
+# shellcheck disable=SC2086
+"$tools/svdlaunch" render "$top/etc/demo/demo.yaml" $sets -o "$run/demo.sbatch"
+echo "demo: job script $run/demo.sbatch; starting a local Slurm cluster"
+
+# shellcheck disable=SC2016
+"$top/tests/cluster/with-cluster.sh" --cpus 8 --timeout 1200 -- \
+    sh -c 'cd "$1" && sbatch --wait "$1/demo.sbatch"' sh "$run" || {
+    status=$?
+    echo "demo: the job failed (exit $status); its log:" >&2
+    cat "$run"/demo-*.log >&2 2>/dev/null
+    exit "$status"
+}
+
+log=$(ls -t "$run"/demo-*.log | head -n 1)
+grep -E "summary|wrote" "$log" || true
 echo
-echo "demo: outputs in $out (final latents as safetensors), log in $out/worker.log"
+echo "demo: done."
+for d in "$run"/out/sample_*; do
+    echo "  $d/video.mp4  ($(ls "$d" | grep -c '^frame_') PNG frames, sample.json)"
+done
+echo "  log: $log"
+echo
+echo "With real weights: download a diffusers SVD or SVD-XT folder, then run"
+echo "  $tools/svdworker $top/etc/demo/demo.yaml --set model.path=/path/to/stable-video-diffusion-img2vid-xt \\"
+echo "      --set video.inputs=/path/to/image.png --set video.width=1024 --set video.height=576 \\"
+echo "      --set video.num_frames=25 --set steps=28"
+echo "or edit etc/svd_7gpu.yaml and 'sbatch slurm/svd_7gpu.sh' on a GPU cluster."
