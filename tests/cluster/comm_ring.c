@@ -43,7 +43,7 @@ typedef struct {
 
 static float ring_value(int sample, int step, size_t i)
 {
-    return (float)(sample * 1000 + step) + (float)(i % 97) * 0.5f;
+    return (float)(sample * 1000 + step) + (float)(i & 1023) * 0.5f;
 }
 
 static svp_status_t ring_check(svp_comm_frame_h frame, int sample, int step,
@@ -77,28 +77,16 @@ static void ring_fill(svp_comm_frame_h frame, int sample, int step, size_t n)
  * the returning sample before it sends, so that one rank alone (sending to
  * itself) works too. */
 static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
-                             const ring_opts_t *opts)
+                             const ring_opts_t *opts, svp_comm_frame_h in,
+                             svp_comm_frame_h out)
 {
-    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
-    svp_comm_frame_h      in, out;
-    svp_comm_req_h        rreq = NULL, sreq;
-    svp_status_t          status;
-    size_t                n = opts->bytes / sizeof(float);
+    svp_comm_req_h rreq = NULL, sreq;
+    svp_status_t   status = SVP_OK;
+    size_t         n = opts->bytes / sizeof(float);
     int rank = svp_rt_rank(rt), size = svp_rt_size(rt);
     int prev = (rank + size - 1) % size, next = (rank + 1) % size;
     int s;
     unsigned send_sample;
-
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = { (int64_t)n }, .bytes = n * sizeof(float) };
-    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &out);
-    if (status != SVP_OK) {
-        goto out_destroy_in;
-    }
 
     for (s = 0; (s < opts->samples) && (status == SVP_OK); ++s) {
         /* rank 0 waits for step `size` (the sample back from the last rank),
@@ -157,9 +145,6 @@ static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
     if (rreq != NULL) {
         svp_comm_cancel(comm, rreq);
     }
-    svp_comm_frame_destroy(out);
-out_destroy_in:
-    svp_comm_frame_destroy(in);
     return status;
 }
 
@@ -208,6 +193,8 @@ static int ring_parse(int argc, char **argv, ring_opts_t *opts)
 
 int main(int argc, char **argv)
 {
+    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
+    svp_comm_frame_h  in = NULL, out = NULL;
     svp_comm_params_t params = { 0 };
     ring_opts_t       opts;
     svp_rt_h          rt;
@@ -234,18 +221,36 @@ int main(int argc, char **argv)
         goto out_abort;
     }
 
-    t0     = svp_clock_now();
-    status = ring_run(rt, comm, &opts);
+    /* The frames outlive the comm: a send that timed out may still be read
+     * by UCX until svp_comm_destroy. */
+    desc.tensors[0] = (svp_comm_tensor_desc_t){
+        .dtype = 1, .ndim = 1, .shape = { (int64_t)(opts.bytes / sizeof(float)) },
+        .bytes = opts.bytes / sizeof(float) * sizeof(float) };
+    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in);
+    if (status == SVP_OK) {
+        status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out);
+    }
+    t0 = svp_clock_now();
+    if (status == SVP_OK) {
+        status = ring_run(rt, comm, &opts, in, out);
+    }
     if (status == SVP_OK) {
         /* nobody closes endpoints while a neighbour may still be sending */
         status = svp_rt_fence(rt);
     }
     if (status == SVP_OK) {
-        printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s)\n",
-               svp_rt_rank(rt), opts.samples, opts.bytes, svp_clock_now() - t0);
+        /* the hops of a sample follow each other: samples * ranks hops */
+        printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s, "
+               "%.2f GB/s per hop)\n", svp_rt_rank(rt), opts.samples,
+               opts.bytes, svp_clock_now() - t0,
+               (double)opts.samples * svp_rt_size(rt) * opts.bytes /
+               (svp_clock_now() - t0) / 1e9);
         fflush(stdout);
     }
     svp_comm_destroy(comm);
+    svp_comm_frame_destroy(out);
+    svp_comm_frame_destroy(in);
 
 out_abort:
     if ((status != SVP_OK) && !opts.no_abort) {

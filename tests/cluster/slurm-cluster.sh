@@ -6,8 +6,10 @@
 #   slurm-cluster.sh down --dir DIR                          stop, remove DIR
 #
 # `up` prints shell assignments (SLURM_CONF, SVP_CLUSTER_DIR) for `eval`.
-# Sourced instead of run, it only defines svp_cluster_up/svp_cluster_down, so
-# that a caller (with-cluster.sh) is the daemons' parent and can reap them.
+# Run that way, the daemons outlive the script and are reaped by PID 1 after
+# `down` (they show as zombies for a moment).  Sourced instead of run, the
+# script only defines svp_cluster_up/svp_cluster_down, so that the caller
+# (with-cluster.sh, the tests) is the daemons' parent and reaps them itself.
 #
 # Needs root (the daemons run as root and /etc/hosts may need fixing), the
 # Debian packages slurmctld, slurmd, slurm-client and libpmix-dev (Slurm's
