@@ -29,6 +29,23 @@
  * on the worker's event fd and the runtime's peer-loss fd.
  *
  * Threads: one thread per svp_comm_h.  The runtime must outlive the comm.
+ *
+ * A stage that runs steps [k0, k1) of every sample, in outline:
+ *
+ *   svp_comm_create(rt, &params, &comm);             (collective)
+ *   svp_comm_frame_create(comm, &layout, NULL, 0, SVP_COMM_MEM_HOST, &in);
+ *   for each sample s:
+ *       svp_comm_irecv(comm, rank - 1, SVP_COMM_KIND_LATENT, s, k0, in, &r);
+ *       svp_comm_wait(comm, r, -1);                  (checked on arrival)
+ *       ... run steps k0..k1-1 on svp_comm_frame_data(in, 0), writing the
+ *           result into an output frame's svp_comm_frame_data(out, 0) ...
+ *       svp_comm_isend(comm, rank + 1, SVP_COMM_KIND_LATENT, s, k1, out, &q);
+ *       (wait for q before out is written again)
+ *   svp_rt_fence(rt);  svp_comm_destroy(comm);  then destroy the frames.
+ *
+ * With several samples in flight, post their receives ahead and take them
+ * in arrival order with svp_comm_wait_any.  Any failure is job-fatal: log
+ * (done here), svp_rt_abort, exit with svp_status_exit_code().
  */
 #ifndef SVP_COMM_COMM_H
 #define SVP_COMM_COMM_H
