@@ -2,13 +2,15 @@
  * comm_ring: framed messages around a ring of ranks, for the cluster tests.
  *
  *   srun --mpi=pmix -n 4 comm_ring [--samples N] [--bytes B] [--deadline S]
- *                                  [--fail kill|silent|wrong-sample]
+ *                                  [--fail kill|kill-at-start|silent|
+ *                                          wrong-sample]
  *                                  [--fail-rank R] [--fail-sample S]
  *
  * Sample s starts on rank 0 as step 0, goes rank 0 -> 1 -> ... -> W-1 -> 0,
  * each rank checking the payload it got and adding its step before passing
  * it on.  --fail makes rank R misbehave at sample S (default 1): die by
- * SIGKILL, never send, or send the wrong sample.  Every rank prints
+ * SIGKILL (or before the comm is up: its fence fails), never send, or send
+ * the wrong sample.  Every rank prints
  * "comm_ring: rank R ok" on success and exits with the status's exit code
  * otherwise (after telling the launcher to abort the job).
  */
@@ -27,6 +29,7 @@
 typedef enum {
     RING_FAIL_NONE = 0,
     RING_FAIL_KILL,
+    RING_FAIL_KILL_AT_START,
     RING_FAIL_SILENT,
     RING_FAIL_WRONG_SAMPLE
 } ring_fail_t;
@@ -175,6 +178,8 @@ static int ring_parse(int argc, char **argv, ring_opts_t *opts)
         case 'f':
             if (strcmp(optarg, "kill") == 0) {
                 opts->fail = RING_FAIL_KILL;
+            } else if (strcmp(optarg, "kill-at-start") == 0) {
+                opts->fail = RING_FAIL_KILL_AT_START;
             } else if (strcmp(optarg, "silent") == 0) {
                 opts->fail = RING_FAIL_SILENT;
             } else if (strcmp(optarg, "wrong-sample") == 0) {
@@ -212,6 +217,11 @@ int main(int argc, char **argv)
     status = svp_rt_init(NULL, &rt);
     if (status != SVP_OK) {
         return svp_status_exit_code(status);
+    }
+    if ((opts.fail == RING_FAIL_KILL_AT_START) &&
+        (svp_rt_rank(rt) == opts.fail_rank)) {
+        svp_info("failure injection: killing myself before the comm is up");
+        raise(SIGKILL);
     }
     params.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT;
     params.job_id     = 42;
