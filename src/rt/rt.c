@@ -33,7 +33,7 @@ typedef struct svp_rt_kv {
 
 struct svp_rt {
     int          plain;
-    int          rank, size, local_rank;
+    int          rank, size, local_rank, local_size;
     double       timeout;
     char         hostname[PMIX_MAX_NSLEN + 1];
     pmix_proc_t  proc;              /* PMIx identity (unused when plain) */
@@ -286,6 +286,12 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     rt->size = (int)val->data.uint32;
     PMIX_VALUE_RELEASE(val);
 
+    /* PMIX_LOCAL_SIZE is a job-level key: asked of the wildcard rank. */
+    if (svp_rt_get_value(rt, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE,
+                         SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
+        rt->local_size = (int)val->data.uint32;
+        PMIX_VALUE_RELEASE(val);
+    }
     if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK,
                          SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
         rt->local_rank = (int)val->data.uint16;
@@ -351,8 +357,9 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
         svp_error("out of memory allocating the runtime");
         return SVP_ERR_NO_MEMORY;
     }
-    rt->size     = 1;
-    rt->event_fd = -1;
+    rt->size       = 1;
+    rt->local_size = 1;
+    rt->event_fd   = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
@@ -374,8 +381,8 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     }
 
     svp_log_set_rank(rt->rank);
-    svp_debug("runtime up: rank %d of %d, local rank %d on %s%s", rt->rank,
-              rt->size, rt->local_rank, rt->hostname,
+    svp_debug("runtime up: rank %d of %d, local rank %d of %d on %s%s",
+              rt->rank, rt->size, rt->local_rank, rt->local_size, rt->hostname,
               rt->plain ? " (plain start)" : "");
     *rt_p = rt;
     return SVP_OK;
@@ -420,6 +427,11 @@ int svp_rt_size(svp_rt_h rt)
 int svp_rt_local_rank(svp_rt_h rt)
 {
     return rt->local_rank;
+}
+
+int svp_rt_local_size(svp_rt_h rt)
+{
+    return rt->local_size;
 }
 
 const char *svp_rt_hostname(svp_rt_h rt)
