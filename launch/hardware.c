@@ -48,6 +48,7 @@ static const hw_key_t hw_keys[] = {
     {"links.intra_node_gbps", HW_DOUBLE, HW_FIELD(intra_node_gbps), 1, 1e-6, 1e6},
     {"links.inter_node_gbps", HW_DOUBLE, HW_FIELD(inter_node_gbps), 1, 1e-6, 1e6},
     {"links.latency_us",      HW_DOUBLE, HW_FIELD(latency_us),      1, 0, 1e9},
+    {"links.setup_ms",        HW_DOUBLE, HW_FIELD(setup_ms),        0, 0, 1e6},
 };
 
 #define HW_NUM_KEYS ((int)(sizeof(hw_keys) / sizeof(hw_keys[0])))

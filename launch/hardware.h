@@ -15,6 +15,7 @@
  *     intra_node_gbps: 300        # GB/s between two ranks on one node
  *     inter_node_gbps: 25         # GB/s between nodes
  *     latency_us: 10              # per message
+ *     setup_ms: 0                 # optional: the first message on a link
  *
  * Errors name file:line:column, the key path, what was expected and what was
  * found; an unknown key gets the nearest known one as a suggestion.
@@ -38,6 +39,7 @@ typedef struct {
     double  intra_node_gbps;       /* GB/s = 1e9 bytes per second */
     double  inter_node_gbps;
     double  latency_us;
+    double  setup_ms;              /* extra for a link's first message */
 } svp_hw_t;
 
 /*

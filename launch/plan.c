@@ -63,6 +63,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
         c.intra_node_gbps = hw->intra_node_gbps;
         c.inter_node_gbps = hw->inter_node_gbps;
         c.latency_s       = hw->latency_us * 1e-6;
+        c.link_setup_s    = hw->setup_ms * 1e-3;
     }
 
     if (spec->model.kind == SVP_MODEL_DUMMY) {
@@ -327,6 +328,7 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     plan_task_t  *tasks;
     int          *count, *next;
     double       *ready, *free_at;
+    char         *link_used;
     long          remaining = 0;
     svp_status_t  status = SVP_ERR_NO_MEMORY;
 
@@ -335,8 +337,9 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     next    = calloc((size_t)N, sizeof(*next));
     ready   = calloc((size_t)N, sizeof(*ready));
     free_at = calloc((size_t)W, sizeof(*free_at));
+    link_used = calloc((size_t)W * W, sizeof(*link_used));
     if (tasks == NULL || count == NULL || next == NULL || ready == NULL ||
-        free_at == NULL) {
+        free_at == NULL || link_used == NULL) {
         goto out_free;
     }
 
@@ -349,7 +352,8 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     for (int k = 0; k < count[0]; ++k) {
         res->fill_s += tasks[k].duration;
         if (k > 0 && tasks[k].rank != tasks[k - 1].rank) {
-            res->fill_s += plan_link_s(p, tasks[k - 1].rank, tasks[k].rank);
+            res->fill_s += plan_link_s(p, tasks[k - 1].rank, tasks[k].rank) +
+                           p->costs.link_setup_s;
         }
     }
 
@@ -389,6 +393,10 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
             if (to != t->rank) {
                 double hop = plan_link_s(p, t->rank, to);
 
+                if (!link_used[t->rank * W + to]) {
+                    link_used[t->rank * W + to] = 1;
+                    hop += p->costs.link_setup_s;
+                }
                 ready[best] += hop;
                 res->link_msgs[t->rank * W + to] += 1;
                 res->link_s[t->rank * W + to]    += hop;
@@ -398,6 +406,7 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     status = SVP_OK;
 
 out_free:
+    free(link_used);
     free(free_at);
     free(ready);
     free(next);

@@ -6,7 +6,8 @@
  * it), then T/W steps on rank 0, T/W on rank 1, ..., T/W on rank W-1, then
  * decode.  Between two tasks on different ranks the latent and conditioning
  * cross a link: latency + bytes / bandwidth, during which neither rank is
- * busy (UCX sends are nonblocking).  A rank runs one task at a time, to the
+ * busy (UCX sends are nonblocking); the first message on a link also pays
+ * the link's setup (UCX connects endpoints on first use).  A rank runs one task at a time, to the
  * end; when it is free it takes, among the tasks that can start earliest, the
  * one of the oldest sample.  Tasks of zero duration are left out.
  *
@@ -16,7 +17,8 @@
  *     sum_r s_r + (W-1) * link + (N-1) * max_r s_r
  *
  * (the first sample fills the pipeline, the rest leave at the pace of the
- * slowest stage).  The simulation reproduces it and also covers placement
+ * slowest stage); link setup, paid by the first sample only, adds to the
+ * fill.  The simulation reproduces it and also covers placement
  * spread, where the stage times differ from sample to sample.
  *
  * Not modelled: the in-flight window (comm.inflight; assumed deep enough
@@ -40,6 +42,7 @@ typedef struct {
     double intra_node_gbps;  /* 0: links are free */
     double inter_node_gbps;
     double latency_s;
+    double link_setup_s;     /* once per link, on its first message */
     char   source[256];      /* where the figures came from, for the report */
 } svp_plan_costs_t;
 

@@ -184,8 +184,9 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
     fprintf(out, "costs    step %.4f s, encode %.4f s, decode %.4f s: %s\n",
             costs->step_s, costs->encode_s, costs->decode_s, costs->source);
     fprintf(out, "links    intra-node %g GB/s, inter-node %g GB/s, latency "
-            "%g us\n", costs->intra_node_gbps, costs->inter_node_gbps,
-            costs->latency_s * 1e6);
+            "%g us, setup %g ms (first message)\n", costs->intra_node_gbps,
+            costs->inter_node_gbps, costs->latency_s * 1e6,
+            costs->link_setup_s * 1e3);
     plan_print_message(out, spec);
 
     plan_print_pipeline(out, spec, &p, res);

@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..11"
+    echo "1..15"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -146,9 +146,66 @@ CONF
     else
         nok "rank 1 stalled (pid '$pid', rc=$rc, ${dt}s)" "$tmp/stall.log"
     fi
+
+    # the checked-in simulator script through sbatch --wait, from another
+    # directory, with the worker found on PATH as on a cluster
+    mkdir -p "$tmp/sb"
+    "$w" "$top/etc/sim_4rank.yaml" --set output.dir="$tmp/sb_ref" >"$tmp/sb_ref.log" 2>&1
+    if (cd "$tmp/sb" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+            sbatch --wait "$top/slurm/sim_4rank.sh" >"$tmp/sb.log" 2>&1) &&
+       same_outputs "$tmp/sb_ref" "$tmp/sb/out/sim_4rank" 8; then
+        ok "sbatch --wait slurm/sim_4rank.sh: bit-identical to one process"
+    else
+        cat "$tmp"/sb/*.out >>"$tmp/sb.log" 2>/dev/null
+        nok "sbatch --wait slurm/sim_4rank.sh" "$tmp/sb.log"
+    fi
+
+    # the real SVD denoiser (golden pipeline_tiny: diffusers' UNet and
+    # scheduler with its conditioning) on 1, 2 and 4 ranks
+    g=${SVP_GOLDEN_DIR:-}/pipeline_tiny
+    if [ -n "${SVP_GOLDEN_DIR:-}" ] && [ -r "$g/pipeline.safetensors" ]; then
+        "$bld/tests/golden/conditioning" "$g/pipeline.safetensors" "$tmp/cond.safetensors"
+        cat >"$tmp/svd.yaml" <<YAML
+model: {kind: svd, path: '$g', conditioning: '$tmp/cond.safetensors'}
+steps: 4
+samples: 2
+video: {width: 48, height: 32, num_frames: 3, fps: 7, motion_bucket_id: 127,
+        noise_aug_strength: 0.02, min_guidance: 1.0, max_guidance: 3.0,
+        decode_chunk_size: 2}
+comm: {deadline: 60, transport: 'posix,self'}
+log: {level: warn}
+YAML
+        # one thread per rank: several ranks share this machine's 2 cores
+        export SVP_THREADS=1 OMP_WAIT_POLICY=passive
+        "$w" "$tmp/svd.yaml" --set output.dir="$tmp/svd1" >"$tmp/svd1.log" 2>&1
+        for W in 2 4; do
+            timeout -k 5 120 srun --mpi=pmix --kill-on-bad-exit=1 -W 100 -n $W -O "$w" \
+                "$tmp/svd.yaml" --set output.dir="$tmp/svd$W" >"$tmp/svd$W.log" 2>&1
+            f=sample_000001/latents.safetensors
+            if cmp -s "$tmp/svd1/$f" "$tmp/svd$W/$f" &&
+               cmp -s "$tmp/svd1/sample_000000/latents.safetensors" "$tmp/svd$W/sample_000000/latents.safetensors" &&
+               cmp -s "$tmp/svd1/sample_000001/frame_0002.png" "$tmp/svd$W/sample_000001/frame_0002.png" &&
+               "$bld/src/tools/svdtool" compare "$tmp/svd$W/$f" "$g/pipeline.safetensors:latents_final" \
+                   --tol 5e-5 >"$tmp/cmp$W" 2>&1; then
+                ok "svd pipeline_tiny on $W ranks: bit-identical to 1 rank, $(cat "$tmp/cmp$W")"
+            else
+                cat "$tmp/cmp$W" >>"$tmp/svd$W.log" 2>/dev/null
+                nok "svd pipeline_tiny on $W ranks" "$tmp/svd$W.log"
+            fi
+        done
+        if "$bld/src/tools/svdtool" compare "$tmp/svd1/sample_000000/latents.safetensors" \
+               "$g/pipeline.safetensors:latents_final" --tol 5e-5 >"$tmp/cmp1" 2>&1; then
+            ok "svd pipeline_tiny on 1 rank matches diffusers: $(cat "$tmp/cmp1")"
+        else
+            nok "svd pipeline_tiny on 1 rank vs diffusers" "$tmp/cmp1"
+        fi
+        unset SVP_THREADS OMP_WAIT_POLICY
+    else
+        for W in 2 4 1; do ok "svd pipeline_tiny on $W ranks # SKIP golden data not found"; done
+    fi
 else
     # several slurmd "nodes": 3 nodes x 2 ranks; 24 steps (divisible by 6)
-    echo "1..1"
+    echo "1..2"
     "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/ref24" >/dev/null 2>&1
     if timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -N 3 --ntasks-per-node=2 \
            "$w" "$tmp/job.yaml" --set steps=24 --set output.dir="$tmp/n3" \
@@ -157,5 +214,22 @@ else
         ok "3 nodes x 2 ranks: bit-identical to one process"
     else
         nok "3 nodes x 2 ranks" "$tmp/n3.log"
+    fi
+
+    # a 3-node script rendered by svdlaunch, through sbatch --wait
+    mkdir -p "$tmp/sb3"
+    sets="--set cluster.nodes=3 --set cluster.ranks_per_node=2 --set steps=12"
+    "$w" "$top/etc/sim_4rank.yaml" --set steps=12 --set output.dir="$tmp/sb3_ref" \
+        >"$tmp/sb3_ref.log" 2>&1
+    if "$bld/src/tools/svdlaunch" render "$top/etc/sim_4rank.yaml" $sets \
+            -o "$tmp/sb3/sim3.sh" >"$tmp/sb3.log" 2>&1 &&
+       grep -q -- "--nodes=3" "$tmp/sb3/sim3.sh" &&
+       (cd "$tmp/sb3" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+            sbatch --wait "$tmp/sb3/sim3.sh" >>"$tmp/sb3.log" 2>&1) &&
+       same_outputs "$tmp/sb3_ref" "$tmp/sb3/out/sim_4rank" 8; then
+        ok "svdlaunch render (3 nodes x 2) + sbatch --wait: bit-identical to one process"
+    else
+        cat "$tmp"/sb3/*.out >>"$tmp/sb3.log" 2>/dev/null
+        nok "svdlaunch render (3 nodes x 2) + sbatch --wait" "$tmp/sb3.log"
     fi
 fi

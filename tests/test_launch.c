@@ -484,6 +484,22 @@ Test(plan, hand_computed_ends)
     cr_assert_float_eq(r->makespan_s, 0.145, PLAN_EPS);
     cr_assert_float_eq(r->link_s[0 * 2 + 1], 3 * 0.005, PLAN_EPS);
     svp_plan_result_destroy(r);
+
+    /* a 7 ms link setup delays the first sample only: 147 ms */
+    {
+        svp_plan_params_t p = {
+            .world = 2, .ranks_per_node = 2, .steps = 4, .samples = 3,
+            .placement = SVP_PLACEMENT_ENDS,
+            .costs = {.step_s = 0.010, .decode_s = 0.020,
+                      .link_setup_s = 0.007},
+        };
+
+        cr_assert_eq(svp_plan_run(&p, &r), SVP_OK);
+        cr_assert_float_eq(r->makespan_s, 0.147, PLAN_EPS);
+        cr_assert_float_eq(r->fill_s, 0.067, PLAN_EPS);
+        cr_assert_float_eq(r->link_s[0 * 2 + 1], 0.007, PLAN_EPS);
+        svp_plan_result_destroy(r);
+    }
 }
 
 /*

@@ -38,6 +38,14 @@ void svp_media_video_params_init(svp_media_video_params_t *params)
 
 #define SVP_MEDIA_MP4_MAX_FPS 240
 
+/* libswscale's RGB24 input loops read past the last pixel of the last row:
+ * fed the frames buffer directly, 14 frames of 64x48 faulted at the end of
+ * the buffer (found with AddressSanitizer, FFmpeg 5.1).  With a guard page
+ * after the source, RGB24 -> yuv420p read at most 22 bytes too far for
+ * every even width 2..256 and 1000..1040.  The source is therefore always
+ * our own copy with this much slack after it. */
+#define SVP_MEDIA_SWS_SLACK 64
+
 /*
  * FFmpeg prints to stderr by default, and libx264 is chatty (a dozen lines
  * of statistics per file at "info").  Its messages go through our logger
@@ -102,7 +110,8 @@ typedef struct {
     AVFrame           *frame;
     AVPacket          *pkt;
     struct SwsContext *sws;
-    uint8_t           *padded;    /* even-sized RGB copy of one frame */
+    uint8_t           *padded;    /* even-sized RGB copy of one frame, with
+                                     SVP_MEDIA_SWS_SLACK bytes after it */
     int                width;     /* encoded (even) size */
     int                height;
 } svp_media_mp4_writer_t;
@@ -248,8 +257,9 @@ static svp_status_t svp_media_mp4_encode(svp_media_mp4_writer_t *wr,
     }
 }
 
-/* The RGB source of frame f at the encoded size: the frame itself, or a
- * copy with the last column/row repeated when a side is odd. */
+/* The RGB source of frame f at the encoded size, copied into our own
+ * buffer: the last column and row are repeated when a side is odd, and the
+ * buffer ends in slack that libswscale's vector input loops may read. */
 static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t *wr,
                                            const svp_media_frames_t *frames,
                                            int f)
@@ -260,9 +270,6 @@ static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t *wr,
     size_t         out_stride = (size_t)wr->width * 3;
     int            y;
 
-    if (wr->padded == NULL) {
-        return src;
-    }
     for (y = 0; y < wr->height; ++y) {
         const uint8_t *srow = src + (size_t)SVP_MIN(y, frames->height - 1) *
                                             in_stride;
@@ -279,8 +286,10 @@ static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t *wr,
 static svp_status_t svp_media_mp4_write_frames(svp_media_mp4_writer_t *wr,
                                                const svp_media_frames_t *frames)
 {
-    const uint8_t *src;
-    int            stride = wr->width * 3;
+    /* sws_scale reads four plane pointers and strides whatever the format:
+     * unused ones must be there, and NULL/0 */
+    const uint8_t *src[4]    = {NULL, NULL, NULL, NULL};
+    int            stride[4] = {wr->width * 3, 0, 0, 0};
     svp_status_t   status;
     int            f;
 
@@ -289,8 +298,8 @@ static svp_status_t svp_media_mp4_write_frames(svp_media_mp4_writer_t *wr,
         if (status != SVP_OK) {
             return status;
         }
-        src = svp_media_mp4_source(wr, frames, f);
-        sws_scale(wr->sws, &src, &stride, 0, wr->height, wr->frame->data,
+        src[0] = svp_media_mp4_source(wr, frames, f);
+        sws_scale(wr->sws, src, stride, 0, wr->height, wr->frame->data,
                   wr->frame->linesize);
         wr->frame->pts = f;
         status = svp_media_mp4_encode(wr, wr->frame);
@@ -352,12 +361,11 @@ svp_status_t svp_media_video_write_mp4(const char *path,
     }
     wr.width  = (frames->width + 1) & ~1;
     wr.height = (frames->height + 1) & ~1;
-    if (wr.width != frames->width || wr.height != frames->height) {
-        wr.padded = malloc((size_t)wr.width * wr.height * 3);
-        if (wr.padded == NULL) {
-            status = SVP_ERR_NO_MEMORY;
-            goto err_remove_tmp;
-        }
+    wr.padded = calloc((size_t)wr.width * wr.height * 3 + SVP_MEDIA_SWS_SLACK,
+                       1);
+    if (wr.padded == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_remove_tmp;
     }
 
     status = svp_media_mp4_open(&wr, params);

@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "model/dummy.h"
+#include "spec/spec.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -81,9 +82,16 @@ void svp_dummy_destroy(svp_dummy_h model)
 static void svp_dummy_conv3d(const struct svp_dummy *m, const float *in, float *out,
                              int64_t C, int64_t F, int64_t H, int64_t W, float tbias)
 {
+    /*
+     * The sleep cost stands in for a GPU step: it must leave the CPU to the
+     * other ranks.  OpenMP threads spin after a parallel region, and 7 ranks
+     * x 2 spinning threads on 2 cores stretched 50 ms steps to 63 ms; so
+     * only the compute cost runs in parallel.
+     */
+    int     parallel = (m->params.cost == SVP_DUMMY_COST_COMPUTE);
     int64_t co;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (parallel)
     for (co = 0; co < C; ++co) {
         int64_t f, y, x, ci, kf, ky, kx;
         for (f = 0; f < F; ++f) {
@@ -150,7 +158,7 @@ svp_status_t svp_dummy_step(svp_dummy_h m, svp_tensor_t *latent, int step)
         m->scratch_len = 2 * per_b;
     }
     tbias = 0.05f * sinf(0.7f * (float)step + 0.3f);
-    reps  = (m->params.cost == 0) ? m->params.work : 1;
+    reps  = (m->params.cost == SVP_DUMMY_COST_COMPUTE) ? m->params.work : 1;
 
     for (b = 0; b < B; ++b) {
         float *cfhw = m->scratch, *out = m->scratch + per_b;
@@ -177,7 +185,7 @@ svp_status_t svp_dummy_step(svp_dummy_h m, svp_tensor_t *latent, int step)
         }
     }
 
-    if (m->params.cost == 1) {
+    if (m->params.cost == SVP_DUMMY_COST_SLEEP) {
         left = m->params.step_ms * 1e-3 - (svp_clock_now() - t0);
         svp_clock_sleep(left);
     }

@@ -54,4 +54,7 @@ typedef struct {
 /* The simulator stage (model.kind: dummy). */
 svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p);
 
+/* Real SVD denoising (model.kind: svd); see stage_svd.c for the inputs. */
+svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p);
+
 #endif

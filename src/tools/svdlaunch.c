@@ -361,6 +361,7 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
             costs.intra_node_gbps = hw->intra_node_gbps;
             costs.inter_node_gbps = hw->inter_node_gbps;
             costs.latency_s       = hw->latency_us * 1e-6;
+            costs.link_setup_s    = hw->setup_ms * 1e-3;
         }
     }
     if (status != SVP_OK) {

@@ -13,6 +13,8 @@
 #include "common/status.h"
 #include "tools/svdtool_cmds_unet.h"
 #include "tools/svdtool_schedule.h"
+#include "tools/svdtool_compare.h"
+#include "tools/svdtool_cmds_vae.h"
 #include "trace/trace.h"
 
 #include <stdio.h>
@@ -31,8 +33,16 @@ static const svdtool_cmd_t svdtool_cmds[] = {
      "run the UNet: --model DIR --input IN.safetensors --output OUT.safetensors"},
     {"init", svdtool_init_main,
      "write random weights for a config: --config CONFIG.json --seed S --output DIR"},
+    {"clip", svdtool_clip_main,
+     "run the CLIP image encoder: --model DIR --input IN --output OUT (pixel_values -> image_embeds)"},
+    {"vae-encode", svdtool_vae_encode_main,
+     "run the VAE encoder: --model DIR --input IN --output OUT (image -> mean, logvar, std)"},
+    {"vae-decode", svdtool_vae_decode_main,
+     "run the VAE decoder: --model DIR --input IN --output OUT [--frames N] [--chunk N]"},
     {"schedule", svdtool_schedule_main,
      "print sigmas and timesteps: --config scheduler_config.json --steps N"},
+    {"compare", svdtool_compare_main,
+     "relative difference of two tensors: A.safetensors[:T] REF.safetensors[:T] [--tol R]"},
     {"trace-merge", svdtool_trace_merge_main,
      "merge per-rank traces into one timeline: OUT.json IN.json..."},
 };

@@ -51,6 +51,8 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
     switch (spec->model.kind) {
     case SVP_MODEL_DUMMY:
         return svp_stage_dummy_create(spec, stage_p);
+    case SVP_MODEL_SVD:
+        return svp_stage_svd_create(spec, stage_p);
     default:
         svp_error("%s: model.kind %s is not available in this build", spec->file,
                   svp_spec_model_kind_name(spec->model.kind));
@@ -192,6 +194,20 @@ int main(int argc, char **argv)
              spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
              svp_rt_nspace(rt));
 
+    /*
+     * The model and the inputs first: a bad model folder or image fails here,
+     * on every rank alike, before any rank starts work or waits for a peer.
+     */
+    status = svp_worker_make_stage(spec, &pp.stage);
+    if (status != SVP_OK) {
+        /* bad input fails on every rank alike; anything else is this rank's
+         * own trouble, and the others must not wait for it */
+        if (!SVP_IS_INPUT_ERROR(status)) {
+            svp_worker_fail(rt, world, rank, status);
+        }
+        goto out_rt;
+    }
+
     if (world > 1) {
         /*
          * The job id is a hash of the effective spec: a rank started with a
@@ -200,7 +216,7 @@ int main(int argc, char **argv)
          */
         status = svp_spec_dump(spec, &dump);
         if (status != SVP_OK) {
-            goto out_abort;
+            goto out_stage;
         }
         memset(&cp, 0, sizeof(cp));
         cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
@@ -211,7 +227,8 @@ int main(int argc, char **argv)
         free(dump);
         status = svp_comm_create(rt, &cp, &pp.comm);
         if (status != SVP_OK) {
-            goto out_abort;
+            svp_worker_fail(rt, world, rank, status);
+            goto out_stage;
         }
     }
     if (spec->log.trace[0] != '\0') {
@@ -222,10 +239,6 @@ int main(int argc, char **argv)
         }
     }
 
-    status = svp_worker_make_stage(spec, &pp.stage);
-    if (status != SVP_OK) {
-        goto out_trace;
-    }
     status = svp_pipe_run(&pp, NULL);
     if (status == SVP_OK && world > 1) {
         /*
@@ -240,20 +253,16 @@ int main(int argc, char **argv)
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
     }
-    pp.stage.ops->destroy(pp.stage.self);
-out_trace:
     svp_trace_destroy(pp.trace);
 out_comm:
     svp_comm_destroy(pp.comm);
+out_stage:
+    pp.stage.ops->destroy(pp.stage.self);
     if (status == SVP_OK) {
         if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
             svp_info("outputs in %s", spec->output.dir);
         }
     }
-    goto out_rt;
-
-out_abort:
-    svp_worker_fail(rt, world, rank, status);
 out_rt:
     svp_rt_cleanup(rt);
 out_spec:

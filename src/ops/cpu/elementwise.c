@@ -3,10 +3,11 @@
 #include "config.h"
 #endif
 #include "ops/cpu/ops_cpu.h"
+#include "ops/cpu/vecmath.h"
 
-#include <math.h>
 #include <string.h>
 
+#pragma omp declare simd notinbranch
 static inline float svp_gelu_erf(float v)
 {
     return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
@@ -17,11 +18,12 @@ svp_status_t svp_ops_cpu_geglu(svp_ops_h ops, int64_t rows, int inner,
 {
     int64_t r;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(rows * inner > SVP_OPS_CPU_PAR_MIN)
     for (r = 0; r < rows; r++) {
         const float *value = x + r * 2 * inner, *gate = value + inner;
         float       *yr    = y + r * inner;
         int          i;
+#pragma omp simd
         for (i = 0; i < inner; i++) {
             yr[i] = value[i] * svp_gelu_erf(gate[i]);
         }
@@ -33,7 +35,7 @@ svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = svp_gelu_erf(x[i]);
     }
@@ -44,7 +46,7 @@ svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = x[i] / (1.0f + expf(-x[i]));
     }
@@ -56,7 +58,7 @@ svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
 {
     int64_t i;
 
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = a[i] + b[i];
     }
@@ -68,7 +70,7 @@ svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
 {
     int64_t i;
 
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = a[i] * b[i];
     }
@@ -78,13 +80,29 @@ svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
 svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                        int64_t inner, float *x, const float *v)
 {
-    int64_t om;
+    int64_t o, om;
 
-#pragma omp parallel for schedule(static)
+    if (inner == 1) {
+        /* a per-channel value over pixels: one scalar per row of mid */
+#pragma omp parallel for schedule(static) if(outer * mid > SVP_OPS_CPU_PAR_MIN)
+        for (o = 0; o < outer; o++) {
+            float  *xr = x + o * mid;
+            float   vo = v[o];
+            int64_t m;
+#pragma omp simd
+            for (m = 0; m < mid; m++) {
+                xr[m] += vo;
+            }
+        }
+        return SVP_OK;
+    }
+
+#pragma omp parallel for schedule(static) if(outer * mid * inner > SVP_OPS_CPU_PAR_MIN)
     for (om = 0; om < outer * mid; om++) {
         float       *xr = x + om * inner;
         const float *vr = v + (om / mid) * inner;
         int64_t      i;
+#pragma omp simd
         for (i = 0; i < inner; i++) {
             xr[i] += vr[i];
         }
@@ -100,7 +118,7 @@ svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,
     float   beta = 1.0f - alpha;
     int64_t i;
 
-#pragma omp parallel for simd schedule(static)
+#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = spatial[i] * alpha + temporal[i] * beta;
     }
@@ -137,7 +155,7 @@ svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h,
 {
     int64_t plane;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if((int64_t)n * c * ho * wo > SVP_OPS_CPU_PAR_MIN)
     for (plane = 0; plane < (int64_t)n * c; plane++) {
         const float *src = x + plane * h * w;
         float       *dst = y + plane * ho * wo;
@@ -158,7 +176,7 @@ svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r,
 {
     int64_t as;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(a * r * s * inner > SVP_OPS_CPU_PAR_MIN)
     for (as = 0; as < a * s; as++) {
         int64_t      ai = as / s, si = as % s, ri;
         const float *src = x + (ai * r * s + si) * inner;
@@ -183,7 +201,7 @@ svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca,
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         float *yi = y + i * (ca + cb) * inner;
         memcpy(yi, a + i * ca * inner, ca * inner * sizeof(float));

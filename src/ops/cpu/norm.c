@@ -8,9 +8,9 @@
 #include "config.h"
 #endif
 #include "ops/cpu/ops_cpu.h"
+#include "ops/cpu/vecmath.h"
 
-#include <math.h>
-
+#pragma omp declare simd notinbranch
 static inline float svp_silu(float v)
 {
     return v / (1.0f + expf(-v));
@@ -38,6 +38,7 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
             const float *xs = x + (n * p->frames + f) * frame +
                               (int64_t)g * cpg * p->spatial;
             double       fs = 0.0;
+#pragma omp simd reduction(+:fs)
             for (s = 0; s < (int64_t)cpg * p->spatial; s++) {
                 fs += xs[s];
             }
@@ -47,6 +48,7 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
         for (f = 0; f < p->frames; f++) {
             const float *xs = x + (n * p->frames + f) * frame +
                               (int64_t)g * cpg * p->spatial;
+#pragma omp simd reduction(+:sq)
             for (s = 0; s < (int64_t)cpg * p->spatial; s++) {
                 double d = xs[s] - mean;
                 sq += d * d;
@@ -63,10 +65,12 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
                 float        scale = rstd * gamma[c];
                 float        shift = beta[c] - (float)mean * scale;
                 if (p->silu) {
+#pragma omp simd
                     for (s = 0; s < p->spatial; s++) {
                         ys[s] = svp_silu(xs[s] * scale + shift);
                     }
                 } else {
+#pragma omp simd
                     for (s = 0; s < p->spatial; s++) {
                         ys[s] = xs[s] * scale + shift;
                     }
@@ -84,7 +88,7 @@ svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim,
 {
     int64_t r;
 
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if(rows * dim > SVP_OPS_CPU_PAR_MIN)
     for (r = 0; r < rows; r++) {
         const float *xr = x + r * dim;
         float       *yr = y + r * dim;
@@ -92,16 +96,19 @@ svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim,
         float        rstd, m;
         int          i;
 
+#pragma omp simd reduction(+:sum)
         for (i = 0; i < dim; i++) {
             sum += xr[i];
         }
         mean = sum / dim;
+#pragma omp simd reduction(+:sq)
         for (i = 0; i < dim; i++) {
             double d = xr[i] - mean;
             sq += d * d;
         }
         rstd = (float)(1.0 / sqrt(sq / dim + (double)eps));
         m    = (float)mean;
+#pragma omp simd
         for (i = 0; i < dim; i++) {
             yr[i] = (xr[i] - m) * rstd * gamma[i] + beta[i];
         }

@@ -4,6 +4,7 @@
 #endif
 #include "ops/cpu/ops_cpu.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #include <cblas.h>
 #include <stdlib.h>
@@ -62,6 +63,44 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
     return SVP_OK;
 }
 
+/* Products this small run as one call: splitting costs more than it saves. */
+#define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
+
+void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb,
+                       float beta, float *c, int ldc)
+{
+    CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+
+    if ((int64_t)m * n * k < SVP_OPS_CPU_GEMM_SPLIT_MIN) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda,
+                    b, ldb, beta, c, ldc);
+        return;
+    }
+#pragma omp parallel
+    {
+#ifdef _OPENMP
+        int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+#else
+        int tid = 0, nth = 1;
+#endif
+        /* parts of the longer side, in multiples of 16 (kernel widths) */
+        int len = (m >= n) ? m : n;
+        int part = ((len + nth - 1) / nth + 15) / 16 * 16;
+        int lo = tid * part, hi = SVP_MIN(len, lo + part);
+
+        if (lo < hi && m >= n) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, hi - lo, n, k, alpha,
+                        a + (int64_t)lo * lda, lda, b, ldb, beta,
+                        c + (int64_t)lo * ldc, ldc);
+        } else if (lo < hi) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, alpha,
+                        a, lda, trans_b ? b + (int64_t)lo * ldb : b + lo, ldb,
+                        beta, c + lo, ldc);
+        }
+    }
+}
+
 static const svp_ops_ops_t svp_ops_cpu_ops = {
     .name               = "cpu",
     .cleanup            = svp_ops_cpu_cleanup,
@@ -101,7 +140,7 @@ svp_status_t svp_ops_cpu_init(svp_ops_h ops)
     omp_set_num_threads(ops->threads);
 #endif
 #ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-    openblas_set_num_threads(ops->threads);
+    openblas_set_num_threads(1);     /* see ops_cpu.h: one thread pool */
 #endif
     ops->vt   = &svp_ops_cpu_ops;
     ops->impl = cpu;

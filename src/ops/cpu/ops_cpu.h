@@ -1,8 +1,13 @@
 /*
  * CPU backend internals: fp32 host buffers, OpenBLAS sgemm for products,
- * OpenMP for loops.  OpenBLAS threads its own gemms, so gemms are always
- * called from outside OpenMP parallel regions (the pthread build of OpenBLAS
- * would otherwise oversubscribe or serialise).
+ * OpenMP for everything parallel.
+ *
+ * One thread pool only.  With OpenBLAS threading its own gemms, its pthread
+ * pool and OpenMP's spun against each other between ops: on 2 cores the
+ * unet_small forward spent most of its time in sched_yield and libgomp's
+ * spin loop (perf), 0.7 s median with outliers of 5 s.  So OpenBLAS runs
+ * single-threaded and the backend splits every gemm across OpenMP threads
+ * itself (svp_ops_cpu_sgemm) or runs independent gemms in parallel.
  */
 #ifndef SVP_OPS_CPU_OPS_CPU_H
 #define SVP_OPS_CPU_OPS_CPU_H
@@ -19,6 +24,19 @@ typedef struct {
  * uses it at a time (handles are single-threaded).
  */
 svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p);
+
+/*
+ * Row-major C[m,n] = alpha A[m,k] B[k,n] (B^T when trans_b, B then [n,k])
+ * + beta C, split across the OpenMP threads along the longer side of C;
+ * each part is one single-threaded OpenBLAS call.  Call it outside parallel
+ * regions; inside one, call cblas_sgemm directly.
+ */
+void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
+                       const float *a, int lda, const float *b, int ldb,
+                       float beta, float *c, int ldc);
+
+/* Below this many elements a loop runs on one thread (fork cost > work). */
+#define SVP_OPS_CPU_PAR_MIN 16384
 
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,

@@ -1,0 +1,90 @@
+#!/bin/bash
+# Pipeline benchmarks with fixed-wall-time stand-ins (the dummy model with
+# cost: sleep): a step, an encode and a decode take a set wall time and leave
+# the CPU free, so a 2-core machine can stand in for W GPUs.
+#
+#  1. efficiency: W=7, 20 samples, 4 steps per rank: measured makespan
+#     against the ideal (N + W - 1) * k * t; target >= 0.95.
+#  2. balance: decode = 4 steps (SVD-XT on an H100: 3.4 s vs 0.8 s), encode
+#     small; W-rank throughput against W x one rank doing everything, for
+#     placement ends and spread; target >= 0.9 in steady state.
+#  3. the planner: `svdlaunch plan` predicted makespan against measured, for
+#     several (W, N, steps); target within 10 %.
+#
+# Runs inside tests/cluster/with-cluster.sh (make bench-pipeline).
+set -u
+bld=${SVP_TOP_BUILDDIR:?}
+w=$bld/src/tools/svdworker
+launch=$bld/src/tools/svdlaunch
+tmp=$(mktemp -d /tmp/svp-bench.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# seconds of day from a log line's ISO timestamp
+ts_awk='function ts(s) { split(substr(s, 12, 12), a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }'
+
+# run NAME W N T STEP_MS ENC_MS DEC_MS PLACEMENT: prints "makespan steady_rate"
+run() {
+    local name=$1 W=$2 N=$3 T=$4 t=$5 e=$6 d=$7 p=$8
+    cat >"$tmp/$name.yaml" <<YAML
+name: $name
+model: {kind: dummy, dummy: {cost: sleep, step_ms: $t, encode_ms: $e, decode_ms: $d}}
+steps: $T
+samples: $N
+latent_shape: [1, 4, 4, 8, 8]
+comm: {deadline: 60, transport: 'posix,self', inflight: 2}
+pipeline: {placement: $p}
+output: {dir: '$tmp/$name.out'}
+cluster: {nodes: 1, ranks_per_node: $W}
+YAML
+    if [ "$W" -eq 1 ]; then
+        "$w" "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1
+    else
+        timeout -k 5 600 srun --mpi=pmix --kill-on-bad-exit=1 -W 120 -n "$W" -O \
+            "$w" "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1
+    fi || { echo "run $name failed:" >&2; tail -20 "$tmp/$name.log" >&2; echo "nan nan"; return; }
+    # makespan: the longest rank's wall time (ranks start together after the
+    # communication fence); steady rate: samples finished per second between
+    # the first and the last completion
+    awk "$ts_awk"'
+        / summary: / { for (i = 1; i <= NF; ++i) if ($i == "in") { v = $(i + 1); sub("s:", "", v); if (v + 0 > m) m = v + 0 } }
+        / sample [0-9]+ done in / { t = ts($1); n++; if (first == "" || t < first) first = t; if (t > last) last = t }
+        END { printf "%.3f %.3f\n", m, (n > 1 && last > first) ? (n - 1) / (last - first) : 0 }' "$tmp/$name.log"
+}
+
+plan() {  # NAME: the planner's makespan for the same spec
+    "$launch" plan "$tmp/$1.yaml" 2>/dev/null |
+        awk '/^pipeline \(placement/ { for (i = 1; i <= NF; ++i) if ($i == "makespan") print $(i + 1) }
+             /^one GPU/ && !seen { }' | head -1
+}
+
+echo "== 1. pipeline efficiency (fixed 50 ms step, W=7, N=20, k=4 steps per rank)"
+read -r m _ < <(run eff 7 20 28 50 0 0 ends)
+ideal=$(awk 'BEGIN { printf "%.3f", (20 + 7 - 1) * 4 * 0.050 }')
+awk -v m="$m" -v i="$ideal" 'BEGIN {
+    printf "measured makespan %.3f s, ideal (N+W-1)*k*t = %.3f s, efficiency %.3f (target >= 0.95): %s\n",
+           m, i, i / m, (i / m >= 0.95) ? "met" : "NOT met" }'
+
+echo
+echo "== 2. encode/decode balance (step 50 ms, encode 10 ms, decode 200 ms = 4 steps; T=28, W=7, N=42)"
+read -r m1 r1 < <(run one 1 7 28 50 10 200 ends)
+single=$(awk -v m="$m1" 'BEGIN { printf "%.4f", 7 / m }')
+printf 'one rank doing everything: %s samples/s; x7 = %s samples/s\n' "$single" \
+    "$(awk -v s="$single" 'BEGIN { printf "%.4f", 7 * s }')"
+for p in ends spread; do
+    read -r m r < <(run "bal_$p" 7 42 28 50 10 200 "$p")
+    awk -v p="$p" -v m="$m" -v r="$r" -v s="$single" 'BEGIN {
+        printf "placement %-6s makespan %.3f s: overall %.4f samples/s (%.3f of 7x one rank), steady %.4f samples/s (%.3f, target >= 0.9: %s)\n",
+               p, m, 42 / m, 42 / m / (7 * s), r, r / (7 * s), (r / (7 * s) >= 0.9) ? "met" : "NOT met" }'
+done
+
+echo
+echo "== 3. planner: predicted vs measured makespan (target within 10 %)"
+printf '%-22s %3s %4s %5s %8s %10s %10s %7s\n' config W N steps placement predicted measured error
+for cfg in "p1 2 10 8 40 10 80 ends" "p2 4 16 8 30 10 60 spread" "p3 4 12 16 20 0 80 ends" \
+           "p4 7 14 28 20 10 80 spread" "p5 3 9 12 40 20 120 spread"; do
+    set -- $cfg
+    read -r m _ < <(run "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8")
+    pr=$(plan "$1")
+    awk -v c="$1 t=$5 e=$6 d=$7" -v W="$2" -v N="$3" -v T="$4" -v p="$8" -v pr="$pr" -v m="$m" 'BEGIN {
+        printf "%-22s %3d %4d %5d %8s %9.3fs %9.3fs %+6.1f%%\n", c, W, N, T, p, pr, m, 100 * (m - pr) / pr }'
+done

@@ -1,0 +1,788 @@
+/*
+ * The CLIP vision encoder with projection (transformers'
+ * CLIPVisionModelWithProjection): config, weights and the forward pass.
+ *
+ *   patches (conv p x p, stride p, no bias) -> [CLS, patches] + positions
+ *   -> pre_layrnorm -> L pre-LN encoder layers
+ *   -> post_layernorm of the CLS token only -> visual_projection (no bias)
+ *
+ * Tokens are rows of D channels, [B, T, D] with T = 1 + (S/p)^2.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "model/clip.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "sched/rng.h"
+#include "tensor/config_json.h"
+#include "tensor/safetensors.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CLIP_NAME_MAX 256
+
+/* quick_gelu(x) = x * sigmoid(1.702 x) (OpenAI CLIP's approximation) */
+#define CLIP_QUICK_GELU_SCALE 1.702f
+
+typedef struct { float *w, *b; } clip_linear_t;   /* b may be NULL */
+typedef struct { float *g, *b; } clip_norm_t;
+
+typedef struct {
+    clip_norm_t   layer_norm1, layer_norm2;
+    clip_linear_t q_proj, k_proj, v_proj, out_proj;
+    clip_linear_t fc1, fc2;
+} clip_layer_t;
+
+struct svp_clip {
+    svp_ops_h          ops;             /* borrowed */
+    svp_clip_config_t  cfg;
+    int                tokens;          /* 1 + patches */
+
+    float             *class_embedding;     /* [D] */
+    float             *patch_embedding;     /* [D, C, p, p] */
+    float             *position_embedding;  /* [T, D] */
+    clip_norm_t        pre_layrnorm, post_layernorm;
+    clip_layer_t      *layers;
+    float             *visual_projection;   /* [proj, D] */
+
+    float            **weights;         /* every backend buffer, to free */
+    int                n_weights, cap_weights;
+
+    svp_clip_capture_cb_t capture_cb;
+    void                 *capture_arg;
+};
+
+/* ---- config.json ---- */
+
+svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p)
+{
+    svp_clip_config_t cfg;
+    svp_config_h      cj;
+    const char       *act;
+    int64_t           v;
+    svp_status_t      status;
+
+    memset(&cfg, 0, sizeof(cfg));
+    status = svp_config_load(path, &cj);
+    if (status != SVP_OK) {
+        return status;
+    }
+#define CLIP_INT(_key, _def, _field) \
+    do { \
+        status = svp_config_get_int(cj, _key, _def, &v); \
+        if (status != SVP_OK) { \
+            goto out; \
+        } \
+        if (v <= 0 || v > (1 << 20)) { \
+            svp_error("%s: '%s' must be in [1, 2^20], found %ld", path, _key, \
+                      (long)v); \
+            status = SVP_ERR_BAD_FILE; \
+            goto out; \
+        } \
+        cfg._field = (int)v; \
+    } while (0)
+    /* CLIPVisionConfig's defaults */
+    CLIP_INT("hidden_size", 768, hidden_size);
+    CLIP_INT("intermediate_size", 3072, intermediate_size);
+    CLIP_INT("num_hidden_layers", 12, num_layers);
+    CLIP_INT("num_attention_heads", 12, num_heads);
+    CLIP_INT("num_channels", 3, num_channels);
+    CLIP_INT("image_size", 224, image_size);
+    CLIP_INT("patch_size", 32, patch_size);
+    CLIP_INT("projection_dim", 512, projection_dim);
+#undef CLIP_INT
+    status = svp_config_get_double(cj, "layer_norm_eps", 1e-5,
+                                   &cfg.layer_norm_eps);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    if (!(cfg.layer_norm_eps > 0.0)) {
+        svp_error("%s: 'layer_norm_eps' must be positive, found %g", path,
+                  cfg.layer_norm_eps);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    status = svp_config_get_string(cj, "hidden_act", "quick_gelu", &act);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    if (strcmp(act, "gelu") == 0) {
+        cfg.hidden_act = SVP_CLIP_ACT_GELU;
+    } else if (strcmp(act, "quick_gelu") == 0) {
+        cfg.hidden_act = SVP_CLIP_ACT_QUICK_GELU;
+    } else {
+        svp_error("%s: 'hidden_act' is '%s', expected 'gelu' or 'quick_gelu'",
+                  path, act);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    if (cfg.hidden_size % cfg.num_heads != 0) {
+        svp_error("%s: 'hidden_size' %d is not divisible by "
+                  "'num_attention_heads' %d", path, cfg.hidden_size,
+                  cfg.num_heads);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    if (cfg.image_size % cfg.patch_size != 0) {
+        svp_error("%s: 'image_size' %d is not a multiple of 'patch_size' %d",
+                  path, cfg.image_size, cfg.patch_size);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    *cfg_p = cfg;
+out:
+    svp_config_destroy(cj);
+    return status;
+}
+
+/* ---- weights ---- */
+
+/*
+ * The tensor walk of clip_load_all() serves three purposes: loading a file
+ * into backend buffers, checking a file's header only, and writing random
+ * weights (writer set; nothing is read or uploaded).
+ */
+typedef struct {
+    struct svp_clip          *clip;
+    svp_safetensors_h         st;
+    int                       used;         /* tensors taken from the file */
+    int                       check_only;   /* names and shapes, no data */
+    svp_safetensors_writer_h  writer;       /* random weights go here */
+    uint64_t                  seed;
+    svp_tensor_t            **tensors;      /* owned until written */
+    int                       count, cap;
+} clip_loader_t;
+
+/*
+ * A random tensor for the writer, from its own counter-based stream keyed by
+ * (seed, name), with the golden data's scheme: matrices and kernels
+ * N(0, 1/fan_in), the class and position embeddings N(0, 0.5^2), LayerNorm
+ * scales 1 + N(0, 0.1^2), biases N(0, 0.05^2).
+ */
+static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
+                                       int ndim, const int64_t *shape)
+{
+    size_t        len = strlen(name);
+    double        mean = 0.0, std = 0.05;
+    int64_t       i, numel, fan_in = 1;
+    svp_tensor_t *t, **tensors;
+    float        *data;
+    svp_status_t  status;
+
+    if (strstr(name, "class_embedding") || strstr(name, "position_embedding")) {
+        std = 0.5;
+    } else if (ndim >= 2) {
+        for (i = 1; i < ndim; i++) {
+            fan_in *= shape[i];
+        }
+        std = 1.0 / sqrt((double)fan_in);
+    } else if (len > 7 && strcmp(name + len - 7, ".weight") == 0) {
+        mean = 1.0;
+        std  = 0.1;
+    }
+    if (ld->count == ld->cap) {
+        int cap = SVP_MAX(64, 2 * ld->cap);
+        tensors = realloc(ld->tensors, cap * sizeof(*tensors));
+        if (tensors == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        ld->tensors = tensors;
+        ld->cap     = cap;
+    }
+    status = svp_tensor_create(SVP_DTYPE_F32, ndim, shape, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    ld->tensors[ld->count++] = t;
+    numel = svp_tensor_numel(t);
+    data  = t->data;
+    svp_rng_normal(ld->seed, svp_hash_fnv1a(name, len, 0), 0, (size_t)numel,
+                   data);
+    for (i = 0; i < numel; i++) {
+        data[i] = (float)(mean + std * data[i]);
+    }
+    return svp_safetensors_writer_add(ld->writer, name, t);
+}
+
+static svp_status_t clip_keep_weight(struct svp_clip *c, float *buf)
+{
+    float **weights;
+    int     cap;
+
+    if (c->n_weights == c->cap_weights) {
+        cap     = SVP_MAX(64, 2 * c->cap_weights);
+        weights = realloc(c->weights, cap * sizeof(*weights));
+        if (weights == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        c->weights     = weights;
+        c->cap_weights = cap;
+    }
+    c->weights[c->n_weights++] = buf;
+    return SVP_OK;
+}
+
+/*
+ * Finds the tensor named by fmt, checks shape and dtype, and (unless only
+ * checking) uploads it as fp32 multiplied by scale into a new backend
+ * buffer.
+ */
+static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+{
+    svp_ops_h              ops = ld->clip->ops;
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+    char                   name[CLIP_NAME_MAX], want[96], have[96];
+    float                 *buf, *data;
+    int64_t                i, numel;
+    int                    same;
+    va_list                ap;
+    svp_status_t           status;
+
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+
+    if (ld->writer != NULL) {
+        return clip_random_tensor(ld, name, ndim, shape);
+    }
+    if (svp_safetensors_find(ld->st, name, &info) != SVP_OK) {
+        svp_error("%s: missing tensor '%s'", svp_safetensors_path(ld->st), name);
+        return SVP_ERR_BAD_FILE;
+    }
+    same = (info.ndim == ndim);
+    for (i = 0; same && i < ndim; i++) {
+        same = (info.shape[i] == shape[i]);
+    }
+    if (!same) {
+        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
+                  svp_safetensors_path(ld->st), name,
+                  svp_shape_str(info.ndim, info.shape, have, sizeof(have)),
+                  svp_shape_str(ndim, shape, want, sizeof(want)));
+        return SVP_ERR_BAD_FILE;
+    }
+    if (info.dtype != SVP_DTYPE_F32 && info.dtype != SVP_DTYPE_F16 &&
+        info.dtype != SVP_DTYPE_BF16) {
+        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
+                  svp_safetensors_path(ld->st), name,
+                  svp_dtype_name(info.dtype));
+        return SVP_ERR_BAD_FILE;
+    }
+    ld->used++;
+    if (ld->check_only) {
+        return SVP_OK;
+    }
+
+    status = svp_safetensors_load(ld->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    numel = svp_tensor_numel(t);
+    data  = t->data;
+    if (scale != 1.0f) {
+        for (i = 0; i < numel; i++) {
+            data[i] *= scale;
+        }
+    }
+    status = svp_ops_alloc(ops, numel, &buf);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    status = clip_keep_weight(ld->clip, buf);
+    if (status != SVP_OK) {
+        svp_ops_free(ops, buf);
+        goto out_destroy;
+    }
+    status = svp_ops_upload(ops, buf, data, numel);
+    if (status == SVP_OK) {
+        *buf_p = buf;
+    }
+out_destroy:
+    svp_tensor_destroy(t);
+    return status;
+}
+
+static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,
+                                     int in, int out, int bias, float wscale,
+                                     float bscale, const char *prefix)
+{
+    int64_t      wshape[2] = { out, in }, bshape[1] = { out };
+    svp_status_t status;
+
+    status = clip_tensor(ld, &l->w, wscale, 2, wshape, "%s.weight", prefix);
+    if (status == SVP_OK && bias) {
+        status = clip_tensor(ld, &l->b, bscale, 1, bshape, "%s.bias", prefix);
+    }
+    return status;
+}
+
+static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
+                                   const char *prefix)
+{
+    int64_t      shape[1] = { c };
+    svp_status_t status;
+
+    status = clip_tensor(ld, &n->g, 1.0f, 1, shape, "%s.weight", prefix);
+    if (status == SVP_OK) {
+        status = clip_tensor(ld, &n->b, 1.0f, 1, shape, "%s.bias", prefix);
+    }
+    return status;
+}
+
+#define CLIP_TRY_RETURN(_expr) \
+    do { \
+        status = (_expr); \
+        if (status != SVP_OK) { \
+            return status; \
+        } \
+    } while (0)
+
+/*
+ * Every tensor of the model.  With quick_gelu the 1.702 of
+ * x * sigmoid(1.702 x) is folded into the weights: fc1 (weight and bias)
+ * is multiplied by 1.702 and fc2's weight divided by it, so that
+ * fc2(quick_gelu(fc1 x)) = fc2'(silu(fc1' x)) and the forward needs only
+ * the SiLU op.
+ */
+static svp_status_t clip_load_all(clip_loader_t *ld)
+{
+    struct svp_clip         *c = ld->clip;
+    const svp_clip_config_t *cfg = &c->cfg;
+    int                      D = cfg->hidden_size, I = cfg->intermediate_size;
+    int                      p = cfg->patch_size, g = cfg->image_size / p;
+    int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
+    float                    up = quick ? CLIP_QUICK_GELU_SCALE : 1.0f;
+    float                    down = quick ? 1.0f / CLIP_QUICK_GELU_SCALE : 1.0f;
+    int64_t                  s_class[1] = { D };
+    int64_t                  s_patch[4] = { D, cfg->num_channels, p, p };
+    int64_t                  s_pos[2] = { 1 + g * g, D };
+    char                     pre[CLIP_NAME_MAX];
+    int                      i;
+    svp_status_t             status;
+
+    c->tokens = 1 + g * g;
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
+                         "vision_model.embeddings.class_embedding"));
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
+                         "vision_model.embeddings.patch_embedding.weight"));
+    CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
+                         "vision_model.embeddings.position_embedding.weight"));
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
+    for (i = 0; i < cfg->num_layers; i++) {
+        clip_layer_t *l = &c->layers[i];
+
+#define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
+        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
+#undef P
+    }
+    CLIP_TRY_RETURN(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    {
+        clip_linear_t proj = { NULL, NULL };
+        CLIP_TRY_RETURN(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
+                                  1.0f, "visual_projection"));
+        c->visual_projection = proj.w;
+    }
+    return SVP_OK;
+}
+
+static svp_status_t clip_open_weights(const char *model_dir,
+                                      const svp_clip_params_t *params,
+                                      svp_safetensors_h *st_p)
+{
+    static const char *const names[] = { "model.safetensors",
+                                         "model.fp16.safetensors" };
+    char   path[4096];
+    size_t i;
+
+    if (params && params->weights_file) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
+        return svp_safetensors_open(path, st_p);
+    }
+    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
+        if (access(path, F_OK) == 0) {
+            return svp_safetensors_open(path, st_p);
+        }
+    }
+    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
+    return SVP_ERR_NOT_FOUND;
+}
+
+static void clip_free(struct svp_clip *c)
+{
+    int i;
+
+    for (i = 0; i < c->n_weights; i++) {
+        svp_ops_free(c->ops, c->weights[i]);
+    }
+    free(c->weights);
+    free(c->layers);
+    free(c);
+}
+
+/* Config, weights file and layer array; load or only check the tensors. */
+static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
+                              const svp_clip_params_t *params, int check_only,
+                              struct svp_clip **clip_p, int *mapped_p)
+{
+    clip_loader_t    ld = { .check_only = check_only };
+    struct svp_clip *c;
+    char             path[4096];
+    int              unused;
+    svp_status_t     status;
+
+    c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    c->ops = ops;
+    if (params) {
+        c->capture_cb  = params->capture_cb;
+        c->capture_arg = params->capture_arg;
+    }
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_clip_config_load(path, &c->cfg);
+    if (status != SVP_OK) {
+        goto err_free_clip;
+    }
+    c->layers = calloc(c->cfg.num_layers, sizeof(*c->layers));
+    if (c->layers == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_free_clip;
+    }
+    status = clip_open_weights(model_dir, params, &ld.st);
+    if (status != SVP_OK) {
+        goto err_free_clip;
+    }
+    ld.clip = c;
+    status  = clip_load_all(&ld);
+    if (status != SVP_OK) {
+        goto err_close_weights;
+    }
+    /* position_ids is a non-persistent buffer some files still carry */
+    unused = svp_safetensors_count(ld.st) - ld.used;
+    if (unused != 0) {
+        svp_debug("%s: %d of %d tensors not used by the image encoder",
+                  svp_safetensors_path(ld.st), unused,
+                  svp_safetensors_count(ld.st));
+    }
+    svp_debug("clip: %d layers, %d tensors from %s", c->cfg.num_layers,
+              ld.used, svp_safetensors_path(ld.st));
+    svp_safetensors_close(ld.st);
+    if (mapped_p != NULL) {
+        *mapped_p = ld.used;
+    }
+    *clip_p = c;
+    return SVP_OK;
+
+err_close_weights:
+    svp_safetensors_close(ld.st);
+err_free_clip:
+    clip_free(c);
+    return status;
+}
+
+svp_status_t svp_clip_create(svp_ops_h ops, const char *model_dir,
+                             const svp_clip_params_t *params,
+                             svp_clip_h *clip_p)
+{
+    return clip_open(ops, model_dir, params, 0, clip_p, NULL);
+}
+
+svp_status_t svp_clip_check_weights(const char *model_dir,
+                                    const svp_clip_params_t *params,
+                                    int *mapped_p)
+{
+    struct svp_clip *c;
+    svp_status_t     status;
+
+    status = clip_open(NULL, model_dir, params, 1, &c, mapped_p);
+    if (status == SVP_OK) {
+        clip_free(c);
+    }
+    return status;
+}
+
+void svp_clip_destroy(svp_clip_h clip)
+{
+    if (clip != NULL) {
+        clip_free(clip);
+    }
+}
+
+const svp_clip_config_t *svp_clip_config(svp_clip_h clip)
+{
+    return &clip->cfg;
+}
+
+svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
+                                   const char *out_dir)
+{
+    clip_loader_t   ld = { .seed = seed };
+    struct svp_clip c;
+    char            path[4096], *text = NULL;
+    size_t          len;
+    int             i;
+    svp_status_t    status;
+
+    memset(&c, 0, sizeof(c));
+    status = svp_clip_config_load(config_path, &c.cfg);
+    if (status != SVP_OK) {
+        return status;
+    }
+    c.layers = calloc(c.cfg.num_layers, sizeof(*c.layers));
+    if (c.layers == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_safetensors_writer_create(&ld.writer);
+    if (status != SVP_OK) {
+        goto out_free_layers;
+    }
+    ld.clip = &c;
+    status  = clip_load_all(&ld);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    status = svp_mkdir_p(out_dir, 0755);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/model.safetensors", out_dir);
+    status = svp_safetensors_writer_commit(ld.writer, path);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    status = svp_file_read_all(config_path, &text, &len);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    snprintf(path, sizeof(path), "%s/config.json", out_dir);
+    status = svp_file_write_atomic(path, text, len);
+    if (status == SVP_OK) {
+        svp_info("wrote %d random image encoder tensors (seed %llu) to %s",
+                 ld.count, (unsigned long long)seed, out_dir);
+    }
+out:
+    free(text);
+    svp_safetensors_writer_destroy(ld.writer);
+    for (i = 0; i < ld.count; i++) {
+        svp_tensor_destroy(ld.tensors[i]);
+    }
+    free(ld.tensors);
+out_free_layers:
+    free(c.layers);
+    return status;
+}
+
+/* ---- forward ---- */
+
+#undef CLIP_TRY_RETURN
+#define CLIP_TRY(_expr) \
+    do { \
+        status = (_expr); \
+        if (status != SVP_OK) { \
+            goto out; \
+        } \
+    } while (0)
+
+static void clip_capture(struct svp_clip *c, const char *name, const float *x,
+                         int ndim, int64_t d0, int64_t d1, int64_t d2)
+{
+    int64_t shape[3] = { d0, d1, d2 };
+    int64_t count = d0 * d1 * (ndim == 3 ? d2 : 1);
+    float  *host;
+
+    if (c->capture_cb == NULL) {
+        return;
+    }
+    host = malloc(count * sizeof(float));
+    if (host == NULL || svp_ops_download(c->ops, host, x, count) != SVP_OK) {
+        svp_warn("clip: cannot capture '%s'", name);
+        free(host);
+        return;
+    }
+    c->capture_cb(name, host, ndim, shape, c->capture_arg);
+    free(host);
+}
+
+/* Layer captures are reported for layer 0 only, like the golden data. */
+#define CLIP_CAPTURE_LAYER(_c, _i, _what, _x, _d2) \
+    do { \
+        if ((_c)->capture_cb != NULL && (_i) == 0) { \
+            clip_capture((_c), "out.vision_model.encoder.layers.0." _what, \
+                         (_x), 3, batch, T, (_d2)); \
+        } \
+    } while (0)
+
+/*
+ * One pre-LN encoder layer on h [batch * T, D], in place:
+ * h += out_proj(attn(ln1(h))), then h += fc2(act(fc1(ln2(h)))).
+ * Scratch: a, q, k, v [rows, D] and f [rows, I].
+ */
+static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
+                                       float *h, float *a, float *q, float *k,
+                                       float *v, float *f)
+{
+    const svp_clip_config_t *cfg = &c->cfg;
+    const clip_layer_t      *l = &c->layers[li];
+    svp_ops_h                ops = c->ops;
+    int                      D = cfg->hidden_size, I = cfg->intermediate_size;
+    int                      T = c->tokens;
+    int64_t                  rows = (int64_t)batch * T;
+    float                    eps = (float)cfg->layer_norm_eps;
+    svp_ops_attention_t      p = { .batch = batch, .heads = cfg->num_heads,
+                                   .head_dim = D / cfg->num_heads,
+                                   .q_len = T, .kv_len = T,
+                                   .kv_batch_div = 1, .q_stride = D,
+                                   .k_stride = D, .v_stride = D,
+                                   .out_stride = D };
+    int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
+    svp_status_t             status;
+
+    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm1.g,
+                                l->layer_norm1.b, a));
+    CLIP_CAPTURE_LAYER(c, li, "layer_norm1", a, D);
+    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->q_proj.w, l->q_proj.b, 0, q));
+    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->k_proj.w, l->k_proj.b, 0, k));
+    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->v_proj.w, l->v_proj.b, 0, v));
+    CLIP_CAPTURE_LAYER(c, li, "self_attn.q_proj", q, D);
+    CLIP_CAPTURE_LAYER(c, li, "self_attn.k_proj", k, D);
+    CLIP_CAPTURE_LAYER(c, li, "self_attn.v_proj", v, D);
+    /* heads are contiguous channel blocks; the output overwrites q */
+    CLIP_TRY(svp_ops_attention(ops, &p, q, k, v, q));
+    CLIP_TRY(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
+                            0, a));
+    CLIP_CAPTURE_LAYER(c, li, "self_attn", a, D);
+    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+
+    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm2.g,
+                                l->layer_norm2.b, a));
+    CLIP_CAPTURE_LAYER(c, li, "layer_norm2", a, D);
+    CLIP_TRY(svp_ops_linear(ops, rows, D, I, a, l->fc1.w, l->fc1.b, 0, f));
+    if (quick) {
+        /* fc1 carries the 1.702 (see clip_load_all): its output is scaled */
+        CLIP_TRY(svp_ops_silu(ops, rows * I, f, f));
+    } else {
+        CLIP_CAPTURE_LAYER(c, li, "mlp.fc1", f, I);
+        CLIP_TRY(svp_ops_gelu(ops, rows * I, f, f));
+        if (c->capture_cb != NULL && li == 0) {
+            clip_capture(c, "in.vision_model.encoder.layers.0.mlp.fc2", f, 3,
+                         batch, T, I);
+        }
+    }
+    CLIP_TRY(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
+    CLIP_CAPTURE_LAYER(c, li, "mlp", a, D);
+    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+out:
+    return status;
+}
+
+/* pixel_values -> h [batch, T, D]: [CLS, patches] + positions. */
+static svp_status_t clip_embeddings(struct svp_clip *c, int batch,
+                                    const float *pixels, float *h, float *a,
+                                    float *b)
+{
+    const svp_clip_config_t *cfg = &c->cfg;
+    svp_ops_h                ops = c->ops;
+    int                      D = cfg->hidden_size, T = c->tokens, i;
+    svp_ops_conv2d_t         conv = { .n = batch, .c_in = cfg->num_channels,
+                                      .h = cfg->image_size,
+                                      .w = cfg->image_size, .c_out = D,
+                                      .kh = cfg->patch_size,
+                                      .kw = cfg->patch_size,
+                                      .stride = cfg->patch_size, .pad = 0 };
+    svp_status_t             status;
+
+    /* a = conv [batch, D, T-1] -> b = patch tokens [batch, T-1, D] */
+    CLIP_TRY(svp_ops_conv2d(ops, &conv, pixels, c->patch_embedding, NULL, a));
+    CLIP_TRY(svp_ops_transpose(ops, batch, D, T - 1, 1, a, b));
+    for (i = 0; i < batch; i++) {
+        CLIP_TRY(svp_ops_copy(ops, D, c->class_embedding, a + (int64_t)i * D));
+    }
+    CLIP_TRY(svp_ops_concat(ops, batch, 1, T - 1, D, a, b, h));
+    CLIP_TRY(svp_ops_add_broadcast(ops, 1, batch, (int64_t)T * D, h,
+                                   c->position_embedding));
+out:
+    return status;
+}
+
+svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
+                             float *image_embeds)
+{
+    const svp_clip_config_t *cfg = &c->cfg;
+    svp_ops_h                ops = c->ops;
+    int                      D = cfg->hidden_size, T = c->tokens, i;
+    int64_t                  rows = (int64_t)batch * T;
+    float                    eps = (float)cfg->layer_norm_eps;
+    float                   *h = NULL, *a = NULL, *q = NULL, *k = NULL;
+    float                   *v = NULL, *f = NULL;
+    svp_status_t             status;
+
+    if (batch < 1) {
+        svp_error("clip: invalid batch %d", batch);
+        return SVP_ERR_INVALID_PARAM;
+    }
+#define CLIP_BUF(_p, _n) CLIP_TRY(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
+    CLIP_BUF(h, rows * D);
+    CLIP_BUF(a, rows * D);
+    CLIP_BUF(q, rows * D);
+    CLIP_BUF(k, rows * D);
+    CLIP_BUF(v, rows * D);
+    CLIP_BUF(f, rows * cfg->intermediate_size);
+#undef CLIP_BUF
+
+    CLIP_TRY(clip_embeddings(c, batch, pixels, h, a, q));
+    clip_capture(c, "out.vision_model.embeddings", h, 3, batch, T, D);
+    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, c->pre_layrnorm.g,
+                                c->pre_layrnorm.b, h));
+    clip_capture(c, "out.vision_model.pre_layrnorm", h, 3, batch, T, D);
+
+    for (i = 0; i < cfg->num_layers; i++) {
+        CLIP_TRY(clip_layer_forward(c, i, batch, h, a, q, k, v, f));
+        if (c->capture_cb != NULL) {
+            char name[64];
+            snprintf(name, sizeof(name), "out.vision_model.encoder.layers.%d", i);
+            clip_capture(c, name, h, 3, batch, T, D);
+        }
+    }
+
+    /* pooler_output: post_layernorm of the CLS tokens only */
+    for (i = 0; i < batch; i++) {
+        CLIP_TRY(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
+    }
+    CLIP_TRY(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
+                                c->post_layernorm.b, a));
+    clip_capture(c, "out.vision_model.post_layernorm", a, 2, batch, D, 1);
+    CLIP_TRY(svp_ops_linear(ops, batch, D, cfg->projection_dim, a,
+                            c->visual_projection, NULL, 0, image_embeds));
+    clip_capture(c, "out.visual_projection", image_embeds, 2, batch,
+                 cfg->projection_dim, 1);
+out:
+    svp_ops_free(ops, h);
+    svp_ops_free(ops, a);
+    svp_ops_free(ops, q);
+    svp_ops_free(ops, k);
+    svp_ops_free(ops, v);
+    svp_ops_free(ops, f);
+    return status;
+}

@@ -1,0 +1,656 @@
+/*
+ * The VAE's configuration, its parameter tree (diffusers'
+ * AutoencoderKLTemporalDecoder.state_dict() names and shapes) and its
+ * lifecycle: loading every weight through the walk, or only checking the
+ * names and shapes a file's header promises.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "model/vae_int.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "tensor/config_json.h"
+#include "tensor/safetensors.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define VAE_NAME_MAX 256
+
+#define VAE_TRY(_expr) \
+    do { \
+        svp_status_t _s = (_expr); \
+        if (_s != SVP_OK) { \
+            return _s; \
+        } \
+    } while (0)
+
+/* ---- config.json ---- */
+
+svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
+{
+    static const char *const required[] = { "block_out_channels", NULL };
+    svp_vae_config_t cfg;
+    svp_config_h     cj;
+    const char      *types[SVP_VAE_MAX_LEVELS];
+    int64_t          values[SVP_VAE_MAX_LEVELS], v;
+    int              count, i;
+    svp_status_t     status;
+
+    memset(&cfg, 0, sizeof(cfg));
+    status = svp_config_load(path, &cj);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_config_require(cj, required);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    status = svp_config_get_int_array(cj, "block_out_channels", values,
+                                      SVP_VAE_MAX_LEVELS, &count);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    if (count < 1) {
+        svp_error("%s: 'block_out_channels' is empty", path);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    cfg.levels = count;
+    for (i = 0; i < count; i++) {
+        cfg.block_out[i] = (int)values[i];
+        if (cfg.block_out[i] <= 0 || cfg.block_out[i] % 32 != 0) {
+            svp_error("%s: block_out_channels[%d] = %d is not a positive "
+                      "multiple of 32 (GroupNorm uses 32 groups)", path, i,
+                      cfg.block_out[i]);
+            status = SVP_ERR_BAD_FILE;
+            goto out;
+        }
+    }
+
+    /* the encoder's blocks: DownEncoderBlock2D is the only kind it builds */
+    status = svp_config_get_string_array(cj, "down_block_types", types,
+                                         SVP_VAE_MAX_LEVELS, &count);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    if (count != 0 && count != cfg.levels) {
+        svp_error("%s: 'down_block_types' has %d entries, expected %d "
+                  "(len(block_out_channels))", path, count, cfg.levels);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    for (i = 0; i < count; i++) {
+        if (strcmp(types[i], "DownEncoderBlock2D") != 0) {
+            svp_error("%s: down_block_types[%d] is '%s', expected "
+                      "'DownEncoderBlock2D'", path, i, types[i]);
+            status = SVP_ERR_BAD_FILE;
+            goto out;
+        }
+    }
+
+    /* defaults are the class defaults (not SVD's: its file sets them all) */
+#define VAE_INT(_key, _def, _field) \
+    do { \
+        status = svp_config_get_int(cj, _key, _def, &v); \
+        if (status != SVP_OK) { \
+            goto out; \
+        } \
+        if (v <= 0) { \
+            svp_error("%s: '%s' must be positive, found %ld", path, _key, (long)v); \
+            status = SVP_ERR_BAD_FILE; \
+            goto out; \
+        } \
+        cfg._field = (int)v; \
+    } while (0)
+    VAE_INT("in_channels", 3, in_channels);
+    VAE_INT("out_channels", 3, out_channels);
+    VAE_INT("latent_channels", 4, latent_channels);
+    VAE_INT("layers_per_block", 1, layers);
+#undef VAE_INT
+    status = svp_config_get_double(cj, "scaling_factor", 0.18215,
+                                   &cfg.scaling_factor);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    if (!(cfg.scaling_factor > 0.0)) {
+        svp_error("%s: 'scaling_factor' must be positive, found %g", path,
+                  cfg.scaling_factor);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    *cfg_p = cfg;
+out:
+    svp_config_destroy(cj);
+    return status;
+}
+
+/* ---- the parameter walk ---- */
+
+static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
+                              const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
+                              const int64_t *shape, const char *fmt, ...)
+{
+    char    name[VAE_NAME_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    return wk->param(wk, name, ndim, shape, buf_p);
+}
+
+static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
+                                    int out, const char *prefix)
+{
+    int64_t wshape[2] = { out, in }, bshape[1] = { out };
+
+    l->in  = in;
+    l->out = out;
+    VAE_TRY(vae_param(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    return vae_param(wk, &l->b, 1, bshape, "%s.bias", prefix);
+}
+
+/* k x k conv, or the (3,1,1) conv over frames when frames is set. */
+static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
+                                  int out, int k, int frames,
+                                  const char *prefix)
+{
+    int64_t wshape[5] = { out, in, k, k, 1 }, bshape[1] = { out };
+
+    if (frames) {
+        wshape[2] = 3;
+        wshape[3] = 1;
+    }
+    c->in  = in;
+    c->out = out;
+    VAE_TRY(vae_param(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    return vae_param(wk, &c->b, 1, bshape, "%s.bias", prefix);
+}
+
+static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
+                                  float eps, const char *prefix)
+{
+    int64_t shape[1] = { c };
+
+    n->c   = c;
+    n->eps = eps;
+    VAE_TRY(vae_param(wk, &n->g, 1, shape, "%s.weight", prefix));
+    return vae_param(wk, &n->b, 1, shape, "%s.bias", prefix);
+}
+
+/*
+ * ResnetBlock2D (temporal = 0) or TemporalResnetBlock (temporal = 1, no
+ * shortcut: its channel count never changes).  eps: golden README,
+ * norm_layers.json of vae_tiny.
+ */
+static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
+                                    int out, int temporal, float eps,
+                                    const char *prefix)
+{
+    char p[VAE_NAME_MAX];
+
+#define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
+    VAE_TRY(vae_walk_norm(wk, &r->norm1, in, eps, P("norm1")));
+    VAE_TRY(vae_walk_conv(wk, &r->conv1, in, out, 3, temporal, P("conv1")));
+    VAE_TRY(vae_walk_norm(wk, &r->norm2, out, eps, P("norm2")));
+    VAE_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
+    r->has_shortcut = (in != out);
+    if (r->has_shortcut) {
+        VAE_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
+                              P("conv_shortcut")));
+    }
+#undef P
+    return SVP_OK;
+}
+
+/* Spatial eps 1e-6, temporal eps 1e-5 (golden README, VAE decoder). */
+static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
+                                         vae_st_resblock_t *rb, int in,
+                                         int out, const char *prefix)
+{
+    char  p[VAE_NAME_MAX];
+    float mix, temporal_weight;
+
+#define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
+    VAE_TRY(vae_walk_resnet(wk, &rb->spatial, in, out, 0, 1e-6f,
+                            P("spatial_res_block")));
+    VAE_TRY(vae_walk_resnet(wk, &rb->temporal, out, out, 1, 1e-5f,
+                            P("temporal_res_block")));
+    VAE_TRY(wk->scalar(wk, P("time_mixer.mix_factor"), &mix));
+#undef P
+    /*
+     * switch_spatial_to_temporal_mix: torch computes alpha = 1 - sigmoid(m)
+     * in fp32 and blends alpha * spatial + (1 - alpha) * temporal; the
+     * blend op does the same with the same rounding.
+     */
+    temporal_weight    = 1.0f / (1.0f + expf(-mix));
+    rb->spatial_weight = 1.0f - temporal_weight;
+    return SVP_OK;
+}
+
+static svp_status_t vae_walk_attention(vae_walker_t *wk, vae_attention_t *a,
+                                       int c, const char *prefix)
+{
+    char p[VAE_NAME_MAX];
+
+    a->c = c;
+#define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
+    VAE_TRY(vae_walk_norm(wk, &a->group_norm, c, 1e-6f, P("group_norm")));
+    VAE_TRY(vae_walk_linear(wk, &a->to_q, c, c, P("to_q")));
+    VAE_TRY(vae_walk_linear(wk, &a->to_k, c, c, P("to_k")));
+    VAE_TRY(vae_walk_linear(wk, &a->to_v, c, c, P("to_v")));
+    VAE_TRY(vae_walk_linear(wk, &a->to_out, c, c, P("to_out.0")));
+#undef P
+    return SVP_OK;
+}
+
+static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
+{
+    const svp_vae_config_t *cfg = &v->cfg;
+    int                     L = cfg->levels, top = cfg->block_out[L - 1];
+    int                     i, j;
+    char                    p[VAE_NAME_MAX];
+
+    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
+                          cfg->block_out[0], 3, 0, "encoder.conv_in"));
+    for (i = 0; i < L; i++) {
+        vae_down_block_t *blk = &v->down[i];
+        int               in  = (i == 0) ? cfg->block_out[0] : cfg->block_out[i - 1];
+        int               out = cfg->block_out[i];
+
+        blk->n_resnets = cfg->layers;
+        blk->resnets   = calloc(blk->n_resnets, sizeof(*blk->resnets));
+        if (blk->resnets == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        for (j = 0; j < blk->n_resnets; j++) {
+            snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, j);
+            VAE_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
+                                    out, 0, 1e-6f, p));
+        }
+        blk->has_downsampler = (i < L - 1);
+        if (blk->has_downsampler) {
+            snprintf(p, sizeof(p), "encoder.down_blocks.%d.downsamplers.0.conv", i);
+            VAE_TRY(vae_walk_conv(wk, &blk->downsampler, out, out, 3, 0, p));
+        }
+    }
+    /* UNetMidBlock2D with one layer: resnet, attention, resnet */
+    VAE_TRY(vae_walk_attention(wk, &v->enc_mid_attention, top,
+                               "encoder.mid_block.attentions.0"));
+    for (j = 0; j < 2; j++) {
+        snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", j);
+        VAE_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
+                                1e-6f, p));
+    }
+    VAE_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
+                          "encoder.conv_norm_out"));
+    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
+                          3, 0, "encoder.conv_out"));
+    return vae_walk_conv(wk, &v->quant_conv, 2 * cfg->latent_channels,
+                         2 * cfg->latent_channels, 1, 0, "quant_conv");
+}
+
+static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
+{
+    const svp_vae_config_t *cfg = &v->cfg;
+    int                     L = cfg->levels, top = cfg->block_out[L - 1];
+    int                     i, j;
+    char                    p[VAE_NAME_MAX];
+
+    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
+                          0, "decoder.conv_in"));
+
+    v->n_dec_mid_resnets = cfg->layers;
+    v->dec_mid_resnets   = calloc(cfg->layers, sizeof(*v->dec_mid_resnets));
+    if (v->dec_mid_resnets == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < cfg->layers; j++) {
+        snprintf(p, sizeof(p), "decoder.mid_block.resnets.%d", j);
+        VAE_TRY(vae_walk_st_resblock(wk, &v->dec_mid_resnets[j], top, top, p));
+    }
+    VAE_TRY(vae_walk_attention(wk, &v->dec_mid_attention, top,
+                               "decoder.mid_block.attentions.0"));
+
+    for (i = 0; i < L; i++) {
+        vae_up_block_t *blk = &v->up[i];
+        int             out = cfg->block_out[L - 1 - i];
+        int             in  = (i == 0) ? top : cfg->block_out[L - i];
+
+        blk->n_resnets = cfg->layers + 1;
+        blk->resnets   = calloc(blk->n_resnets, sizeof(*blk->resnets));
+        if (blk->resnets == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        for (j = 0; j < blk->n_resnets; j++) {
+            snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d", i, j);
+            VAE_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
+                                         j == 0 ? in : out, out, p));
+        }
+        blk->has_upsampler = (i < L - 1);
+        if (blk->has_upsampler) {
+            snprintf(p, sizeof(p), "decoder.up_blocks.%d.upsamplers.0.conv", i);
+            VAE_TRY(vae_walk_conv(wk, &blk->upsampler, out, out, 3, 0, p));
+        }
+    }
+    VAE_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
+                          "decoder.conv_norm_out"));
+    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
+                          cfg->out_channels, 3, 0, "decoder.conv_out"));
+    return vae_walk_conv(wk, &v->time_conv_out, cfg->out_channels,
+                         cfg->out_channels, 3, 1, "decoder.time_conv_out");
+}
+
+svp_status_t vae_params_walk(struct svp_vae *v, vae_walker_t *wk)
+{
+    VAE_TRY(vae_walk_encoder(v, wk));
+    return vae_walk_decoder(v, wk);
+}
+
+void vae_params_free_tree(struct svp_vae *v)
+{
+    int i;
+
+    for (i = 0; i < SVP_VAE_MAX_LEVELS; i++) {
+        free(v->down[i].resnets);
+        free(v->up[i].resnets);
+        v->down[i].resnets = NULL;
+        v->up[i].resnets   = NULL;
+    }
+    free(v->dec_mid_resnets);
+    v->dec_mid_resnets = NULL;
+}
+
+/* ---- loading ---- */
+
+typedef struct {
+    vae_walker_t      base;
+    struct svp_vae   *vae;
+    svp_safetensors_h st;
+    int               used;             /* tensors taken from the file */
+} vae_file_walker_t;
+
+static svp_status_t vae_keep_weight(struct svp_vae *v, float *buf)
+{
+    float **weights;
+    int     cap;
+
+    if (v->n_weights == v->cap_weights) {
+        cap     = SVP_MAX(256, 2 * v->cap_weights);
+        weights = realloc(v->weights, cap * sizeof(*weights));
+        if (weights == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        v->weights     = weights;
+        v->cap_weights = cap;
+    }
+    v->weights[v->n_weights++] = buf;
+    return SVP_OK;
+}
+
+/* Finds name and checks shape and dtype; the error names tensor and file. */
+static svp_status_t vae_file_find(vae_file_walker_t *fwk, const char *name,
+                                  int ndim, const int64_t *shape)
+{
+    svp_safetensors_info_t info;
+    char                   want[96], have[96];
+    int                    i, same;
+
+    if (svp_safetensors_find(fwk->st, name, &info) != SVP_OK) {
+        svp_error("%s: missing tensor '%s'", svp_safetensors_path(fwk->st), name);
+        return SVP_ERR_BAD_FILE;
+    }
+    same = (info.ndim == ndim);
+    for (i = 0; same && i < ndim; i++) {
+        same = (info.shape[i] == shape[i]);
+    }
+    if (!same) {
+        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
+                  svp_safetensors_path(fwk->st), name,
+                  svp_shape_str(info.ndim, info.shape, have, sizeof(have)),
+                  svp_shape_str(ndim, shape, want, sizeof(want)));
+        return SVP_ERR_BAD_FILE;
+    }
+    if (info.dtype != SVP_DTYPE_F32 && info.dtype != SVP_DTYPE_F16 &&
+        info.dtype != SVP_DTYPE_BF16) {
+        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
+                  svp_safetensors_path(fwk->st), name,
+                  svp_dtype_name(info.dtype));
+        return SVP_ERR_BAD_FILE;
+    }
+    fwk->used++;
+    return SVP_OK;
+}
+
+static svp_status_t vae_file_param(vae_walker_t *wk, const char *name,
+                                   int ndim, const int64_t *shape,
+                                   float **buf_p)
+{
+    vae_file_walker_t *fwk = (vae_file_walker_t *)wk;
+    svp_ops_h          ops = fwk->vae->ops;
+    svp_tensor_t      *t;
+    float             *buf;
+    svp_status_t       status;
+
+    status = vae_file_find(fwk, name, ndim, shape);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_ops_alloc(ops, svp_tensor_numel(t), &buf);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    status = vae_keep_weight(fwk->vae, buf);
+    if (status != SVP_OK) {
+        svp_ops_free(ops, buf);
+        goto out_destroy;
+    }
+    status = svp_ops_upload(ops, buf, t->data, svp_tensor_numel(t));
+    if (status == SVP_OK) {
+        *buf_p = buf;
+    }
+out_destroy:
+    svp_tensor_destroy(t);
+    return status;
+}
+
+static svp_status_t vae_file_scalar(vae_walker_t *wk, const char *name,
+                                    float *value_p)
+{
+    vae_file_walker_t *fwk = (vae_file_walker_t *)wk;
+    svp_tensor_t      *t;
+    int64_t            shape[1] = { 1 };
+    svp_status_t       status;
+
+    status = vae_file_find(fwk, name, 1, shape);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    *value_p = *(const float *)t->data;
+    svp_tensor_destroy(t);
+    return SVP_OK;
+}
+
+/* Header-only walker of svp_vae_check_weights(). */
+static svp_status_t vae_check_param(vae_walker_t *wk, const char *name,
+                                    int ndim, const int64_t *shape,
+                                    float **buf_p)
+{
+    return vae_file_find((vae_file_walker_t *)wk, name, ndim, shape);
+}
+
+static svp_status_t vae_check_scalar(vae_walker_t *wk, const char *name,
+                                     float *value_p)
+{
+    int64_t shape[1] = { 1 };
+
+    *value_p = 0.0f;
+    return vae_file_find((vae_file_walker_t *)wk, name, 1, shape);
+}
+
+static svp_status_t vae_open_weights(const char *model_dir,
+                                     const svp_vae_params_t *params,
+                                     svp_safetensors_h *st_p)
+{
+    static const char *const names[] = {
+        "diffusion_pytorch_model.safetensors",
+        "diffusion_pytorch_model.fp16.safetensors",
+    };
+    char   path[4096];
+    size_t i;
+
+    if (params && params->weights_file) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
+        return svp_safetensors_open(path, st_p);
+    }
+    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
+        if (access(path, F_OK) == 0) {
+            return svp_safetensors_open(path, st_p);
+        }
+    }
+    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
+    return SVP_ERR_NOT_FOUND;
+}
+
+/* Extra tensors are not an error (diffusers only warns about them). */
+static void vae_log_unused(svp_safetensors_h st, int used)
+{
+    int count = svp_safetensors_count(st);
+
+    if (used != count) {
+        svp_debug("%s: %d of %d tensors not used by the VAE",
+                  svp_safetensors_path(st), count - used, count);
+    }
+}
+
+static void vae_free(struct svp_vae *v)
+{
+    int i;
+
+    for (i = 0; i < v->n_weights; i++) {
+        svp_ops_free(v->ops, v->weights[i]);
+    }
+    free(v->weights);
+    vae_params_free_tree(v);
+    free(v);
+}
+
+svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
+                            const svp_vae_params_t *params, svp_vae_h *vae_p)
+{
+    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_scalar } };
+    struct svp_vae   *v;
+    char              path[4096];
+    svp_status_t      status;
+
+    v = calloc(1, sizeof(*v));
+    if (v == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    v->ops = ops;
+    if (params) {
+        v->capture_cb  = params->capture_cb;
+        v->capture_arg = params->capture_arg;
+    }
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_vae_config_load(path, &v->cfg);
+    if (status != SVP_OK) {
+        goto err_free_vae;
+    }
+    status = vae_open_weights(model_dir, params, &fwk.st);
+    if (status != SVP_OK) {
+        goto err_free_vae;
+    }
+    fwk.vae = v;
+    status  = vae_params_walk(v, &fwk.base);
+    if (status != SVP_OK) {
+        goto err_close_weights;
+    }
+    vae_log_unused(fwk.st, fwk.used);
+    svp_debug("vae: %d levels, %d tensors from %s", v->cfg.levels, fwk.used,
+              svp_safetensors_path(fwk.st));
+    svp_safetensors_close(fwk.st);
+    *vae_p = v;
+    return SVP_OK;
+
+err_close_weights:
+    svp_safetensors_close(fwk.st);
+err_free_vae:
+    vae_free(v);
+    return status;
+}
+
+svp_status_t svp_vae_check_weights(const char *model_dir,
+                                   const svp_vae_params_t *params,
+                                   int *mapped_p)
+{
+    vae_file_walker_t fwk = { .base = { vae_check_param, vae_check_scalar } };
+    struct svp_vae    v;
+    char              path[4096];
+    svp_status_t      status;
+
+    memset(&v, 0, sizeof(v));
+    snprintf(path, sizeof(path), "%s/config.json", model_dir);
+    status = svp_vae_config_load(path, &v.cfg);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = vae_open_weights(model_dir, params, &fwk.st);
+    if (status != SVP_OK) {
+        return status;
+    }
+    fwk.vae = &v;
+    status  = vae_params_walk(&v, &fwk.base);
+    if (status == SVP_OK) {
+        vae_log_unused(fwk.st, fwk.used);
+        if (mapped_p != NULL) {
+            *mapped_p = fwk.used;
+        }
+    }
+    svp_safetensors_close(fwk.st);
+    vae_params_free_tree(&v);
+    return status;
+}
+
+void svp_vae_destroy(svp_vae_h vae)
+{
+    if (vae != NULL) {
+        vae_free(vae);
+    }
+}
+
+const svp_vae_config_t *svp_vae_config(svp_vae_h vae)
+{
+    return &vae->cfg;
+}
+
+void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w,
+                         int *lh_p, int *lw_p)
+{
+    int i;
+
+    for (i = 0; i < cfg->levels - 1; i++) {
+        h /= 2;
+        w /= 2;
+    }
+    *lh_p = h;
+    *lw_p = w;
+}

@@ -1,0 +1,844 @@
+/*
+ * The SVD stage: real Euler denoising with the SVD UNet, classifier-free
+ * guidance with the per-frame scale ramp, and v-prediction.
+ *
+ * A sample carries, from rank to rank:
+ *   0 latents        [1, F, 4, h, w]  the noisy latents
+ *   1 image_latents  [1, 4, h, w]     VAE mode of the conditioning image
+ *                                     (unscaled), repeated over F at the UNet
+ *   2 image_embeds   [1, 1, D]        CLIP image embedding
+ *   3 added_time_ids [1, 3]           fps - 1, motion bucket, noise aug
+ * so any rank can run any step with nothing but the message.
+ *
+ *   4 seed           [1] I64         the sample's seed
+ *   5 timing         [2] F64         wall clock at entry, encode seconds
+ *
+ * Conditioning comes from images (video.inputs) or from a file.
+ *
+ * Images: sample i is image i mod I with seed video.seeds[i mod I] (default
+ * seed) + i div I.  Where the sample enters (rank 0), as diffusers does:
+ *   VAE input = LANCZOS resize to width x height, x/127.5 - 1, plus
+ *               noise_aug_strength * N(0,1) (the sample's noise stream),
+ *               encoded, the posterior mode taken (unscaled);
+ *   CLIP      = the original image, antialiased resize, CLIP normalisation,
+ *               the vision encoder's image_embeds.
+ *
+ * File (model.conditioning): a safetensors file holding S conditioning sets;
+ * sample i uses set i mod S:
+ *   image_latents  [S, 4, h, w]          required
+ *   image_embeds   [S, D]                required
+ *   added_time_ids [S, 3]                optional (default: from video.*)
+ *   latents        [S, F, 4, h, w]       optional initial noise, N(0,1)
+ *                                        before the scheduler's scaling
+ *                                        (diffusers' `latents` argument)
+ * Without `latents` the noise is drawn from (seed, sample) with the counter
+ * RNG, so it does not depend on ranks.  This also reproduces a diffusers run
+ * exactly when its tensors are written into such a file.
+ *
+ * Where the sample leaves: latents / scaling_factor, VAE decode in chunks
+ * of video.decode_chunk_size frames, clamp(x/2 + 0.5, 0, 1), then the
+ * sample directory <output.dir>/sample_NNNNNN/ with frame_NNNN.png,
+ * video.mp4, sample.json and latents.safetensors, written whole or not at
+ * all.  A model folder without vae/ gives latents and sample.json only.
+ *
+ * One step, for global step k (CFG on when max_guidance > 1):
+ *   x_in  = x / sqrt(sigma_k^2 + 1)
+ *   input = [x_in | 0] and [x_in | image_latents] (8 channels, batch [u, c])
+ *   v     = UNet(input, t_k, [0, embeds], ids);  v = v_u + g_f (v_c - v_u)
+ *   x     = Euler step (v-prediction) to sigma_{k+1}
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/stage.h"
+#include "media/clip_preprocess.h"
+#include "media/frames.h"
+#include "media/image.h"
+#include "media/resize.h"
+#include "media/sample_dir.h"
+#include "media/video.h"
+#include "model/clip.h"
+#include "model/unet.h"
+#include "model/vae.h"
+#include "ops/ops.h"
+#include "sched/euler.h"
+#include "sched/guidance.h"
+#include "sched/rng.h"
+#include "tensor/safetensors.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+
+enum {
+    SVD_T_LATENTS = 0, SVD_T_IMAGE_LATENTS, SVD_T_EMBEDS, SVD_T_IDS, SVD_T_SEED,
+    SVD_T_TIMING, SVD_T_COUNT
+};
+
+typedef struct {
+    const svp_spec_t *spec;
+    svp_ops_h         ops;
+    svp_unet_h        unet;
+    svp_vae_h         vae;          /* NULL: no vae/ in the model folder */
+    svp_clip_h        clip;         /* images only */
+    svp_sched_h       sched;
+    svp_safetensors_h cond;         /* conditioning file, or NULL: images */
+    int               sets;         /* S (file) */
+    int               has_ids, has_latents;
+    char            **images;       /* I image paths (images) */
+    int               nimages;
+    int64_t           F, h, w, D, H, W;
+    int               cfg;          /* classifier-free guidance on */
+    float            *in, *out, *ehs, *ids, *t, *v;  /* UNet work buffers */
+} svp_stage_svd_t;
+
+static svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s)
+{
+    svp_stage_svd_t *st = self;
+    int64_t          shapes[SVD_T_COUNT][5] = {
+        {1, st->F, 4, st->h, st->w}, {1, 4, st->h, st->w}, {1, 1, st->D}, {1, 3},
+        {1}, {2}};
+    static const int         ndims[SVD_T_COUNT]  = {5, 4, 3, 2, 1, 1};
+    static const svp_dtype_t dtypes[SVD_T_COUNT] = {
+        SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_I64,
+        SVP_DTYPE_F64};
+    svp_status_t     status;
+    int              i;
+
+    for (i = 0; i < SVD_T_COUNT; ++i) {
+        status = svp_tensor_create(dtypes[i], ndims[i], shapes[i], &s->tensors[i]);
+        if (status != SVP_OK) {
+            svp_sample_cleanup(s);
+            return status;
+        }
+        s->ntensors = i + 1;
+    }
+    s->index = index;
+    s->seed  = st->spec->seed;
+    return SVP_OK;
+}
+
+/* Row `set` of a [S, ...] tensor of the conditioning file into dst. */
+static svp_status_t svp_stage_svd_row(svp_stage_svd_t *st, const char *name, int set,
+                                      float *dst, int64_t n)
+{
+    svp_tensor_t *t;
+    svp_status_t  status;
+
+    status = svp_safetensors_load(st->cond, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    memcpy(dst, (float *)t->data + (int64_t)set * n, n * sizeof(float));
+    svp_tensor_destroy(t);
+    return SVP_OK;
+}
+
+/* The seed of sample i: per image from video.seeds (default seed), plus the
+ * round, so every repeat of an image is a different video. */
+static uint64_t svp_stage_svd_seed(const svp_stage_svd_t *st, int i)
+{
+    const svp_spec_t *spec = st->spec;
+    int               n    = (st->nimages > 0) ? st->nimages : 1;
+    uint64_t          base = spec->seed;
+
+    if (spec->video.seeds.count > 0) {
+        base = (uint64_t)spec->video.seeds.items[i % spec->video.seeds.count];
+    }
+    return base + (uint64_t)(i / n);
+}
+
+/* VAE mode and CLIP embedding of the sample's image (the pipeline's encode). */
+static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
+                                         uint64_t seed, svp_sample_t *s)
+{
+    const svp_spec_t       *spec = st->spec;
+    const char             *path = st->images[index % st->nimages];
+    svp_media_image_t      *img;
+    svp_media_clip_params_t cp;
+    svp_tensor_t           *px = NULL, *clip_in = NULL;
+    float                  *noise = NULL;
+    int64_t                 n = 3 * st->H * st->W, i;
+    svp_status_t            status;
+
+    status = svp_media_image_load(path, &img);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_media_vae_preprocess(img, (int)st->W, (int)st->H, &px);
+    if (status != SVP_OK) {
+        goto out;
+    }
+    noise = malloc(n * sizeof(float));
+    if (noise == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out;
+    }
+    /* image + noise_aug_strength * randn, drawn from the sample's own stream */
+    svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_NOISE_AUG), 0, n, noise);
+    for (i = 0; i < n; ++i) {
+        ((float *)px->data)[i] += (float)spec->video.noise_aug_strength * noise[i];
+    }
+    status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, px->data,
+                            s->tensors[SVD_T_IMAGE_LATENTS]->data, NULL, NULL);
+    if (status != SVP_OK) {
+        goto out;
+    }
+
+    svp_media_clip_params_init(&cp);
+    cp.height = cp.width = svp_clip_config(st->clip)->image_size;
+    status = svp_media_clip_preprocess(img, &cp, NULL, &clip_in);
+    if (status == SVP_OK) {
+        status = svp_clip_encode(st->clip, 1, clip_in->data,
+                                 s->tensors[SVD_T_EMBEDS]->data);
+    }
+out:
+    free(noise);
+    svp_tensor_destroy(px);
+    svp_tensor_destroy(clip_in);
+    svp_media_image_destroy(img);
+    if (status != SVP_OK) {
+        svp_error("encoding %s for sample %d failed: %s", path, index,
+                  svp_status_string(status));
+    }
+    return status;
+}
+
+static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
+{
+    svp_stage_svd_t  *st   = self;
+    const svp_spec_t *spec = st->spec;
+    int64_t           n    = st->F * 4 * st->h * st->w, i;
+    uint64_t          seed = svp_stage_svd_seed(st, index);
+    double            t0 = svp_clock_now(), *timing;
+    float            *x, *ids, sigma0;
+    svp_status_t      status = SVP_OK;
+    int               set;
+
+    status = svp_stage_svd_alloc(self, index, s);
+    if (status != SVP_OK) {
+        return status;
+    }
+    s->seed = seed;
+    *(int64_t *)s->tensors[SVD_T_SEED]->data = (int64_t)seed;
+    x   = s->tensors[SVD_T_LATENTS]->data;
+    ids = s->tensors[SVD_T_IDS]->data;
+    /* the pipeline conditions on fps - 1 */
+    ids[0] = (float)(spec->video.fps - 1);
+    ids[1] = (float)spec->video.motion_bucket_id;
+    ids[2] = (float)spec->video.noise_aug_strength;
+
+    if (st->cond != NULL) {
+        set = index % st->sets;
+        if (st->has_latents) {
+            status = svp_stage_svd_row(st, "latents", set, x, n);
+        } else {
+            svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+        }
+        if (status == SVP_OK) {
+            status = svp_stage_svd_row(st, "image_latents", set,
+                                       s->tensors[SVD_T_IMAGE_LATENTS]->data,
+                                       4 * st->h * st->w);
+        }
+        if (status == SVP_OK) {
+            status = svp_stage_svd_row(st, "image_embeds", set,
+                                       s->tensors[SVD_T_EMBEDS]->data, st->D);
+        }
+        if (status == SVP_OK && st->has_ids) {
+            status = svp_stage_svd_row(st, "added_time_ids", set, ids, 3);
+        }
+    } else {
+        svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+        status = svp_stage_svd_encode(st, index, seed, s);
+    }
+    if (status != SVP_OK) {
+        svp_sample_cleanup(s);
+        return status;
+    }
+    sigma0 = svp_sched_init_noise_sigma(st->sched);
+    for (i = 0; i < n; ++i) {
+        x[i] *= sigma0;
+    }
+    timing    = s->tensors[SVD_T_TIMING]->data;
+    timing[0] = svp_clock_wall();
+    timing[1] = svp_clock_now() - t0;
+    s->next_step = 0;
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
+{
+    svp_stage_svd_t *st    = self;
+    int              batch = st->cfg ? 2 : 1, b, f;
+    int64_t          plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
+    float           *x     = s->tensors[SVD_T_LATENTS]->data;
+    const float     *img   = s->tensors[SVD_T_IMAGE_LATENTS]->data;
+    const float     *emb   = s->tensors[SVD_T_EMBEDS]->data;
+    const float     *ids   = s->tensors[SVD_T_IDS]->data;
+    svp_status_t     status;
+
+    /* the 8-channel input [B, F, 8, h, w]: scaled latents, then the image
+     * latents (zeros in the unconditional half) */
+    for (b = 0; b < batch; ++b) {
+        int cond = !st->cfg || b == 1;
+        for (f = 0; f < st->F; ++f) {
+            float *dst = st->in + ((int64_t)b * st->F + f) * 8 * plane;
+            svp_sched_scale_model_input(st->sched, step, x + f * fr, dst, fr);
+            if (cond) {
+                memcpy(dst + fr, img, fr * sizeof(float));
+            } else {
+                memset(dst + fr, 0, fr * sizeof(float));
+            }
+        }
+        st->t[b] = svp_sched_timesteps(st->sched)[step];
+        memcpy(st->ids + 3 * b, ids, 3 * sizeof(float));
+        if (cond) {
+            memcpy(st->ehs + b * st->D, emb, st->D * sizeof(float));
+        } else {
+            memset(st->ehs + b * st->D, 0, st->D * sizeof(float));
+        }
+    }
+    status = svp_unet_forward(st->unet, batch, (int)st->F, (int)st->h, (int)st->w,
+                              st->in, st->t, st->ehs, 1, st->ids, st->out);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (st->cfg) {
+        status = svp_sched_guidance_apply(st->out, st->out + n, 1, (int)st->F, fr,
+                                          st->spec->video.min_guidance,
+                                          st->spec->video.max_guidance, st->v);
+        if (status != SVP_OK) {
+            return status;
+        }
+    } else {
+        memcpy(st->v, st->out, n * sizeof(float));
+    }
+    svp_sched_step(st->sched, step, st->v, x, x, NULL, n);
+    return SVP_OK;
+}
+
+static void svp_stage_svd_json_str(FILE *f, const char *key, const char *val, int last)
+{
+    fprintf(f, "  \"%s\": \"", key);
+    for (; *val != '\0'; ++val) {
+        if (*val == '"' || *val == '\\') {
+            fprintf(f, "\\%c", *val);
+        } else if ((unsigned char)*val < 0x20) {
+            fprintf(f, "\\u%04x", (unsigned char)*val);
+        } else {
+            fputc(*val, f);
+        }
+    }
+    fprintf(f, "\"%s\n", last ? "" : ",");
+}
+
+/* sample.json: what a person needs to know what this video is. */
+static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_sample_t *s,
+                                             const char *dir, double decode_s)
+{
+    const svp_spec_t *spec   = st->spec;
+    const double     *timing = s->tensors[SVD_T_TIMING]->data;
+    char              path[4096], *buf = NULL;
+    size_t            len = 0;
+    FILE             *f;
+    svp_status_t      status;
+
+    f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(f, "{\n");
+    svp_stage_svd_json_str(f, "job", spec->name, 0);
+    fprintf(f, "  \"sample\": %d,\n", s->index);
+    if (st->cond != NULL) {
+        svp_stage_svd_json_str(f, "conditioning", spec->model.conditioning, 0);
+    } else {
+        svp_stage_svd_json_str(f, "image", st->images[s->index % st->nimages], 0);
+    }
+    fprintf(f, "  \"seed\": %" PRId64 ",\n", *(int64_t *)s->tensors[SVD_T_SEED]->data);
+    fprintf(f, "  \"steps\": %d,\n  \"num_frames\": %lld,\n", spec->steps,
+            (long long)st->F);
+    fprintf(f, "  \"width\": %lld,\n  \"height\": %lld,\n", (long long)st->W,
+            (long long)st->H);
+    fprintf(f, "  \"fps\": %d,\n  \"motion_bucket_id\": %d,\n", spec->video.fps,
+            spec->video.motion_bucket_id);
+    fprintf(f, "  \"noise_aug_strength\": %.9g,\n", spec->video.noise_aug_strength);
+    fprintf(f, "  \"min_guidance\": %.9g,\n  \"max_guidance\": %.9g,\n",
+            spec->video.min_guidance, spec->video.max_guidance);
+    fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
+    fprintf(f, "  \"timings\": {\"encode_s\": %.3f, \"decode_s\": %.3f, "
+               "\"end_to_end_s\": %.3f}\n}\n",
+            timing[1], decode_s, svp_clock_wall() - timing[0]);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    status = svp_file_write_atomic(path, buf, len);
+    free(buf);
+    return status;
+}
+
+static svp_status_t svp_stage_svd_write_latents(svp_stage_svd_t *st, svp_sample_t *s,
+                                                const char *path)
+{
+    svp_safetensors_writer_h w;
+    char                     val[64];
+    svp_status_t             status;
+
+    status = svp_safetensors_writer_create(&w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_writer_add(w, "latents", s->tensors[SVD_T_LATENTS]);
+    if (status == SVP_OK) {
+        svp_safetensors_writer_add_metadata(w, "job", st->spec->name);
+        snprintf(val, sizeof(val), "%d", s->index);
+        svp_safetensors_writer_add_metadata(w, "sample", val);
+        snprintf(val, sizeof(val), "%d", st->spec->steps);
+        svp_safetensors_writer_add_metadata(w, "steps", val);
+        snprintf(val, sizeof(val), "%" PRId64,
+                 *(int64_t *)s->tensors[SVD_T_SEED]->data);
+        svp_safetensors_writer_add_metadata(w, "seed", val);
+        svp_safetensors_writer_add_metadata(w, "model", "svd");
+        status = svp_safetensors_writer_commit(w, path);
+    }
+    svp_safetensors_writer_destroy(w);
+    return status;
+}
+
+static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
+{
+    svp_stage_svd_t         *st   = self;
+    const svp_spec_t        *spec = st->spec;
+    svp_media_sample_dir_h   dir;
+    svp_media_frames_t      *frames = NULL;
+    svp_media_video_params_t vp;
+    float                   *lat = NULL, *dec = NULL, inv;
+    int64_t                  n = st->F * 4 * st->h * st->w, i, m;
+    char                     path[4096], file[4200];
+    double                   t0, decode_s = 0;
+    svp_status_t             status;
+
+    status = svp_mkdir_p(spec->output.dir, 0755);
+    if (status != SVP_OK) {
+        return status;
+    }
+    snprintf(path, sizeof(path), "%s/sample_%06d", spec->output.dir, s->index);
+    status = svp_media_sample_dir_begin(path, &dir);
+    if (status != SVP_OK) {
+        return status;
+    }
+    snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
+    status = svp_stage_svd_write_latents(st, s, file);
+
+    if (status == SVP_OK && st->vae != NULL) {
+        t0  = svp_clock_now();
+        m   = st->F * 3 * st->H * st->W;
+        lat = malloc(n * sizeof(float));
+        dec = malloc(m * sizeof(float));
+        if (lat == NULL || dec == NULL) {
+            status = SVP_ERR_NO_MEMORY;
+            goto out;
+        }
+        /* the reciprocal in double, the product in float (as diffusers does:
+         * dividing instead moves the frames by about 1e-6) */
+        inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
+        for (i = 0; i < n; ++i) {
+            lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
+        }
+        status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w,
+                                spec->video.decode_chunk_size, lat, dec);
+        if (status != SVP_OK) {
+            goto out;
+        }
+        for (i = 0; i < m; ++i) {
+            dec[i] = dec[i] / 2.0f + 0.5f;   /* clamped to [0, 1] below */
+        }
+        decode_s = svp_clock_now() - t0;
+        status   = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
+                                             &frames);
+        if (status == SVP_OK && spec->output.frames) {
+            status = svp_media_frames_write_png(frames, svp_media_sample_dir_path(dir));
+        }
+#ifdef HAVE_FFMPEG
+        if (status == SVP_OK && spec->output.mp4) {
+            svp_media_video_params_init(&vp);
+            vp.fps = spec->video.fps;
+            snprintf(file, sizeof(file), "%s/video.mp4", svp_media_sample_dir_path(dir));
+            status = svp_media_video_write_mp4(file, frames, &vp);
+        }
+#else
+        (void)vp;
+#endif
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_write_json(st, s, svp_media_sample_dir_path(dir),
+                                          decode_s);
+    }
+out:
+    free(lat);
+    free(dec);
+    svp_media_frames_destroy(frames);
+    if (status == SVP_OK) {
+        status = svp_media_sample_dir_commit(dir);
+        if (status == SVP_OK) {
+            svp_info("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
+        }
+    } else {
+        svp_media_sample_dir_abort(dir);
+    }
+    return status;
+}
+
+static void svp_stage_svd_destroy(void *self)
+{
+    svp_stage_svd_t *st = self;
+    int              i;
+
+    free(st->in);
+    free(st->out);
+    free(st->ehs);
+    free(st->ids);
+    free(st->t);
+    free(st->v);
+    for (i = 0; i < st->nimages; ++i) {
+        free(st->images[i]);
+    }
+    free(st->images);
+    if (st->cond != NULL) {
+        svp_safetensors_close(st->cond);
+    }
+    svp_sched_destroy(st->sched);
+    svp_clip_destroy(st->clip);
+    svp_vae_destroy(st->vae);
+    svp_unet_destroy(st->unet);
+    svp_ops_destroy(st->ops);
+    free(st);
+}
+
+static const svp_stage_ops_t svp_stage_svd_ops = {
+    .name    = "svd",
+    .alloc   = svp_stage_svd_alloc,
+    .begin   = svp_stage_svd_begin,
+    .step    = svp_stage_svd_step,
+    .finish  = svp_stage_svd_finish,
+    .destroy = svp_stage_svd_destroy,
+};
+
+/* Checks a conditioning tensor's shape; the error names file and tensor. */
+static svp_status_t svp_stage_svd_expect(svp_stage_svd_t *st, const char *name,
+                                         int ndim, const int64_t *shape,
+                                         int optional, int *present_p)
+{
+    svp_safetensors_info_t info;
+    char                   want[96], got[96];
+    int                    i, ok;
+
+    if (svp_safetensors_find(st->cond, name, &info) != SVP_OK) {
+        if (optional) {
+            *present_p = 0;
+            return SVP_OK;
+        }
+        svp_error("%s: no tensor '%s' (the conditioning needs image_latents "
+                  "[S,4,h,w] and image_embeds [S,D])",
+                  svp_safetensors_path(st->cond), name);
+        return SVP_ERR_BAD_FILE;
+    }
+    ok = (info.ndim == ndim);
+    for (i = 0; ok && i < ndim; ++i) {
+        ok = (shape[i] < 0) || (shape[i] == info.shape[i]);
+    }
+    if (!ok) {
+        svp_shape_str(ndim, shape, want, sizeof(want));
+        svp_shape_str(info.ndim, info.shape, got, sizeof(got));
+        svp_error("%s: tensor '%s': expected shape %s (-1: any), found %s",
+                  svp_safetensors_path(st->cond), name, want, got);
+        return SVP_ERR_SHAPE;
+    }
+    if (present_p != NULL) {
+        *present_p = 1;
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_svd_open_conditioning(svp_stage_svd_t *st)
+{
+    const svp_spec_t      *spec = st->spec;
+    svp_safetensors_info_t info;
+    int64_t                shape[5];
+    svp_status_t           status;
+
+    status = svp_safetensors_open(spec->model.conditioning, &st->cond);
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* h, w come from the file: the latent scale is the VAE's (2^(levels-1):
+     * 8 for SVD), which the conditioning already reflects */
+    shape[0] = -1; shape[1] = 4; shape[2] = -1; shape[3] = -1;
+    status = svp_stage_svd_expect(st, "image_latents", 4, shape, 0, NULL);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_safetensors_find(st->cond, "image_latents", &info);
+    st->sets = (int)info.shape[0];
+    st->h    = info.shape[2];
+    st->w    = info.shape[3];
+    shape[0] = st->sets; shape[1] = -1;
+    status = svp_stage_svd_expect(st, "image_embeds", 2, shape, 0, NULL);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_safetensors_find(st->cond, "image_embeds", &info);
+    st->D    = info.shape[1];
+    shape[1] = 3;
+    status = svp_stage_svd_expect(st, "added_time_ids", 2, shape, 1, &st->has_ids);
+    if (status != SVP_OK) {
+        return status;
+    }
+    shape[1] = st->F; shape[2] = 4; shape[3] = st->h; shape[4] = st->w;
+    return svp_stage_svd_expect(st, "latents", 5, shape, 1, &st->has_latents);
+}
+
+static int svp_stage_svd_is_image_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+
+    return dot != NULL && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") ||
+                           !strcasecmp(dot, ".jpeg"));
+}
+
+static int svp_stage_svd_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static svp_status_t svp_stage_svd_add_image(svp_stage_svd_t *st, const char *path)
+{
+    char **grown = realloc(st->images, (st->nimages + 1) * sizeof(*grown));
+
+    if (grown == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    st->images = grown;
+    st->images[st->nimages] = svp_strdup(path);
+    if (st->images[st->nimages] == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    st->nimages++;
+    return SVP_OK;
+}
+
+/*
+ * video.inputs: files, or directories whose PNG/JPEG files are taken in
+ * name order.  Every image is decoded once here, so a missing, truncated or
+ * non-image file stops the job before any rank starts work.
+ */
+static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
+{
+    const svp_spec_t  *spec = st->spec;
+    svp_media_image_t *img;
+    struct dirent     *de;
+    struct stat        sb;
+    DIR               *d;
+    char               path[4096];
+    int                i, first;
+    svp_status_t       status;
+
+    for (i = 0; i < spec->video.inputs.count; ++i) {
+        const char *in = spec->video.inputs.items[i];
+        if (stat(in, &sb) != 0) {
+            svp_error("%s: video.inputs[%d]: cannot open %s: %m", spec->file, i, in);
+            return SVP_ERR_NOT_FOUND;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            status = svp_stage_svd_add_image(st, in);
+            if (status != SVP_OK) {
+                return status;
+            }
+            continue;
+        }
+        d = opendir(in);
+        if (d == NULL) {
+            svp_error("%s: video.inputs[%d]: cannot read directory %s: %m", spec->file,
+                      i, in);
+            return SVP_ERR_IO;
+        }
+        first = st->nimages;
+        while ((de = readdir(d)) != NULL) {
+            if (de->d_name[0] == '.' || !svp_stage_svd_is_image_name(de->d_name)) {
+                continue;
+            }
+            snprintf(path, sizeof(path), "%s/%s", in, de->d_name);
+            status = svp_stage_svd_add_image(st, path);
+            if (status != SVP_OK) {
+                closedir(d);
+                return status;
+            }
+        }
+        closedir(d);
+        if (st->nimages == first) {
+            svp_error("%s: video.inputs[%d]: no .png, .jpg or .jpeg file in %s",
+                      spec->file, i, in);
+            return SVP_ERR_NOT_FOUND;
+        }
+        qsort(st->images + first, st->nimages - first, sizeof(char *),
+              svp_stage_svd_cmp);
+    }
+    for (i = 0; i < st->nimages; ++i) {
+        status = svp_media_image_load(st->images[i], &img);
+        if (status != SVP_OK) {
+            svp_error("%s: video.inputs: %s is not a usable image", spec->file,
+                      st->images[i]);
+            return status;
+        }
+        svp_media_image_destroy(img);
+    }
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_svd_model_part(const svp_spec_t *spec, const char *part,
+                                             char *path, size_t len)
+{
+    struct stat sb;
+
+    snprintf(path, len, "%s/%s", spec->model.path, part);
+    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        return SVP_ERR_NOT_FOUND;
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
+{
+    svp_stage_svd_t   *st;
+    svp_sched_config_t sc;
+    svp_ops_params_t   op = {0};
+    char               path[4096];
+    int                lh, lw, batch;
+    svp_status_t       status;
+
+    if (spec->model.conditioning[0] == '\0' && spec->video.inputs.count == 0) {
+        svp_error("%s: model.kind svd needs images (video.inputs) or a "
+                  "conditioning file (model.conditioning)", spec->file);
+        return SVP_ERR_SPEC;
+    }
+    st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    st->spec = spec;
+    st->cfg  = svp_sched_guidance_enabled(spec->video.max_guidance);
+    st->F    = spec->video.num_frames;
+    st->H    = spec->video.height;
+    st->W    = spec->video.width;
+
+    if (spec->model.conditioning[0] != '\0') {
+        status = svp_stage_svd_open_conditioning(st);
+    } else {
+        status = svp_stage_svd_collect_images(st);
+    }
+    if (status != SVP_OK) {
+        goto err;
+    }
+
+    if (svp_stage_svd_model_part(spec, "scheduler", path, sizeof(path)) == SVP_OK) {
+        strncat(path, "/scheduler_config.json", sizeof(path) - strlen(path) - 1);
+        status = svp_sched_config_load(path, &sc);
+        if (status != SVP_OK) {
+            goto err;
+        }
+    } else {
+        svp_sched_config_default(&sc);
+        svp_info("%s has no scheduler/: using SVD's scheduler settings",
+                 spec->model.path);
+    }
+    status = svp_sched_create(&sc, spec->steps, &st->sched);
+    if (status != SVP_OK) {
+        goto err;
+    }
+    op.backend = (spec->device == SVP_DEVICE_CUDA) ? "cuda" : "cpu";
+    status     = svp_ops_create(&op, &st->ops);
+    if (status != SVP_OK) {
+        goto err;
+    }
+    snprintf(path, sizeof(path), "%s/unet", spec->model.path);
+    status = svp_unet_create(st->ops, path, NULL, &st->unet);
+    if (status != SVP_OK) {
+        goto err;
+    }
+    if (svp_stage_svd_model_part(spec, "vae", path, sizeof(path)) == SVP_OK) {
+        status = svp_vae_create(st->ops, path, NULL, &st->vae);
+        if (status != SVP_OK) {
+            goto err;
+        }
+    } else if (st->cond == NULL) {
+        svp_error("%s: no vae/ folder: images cannot be encoded", spec->model.path);
+        status = SVP_ERR_NOT_FOUND;
+        goto err;
+    } else {
+        svp_warn("%s has no vae/: samples are written as latents only",
+                 spec->model.path);
+    }
+    if (st->cond == NULL) {
+        if (svp_stage_svd_model_part(spec, "image_encoder", path, sizeof(path)) !=
+            SVP_OK) {
+            svp_error("%s: no image_encoder/ folder: images cannot be encoded",
+                      spec->model.path);
+            status = SVP_ERR_NOT_FOUND;
+            goto err;
+        }
+        status = svp_clip_create(st->ops, path, NULL, &st->clip);
+        if (status != SVP_OK) {
+            goto err;
+        }
+        svp_vae_latent_size(svp_vae_config(st->vae), (int)st->H, (int)st->W, &lh, &lw);
+        st->h = lh;
+        st->w = lw;
+        st->D = svp_clip_config(st->clip)->projection_dim;
+    }
+    if (svp_unet_config(st->unet)->cross_dim[0] != st->D) {
+        svp_error("%s: the image embedding has %lld values, the UNet's "
+                  "cross_attention_dim is %d", spec->model.path, (long long)st->D,
+                  svp_unet_config(st->unet)->cross_dim[0]);
+        status = SVP_ERR_SHAPE;
+        goto err;
+    }
+
+    batch   = st->cfg ? 2 : 1;
+    st->in  = malloc(batch * st->F * 8 * st->h * st->w * sizeof(float));
+    st->out = malloc(batch * st->F * 4 * st->h * st->w * sizeof(float));
+    st->v   = malloc(st->F * 4 * st->h * st->w * sizeof(float));
+    st->ehs = malloc(batch * st->D * sizeof(float));
+    st->ids = malloc(batch * 3 * sizeof(float));
+    st->t   = malloc(batch * sizeof(float));
+    if (!st->in || !st->out || !st->v || !st->ehs || !st->ids || !st->t) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err;
+    }
+    if (st->cond != NULL) {
+        svp_info("svd stage: %lld frames, latents %lldx%lld, %d conditioning set(s) "
+                 "from %s, guidance %s (%g..%g)", (long long)st->F, (long long)st->h,
+                 (long long)st->w, st->sets, spec->model.conditioning,
+                 st->cfg ? "on" : "off", spec->video.min_guidance,
+                 spec->video.max_guidance);
+    } else {
+        svp_info("svd stage: %lld frames of %lldx%lld from %d image(s), latents "
+                 "%lldx%lld, guidance %s (%g..%g)", (long long)st->F,
+                 (long long)st->W, (long long)st->H, st->nimages, (long long)st->h,
+                 (long long)st->w, st->cfg ? "on" : "off", spec->video.min_guidance,
+                 spec->video.max_guidance);
+    }
+    stage_p->ops  = &svp_stage_svd_ops;
+    stage_p->self = st;
+    return SVP_OK;
+
+err:
+    svp_stage_svd_destroy(st);
+    return status;
+}

@@ -1,0 +1,861 @@
+/*
+ * Tests for SVD's VAE (AutoencoderKLTemporalDecoder) against diffusers'
+ * golden outputs: $SVP_GOLDEN_DIR/vae_tiny (encode and decode, with every
+ * block's output) and pipeline_tiny (the pipeline's chunked decode of its
+ * final latents), plus loader behaviour and the real SVD-XT layout.
+ *
+ * Tolerance (golden README, "Recommended tolerances"): a single forward pass
+ * passes if max|C - golden| <= 1e-5 * max|golden|.  diffusers' own fp32 vs
+ * fp64 gap is <= 1.3e-6 relative on every VAE output and intermediate.
+ * Decoding the pipeline's golden final latents is a single forward pass of
+ * the decoder too (the latents are given, not recomputed), so the same bound
+ * applies there.
+ */
+#include "model/vae.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "tensor/safetensors.h"
+#include "tools/svdtool_cmds_vae.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define VAE_REL_TOL 1e-5
+#define ST_FILE     "diffusion_pytorch_model.safetensors"
+
+static svp_ops_h ops;
+
+static void setup(void)
+{
+    svp_ops_params_t params = { .threads = 2 };
+    cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
+}
+
+static void teardown(void)
+{
+    svp_ops_destroy(ops);
+}
+
+/* The golden case directory, or a visible skip when the data is absent. */
+static void golden_dir(const char *name, char *buf, size_t len)
+{
+    const char *root = getenv("SVP_GOLDEN_DIR");
+    struct stat sb;
+
+    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
+    if (stat(buf, &sb) != 0) {
+        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
+    }
+}
+
+static void assert_close(const char *what, const float *got, const float *ref,
+                         int64_t n)
+{
+    double  max_ref = 0.0, max_err = 0.0;
+    int64_t i, worst = 0;
+
+    for (i = 0; i < n; i++) {
+        max_ref = fmax(max_ref, fabs(ref[i]));
+    }
+    for (i = 0; i < n; i++) {
+        double err = fabs((double)got[i] - ref[i]);
+        if (!(err <= max_err)) {
+            max_err = err;
+            worst   = i;
+        }
+    }
+    cr_assert(max_ref > 0.0, "%s: the reference is all zeros", what);
+    cr_assert(max_err <= VAE_REL_TOL * max_ref,
+              "%s: max |err| %.3g (%.3g relative) at %ld: got %.8g, want %.8g",
+              what, max_err, max_err / max_ref, (long)worst, got[worst],
+              ref[worst]);
+}
+
+static svp_tensor_t *load(svp_safetensors_h st, const char *name)
+{
+    svp_tensor_t *t;
+
+    cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &t), SVP_OK,
+                 "%s: no tensor '%s'", svp_safetensors_path(st), name);
+    return t;
+}
+
+static svp_safetensors_h open_file(const char *dir, const char *file)
+{
+    char              path[4096];
+    svp_safetensors_h st;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
+    return st;
+}
+
+/* ---- captured intermediates ---- */
+
+#define MAX_CAPTURES 128
+
+typedef struct {
+    char   *name;
+    float  *data;
+    int64_t count;
+} capture_t;
+
+typedef struct {
+    capture_t items[MAX_CAPTURES];
+    int       n;
+} captures_t;
+
+static void capture_cb(const char *name, const float *data, int ndim,
+                       const int64_t *shape, void *arg)
+{
+    captures_t *caps = arg;
+    capture_t  *c;
+    int64_t     count = 1;
+    int         i;
+
+    cr_assert_lt(caps->n, MAX_CAPTURES);
+    for (i = 0; i < ndim; i++) {
+        count *= shape[i];
+    }
+    c        = &caps->items[caps->n++];
+    c->name  = strdup(name);
+    c->count = count;
+    c->data  = malloc(count * sizeof(float));
+    memcpy(c->data, data, count * sizeof(float));
+}
+
+static void captures_free(captures_t *caps)
+{
+    int i;
+
+    for (i = 0; i < caps->n; i++) {
+        free(caps->items[i].name);
+        free(caps->items[i].data);
+    }
+    free(caps);
+}
+
+/*
+ * Compares, in capture order (so a failure names the first block that
+ * drifts), every capture whose name contains pattern against
+ * intermediates.safetensors, and checks that each golden tensor matching it
+ * was captured and that at least min_count were compared.
+ */
+static void compare_intermediates(const char *dir, const captures_t *caps,
+                                  const char *pattern, int min_count)
+{
+    svp_safetensors_h st = open_file(dir, "intermediates.safetensors");
+    int               i, j, golden = 0, compared = 0;
+
+    for (i = 0; i < caps->n; i++) {
+        svp_safetensors_info_t info;
+        const capture_t       *c = &caps->items[i];
+        svp_tensor_t          *ref;
+
+        if (strstr(c->name, pattern) == NULL ||
+            svp_safetensors_find(st, c->name, &info) != SVP_OK) {
+            continue;
+        }
+        ref = load(st, c->name);
+        cr_assert_eq(svp_tensor_numel(ref), c->count, "%s: element count", c->name);
+        assert_close(c->name, c->data, ref->data, c->count);
+        svp_tensor_destroy(ref);
+        compared++;
+    }
+    for (i = 0; i < svp_safetensors_count(st); i++) {
+        svp_safetensors_info_t info;
+        int                    found = 0;
+
+        cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
+        if (strstr(info.name, pattern) == NULL) {
+            continue;
+        }
+        golden++;
+        for (j = 0; j < caps->n && !found; j++) {
+            found = (strcmp(caps->items[j].name, info.name) == 0);
+        }
+        cr_assert(found, "golden intermediate %s was not captured", info.name);
+    }
+    cr_assert_eq(compared, golden);
+    cr_assert_geq(compared, min_count, "only %d intermediates compared", compared);
+    svp_safetensors_close(st);
+}
+
+/* ---- vae_tiny ---- */
+
+Test(vae, tiny_encode_golden, .init = setup, .fini = teardown)
+{
+    char              dir[1024];
+    captures_t       *caps = calloc(1, sizeof(*caps));
+    svp_vae_params_t  params = { .capture_cb = capture_cb, .capture_arg = caps };
+    svp_vae_h         vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *image, *mean, *logvar, *std;
+    float            *m, *lv, *sd;
+    int               lh, lw;
+    int64_t           n;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    st     = open_file(dir, "io.safetensors");
+    image  = load(st, "image");
+    mean   = load(st, "encode.mean");
+    logvar = load(st, "encode.logvar");
+    std    = load(st, "encode.std");
+    svp_safetensors_close(st);
+
+    cr_assert_eq(svp_vae_create(ops, dir, &params, &vae), SVP_OK);
+    svp_vae_latent_size(svp_vae_config(vae), (int)image->shape[2],
+                        (int)image->shape[3], &lh, &lw);
+    cr_assert_eq(lh, mean->shape[2]);
+    cr_assert_eq(lw, mean->shape[3]);
+    n  = svp_tensor_numel(mean);
+    m  = malloc(n * sizeof(float));
+    lv = malloc(n * sizeof(float));
+    sd = malloc(n * sizeof(float));
+    cr_assert_eq(svp_vae_encode(vae, (int)image->shape[0], (int)image->shape[2],
+                                (int)image->shape[3], image->data, m, lv, sd),
+                 SVP_OK);
+    compare_intermediates(dir, caps, ".encoder.", 7);
+    compare_intermediates(dir, caps, "out.quant_conv", 1);
+    assert_close("encode.mean", m, mean->data, n);
+    assert_close("encode.logvar", lv, logvar->data, n);
+    assert_close("encode.std", sd, std->data, n);
+
+    /* logvar and std are optional outputs; mean does not depend on them */
+    cr_assert_eq(svp_vae_encode(vae, (int)image->shape[0], (int)image->shape[2],
+                                (int)image->shape[3], image->data, lv, NULL,
+                                NULL), SVP_OK);
+    cr_assert_eq(memcmp(m, lv, n * sizeof(float)), 0);
+
+    free(m);
+    free(lv);
+    free(sd);
+    svp_vae_destroy(vae);
+    svp_tensor_destroy(image);
+    svp_tensor_destroy(mean);
+    svp_tensor_destroy(logvar);
+    svp_tensor_destroy(std);
+    captures_free(caps);
+}
+
+Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
+{
+    char              dir[1024];
+    captures_t       *caps = calloc(1, sizeof(*caps));
+    svp_vae_params_t  params = { .capture_cb = capture_cb, .capture_arg = caps };
+    svp_vae_h         vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *latent, *decoded;
+    float            *out;
+    const int64_t    *s;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    st      = open_file(dir, "io.safetensors");
+    latent  = load(st, "latent");
+    decoded = load(st, "decoded");
+    cr_assert_str_eq(svp_safetensors_metadata(st, "num_frames"), "3");
+    svp_safetensors_close(st);
+
+    cr_assert_eq(svp_vae_create(ops, dir, &params, &vae), SVP_OK);
+    s   = latent->shape;
+    out = malloc(svp_tensor_nbytes(decoded));
+    /* one video of num_frames = 3 frames, one chunk */
+    cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
+                                latent->data, out), SVP_OK);
+    compare_intermediates(dir, caps, ".decoder.", 12);
+    assert_close("decoded", out, decoded->data, svp_tensor_numel(decoded));
+
+    free(out);
+    svp_vae_destroy(vae);
+    svp_tensor_destroy(latent);
+    svp_tensor_destroy(decoded);
+    captures_free(caps);
+}
+
+/* ---- pipeline_tiny: the chunked decode of the final latents ---- */
+
+/* x [F, C, HW] against ref [1, C, F, HW] (the pipeline's decoded_raw). */
+static void assert_close_video(const char *what, const float *x,
+                               const svp_tensor_t *ref)
+{
+    int64_t c = ref->shape[1], f = ref->shape[2];
+    int64_t hw = ref->shape[3] * ref->shape[4], n = c * f * hw;
+    int64_t ci, fi, i;
+    float  *t = malloc(n * sizeof(float));
+
+    for (fi = 0; fi < f; fi++) {
+        for (ci = 0; ci < c; ci++) {
+            for (i = 0; i < hw; i++) {
+                t[(ci * f + fi) * hw + i] = x[(fi * c + ci) * hw + i];
+            }
+        }
+    }
+    assert_close(what, t, ref->data, n);
+    free(t);
+}
+
+Test(vae, pipeline_chunked_decode_golden, .init = setup, .fini = teardown)
+{
+    char              dir[1024], vdir[1100];
+    svp_vae_h         vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *final, *in0, *in1, *out0, *out1, *raw, *single;
+    float            *z, *out;
+    float             inv;
+    int64_t           nz, frame_out, i;
+    int               frames, h, w;
+
+    golden_dir("pipeline_tiny", dir, sizeof(dir));
+    st     = open_file(dir, "pipeline.safetensors");
+    final  = load(st, "latents_final");
+    in0    = load(st, "decode_chunk0.latents_in");
+    in1    = load(st, "decode_chunk1.latents_in");
+    out0   = load(st, "decode_chunk0.out");
+    out1   = load(st, "decode_chunk1.out");
+    raw    = load(st, "decoded_raw");
+    single = load(st, "decoded_raw_single_chunk");
+    svp_safetensors_close(st);
+
+    /*
+     * The decoder's input: latents_final [1, F, 4, h, w] times 1/0.18215,
+     * the reciprocal a double rounded to fp32 and the product in fp32 (what
+     * torch does with a Python float); it must equal the chunks' inputs bit
+     * for bit.
+     */
+    frames = (int)final->shape[1];
+    h      = (int)final->shape[3];
+    w      = (int)final->shape[4];
+    nz     = svp_tensor_numel(final);
+    z      = malloc(nz * sizeof(float));
+    inv    = (float)(1.0 / 0.18215);
+    for (i = 0; i < nz; i++) {
+        z[i] = ((const float *)final->data)[i] * inv;
+    }
+    cr_assert_eq(memcmp(z, in0->data, svp_tensor_nbytes(in0)), 0);
+    cr_assert_eq(memcmp(z + svp_tensor_numel(in0), in1->data,
+                        svp_tensor_nbytes(in1)), 0);
+
+    snprintf(vdir, sizeof(vdir), "%s/vae", dir);
+    cr_assert_eq(svp_vae_create(ops, vdir, NULL, &vae), SVP_OK);
+    cr_assert_eq(svp_vae_config(vae)->layers, 1);
+    out       = malloc(svp_tensor_nbytes(raw));
+    frame_out = svp_tensor_numel(raw) / frames;
+
+    /* decode_chunk_size 2: chunks of 2 + 1 frames */
+    cr_assert_eq(svp_vae_decode(vae, frames, h, w, 2, z, out), SVP_OK);
+    assert_close("decode_chunk0.out", out, out0->data, svp_tensor_numel(out0));
+    assert_close("decode_chunk1.out", out + 2 * frame_out, out1->data,
+                 svp_tensor_numel(out1));
+    assert_close_video("decoded_raw", out, raw);
+
+    /* all frames in one chunk: a different result (temporal layers) */
+    cr_assert_eq(svp_vae_decode(vae, frames, h, w, 0, z, out), SVP_OK);
+    assert_close_video("decoded_raw_single_chunk", out, single);
+
+    free(out);
+    free(z);
+    svp_vae_destroy(vae);
+    svp_tensor_destroy(final);
+    svp_tensor_destroy(in0);
+    svp_tensor_destroy(in1);
+    svp_tensor_destroy(out0);
+    svp_tensor_destroy(out1);
+    svp_tensor_destroy(raw);
+    svp_tensor_destroy(single);
+}
+
+/* ---- loader errors ---- */
+
+/*
+ * Copies dir's weights into tmp converted to dtype, leaving out the tensor
+ * named skip (or none) and reshaping the tensor named bad (if any) to one
+ * element; config.json is copied too.
+ */
+static void rewrite_weights(const char *dir, const char *tmp,
+                            const char *file, svp_dtype_t dtype,
+                            const char *skip, const char *bad)
+{
+    char                     path[4096], *text;
+    size_t                   len;
+    svp_safetensors_h        st = open_file(dir, ST_FILE);
+    svp_safetensors_writer_h wr;
+    svp_tensor_t           **keep;
+    int                      i, n, kept = 0;
+
+    n    = svp_safetensors_count(st);
+    keep = calloc(n, sizeof(*keep));
+    cr_assert_eq(svp_safetensors_writer_create(&wr), SVP_OK);
+    for (i = 0; i < n; i++) {
+        svp_safetensors_info_t info;
+        svp_tensor_t          *t;
+
+        cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
+        if (skip && strcmp(info.name, skip) == 0) {
+            continue;
+        }
+        cr_assert_eq(svp_safetensors_load(st, info.name, dtype, &t), SVP_OK);
+        if (bad && strcmp(info.name, bad) == 0) {
+            t->ndim     = 1;
+            t->shape[0] = 1;
+        }
+        keep[kept++] = t;
+        cr_assert_eq(svp_safetensors_writer_add(wr, info.name, t), SVP_OK);
+    }
+    snprintf(path, sizeof(path), "%s/%s", tmp, file);
+    cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
+    svp_safetensors_writer_destroy(wr);
+    for (i = 0; i < kept; i++) {
+        svp_tensor_destroy(keep[i]);
+    }
+    free(keep);
+    svp_safetensors_close(st);
+
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
+    free(text);
+}
+
+static void make_tmp(char *tmp, size_t len)
+{
+    snprintf(tmp, len, "/tmp/svp_vae_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+/* Runs create on tmp expecting failure; returns what was logged. */
+static char *create_fails(const char *tmp)
+{
+    char     *log = NULL;
+    size_t    len = 0;
+    FILE     *mem = open_memstream(&log, &len);
+    svp_vae_h vae = NULL;
+
+    svp_log_set_stream(mem);
+    cr_assert_eq(svp_vae_create(ops, tmp, NULL, &vae), SVP_ERR_BAD_FILE);
+    svp_log_set_stream(stderr);
+    fclose(mem);
+    cr_assert_null(vae, "a failed create must not write the handle");
+    return log;
+}
+
+Test(vae, missing_tensor_is_named, .init = setup, .fini = teardown)
+{
+    const char *victim = "decoder.up_blocks.1.resnets.2.time_mixer.mix_factor";
+    char        dir[1024], tmp[64], *log;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    rewrite_weights(dir, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
+    log = create_fails(tmp);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
+    cr_assert_not_null(strstr(log, "missing"), "%s", log);
+    free(log);
+    svp_rmtree(tmp);
+}
+
+Test(vae, wrong_shape_is_named, .init = setup, .fini = teardown)
+{
+    const char *victim = "encoder.down_blocks.1.resnets.0.conv_shortcut.weight";
+    char        dir[1024], tmp[64], *log;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    rewrite_weights(dir, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
+    log = create_fails(tmp);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
+    cr_assert_not_null(strstr(log, "[64,32,1,1]"), "the expected shape is not given: %s", log);
+    free(log);
+    svp_rmtree(tmp);
+}
+
+/*
+ * The .fp16 variant: found by name when the fp32 file is absent, converted
+ * once at load; the decode stays finite and close to the fp32 model's (fp16
+ * weights carry ~5e-4 relative rounding, so only a loose sanity bound).
+ */
+Test(vae, loads_fp16_variant, .init = setup, .fini = teardown)
+{
+    char              dir[1024], tmp[64];
+    svp_vae_h         vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *latent, *decoded;
+    float            *out;
+    int64_t           i, n;
+    double            max_ref = 0.0, max_err = 0.0;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    rewrite_weights(dir, tmp, "diffusion_pytorch_model.fp16.safetensors",
+                    SVP_DTYPE_F16, NULL, NULL);
+    st      = open_file(dir, "io.safetensors");
+    latent  = load(st, "latent");
+    decoded = load(st, "decoded");
+    svp_safetensors_close(st);
+
+    cr_assert_eq(svp_vae_create(ops, tmp, NULL, &vae), SVP_OK);
+    n   = svp_tensor_numel(decoded);
+    out = malloc(n * sizeof(float));
+    cr_assert_eq(svp_vae_decode(vae, (int)latent->shape[0], (int)latent->shape[2],
+                                (int)latent->shape[3], 0, latent->data, out),
+                 SVP_OK);
+    for (i = 0; i < n; i++) {
+        cr_assert(isfinite(out[i]));
+        max_ref = fmax(max_ref, fabs(((const float *)decoded->data)[i]));
+        max_err = fmax(max_err, fabs(out[i] - ((const float *)decoded->data)[i]));
+    }
+    cr_assert_gt(max_err, 0.0, "fp16 weights cannot reproduce fp32 exactly");
+    cr_assert_lt(max_err, 1e-2 * max_ref, "fp16 decode is off by %g", max_err);
+    free(out);
+    svp_vae_destroy(vae);
+    svp_tensor_destroy(latent);
+    svp_tensor_destroy(decoded);
+    svp_rmtree(tmp);
+}
+
+/* ---- the real SVD-XT layout (svd_xt_layout: configs and names, no weights) ---- */
+
+/*
+ * Writes tensors.json's names and shapes as an F16 safetensors file whose
+ * data region is a hole (zeros, no disk), in reverse registration order and
+ * with one extra tensor: the loader must not depend on order nor reject
+ * unknown tensors.  Returns the number of tensors from tensors.json.
+ */
+static int write_sparse_layout(const char *tensors_json, const char *path)
+{
+    json_error_t err;
+    json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
+    const char **names;
+    const char  *key;
+    json_t      *shape;
+    char        *text;
+    size_t       n = 0, i, len, padded;
+    uint64_t     offset = 0, hlen;
+    int          fd, count;
+
+    cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
+    tensors = json_object_get(root, "tensors");
+    cr_assert(json_is_object(tensors));
+    count = (int)json_object_size(tensors);
+    names = calloc(count + 1, sizeof(*names));
+    json_object_foreach(tensors, key, shape) {
+        names[n++] = key;
+    }
+    names[n++] = "extra.not_a_vae_tensor";
+    hdr = json_object();
+    for (i = n; i-- > 0;) {
+        json_t  *t = json_object(), *shp = json_object_get(tensors, names[i]);
+        uint64_t numel = 1;
+        size_t   k;
+
+        if (shp == NULL) {
+            shp = json_pack("[i]", 3);
+        } else {
+            json_incref(shp);
+        }
+        for (k = 0; k < json_array_size(shp); k++) {
+            numel *= (uint64_t)json_integer_value(json_array_get(shp, k));
+        }
+        json_object_set_new(t, "dtype", json_string("F16"));
+        json_object_set_new(t, "shape", shp);
+        json_object_set_new(t, "data_offsets",
+                            json_pack("[I,I]", (json_int_t)offset,
+                                      (json_int_t)(offset + 2 * numel)));
+        json_object_set_new(hdr, names[i], t);
+        offset += 2 * numel;
+    }
+    text   = json_dumps(hdr, JSON_COMPACT);
+    len    = strlen(text);
+    padded = (len + 7) / 8 * 8;
+    hlen   = padded;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, &hlen, 8), 8);
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
+    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
+    close(fd);
+    free(text);
+    free(names);
+    json_decref(hdr);
+    json_decref(root);
+    return count;
+}
+
+/*
+ * SVD-XT's vae/ folder: its config and every name and shape of the real
+ * checkpoint (fp16 variant).  The check maps every tensor of tensors.json;
+ * create loads them all (390 MB as fp32, from a file that is one hole).
+ */
+Test(vae, svd_xt_layout_accepted, .init = setup, .fini = teardown, .timeout = 120)
+{
+    char             dir[1024], src[4096], tmp[64], path[4096], *text;
+    size_t           len;
+    svp_vae_config_t cfg;
+    svp_vae_h        vae;
+    int              count, mapped = -1;
+
+    golden_dir("svd_xt_layout/vae", dir, sizeof(dir));
+    snprintf(src, sizeof(src), "%s/config.json", dir);
+    cr_assert_eq(svp_vae_config_load(src, &cfg), SVP_OK);
+    cr_assert_eq(cfg.levels, 4);
+    cr_assert_eq(cfg.block_out[0], 128);
+    cr_assert_eq(cfg.block_out[3], 512);
+    cr_assert_eq(cfg.layers, 2);
+    cr_assert_eq(cfg.latent_channels, 4);
+    cr_assert_float_eq(cfg.scaling_factor, 0.18215, 1e-12);
+
+    make_tmp(tmp, sizeof(tmp));
+    cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
+    free(text);
+    snprintf(src, sizeof(src), "%s/tensors.json", dir);
+    snprintf(path, sizeof(path), "%s/diffusion_pytorch_model.fp16.safetensors", tmp);
+    count = write_sparse_layout(src, path);
+    cr_assert_eq(count, 374);
+
+    cr_assert_eq(svp_vae_check_weights(tmp, NULL, &mapped), SVP_OK);
+    cr_assert_eq(mapped, count, "%d of %d tensors mapped", mapped, count);
+    cr_assert_eq(svp_vae_create(ops, tmp, NULL, &vae), SVP_OK);
+    cr_assert_eq(svp_vae_config(vae)->block_out[1], 256);
+    svp_vae_destroy(vae);
+    svp_rmtree(tmp);
+}
+
+/* ---- svdtool vae-encode / vae-decode ---- */
+
+/* Writes the given tensors to dir/file; returns the path (static buffer). */
+static const char *write_input(const char *dir, const char *file, int count,
+                               const char *const *names,
+                               svp_tensor_t *const *tensors)
+{
+    static char              path[4096];
+    svp_safetensors_writer_h wr;
+    int                      i;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    cr_assert_eq(svp_safetensors_writer_create(&wr), SVP_OK);
+    for (i = 0; i < count; i++) {
+        cr_assert_eq(svp_safetensors_writer_add(wr, names[i], tensors[i]), SVP_OK);
+    }
+    cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
+    svp_safetensors_writer_destroy(wr);
+    return path;
+}
+
+static int run_tool(int (*cmd_main)(int, char **), const char *const *args)
+{
+    char *argv[16];
+    int   argc = 0;
+
+    while (args[argc] != NULL) {
+        argv[argc] = (char *)args[argc];
+        argc++;
+    }
+    argv[argc] = NULL;
+    return cmd_main(argc, argv);
+}
+
+Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
+{
+    char              dir[1024], tmp[64], in[4096], outp[4096];
+    svp_safetensors_h st;
+    svp_tensor_t     *latent, *decoded, *mean, *nf, *got;
+    int64_t           one = 1;
+    const char       *names[2] = { "latents", "num_frames" };
+    svp_tensor_t     *tensors[2];
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    st      = open_file(dir, "io.safetensors");
+    latent  = load(st, "latent");
+    decoded = load(st, "decoded");
+    mean    = load(st, "encode.mean");
+    svp_safetensors_close(st);
+
+    /* encode: io.safetensors itself holds `image` */
+    snprintf(in, sizeof(in), "%s/io.safetensors", dir);
+    snprintf(outp, sizeof(outp), "%s/enc.safetensors", tmp);
+    {
+        const char *args[] = { "vae-encode", "--model", dir, "--input", in,
+                               "--output", outp, "--threads", "2", NULL };
+        cr_assert_eq(run_tool(svdtool_vae_encode_main, args), 0);
+    }
+    st  = open_file(tmp, "enc.safetensors");
+    got = load(st, "mean");
+    assert_close("svdtool vae-encode mean", got->data, mean->data,
+                 svp_tensor_numel(mean));
+    svp_tensor_destroy(got);
+    svp_safetensors_close(st);
+
+    /* decode: 4-D latents, the frame count from a num_frames tensor */
+    cr_assert_eq(svp_tensor_create(SVP_DTYPE_F32, 1, &one, &nf), SVP_OK);
+    *(float *)nf->data = 3.0f;
+    tensors[0] = latent;
+    tensors[1] = nf;
+    snprintf(in, sizeof(in), "%s", write_input(tmp, "lat.safetensors", 2, names, tensors));
+    snprintf(outp, sizeof(outp), "%s/dec.safetensors", tmp);
+    {
+        const char *args[] = { "vae-decode", "--model", dir, "--input", in,
+                               "--output", outp, NULL };
+        cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
+    }
+    st  = open_file(tmp, "dec.safetensors");
+    got = load(st, "frames");
+    cr_assert_eq(got->ndim, 4);
+    assert_close("svdtool vae-decode frames", got->data, decoded->data,
+                 svp_tensor_numel(decoded));
+    svp_tensor_destroy(got);
+    svp_safetensors_close(st);
+
+    /* a frame count that does not divide the latents is bad input */
+    {
+        const char *args[] = { "vae-decode", "--model", dir, "--input", in,
+                               "--output", outp, "--frames", "2", NULL };
+        cr_assert_eq(run_tool(svdtool_vae_decode_main, args), SVP_EXIT_BAD_INPUT);
+    }
+    /* usage errors: a missing option, an option of the other command */
+    {
+        const char *args[] = { "vae-decode", "--model", dir, "--input", in, NULL };
+        cr_assert_eq(run_tool(svdtool_vae_decode_main, args), SVP_EXIT_BAD_INPUT);
+    }
+    {
+        const char *args[] = { "vae-encode", "--model", dir, "--input", in,
+                               "--output", outp, "--chunk", "2", NULL };
+        cr_assert_eq(run_tool(svdtool_vae_encode_main, args), SVP_EXIT_BAD_INPUT);
+    }
+
+    svp_tensor_destroy(nf);
+    svp_tensor_destroy(latent);
+    svp_tensor_destroy(decoded);
+    svp_tensor_destroy(mean);
+    svp_rmtree(tmp);
+}
+
+/* The pipeline's own latents [1,F,4,h,w], unscaled and chunked by the tool. */
+Test(vae, svdtool_decode_pipeline_latents, .init = setup, .fini = teardown)
+{
+    char              dir[1024], vdir[1100], tmp[64], in[4096], outp[4096];
+    svp_safetensors_h st;
+    svp_tensor_t     *final, *raw, *got;
+    const char       *names[1] = { "latents" };
+
+    golden_dir("pipeline_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    st    = open_file(dir, "pipeline.safetensors");
+    final = load(st, "latents_final");
+    raw   = load(st, "decoded_raw");
+    svp_safetensors_close(st);
+    snprintf(vdir, sizeof(vdir), "%s/vae", dir);
+    snprintf(in, sizeof(in), "%s", write_input(tmp, "lat.safetensors", 1, names, &final));
+    snprintf(outp, sizeof(outp), "%s/dec.safetensors", tmp);
+    {
+        const char *args[] = { "vae-decode", "--model", vdir, "--input", in,
+                               "--output", outp, "--unscale", "--chunk", "2",
+                               NULL };
+        cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
+    }
+    st  = open_file(tmp, "dec.safetensors");
+    got = load(st, "frames");
+    cr_assert_eq(got->ndim, 5);
+    cr_assert_eq(got->shape[1], 3);
+    assert_close_video("svdtool decoded_raw", got->data, raw);
+    svp_tensor_destroy(got);
+    svp_safetensors_close(st);
+    svp_tensor_destroy(final);
+    svp_tensor_destroy(raw);
+    svp_rmtree(tmp);
+}
+
+/* ---- random weights ---- */
+
+/*
+ * svp_vae_write_random: the same seed gives the same file, which has the
+ * golden model's tensor count, loads, and decodes to finite values.
+ */
+Test(vae, random_init_loads_and_is_deterministic, .init = setup, .fini = teardown)
+{
+    char              dir[1024], cfg[4096], a[64], b[64], pa[4096], pb[4096];
+    char             *da, *db;
+    size_t            la, lb;
+    svp_safetensors_h g, r;
+    svp_vae_h         vae;
+    float             lat[2 * 4 * 2 * 3], out[2 * 3 * 4 * 6];
+    size_t            i;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    make_tmp(a, sizeof(a));
+    make_tmp(b, sizeof(b));
+    cr_assert_eq(svp_vae_write_random(cfg, 11, a), SVP_OK);
+    cr_assert_eq(svp_vae_write_random(cfg, 11, b), SVP_OK);
+    snprintf(pa, sizeof(pa), "%s/%s", a, ST_FILE);
+    snprintf(pb, sizeof(pb), "%s/%s", b, ST_FILE);
+    cr_assert_eq(svp_file_read_all(pa, &da, &la), SVP_OK);
+    cr_assert_eq(svp_file_read_all(pb, &db, &lb), SVP_OK);
+    cr_assert(la == lb && memcmp(da, db, la) == 0, "same seed, different files");
+    free(da);
+    free(db);
+
+    g = open_file(dir, ST_FILE);
+    r = open_file(a, ST_FILE);
+    cr_assert_eq(svp_safetensors_count(r), svp_safetensors_count(g));
+    svp_safetensors_close(g);
+    svp_safetensors_close(r);
+
+    cr_assert_eq(svp_vae_create(ops, a, NULL, &vae), SVP_OK);
+    for (i = 0; i < sizeof(lat) / sizeof(lat[0]); i++) {
+        lat[i] = (float)((int)(i % 7) - 3) * 0.25f;
+    }
+    cr_assert_eq(svp_vae_decode(vae, 2, 2, 3, 0, lat, out), SVP_OK);
+    for (i = 0; i < sizeof(out) / sizeof(out[0]); i++) {
+        cr_assert(isfinite(out[i]));
+    }
+    svp_vae_destroy(vae);
+    svp_rmtree(a);
+    svp_rmtree(b);
+}
+
+/* ---- bad input ---- */
+
+Test(vae, bad_config_and_shapes_are_rejected, .init = setup, .fini = teardown)
+{
+    static const char cfg_text[] =
+        "{\"block_out_channels\": [32, 64],"
+        " \"down_block_types\": [\"DownEncoderBlock2D\", \"AttnDownEncoderBlock2D\"]}";
+    char             dir[1024], tmp[64], path[4096], *log = NULL;
+    size_t           len = 0;
+    FILE            *mem;
+    svp_vae_config_t cfg;
+    svp_vae_h        vae;
+    float            buf[4 * 4 * 3];
+
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, cfg_text, strlen(cfg_text)), SVP_OK);
+    mem = open_memstream(&log, &len);
+    svp_log_set_stream(mem);
+    cr_assert_eq(svp_vae_config_load(path, &cfg), SVP_ERR_BAD_FILE);
+    svp_log_set_stream(stderr);
+    fclose(mem);
+    cr_assert_not_null(strstr(log, "AttnDownEncoderBlock2D"), "%s", log);
+    free(log);
+    svp_rmtree(tmp);
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    cr_assert_eq(svp_vae_create(ops, dir, NULL, &vae), SVP_OK);
+    /* one pixel cannot go through a downsampler; a negative chunk is no size */
+    cr_assert_eq(svp_vae_encode(vae, 1, 1, 1, buf, buf, NULL, NULL),
+                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_vae_decode(vae, 1, 1, 1, -1, buf, buf),
+                 SVP_ERR_INVALID_PARAM);
+    svp_vae_destroy(vae);
+}
