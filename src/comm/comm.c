@@ -70,6 +70,8 @@ struct svp_comm {
     struct svp_comm_req *reqs;
 };
 
+static void svp_comm_frame_free(struct svp_comm_frame *frame);
+
 static svp_status_t svp_comm_status_from_ucs(ucs_status_t status)
 {
     switch (status) {
@@ -432,6 +434,18 @@ static void svp_comm_req_release(struct svp_comm_req *req)
     free(req);
 }
 
+/* Frees an abandoned request, and its frame when that was destroyed while
+ * UCX still had it. */
+static void svp_comm_req_drop(struct svp_comm_req *req)
+{
+    struct svp_comm_frame *frame = req->frame;
+
+    svp_comm_req_release(req);
+    if ((--frame->busy == 0) && frame->destroyed) {
+        svp_comm_frame_free(frame);
+    }
+}
+
 /* Runs in ucp_worker_progress when UCX finishes with a request. */
 static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
                                   ucs_status_t status, size_t length)
@@ -442,7 +456,7 @@ static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
     req->ucx_req    = NULL;
     ucp_request_free(request);
     if (req->abandoned) {
-        svp_comm_req_release(req);
+        svp_comm_req_drop(req);
     }
 }
 
@@ -626,9 +640,12 @@ static svp_status_t svp_comm_req_finish(struct svp_comm_req *req)
 
 /*
  * Gives up on a request that has not completed: cancels it and waits briefly
- * for UCX to report back.  A send in rendezvous to a dead shared-memory peer
- * cannot be cancelled; it stays with UCX (marked abandoned, freed by its
- * callback or by svp_comm_destroy).
+ * for UCX to report back.  UCX 1.13 cancels receives, but not a send whose
+ * receiver never matched it (rendezvous), and a forced endpoint close does
+ * not complete it either without UCX's peer error handling (see
+ * svp_comm_ep).  Such a request stays with UCX, marked abandoned, and keeps
+ * its frame alive (busy): the request is freed by its callback or by
+ * svp_comm_destroy, the frame with it if its owner destroyed it meanwhile.
  */
 static void svp_comm_req_abandon(struct svp_comm_req *req)
 {
@@ -644,7 +661,12 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
     if (req->done) {
         svp_comm_req_release(req);
     } else {
+        svp_debug("%s of sample %u step %u %s rank %d stays with UCX until it "
+                  "completes or the comm is destroyed",
+                  req->is_send ? "send" : "receive", req->sample, req->step,
+                  req->is_send ? "to" : "from", req->peer);
         req->abandoned = 1;
+        ++req->frame->busy;
     }
 }
 
@@ -867,8 +889,9 @@ void svp_comm_destroy(svp_comm_h comm)
     }
     for (req = comm->reqs; req != NULL; req = next) {
         next = req->next;
-        if (!req->done) {
+        if (!req->done && !req->abandoned) {
             req->abandoned = 1;
+            ++req->frame->busy;
             ucp_request_cancel(comm->worker, req->ucx_req);
         }
     }
@@ -878,7 +901,11 @@ void svp_comm_destroy(svp_comm_h comm)
     ucp_cleanup(comm->context);
     /* whatever UCX never reported back is ours to free now */
     while ((req = comm->reqs) != NULL) {
-        svp_comm_req_release(req);
+        if (req->abandoned) {
+            svp_comm_req_drop(req);
+        } else {
+            svp_comm_req_release(req);
+        }
     }
     free(comm->eps);
     free(comm);
@@ -949,15 +976,25 @@ err_free_frame:
     return status;
 }
 
+static void svp_comm_frame_free(struct svp_comm_frame *frame)
+{
+    if (frame->owned) {
+        free(frame->base);
+    }
+    free(frame);
+}
+
 void svp_comm_frame_destroy(svp_comm_frame_h frame)
 {
     if (frame == NULL) {
         return;
     }
-    if (frame->owned) {
-        free(frame->base);
+    if (frame->busy > 0) {
+        /* an abandoned request still lends it to UCX: freed with it */
+        frame->destroyed = 1;
+        return;
     }
-    free(frame);
+    svp_comm_frame_free(frame);
 }
 
 void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i)

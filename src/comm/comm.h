@@ -162,6 +162,12 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
                                    svp_comm_mem_type_t mem_type,
                                    svp_comm_frame_h *frame_p);
 
+/*
+ * Frees the frame (and its buffer when the comm allocated it).  Safe at any
+ * time: a frame that a given-up request still lends to UCX (a send UCX could
+ * not cancel) is freed when UCX lets go of it, at the latest by
+ * svp_comm_destroy.  A caller's buffer must stay valid until then.
+ */
 void svp_comm_frame_destroy(svp_comm_frame_h frame);
 
 /* Tensor i's bytes inside the frame (64-byte aligned), NULL if out of range. */
@@ -200,8 +206,7 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
  * Waits until req completes, for at most timeout seconds (negative: the
  * comm's deadline).  Always releases req.  SVP_ERR_TIMED_OUT (the operation
  * was cancelled), SVP_ERR_PEER_LOST (the runtime reported a lost rank), or
- * any final status of svp_comm_test.  A send that timed out may still be
- * read by UCX until svp_comm_destroy: keep its frame until then.
+ * any final status of svp_comm_test.
  */
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
 
@@ -219,8 +224,7 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 
 /*
  * Gives up on req without waiting (shutdown, or a receive posted ahead that
- * is not wanted any more): cancels it and releases it.  A send UCX cannot
- * cancel may still read its frame until svp_comm_destroy.
+ * is not wanted any more): cancels it and releases it.
  */
 void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
 

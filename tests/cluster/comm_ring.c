@@ -231,8 +231,6 @@ int main(int argc, char **argv)
         goto out_abort;
     }
 
-    /* The frames outlive the comm: a send that timed out may still be read
-     * by UCX until svp_comm_destroy. */
     desc.tensors[0] = (svp_comm_tensor_desc_t){
         .dtype = 1, .ndim = 1, .shape = { (int64_t)(opts.bytes / sizeof(float)) },
         .bytes = opts.bytes / sizeof(float) * sizeof(float) };
