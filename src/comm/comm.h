@@ -25,8 +25,9 @@
  * waiting unmatched, what it sent instead (SVP_ERR_MESSAGE then).  When the
  * runtime reports a lost rank, waits fail at once with SVP_ERR_PEER_LOST.
  *
- * Waits do not spin: when UCX has nothing to progress, they sleep in poll()
- * on the worker's event fd and the runtime's peer-loss fd.
+ * Waits do not spin for long: when UCX has had nothing to progress for a
+ * moment (params.spin), they sleep in poll() on the worker's event fd and
+ * the runtime's peer-loss fd.
  *
  * Threads: one thread per svp_comm_h.  The runtime must outlive the comm.
  *
@@ -41,7 +42,7 @@
  *           result into an output frame's svp_comm_frame_data(out, 0) ...
  *       svp_comm_isend(comm, rank + 1, SVP_COMM_KIND_LATENT, s, k1, out, &q);
  *       (wait for q before out is written again)
- *   svp_rt_fence(rt);  svp_comm_destroy(comm);  then destroy the frames.
+ *   svp_rt_fence(rt);  svp_comm_destroy(comm);  destroy the frames.
  *
  * With several samples in flight, post their receives ahead and take them
  * in arrival order with svp_comm_wait_any.  Any failure is job-fatal: log
