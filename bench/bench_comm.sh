@@ -62,10 +62,10 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 best() { sort -g | tail -n 1; }
 ratio() { awk -v a="$1" -v p="$2" 'BEGIN { if (p > 0) printf "%.2f", a / p; else print "n/a" }'; }
 
-# Columns: bench_comm as the pipeline runs it by default (sleeps on the event
-# fd at once, no payload checksum), the same with 50 us of polling before
-# sleeping, the same with the payload checksum, ucx_perftest, and the ratios
-# of the first two to ucx_perftest.
+# Columns: bench_comm sleeping on the event fd at once (the default when a
+# node's ranks outnumber its cores), polling 50 us before sleeping (the
+# default otherwise, as here: 2 ranks), sleeping at once with the payload
+# checksum on, ucx_perftest, and the ratios of the first two to ucx_perftest.
 echo "# UCX_TLS=$UCX_TLS window=$window repeat=$repeat; GB/s = 1e9 payload bytes/s"
 printf '%-5s %-6s %8s %9s %10s %9s %7s %9s\n' size stat sleep spin50us "+checksum" perftest ratio ratio_spin
 for spec in 2097152:200:20 33554432:30:5; do

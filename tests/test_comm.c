@@ -322,3 +322,24 @@ Test(comm, wait_any)
     }
     svp_comm_frame_destroy(out);
 }
+
+/* A send nobody receives: rendezvous-sized, so UCX cannot cancel it.  The
+ * wait gives up, and destroying the frame right away is still safe (it is
+ * freed when the comm lets go of it; valgrind shows no invalid access). */
+Test(comm, abandoned_send_keeps_frame)
+{
+    svp_comm_frame_desc_t desc = latent_desc(64);   /* ~230 KB */
+    svp_comm_frame_h      out;
+    svp_comm_req_h        sreq;
+    double                t0;
+
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out), SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 8, 8, out, &sreq),
+                 SVP_OK);
+    t0 = svp_clock_now();
+    cr_assert_eq(svp_comm_wait(comm, sreq, 0.1), SVP_ERR_TIMED_OUT);
+    /* 0.1 s deadline plus at most 0.2 s trying to cancel */
+    cr_assert_lt(svp_clock_now() - t0, 0.6);
+    svp_comm_frame_destroy(out);
+}

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,8 @@ struct svp_comm {
     ucp_ep_h            *eps;          /* by rank, NULL until first use */
     struct svp_comm_req *reqs;
 };
+
+static void svp_comm_frame_free(struct svp_comm_frame *frame);
 
 static svp_status_t svp_comm_status_from_ucs(ucs_status_t status)
 {
@@ -289,6 +292,26 @@ static void svp_comm_close_eps(struct svp_comm *comm)
     }
 }
 
+/*
+ * Polling before sleeping pays off only when every rank on the node has a
+ * core of its own (2 MB hand-offs between 2 ranks on 2 idle cores: 9.5 GB/s
+ * sleeping at once, 13.3 GB/s with 50 us of polling, ucx_perftest 13.1).
+ * With more ranks than cores they steal each other's time instead.
+ */
+#define SVP_COMM_DEFAULT_SPIN 50e-6
+
+static double svp_comm_default_spin(svp_rt_h rt)
+{
+    cpu_set_t cpus;
+    int       ncpus;
+
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0) {
+        return 0;
+    }
+    ncpus = CPU_COUNT(&cpus);
+    return (svp_rt_local_size(rt) <= ncpus) ? SVP_COMM_DEFAULT_SPIN : 0;
+}
+
 svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
                              svp_comm_h *comm_p)
 {
@@ -309,6 +332,7 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     comm->size     = svp_rt_size(rt);
     comm->deadline = SVP_COMM_DEFAULT_DEADLINE;
     comm->checksum = 1;
+    comm->spin     = svp_comm_default_spin(rt);
     if (params != NULL) {
         if (params->field_mask & SVP_COMM_PARAM_FIELD_JOB_ID) {
             comm->job_id = params->job_id;
@@ -373,8 +397,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         }
     }
 
-    svp_debug("comm up: %d ranks, worker address %zu bytes", comm->size,
-              address_len);
+    svp_debug("comm up: %d ranks, worker address %zu bytes, polling %.0f us "
+              "before sleeping", comm->size, address_len, comm->spin * 1e6);
     *comm_p = comm;
     return SVP_OK;
 
@@ -410,6 +434,18 @@ static void svp_comm_req_release(struct svp_comm_req *req)
     free(req);
 }
 
+/* Frees an abandoned request, and its frame when that was destroyed while
+ * UCX still had it. */
+static void svp_comm_req_drop(struct svp_comm_req *req)
+{
+    struct svp_comm_frame *frame = req->frame;
+
+    svp_comm_req_release(req);
+    if ((--frame->busy == 0) && frame->destroyed) {
+        svp_comm_frame_free(frame);
+    }
+}
+
 /* Runs in ucp_worker_progress when UCX finishes with a request. */
 static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
                                   ucs_status_t status, size_t length)
@@ -420,7 +456,7 @@ static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
     req->ucx_req    = NULL;
     ucp_request_free(request);
     if (req->abandoned) {
-        svp_comm_req_release(req);
+        svp_comm_req_drop(req);
     }
 }
 
@@ -604,9 +640,12 @@ static svp_status_t svp_comm_req_finish(struct svp_comm_req *req)
 
 /*
  * Gives up on a request that has not completed: cancels it and waits briefly
- * for UCX to report back.  A send in rendezvous to a dead shared-memory peer
- * cannot be cancelled; it stays with UCX (marked abandoned, freed by its
- * callback or by svp_comm_destroy).
+ * for UCX to report back.  UCX 1.13 cancels receives, but not a send whose
+ * receiver never matched it (rendezvous), and a forced endpoint close does
+ * not complete it either without UCX's peer error handling (see
+ * svp_comm_ep).  Such a request stays with UCX, marked abandoned, and keeps
+ * its frame alive (busy): the request is freed by its callback or by
+ * svp_comm_destroy, the frame with it if its owner destroyed it meanwhile.
  */
 static void svp_comm_req_abandon(struct svp_comm_req *req)
 {
@@ -622,7 +661,12 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
     if (req->done) {
         svp_comm_req_release(req);
     } else {
+        svp_debug("%s of sample %u step %u %s rank %d stays with UCX until it "
+                  "completes or the comm is destroyed",
+                  req->is_send ? "send" : "receive", req->sample, req->step,
+                  req->is_send ? "to" : "from", req->peer);
         req->abandoned = 1;
+        ++req->frame->busy;
     }
 }
 
@@ -796,12 +840,8 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
             return first;
         }
 
-        /* Busy polling for a short while after the last wake-up saves the
-         * wake-up latency of each rendezvous round trip (2 MB hand-offs,
-         * 2 ranks, quiet machine: 9.2 GB/s sleeping at once, 13.2 GB/s with
-         * 50 us of spinning), but ranks that outnumber the cores steal each
-         * other's time with it (500 us on a busy 2-core machine: 0.07 GB/s).
-         * Hence off unless asked for. */
+        /* Poll a little longer before sleeping: saves the wake-up latency
+         * of each rendezvous round trip (see svp_comm_default_spin). */
         if (svp_clock_now() - last_event < comm->spin) {
             continue;
         }
@@ -849,8 +889,9 @@ void svp_comm_destroy(svp_comm_h comm)
     }
     for (req = comm->reqs; req != NULL; req = next) {
         next = req->next;
-        if (!req->done) {
+        if (!req->done && !req->abandoned) {
             req->abandoned = 1;
+            ++req->frame->busy;
             ucp_request_cancel(comm->worker, req->ucx_req);
         }
     }
@@ -860,7 +901,11 @@ void svp_comm_destroy(svp_comm_h comm)
     ucp_cleanup(comm->context);
     /* whatever UCX never reported back is ours to free now */
     while ((req = comm->reqs) != NULL) {
-        svp_comm_req_release(req);
+        if (req->abandoned) {
+            svp_comm_req_drop(req);
+        } else {
+            svp_comm_req_release(req);
+        }
     }
     free(comm->eps);
     free(comm);
@@ -931,15 +976,25 @@ err_free_frame:
     return status;
 }
 
+static void svp_comm_frame_free(struct svp_comm_frame *frame)
+{
+    if (frame->owned) {
+        free(frame->base);
+    }
+    free(frame);
+}
+
 void svp_comm_frame_destroy(svp_comm_frame_h frame)
 {
     if (frame == NULL) {
         return;
     }
-    if (frame->owned) {
-        free(frame->base);
+    if (frame->busy > 0) {
+        /* an abandoned request still lends it to UCX: freed with it */
+        frame->destroyed = 1;
+        return;
     }
-    free(frame);
+    svp_comm_frame_free(frame);
 }
 
 void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i)

@@ -25,10 +25,28 @@
  * waiting unmatched, what it sent instead (SVP_ERR_MESSAGE then).  When the
  * runtime reports a lost rank, waits fail at once with SVP_ERR_PEER_LOST.
  *
- * Waits do not spin: when UCX has nothing to progress, they sleep in poll()
- * on the worker's event fd and the runtime's peer-loss fd.
+ * Waits do not spin for long: when UCX has had nothing to progress for a
+ * moment (params.spin), they sleep in poll() on the worker's event fd and
+ * the runtime's peer-loss fd.
  *
  * Threads: one thread per svp_comm_h.  The runtime must outlive the comm.
+ *
+ * A stage that runs steps [k0, k1) of every sample, in outline:
+ *
+ *   svp_comm_create(rt, &params, &comm);             (collective)
+ *   svp_comm_frame_create(comm, &layout, NULL, 0, SVP_COMM_MEM_HOST, &in);
+ *   for each sample s:
+ *       svp_comm_irecv(comm, rank - 1, SVP_COMM_KIND_LATENT, s, k0, in, &r);
+ *       svp_comm_wait(comm, r, -1);                  (checked on arrival)
+ *       ... run steps k0..k1-1 on svp_comm_frame_data(in, 0), writing the
+ *           result into an output frame's svp_comm_frame_data(out, 0) ...
+ *       svp_comm_isend(comm, rank + 1, SVP_COMM_KIND_LATENT, s, k1, out, &q);
+ *       (wait for q before out is written again)
+ *   svp_rt_fence(rt);  svp_comm_destroy(comm);  destroy the frames.
+ *
+ * With several samples in flight, post their receives ahead and take them
+ * in arrival order with svp_comm_wait_any.  Any failure is job-fatal: log
+ * (done here), svp_rt_abort, exit with svp_status_exit_code().
  */
 #ifndef SVP_COMM_COMM_H
 #define SVP_COMM_COMM_H
@@ -101,9 +119,11 @@ typedef struct {
      * Costs one read of the payload on each side. */
     int         checksum;
     /* Seconds a wait keeps polling UCX after the last wake-up before it
-     * sleeps on the event fd (default 0: sleep at once).  ~50e-6 pays off
-     * when every rank has a core of its own; with more ranks than cores it
-     * makes them steal time from each other. */
+     * sleeps on the event fd.  Default: 50e-6 when this node's ranks do not
+     * outnumber the cores this process may run on, else 0 (sleep at once):
+     * polling saves wake-up latency, but ranks that share cores steal each
+     * other's time with it (500 us on a busy 2-core machine collapsed a
+     * 2 MB hand-off to 0.07 GB/s). */
     double      spin;
 } svp_comm_params_t;
 
@@ -143,6 +163,12 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
                                    svp_comm_mem_type_t mem_type,
                                    svp_comm_frame_h *frame_p);
 
+/*
+ * Frees the frame (and its buffer when the comm allocated it).  Safe at any
+ * time: a frame that a given-up request still lends to UCX (a send UCX could
+ * not cancel) is freed when UCX lets go of it, at the latest by
+ * svp_comm_destroy.  A caller's buffer must stay valid until then.
+ */
 void svp_comm_frame_destroy(svp_comm_frame_h frame);
 
 /* Tensor i's bytes inside the frame (64-byte aligned), NULL if out of range. */
@@ -181,8 +207,7 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req);
  * Waits until req completes, for at most timeout seconds (negative: the
  * comm's deadline).  Always releases req.  SVP_ERR_TIMED_OUT (the operation
  * was cancelled), SVP_ERR_PEER_LOST (the runtime reported a lost rank), or
- * any final status of svp_comm_test.  A send that timed out may still be
- * read by UCX until svp_comm_destroy: keep its frame until then.
+ * any final status of svp_comm_test.
  */
 svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout);
 
@@ -200,8 +225,7 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 
 /*
  * Gives up on req without waiting (shutdown, or a receive posted ahead that
- * is not wanted any more): cancels it and releases it.  A send UCX cannot
- * cancel may still read its frame until svp_comm_destroy.
+ * is not wanted any more): cancels it and releases it.
  */
 void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
 

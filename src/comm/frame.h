@@ -57,6 +57,8 @@ struct svp_comm_frame {
     void                 *base;
     size_t                length;
     int                   owned;      /* base was allocated by the comm */
+    int                   busy;       /* abandoned requests still using it */
+    int                   destroyed;  /* its owner is done with it */
     svp_comm_mem_type_t   mem_type;
     svp_comm_frame_desc_t desc;
     uint64_t              offsets[SVP_COMM_MAX_TENSORS];

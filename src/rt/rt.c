@@ -9,7 +9,10 @@
 
 #include <pmix.h>
 
+#include "common/clock.h"
+
 #include <errno.h>
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,7 +33,7 @@ typedef struct svp_rt_kv {
 
 struct svp_rt {
     int          plain;
-    int          rank, size, local_rank;
+    int          rank, size, local_rank, local_size;
     double       timeout;
     char         hostname[PMIX_MAX_NSLEN + 1];
     pmix_proc_t  proc;              /* PMIx identity (unused when plain) */
@@ -39,8 +42,11 @@ struct svp_rt {
     int          event_fd;
     atomic_int   lost_rank;
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
+    struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
     svp_rt_kv_t *kv;                /* plain start only */
 };
+
+static void svp_rt_fence_free(struct svp_rt_fence *fence);
 
 static svp_status_t svp_rt_status_from_pmix(pmix_status_t rc)
 {
@@ -280,6 +286,12 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     rt->size = (int)val->data.uint32;
     PMIX_VALUE_RELEASE(val);
 
+    /* PMIX_LOCAL_SIZE is a job-level key: asked of the wildcard rank. */
+    if (svp_rt_get_value(rt, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE,
+                         SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
+        rt->local_size = (int)val->data.uint32;
+        PMIX_VALUE_RELEASE(val);
+    }
     if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK,
                          SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
         rt->local_rank = (int)val->data.uint16;
@@ -345,8 +357,9 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
         svp_error("out of memory allocating the runtime");
         return SVP_ERR_NO_MEMORY;
     }
-    rt->size     = 1;
-    rt->event_fd = -1;
+    rt->size       = 1;
+    rt->local_size = 1;
+    rt->event_fd   = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
@@ -368,8 +381,8 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     }
 
     svp_log_set_rank(rt->rank);
-    svp_debug("runtime up: rank %d of %d, local rank %d on %s%s", rt->rank,
-              rt->size, rt->local_rank, rt->hostname,
+    svp_debug("runtime up: rank %d of %d, local rank %d of %d on %s%s",
+              rt->rank, rt->size, rt->local_rank, rt->local_size, rt->hostname,
               rt->plain ? " (plain start)" : "");
     *rt_p = rt;
     return SVP_OK;
@@ -388,6 +401,7 @@ void svp_rt_cleanup(svp_rt_h rt)
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }
         SVP_RT_PMIX_FUNC(PMIx_Finalize(NULL, 0), SVP_LOG_LEVEL_WARN);
+        svp_rt_fence_free(rt->fence);
         svp_rt_instance = NULL;
         close(rt->event_fd);
     }
@@ -413,6 +427,11 @@ int svp_rt_size(svp_rt_h rt)
 int svp_rt_local_rank(svp_rt_h rt)
 {
     return rt->local_rank;
+}
+
+int svp_rt_local_size(svp_rt_h rt)
+{
+    return rt->local_size;
 }
 
 const char *svp_rt_hostname(svp_rt_h rt)
@@ -511,15 +530,80 @@ svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
     return status;
 }
 
+/*
+ * A fence in flight.  PMIx_Fence blocks inside PMIx and nothing interrupts
+ * it: with a rank killed alone on its node, Slurm kills nothing and the
+ * others sat in the fence until its timeout, although the neighbour watch
+ * had reported the loss within milliseconds.  So the fence is started with
+ * PMIx_Fence_nb and waited for in poll() beside the peer-loss fd.  PMIx may
+ * call back after we gave up: the record then stays with the runtime until
+ * PMIx_Finalize.
+ */
+typedef struct svp_rt_fence {
+    int           fd;          /* eventfd written by the callback */
+    atomic_int    done;
+    pmix_status_t status;
+} svp_rt_fence_t;
+
+static void svp_rt_fence_cb(pmix_status_t status, void *cbdata)
+{
+    svp_rt_fence_t *fence = cbdata;
+    uint64_t        one   = 1;
+
+    fence->status = status;
+    atomic_store(&fence->done, 1);
+    if (write(fence->fd, &one, sizeof(one)) != sizeof(one)) {
+        svp_warn("write to the fence event fd failed: %m");
+    }
+}
+
+static void svp_rt_fence_free(struct svp_rt_fence *fence)
+{
+    if (fence != NULL) {
+        close(fence->fd);
+        free(fence);
+    }
+}
+
+/* Waits for the fence, the loss of a peer or the timeout, whichever first. */
+static svp_status_t svp_rt_fence_wait(struct svp_rt *rt, svp_rt_fence_t *fence,
+                                      double timeout)
+{
+    struct pollfd fds[2] = { { .fd = fence->fd, .events = POLLIN },
+                             { .fd = rt->event_fd, .events = POLLIN } };
+    double        until = svp_clock_now() + timeout;
+    double        left;
+
+    while (!atomic_load(&fence->done)) {
+        if (svp_rt_lost_rank(rt) != -1) {
+            return SVP_ERR_PEER_LOST;
+        }
+        left = until - svp_clock_now();
+        if (left <= 0) {
+            return SVP_ERR_TIMED_OUT;
+        }
+        if ((poll(fds, 2, (int)(left * 1e3) + 1) < 0) && (errno != EINTR)) {
+            svp_error("poll while waiting for a fence failed: %m");
+            return SVP_ERR_RUNTIME;
+        }
+    }
+    return svp_rt_status_from_pmix(fence->status);
+}
+
 svp_status_t svp_rt_fence(svp_rt_h rt)
 {
-    pmix_info_t  info[2];
-    bool         collect = true;
-    int          timeout = (int)(rt->timeout + 0.999);
-    svp_status_t status;
+    pmix_info_t     info[2];
+    bool            collect = true;
+    int             timeout = (int)(rt->timeout + 0.999);
+    svp_rt_fence_t *fence;
+    svp_status_t    status;
 
     if (rt->plain) {
         return SVP_OK;
+    }
+    if (rt->fence != NULL) {
+        svp_error("a fence is still in flight after an earlier failure");
+        return SVP_ERR_RUNTIME;
     }
 
     status = SVP_RT_PMIX_FUNC_ERR(PMIx_Commit());
@@ -527,16 +611,48 @@ svp_status_t svp_rt_fence(svp_rt_h rt)
         return status;
     }
 
+    fence = calloc(1, sizeof(*fence));
+    if (fence == NULL) {
+        svp_error("out of memory starting a fence");
+        return SVP_ERR_NO_MEMORY;
+    }
+    fence->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fence->fd < 0) {
+        svp_error("eventfd failed: %m");
+        free(fence);
+        return SVP_ERR_RUNTIME;
+    }
+    atomic_init(&fence->done, 0);
+
     PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
     /* NULL procs: every rank of our namespace. */
-    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Fence(NULL, 0, info, 2));
+    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Fence_nb(NULL, 0, info, 2,
+                                                svp_rt_fence_cb, fence));
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (status != SVP_OK) {
-        svp_error("fence of %d ranks failed within %d s: %s", rt->size,
-                  timeout, svp_status_string(status));
+        svp_rt_fence_free(fence);
+        return status;
     }
+
+    /* one second more than PMIx's own timeout, so that PMIx says it first */
+    status = svp_rt_fence_wait(rt, fence, timeout + 1.0);
+    if (atomic_load(&fence->done)) {
+        svp_rt_fence_free(fence);
+    } else {
+        rt->fence = fence;
+    }
+    if (status == SVP_OK) {
+        return SVP_OK;
+    }
+    if (svp_rt_lost_rank(rt) >= 0) {
+        svp_error("fence of %d ranks failed: rank %d was lost", rt->size,
+                  svp_rt_lost_rank(rt));
+        return SVP_ERR_PEER_LOST;
+    }
+    svp_error("fence of %d ranks failed within %d s: %s", rt->size, timeout,
+              svp_status_string(status));
     return status;
 }
 

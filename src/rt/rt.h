@@ -58,6 +58,8 @@ void svp_rt_cleanup(svp_rt_h rt);
 int         svp_rt_rank(svp_rt_h rt);
 int         svp_rt_size(svp_rt_h rt);
 int         svp_rt_local_rank(svp_rt_h rt);
+/* Ranks of this job on this node (PMIX_LOCAL_SIZE; 1 when plain). */
+int         svp_rt_local_size(svp_rt_h rt);
 const char *svp_rt_hostname(svp_rt_h rt);
 /* The PMIx namespace, or "" for a plain start. */
 const char *svp_rt_nspace(svp_rt_h rt);

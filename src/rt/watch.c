@@ -7,7 +7,9 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -38,8 +40,37 @@ struct svp_rt_watch {
     int                    thread_started;
     svp_rt_watch_lost_cb_t cb;
     void                  *arg;
-    char                   addr[NI_MAXHOST + 16];
+    char                   addr[1024];
 };
+
+/*
+ * The address peers connect to: "host port ip ip ...".  The host name comes
+ * first (what a cluster's nodes know each other by); the interface addresses
+ * follow for machines whose name does not resolve (containers, CI runners),
+ * where a job would otherwise fail at start.
+ */
+static void svp_rt_watch_format_addr(char *buf, size_t len, const char *host,
+                                     unsigned port)
+{
+    struct ifaddrs *ifs, *ifa;
+    char            ip[INET_ADDRSTRLEN];
+    size_t          n;
+
+    n = snprintf(buf, len, "%s %u", host, port);
+    if (getifaddrs(&ifs) != 0) {
+        return;
+    }
+    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+        if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
+            (inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr,
+                       ip, sizeof(ip)) == NULL) ||
+            (n + strlen(ip) + 2 > len)) {
+            continue;
+        }
+        n += snprintf(buf + n, len - n, " %s", ip);
+    }
+    freeifaddrs(ifs);
+}
 
 svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
 {
@@ -79,8 +110,8 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
         goto err_close;
     }
     host[sizeof(host) - 1] = '\0';
-    snprintf(watch->addr, sizeof(watch->addr), "%s:%u", host,
-             (unsigned)ntohs(sa.sin6_port));
+    svp_rt_watch_format_addr(watch->addr, sizeof(watch->addr), host,
+                             ntohs(sa.sin6_port));
     *watch_p = watch;
     *addr_p  = watch->addr;
     return SVP_OK;
@@ -115,26 +146,19 @@ static int svp_rt_watch_poll(int fd, short events, double until)
     }
 }
 
-static int svp_rt_watch_connect(const char *addr, double until)
+/* Connects to host:port (name or numeric address); -1 if it cannot. */
+static int svp_rt_watch_connect_one(const char *host, const char *port,
+                                    double until)
 {
-    struct addrinfo  hints, *res, *ai;
-    char             host[NI_MAXHOST], *colon;
-    int              fd = -1, err, rc;
-    socklen_t        len = sizeof(err);
+    struct addrinfo hints, *res, *ai;
+    int             fd = -1, err;
+    socklen_t       len = sizeof(err);
 
-    snprintf(host, sizeof(host), "%s", addr);
-    colon = strrchr(host, ':');
-    if (colon == NULL) {
-        svp_error("malformed neighbour watch address '%s'", addr);
-        return -1;
-    }
-    *colon = '\0';
     memset(&hints, 0, sizeof(hints));
     hints.ai_family   = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    rc = getaddrinfo(host, colon + 1, &hints, &res);
-    if (rc != 0) {
-        svp_error("cannot resolve neighbour host '%s': %s", host, gai_strerror(rc));
+    if (getaddrinfo(host, port, &hints, &res) != 0) {
+        svp_debug("neighbour watch: cannot resolve '%s'", host);
         return -1;
     }
     for (ai = res; ai != NULL; ai = ai->ai_next) {
@@ -147,15 +171,35 @@ static int svp_rt_watch_connect(const char *addr, double until)
             ((errno == EINPROGRESS) &&
              (svp_rt_watch_poll(fd, POLLOUT, until) == 0) &&
              (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0) &&
-             ((errno = err) == 0))) {
+             (err == 0))) {
             break;
         }
         close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
+    return fd;
+}
+
+/* Tries the host name, then each address, of a "host port ip ..." string. */
+static int svp_rt_watch_connect(const char *addr, double until)
+{
+    char  buf[1024], *save = NULL, *host, *port, *ip;
+    int   fd;
+
+    snprintf(buf, sizeof(buf), "%s", addr);
+    host = strtok_r(buf, " ", &save);
+    port = strtok_r(NULL, " ", &save);
+    if ((host == NULL) || (port == NULL)) {
+        svp_error("malformed neighbour watch address '%s'", addr);
+        return -1;
+    }
+    fd = svp_rt_watch_connect_one(host, port, until);
+    while ((fd < 0) && ((ip = strtok_r(NULL, " ", &save)) != NULL)) {
+        fd = svp_rt_watch_connect_one(ip, port, until);
+    }
     if (fd < 0) {
-        svp_error("cannot connect to the neighbour watch at %s: %m", addr);
+        svp_error("cannot connect to the neighbour watch at '%s'", addr);
     }
     return fd;
 }

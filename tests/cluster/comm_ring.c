@@ -2,13 +2,15 @@
  * comm_ring: framed messages around a ring of ranks, for the cluster tests.
  *
  *   srun --mpi=pmix -n 4 comm_ring [--samples N] [--bytes B] [--deadline S]
- *                                  [--fail kill|silent|wrong-sample]
+ *                                  [--fail kill|kill-at-start|silent|
+ *                                          wrong-sample]
  *                                  [--fail-rank R] [--fail-sample S]
  *
  * Sample s starts on rank 0 as step 0, goes rank 0 -> 1 -> ... -> W-1 -> 0,
  * each rank checking the payload it got and adding its step before passing
  * it on.  --fail makes rank R misbehave at sample S (default 1): die by
- * SIGKILL, never send, or send the wrong sample.  Every rank prints
+ * SIGKILL (or before the comm is up: its fence fails), never send, or send
+ * the wrong sample.  Every rank prints
  * "comm_ring: rank R ok" on success and exits with the status's exit code
  * otherwise (after telling the launcher to abort the job).
  */
@@ -27,6 +29,7 @@
 typedef enum {
     RING_FAIL_NONE = 0,
     RING_FAIL_KILL,
+    RING_FAIL_KILL_AT_START,
     RING_FAIL_SILENT,
     RING_FAIL_WRONG_SAMPLE
 } ring_fail_t;
@@ -43,7 +46,7 @@ typedef struct {
 
 static float ring_value(int sample, int step, size_t i)
 {
-    return (float)(sample * 1000 + step) + (float)(i % 97) * 0.5f;
+    return (float)(sample * 1000 + step) + (float)(i & 1023) * 0.5f;
 }
 
 static svp_status_t ring_check(svp_comm_frame_h frame, int sample, int step,
@@ -77,28 +80,16 @@ static void ring_fill(svp_comm_frame_h frame, int sample, int step, size_t n)
  * the returning sample before it sends, so that one rank alone (sending to
  * itself) works too. */
 static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
-                             const ring_opts_t *opts)
+                             const ring_opts_t *opts, svp_comm_frame_h in,
+                             svp_comm_frame_h out)
 {
-    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
-    svp_comm_frame_h      in, out;
-    svp_comm_req_h        rreq = NULL, sreq;
-    svp_status_t          status;
-    size_t                n = opts->bytes / sizeof(float);
+    svp_comm_req_h rreq = NULL, sreq;
+    svp_status_t   status = SVP_OK;
+    size_t         n = opts->bytes / sizeof(float);
     int rank = svp_rt_rank(rt), size = svp_rt_size(rt);
     int prev = (rank + size - 1) % size, next = (rank + 1) % size;
     int s;
     unsigned send_sample;
-
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = { (int64_t)n }, .bytes = n * sizeof(float) };
-    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &out);
-    if (status != SVP_OK) {
-        goto out_destroy_in;
-    }
 
     for (s = 0; (s < opts->samples) && (status == SVP_OK); ++s) {
         /* rank 0 waits for step `size` (the sample back from the last rank),
@@ -157,9 +148,6 @@ static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
     if (rreq != NULL) {
         svp_comm_cancel(comm, rreq);
     }
-    svp_comm_frame_destroy(out);
-out_destroy_in:
-    svp_comm_frame_destroy(in);
     return status;
 }
 
@@ -190,6 +178,8 @@ static int ring_parse(int argc, char **argv, ring_opts_t *opts)
         case 'f':
             if (strcmp(optarg, "kill") == 0) {
                 opts->fail = RING_FAIL_KILL;
+            } else if (strcmp(optarg, "kill-at-start") == 0) {
+                opts->fail = RING_FAIL_KILL_AT_START;
             } else if (strcmp(optarg, "silent") == 0) {
                 opts->fail = RING_FAIL_SILENT;
             } else if (strcmp(optarg, "wrong-sample") == 0) {
@@ -208,6 +198,8 @@ static int ring_parse(int argc, char **argv, ring_opts_t *opts)
 
 int main(int argc, char **argv)
 {
+    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
+    svp_comm_frame_h  in = NULL, out = NULL;
     svp_comm_params_t params = { 0 };
     ring_opts_t       opts;
     svp_rt_h          rt;
@@ -226,6 +218,11 @@ int main(int argc, char **argv)
     if (status != SVP_OK) {
         return svp_status_exit_code(status);
     }
+    if ((opts.fail == RING_FAIL_KILL_AT_START) &&
+        (svp_rt_rank(rt) == opts.fail_rank)) {
+        svp_info("failure injection: killing myself before the comm is up");
+        raise(SIGKILL);
+    }
     params.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT;
     params.job_id     = 42;
     params.transport  = "posix,self";
@@ -234,18 +231,34 @@ int main(int argc, char **argv)
         goto out_abort;
     }
 
-    t0     = svp_clock_now();
-    status = ring_run(rt, comm, &opts);
+    desc.tensors[0] = (svp_comm_tensor_desc_t){
+        .dtype = 1, .ndim = 1, .shape = { (int64_t)(opts.bytes / sizeof(float)) },
+        .bytes = opts.bytes / sizeof(float) * sizeof(float) };
+    status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in);
+    if (status == SVP_OK) {
+        status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                       &out);
+    }
+    t0 = svp_clock_now();
+    if (status == SVP_OK) {
+        status = ring_run(rt, comm, &opts, in, out);
+    }
     if (status == SVP_OK) {
         /* nobody closes endpoints while a neighbour may still be sending */
         status = svp_rt_fence(rt);
     }
     if (status == SVP_OK) {
-        printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s)\n",
-               svp_rt_rank(rt), opts.samples, opts.bytes, svp_clock_now() - t0);
+        /* the hops of a sample follow each other: samples * ranks hops */
+        printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s, "
+               "%.2f GB/s per hop)\n", svp_rt_rank(rt), opts.samples,
+               opts.bytes, svp_clock_now() - t0,
+               (double)opts.samples * svp_rt_size(rt) * opts.bytes /
+               (svp_clock_now() - t0) / 1e9);
         fflush(stdout);
     }
     svp_comm_destroy(comm);
+    svp_comm_frame_destroy(out);
+    svp_comm_frame_destroy(in);
 
 out_abort:
     if ((status != SVP_OK) && !opts.no_abort) {

@@ -6,8 +6,10 @@
 #   slurm-cluster.sh down --dir DIR                          stop, remove DIR
 #
 # `up` prints shell assignments (SLURM_CONF, SVP_CLUSTER_DIR) for `eval`.
-# Sourced instead of run, it only defines svp_cluster_up/svp_cluster_down, so
-# that a caller (with-cluster.sh) is the daemons' parent and can reap them.
+# Run that way, the daemons outlive the script and are reaped by PID 1 after
+# `down` (they show as zombies for a moment).  Sourced instead of run, the
+# script only defines svp_cluster_up/svp_cluster_down, so that the caller
+# (with-cluster.sh, the tests) is the daemons' parent and reaps them itself.
 #
 # Needs root (the daemons run as root and /etc/hosts may need fixing), the
 # Debian packages slurmctld, slurmd, slurm-client and libpmix-dev (Slurm's
@@ -90,7 +92,10 @@ SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 ReturnToService=2
 MailProg=/bin/true
-SchedulerParameters=defer_batch=0
+# No SchedulerParameters: Slurm matches its options by substring, and an
+# entry containing "defer" (even "defer_batch=0") turns off scheduling at
+# submit time; every srun then waited 2-3 s for the periodic scheduler
+# instead of starting in ~0.1 s.
 SlurmctldTimeout=10
 SlurmdTimeout=10
 InactiveLimit=0

@@ -14,7 +14,7 @@ builddir=${SVP_TOP_BUILDDIR:-$(cd "$here/../.." && pwd)}
 ring=$builddir/tests/cluster/comm_ring
 deadline=2          # seconds each wait may take in the failure cases
 grace=5             # how much later than the deadline everything must be over
-ntests=9
+ntests=10
 n=0
 out=$(mktemp -d /tmp/svp-comm-test.XXXXXX)
 
@@ -100,6 +100,13 @@ if [ -n "$cluster" ]; then
     check "srun -N 4: killed rank alone on its node named as lost (${dt}s)" \
         failed_with "rank 1 was lost"
 
+    # dead before the comm's address exchange: the fence must not sit out
+    # its timeout (PMIx_Fence cannot be interrupted; the runtime waits in poll)
+    srun_ring 30 -N 4 -n 4 "$ring" --deadline $deadline --fail kill-at-start --fail-rank 2
+    failed_with "fence of 4 ranks failed: rank 2 was lost" || diag
+    check "srun -N 4: rank dead before the comm is up fails the fence, named (${dt}s)" \
+        failed_with "fence of 4 ranks failed: rank 2 was lost"
+
     srun_ring 30 -N 1 -n 4 "$ring" --deadline $deadline --fail silent --fail-rank 2
     failed_with "receiving sample 1 step 3 from rank 2: timed out" || diag
     check "srun: a rank that never sends -> receiver's deadline error (${dt}s)" \
@@ -110,7 +117,7 @@ if [ -n "$cluster" ]; then
     check "srun: wrong sample -> mismatch naming expected and got (${dt}s)" \
         failed_with "sample: expected 1, got 2"
 else
-    for _ in 1 2 3 4 5; do skip "$why"; done
+    for _ in 1 2 3 4 5 6 7; do skip "$why"; done
 fi
 
 # ---- Open MPI's mpirun as the PMIx server --------------------------------
