@@ -12,8 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* 4M fp32 scores = 16 MiB: large enough that q-chunks of a 9216-key SVD
- * level-0 attention still hold 455 queries, small next to the activations. */
+/* 4M fp32 scores = 16 MiB for all threads together: at SVD level 0 (9216
+ * keys) that is 455 queries per chunk on one thread, 28 on 16, and small
+ * next to the activations (q, k, v alone are 590 MB each there). */
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
 static int svp_ops_default_threads(void)

@@ -17,6 +17,12 @@
  *
  * Threading: a handle is used by one thread at a time (it owns scratch
  * memory); inside an op the backend uses as many threads as configured.
+ * The CPU backend sets the process's OpenMP thread count and runs OpenBLAS
+ * single-threaded (see src/ops/cpu/ops_cpu.h).  Its results are bit
+ * identical from call to call for a given thread count, not across thread
+ * counts.  Ranks sharing a node should split its cores (threads or
+ * $SVP_THREADS): the ops synchronise threads often, and an oversubscribed
+ * core stalls every op (unet_small on 2 busy cores: 0.08 s becomes 1-6 s).
  * Ops return SVP_ERR_INVALID_PARAM for impossible shapes and
  * SVP_ERR_NO_MEMORY when scratch cannot grow; they write nothing else on
  * failure that the caller could mistake for a result.

@@ -21,7 +21,12 @@
 #include <omp.h>
 #endif
 
-/* Keys up to this length take the loop path (scores fit on the stack). */
+/*
+ * Keys up to this length take the loop path (scores fit on the stack).  It
+ * covers SVD's temporal attention (F <= 25).  unet_small, min of 30 runs:
+ * 16 and 64 within 1% of each other, 128 (level-1 spatial attention with 96
+ * keys looping too) 5% slower.
+ */
 #define SVP_OPS_CPU_ATTN_SHORT_KV 64
 
 static void svp_softmax_row(float *s, int len)

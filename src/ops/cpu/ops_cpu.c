@@ -63,7 +63,11 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
     return SVP_OK;
 }
 
-/* Products this small run as one call: splitting costs more than it saves. */
+/*
+ * Products this small run as one call: splitting costs more than it saves.
+ * unet_small, 2 threads, median of 30: 32^3 0.094 s, 64^3 0.083 s, 128^3
+ * 0.085 s.
+ */
 #define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
 
 void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,

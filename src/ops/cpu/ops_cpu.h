@@ -35,7 +35,11 @@ void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb,
                        float beta, float *c, int ldc);
 
-/* Below this many elements a loop runs on one thread (fork cost > work). */
+/*
+ * Below this many elements a loop runs on one thread (fork cost > work).
+ * unet_small, 2 threads, median of 30: 4096 0.085 s, 16384 0.084 s, 65536
+ * 0.107 s.
+ */
 #define SVP_OPS_CPU_PAR_MIN 16384
 
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
