@@ -121,7 +121,7 @@ CONF
     wait "$srun_pid"; rc=$?
     dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 9) }' &&
-       grep -q -E "rank 2 was lost|from rank 2: timed out|to rank 2: timed out" "$tmp/kill.log"; then
+       grep -q -E "rank 2 was lost|rank 2 is gone|from rank 2: timed out|to rank 2: timed out" "$tmp/kill.log"; then
         ok "rank 2 killed: job failed in ${dt}s (deadline 4 s), the lost rank named"
     else
         nok "rank 2 killed (pid '$pid', rc=$rc, ${dt}s)" "$tmp/kill.log"

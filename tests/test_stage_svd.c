@@ -9,6 +9,9 @@
 #include "pipe/stage.h"
 #include "tensor/safetensors.h"
 #include "media/image.h"
+#include "media/resize.h"
+#include "model/vae.h"
+#include "ops/ops.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -191,4 +194,55 @@ Test(stage_svd, bad_conditioning_is_named)
                  "a conditioning file without image_embeds must be refused");
     svp_spec_destroy(spec);
     svp_rmtree(dir);
+}
+
+/*
+ * The encode half as the stage does it (resize, x/127.5 - 1, + strength *
+ * noise, VAE mode), fed diffusers' stored noise: the image latents the
+ * golden run conditioned on.  UNet-class tolerance (single forward): 1e-5.
+ */
+Test(stage_svd, conditioning_image_encodes_like_diffusers)
+{
+    char               path[2048];
+    svp_safetensors_h  g;
+    svp_media_image_t *img;
+    svp_tensor_t      *px, *noise, *ref;
+    svp_ops_h          ops;
+    svp_vae_h          vae;
+    float              lat[4 * 16 * 24];
+    int64_t            i;
+    double             e;
+
+    if (golden[0] == '\0') {
+        cr_skip_test("golden data not found (set SVP_GOLDEN_DIR)");
+    }
+    snprintf(path, sizeof(path), "%s/pipeline.safetensors", golden);
+    cr_assert_eq(svp_safetensors_open(path, &g), SVP_OK);
+    snprintf(path, sizeof(path), "%s/input.png", golden);
+    cr_assert_eq(svp_media_image_load(path, &img), SVP_OK);
+    cr_assert_eq(svp_media_vae_preprocess(img, 48, 32, &px), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(g, "noise", SVP_DTYPE_F32, &noise), SVP_OK);
+    for (i = 0; i < svp_tensor_numel(px); ++i) {
+        ((float *)px->data)[i] += 0.02f * ((float *)noise->data)[i];
+    }
+    cr_assert_eq(svp_safetensors_load(g, "vae_encode_input", SVP_DTYPE_F32, &ref), SVP_OK);
+    e = rel_err(px->data, ref);
+    cr_expect(e <= 1e-6, "VAE input: rel err %g", e);
+    svp_tensor_destroy(ref);
+
+    cr_assert_eq(svp_ops_create(NULL, &ops), SVP_OK);
+    snprintf(path, sizeof(path), "%s/vae", golden);
+    cr_assert_eq(svp_vae_create(ops, path, NULL, &vae), SVP_OK);
+    cr_assert_eq(svp_vae_encode(vae, 1, 32, 48, px->data, lat, NULL, NULL), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(g, "image_latents", SVP_DTYPE_F32, &ref), SVP_OK);
+    e = rel_err(lat, ref);
+    cr_expect(e <= 1e-5, "image latents: rel err %g", e);
+
+    svp_tensor_destroy(ref);
+    svp_vae_destroy(vae);
+    svp_ops_destroy(ops);
+    svp_tensor_destroy(noise);
+    svp_tensor_destroy(px);
+    svp_media_image_destroy(img);
+    svp_safetensors_close(g);
 }
