@@ -1,0 +1,281 @@
+/*
+ * Tests for the random-weight initialisers (VAE, image encoder), svdtool's
+ * model-folder init and check-model.
+ *
+ * Layouts are compared exactly (names and shapes) with what diffusers and
+ * transformers produce: the golden vae_tiny / clip_tiny weight files and
+ * the svd_xt_layout tensor lists (golden README).  Forward passes through
+ * random models are only checked for finite, non-constant output: there is
+ * no reference for random weights, so no tolerance applies.
+ */
+#include "model/clip.h"
+#include "model/random_weights.h"
+#include "model/vae.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "tensor/safetensors.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The golden case directory, or a visible skip when the data is absent. */
+static void golden_dir(const char *name, char *buf, size_t len)
+{
+    const char *root = getenv("SVP_GOLDEN_DIR");
+    struct stat sb;
+
+    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
+    if (stat(buf, &sb) != 0) {
+        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
+    }
+}
+
+static void make_tmp(char *tmp, size_t len)
+{
+    snprintf(tmp, len, "/tmp/svp_init_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+static int same_shape(int ndim_a, const int64_t *a, int ndim_b,
+                      const int64_t *b)
+{
+    int i;
+
+    if (ndim_a != ndim_b) {
+        return 0;
+    }
+    for (i = 0; i < ndim_a; i++) {
+        if (a[i] != b[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Every tensor of 'got' is in 'ref' with the same shape, and vice versa. */
+static void assert_same_layout(const char *got_path, const char *ref_path)
+{
+    svp_safetensors_h      got, ref;
+    svp_safetensors_info_t a, b;
+    int                    i;
+
+    cr_assert_eq(svp_safetensors_open(got_path, &got), SVP_OK);
+    cr_assert_eq(svp_safetensors_open(ref_path, &ref), SVP_OK);
+    cr_assert_eq(svp_safetensors_count(got), svp_safetensors_count(ref),
+                 "%s has %d tensors, %s has %d", got_path,
+                 svp_safetensors_count(got), ref_path,
+                 svp_safetensors_count(ref));
+    for (i = 0; i < svp_safetensors_count(got); i++) {
+        cr_assert_eq(svp_safetensors_info(got, i, &a), SVP_OK);
+        cr_assert_eq(svp_safetensors_find(ref, a.name, &b), SVP_OK,
+                     "'%s' is not in %s", a.name, ref_path);
+        cr_assert(same_shape(a.ndim, a.shape, b.ndim, b.shape),
+                  "'%s': shapes differ", a.name);
+        cr_assert_eq(a.dtype, SVP_DTYPE_F32);
+    }
+    svp_safetensors_close(got);
+    svp_safetensors_close(ref);
+}
+
+/* The layout listed for config_path equals the golden tensors.json. */
+static void assert_layout_matches_json(
+    svp_status_t (*add_all)(const char *, svp_random_weights_h),
+    const char *config_path, const char *json_path)
+{
+    svp_random_weights_h rw;
+    json_error_t         jerr;
+    json_t              *root, *tensors, *shape;
+    const char          *name;
+    const int64_t       *dims;
+    int                  i, j, ndim;
+
+    root = json_load_file(json_path, 0, &jerr);
+    cr_assert_not_null(root, "%s: %s", json_path, jerr.text);
+    tensors = json_object_get(root, "tensors");
+    cr_assert(json_is_object(tensors));
+    cr_assert_eq(svp_random_weights_create(0, 1, &rw), SVP_OK);
+    cr_assert_eq(add_all(config_path, rw), SVP_OK);
+    cr_assert_eq((size_t)svp_random_weights_count(rw), json_object_size(tensors),
+                 "%d tensors listed, %s has %zu", svp_random_weights_count(rw),
+                 json_path, json_object_size(tensors));
+    for (i = 0; i < svp_random_weights_count(rw); i++) {
+        svp_random_weights_entry(rw, i, &name, &ndim, &dims);
+        shape = json_object_get(tensors, name);
+        cr_assert_not_null(shape, "'%s' is not in %s", name, json_path);
+        cr_assert_eq((int)json_array_size(shape), ndim, "'%s': rank differs", name);
+        for (j = 0; j < ndim; j++) {
+            cr_assert_eq(json_integer_value(json_array_get(shape, j)), dims[j],
+                         "'%s': dimension %d differs", name, j);
+        }
+    }
+    svp_random_weights_destroy(rw);
+    json_decref(root);
+}
+
+static void assert_finite_varied(const char *what, const float *x, int64_t n)
+{
+    int64_t i;
+    float   lo = x[0], hi = x[0];
+
+    for (i = 0; i < n; i++) {
+        cr_assert(isfinite(x[i]), "%s[%lld] = %g", what, (long long)i, x[i]);
+        lo = fminf(lo, x[i]);
+        hi = fmaxf(hi, x[i]);
+    }
+    cr_assert_gt(hi - lo, 1e-3f, "%s is constant (%g .. %g)", what, lo, hi);
+    cr_assert_lt(fmaxf(fabsf(lo), fabsf(hi)), 1e4f, "%s blows up (%g .. %g)",
+                 what, lo, hi);
+}
+
+static int files_equal(const char *a, const char *b)
+{
+    char  *ta, *tb;
+    size_t la, lb;
+    int    same;
+
+    cr_assert_eq(svp_file_read_all(a, &ta, &la), SVP_OK);
+    cr_assert_eq(svp_file_read_all(b, &tb, &lb), SVP_OK);
+    same = (la == lb && memcmp(ta, tb, la) == 0);
+    free(ta);
+    free(tb);
+    return same;
+}
+
+Test(random, vae_tiny_layout_is_diffusers)
+{
+    char dir[4096], tmp[64], got[4200], ref[4200], cfg[4200];
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    cr_assert_eq(svp_vae_write_random(cfg, 7, tmp), SVP_OK);
+    snprintf(got, sizeof(got), "%s/diffusion_pytorch_model.safetensors", tmp);
+    snprintf(ref, sizeof(ref), "%s/diffusion_pytorch_model.safetensors", dir);
+    assert_same_layout(got, ref);
+    snprintf(got, sizeof(got), "%s/config.json", tmp);
+    cr_assert(files_equal(got, cfg), "config.json is not a copy");
+    svp_rmtree(tmp);
+}
+
+Test(random, clip_tiny_layout_is_transformers)
+{
+    char dir[4096], tmp[64], got[4200], ref[4200], cfg[4200];
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    cr_assert_eq(svp_clip_write_random(cfg, 7, tmp), SVP_OK);
+    snprintf(got, sizeof(got), "%s/model.safetensors", tmp);
+    snprintf(ref, sizeof(ref), "%s/model.safetensors", dir);
+    assert_same_layout(got, ref);
+    svp_rmtree(tmp);
+}
+
+/* SVD-XT sizes are listed, not written: 2.9 GB of weights. */
+Test(random, svd_xt_layouts_are_the_real_ones)
+{
+    char dir[4096], cfg[4200], list[4200];
+
+    golden_dir("svd_xt_layout", dir, sizeof(dir));
+    snprintf(cfg, sizeof(cfg), "%s/vae/config.json", dir);
+    snprintf(list, sizeof(list), "%s/vae/tensors.json", dir);
+    assert_layout_matches_json(svp_vae_random_add_all, cfg, list);
+    snprintf(cfg, sizeof(cfg), "%s/image_encoder/config.json", dir);
+    snprintf(list, sizeof(list), "%s/image_encoder/tensors.json", dir);
+    assert_layout_matches_json(svp_clip_random_add_all, cfg, list);
+}
+
+Test(random, same_seed_same_bytes)
+{
+    char dir[4096], a[64], b[64], c[64], cfg[4200], fa[4200], fb[4200], fc[4200];
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    make_tmp(a, sizeof(a));
+    make_tmp(b, sizeof(b));
+    make_tmp(c, sizeof(c));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    cr_assert_eq(svp_clip_write_random(cfg, 11, a), SVP_OK);
+    cr_assert_eq(svp_clip_write_random(cfg, 11, b), SVP_OK);
+    cr_assert_eq(svp_clip_write_random(cfg, 12, c), SVP_OK);
+    snprintf(fa, sizeof(fa), "%s/model.safetensors", a);
+    snprintf(fb, sizeof(fb), "%s/model.safetensors", b);
+    snprintf(fc, sizeof(fc), "%s/model.safetensors", c);
+    cr_assert(files_equal(fa, fb), "same seed, different files");
+    cr_assert(!files_equal(fa, fc), "different seeds, same file");
+    svp_rmtree(a);
+    svp_rmtree(b);
+    svp_rmtree(c);
+}
+
+Test(random, vae_loads_and_runs)
+{
+    svp_ops_params_t params = { .threads = 1 };
+    svp_ops_h        ops;
+    svp_vae_h        vae;
+    char             dir[4096], tmp[64], cfg[4200];
+    int              n = 2, h = 16, w = 24, lh, lw, i, frames = 3;
+    float           *image, *mean, *out;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    cr_assert_eq(svp_vae_write_random(cfg, 3, tmp), SVP_OK);
+    cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
+    cr_assert_eq(svp_vae_create(ops, tmp, NULL, &vae), SVP_OK);
+    svp_vae_latent_size(svp_vae_config(vae), h, w, &lh, &lw);
+    image = malloc(sizeof(float) * n * 3 * h * w);
+    mean  = malloc(sizeof(float) * n * 4 * lh * lw);
+    out   = malloc(sizeof(float) * frames * 3 * h * w);
+    for (i = 0; i < n * 3 * h * w; i++) {
+        image[i] = sinf(0.37f * i);
+    }
+    cr_assert_eq(svp_vae_encode(vae, n, h, w, image, mean, NULL, NULL), SVP_OK);
+    assert_finite_varied("latent mean", mean, (int64_t)n * 4 * lh * lw);
+    /* latents for the decoder: any O(1) pattern (image holds enough values) */
+    cr_assert_eq(svp_vae_decode(vae, frames, lh, lw, 0, image, out), SVP_OK);
+    assert_finite_varied("decoded frames", out, (int64_t)frames * 3 * h * w);
+    svp_vae_destroy(vae);
+    svp_ops_destroy(ops);
+    free(image);
+    free(mean);
+    free(out);
+    svp_rmtree(tmp);
+}
+
+Test(random, clip_loads_and_runs)
+{
+    svp_ops_params_t         params = { .threads = 1 };
+    svp_ops_h                ops;
+    svp_clip_h               clip;
+    const svp_clip_config_t *c;
+    char                     dir[4096], tmp[64], cfg[4200];
+    float                   *pixels, *embeds;
+    int                      i, n;
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
+    cr_assert_eq(svp_clip_write_random(cfg, 3, tmp), SVP_OK);
+    cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
+    cr_assert_eq(svp_clip_create(ops, tmp, NULL, &clip), SVP_OK);
+    c      = svp_clip_config(clip);
+    n      = 2 * c->num_channels * c->image_size * c->image_size;
+    pixels = malloc(sizeof(float) * n);
+    embeds = malloc(sizeof(float) * 2 * c->projection_dim);
+    for (i = 0; i < n; i++) {
+        pixels[i] = cosf(0.11f * i);
+    }
+    cr_assert_eq(svp_clip_encode(clip, 2, pixels, embeds), SVP_OK);
+    assert_finite_varied("image_embeds", embeds, 2 * c->projection_dim);
+    svp_clip_destroy(clip);
+    svp_ops_destroy(ops);
+    free(pixels);
+    free(embeds);
+    svp_rmtree(tmp);
+}
