@@ -10,6 +10,8 @@
  */
 #include "model/clip.h"
 #include "model/random_weights.h"
+#include "model/svd_init.h"
+#include "model/unet.h"
 #include "model/vae.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -278,4 +280,110 @@ Test(random, clip_loads_and_runs)
     free(pixels);
     free(embeds);
     svp_rmtree(tmp);
+}
+
+/* The shipped svd-mini configs, from the source tree. */
+static void svd_mini_dir(char *buf, size_t len)
+{
+    const char *src = getenv("SVP_TOP_SRCDIR");
+    struct stat sb;
+
+    snprintf(buf, len, "%s/etc/models/svd-mini", src ? src : "..");
+    cr_assert_eq(stat(buf, &sb), 0, "svd-mini configs not found at %s "
+                 "(set SVP_TOP_SRCDIR)", buf);
+}
+
+Test(svd_init, model_config_dir_gives_a_loadable_folder)
+{
+    svp_ops_params_t params = { .threads = 1 };
+    svp_ops_h        ops;
+    svp_unet_h       unet;
+    svp_vae_h        vae;
+    svp_clip_h       clip;
+    char             src[4096], tmp[64], out[128], a[4300], b[4300];
+    struct stat      sb;
+
+    svd_mini_dir(src, sizeof(src));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(out, sizeof(out), "%s/model", tmp);
+    cr_assert_eq(svp_svd_write_random(src, 5, out), SVP_OK);
+    cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
+    snprintf(a, sizeof(a), "%s/unet", out);
+    cr_assert_eq(svp_unet_create(ops, a, NULL, &unet), SVP_OK);
+    svp_unet_destroy(unet);
+    snprintf(a, sizeof(a), "%s/vae", out);
+    cr_assert_eq(svp_vae_create(ops, a, NULL, &vae), SVP_OK);
+    svp_vae_destroy(vae);
+    snprintf(a, sizeof(a), "%s/image_encoder", out);
+    cr_assert_eq(svp_clip_create(ops, a, NULL, &clip), SVP_OK);
+    cr_assert_eq(svp_clip_config(clip)->projection_dim, 64,
+                 "image embeddings must match the UNet's cross_attention_dim");
+    svp_clip_destroy(clip);
+    svp_ops_destroy(ops);
+    snprintf(a, sizeof(a), "%s/scheduler/scheduler_config.json", out);
+    snprintf(b, sizeof(b), "%s/scheduler/scheduler_config.json", src);
+    cr_assert(files_equal(a, b));
+    snprintf(a, sizeof(a), "%s/feature_extractor/preprocessor_config.json", out);
+    cr_assert_eq(stat(a, &sb), 0);
+    snprintf(a, sizeof(a), "%s/model_index.json", out);
+    cr_assert_eq(stat(a, &sb), 0);
+    svp_rmtree(tmp);
+}
+
+Test(svd_init, model_config_dir_is_idempotent_and_whole)
+{
+    char        src[4096], tmp[64], out[128], a[4300], b[256], cmd[16384];
+    struct stat sb;
+
+    svd_mini_dir(src, sizeof(src));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(out, sizeof(out), "%s/model", tmp);
+    cr_assert_eq(svp_svd_write_random(src, 9, out), SVP_OK);
+    snprintf(a, sizeof(a), "%s/copy", tmp);
+    snprintf(cmd, sizeof(cmd), "cp -r %s %s", out, a);
+    cr_assert_eq(system(cmd), 0);
+    /* a second run over the existing folder gives the same bytes */
+    cr_assert_eq(svp_svd_write_random(src, 9, out), SVP_OK);
+    snprintf(a, sizeof(a), "%s/unet/diffusion_pytorch_model.safetensors", out);
+    snprintf(b, sizeof(b), "%s/copy/unet/diffusion_pytorch_model.safetensors", tmp);
+    cr_assert(files_equal(a, b));
+    snprintf(a, sizeof(a), "%s/image_encoder/model.safetensors", out);
+    snprintf(b, sizeof(b), "%s/copy/image_encoder/model.safetensors", tmp);
+    cr_assert(files_equal(a, b));
+    /* no temporaries left beside it */
+    snprintf(a, sizeof(a), "%s.tmp.%ld", out, (long)getpid());
+    cr_assert_neq(stat(a, &sb), 0, "%s left behind", a);
+    snprintf(a, sizeof(a), "%s.old.%ld", out, (long)getpid());
+    cr_assert_neq(stat(a, &sb), 0, "%s left behind", a);
+
+    /* a broken config: no output folder at all, no temporary */
+    snprintf(a, sizeof(a), "%s/broken", tmp);
+    snprintf(cmd, sizeof(cmd), "cp -r %s %s && echo '{' > %s/vae/config.json",
+             src, a, a);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(b, sizeof(b), "%s/out2", tmp);
+    cr_assert_neq(svp_svd_write_random(a, 9, b), SVP_OK);
+    cr_assert_neq(stat(b, &sb), 0, "a failed run left %s", b);
+    snprintf(a, sizeof(a), "%s.tmp.%ld", b, (long)getpid());
+    cr_assert_neq(stat(a, &sb), 0, "%s left behind", a);
+    svp_rmtree(tmp);
+}
+
+Test(svd_init, config_kind_dispatch)
+{
+    char             dir[4096], cfg[4200];
+    svp_model_kind_t kind;
+
+    golden_dir("svd_xt_layout", dir, sizeof(dir));
+    snprintf(cfg, sizeof(cfg), "%s/unet/config.json", dir);
+    cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
+    cr_assert_eq(kind, SVP_MODEL_KIND_UNET);
+    snprintf(cfg, sizeof(cfg), "%s/vae/config.json", dir);
+    cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
+    cr_assert_eq(kind, SVP_MODEL_KIND_VAE);
+    snprintf(cfg, sizeof(cfg), "%s/image_encoder/config.json", dir);
+    cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
+    cr_assert_eq(kind, SVP_MODEL_KIND_CLIP);
+    snprintf(cfg, sizeof(cfg), "%s/scheduler/scheduler_config.json", dir);
+    cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_ERR_UNSUPPORTED);
 }
