@@ -13,6 +13,7 @@
 #include "model/svd_init.h"
 #include "model/unet.h"
 #include "model/vae.h"
+#include "media/preprocessor.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -386,4 +387,57 @@ Test(svd_init, config_kind_dispatch)
     cr_assert_eq(kind, SVP_MODEL_KIND_CLIP);
     snprintf(cfg, sizeof(cfg), "%s/scheduler/scheduler_config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_ERR_UNSUPPORTED);
+}
+
+/* The values are copied, not computed: compared exactly to what the file
+ * says (and to SVD's built-in defaults, which are the same numbers). */
+Test(preprocessor, svd_xt_config)
+{
+    svp_media_clip_params_t got, svd;
+    char                    dir[4096], path[4200];
+    int                     i;
+
+    golden_dir("svd_xt_layout", dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json", dir);
+    cr_assert_eq(svp_media_clip_params_load(path, &got), SVP_OK);
+    svp_media_clip_params_init(&svd);
+    cr_assert_eq(got.height, 224);
+    cr_assert_eq(got.width, 224);
+    cr_assert_eq(got.height, svd.height);
+    for (i = 0; i < 3; i++) {
+        cr_assert_eq(got.mean[i], svd.mean[i], "mean[%d] %.9g vs %.9g", i,
+                     got.mean[i], svd.mean[i]);
+        cr_assert_eq(got.std[i], svd.std[i], "std[%d]", i);
+    }
+    cr_assert_eq(got.mean[0], 0.48145466f);
+    cr_assert_eq(got.std[2], 0.27577711f);
+}
+
+Test(preprocessor, svd_mini_size_and_errors)
+{
+    svp_media_clip_params_t got;
+    char                    src[4096], path[4200], tmp[64], *log = NULL;
+    size_t                  len = 0;
+    FILE                   *mem;
+
+    svd_mini_dir(src, sizeof(src));
+    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json", src);
+    cr_assert_eq(svp_media_clip_params_load(path, &got), SVP_OK);
+    cr_assert_eq(got.height, 56);
+    cr_assert_eq(got.width, 56);
+
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(path, sizeof(path), "%s/preprocessor_config.json", tmp);
+    cr_assert_eq(svp_file_write_atomic(path, "{\"image_mean\": [0.5, 0.5], "
+                                       "\"image_std\": [1, 1, 1], \"size\": 8}", 61),
+                 SVP_OK);
+    mem = open_memstream(&log, &len);
+    svp_log_set_stream(mem);
+    cr_assert_eq(svp_media_clip_params_load(path, &got), SVP_ERR_BAD_FILE);
+    svp_log_set_stream(NULL);
+    fclose(mem);
+    cr_assert_not_null(strstr(log, path), "%s", log);
+    cr_assert_not_null(strstr(log, "'image_mean'"), "%s", log);
+    free(log);
+    svp_rmtree(tmp);
 }
