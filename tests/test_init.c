@@ -14,6 +14,7 @@
 #include "model/unet.h"
 #include "model/vae.h"
 #include "media/preprocessor.h"
+#include "tools/svdtool_check.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -438,6 +439,163 @@ Test(preprocessor, svd_mini_size_and_errors)
     fclose(mem);
     cr_assert_not_null(strstr(log, path), "%s", log);
     cr_assert_not_null(strstr(log, "'image_mean'"), "%s", log);
+    free(log);
+    svp_rmtree(tmp);
+}
+
+/*
+ * A sparse SVD-XT checkpoint from svd_xt_layout: the real configs, and
+ * fp16 weight files whose headers list every tensor of tensors.json (all
+ * but 'skip') and whose data is a hole.  A few kilobytes on disk.
+ */
+static void write_sparse_component(const char *golden, const char *out,
+                                   const char *sub, const char *file,
+                                   const char *skip)
+{
+    char         path[4400], *text, *header;
+    size_t       len, hlen, padded;
+    json_error_t jerr;
+    json_t      *root, *tensors, *shape, *hdr, *entry, *dims;
+    const char  *name;
+    uint64_t     offset = 0, nbytes, le;
+    size_t       i;
+    FILE        *f;
+
+    snprintf(path, sizeof(path), "%s/%s/config.json", golden, sub);
+    cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
+    snprintf(path, sizeof(path), "%s/%s", out, sub);
+    cr_assert_eq(svp_mkdir_p(path, 0755), SVP_OK);
+    snprintf(path, sizeof(path), "%s/%s/config.json", out, sub);
+    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
+    free(text);
+
+    snprintf(path, sizeof(path), "%s/%s/tensors.json", golden, sub);
+    root = json_load_file(path, 0, &jerr);
+    cr_assert_not_null(root, "%s: %s", path, jerr.text);
+    tensors = json_object_get(root, "tensors");
+    hdr     = json_object();
+    json_object_foreach(tensors, name, shape) {
+        if (skip != NULL && strcmp(name, skip) == 0) {
+            continue;
+        }
+        nbytes = 2;
+        dims   = json_array();
+        for (i = 0; i < json_array_size(shape); i++) {
+            nbytes *= (uint64_t)json_integer_value(json_array_get(shape, i));
+            json_array_append_new(dims, json_integer(json_integer_value(json_array_get(shape, i))));
+        }
+        entry = json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F16", "shape", dims,
+                          "data_offsets", (json_int_t)offset,
+                          (json_int_t)(offset + nbytes));
+        json_object_set_new(hdr, name, entry);
+        offset += nbytes;
+    }
+    header = json_dumps(hdr, JSON_COMPACT);
+    hlen   = strlen(header);
+    padded = (hlen + 7) / 8 * 8;
+    snprintf(path, sizeof(path), "%s/%s/%s", out, sub, file);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    le = padded;   /* little-endian host, as the tests' machines are */
+    cr_assert_eq(fwrite(&le, 8, 1, f), 1);
+    cr_assert_eq(fwrite(header, 1, hlen, f), hlen);
+    for (i = hlen; i < padded; i++) {
+        fputc(' ', f);
+    }
+    cr_assert_eq(fflush(f), 0);
+    cr_assert_eq(ftruncate(fileno(f), (off_t)(8 + padded + offset)), 0);
+    fclose(f);
+    free(header);
+    json_decref(hdr);
+    json_decref(root);
+}
+
+static void write_sparse_svd_xt(const char *golden, const char *out,
+                                const char *skip_vae)
+{
+    char         src[4400], dst[4400], *text;
+    size_t       len;
+    const char  *copies[][2] = {
+        { "", "model_index.json" },
+        { "scheduler", "scheduler_config.json" },
+        { "feature_extractor", "preprocessor_config.json" },
+    };
+    size_t       i;
+
+    for (i = 0; i < SVP_ARRAY_SIZE(copies); i++) {
+        snprintf(src, sizeof(src), "%s/%s/%s", golden, copies[i][0], copies[i][1]);
+        snprintf(dst, sizeof(dst), "%s/%s", out, copies[i][0]);
+        cr_assert_eq(svp_mkdir_p(dst, 0755), SVP_OK);
+        snprintf(dst, sizeof(dst), "%s/%s/%s", out, copies[i][0], copies[i][1]);
+        cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
+        cr_assert_eq(svp_file_write_atomic(dst, text, len), SVP_OK);
+        free(text);
+    }
+    write_sparse_component(golden, out, "unet",
+                           "diffusion_pytorch_model.fp16.safetensors", NULL);
+    write_sparse_component(golden, out, "vae",
+                           "diffusion_pytorch_model.fp16.safetensors", skip_vae);
+    write_sparse_component(golden, out, "image_encoder", "model.fp16.safetensors",
+                           NULL);
+}
+
+/* Runs check-model on dir; returns its exit code and what it logged. */
+static int run_check_model(const char *dir, char **log_p)
+{
+    char  *argv[] = { "check-model", (char *)dir, NULL };
+    size_t len = 0;
+    FILE  *mem = open_memstream(log_p, &len);
+    int    rc;
+
+    svp_log_set_stream(mem);
+    rc = svdtool_check_model_main(2, argv);
+    svp_log_set_stream(NULL);
+    fclose(mem);
+    return rc;
+}
+
+Test(check_model, sparse_svd_xt_fp16_is_valid)
+{
+    char  golden[4096], tmp[64], *log;
+    int   rc;
+
+    golden_dir("svd_xt_layout", golden, sizeof(golden));
+    make_tmp(tmp, sizeof(tmp));
+    write_sparse_svd_xt(golden, tmp, NULL);
+    rc = run_check_model(tmp, &log);
+    cr_assert_eq(rc, SVP_EXIT_OK, "check-model failed:\n%s", log);
+    free(log);
+    svp_rmtree(tmp);
+}
+
+Test(check_model, missing_tensor_is_named)
+{
+    const char *gone = "decoder.up_blocks.2.resnets.1.time_mixer.mix_factor";
+    char        golden[4096], tmp[64], *log;
+    int         rc;
+
+    golden_dir("svd_xt_layout", golden, sizeof(golden));
+    make_tmp(tmp, sizeof(tmp));
+    write_sparse_svd_xt(golden, tmp, gone);
+    rc = run_check_model(tmp, &log);
+    cr_assert_neq(rc, SVP_EXIT_OK);
+    cr_assert_not_null(strstr(log, gone), "the log does not name %s:\n%s",
+                       gone, log);
+    free(log);
+    svp_rmtree(tmp);
+}
+
+Test(check_model, svd_mini_random_folder_is_valid)
+{
+    char src[4096], tmp[64], out[128], *log;
+    int  rc;
+
+    svd_mini_dir(src, sizeof(src));
+    make_tmp(tmp, sizeof(tmp));
+    snprintf(out, sizeof(out), "%s/model", tmp);
+    cr_assert_eq(svp_svd_write_random(src, 1, out), SVP_OK);
+    rc = run_check_model(out, &log);
+    cr_assert_eq(rc, SVP_EXIT_OK, "check-model failed:\n%s", log);
     free(log);
     svp_rmtree(tmp);
 }
