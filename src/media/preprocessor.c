@@ -8,6 +8,7 @@
 #include "common/log.h"
 
 #include <jansson.h>
+#include <unistd.h>
 
 /* Three numbers of key into out; std must be positive. */
 static svp_status_t preprocessor_triple(const char *path, json_t *root,
@@ -112,6 +113,10 @@ svp_status_t svp_media_clip_params_load(const char *path,
     int                     found;
     svp_status_t            status;
 
+    if (access(path, R_OK) != 0) {
+        svp_error("cannot open %s: %m", path);
+        return SVP_ERR_NOT_FOUND;
+    }
     root = json_load_file(path, 0, &jerr);
     if (root == NULL) {
         svp_error("%s:%d: %s", path, jerr.line, jerr.text);
