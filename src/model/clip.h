@@ -102,11 +102,12 @@ svp_status_t svp_clip_encode(svp_clip_h clip, int batch,
 
 /*
  * Writes an image encoder with seeded random weights for the config at
- * config_path into out_dir (created if needed): config.json (copied) and
- * model.safetensors with exactly transformers' tensor names and shapes.
- * Weights ~ N(0, 1/fan_in), biases ~ N(0, 0.05^2), LayerNorm weights
- * ~ 1 + N(0, 0.1^2), class and position embeddings ~ N(0, 0.5^2).  Each
- * file is written atomically.
+ * config_path: out_dir/model.safetensors (every parameter of transformers'
+ * CLIPVisionModelWithProjection for that config, F32; linears N(0,
+ * 1/fan_in), class and position embeddings N(0, 0.5^2), norm scales near
+ * 1) and a copy of the config as out_dir/config.json, each file written
+ * atomically.  out_dir is created if needed.  Same config and seed, same
+ * bytes.
  */
 svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir);

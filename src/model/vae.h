@@ -120,12 +120,12 @@ svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w,
                             int chunk, const float *latents, float *out);
 
 /*
- * Writes a VAE with seeded random weights for the config at config_path
- * into out_dir (created if needed): config.json (copied) and
- * diffusion_pytorch_model.safetensors with exactly diffusers' tensor names
- * and shapes.  Weights ~ N(0, 1/fan_in), biases ~ N(0, 0.05^2), norm
- * weights ~ 1 + N(0, 0.1^2), mix factors ~ N(0, 1).  Each file is written
- * atomically.
+ * Writes a VAE with seeded random weights for the config at config_path:
+ * out_dir/diffusion_pytorch_model.safetensors (every tensor diffusers'
+ * AutoencoderKLTemporalDecoder has for that config, F32; convs and linears
+ * N(0, 1/fan_in), norm scales near 1, mix factors N(0, 1)) and a copy of
+ * the config as out_dir/config.json, each file written atomically.
+ * out_dir is created if needed.  Same config and seed, same bytes.
  */
 svp_status_t svp_vae_write_random(const char *config_path, uint64_t seed,
                                   const char *out_dir);

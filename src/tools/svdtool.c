@@ -15,6 +15,7 @@
 #include "tools/svdtool_schedule.h"
 #include "tools/svdtool_compare.h"
 #include "tools/svdtool_cmds_vae.h"
+#include "tools/svdtool_check.h"
 #include "trace/trace.h"
 
 #include <stdio.h>
@@ -32,7 +33,9 @@ static const svdtool_cmd_t svdtool_cmds[] = {
     {"unet", svdtool_unet_main,
      "run the UNet: --model DIR --input IN.safetensors --output OUT.safetensors"},
     {"init", svdtool_init_main,
-     "write random weights for a config: --config CONFIG.json --seed S --output DIR"},
+     "random weights: --config CONFIG.json | --model-config-dir DIR, --seed S --output DIR"},
+    {"check-model", svdtool_check_model_main,
+     "validate an SVD/SVD-XT checkpoint folder without loading weights: DIR"},
     {"clip", svdtool_clip_main,
      "run the CLIP image encoder: --model DIR --input IN --output OUT (pixel_values -> image_embeds)"},
     {"vae-encode", svdtool_vae_encode_main,
