@@ -54,6 +54,7 @@
 #include "media/clip_preprocess.h"
 #include "media/frames.h"
 #include "media/image.h"
+#include "media/preprocessor.h"
 #include "media/resize.h"
 #include "media/sample_dir.h"
 #include "media/video.h"
@@ -89,6 +90,7 @@ typedef struct {
     svp_unet_h        unet;
     svp_vae_h         vae;          /* NULL: no vae/ in the model folder */
     svp_clip_h        clip;         /* images only */
+    svp_media_clip_params_t clip_params;  /* CLIP input size, mean, std */
     svp_sched_h       sched;
     svp_safetensors_h cond;         /* conditioning file, or NULL: images */
     int               sets;         /* S (file) */
@@ -163,7 +165,6 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     const svp_spec_t       *spec = st->spec;
     const char             *path = st->images[index % st->nimages];
     svp_media_image_t      *img;
-    svp_media_clip_params_t cp;
     svp_tensor_t           *px = NULL, *clip_in = NULL;
     float                  *noise = NULL;
     int64_t                 n = 3 * st->H * st->W, i;
@@ -193,9 +194,7 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
         goto out;
     }
 
-    svp_media_clip_params_init(&cp);
-    cp.height = cp.width = svp_clip_config(st->clip)->image_size;
-    status = svp_media_clip_preprocess(img, &cp, NULL, &clip_in);
+    status = svp_media_clip_preprocess(img, &st->clip_params, NULL, &clip_in);
     if (status == SVP_OK) {
         status = svp_clip_encode(st->clip, 1, clip_in->data,
                                  s->tensors[SVD_T_EMBEDS]->data);
@@ -795,6 +794,29 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         }
         status = svp_clip_create(st->ops, path, NULL, &st->clip);
         if (status != SVP_OK) {
+            goto err;
+        }
+        /* mean, std and size from the checkpoint's feature extractor when it
+         * has one; else SVD's values at the encoder's own image size */
+        snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json",
+                 spec->model.path);
+        status = svp_media_clip_params_load(path, &st->clip_params);
+        if (status == SVP_ERR_NOT_FOUND) {
+            svp_media_clip_params_init(&st->clip_params);
+            st->clip_params.height = st->clip_params.width =
+                svp_clip_config(st->clip)->image_size;
+            status = SVP_OK;
+        }
+        if (status != SVP_OK) {
+            goto err;
+        }
+        if (st->clip_params.height != svp_clip_config(st->clip)->image_size ||
+            st->clip_params.width != svp_clip_config(st->clip)->image_size) {
+            svp_error("%s: the feature extractor makes %dx%d images, the image "
+                      "encoder takes %dx%d", path, st->clip_params.width,
+                      st->clip_params.height, svp_clip_config(st->clip)->image_size,
+                      svp_clip_config(st->clip)->image_size);
+            status = SVP_ERR_BAD_FILE;
             goto err;
         }
         svp_vae_latent_size(svp_vae_config(st->vae), (int)st->H, (int)st->W, &lh, &lw);
