@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..7"
+echo "1..11"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -30,3 +30,33 @@ if [ $rc -eq 0 ] && [ -f "$tmp/out/sample_000000.safetensors" ] && [ -f "$tmp/ou
 if grep -q "r0 info  rank 0 of 1 runs steps \[0, 6)" "$tmp/log" && grep -q "summary: 2 samples" "$tmp/log" && grep -q "eta" "$tmp/log"; then
     ok "log names host:rank, step range, progress with eta, summary"; else nok "log content"; fi
 if [ -z "$(find "$tmp/out" -name '*.tmp.*')" ]; then ok "no temporary files left"; else nok "temporaries left"; fi
+
+# image to video with a small random-weight SVD-architecture model
+t=$bld/src/tools/svdtool
+if "$t" init --model-config-dir "$top/etc/models/svd-mini" --seed 3 --output "$tmp/model" >"$tmp/err" 2>&1; then
+    ok "svdtool init writes the svd-mini model"; else nok "svdtool init"; fi
+cat >"$tmp/i2v.yaml" <<YAML
+model: {kind: svd, path: '$tmp/model'}
+steps: 2
+samples: 2
+video: {inputs: ['$top/etc/demo/input.png'], width: 112, height: 64, num_frames: 3, decode_chunk_size: 2}
+output: {dir: '$tmp/i2v'}
+YAML
+SVP_THREADS=1 "$w" "$tmp/i2v.yaml" >"$tmp/err" 2>&1; rc=$?
+d=$tmp/i2v/sample_000001
+if [ $rc -eq 0 ] && [ -f "$d/frame_0002.png" ] && [ -f "$d/sample.json" ] && [ -f "$d/latents.safetensors" ] &&
+   grep -q '"seed": 43' "$d/sample.json" && { [ -s "$d/video.mp4" ] || ! grep -q HAVE_FFMPEG "$bld/config.h"; } &&
+   [ -z "$(find "$tmp/i2v" -name '*.tmp.*')" ]; then
+    ok "image to video: whole sample directories (frames, mp4, sample.json, latents)"
+else
+    nok "image to video (rc=$rc)"
+fi
+
+# a bad input image is named before anything runs, and nothing is written
+head -c 100 "$top/etc/demo/input.png" >"$tmp/truncated.png"
+SVP_THREADS=1 "$w" "$tmp/i2v.yaml" --set video.inputs="$tmp/truncated.png" --set output.dir="$tmp/bad1" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "truncated.png" "$tmp/err" && [ ! -e "$tmp/bad1" ]; then
+    ok "truncated image: named, exit 2, nothing written"; else nok "truncated image (rc=$rc)"; fi
+SVP_THREADS=1 "$w" "$tmp/i2v.yaml" --set video.inputs="$tmp/nope.png" --set output.dir="$tmp/bad2" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "nope.png" "$tmp/err" && [ ! -e "$tmp/bad2" ]; then
+    ok "missing image: named, exit 2, nothing written"; else nok "missing image (rc=$rc)"; fi
