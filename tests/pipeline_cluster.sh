@@ -54,9 +54,11 @@ if [ "$nodes" -eq 1 ]; then
 
     for p in ends spread; do
         if timeout -k 5 90 srun --mpi=pmix --kill-on-bad-exit=1 -W 60 -n 4 "$w" "$tmp/job.yaml" \
-               --set output.dir="$tmp/p$p" --set pipeline.placement=$p >"$tmp/p$p.log" 2>&1 &&
+               --set output.dir="$tmp/p$p" --set pipeline.placement=$p \
+               --set comm.checksum=$( [ $p = spread ] && echo true || echo false) \
+               >"$tmp/p$p.log" 2>&1 &&
            same_outputs "$tmp/ref" "$tmp/p$p" 10; then
-            ok "placement $p: bit-identical"
+            ok "placement $p: bit-identical$( [ $p = spread ] && echo ', payload checksums on')"
         else
             nok "placement $p: bit-identical" "$tmp/p$p.log"
         fi

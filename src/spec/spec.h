@@ -89,6 +89,8 @@ typedef struct svp_spec {
         double deadline;              /* seconds any wait may take */
         char  *transport;             /* UCX_TLS hint, "" = UCX's choice */
         int    inflight;              /* samples in flight per rank */
+        int    checksum;              /* checksum every payload (not only
+                                         the header) */
     } comm;
 
     struct {

@@ -69,6 +69,8 @@ const svp_spec_key_t svp_spec_keys[] = {
      "UCX_TLS hint (e.g. posix,self or tcp); empty: UCX chooses"},
     {"comm.inflight", SVP_SPEC_T_INT, OFF(comm.inflight), "2", 1, 64, NULL,
      "receives posted ahead per rank (samples in flight)"},
+    {"comm.checksum", SVP_SPEC_T_BOOL, OFF(comm.checksum), "false", NOLIM, NULL,
+     "checksum every payload, not only the header (about 0.3 ms per MB per side)"},
     {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
      NOLIM, svp_spec_placements,
      "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
