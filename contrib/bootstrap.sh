@@ -20,7 +20,7 @@ packages="autoconf automake libtool pkg-config make gcc
   libopenblas-dev libpng-dev libjpeg-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev
-  slurmctld slurmd slurm-client munge openmpi-bin procps"
+  slurmctld slurmd slurm-client munge openmpi-bin procps iproute2"
 
 missing=""
 for p in $packages; do
