@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..11"
+echo "1..12"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -60,3 +60,14 @@ if [ $rc -eq 2 ] && grep -q "truncated.png" "$tmp/err" && [ ! -e "$tmp/bad1" ]; 
 SVP_THREADS=1 "$w" "$tmp/i2v.yaml" --set video.inputs="$tmp/nope.png" --set output.dir="$tmp/bad2" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "nope.png" "$tmp/err" && [ ! -e "$tmp/bad2" ]; then
     ok "missing image: named, exit 2, nothing written"; else nok "missing image (rc=$rc)"; fi
+
+# a per-rank trace, merged into one timeline
+"$w" "$tmp/job.yaml" --set output.dir="$tmp/tr" --set log.trace="$tmp/trace" >"$tmp/err" 2>&1 &&
+    "$bld/src/tools/svdtool" trace-merge "$tmp/all.json" "$tmp/trace.rank0.json" >>"$tmp/err" 2>&1
+if [ -s "$tmp/all.json" ] && grep -q '"traceEvents"' "$tmp/all.json" &&
+   [ "$(grep -o '"name":"step"' "$tmp/all.json" | wc -l)" -eq 12 ] &&
+   grep -q '"name":"rank 0 (' "$tmp/all.json"; then
+    ok "trace: 12 step events (2 samples x 6 steps) in a merged Chrome trace"
+else
+    nok "trace"
+fi
