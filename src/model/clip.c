@@ -14,11 +14,10 @@
 #include "model/clip.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sched/rng.h"
 #include "tensor/config_json.h"
+#include "model/random_weights.h"
 #include "model/weights.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,66 +143,27 @@ out:
 /*
  * The tensor walk of clip_load_all() serves three purposes: loading a file
  * into backend buffers, checking a file's header only, and writing random
- * weights (writer set; nothing is read or uploaded).
+ * weights (rw set; nothing is read or uploaded).
  */
 typedef struct {
-    struct svp_clip          *clip;
-    svp_weights_t             w;            /* the file, unless writing */
-    svp_safetensors_writer_h  writer;       /* random weights go here */
-    uint64_t                  seed;
-    svp_tensor_t            **tensors;      /* owned until written */
-    int                       count, cap;
+    struct svp_clip      *clip;
+    svp_weights_t         w;        /* the file, unless writing */
+    svp_random_weights_h  rw;       /* random weights go here */
 } clip_loader_t;
 
 /*
- * A random tensor for the writer, from its own counter-based stream keyed by
- * (seed, name), with the golden data's scheme: matrices and kernels
- * N(0, 1/fan_in), the class and position embeddings N(0, 0.5^2), LayerNorm
- * scales 1 + N(0, 0.1^2), biases N(0, 0.05^2).
+ * A random tensor for the writer, with the golden data's scheme:
+ * random_weights.h's default, but N(0, 0.5^2) for the class and position
+ * embeddings.
  */
 static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
                                        int ndim, const int64_t *shape)
 {
-    size_t        len = strlen(name);
-    double        mean = 0.0, std = 0.05;
-    int64_t       i, numel, fan_in = 1;
-    svp_tensor_t *t, **tensors;
-    float        *data;
-    svp_status_t  status;
-
     if (strstr(name, "class_embedding") || strstr(name, "position_embedding")) {
-        std = 0.5;
-    } else if (ndim >= 2) {
-        for (i = 1; i < ndim; i++) {
-            fan_in *= shape[i];
-        }
-        std = 1.0 / sqrt((double)fan_in);
-    } else if (len > 7 && strcmp(name + len - 7, ".weight") == 0) {
-        mean = 1.0;
-        std  = 0.1;
+        return svp_random_weights_add(ld->rw, name, ndim, shape, 0.0, 0.5,
+                                      NULL);
     }
-    if (ld->count == ld->cap) {
-        int cap = SVP_MAX(64, 2 * ld->cap);
-        tensors = realloc(ld->tensors, cap * sizeof(*tensors));
-        if (tensors == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        ld->tensors = tensors;
-        ld->cap     = cap;
-    }
-    status = svp_tensor_create(SVP_DTYPE_F32, ndim, shape, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    ld->tensors[ld->count++] = t;
-    numel = svp_tensor_numel(t);
-    data  = t->data;
-    svp_rng_normal(ld->seed, svp_hash_fnv1a(name, len, 0), 0, (size_t)numel,
-                   data);
-    for (i = 0; i < numel; i++) {
-        data[i] = (float)(mean + std * data[i]);
-    }
-    return svp_safetensors_writer_add(ld->writer, name, t);
+    return svp_random_weights_add_default(ld->rw, name, ndim, shape);
 }
 
 /*
@@ -227,7 +187,7 @@ static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
     vsnprintf(name, sizeof(name), fmt, ap);
     va_end(ap);
 
-    if (ld->writer != NULL) {
+    if (ld->rw != NULL) {
         return clip_random_tensor(ld, name, ndim, shape);
     }
     return svp_weights_load(&ld->w, name, ndim, shape, scale, buf_p);
@@ -424,11 +384,8 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip)
 svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir)
 {
-    clip_loader_t   ld = { .seed = seed };
+    clip_loader_t   ld = { 0 };
     struct svp_clip c;
-    char            path[4096], *text = NULL;
-    size_t          len;
-    int             i;
     svp_status_t    status;
 
     memset(&c, 0, sizeof(c));
@@ -440,41 +397,17 @@ svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
     if (c.layers == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    status = svp_safetensors_writer_create(&ld.writer);
+    status = svp_random_weights_create(seed, 0, &ld.rw);
     if (status != SVP_OK) {
         goto out_free_layers;
     }
     ld.clip = &c;
     status  = clip_load_all(&ld);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_mkdir_p(out_dir, 0755);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/model.safetensors", out_dir);
-    status = svp_safetensors_writer_commit(ld.writer, path);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_file_read_all(config_path, &text, &len);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/config.json", out_dir);
-    status = svp_file_write_atomic(path, text, len);
     if (status == SVP_OK) {
-        svp_info("wrote %d random image encoder tensors (seed %llu) to %s",
-                 ld.count, (unsigned long long)seed, out_dir);
+        status = svp_random_weights_commit(ld.rw, config_path, out_dir,
+                                           "model.safetensors");
     }
-out:
-    free(text);
-    svp_safetensors_writer_destroy(ld.writer);
-    for (i = 0; i < ld.count; i++) {
-        svp_tensor_destroy(ld.tensors[i]);
-    }
-    free(ld.tensors);
+    svp_random_weights_destroy(ld.rw);
 out_free_layers:
     free(c.layers);
     return status;
