@@ -182,6 +182,27 @@ void golden_rewrite_weights(const char *dir, const char *src_file,
     free(text);
 }
 
+void golden_write_hollow(const char *path, json_t *hdr, uint64_t data_bytes)
+{
+    char    *text = json_dumps(hdr, JSON_COMPACT);
+    size_t   len, padded;
+    uint64_t hlen;
+    int      fd;
+
+    cr_assert_not_null(text);
+    len    = strlen(text);
+    padded = (len + 7) / 8 * 8;
+    hlen   = padded;   /* little-endian host, as the tests' machines are */
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0, "cannot create %s", path);
+    cr_assert_eq(write(fd, &hlen, 8), 8);
+    cr_assert_eq(write(fd, text, len), (ssize_t)len);
+    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
+    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + data_bytes)), 0);
+    close(fd);
+    free(text);
+}
+
 int golden_write_sparse_layout(const char *tensors_json, const char *path,
                                const char *extra)
 {
@@ -190,10 +211,9 @@ int golden_write_sparse_layout(const char *tensors_json, const char *path,
     const char **names;
     const char  *key;
     json_t      *shape;
-    char        *text;
-    size_t       n = 0, i, len, padded;
-    uint64_t     offset = 0, hlen;
-    int          fd, count;
+    size_t       n = 0, i;
+    uint64_t     offset = 0;
+    int          count;
 
     cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
     tensors = json_object_get(root, "tensors");
@@ -226,18 +246,7 @@ int golden_write_sparse_layout(const char *tensors_json, const char *path,
         json_object_set_new(hdr, names[i], t);
         offset += 2 * numel;
     }
-    text   = json_dumps(hdr, JSON_COMPACT);
-    len    = strlen(text);
-    padded = (len + 7) / 8 * 8;
-    hlen   = padded;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, &hlen, 8), 8);
-    cr_assert_eq(write(fd, text, len), (ssize_t)len);
-    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
-    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
-    close(fd);
-    free(text);
+    golden_write_hollow(path, hdr, offset);
     free(names);
     json_decref(hdr);
     json_decref(root);

@@ -14,6 +14,7 @@
 #include "tensor/safetensors.h"
 #include "tensor/tensor.h"
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,6 +79,13 @@ void golden_rewrite_weights(const char *dir, const char *src_file,
                             const char *tmp, const char *file,
                             svp_dtype_t dtype, const char *skip,
                             const char *bad);
+
+/*
+ * Writes a safetensors file at path with header hdr (its data_offsets
+ * spanning data_bytes) and a data region that is a hole: zeros that take
+ * no disk, so a full-size checkpoint's layout costs a few kilobytes.
+ */
+void golden_write_hollow(const char *path, json_t *hdr, uint64_t data_bytes);
 
 /*
  * Writes tensors.json's names and shapes as an F16 safetensors file at path

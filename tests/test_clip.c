@@ -19,7 +19,6 @@
 #include "tools/svdtool_cmds_vae.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -553,10 +552,9 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
     json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
     const char  *key;
     json_t      *shape;
-    char        *text;
-    size_t       len, padded, k;
-    uint64_t     offset = 0, hlen;
-    int          fd, count;
+    size_t       k;
+    uint64_t     offset = 0;
+    int          count;
 
     cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
     tensors = json_object_get(root, "tensors");
@@ -584,18 +582,7 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
                                   (json_int_t)offset,
                                   (json_int_t)(offset + 8 * 257)));
     offset += 8 * 257;
-    text   = json_dumps(hdr, JSON_COMPACT);
-    len    = strlen(text);
-    padded = (len + 7) / 8 * 8;
-    hlen   = padded;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, &hlen, 8), 8);
-    cr_assert_eq(write(fd, text, len), (ssize_t)len);
-    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
-    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
-    close(fd);
-    free(text);
+    golden_write_hollow(path, hdr, offset);
     json_decref(hdr);
     json_decref(root);
     return count;
