@@ -5,8 +5,8 @@
  * (max|got - ref| <= tol * max|ref|), captured intermediates, and rewritten
  * weight files for the loader tests.
  *
- * Every helper fails the running test (cr_assert) instead of returning an
- * error.
+ * Every function here fails the running test (cr_assert) rather than
+ * returning an error.
  */
 #ifndef SVP_TESTS_GOLDEN_H
 #define SVP_TESTS_GOLDEN_H
