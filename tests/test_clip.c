@@ -15,16 +15,15 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
+#include "golden.h"
 #include "tools/svdtool_cmds_vae.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define CLIP_REL_TOL 3e-6
@@ -42,64 +41,10 @@ static void teardown(void)
     svp_ops_destroy(ops);
 }
 
-static void golden_dir(const char *name, char *buf, size_t len)
-{
-    const char *root = getenv("SVP_GOLDEN_DIR");
-    struct stat sb;
-
-    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
-    if (stat(buf, &sb) != 0) {
-        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
-    }
-}
-
-/* max|got - ref| relative to max|ref|. */
-static double rel_err(const float *got, const float *ref, int64_t n,
-                      int64_t *worst_p)
-{
-    double  max_ref = 0.0, max_err = 0.0;
-    int64_t i;
-
-    *worst_p = 0;
-    for (i = 0; i < n; i++) {
-        double err = fabs((double)got[i] - ref[i]);
-        max_ref = fmax(max_ref, fabs(ref[i]));
-        if (!(err <= max_err)) {
-            max_err  = err;
-            *worst_p = i;
-        }
-    }
-    cr_assert(max_ref > 0.0, "the reference is all zeros");
-    return max_err / max_ref;
-}
-
 static void assert_close(const char *what, const float *got, const float *ref,
                          int64_t n)
 {
-    int64_t worst;
-    double  rel = rel_err(got, ref, n, &worst);
-
-    cr_assert(rel <= CLIP_REL_TOL, "%s: %.3g relative at %ld: got %.8g, want %.8g",
-              what, rel, (long)worst, got[worst], ref[worst]);
-}
-
-static svp_tensor_t *load(svp_safetensors_h st, const char *name)
-{
-    svp_tensor_t *t;
-
-    cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &t), SVP_OK,
-                 "%s: no tensor '%s'", svp_safetensors_path(st), name);
-    return t;
-}
-
-static svp_safetensors_h open_file(const char *dir, const char *file)
-{
-    char              path[4096];
-    svp_safetensors_h st;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
-    return st;
+    golden_assert_close(what, got, ref, n, CLIP_REL_TOL);
 }
 
 /* Runs the encoder of dir on pixel_values; returns image_embeds. */
@@ -120,100 +65,51 @@ static float *encode(const char *dir, const svp_clip_params_t *params,
 
 /* ---- captured intermediates ---- */
 
-#define MAX_CAPTURES 64
-
-typedef struct {
-    char   *name[MAX_CAPTURES];
-    float  *data[MAX_CAPTURES];
-    int64_t count[MAX_CAPTURES];
-    int     n;
-} captures_t;
-
-static void capture_cb(const char *name, const float *data, int ndim,
-                       const int64_t *shape, void *arg)
-{
-    captures_t *caps = arg;
-    int64_t     count = 1;
-    int         i;
-
-    cr_assert_lt(caps->n, MAX_CAPTURES);
-    for (i = 0; i < ndim; i++) {
-        count *= shape[i];
-    }
-    caps->name[caps->n]  = strdup(name);
-    caps->count[caps->n] = count;
-    caps->data[caps->n]  = malloc(count * sizeof(float));
-    memcpy(caps->data[caps->n], data, count * sizeof(float));
-    caps->n++;
-}
-
-static int captures_find(const captures_t *caps, const char *name)
-{
-    int i;
-
-    for (i = 0; i < caps->n; i++) {
-        if (strcmp(caps->name[i], name) == 0) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-static void captures_free(captures_t *caps)
-{
-    int i;
-
-    for (i = 0; i < caps->n; i++) {
-        free(caps->name[i]);
-        free(caps->data[i]);
-    }
-    free(caps);
-}
-
-static void compare_capture(const captures_t *caps, const char *name,
+static void compare_capture(const golden_captures_t *caps, const char *name,
                             const svp_tensor_t *ref, const char *what)
 {
-    int i = captures_find(caps, name);
+    const golden_capture_t *c = golden_captures_find(caps, name);
 
-    cr_assert_geq(i, 0, "%s was not captured", name);
-    cr_assert_eq(caps->count[i], svp_tensor_numel(ref), "%s: element count", name);
-    assert_close(what, caps->data[i], ref->data, caps->count[i]);
+    cr_assert_not_null(c, "%s was not captured", name);
+    cr_assert_eq(c->count, svp_tensor_numel(ref), "%s: element count", name);
+    assert_close(what, c->data, ref->data, c->count);
 }
 
 /* ---- clip_tiny ---- */
 
 Test(clip, tiny_golden, .init = setup, .fini = teardown)
 {
-    char              dir[1024];
-    captures_t       *caps = calloc(1, sizeof(*caps));
-    svp_clip_params_t params = { .capture_cb = capture_cb, .capture_arg = caps };
-    svp_safetensors_h st;
-    svp_tensor_t     *pixels, *embeds, *lhs, *pooled;
-    float            *got;
-    int               i, compared = 0;
+    char               dir[1024];
+    golden_captures_t *caps = golden_captures_new();
+    svp_clip_params_t  params = { .capture_cb = golden_capture_cb,
+                                  .capture_arg = caps };
+    svp_safetensors_h  st;
+    svp_tensor_t      *pixels, *embeds, *lhs, *pooled;
+    float             *got;
+    int                i, compared = 0;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    st     = open_file(dir, "io.safetensors");
-    pixels = load(st, "pixel_values");
-    embeds = load(st, "image_embeds");
-    lhs    = load(st, "last_hidden_state");
-    pooled = load(st, "pooler_output");
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
+    embeds = golden_load(st, "image_embeds");
+    lhs    = golden_load(st, "last_hidden_state");
+    pooled = golden_load(st, "pooler_output");
     svp_safetensors_close(st);
 
     got = encode(dir, &params, pixels);
 
     /* every golden intermediate, in the model's order, except attn_probs
      * (the fused attention op never materialises the probabilities) */
-    st = open_file(dir, "intermediates.safetensors");
+    st = golden_open(dir, "intermediates.safetensors");
     for (i = 0; i < caps->n; i++) {
         svp_safetensors_info_t info;
         svp_tensor_t          *ref;
 
-        if (svp_safetensors_find(st, caps->name[i], &info) != SVP_OK) {
+        if (svp_safetensors_find(st, caps->items[i].name, &info) != SVP_OK) {
             continue;
         }
-        ref = load(st, caps->name[i]);
-        compare_capture(caps, caps->name[i], ref, caps->name[i]);
+        ref = golden_load(st, caps->items[i].name);
+        compare_capture(caps, caps->items[i].name, ref, caps->items[i].name);
         svp_tensor_destroy(ref);
         compared++;
     }
@@ -235,7 +131,7 @@ Test(clip, tiny_golden, .init = setup, .fini = teardown)
     svp_tensor_destroy(embeds);
     svp_tensor_destroy(lhs);
     svp_tensor_destroy(pooled);
-    captures_free(caps);
+    golden_captures_free(caps);
 }
 
 /* SVD's geometry (224 / 14: 257 tokens), from the golden pixel_values. */
@@ -247,9 +143,9 @@ Test(clip, preprocess_encoder_golden, .init = setup, .fini = teardown)
     float            *got;
 
     golden_dir("clip_preprocess", dir, sizeof(dir));
-    st     = open_file(dir, "io.safetensors");
-    pixels = load(st, "pixel_values");
-    embeds = load(st, "image_embeds");
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
+    embeds = golden_load(st, "image_embeds");
     svp_safetensors_close(st);
     snprintf(enc, sizeof(enc), "%s/image_encoder", dir);
 
@@ -261,12 +157,6 @@ Test(clip, preprocess_encoder_golden, .init = setup, .fini = teardown)
 }
 
 /* ---- rewritten model directories ---- */
-
-static void make_tmp(char *tmp, size_t len)
-{
-    snprintf(tmp, len, "/tmp/svp_clip_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-}
 
 /*
  * Copies dir's model.safetensors into tmp/file converted to dtype, leaving
@@ -280,7 +170,7 @@ static void rewrite_model(const char *dir, const char *tmp, const char *file,
 {
     char                     path[4096], *text;
     size_t                   len;
-    svp_safetensors_h        st = open_file(dir, "model.safetensors");
+    svp_safetensors_h        st = golden_open(dir, "model.safetensors");
     svp_safetensors_writer_h wr;
     svp_tensor_t           **keep, *ids;
     int64_t                  ids_shape[2] = { 1, 17 };
@@ -372,15 +262,15 @@ Test(clip, loads_fp16_variant_with_position_ids, .init = setup, .fini = teardown
     double            rel;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("clip", tmp, sizeof(tmp));
     rewrite_model(dir, tmp, "model.fp16.safetensors", SVP_DTYPE_F16, NULL, NULL);
-    st     = open_file(dir, "io.safetensors");
-    pixels = load(st, "pixel_values");
-    embeds = load(st, "image_embeds");
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
+    embeds = golden_load(st, "image_embeds");
     svp_safetensors_close(st);
 
     got = encode(tmp, NULL, pixels);
-    rel = rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
+    rel = golden_rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
     cr_assert(rel > 0.0 && rel < 1e-2, "fp16 weights: %.3g relative", rel);
     free(got);
     svp_tensor_destroy(pixels);
@@ -394,7 +284,7 @@ Test(clip, missing_tensor_is_named, .init = setup, .fini = teardown)
     char        dir[1024], tmp[64], *log;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("clip", tmp, sizeof(tmp));
     rewrite_model(dir, tmp, "model.safetensors", SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
     cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
@@ -407,7 +297,7 @@ Test(clip, unknown_activation_is_rejected, .init = setup, .fini = teardown)
     char  dir[1024], tmp[64], *cfg, *log;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("clip", tmp, sizeof(tmp));
     cfg = config_with_act(dir, "gelu_new");
     rewrite_model(dir, tmp, "model.safetensors", SVP_DTYPE_F32, NULL, cfg);
     free(cfg);
@@ -428,7 +318,7 @@ static double *ref_w(svp_safetensors_h st, const char *fmt, int layer)
     int64_t       i, n;
 
     snprintf(name, sizeof(name), fmt, layer);
-    t = load(st, name);
+    t = golden_load(st, name);
     n = svp_tensor_numel(t);
     d = malloc(n * sizeof(double));
     for (i = 0; i < n; i++) {
@@ -483,7 +373,7 @@ static void ref_linear(const double *x, int rows, int in, int out,
 static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
                                 const float *pixels, double *embeds)
 {
-    svp_safetensors_h st = open_file(dir, "model.safetensors");
+    svp_safetensors_h st = golden_open(dir, "model.safetensors");
     int     D = cfg->hidden_size, I = cfg->intermediate_size;
     int     p = cfg->patch_size, g = cfg->image_size / p, T = 1 + g * g;
     int     H = cfg->num_heads, hd = D / H, S = cfg->image_size;
@@ -612,7 +502,7 @@ Test(clip, quick_gelu_matches_reference, .init = setup, .fini = teardown)
     char              path[4096];
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("clip", tmp, sizeof(tmp));
     cfg_text = config_with_act(dir, "quick_gelu");
     rewrite_model(dir, tmp, "model.safetensors", SVP_DTYPE_F32, NULL, cfg_text);
     free(cfg_text);
@@ -620,9 +510,9 @@ Test(clip, quick_gelu_matches_reference, .init = setup, .fini = teardown)
     cr_assert_eq(svp_clip_config_load(path, &cfg), SVP_OK);
     cr_assert_eq(cfg.hidden_act, SVP_CLIP_ACT_QUICK_GELU);
 
-    st     = open_file(dir, "io.safetensors");
-    pixels = load(st, "pixel_values");
-    embeds = load(st, "image_embeds");
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
+    embeds = golden_load(st, "image_embeds");
     svp_safetensors_close(st);
 
     got       = encode(tmp, NULL, pixels);
@@ -637,7 +527,7 @@ Test(clip, quick_gelu_matches_reference, .init = setup, .fini = teardown)
         want[i] = (float)ref[i];
     }
     assert_close("quick_gelu image_embeds", got, want, svp_tensor_numel(embeds));
-    rel = rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
+    rel = golden_rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
     cr_assert(rel > 1e-3 && rel < 1e-1,
               "quick_gelu vs gelu differ by %.3g relative", rel);
 
@@ -662,10 +552,9 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
     json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
     const char  *key;
     json_t      *shape;
-    char        *text;
-    size_t       len, padded, k;
-    uint64_t     offset = 0, hlen;
-    int          fd, count;
+    size_t       k;
+    uint64_t     offset = 0;
+    int          count;
 
     cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
     tensors = json_object_get(root, "tensors");
@@ -693,18 +582,7 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
                                   (json_int_t)offset,
                                   (json_int_t)(offset + 8 * 257)));
     offset += 8 * 257;
-    text   = json_dumps(hdr, JSON_COMPACT);
-    len    = strlen(text);
-    padded = (len + 7) / 8 * 8;
-    hlen   = padded;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, &hlen, 8), 8);
-    cr_assert_eq(write(fd, text, len), (ssize_t)len);
-    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
-    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
-    close(fd);
-    free(text);
+    golden_write_hollow(path, hdr, offset);
     json_decref(hdr);
     json_decref(root);
     return count;
@@ -733,7 +611,7 @@ Test(clip, svd_xt_layout_accepted, .init = setup, .fini = teardown)
     cr_assert_eq(cfg.intermediate_size, 5120);
     cr_assert_eq(cfg.hidden_act, SVP_CLIP_ACT_GELU);
 
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("clip", tmp, sizeof(tmp));
     cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
     snprintf(path, sizeof(path), "%s/config.json", tmp);
     cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
@@ -756,9 +634,9 @@ Test(clip, svdtool_clip, .init = setup, .fini = teardown)
     svp_tensor_t     *embeds, *got;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    st     = open_file(dir, "io.safetensors");
-    embeds = load(st, "image_embeds");
+    golden_make_tmp("clip", tmp, sizeof(tmp));
+    st     = golden_open(dir, "io.safetensors");
+    embeds = golden_load(st, "image_embeds");
     svp_safetensors_close(st);
     snprintf(in, sizeof(in), "%s/io.safetensors", dir);
     snprintf(outp, sizeof(outp), "%s/out.safetensors", tmp);
@@ -767,8 +645,8 @@ Test(clip, svdtool_clip, .init = setup, .fini = teardown)
                          outp, "--threads", "2", NULL };
         cr_assert_eq(svdtool_clip_main(9, argv), 0);
     }
-    st  = open_file(tmp, "out.safetensors");
-    got = load(st, "image_embeds");
+    st  = golden_open(tmp, "out.safetensors");
+    got = golden_load(st, "image_embeds");
     cr_assert_eq(got->ndim, 2);
     assert_close("svdtool clip image_embeds", got->data, embeds->data,
                  svp_tensor_numel(embeds));
@@ -809,8 +687,8 @@ Test(clip, random_init_loads_and_is_deterministic, .init = setup, .fini = teardo
 
     golden_dir("clip_tiny", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
-    make_tmp(a, sizeof(a));
-    make_tmp(b, sizeof(b));
+    golden_make_tmp("clip", a, sizeof(a));
+    golden_make_tmp("clip", b, sizeof(b));
     cr_assert_eq(svp_clip_write_random(cfg, 5, a), SVP_OK);
     cr_assert_eq(svp_clip_write_random(cfg, 5, b), SVP_OK);
     snprintf(pa, sizeof(pa), "%s/model.safetensors", a);
@@ -821,14 +699,14 @@ Test(clip, random_init_loads_and_is_deterministic, .init = setup, .fini = teardo
     free(da);
     free(db);
 
-    g = open_file(dir, "model.safetensors");
-    r = open_file(a, "model.safetensors");
+    g = golden_open(dir, "model.safetensors");
+    r = golden_open(a, "model.safetensors");
     cr_assert_eq(svp_safetensors_count(r), svp_safetensors_count(g));
     svp_safetensors_close(g);
     svp_safetensors_close(r);
 
-    st     = open_file(dir, "io.safetensors");
-    pixels = load(st, "pixel_values");
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
     svp_safetensors_close(st);
     got = encode(a, NULL, pixels);
     for (i = 0; i < pixels->shape[0] * 24; i++) {

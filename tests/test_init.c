@@ -15,6 +15,7 @@
 #include "model/vae.h"
 #include "media/preprocessor.h"
 #include "tools/svdtool_check.h"
+#include "golden.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -27,24 +28,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* The golden case directory, or a visible skip when the data is absent. */
-static void golden_dir(const char *name, char *buf, size_t len)
-{
-    const char *root = getenv("SVP_GOLDEN_DIR");
-    struct stat sb;
-
-    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
-    if (stat(buf, &sb) != 0) {
-        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
-    }
-}
-
-static void make_tmp(char *tmp, size_t len)
-{
-    snprintf(tmp, len, "/tmp/svp_init_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-}
 
 static int same_shape(int ndim_a, const int64_t *a, int ndim_b,
                       const int64_t *b)
@@ -156,7 +139,7 @@ Test(random, vae_tiny_layout_is_diffusers)
     char dir[4096], tmp[64], got[4200], ref[4200], cfg[4200];
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
     cr_assert_eq(svp_vae_write_random(cfg, 7, tmp), SVP_OK);
     snprintf(got, sizeof(got), "%s/diffusion_pytorch_model.safetensors", tmp);
@@ -172,7 +155,7 @@ Test(random, clip_tiny_layout_is_transformers)
     char dir[4096], tmp[64], got[4200], ref[4200], cfg[4200];
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
     cr_assert_eq(svp_clip_write_random(cfg, 7, tmp), SVP_OK);
     snprintf(got, sizeof(got), "%s/model.safetensors", tmp);
@@ -201,9 +184,9 @@ Test(random, same_seed_same_bytes)
     char dir[4096], a[64], b[64], c[64], cfg[4200], fa[4200], fb[4200], fc[4200];
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(a, sizeof(a));
-    make_tmp(b, sizeof(b));
-    make_tmp(c, sizeof(c));
+    golden_make_tmp("init", a, sizeof(a));
+    golden_make_tmp("init", b, sizeof(b));
+    golden_make_tmp("init", c, sizeof(c));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
     cr_assert_eq(svp_clip_write_random(cfg, 11, a), SVP_OK);
     cr_assert_eq(svp_clip_write_random(cfg, 11, b), SVP_OK);
@@ -228,7 +211,7 @@ Test(random, vae_loads_and_runs)
     float           *image, *mean, *out;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
     cr_assert_eq(svp_vae_write_random(cfg, 3, tmp), SVP_OK);
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
@@ -264,7 +247,7 @@ Test(random, clip_loads_and_runs)
     int                      i, n;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
     cr_assert_eq(svp_clip_write_random(cfg, 3, tmp), SVP_OK);
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
@@ -307,7 +290,7 @@ Test(svd_init, model_config_dir_gives_a_loadable_folder)
     struct stat      sb;
 
     svd_mini_dir(src, sizeof(src));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(out, sizeof(out), "%s/model", tmp);
     cr_assert_eq(svp_svd_write_random(src, 5, out), SVP_OK);
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
@@ -339,7 +322,7 @@ Test(svd_init, model_config_dir_is_idempotent_and_whole)
     struct stat sb;
 
     svd_mini_dir(src, sizeof(src));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(out, sizeof(out), "%s/model", tmp);
     cr_assert_eq(svp_svd_write_random(src, 9, out), SVP_OK);
     snprintf(a, sizeof(a), "%s/copy", tmp);
@@ -428,7 +411,7 @@ Test(preprocessor, svd_mini_size_and_errors)
     cr_assert_eq(got.height, 56);
     cr_assert_eq(got.width, 56);
 
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(path, sizeof(path), "%s/preprocessor_config.json", tmp);
     cr_assert_eq(svp_file_write_atomic(path, "{\"image_mean\": [0.5, 0.5], "
                                        "\"image_std\": [1, 1, 1], \"size\": 8}", 61),
@@ -453,14 +436,12 @@ static void write_sparse_component(const char *golden, const char *out,
                                    const char *sub, const char *file,
                                    const char *skip)
 {
-    char         path[4400], *text, *header;
-    size_t       len, hlen, padded;
+    char         path[4400], *text;
+    size_t       len, i;
     json_error_t jerr;
     json_t      *root, *tensors, *shape, *hdr, *entry, *dims;
     const char  *name;
-    uint64_t     offset = 0, nbytes, le;
-    size_t       i;
-    FILE        *f;
+    uint64_t     offset = 0, nbytes;
 
     snprintf(path, sizeof(path), "%s/%s/config.json", golden, sub);
     cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
@@ -491,22 +472,8 @@ static void write_sparse_component(const char *golden, const char *out,
         json_object_set_new(hdr, name, entry);
         offset += nbytes;
     }
-    header = json_dumps(hdr, JSON_COMPACT);
-    hlen   = strlen(header);
-    padded = (hlen + 7) / 8 * 8;
     snprintf(path, sizeof(path), "%s/%s/%s", out, sub, file);
-    f = fopen(path, "wb");
-    cr_assert_not_null(f);
-    le = padded;   /* little-endian host, as the tests' machines are */
-    cr_assert_eq(fwrite(&le, 8, 1, f), 1);
-    cr_assert_eq(fwrite(header, 1, hlen, f), hlen);
-    for (i = hlen; i < padded; i++) {
-        fputc(' ', f);
-    }
-    cr_assert_eq(fflush(f), 0);
-    cr_assert_eq(ftruncate(fileno(f), (off_t)(8 + padded + offset)), 0);
-    fclose(f);
-    free(header);
+    golden_write_hollow(path, hdr, offset);
     json_decref(hdr);
     json_decref(root);
 }
@@ -561,7 +528,7 @@ Test(check_model, sparse_svd_xt_fp16_is_valid)
     int   rc;
 
     golden_dir("svd_xt_layout", golden, sizeof(golden));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     write_sparse_svd_xt(golden, tmp, NULL);
     rc = run_check_model(tmp, &log);
     cr_assert_eq(rc, SVP_EXIT_OK, "check-model failed:\n%s", log);
@@ -576,7 +543,7 @@ Test(check_model, missing_tensor_is_named)
     int         rc;
 
     golden_dir("svd_xt_layout", golden, sizeof(golden));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     write_sparse_svd_xt(golden, tmp, gone);
     rc = run_check_model(tmp, &log);
     cr_assert_neq(rc, SVP_EXIT_OK);
@@ -592,7 +559,7 @@ Test(check_model, svd_mini_random_folder_is_valid)
     int  rc;
 
     svd_mini_dir(src, sizeof(src));
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(out, sizeof(out), "%s/model", tmp);
     cr_assert_eq(svp_svd_write_random(src, 1, out), SVP_OK);
     rc = run_check_model(out, &log);

@@ -13,15 +13,14 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
+#include "golden.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define UNET_REL_TOL 1e-5
@@ -40,97 +39,12 @@ static void teardown(void)
     svp_ops_destroy(ops);
 }
 
-/* The golden case directory, or a visible skip when the data is absent. */
-static void golden_dir(const char *name, char *buf, size_t len)
-{
-    const char *root = getenv("SVP_GOLDEN_DIR");
-    struct stat sb;
-
-    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
-    if (stat(buf, &sb) != 0) {
-        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
-    }
-}
-
 /* ---- comparisons ---- */
 
 static void assert_close(const char *what, const float *got, const float *ref,
                          int64_t n)
 {
-    double  max_ref = 0.0, max_err = 0.0;
-    int64_t i, worst = 0;
-
-    for (i = 0; i < n; i++) {
-        max_ref = fmax(max_ref, fabs(ref[i]));
-    }
-    for (i = 0; i < n; i++) {
-        double err = fabs((double)got[i] - ref[i]);
-        if (!(err <= max_err)) {
-            max_err = err;
-            worst   = i;
-        }
-    }
-    cr_assert(max_err <= UNET_REL_TOL * max_ref,
-              "%s: max |err| %.3g (%.3g relative) at %ld: got %.8g, want %.8g",
-              what, max_err, max_err / max_ref, (long)worst, got[worst],
-              ref[worst]);
-}
-
-/* ---- captured intermediates ---- */
-
-#define MAX_CAPTURES 256
-
-typedef struct {
-    char    *name;
-    float   *data;
-    int64_t  count;
-} capture_t;
-
-typedef struct {
-    capture_t items[MAX_CAPTURES];
-    int       n;
-} captures_t;
-
-static void capture_cb(const char *name, const float *data, int ndim,
-                       const int64_t *shape, void *arg)
-{
-    captures_t *caps = arg;
-    capture_t  *c;
-    int64_t     count = 1;
-    int         i;
-
-    cr_assert_lt(caps->n, MAX_CAPTURES);
-    for (i = 0; i < ndim; i++) {
-        count *= shape[i];
-    }
-    c        = &caps->items[caps->n++];
-    c->name  = strdup(name);
-    c->count = count;
-    c->data  = malloc(count * sizeof(float));
-    memcpy(c->data, data, count * sizeof(float));
-}
-
-static const capture_t *captures_find(const captures_t *caps, const char *name)
-{
-    int i;
-
-    for (i = 0; i < caps->n; i++) {
-        if (strcmp(caps->items[i].name, name) == 0) {
-            return &caps->items[i];
-        }
-    }
-    return NULL;
-}
-
-static void captures_free(captures_t *caps)
-{
-    int i;
-
-    for (i = 0; i < caps->n; i++) {
-        free(caps->items[i].name);
-        free(caps->items[i].data);
-    }
-    caps->n = 0;
+    golden_assert_close(what, got, ref, n, UNET_REL_TOL);
 }
 
 /* ---- running a case ---- */
@@ -177,7 +91,8 @@ static float *run_forward(svp_unet_h unet, const unet_io_t *io)
 }
 
 /* Compares every capture that intermediates.safetensors also holds. */
-static void compare_intermediates(const char *dir, const captures_t *caps,
+static void compare_intermediates(const char *dir,
+                                  const golden_captures_t *caps,
                                   const char *const *required)
 {
     char               path[4096];
@@ -189,7 +104,7 @@ static void compare_intermediates(const char *dir, const captures_t *caps,
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
     for (i = 0; i < caps->n; i++) {
         svp_safetensors_info_t info;
-        const capture_t       *c = &caps->items[i];
+        const golden_capture_t *c = &caps->items[i];
 
         if (svp_safetensors_find(st, c->name, &info) != SVP_OK) {
             continue;
@@ -201,7 +116,7 @@ static void compare_intermediates(const char *dir, const captures_t *caps,
         compared++;
     }
     for (i = 0; required[i] != NULL; i++) {
-        cr_assert_not_null(captures_find(caps, required[i]),
+        cr_assert_not_null(golden_captures_find(caps, required[i]),
                            "intermediate %s was not captured", required[i]);
     }
     cr_assert_geq(compared, 10, "only %d intermediates compared", compared);
@@ -216,12 +131,13 @@ static void golden_case(const char *name, const char *io_file, int intermediates
         "out.mid_block", "out.up_blocks.0", "out.up_blocks.1",
         "out.conv_norm_out", NULL,
     };
-    char              dir[1024], path[4096];
-    captures_t       *caps = calloc(1, sizeof(*caps));
-    svp_unet_params_t params = { .capture_cb = capture_cb, .capture_arg = caps };
-    svp_unet_h        unet;
-    unet_io_t         io;
-    float            *out;
+    char               dir[1024], path[4096];
+    golden_captures_t *caps = golden_captures_new();
+    svp_unet_params_t  params = { .capture_cb = golden_capture_cb,
+                                  .capture_arg = caps };
+    svp_unet_h         unet;
+    unet_io_t          io;
+    float             *out;
 
     golden_dir(name, dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/%s", dir, io_file);
@@ -237,8 +153,7 @@ static void golden_case(const char *name, const char *io_file, int intermediates
     free(out);
     svp_unet_destroy(unet);
     io_free(&io);
-    captures_free(caps);
-    free(caps);
+    golden_captures_free(caps);
 }
 
 Test(unet, tiny_golden, .init = setup, .fini = teardown)
@@ -261,66 +176,6 @@ Test(unet, small_golden, .init = setup, .fini = teardown, .timeout = 120)
 /* ---- rewritten weight files ---- */
 
 /*
- * Copies dir/src_file's weights into tmp/<file> converted to dtype, leaving out the
- * tensor named skip (or none) and reshaping the tensor named bad (if any)
- * to one element.  config.json is copied too.
- */
-static void rewrite_weights(const char *dir, const char *src_file,
-                            const char *tmp, const char *file,
-                            svp_dtype_t dtype, const char *skip,
-                            const char *bad)
-{
-    char                     path[4096], *text;
-    size_t                   len;
-    svp_safetensors_h        st;
-    svp_safetensors_writer_h wr;
-    svp_tensor_t           **keep;
-    int                      i, n, kept = 0;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, src_file);
-    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
-    n    = svp_safetensors_count(st);
-    keep = calloc(n, sizeof(*keep));
-    cr_assert_eq(svp_safetensors_writer_create(&wr), SVP_OK);
-    for (i = 0; i < n; i++) {
-        svp_safetensors_info_t info;
-        svp_tensor_t          *t;
-
-        cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
-        if (skip && strcmp(info.name, skip) == 0) {
-            continue;
-        }
-        cr_assert_eq(svp_safetensors_load(st, info.name, dtype, &t), SVP_OK);
-        if (bad && strcmp(info.name, bad) == 0) {
-            t->ndim     = 1;
-            t->shape[0] = 1;
-        }
-        keep[kept++] = t;
-        cr_assert_eq(svp_safetensors_writer_add(wr, info.name, t), SVP_OK);
-    }
-    snprintf(path, sizeof(path), "%s/%s", tmp, file);
-    cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
-    svp_safetensors_writer_destroy(wr);
-    for (i = 0; i < kept; i++) {
-        svp_tensor_destroy(keep[i]);
-    }
-    free(keep);
-    svp_safetensors_close(st);
-
-    snprintf(path, sizeof(path), "%s/config.json", dir);
-    cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
-    snprintf(path, sizeof(path), "%s/config.json", tmp);
-    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
-    free(text);
-}
-
-static void make_tmp(char *tmp, size_t len)
-{
-    snprintf(tmp, len, "/tmp/svp_unet_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-}
-
-/*
  * Half-precision files: the UNet loaded from F16 (or BF16) weights must equal,
  * bit for bit, the UNet loaded from F32 weights holding the same rounded
  * values: conversion happens once, exactly, at load.
@@ -336,10 +191,10 @@ static void half_precision_case(svp_dtype_t dtype, const char *file)
     golden_dir("unet_tiny", dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/io.safetensors", dir);
     io_load(path, &io);
-    make_tmp(half, sizeof(half));
-    make_tmp(wide, sizeof(wide));
-    rewrite_weights(dir, ST_FILE, half, file, dtype, NULL, NULL);
-    rewrite_weights(half, file, wide, ST_FILE, SVP_DTYPE_F32, NULL, NULL);
+    golden_make_tmp("unet", half, sizeof(half));
+    golden_make_tmp("unet", wide, sizeof(wide));
+    golden_rewrite_weights(dir, ST_FILE, half, file, dtype, NULL, NULL);
+    golden_rewrite_weights(half, file, wide, ST_FILE, SVP_DTYPE_F32, NULL, NULL);
 
     cr_assert_eq(svp_unet_create(ops, half, NULL, &unet), SVP_OK);
     a = run_forward(unet, &io);
@@ -392,8 +247,8 @@ Test(unet, missing_tensor_is_named, .init = setup, .fini = teardown)
     char        dir[1024], tmp[64], *log;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
+    golden_make_tmp("unet", tmp, sizeof(tmp));
+    golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
     cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
     cr_assert_not_null(strstr(log, "missing"), "%s", log);
@@ -407,8 +262,8 @@ Test(unet, wrong_shape_is_named, .init = setup, .fini = teardown)
     char        dir[1024], tmp[64], *log;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
+    golden_make_tmp("unet", tmp, sizeof(tmp));
+    golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
     log = create_fails(tmp);
     cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
     cr_assert_not_null(strstr(log, "[32,96,1,1]"), "the expected shape is not given: %s", log);
@@ -430,8 +285,8 @@ Test(unet, random_init_loads_and_is_deterministic, .init = setup, .fini = teardo
 
     golden_dir("unet_tiny", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
-    make_tmp(a, sizeof(a));
-    make_tmp(b, sizeof(b));
+    golden_make_tmp("unet", a, sizeof(a));
+    golden_make_tmp("unet", b, sizeof(b));
     cr_assert_eq(svp_unet_write_random(cfg, 7, a), SVP_OK);
     cr_assert_eq(svp_unet_write_random(cfg, 7, b), SVP_OK);
     snprintf(pa, sizeof(pa), "%s/diffusion_pytorch_model.safetensors", a);
@@ -542,70 +397,6 @@ Test(unet, odd_sizes_and_row_independence, .init = setup, .fini = teardown)
 
 /* ---- the real SVD-XT layout (svd_xt_layout: configs and names, no weights) ---- */
 
-/*
- * Writes tensors.json's names and shapes as an F16 safetensors file whose
- * data region is a hole (ftruncate), in reverse registration order and with
- * one extra tensor: the loader must not depend on order nor reject unknown
- * tensors.  Returns the header size.
- */
-static void write_sparse_layout(const char *tensors_json, const char *path)
-{
-    json_error_t err;
-    json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
-    const char **names;
-    const char  *key;
-    json_t      *shape;
-    char        *text;
-    size_t       n = 0, i, len, padded;
-    uint64_t     offset = 0, hlen;
-    int          fd;
-
-    cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
-    tensors = json_object_get(root, "tensors");
-    cr_assert(json_is_object(tensors));
-    names = calloc(json_object_size(tensors) + 1, sizeof(*names));
-    json_object_foreach(tensors, key, shape) {
-        names[n++] = key;
-    }
-    names[n++] = "extra.not_a_unet_tensor";
-    hdr = json_object();
-    for (i = n; i-- > 0;) {
-        json_t  *t = json_object(), *shp = json_object_get(tensors, names[i]);
-        uint64_t numel = 1;
-        size_t   k;
-        if (shp == NULL) {
-            shp = json_pack("[i]", 3);
-        } else {
-            json_incref(shp);
-        }
-        for (k = 0; k < json_array_size(shp); k++) {
-            numel *= (uint64_t)json_integer_value(json_array_get(shp, k));
-        }
-        json_object_set_new(t, "dtype", json_string("F16"));
-        json_object_set_new(t, "shape", shp);
-        json_object_set_new(t, "data_offsets",
-                            json_pack("[I,I]", (json_int_t)offset,
-                                      (json_int_t)(offset + 2 * numel)));
-        json_object_set_new(hdr, names[i], t);
-        offset += 2 * numel;
-    }
-    text   = json_dumps(hdr, JSON_COMPACT);
-    len    = strlen(text);
-    padded = (len + 7) / 8 * 8;
-    hlen   = padded;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, &hlen, 8), 8);
-    cr_assert_eq(write(fd, text, len), (ssize_t)len);
-    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
-    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
-    close(fd);
-    free(text);
-    free(names);
-    json_decref(hdr);
-    json_decref(root);
-}
-
 Test(unet, svd_xt_layout_accepted, .init = setup, .fini = teardown)
 {
     char              dir[1024], src[4096], tmp[64], path[4096], *text;
@@ -621,14 +412,14 @@ Test(unet, svd_xt_layout_accepted, .init = setup, .fini = teardown)
     cr_assert_eq(cfg.cross_dim[0], 1024);
     cr_assert_eq(cfg.projection_dim, 768);
 
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("unet", tmp, sizeof(tmp));
     cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
     snprintf(path, sizeof(path), "%s/config.json", tmp);
     cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
     free(text);
     snprintf(src, sizeof(src), "%s/tensors.json", dir);
     snprintf(path, sizeof(path), "%s/diffusion_pytorch_model.fp16.safetensors", tmp);
-    write_sparse_layout(src, path);
+    golden_write_sparse_layout(src, path, "extra.not_a_unet_tensor");
     /* every name and shape of the real checkpoint, found by the fp16 name */
     cr_assert_eq(svp_unet_check_weights(tmp, NULL), SVP_OK);
     svp_rmtree(tmp);

@@ -15,16 +15,14 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
+#include "golden.h"
 #include "tools/svdtool_cmds_vae.h"
 
 #include <criterion/criterion.h>
-#include <fcntl.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define VAE_REL_TOL 1e-5
@@ -43,103 +41,10 @@ static void teardown(void)
     svp_ops_destroy(ops);
 }
 
-/* The golden case directory, or a visible skip when the data is absent. */
-static void golden_dir(const char *name, char *buf, size_t len)
-{
-    const char *root = getenv("SVP_GOLDEN_DIR");
-    struct stat sb;
-
-    snprintf(buf, len, "%s/%s", root ? root : "../shared/golden", name);
-    if (stat(buf, &sb) != 0) {
-        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", buf);
-    }
-}
-
 static void assert_close(const char *what, const float *got, const float *ref,
                          int64_t n)
 {
-    double  max_ref = 0.0, max_err = 0.0;
-    int64_t i, worst = 0;
-
-    for (i = 0; i < n; i++) {
-        max_ref = fmax(max_ref, fabs(ref[i]));
-    }
-    for (i = 0; i < n; i++) {
-        double err = fabs((double)got[i] - ref[i]);
-        if (!(err <= max_err)) {
-            max_err = err;
-            worst   = i;
-        }
-    }
-    cr_assert(max_ref > 0.0, "%s: the reference is all zeros", what);
-    cr_assert(max_err <= VAE_REL_TOL * max_ref,
-              "%s: max |err| %.3g (%.3g relative) at %ld: got %.8g, want %.8g",
-              what, max_err, max_err / max_ref, (long)worst, got[worst],
-              ref[worst]);
-}
-
-static svp_tensor_t *load(svp_safetensors_h st, const char *name)
-{
-    svp_tensor_t *t;
-
-    cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &t), SVP_OK,
-                 "%s: no tensor '%s'", svp_safetensors_path(st), name);
-    return t;
-}
-
-static svp_safetensors_h open_file(const char *dir, const char *file)
-{
-    char              path[4096];
-    svp_safetensors_h st;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
-    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
-    return st;
-}
-
-/* ---- captured intermediates ---- */
-
-#define MAX_CAPTURES 128
-
-typedef struct {
-    char   *name;
-    float  *data;
-    int64_t count;
-} capture_t;
-
-typedef struct {
-    capture_t items[MAX_CAPTURES];
-    int       n;
-} captures_t;
-
-static void capture_cb(const char *name, const float *data, int ndim,
-                       const int64_t *shape, void *arg)
-{
-    captures_t *caps = arg;
-    capture_t  *c;
-    int64_t     count = 1;
-    int         i;
-
-    cr_assert_lt(caps->n, MAX_CAPTURES);
-    for (i = 0; i < ndim; i++) {
-        count *= shape[i];
-    }
-    c        = &caps->items[caps->n++];
-    c->name  = strdup(name);
-    c->count = count;
-    c->data  = malloc(count * sizeof(float));
-    memcpy(c->data, data, count * sizeof(float));
-}
-
-static void captures_free(captures_t *caps)
-{
-    int i;
-
-    for (i = 0; i < caps->n; i++) {
-        free(caps->items[i].name);
-        free(caps->items[i].data);
-    }
-    free(caps);
+    golden_assert_close(what, got, ref, n, VAE_REL_TOL);
 }
 
 /*
@@ -148,22 +53,23 @@ static void captures_free(captures_t *caps)
  * intermediates.safetensors, and checks that each golden tensor matching it
  * was captured and that at least min_count were compared.
  */
-static void compare_intermediates(const char *dir, const captures_t *caps,
+static void compare_intermediates(const char *dir,
+                                  const golden_captures_t *caps,
                                   const char *pattern, int min_count)
 {
-    svp_safetensors_h st = open_file(dir, "intermediates.safetensors");
+    svp_safetensors_h st = golden_open(dir, "intermediates.safetensors");
     int               i, j, golden = 0, compared = 0;
 
     for (i = 0; i < caps->n; i++) {
         svp_safetensors_info_t info;
-        const capture_t       *c = &caps->items[i];
-        svp_tensor_t          *ref;
+        const golden_capture_t *c = &caps->items[i];
+        svp_tensor_t           *ref;
 
         if (strstr(c->name, pattern) == NULL ||
             svp_safetensors_find(st, c->name, &info) != SVP_OK) {
             continue;
         }
-        ref = load(st, c->name);
+        ref = golden_load(st, c->name);
         cr_assert_eq(svp_tensor_numel(ref), c->count, "%s: element count", c->name);
         assert_close(c->name, c->data, ref->data, c->count);
         svp_tensor_destroy(ref);
@@ -192,22 +98,23 @@ static void compare_intermediates(const char *dir, const captures_t *caps,
 
 Test(vae, tiny_encode_golden, .init = setup, .fini = teardown)
 {
-    char              dir[1024];
-    captures_t       *caps = calloc(1, sizeof(*caps));
-    svp_vae_params_t  params = { .capture_cb = capture_cb, .capture_arg = caps };
-    svp_vae_h         vae;
-    svp_safetensors_h st;
-    svp_tensor_t     *image, *mean, *logvar, *std;
-    float            *m, *lv, *sd;
-    int               lh, lw;
-    int64_t           n;
+    char               dir[1024];
+    golden_captures_t *caps = golden_captures_new();
+    svp_vae_params_t   params = { .capture_cb = golden_capture_cb,
+                                  .capture_arg = caps };
+    svp_vae_h          vae;
+    svp_safetensors_h  st;
+    svp_tensor_t      *image, *mean, *logvar, *std;
+    float             *m, *lv, *sd;
+    int                lh, lw;
+    int64_t            n;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    st     = open_file(dir, "io.safetensors");
-    image  = load(st, "image");
-    mean   = load(st, "encode.mean");
-    logvar = load(st, "encode.logvar");
-    std    = load(st, "encode.std");
+    st     = golden_open(dir, "io.safetensors");
+    image  = golden_load(st, "image");
+    mean   = golden_load(st, "encode.mean");
+    logvar = golden_load(st, "encode.logvar");
+    std    = golden_load(st, "encode.std");
     svp_safetensors_close(st);
 
     cr_assert_eq(svp_vae_create(ops, dir, &params, &vae), SVP_OK);
@@ -242,24 +149,25 @@ Test(vae, tiny_encode_golden, .init = setup, .fini = teardown)
     svp_tensor_destroy(mean);
     svp_tensor_destroy(logvar);
     svp_tensor_destroy(std);
-    captures_free(caps);
+    golden_captures_free(caps);
 }
 
 Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 {
-    char              dir[1024];
-    captures_t       *caps = calloc(1, sizeof(*caps));
-    svp_vae_params_t  params = { .capture_cb = capture_cb, .capture_arg = caps };
-    svp_vae_h         vae;
-    svp_safetensors_h st;
-    svp_tensor_t     *latent, *decoded;
-    float            *out;
-    const int64_t    *s;
+    char               dir[1024];
+    golden_captures_t *caps = golden_captures_new();
+    svp_vae_params_t   params = { .capture_cb = golden_capture_cb,
+                                  .capture_arg = caps };
+    svp_vae_h          vae;
+    svp_safetensors_h  st;
+    svp_tensor_t      *latent, *decoded;
+    float             *out;
+    const int64_t     *s;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    st      = open_file(dir, "io.safetensors");
-    latent  = load(st, "latent");
-    decoded = load(st, "decoded");
+    st      = golden_open(dir, "io.safetensors");
+    latent  = golden_load(st, "latent");
+    decoded = golden_load(st, "decoded");
     cr_assert_str_eq(svp_safetensors_metadata(st, "num_frames"), "3");
     svp_safetensors_close(st);
 
@@ -276,7 +184,7 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
     svp_vae_destroy(vae);
     svp_tensor_destroy(latent);
     svp_tensor_destroy(decoded);
-    captures_free(caps);
+    golden_captures_free(caps);
 }
 
 /* ---- pipeline_tiny: the chunked decode of the final latents ---- */
@@ -313,14 +221,14 @@ Test(vae, pipeline_chunked_decode_golden, .init = setup, .fini = teardown)
     int               frames, h, w;
 
     golden_dir("pipeline_tiny", dir, sizeof(dir));
-    st     = open_file(dir, "pipeline.safetensors");
-    final  = load(st, "latents_final");
-    in0    = load(st, "decode_chunk0.latents_in");
-    in1    = load(st, "decode_chunk1.latents_in");
-    out0   = load(st, "decode_chunk0.out");
-    out1   = load(st, "decode_chunk1.out");
-    raw    = load(st, "decoded_raw");
-    single = load(st, "decoded_raw_single_chunk");
+    st     = golden_open(dir, "pipeline.safetensors");
+    final  = golden_load(st, "latents_final");
+    in0    = golden_load(st, "decode_chunk0.latents_in");
+    in1    = golden_load(st, "decode_chunk1.latents_in");
+    out0   = golden_load(st, "decode_chunk0.out");
+    out1   = golden_load(st, "decode_chunk1.out");
+    raw    = golden_load(st, "decoded_raw");
+    single = golden_load(st, "decoded_raw_single_chunk");
     svp_safetensors_close(st);
 
     /*
@@ -373,63 +281,6 @@ Test(vae, pipeline_chunked_decode_golden, .init = setup, .fini = teardown)
 
 /* ---- loader errors ---- */
 
-/*
- * Copies dir's weights into tmp converted to dtype, leaving out the tensor
- * named skip (or none) and reshaping the tensor named bad (if any) to one
- * element; config.json is copied too.
- */
-static void rewrite_weights(const char *dir, const char *tmp,
-                            const char *file, svp_dtype_t dtype,
-                            const char *skip, const char *bad)
-{
-    char                     path[4096], *text;
-    size_t                   len;
-    svp_safetensors_h        st = open_file(dir, ST_FILE);
-    svp_safetensors_writer_h wr;
-    svp_tensor_t           **keep;
-    int                      i, n, kept = 0;
-
-    n    = svp_safetensors_count(st);
-    keep = calloc(n, sizeof(*keep));
-    cr_assert_eq(svp_safetensors_writer_create(&wr), SVP_OK);
-    for (i = 0; i < n; i++) {
-        svp_safetensors_info_t info;
-        svp_tensor_t          *t;
-
-        cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
-        if (skip && strcmp(info.name, skip) == 0) {
-            continue;
-        }
-        cr_assert_eq(svp_safetensors_load(st, info.name, dtype, &t), SVP_OK);
-        if (bad && strcmp(info.name, bad) == 0) {
-            t->ndim     = 1;
-            t->shape[0] = 1;
-        }
-        keep[kept++] = t;
-        cr_assert_eq(svp_safetensors_writer_add(wr, info.name, t), SVP_OK);
-    }
-    snprintf(path, sizeof(path), "%s/%s", tmp, file);
-    cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
-    svp_safetensors_writer_destroy(wr);
-    for (i = 0; i < kept; i++) {
-        svp_tensor_destroy(keep[i]);
-    }
-    free(keep);
-    svp_safetensors_close(st);
-
-    snprintf(path, sizeof(path), "%s/config.json", dir);
-    cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
-    snprintf(path, sizeof(path), "%s/config.json", tmp);
-    cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
-    free(text);
-}
-
-static void make_tmp(char *tmp, size_t len)
-{
-    snprintf(tmp, len, "/tmp/svp_vae_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-}
-
 /* Runs create on tmp expecting failure; returns what was logged. */
 static char *create_fails(const char *tmp)
 {
@@ -452,8 +303,8 @@ Test(vae, missing_tensor_is_named, .init = setup, .fini = teardown)
     char        dir[1024], tmp[64], *log;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    rewrite_weights(dir, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
+    golden_make_tmp("vae", tmp, sizeof(tmp));
+    golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
     cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
     cr_assert_not_null(strstr(log, "missing"), "%s", log);
@@ -467,8 +318,8 @@ Test(vae, wrong_shape_is_named, .init = setup, .fini = teardown)
     char        dir[1024], tmp[64], *log;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    rewrite_weights(dir, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
+    golden_make_tmp("vae", tmp, sizeof(tmp));
+    golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
     log = create_fails(tmp);
     cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
     cr_assert_not_null(strstr(log, "[64,32,1,1]"), "the expected shape is not given: %s", log);
@@ -492,12 +343,13 @@ Test(vae, loads_fp16_variant, .init = setup, .fini = teardown)
     double            max_ref = 0.0, max_err = 0.0;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    rewrite_weights(dir, tmp, "diffusion_pytorch_model.fp16.safetensors",
-                    SVP_DTYPE_F16, NULL, NULL);
-    st      = open_file(dir, "io.safetensors");
-    latent  = load(st, "latent");
-    decoded = load(st, "decoded");
+    golden_make_tmp("vae", tmp, sizeof(tmp));
+    golden_rewrite_weights(dir, ST_FILE, tmp,
+                           "diffusion_pytorch_model.fp16.safetensors",
+                           SVP_DTYPE_F16, NULL, NULL);
+    st      = golden_open(dir, "io.safetensors");
+    latent  = golden_load(st, "latent");
+    decoded = golden_load(st, "decoded");
     svp_safetensors_close(st);
 
     cr_assert_eq(svp_vae_create(ops, tmp, NULL, &vae), SVP_OK);
@@ -523,73 +375,6 @@ Test(vae, loads_fp16_variant, .init = setup, .fini = teardown)
 /* ---- the real SVD-XT layout (svd_xt_layout: configs and names, no weights) ---- */
 
 /*
- * Writes tensors.json's names and shapes as an F16 safetensors file whose
- * data region is a hole (zeros, no disk), in reverse registration order and
- * with one extra tensor: the loader must not depend on order nor reject
- * unknown tensors.  Returns the number of tensors from tensors.json.
- */
-static int write_sparse_layout(const char *tensors_json, const char *path)
-{
-    json_error_t err;
-    json_t      *root = json_load_file(tensors_json, 0, &err), *tensors, *hdr;
-    const char **names;
-    const char  *key;
-    json_t      *shape;
-    char        *text;
-    size_t       n = 0, i, len, padded;
-    uint64_t     offset = 0, hlen;
-    int          fd, count;
-
-    cr_assert_not_null(root, "%s: %s", tensors_json, err.text);
-    tensors = json_object_get(root, "tensors");
-    cr_assert(json_is_object(tensors));
-    count = (int)json_object_size(tensors);
-    names = calloc(count + 1, sizeof(*names));
-    json_object_foreach(tensors, key, shape) {
-        names[n++] = key;
-    }
-    names[n++] = "extra.not_a_vae_tensor";
-    hdr = json_object();
-    for (i = n; i-- > 0;) {
-        json_t  *t = json_object(), *shp = json_object_get(tensors, names[i]);
-        uint64_t numel = 1;
-        size_t   k;
-
-        if (shp == NULL) {
-            shp = json_pack("[i]", 3);
-        } else {
-            json_incref(shp);
-        }
-        for (k = 0; k < json_array_size(shp); k++) {
-            numel *= (uint64_t)json_integer_value(json_array_get(shp, k));
-        }
-        json_object_set_new(t, "dtype", json_string("F16"));
-        json_object_set_new(t, "shape", shp);
-        json_object_set_new(t, "data_offsets",
-                            json_pack("[I,I]", (json_int_t)offset,
-                                      (json_int_t)(offset + 2 * numel)));
-        json_object_set_new(hdr, names[i], t);
-        offset += 2 * numel;
-    }
-    text   = json_dumps(hdr, JSON_COMPACT);
-    len    = strlen(text);
-    padded = (len + 7) / 8 * 8;
-    hlen   = padded;
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    cr_assert_geq(fd, 0);
-    cr_assert_eq(write(fd, &hlen, 8), 8);
-    cr_assert_eq(write(fd, text, len), (ssize_t)len);
-    cr_assert_eq(write(fd, "        ", padded - len), (ssize_t)(padded - len));
-    cr_assert_eq(ftruncate(fd, (off_t)(8 + padded + offset)), 0);
-    close(fd);
-    free(text);
-    free(names);
-    json_decref(hdr);
-    json_decref(root);
-    return count;
-}
-
-/*
  * SVD-XT's vae/ folder: its config and every name and shape of the real
  * checkpoint (fp16 variant).  The check maps every tensor of tensors.json;
  * create loads them all (390 MB as fp32, from a file that is one hole).
@@ -612,14 +397,14 @@ Test(vae, svd_xt_layout_accepted, .init = setup, .fini = teardown, .timeout = 12
     cr_assert_eq(cfg.latent_channels, 4);
     cr_assert_float_eq(cfg.scaling_factor, 0.18215, 1e-12);
 
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("vae", tmp, sizeof(tmp));
     cr_assert_eq(svp_file_read_all(src, &text, &len), SVP_OK);
     snprintf(path, sizeof(path), "%s/config.json", tmp);
     cr_assert_eq(svp_file_write_atomic(path, text, len), SVP_OK);
     free(text);
     snprintf(src, sizeof(src), "%s/tensors.json", dir);
     snprintf(path, sizeof(path), "%s/diffusion_pytorch_model.fp16.safetensors", tmp);
-    count = write_sparse_layout(src, path);
+    count = golden_write_sparse_layout(src, path, "extra.not_a_vae_tensor");
     cr_assert_eq(count, 374);
 
     cr_assert_eq(svp_vae_check_weights(tmp, NULL, &mapped), SVP_OK);
@@ -674,11 +459,11 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
     svp_tensor_t     *tensors[2];
 
     golden_dir("vae_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    st      = open_file(dir, "io.safetensors");
-    latent  = load(st, "latent");
-    decoded = load(st, "decoded");
-    mean    = load(st, "encode.mean");
+    golden_make_tmp("vae", tmp, sizeof(tmp));
+    st      = golden_open(dir, "io.safetensors");
+    latent  = golden_load(st, "latent");
+    decoded = golden_load(st, "decoded");
+    mean    = golden_load(st, "encode.mean");
     svp_safetensors_close(st);
 
     /* encode: io.safetensors itself holds `image` */
@@ -689,8 +474,8 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
                                "--output", outp, "--threads", "2", NULL };
         cr_assert_eq(run_tool(svdtool_vae_encode_main, args), 0);
     }
-    st  = open_file(tmp, "enc.safetensors");
-    got = load(st, "mean");
+    st  = golden_open(tmp, "enc.safetensors");
+    got = golden_load(st, "mean");
     assert_close("svdtool vae-encode mean", got->data, mean->data,
                  svp_tensor_numel(mean));
     svp_tensor_destroy(got);
@@ -708,8 +493,8 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
                                "--output", outp, NULL };
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
     }
-    st  = open_file(tmp, "dec.safetensors");
-    got = load(st, "frames");
+    st  = golden_open(tmp, "dec.safetensors");
+    got = golden_load(st, "frames");
     cr_assert_eq(got->ndim, 4);
     assert_close("svdtool vae-decode frames", got->data, decoded->data,
                  svp_tensor_numel(decoded));
@@ -749,10 +534,10 @@ Test(vae, svdtool_decode_pipeline_latents, .init = setup, .fini = teardown)
     const char       *names[1] = { "latents" };
 
     golden_dir("pipeline_tiny", dir, sizeof(dir));
-    make_tmp(tmp, sizeof(tmp));
-    st    = open_file(dir, "pipeline.safetensors");
-    final = load(st, "latents_final");
-    raw   = load(st, "decoded_raw");
+    golden_make_tmp("vae", tmp, sizeof(tmp));
+    st    = golden_open(dir, "pipeline.safetensors");
+    final = golden_load(st, "latents_final");
+    raw   = golden_load(st, "decoded_raw");
     svp_safetensors_close(st);
     snprintf(vdir, sizeof(vdir), "%s/vae", dir);
     snprintf(in, sizeof(in), "%s", write_input(tmp, "lat.safetensors", 1, names, &final));
@@ -763,8 +548,8 @@ Test(vae, svdtool_decode_pipeline_latents, .init = setup, .fini = teardown)
                                NULL };
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
     }
-    st  = open_file(tmp, "dec.safetensors");
-    got = load(st, "frames");
+    st  = golden_open(tmp, "dec.safetensors");
+    got = golden_load(st, "frames");
     cr_assert_eq(got->ndim, 5);
     cr_assert_eq(got->shape[1], 3);
     assert_close_video("svdtool decoded_raw", got->data, raw);
@@ -793,8 +578,8 @@ Test(vae, random_init_loads_and_is_deterministic, .init = setup, .fini = teardow
 
     golden_dir("vae_tiny", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
-    make_tmp(a, sizeof(a));
-    make_tmp(b, sizeof(b));
+    golden_make_tmp("vae", a, sizeof(a));
+    golden_make_tmp("vae", b, sizeof(b));
     cr_assert_eq(svp_vae_write_random(cfg, 11, a), SVP_OK);
     cr_assert_eq(svp_vae_write_random(cfg, 11, b), SVP_OK);
     snprintf(pa, sizeof(pa), "%s/%s", a, ST_FILE);
@@ -805,8 +590,8 @@ Test(vae, random_init_loads_and_is_deterministic, .init = setup, .fini = teardow
     free(da);
     free(db);
 
-    g = open_file(dir, ST_FILE);
-    r = open_file(a, ST_FILE);
+    g = golden_open(dir, ST_FILE);
+    r = golden_open(a, ST_FILE);
     cr_assert_eq(svp_safetensors_count(r), svp_safetensors_count(g));
     svp_safetensors_close(g);
     svp_safetensors_close(r);
@@ -838,7 +623,7 @@ Test(vae, bad_config_and_shapes_are_rejected, .init = setup, .fini = teardown)
     svp_vae_h        vae;
     float            buf[4 * 4 * 3];
 
-    make_tmp(tmp, sizeof(tmp));
+    golden_make_tmp("vae", tmp, sizeof(tmp));
     snprintf(path, sizeof(path), "%s/config.json", tmp);
     cr_assert_eq(svp_file_write_atomic(path, cfg_text, strlen(cfg_text)), SVP_OK);
     mem = open_memstream(&log, &len);

@@ -14,16 +14,14 @@
 #include "model/clip.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sched/rng.h"
 #include "tensor/config_json.h"
-#include "tensor/safetensors.h"
+#include "model/random_weights.h"
+#include "model/weights.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define CLIP_NAME_MAX 256
 
@@ -51,8 +49,7 @@ struct svp_clip {
     clip_layer_t      *layers;
     float             *visual_projection;   /* [proj, D] */
 
-    float            **weights;         /* every backend buffer, to free */
-    int                n_weights, cap_weights;
+    svp_weight_bufs_t  weights;         /* every backend buffer, to free */
 
     svp_clip_capture_cb_t capture_cb;
     void                 *capture_arg;
@@ -146,86 +143,27 @@ out:
 /*
  * The tensor walk of clip_load_all() serves three purposes: loading a file
  * into backend buffers, checking a file's header only, and writing random
- * weights (writer set; nothing is read or uploaded).
+ * weights (rw set; nothing is read or uploaded).
  */
 typedef struct {
-    struct svp_clip          *clip;
-    svp_safetensors_h         st;
-    int                       used;         /* tensors taken from the file */
-    int                       check_only;   /* names and shapes, no data */
-    svp_safetensors_writer_h  writer;       /* random weights go here */
-    uint64_t                  seed;
-    svp_tensor_t            **tensors;      /* owned until written */
-    int                       count, cap;
+    struct svp_clip      *clip;
+    svp_weights_t         w;        /* the file, unless writing */
+    svp_random_weights_h  rw;       /* random weights go here */
 } clip_loader_t;
 
 /*
- * A random tensor for the writer, from its own counter-based stream keyed by
- * (seed, name), with the golden data's scheme: matrices and kernels
- * N(0, 1/fan_in), the class and position embeddings N(0, 0.5^2), LayerNorm
- * scales 1 + N(0, 0.1^2), biases N(0, 0.05^2).
+ * A random tensor for the writer, with the golden data's scheme:
+ * random_weights.h's default, but N(0, 0.5^2) for the class and position
+ * embeddings.
  */
 static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
                                        int ndim, const int64_t *shape)
 {
-    size_t        len = strlen(name);
-    double        mean = 0.0, std = 0.05;
-    int64_t       i, numel, fan_in = 1;
-    svp_tensor_t *t, **tensors;
-    float        *data;
-    svp_status_t  status;
-
     if (strstr(name, "class_embedding") || strstr(name, "position_embedding")) {
-        std = 0.5;
-    } else if (ndim >= 2) {
-        for (i = 1; i < ndim; i++) {
-            fan_in *= shape[i];
-        }
-        std = 1.0 / sqrt((double)fan_in);
-    } else if (len > 7 && strcmp(name + len - 7, ".weight") == 0) {
-        mean = 1.0;
-        std  = 0.1;
+        return svp_random_weights_add(ld->rw, name, ndim, shape, 0.0, 0.5,
+                                      NULL);
     }
-    if (ld->count == ld->cap) {
-        int cap = SVP_MAX(64, 2 * ld->cap);
-        tensors = realloc(ld->tensors, cap * sizeof(*tensors));
-        if (tensors == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        ld->tensors = tensors;
-        ld->cap     = cap;
-    }
-    status = svp_tensor_create(SVP_DTYPE_F32, ndim, shape, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    ld->tensors[ld->count++] = t;
-    numel = svp_tensor_numel(t);
-    data  = t->data;
-    svp_rng_normal(ld->seed, svp_hash_fnv1a(name, len, 0), 0, (size_t)numel,
-                   data);
-    for (i = 0; i < numel; i++) {
-        data[i] = (float)(mean + std * data[i]);
-    }
-    return svp_safetensors_writer_add(ld->writer, name, t);
-}
-
-static svp_status_t clip_keep_weight(struct svp_clip *c, float *buf)
-{
-    float **weights;
-    int     cap;
-
-    if (c->n_weights == c->cap_weights) {
-        cap     = SVP_MAX(64, 2 * c->cap_weights);
-        weights = realloc(c->weights, cap * sizeof(*weights));
-        if (weights == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        c->weights     = weights;
-        c->cap_weights = cap;
-    }
-    c->weights[c->n_weights++] = buf;
-    return SVP_OK;
+    return svp_random_weights_add_default(ld->rw, name, ndim, shape);
 }
 
 /*
@@ -242,77 +180,17 @@ static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
                                 int ndim, const int64_t *shape,
                                 const char *fmt, ...)
 {
-    svp_ops_h              ops = ld->clip->ops;
-    svp_safetensors_info_t info;
-    svp_tensor_t          *t;
-    char                   name[CLIP_NAME_MAX], want[96], have[96];
-    float                 *buf, *data;
-    int64_t                i, numel;
-    int                    same;
-    va_list                ap;
-    svp_status_t           status;
+    char    name[CLIP_NAME_MAX];
+    va_list ap;
 
     va_start(ap, fmt);
     vsnprintf(name, sizeof(name), fmt, ap);
     va_end(ap);
 
-    if (ld->writer != NULL) {
+    if (ld->rw != NULL) {
         return clip_random_tensor(ld, name, ndim, shape);
     }
-    if (svp_safetensors_find(ld->st, name, &info) != SVP_OK) {
-        svp_error("%s: missing tensor '%s'", svp_safetensors_path(ld->st), name);
-        return SVP_ERR_BAD_FILE;
-    }
-    same = (info.ndim == ndim);
-    for (i = 0; same && i < ndim; i++) {
-        same = (info.shape[i] == shape[i]);
-    }
-    if (!same) {
-        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
-                  svp_safetensors_path(ld->st), name,
-                  svp_shape_str(info.ndim, info.shape, have, sizeof(have)),
-                  svp_shape_str(ndim, shape, want, sizeof(want)));
-        return SVP_ERR_BAD_FILE;
-    }
-    if (info.dtype != SVP_DTYPE_F32 && info.dtype != SVP_DTYPE_F16 &&
-        info.dtype != SVP_DTYPE_BF16) {
-        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
-                  svp_safetensors_path(ld->st), name,
-                  svp_dtype_name(info.dtype));
-        return SVP_ERR_BAD_FILE;
-    }
-    ld->used++;
-    if (ld->check_only) {
-        return SVP_OK;
-    }
-
-    status = svp_safetensors_load(ld->st, name, SVP_DTYPE_F32, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    numel = svp_tensor_numel(t);
-    data  = t->data;
-    if (scale != 1.0f) {
-        for (i = 0; i < numel; i++) {
-            data[i] *= scale;
-        }
-    }
-    status = svp_ops_alloc(ops, numel, &buf);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    status = clip_keep_weight(ld->clip, buf);
-    if (status != SVP_OK) {
-        svp_ops_free(ops, buf);
-        goto out_destroy;
-    }
-    status = svp_ops_upload(ops, buf, data, numel);
-    if (status == SVP_OK) {
-        *buf_p = buf;
-    }
-out_destroy:
-    svp_tensor_destroy(t);
-    return status;
+    return svp_weights_load(&ld->w, name, ndim, shape, scale, buf_p);
 }
 
 static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,
@@ -405,37 +283,9 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     return SVP_OK;
 }
 
-static svp_status_t clip_open_weights(const char *model_dir,
-                                      const svp_clip_params_t *params,
-                                      svp_safetensors_h *st_p)
-{
-    static const char *const names[] = { "model.safetensors",
-                                         "model.fp16.safetensors" };
-    char   path[4096];
-    size_t i;
-
-    if (params && params->weights_file) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
-        return svp_safetensors_open(path, st_p);
-    }
-    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
-        if (access(path, F_OK) == 0) {
-            return svp_safetensors_open(path, st_p);
-        }
-    }
-    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
-    return SVP_ERR_NOT_FOUND;
-}
-
 static void clip_free(struct svp_clip *c)
 {
-    int i;
-
-    for (i = 0; i < c->n_weights; i++) {
-        svp_ops_free(c->ops, c->weights[i]);
-    }
-    free(c->weights);
+    svp_weight_bufs_free(c->ops, &c->weights);
     free(c->layers);
     free(c);
 }
@@ -445,10 +295,9 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
                               const svp_clip_params_t *params, int check_only,
                               struct svp_clip **clip_p, int *mapped_p)
 {
-    clip_loader_t    ld = { .check_only = check_only };
+    clip_loader_t    ld = { 0 };
     struct svp_clip *c;
     char             path[4096];
-    int              unused;
     svp_status_t     status;
 
     c = calloc(1, sizeof(*c));
@@ -470,7 +319,9 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
         status = SVP_ERR_NO_MEMORY;
         goto err_free_clip;
     }
-    status = clip_open_weights(model_dir, params, &ld.st);
+    status = svp_weights_open(model_dir, params ? params->weights_file : NULL,
+                              "model", ops, check_only ? NULL : &c->weights,
+                              &ld.w);
     if (status != SVP_OK) {
         goto err_free_clip;
     }
@@ -480,23 +331,18 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
         goto err_close_weights;
     }
     /* position_ids is a non-persistent buffer some files still carry */
-    unused = svp_safetensors_count(ld.st) - ld.used;
-    if (unused != 0) {
-        svp_debug("%s: %d of %d tensors not used by the image encoder",
-                  svp_safetensors_path(ld.st), unused,
-                  svp_safetensors_count(ld.st));
-    }
+    svp_weights_log_unused(&ld.w, "the image encoder");
     svp_debug("clip: %d layers, %d tensors from %s", c->cfg.num_layers,
-              ld.used, svp_safetensors_path(ld.st));
-    svp_safetensors_close(ld.st);
+              ld.w.used, svp_weights_path(&ld.w));
+    svp_weights_close(&ld.w);
     if (mapped_p != NULL) {
-        *mapped_p = ld.used;
+        *mapped_p = ld.w.used;
     }
     *clip_p = c;
     return SVP_OK;
 
 err_close_weights:
-    svp_safetensors_close(ld.st);
+    svp_weights_close(&ld.w);
 err_free_clip:
     clip_free(c);
     return status;
@@ -538,11 +384,8 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip)
 svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir)
 {
-    clip_loader_t   ld = { .seed = seed };
+    clip_loader_t   ld = { 0 };
     struct svp_clip c;
-    char            path[4096], *text = NULL;
-    size_t          len;
-    int             i;
     svp_status_t    status;
 
     memset(&c, 0, sizeof(c));
@@ -554,41 +397,17 @@ svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
     if (c.layers == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    status = svp_safetensors_writer_create(&ld.writer);
+    status = svp_random_weights_create(seed, 0, &ld.rw);
     if (status != SVP_OK) {
         goto out_free_layers;
     }
     ld.clip = &c;
     status  = clip_load_all(&ld);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_mkdir_p(out_dir, 0755);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/model.safetensors", out_dir);
-    status = svp_safetensors_writer_commit(ld.writer, path);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_file_read_all(config_path, &text, &len);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/config.json", out_dir);
-    status = svp_file_write_atomic(path, text, len);
     if (status == SVP_OK) {
-        svp_info("wrote %d random image encoder tensors (seed %llu) to %s",
-                 ld.count, (unsigned long long)seed, out_dir);
+        status = svp_random_weights_commit(ld.rw, config_path, out_dir,
+                                           "model.safetensors");
     }
-out:
-    free(text);
-    svp_safetensors_writer_destroy(ld.writer);
-    for (i = 0; i < ld.count; i++) {
-        svp_tensor_destroy(ld.tensors[i]);
-    }
-    free(ld.tensors);
+    svp_random_weights_destroy(ld.rw);
 out_free_layers:
     free(c.layers);
     return status;

@@ -1,6 +1,6 @@
 /*
  * Seeded random weights written as a model directory (weights file plus a
- * copy of config.json), shared by the VAE and CLIP initialisers.
+ * copy of config.json), shared by the UNet, VAE and CLIP initialisers.
  *
  * Every tensor draws from its own counter-based stream, keyed by (seed,
  * hash of its name), so a tensor's values depend on neither the order of

@@ -8,12 +8,11 @@
 #include "model/unet_int.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "tensor/safetensors.h"
+#include "model/weights.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define UNET_TRY(_expr) \
     do { \
@@ -25,172 +24,39 @@
 
 /* ---- loading ---- */
 
+/*
+ * The walker of svp_unet_create() and (with the loader in check mode)
+ * svp_unet_check_weights().
+ */
 typedef struct {
-    unet_walker_t     base;
-    struct svp_unet  *unet;
-    svp_safetensors_h st;
-    int               used;             /* tensors taken from the file */
+    unet_walker_t base;
+    svp_weights_t w;
 } unet_file_walker_t;
-
-static svp_status_t unet_keep_weight(struct svp_unet *u, float *buf)
-{
-    float **weights;
-    int     cap;
-
-    if (u->n_weights == u->cap_weights) {
-        cap     = SVP_MAX(256, 2 * u->cap_weights);
-        weights = realloc(u->weights, cap * sizeof(*weights));
-        if (weights == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        u->weights     = weights;
-        u->cap_weights = cap;
-    }
-    u->weights[u->n_weights++] = buf;
-    return SVP_OK;
-}
-
-static void unet_shape_str(int ndim, const int64_t *shape, char *buf, int len)
-{
-    int i, off = 0;
-
-    off += snprintf(buf + off, len - off, "[");
-    for (i = 0; i < ndim && off < len; i++) {
-        off += snprintf(buf + off, len - off, "%s%ld", i ? "," : "", (long)shape[i]);
-    }
-    if (off < len) {
-        snprintf(buf + off, len - off, "]");
-    }
-}
-
-/* Finds name and checks its shape; the error names tensor, file, shapes. */
-static svp_status_t unet_file_find(unet_file_walker_t *fwk, const char *name,
-                                   int ndim, const int64_t *shape,
-                                   svp_safetensors_info_t *info)
-{
-    char want[96], have[96];
-    int  i, same;
-
-    if (svp_safetensors_find(fwk->st, name, info) != SVP_OK) {
-        svp_error("%s: missing tensor '%s'", svp_safetensors_path(fwk->st), name);
-        return SVP_ERR_BAD_FILE;
-    }
-    same = (info->ndim == ndim);
-    for (i = 0; same && i < ndim; i++) {
-        same = (info->shape[i] == shape[i]);
-    }
-    if (!same) {
-        unet_shape_str(ndim, shape, want, sizeof(want));
-        unet_shape_str(info->ndim, info->shape, have, sizeof(have));
-        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
-                  svp_safetensors_path(fwk->st), name, have, want);
-        return SVP_ERR_BAD_FILE;
-    }
-    if (info->dtype != SVP_DTYPE_F32 && info->dtype != SVP_DTYPE_F16 &&
-        info->dtype != SVP_DTYPE_BF16) {
-        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
-                  svp_safetensors_path(fwk->st), name,
-                  svp_dtype_name(info->dtype));
-        return SVP_ERR_BAD_FILE;
-    }
-    fwk->used++;
-    return SVP_OK;
-}
 
 static svp_status_t unet_file_param(unet_walker_t *wk, const char *name,
                                     int ndim, const int64_t *shape,
                                     float **buf_p)
 {
-    unet_file_walker_t    *fwk = (unet_file_walker_t *)wk;
-    svp_ops_h              ops = fwk->unet->ops;
-    svp_safetensors_info_t info;
-    svp_tensor_t          *t;
-    float                 *buf;
-    svp_status_t           status;
-
-    status = unet_file_find(fwk, name, ndim, shape, &info);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_ops_alloc(ops, svp_tensor_numel(t), &buf);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    status = unet_keep_weight(fwk->unet, buf);
-    if (status != SVP_OK) {
-        svp_ops_free(ops, buf);
-        goto out_destroy;
-    }
-    status = svp_ops_upload(ops, buf, t->data, svp_tensor_numel(t));
-    if (status == SVP_OK) {
-        *buf_p = buf;
-    }
-out_destroy:
-    svp_tensor_destroy(t);
-    return status;
+    return svp_weights_load(&((unet_file_walker_t *)wk)->w, name, ndim, shape,
+                            1.0f, buf_p);
 }
 
 static svp_status_t unet_file_scalar(unet_walker_t *wk, const char *name,
                                      float *value_p)
 {
-    unet_file_walker_t    *fwk = (unet_file_walker_t *)wk;
-    svp_safetensors_info_t info;
-    svp_tensor_t          *t;
-    int64_t                shape[1] = { 1 };
-    svp_status_t           status;
-
-    status = unet_file_find(fwk, name, 1, shape, &info);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    *value_p = *(const float *)t->data;
-    svp_tensor_destroy(t);
-    return SVP_OK;
+    return svp_weights_scalar(&((unet_file_walker_t *)wk)->w, name, value_p);
 }
 
 static void unet_free(struct svp_unet *u)
 {
-    int i;
-
-    for (i = 0; i < u->n_weights; i++) {
-        svp_ops_free(u->ops, u->weights[i]);
-    }
-    free(u->weights);
+    svp_weight_bufs_free(u->ops, &u->weights);
     unet_params_free_tree(u);
     free(u);
 }
 
-static svp_status_t unet_open_weights(const char *model_dir,
-                                      const svp_unet_params_t *params,
-                                      svp_safetensors_h *st_p)
+static const char *unet_weights_file(const svp_unet_params_t *params)
 {
-    static const char *const names[] = {
-        "diffusion_pytorch_model.safetensors",
-        "diffusion_pytorch_model.fp16.safetensors",
-    };
-    char   path[4096];
-    size_t i;
-
-    if (params && params->weights_file) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
-        return svp_safetensors_open(path, st_p);
-    }
-    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
-        if (access(path, F_OK) == 0) {
-            return svp_safetensors_open(path, st_p);
-        }
-    }
-    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
-    return SVP_ERR_NOT_FOUND;
+    return params ? params->weights_file : NULL;
 }
 
 svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
@@ -217,57 +83,34 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_unet;
     }
-    status = unet_open_weights(model_dir, params, &fwk.st);
+    status = svp_weights_open(model_dir, unet_weights_file(params),
+                              "diffusion_pytorch_model", ops, &u->weights,
+                              &fwk.w);
     if (status != SVP_OK) {
         goto err_free_unet;
     }
-    fwk.unet = u;
-    status   = unet_params_walk(u, &fwk.base);
+    status = unet_params_walk(u, &fwk.base);
     if (status != SVP_OK) {
         goto err_close_weights;
     }
-    if (fwk.used != svp_safetensors_count(fwk.st)) {
-        svp_debug("%s: %d tensors not used by the UNet",
-                  svp_safetensors_path(fwk.st),
-                  svp_safetensors_count(fwk.st) - fwk.used);
-    }
-    svp_debug("unet: %d levels, %d tensors from %s", u->cfg.levels, fwk.used,
-              svp_safetensors_path(fwk.st));
-    svp_safetensors_close(fwk.st);
+    svp_weights_log_unused(&fwk.w, "the UNet");
+    svp_debug("unet: %d levels, %d tensors from %s", u->cfg.levels, fwk.w.used,
+              svp_weights_path(&fwk.w));
+    svp_weights_close(&fwk.w);
     *unet_p = u;
     return SVP_OK;
 
 err_close_weights:
-    svp_safetensors_close(fwk.st);
+    svp_weights_close(&fwk.w);
 err_free_unet:
     unet_free(u);
     return status;
 }
 
-/* Walker of svp_unet_check_weights(): names and shapes only. */
-static svp_status_t unet_check_param(unet_walker_t *wk, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     float **buf_p)
-{
-    svp_safetensors_info_t info;
-
-    return unet_file_find((unet_file_walker_t *)wk, name, ndim, shape, &info);
-}
-
-static svp_status_t unet_check_scalar(unet_walker_t *wk, const char *name,
-                                      float *value_p)
-{
-    svp_safetensors_info_t info;
-    int64_t                shape[1] = { 1 };
-
-    *value_p = 0.0f;
-    return unet_file_find((unet_file_walker_t *)wk, name, 1, shape, &info);
-}
-
 svp_status_t svp_unet_check_weights(const char *model_dir,
                                     const svp_unet_params_t *params)
 {
-    unet_file_walker_t fwk = { .base = { unet_check_param, unet_check_scalar } };
+    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_scalar } };
     struct svp_unet    u;
     char               path[4096];
     svp_status_t       status;
@@ -278,17 +121,17 @@ svp_status_t svp_unet_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
-    status = unet_open_weights(model_dir, params, &fwk.st);
+    status = svp_weights_open(model_dir, unet_weights_file(params),
+                              "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {
         return status;
     }
-    fwk.unet = &u;
-    status   = unet_params_walk(&u, &fwk.base);
+    status = unet_params_walk(&u, &fwk.base);
     if (status == SVP_OK) {
-        svp_debug("%s: %d of %d tensors checked", svp_safetensors_path(fwk.st),
-                  fwk.used, svp_safetensors_count(fwk.st));
+        svp_debug("%s: %d of %d tensors checked", svp_weights_path(&fwk.w),
+                  fwk.w.used, svp_safetensors_count(fwk.w.st));
     }
-    svp_safetensors_close(fwk.st);
+    svp_weights_close(&fwk.w);
     unet_params_free_tree(&u);
     return status;
 }

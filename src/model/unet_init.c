@@ -1,130 +1,48 @@
 /*
  * Random UNet weights in diffusers' layout, for tests and demos without a
  * real checkpoint.  The parameter walk supplies names and shapes, so the
- * file holds exactly what svp_unet_create() (and diffusers) expect.
- *
- * Every tensor draws from its own stream, seeded by (seed, name), so a
- * tensor's values do not depend on which tensors come before it.
+ * file holds exactly what svp_unet_create() (and diffusers) expect.  The
+ * values come from random_weights.h: every tensor from its own stream,
+ * seeded by (seed, name), so a tensor's values do not depend on which
+ * tensors come before it.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "model/unet_int.h"
-#include "common/log.h"
-#include "common/util.h"
-#include "tensor/safetensors.h"
+#include "model/random_weights.h"
 
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
-    unet_walker_t            base;
-    uint64_t                 seed;
-    svp_safetensors_writer_h writer;
-    svp_tensor_t           **tensors;   /* owned until the file is written */
-    int                      count, cap;
+    unet_walker_t        base;
+    svp_random_weights_h rw;
 } unet_init_walker_t;
 
-static uint64_t unet_splitmix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Standard normal by Box-Muller from two 53-bit uniforms in (0, 1]. */
-static double unet_normal(uint64_t *state)
-{
-    double u1 = ((unet_splitmix(state) >> 11) + 1.0) / 9007199254740992.0;
-    double u2 = (unet_splitmix(state) >> 11) / 9007199254740992.0;
-
-    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static svp_status_t unet_init_add(unet_init_walker_t *iw, const char *name,
-                                  int ndim, const int64_t *shape, double mean,
-                                  double std)
-{
-    svp_tensor_t *t, **tensors;
-    uint64_t      state = svp_hash_fnv1a(name, strlen(name), iw->seed);
-    int64_t       i, numel;
-    float        *data;
-    svp_status_t  status;
-
-    if (iw->count == iw->cap) {
-        int cap = SVP_MAX(256, 2 * iw->cap);
-        tensors = realloc(iw->tensors, cap * sizeof(*tensors));
-        if (tensors == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        iw->tensors = tensors;
-        iw->cap     = cap;
-    }
-    status = svp_tensor_create(SVP_DTYPE_F32, ndim, shape, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    iw->tensors[iw->count++] = t;
-    numel = svp_tensor_numel(t);
-    data  = t->data;
-    for (i = 0; i < numel; i++) {
-        data[i] = (float)(mean + std * unet_normal(&state));
-    }
-    return svp_safetensors_writer_add(iw->writer, name, t);
-}
-
-/*
- * The golden data's scheme: matrices and kernels N(0, 1/fan_in), vectors
- * named *.weight are norm scales (1 + N(0, 0.1^2)), every bias N(0, 0.05^2).
- */
+/* random_weights.h's default scheme, which is the golden data's. */
 static svp_status_t unet_init_param(unet_walker_t *wk, const char *name,
                                     int ndim, const int64_t *shape,
                                     float **buf_p)
 {
-    unet_init_walker_t *iw = (unet_init_walker_t *)wk;
-    size_t              len = strlen(name);
-    int64_t             fan_in = 1;
-    int                 i;
-
-    if (ndim >= 2) {
-        for (i = 1; i < ndim; i++) {
-            fan_in *= shape[i];
-        }
-        return unet_init_add(iw, name, ndim, shape, 0.0, 1.0 / sqrt((double)fan_in));
-    }
-    if (len > 7 && strcmp(name + len - 7, ".weight") == 0) {
-        return unet_init_add(iw, name, ndim, shape, 1.0, 0.1);
-    }
-    return unet_init_add(iw, name, ndim, shape, 0.0, 0.05);
+    return svp_random_weights_add_default(((unet_init_walker_t *)wk)->rw, name,
+                                          ndim, shape);
 }
 
+/* The mix factors: N(0, 1), so neither branch of a blend is silenced. */
 static svp_status_t unet_init_scalar(unet_walker_t *wk, const char *name,
                                      float *value_p)
 {
-    unet_init_walker_t *iw = (unet_init_walker_t *)wk;
-    int64_t             shape[1] = { 1 };
-    svp_status_t        status;
+    int64_t shape[1] = { 1 };
 
-    status = unet_init_add(iw, name, 1, shape, 0.0, 1.0);
-    if (status == SVP_OK) {
-        *value_p = *(float *)iw->tensors[iw->count - 1]->data;
-    }
-    return status;
+    return svp_random_weights_add(((unet_init_walker_t *)wk)->rw, name, 1,
+                                  shape, 0.0, 1.0, value_p);
 }
 
 svp_status_t svp_unet_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir)
 {
-    unet_init_walker_t iw = { .base = { unet_init_param, unet_init_scalar },
-                              .seed = seed };
+    unet_init_walker_t iw = { .base = { unet_init_param, unet_init_scalar } };
     struct svp_unet    u;
-    char               path[4096], *text = NULL;
-    size_t             len;
-    int                i;
     svp_status_t       status;
 
     memset(&u, 0, sizeof(u));
@@ -132,40 +50,16 @@ svp_status_t svp_unet_write_random(const char *config_path, uint64_t seed,
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_safetensors_writer_create(&iw.writer);
+    status = svp_random_weights_create(seed, 0, &iw.rw);
     if (status != SVP_OK) {
         return status;
     }
     status = unet_params_walk(&u, &iw.base);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_mkdir_p(out_dir, 0755);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/diffusion_pytorch_model.safetensors", out_dir);
-    status = svp_safetensors_writer_commit(iw.writer, path);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    status = svp_file_read_all(config_path, &text, &len);
-    if (status != SVP_OK) {
-        goto out;
-    }
-    snprintf(path, sizeof(path), "%s/config.json", out_dir);
-    status = svp_file_write_atomic(path, text, len);
     if (status == SVP_OK) {
-        svp_info("wrote %d random tensors (seed %llu) to %s", iw.count,
-                 (unsigned long long)seed, out_dir);
+        status = svp_random_weights_commit(iw.rw, config_path, out_dir,
+                                           "diffusion_pytorch_model.safetensors");
     }
-out:
-    free(text);
-    svp_safetensors_writer_destroy(iw.writer);
-    for (i = 0; i < iw.count; i++) {
-        svp_tensor_destroy(iw.tensors[i]);
-    }
-    free(iw.tensors);
+    svp_random_weights_destroy(iw.rw);
     unet_params_free_tree(&u);
     return status;
 }

@@ -10,6 +10,7 @@
 #define SVP_MODEL_UNET_INT_H
 
 #include "model/unet.h"
+#include "model/weights.h"
 
 typedef struct { float *w, *b; int in, out; } unet_linear_t;
 typedef struct { float *w, *b; int in, out, k; } unet_conv_t;   /* k x k or 3x1x1 */
@@ -89,8 +90,7 @@ struct svp_unet {
     unet_st_resblock_t mid_resnets[2];
     unet_transformer_t mid_attention;
 
-    float            **weights;         /* every backend buffer, to free */
-    int                n_weights, cap_weights;
+    svp_weight_bufs_t  weights;         /* every backend buffer, to free */
 
     svp_unet_capture_cb_t capture_cb;
     void                 *capture_arg;

@@ -11,14 +11,12 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/config_json.h"
-#include "tensor/safetensors.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define VAE_NAME_MAX 256
 
@@ -372,183 +370,37 @@ void vae_params_free_tree(struct svp_vae *v)
 
 /* ---- loading ---- */
 
+/*
+ * The walker of svp_vae_create() and (with the loader in check mode)
+ * svp_vae_check_weights().
+ */
 typedef struct {
-    vae_walker_t      base;
-    struct svp_vae   *vae;
-    svp_safetensors_h st;
-    int               used;             /* tensors taken from the file */
+    vae_walker_t  base;
+    svp_weights_t w;
 } vae_file_walker_t;
-
-static svp_status_t vae_keep_weight(struct svp_vae *v, float *buf)
-{
-    float **weights;
-    int     cap;
-
-    if (v->n_weights == v->cap_weights) {
-        cap     = SVP_MAX(256, 2 * v->cap_weights);
-        weights = realloc(v->weights, cap * sizeof(*weights));
-        if (weights == NULL) {
-            return SVP_ERR_NO_MEMORY;
-        }
-        v->weights     = weights;
-        v->cap_weights = cap;
-    }
-    v->weights[v->n_weights++] = buf;
-    return SVP_OK;
-}
-
-/* Finds name and checks shape and dtype; the error names tensor and file. */
-static svp_status_t vae_file_find(vae_file_walker_t *fwk, const char *name,
-                                  int ndim, const int64_t *shape)
-{
-    svp_safetensors_info_t info;
-    char                   want[96], have[96];
-    int                    i, same;
-
-    if (svp_safetensors_find(fwk->st, name, &info) != SVP_OK) {
-        svp_error("%s: missing tensor '%s'", svp_safetensors_path(fwk->st), name);
-        return SVP_ERR_BAD_FILE;
-    }
-    same = (info.ndim == ndim);
-    for (i = 0; same && i < ndim; i++) {
-        same = (info.shape[i] == shape[i]);
-    }
-    if (!same) {
-        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
-                  svp_safetensors_path(fwk->st), name,
-                  svp_shape_str(info.ndim, info.shape, have, sizeof(have)),
-                  svp_shape_str(ndim, shape, want, sizeof(want)));
-        return SVP_ERR_BAD_FILE;
-    }
-    if (info.dtype != SVP_DTYPE_F32 && info.dtype != SVP_DTYPE_F16 &&
-        info.dtype != SVP_DTYPE_BF16) {
-        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
-                  svp_safetensors_path(fwk->st), name,
-                  svp_dtype_name(info.dtype));
-        return SVP_ERR_BAD_FILE;
-    }
-    fwk->used++;
-    return SVP_OK;
-}
 
 static svp_status_t vae_file_param(vae_walker_t *wk, const char *name,
                                    int ndim, const int64_t *shape,
                                    float **buf_p)
 {
-    vae_file_walker_t *fwk = (vae_file_walker_t *)wk;
-    svp_ops_h          ops = fwk->vae->ops;
-    svp_tensor_t      *t;
-    float             *buf;
-    svp_status_t       status;
-
-    status = vae_file_find(fwk, name, ndim, shape);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_ops_alloc(ops, svp_tensor_numel(t), &buf);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    status = vae_keep_weight(fwk->vae, buf);
-    if (status != SVP_OK) {
-        svp_ops_free(ops, buf);
-        goto out_destroy;
-    }
-    status = svp_ops_upload(ops, buf, t->data, svp_tensor_numel(t));
-    if (status == SVP_OK) {
-        *buf_p = buf;
-    }
-out_destroy:
-    svp_tensor_destroy(t);
-    return status;
+    return svp_weights_load(&((vae_file_walker_t *)wk)->w, name, ndim, shape,
+                            1.0f, buf_p);
 }
 
 static svp_status_t vae_file_scalar(vae_walker_t *wk, const char *name,
                                     float *value_p)
 {
-    vae_file_walker_t *fwk = (vae_file_walker_t *)wk;
-    svp_tensor_t      *t;
-    int64_t            shape[1] = { 1 };
-    svp_status_t       status;
-
-    status = vae_file_find(fwk, name, 1, shape);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_load(fwk->st, name, SVP_DTYPE_F32, &t);
-    if (status != SVP_OK) {
-        return status;
-    }
-    *value_p = *(const float *)t->data;
-    svp_tensor_destroy(t);
-    return SVP_OK;
+    return svp_weights_scalar(&((vae_file_walker_t *)wk)->w, name, value_p);
 }
 
-/* Header-only walker of svp_vae_check_weights(). */
-static svp_status_t vae_check_param(vae_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    float **buf_p)
+static const char *vae_weights_file(const svp_vae_params_t *params)
 {
-    return vae_file_find((vae_file_walker_t *)wk, name, ndim, shape);
-}
-
-static svp_status_t vae_check_scalar(vae_walker_t *wk, const char *name,
-                                     float *value_p)
-{
-    int64_t shape[1] = { 1 };
-
-    *value_p = 0.0f;
-    return vae_file_find((vae_file_walker_t *)wk, name, 1, shape);
-}
-
-static svp_status_t vae_open_weights(const char *model_dir,
-                                     const svp_vae_params_t *params,
-                                     svp_safetensors_h *st_p)
-{
-    static const char *const names[] = {
-        "diffusion_pytorch_model.safetensors",
-        "diffusion_pytorch_model.fp16.safetensors",
-    };
-    char   path[4096];
-    size_t i;
-
-    if (params && params->weights_file) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, params->weights_file);
-        return svp_safetensors_open(path, st_p);
-    }
-    for (i = 0; i < SVP_ARRAY_SIZE(names); i++) {
-        snprintf(path, sizeof(path), "%s/%s", model_dir, names[i]);
-        if (access(path, F_OK) == 0) {
-            return svp_safetensors_open(path, st_p);
-        }
-    }
-    svp_error("%s: no %s or %s", model_dir, names[0], names[1]);
-    return SVP_ERR_NOT_FOUND;
-}
-
-/* Extra tensors are not an error (diffusers only warns about them). */
-static void vae_log_unused(svp_safetensors_h st, int used)
-{
-    int count = svp_safetensors_count(st);
-
-    if (used != count) {
-        svp_debug("%s: %d of %d tensors not used by the VAE",
-                  svp_safetensors_path(st), count - used, count);
-    }
+    return params ? params->weights_file : NULL;
 }
 
 static void vae_free(struct svp_vae *v)
 {
-    int i;
-
-    for (i = 0; i < v->n_weights; i++) {
-        svp_ops_free(v->ops, v->weights[i]);
-    }
-    free(v->weights);
+    svp_weight_bufs_free(v->ops, &v->weights);
     vae_params_free_tree(v);
     free(v);
 }
@@ -575,24 +427,25 @@ svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_vae;
     }
-    status = vae_open_weights(model_dir, params, &fwk.st);
+    status = svp_weights_open(model_dir, vae_weights_file(params),
+                              "diffusion_pytorch_model", ops, &v->weights,
+                              &fwk.w);
     if (status != SVP_OK) {
         goto err_free_vae;
     }
-    fwk.vae = v;
-    status  = vae_params_walk(v, &fwk.base);
+    status = vae_params_walk(v, &fwk.base);
     if (status != SVP_OK) {
         goto err_close_weights;
     }
-    vae_log_unused(fwk.st, fwk.used);
-    svp_debug("vae: %d levels, %d tensors from %s", v->cfg.levels, fwk.used,
-              svp_safetensors_path(fwk.st));
-    svp_safetensors_close(fwk.st);
+    svp_weights_log_unused(&fwk.w, "the VAE");
+    svp_debug("vae: %d levels, %d tensors from %s", v->cfg.levels, fwk.w.used,
+              svp_weights_path(&fwk.w));
+    svp_weights_close(&fwk.w);
     *vae_p = v;
     return SVP_OK;
 
 err_close_weights:
-    svp_safetensors_close(fwk.st);
+    svp_weights_close(&fwk.w);
 err_free_vae:
     vae_free(v);
     return status;
@@ -602,7 +455,7 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
                                    const svp_vae_params_t *params,
                                    int *mapped_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_check_param, vae_check_scalar } };
+    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_scalar } };
     struct svp_vae    v;
     char              path[4096];
     svp_status_t      status;
@@ -613,19 +466,19 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
-    status = vae_open_weights(model_dir, params, &fwk.st);
+    status = svp_weights_open(model_dir, vae_weights_file(params),
+                              "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {
         return status;
     }
-    fwk.vae = &v;
-    status  = vae_params_walk(&v, &fwk.base);
+    status = vae_params_walk(&v, &fwk.base);
     if (status == SVP_OK) {
-        vae_log_unused(fwk.st, fwk.used);
+        svp_weights_log_unused(&fwk.w, "the VAE");
         if (mapped_p != NULL) {
-            *mapped_p = fwk.used;
+            *mapped_p = fwk.w.used;
         }
     }
-    svp_safetensors_close(fwk.st);
+    svp_weights_close(&fwk.w);
     vae_params_free_tree(&v);
     return status;
 }

@@ -10,6 +10,7 @@
 #define SVP_MODEL_VAE_INT_H
 
 #include "model/vae.h"
+#include "model/weights.h"
 
 typedef struct { float *w, *b; int in, out; } vae_linear_t;
 typedef struct { float *w, *b; int in, out; } vae_conv_t;  /* 1x1, 3x3 or 3x1x1 */
@@ -82,8 +83,7 @@ struct svp_vae {
     vae_conv_t         dec_conv_out;
     vae_conv_t         time_conv_out;       /* Conv3d (3,1,1) over frames */
 
-    float            **weights;             /* every backend buffer, to free */
-    int                n_weights, cap_weights;
+    svp_weight_bufs_t  weights;             /* every backend buffer, to free */
 
     svp_vae_capture_cb_t capture_cb;
     void                *capture_arg;

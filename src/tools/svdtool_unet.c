@@ -14,9 +14,8 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "model/unet.h"
-#include "tensor/safetensors.h"
+#include "tools/svdtool_io.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,32 +29,13 @@ static void svdtool_unet_usage(FILE *f)
             "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
 }
 
-/* Loads name as F32 with the given rank; the error names file and tensor. */
-static svp_status_t svdtool_input(svp_safetensors_h st, const char *name,
-                                  int ndim, svp_tensor_t **t_p)
+static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 {
-    svp_status_t status = svp_safetensors_load(st, name, SVP_DTYPE_F32, t_p);
-
-    if (status != SVP_OK) {
-        return status;
-    }
-    if (ndim >= 0 && (*t_p)->ndim != ndim) {
-        svp_error("%s: '%s' has %d dimensions, expected %d",
-                  svp_safetensors_path(st), name, (*t_p)->ndim, ndim);
-        svp_tensor_destroy(*t_p);
-        return SVP_ERR_SHAPE;
-    }
-    return SVP_OK;
-}
-
-static svp_status_t svdtool_unet_run(const char *model, const char *input,
-                                     const char *output, int threads)
-{
-    svp_ops_params_t         op = { .threads = threads };
+    static const char *const names[] = { "out" };
+    svp_ops_params_t         op = { .threads = a->threads };
     svp_ops_h                ops;
     svp_unet_h               unet;
     svp_safetensors_h        st;
-    svp_safetensors_writer_h wr;
     svp_tensor_t            *sample = NULL, *ts = NULL, *ehs = NULL, *ids = NULL;
     svp_tensor_t            *out = NULL;
     float                   *t = NULL;
@@ -64,21 +44,23 @@ static svp_status_t svdtool_unet_run(const char *model, const char *input,
     int                      b, i;
     svp_status_t             status;
 
-    status = svp_safetensors_open(input, &st);
+    status = svp_safetensors_open(a->input, &st);
     if (status != SVP_OK) {
         return status;
     }
-    if ((status = svdtool_input(st, "sample", 5, &sample)) != SVP_OK ||
-        (status = svdtool_input(st, "timestep", -1, &ts)) != SVP_OK ||
-        (status = svdtool_input(st, "encoder_hidden_states", 3, &ehs)) != SVP_OK ||
-        (status = svdtool_input(st, "added_time_ids", 2, &ids)) != SVP_OK) {
+    if ((status = svdtool_io_input(st, "sample", 5, 5, &sample)) != SVP_OK ||
+        (status = svdtool_io_input(st, "timestep", 0, SVP_TENSOR_MAX_DIMS,
+                                   &ts)) != SVP_OK ||
+        (status = svdtool_io_input(st, "encoder_hidden_states", 3, 3,
+                                   &ehs)) != SVP_OK ||
+        (status = svdtool_io_input(st, "added_time_ids", 2, 2, &ids)) != SVP_OK) {
         goto out_close;
     }
     b = (int)sample->shape[0];
     if (ehs->shape[0] != b || ids->shape[0] != b ||
         (svp_tensor_numel(ts) != b && svp_tensor_numel(ts) != 1)) {
         svp_error("%s: batch mismatch: sample has %d rows, timestep %ld, "
-                  "encoder_hidden_states %ld, added_time_ids %ld", input, b,
+                  "encoder_hidden_states %ld, added_time_ids %ld", a->input, b,
                   (long)svp_tensor_numel(ts), (long)ehs->shape[0],
                   (long)ids->shape[0]);
         status = SVP_ERR_SHAPE;
@@ -98,7 +80,7 @@ static svp_status_t svdtool_unet_run(const char *model, const char *input,
     if (status != SVP_OK) {
         goto out_close;
     }
-    status = svp_unet_create(ops, model, NULL, &unet);
+    status = svp_unet_create(ops, a->model, NULL, &unet);
     if (status != SVP_OK) {
         goto out_ops;
     }
@@ -108,7 +90,7 @@ static svp_status_t svdtool_unet_run(const char *model, const char *input,
         ehs->shape[2] != cfg->cross_dim[0]) {
         svp_error("%s: inputs do not fit %s: sample channels %ld (model %d), "
                   "%ld time ids (model %d), context width %ld (model %d)",
-                  input, model, (long)sample->shape[2], cfg->in_channels,
+                  a->input, a->model, (long)sample->shape[2], cfg->in_channels,
                   (long)ids->shape[1],
                   cfg->projection_dim / cfg->addition_time_embed_dim,
                   (long)ehs->shape[2], cfg->cross_dim[0]);
@@ -125,20 +107,9 @@ static svp_status_t svdtool_unet_run(const char *model, const char *input,
                               (int)sample->shape[3], (int)sample->shape[4],
                               sample->data, t, ehs->data, (int)ehs->shape[1],
                               ids->data, out->data);
-    if (status != SVP_OK) {
-        goto out_tensor;
-    }
-    status = svp_safetensors_writer_create(&wr);
-    if (status != SVP_OK) {
-        goto out_tensor;
-    }
-    status = svp_safetensors_writer_add(wr, "out", out);
     if (status == SVP_OK) {
-        status = svp_safetensors_writer_commit(wr, output);
+        status = svdtool_io_write(a->output, 1, names, &out);
     }
-    svp_safetensors_writer_destroy(wr);
-
-out_tensor:
     svp_tensor_destroy(out);
 out_unet:
     svp_unet_destroy(unet);
@@ -156,45 +127,6 @@ out_close:
 
 int svdtool_unet_main(int argc, char **argv)
 {
-    static const struct option options[] = {
-        { "model",   required_argument, NULL, 'm' },
-        { "input",   required_argument, NULL, 'i' },
-        { "output",  required_argument, NULL, 'o' },
-        { "threads", required_argument, NULL, 't' },
-        { "help",    no_argument,       NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char  *model = NULL, *input = NULL, *output = NULL;
-    int          threads = 0, c;
-    svp_status_t status;
-
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "m:i:o:t:h", options, NULL)) != -1) {
-        switch (c) {
-        case 'm': model = optarg; break;
-        case 'i': input = optarg; break;
-        case 'o': output = optarg; break;
-        case 't':
-            threads = atoi(optarg);
-            if (threads < 1) {
-                fprintf(stderr, "svdtool unet: --threads needs a positive count, got '%s'\n",
-                        optarg);
-                return SVP_EXIT_BAD_INPUT;
-            }
-            break;
-        case 'h': svdtool_unet_usage(stdout); return SVP_EXIT_OK;
-        default:  svdtool_unet_usage(stderr); return SVP_EXIT_BAD_INPUT;
-        }
-    }
-    if (model == NULL || input == NULL || output == NULL || optind != argc) {
-        fprintf(stderr, "svdtool unet: --model, --input and --output are required\n");
-        svdtool_unet_usage(stderr);
-        return SVP_EXIT_BAD_INPUT;
-    }
-    status = svdtool_unet_run(model, input, output, threads);
-    if (status != SVP_OK) {
-        svp_error("svdtool unet failed: %s", svp_status_string(status));
-        return svp_status_exit_code(status);
-    }
-    return SVP_EXIT_OK;
+    return svdtool_io_main("unet", argc, argv, svdtool_unet_usage,
+                           svdtool_unet_run);
 }

@@ -24,7 +24,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "model/vae.h"
-#include "tensor/safetensors.h"
+#include "tools/svdtool_io.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -39,49 +39,6 @@ typedef struct {
     int         chunk;          /* 0: whole videos */
     int         unscale;
 } svdtool_vae_args_t;
-
-/* Loads name as F32; a rank outside [min_ndim, max_ndim] is an error. */
-static svp_status_t svdtool_vae_input(svp_safetensors_h st, const char *name,
-                                      int min_ndim, int max_ndim,
-                                      svp_tensor_t **t_p)
-{
-    svp_status_t status = svp_safetensors_load(st, name, SVP_DTYPE_F32, t_p);
-
-    if (status != SVP_OK) {
-        return status;
-    }
-    if ((*t_p)->ndim < min_ndim || (*t_p)->ndim > max_ndim) {
-        svp_error("%s: '%s' has %d dimensions, expected %d to %d",
-                  svp_safetensors_path(st), name, (*t_p)->ndim, min_ndim,
-                  max_ndim);
-        svp_tensor_destroy(*t_p);
-        return SVP_ERR_SHAPE;
-    }
-    return SVP_OK;
-}
-
-/* Writes the named tensors to path atomically. */
-static svp_status_t svdtool_vae_write(const char *path, int count,
-                                      const char *const *names,
-                                      svp_tensor_t *const *tensors)
-{
-    svp_safetensors_writer_h wr;
-    svp_status_t             status;
-    int                      i;
-
-    status = svp_safetensors_writer_create(&wr);
-    if (status != SVP_OK) {
-        return status;
-    }
-    for (i = 0; i < count && status == SVP_OK; i++) {
-        status = svp_safetensors_writer_add(wr, names[i], tensors[i]);
-    }
-    if (status == SVP_OK) {
-        status = svp_safetensors_writer_commit(wr, path);
-    }
-    svp_safetensors_writer_destroy(wr);
-    return status;
-}
 
 static svp_status_t svdtool_vae_open(const svdtool_vae_args_t *a,
                                      svp_ops_h *ops_p, svp_vae_h *vae_p)
@@ -116,7 +73,7 @@ static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    status = svdtool_vae_input(st, "image", 4, 4, &image);
+    status = svdtool_io_input(st, "image", 4, 4, &image);
     if (status != SVP_OK) {
         goto out_close;
     }
@@ -150,7 +107,7 @@ static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
                             (int)image->shape[3], image->data, out[0]->data,
                             out[1]->data, out[2]->data);
     if (status == SVP_OK) {
-        status = svdtool_vae_write(a->output, 3, names, out);
+        status = svdtool_io_write(a->output, 3, names, out);
     }
 out_tensors:
     for (i = 0; i < 3; i++) {
@@ -214,7 +171,7 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    status = svdtool_vae_input(st, "latents", 4, 5, &lat);
+    status = svdtool_io_input(st, "latents", 4, 5, &lat);
     if (status != SVP_OK) {
         goto out_close;
     }
@@ -282,7 +239,7 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
                                 (float *)out->data + i * out_video);
     }
     if (status == SVP_OK) {
-        status = svdtool_vae_write(a->output, 1, names, &out);
+        status = svdtool_io_write(a->output, 1, names, &out);
     }
     svp_tensor_destroy(out);
 out_vae:
@@ -313,22 +270,6 @@ static void svdtool_vae_usage(FILE *f, int decode)
     }
 }
 
-/* A positive integer option; the message names the command and option. */
-static int svdtool_vae_count(const char *cmd, const char *opt, const char *arg,
-                             int min, int *value_p)
-{
-    char *end;
-    long  v = strtol(arg, &end, 10);
-
-    if (*arg == '\0' || *end != '\0' || v < min || v > 1000000) {
-        fprintf(stderr, "svdtool %s: --%s needs an integer >= %d, got '%s'\n",
-                cmd, opt, min, arg);
-        return -1;
-    }
-    *value_p = (int)v;
-    return 0;
-}
-
 static int svdtool_vae_main(int argc, char **argv, int decode)
 {
     static const struct option options[] = {
@@ -353,9 +294,9 @@ static int svdtool_vae_main(int argc, char **argv, int decode)
         case 'm': a.model = optarg; break;
         case 'i': a.input = optarg; break;
         case 'o': a.output = optarg; break;
-        case 't': bad |= svdtool_vae_count(cmd, "threads", optarg, 1, &a.threads); break;
-        case 'f': bad |= !decode || svdtool_vae_count(cmd, "frames", optarg, 1, &a.frames); break;
-        case 'c': bad |= !decode || svdtool_vae_count(cmd, "chunk", optarg, 0, &a.chunk); break;
+        case 't': bad |= svdtool_io_count(cmd, "threads", optarg, 1, &a.threads); break;
+        case 'f': bad |= !decode || svdtool_io_count(cmd, "frames", optarg, 1, &a.frames); break;
+        case 'c': bad |= !decode || svdtool_io_count(cmd, "chunk", optarg, 0, &a.chunk); break;
         case 'u': bad |= !decode; a.unscale = 1; break;
         case 'h': svdtool_vae_usage(stdout, decode); return SVP_EXIT_OK;
         default:  bad = 1; break;

@@ -1,0 +1,197 @@
+/*
+ * A model's weights from its safetensors file; see weights.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "model/weights.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs)
+{
+    int i;
+
+    for (i = 0; i < bufs->count; i++) {
+        svp_ops_free(ops, bufs->bufs[i]);
+    }
+    free(bufs->bufs);
+    bufs->bufs  = NULL;
+    bufs->count = 0;
+    bufs->cap   = 0;
+}
+
+static svp_status_t weight_bufs_add(svp_weight_bufs_t *bufs, float *buf)
+{
+    float **grown;
+    int     cap;
+
+    if (bufs->count == bufs->cap) {
+        cap   = SVP_MAX(256, 2 * bufs->cap);
+        grown = realloc(bufs->bufs, cap * sizeof(*grown));
+        if (grown == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        bufs->bufs = grown;
+        bufs->cap  = cap;
+    }
+    bufs->bufs[bufs->count++] = buf;
+    return SVP_OK;
+}
+
+svp_status_t svp_weights_open(const char *model_dir, const char *weights_file,
+                              const char *stem, svp_ops_h ops,
+                              svp_weight_bufs_t *keep, svp_weights_t *w_p)
+{
+    static const char *const suffixes[] = { ".safetensors",
+                                            ".fp16.safetensors" };
+    svp_weights_t w = { .ops = ops, .keep = keep };
+    char          path[4096];
+    size_t        i;
+    svp_status_t  status;
+
+    if (weights_file != NULL) {
+        snprintf(path, sizeof(path), "%s/%s", model_dir, weights_file);
+    } else {
+        for (i = 0; i < SVP_ARRAY_SIZE(suffixes); i++) {
+            snprintf(path, sizeof(path), "%s/%s%s", model_dir, stem,
+                     suffixes[i]);
+            if (access(path, F_OK) == 0) {
+                break;
+            }
+        }
+        if (i == SVP_ARRAY_SIZE(suffixes)) {
+            svp_error("%s: no %s%s or %s%s", model_dir, stem, suffixes[0],
+                      stem, suffixes[1]);
+            return SVP_ERR_NOT_FOUND;
+        }
+    }
+    status = svp_safetensors_open(path, &w.st);
+    if (status == SVP_OK) {
+        *w_p = w;
+    }
+    return status;
+}
+
+void svp_weights_close(svp_weights_t *w)
+{
+    svp_safetensors_close(w->st);
+    w->st = NULL;
+}
+
+const char *svp_weights_path(const svp_weights_t *w)
+{
+    return svp_safetensors_path(w->st);
+}
+
+svp_status_t svp_weights_find(svp_weights_t *w, const char *name, int ndim,
+                              const int64_t *shape)
+{
+    svp_safetensors_info_t info;
+    char                   want[96], have[96];
+    int                    i, same;
+
+    if (svp_safetensors_find(w->st, name, &info) != SVP_OK) {
+        svp_error("%s: missing tensor '%s'", svp_weights_path(w), name);
+        return SVP_ERR_BAD_FILE;
+    }
+    same = (info.ndim == ndim);
+    for (i = 0; same && i < ndim; i++) {
+        same = (info.shape[i] == shape[i]);
+    }
+    if (!same) {
+        svp_error("%s: tensor '%s' has shape %s, the config implies %s",
+                  svp_weights_path(w), name,
+                  svp_shape_str(info.ndim, info.shape, have, sizeof(have)),
+                  svp_shape_str(ndim, shape, want, sizeof(want)));
+        return SVP_ERR_BAD_FILE;
+    }
+    if (info.dtype != SVP_DTYPE_F32 && info.dtype != SVP_DTYPE_F16 &&
+        info.dtype != SVP_DTYPE_BF16) {
+        svp_error("%s: tensor '%s' is %s, expected F32, F16 or BF16",
+                  svp_weights_path(w), name, svp_dtype_name(info.dtype));
+        return SVP_ERR_BAD_FILE;
+    }
+    w->used++;
+    return SVP_OK;
+}
+
+svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
+                              const int64_t *shape, float scale,
+                              float **buf_p)
+{
+    svp_tensor_t *t;
+    float        *buf, *data;
+    int64_t       i, numel;
+    svp_status_t  status;
+
+    status = svp_weights_find(w, name, ndim, shape);
+    if (status != SVP_OK || w->keep == NULL) {
+        return status;
+    }
+    status = svp_safetensors_load(w->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    numel = svp_tensor_numel(t);
+    data  = t->data;
+    if (scale != 1.0f) {
+        for (i = 0; i < numel; i++) {
+            data[i] *= scale;
+        }
+    }
+    status = svp_ops_alloc(w->ops, numel, &buf);
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    status = weight_bufs_add(w->keep, buf);
+    if (status != SVP_OK) {
+        svp_ops_free(w->ops, buf);
+        goto out_destroy;
+    }
+    status = svp_ops_upload(w->ops, buf, data, numel);
+    if (status == SVP_OK) {
+        *buf_p = buf;
+    }
+out_destroy:
+    svp_tensor_destroy(t);
+    return status;
+}
+
+svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name,
+                                float *value_p)
+{
+    int64_t       shape[1] = { 1 };
+    svp_tensor_t *t;
+    svp_status_t  status;
+
+    status = svp_weights_find(w, name, 1, shape);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (w->keep == NULL) {
+        *value_p = 0.0f;
+        return SVP_OK;
+    }
+    status = svp_safetensors_load(w->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    *value_p = *(const float *)t->data;
+    svp_tensor_destroy(t);
+    return SVP_OK;
+}
+
+void svp_weights_log_unused(const svp_weights_t *w, const char *what)
+{
+    int count = svp_safetensors_count(w->st);
+
+    if (w->used != count) {
+        svp_debug("%s: %d of %d tensors not used by %s", svp_weights_path(w),
+                  count - w->used, count, what);
+    }
+}

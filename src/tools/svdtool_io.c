@@ -1,0 +1,120 @@
+/*
+ * svdtool's model subcommands: command line, inputs and outputs; see
+ * svdtool_io.h.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "tools/svdtool_io.h"
+#include "common/log.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+
+svp_status_t svdtool_io_input(svp_safetensors_h st, const char *name,
+                              int min_ndim, int max_ndim, svp_tensor_t **t_p)
+{
+    svp_tensor_t *t;
+    svp_status_t  status;
+
+    status = svp_safetensors_load(st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (t->ndim < min_ndim || t->ndim > max_ndim) {
+        if (min_ndim == max_ndim) {
+            svp_error("%s: '%s' has %d dimensions, expected %d",
+                      svp_safetensors_path(st), name, t->ndim, min_ndim);
+        } else {
+            svp_error("%s: '%s' has %d dimensions, expected %d to %d",
+                      svp_safetensors_path(st), name, t->ndim, min_ndim,
+                      max_ndim);
+        }
+        svp_tensor_destroy(t);
+        return SVP_ERR_SHAPE;
+    }
+    *t_p = t;
+    return SVP_OK;
+}
+
+svp_status_t svdtool_io_write(const char *path, int count,
+                              const char *const *names,
+                              svp_tensor_t *const *tensors)
+{
+    svp_safetensors_writer_h wr;
+    svp_status_t             status;
+    int                      i;
+
+    status = svp_safetensors_writer_create(&wr);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (i = 0; i < count && status == SVP_OK; i++) {
+        status = svp_safetensors_writer_add(wr, names[i], tensors[i]);
+    }
+    if (status == SVP_OK) {
+        status = svp_safetensors_writer_commit(wr, path);
+    }
+    svp_safetensors_writer_destroy(wr);
+    return status;
+}
+
+int svdtool_io_count(const char *cmd, const char *opt, const char *arg,
+                     int min, int *value_p)
+{
+    char *end;
+    long  v = strtol(arg, &end, 10);
+
+    if (*arg == '\0' || *end != '\0' || v < min || v > 1000000) {
+        fprintf(stderr, "svdtool %s: --%s needs an integer >= %d, got '%s'\n",
+                cmd, opt, min, arg);
+        return -1;
+    }
+    *value_p = (int)v;
+    return 0;
+}
+
+int svdtool_io_main(const char *cmd, int argc, char **argv,
+                    void (*usage)(FILE *f),
+                    svp_status_t (*run)(const svdtool_io_args_t *a))
+{
+    static const struct option options[] = {
+        { "model",   required_argument, NULL, 'm' },
+        { "input",   required_argument, NULL, 'i' },
+        { "output",  required_argument, NULL, 'o' },
+        { "threads", required_argument, NULL, 't' },
+        { "help",    no_argument,       NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    svdtool_io_args_t a = { 0 };
+    int               c;
+    svp_status_t      status;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:i:o:t:h", options, NULL)) != -1) {
+        switch (c) {
+        case 'm': a.model = optarg; break;
+        case 'i': a.input = optarg; break;
+        case 'o': a.output = optarg; break;
+        case 't':
+            if (svdtool_io_count(cmd, "threads", optarg, 1, &a.threads) != 0) {
+                return SVP_EXIT_BAD_INPUT;
+            }
+            break;
+        case 'h': usage(stdout); return SVP_EXIT_OK;
+        default:  usage(stderr); return SVP_EXIT_BAD_INPUT;
+        }
+    }
+    if (a.model == NULL || a.input == NULL || a.output == NULL || optind != argc) {
+        fprintf(stderr, "svdtool %s: --model, --input and --output are required\n",
+                cmd);
+        usage(stderr);
+        return SVP_EXIT_BAD_INPUT;
+    }
+    status = run(&a);
+    if (status != SVP_OK) {
+        svp_error("svdtool %s failed: %s", cmd, svp_status_string(status));
+        return svp_status_exit_code(status);
+    }
+    return SVP_EXIT_OK;
+}
