@@ -17,6 +17,12 @@
  * next to the activations (q, k, v alone are 590 MB each there). */
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
+#ifdef HAVE_CUDA
+#define SVP_OPS_BACKENDS "cpu, cuda"
+#else
+#define SVP_OPS_BACKENDS "cpu"
+#endif
+
 static int svp_ops_default_threads(void)
 {
     const char *env = getenv("SVP_THREADS");
@@ -52,9 +58,13 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
 
     if (strcmp(backend, "cpu") == 0) {
         status = svp_ops_cpu_init(ops);
+#ifdef HAVE_CUDA
+    } else if (strcmp(backend, "cuda") == 0) {
+        status = svp_ops_cuda_init(ops);
+#endif
     } else {
-        svp_error("ops backend '%s' is not available in this build (have: cpu)",
-                  backend);
+        svp_error("ops backend '%s' is not available in this build (have: %s)",
+                  backend, SVP_OPS_BACKENDS);
         status = SVP_ERR_UNSUPPORTED;
     }
     if (status != SVP_OK) {

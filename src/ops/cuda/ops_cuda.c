@@ -1,0 +1,395 @@
+/*
+ * CUDA backend: handle setup, device memory, workspace, and the ops that are
+ * cuBLAS products (linear, conv2d as im2col + gemm, the temporal conv as a
+ * frame-stacking gemm).  Everything else is a kernel in kernels/.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "ops/cuda/ops_cuda.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+/*
+ * Upper bound on an im2col (or frame-stacking) buffer, in floats: 64M =
+ * 256 MiB.  Images are expanded a group at a time under it, at least one;
+ * SVD level 0 (320 channels x 3x3 x 9216 pixels) is 106 MB per image.
+ */
+#define SVP_OPS_CUDA_COL_MAX ((int64_t)64 << 20)
+
+/* cuBLAS takes int dimensions: longer row counts are cut into parts. */
+#define SVP_OPS_CUDA_ROWS_MAX ((int64_t)1 << 30)
+
+svp_status_t svp_ops_cuda_check(cudaError_t err, const char *call,
+                                const char *file, int line)
+{
+    if (err == cudaSuccess) {
+        return SVP_OK;
+    }
+    svp_error("%s failed at %s:%d: %s (%s)", call, file, line,
+              cudaGetErrorString(err), cudaGetErrorName(err));
+    return SVP_ERR_DEVICE;
+}
+
+svp_status_t svp_ops_cublas_check(cublasStatus_t err, const char *call,
+                                  const char *file, int line)
+{
+    if (err == CUBLAS_STATUS_SUCCESS) {
+        return SVP_OK;
+    }
+    svp_error("%s failed at %s:%d: %s (%s)", call, file, line,
+              cublasGetStatusString(err), cublasGetStatusName(err));
+    return SVP_ERR_DEVICE;
+}
+
+static void svp_ops_cuda_cleanup(svp_ops_h ops)
+{
+    svp_ops_cuda_t *cu = svp_ops_cuda(ops);
+
+    /* cleanup has no status: failures here are logged by the macros only */
+    (void)SVP_CUDA_FUNC(cudaStreamSynchronize(cu->stream));
+    (void)SVP_CUDA_FUNC(cudaFree(cu->scratch));
+    (void)SVP_CUBLAS_FUNC(cublasDestroy(cu->cublas));
+    (void)SVP_CUDA_FUNC(cudaStreamDestroy(cu->stream));
+    free(cu);
+}
+
+static svp_status_t svp_ops_cuda_alloc(svp_ops_h ops, size_t count,
+                                       float **buf_p)
+{
+    void       *buf;
+    cudaError_t err;
+
+    /* out of memory is the one failure a caller can act on (smaller
+     * chunks, fewer ranks per GPU), so it keeps its own status */
+    err = cudaMalloc(&buf, (count ? count : 1) * sizeof(float));
+    if (err == cudaErrorMemoryAllocation) {
+        (void)cudaGetLastError();   /* clear it: the next launch check must not see it */
+        svp_error("cannot allocate %zu floats of device memory", count);
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (err != cudaSuccess) {
+        return svp_ops_cuda_check(err, "cudaMalloc", __FILE__, __LINE__);
+    }
+    *buf_p = buf;
+    return SVP_OK;
+}
+
+static void svp_ops_cuda_free(svp_ops_h ops, float *buf)
+{
+    (void)SVP_CUDA_FUNC(cudaFree(buf));
+}
+
+/*
+ * Copies on the handle's stream, then waits: the host buffer may be reused
+ * as soon as we return, and a download must see every op queued before it.
+ */
+static svp_status_t svp_ops_cuda_memcpy(svp_ops_h ops, float *dst,
+                                        const float *src, size_t count,
+                                        enum cudaMemcpyKind kind)
+{
+    svp_ops_cuda_t *cu = svp_ops_cuda(ops);
+    svp_status_t    status;
+
+    status = SVP_CUDA_FUNC(cudaMemcpyAsync(dst, src, count * sizeof(float),
+                                           kind, cu->stream));
+    if (status != SVP_OK) {
+        return status;
+    }
+    return SVP_CUDA_FUNC(cudaStreamSynchronize(cu->stream));
+}
+
+static svp_status_t svp_ops_cuda_upload(svp_ops_h ops, float *dst,
+                                        const float *src, size_t count)
+{
+    return svp_ops_cuda_memcpy(ops, dst, src, count, cudaMemcpyHostToDevice);
+}
+
+static svp_status_t svp_ops_cuda_download(svp_ops_h ops, float *dst,
+                                          const float *src, size_t count)
+{
+    return svp_ops_cuda_memcpy(ops, dst, src, count, cudaMemcpyDeviceToHost);
+}
+
+svp_status_t svp_ops_cuda_scratch(svp_ops_h ops, size_t count, float **buf_p)
+{
+    svp_ops_cuda_t *cu = svp_ops_cuda(ops);
+    float          *buf;
+    svp_status_t    status;
+
+    if (count > cu->scratch_count) {
+        status = svp_ops_cuda_alloc(ops, count, &buf);
+        if (status != SVP_OK) {
+            return status;
+        }
+        svp_ops_cuda_free(ops, cu->scratch);
+        cu->scratch       = buf;
+        cu->scratch_count = count;
+    }
+    *buf_p = cu->scratch;
+    return SVP_OK;
+}
+
+svp_status_t svp_ops_cuda_linear(svp_ops_h ops, int64_t rows, int in, int out,
+                                 const float *x, const float *w, const float *b,
+                                 int accumulate, float *y)
+{
+    svp_ops_cuda_t *cu   = svp_ops_cuda(ops);
+    const float     one  = 1.0f;
+    const float     beta = (accumulate || b != NULL) ? 1.0f : 0.0f;
+    svp_status_t    status;
+    int64_t         r0;
+
+    /* y = bias (or += bias), then the gemm accumulates into it */
+    if (!accumulate && b != NULL) {
+        status = svp_ops_cuda_fill_bias(ops, rows, out, 1, b, y);
+    } else if (b != NULL) {
+        status = svp_ops_cuda_add_broadcast(ops, 1, rows, out, y, b);
+    } else {
+        status = SVP_OK;
+    }
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    /* row-major y[rows, out] = x w^T is column-major y^T = w^T' x^T' with
+     * w stored [in, out] and x [in, rows] column-major */
+    for (r0 = 0; r0 < rows; r0 += SVP_OPS_CUDA_ROWS_MAX) {
+        int m = (int)SVP_MIN(rows - r0, SVP_OPS_CUDA_ROWS_MAX);
+
+        status = SVP_CUBLAS_FUNC(cublasSgemm(cu->cublas, CUBLAS_OP_T,
+                                             CUBLAS_OP_N, out, m, in, &one, w,
+                                             in, x + r0 * in, in, &beta,
+                                             y + r0 * out, out));
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                                 const float *x, const float *w, const float *b,
+                                 float *y)
+{
+    svp_ops_cuda_t *cu  = svp_ops_cuda(ops);
+    const float     one = 1.0f;
+    int             ho  = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
+    int             howo = ho * wo;
+    int             k   = p->c_in * p->kh * p->kw;
+    int64_t         in_size  = (int64_t)p->c_in * p->h * p->w;
+    int64_t         out_size = (int64_t)p->c_out * howo;
+    int64_t         col_size = (int64_t)k * howo;
+    int             pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
+                                 p->pad == 0);
+    int             group = pointwise ? p->n
+                          : (int)SVP_MAX(1, SVP_MIN(p->n, SVP_OPS_CUDA_COL_MAX /
+                                                          col_size));
+    float          *col = NULL;
+    svp_status_t    status;
+    int             n0;
+
+    if (!pointwise) {
+        status = svp_ops_cuda_scratch(ops, (size_t)(col_size * group), &col);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    status = svp_ops_cuda_fill_bias(ops, p->n, p->c_out, howo, b, y);
+    if (status != SVP_OK) {
+        return status;
+    }
+
+    /* per image, row-major y[c_out, howo] += w[c_out, k] col[k, howo]:
+     * column-major y^T = col^T w^T, the weight shared (stride 0) */
+    for (n0 = 0; n0 < p->n; n0 += group) {
+        int          count = SVP_MIN(group, p->n - n0);
+        const float *xn    = x + n0 * in_size;
+
+        if (!pointwise) {
+            status = svp_ops_cuda_im2col(ops, p, count, xn, col);
+            if (status != SVP_OK) {
+                return status;
+            }
+        }
+        status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
+                     cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo, p->c_out, k,
+                     &one, pointwise ? xn : col, howo,
+                     pointwise ? in_size : col_size, w, k, 0, &one,
+                     y + n0 * out_size, howo, out_size, count));
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+/*
+ * The temporal conv as a gemm per output frame, as on the CPU: the operand
+ * stacks frames t-1, t, t+1 of every input channel (zero outside the clip),
+ * which is torch's weight order [c_out, c_in, 3] without repacking.
+ */
+svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
+                                      int c_out, int64_t hw, const float *x,
+                                      const float *w, const float *bias,
+                                      float *y)
+{
+    svp_ops_cuda_t *cu  = svp_ops_cuda(ops);
+    const float     one = 1.0f;
+    int64_t         out_frame = (int64_t)c_out * hw;
+    int64_t         col_size  = 3 * (int64_t)c_in * hw;
+    int             frames = b * f;
+    int             group = (int)SVP_MAX(1, SVP_MIN(frames, SVP_OPS_CUDA_COL_MAX /
+                                                            col_size));
+    float          *col;
+    svp_status_t    status;
+    int             bt0;
+
+    status = svp_ops_cuda_scratch(ops, (size_t)(col_size * group), &col);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_ops_cuda_fill_bias(ops, frames, c_out, hw, bias, y);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (bt0 = 0; bt0 < frames; bt0 += group) {
+        int count = SVP_MIN(group, frames - bt0);
+
+        status = svp_ops_cuda_frames_col(ops, f, c_in, hw, bt0, count, x, col);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
+                     cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw, c_out,
+                     3 * c_in, &one, col, (int)hw, col_size, w, 3 * c_in, 0,
+                     &one, y + bt0 * out_frame, (int)hw, out_frame, count));
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
+static const svp_ops_ops_t svp_ops_cuda_ops = {
+    .name               = "cuda",
+    .cleanup            = svp_ops_cuda_cleanup,
+    .alloc              = svp_ops_cuda_alloc,
+    .free               = svp_ops_cuda_free,
+    .upload             = svp_ops_cuda_upload,
+    .download           = svp_ops_cuda_download,
+    .conv2d             = svp_ops_cuda_conv2d,
+    .conv_frames        = svp_ops_cuda_conv_frames,
+    .group_norm         = svp_ops_cuda_group_norm,
+    .layer_norm         = svp_ops_cuda_layer_norm,
+    .linear             = svp_ops_cuda_linear,
+    .attention          = svp_ops_cuda_attention,
+    .geglu              = svp_ops_cuda_geglu,
+    .gelu               = svp_ops_cuda_gelu,
+    .silu               = svp_ops_cuda_silu,
+    .add                = svp_ops_cuda_add,
+    .mul                = svp_ops_cuda_mul,
+    .add_broadcast      = svp_ops_cuda_add_broadcast,
+    .blend              = svp_ops_cuda_blend,
+    .timestep_embedding = svp_ops_cuda_timestep_embedding,
+    .upsample_nearest   = svp_ops_cuda_upsample_nearest,
+    .transpose          = svp_ops_cuda_transpose,
+    .concat             = svp_ops_cuda_concat,
+    .copy               = svp_ops_cuda_copy,
+};
+
+/*
+ * The device: $SVP_CUDA_DEVICE, else 0.  Under Slurm's per-task GPU binding
+ * CUDA_VISIBLE_DEVICES shows each rank its own GPU as device 0, so the
+ * default is right there; the variable is for hand-run multi-GPU nodes.
+ */
+static svp_status_t svp_ops_cuda_pick_device(int *device_p)
+{
+    const char  *env = getenv("SVP_CUDA_DEVICE");
+    int          count = 0;
+    long         device = 0;
+    char        *end;
+    svp_status_t status;
+
+    status = SVP_CUDA_FUNC(cudaGetDeviceCount(&count));
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (count == 0) {
+        svp_error("cuda backend: no cuda device is visible");
+        return SVP_ERR_DEVICE;
+    }
+    if (env != NULL && *env != '\0') {
+        device = strtol(env, &end, 10);
+        if (*end != '\0' || device < 0 || device >= count) {
+            svp_error("SVP_CUDA_DEVICE='%s' is not a device index in [0, %d)",
+                      env, count);
+            return SVP_ERR_INVALID_PARAM;
+        }
+    }
+    *device_p = (int)device;
+    return SVP_OK;
+}
+
+svp_status_t svp_ops_cuda_init(svp_ops_h ops)
+{
+    svp_ops_cuda_t       *cu;
+    struct cudaDeviceProp prop;
+    svp_status_t          status;
+
+    cu = calloc(1, sizeof(*cu));
+    if (cu == NULL) {
+        svp_error("cannot allocate the cuda backend state");
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_ops_cuda_pick_device(&cu->device);
+    if (status != SVP_OK) {
+        goto err_free_cu;
+    }
+    /* the device becomes current on this thread, which is the thread that
+     * uses the handle (ops.h: one thread at a time) */
+    status = SVP_CUDA_FUNC(cudaSetDevice(cu->device));
+    if (status != SVP_OK) {
+        goto err_free_cu;
+    }
+    status = SVP_CUDA_FUNC(cudaGetDeviceProperties(&prop, cu->device));
+    if (status != SVP_OK) {
+        goto err_free_cu;
+    }
+    status = SVP_CUDA_FUNC(cudaStreamCreateWithFlags(&cu->stream,
+                                                     cudaStreamNonBlocking));
+    if (status != SVP_OK) {
+        goto err_free_cu;
+    }
+    status = SVP_CUBLAS_FUNC(cublasCreate(&cu->cublas));
+    if (status != SVP_OK) {
+        goto err_destroy_stream;
+    }
+    status = SVP_CUBLAS_FUNC(cublasSetStream(cu->cublas, cu->stream));
+    if (status != SVP_OK) {
+        goto err_destroy_cublas;
+    }
+    /* full fp32 products: TF32 would move a UNet forward by ~1e-3
+     * relative, far outside the 1e-5 the golden data allows */
+    status = SVP_CUBLAS_FUNC(cublasSetMathMode(cu->cublas, CUBLAS_DEFAULT_MATH));
+    if (status != SVP_OK) {
+        goto err_destroy_cublas;
+    }
+
+    ops->vt   = &svp_ops_cuda_ops;
+    ops->impl = cu;
+    svp_debug("ops: cuda backend on device %d (%s, sm_%d%d)", cu->device,
+              prop.name, prop.major, prop.minor);
+    return SVP_OK;
+
+err_destroy_cublas:
+    (void)SVP_CUBLAS_FUNC(cublasDestroy(cu->cublas));
+err_destroy_stream:
+    (void)SVP_CUDA_FUNC(cudaStreamDestroy(cu->stream));
+err_free_cu:
+    free(cu);
+    return status;
+}
