@@ -205,12 +205,11 @@ void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
     *msg_p = m;
 }
 
-/* The worker encodes where a sample enters, rank 0, in both placements
- * (src/pipe/pipe.h); only the finishing work is spread. */
+/* As the worker places them (src/pipe/pipe.h): spread encodes sample i on
+ * rank i mod W, ends on rank 0. */
 static int plan_encodes_on(svp_placement_t placement, int world, int rank)
 {
-    (void)placement;
-    return world == 1 || rank == 0;
+    return world == 1 || placement == SVP_PLACEMENT_SPREAD || rank == 0;
 }
 
 static int plan_decodes_on(svp_placement_t placement, int world, int rank)
@@ -301,10 +300,10 @@ static double plan_link_s(const svp_plan_params_t *p, int from, int to)
 static int plan_chain(const svp_plan_params_t *p, int i, plan_task_t *t)
 {
     int n = 0, per_rank = p->steps / p->world;
-    int end_rank;
+    int end_rank = p->placement == SVP_PLACEMENT_SPREAD ? i % p->world : 0;
 
     if (p->costs.encode_s > 0) {
-        t[n++] = (plan_task_t){0, PLAN_ENCODE, p->costs.encode_s};
+        t[n++] = (plan_task_t){end_rank, PLAN_ENCODE, p->costs.encode_s};
     }
     for (int r = 0; r < p->world; ++r) {
         if (per_rank > 0 && p->costs.step_s > 0) {

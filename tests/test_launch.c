@@ -523,19 +523,19 @@ Test(plan, hand_computed_spread)
 }
 
 /*
- * Spread placement spreads the decodes only: every encode stays on rank 0,
- * where samples enter.  W=2, 2 steps of 10 ms per rank, encode 5 ms, decode
- * 20 ms, N=2.  Rank 0: e0 [0,5] s0 [5,25] e1 [25,30] s1 [30,50] d0 [50,70];
- * rank 1: s0 [25,45] s1 [50,70] d1 [70,90].
+ * Spread placement spreads the encodes as well as the decodes: sample i is
+ * encoded and decoded on rank i mod W.  W=2, 2 steps of 10 ms per rank,
+ * encode 5 ms, decode 20 ms, N=2, free links.  Rank 0: e0 [0,5] s0 [5,25]
+ * s1 [25,45] d0 [45,65]; rank 1: e1 [0,5] s0 [25,45] s1 [45,65] d1 [65,85].
  */
-Test(plan, spread_encodes_on_rank_0)
+Test(plan, spread_spreads_encodes)
 {
     svp_plan_result_t *r = plan(2, 2, 4, 2, SVP_PLACEMENT_SPREAD, 0.010, 0.005,
                                 0.020, 0);
 
-    cr_assert_float_eq(r->makespan_s, 0.090, PLAN_EPS);
-    cr_assert_eq(r->ranks[0].encodes, 2);
-    cr_assert_eq(r->ranks[1].encodes, 0);
+    cr_assert_float_eq(r->makespan_s, 0.085, PLAN_EPS);
+    cr_assert_eq(r->ranks[0].encodes, 1);
+    cr_assert_eq(r->ranks[1].encodes, 1);
     cr_assert_eq(r->ranks[0].decodes, 1);
     cr_assert_eq(r->ranks[1].decodes, 1);
     svp_plan_result_destroy(r);

@@ -24,9 +24,13 @@ void svp_sample_cleanup(svp_sample_t *sample)
 /* Message kinds of the pipeline (the UCX tag keeps them apart). */
 #define SVP_PIPE_KIND_LATENT SVP_COMM_KIND_LATENT  /* to the next rank */
 #define SVP_PIPE_KIND_FINAL  2                     /* to the finishing rank */
+#define SVP_PIPE_KIND_INIT   3                     /* encoded, to rank 0 */
 
 /* Final-latent receives posted ahead on a finishing rank (spread). */
 #define SVP_PIPE_FINAL_SLOTS 2
+
+/* Encoded samples being sent to rank 0 from an encoding rank (spread). */
+#define SVP_PIPE_ENC_SLOTS   2
 
 /*
  * A frame and the one request that uses it.  A sample's tensors are views
@@ -51,6 +55,7 @@ typedef struct {
     svp_pipe_slot_t         *lat;           /* latent slots */
     int                      nlat;
     svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
+    svp_pipe_slot_t          enc[SVP_PIPE_ENC_SLOTS];
 } svp_pipe_t;
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
@@ -197,8 +202,9 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, svp_pipe_slot_t *slot, int peer
     size_t bytes = svp_comm_frame_length(slot->frame);
 
     svp_info("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
-             s->next_step, peer, (kind == SVP_PIPE_KIND_FINAL) ? "final" : "latent",
-             bytes);
+             s->next_step, peer,
+             (kind == SVP_PIPE_KIND_FINAL) ? "final" :
+             (kind == SVP_PIPE_KIND_INIT) ? "encoded" : "latent", bytes);
     slot->is_send = 1;
     slot->sample  = s->index;
     return svp_comm_isend(p->params->comm, peer, kind, (unsigned)s->index,
@@ -365,6 +371,34 @@ static int svp_pipe_finisher(const svp_pipe_t *p, int i)
                                                                    : pp->world - 1;
 }
 
+/* The rank that encodes sample i (its stage's begin()). */
+static int svp_pipe_encoder(const svp_pipe_t *p, int i)
+{
+    const svp_pipe_params_t *pp = p->params;
+
+    return (pp->spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % pp->world : 0;
+}
+
+/* An encoding rank other than 0: begin() sample i and send it to rank 0. */
+static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
+{
+    svp_pipe_slot_t *slot = &p->enc[(i / p->params->world) % SVP_PIPE_ENC_SLOTS];
+    svp_sample_t     s;
+    svp_status_t     status;
+
+    status = svp_pipe_settle(p, slot);   /* the slot's last send */
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_pipe_begin(p, slot, i, &s);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_pipe_send(p, slot, 0, SVP_PIPE_KIND_INIT, &s);
+    svp_sample_cleanup(&s);
+    return status;
+}
+
 /* Finishes the final latent of sample f (received from the last rank). */
 static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
 {
@@ -403,6 +437,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
     int                      rank = pp->rank, world = pp->world, n = spec->samples;
     int                      first = (rank == 0), last = (rank == world - 1);
     int                      ahead = spec->comm.inflight, i, f, next_final, nfin = 0;
+    int                      next_enc = -1, nenc = 0;
     svp_pipe_slot_t         *slot;
     svp_sample_t             s;
     svp_status_t             status;
@@ -451,24 +486,60 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         }
     }
 
+    /*
+     * Encoding (spread): sample i is encoded by rank i mod W, which sends it
+     * to rank 0.  Rank r encodes sample i before it waits for its own sample
+     * i - r - 1: in the fill it is idle anyway, and later the encoded sample
+     * reaches rank 0 about one sample before rank 0 needs it.
+     */
+    if (!first && svp_pipe_encoder(p, rank) == rank && rank < n) {
+        nenc   = SVP_PIPE_ENC_SLOTS;
+        status = svp_pipe_slots_create(p, p->enc, nenc);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+        next_enc = rank;
+    }
+
     /* post the first receives before any compute: pipeline fill */
-    if (!first) {
-        for (i = 0; i < SVP_MIN(ahead, n); ++i) {
+    for (i = 0; i < SVP_MIN(ahead, n); ++i) {
+        if (!first) {
             status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], rank - 1,
                                         SVP_PIPE_KIND_LATENT, i, p->range.begin);
-            if (status != SVP_OK) {
-                goto out_slots;
-            }
+        } else if (svp_pipe_encoder(p, i) != 0) {
+            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], svp_pipe_encoder(p, i),
+                                        SVP_PIPE_KIND_INIT, i, 0);
+        }
+        if (status != SVP_OK) {
+            goto out_slots;
         }
     }
 
     for (i = 0; i < n; ++i) {
+        while (next_enc >= 0 && next_enc < n && next_enc <= i + rank + 1) {
+            status = svp_pipe_encode_for_rank0(p, next_enc);
+            if (status != SVP_OK) {
+                goto out_slots;
+            }
+            next_enc += world;
+        }
         slot = &p->lat[i % p->nlat];
         t0   = svp_clock_now();
         if (first) {
             status = svp_pipe_settle(p, slot);
-            if (status == SVP_OK) {
+            if (status == SVP_OK && svp_pipe_encoder(p, i) == 0) {
                 status = svp_pipe_begin(p, slot, i, &s);
+            } else if (status == SVP_OK) {
+                svp_info("recv encoded sample %d from rank %d (waited %.3fs)", i,
+                         svp_pipe_encoder(p, i), svp_clock_now() - t0);
+                status = svp_pipe_view(p, slot, i, &s);
+                s.next_step = 0;
+            }
+            /* keep the encoded samples of the next 'ahead' coming */
+            if (status == SVP_OK && i + ahead < n && svp_pipe_encoder(p, i + ahead) != 0) {
+                status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
+                                            svp_pipe_encoder(p, i + ahead),
+                                            SVP_PIPE_KIND_INIT, i + ahead, 0);
             }
         } else {
             status = svp_pipe_settle(p, slot);
@@ -533,8 +604,15 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
             goto out_slots;
         }
     }
+    for (i = 0; i < nenc; ++i) {
+        status = svp_pipe_settle(p, &p->enc[i]);
+        if (status != SVP_OK) {
+            goto out_slots;
+        }
+    }
 
 out_slots:
+    svp_pipe_slots_destroy(p, p->enc, nenc);
     svp_pipe_slots_destroy(p, p->fin, nfin);
     svp_pipe_slots_destroy(p, p->lat, p->nlat);
     free(p->lat);

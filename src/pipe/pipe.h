@@ -5,12 +5,13 @@
  * (decode, outputs).  Many samples are in flight, so in steady state every
  * rank works on a different sample.
  *
- * Placement of the finishing work (decode + outputs):
- *   ends:   the last rank finishes every sample;
- *   spread: sample i is finished by rank i mod W; the last rank sends the
- *           final latent there (a FINAL message), so every rank carries
- *           T/W steps plus 1/W of the decodes per sample.
- * Encoding (the stage's begin) runs on rank 0 in both placements.
+ * Placement of the work at the ends (pipeline.placement):
+ *   ends:   rank 0 encodes (the stage's begin) and the last rank finishes
+ *           (decode, outputs) every sample;
+ *   spread: sample i is encoded and finished by rank i mod W: the encoding
+ *           rank sends it to rank 0 (an INIT message) and the last rank sends
+ *           the final latent back (a FINAL message), so every rank carries
+ *           T/W steps plus 1/W of the encodes and decodes per sample.
  */
 #ifndef SVP_PIPE_PIPE_H
 #define SVP_PIPE_PIPE_H
