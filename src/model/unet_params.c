@@ -8,6 +8,7 @@
 #include "config.h"
 #endif
 #include "model/unet_int.h"
+#include "model/weights.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/config_json.h"
@@ -95,8 +96,8 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
                                             "up_block_types", NULL };
     svp_unet_config_t cfg;
     svp_config_h      cj;
-    int64_t           values[SVP_UNET_MAX_LEVELS], v;
-    int               count, i;
+    int64_t           v;
+    int               i;
     svp_status_t      status;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -109,26 +110,10 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
         goto out;
     }
 
-    status = svp_config_get_int_array(cj, "block_out_channels", values,
-                                      SVP_UNET_MAX_LEVELS, &count);
+    status = svp_weights_config_channels(cj, path, SVP_UNET_MAX_LEVELS, cfg.block_out,
+                                         &cfg.levels);
     if (status != SVP_OK) {
         goto out;
-    }
-    if (count < 1) {
-        svp_error("%s: 'block_out_channels' is empty", path);
-        status = SVP_ERR_BAD_FILE;
-        goto out;
-    }
-    cfg.levels = count;
-    for (i = 0; i < count; i++) {
-        cfg.block_out[i] = (int)values[i];
-        if (cfg.block_out[i] <= 0 || cfg.block_out[i] % 32 != 0) {
-            svp_error("%s: block_out_channels[%d] = %d is not a positive "
-                      "multiple of 32 (GroupNorm uses 32 groups)", path, i,
-                      cfg.block_out[i]);
-            status = SVP_ERR_BAD_FILE;
-            goto out;
-        }
     }
 
     /* Defaults are the class defaults, i.e. SVD's values. */

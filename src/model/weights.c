@@ -195,3 +195,36 @@ void svp_weights_log_unused(const svp_weights_t *w, const char *what)
                   count - w->used, count, what);
     }
 }
+
+svp_status_t svp_weights_config_channels(svp_config_h cj, const char *path, int max,
+                                         int *out, int *count_p)
+{
+    int64_t      values[64];
+    int          count, i;
+    svp_status_t status;
+
+    if (max > (int)(sizeof(values) / sizeof(values[0]))) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    status = svp_config_get_int_array(cj, "block_out_channels", values, max, &count);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (count < 1) {
+        svp_error("%s: 'block_out_channels' is empty", path);
+        return SVP_ERR_BAD_FILE;
+    }
+    for (i = 0; i < count; i++) {
+        if (values[i] <= 0 || values[i] % 32 != 0) {
+            svp_error("%s: block_out_channels[%d] = %lld is not a positive "
+                      "multiple of 32 (GroupNorm uses 32 groups)", path, i,
+                      (long long)values[i]);
+            return SVP_ERR_BAD_FILE;
+        }
+    }
+    for (i = 0; i < count; i++) {
+        out[i] = (int)values[i];
+    }
+    *count_p = count;
+    return SVP_OK;
+}

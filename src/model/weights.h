@@ -18,6 +18,7 @@
 #include "common/status.h"
 #include "ops/ops.h"
 #include "tensor/safetensors.h"
+#include "tensor/config_json.h"
 
 #include <stdint.h>
 
@@ -77,5 +78,13 @@ svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name,
  * Extra tensors are not an error: diffusers only warns about them.
  */
 void svp_weights_log_unused(const svp_weights_t *w, const char *what);
+
+/*
+ * Reads a config's "block_out_channels": 1 to max entries, each a positive
+ * multiple of 32 (every GroupNorm in these models has 32 groups).  Errors
+ * name path and the entry; *count_p and out are written only on success.
+ */
+svp_status_t svp_weights_config_channels(svp_config_h cj, const char *path, int max,
+                                         int *out, int *count_p);
 
 #endif
