@@ -6,6 +6,10 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "tensor/safetensors.h"
+
+#include <inttypes.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +47,34 @@ typedef struct {
     int              is_send;
     int              sample;
 } svp_pipe_slot_t;
+
+svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
+                                     const char *name, const svp_tensor_t *tensor,
+                                     const char *model, const char *path)
+{
+    svp_safetensors_writer_h w;
+    char                     val[64];
+    svp_status_t             status;
+
+    status = svp_safetensors_writer_create(&w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_safetensors_writer_add(w, name, tensor);
+    if (status == SVP_OK) {
+        svp_safetensors_writer_add_metadata(w, "job", spec->name);
+        snprintf(val, sizeof(val), "%d", sample->index);
+        svp_safetensors_writer_add_metadata(w, "sample", val);
+        snprintf(val, sizeof(val), "%d", spec->steps);
+        svp_safetensors_writer_add_metadata(w, "steps", val);
+        snprintf(val, sizeof(val), "%" PRIu64, sample->seed);
+        svp_safetensors_writer_add_metadata(w, "seed", val);
+        svp_safetensors_writer_add_metadata(w, "model", model);
+        status = svp_safetensors_writer_commit(w, path);
+    }
+    svp_safetensors_writer_destroy(w);
+    return status;
+}
 
 typedef struct {
     const svp_pipe_params_t *params;

@@ -32,6 +32,14 @@ typedef struct {
 
 void svp_sample_cleanup(svp_sample_t *sample);
 
+/*
+ * Writes one of a sample's tensors to path atomically, as safetensors with
+ * the sample's metadata (job, sample, steps, seed, model).
+ */
+svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
+                                     const char *name, const svp_tensor_t *tensor,
+                                     const char *model, const char *path);
+
 typedef struct svp_stage_ops {
     const char *name;
     /* Allocates the sample's tensors with their shapes, unfilled: what a

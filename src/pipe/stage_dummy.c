@@ -13,12 +13,10 @@
 #include "pipe/stage.h"
 #include "model/dummy.h"
 #include "sched/rng.h"
-#include "tensor/safetensors.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -68,10 +66,9 @@ static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
 
 static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
 {
-    svp_stage_dummy_t       *st = self;
-    svp_safetensors_writer_h w;
-    char                     path[4096], val[64];
-    svp_status_t             status;
+    svp_stage_dummy_t *st = self;
+    char               path[4096];
+    svp_status_t       status;
 
     svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3);
 
@@ -81,28 +78,10 @@ static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
     }
     snprintf(path, sizeof(path), "%s/sample_%06d.safetensors", st->spec->output.dir,
              s->index);
-    status = svp_safetensors_writer_create(&w);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_writer_add(w, "latent", s->tensors[0]);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    svp_safetensors_writer_add_metadata(w, "job", st->spec->name);
-    snprintf(val, sizeof(val), "%d", s->index);
-    svp_safetensors_writer_add_metadata(w, "sample", val);
-    snprintf(val, sizeof(val), "%d", st->spec->steps);
-    svp_safetensors_writer_add_metadata(w, "steps", val);
-    snprintf(val, sizeof(val), "%" PRIu64, s->seed);
-    svp_safetensors_writer_add_metadata(w, "seed", val);
-    svp_safetensors_writer_add_metadata(w, "model", "dummy");
-    status = svp_safetensors_writer_commit(w, path);
+    status = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy", path);
     if (status == SVP_OK) {
         svp_debug("wrote %s", path);
     }
-out_destroy:
-    svp_safetensors_writer_destroy(w);
     return status;
 }
 

@@ -383,34 +383,6 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     return status;
 }
 
-static svp_status_t svp_stage_svd_write_latents(svp_stage_svd_t *st, svp_sample_t *s,
-                                                const char *path)
-{
-    svp_safetensors_writer_h w;
-    char                     val[64];
-    svp_status_t             status;
-
-    status = svp_safetensors_writer_create(&w);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_writer_add(w, "latents", s->tensors[SVD_T_LATENTS]);
-    if (status == SVP_OK) {
-        svp_safetensors_writer_add_metadata(w, "job", st->spec->name);
-        snprintf(val, sizeof(val), "%d", s->index);
-        svp_safetensors_writer_add_metadata(w, "sample", val);
-        snprintf(val, sizeof(val), "%d", st->spec->steps);
-        svp_safetensors_writer_add_metadata(w, "steps", val);
-        snprintf(val, sizeof(val), "%" PRId64,
-                 *(int64_t *)s->tensors[SVD_T_SEED]->data);
-        svp_safetensors_writer_add_metadata(w, "seed", val);
-        svp_safetensors_writer_add_metadata(w, "model", "svd");
-        status = svp_safetensors_writer_commit(w, path);
-    }
-    svp_safetensors_writer_destroy(w);
-    return status;
-}
-
 static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 {
     svp_stage_svd_t         *st   = self;
@@ -434,7 +406,10 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
         return status;
     }
     snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
-    status = svp_stage_svd_write_latents(st, s, file);
+    /* the seed travels in the message; this rank may not be where it began */
+    s->seed = (uint64_t)*(int64_t *)s->tensors[SVD_T_SEED]->data;
+    status  = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                      "svd", file);
 
     if (status == SVP_OK && st->vae != NULL) {
         t0  = svp_clock_now();
