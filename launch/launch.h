@@ -72,6 +72,21 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen);
 
 /*
+ * svp_launch_check() plus what can be checked from the submitting host
+ * before a job is queued: model.path is a folder with what the job needs
+ * (svdtool check-model's checks, without the image encoder and with the VAE
+ * optional when model.conditioning is given), model.conditioning and every
+ * video.inputs entry can be read (a folder must hold an image), output.dir
+ * is a folder that can be written or created, and cluster.worker can be
+ * run (a path, or a name found on PATH).  With cluster.container_image,
+ * paths are mapped through cluster.container_mounts and left alone when no
+ * mount covers them.  Same error convention as svp_launch_validate(); every
+ * failure is an input error (exit status 2).
+ */
+svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
+                                  int errlen);
+
+/*
  * Renders the sbatch script for spec.  On success *script_p is a malloc'ed,
  * NUL-terminated script the caller frees; on failure *script_p is untouched,
  * errbuf holds the reason and the result is SVP_ERR_SPEC (invalid value) or

@@ -223,7 +223,7 @@ else
     sets="--set cluster.nodes=3 --set cluster.ranks_per_node=2 --set steps=12"
     "$w" "$top/etc/sim_4rank.yaml" --set steps=12 --set output.dir="$tmp/sb3_ref" \
         >"$tmp/sb3_ref.log" 2>&1
-    if "$bld/src/tools/svdlaunch" render "$top/etc/sim_4rank.yaml" $sets \
+    if PATH="$bld/src/tools:$PATH" "$bld/src/tools/svdlaunch" render "$top/etc/sim_4rank.yaml" $sets \
             -o "$tmp/sb3/sim3.sh" >"$tmp/sb3.log" 2>&1 &&
        grep -q -- "--nodes=3" "$tmp/sb3/sim3.sh" &&
        (cd "$tmp/sb3" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void quiet(void)
 {
@@ -176,6 +177,56 @@ Test(spec, missing_file_names_it)
     cr_assert_eq(svp_spec_load("/nonexistent/job.yaml", NULL, 0, err, sizeof(err), &s),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "/nonexistent/job.yaml") != NULL, "%s", err);
+}
+
+/*
+ * Paths a job reads, written relative in the file, name files beside the
+ * spec; --set values and what a job writes stay as given.
+ */
+Test(spec, relative_paths_resolve_against_the_spec_folder)
+{
+    const char *ov[] = {"model.conditioning=c.safetensors"};
+    char        dir[] = "/tmp/svp_spec_XXXXXX", path[512], err[512] = "";
+    svp_spec_t *s = NULL;
+    FILE       *f;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/job.yaml", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("model: {kind: svd, path: models/svd}\n"
+          "video: {inputs: [a.png, /abs/b.png, imgs]}\n"
+          "output: {dir: out}\n"
+          "log: {trace: tr}\n"
+          "cluster: {worker: ../bin/svdworker}\n", f);
+    fclose(f);
+    cr_assert_eq(svp_spec_load(path, ov, 1, err, sizeof(err), &s), SVP_OK,
+                 "%s", err);
+    snprintf(path, sizeof(path), "%s/models/svd", dir);
+    cr_assert_str_eq(s->model.path, path);
+    snprintf(path, sizeof(path), "%s/a.png", dir);
+    cr_assert_str_eq(s->video.inputs.items[0], path);
+    cr_assert_str_eq(s->video.inputs.items[1], "/abs/b.png");
+    snprintf(path, sizeof(path), "%s/imgs", dir);
+    cr_assert_str_eq(s->video.inputs.items[2], path);
+    snprintf(path, sizeof(path), "%s/../bin/svdworker", dir);
+    cr_assert_str_eq(s->cluster.worker, path);
+    cr_assert_str_eq(s->model.conditioning, "c.safetensors");
+    cr_assert_str_eq(s->output.dir, "out");
+    cr_assert_str_eq(s->log.trace, "tr");
+    svp_spec_destroy(s);
+
+    /* a bare worker name is looked up on PATH, not beside the spec */
+    snprintf(path, sizeof(path), "%s/job.yaml", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("cluster: {worker: svdworker}\n", f);
+    fclose(f);
+    cr_assert_eq(svp_spec_load(path, NULL, 0, err, sizeof(err), &s), SVP_OK);
+    cr_assert_str_eq(s->cluster.worker, "svdworker");
+    svp_spec_destroy(s);
+    unlink(path);
+    rmdir(dir);
 }
 
 Test(spec, dump_parses_back)

@@ -694,6 +694,7 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     svp_sched_config_t sc;
     svp_ops_params_t   op = {0};
     char               path[4096];
+    struct stat        sb;
     int                lh, lw, batch;
     svp_status_t       status;
 
@@ -721,6 +722,21 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         goto err;
     }
 
+    /* the folder itself first: a missing one is named as such, not as a
+     * missing part */
+    if (stat(spec->model.path, &sb) != 0) {
+        svp_error("%s: model.path: cannot open %s: %m", spec->file,
+                  spec->model.path);
+        status = SVP_ERR_NOT_FOUND;
+        goto err;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        svp_error("%s: model.path: %s is not a folder (expected a diffusers "
+                  "SVD folder: unet/, vae/, image_encoder/, ...)", spec->file,
+                  spec->model.path);
+        status = SVP_ERR_NOT_FOUND;
+        goto err;
+    }
     if (svp_stage_svd_model_part(spec, "scheduler", path, sizeof(path)) == SVP_OK) {
         strncat(path, "/scheduler_config.json", sizeof(path) - strlen(path) - 1);
         status = svp_sched_config_load(path, &sc);

@@ -31,7 +31,23 @@ typedef struct {
     const char *file;
     char       *errbuf;
     int         errlen;
+    const char *base;   /* the spec file's folder: relative paths in the file
+                           resolve against it; NULL or "." leaves them as is */
 } svp_spec_ctx_t;
+
+/*
+ * Keys whose values are paths a job reads.  A relative one written in the
+ * spec file names a file beside the spec, wherever the tool runs from, so a
+ * spec travels (or is installed) with its model and images; a --set value
+ * stays relative to the working directory, like any command-line path.
+ * What a job writes (output.dir, log.trace) stays relative to the directory
+ * the job runs in: an installed spec's folder is not writable.
+ * cluster.worker is a path only when it has a '/': a bare name is looked up
+ * on PATH.
+ */
+static const char *const svp_spec_path_keys[] = {
+    "model.path", "model.conditioning", "video.inputs", "cluster.worker", NULL
+};
 
 static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,
                                   const char *fmt, ...)
@@ -51,11 +67,69 @@ static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,
     } else {
         snprintf(full, sizeof(full), "%s: %s", ctx->file, msg);
     }
-    svp_error("%s", full);
+    /* a user-facing message in the compiler's form, without the log prefix:
+     * the caller that asked for it in errbuf prints it */
     if (ctx->errbuf != NULL && ctx->errlen > 0) {
         snprintf(ctx->errbuf, ctx->errlen, "%s", full);
+    } else {
+        fprintf(stderr, "%s\n", full);
     }
     return SVP_ERR_SPEC;
+}
+
+/* base/rel into a new string, or rel unchanged (absolute, empty, no base). */
+static svp_status_t svp_spec_join(const svp_spec_ctx_t *ctx, int bare_ok,
+                                  char **value)
+{
+    char  *joined;
+    size_t len;
+
+    if (ctx->base == NULL || !strcmp(ctx->base, ".") || *value == NULL ||
+        (*value)[0] == '\0' || (*value)[0] == '/' ||
+        (bare_ok && strchr(*value, '/') == NULL)) {
+        return SVP_OK;
+    }
+    len    = strlen(ctx->base) + strlen(*value) + 2;
+    joined = malloc(len);
+    if (joined == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    snprintf(joined, len, "%s/%s", ctx->base, *value);
+    free(*value);
+    *value = joined;
+    return SVP_OK;
+}
+
+/* After a path key was set from the file: resolve it against the file's
+ * folder. */
+static svp_status_t svp_spec_resolve(const svp_spec_ctx_t *ctx,
+                                     const svp_spec_key_t *key,
+                                     svp_spec_t *spec)
+{
+    void              *field = (char *)spec + key->offset;
+    svp_spec_strlist_t *list;
+    svp_status_t        status = SVP_OK;
+    int                 i, bare_ok;
+
+    for (i = 0; svp_spec_path_keys[i] != NULL; ++i) {
+        if (!strcmp(svp_spec_path_keys[i], key->path)) {
+            break;
+        }
+    }
+    if (svp_spec_path_keys[i] == NULL) {
+        return SVP_OK;
+    }
+    bare_ok = !strcmp(key->path, "cluster.worker");
+    if (key->type == SVP_SPEC_T_STRING) {
+        return svp_spec_join(ctx, bare_ok, (char **)field);
+    }
+    if (key->type == SVP_SPEC_T_STR_LIST) {
+        list = field;
+        for (i = 0; i < list->count && status == SVP_OK; ++i) {
+            status = svp_spec_join(ctx, bare_ok, &list->items[i]);
+        }
+    }
+    return status;
 }
 
 /* The nearest known key or section under the same parent, for suggestions. */
@@ -174,7 +248,7 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                                      "key '%s': %s", key->path, why);
             }
         }
-        return SVP_OK;
+        return svp_spec_resolve(ctx, key, spec);
     case YAML_MAPPING_NODE:
         if (key->type != SVP_SPEC_T_STR_MAP) {
             return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value),
@@ -213,7 +287,7 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
         return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value), "key '%s': %s",
                              key->path, why);
     }
-    return SVP_OK;
+    return svp_spec_resolve(ctx, key, spec);
 }
 
 static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
@@ -373,11 +447,13 @@ static svp_status_t svp_spec_finish(svp_spec_ctx_t *ctx, svp_spec_t *spec,
     return (spec->file != NULL && spec->name != NULL) ? SVP_OK : SVP_ERR_NO_MEMORY;
 }
 
-svp_status_t svp_spec_load_string(const char *yaml, const char *file,
-                                  const char *const *overrides, int num_overrides,
-                                  char *errbuf, int errlen, svp_spec_t **spec_p)
+static svp_status_t svp_spec_load_text(const char *yaml, const char *file,
+                                       const char *base,
+                                       const char *const *overrides,
+                                       int num_overrides, char *errbuf,
+                                       int errlen, svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t  ctx = {file, errbuf, errlen};
+    svp_spec_ctx_t  ctx = {file, errbuf, errlen, base};
     yaml_parser_t   parser;
     yaml_document_t doc;
     yaml_node_t    *root;
@@ -439,27 +515,41 @@ err_free_spec:
     return status;
 }
 
+svp_status_t svp_spec_load_string(const char *yaml, const char *file,
+                                  const char *const *overrides, int num_overrides,
+                                  char *errbuf, int errlen, svp_spec_t **spec_p)
+{
+    return svp_spec_load_text(yaml, file, NULL, overrides, num_overrides,
+                              errbuf, errlen, spec_p);
+}
+
 svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            int num_overrides, char *errbuf, int errlen,
                            svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t ctx = {file, errbuf, errlen};
-    char          *text;
+    svp_spec_ctx_t ctx = {file, errbuf, errlen, NULL};
+    char          *text, *copy;
     svp_status_t   status;
 
     status = svp_file_read_all(file, &text, NULL);
     if (status != SVP_OK) {
         return svp_spec_fail(&ctx, 0, 0, "cannot read the job spec");
     }
-    status = svp_spec_load_string(text, file, overrides, num_overrides, errbuf,
-                                  errlen, spec_p);
+    copy = svp_strdup(file);
+    if (copy == NULL) {
+        free(text);
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_spec_load_text(text, file, dirname(copy), overrides,
+                                num_overrides, errbuf, errlen, spec_p);
+    free(copy);
     free(text);
     return status;
 }
 
 svp_status_t svp_spec_defaults(svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t ctx = {"<defaults>", NULL, 0};
+    svp_spec_ctx_t ctx = {"<defaults>", NULL, 0, NULL};
     svp_spec_t    *spec;
     svp_status_t   status;
 

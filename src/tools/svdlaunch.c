@@ -1,11 +1,14 @@
 /*
  * svdlaunch: turn a job spec into a Slurm job, or predict what it will cost.
  *
- *   svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]
- *   svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]
- *   svdlaunch check  JOB.yaml [--set key=value ...]
+ *   svdlaunch render JOB.yaml [-o FILE] [--no-path-check] [--set key=value ...]
+ *   svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] [--set key=value ...]
+ *   svdlaunch check  JOB.yaml [--no-path-check] [--set key=value ...]
  *   svdlaunch plan   JOB.yaml [--hardware FILE] [--from-log FILE]
  *                             [--set key=value ...]
+ *
+ * render, submit and check run every check first (svp_launch_preflight):
+ * nothing is written or queued when one fails.
  *
  * Exit status: 0 done, 2 bad input (nothing submitted), 1 anything else.
  */
@@ -39,17 +42,22 @@ typedef struct {
     const char *hardware;
     const char *from_log;
     int         dry_run;
+    int         no_path_check;
     const char *sets[LAUNCH_MAX_SET];
     int         num_sets;
 } launch_args_t;
 
 static void launch_usage(FILE *f)
 {
-    fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]\n"
-          "       svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]\n"
-          "       svdlaunch check  JOB.yaml [--set key=value ...]\n"
+    fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--no-path-check] "
+          "[--set key=value ...]\n"
+          "       svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] "
+          "[--set key=value ...]\n"
+          "       svdlaunch check  JOB.yaml [--no-path-check] "
+          "[--set key=value ...]\n"
           "       svdlaunch plan   JOB.yaml [--hardware FILE] "
           "[--from-log FILE] [--set key=value ...]\n"
+          "       svdlaunch --help | --version\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
           "script written\n"
@@ -60,10 +68,21 @@ static void launch_usage(FILE *f)
           "sbatch --parsable;\n"
           "         prints the job id (--dry-run: prints the script, submits "
           "nothing)\n"
-          "check    validate the spec, the cluster values and the step "
-          "assignment\n"
+          "check    validate the spec, the cluster values, the step "
+          "assignment and, as\n"
+          "         this host sees them, the model folder, the inputs, "
+          "output.dir and the\n"
+          "         worker; render and submit run the same checks first\n"
           "plan     predict makespan, throughput, bubbles, link time and "
-          "memory per GPU\n", f);
+          "memory per GPU\n"
+          "\n"
+          "--no-path-check  skip the checks of paths and of the worker (a "
+          "script for\n"
+          "                 another machine)\n"
+          "--set key=value  override a key; a relative path given here is "
+          "relative to\n"
+          "                 the working directory, one in the spec to the "
+          "spec's folder\n", f);
 }
 
 static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
@@ -74,7 +93,9 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         {"hardware", required_argument, NULL, 'H'},
         {"from-log", required_argument, NULL, 'L'},
         {"dry-run",  no_argument,       NULL, 'n'},
+        {"no-path-check", no_argument,  NULL, 'P'},
         {"help",     no_argument,       NULL, 'h'},
+        {"version",  no_argument,       NULL, 'V'},
         {NULL, 0, NULL, 0}
     };
     int c;
@@ -86,6 +107,10 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     a->command = argv[1];
     if (!strcmp(a->command, "-h") || !strcmp(a->command, "--help")) {
         launch_usage(stdout);
+        exit(SVP_EXIT_OK);
+    }
+    if (!strcmp(a->command, "-V") || !strcmp(a->command, "--version")) {
+        printf("svdlaunch (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
         exit(SVP_EXIT_OK);
     }
 
@@ -111,8 +136,14 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         case 'n':
             a->dry_run = 1;
             break;
+        case 'P':
+            a->no_path_check = 1;
+            break;
         case 'h':
             launch_usage(stdout);
+            exit(SVP_EXIT_OK);
+        case 'V':
+            printf("svdlaunch (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
             exit(SVP_EXIT_OK);
         default:
             launch_usage(stderr);
@@ -127,6 +158,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
 
     if ((a->output && strcmp(a->command, "render")) ||
         (a->dry_run && strcmp(a->command, "submit")) ||
+        (a->no_path_check && !strcmp(a->command, "plan")) ||
         ((a->hardware || a->from_log) && strcmp(a->command, "plan"))) {
         svp_error("%s: option not valid for this command", a->command);
         return SVP_ERR_USAGE;
@@ -314,14 +346,30 @@ out_free_script:
     return status;
 }
 
-static svp_status_t launch_cmd_check(const svp_spec_t *spec)
+/* Everything that can be checked before a job is queued. */
+static svp_status_t launch_preflight(const svp_spec_t *spec,
+                                     const launch_args_t *a)
 {
-    char         err[512];
+    char         err[1024];
     svp_status_t status;
 
-    status = svp_launch_check(spec, err, sizeof(err));
+    status = a->no_path_check ? svp_launch_check(spec, err, sizeof(err)) :
+                                svp_launch_preflight(spec, err, sizeof(err));
     if (status != SVP_OK) {
-        svp_error("%s", err);
+        fprintf(stderr, "%s\n", err);
+        /* whatever the cause, nothing was started: bad input */
+        return SVP_IS_INPUT_ERROR(status) ? status : SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}
+
+static svp_status_t launch_cmd_check(const svp_spec_t *spec,
+                                     const launch_args_t *a)
+{
+    svp_status_t status;
+
+    status = launch_preflight(spec, a);
+    if (status != SVP_OK) {
         return status;
     }
     printf("%s: ok: %d ranks (%d x %d), %d steps each, %d samples\n",
@@ -389,6 +437,7 @@ int main(int argc, char **argv)
 {
     launch_args_t a = {0};
     svp_spec_t   *spec;
+    char          err[1024];
     svp_status_t  status;
 
     status = launch_parse_args(argc, argv, &a);
@@ -402,17 +451,25 @@ int main(int argc, char **argv)
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
 
-    status = svp_spec_load(a.job, a.sets, a.num_sets, NULL, 0, &spec);
+    status = svp_spec_load(a.job, a.sets, a.num_sets, err, sizeof(err),
+                           &spec);
     if (status != SVP_OK) {
+        fprintf(stderr, "%s\n", err);
         return svp_status_exit_code(status);
     }
 
     if (!strcmp(a.command, "render")) {
-        status = launch_cmd_render(spec, &a);
+        status = launch_preflight(spec, &a);
+        if (status == SVP_OK) {
+            status = launch_cmd_render(spec, &a);
+        }
     } else if (!strcmp(a.command, "submit")) {
-        status = launch_cmd_submit(spec, &a);
+        status = launch_preflight(spec, &a);
+        if (status == SVP_OK) {
+            status = launch_cmd_submit(spec, &a);
+        }
     } else if (!strcmp(a.command, "check")) {
-        status = launch_cmd_check(spec);
+        status = launch_cmd_check(spec, &a);
     } else {
         status = launch_cmd_plan(spec, &a);
     }

@@ -44,7 +44,8 @@ static svp_status_t check_weights_path(const char *dir, const char *stem,
 }
 
 /* One line per component: file, tensors, dtypes, parameters, bytes. */
-static svp_status_t check_summary(const char *component, const char *path)
+static svp_status_t check_summary(const char *component, const char *path,
+                                  FILE *report)
 {
     svp_safetensors_h      st;
     svp_safetensors_info_t info;
@@ -75,15 +76,20 @@ static svp_status_t check_summary(const char *component, const char *path)
                      "%s%s", dtypes[0] ? "," : "", name);
         }
     }
-    printf("  %-14s %-42s %5d tensors  %-8s %12lld params  %8.1f MiB\n",
-           component, strrchr(path, '/') + 1, svp_safetensors_count(st),
-           dtypes, (long long)params, bytes / 1048576.0);
+    if (report == NULL) {
+        goto out;
+    }
+    fprintf(report, "  %-14s %-42s %5d tensors  %-8s %12lld params  "
+            "%8.1f MiB\n", component, strrchr(path, '/') + 1,
+            svp_safetensors_count(st), dtypes, (long long)params,
+            bytes / 1048576.0);
 out:
     svp_safetensors_close(st);
     return status;
 }
 
-static svp_status_t check_unet(const char *dir, svp_unet_config_t *cfg)
+static svp_status_t check_unet(const char *dir, svp_unet_config_t *cfg,
+                               FILE *report)
 {
     char         sub[CHECK_PATH_MAX], path[CHECK_PATH_MAX + 64];
     svp_status_t status;
@@ -97,10 +103,11 @@ static svp_status_t check_unet(const char *dir, svp_unet_config_t *cfg)
     if (status == SVP_OK) {
         status = check_weights_path(sub, "diffusion_pytorch_model", path, sizeof(path));
     }
-    return (status == SVP_OK) ? check_summary("unet", path) : status;
+    return (status == SVP_OK) ? check_summary("unet", path, report) : status;
 }
 
-static svp_status_t check_vae(const char *dir, svp_vae_config_t *cfg)
+static svp_status_t check_vae(const char *dir, svp_vae_config_t *cfg,
+                              FILE *report)
 {
     char         sub[CHECK_PATH_MAX], path[CHECK_PATH_MAX + 64];
     svp_status_t status;
@@ -114,10 +121,11 @@ static svp_status_t check_vae(const char *dir, svp_vae_config_t *cfg)
     if (status == SVP_OK) {
         status = check_weights_path(sub, "diffusion_pytorch_model", path, sizeof(path));
     }
-    return (status == SVP_OK) ? check_summary("vae", path) : status;
+    return (status == SVP_OK) ? check_summary("vae", path, report) : status;
 }
 
-static svp_status_t check_clip(const char *dir, svp_clip_config_t *cfg)
+static svp_status_t check_clip(const char *dir, svp_clip_config_t *cfg,
+                               FILE *report)
 {
     char         sub[CHECK_PATH_MAX], path[CHECK_PATH_MAX + 64];
     svp_status_t status;
@@ -131,7 +139,7 @@ static svp_status_t check_clip(const char *dir, svp_clip_config_t *cfg)
     if (status == SVP_OK) {
         status = check_weights_path(sub, "model", path, sizeof(path));
     }
-    return (status == SVP_OK) ? check_summary("image_encoder", path) : status;
+    return (status == SVP_OK) ? check_summary("image_encoder", path, report) : status;
 }
 
 static svp_status_t check_config_parses(const char *dir, const char *rel)
@@ -192,10 +200,61 @@ static void check_usage(FILE *f)
     do { \
         svp_status_t _s = (_expr); \
         if (_s != SVP_OK) { \
-            printf("  %-14s FAILED: %s\n", _what, svp_status_string(_s)); \
+            if (report != NULL) { \
+                fprintf(report, "  %-14s FAILED: %s\n", _what, \
+                        svp_status_string(_s)); \
+            } \
             status = _s; \
         } \
     } while (0)
+
+/* dir/rel exists (a file or a folder). */
+static int check_has(const char *dir, const char *rel)
+{
+    char path[CHECK_PATH_MAX + 64];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, rel);
+    return access(path, F_OK) == 0;
+}
+
+svp_status_t svdtool_check_model_dir(const char *dir, unsigned flags,
+                                     FILE *report)
+{
+    svp_unet_config_t       unet;
+    svp_vae_config_t        vae;
+    svp_clip_config_t       clip;
+    svp_media_clip_params_t pre;
+    char                    path[CHECK_PATH_MAX + 64];
+    int                     all = !(flags & SVDTOOL_CHECK_FOR_JOB);
+    int                     images = all || (flags & SVDTOOL_CHECK_IMAGES);
+    svp_status_t            status = SVP_OK;
+
+    if (all || check_has(dir, "model_index.json")) {
+        CHECK_STEP("model_index", check_config_parses(dir, "model_index.json"));
+    }
+    /* a job without scheduler/ uses SVD's settings; check-model wants all */
+    if (all || check_has(dir, "scheduler")) {
+        CHECK_STEP("scheduler",
+                   check_config_parses(dir, "scheduler/scheduler_config.json"));
+    }
+    if (images) {
+        snprintf(path, sizeof(path),
+                 "%s/feature_extractor/preprocessor_config.json", dir);
+        CHECK_STEP("feature_extr.", svp_media_clip_params_load(path, &pre));
+    }
+    CHECK_STEP("unet", check_unet(dir, &unet, report));
+    /* with a conditioning file the VAE only decodes, and may be absent */
+    if (images || check_has(dir, "vae")) {
+        CHECK_STEP("vae", check_vae(dir, &vae, report));
+    }
+    if (images) {
+        CHECK_STEP("image_encoder", check_clip(dir, &clip, report));
+        if (status == SVP_OK) {
+            CHECK_STEP("fit", check_fit(dir, &unet, &vae, &clip, &pre));
+        }
+    }
+    return status;
+}
 
 int svdtool_check_model_main(int argc, char **argv)
 {
@@ -203,14 +262,9 @@ int svdtool_check_model_main(int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    svp_unet_config_t       unet;
-    svp_vae_config_t        vae;
-    svp_clip_config_t       clip;
-    svp_media_clip_params_t pre;
-    char                    path[CHECK_PATH_MAX + 64];
-    const char             *dir;
-    int                     c;
-    svp_status_t            status = SVP_OK;
+    const char  *dir;
+    int          c;
+    svp_status_t status;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -225,16 +279,7 @@ int svdtool_check_model_main(int argc, char **argv)
     }
     dir = argv[optind];
     printf("%s:\n", dir);
-    CHECK_STEP("model_index", check_config_parses(dir, "model_index.json"));
-    CHECK_STEP("scheduler", check_config_parses(dir, "scheduler/scheduler_config.json"));
-    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json", dir);
-    CHECK_STEP("feature_extr.", svp_media_clip_params_load(path, &pre));
-    CHECK_STEP("unet", check_unet(dir, &unet));
-    CHECK_STEP("vae", check_vae(dir, &vae));
-    CHECK_STEP("image_encoder", check_clip(dir, &clip));
-    if (status == SVP_OK) {
-        CHECK_STEP("fit", check_fit(dir, &unet, &vae, &clip, &pre));
-    }
+    status = svdtool_check_model_dir(dir, 0, stdout);
     if (status != SVP_OK) {
         printf("%s: not a usable SVD checkpoint\n", dir);
         return svp_status_exit_code(status);

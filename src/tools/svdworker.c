@@ -145,7 +145,8 @@ int main(int argc, char **argv)
                                        err, sizeof(err), &spec);
     }
     if (status != SVP_OK) {
-        /* the message, with file:line:column, was logged by the parser */
+        /* file:line:column: message, as a compiler says it */
+        fprintf(stderr, "%s\n", err);
         return SVP_EXIT_BAD_INPUT;
     }
     svp_log_set_level(spec->log.level);

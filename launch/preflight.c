@@ -1,0 +1,272 @@
+/*
+ * What svdlaunch checks on the submitting host before anything is queued:
+ * the paths a job reads and writes, and the worker it starts.  A job that
+ * would fail at start-up for one of these reasons fails here instead, with
+ * the key, the path and what is wrong, before it waits in the queue.
+ *
+ * Paths are checked as this host sees them.  With a container image, a path
+ * is the container's: it is mapped back through cluster.container_mounts
+ * (SRC:DST) and left unchecked when no mount covers it.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/launch_int.h"
+#include "tools/svdtool_check.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PREFLIGHT_PATH_MAX 4096
+
+static const char *preflight_file(const svp_spec_t *spec)
+{
+    return spec->file ? spec->file : "<spec>";
+}
+
+/*
+ * The host path of a job path into host.  Returns 0 when the path cannot be
+ * seen from here (inside a container, under no mount).
+ */
+static int preflight_host_path(const svp_spec_t *spec, const char *path,
+                               char *host, size_t len)
+{
+    int i;
+
+    if (spec->cluster.container_image == NULL ||
+        spec->cluster.container_image[0] == '\0') {
+        snprintf(host, len, "%s", path);
+        return 1;
+    }
+    for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
+        const char *m = spec->cluster.container_mounts.items[i];
+        const char *colon = strchr(m, ':'), *dst, *end;
+        size_t      src_len, dst_len;
+
+        src_len = colon ? (size_t)(colon - m) : strlen(m);
+        dst     = colon ? colon + 1 : m;
+        end     = strchr(dst, ':');
+        dst_len = end ? (size_t)(end - dst) : strlen(dst);
+        if (strncmp(path, dst, dst_len) == 0 &&
+            (path[dst_len] == '/' || path[dst_len] == '\0')) {
+            snprintf(host, len, "%.*s%s", (int)src_len, m, path + dst_len);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
+                                    int errlen)
+{
+    const char  *cond = spec->model.conditioning;
+    char         host[PREFLIGHT_PATH_MAX];
+    struct stat  sb;
+    unsigned     flags = SVDTOOL_CHECK_FOR_JOB;
+
+    if (cond != NULL && cond[0] != '\0' &&
+        preflight_host_path(spec, cond, host, sizeof(host)) &&
+        access(host, R_OK) != 0) {
+        svp_launch_errf(errbuf, errlen, "%s: model.conditioning: cannot read "
+                        "%s: %s", preflight_file(spec), host, strerror(errno));
+        return SVP_ERR_NOT_FOUND;
+    }
+    if (!preflight_host_path(spec, spec->model.path, host, sizeof(host))) {
+        return SVP_OK;
+    }
+    if (stat(host, &sb) != 0) {
+        svp_launch_errf(errbuf, errlen, "%s: model.path: cannot open %s: %s "
+                        "(relative paths in a spec are relative to the "
+                        "spec's folder)", preflight_file(spec), host,
+                        strerror(errno));
+        return SVP_ERR_NOT_FOUND;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        svp_launch_errf(errbuf, errlen, "%s: model.path: %s is not a folder "
+                        "(expected a diffusers SVD folder: unet/, vae/, "
+                        "image_encoder/, ...)", preflight_file(spec), host);
+        return SVP_ERR_NOT_FOUND;
+    }
+    if (cond == NULL || cond[0] == '\0') {
+        flags |= SVDTOOL_CHECK_IMAGES;
+    }
+    if (svdtool_check_model_dir(host, flags, NULL) != SVP_OK) {
+        svp_launch_errf(errbuf, errlen, "%s: model.path: %s is not a usable "
+                        "SVD / SVD-XT folder (the reasons are above; "
+                        "'svdtool check-model %s' lists every part)",
+                        preflight_file(spec), host, host);
+        return SVP_ERR_BAD_FILE;
+    }
+    return SVP_OK;
+}
+
+static int preflight_is_image_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+
+    return dot != NULL && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") ||
+                           !strcasecmp(dot, ".jpeg"));
+}
+
+/* Each input is a readable image or a folder with at least one. */
+static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
+                                     int errlen)
+{
+    char           host[PREFLIGHT_PATH_MAX];
+    struct stat    sb;
+    struct dirent *de;
+    DIR           *d;
+    int            i, found;
+
+    if (spec->model.conditioning != NULL && spec->model.conditioning[0] != '\0') {
+        return SVP_OK;   /* the conditioning file replaces the images */
+    }
+    for (i = 0; i < spec->video.inputs.count; ++i) {
+        const char *in = spec->video.inputs.items[i];
+
+        if (!preflight_host_path(spec, in, host, sizeof(host))) {
+            continue;
+        }
+        if (stat(host, &sb) != 0 || access(host, R_OK) != 0) {
+            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open "
+                            "%s: %s (relative paths in a spec are relative to "
+                            "the spec's folder)", preflight_file(spec), i, host,
+                            strerror(errno));
+            return SVP_ERR_NOT_FOUND;
+        }
+        if (!S_ISDIR(sb.st_mode)) {
+            continue;
+        }
+        d = opendir(host);
+        if (d == NULL) {
+            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
+                            "folder %s: %s", preflight_file(spec), i, host,
+                            strerror(errno));
+            return SVP_ERR_NOT_FOUND;
+        }
+        found = 0;
+        while (!found && (de = readdir(d)) != NULL) {
+            found = de->d_name[0] != '.' && preflight_is_image_name(de->d_name);
+        }
+        closedir(d);
+        if (!found) {
+            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, "
+                            ".jpg or .jpeg file in %s", preflight_file(spec), i,
+                            host);
+            return SVP_ERR_NOT_FOUND;
+        }
+    }
+    return SVP_OK;
+}
+
+/*
+ * output.dir is a writable folder, or the nearest folder above it that
+ * exists is one (the worker creates the rest).
+ */
+static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
+                                     int errlen)
+{
+    char        host[PREFLIGHT_PATH_MAX], *slash;
+    struct stat sb;
+    int         exists;
+
+    if (!preflight_host_path(spec, spec->output.dir, host, sizeof(host))) {
+        return SVP_OK;
+    }
+    exists = (stat(host, &sb) == 0);
+    if (exists && !S_ISDIR(sb.st_mode)) {
+        svp_launch_errf(errbuf, errlen, "%s: output.dir: %s exists and is not "
+                        "a folder", preflight_file(spec), host);
+        return SVP_ERR_SPEC;
+    }
+    while (!exists) {
+        slash = strrchr(host, '/');
+        if (slash == NULL) {
+            snprintf(host, sizeof(host), ".");
+        } else if (slash == host) {
+            host[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+        exists = (stat(host, &sb) == 0);
+        if (exists && !S_ISDIR(sb.st_mode)) {
+            svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot create %s: "
+                            "%s is not a folder", preflight_file(spec),
+                            spec->output.dir, host);
+            return SVP_ERR_SPEC;
+        }
+    }
+    if (access(host, W_OK | X_OK) != 0) {
+        svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot write %s: %s "
+                        "is not writable (%s)", preflight_file(spec),
+                        spec->output.dir, host, strerror(errno));
+        return SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}
+
+/* cluster.worker is an executable path, or a name found on PATH. */
+static svp_status_t preflight_worker(const svp_spec_t *spec, char *errbuf,
+                                    int errlen)
+{
+    const char *worker = svp_launch_worker(spec);
+    const char *path   = getenv("PATH"), *p;
+    char        host[PREFLIGHT_PATH_MAX];
+    size_t      len;
+
+    if (strchr(worker, '/') != NULL) {
+        if (preflight_host_path(spec, worker, host, sizeof(host)) &&
+            access(host, X_OK) != 0) {
+            svp_launch_errf(errbuf, errlen, "%s: cluster.worker: cannot run "
+                            "%s: %s", preflight_file(spec), host,
+                            strerror(errno));
+            return SVP_ERR_NOT_FOUND;
+        }
+        return SVP_OK;
+    }
+    if (spec->cluster.container_image != NULL &&
+        spec->cluster.container_image[0] != '\0') {
+        return SVP_OK;   /* the container's PATH, not ours */
+    }
+    for (p = path ? path : ""; *p != '\0'; p += len + (p[len] == ':')) {
+        len = strcspn(p, ":");
+        snprintf(host, sizeof(host), "%.*s/%s", (int)len, len ? p : ".",
+                 worker);
+        if (access(host, X_OK) == 0) {
+            return SVP_OK;
+        }
+    }
+    svp_launch_errf(errbuf, errlen, "%s: cluster.worker: '%s' is not on PATH "
+                    "here; the job script runs it on every node, so install "
+                    "svdpipe where every node finds it, or set cluster.worker "
+                    "to its full path", preflight_file(spec), worker);
+    return SVP_ERR_NOT_FOUND;
+}
+
+svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
+                                  int errlen)
+{
+    svp_status_t status;
+
+    status = svp_launch_check(spec, errbuf, errlen);
+    if (status == SVP_OK && spec->model.kind == SVP_MODEL_SVD) {
+        status = preflight_inputs(spec, errbuf, errlen);
+        if (status == SVP_OK) {
+            status = preflight_model(spec, errbuf, errlen);
+        }
+    }
+    if (status == SVP_OK) {
+        status = preflight_output(spec, errbuf, errlen);
+    }
+    if (status == SVP_OK) {
+        status = preflight_worker(spec, errbuf, errlen);
+    }
+    return status;
+}
