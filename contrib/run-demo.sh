@@ -28,9 +28,11 @@ sets="--set model.path=$run/model --set video.inputs=$top/etc/demo/input.png
 "$tools/svdlaunch" render "$top/etc/demo/demo.yaml" $sets -o "$run/demo.sbatch"
 echo "demo: job script $run/demo.sbatch; starting a local Slurm cluster"
 
+# progress while the job runs, and back as soon as it ends
 # shellcheck disable=SC2016
 "$top/tests/cluster/with-cluster.sh" --cpus 8 --timeout 1200 -- \
-    sh -c 'cd "$1" && sbatch --wait "$1/demo.sbatch"' sh "$run" || {
+    sh -c 'cd "$1" && "$2" "$1/demo.sbatch" "$1/demo-%j.log"' sh "$run" \
+    "$top/contrib/sbatch-follow.sh" || {
     status=$?
     echo "demo: the job failed (exit $status); its log:" >&2
     cat "$run"/demo-*.log >&2 2>/dev/null
@@ -46,8 +48,9 @@ for d in "$run"/out/sample_*; do
 done
 echo "  log: $log"
 echo
-echo "With real weights: download a diffusers SVD or SVD-XT folder, then run"
-echo "  $tools/svdworker $top/etc/demo/demo.yaml --set model.path=/path/to/stable-video-diffusion-img2vid-xt \\"
-echo "      --set video.inputs=/path/to/image.png --set video.width=1024 --set video.height=576 \\"
-echo "      --set video.num_frames=25 --set steps=28"
-echo "or edit etc/svd_7gpu.yaml and 'sbatch slurm/svd_7gpu.sh' on a GPU cluster."
+echo "Real videos need the real weights and a GPU: an SVD-XT sample (1024x576,"
+echo "25 frames, 28 steps) takes hours on this CPU backend.  See README.md, 'Real"
+echo "weights': get the diffusers folder, 'svdtool check-model DIR', then set"
+echo "model.path, video.inputs, device: cuda and dtype: f16 in a copy of"
+echo "  $top/etc/svd_7gpu.yaml   (or etc/svd_2x4gpu.yaml for 2 nodes x 4 GPUs)"
+echo "and run 'svdlaunch submit' with it on the GPU cluster."

@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..29"
+echo "1..31"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -137,3 +137,14 @@ for c in $("$tools/svdtool" --help | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p'); do
 done
 if [ -z "$missing" ]; then ok "svdtool(1) has every command of --help"
 else echo "missing:$missing" >"$tmp/err"; nok "svdtool(1) commands"; fi
+
+# the shipped multi-node example renders for 2 nodes x 4 GPUs and plans
+"$l" render "$top/etc/svd_2x4gpu.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -qx "#SBATCH --nodes=2" "$tmp/err" &&
+   grep -qx "#SBATCH --ntasks-per-node=4" "$tmp/err" && grep -q -- "--gpus-per-task=1" "$tmp/err"; then
+    ok "etc/svd_2x4gpu.yaml renders 2 nodes x 4 tasks with a GPU each"
+else nok "svd_2x4gpu render (rc=$rc)"; fi
+"$l" plan "$top/etc/svd_2x4gpu.yaml" --hardware "$top/etc/hardware/h100.yaml" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "8 ranks (2 nodes x 4)" "$tmp/err" && grep -q "^memory per GPU" "$tmp/err"; then
+    ok "etc/svd_2x4gpu.yaml plans on the H100 table"
+else nok "svd_2x4gpu plan (rc=$rc)"; fi
