@@ -10,7 +10,7 @@
 # CPU-only build), builds with make -j, then runs tests/test_ops_cuda: every
 # op on the CUDA backend against the CPU backend, and the unet_tiny and
 # unet_small forwards against the golden data (found through
-# $SVP_GOLDEN_DIR, default ../shared/golden next to the checkout).  It prints
+# tests/golden-dir.sh: $SVP_GOLDEN_DIR, ../shared/golden or tests/data).  It prints
 # the device, the build time, each test's time and the UNet forward times.
 # A test that skips (no device visible, no golden data) is reported as such;
 # the script fails if any test fails or if no device is visible.
@@ -18,7 +18,7 @@ set -eu
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
 builddir=${1:-"$srcdir/_build_gpu"}
-: "${SVP_GOLDEN_DIR:=$srcdir/../shared/golden}"
+SVP_GOLDEN_DIR=$(sh "$srcdir/tests/golden-dir.sh" "$srcdir")
 export SVP_GOLDEN_DIR
 
 if command -v nvidia-smi >/dev/null 2>&1; then

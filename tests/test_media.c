@@ -52,9 +52,18 @@ static const char *golden_dir(void)
     return dir;
 }
 
+/* dir/rel; a skip when rel's case is not in this set (the compact set in
+ * tests/data lacks the large preprocessing cases). */
 static void golden_path(char *buf, size_t len, const char *rel)
 {
-    snprintf(buf, len, "%s/%s", golden_dir(), rel);
+    const char *root = golden_dir();
+
+    snprintf(buf, len, "%s/%.*s", root, (int)strcspn(rel, "/"), rel);
+    if (access(buf, R_OK) != 0) {
+        cr_skip_test("golden case %.*s is not in %s: it is in the larger "
+                     "reference set only", (int)strcspn(rel, "/"), rel, root);
+    }
+    snprintf(buf, len, "%s/%s", root, rel);
 }
 
 /* Number of entries in a directory, "." and ".." excluded. */

@@ -376,6 +376,9 @@ Test(safetensors, golden_unaligned_tensors)
     int                    i, unaligned = 0;
 
     snprintf(path, sizeof(path), "%s/image_resize/resize.safetensors", dir);
+    if (access(path, R_OK) != 0) {
+        cr_skip_test("%s is in the larger reference set only", path);
+    }
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
     for (i = 0; i < svp_safetensors_count(st); ++i) {
         cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
