@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds svdpipe (installing what it needs) and runs every test: unit tests,
-# golden comparisons (when ../shared/golden or $SVP_GOLDEN_DIR exists) and the
-# integration tests on a throwaway local Slurm cluster.
+# golden comparisons (the compact set in tests/data, or the larger one in
+# ../shared/golden or $SVP_GOLDEN_DIR) and the integration tests on a
+# throwaway local Slurm cluster.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/bootstrap.sh"
