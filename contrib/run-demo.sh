@@ -29,10 +29,13 @@ sets="--set model.path=$run/model --set video.inputs=$top/etc/demo/input.png
 echo "demo: job script $run/demo.sbatch; starting a local Slurm cluster"
 
 # progress while the job runs, and back as soon as it ends
+# shellcheck disable=SC2086
+samples=$("$tools/svdworker" "$top/etc/demo/demo.yaml" $sets --print-spec |
+          sed -n 's/^samples: //p')
 # shellcheck disable=SC2016
 "$top/tests/cluster/with-cluster.sh" --cpus 8 --timeout 1200 -- \
-    sh -c 'cd "$1" && "$2" "$1/demo.sbatch" "$1/demo-%j.log"' sh "$run" \
-    "$top/contrib/sbatch-follow.sh" || {
+    sh -c 'cd "$1" && "$2" "$1/demo.sbatch" "$1/demo-%j.log" "$3"' sh "$run" \
+    "$top/contrib/sbatch-follow.sh" "$samples" || {
     status=$?
     echo "demo: the job failed (exit $status); its log:" >&2
     cat "$run"/demo-*.log >&2 2>/dev/null

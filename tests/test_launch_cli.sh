@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..31"
+echo "1..32"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -50,6 +50,14 @@ else nok "spec-relative paths (rc=$rc)"; fi
 if [ $rc -eq 2 ] && grep -q "video.inputs\[0\]: cannot open in.png" "$tmp/err"; then
     ok "a --set path stays relative to the working directory"
 else nok "--set path (rc=$rc)"; fi
+
+# started by hand, the worker names a missing model folder as such
+"$tools/svdworker" "$spec" --set model.path="$tmp/nomodel" --set output.dir="$tmp/o1" \
+    >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "model.path: cannot open $tmp/nomodel" "$tmp/err" &&
+   ! grep -q "scheduler" "$tmp/err"; then
+    ok "svdworker: a missing model.path is named, not taken for a missing scheduler/"
+else nok "svdworker missing model (rc=$rc)"; fi
 
 # every failing check: exit 2, no script written, nothing queued
 try() {   # what, expected message, --set options...
