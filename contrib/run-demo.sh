@@ -19,7 +19,8 @@ if [ ! -f "$run/model/model_index.json" ]; then
     "$tools/svdtool" init --model-config-dir "$top/etc/models/svd-mini" --seed 1 \
         --output "$run/model"
 fi
-rm -rf "$run/out"
+# job ids start at 1 on every new local cluster: no earlier job's log
+rm -rf "$run/out" "$run"/demo-*.log
 
 sets="--set model.path=$run/model --set video.inputs=$top/etc/demo/input.png
       --set output.dir=$run/out --set cluster.worker=$tools/svdworker

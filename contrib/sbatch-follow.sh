@@ -34,6 +34,8 @@ while :; do
             sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
     if [ -f "$log" ]; then
         total=$(wc -l <"$log")
+        # a shorter file is a new one (a log of an earlier job of that id)
+        [ "$total" -ge "$shown" ] || shown=0
         if [ "$total" -gt "$shown" ]; then
             nd=$(head -n "$shown" "$log" | grep -c ' done in ')
             show "$shown" "$total"

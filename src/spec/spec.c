@@ -106,7 +106,7 @@ static svp_status_t svp_spec_resolve(const svp_spec_ctx_t *ctx,
                                      const svp_spec_key_t *key,
                                      svp_spec_t *spec)
 {
-    void              *field = (char *)spec + key->offset;
+    void               *field = (char *)spec + key->offset;
     svp_spec_strlist_t *list;
     svp_status_t        status = SVP_OK;
     int                 i, bare_ok;

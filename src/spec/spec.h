@@ -141,15 +141,20 @@ typedef struct {
 /*
  * Parses a YAML file into *spec_p, after filling every default.  overrides is
  * an array of "key.path=value" strings applied after the file (NULL allowed).
+ * A relative path the file gives for what a job reads (model.path,
+ * model.conditioning, video.inputs, cluster.worker with a '/') is joined to
+ * the file's folder; override values and output paths are kept as given.
  * On failure a message naming file:line:column, key, expected and found is
- * logged (and copied into errbuf when errbuf != NULL), nothing is returned and
- * SVP_ERR_SPEC is the result.  The spec is freed with svp_spec_destroy().
+ * copied into errbuf, or printed on stderr in that form (no log prefix) when
+ * errbuf is NULL; nothing is returned and SVP_ERR_SPEC is the result.  The
+ * spec is freed with svp_spec_destroy().
  */
 svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            int num_overrides, char *errbuf, int errlen,
                            svp_spec_t **spec_p);
 
-/* Same, from a string (file is the name used in messages). */
+/* Same, from a string (file is the name used in messages; relative paths
+ * are kept as given). */
 svp_status_t svp_spec_load_string(const char *yaml, const char *file,
                                   const char *const *overrides,
                                   int num_overrides, char *errbuf, int errlen,
