@@ -167,14 +167,15 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
 }
 
 /*
- * output.dir is a writable folder, or the nearest folder above it that
- * exists is one (the worker creates the rest).
+ * output.dir is a folder something can be created in, or the nearest
+ * folder above it that exists is one (the worker creates the rest).
  */
 static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
                                      int errlen)
 {
     char        host[PREFLIGHT_PATH_MAX], *slash;
     struct stat sb;
+    size_t      len;
     int         exists;
 
     if (!preflight_host_path(spec, spec->output.dir, host, sizeof(host))) {
@@ -203,12 +204,22 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
             return SVP_ERR_SPEC;
         }
     }
-    if (access(host, W_OK | X_OK) != 0) {
-        svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot write %s: %s "
-                        "is not writable (%s)", preflight_file(spec),
-                        spec->output.dir, host, strerror(errno));
+    /* a folder made and removed again: the permission bits do not tell
+     * (root, read-only mounts, /proc) */
+    len = strlen(host);
+    if (len + sizeof("/.svdlaunch-XXXXXX") > sizeof(host)) {
+        return SVP_OK;
+    }
+    snprintf(host + len, sizeof(host) - len, "/.svdlaunch-XXXXXX");
+    if (mkdtemp(host) == NULL) {
+        host[len] = '\0';
+        svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot write %s: "
+                        "nothing can be created in %s (%s)",
+                        preflight_file(spec), spec->output.dir, host,
+                        strerror(errno));
         return SVP_ERR_SPEC;
     }
+    rmdir(host);
     return SVP_OK;
 }
 

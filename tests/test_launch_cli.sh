@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..32"
+echo "1..34"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -90,12 +90,15 @@ save=$PATH
 PATH=$tmp/bin:/usr/bin:/bin
 try "svdworker not on PATH" "'svdworker' is not on PATH"
 PATH=$save
+# nothing can be created in /proc, not even by root
+try "an unwritable output" "output.dir: cannot write /proc/svdpipe-none/out" \
+    --set output.dir=/proc/svdpipe-none/out
 if [ "$(id -u)" -ne 0 ]; then
     mkdir -p "$tmp/ro" && chmod 555 "$tmp/ro"
-    try "an unwritable output" "output.dir: cannot write" --set output.dir="$tmp/ro/out"
+    try "a read-only output folder" "output.dir: cannot write" --set output.dir="$tmp/ro/out"
 else
-    skip "render, an unwritable output" "root writes everywhere"
-    skip "submit, an unwritable output" "root writes everywhere"
+    skip "render, a read-only output folder" "root writes everywhere"
+    skip "submit, a read-only output folder" "root writes everywhere"
 fi
 
 # a good job is rendered and queued once
