@@ -18,7 +18,7 @@
  * Where a case is: $SVP_GOLDEN_DIR (make sets it, see tests/golden-dir.sh),
  * else the larger set beside the source tree, then the compact set shipped
  * in tests/data, which holds every case the tests need but unet_small's
- * weights, clip_preprocess and image_resize.
+ * weights, clip_preprocess and image_resize's largest image.
  */
 void golden_dir(const char *name, char *buf, size_t len)
 {

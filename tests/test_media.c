@@ -365,6 +365,29 @@ static const char *resize_cases[] = {
     "down_landscape", "up_small", "down_odd", "portrait", "svd_size", "same",
 };
 
+/*
+ * Whether image_resize holds sub-case name: every one in the larger set; in
+ * the compact set (tests/data) those its SUBSET file lists, one per line.
+ */
+static int resize_case_present(const char *name)
+{
+    char  path[512], line[128];
+    FILE *f;
+    int   found = 0;
+
+    snprintf(path, sizeof(path), "%s/image_resize/SUBSET", golden_dir());
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return 1;
+    }
+    while (!found && fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\n")] = '\0';
+        found = (strcmp(line, name) == 0);
+    }
+    fclose(f);
+    return found;
+}
+
 /* Largest |a - b| over n bytes, and how many differ. */
 static int u8_max_diff(const uint8_t *a, const uint8_t *b, size_t n,
                        size_t *ndiff_p)
@@ -395,6 +418,9 @@ Test(resize, matches_pillow_lanczos)
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
 
     for (i = 0; i < SVP_ARRAY_SIZE(resize_cases); ++i) {
+        if (!resize_case_present(resize_cases[i])) {
+            continue;
+        }
         snprintf(path, sizeof(path), "%s/image_resize/%s.png", golden_dir(),
                  resize_cases[i]);
         src = load_ok(path);
@@ -484,6 +510,9 @@ Test(resize, jpeg_decode_matches_pillow)
     golden_path(path, sizeof(path), "image_resize/resize.safetensors");
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
     for (i = 0; i < SVP_ARRAY_SIZE(resize_cases); ++i) {
+        if (!resize_case_present(resize_cases[i])) {
+            continue;
+        }
         snprintf(path, sizeof(path), "%s/image_resize/%s.jpg", golden_dir(),
                  resize_cases[i]);
         im = load_ok(path);
