@@ -17,7 +17,7 @@ id=${id%%;*}
 log=$(printf '%s' "$pattern" | sed "s/%j/$id/g")
 echo "follow: job $id queued; its log: $log"
 
-shown=0 state= gone=0 nd=0
+shown=0 state='' gone=0 nd=0
 # prints lines from+1..to of the log that say something, numbering samples
 show() {
     sed -n "$(($1 + 1)),$2p" "$log" | grep -E ' done in | warn | error ' |
