@@ -6,6 +6,7 @@
 #include "config.h"
 #endif
 #include "ops/ops_backend.h"
+#include "ops/ops_module.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -18,10 +19,30 @@
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
 #ifdef HAVE_CUDA
-#define SVP_OPS_BACKENDS "cpu, cuda"
+#define SVP_OPS_BACKENDS "cpu, cuda (module svdpipe_cuda.so)"
 #else
 #define SVP_OPS_BACKENDS "cpu"
 #endif
+
+/* A device backend is a module, opened here only when asked for: a CPU run
+ * maps no device library.  No fallback to the CPU: a job that asked for a
+ * device and gets none fails, saying what is missing. */
+static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
+{
+    const svp_ops_module_t *module;
+    svp_status_t            status;
+
+    status = svp_ops_module_load(name, &module);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = module->init(ops);
+    if (status == SVP_ERR_DEVICE) {
+        svp_error("%s backend: no usable %s driver or device on this node "
+                  "(see above)", name, name);
+    }
+    return status;
+}
 
 static int svp_ops_default_threads(void)
 {
@@ -60,7 +81,7 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         status = svp_ops_cpu_init(ops);
 #ifdef HAVE_CUDA
     } else if (strcmp(backend, "cuda") == 0) {
-        status = svp_ops_cuda_init(ops);
+        status = svp_ops_module_init("cuda", ops);
 #endif
     } else {
         svp_error("ops backend '%s' is not available in this build (have: %s)",

@@ -1,0 +1,47 @@
+/*
+ * Backends loaded at run time.  A device backend (today: CUDA) is built as a
+ * shared module, svdpipe_<name>.so, that the core opens with dlopen only when
+ * a job asks for that device, so a CPU run maps no device library and one
+ * binary serves GPU and CPU-only nodes.
+ *
+ * A module exports one symbol, SVP_OPS_MODULE_QUERY, a function returning a
+ * pointer to a static svp_ops_module_t.  The table lives as long as the
+ * process: a loaded module is never closed (its libraries keep driver state
+ * and atexit handlers that would outlive an unmapped module).
+ *
+ * Where a module is looked for:
+ *   1. $SVP_MODULE_DIR, when set: there only (a test or an admin can then
+ *      say exactly which module, or none, a run gets);
+ *   2. the build tree (running from _build without installing);
+ *   3. $(pkglibdir), where `make install` puts it.
+ */
+#ifndef SVP_OPS_OPS_MODULE_H
+#define SVP_OPS_OPS_MODULE_H
+
+#include "ops/ops_backend.h"
+
+/* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
+#define SVP_OPS_MODULE_ABI    1
+#define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
+
+typedef struct svp_ops_module {
+    unsigned    abi;          /* SVP_OPS_MODULE_ABI of the module's build */
+    const char *name;         /* "cuda" */
+    /* Fills ops->vt and ops->impl (see ops_backend.h).  Fails with
+     * SVP_ERR_DEVICE, having logged why, when there is no driver or device. */
+    svp_status_t (*init)(svp_ops_h ops);
+} svp_ops_module_t;
+
+typedef const svp_ops_module_t *(*svp_ops_module_query_fn_t)(void);
+
+/*
+ * Open the module of backend NAME (once per process) and return its table.
+ * Fails with SVP_ERR_UNSUPPORTED, logging every place looked in, when no
+ * module file is found, and with SVP_ERR_DEVICE, logging dlopen's reason
+ * (typically a missing libcudart or driver), when it is found but cannot be
+ * loaded.  *module_p is written only on success.
+ */
+svp_status_t svp_ops_module_load(const char *name,
+                                 const svp_ops_module_t **module_p);
+
+#endif
