@@ -7,6 +7,7 @@
 #endif
 #include "ops/ops_backend.h"
 #include "ops/ops_module.h"
+#include "ops/ops_gpu.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -29,14 +30,36 @@
  * device and gets none fails, saying what is missing. */
 static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
 {
-    const svp_ops_module_t *module;
-    svp_status_t            status;
+    const svp_ops_module_t     *module;
+    svp_ops_gpu_bind_t          bind;
+    svp_ops_gpu_select_params_t sel;
+    svp_ops_gpu_choice_t        choice;
+    char                        err[512];
+    svp_status_t                status;
 
     status = svp_ops_module_load(name, &module);
     if (status != SVP_OK) {
         return status;
     }
-    status = module->init(ops);
+    svp_ops_gpu_bind_get(&bind);
+    sel.visible    = getenv("CUDA_VISIBLE_DEVICES");
+    sel.requested  = getenv("SVP_CUDA_DEVICE");
+    sel.local_rank = bind.local_rank;
+    sel.local_size = bind.local_size;
+    sel.share_gpu  = bind.share_gpu;
+    status = module->device_count(&sel.device_count);
+    if (status == SVP_OK) {
+        status = svp_ops_gpu_select(&sel, &choice, err, sizeof(err));
+        if (status != SVP_OK) {
+            svp_error("%s backend: %s", name, err);
+            return status;
+        }
+        svp_info("%s backend: device %d, %s%s", name, choice.device, choice.how,
+                 choice.shared ? " (shared with another rank: cluster.share_gpu)"
+                               : "");
+        ops->device = choice.device;
+        status      = module->init(ops);
+    }
     if (status == SVP_ERR_DEVICE) {
         svp_error("%s backend: no usable %s driver or device on this node "
                   "(see above)", name, name);

@@ -27,7 +27,11 @@
 typedef struct svp_ops_module {
     unsigned    abi;          /* SVP_OPS_MODULE_ABI of the module's build */
     const char *name;         /* "cuda" */
-    /* Fills ops->vt and ops->impl (see ops_backend.h).  Fails with
+    /* Devices the runtime shows this process (after CUDA_VISIBLE_DEVICES).
+     * SVP_ERR_DEVICE, logged, when there is no driver. */
+    svp_status_t (*device_count)(int *count_p);
+    /* Fills ops->vt and ops->impl (see ops_backend.h) on device ops->device,
+     * chosen by the core (ops_gpu.h), and logs the device.  Fails with
      * SVP_ERR_DEVICE, having logged why, when there is no driver or device. */
     svp_status_t (*init)(svp_ops_h ops);
 } svp_ops_module_t;

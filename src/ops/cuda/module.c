@@ -6,12 +6,14 @@
 #include "config.h"
 #endif
 #include "ops/ops_module.h"
+#include "ops/cuda/ops_cuda.h"
 
 const svp_ops_module_t *svp_ops_module_query(void);
 
 static const svp_ops_module_t svp_ops_cuda_module = {
     .abi  = SVP_OPS_MODULE_ABI,
     .name = "cuda",
+    .device_count = svp_ops_cuda_device_count,
     .init = svp_ops_cuda_init,
 };
 
