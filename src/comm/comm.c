@@ -1012,3 +1012,14 @@ size_t svp_comm_frame_length(svp_comm_frame_h frame)
 {
     return frame->length;
 }
+
+int svp_comm_ucx_cuda(svp_comm_h comm)
+{
+    ucp_context_attr_t attr;
+
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(comm->context, &attr) != UCS_OK) {
+        return 0;
+    }
+    return (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+}

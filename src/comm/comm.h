@@ -232,4 +232,11 @@ void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
 /* Runs UCX progress until nothing is left to do (for compute loops). */
 void svp_comm_progress(svp_comm_h comm);
 
+/*
+ * 1 when the UCX context can send and receive CUDA memory (CUDA among the
+ * memory types it reports: cuda_copy/cuda_ipc loaded), else 0.  The input
+ * of svp_comm_path_select (comm_path.h).
+ */
+int svp_comm_ucx_cuda(svp_comm_h comm);
+
 #endif
