@@ -9,12 +9,14 @@
 #include "ops/cuda/ops_cuda.h"
 
 const svp_ops_module_t *svp_ops_module_query(void);
+extern const svp_ops_devmem_t svp_ops_cuda_devmem;
 
 static const svp_ops_module_t svp_ops_cuda_module = {
     .abi  = SVP_OPS_MODULE_ABI,
     .name = "cuda",
     .device_count = svp_ops_cuda_device_count,
     .init = svp_ops_cuda_init,
+    .devmem = &svp_ops_cuda_devmem,
 };
 
 __attribute__((visibility("default")))
