@@ -68,9 +68,23 @@ struct svp_comm {
     int                  event_fd;     /* the worker's, for poll() */
     ucp_ep_h            *eps;          /* by rank, NULL until first use */
     struct svp_comm_req *reqs;
+    /* device frames (comm_path.h) */
+    int                  have_device;
+    svp_comm_device_mem_t device;
+    svp_comm_path_t      path;
+    char                *path_logged;  /* by rank: path stated in the log */
 };
 
 static void svp_comm_frame_free(struct svp_comm_frame *frame);
+static void svp_comm_path_log(struct svp_comm *comm, int peer);
+static svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
+                                             struct svp_comm_frame *frame,
+                                             const svp_comm_frame_id_t *id);
+static svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
+                                            struct svp_comm_frame *frame,
+                                            size_t length,
+                                            const svp_comm_frame_id_t *expected,
+                                            const char *where);
 
 static svp_status_t svp_comm_status_from_ucs(ucs_status_t status)
 {
@@ -321,6 +335,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     size_t           address_len;
     svp_status_t     status;
     int              neighbours[3], i;
+    svp_comm_gpu_direct_t gpu_direct = SVP_COMM_GPU_DIRECT_AUTO;
+    char             path_err[256];
 
     comm = calloc(1, sizeof(*comm));
     if (comm == NULL) {
@@ -349,6 +365,12 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         if (params->field_mask & SVP_COMM_PARAM_FIELD_SPIN) {
             comm->spin = params->spin;
         }
+        if ((params->field_mask & SVP_COMM_PARAM_FIELD_DEVICE) &&
+            params->device != NULL) {
+            comm->have_device = 1;
+            comm->device      = *params->device;
+            gpu_direct        = params->gpu_direct;
+        }
     }
     if (comm->size > SVP_COMM_MAX_RANKS) {
         svp_error("%d ranks, but message tags have room for %d", comm->size,
@@ -356,16 +378,25 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         status = SVP_ERR_UNSUPPORTED;
         goto err_free_comm;
     }
-    comm->eps = calloc(comm->size, sizeof(*comm->eps));
-    if (comm->eps == NULL) {
+    comm->eps         = calloc(comm->size, sizeof(*comm->eps));
+    comm->path_logged = calloc(comm->size, 1);
+    if (comm->eps == NULL || comm->path_logged == NULL) {
         svp_error("out of memory allocating %d endpoints", comm->size);
         status = SVP_ERR_NO_MEMORY;
-        goto err_free_comm;
+        goto err_free_eps;
     }
 
     status = svp_comm_init_ucx(comm, transport);
     if (status != SVP_OK) {
         goto err_free_eps;
+    }
+    /* what UCX can move decides the path of device frames, once */
+    status = svp_comm_path_select(gpu_direct, comm->have_device,
+                                  comm->have_device && svp_comm_ucx_cuda(comm),
+                                  &comm->path, path_err, sizeof(path_err));
+    if (status != SVP_OK) {
+        svp_error("%s", path_err);
+        goto err_cleanup_ucx;
     }
 
     status = SVP_COMM_UCS_FUNC_ERR(ucp_worker_get_address(comm->worker, &address,
@@ -408,6 +439,7 @@ err_cleanup_ucx:
     ucp_worker_destroy(comm->worker);
     ucp_cleanup(comm->context);
 err_free_eps:
+    free(comm->path_logged);
     free(comm->eps);
 err_free_comm:
     free(comm);
@@ -500,7 +532,7 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     svp_comm_frame_id_t  id;
     ucp_ep_h             ep = NULL;
     svp_status_t         status;
-    void                *request;
+    void                *request, *wire;
 
     status = svp_comm_check_op(comm, peer, kind, sample, step, frame);
     if (status != SVP_OK) {
@@ -532,9 +564,16 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
                           UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     params.datatype     = ucp_dt_make_contig(1);
     params.user_data    = req;
-    /* Host only for now; a CUDA frame would say UCS_MEMORY_TYPE_CUDA here
-     * (the header then has to be written and checked through the device). */
     params.memory_type  = UCS_MEMORY_TYPE_HOST;
+    wire                = frame->base;
+    if (frame->mem_type == SVP_COMM_MEM_CUDA) {
+        svp_comm_path_log(comm, peer);
+        if (comm->path == SVP_COMM_PATH_DEVICE) {
+            params.memory_type = UCS_MEMORY_TYPE_CUDA;
+        } else {
+            wire = frame->host;
+        }
+    }
 
     if (is_send) {
         id.job_id   = comm->job_id;
@@ -542,9 +581,17 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
         id.sample   = sample;
         id.step     = step;
         id.src_rank = comm->rank;
-        svp_comm_frame_seal(frame, &id, comm->checksum);
+        if (frame->mem_type == SVP_COMM_MEM_CUDA) {
+            status = svp_comm_frame_stage_out(comm, frame, &id);
+            if (status != SVP_OK) {
+                free(req);
+                return status;
+            }
+        } else {
+            svp_comm_frame_seal(frame, &id, comm->checksum);
+        }
         params.cb.send = svp_comm_send_cb;
-        request = ucp_tag_send_nbx(ep, frame->base, frame->length,
+        request = ucp_tag_send_nbx(ep, wire, frame->length,
                                    svp_comm_tag(kind, comm->rank, sample, step),
                                    &params);
     } else {
@@ -557,7 +604,7 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
-        request = ucp_tag_recv_nbx(comm->worker, frame->base, frame->length,
+        request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
                                    svp_comm_tag(kind, peer, sample, step),
                                    UINT64_MAX, &params);
     }
@@ -599,6 +646,93 @@ svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
     return svp_comm_post(comm, 0, peer, kind, sample, step, frame, req_p);
 }
 
+/* ---- device frames -------------------------------------------------- */
+
+/* The path to a peer, stated once per peer. */
+static void svp_comm_path_log(struct svp_comm *comm, int peer)
+{
+    if (comm->path_logged == NULL || comm->path_logged[peer]) {
+        return;
+    }
+    comm->path_logged[peer] = 1;
+    svp_info("hand-off with rank %d: device frames, %s path%s", peer,
+             svp_comm_path_name(comm->path),
+             (comm->path == SVP_COMM_PATH_DEVICE)
+             ? " (UCX moves cuda memory: cuda_ipc / GPUDirect RDMA)"
+             : (comm->device.host_alloc != NULL) ? " (through pinned host memory)"
+                                                 : " (through host memory)");
+}
+
+/* The frame seen through its host copy, for the header code of frame.c. */
+static struct svp_comm_frame svp_comm_frame_host_view(const struct svp_comm_frame *frame)
+{
+    struct svp_comm_frame view = *frame;
+
+    view.base     = frame->host;
+    view.mem_type = SVP_COMM_MEM_HOST;
+    return view;
+}
+
+/*
+ * Before a device frame is sent: its header is written in the host copy
+ * (the payload is copied there too when staged, or to checksum it); on the
+ * device path the header then goes back to the device frame, which UCX
+ * sends as it is.
+ */
+static svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
+                                             struct svp_comm_frame *frame,
+                                             const svp_comm_frame_id_t *id)
+{
+    struct svp_comm_frame view = svp_comm_frame_host_view(frame);
+    size_t                hdr  = sizeof(svp_comm_header_t);
+    svp_status_t          status;
+
+    if (comm->path == SVP_COMM_PATH_STAGED || comm->checksum) {
+        status = frame->dev.to_host(frame->dev.ctx, (char *)frame->host + hdr,
+                                    (const char *)frame->base + hdr,
+                                    frame->length - hdr);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    svp_comm_frame_seal(&view, id, comm->checksum);
+    if (comm->path == SVP_COMM_PATH_DEVICE) {
+        return frame->dev.to_device(frame->dev.ctx, frame->base, frame->host, hdr);
+    }
+    return SVP_OK;
+}
+
+/*
+ * After a device frame was received: the header (and with checksums the
+ * payload) is checked in the host copy; a staged payload then goes to the
+ * device.  A frame that fails its checks is not copied.
+ */
+static svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
+                                            struct svp_comm_frame *frame,
+                                            size_t length,
+                                            const svp_comm_frame_id_t *expected,
+                                            const char *where)
+{
+    struct svp_comm_frame view = svp_comm_frame_host_view(frame);
+    size_t                hdr  = sizeof(svp_comm_header_t);
+    svp_status_t          status;
+
+    if (comm->path == SVP_COMM_PATH_DEVICE) {
+        status = frame->dev.to_host(frame->dev.ctx, frame->host, frame->base,
+                                    comm->checksum ? frame->length : hdr);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    status = svp_comm_frame_check(&view, length, expected, where);
+    if (status != SVP_OK || comm->path == SVP_COMM_PATH_DEVICE) {
+        return status;
+    }
+    return frame->dev.to_device(frame->dev.ctx, (char *)frame->base + hdr,
+                                (const char *)frame->host + hdr,
+                                frame->length - hdr);
+}
+
 /* "rank 2 on n1 receiving sample 4 step 12 from rank 1" */
 static void svp_comm_req_where(const struct svp_comm_req *req, char *buf,
                                size_t len)
@@ -632,7 +766,13 @@ static svp_status_t svp_comm_req_finish(struct svp_comm_req *req)
         expected.sample   = req->sample;
         expected.step     = req->step;
         expected.src_rank = req->peer;
-        status = svp_comm_frame_check(req->frame, req->length, &expected, where);
+        if (req->frame->mem_type == SVP_COMM_MEM_CUDA) {
+            status = svp_comm_frame_stage_in(req->comm, req->frame, req->length,
+                                             &expected, where);
+        } else {
+            status = svp_comm_frame_check(req->frame, req->length, &expected,
+                                          where);
+        }
     }
     svp_comm_req_release(req);
     return status;
@@ -907,6 +1047,7 @@ void svp_comm_destroy(svp_comm_h comm)
             svp_comm_req_release(req);
         }
     }
+    free(comm->path_logged);
     free(comm->eps);
     free(comm);
 }
@@ -921,6 +1062,82 @@ size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc)
     return (svp_comm_frame_layout(desc, offsets, &length) == SVP_OK) ? length : 0;
 }
 
+/* A frame in device memory with its host copy (see svp_comm_frame_create). */
+static svp_status_t svp_comm_frame_create_device(svp_comm_h comm,
+                                                 const svp_comm_frame_desc_t *desc,
+                                                 void *buffer, size_t length,
+                                                 svp_comm_frame_h *frame_p)
+{
+    struct svp_comm_frame *frame;
+    svp_status_t           status;
+    size_t                 need;
+
+    if (!comm->have_device) {
+        svp_error("a frame in device memory needs a comm created with device "
+                  "services");
+        return SVP_ERR_INVALID_PARAM;
+    }
+    frame = calloc(1, sizeof(*frame));
+    if (frame == NULL) {
+        svp_error("out of memory allocating a frame");
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_comm_frame_layout(desc, frame->offsets, &need);
+    if (status != SVP_OK) {
+        goto err_free_frame;
+    }
+    frame->desc     = *desc;
+    frame->length   = need;
+    frame->mem_type = SVP_COMM_MEM_CUDA;
+    frame->dev      = comm->device;
+    if (buffer != NULL && length < need) {
+        svp_error("device frame buffer of %zu bytes is smaller than the %zu "
+                  "bytes the layout needs", length, need);
+        status = SVP_ERR_INVALID_PARAM;
+        goto err_free_frame;
+    }
+    if (frame->dev.host_alloc != NULL) {
+        status = frame->dev.host_alloc(frame->dev.ctx, need, &frame->host);
+    } else {
+        status = (posix_memalign(&frame->host, SVP_COMM_ALIGN, need) == 0)
+                 ? SVP_OK : SVP_ERR_NO_MEMORY;
+    }
+    if (status != SVP_OK) {
+        svp_error("cannot allocate the %zu-byte host copy of a device frame", need);
+        goto err_free_frame;
+    }
+    memset(frame->host, 0, need);
+    if (buffer == NULL) {
+        status = frame->dev.alloc(frame->dev.ctx, need, &frame->base);
+        if (status != SVP_OK) {
+            svp_error("cannot allocate a %zu-byte device frame", need);
+            goto err_free_host;
+        }
+        frame->owned = 1;
+        status = frame->dev.to_device(frame->dev.ctx, frame->base, frame->host,
+                                      need);
+        if (status != SVP_OK) {
+            goto err_free_base;
+        }
+    } else {
+        frame->base = buffer;
+    }
+    *frame_p = frame;
+    return SVP_OK;
+
+err_free_base:
+    frame->dev.free(frame->dev.ctx, frame->base);
+err_free_host:
+    if (frame->dev.host_free != NULL) {
+        frame->dev.host_free(frame->dev.ctx, frame->host);
+    } else {
+        free(frame->host);
+    }
+err_free_frame:
+    free(frame);
+    return status;
+}
+
 svp_status_t svp_comm_frame_create(svp_comm_h comm,
                                    const svp_comm_frame_desc_t *desc,
                                    void *buffer, size_t length,
@@ -931,9 +1148,8 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
     svp_status_t           status;
     size_t                 need;
 
-    if (mem_type != SVP_COMM_MEM_HOST) {
-        svp_error("frames in device memory are not supported yet");
-        return SVP_ERR_UNSUPPORTED;
+    if (mem_type == SVP_COMM_MEM_CUDA) {
+        return svp_comm_frame_create_device(comm, desc, buffer, length, frame_p);
     }
     frame = calloc(1, sizeof(*frame));
     if (frame == NULL) {
@@ -978,7 +1194,16 @@ err_free_frame:
 
 static void svp_comm_frame_free(struct svp_comm_frame *frame)
 {
-    if (frame->owned) {
+    if (frame->mem_type == SVP_COMM_MEM_CUDA) {
+        if (frame->owned) {
+            frame->dev.free(frame->dev.ctx, frame->base);
+        }
+        if (frame->dev.host_free != NULL) {
+            frame->dev.host_free(frame->dev.ctx, frame->host);
+        } else {
+            free(frame->host);
+        }
+    } else if (frame->owned) {
         free(frame->base);
     }
     free(frame);
@@ -1011,4 +1236,15 @@ const svp_comm_frame_desc_t *svp_comm_frame_desc(svp_comm_frame_h frame)
 size_t svp_comm_frame_length(svp_comm_frame_h frame)
 {
     return frame->length;
+}
+
+int svp_comm_ucx_cuda(svp_comm_h comm)
+{
+    ucp_context_attr_t attr;
+
+    attr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    if (ucp_context_query(comm->context, &attr) != UCS_OK) {
+        return 0;
+    }
+    return (attr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
 }

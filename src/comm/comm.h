@@ -52,6 +52,7 @@
 #define SVP_COMM_COMM_H
 
 #include "common/status.h"
+#include "comm/comm_path.h"
 #include "rt/rt.h"
 
 #include <stddef.h>
@@ -74,8 +75,24 @@ typedef enum {
 /* Where a frame's memory lives. */
 typedef enum {
     SVP_COMM_MEM_HOST = 0,
-    SVP_COMM_MEM_CUDA               /* reserved: rejected until supported */
+    SVP_COMM_MEM_CUDA               /* device memory: needs params->device */
 } svp_comm_mem_type_t;
+
+/*
+ * Device memory services for frames in SVP_COMM_MEM_CUDA (the CUDA module's;
+ * a test may pass host functions).  alloc/free: device memory; to_host /
+ * to_device: synchronous copies; host_alloc/host_free: pinned host memory
+ * for the header and the staging copy (NULL: ordinary host memory).
+ */
+typedef struct {
+    void        *ctx;
+    svp_status_t (*alloc)(void *ctx, size_t bytes, void **ptr_p);
+    void         (*free)(void *ctx, void *ptr);
+    svp_status_t (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
+    svp_status_t (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
+    svp_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
+    void         (*host_free)(void *ctx, void *ptr);
+} svp_comm_device_mem_t;
 
 /* One tensor of a frame.  dtype is the caller's code, compared as is. */
 typedef struct {
@@ -101,7 +118,8 @@ enum {
     SVP_COMM_PARAM_FIELD_TRANSPORT = 1u << 1,
     SVP_COMM_PARAM_FIELD_DEADLINE  = 1u << 2,
     SVP_COMM_PARAM_FIELD_CHECKSUM  = 1u << 3,
-    SVP_COMM_PARAM_FIELD_SPIN      = 1u << 4
+    SVP_COMM_PARAM_FIELD_SPIN      = 1u << 4,
+    SVP_COMM_PARAM_FIELD_DEVICE    = 1u << 5
 };
 
 typedef struct {
@@ -125,6 +143,15 @@ typedef struct {
      * other's time with it (500 us on a busy 2-core machine collapsed a
      * 2 MB hand-off to 0.07 GB/s). */
     double      spin;
+    /*
+     * Frames in device memory (SVP_COMM_PARAM_FIELD_DEVICE): the services
+     * (copied; ctx must outlive the comm and its frames) and how they cross
+     * (comm_path.h).  The header is checked, and the payload checksummed,
+     * in host memory on every path: the device path copies the header (and,
+     * with checksum on, the payload) to host memory on each side.
+     */
+    const svp_comm_device_mem_t *device;
+    svp_comm_gpu_direct_t        gpu_direct;
 } svp_comm_params_t;
 
 #define SVP_COMM_DEFAULT_DEADLINE 60.0
@@ -154,8 +181,10 @@ size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc);
  * Makes a frame of the given layout.  buffer == NULL: the comm allocates
  * (host memory, zeroed) and svp_comm_frame_destroy frees it.  Otherwise the
  * caller's buffer of length >= svp_comm_frame_size(desc) is used and stays
- * the caller's (it must outlive the frame).  mem_type must be
- * SVP_COMM_MEM_HOST for now.
+ * the caller's (it must outlive the frame).  SVP_COMM_MEM_CUDA: the buffer
+ * is device memory (allocated with params->device when NULL) and the frame
+ * also holds a host copy for the header and staging; a comm created without
+ * device services refuses it.
  */
 svp_status_t svp_comm_frame_create(svp_comm_h comm,
                                    const svp_comm_frame_desc_t *desc,
@@ -231,5 +260,12 @@ void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
 
 /* Runs UCX progress until nothing is left to do (for compute loops). */
 void svp_comm_progress(svp_comm_h comm);
+
+/*
+ * 1 when the UCX context can send and receive CUDA memory (CUDA among the
+ * memory types it reports: cuda_copy/cuda_ipc loaded), else 0.  The input
+ * of svp_comm_path_select (comm_path.h).
+ */
+int svp_comm_ucx_cuda(svp_comm_h comm);
 
 #endif

@@ -60,6 +60,10 @@ struct svp_comm_frame {
     int                   busy;       /* abandoned requests still using it */
     int                   destroyed;  /* its owner is done with it */
     svp_comm_mem_type_t   mem_type;
+    /* SVP_COMM_MEM_CUDA: a host copy of the whole frame (header checks,
+     * checksums, staging) and the services that move bytes between them */
+    void                 *host;
+    svp_comm_device_mem_t dev;
     svp_comm_frame_desc_t desc;
     uint64_t              offsets[SVP_COMM_MAX_TENSORS];
 };

@@ -6,6 +6,8 @@
 #include "config.h"
 #endif
 #include "ops/ops_backend.h"
+#include "ops/ops_module.h"
+#include "ops/ops_gpu.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -18,10 +20,52 @@
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
 #ifdef HAVE_CUDA
-#define SVP_OPS_BACKENDS "cpu, cuda"
+#define SVP_OPS_BACKENDS "cpu, cuda (module svdpipe_cuda.so)"
 #else
 #define SVP_OPS_BACKENDS "cpu"
 #endif
+
+/* A device backend is a module, opened here only when asked for: a CPU run
+ * maps no device library.  No fallback to the CPU: a job that asked for a
+ * device and gets none fails, saying what is missing. */
+static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
+{
+    const svp_ops_module_t     *module;
+    svp_ops_gpu_bind_t          bind;
+    svp_ops_gpu_select_params_t sel;
+    svp_ops_gpu_choice_t        choice;
+    char                        err[512];
+    svp_status_t                status;
+
+    status = svp_ops_module_load(name, &module);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_ops_gpu_bind_get(&bind);
+    sel.visible    = getenv("CUDA_VISIBLE_DEVICES");
+    sel.requested  = getenv("SVP_CUDA_DEVICE");
+    sel.local_rank = bind.local_rank;
+    sel.local_size = bind.local_size;
+    sel.share_gpu  = bind.share_gpu;
+    status = module->device_count(&sel.device_count);
+    if (status == SVP_OK) {
+        status = svp_ops_gpu_select(&sel, &choice, err, sizeof(err));
+        if (status != SVP_OK) {
+            svp_error("%s backend: %s", name, err);
+            return status;
+        }
+        svp_info("%s backend: device %d, %s%s", name, choice.device, choice.how,
+                 choice.shared ? " (shared with another rank: cluster.share_gpu)"
+                               : "");
+        ops->device = choice.device;
+        status      = module->init(ops);
+    }
+    if (status == SVP_ERR_DEVICE) {
+        svp_error("%s backend: no usable %s driver or device on this node "
+                  "(see above)", name, name);
+    }
+    return status;
+}
 
 static int svp_ops_default_threads(void)
 {
@@ -60,7 +104,7 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         status = svp_ops_cpu_init(ops);
 #ifdef HAVE_CUDA
     } else if (strcmp(backend, "cuda") == 0) {
-        status = svp_ops_cuda_init(ops);
+        status = svp_ops_module_init("cuda", ops);
 #endif
     } else {
         svp_error("ops backend '%s' is not available in this build (have: %s)",

@@ -130,6 +130,7 @@ typedef struct svp_spec {
         char              *mpi;
         char              *worker;    /* path of svdworker in the script */
         int                gpus_per_task;
+        int                share_gpu;
     } cluster;
 } svp_spec_t;
 

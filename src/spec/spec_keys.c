@@ -146,6 +146,8 @@ const svp_spec_key_t svp_spec_keys[] = {
      NULL, "svdworker command in the script"},
     {"cluster.gpus_per_task", SVP_SPEC_T_INT, OFF(cluster.gpus_per_task), "1", 0,
      64, NULL, "GPUs bound per rank (cuda)"},
+    {"cluster.share_gpu", SVP_SPEC_T_BOOL, OFF(cluster.share_gpu), "false", NOLIM,
+     NULL, "let ranks on a node share a GPU (cuda)"},
 };
 
 const int svp_spec_num_keys = (int)SVP_ARRAY_SIZE(svp_spec_keys);

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "pipe/pipe.h"
+#include "ops/ops_gpu.h"
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
@@ -194,6 +195,11 @@ int main(int argc, char **argv)
     svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
              spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
              svp_rt_nspace(rt));
+
+    /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
+    svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
+        .local_rank = svp_rt_local_rank(rt), .local_size = svp_rt_local_size(rt),
+        .share_gpu  = spec->cluster.share_gpu});
 
     /*
      * The model and the inputs first: a bad model folder or image fails here,

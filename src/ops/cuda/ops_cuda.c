@@ -11,6 +11,7 @@
 #include "common/util.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /*
@@ -301,36 +302,18 @@ static const svp_ops_ops_t svp_ops_cuda_ops = {
     .copy               = svp_ops_cuda_copy,
 };
 
-/*
- * The device: $SVP_CUDA_DEVICE, else 0.  Under Slurm's per-task GPU binding
- * CUDA_VISIBLE_DEVICES shows each rank its own GPU as device 0, so the
- * default is right there; the variable is for hand-run multi-GPU nodes.
- */
-static svp_status_t svp_ops_cuda_pick_device(int *device_p)
+/* The device itself is chosen by the core (src/ops/ops_gpu.h): Slurm's
+ * per-task binding, else the local rank modulo the visible devices. */
+svp_status_t svp_ops_cuda_device_count(int *count_p)
 {
-    const char  *env = getenv("SVP_CUDA_DEVICE");
     int          count = 0;
-    long         device = 0;
-    char        *end;
     svp_status_t status;
 
     status = SVP_CUDA_FUNC(cudaGetDeviceCount(&count));
     if (status != SVP_OK) {
         return status;
     }
-    if (count == 0) {
-        svp_error("cuda backend: no cuda device is visible");
-        return SVP_ERR_DEVICE;
-    }
-    if (env != NULL && *env != '\0') {
-        device = strtol(env, &end, 10);
-        if (*end != '\0' || device < 0 || device >= count) {
-            svp_error("SVP_CUDA_DEVICE='%s' is not a device index in [0, %d)",
-                      env, count);
-            return SVP_ERR_INVALID_PARAM;
-        }
-    }
-    *device_p = (int)device;
+    *count_p = count;
     return SVP_OK;
 }
 
@@ -338,6 +321,7 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
 {
     svp_ops_cuda_t       *cu;
     struct cudaDeviceProp prop;
+    char                  bus_id[32];
     svp_status_t          status;
 
     cu = calloc(1, sizeof(*cu));
@@ -345,10 +329,7 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
         svp_error("cannot allocate the cuda backend state");
         return SVP_ERR_NO_MEMORY;
     }
-    status = svp_ops_cuda_pick_device(&cu->device);
-    if (status != SVP_OK) {
-        goto err_free_cu;
-    }
+    cu->device = ops->device;
     /* the device becomes current on this thread, which is the thread that
      * uses the handle (ops.h: one thread at a time) */
     status = SVP_CUDA_FUNC(cudaSetDevice(cu->device));
@@ -381,8 +362,12 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
 
     ops->vt   = &svp_ops_cuda_ops;
     ops->impl = cu;
-    svp_debug("ops: cuda backend on device %d (%s, sm_%d%d)", cu->device,
-              prop.name, prop.major, prop.minor);
+    if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cu->device) != cudaSuccess) {
+        snprintf(bus_id, sizeof(bus_id), "unknown");
+    }
+    svp_info("cuda device %d: %s, bus %s, %.1f GiB, sm_%d%d", cu->device,
+             prop.name, bus_id, (double)prop.totalGlobalMem / (1 << 30),
+             prop.major, prop.minor);
     return SVP_OK;
 
 err_destroy_cublas:

@@ -24,6 +24,9 @@ extern "C" {
 
 #include "ops/ops_backend.h"
 
+/* Devices visible to this process; SVP_ERR_DEVICE when there is no driver. */
+svp_status_t svp_ops_cuda_device_count(int *count_p);
+
 typedef struct {
     int             device;
     cudaStream_t    stream;

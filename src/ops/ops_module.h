@@ -1,0 +1,67 @@
+/*
+ * Backends loaded at run time.  A device backend (today: CUDA) is built as a
+ * shared module, svdpipe_<name>.so, that the core opens with dlopen only when
+ * a job asks for that device, so a CPU run maps no device library and one
+ * binary serves GPU and CPU-only nodes.
+ *
+ * A module exports one symbol, SVP_OPS_MODULE_QUERY, a function returning a
+ * pointer to a static svp_ops_module_t.  The table lives as long as the
+ * process: a loaded module is never closed (its libraries keep driver state
+ * and atexit handlers that would outlive an unmapped module).
+ *
+ * Where a module is looked for:
+ *   1. $SVP_MODULE_DIR, when set: there only (a test or an admin can then
+ *      say exactly which module, or none, a run gets);
+ *   2. the build tree (running from _build without installing);
+ *   3. $(pkglibdir), where `make install` puts it.
+ */
+#ifndef SVP_OPS_OPS_MODULE_H
+#define SVP_OPS_OPS_MODULE_H
+
+#include "ops/ops_backend.h"
+
+/* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
+#define SVP_OPS_MODULE_ABI    1
+#define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
+
+/*
+ * Device memory for the core (hand-off frames): the same signatures as the
+ * members of svp_comm_device_mem_t (comm.h), ctx unused.  Copies are
+ * synchronous; host_alloc gives pinned memory.
+ */
+typedef struct {
+    svp_status_t (*alloc)(void *ctx, size_t bytes, void **ptr_p);
+    void         (*free)(void *ctx, void *ptr);
+    svp_status_t (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
+    svp_status_t (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
+    svp_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
+    void         (*host_free)(void *ctx, void *ptr);
+} svp_ops_devmem_t;
+
+typedef struct svp_ops_module {
+    unsigned    abi;          /* SVP_OPS_MODULE_ABI of the module's build */
+    const char *name;         /* "cuda" */
+    /* Devices the runtime shows this process (after CUDA_VISIBLE_DEVICES).
+     * SVP_ERR_DEVICE, logged, when there is no driver. */
+    svp_status_t (*device_count)(int *count_p);
+    /* Fills ops->vt and ops->impl (see ops_backend.h) on device ops->device,
+     * chosen by the core (ops_gpu.h), and logs the device.  Fails with
+     * SVP_ERR_DEVICE, having logged why, when there is no driver or device. */
+    svp_status_t (*init)(svp_ops_h ops);
+    /* Device memory on the device init made current. */
+    const svp_ops_devmem_t *devmem;
+} svp_ops_module_t;
+
+typedef const svp_ops_module_t *(*svp_ops_module_query_fn_t)(void);
+
+/*
+ * Open the module of backend NAME (once per process) and return its table.
+ * Fails with SVP_ERR_UNSUPPORTED, logging every place looked in, when no
+ * module file is found, and with SVP_ERR_DEVICE, logging dlopen's reason
+ * (typically a missing libcudart or driver), when it is found but cannot be
+ * loaded.  *module_p is written only on success.
+ */
+svp_status_t svp_ops_module_load(const char *name,
+                                 const svp_ops_module_t **module_p);
+
+#endif
