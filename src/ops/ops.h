@@ -43,9 +43,10 @@ typedef struct {
     /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
     int         threads;
     /*
-     * Upper bound on attention scores held at once, in elements (0: the
-     * default, 4M = 16 MiB of fp32).  Queries are processed in chunks so
-     * that chunk x key length never exceeds it; the result is the same.
+     * Upper bound on one attention score tile, in elements (0: the
+     * default).  Attention is tiled (online softmax): each worker holds one
+     * tile of queries x keys, never q_len x kv_len; a smaller bound means
+     * smaller key tiles, the same result up to rounding.
      */
     size_t      attn_max_scores;
 } svp_ops_params_t;
@@ -160,7 +161,8 @@ typedef struct {
  * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking channels
  * [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v
  * [batch / kv_batch_div, kv_len, *], out [batch, q_len, *].  The softmax is
- * fp32; the scores held at once stay under attn_max_scores.  out may be q
+ * fp32 and online over key tiles; scores held at once are one tile per
+ * worker.  out may be q
  * itself (same strides): a query's output replaces only its own head slice,
  * after that slice has been read.
  */
