@@ -49,6 +49,14 @@ typedef struct {
      * smaller key tiles, the same result up to rounding.
      */
     size_t      attn_max_scores;
+    /*
+     * The dtype weights are held and products computed in: "f32" (default
+     * when NULL), "bf16" or "f16".  Activations, normalisation and softmax
+     * statistics stay fp32 whatever it is.  A backend that cannot compute
+     * in it fails svp_ops_create() with SVP_ERR_UNSUPPORTED: never a silent
+     * fallback to another dtype.  Both backends are fp32 only for now.
+     */
+    const char *dtype;
 } svp_ops_params_t;
 
 /*
@@ -60,6 +68,8 @@ void         svp_ops_destroy(svp_ops_h ops);
 
 /* "cpu" or "cuda". */
 const char  *svp_ops_backend(svp_ops_h ops);
+/* The dtype the handle computes in ("f32", ...), for logs and metadata. */
+const char  *svp_ops_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 

@@ -65,6 +65,7 @@ struct svp_ops {
     void                *impl;              /* the backend's own state */
     int                  threads;
     size_t               attn_max_scores;
+    const char          *dtype;             /* static string: "f32", ... */
 };
 
 /* The CPU backend (src/ops/cpu/). */
