@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* 4M fp32 scores = 16 MiB for all threads together: at SVD level 0 (9216
- * keys) that is 455 queries per chunk on one thread, 28 on 16, and small
- * next to the activations (q, k, v alone are 590 MB each there). */
+/* The per-thread score tile cap by default: large enough that the CPU
+ * backend's own tile (64 x 256 = 16K scores, src/ops/cpu/attention.c)
+ * decides; tests set it small to force many partial key tiles. */
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
 #ifdef HAVE_CUDA
