@@ -5,22 +5,23 @@
  * - short keys (SVD's temporal attention over F <= 25 frames, and its
  *   one-token cross-attention): millions of tiny problems, one warp per
  *   (batch, head, query) row with its scores in registers and shared memory;
- * - long keys (spatial self-attention): per query batch and chunk of
- *   queries, scores for all heads by one strided batched sgemm, a softmax
- *   kernel over the rows, and a second batched sgemm into out.  The chunk
- *   keeps heads x chunk x kv_len within attn_max_scores.
+ * - long keys (spatial self-attention): a fused, tiled kernel with an
+ *   online softmax (below); no score buffer outside one tile.
  *
  * out may be q: a row's head slice is read before it is written, by the
- * same warp (short) or by an earlier call on the same stream (long).
+ * same warp (short) or the same thread (long).
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
+extern "C" {
+#include "common/log.h"
+}
 
 #include <math.h>
 
 /* Keys up to this length take the warp path: two scores per lane. */
 #define SVP_ATTN_SHORT_KV 64
 #define SVP_ATTN_WARPS    4
-#define SVP_SOFTMAX_BLOCK 256
 
 static __device__ inline float svp_warp_max(float v)
 {
@@ -101,27 +102,85 @@ static __global__ void svp_attention_short_kernel(svp_ops_attention_t p,
     }
 }
 
-/* In place on each row of s [rows, len]: one block per row. */
-static __global__ void svp_softmax_kernel(int len, float *s)
-{
-    __shared__ double shared_sum[32];
-    __shared__ float  shared_max[32];
-    float            *row = s + (int64_t)blockIdx.x * len;
-    float             max = -INFINITY, inv;
-    double            sum = 0.0;
+/*
+ * Long keys, flash style: a block of SVP_FLASH_ROWS threads takes
+ * SVP_FLASH_ROWS query rows of one (batch, head), one row per thread; key
+ * and value tiles of SVP_FLASH_KV rows are staged in shared memory and each
+ * thread folds its tile's scores into its row with the online-softmax
+ * update of src/ops/ops_math.h (the CPU backend's arithmetic, tested there
+ * on every build).  Memory is one K and one V tile per block and one score
+ * tile per thread, whatever q_len and kv_len are.
+ */
+#define SVP_FLASH_ROWS  64
+#define SVP_FLASH_KV    32
+#define SVP_FLASH_MAX_D 128
 
-    for (int j = threadIdx.x; j < len; j += blockDim.x) {
-        max = fmaxf(max, row[j]);
-    }
-    max = svp_cuda_block_max(max, shared_max);
-    for (int j = threadIdx.x; j < len; j += blockDim.x) {
-        float e = expf(row[j] - max);
-        row[j] = e;
-        sum += e;
-    }
-    inv = (float)(1.0 / svp_cuda_block_sum(sum, shared_sum));
-    for (int j = threadIdx.x; j < len; j += blockDim.x) {
-        row[j] *= inv;
+static __global__ void __launch_bounds__(SVP_FLASH_ROWS)
+svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
+                           const float *k, const float *v, float *out)
+{
+    __shared__ float ks[SVP_FLASH_KV * SVP_FLASH_MAX_D];
+    __shared__ float vs[SVP_FLASH_KV * SVP_FLASH_MAX_D];
+    int     d     = p.head_dim;
+    int64_t n_qt  = (p.q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
+    int64_t items = (int64_t)p.batch * p.heads * n_qt;
+
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        int64_t      bq   = item / ((int64_t)p.heads * n_qt);
+        int          h    = (int)((item / n_qt) % p.heads);
+        int64_t      i    = (item % n_qt) * SVP_FLASH_ROWS + threadIdx.x;
+        int64_t      bk   = bq / p.kv_batch_div;
+        bool         live = i < p.q_len;
+        const float *kh   = k + bk * p.kv_len * p.k_stride + (int64_t)h * d;
+        const float *vh   = v + bk * p.kv_len * p.v_stride + (int64_t)h * d;
+        float        qr[SVP_FLASH_MAX_D], o[SVP_FLASH_MAX_D], s[SVP_FLASH_KV];
+        float        m = -INFINITY, l = 0.0f;
+
+        if (live) {
+            const float *qrow = q + (bq * p.q_len + i) * p.q_stride +
+                                (int64_t)h * d;
+            for (int dd = 0; dd < d; dd++) {
+                qr[dd] = qrow[dd];
+                o[dd]  = 0.0f;
+            }
+        }
+        for (int64_t j0 = 0; j0 < p.kv_len; j0 += SVP_FLASH_KV) {
+            int n = (int)((p.kv_len - j0 < SVP_FLASH_KV) ? p.kv_len - j0
+                                                          : SVP_FLASH_KV);
+
+            __syncthreads();            /* the previous tile is consumed */
+            for (int e = threadIdx.x; e < n * d; e += blockDim.x) {
+                int jj = e / d, dd = e % d;
+
+                ks[e] = kh[(j0 + jj) * p.k_stride + dd];
+                vs[e] = vh[(j0 + jj) * p.v_stride + dd];
+            }
+            __syncthreads();
+            if (live) {
+                float corr;
+
+                for (int jj = 0; jj < n; jj++) {
+                    float dot = 0.0f;
+
+                    for (int dd = 0; dd < d; dd++) {
+                        dot += qr[dd] * ks[jj * d + dd];
+                    }
+                    s[jj] = dot * scale;
+                }
+                corr = svp_math_attn_tile_row(s, n, &m, &l);
+                svp_math_attn_acc_row(o, d, corr, s, n, vs, d);
+            }
+        }
+        if (live) {
+            /* the row's q slice was copied to qr: out may alias q */
+            float *orow = out + (bq * p.q_len + i) * p.out_stride +
+                          (int64_t)h * d;
+            float  inv  = svp_math_attn_finish_row(l);
+
+            for (int dd = 0; dd < d; dd++) {
+                orow[dd] = o[dd] * inv;
+            }
+        }
     }
 }
 
@@ -131,59 +190,19 @@ static svp_status_t svp_attention_long(svp_ops_h ops,
                                        const float *k, const float *v,
                                        float *out)
 {
-    svp_ops_cuda_t *cu   = svp_ops_cuda(ops);
-    const float     one  = 1.0f, zero = 0.0f;
-    int             d    = p->head_dim;
-    int64_t         chunk;
-    float          *scores;
-    svp_status_t    status;
+    int64_t n_qt  = (p->q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
+    int64_t items = (int64_t)p->batch * p->heads * n_qt;
+    int64_t blocks = (items < ((int64_t)1 << 20)) ? items : ((int64_t)1 << 20);
 
-    chunk = (int64_t)(ops->attn_max_scores / ((size_t)p->kv_len * p->heads));
-    chunk = (chunk < 1) ? 1 : (chunk > p->q_len) ? p->q_len : chunk;
-    status = svp_ops_cuda_scratch(ops, (size_t)(chunk * p->kv_len * p->heads),
-                                  &scores);
-    if (status != SVP_OK) {
-        return status;
+    if (p->head_dim > SVP_FLASH_MAX_D) {
+        svp_error("cuda attention: head_dim %d is above the fused kernel's "
+                  "%d", p->head_dim, SVP_FLASH_MAX_D);
+        return SVP_ERR_UNSUPPORTED;
     }
-
-    for (int64_t bq = 0; bq < p->batch; bq++) {
-        int64_t      bk = bq / p->kv_batch_div;
-        const float *kb = k + bk * p->kv_len * p->k_stride;
-        const float *vb = v + bk * p->kv_len * p->v_stride;
-
-        for (int64_t i0 = 0; i0 < p->q_len; i0 += chunk) {
-            int          m  = (int)((p->q_len - i0 < chunk) ? p->q_len - i0 : chunk);
-            const float *qc = q + (bq * p->q_len + i0) * p->q_stride;
-            float       *oc = out + (bq * p->q_len + i0) * p->out_stride;
-
-            /* per head h (pointer offset h*d), row-major S[m, kv] =
-             * scale Q_h K_h^T: column-major S^T = K_h^T' Q_h^T' */
-            status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
-                         cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, p->kv_len, m, d,
-                         &scale, kb, (int)p->k_stride, d, qc, (int)p->q_stride,
-                         d, &zero, scores, p->kv_len, (int64_t)m * p->kv_len,
-                         p->heads));
-            if (status != SVP_OK) {
-                return status;
-            }
-            svp_softmax_kernel<<<(unsigned)(m * p->heads), SVP_SOFTMAX_BLOCK,
-                                 0, cu->stream>>>(p->kv_len, scores);
-            status = SVP_CUDA_LAUNCHED();
-            if (status != SVP_OK) {
-                return status;
-            }
-            /* O_h[m, d] = P[m, kv] V_h[kv, d]: column-major O^T = V^T P^T */
-            status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
-                         cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, d, m, p->kv_len,
-                         &one, vb, (int)p->v_stride, d, scores, p->kv_len,
-                         (int64_t)m * p->kv_len, &zero, oc, (int)p->out_stride,
-                         d, p->heads));
-            if (status != SVP_OK) {
-                return status;
-            }
-        }
-    }
-    return SVP_OK;
+    svp_attention_flash_kernel<<<(unsigned)blocks, SVP_FLASH_ROWS, 0,
+                                 svp_cuda_stream(ops)>>>(*p, scale, q, k, v,
+                                                         out);
+    return SVP_CUDA_LAUNCHED();
 }
 
 extern "C" svp_status_t svp_ops_cuda_attention(svp_ops_h ops,

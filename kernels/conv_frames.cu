@@ -4,6 +4,7 @@
  * torch's weight order [c_in, 3], zero outside the clip.
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 /* e indexes col [count, c_in * 3, hw] for the frames bt0 .. bt0+count-1. */
 static __global__ void svp_frames_col_kernel(int f, int c_in, int64_t hw,
@@ -13,15 +14,9 @@ static __global__ void svp_frames_col_kernel(int f, int c_in, int64_t hw,
     int64_t rows = 3 * (int64_t)c_in;
 
     SVP_CUDA_FOR(e, count * rows * hw) {
-        int64_t bt  = bt0 + e / (rows * hw);
-        int64_t r   = (e / hw) % rows;
-        int64_t s   = e % hw;
-        int     t   = (int)(bt % f);
-        int     src = t + (int)(r % 3) - 1;
-        int64_t ci  = r / 3;
+        int64_t src = svp_math_frames_col_src(e, f, c_in, hw, bt0);
 
-        col[e] = (src >= 0 && src < f)
-                 ? x[(((bt - t + src) * c_in) + ci) * hw + s] : 0.0f;
+        col[e] = (src >= 0) ? x[src] : 0.0f;
     }
 }
 

@@ -5,13 +5,8 @@
  * a multiply and an add into one FMA, which is the only difference (1 ulp).
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
-#define SVP_SQRT1_2 0.70710678118654752440f
-
-static __device__ inline float svp_gelu_erf(float v)
-{
-    return 0.5f * v * (1.0f + erff(v * SVP_SQRT1_2));
-}
 
 static __global__ void svp_geglu_kernel(int64_t rows, int inner,
                                         const float *x, float *y)
@@ -21,21 +16,21 @@ static __global__ void svp_geglu_kernel(int64_t rows, int inner,
         int          i = (int)(e % inner);
         const float *value = x + r * 2 * inner;
 
-        y[e] = value[i] * svp_gelu_erf(value[inner + i]);
+        y[e] = value[i] * svp_math_gelu(value[inner + i]);
     }
 }
 
 static __global__ void svp_gelu_kernel(int64_t n, const float *x, float *y)
 {
     SVP_CUDA_FOR(i, n) {
-        y[i] = svp_gelu_erf(x[i]);
+        y[i] = svp_math_gelu(x[i]);
     }
 }
 
 static __global__ void svp_silu_kernel(int64_t n, const float *x, float *y)
 {
     SVP_CUDA_FOR(i, n) {
-        y[i] = x[i] / (1.0f + expf(-x[i]));
+        y[i] = svp_math_silu(x[i]);
     }
 }
 

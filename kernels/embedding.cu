@@ -5,18 +5,15 @@
  * intrinsics keep nvcc from fusing the steps: torch rounds each one.
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 static __global__ void svp_timestep_embedding_kernel(int n, int half,
                                                      const float *t, float *y)
 {
-    const float neg_log_period = -9.210340371976184f;   /* -ln(10000) */
-
     SVP_CUDA_FOR(e, (int64_t)n * half) {
         int64_t r = e / half;
         int     i = (int)(e % half);
-        float   exponent = __fdiv_rn(__fmul_rn(neg_log_period, (float)i),
-                                     (float)half);
-        float   arg = __fmul_rn(t[r], expf(exponent));
+        float   arg = svp_math_timestep_arg(t[r], i, half);
 
         y[r * 2 * half + i]        = cosf(arg);
         y[r * 2 * half + half + i] = sinf(arg);

@@ -5,6 +5,7 @@
  * reference's own error), two passes (mean, then squared deviations).
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 #define SVP_GROUP_NORM_BLOCK 512
 
@@ -33,18 +34,18 @@ static __global__ void svp_group_norm_kernel(int frames, int c, int64_t spatial,
         double d = x[base + (e / run) * c * spatial + e % run] - mean;
         sq += d * d;
     }
-    rstd = (float)(1.0 / sqrt(svp_cuda_block_sum(sq, shared) / (double)count +
-                              (double)eps));
+    rstd = svp_math_norm_rstd(svp_cuda_block_sum(sq, shared) / (double)count,
+                              eps);
     m = (float)mean;
 
     for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-        int64_t off   = base + (e / run) * c * spatial + e % run;
-        int     ch    = g * cpg + (int)((e % run) / spatial);
-        float   scale = rstd * gamma[ch];
-        float   shift = beta[ch] - m * scale;
-        float   v     = x[off] * scale + shift;
+        int     ch;
+        int64_t off = svp_math_group_norm_off(e, n, g, frames, c, spatial,
+                                              groups, &ch);
+        float   scale, shift;
 
-        y[off] = silu ? v / (1.0f + expf(-v)) : v;
+        svp_math_group_norm_coef(m, rstd, gamma[ch], beta[ch], &scale, &shift);
+        y[off] = svp_math_group_norm_apply(x[off], scale, shift, silu);
     }
 }
 

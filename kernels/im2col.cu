@@ -3,6 +3,7 @@
  * im2col for conv2d and the bias fill the gemms accumulate onto.
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 /* e indexes col [count, k, ho*wo], k = c_in*kh*kw. */
 static __global__ void svp_im2col_kernel(int count, int c_in, int h, int w,
@@ -14,15 +15,10 @@ static __global__ void svp_im2col_kernel(int count, int c_in, int h, int w,
     int64_t k    = (int64_t)c_in * kh * kw;
 
     SVP_CUDA_FOR(e, count * k * howo) {
-        int64_t img = e / (k * howo);
-        int64_t r   = (e / howo) % k;
-        int     oh  = (int)((e % howo) / wo), ow = (int)(e % wo);
-        int     ci  = (int)(r / (kh * kw));
-        int     i   = (int)((r / kw) % kh), j = (int)(r % kw);
-        int     iy  = oh * stride - pad + i, ix = ow * stride - pad + j;
+        int64_t src = svp_math_im2col_src(e, c_in, h, w, kh, kw, stride, pad,
+                                          ho, wo);
 
-        col[e] = (iy >= 0 && iy < h && ix >= 0 && ix < w)
-                 ? x[((img * c_in + ci) * h + iy) * w + ix] : 0.0f;
+        col[e] = (src >= 0) ? x[src] : 0.0f;
     }
 }
 

@@ -3,6 +3,7 @@
  * passes as on the CPU (src/ops/cpu/norm.c).
  */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 #define SVP_LAYER_NORM_BLOCK 256
 
@@ -25,11 +26,10 @@ static __global__ void svp_layer_norm_kernel(int dim, float eps,
         double d = xr[i] - mean;
         sq += d * d;
     }
-    rstd = (float)(1.0 / sqrt(svp_cuda_block_sum(sq, shared) / dim +
-                              (double)eps));
+    rstd = svp_math_norm_rstd(svp_cuda_block_sum(sq, shared) / dim, eps);
     m = (float)mean;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        yr[i] = (xr[i] - m) * rstd * gamma[i] + beta[i];
+        yr[i] = svp_math_layer_norm_apply(xr[i], m, rstd, gamma[i], beta[i]);
     }
 }
 

@@ -1,16 +1,13 @@
 /* Nearest resize with src = floor(dst * in / out) on each axis. */
 #include "kernels.cuh"
+#include "ops/ops_math.h"
 
 static __global__ void svp_upsample_nearest_kernel(int64_t planes, int h,
                                                    int w, int ho, int wo,
                                                    const float *x, float *y)
 {
     SVP_CUDA_FOR(e, planes * ho * wo) {
-        int64_t plane = e / ((int64_t)ho * wo);
-        int     oy = (int)((e / wo) % ho), ox = (int)(e % wo);
-        int64_t iy = (int64_t)oy * h / ho, ix = (int64_t)ox * w / wo;
-
-        y[e] = x[(plane * h + iy) * w + ix];
+        y[e] = x[svp_math_upsample_src(e, h, w, ho, wo)];
     }
 }
 

@@ -525,3 +525,28 @@ Test(ops, rejects_bad_shapes, .init = ops_setup, .fini = ops_teardown)
     cr_assert_str_eq(svp_ops_backend(ops), "cpu");
     cr_assert_eq(svp_ops_threads(ops), 2);
 }
+
+/* A dtype the backend cannot compute in is an error, never a fallback. */
+Test(ops, dtype_is_honoured_or_refused, .init = ops_setup, .fini = ops_teardown)
+{
+    static const char *const refused[] = { "bf16", "f16" };
+    svp_ops_params_t         params = { .backend = "cpu", .threads = 1 };
+    svp_ops_h                other = NULL;
+    size_t                   i;
+
+    cr_assert_str_eq(svp_ops_dtype(ops), "f32", "the default is f32");
+    params.dtype = "f32";
+    cr_assert_eq(svp_ops_create(&params, &other), SVP_OK);
+    cr_assert_str_eq(svp_ops_dtype(other), "f32");
+    svp_ops_destroy(other);
+    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        other        = NULL;
+        params.dtype = refused[i];
+        cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_UNSUPPORTED,
+                     "cpu must refuse %s", refused[i]);
+        cr_assert_null(other);
+    }
+    params.dtype = "f8";
+    cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM);
+    cr_assert_null(other);
+}

@@ -731,3 +731,23 @@ Test(ops_cuda, unet_small_golden, .timeout = 120)
 {
     unet_golden("unet_small");
 }
+
+/*
+ * The CUDA backend computes in f32 only: bf16 and f16 are refused at
+ * create, before any device is touched, so this runs everywhere.  When the
+ * backend gains them this becomes the per-dtype comparison with the CPU.
+ */
+Test(ops_cuda, dtype_is_refused_not_faked)
+{
+    static const char *const refused[] = { "bf16", "f16" };
+    size_t                   i;
+
+    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        svp_ops_params_t params = { .backend = "cuda", .dtype = refused[i] };
+        svp_ops_h        other = NULL;
+
+        cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_UNSUPPORTED,
+                     "cuda must refuse %s", refused[i]);
+        cr_assert_null(other);
+    }
+}

@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..12"
+echo "1..14"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -45,12 +45,21 @@ YAML
 SVP_THREADS=1 "$w" "$tmp/i2v.yaml" >"$tmp/err" 2>&1; rc=$?
 d=$tmp/i2v/sample_000001
 if [ $rc -eq 0 ] && [ -f "$d/frame_0002.png" ] && [ -f "$d/sample.json" ] && [ -f "$d/latents.safetensors" ] &&
-   grep -q '"seed": 43' "$d/sample.json" && { [ -s "$d/video.mp4" ] || ! grep -q HAVE_FFMPEG "$bld/config.h"; } &&
+   grep -q '"seed": 43' "$d/sample.json" && grep -q '"dtype": "f32"' "$d/sample.json" &&
+   grep -q "computing in f32 on the cpu backend" "$tmp/err" && { [ -s "$d/video.mp4" ] || ! grep -q HAVE_FFMPEG "$bld/config.h"; } &&
    [ -z "$(find "$tmp/i2v" -name '*.tmp.*')" ]; then
     ok "image to video: whole sample directories (frames, mp4, sample.json, latents)"
 else
     nok "image to video (rc=$rc)"
 fi
+
+# a dtype the backend cannot compute in is refused, never run as f32
+SVP_THREADS=1 "$w" "$tmp/i2v.yaml" --set dtype=bf16 --set output.dir="$tmp/bf16" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -ne 0 ] && grep -q "cannot compute in bf16" "$tmp/err" && [ -z "$(find "$tmp/bf16" -name 'sample_*' 2>/dev/null)" ]; then
+    ok "dtype bf16 on the cpu backend: refused, no sample written"; else nok "dtype bf16 (rc=$rc)"; fi
+"$w" "$tmp/job.yaml" --set dtype=f16 --set output.dir="$tmp/f16" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "dummy model computes in f32 only" "$tmp/err" && [ ! -e "$tmp/f16" ]; then
+    ok "dtype f16 with the dummy model: exit 2, nothing written"; else nok "dummy dtype f16 (rc=$rc)"; fi
 
 # a bad input image is named before anything runs, and nothing is written
 head -c 100 "$top/etc/demo/input.png" >"$tmp/truncated.png"

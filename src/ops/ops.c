@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* 4M fp32 scores = 16 MiB for all threads together: at SVD level 0 (9216
- * keys) that is 455 queries per chunk on one thread, 28 on 16, and small
- * next to the activations (q, k, v alone are 590 MB each there). */
+/* The per-thread score tile cap by default: large enough that the CPU
+ * backend's own tile (64 x 256 = 16K scores, src/ops/cpu/attention.c)
+ * decides; tests set it small to force many partial key tiles. */
 #define SVP_OPS_ATTN_MAX_SCORES_DEFAULT ((size_t)4 << 20)
 
 #ifdef HAVE_CUDA
@@ -83,6 +83,28 @@ static int svp_ops_default_threads(void)
     return (n > 0) ? (int)n : 1;
 }
 
+/*
+ * The dtypes a backend computes in.  Both hold fp32 weights and run fp32
+ * products today; bf16/f16 weights (widened per tile on the CPU, tensor
+ * cores on CUDA) are not implemented, so asking for them is an error rather
+ * than an fp32 run that claims to be something else.
+ */
+static svp_status_t svp_ops_check_dtype(const char *backend, const char *dtype,
+                                        const char **name_p)
+{
+    if (dtype == NULL || strcmp(dtype, "f32") == 0) {
+        *name_p = "f32";
+        return SVP_OK;
+    }
+    if (strcmp(dtype, "bf16") == 0 || strcmp(dtype, "f16") == 0) {
+        svp_error("ops backend '%s' cannot compute in %s (it computes in f32 "
+                  "only): set dtype: f32", backend, dtype);
+        return SVP_ERR_UNSUPPORTED;
+    }
+    svp_error("unknown ops dtype '%s' (have: f32, bf16, f16)", dtype);
+    return SVP_ERR_INVALID_PARAM;
+}
+
 svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
 {
     const char  *backend = (params && params->backend) ? params->backend : "cpu";
@@ -99,6 +121,12 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
     ops->attn_max_scores = (params && params->attn_max_scores > 0)
                            ? params->attn_max_scores
                            : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
+
+    status = svp_ops_check_dtype(backend, params ? params->dtype : NULL,
+                                 &ops->dtype);
+    if (status != SVP_OK) {
+        goto err_free_ops;
+    }
 
     if (strcmp(backend, "cpu") == 0) {
         status = svp_ops_cpu_init(ops);
@@ -135,6 +163,11 @@ void svp_ops_destroy(svp_ops_h ops)
 const char *svp_ops_backend(svp_ops_h ops)
 {
     return ops->vt->name;
+}
+
+const char *svp_ops_dtype(svp_ops_h ops)
+{
+    return ops->dtype;
 }
 
 int svp_ops_threads(svp_ops_h ops)

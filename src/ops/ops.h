@@ -43,11 +43,20 @@ typedef struct {
     /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
     int         threads;
     /*
-     * Upper bound on attention scores held at once, in elements (0: the
-     * default, 4M = 16 MiB of fp32).  Queries are processed in chunks so
-     * that chunk x key length never exceeds it; the result is the same.
+     * Upper bound on one attention score tile, in elements (0: the
+     * default).  Attention is tiled (online softmax): each worker holds one
+     * tile of queries x keys, never q_len x kv_len; a smaller bound means
+     * smaller key tiles, the same result up to rounding.
      */
     size_t      attn_max_scores;
+    /*
+     * The dtype weights are held and products computed in: "f32" (default
+     * when NULL), "bf16" or "f16".  Activations, normalisation and softmax
+     * statistics stay fp32 whatever it is.  A backend that cannot compute
+     * in it fails svp_ops_create() with SVP_ERR_UNSUPPORTED: never a silent
+     * fallback to another dtype.  Both backends are fp32 only for now.
+     */
+    const char *dtype;
 } svp_ops_params_t;
 
 /*
@@ -59,6 +68,8 @@ void         svp_ops_destroy(svp_ops_h ops);
 
 /* "cpu" or "cuda". */
 const char  *svp_ops_backend(svp_ops_h ops);
+/* The dtype the handle computes in ("f32", ...), for logs and metadata. */
+const char  *svp_ops_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 
@@ -160,7 +171,8 @@ typedef struct {
  * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking channels
  * [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v
  * [batch / kv_batch_div, kv_len, *], out [batch, q_len, *].  The softmax is
- * fp32; the scores held at once stay under attn_max_scores.  out may be q
+ * fp32 and online over key tiles; scores held at once are one tile per
+ * worker.  out may be q
  * itself (same strides): a query's output replaces only its own head slice,
  * after that slice has been read.
  */

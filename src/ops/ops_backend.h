@@ -66,6 +66,7 @@ struct svp_ops {
     int                  threads;
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
+    const char          *dtype;             /* static string: "f32", ... */
 };
 
 /* The CPU backend (src/ops/cpu/). */

@@ -373,6 +373,8 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     fprintf(f, "  \"min_guidance\": %.9g,\n  \"max_guidance\": %.9g,\n",
             spec->video.min_guidance, spec->video.max_guidance);
     fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
+    svp_stage_svd_json_str(f, "device", svp_ops_backend(st->ops), 0);
+    svp_stage_svd_json_str(f, "dtype", svp_ops_dtype(st->ops), 0);
     fprintf(f, "  \"timings\": {\"encode_s\": %.3f, \"decode_s\": %.3f, "
                "\"end_to_end_s\": %.3f}\n}\n",
             timing[1], decode_s, svp_clock_wall() - timing[0]);
@@ -753,10 +755,17 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         goto err;
     }
     op.backend = (spec->device == SVP_DEVICE_CUDA) ? "cuda" : "cpu";
+    op.dtype   = (spec->dtype == SVP_DTYPE_SPEC_BF16) ? "bf16" :
+                 (spec->dtype == SVP_DTYPE_SPEC_F16) ? "f16" : "f32";
     status     = svp_ops_create(&op, &st->ops);
     if (status != SVP_OK) {
+        svp_error("%s: dtype %s on device %s: %s", spec->file, op.dtype,
+                  op.backend, svp_status_string(status));
         goto err;
     }
+    svp_info("svd stage: computing in %s on the %s backend (%d threads)",
+             svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
+             svp_ops_threads(st->ops));
     snprintf(path, sizeof(path), "%s/unet", spec->model.path);
     status = svp_unet_create(st->ops, path, NULL, &st->unet);
     if (status != SVP_OK) {

@@ -5,9 +5,12 @@
  *   one-token cross-attention): millions of tiny problems, so one OpenMP
  *   loop over (batch, head, query) with the scores on the stack;
  * - long keys (spatial self-attention, up to 9216 keys at SVD level 0):
- *   two single-threaded sgemms per (batch, head, chunk of queries), the
- *   items spread over the threads, each thread with its own scores; the
- *   chunk is sized so that threads x chunk x kv_len <= attn_max_scores.
+ *   flash-style tiles.  Per (batch, head, tile of 64 queries) the keys are
+ *   visited a tile at a time: one sgemm for the tile's scores, the online
+ *   softmax update of src/ops/ops_math.h (the CUDA kernel's own arithmetic)
+ *   and one sgemm adding p . V into the tile's output.  Memory is one score
+ *   tile (64 x at most 256, and at most attn_max_scores) per thread,
+ *   whatever the sequence length: there is no q_len x kv_len buffer.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -17,6 +20,7 @@
 
 #include <cblas.h>
 #include "ops/cpu/vecmath.h"
+#include "ops/ops_math.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -94,13 +98,18 @@ static void svp_attention_short(const svp_ops_attention_t *p, float scale,
     }
 }
 
+/* Query rows per tile of the long path (one sgemm's M). */
+#define SVP_OPS_CPU_ATTN_TILE_Q 64
+/* Keys per tile when attn_max_scores allows it: 64 x 256 scores = 64 KiB. */
+#define SVP_OPS_CPU_ATTN_TILE_KV 256
+
 svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
                                    const float *q, const float *k,
                                    const float *v, float *out)
 {
     float        scale = 1.0f / sqrtf((float)p->head_dim);
-    int64_t      chunk, n_chunks, item;
-    float       *scores;
+    int64_t      tq, tk, n_qt, item, per_thread;
+    float       *scratch;
     svp_status_t status;
 
     if (p->kv_len <= SVP_OPS_CPU_ATTN_SHORT_KV) {
@@ -108,43 +117,78 @@ svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
         return SVP_OK;
     }
 
-    chunk = (int64_t)(ops->attn_max_scores / ((size_t)p->kv_len * ops->threads));
-    chunk = (chunk < 1) ? 1 : (chunk > p->q_len) ? p->q_len : chunk;
-    status = svp_ops_cpu_scratch(ops, (size_t)chunk * p->kv_len * ops->threads,
-                                 &scores);
+    /* One score tile of tq x tk per thread, tq x tk <= attn_max_scores. */
+    tq = SVP_MIN(SVP_OPS_CPU_ATTN_TILE_Q, p->q_len);
+    tk = (int64_t)(ops->attn_max_scores / (size_t)tq);
+    tk = SVP_MAX(1, SVP_MIN(tk, SVP_MIN(SVP_OPS_CPU_ATTN_TILE_KV, p->kv_len)));
+    /* per thread: scores [tq, tk], output [tq, d], running max and sum [tq] */
+    per_thread = tq * tk + tq * p->head_dim + 2 * tq;
+    status = svp_ops_cpu_scratch(ops, (size_t)(per_thread * ops->threads),
+                                 &scratch);
     if (status != SVP_OK) {
         return status;
     }
-    n_chunks = (p->q_len + chunk - 1) / chunk;
+    n_qt = (p->q_len + tq - 1) / tq;
 
 #pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
-    for (item = 0; item < (int64_t)p->batch * p->heads * n_chunks; item++) {
+    for (item = 0; item < (int64_t)p->batch * p->heads * n_qt; item++) {
 #ifdef _OPENMP
-        float       *s  = scores + (int64_t)omp_get_thread_num() * chunk * p->kv_len;
+        float       *s  = scratch + (int64_t)omp_get_thread_num() * per_thread;
 #else
-        float       *s  = scores;
+        float       *s  = scratch;
 #endif
-        int64_t      bq = item / ((int64_t)p->heads * n_chunks);
-        int          h  = (int)((item / n_chunks) % p->heads);
-        int64_t      i0 = (item % n_chunks) * chunk;
+        float       *o  = s + tq * tk;
+        float       *mx = o + tq * p->head_dim;
+        float       *l  = mx + tq;
+        int64_t      bq = item / ((int64_t)p->heads * n_qt);
+        int          h  = (int)((item / n_qt) % p->heads);
+        int64_t      i0 = (item % n_qt) * tq;
         int64_t      bk = bq / p->kv_batch_div;
-        int          m  = (int)SVP_MIN(chunk, p->q_len - i0);
-        const float *kh = k + bk * p->kv_len * p->k_stride + h * p->head_dim;
-        const float *vh = v + bk * p->kv_len * p->v_stride + h * p->head_dim;
-        const float *qc = q + (bq * p->q_len + i0) * p->q_stride + h * p->head_dim;
-        float       *oc = out + (bq * p->q_len + i0) * p->out_stride +
-                          h * p->head_dim;
-        int          r;
+        int          m  = (int)SVP_MIN(tq, p->q_len - i0);
+        int          d  = p->head_dim;
+        const float *kh = k + bk * p->kv_len * p->k_stride + h * d;
+        const float *vh = v + bk * p->kv_len * p->v_stride + h * d;
+        const float *qc = q + (bq * p->q_len + i0) * p->q_stride + h * d;
+        float       *oc = out + (bq * p->q_len + i0) * p->out_stride + h * d;
+        int64_t      j0;
+        int          r, dd;
 
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, p->kv_len,
-                    p->head_dim, scale, qc, (int)p->q_stride, kh,
-                    (int)p->k_stride, 0.0f, s, p->kv_len);
         for (r = 0; r < m; r++) {
-            svp_softmax_row(s + (int64_t)r * p->kv_len, p->kv_len);
+            mx[r] = -INFINITY;
+            l[r]  = 0.0f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, p->head_dim,
-                    p->kv_len, 1.0f, s, p->kv_len, vh, (int)p->v_stride, 0.0f,
-                    oc, (int)p->out_stride);
+        for (j0 = 0; j0 < p->kv_len; j0 += tk) {
+            int n = (int)SVP_MIN(tk, p->kv_len - j0);
+
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d,
+                        scale, qc, (int)p->q_stride, kh + j0 * p->k_stride,
+                        (int)p->k_stride, 0.0f, s, (int)tk);
+            for (r = 0; r < m; r++) {
+                float corr = svp_math_attn_tile_row(s + r * tk, n, &mx[r],
+                                                    &l[r]);
+                float *orow = o + (int64_t)r * d;
+
+                if (j0 == 0) {
+                    continue;   /* o is written, not scaled, by this tile */
+                }
+#pragma omp simd
+                for (dd = 0; dd < d; dd++) {
+                    orow[dd] *= corr;
+                }
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, n,
+                        1.0f, s, (int)tk, vh + j0 * p->v_stride,
+                        (int)p->v_stride, (j0 == 0) ? 0.0f : 1.0f, o, d);
+        }
+        /* q's rows of this tile were last read above: out may alias q */
+        for (r = 0; r < m; r++) {
+            float inv = svp_math_attn_finish_row(l[r]);
+
+#pragma omp simd
+            for (dd = 0; dd < d; dd++) {
+                oc[r * p->out_stride + dd] = o[(int64_t)r * d + dd] * inv;
+            }
+        }
     }
     return SVP_OK;
 }
