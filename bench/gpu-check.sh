@@ -53,11 +53,15 @@ if ls "$srcdir"/deps/*.deb >/dev/null 2>&1; then
         touch "$root/.unpacked"
     fi
     multi=$(ls -d "$root"/usr/lib/*-linux-gnu 2>/dev/null | head -n 1)
-    # .pc files name prefix=/usr: point them at the private root
+    triplet=$(basename "$multi")
+    # .pc files name prefix=/usr: point them at the private root.  OpenBLAS
+    # is found through its own directories (the alternatives links its
+    # package scripts would make are not there).
+    blas=$multi/openblas-pthread
     export PKG_CONFIG_SYSROOT_DIR="$root"
-    export PKG_CONFIG_PATH="$multi/pkgconfig:$root/usr/lib/pkgconfig:$root/usr/share/pkgconfig"
-    export CPPFLAGS="-I$root/usr/include -I$root/usr/include/$(basename "$multi") ${CPPFLAGS:-}"
-    export LDFLAGS="-L$multi -L$root/usr/lib -Wl,-rpath-link,$multi -Wl,-rpath,$multi ${LDFLAGS:-}"
+    export PKG_CONFIG_PATH="$blas/pkgconfig:$multi/pkgconfig:$root/usr/lib/pkgconfig:$root/usr/share/pkgconfig"
+    export CPPFLAGS="-I$root/usr/include -I$root/usr/include/$triplet -I$root/usr/include/$triplet/openblas-pthread ${CPPFLAGS:-}"
+    export LDFLAGS="-L$blas -L$multi -L$root/usr/lib -Wl,-rpath-link,$multi -Wl,-rpath,$blas -Wl,-rpath,$multi ${LDFLAGS:-}"
     export LD_LIBRARY_PATH="$multi:$multi/openblas-pthread:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export PATH="$root/usr/bin:$PATH"
     log "dependencies: the bundle's packages, unpacked under $root"
@@ -86,8 +90,10 @@ if command -v nvidia-smi >/dev/null 2>&1; then
               --format=csv,noheader 2>/dev/null | head -n 1)
 fi
 if [ -z "$gpu" ]; then
-    ./tests/test_ops_cuda --filter 'ops_cuda/linear' >nodev.log 2>&1
-    grep -m1 -iE 'no cuda device|driver|skip' nodev.log >&2
+    # the binaries load and the device tests say why they skip
+    ./tests/test_ops_cuda --verbose=1 >nodev.log 2>&1
+    grep -m1 -iE 'cuda.*(device|driver)' nodev.log >&2
+    grep -E 'Synthesis' nodev.log >&2
     die "no GPU is visible (nvidia-smi found none); everything is built, nothing was measured"
 fi
 gpu_name=$(echo "$gpu" | cut -d, -f1 | sed 's/^ *//; s/ *$//')
@@ -222,17 +228,26 @@ field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
         echo '```'
     fi
 } >"$md"
+best=""
+for dt in bf16 f16 f32; do
+    [ -z "$best" ] && [ -n "$(field "unet-$dt.txt" median_s)" ] && best=$dt
+done
 {
-    echo "# svdpipe measured figures ($(date -u +%Y-%m-%d), gpu-check.sh)"
-    echo "gpu: \"$gpu_name\""
+    echo "# Measured by bench/gpu-check.sh, $(date -u +%Y-%m-%d), on $gpu."
+    echo "# For the planner: svdlaunch plan JOB --hardware TABLE --measured THIS"
     for dt in bf16 f16 f32; do
-        s=$(field "unet-$dt.txt" median_s)
-        [ -n "$s" ] && echo "unet_call_s_$dt: $s"
-        r=$(field "unet-$dt.txt" arena_reserved_bytes)
-        [ -n "$r" ] && echo "arena_bytes_$dt: $r"
+        echo "# unet call $dt: $(field "unet-$dt.txt" median_s) s, arena $(field "unet-$dt.txt" arena_reserved_bytes) bytes"
     done
-    echo "unet_call_shape: [2, 25, 4, 72, 128]"
-    [ -n "$dif" ] && echo "diffusers_f16_s: $dif"
+    echo "# diffusers f16 unet call: ${dif:-not timed} s; image to video: $i2v_s s (exit $i2v_rc)"
+    mem_mib=$(echo "$gpu" | cut -d, -f2 | tr -cd '0-9')
+    [ -n "$mem_mib" ] && echo "memory_gb: $(awk -v m="$mem_mib" 'BEGIN {printf "%.1f", m * 1.048576 / 1000}')"
+    if [ -n "$best" ]; then
+        echo "svd:"
+        echo "  source: measured"
+        echo "  dtype: $best"
+        echo "  reference: {batch: 2, frames: 25, height: 576, width: 1024}"
+        echo "  unet_step_s: $(field "unet-$best.txt" median_s)"
+    fi
 } >"$yml"
 log "results: $md"
 exit $fail

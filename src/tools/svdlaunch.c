@@ -4,8 +4,8 @@
  *   svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]
  *   svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]
  *   svdlaunch check  JOB.yaml [--set key=value ...]
- *   svdlaunch plan   JOB.yaml [--hardware FILE] [--from-log FILE]
- *                             [--set key=value ...]
+ *   svdlaunch plan   JOB.yaml [--hardware FILE [--measured RESULTS]]
+ *                             [--from-log FILE] [--set key=value ...]
  *
  * Exit status: 0 done, 2 bad input (nothing submitted), 1 anything else.
  */
@@ -38,6 +38,7 @@ typedef struct {
     const char *output;
     const char *hardware;
     const char *from_log;
+    const char *measured;
     int         dry_run;
     const char *sets[LAUNCH_MAX_SET];
     int         num_sets;
@@ -48,8 +49,9 @@ static void launch_usage(FILE *f)
     fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--set key=value ...]\n"
           "       svdlaunch submit JOB.yaml [--dry-run] [--set key=value ...]\n"
           "       svdlaunch check  JOB.yaml [--set key=value ...]\n"
-          "       svdlaunch plan   JOB.yaml [--hardware FILE] "
-          "[--from-log FILE] [--set key=value ...]\n"
+          "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
+          "RESULTS]] [--from-log FILE]\n"
+          "                         [--set key=value ...]\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
           "script written\n"
@@ -63,7 +65,10 @@ static void launch_usage(FILE *f)
           "check    validate the spec, the cluster values and the step "
           "assignment\n"
           "plan     predict makespan, throughput, bubbles, link time and "
-          "memory per GPU\n", f);
+          "memory per GPU;\n"
+          "         --measured: the figures a GPU run measured "
+          "(bench/results/gpu-*.yaml)\n"
+          "         replace the hardware table's\n", f);
 }
 
 static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
@@ -73,6 +78,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         {"set",      required_argument, NULL, 's'},
         {"hardware", required_argument, NULL, 'H'},
         {"from-log", required_argument, NULL, 'L'},
+        {"measured", required_argument, NULL, 'M'},
         {"dry-run",  no_argument,       NULL, 'n'},
         {"help",     no_argument,       NULL, 'h'},
         {NULL, 0, NULL, 0}
@@ -108,6 +114,9 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         case 'L':
             a->from_log = optarg;
             break;
+        case 'M':
+            a->measured = optarg;
+            break;
         case 'n':
             a->dry_run = 1;
             break;
@@ -127,8 +136,13 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
 
     if ((a->output && strcmp(a->command, "render")) ||
         (a->dry_run && strcmp(a->command, "submit")) ||
-        ((a->hardware || a->from_log) && strcmp(a->command, "plan"))) {
+        ((a->hardware || a->from_log || a->measured) &&
+         strcmp(a->command, "plan"))) {
         svp_error("%s: option not valid for this command", a->command);
+        return SVP_ERR_USAGE;
+    }
+    if (a->measured && !a->hardware) {
+        svp_error("plan: --measured needs --hardware (the table it refines)");
         return SVP_ERR_USAGE;
     }
     return SVP_OK;
@@ -350,6 +364,13 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
         if (status != SVP_OK) {
             svp_error("%s", err);
             return status;
+        }
+        if (a->measured != NULL) {
+            status = svp_hw_overlay_measured(hw, a->measured, err, sizeof(err));
+            if (status != SVP_OK) {
+                svp_error("%s", err);
+                goto out_destroy_hw;
+            }
         }
     }
     status = svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &costs);
