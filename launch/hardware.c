@@ -49,7 +49,25 @@ static const hw_key_t hw_keys[] = {
     {"links.inter_node_gbps", HW_DOUBLE, HW_FIELD(inter_node_gbps), 1, 1e-6, 1e6},
     {"links.latency_us",      HW_DOUBLE, HW_FIELD(latency_us),      1, 0, 1e9},
     {"links.setup_ms",        HW_DOUBLE, HW_FIELD(setup_ms),        0, 0, 1e6},
+    {"svd.source",            HW_STR,    HW_FIELD(svd.source),      0, 0, 0},
+    {"svd.dtype",             HW_STR,    HW_FIELD(svd.dtype),       0, 0, 0},
+    {"links.source",          HW_STR,    HW_FIELD(links_source),    0, 0, 0},
 };
+
+/* The values a string key may take (NULL: any). */
+static const char *const hw_sources[] = {"measured", "quoted", NULL};
+static const char *const hw_dtypes[]  = {"f32", "f16", "bf16", NULL};
+
+static const char *const *hw_key_values(const hw_key_t *key)
+{
+    if (!strcmp(key->path, "svd.source") || !strcmp(key->path, "links.source")) {
+        return hw_sources;
+    }
+    if (!strcmp(key->path, "svd.dtype")) {
+        return hw_dtypes;
+    }
+    return NULL;
+}
 
 #define HW_NUM_KEYS ((int)(sizeof(hw_keys) / sizeof(hw_keys[0])))
 
@@ -60,6 +78,7 @@ typedef struct {
     int            errlen;
     svp_hw_t      *hw;
     int            seen[HW_NUM_KEYS];
+    int            partial;        /* a results file: no key is required */
 } hw_reader_t;
 
 static svp_status_t hw_error(hw_reader_t *r, const yaml_node_t *node,
@@ -104,7 +123,24 @@ static svp_status_t hw_set(hw_reader_t *r, int k, const yaml_node_t *node,
     }
     text = (const char *)node->data.scalar.value;
     if (key->type == HW_STR) {
-        char *copy = svp_strdup(text);
+        const char *const *values = hw_key_values(key);
+        char              *copy;
+        int                i;
+
+        if (values != NULL) {
+            for (i = 0; values[i] != NULL && strcmp(values[i], text); ++i) {
+            }
+            if (values[i] == NULL) {
+                char expected[96];
+
+                snprintf(expected, sizeof(expected), "one of %s%s%s%s%s",
+                         values[0], values[1] ? ", " : "",
+                         values[1] ? values[1] : "", values[1] && values[2] ?
+                         ", " : "", values[1] && values[2] ? values[2] : "");
+                return hw_error(r, node, path, expected, text);
+            }
+        }
+        copy = svp_strdup(text);
 
         if (copy == NULL) {
             return SVP_ERR_NO_MEMORY;
@@ -212,15 +248,21 @@ void svp_hw_destroy(svp_hw_t *hw)
     free(hw->file);
     free(hw->name);
     free(hw->description);
+    free(hw->svd.source);
+    free(hw->svd.dtype);
+    free(hw->links_source);
+    free(hw->measured_file);
     free(hw);
 }
 
-svp_status_t svp_hw_load_string(const char *yaml, const char *file,
-                                char *errbuf, int errlen, svp_hw_t **hw_p)
+static svp_status_t hw_load_string(const char *yaml, const char *file,
+                                   int partial, char *errbuf, int errlen,
+                                   svp_hw_t **hw_p)
 {
     yaml_parser_t parser;
     yaml_node_t  *root;
-    hw_reader_t   r = {.file = file, .errbuf = errbuf, .errlen = errlen};
+    hw_reader_t   r = {.file = file, .errbuf = errbuf, .errlen = errlen,
+                       .partial = partial};
     svp_status_t  status;
     int           k;
 
@@ -262,7 +304,7 @@ svp_status_t svp_hw_load_string(const char *yaml, const char *file,
         goto err_delete_doc;
     }
     for (k = 0; k < HW_NUM_KEYS; ++k) {
-        if (hw_keys[k].required && !r.seen[k]) {
+        if (hw_keys[k].required && !r.seen[k] && !r.partial) {
             svp_launch_errf(errbuf, errlen, "%s:%zu:%zu: %s: expected a "
                             "value, found nothing (the key is required)",
                             file, root->end_mark.line + 1,
@@ -296,8 +338,14 @@ err_free_hw:
     return status;
 }
 
-svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
-                         svp_hw_t **hw_p)
+svp_status_t svp_hw_load_string(const char *yaml, const char *file,
+                                char *errbuf, int errlen, svp_hw_t **hw_p)
+{
+    return hw_load_string(yaml, file, 0, errbuf, errlen, hw_p);
+}
+
+static svp_status_t hw_load_file(const char *file, int partial, char *errbuf,
+                                 int errlen, svp_hw_t **hw_p)
 {
     svp_status_t status;
     char        *text;
@@ -305,11 +353,106 @@ svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
 
     status = svp_file_read_all(file, &text, &len);
     if (status != SVP_OK) {
-        svp_launch_errf(errbuf, errlen, "%s: cannot read the hardware table "
-                        "(%s)", file, svp_status_string(status));
+        svp_launch_errf(errbuf, errlen, "%s: cannot read the %s (%s)", file,
+                        partial ? "results file" : "hardware table",
+                        svp_status_string(status));
         return status;
     }
-    status = svp_hw_load_string(text, file, errbuf, errlen, hw_p);
+    status = hw_load_string(text, file, partial, errbuf, errlen, hw_p);
     free(text);
+    return status;
+}
+
+svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
+                         svp_hw_t **hw_p)
+{
+    return hw_load_file(file, 0, errbuf, errlen, hw_p);
+}
+
+static void hw_take_str(char **dst, char **src)
+{
+    if (*src != NULL) {
+        free(*dst);
+        *dst = *src;
+        *src = NULL;
+    }
+}
+
+#define HW_TAKE(_f) do { if (m->_f > 0) { hw->_f = m->_f; } } while (0)
+
+svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
+                                     char *errbuf, int errlen)
+{
+    svp_hw_t     *m;
+    char         *copy;
+    svp_status_t  status;
+    int           has_svd, has_links;
+
+    status = hw_load_file(file, 1, errbuf, errlen, &m);
+    if (status != SVP_OK) {
+        return status;
+    }
+    has_svd   = m->svd.unet_step_s > 0 || m->svd.encode_s > 0 ||
+                m->svd.decode_s > 0;
+    has_links = m->intra_node_gbps > 0 || m->inter_node_gbps > 0 ||
+                m->latency_us > 0 || m->setup_ms > 0;
+    if ((has_svd && (m->svd.source == NULL ||
+                     strcmp(m->svd.source, "measured"))) ||
+        (has_links && (m->links_source == NULL ||
+                       strcmp(m->links_source, "measured")))) {
+        svp_launch_errf(errbuf, errlen, "%s: %s.source: expected measured, "
+                        "found %s (a results file holds measured figures "
+                        "only)", file, has_svd && (m->svd.source == NULL ||
+                        strcmp(m->svd.source, "measured")) ? "svd" : "links",
+                        "another value or nothing");
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    if (!has_svd && !has_links && m->memory_gb <= 0) {
+        svp_launch_errf(errbuf, errlen, "%s: expected measured svd or links "
+                        "figures, found none", file);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    copy = svp_strdup(file);
+    if (copy == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out;
+    }
+    if (m->svd.unet_step_s > 0) {
+        if (hw->svd.height > 0 && hw->svd.width > 0 && hw->svd.frames > 0) {
+            /* the table's encode and decode times, moved to the new
+             * reference the planner will scale them from */
+            double pix = (double)m->svd.height * m->svd.width /
+                         ((double)hw->svd.height * hw->svd.width);
+
+            hw->svd.encode_s *= pix;
+            hw->svd.decode_s *= pix * m->svd.frames / hw->svd.frames;
+        }
+        hw->svd.batch  = m->svd.batch;     /* whole, checked by the reader */
+        hw->svd.frames = m->svd.frames;
+        hw->svd.height = m->svd.height;
+        hw->svd.width  = m->svd.width;
+        HW_TAKE(svd.unet_step_s);
+        /* encode and decode at the table's reference unless measured too */
+    }
+    HW_TAKE(svd.encode_s);
+    HW_TAKE(svd.decode_s);
+    HW_TAKE(memory_gb);
+    HW_TAKE(intra_node_gbps);
+    HW_TAKE(inter_node_gbps);
+    HW_TAKE(latency_us);
+    HW_TAKE(setup_ms);
+    if (has_svd) {
+        hw_take_str(&hw->svd.source, &m->svd.source);
+        hw_take_str(&hw->svd.dtype, &m->svd.dtype);
+    }
+    if (has_links) {
+        hw_take_str(&hw->links_source, &m->links_source);
+    }
+    free(hw->measured_file);
+    hw->measured_file = copy;
+out:
+    svp_hw_destroy(m);
     return status;
 }

@@ -11,11 +11,17 @@
  *     unet_step_s: 0.8            # one UNet call at the reference
  *     encode_s: 0.15              # CLIP + VAE encode of one sample
  *     decode_s: 3.4               # VAE decode of one sample
+ *     source: quoted              # optional: measured | quoted (default)
+ *     dtype: f16                  # optional: the compute dtype of the times
  *   links:
  *     intra_node_gbps: 300        # GB/s between two ranks on one node
  *     inter_node_gbps: 25         # GB/s between nodes
  *     latency_us: 10              # per message
  *     setup_ms: 0                 # optional: the first message on a link
+ *     source: quoted              # optional: measured | quoted (default)
+ *
+ * "measured": timed with svdpipe on that hardware (bench/gpu-check.sh);
+ * "quoted": a vendor's or a third party's figure, or an estimate.
  *
  * Errors name file:line:column, the key path, what was expected and what was
  * found; an unknown key gets the nearest known one as a suggestion.
@@ -35,11 +41,15 @@ typedef struct {
         double unet_step_s;        /* 0 = not given */
         double encode_s;
         double decode_s;
+        char  *source;             /* "measured" | "quoted"; NULL = quoted */
+        char  *dtype;              /* NULL = not stated */
     } svd;
     double  intra_node_gbps;       /* GB/s = 1e9 bytes per second */
     double  inter_node_gbps;
     double  latency_us;
     double  setup_ms;              /* extra for a link's first message */
+    char   *links_source;          /* "measured" | "quoted"; NULL = quoted */
+    char   *measured_file;         /* the results file overlaid, or NULL */
 } svp_hw_t;
 
 /*
@@ -56,5 +66,16 @@ svp_status_t svp_hw_load_string(const char *yaml, const char *file,
                                 char *errbuf, int errlen, svp_hw_t **hw_p);
 
 void svp_hw_destroy(svp_hw_t *hw);
+
+/*
+ * Overlays the measured figures of a results file on hw: a file in the same
+ * format where every key is optional (bench/gpu-check.sh writes one as
+ * bench/results/gpu-<date>-<gpu>.yaml).  The figures it gives replace the
+ * table's; its svd and links sections must say "source: measured".  The svd
+ * times come whole (reference and unet_step_s) or not at all.  Errors as
+ * svp_hw_load(); hw is unchanged on failure.
+ */
+svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
+                                     char *errbuf, int errlen);
 
 #endif

@@ -97,8 +97,12 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
         c.decode_s = hw->svd.decode_s * pix * spec->video.num_frames /
                      (pix_ref * hw->svd.frames);
         snprintf(c.source, sizeof(c.source), "%s (%s), UNet scaled x%.3f from "
-                 "batch %d x %d frames x %dx%d", hw->file, hw->name, scale,
-                 hw->svd.batch, hw->svd.frames, hw->svd.height, hw->svd.width);
+                 "batch %d x %d frames x %dx%d, %s%s%s%s%s", hw->file, hw->name,
+                 scale, hw->svd.batch, hw->svd.frames, hw->svd.height,
+                 hw->svd.width, hw->svd.source ? hw->svd.source : "quoted",
+                 hw->measured_file ? " in " : "",
+                 hw->measured_file ? hw->measured_file : "",
+                 hw->svd.dtype ? ", " : "", hw->svd.dtype ? hw->svd.dtype : "");
     }
     *costs_p = c;
     return SVP_OK;

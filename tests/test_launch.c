@@ -771,6 +771,85 @@ Test(hardware, shipped_tables_read)
         cr_expect_eq(svp_hw_load(path, err, sizeof(err), &hw), SVP_OK, "%s",
                      err);
         cr_expect_str_eq(hw ? hw->name : "", names[i]);
+        /* every table says whether its figures are measured or quoted */
+        cr_expect(hw == NULL || hw->links_source != NULL,
+                  "%s: links.source missing", path);
+        cr_expect(hw == NULL || hw->svd.unet_step_s == 0 ||
+                  hw->svd.source != NULL, "%s: svd.source missing", path);
         svp_hw_destroy(hw);
     }
+}
+
+/*
+ * A results file (bench/gpu-check.sh writes one) overlays its measured
+ * figures on a table; the plan uses them and says so.
+ */
+Test(hardware, measured_results_replace_quoted_figures)
+{
+    static const char table[] =
+        "name: h100\nmemory_gb: 80\n"
+        "svd:\n  reference: {batch: 2, frames: 25, height: 576, width: 1024}\n"
+        "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n"
+        "  source: quoted\n  dtype: f16\n"
+        "links: {intra_node_gbps: 300, inter_node_gbps: 25, latency_us: 10, "
+        "source: quoted}\n";
+    static const char results[] =
+        "# measured\nmemory_gb: 79.6\n"
+        "svd:\n  source: measured\n  dtype: bf16\n"
+        "  reference: {batch: 2, frames: 25, height: 288, width: 512}\n"
+        "  unet_step_s: 0.1\n";
+    char              dir[] = "/tmp/svp_meas_XXXXXX", path[512], err[512] = "";
+    svp_hw_t         *hw = NULL;
+    svp_spec_t       *spec;
+    svp_plan_costs_t  c;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/gpu.yaml", dir);
+    cr_assert_eq(svp_hw_load_string(table, "h.yaml", err, sizeof(err), &hw),
+                 SVP_OK, "%s", err);
+    cr_assert_str_eq(hw->svd.source, "quoted");
+
+    cr_assert_eq(svp_file_write_atomic(path, results, strlen(results)), SVP_OK);
+    cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)), SVP_OK,
+                 "%s", err);
+    cr_assert_float_eq(hw->svd.unet_step_s, 0.1, 1e-15);
+    cr_assert_eq(hw->svd.height, 288);
+    cr_assert_float_eq(hw->memory_gb, 79.6, 1e-12);
+    cr_assert_str_eq(hw->svd.source, "measured");
+    cr_assert_str_eq(hw->svd.dtype, "bf16");
+    cr_assert_str_eq(hw->links_source, "quoted");       /* not in the file */
+    cr_assert_float_eq(hw->intra_node_gbps, 300, 0);
+    /* the table's encode/decode, moved to the new reference (1/4 pixels) */
+    cr_assert_float_eq(hw->svd.encode_s, 0.15 / 4, 1e-12);
+    cr_assert_float_eq(hw->svd.decode_s, 3.4 / 4, 1e-12);
+
+    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                     "video: {num_frames: 25, width: 1024, height: 576}\n");
+    cr_assert_eq(svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &c),
+                 SVP_OK, "%s", err);
+    cr_assert_float_eq(c.step_s, 0.4, 1e-12);           /* 4x the pixels */
+    cr_assert_float_eq(c.decode_s, 3.4, 1e-12);
+    cr_assert(strstr(c.source, "measured in ") != NULL, "%s", c.source);
+    cr_assert(strstr(c.source, path) != NULL, "%s", c.source);
+    svp_spec_destroy(spec);
+
+    /* a results file that calls its figures quoted is refused */
+    cr_assert_eq(svp_file_write_atomic(path, "svd:\n  source: quoted\n"
+        "  reference: {batch: 1, frames: 1, height: 64, width: 64}\n"
+        "  unet_step_s: 1\n", 97), SVP_OK);
+    cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)),
+                 SVP_ERR_BAD_FILE);
+    cr_assert(strstr(err, "svd.source: expected measured") != NULL, "%s", err);
+    cr_assert_float_eq(hw->svd.unet_step_s, 0.1, 1e-15);  /* unchanged */
+    /* and a bad value is named */
+    cr_assert_eq(svp_file_write_atomic(path, "svd: {source: guessed}\n", 23),
+                 SVP_OK);
+    cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)),
+                 SVP_ERR_BAD_FILE);
+    cr_assert(strstr(err, "svd.source: expected one of measured, quoted") !=
+              NULL, "%s", err);
+
+    svp_hw_destroy(hw);
+    unlink(path);
+    rmdir(dir);
 }

@@ -549,4 +549,49 @@ Test(ops, dtype_is_honoured_or_refused, .init = ops_setup, .fini = ops_teardown)
     params.dtype = "f8";
     cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM);
     cr_assert_null(other);
+
+/*
+ * The arena: a freed buffer goes back to the handle, and a request of the
+ * same size is served from there; a new size asks the backend once.
+ */
+Test(ops, arena_reuses_buffers, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_ops_mem_stats_t st;
+    float              *a, *b, *c, *a2, *b2, *c2;
+    uint64_t            allocs0;
+    int                 pass;
+
+    svp_ops_mem_stats(ops, &st);
+    allocs0 = st.backend_allocs;
+    for (pass = 0; pass < 3; pass++) {
+        cr_assert_eq(svp_ops_alloc(ops, 1000, &a), SVP_OK);
+        cr_assert_eq(svp_ops_alloc(ops, 1000, &b), SVP_OK);
+        cr_assert_neq(a, b);
+        a[999] = 1.0f;                  /* writable, whole */
+        b[999] = 2.0f;
+        svp_ops_free(ops, a);
+        cr_assert_eq(svp_ops_alloc(ops, 300, &c), SVP_OK);
+        svp_ops_free(ops, b);
+        cr_assert_eq(svp_ops_alloc(ops, 1000, &a2), SVP_OK);
+        cr_assert_eq(svp_ops_alloc(ops, 1000, &b2), SVP_OK);
+        cr_assert_eq(svp_ops_alloc(ops, 300, &c2), SVP_OK);
+        cr_assert_neq(c2, c);
+        svp_ops_mem_stats(ops, &st);
+        cr_assert_eq(st.live_bytes, (2 * 1000 + 2 * 300) * sizeof(float));
+        cr_assert_eq(st.peak_live_bytes, st.live_bytes);
+        svp_ops_free(ops, a2);
+        svp_ops_free(ops, b2);
+        svp_ops_free(ops, c);
+        svp_ops_free(ops, c2);
+        svp_ops_free(ops, NULL);
+        svp_ops_mem_stats(ops, &st);
+        /* two 1000s and two 300s, on the first pass only */
+        cr_assert_eq(st.backend_allocs - allocs0, 4, "pass %d: %llu allocations",
+                     pass, (unsigned long long)(st.backend_allocs - allocs0));
+        cr_assert_eq(st.reserved_bytes, (2 * 1000 + 2 * 300) * sizeof(float));
+        cr_assert_eq(st.live_bytes, 0);
+    }
+    svp_ops_mem_reset_peak(ops);
+    svp_ops_mem_stats(ops, &st);
+    cr_assert_eq(st.peak_live_bytes, 0);
 }

@@ -657,6 +657,7 @@ static void unet_golden(const char *name)
     int64_t            n, i;
     double             max_ref = 0.0, max_err = 0.0, t[3];
     int                run;
+    svp_ops_mem_stats_t warm, again_mem;
 
     need_device(0);
     snprintf(dir, sizeof(dir), "%s/%s", root ? root : "../shared/golden", name);
@@ -679,6 +680,9 @@ static void unet_golden(const char *name)
     d_ehs    = to(gpu, ehs->data, svp_tensor_numel(ehs));
     cr_assert_eq(svp_ops_alloc(gpu, n, &d_out), SVP_OK);
     for (run = 0; run < 2; run++) {
+        if (run == 1) {
+            svp_ops_mem_stats(gpu, &warm);
+        }
         t[run] = now_s();
         cr_assert_eq(svp_unet_forward(unet, (int)s[0], (int)s[1], (int)s[3],
                                       (int)s[4], d_sample, timestep->data,
@@ -693,6 +697,14 @@ static void unet_golden(const char *name)
     }
     cr_log_info("%s forward on cuda: %.4f s first, %.4f s second (with the "
                 "download)", name, t[0], t[1]);
+    /* the memory plan: the first forward sized the arena, the second makes
+     * no cudaMalloc (buffers or workspace) */
+    svp_ops_mem_stats(gpu, &again_mem);
+    cr_assert_eq(again_mem.backend_allocs, warm.backend_allocs,
+                 "%s on cuda: %llu device allocations after warm-up", name,
+                 (unsigned long long)(again_mem.backend_allocs -
+                                      warm.backend_allocs));
+    cr_assert_eq(again_mem.reserved_bytes, warm.reserved_bytes);
 
     r = ref->data;
     for (i = 0; i < n; i++) {

@@ -123,6 +123,35 @@ static void compare_intermediates(const char *dir,
     svp_safetensors_close(st);
 }
 
+/*
+ * The memory plan: once one forward at this shape has sized the arena, the
+ * next makes no backend allocation, holds no more memory, and gives the same
+ * bits.  Every buffer the forward took is back in the arena afterwards.
+ */
+static void forward_again_from_arena(svp_unet_h unet, const unet_io_t *io,
+                                     const float *first)
+{
+    svp_ops_mem_stats_t warm, again;
+    float              *second;
+
+    svp_ops_mem_stats(ops, &warm);
+    svp_ops_mem_reset_peak(ops);
+    second = run_forward(unet, io);
+    svp_ops_mem_stats(ops, &again);
+    cr_assert_eq(again.backend_allocs, warm.backend_allocs,
+                 "unet: %llu backend allocations after warm-up",
+                 (unsigned long long)(again.backend_allocs - warm.backend_allocs));
+    cr_assert_eq(again.reserved_bytes, warm.reserved_bytes);
+    cr_assert_eq(again.live_bytes, warm.live_bytes, "unet: a buffer was not freed");
+    cr_assert_gt(again.peak_live_bytes, warm.live_bytes);
+    cr_assert_leq(again.peak_live_bytes, again.reserved_bytes);
+    cr_log_info("unet arena: %zu bytes reserved, peak %zu live (weights %zu)",
+                again.reserved_bytes, again.peak_live_bytes, warm.live_bytes);
+    cr_assert_eq(memcmp(second, first, svp_tensor_nbytes(io->out)), 0,
+                 "unet: the second forward differs from the first");
+    free(second);
+}
+
 static void golden_case(const char *name, const char *io_file, int intermediates)
 {
     static const char *const required[] = {
@@ -150,6 +179,7 @@ static void golden_case(const char *name, const char *io_file, int intermediates
         compare_intermediates(dir, caps, required);
     }
     assert_close("out", out, io.out->data, svp_tensor_numel(io.out));
+    forward_again_from_arena(unet, &io, out);
     free(out);
     svp_unet_destroy(unet);
     io_free(&io);

@@ -180,6 +180,25 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
     compare_intermediates(dir, caps, ".decoder.", 12);
     assert_close("decoded", out, decoded->data, svp_tensor_numel(decoded));
 
+    /* the memory plan: warmed up, a decode makes no backend allocation */
+    {
+        svp_ops_mem_stats_t warm, again;
+        float              *second = malloc(svp_tensor_nbytes(decoded));
+
+        cr_assert_not_null(second);
+        svp_ops_mem_stats(ops, &warm);
+        cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
+                                    latent->data, second), SVP_OK);
+        svp_ops_mem_stats(ops, &again);
+        cr_assert_eq(again.backend_allocs, warm.backend_allocs,
+                     "vae: %llu backend allocations after warm-up",
+                     (unsigned long long)(again.backend_allocs -
+                                          warm.backend_allocs));
+        cr_assert_eq(again.live_bytes, warm.live_bytes);
+        cr_assert_eq(memcmp(second, out, svp_tensor_nbytes(decoded)), 0);
+        free(second);
+    }
+
     free(out);
     svp_vae_destroy(vae);
     svp_tensor_destroy(latent);

@@ -153,9 +153,19 @@ err_free_ops:
 
 void svp_ops_destroy(svp_ops_h ops)
 {
+    size_t i, leaked = 0;
+
     if (ops == NULL) {
         return;
     }
+    for (i = 0; i < ops->num_blocks; i++) {
+        leaked += ops->blocks[i].in_use;
+        ops->vt->free(ops, ops->blocks[i].buf);
+    }
+    if (leaked > 0) {
+        svp_debug("ops: %zu buffer(s) still in use at destroy, released", leaked);
+    }
+    free(ops->blocks);
     ops->vt->cleanup(ops);
     free(ops);
 }
@@ -175,16 +185,90 @@ int svp_ops_threads(svp_ops_h ops)
     return ops->threads;
 }
 
+/*
+ * Only an exact size match is reused.  That is what makes the plan stable:
+ * with one forward's sequence of requests, the arena ends up holding, for
+ * each size, as many buffers as were ever live at once, and the same
+ * sequence again finds a free one every time.  A looser fit could hand a
+ * large buffer to a small request and make a later large one miss.
+ */
+static svp_ops_block_t *svp_ops_arena_find_free(svp_ops_h ops, size_t count)
+{
+    size_t i;
+
+    /* newest first: the buffers of the current pass sit at the end */
+    for (i = ops->num_blocks; i-- > 0;) {
+        if (!ops->blocks[i].in_use && ops->blocks[i].count == count) {
+            return &ops->blocks[i];
+        }
+    }
+    return NULL;
+}
+
 svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p)
 {
-    return ops->vt->alloc(ops, count, buf_p);
+    svp_ops_block_t *block;
+    svp_status_t     status;
+    size_t           max;
+    float           *buf;
+
+    block = svp_ops_arena_find_free(ops, count);
+    if (block == NULL) {
+        if (ops->num_blocks == ops->max_blocks) {
+            max   = ops->max_blocks ? 2 * ops->max_blocks : 256;
+            block = realloc(ops->blocks, max * sizeof(*block));
+            if (block == NULL) {
+                svp_error("cannot grow the ops arena to %zu buffers", max);
+                return SVP_ERR_NO_MEMORY;
+            }
+            ops->blocks     = block;
+            ops->max_blocks = max;
+        }
+        status = ops->vt->alloc(ops, count, &buf);
+        if (status != SVP_OK) {
+            return status;
+        }
+        ops->mem.backend_allocs++;
+        ops->mem.reserved_bytes += count * sizeof(float);
+        block        = &ops->blocks[ops->num_blocks++];
+        block->buf   = buf;
+        block->count = count;
+    }
+    block->in_use = 1;
+    ops->mem.live_bytes += block->count * sizeof(float);
+    if (ops->mem.live_bytes > ops->mem.peak_live_bytes) {
+        ops->mem.peak_live_bytes = ops->mem.live_bytes;
+    }
+    *buf_p = block->buf;
+    return SVP_OK;
 }
 
 void svp_ops_free(svp_ops_h ops, float *buf)
 {
-    if (buf != NULL) {
-        ops->vt->free(ops, buf);
+    size_t i;
+
+    if (buf == NULL) {
+        return;
     }
+    for (i = ops->num_blocks; i-- > 0;) {
+        if (ops->blocks[i].buf == buf && ops->blocks[i].in_use) {
+            ops->blocks[i].in_use = 0;
+            ops->mem.live_bytes  -= ops->blocks[i].count * sizeof(float);
+            return;
+        }
+    }
+    svp_error("ops: freeing %p, which is not a live buffer of this handle",
+              (void*)buf);
+}
+
+void svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats)
+{
+    *stats = ops->mem;
+}
+
+void svp_ops_mem_reset_peak(svp_ops_h ops)
+{
+    ops->mem.peak_live_bytes = ops->mem.live_bytes;
 }
 
 svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,

@@ -73,9 +73,35 @@ const char  *svp_ops_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 
-/* Memory of the backend, count fp32 elements.  free(NULL) is a no-op. */
+/*
+ * Memory of the backend, count fp32 elements.  free(NULL) is a no-op.
+ *
+ * One memory plan: svp_ops_free() does not give a buffer back to the
+ * backend; it returns it to the handle's arena, and svp_ops_alloc() serves
+ * a request of the same size from there before it asks the backend.  A
+ * forward pass allocates the same sizes in the same order every time, so
+ * the first forward at a (model, shape, dtype) sizes the arena and every
+ * later one makes no backend allocation at all (cudaMalloc/cudaFree
+ * synchronise the device; malloc of large blocks maps fresh pages).  The
+ * arena is released when the handle is destroyed.
+ */
 svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p);
 void         svp_ops_free(svp_ops_h ops, float *buf);
+
+typedef struct {
+    /* Backend allocations since the handle was created: buffers and the
+     * backend's own workspace growth.  Constant once warmed up. */
+    uint64_t backend_allocs;
+    /* Bytes the arena holds from the backend (buffers plus workspace). */
+    size_t   reserved_bytes;
+    /* Bytes of buffers handed out now, and the most ever at once. */
+    size_t   live_bytes;
+    size_t   peak_live_bytes;
+} svp_ops_mem_stats_t;
+
+void         svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats);
+/* Starts a new peak: peak_live_bytes becomes live_bytes. */
+void         svp_ops_mem_reset_peak(svp_ops_h ops);
 svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,
                             size_t count);
 svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,

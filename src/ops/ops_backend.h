@@ -60,6 +60,13 @@ typedef struct svp_ops_ops {
     svp_status_t (*copy)(svp_ops_h ops, int64_t n, const float *x, float *y);
 } svp_ops_ops_t;
 
+/* One buffer of the arena: a backend allocation, in use or free. */
+typedef struct {
+    float  *buf;
+    size_t  count;
+    int     in_use;
+} svp_ops_block_t;
+
 struct svp_ops {
     const svp_ops_ops_t *vt;
     void                *impl;              /* the backend's own state */
@@ -67,6 +74,14 @@ struct svp_ops {
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
     const char          *dtype;             /* static string: "f32", ... */
+
+    /* The arena (ops.c): every buffer the backend ever handed out, kept
+     * until the handle is destroyed.  A backend that grows its own
+     * workspace counts that in mem.backend_allocs too. */
+    svp_ops_block_t     *blocks;
+    size_t               num_blocks;
+    size_t               max_blocks;
+    svp_ops_mem_stats_t  mem;
 };
 
 /* The CPU backend (src/ops/cpu/). */

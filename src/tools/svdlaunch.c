@@ -4,8 +4,8 @@
  *   svdlaunch render JOB.yaml [-o FILE] [--no-path-check] [--set key=value ...]
  *   svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] [--set key=value ...]
  *   svdlaunch check  JOB.yaml [--no-path-check] [--set key=value ...]
- *   svdlaunch plan   JOB.yaml [--hardware FILE] [--from-log FILE]
- *                             [--set key=value ...]
+ *   svdlaunch plan   JOB.yaml [--hardware FILE [--measured RESULTS]]
+ *                             [--from-log FILE] [--set key=value ...]
  *
  * render, submit and check run every check first (svp_launch_preflight):
  * nothing is written or queued when one fails.
@@ -41,6 +41,7 @@ typedef struct {
     const char *output;
     const char *hardware;
     const char *from_log;
+    const char *measured;
     int         dry_run;
     int         no_path_check;
     const char *sets[LAUNCH_MAX_SET];
@@ -55,8 +56,9 @@ static void launch_usage(FILE *f)
           "[--set key=value ...]\n"
           "       svdlaunch check  JOB.yaml [--no-path-check] "
           "[--set key=value ...]\n"
-          "       svdlaunch plan   JOB.yaml [--hardware FILE] "
-          "[--from-log FILE] [--set key=value ...]\n"
+          "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
+          "RESULTS]] [--from-log FILE]\n"
+          "                                 [--set key=value ...]\n"
           "       svdlaunch --help | --version\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
@@ -74,7 +76,10 @@ static void launch_usage(FILE *f)
           "output.dir and the\n"
           "         worker; render and submit run the same checks first\n"
           "plan     predict makespan, throughput, bubbles, link time and "
-          "memory per GPU\n"
+          "memory per GPU;\n"
+          "         --measured: the figures a GPU run measured "
+          "(bench/results/gpu-*.yaml)\n"
+          "         replace the hardware table's\n"
           "\n"
           "--no-path-check  skip the checks of paths and of the worker (a "
           "script for\n"
@@ -92,6 +97,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         {"set",      required_argument, NULL, 's'},
         {"hardware", required_argument, NULL, 'H'},
         {"from-log", required_argument, NULL, 'L'},
+        {"measured", required_argument, NULL, 'M'},
         {"dry-run",  no_argument,       NULL, 'n'},
         {"no-path-check", no_argument,  NULL, 'P'},
         {"help",     no_argument,       NULL, 'h'},
@@ -133,6 +139,9 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         case 'L':
             a->from_log = optarg;
             break;
+        case 'M':
+            a->measured = optarg;
+            break;
         case 'n':
             a->dry_run = 1;
             break;
@@ -159,8 +168,13 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     if ((a->output && strcmp(a->command, "render")) ||
         (a->dry_run && strcmp(a->command, "submit")) ||
         (a->no_path_check && !strcmp(a->command, "plan")) ||
-        ((a->hardware || a->from_log) && strcmp(a->command, "plan"))) {
+        ((a->hardware || a->from_log || a->measured) &&
+         strcmp(a->command, "plan"))) {
         svp_error("%s: option not valid for this command", a->command);
+        return SVP_ERR_USAGE;
+    }
+    if (a->measured && !a->hardware) {
+        svp_error("plan: --measured needs --hardware (the table it refines)");
         return SVP_ERR_USAGE;
     }
     return SVP_OK;
@@ -398,6 +412,13 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
         if (status != SVP_OK) {
             svp_error("%s", err);
             return status;
+        }
+        if (a->measured != NULL) {
+            status = svp_hw_overlay_measured(hw, a->measured, err, sizeof(err));
+            if (status != SVP_OK) {
+                svp_error("%s", err);
+                goto out_destroy_hw;
+            }
         }
     }
     status = svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &costs);

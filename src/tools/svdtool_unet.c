@@ -29,6 +29,19 @@ static void svdtool_unet_usage(FILE *f)
             "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
 }
 
+/* The memory plan of the forward just run: what a planner must budget. */
+static void svdtool_unet_log_arena(svp_ops_h ops, size_t weight_bytes)
+{
+    svp_ops_mem_stats_t mem;
+
+    svp_ops_mem_stats(ops, &mem);
+    svp_info("unet arena (%s): %zu bytes reserved (weights %zu, activations "
+             "and workspace %zu), peak %zu live, %llu backend allocations",
+             svp_ops_backend(ops), mem.reserved_bytes, weight_bytes,
+             mem.reserved_bytes - weight_bytes, mem.peak_live_bytes,
+             (unsigned long long)mem.backend_allocs);
+}
+
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 {
     static const char *const names[] = { "out" };
@@ -42,6 +55,8 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     const svp_unet_config_t *cfg;
     int64_t                  oshape[5];
     int                      b, i;
+    svp_ops_mem_stats_t      mem;
+    size_t                   weight_bytes;
     svp_status_t             status;
 
     status = svp_safetensors_open(a->input, &st);
@@ -84,6 +99,8 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     if (status != SVP_OK) {
         goto out_ops;
     }
+    svp_ops_mem_stats(ops, &mem);
+    weight_bytes = mem.live_bytes;
     cfg = svp_unet_config(unet);
     if (sample->shape[2] != cfg->in_channels ||
         ids->shape[1] * cfg->addition_time_embed_dim != cfg->projection_dim ||
@@ -108,6 +125,7 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
                               sample->data, t, ehs->data, (int)ehs->shape[1],
                               ids->data, out->data);
     if (status == SVP_OK) {
+        svdtool_unet_log_arena(ops, weight_bytes);
         status = svdtool_io_write(a->output, 1, names, &out);
     }
     svp_tensor_destroy(out);

@@ -55,6 +55,8 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
         if (svp_ops_cpu_alloc(ops, count, &buf) != SVP_OK) {
             return SVP_ERR_NO_MEMORY;
         }
+        ops->mem.backend_allocs++;
+        ops->mem.reserved_bytes += (count - cpu->scratch_count) * sizeof(float);
         free(cpu->scratch);
         cpu->scratch       = buf;
         cpu->scratch_count = count;

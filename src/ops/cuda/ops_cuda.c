@@ -126,6 +126,8 @@ svp_status_t svp_ops_cuda_scratch(svp_ops_h ops, size_t count, float **buf_p)
         if (status != SVP_OK) {
             return status;
         }
+        ops->mem.backend_allocs++;
+        ops->mem.reserved_bytes += (count - cu->scratch_count) * sizeof(float);
         svp_ops_cuda_free(ops, cu->scratch);
         cu->scratch       = buf;
         cu->scratch_count = count;
