@@ -463,8 +463,15 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
     for (int rank = 0; rank < world; ++rank) {
         char why[256] = "";
 
-        status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
-                                  &range);
+        svp_steps_layout_t layout;
+
+        if (spec->pipeline.stages == 0) {
+            status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
+                                      &range);
+        } else {
+            status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+                                      why, sizeof(why), &layout);
+        }
         if (status != SVP_OK) {
             svp_launch_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
                             "cluster.ranks_per_node=%d)",

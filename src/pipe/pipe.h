@@ -5,6 +5,11 @@
  * (decode, outputs).  Many samples are in flight, so in steady state every
  * rank works on a different sample.
  *
+ * Layouts (pipeline.stages = S): the W ranks form G = W / S groups of S
+ * contiguous ranks, each an independent pipeline of S stages as above over
+ * the samples dealt to it (position j of the job's list to group j mod G);
+ * "rank" and "W" above are then the position in the group and S.
+ *
  * Placement of the work at the ends (pipeline.placement):
  *   ends:   rank 0 encodes (the stage's begin) and the last rank finishes
  *           (decode, outputs) every sample;
@@ -38,6 +43,15 @@ typedef struct {
     svp_comm_h        comm;    /* NULL when world == 1 */
     svp_stage_t       stage;
     svp_trace_h       trace;   /* may be NULL */
+    /*
+     * The samples to run, in order (NULL: 0 .. spec->samples - 1).  A sample
+     * keeps its index (seed, noise stream, file name) whatever its position,
+     * so a shorter list (a resumed job) gives the same outputs.  The list is
+     * dealt to the pipelines: position j goes to pipeline j mod G.  Every rank
+     * must pass the same list.  Not copied; must outlive svp_pipe_run().
+     */
+    const int        *samples;
+    int               nsamples;
 } svp_pipe_params_t;
 
 /*

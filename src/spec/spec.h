@@ -95,6 +95,7 @@ typedef struct svp_spec {
 
     struct {
         svp_placement_t placement;    /* where encode/decode run */
+        int             stages;       /* ranks per pipeline (0: all) */
     } pipeline;
 
     struct {

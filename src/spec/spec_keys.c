@@ -74,6 +74,8 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
      NOLIM, svp_spec_placements,
      "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
+    {"pipeline.stages", SVP_SPEC_T_INT, OFF(pipeline.stages), "0", 0, 1048576, NULL,
+     "ranks per pipeline S: G = W / S pipelines of S stages; 0: one pipeline of W"},
     {"video.inputs", SVP_SPEC_T_STR_LIST, OFF(video.inputs), "", NOLIM, NULL,
      "images (PNG/JPEG) or directories of images"},
     {"video.seeds", SVP_SPEC_T_INT_LIST, OFF(video.seeds), "", NOLIM, NULL,

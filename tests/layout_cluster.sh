@@ -1,0 +1,121 @@
+#!/bin/bash
+# Layouts (pipeline.stages) under a real local Slurm cluster of 3 nodes:
+# every valid layout of 6 ranks gives outputs bit-identical to one process,
+# with the dummy and the tiny SVD model; a bad layout is named before
+# anything starts.  Runs inside with-cluster.sh --nodes 3; prints TAP.
+set -u
+top=${SVP_TOP_SRCDIR:?}
+bld=${SVP_TOP_BUILDDIR:?}
+w=$bld/src/tools/svdworker
+tmp=$(mktemp -d /tmp/svp-layout.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok()  { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' "$2" | tail -n 25; }
+
+# 12 steps on 6 ranks: S = 1, 2, 3 and 6 are valid (4 does not divide 6)
+cat >"$tmp/job.yaml" <<YAML
+steps: 12
+samples: 11
+seed: 77
+latent_shape: [1, 3, 4, 6, 8]
+comm: {deadline: 30, transport: 'posix,self'}
+log: {level: info}
+YAML
+
+same_outputs() {  # ref dir, other dir, count
+    local i f
+    for i in $(seq 0 $(($3 - 1))); do
+        f=$(printf 'sample_%06d.safetensors' "$i")
+        cmp -s "$1/$f" "$2/$f" || return 1
+    done
+    [ "$(ls "$2" | wc -l)" -eq "$3" ]
+}
+
+run6() {  # name, yaml, srun layout args, --set args...
+    local name=$1 yaml=$2 lay=$3
+    shift 3
+    timeout -k 5 150 srun --mpi=pmix --kill-on-bad-exit=1 -W 120 $lay -O "$w" "$yaml" \
+        --set output.dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
+}
+
+echo "1..12"
+"$w" "$tmp/job.yaml" --set output.dir="$tmp/ref" >"$tmp/ref.log" 2>&1 || {
+    echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
+
+for S in 1 2 3 6; do
+    G=$((6 / S))
+    if run6 "s$S" "$tmp/job.yaml" "-n 6" --set pipeline.stages=$S &&
+       same_outputs "$tmp/ref" "$tmp/s$S" 11 &&
+       grep -q "$G pipelines\? x $S stages\? (6 ranks), 12 steps: $((12 / S)) per stage" "$tmp/s$S.log" &&
+       grep -q "job: [0-9.]* samples/s" "$tmp/s$S.log"; then
+        ok "dummy, 6 ranks, S=$S ($G x $S): bit-identical to one process, layout logged"
+    else
+        nok "dummy, 6 ranks, S=$S" "$tmp/s$S.log"
+    fi
+done
+
+if run6 ends2 "$tmp/job.yaml" "-n 6" --set pipeline.stages=2 --set pipeline.placement=ends &&
+   same_outputs "$tmp/ref" "$tmp/ends2" 11; then
+    ok "dummy, 6 ranks, S=2, placement ends: bit-identical"
+else
+    nok "dummy, 6 ranks, S=2, placement ends" "$tmp/ends2.log"
+fi
+
+if run6 n3s3 "$tmp/job.yaml" "-N 3 --ntasks-per-node=2" --set pipeline.stages=3 &&
+   same_outputs "$tmp/ref" "$tmp/n3s3" 11; then
+    ok "dummy, 3 nodes x 2 ranks, S=3: bit-identical"
+else
+    nok "dummy, 3 nodes x 2 ranks, S=3" "$tmp/n3s3.log"
+fi
+
+# a bad layout: W, S, G, T and the valid choices named; nothing runs; exit 2
+run6 bad "$tmp/job.yaml" "-n 6" --set pipeline.stages=4
+rc=$?
+if [ $rc -ne 0 ] && grep -q "S=4 does not fit W=6 ranks (G=W/S=1.5) and T=12 steps: .*valid S: 1, 2, 3, 6" "$tmp/bad.log" &&
+   [ ! -e "$tmp/bad" ]; then
+    ok "S=4 on 6 ranks: named before anything starts"
+else
+    nok "S=4 on 6 ranks (rc=$rc)" "$tmp/bad.log"
+fi
+run6 bad2 "$tmp/job.yaml" "-n 6" --set pipeline.stages=6 --set steps=9
+rc=$?
+if [ $rc -ne 0 ] && grep -q "S=6 does not fit W=6 ranks (G=W/S=1) and T=9 steps: T must divide by S; valid S: 1, 3 (nearest: S=3, G=2" "$tmp/bad2.log"; then
+    ok "S=6 with T=9: named with the nearest valid S"
+else
+    nok "S=6 with T=9 (rc=$rc)" "$tmp/bad2.log"
+fi
+
+# the tiny SVD model (golden pipeline_tiny): 6 steps, 6 ranks, every layout
+g=${SVP_GOLDEN_DIR:-}/pipeline_tiny
+if [ -n "${SVP_GOLDEN_DIR:-}" ] && [ -r "$g/pipeline.safetensors" ]; then
+    "$bld/tests/golden/conditioning" "$g/pipeline.safetensors" "$tmp/cond.safetensors"
+    cat >"$tmp/svd.yaml" <<YAML
+model: {kind: svd, path: '$g', conditioning: '$tmp/cond.safetensors'}
+steps: 6
+samples: 3
+video: {width: 48, height: 32, num_frames: 3, fps: 7, motion_bucket_id: 127,
+        noise_aug_strength: 0.02, min_guidance: 1.0, max_guidance: 3.0,
+        decode_chunk_size: 2}
+comm: {deadline: 90, transport: 'posix,self'}
+log: {level: warn}
+YAML
+    export SVP_THREADS=1 OMP_WAIT_POLICY=passive
+    "$w" "$tmp/svd.yaml" --set output.dir="$tmp/svd1" >"$tmp/svd1.log" 2>&1
+    for S in 1 2 3 6; do
+        run6 "svd$S" "$tmp/svd.yaml" "-n 6" --set pipeline.stages=$S
+        good=1
+        for i in 0 1 2; do
+            d=$(printf 'sample_%06d' "$i")
+            cmp -s "$tmp/svd1/$d/latents.safetensors" "$tmp/svd$S/$d/latents.safetensors" &&
+                cmp -s "$tmp/svd1/$d/frame_0002.png" "$tmp/svd$S/$d/frame_0002.png" || good=0
+        done
+        if [ $good -eq 1 ]; then
+            ok "svd pipeline_tiny, 6 ranks, S=$S: latents and frames bit-identical to one process"
+        else
+            nok "svd pipeline_tiny, 6 ranks, S=$S" "$tmp/svd$S.log"
+        fi
+    done
+else
+    for S in 1 2 3 6; do ok "svd pipeline_tiny S=$S # SKIP no golden data"; done
+fi
