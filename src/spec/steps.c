@@ -60,6 +60,14 @@ svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
     if (stages == 0) {
         stages = world;
     }
+    if (stages < 0) {
+        if (errbuf != NULL) {
+            snprintf(errbuf, errlen, "pipeline.stages: auto is chosen by svdlaunch "
+                     "render (the rendered script passes the number); run that "
+                     "script, or give a number");
+        }
+        return SVP_ERR_SPEC;
+    }
     if (world < 1 || rank < 0 || rank >= world || steps < 1 || stages < 0) {
         if (errbuf != NULL) {
             snprintf(errbuf, errlen, "invalid layout: steps=%d, %d stages, rank %d of %d",
