@@ -39,7 +39,7 @@ run6() {  # name, yaml, srun layout args, --set args...
         --set output.dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
 }
 
-echo "1..12"
+echo "1..13"
 "$w" "$tmp/job.yaml" --set output.dir="$tmp/ref" >"$tmp/ref.log" 2>&1 || {
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
@@ -84,6 +84,22 @@ if [ $rc -ne 0 ] && grep -q "S=6 does not fit W=6 ranks (G=W/S=1) and T=9 steps:
     ok "S=6 with T=9: named with the nearest valid S"
 else
     nok "S=6 with T=9 (rc=$rc)" "$tmp/bad2.log"
+fi
+
+# pipeline.stages: auto, resolved by render, the script run by sbatch --wait
+mkdir -p "$tmp/sb"
+if "$bld/src/tools/svdlaunch" render "$tmp/job.yaml" -o "$tmp/sb/auto.sh" \
+       --set cluster.nodes=3 --set cluster.ranks_per_node=2 --set pipeline.stages=auto \
+       --set output.dir="$tmp/auto" >"$tmp/auto.log" 2>&1 &&
+   grep -q "^# pipeline.stages: auto -> 1 (6 pipelines x 1 stage)" "$tmp/sb/auto.sh" &&
+   (cd "$tmp/sb" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+        sbatch --wait auto.sh >>"$tmp/auto.log" 2>&1) &&
+   same_outputs "$tmp/ref" "$tmp/auto" 11 &&
+   grep -q "6 pipelines x 1 stage (6 ranks)" "$tmp"/sb/slurm-*.out; then
+    ok "pipeline.stages: auto: render chose 6 x 1, the script ran it, bit-identical"
+else
+    cat "$tmp"/sb/*.out "$tmp/sb/auto.sh" >>"$tmp/auto.log" 2>/dev/null
+    nok "pipeline.stages: auto through render and sbatch" "$tmp/auto.log"
 fi
 
 # the tiny SVD model (golden pipeline_tiny): 6 steps, 6 ranks, every layout
