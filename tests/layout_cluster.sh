@@ -39,7 +39,7 @@ run6() {  # name, yaml, srun layout args, --set args...
         --set output.dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
 }
 
-echo "1..13"
+echo "1..14"
 "$w" "$tmp/job.yaml" --set output.dir="$tmp/ref" >"$tmp/ref.log" 2>&1 || {
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
@@ -100,6 +100,36 @@ if "$bld/src/tools/svdlaunch" render "$tmp/job.yaml" -o "$tmp/sb/auto.sh" \
 else
     cat "$tmp"/sb/*.out "$tmp/sb/auto.sh" >>"$tmp/auto.log" 2>/dev/null
     nok "pipeline.stages: auto through render and sbatch" "$tmp/auto.log"
+fi
+
+# a rank killed in pipeline 1 of 2: the whole job ends, the log names the
+# pipeline of the lost rank
+rank_pid() {  # rank, output dir
+    local pid
+    for pid in $(pgrep -f "svdworker .*output.dir=$2"); do
+        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1"; then
+            echo "$pid"; return 0
+        fi
+    done
+    return 1
+}
+timeout -k 5 60 srun --mpi=pmix --kill-on-bad-exit=1 -W 30 -n 6 -O "$w" "$tmp/job.yaml" \
+    --set model.dummy.cost=sleep --set model.dummy.step_ms=100 --set samples=40 \
+    --set comm.deadline=4 --set pipeline.stages=3 --set output.dir="$tmp/kill" \
+    >"$tmp/kill.log" 2>&1 &
+srun_pid=$!
+pid=""
+for _ in $(seq 50); do pid=$(rank_pid 4 "$tmp/kill") && break; sleep 0.1; done
+sleep 1.5
+t0=$(date +%s.%N)
+[ -n "$pid" ] && kill -9 "$pid"
+wait "$srun_pid"; rc=$?
+dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 9) }' &&
+   grep -q "rank 4 of pipeline 1 (ranks 3-5) is gone" "$tmp/kill.log"; then
+    ok "rank 4 killed (S=3): the job ended in ${dt}s, the lost rank's pipeline named"
+else
+    nok "rank 4 killed (S=3; pid '$pid', rc=$rc, ${dt}s)" "$tmp/kill.log"
 fi
 
 # the tiny SVD model (golden pipeline_tiny): 6 steps, 6 ranks, every layout

@@ -738,6 +738,11 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.stats.wall = svp_clock_now() - p.t_start;
     free(p.idx);
     if (status != SVP_OK) {
+        if (p.layout.groups > 1) {
+            svp_error("pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
+                      p.layout.groups, p.base, p.base + p.sworld - 1,
+                      svp_status_string(status));
+        }
         return status;
     }
 

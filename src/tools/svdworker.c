@@ -161,8 +161,9 @@ int main(int argc, char **argv)
     }
 
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
-    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT;
+    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
+    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0);
     status         = svp_rt_init(&rtp, &rt);
     if (status != SVP_OK) {
         goto out_spec;
