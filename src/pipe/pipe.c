@@ -664,6 +664,11 @@ out_slots:
     return status;
 }
 
+int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j)
+{
+    return (layout->stage + j) * (layout->range.end - layout->range.begin);
+}
+
 static int svp_pipe_nsamples(const svp_pipe_params_t *params)
 {
     return (params->samples != NULL) ? params->nsamples : params->spec->samples;

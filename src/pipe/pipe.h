@@ -26,6 +26,7 @@
 #include "spec/spec.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
+#include "spec/steps.h"
 
 typedef struct {
     int    rank, world;
@@ -53,6 +54,16 @@ typedef struct {
     const int        *samples;
     int               nsamples;
 } svp_pipe_params_t;
+
+/*
+ * When the input of the group's j-th sample (position j in the group's
+ * share of the list) is due at this rank, counted in steps from the start:
+ * in steady state a stage passes one sample per T/S steps, so stage r gets
+ * sample j after (r + j) x T/S steps (encode and hand-off times not
+ * counted).  For a deadline that counts from when the input is due rather
+ * than from when the wait began: multiply by the step time.
+ */
+int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j);
 
 /*
  * Runs this rank's part of the job.  Logs the step range at start, per-step
