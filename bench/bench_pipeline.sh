@@ -12,6 +12,10 @@
 #     drain included, is printed beside it).
 #  3. the planner: `svdlaunch plan` predicted makespan against measured, for
 #     several (W, N, steps); target within 10 %.
+#  4. layouts (pipeline.stages): W=6, T=12; S = 1 (replicas), S = W (one
+#     pipeline) and the planner's choice, for a short job (one sample per
+#     rank: replicas win) and a long one (the difference shrinks); measured
+#     makespan against the planner's; target within 10 %.
 #
 # Runs inside tests/cluster/with-cluster.sh (make bench-pipeline).
 set -u
@@ -24,9 +28,10 @@ trap 'rm -rf "$tmp"' EXIT
 # seconds of day from a log line's ISO timestamp
 ts_awk='function ts(s) { split(substr(s, 12, 12), a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }'
 
-# run NAME W N T STEP_MS ENC_MS DEC_MS PLACEMENT: prints "makespan steady_rate"
+# run NAME W N T STEP_MS ENC_MS DEC_MS PLACEMENT [STAGES]: prints
+# "makespan steady_rate"
 run() {
-    local name=$1 W=$2 N=$3 T=$4 t=$5 e=$6 d=$7 p=$8
+    local name=$1 W=$2 N=$3 T=$4 t=$5 e=$6 d=$7 p=$8 S=${9:-0}
     cat >"$tmp/$name.yaml" <<YAML
 name: $name
 model: {kind: dummy, dummy: {cost: sleep, step_ms: $t, encode_ms: $e, decode_ms: $d}}
@@ -34,10 +39,11 @@ steps: $T
 samples: $N
 latent_shape: [1, 4, 4, 8, 8]
 comm: {deadline: 60, transport: 'posix,self', inflight: 2}
-pipeline: {placement: $p}
+pipeline: {placement: $p, stages: $S}
 output: {dir: '$tmp/$name.out'}
 cluster: {nodes: 1, ranks_per_node: $W}
 YAML
+    [ -n "${DRY:-}" ] && return   # the spec only
     if [ "$W" -eq 1 ]; then
         "$w" "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1
     else
@@ -92,4 +98,31 @@ for cfg in "p1 2 10 8 40 10 80 ends" "p2 4 16 8 30 10 60 spread" "p3 4 12 16 20 
     pr=$(plan "$1")
     awk -v c="$1 t=$5 e=$6 d=$7" -v W="$2" -v N="$3" -v T="$4" -v p="$8" -v pr="$pr" -v m="$m" 'BEGIN {
         printf "%-22s %3d %4d %5d %8s %9.3fs %9.3fs %+6.1f%%\n", c, W, N, T, p, pr, m, 100 * (m - pr) / pr }'
+done
+
+echo
+echo "== 4. layouts: W=6, T=12, step 40 ms, encode 10 ms, decode 80 ms, placement spread"
+layout_plan() {  # NAME S: the planner's makespan for S, and its recommendation
+    "$launch" plan "$tmp/$1.yaml" 2>/dev/null | awk -v S="$2" '
+        /^pipeline.stages/ { on = 1; next }
+        /^recommended:/ { on = 0; rec = $3 }
+        on && $1 == S { m = ($2 == "(this)") ? $6 : $5 }
+        END { printf "%s %s\n", m, rec }'
+}
+printf '%-6s %4s %3s %10s %10s %7s\n' job N S predicted measured error
+for job in "short 6" "long 48"; do
+    set -- $job
+    name=$1 N=$2
+    # the recommendation, from a plan of the job as it stands
+    DRY=1 run "l_$name" 6 "$N" 12 40 10 80 spread 6
+    read -r _ rec < <(layout_plan "l_$name" 6)
+    for S in $(printf '%s\n' 1 6 "$rec" | awk '!seen[$1]++'); do
+        read -r m _ < <(run "l_${name}_$S" 6 "$N" 12 40 10 80 spread "$S")
+        read -r pr _ < <(layout_plan "l_${name}_$S" "$S")
+        awk -v j="$name" -v N="$N" -v S="$S" -v r="$rec" -v pr="$pr" -v m="$m" 'BEGIN {
+            e = 100 * (m - pr) / pr
+            printf "%-6s %4d %3d %9.3fs %9.3fs %+6.1f%%%s%s\n", j, N, S, pr, m, e,
+                   (S == r) ? "  (recommended)" : "",
+                   (e <= 10 && e >= -10) ? "" : "  NOT within 10%" }'
+    done
 done

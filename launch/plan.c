@@ -294,7 +294,8 @@ void svp_plan_result_destroy(svp_plan_result_t *result)
 static double plan_link_s(const svp_plan_params_t *p, int from, int to)
 {
     const svp_plan_costs_t *c = &p->costs;
-    double gbps = (from / p->ranks_per_node == to / p->ranks_per_node) ?
+    double gbps = ((p->first_rank + from) / p->ranks_per_node ==
+                   (p->first_rank + to) / p->ranks_per_node) ?
                   c->intra_node_gbps : c->inter_node_gbps;
 
     return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
@@ -471,4 +472,91 @@ svp_status_t svp_plan_run(const svp_plan_params_t *p,
 err_destroy_result:
     svp_plan_result_destroy(res);
     return status;
+}
+
+svp_status_t svp_plan_layout(const svp_plan_params_t *p, int stages,
+                             svp_plan_layout_t *layout_p)
+{
+    /* distinct (samples, node offset) pairs seen: at most 2 x ranks_per_node */
+    struct { int samples, offset; double makespan, fill; } seen[64];
+    svp_plan_layout_t l = {0};
+    int               nseen = 0, W = p->world, N = p->samples;
+
+    if (stages < 1 || W % stages != 0 || p->steps % stages != 0 || N < 1) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    l.stages = stages;
+    l.groups = W / stages;
+    for (int g = 0; g < l.groups && g < N; ++g) {
+        svp_plan_params_t  gp = *p;
+        svp_plan_result_t *res;
+        svp_status_t       status;
+        double             makespan = -1, fill = 0;
+        int                n = (N - g + l.groups - 1) / l.groups, k;
+
+        gp.world      = stages;
+        gp.samples    = n;
+        gp.first_rank = p->first_rank + g * stages;
+        for (k = 0; k < nseen; ++k) {
+            if (seen[k].samples == n &&
+                seen[k].offset == gp.first_rank % p->ranks_per_node) {
+                makespan = seen[k].makespan;
+                fill     = seen[k].fill;
+                break;
+            }
+        }
+        if (makespan < 0) {
+            status = svp_plan_run(&gp, &res);
+            if (status != SVP_OK) {
+                return status;
+            }
+            makespan = res->makespan_s;
+            fill     = res->fill_s;
+            svp_plan_result_destroy(res);
+            if (nseen < (int)(sizeof(seen) / sizeof(seen[0]))) {
+                seen[nseen].samples  = n;
+                seen[nseen].offset   = gp.first_rank % p->ranks_per_node;
+                seen[nseen].makespan = makespan;
+                seen[nseen].fill     = fill;
+                ++nseen;
+            }
+        }
+        if (makespan > l.makespan_s) {
+            l.makespan_s          = makespan;
+            l.group_samples_per_s = makespan > 0 ? n / makespan : 0;
+        }
+        l.samples_max = (n > l.samples_max) ? n : l.samples_max;
+        l.fill_s      = fill > l.fill_s ? fill : l.fill_s;
+    }
+    l.samples_per_s = l.makespan_s > 0 ? N / l.makespan_s : 0;
+    *layout_p = l;
+    return SVP_OK;
+}
+
+svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
+                              svp_plan_layout_t *layouts, int *n_p, int *best_p)
+{
+    svp_status_t status;
+    int          n = 0, best = -1;
+
+    for (int s = 1; s <= p->world; ++s) {
+        if (p->world % s != 0 || p->steps % s != 0) {
+            continue;
+        }
+        status = svp_plan_layout(p, s, &layouts[n]);
+        if (status != SVP_OK) {
+            return status;
+        }
+        if (best < 0 ||
+            layouts[n].makespan_s < layouts[best].makespan_s * (1 - 1e-3)) {
+            best = n;
+        }
+        ++n;
+    }
+    if (n == 0) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    *n_p    = n;
+    *best_p = best;
+    return SVP_OK;
 }

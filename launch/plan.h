@@ -71,6 +71,9 @@ typedef struct {
     svp_placement_t placement;
     double          message_bytes;
     svp_plan_costs_t costs;
+    int             first_rank;      /* the job rank of this pipeline's
+                                        rank 0 (a group of a layout): node
+                                        boundaries count from it */
 } svp_plan_params_t;
 
 typedef struct {
@@ -136,6 +139,47 @@ svp_status_t svp_plan_run(const svp_plan_params_t *params,
                           svp_plan_result_t **result_p);
 
 void svp_plan_result_destroy(svp_plan_result_t *result);
+
+/*
+ * A layout of W ranks: G = W / S pipelines of S stages, position j of the
+ * sample list to pipeline j mod G (what svdworker runs).  Groups are
+ * independent, so the job's makespan is that of its slowest group; groups
+ * with the same sample count and node alignment are simulated once.
+ */
+typedef struct {
+    int    stages, groups;
+    int    samples_max;            /* samples of the busiest pipeline */
+    double makespan_s;
+    double samples_per_s;          /* job: N / makespan */
+    double group_samples_per_s;    /* busiest pipeline's samples / makespan */
+    double fill_s;                 /* one sample through one pipeline */
+} svp_plan_layout_t;
+
+/*
+ * Costs the layout with `stages` per pipeline for params (world = W, all
+ * samples).  SVP_ERR_INVALID_PARAM if S does not divide W or T.
+ */
+svp_status_t svp_plan_layout(const svp_plan_params_t *params, int stages,
+                             svp_plan_layout_t *layout_p);
+
+/*
+ * Every valid layout, smallest S first, into layouts (room for W entries);
+ * *n_p their count, *best_p the index of the smallest makespan (a tie within
+ * 0.1% goes to the smaller S: fewer hand-offs, less to go wrong).
+ */
+svp_status_t svp_plan_layouts(const svp_plan_params_t *params,
+                              svp_plan_layout_t *layouts, int *n_p, int *best_p);
+
+/*
+ * The layout `pipeline.stages: auto` takes: the smallest predicted makespan
+ * for spec's cluster, with costs (NULL: the spec's own when it has a time
+ * model, else one second a step and free ends and links: the choice then
+ * rests on fill, drain and balance alone).  *why_p names the costs used.
+ */
+svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
+                                    const svp_plan_costs_t *costs,
+                                    svp_plan_layout_t *best_p,
+                                    char *why, int whylen);
 
 /* The full report of `svdlaunch plan`: the pipeline and the alternatives. */
 svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,

@@ -13,6 +13,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
+#include "launch/plan.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -115,6 +116,8 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     size_t       len = 0;
     FILE        *f;
     int          gpus, i;
+    svp_plan_layout_t layout = {0};
+    char         costs_why[256] = "";
 
     status = svp_launch_validate(spec, errbuf, errlen);
     if (status != SVP_OK) {
@@ -123,6 +126,15 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     status = launch_check_params(params, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
+    }
+    if (spec->pipeline.stages == SVP_PIPE_STAGES_AUTO) {
+        status = svp_plan_choose_stages(spec, NULL, &layout, costs_why,
+                                        sizeof(costs_why));
+        if (status != SVP_OK) {
+            svp_launch_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
+                            "could be planned", spec->file);
+            return status;
+        }
     }
 
     f = open_memstream(&buf, &len);
@@ -139,6 +151,12 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     fputs(params->spec_ref, f);
     fputs(".\n# Edit the job spec and render again: changes made here are "
           "lost.\n", f);
+    if (layout.stages > 0) {
+        fprintf(f, "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
+                "predicted makespan %.3f s from %s\n", layout.stages,
+                layout.groups, layout.groups > 1 ? "s" : "", layout.stages,
+                layout.stages > 1 ? "s" : "", layout.makespan_s, costs_why);
+    }
 
     launch_put_sbatch(f, "job-name", svp_launch_job_name(spec));
     fprintf(f, "#SBATCH --nodes=%d\n", spec->cluster.nodes);
@@ -216,6 +234,9 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     for (i = 0; i < params->num_overrides; ++i) {
         fputs(" --set ", f);
         launch_put_quoted(f, params->overrides[i]);
+    }
+    if (layout.stages > 0) {
+        fprintf(f, " --set pipeline.stages=%d", layout.stages);
     }
     fputs("\n", f);
 

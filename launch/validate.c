@@ -460,14 +460,23 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
                               errbuf, errlen);
     }
     world = spec->cluster.nodes * spec->cluster.ranks_per_node;
-    for (int rank = 0; rank < world; ++rank) {
+    /* auto: the planner picks among the valid layouts (S = 1 always is) */
+    for (int rank = 0; rank < world && spec->pipeline.stages >= 0; ++rank) {
         char why[256] = "";
 
-        status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
-                                  &range);
+        svp_steps_layout_t layout;
+
+        if (spec->pipeline.stages == 0) {
+            status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
+                                      &range);
+        } else {
+            status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+                                      why, sizeof(why), &layout);
+        }
         if (status != SVP_OK) {
             svp_launch_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
-                            "cluster.ranks_per_node=%d)",
+                            "cluster.ranks_per_node=%d; or pipeline.stages: "
+                            "auto)",
                             spec->file ? spec->file : "<spec>", why,
                             spec->cluster.nodes, spec->cluster.ranks_per_node);
             return status;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -852,4 +853,74 @@ Test(hardware, measured_results_replace_quoted_figures)
     svp_hw_destroy(hw);
     unlink(path);
     rmdir(dir);
+}
+
+/*
+ * Layouts by hand: 12 steps of 1 s on 6 ranks, nothing else costs.  One
+ * pipeline of n samples and S stages takes T + (n - 1) * T / S seconds.
+ */
+Test(plan, layouts_hand_computed)
+{
+    svp_plan_params_t p = {.world = 6, .ranks_per_node = 6, .steps = 12,
+                           .samples = 12, .placement = SVP_PLACEMENT_SPREAD,
+                           .costs = {.step_s = 1.0}};
+    svp_plan_layout_t l[6];
+    static const struct { int stages, groups, per; double makespan; } want[] = {
+        {1, 6, 2, 24}, {2, 3, 4, 30}, {3, 2, 6, 32}, {6, 1, 12, 34}};
+    int n = 0, best = -1;
+
+    cr_assert_eq(svp_plan_layouts(&p, l, &n, &best), SVP_OK);
+    cr_assert_eq(n, 4);
+    for (int k = 0; k < n; ++k) {
+        cr_assert_eq(l[k].stages, want[k].stages);
+        cr_assert_eq(l[k].groups, want[k].groups);
+        cr_assert_eq(l[k].samples_max, want[k].per);
+        cr_assert_float_eq(l[k].makespan_s, want[k].makespan, 1e-9, "S=%d: %g",
+                           l[k].stages, l[k].makespan_s);
+    }
+    cr_assert_eq(l[best].stages, 1, "short job: replicas win");
+    cr_assert_eq(svp_plan_layout(&p, 4, &l[0]), SVP_ERR_INVALID_PARAM);
+
+    /* 7 samples: the replicas' busiest runs 2, the 6-stage pipeline's fill
+     * costs as much; the tie goes to the smaller S */
+    p.samples = 7;
+    cr_assert_eq(svp_plan_layouts(&p, l, &n, &best), SVP_OK);
+    cr_assert_float_eq(l[0].makespan_s, 24, 1e-9);
+    cr_assert_float_eq(l[3].makespan_s, 12 + 6 * 2, 1e-9);
+    cr_assert_eq(best, 0);
+}
+
+/* 64 nodes x 7 GPUs, 28 steps: one pipeline cannot run, auto picks a layout
+ * that can, fast, and render passes it to every rank. */
+Test(plan, auto_at_448_ranks)
+{
+    svp_spec_t       *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                                       "samples: 4480\n"
+                                       "cluster: {nodes: 64, ranks_per_node: 7}\n"
+                                       "pipeline: {stages: auto}\n");
+    svp_plan_costs_t  c = {.step_s = 0.8, .encode_s = 0.15, .decode_s = 3.4,
+                           .intra_node_gbps = 300, .inter_node_gbps = 25,
+                           .latency_s = 10e-6};
+    svp_plan_layout_t best;
+    char              why[256], err[512] = "", *script, line[128];
+    struct timespec   t0, t1;
+
+    cr_assert_eq(spec->pipeline.stages, SVP_PIPE_STAGES_AUTO);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(svp_plan_choose_stages(spec, &c, &best, why, sizeof(why)), SVP_OK);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert(t1.tv_sec - t0.tv_sec < 5, "planning 448 ranks must stay fast");
+    cr_assert(best.stages >= 1 && 448 % best.stages == 0 && 28 % best.stages == 0);
+    /* 10 samples per rank: no fill and drain beats any pipeline */
+    cr_assert_eq(best.stages, 1);
+    cr_assert_eq(best.groups, 448);
+    cr_assert_float_eq(best.makespan_s, 10 * (0.15 + 28 * 0.8 + 3.4), 1e-6);
+
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    snprintf(line, sizeof(line), "# pipeline.stages: auto -> %d (%d pipelines x",
+             best.stages, best.groups);
+    cr_assert(strstr(script, line) != NULL, "%s", script);
+    cr_assert(strstr(script, " --set pipeline.stages=1\n") != NULL, "%s", script);
+    free(script);
+    svp_spec_destroy(spec);
 }

@@ -288,6 +288,52 @@ Test(steps, not_divisible_names_alternatives)
                  SVP_ERR_INVALID_PARAM);
 }
 
+/* Every valid layout of W = 6, T = 12: groups of contiguous ranks, each
+ * covering all steps once. */
+Test(steps, layout_groups_cover_steps)
+{
+    static const int   valid[] = {1, 2, 3, 6};
+    svp_steps_layout_t l;
+    size_t             i;
+    int                r, next = 0;
+
+    for (i = 0; i < sizeof(valid) / sizeof(valid[0]); ++i) {
+        cr_assert(svp_steps_layout_valid(12, 6, valid[i]));
+        for (r = 0; r < 6; ++r) {
+            cr_assert_eq(svp_steps_layout(12, 6, valid[i], r, NULL, 0, &l), SVP_OK);
+            cr_assert_eq(l.groups * l.stages, 6);
+            cr_assert_eq(l.group, r / valid[i]);
+            cr_assert_eq(l.first + l.stage, r);
+            next = (l.stage == 0) ? 0 : next;
+            cr_assert_eq(l.range.begin, next, "S=%d r=%d", valid[i], r);
+            cr_assert_eq(l.range.end - l.range.begin, 12 / valid[i]);
+            next = l.range.end;
+            if (l.stage == l.stages - 1) {
+                cr_assert_eq(next, 12, "a group covers all steps");
+            }
+        }
+    }
+    /* 0 is one pipeline of all ranks */
+    cr_assert_eq(svp_steps_layout(12, 6, 0, 5, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(l.stages, 6);
+    cr_assert_eq(l.groups, 1);
+}
+
+Test(steps, bad_layout_names_w_s_g_t)
+{
+    char               err[512] = "";
+    svp_steps_layout_t l        = {.stages = -7};
+
+    cr_assert_eq(svp_steps_layout(12, 6, 4, 0, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert(strstr(err, "S=4") && strstr(err, "W=6") && strstr(err, "G=W/S=1.5") &&
+              strstr(err, "T=12") && strstr(err, "valid S: 1, 2, 3, 6") &&
+              strstr(err, "nearest: S=3"), "%s", err);
+    cr_assert_eq(l.stages, -7, "output written on failure");
+    cr_assert_eq(svp_steps_layout(28, 448, 448, 0, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert(strstr(err, "T must divide by S") && strstr(err, "nearest: S=28") &&
+              strstr(err, "G=16"), "%s", err);
+}
+
 #include "spec/spec_int.h"
 #include "common/util.h"
 

@@ -78,6 +78,12 @@ svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t 
 
 typedef struct {
     const svp_pipe_params_t *params;
+    svp_steps_layout_t       layout;
+    int                      srank;         /* position in the group */
+    int                      sworld;        /* ranks in the group (S) */
+    int                      base;          /* the group's first rank */
+    int                      n;             /* samples of this group */
+    int                     *idx;           /* their indices, in order */
     svp_step_range_t         range;
     svp_pipe_stats_t         stats;
     double                   t_start;
@@ -151,11 +157,11 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
     double             t0;
     int                i;
 
-    for (i = 0; i < p->params->spec->samples; ++i) {
+    for (i = 0; i < p->n; ++i) {
         memset(&s, 0, sizeof(s));
         t0        = svp_clock_now();
         s.t_begin = t0;
-        status    = stage->ops->begin(stage->self, i, &s);
+        status    = stage->ops->begin(stage->self, p->idx[i], &s);
         if (status != SVP_OK) {
             goto err_cleanup;
         }
@@ -170,7 +176,7 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
             goto err_cleanup;
         }
         p->stats.busy += svp_clock_now() - t0;
-        svp_trace_event(p->params->trace, "finish", i, -1, svp_trace_now_us() -
+        svp_trace_event(p->params->trace, "finish", s.index, -1, svp_trace_now_us() -
                         (svp_clock_now() - t0) * 1e6, svp_trace_now_us());
         p->stats.samples_done++;
         svp_pipe_progress(p, &s);
@@ -394,27 +400,27 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
     return SVP_OK;
 }
 
-/* The rank that finishes sample i. */
+/* The position in the group that finishes the group's i-th sample. */
 static int svp_pipe_finisher(const svp_pipe_t *p, int i)
 {
-    const svp_pipe_params_t *pp = p->params;
-
-    return (pp->spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % pp->world
-                                                                   : pp->world - 1;
+    return (p->params->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)
+               ? i % p->sworld : p->sworld - 1;
 }
 
-/* The rank that encodes sample i (its stage's begin()). */
+/* The position in the group that encodes the group's i-th sample. */
 static int svp_pipe_encoder(const svp_pipe_t *p, int i)
 {
-    const svp_pipe_params_t *pp = p->params;
-
-    return (pp->spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % pp->world : 0;
+    return (p->params->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)
+               ? i % p->sworld : 0;
 }
 
-/* An encoding rank other than 0: begin() sample i and send it to rank 0. */
+/*
+ * An encoding rank other than the group's first: begin() the group's i-th
+ * sample and send it to the group's first rank.
+ */
 static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
 {
-    svp_pipe_slot_t *slot = &p->enc[(i / p->params->world) % SVP_PIPE_ENC_SLOTS];
+    svp_pipe_slot_t *slot = &p->enc[(i / p->sworld) % SVP_PIPE_ENC_SLOTS];
     svp_sample_t     s;
     svp_status_t     status;
 
@@ -422,30 +428,34 @@ static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_begin(p, slot, i, &s);
+    status = svp_pipe_begin(p, slot, p->idx[i], &s);
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_send(p, slot, 0, SVP_PIPE_KIND_INIT, &s);
+    status = svp_pipe_send(p, slot, p->base, SVP_PIPE_KIND_INIT, &s);
     svp_sample_cleanup(&s);
     return status;
 }
 
-/* Finishes the final latent of sample f (received from the last rank). */
+/*
+ * Finishes the final latent of the group's f-th sample (received from the
+ * group's last rank).
+ */
 static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
 {
     const svp_pipe_params_t *pp   = p->params;
-    svp_pipe_slot_t         *slot = &p->fin[(f / pp->world) % SVP_PIPE_FINAL_SLOTS];
+    svp_pipe_slot_t         *slot = &p->fin[(f / p->sworld) % SVP_PIPE_FINAL_SLOTS];
     svp_sample_t             s;
     svp_status_t             status;
-    int                      next = f + SVP_PIPE_FINAL_SLOTS * pp->world;
+    int                      next = f + SVP_PIPE_FINAL_SLOTS * p->sworld;
+    int                      last = p->base + p->sworld - 1;
 
     status = svp_pipe_settle(p, slot);
     if (status != SVP_OK) {
         return status;
     }
-    svp_info("recv final sample %d from rank %d", f, pp->world - 1);
-    status = svp_pipe_view(p, slot, f, &s);
+    svp_info("recv final sample %d from rank %d", p->idx[f], last);
+    status = svp_pipe_view(p, slot, p->idx[f], &s);
     if (status != SVP_OK) {
         return status;
     }
@@ -455,8 +465,8 @@ static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
     if (status != SVP_OK) {
         return status;
     }
-    if (next < pp->spec->samples) {
-        return svp_pipe_post_recv(p, slot, pp->world - 1, SVP_PIPE_KIND_FINAL, next,
+    if (next < p->n) {
+        return svp_pipe_post_recv(p, slot, last, SVP_PIPE_KIND_FINAL, p->idx[next],
                                   pp->spec->steps);
     }
     return SVP_OK;
@@ -466,7 +476,8 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
 {
     const svp_pipe_params_t *pp = p->params;
     const svp_spec_t        *spec = pp->spec;
-    int                      rank = pp->rank, world = pp->world, n = spec->samples;
+    int                      rank = p->srank, world = p->sworld, n = p->n;
+    int                      base = p->base;
     int                      first = (rank == 0), last = (rank == world - 1);
     int                      ahead = spec->comm.inflight, i, f, next_final, nfin = 0;
     int                      next_enc = -1, nenc = 0;
@@ -510,8 +521,8 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         }
         next_final = rank;
         for (f = rank, i = 0; f < n && i < nfin; f += world, ++i) {
-            status = svp_pipe_post_recv(p, &p->fin[i], world - 1, SVP_PIPE_KIND_FINAL,
-                                        f, spec->steps);
+            status = svp_pipe_post_recv(p, &p->fin[i], base + world - 1,
+                                        SVP_PIPE_KIND_FINAL, p->idx[f], spec->steps);
             if (status != SVP_OK) {
                 goto out_slots;
             }
@@ -536,11 +547,12 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
     /* post the first receives before any compute: pipeline fill */
     for (i = 0; i < SVP_MIN(ahead, n); ++i) {
         if (!first) {
-            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], rank - 1,
-                                        SVP_PIPE_KIND_LATENT, i, p->range.begin);
+            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], base + rank - 1,
+                                        SVP_PIPE_KIND_LATENT, p->idx[i], p->range.begin);
         } else if (svp_pipe_encoder(p, i) != 0) {
-            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], svp_pipe_encoder(p, i),
-                                        SVP_PIPE_KIND_INIT, i, 0);
+            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat],
+                                        base + svp_pipe_encoder(p, i),
+                                        SVP_PIPE_KIND_INIT, p->idx[i], 0);
         }
         if (status != SVP_OK) {
             goto out_slots;
@@ -560,33 +572,33 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         if (first) {
             status = svp_pipe_settle(p, slot);
             if (status == SVP_OK && svp_pipe_encoder(p, i) == 0) {
-                status = svp_pipe_begin(p, slot, i, &s);
+                status = svp_pipe_begin(p, slot, p->idx[i], &s);
             } else if (status == SVP_OK) {
-                svp_info("recv encoded sample %d from rank %d (waited %.3fs)", i,
-                         svp_pipe_encoder(p, i), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, i, &s);
+                svp_info("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[i],
+                         base + svp_pipe_encoder(p, i), svp_clock_now() - t0);
+                status = svp_pipe_view(p, slot, p->idx[i], &s);
                 s.next_step = 0;
             }
             /* keep the encoded samples of the next 'ahead' coming */
             if (status == SVP_OK && i + ahead < n && svp_pipe_encoder(p, i + ahead) != 0) {
                 status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
-                                            svp_pipe_encoder(p, i + ahead),
-                                            SVP_PIPE_KIND_INIT, i + ahead, 0);
+                                            base + svp_pipe_encoder(p, i + ahead),
+                                            SVP_PIPE_KIND_INIT, p->idx[i + ahead], 0);
             }
         } else {
             status = svp_pipe_settle(p, slot);
             if (status == SVP_OK) {
                 svp_info("recv sample %d step %d from rank %d (%zu bytes, waited "
-                         "%.3fs)", i, p->range.begin, rank - 1,
+                         "%.3fs)", p->idx[i], p->range.begin, base + rank - 1,
                          svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, i, &s);
+                status = svp_pipe_view(p, slot, p->idx[i], &s);
                 s.next_step = p->range.begin;
             }
             /* keep 'ahead' receives posted while this sample computes */
             if (status == SVP_OK && i + ahead < n) {
                 status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
-                                            rank - 1, SVP_PIPE_KIND_LATENT, i + ahead,
-                                            p->range.begin);
+                                            base + rank - 1, SVP_PIPE_KIND_LATENT,
+                                            p->idx[i + ahead], p->range.begin);
             }
         }
         if (status != SVP_OK) {
@@ -596,11 +608,11 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         status = svp_pipe_steps(p, &s);
         if (status == SVP_OK) {
             if (!last) {
-                status = svp_pipe_send(p, slot, rank + 1, SVP_PIPE_KIND_LATENT, &s);
+                status = svp_pipe_send(p, slot, base + rank + 1, SVP_PIPE_KIND_LATENT, &s);
             } else if (svp_pipe_finisher(p, i) == rank) {
                 status = svp_pipe_finish(p, &s);
             } else {
-                status = svp_pipe_send(p, slot, svp_pipe_finisher(p, i),
+                status = svp_pipe_send(p, slot, base + svp_pipe_finisher(p, i),
                                        SVP_PIPE_KIND_FINAL, &s);
             }
         }
@@ -652,6 +664,34 @@ out_slots:
     return status;
 }
 
+int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j)
+{
+    return (layout->stage + j) * (layout->range.end - layout->range.begin);
+}
+
+static int svp_pipe_nsamples(const svp_pipe_params_t *params)
+{
+    return (params->samples != NULL) ? params->nsamples : params->spec->samples;
+}
+
+/* This group's share of the job's sample list: positions g, g + G, ... */
+static svp_status_t svp_pipe_deal(svp_pipe_t *p)
+{
+    const svp_pipe_params_t *pp = p->params;
+    int                      total = svp_pipe_nsamples(pp), j, g = p->layout.group;
+    int                      G = p->layout.groups;
+
+    p->n   = (total > g) ? (total - g + G - 1) / G : 0;
+    p->idx = malloc((size_t)SVP_MAX(1, p->n) * sizeof(*p->idx));
+    if (p->idx == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < p->n; ++j) {
+        p->idx[j] = (pp->samples != NULL) ? pp->samples[g + j * G] : g + j * G;
+    }
+    return SVP_OK;
+}
+
 svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p)
 {
     const svp_spec_t *spec = params->spec;
@@ -665,38 +705,61 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.stats.rank  = params->rank;
     p.stats.world = params->world;
 
-    status = svp_steps_assign(spec->steps, params->world, params->rank, err,
-                              sizeof(err), &p.range);
+    status = svp_steps_layout(spec->steps, params->world, spec->pipeline.stages,
+                              params->rank, err, sizeof(err), &p.layout);
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
     }
+    p.range  = p.layout.range;
+    p.srank  = p.layout.stage;
+    p.sworld = p.layout.stages;
+    p.base   = p.layout.first;
+    status   = svp_pipe_deal(&p);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (params->rank == 0) {
+        svp_info("%d pipeline%s x %d stage%s (%d ranks), %d steps: %d per stage, "
+                 "%d samples", p.layout.groups, (p.layout.groups == 1) ? "" : "s",
+                 p.sworld, (p.sworld == 1) ? "" : "s", params->world, spec->steps,
+                 spec->steps / p.sworld, svp_pipe_nsamples(params));
+    }
     svp_info("rank %d of %d runs steps [%d, %d) of %d for %d samples (%s model, "
-             "placement %s)", params->rank, params->world, p.range.begin, p.range.end,
-             spec->steps, spec->samples, params->stage.ops->name,
-             svp_spec_placement_name(spec->pipeline.placement));
+             "placement %s, pipeline %d of %d, stage %d of %d)", params->rank,
+             params->world, p.range.begin, p.range.end, spec->steps, p.n,
+             params->stage.ops->name, svp_spec_placement_name(spec->pipeline.placement),
+             p.layout.group, p.layout.groups, p.srank, p.sworld);
 
     p.t_start = svp_clock_now();
-    for (i = 0; i < spec->samples; ++i) {
-        p.to_finish += (params->world == 1 || svp_pipe_finisher(&p, i) == params->rank);
+    for (i = 0; i < p.n; ++i) {
+        p.to_finish += (p.sworld == 1 || svp_pipe_finisher(&p, i) == p.srank);
     }
-    if (params->world == 1) {
+    if (p.sworld == 1) {
         status = svp_pipe_run_single(&p);
     } else {
         status = svp_pipe_run_multi(&p);
     }
     p.stats.wall = svp_clock_now() - p.t_start;
+    free(p.idx);
     if (status != SVP_OK) {
+        if (p.layout.groups > 1) {
+            svp_error("pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
+                      p.layout.groups, p.base, p.base + p.sworld - 1,
+                      svp_status_string(status));
+        }
         return status;
     }
 
     svp_info("summary: %d samples (%d finished here), %d steps in %.3fs: busy %.3fs (%.0f%%), waiting for "
-             "input %.3fs, waiting for sends %.3fs, %.3f samples/s",
+             "input %.3fs, waiting for sends %.3fs, pipeline %d: %.3f samples/s, "
+             "job: %.3f samples/s",
              p.stats.samples_done, p.finished, p.stats.steps_done, p.stats.wall,
              p.stats.busy,
              (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
-             p.stats.wait_recv, p.stats.wait_send,
-             (p.stats.wall > 0) ? spec->samples / p.stats.wall : 0.0);
+             p.stats.wait_recv, p.stats.wait_send, p.layout.group,
+             (p.stats.wall > 0) ? p.n / p.stats.wall : 0.0,
+             (p.stats.wall > 0) ? svp_pipe_nsamples(params) / p.stats.wall : 0.0);
     if (stats_p != NULL) {
         *stats_p = p.stats;
     }

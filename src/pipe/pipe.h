@@ -5,6 +5,11 @@
  * (decode, outputs).  Many samples are in flight, so in steady state every
  * rank works on a different sample.
  *
+ * Layouts (pipeline.stages = S): the W ranks form G = W / S groups of S
+ * contiguous ranks, each an independent pipeline of S stages as above over
+ * the samples dealt to it (position j of the job's list to group j mod G);
+ * "rank" and "W" above are then the position in the group and S.
+ *
  * Placement of the work at the ends (pipeline.placement):
  *   ends:   rank 0 encodes (the stage's begin) and the last rank finishes
  *           (decode, outputs) every sample;
@@ -21,6 +26,7 @@
 #include "spec/spec.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
+#include "spec/steps.h"
 
 typedef struct {
     int    rank, world;
@@ -38,7 +44,26 @@ typedef struct {
     svp_comm_h        comm;    /* NULL when world == 1 */
     svp_stage_t       stage;
     svp_trace_h       trace;   /* may be NULL */
+    /*
+     * The samples to run, in order (NULL: 0 .. spec->samples - 1).  A sample
+     * keeps its index (seed, noise stream, file name) whatever its position,
+     * so a shorter list (a resumed job) gives the same outputs.  The list is
+     * dealt to the pipelines: position j goes to pipeline j mod G.  Every rank
+     * must pass the same list.  Not copied; must outlive svp_pipe_run().
+     */
+    const int        *samples;
+    int               nsamples;
 } svp_pipe_params_t;
+
+/*
+ * When the input of the group's j-th sample (position j in the group's
+ * share of the list) is due at this rank, counted in steps from the start:
+ * in steady state a stage passes one sample per T/S steps, so stage r gets
+ * sample j after (r + j) x T/S steps (encode and hand-off times not
+ * counted).  For a deadline that counts from when the input is due rather
+ * than from when the wait began: multiply by the step time.
+ */
+int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j);
 
 /*
  * Runs this rank's part of the job.  Logs the step range at start, per-step

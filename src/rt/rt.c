@@ -42,6 +42,7 @@ struct svp_rt {
     int          event_fd;
     atomic_int   lost_rank;
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
+    int             group_size;     /* ranks per pipeline, 0: all */
     struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
     svp_rt_kv_t *kv;                /* plain start only */
 };
@@ -223,7 +224,16 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
 
 static void svp_rt_watch_lost(void *arg, int rank)
 {
-    svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+    struct svp_rt *rt = arg;
+    int            s  = rt->group_size;
+
+    if (s > 0 && s < rt->size) {
+        svp_warn("rank %d of pipeline %d (ranks %d-%d) is gone: its connection "
+                 "closed without a goodbye; the job ends", rank, rank / s,
+                 rank / s * s, rank / s * s + s - 1);
+    } else {
+        svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+    }
     svp_rt_record_loss(arg, rank);
 }
 
@@ -362,6 +372,9 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     rt->event_fd   = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
+    if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_GROUP)) {
+        rt->group_size = params->group_size;
+    }
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
         rt->timeout = params->timeout;
     }

@@ -28,7 +28,8 @@ typedef struct svp_rt *svp_rt_h;
 
 /* Which fields of svp_rt_params_t are set (UCX-style field mask). */
 enum {
-    SVP_RT_PARAM_FIELD_TIMEOUT = 1u << 0
+    SVP_RT_PARAM_FIELD_TIMEOUT = 1u << 0,
+    SVP_RT_PARAM_FIELD_GROUP   = 1u << 1
 };
 
 typedef struct {
@@ -36,6 +37,9 @@ typedef struct {
     /* Seconds a fence may take before it fails with SVP_ERR_TIMED_OUT
      * (default SVP_RT_DEFAULT_TIMEOUT). */
     double   timeout;
+    /* Ranks per pipeline (pipeline.stages; 0: all): a lost rank is logged
+     * with its pipeline (ranks gS .. gS+S-1). */
+    int      group_size;
 } svp_rt_params_t;
 
 #define SVP_RT_DEFAULT_TIMEOUT 60.0

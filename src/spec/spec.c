@@ -621,7 +621,11 @@ svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p)
         val[0] = '\0';
         switch (key->type) {
         case SVP_SPEC_T_INT:
-            snprintf(val, sizeof(val), "%d", *(const int *)field);
+            if (*(const int *)field < 0 && key->names != NULL) {
+                snprintf(val, sizeof(val), "%s", key->names[-*(const int *)field - 1]);
+            } else {
+                snprintf(val, sizeof(val), "%d", *(const int *)field);
+            }
             break;
         case SVP_SPEC_T_U64:
             snprintf(val, sizeof(val), "%llu",

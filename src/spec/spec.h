@@ -44,6 +44,8 @@ typedef enum {
     SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
 } svp_placement_t;
 
+#define SVP_PIPE_STAGES_AUTO (-1)
+
 typedef struct {
     int    count;
     char  *items[SVP_SPEC_MAX_LIST];
@@ -95,6 +97,9 @@ typedef struct svp_spec {
 
     struct {
         svp_placement_t placement;    /* where encode/decode run */
+        int             stages;       /* ranks per pipeline (0: all,
+                                         SVP_PIPE_STAGES_AUTO: the
+                                         planner's, resolved by render) */
     } pipeline;
 
     struct {

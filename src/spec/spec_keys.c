@@ -25,6 +25,8 @@ static const char *const svp_spec_dummy_costs[] = {"compute", "sleep", NULL};
 static const char *const svp_spec_dtypes[]      = {"f32", "f16", "bf16", NULL};
 static const char *const svp_spec_devices[]     = {"cpu", "cuda", NULL};
 static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
+/* words an integer key also takes: names[k] stands for -(k + 1) */
+static const char *const svp_spec_stages_words[] = {"auto", NULL};
 static const char *const svp_spec_log_levels[]  = {"error", "warn", "info",
                                                    "debug", "trace", NULL};
 
@@ -74,6 +76,10 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
      NOLIM, svp_spec_placements,
      "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
+    {"pipeline.stages", SVP_SPEC_T_INT, OFF(pipeline.stages), "0", 0, 1048576,
+     svp_spec_stages_words,
+     "ranks per pipeline S: G = W / S pipelines of S stages; 0: one pipeline of W; "
+     "auto: the planner's choice, made by svdlaunch render"},
     {"video.inputs", SVP_SPEC_T_STR_LIST, OFF(video.inputs), "", NOLIM, NULL,
      "images (PNG/JPEG) or directories of images"},
     {"video.seeds", SVP_SPEC_T_INT_LIST, OFF(video.seeds), "", NOLIM, NULL,
@@ -369,10 +375,17 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
 
     switch (key->type) {
     case SVP_SPEC_T_INT:
+        for (i = 0; key->names != NULL && key->names[i] != NULL; ++i) {
+            if (strcmp(value, key->names[i]) == 0) {
+                *(int *)field = -(i + 1);
+                return SVP_OK;
+            }
+        }
         if (svp_spec_parse_int64(value, &v) != 0 || v < key->min ||
             v > key->max) {
-            snprintf(why, whylen, "expected an integer in [%.0f, %.0f], found '%s'",
-                     key->min, key->max, value);
+            snprintf(why, whylen, "expected an integer in [%.0f, %.0f]%s%s, found '%s'",
+                     key->min, key->max, key->names != NULL ? " or " : "",
+                     key->names != NULL ? key->names[0] : "", value);
             return SVP_ERR_SPEC;
         }
         *(int *)field = (int)v;

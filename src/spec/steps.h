@@ -21,4 +21,31 @@ typedef struct {
 svp_status_t svp_steps_assign(int steps, int world, int rank, char *errbuf,
                               int errlen, svp_step_range_t *range_p);
 
+/*
+ * A layout: the W ranks form G = W / S groups of S contiguous ranks, each an
+ * independent pipeline of S stages (S = 1: every rank runs whole samples).
+ * Sample i (in the order of the job's sample list) goes to group i mod G, so
+ * groups differ by at most one sample.
+ */
+typedef struct {
+    int stages;          /* S: ranks per group */
+    int groups;          /* G = W / S */
+    int group;           /* this rank's group */
+    int first;           /* the group's first rank */
+    int stage;           /* this rank's position in its group */
+    svp_step_range_t range;
+} svp_steps_layout_t;
+
+/*
+ * Fills *layout_p for rank of world with `stages` stages per group
+ * (0: world, one pipeline).  S must divide W and T must divide by S; else
+ * writes a message naming W, S, G, T and the nearest valid stage counts into
+ * errbuf (when not NULL) and returns SVP_ERR_SPEC.
+ */
+svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
+                              char *errbuf, int errlen, svp_steps_layout_t *layout_p);
+
+/* Whether S stages per group is valid for T steps on W ranks. */
+int svp_steps_layout_valid(int steps, int world, int stages);
+
 #endif

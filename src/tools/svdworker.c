@@ -93,6 +93,7 @@ int main(int argc, char **argv)
     int                nsets = 0, check = 0, print = 0, c, rank = 0, world = 1;
     svp_spec_t        *spec  = NULL;
     svp_pipe_params_t  pp;
+    svp_steps_layout_t layout;
     svp_step_range_t   range;
     svp_rt_params_t    rtp;
     svp_rt_h           rt = NULL;
@@ -162,8 +163,9 @@ int main(int argc, char **argv)
     }
 
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
-    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT;
+    rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
+    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0);
     status         = svp_rt_init(&rtp, &rt);
     if (status != SVP_OK) {
         goto out_spec;
@@ -172,7 +174,13 @@ int main(int argc, char **argv)
     world = svp_rt_size(rt);
 
     /* every rank checks; rank 0 alone reports, so the log says it once */
-    status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
+    if (spec->pipeline.stages == 0) {
+        status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
+    } else {
+        status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+                                  err, sizeof(err), &layout);
+        range  = layout.range;
+    }
     if (status != SVP_OK) {
         if (rank == 0) {
             svp_error("%s: %s", spec->file, err);
