@@ -2,6 +2,8 @@
 #include "config.h"
 #endif
 #include "pipe/pipe.h"
+#include "pipe/deadline.h"
+#include "common/stop.h"
 #include "spec/steps.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -88,7 +90,22 @@ typedef struct {
     int                      nlat;
     svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
     svp_pipe_slot_t          enc[SVP_PIPE_ENC_SLOTS];
+    /*
+     * The samples to run: position j of the schedule is sample idx[j].  The
+     * schedule (slots, encoding and finishing ranks) works on positions, the
+     * stage and the messages on sample indices.
+     */
+    const int               *idx;
+    int                      n;
+    int                     *all;           /* idx when params gave none */
+    svp_pipe_deadline_t      dl;            /* receive timeouts */
 } svp_pipe_t;
+
+/* The sample at position j of the schedule. */
+static int svp_pipe_index(const svp_pipe_t *p, int j)
+{
+    return p->idx[j];
+}
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
 {
@@ -103,6 +120,9 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
         return SVP_ERR_MESSAGE;
     }
     for (step = p->range.begin; step < p->range.end; ++step) {
+        if (svp_stop_signal() != 0) {
+            return SVP_ERR_CANCELED;
+        }
         t0     = svp_clock_now();
         status = stage->ops->step(stage->self, s, step);
         if (status != SVP_OK) {
@@ -111,6 +131,7 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
             return status;
         }
         dt             = svp_clock_now() - t0;
+        svp_pipe_deadline_step(&p->dl, dt);
         p->stats.busy += dt;
         p->stats.steps_done++;
         s->next_step = step + 1;
@@ -149,12 +170,14 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
     svp_sample_t       s;
     svp_status_t       status;
     double             t0;
-    int                i;
+    int                i, j;
 
-    for (i = 0; i < p->params->spec->samples; ++i) {
+    for (j = 0; j < p->n; ++j) {
+        i = svp_pipe_index(p, j);
         memset(&s, 0, sizeof(s));
         t0        = svp_clock_now();
         s.t_begin = t0;
+        svp_stop_progress(p->stats.samples_done, 1);
         status    = stage->ops->begin(stage->self, i, &s);
         if (status != SVP_OK) {
             goto err_cleanup;
@@ -173,6 +196,7 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
         svp_trace_event(p->params->trace, "finish", i, -1, svp_trace_now_us() -
                         (svp_clock_now() - t0) * 1e6, svp_trace_now_us());
         p->stats.samples_done++;
+        svp_stop_progress(p->stats.samples_done, 0);
         svp_pipe_progress(p, &s);
         svp_sample_cleanup(&s);
     }
@@ -186,8 +210,10 @@ err_cleanup:
 
 /* ---- several ranks ---------------------------------------------------- */
 
-/* Waits for the slot's request (if any); the time counts as waiting. */
-static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot)
+/* Waits for the slot's request (if any), for at most timeout seconds
+ * (negative: comm.deadline); the time counts as waiting. */
+static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot,
+                                    double timeout)
 {
     svp_status_t status;
     double       t0, dt;
@@ -196,7 +222,7 @@ static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot)
         return SVP_OK;
     }
     t0        = svp_clock_now();
-    status    = svp_comm_wait(p->params->comm, slot->req, -1.0);
+    status    = svp_comm_wait(p->params->comm, slot->req, timeout);
     slot->req = NULL;
     dt        = svp_clock_now() - t0;
     if (slot->is_send) {
@@ -218,7 +244,7 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, svp_pipe_slot_t *slot,
 {
     svp_status_t status;
 
-    status = svp_pipe_settle(p, slot);  /* the frame's last send */
+    status = svp_pipe_settle(p, slot, -1.0);  /* the frame's last send */
     if (status != SVP_OK) {
         return status;
     }
@@ -418,11 +444,11 @@ static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
     svp_sample_t     s;
     svp_status_t     status;
 
-    status = svp_pipe_settle(p, slot);   /* the slot's last send */
+    status = svp_pipe_settle(p, slot, -1.0);   /* the slot's last send */
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_begin(p, slot, i, &s);
+    status = svp_pipe_begin(p, slot, svp_pipe_index(p, i), &s);
     if (status != SVP_OK) {
         return status;
     }
@@ -440,12 +466,15 @@ static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
     svp_status_t             status;
     int                      next = f + SVP_PIPE_FINAL_SLOTS * pp->world;
 
-    status = svp_pipe_settle(p, slot);
+    /* the sample crosses the whole chain after this rank handled it */
+    status = svp_pipe_settle(p, slot, svp_pipe_deadline_wait(&p->dl, pp->world,
+                                                             p->finished == 0));
     if (status != SVP_OK) {
         return status;
     }
-    svp_info("recv final sample %d from rank %d", f, pp->world - 1);
-    status = svp_pipe_view(p, slot, f, &s);
+    svp_info("recv final sample %d from rank %d", svp_pipe_index(p, f),
+             pp->world - 1);
+    status = svp_pipe_view(p, slot, svp_pipe_index(p, f), &s);
     if (status != SVP_OK) {
         return status;
     }
@@ -455,9 +484,9 @@ static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
     if (status != SVP_OK) {
         return status;
     }
-    if (next < pp->spec->samples) {
-        return svp_pipe_post_recv(p, slot, pp->world - 1, SVP_PIPE_KIND_FINAL, next,
-                                  pp->spec->steps);
+    if (next < p->n) {
+        return svp_pipe_post_recv(p, slot, pp->world - 1, SVP_PIPE_KIND_FINAL,
+                                  svp_pipe_index(p, next), pp->spec->steps);
     }
     return SVP_OK;
 }
@@ -466,14 +495,14 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
 {
     const svp_pipe_params_t *pp = p->params;
     const svp_spec_t        *spec = pp->spec;
-    int                      rank = pp->rank, world = pp->world, n = spec->samples;
+    int                      rank = pp->rank, world = pp->world, n = p->n;
     int                      first = (rank == 0), last = (rank == world - 1);
     int                      ahead = spec->comm.inflight, i, f, next_final, nfin = 0;
     int                      next_enc = -1, nenc = 0;
     svp_pipe_slot_t         *slot;
     svp_sample_t             s;
     svp_status_t             status;
-    double                   t0;
+    double                   t0, timeout;
 
     if (pp->comm == NULL) {
         svp_error("internal: a %d-rank pipeline without a communication layer", world);
@@ -511,7 +540,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         next_final = rank;
         for (f = rank, i = 0; f < n && i < nfin; f += world, ++i) {
             status = svp_pipe_post_recv(p, &p->fin[i], world - 1, SVP_PIPE_KIND_FINAL,
-                                        f, spec->steps);
+                                        svp_pipe_index(p, f), spec->steps);
             if (status != SVP_OK) {
                 goto out_slots;
             }
@@ -537,10 +566,11 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
     for (i = 0; i < SVP_MIN(ahead, n); ++i) {
         if (!first) {
             status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], rank - 1,
-                                        SVP_PIPE_KIND_LATENT, i, p->range.begin);
+                                        SVP_PIPE_KIND_LATENT, svp_pipe_index(p, i),
+                                        p->range.begin);
         } else if (svp_pipe_encoder(p, i) != 0) {
             status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], svp_pipe_encoder(p, i),
-                                        SVP_PIPE_KIND_INIT, i, 0);
+                                        SVP_PIPE_KIND_INIT, svp_pipe_index(p, i), 0);
         }
         if (status != SVP_OK) {
             goto out_slots;
@@ -557,41 +587,48 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         }
         slot = &p->lat[i % p->nlat];
         t0   = svp_clock_now();
+        /* the first input is due after the fill: rank r waits for r stages
+         * (and the first encode); later ones about one stage */
+        timeout = svp_pipe_deadline_wait(&p->dl, (i == 0) ? rank : 1, i == 0);
         if (first) {
-            status = svp_pipe_settle(p, slot);
+            status = svp_pipe_settle(p, slot, timeout);
             if (status == SVP_OK && svp_pipe_encoder(p, i) == 0) {
-                status = svp_pipe_begin(p, slot, i, &s);
+                status = svp_pipe_begin(p, slot, svp_pipe_index(p, i), &s);
             } else if (status == SVP_OK) {
-                svp_info("recv encoded sample %d from rank %d (waited %.3fs)", i,
-                         svp_pipe_encoder(p, i), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, i, &s);
+                svp_info("recv encoded sample %d from rank %d (waited %.3fs)",
+                         svp_pipe_index(p, i), svp_pipe_encoder(p, i),
+                         svp_clock_now() - t0);
+                status = svp_pipe_view(p, slot, svp_pipe_index(p, i), &s);
                 s.next_step = 0;
             }
             /* keep the encoded samples of the next 'ahead' coming */
             if (status == SVP_OK && i + ahead < n && svp_pipe_encoder(p, i + ahead) != 0) {
                 status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
                                             svp_pipe_encoder(p, i + ahead),
-                                            SVP_PIPE_KIND_INIT, i + ahead, 0);
+                                            SVP_PIPE_KIND_INIT,
+                                            svp_pipe_index(p, i + ahead), 0);
             }
         } else {
-            status = svp_pipe_settle(p, slot);
+            status = svp_pipe_settle(p, slot, timeout);
             if (status == SVP_OK) {
                 svp_info("recv sample %d step %d from rank %d (%zu bytes, waited "
-                         "%.3fs)", i, p->range.begin, rank - 1,
+                         "%.3fs)", svp_pipe_index(p, i), p->range.begin, rank - 1,
                          svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, i, &s);
+                status = svp_pipe_view(p, slot, svp_pipe_index(p, i), &s);
                 s.next_step = p->range.begin;
             }
             /* keep 'ahead' receives posted while this sample computes */
             if (status == SVP_OK && i + ahead < n) {
                 status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
-                                            rank - 1, SVP_PIPE_KIND_LATENT, i + ahead,
+                                            rank - 1, SVP_PIPE_KIND_LATENT,
+                                            svp_pipe_index(p, i + ahead),
                                             p->range.begin);
             }
         }
         if (status != SVP_OK) {
             goto out_slots;
         }
+        svp_stop_progress(p->stats.samples_done, 1);
 
         status = svp_pipe_steps(p, &s);
         if (status == SVP_OK) {
@@ -609,6 +646,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
             goto out_slots;
         }
         p->stats.samples_done++;
+        svp_stop_progress(p->stats.samples_done, 0);
 
         /*
          * Finish the final latents that have arrived by now: sample f left
@@ -631,13 +669,13 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         next_final += world;
     }
     for (i = 0; i < p->nlat; ++i) {
-        status = svp_pipe_settle(p, &p->lat[i]);
+        status = svp_pipe_settle(p, &p->lat[i], -1.0);
         if (status != SVP_OK) {
             goto out_slots;
         }
     }
     for (i = 0; i < nenc; ++i) {
-        status = svp_pipe_settle(p, &p->enc[i]);
+        status = svp_pipe_settle(p, &p->enc[i], -1.0);
         if (status != SVP_OK) {
             goto out_slots;
         }
@@ -664,20 +702,36 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.params      = params;
     p.stats.rank  = params->rank;
     p.stats.world = params->world;
+    if (params->samples != NULL) {
+        p.idx = params->samples;
+        p.n   = params->nsamples;
+    } else {
+        p.all = malloc(SVP_MAX(1, spec->samples) * sizeof(*p.all));
+        if (p.all == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        for (i = 0; i < spec->samples; ++i) {
+            p.all[i] = i;
+        }
+        p.idx = p.all;
+        p.n   = spec->samples;
+    }
+    svp_pipe_deadline_init(&p.dl, spec, params->world);
 
     status = svp_steps_assign(spec->steps, params->world, params->rank, err,
                               sizeof(err), &p.range);
     if (status != SVP_OK) {
         svp_error("%s", err);
+        free(p.all);
         return status;
     }
     svp_info("rank %d of %d runs steps [%d, %d) of %d for %d samples (%s model, "
              "placement %s)", params->rank, params->world, p.range.begin, p.range.end,
-             spec->steps, spec->samples, params->stage.ops->name,
+             spec->steps, p.n, params->stage.ops->name,
              svp_spec_placement_name(spec->pipeline.placement));
 
     p.t_start = svp_clock_now();
-    for (i = 0; i < spec->samples; ++i) {
+    for (i = 0; i < p.n; ++i) {
         p.to_finish += (params->world == 1 || svp_pipe_finisher(&p, i) == params->rank);
     }
     if (params->world == 1) {
@@ -686,6 +740,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
         status = svp_pipe_run_multi(&p);
     }
     p.stats.wall = svp_clock_now() - p.t_start;
+    free(p.all);
     if (status != SVP_OK) {
         return status;
     }
@@ -696,7 +751,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
              p.stats.busy,
              (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
              p.stats.wait_recv, p.stats.wait_send,
-             (p.stats.wall > 0) ? spec->samples / p.stats.wall : 0.0);
+             (p.stats.wall > 0) ? p.n / p.stats.wall : 0.0);
     if (stats_p != NULL) {
         *stats_p = p.stats;
     }

@@ -38,12 +38,20 @@ typedef struct {
     svp_comm_h        comm;    /* NULL when world == 1 */
     svp_stage_t       stage;
     svp_trace_h       trace;   /* may be NULL */
+    /* The samples to run, ascending (resume: those not finished already);
+     * NULL: all of 0..spec->samples-1.  A sample keeps its own index, seed
+     * and RNG stream, so a resumed job writes what an uninterrupted one
+     * would.  Every rank must be given the same list. */
+    const int        *samples;
+    int               nsamples;
 } svp_pipe_params_t;
 
 /*
  * Runs this rank's part of the job.  Logs the step range at start, per-step
  * times at debug level, a progress line per sample with an ETA, and a final
- * summary.  Fills *stats_p (may be NULL) on success.
+ * summary.  Fills *stats_p (may be NULL) on success.  After SIGTERM/SIGINT
+ * (common/stop.h) it returns SVP_ERR_CANCELED between two steps or from a
+ * wait; the samples finished by then are complete on disk.
  */
 svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p);
 
