@@ -102,6 +102,8 @@ const svp_spec_key_t svp_spec_keys[] = {
      "write PNG frames"},
     {"output.mp4", SVP_SPEC_T_BOOL, OFF(output.mp4), "true", NOLIM, NULL,
      "write an MP4 per sample (when built with FFmpeg)"},
+    {"output.overwrite", SVP_SPEC_T_BOOL, OFF(output.overwrite), "false", NOLIM, NULL,
+     "replace samples in output.dir made with other parameters (else an error)"},
     {"log.level", SVP_SPEC_T_ENUM, OFF(log.level), "info", NOLIM,
      svp_spec_log_levels, "error, warn, info, debug or trace"},
     {"log.trace", SVP_SPEC_T_STRING, OFF(log.trace), "", NOLIM, NULL,
