@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "pipe/pipe.h"
 #include "pipe/outdir.h"
+#include "pipe/deadline.h"
 #include "pipe/resume.h"
 #include "common/stop.h"
 #include "rt/rt.h"
@@ -169,6 +170,8 @@ int main(int argc, char **argv)
     svp_comm_params_t  cp;
     svp_stop_params_t  sp;
     svp_pipe_resume_t  resume = {NULL, 0, 0};
+    svp_pipe_stats_t   stats;
+    svp_pipe_deadline_t dl;
     char               trace_prefix[4096];
     char               err[1024], *dump;
     svp_status_t       status;
@@ -335,8 +338,16 @@ int main(int argc, char **argv)
         }
     }
 
-    status = svp_pipe_run(&pp, NULL);
+    status = svp_pipe_run(&pp, &stats);
     if (status == SVP_OK && world > 1) {
+        /* the others may still drain the pipeline: up to a chain's worth of
+         * stages (plus those in flight) after this rank's last sample */
+        svp_pipe_deadline_init(&dl, spec, world);
+        if (stats.steps_done > 0) {
+            svp_pipe_deadline_step(&dl, stats.busy / stats.steps_done);
+        }
+        svp_rt_set_fence_timeout(rt, svp_pipe_deadline_wait(&dl, world +
+                                                            spec->comm.inflight, 1));
         /*
          * Nobody leaves before everyone is done: a rank that finished its
          * part early (rank 0 in "ends" placement) would otherwise be gone
