@@ -32,7 +32,7 @@ same_outputs() {  # ref dir, other dir, count
 }
 count() { ls "$1" 2>/dev/null | grep -c "$2"; }
 
-echo "1..6"
+echo "1..7"
 
 # ---- scancel, then the same job again: finished samples skipped ----------
 cat >"$tmp/req.yaml" <<YAML
@@ -114,7 +114,8 @@ YAML
 "$w" "$tmp/big.yaml" >"$tmp/big.log" 2>&1 &
 pid=$!
 seen=""
-for _ in $(seq 20000); do
+limit=$((SECONDS + 30))
+while [ $SECONDS -lt $limit ]; do  # compgen: no process per look
     if compgen -G "$tmp/big/sample_*.safetensors.tmp.$pid" >/dev/null; then seen=1; break; fi
     kill -0 $pid 2>/dev/null || break
 done
@@ -137,6 +138,23 @@ else
     nok "SIGTERM during a write (write seen: '${seen}', rc=$rc, ${dt}s)" "$tmp/big.log"
 fi
 
+# ---- SIGINT inside one long step: the watchdog ends the rank -------------
+"$w" "$tmp/big.yaml" --set model.dummy.step_ms=5000 --set output.dir="$tmp/long" \
+    >"$tmp/long.log" 2>&1 &
+pid=$!
+sleep 1
+t0=$(now)
+kill -INT $pid
+wait $pid
+rc=$?
+dt=$(since "$t0")
+if [ $rc -eq 130 ] && below "$dt" 1.5 &&
+   grep -q "stopping on SIGINT: 0 samples done, 1 in flight abandoned" "$tmp/long.log"; then
+    ok "SIGINT during a 5 s step: exit 130 in ${dt}s"
+else
+    nok "SIGINT during a 5 s step (rc=$rc, ${dt}s)" "$tmp/long.log"
+fi
+
 # ---- a long fill under a short deadline: no false timeout ----------------
 # rank 3 of 4 waits 3 x 2 x 0.4 = 2.4 s for its first input, deadline 2 s
 cat >"$tmp/fill.yaml" <<YAML
@@ -151,16 +169,18 @@ YAML
 "$w" "$tmp/fill.yaml" --set output.dir="$tmp/fill_ref" --set model.dummy.step_ms=0 \
     >/dev/null 2>&1
 "$launch" check "$tmp/fill.yaml" >"$tmp/fill_check.log" 2>&1
+"$launch" plan "$tmp/fill.yaml" --set comm.deadline=0.5 >"$tmp/fill_plan.log" 2>&1
 t0=$(now)
 timeout -k 5 60 srun --mpi=pmix --kill-on-bad-exit=1 -W 30 -n 4 "$w" "$tmp/fill.yaml" \
     --set output.dir="$tmp/fill" >"$tmp/fill.log" 2>&1
 rc=$?
 dt=$(since "$t0")
 if [ $rc -eq 0 ] && same_outputs "$tmp/fill_ref" "$tmp/fill" 3 &&
-   ! grep -q "warn" "$tmp/fill_check.log" && below "$dt" 20; then
-    ok "fill of 2.4 s under a 2 s deadline: no timeout, no check warning, bit-identical (${dt}s)"
+   ! grep -q "warn" "$tmp/fill_check.log" && below "$dt" 20 &&
+   grep -q "comm.deadline (0.5 s) is shorter than the longest expected gap between hand-offs (0.8 s" "$tmp/fill_plan.log"; then
+    ok "fill of 2.4 s under a 2 s deadline: no timeout, no check warning, bit-identical (${dt}s); plan warns at 0.5 s"
 else
-    cat "$tmp/fill_check.log" >>"$tmp/fill.log"
+    cat "$tmp/fill_check.log" "$tmp/fill_plan.log" >>"$tmp/fill.log"
     nok "fill under a short deadline (rc=$rc, ${dt}s)" "$tmp/fill.log"
 fi
 
