@@ -137,7 +137,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"cluster.env", SVP_SPEC_T_STR_MAP, OFF(cluster.env), "", NOLIM, NULL,
      "environment for the ranks (e.g. UCX_TLS)"},
     {"cluster.requeue", SVP_SPEC_T_BOOL, OFF(cluster.requeue), "false", NOLIM, NULL,
-     "requeue on node failure"},
+     "requeue on node failure or preemption; the requeued run resumes"},
     {"cluster.dependency", SVP_SPEC_T_STRING, OFF(cluster.dependency), "", NOLIM,
      NULL, "Slurm dependency (e.g. afterok:123)"},
     {"cluster.array", SVP_SPEC_T_STRING, OFF(cluster.array), "", NOLIM, NULL,
