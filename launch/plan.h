@@ -181,6 +181,20 @@ svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
                                     svp_plan_layout_t *best_p,
                                     char *why, int whylen);
 
+/*
+ * The longest gap between two hand-offs a rank sees in a healthy job of
+ * spec with these costs: one upstream rank's steps on a sample, the encode
+ * or decode it carries, and the transfer (deadline.c).
+ */
+double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs);
+
+/*
+ * 1 with a message in buf when comm.deadline is shorter than that gap (the
+ * job would take a healthy peer for a lost one), else 0.
+ */
+int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
+                              char *buf, int len);
+
 /* The full report of `svdlaunch plan`: the pipeline and the alternatives. */
 svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
                              const svp_plan_costs_t *costs);

@@ -175,7 +175,9 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     launch_put_sbatch(f, "output", spec->cluster.output);
     launch_put_sbatch(f, "error", spec->cluster.error);
     if (spec->cluster.requeue) {
-        fputs("#SBATCH --requeue\n", f);
+        /* a requeued run resumes (finished samples are skipped) and appends
+         * to the same log instead of truncating the first run's */
+        fputs("#SBATCH --requeue\n#SBATCH --open-mode=append\n", f);
     }
     launch_put_sbatch(f, "dependency", spec->cluster.dependency);
     launch_put_sbatch(f, "array", spec->cluster.array);

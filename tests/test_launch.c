@@ -108,7 +108,7 @@ Test(render, sbatch_and_srun_lines)
         "\n#SBATCH --exclusive\n",
         "\n#SBATCH --output=logs/%x-%j.out\n",
         "\n#SBATCH --error=logs/%x-%j.err\n",
-        "\n#SBATCH --requeue\n",
+        "\n#SBATCH --requeue\n#SBATCH --open-mode=append\n",
         "\n#SBATCH --dependency=afterok:123:124\n",
         "\n#SBATCH --array=0-15%4\n",
         "\nset -euo pipefail\n",
@@ -131,7 +131,7 @@ Test(render, sbatch_and_srun_lines)
         cr_expect_not_null(strstr(script, expected[i]), "missing:\n%s\nin:\n%s",
                            expected[i], script);
     }
-    cr_assert_eq(count_lines_starting(script, "#SBATCH"), 15);
+    cr_assert_eq(count_lines_starting(script, "#SBATCH"), 16);
     /* every #SBATCH line precedes the first command */
     cr_assert_lt(strstr(script, "#SBATCH --array"), strstr(script, "set -e"));
     free(script);
@@ -381,6 +381,40 @@ Test(check, steps_must_divide_over_the_ranks)
     cr_assert_not_null(strstr(err, "ranks_per_node=7"), "%s", err);
     spec->steps = 28;
     cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_OK, "%s", err);
+    svp_spec_destroy(spec);
+}
+
+/*
+ * comm.deadline against the hand-off gaps: the fill no longer counts (rank 3
+ * of 4 waits 2.4 s for its first input with 400 ms steps, more than a 2 s
+ * deadline, and the job handles it); a gap of one stage plus the encode does.
+ */
+Test(check, deadline_against_handoff_gaps)
+{
+    svp_spec_t      *spec = spec_from("steps: 8\nmodel: {dummy: {cost: sleep, "
+                                      "step_ms: 400, encode_ms: 300}}\n"
+                                      "comm: {deadline: 2}\n"
+                                      "pipeline: {placement: ends}\n"
+                                      "cluster: {nodes: 1, ranks_per_node: 4}\n");
+    svp_plan_costs_t costs;
+    char             msg[512] = "";
+
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &costs),
+                 SVP_OK, "%s", msg);
+    /* 2 steps of 0.4 s and the encode of 0.3 s */
+    cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 1.1, 1e-9);
+    cr_assert_eq(svp_plan_deadline_warning(spec, &costs, msg, sizeof(msg)), 0, "%s",
+                 msg);
+    spec->comm.deadline = 1.0;
+    cr_assert_eq(svp_plan_deadline_warning(spec, &costs, msg, sizeof(msg)), 1);
+    cr_assert_not_null(strstr(msg, "comm.deadline (1 s) is shorter than the longest "
+                              "expected gap between hand-offs (1.1 s"), "%s", msg);
+    /* spread: one rank may encode and decode the same sample */
+    spec->pipeline.placement   = SVP_PLACEMENT_SPREAD;
+    spec->model.dummy.decode_ms = 500;
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &costs),
+                 SVP_OK, "%s", msg);
+    cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 1.6, 1e-9);
     svp_spec_destroy(spec);
 }
 

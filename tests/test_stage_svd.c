@@ -161,6 +161,30 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
     }
     svp_tensor_destroy(ref);
 
+    /* resume: the sample directory validates for this job only */
+    {
+        char why[1024] = "";
+
+        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)), SVP_OK,
+                     "%s", why);
+        cr_expect_eq(stage.ops->check_output(stage.self, 1, why, sizeof(why)),
+                     SVP_ERR_NOT_FOUND);
+        spec->video.motion_bucket_id = 100;
+        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
+                     SVP_ERR_SPEC);
+        cr_expect_not_null(strstr(why, "motion_bucket_id=127, this job has "
+                                  "motion_bucket_id=100"), "%s", why);
+        spec->video.motion_bucket_id = 127;
+        spec->steps                  = 5;
+        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
+                     SVP_ERR_SPEC, "%s", why);
+        spec->steps = 4;
+        snprintf(cond, sizeof(cond), "%s/out/sample_000000/frame_0002.png", dir);
+        cr_assert_eq(unlink(cond), 0);
+        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
+                     SVP_ERR_BAD_FILE, "a frame is missing");
+    }
+
     svp_sample_cleanup(&s);
     stage.ops->destroy(stage.self);
     svp_spec_destroy(spec);

@@ -6,6 +6,7 @@
 #include "comm/frame.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/stop.h"
 #include "common/util.h"
 
 #include <ucp/api/ucp.h>
@@ -834,7 +835,7 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
  */
 static void svp_comm_sleep(struct svp_comm *comm, double until)
 {
-    struct pollfd fds[2];
+    struct pollfd fds[3];
     ucs_status_t  status;
     double        left;
     int           nfds = 0;
@@ -851,6 +852,10 @@ static void svp_comm_sleep(struct svp_comm *comm, double until)
     fds[nfds++].events = POLLIN;
     if (svp_rt_event_fd(comm->rt) >= 0) {
         fds[nfds].fd       = svp_rt_event_fd(comm->rt);
+        fds[nfds++].events = POLLIN;
+    }
+    if (svp_stop_fd() >= 0) {
+        fds[nfds].fd       = svp_stop_fd();
         fds[nfds++].events = POLLIN;
     }
     left = until - svp_clock_now();
@@ -965,6 +970,12 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         if (pending == 0) {
             svp_error("wait on no pending request");
             return SVP_ERR_INVALID_PARAM;
+        }
+
+        /* SIGTERM/SIGINT: unwind at once, the worker reports it */
+        if (svp_stop_signal() != 0) {
+            svp_debug("wait abandoned on signal %d", svp_stop_signal());
+            return SVP_ERR_CANCELED;
         }
 
         lost = svp_rt_lost_rank(comm->rt);

@@ -24,10 +24,12 @@
  * peer, and, when a message from that peer with another (sample, step) is
  * waiting unmatched, what it sent instead (SVP_ERR_MESSAGE then).  When the
  * runtime reports a lost rank, waits fail at once with SVP_ERR_PEER_LOST.
+ * After SIGTERM or SIGINT (common/stop.h) they return SVP_ERR_CANCELED at
+ * once, logging nothing: the worker reports the stop.
  *
  * Waits do not spin for long: when UCX has had nothing to progress for a
- * moment (params.spin), they sleep in poll() on the worker's event fd and
- * the runtime's peer-loss fd.
+ * moment (params.spin), they sleep in poll() on the worker's event fd,
+ * the runtime's peer-loss fd and the stop signal's pipe.
  *
  * Threads: one thread per svp_comm_h.  The runtime must outlive the comm.
  *

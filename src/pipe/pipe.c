@@ -2,6 +2,8 @@
 #include "config.h"
 #endif
 #include "pipe/pipe.h"
+#include "pipe/deadline.h"
+#include "common/stop.h"
 #include "spec/steps.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -94,6 +96,7 @@ typedef struct {
     int                      nlat;
     svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
     svp_pipe_slot_t          enc[SVP_PIPE_ENC_SLOTS];
+    svp_pipe_deadline_t      dl;            /* receive timeouts */
 } svp_pipe_t;
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
@@ -109,6 +112,9 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
         return SVP_ERR_MESSAGE;
     }
     for (step = p->range.begin; step < p->range.end; ++step) {
+        if (svp_stop_signal() != 0) {
+            return SVP_ERR_CANCELED;
+        }
         t0     = svp_clock_now();
         status = stage->ops->step(stage->self, s, step);
         if (status != SVP_OK) {
@@ -117,6 +123,7 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
             return status;
         }
         dt             = svp_clock_now() - t0;
+        svp_pipe_deadline_step(&p->dl, dt);
         p->stats.busy += dt;
         p->stats.steps_done++;
         s->next_step = step + 1;
@@ -161,6 +168,7 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
         memset(&s, 0, sizeof(s));
         t0        = svp_clock_now();
         s.t_begin = t0;
+        svp_stop_progress(p->stats.samples_done, 1);
         status    = stage->ops->begin(stage->self, p->idx[i], &s);
         if (status != SVP_OK) {
             goto err_cleanup;
@@ -179,6 +187,7 @@ static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
         svp_trace_event(p->params->trace, "finish", s.index, -1, svp_trace_now_us() -
                         (svp_clock_now() - t0) * 1e6, svp_trace_now_us());
         p->stats.samples_done++;
+        svp_stop_progress(p->stats.samples_done, 0);
         svp_pipe_progress(p, &s);
         svp_sample_cleanup(&s);
     }
@@ -192,8 +201,10 @@ err_cleanup:
 
 /* ---- several ranks ---------------------------------------------------- */
 
-/* Waits for the slot's request (if any); the time counts as waiting. */
-static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot)
+/* Waits for the slot's request (if any), for at most timeout seconds
+ * (negative: comm.deadline); the time counts as waiting. */
+static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot,
+                                    double timeout)
 {
     svp_status_t status;
     double       t0, dt;
@@ -202,7 +213,7 @@ static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot)
         return SVP_OK;
     }
     t0        = svp_clock_now();
-    status    = svp_comm_wait(p->params->comm, slot->req, -1.0);
+    status    = svp_comm_wait(p->params->comm, slot->req, timeout);
     slot->req = NULL;
     dt        = svp_clock_now() - t0;
     if (slot->is_send) {
@@ -224,7 +235,7 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, svp_pipe_slot_t *slot,
 {
     svp_status_t status;
 
-    status = svp_pipe_settle(p, slot);  /* the frame's last send */
+    status = svp_pipe_settle(p, slot, -1.0);  /* the frame's last send */
     if (status != SVP_OK) {
         return status;
     }
@@ -424,7 +435,7 @@ static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
     svp_sample_t     s;
     svp_status_t     status;
 
-    status = svp_pipe_settle(p, slot);   /* the slot's last send */
+    status = svp_pipe_settle(p, slot, -1.0);   /* the slot's last send */
     if (status != SVP_OK) {
         return status;
     }
@@ -450,7 +461,9 @@ static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
     int                      next = f + SVP_PIPE_FINAL_SLOTS * p->sworld;
     int                      last = p->base + p->sworld - 1;
 
-    status = svp_pipe_settle(p, slot);
+    /* the sample crosses the whole chain after this rank handled it */
+    status = svp_pipe_settle(p, slot, svp_pipe_deadline_wait(&p->dl, p->sworld,
+                                                             p->finished == 0));
     if (status != SVP_OK) {
         return status;
     }
@@ -484,7 +497,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
     svp_pipe_slot_t         *slot;
     svp_sample_t             s;
     svp_status_t             status;
-    double                   t0;
+    double                   t0, timeout;
 
     if (pp->comm == NULL) {
         svp_error("internal: a %d-rank pipeline without a communication layer", world);
@@ -569,8 +582,11 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         }
         slot = &p->lat[i % p->nlat];
         t0   = svp_clock_now();
+        /* the first input is due after the fill: rank r waits for r stages
+         * (and the first encode); later ones about one stage */
+        timeout = svp_pipe_deadline_wait(&p->dl, (i == 0) ? rank : 1, i == 0);
         if (first) {
-            status = svp_pipe_settle(p, slot);
+            status = svp_pipe_settle(p, slot, timeout);
             if (status == SVP_OK && svp_pipe_encoder(p, i) == 0) {
                 status = svp_pipe_begin(p, slot, p->idx[i], &s);
             } else if (status == SVP_OK) {
@@ -586,7 +602,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
                                             SVP_PIPE_KIND_INIT, p->idx[i + ahead], 0);
             }
         } else {
-            status = svp_pipe_settle(p, slot);
+            status = svp_pipe_settle(p, slot, timeout);
             if (status == SVP_OK) {
                 svp_info("recv sample %d step %d from rank %d (%zu bytes, waited "
                          "%.3fs)", p->idx[i], p->range.begin, base + rank - 1,
@@ -604,6 +620,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         if (status != SVP_OK) {
             goto out_slots;
         }
+        svp_stop_progress(p->stats.samples_done, 1);
 
         status = svp_pipe_steps(p, &s);
         if (status == SVP_OK) {
@@ -621,6 +638,7 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
             goto out_slots;
         }
         p->stats.samples_done++;
+        svp_stop_progress(p->stats.samples_done, 0);
 
         /*
          * Finish the final latents that have arrived by now: sample f left
@@ -643,13 +661,13 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
         next_final += world;
     }
     for (i = 0; i < p->nlat; ++i) {
-        status = svp_pipe_settle(p, &p->lat[i]);
+        status = svp_pipe_settle(p, &p->lat[i], -1.0);
         if (status != SVP_OK) {
             goto out_slots;
         }
     }
     for (i = 0; i < nenc; ++i) {
-        status = svp_pipe_settle(p, &p->enc[i]);
+        status = svp_pipe_settle(p, &p->enc[i], -1.0);
         if (status != SVP_OK) {
             goto out_slots;
         }
@@ -715,6 +733,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.srank  = p.layout.stage;
     p.sworld = p.layout.stages;
     p.base   = p.layout.first;
+    svp_pipe_deadline_init(&p.dl, spec, p.sworld);
     status   = svp_pipe_deal(&p);
     if (status != SVP_OK) {
         return status;

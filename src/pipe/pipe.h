@@ -68,7 +68,9 @@ int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j);
 /*
  * Runs this rank's part of the job.  Logs the step range at start, per-step
  * times at debug level, a progress line per sample with an ETA, and a final
- * summary.  Fills *stats_p (may be NULL) on success.
+ * summary.  Fills *stats_p (may be NULL) on success.  After SIGTERM/SIGINT
+ * (common/stop.h) it returns SVP_ERR_CANCELED between two steps or from a
+ * wait; the samples finished by then are complete on disk.
  */
 svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p);
 

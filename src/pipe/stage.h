@@ -13,6 +13,7 @@
 #include "tensor/tensor.h"
 
 #include <stdint.h>
+#include <stddef.h>
 
 #define SVP_SAMPLE_MAX_TENSORS 8
 
@@ -51,6 +52,16 @@ typedef struct svp_stage_ops {
     svp_status_t (*step)(void *self, svp_sample_t *sample, int step);
     /* Decodes and writes the sample's outputs atomically. */
     svp_status_t (*finish)(void *self, svp_sample_t *sample);
+    /*
+     * Resume (pipe/resume.h): are sample index's outputs in output.dir
+     * already, complete and made with this job's parameters?  SVP_OK: yes,
+     * skip it; SVP_ERR_NOT_FOUND: absent; SVP_ERR_BAD_FILE: unreadable (run
+     * it again); SVP_ERR_SPEC: made with other parameters.  why[] says what
+     * is wrong.  NULL: nothing is ever skipped.
+     */
+    svp_status_t (*check_output)(void *self, int index, char *why, size_t len);
+    /* Bytes one sample's outputs take on disk, an upper bound (0: unknown). */
+    uint64_t (*output_bytes)(void *self);
     void (*destroy)(void *self);
 } svp_stage_ops_t;
 

@@ -11,6 +11,7 @@
 #include "config.h"
 #endif
 #include "pipe/stage.h"
+#include "pipe/resume.h"
 #include "model/dummy.h"
 #include "sched/rng.h"
 #include "common/clock.h"
@@ -85,6 +86,31 @@ static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
     return status;
 }
 
+static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *why,
+                                                 size_t len)
+{
+    svp_stage_dummy_t *st = self;
+    char               path[4096];
+
+    snprintf(path, sizeof(path), "%s/sample_%06d.safetensors", st->spec->output.dir,
+             index);
+    return svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
+                                        st->spec->seed, 5, st->spec->latent_shape,
+                                        why, len);
+}
+
+static uint64_t svp_stage_dummy_output_bytes(void *self)
+{
+    svp_stage_dummy_t *st = self;
+    uint64_t           n  = 4;
+    int                d;
+
+    for (d = 0; d < 5; ++d) {
+        n *= (uint64_t)st->spec->latent_shape[d];
+    }
+    return n + 4096;   /* the header and its metadata */
+}
+
 static void svp_stage_dummy_destroy(void *self)
 {
     svp_stage_dummy_t *st = self;
@@ -99,6 +125,8 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .begin   = svp_stage_dummy_begin,
     .step    = svp_stage_dummy_step,
     .finish  = svp_stage_dummy_finish,
+    .check_output = svp_stage_dummy_check_output,
+    .output_bytes = svp_stage_dummy_output_bytes,
     .destroy = svp_stage_dummy_destroy,
 };
 

@@ -57,6 +57,7 @@
 #include "media/preprocessor.h"
 #include "media/resize.h"
 #include "media/sample_dir.h"
+#include "pipe/resume.h"
 #include "media/video.h"
 #include "model/clip.h"
 #include "model/unet.h"
@@ -71,6 +72,7 @@
 #include "common/util.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,12 +500,131 @@ static void svp_stage_svd_destroy(void *self)
     free(st);
 }
 
+/*
+ * Resume: sample_NNNNNN/ is complete (it was renamed into place whole), its
+ * sample.json names this job's parameters, its latents file opens with this
+ * job's metadata, and the frames and video this job writes are there.
+ */
+static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
+                                               size_t len)
+{
+    svp_stage_svd_t  *st   = self;
+    const svp_spec_t *spec = st->spec;
+    struct {
+        const char *key;
+        double      want;
+    } nums[] = {
+        {"sample", index},
+        {"seed", (double)svp_stage_svd_seed(st, index)},
+        {"steps", spec->steps},
+        {"num_frames", (double)st->F},
+        {"width", (double)st->W},
+        {"height", (double)st->H},
+        {"fps", spec->video.fps},
+        {"motion_bucket_id", spec->video.motion_bucket_id},
+        {"noise_aug_strength", spec->video.noise_aug_strength},
+        {"min_guidance", spec->video.min_guidance},
+        {"max_guidance", spec->video.max_guidance},
+        {"decode_chunk_size", spec->video.decode_chunk_size},
+    };
+    const char   *skey, *swant, *sgot;
+    char          dir[4096], path[4200], txt[64];
+    int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
+    json_error_t  jerr;
+    json_t       *root, *v;
+    struct stat   sb;
+    svp_status_t  status = SVP_OK;
+    size_t        i;
+    int64_t       f;
+
+    snprintf(dir, sizeof(dir), "%s/sample_%06d", spec->output.dir, index);
+    if (stat(dir, &sb) != 0) {
+        return SVP_ERR_NOT_FOUND;
+    }
+    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    root = json_load_file(path, 0, &jerr);
+    if (root == NULL) {
+        snprintf(why, len, "%s does not read: %s", path, jerr.text);
+        return SVP_ERR_BAD_FILE;
+    }
+    skey  = (st->cond != NULL) ? "conditioning" : "image";
+    swant = (st->cond != NULL) ? spec->model.conditioning :
+                                 st->images[index % st->nimages];
+    sgot  = json_string_value(json_object_get(root, "job"));
+    if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
+        snprintf(why, len, "%s was made with job=%s, this job has job=%s", path,
+                 sgot ? sgot : "(none)", spec->name);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    sgot = json_string_value(json_object_get(root, skey));
+    if (sgot == NULL || strcmp(sgot, swant) != 0) {
+        snprintf(why, len, "%s was made with %s=%s, this job has %s=%s", path, skey,
+                 sgot ? sgot : "(none)", skey, swant);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    for (i = 0; i < sizeof(nums) / sizeof(nums[0]); ++i) {
+        /* sample.json holds doubles as %.9g: compare in that form */
+        v = json_object_get(root, nums[i].key);
+        snprintf(txt, sizeof(txt), "%.9g", nums[i].want);
+        if (!json_is_number(v) || json_number_value(v) != strtod(txt, NULL)) {
+            snprintf(why, len, "%s was made with %s=%.9g, this job has %s=%s", path,
+                     nums[i].key, json_is_number(v) ? json_number_value(v) : -1.0,
+                     nums[i].key, txt);
+            status = SVP_ERR_SPEC;
+            goto out;
+        }
+    }
+    snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
+    status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
+                                          svp_stage_svd_seed(st, index), 5, shape,
+                                          why, len);
+    if (status == SVP_ERR_NOT_FOUND) {
+        snprintf(why, len, "%s is missing", path);
+        status = SVP_ERR_BAD_FILE;
+    }
+    if (status != SVP_OK || st->vae == NULL) {
+        goto out;
+    }
+    for (f = 0; spec->output.frames && f < st->F; ++f) {
+        snprintf(path, sizeof(path), "%s/frame_%04d.png", dir, (int)f);
+        if (stat(path, &sb) != 0) {
+            snprintf(why, len, "%s is missing", path);
+            status = SVP_ERR_BAD_FILE;
+            goto out;
+        }
+    }
+#ifdef HAVE_FFMPEG
+    snprintf(path, sizeof(path), "%s/video.mp4", dir);
+    if (spec->output.mp4 && stat(path, &sb) != 0) {
+        snprintf(why, len, "%s is missing", path);
+        status = SVP_ERR_BAD_FILE;
+    }
+#endif
+out:
+    json_decref(root);
+    return status;
+}
+
+/* Latents, and frames as PNG and MP4 at most their raw size each. */
+static uint64_t svp_stage_svd_output_bytes(void *self)
+{
+    svp_stage_svd_t *st  = self;
+    uint64_t         lat = (uint64_t)(st->F * 4 * st->h * st->w) * 4;
+    uint64_t         raw = (uint64_t)(st->F * 3 * st->H * st->W);
+
+    return lat + 65536 + ((st->vae != NULL) ? 2 * raw : 0);
+}
+
 static const svp_stage_ops_t svp_stage_svd_ops = {
     .name    = "svd",
     .alloc   = svp_stage_svd_alloc,
     .begin   = svp_stage_svd_begin,
     .step    = svp_stage_svd_step,
     .finish  = svp_stage_svd_finish,
+    .check_output = svp_stage_svd_check_output,
+    .output_bytes = svp_stage_svd_output_bytes,
     .destroy = svp_stage_svd_destroy,
 };
 

@@ -603,6 +603,13 @@ static svp_status_t svp_rt_fence_wait(struct svp_rt *rt, svp_rt_fence_t *fence,
     return svp_rt_status_from_pmix(fence->status);
 }
 
+void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds)
+{
+    if (seconds > 0) {
+        rt->timeout = seconds;
+    }
+}
+
 svp_status_t svp_rt_fence(svp_rt_h rt)
 {
     pmix_info_t     info[2];

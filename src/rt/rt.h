@@ -85,6 +85,10 @@ svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
  */
 svp_status_t svp_rt_fence(svp_rt_h rt);
 
+/* Sets the seconds later fences may take (the last fence waits for the
+ * pipeline to drain, longer than comm.deadline with long steps). */
+void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds);
+
 /*
  * Reads the blob rank published under key.  On success *data_p is a malloc'ed
  * copy the caller frees and *len_p its length; on failure neither is written.

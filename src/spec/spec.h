@@ -114,6 +114,7 @@ typedef struct svp_spec {
         char *dir;
         int   frames;                 /* write PNG frames */
         int   mp4;                    /* write MP4 (when built with FFmpeg) */
+        int   overwrite;              /* replace samples made with other parameters */
     } output;
 
     struct {

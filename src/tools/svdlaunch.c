@@ -360,6 +360,24 @@ out_free_script:
     return status;
 }
 
+/* Warns when comm.deadline is shorter than the planned hand-off gaps; quiet
+ * when the planner has no figures for the model (svd without a table). */
+static void launch_warn_deadline(const svp_spec_t *spec, const svp_plan_costs_t *costs)
+{
+    svp_plan_costs_t c;
+    char             msg[512];
+
+    if (costs == NULL) {
+        if (svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &c) != SVP_OK) {
+            return;
+        }
+        costs = &c;
+    }
+    if (svp_plan_deadline_warning(spec, costs, msg, sizeof(msg))) {
+        svp_warn("%s", msg);
+    }
+}
+
 /* Everything that can be checked before a job is queued. */
 static svp_status_t launch_preflight(const svp_spec_t *spec,
                                      const launch_args_t *a)
@@ -386,6 +404,7 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
     if (status != SVP_OK) {
         return status;
     }
+    launch_warn_deadline(spec, NULL);
     printf("%s: ok: %d ranks (%d x %d), %d steps each, %d samples\n",
            spec->file, spec->cluster.nodes * spec->cluster.ranks_per_node,
            spec->cluster.nodes, spec->cluster.ranks_per_node,
@@ -444,6 +463,7 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
             goto out_destroy_hw;
         }
     }
+    launch_warn_deadline(spec, &costs);
     status = svp_plan_report(stdout, spec, &costs);
     if (status != SVP_OK) {
         svp_error("plan: %s", svp_status_string(status));

@@ -6,7 +6,8 @@
  *   svdworker                           (the built-in default job)
  *
  * Exit status: 0 done, 1 this rank failed, 2 bad input (nothing started),
- * 3 the job failed (a peer, a message or the launcher).
+ * 3 the job failed (a peer, a message or the launcher), 128+N stopped by
+ * signal N (143: SIGTERM, 130: SIGINT).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,6 +16,11 @@
 #include "common/status.h"
 #include "pipe/pipe.h"
 #include "ops/ops_gpu.h"
+
+#include "pipe/outdir.h"
+#include "pipe/deadline.h"
+#include "pipe/resume.h"
+#include "common/stop.h"
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
@@ -23,6 +29,7 @@
 #include "spec/steps.h"
 
 #include <getopt.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +86,72 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
     svp_rt_abort(rt, svp_status_exit_code(status), msg);
 }
 
+/* Seconds a rank has after SIGTERM/SIGINT before the watchdog ends it. */
+#define SVP_WORKER_STOP_GRACE 0.7
+
+/* Reports a stop and removes this rank's own partial outputs. */
+static void svp_worker_stop(int signo, void *arg)
+{
+    const svp_spec_t *spec = arg;
+    int               n    = 0;
+
+    (void)signo;
+    svp_stop_report();
+    svp_pipe_outdir_clean(spec->output.dir, (long)getpid(), NULL, NULL, &n);
+    if (n > 0) {
+        svp_info("removed %d partial output(s) of this rank from %s", n,
+                 spec->output.dir);
+    }
+}
+
+typedef struct {
+    const svp_spec_t *spec;
+    int               rank, world;
+} svp_worker_own_t;
+
+/* Sample i's outputs are this rank's to clean up. */
+static int svp_worker_owns(int sample, void *arg)
+{
+    const svp_worker_own_t *o = arg;
+
+    return svp_pipe_resume_finisher(o->spec, o->world, sample) == o->rank;
+}
+
+/*
+ * Before any work: a rank that writes outputs checks that the output
+ * directory takes files and has room for a sample (else the job fails now,
+ * naming it) and removes the temporaries an interrupted run left of its
+ * samples; then all ranks agree on the samples still to run.  Nothing is
+ * written before that agreement's fence, so no temporary removed here can
+ * belong to a rank of this job.
+ */
+static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spec,
+                                              const svp_stage_t *stage, int rank,
+                                              int world, svp_pipe_resume_t *resume_p)
+{
+    svp_worker_own_t own = {spec, rank, world};
+    svp_status_t     status;
+    int              i, writes = 0, n = 0;
+
+    for (i = 0; i < spec->samples && !writes; ++i) {
+        writes = svp_worker_owns(i, &own);
+    }
+    if (writes) {
+        status = svp_pipe_outdir_check(spec->output.dir,
+                                       stage->ops->output_bytes ?
+                                       stage->ops->output_bytes(stage->self) : 0);
+        if (status != SVP_OK) {
+            return status;
+        }
+        svp_pipe_outdir_clean(spec->output.dir, 0, svp_worker_owns, &own, &n);
+        if (n > 0) {
+            svp_info("removed %d temporaries left in %s by an interrupted run", n,
+                     spec->output.dir);
+        }
+    }
+    return svp_pipe_resume_agree(rt, spec, stage, resume_p);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -98,6 +171,10 @@ int main(int argc, char **argv)
     svp_rt_params_t    rtp;
     svp_rt_h           rt = NULL;
     svp_comm_params_t  cp;
+    svp_stop_params_t  sp;
+    svp_pipe_resume_t  resume = {NULL, 0, 0};
+    svp_pipe_stats_t   stats;
+    svp_pipe_deadline_t dl;
     char               trace_prefix[4096];
     char               err[1024], *dump;
     svp_status_t       status;
@@ -162,6 +239,15 @@ int main(int argc, char **argv)
         return 0;
     }
 
+    /* SIGTERM (scancel, preemption, time limit) and SIGINT: see stop.h */
+    sp.grace = SVP_WORKER_STOP_GRACE;
+    sp.force = svp_worker_stop;
+    sp.arg   = spec;
+    status   = svp_stop_init(&sp);
+    if (status != SVP_OK) {
+        goto out_spec;
+    }
+
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
     rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
@@ -223,6 +309,16 @@ int main(int argc, char **argv)
         goto out_rt;
     }
 
+    status = svp_worker_prepare_output(rt, spec, &pp.stage, rank, world, &resume);
+    if (status != SVP_OK) {
+        if (status != SVP_ERR_SPEC && svp_stop_signal() == 0) {
+            svp_worker_fail(rt, world, rank, status);
+        }
+        goto out_stage;
+    }
+    pp.samples  = resume.todo;
+    pp.nsamples = resume.ntodo;
+
     if (world > 1) {
         /*
          * The job id is a hash of the effective spec: a rank started with a
@@ -258,8 +354,16 @@ int main(int argc, char **argv)
         }
     }
 
-    status = svp_pipe_run(&pp, NULL);
+    status = svp_pipe_run(&pp, &stats);
     if (status == SVP_OK && world > 1) {
+        /* the others may still drain the pipeline: up to a chain's worth of
+         * stages (plus those in flight) after this rank's last sample */
+        svp_pipe_deadline_init(&dl, spec, world);
+        if (stats.steps_done > 0) {
+            svp_pipe_deadline_step(&dl, stats.busy / stats.steps_done);
+        }
+        svp_rt_set_fence_timeout(rt, svp_pipe_deadline_wait(&dl, world +
+                                                            spec->comm.inflight, 1));
         /*
          * Nobody leaves before everyone is done: a rank that finished its
          * part early (rank 0 in "ends" placement) would otherwise be gone
@@ -268,7 +372,10 @@ int main(int argc, char **argv)
          */
         status = svp_rt_fence(rt);
     }
-    if (status != SVP_OK) {
+    if (svp_stop_signal() != 0) {
+        /* every rank got the signal: none tears the job down for the others */
+        svp_worker_stop(svp_stop_signal(), spec);
+    } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
     }
@@ -276,6 +383,7 @@ int main(int argc, char **argv)
 out_comm:
     svp_comm_destroy(pp.comm);
 out_stage:
+    svp_pipe_resume_cleanup(&resume);
     pp.stage.ops->destroy(pp.stage.self);
     if (status == SVP_OK) {
         if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
@@ -286,5 +394,8 @@ out_rt:
     svp_rt_cleanup(rt);
 out_spec:
     svp_spec_destroy(spec);
+    if (svp_stop_signal() != 0) {
+        return svp_stop_exit_code();
+    }
     return svp_status_exit_code(status);
 }

@@ -1,0 +1,39 @@
+/*
+ * The output directory, before any work: is it usable, and what did an
+ * interrupted run leave in it.
+ *
+ * Temporaries: outputs are written as "<final>.tmp.<pid>" and renamed into
+ * place (util.h svp_file_write_atomic, media/sample_dir.h); a sample
+ * directory being replaced is moved aside as "<final>.old.<pid>" for a
+ * moment.  A process killed in between leaves these behind.  Only names of
+ * exactly that form for the job's own outputs (sample_NNNNNN,
+ * sample_NNNNNN.safetensors) are ever touched; any other file stays.
+ */
+#ifndef SVP_PIPE_OUTDIR_H
+#define SVP_PIPE_OUTDIR_H
+
+#include "common/status.h"
+
+#include <stdint.h>
+
+/*
+ * Removes the temporaries in dir, recursively for directories.  pid > 0:
+ * only those of that process (a stopping rank's own); pid == 0: all (at
+ * start, before any rank of the job writes).  own(i, arg), when not NULL,
+ * limits it to the samples i for which it returns non-zero.  A moved-aside
+ * "<final>.old.<pid>" is put back when <final> is missing, else removed.
+ * *removed_p (may be NULL) counts what was removed or put back.  A missing
+ * dir is not an error.
+ */
+svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
+                                   int (*own)(int sample, void *arg), void *arg,
+                                   int *removed_p);
+
+/*
+ * Checks that dir (created if missing) takes a new file and a rename, and
+ * that its filesystem has room for `bytes` (one sample's outputs).  Logs
+ * the path and what is wrong: SVP_ERR_IO.
+ */
+svp_status_t svp_pipe_outdir_check(const char *dir, uint64_t bytes);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * Resume: which samples are finished, agreed by all ranks (see resume.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/resume.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "tensor/safetensors.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* What a rank publishes: its verdict on each sample it finishes. */
+#define SVP_RESUME_KEY "svp.resume"
+
+enum {
+    SVP_RESUME_RUN  = 0,    /* not this rank's, or to be run */
+    SVP_RESUME_DONE = 1,    /* finished: skip */
+    SVP_RESUME_BAD  = 2     /* made with other parameters: the job fails */
+};
+
+int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i)
+{
+    return (spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % world : world - 1;
+}
+
+svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
+                                          const char *name, const char *model,
+                                          int index, uint64_t seed, int ndim,
+                                          const int64_t *shape, char *why,
+                                          size_t len)
+{
+    struct {
+        const char *key;
+        char        want[64];
+    } meta[5];
+    svp_safetensors_info_t info;
+    svp_safetensors_h      st;
+    svp_status_t           status;
+    struct stat            sb;
+    const char            *got;
+    int                    i;
+
+    if (stat(path, &sb) != 0) {
+        return SVP_ERR_NOT_FOUND;
+    }
+    status = svp_safetensors_open(path, &st);
+    if (status != SVP_OK) {
+        snprintf(why, len, "%s does not open: %s", path, svp_status_string(status));
+        return SVP_ERR_BAD_FILE;
+    }
+    meta[0].key = "job";
+    snprintf(meta[0].want, sizeof(meta[0].want), "%s", spec->name);
+    meta[1].key = "sample";
+    snprintf(meta[1].want, sizeof(meta[1].want), "%d", index);
+    meta[2].key = "steps";
+    snprintf(meta[2].want, sizeof(meta[2].want), "%d", spec->steps);
+    meta[3].key = "seed";
+    snprintf(meta[3].want, sizeof(meta[3].want), "%" PRIu64, seed);
+    meta[4].key = "model";
+    snprintf(meta[4].want, sizeof(meta[4].want), "%s", model);
+    status = SVP_OK;
+    for (i = 0; i < 5; ++i) {
+        got = svp_safetensors_metadata(st, meta[i].key);
+        if (got == NULL || strcmp(got, meta[i].want) != 0) {
+            snprintf(why, len, "%s was made with %s=%s, this job has %s=%s", path,
+                     meta[i].key, got ? got : "(none)", meta[i].key, meta[i].want);
+            status = SVP_ERR_SPEC;
+            goto out;
+        }
+    }
+    if (svp_safetensors_find(st, name, &info) != SVP_OK) {
+        snprintf(why, len, "%s has no tensor '%s'", path, name);
+        status = SVP_ERR_BAD_FILE;
+        goto out;
+    }
+    if (info.dtype != SVP_DTYPE_F32 || info.ndim != ndim) {
+        snprintf(why, len, "%s: tensor '%s' has %d dimensions or another dtype, "
+                 "this job writes %d", path, name, info.ndim, ndim);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    for (i = 0; i < ndim; ++i) {
+        if (info.shape[i] != shape[i]) {
+            snprintf(why, len, "%s: tensor '%s' has size %" PRId64 " in dimension "
+                     "%d, this job writes %" PRId64, path, name, info.shape[i], i,
+                     shape[i]);
+            status = SVP_ERR_SPEC;
+            goto out;
+        }
+    }
+out:
+    svp_safetensors_close(st);
+    return status;
+}
+
+/* This rank's verdicts on the samples it finishes; *bad_p counts mismatches. */
+static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
+                                         const svp_stage_t *stage, int rank,
+                                         int world, unsigned char *v, int *bad_p)
+{
+    char         why[1024];
+    svp_status_t status;
+    int          i, bad = 0;
+
+    for (i = 0; i < spec->samples; ++i) {
+        v[i] = SVP_RESUME_RUN;
+        if (stage->ops->check_output == NULL ||
+            svp_pipe_resume_finisher(spec, world, i) != rank) {
+            continue;
+        }
+        why[0] = '\0';
+        status = stage->ops->check_output(stage->self, i, why, sizeof(why));
+        if (status == SVP_OK) {
+            v[i] = SVP_RESUME_DONE;
+        } else if (status == SVP_ERR_SPEC && !spec->output.overwrite) {
+            if (bad++ == 0) {
+                svp_error("sample %d: %s (output.overwrite: true replaces it)", i,
+                          why);
+            }
+            v[i] = SVP_RESUME_BAD;
+        } else if (status == SVP_ERR_SPEC) {
+            svp_info("sample %d: %s: output.overwrite is set, running it again", i,
+                     why);
+        } else if (status != SVP_ERR_NOT_FOUND) {
+            svp_warn("sample %d: %s: running it again", i, why);
+        }
+    }
+    if (bad > 1) {
+        svp_error("%d samples in %s were made with other parameters", bad,
+                  spec->output.dir);
+    }
+    *bad_p = bad;
+    return SVP_OK;
+}
+
+svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
+                                   const svp_stage_t *stage, svp_pipe_resume_t *r_p)
+{
+    int            rank = svp_rt_rank(rt), world = svp_rt_size(rt);
+    int            n = spec->samples, bad = 0, badrank = -1, i, r;
+    unsigned char *mine, *all;
+    void          *data;
+    size_t         len;
+    svp_status_t   status;
+
+    mine = calloc((size_t)n + 1, 1);
+    all  = calloc((size_t)n + 1, 1);
+    if (mine == NULL || all == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out;
+    }
+    svp_pipe_resume_scan(spec, stage, rank, world, mine, &bad);
+    if (world > 1) {
+        status = svp_rt_put(rt, SVP_RESUME_KEY, mine, (size_t)n);
+        if (status == SVP_OK) {
+            status = svp_rt_fence(rt);
+        }
+        if (status != SVP_OK) {
+            goto out;
+        }
+        for (r = 0; r < world; ++r) {
+            if (r == rank) {
+                data = NULL;
+            } else {
+                status = svp_rt_get(rt, r, SVP_RESUME_KEY, &data, &len);
+                if (status != SVP_OK) {
+                    svp_error("cannot read rank %d's finished samples: %s", r,
+                              svp_status_string(status));
+                    goto out;
+                }
+                if (len != (size_t)n) {
+                    svp_error("rank %d knows %zu samples, this rank %d", r, len, n);
+                    free(data);
+                    status = SVP_ERR_MESSAGE;
+                    goto out;
+                }
+            }
+            for (i = 0; i < n; ++i) {
+                unsigned char v = (r == rank) ? mine[i] : ((unsigned char *)data)[i];
+                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(spec, world, i) == r) {
+                    all[i] = v;
+                }
+                if (v == SVP_RESUME_BAD && badrank < 0) {
+                    badrank = r;
+                }
+            }
+            free(data);
+        }
+    } else {
+        memcpy(all, mine, (size_t)n);
+        badrank = bad ? 0 : -1;
+    }
+    if (badrank >= 0) {
+        if (badrank != rank) {
+            svp_error("rank %d found samples in %s made with other parameters "
+                      "(see its log)", badrank, spec->output.dir);
+        }
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+
+    memset(r_p, 0, sizeof(*r_p));
+    r_p->todo = malloc(((size_t)n + 1) * sizeof(*r_p->todo));
+    if (r_p->todo == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (i = 0; i < n; ++i) {
+        if (all[i] == SVP_RESUME_DONE) {
+            r_p->skipped++;
+            if (svp_pipe_resume_finisher(spec, world, i) == rank) {
+                svp_info("sample %d: skipped, finished by an earlier run", i);
+            }
+        } else {
+            r_p->todo[r_p->ntodo++] = i;
+        }
+    }
+    if (r_p->skipped > 0) {
+        svp_info("resuming in %s: %d of %d samples finished by an earlier run, "
+                 "%d to run", spec->output.dir, r_p->skipped, n, r_p->ntodo);
+    }
+    status = SVP_OK;
+out:
+    free(mine);
+    free(all);
+    return status;
+}
+
+void svp_pipe_resume_cleanup(svp_pipe_resume_t *r)
+{
+    if (r != NULL) {
+        free(r->todo);
+        r->todo  = NULL;
+        r->ntodo = 0;
+    }
+}

@@ -1,0 +1,67 @@
+/*
+ * Resume: a job run again on the same output directory (resubmitted after a
+ * scancel, requeued after preemption) runs only the samples that are not
+ * finished, and cleans up what an interrupted run left behind.
+ *
+ * Finished means the sample's final output exists and validates: the
+ * simulator's sample_NNNNNN.safetensors opens and its metadata (job, sample,
+ * steps, seed, model) and shape are this job's; an SVD sample directory is
+ * complete, its sample.json matches this job's parameters and its latents
+ * file opens.  Outputs are committed atomically (a temporary, then one
+ * rename), so an output that exists is whole.  A sample whose output was made
+ * with other parameters is an error (SVP_ERR_SPEC: exit 2, nothing runs)
+ * unless output.overwrite is set; then it is run again and replaced.
+ *
+ * Agreement: each rank looks at the samples it would finish (the last rank,
+ * or rank i mod W under placement spread), publishes its verdicts through
+ * the runtime and fences; every rank then reads every rank's verdicts and
+ * builds the same list.  So the ranks agree before any work, also where the
+ * output directory is visible only to the ranks that write it.
+ */
+#ifndef SVP_PIPE_RESUME_H
+#define SVP_PIPE_RESUME_H
+
+#include "common/status.h"
+#include "pipe/stage.h"
+#include "rt/rt.h"
+#include "spec/spec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int *todo;      /* sample indices still to run, ascending (owned) */
+    int  ntodo;
+    int  skipped;   /* samples found finished */
+} svp_pipe_resume_t;
+
+/* The rank that finishes sample i in a job of world ranks. */
+int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i);
+
+/*
+ * Decides, with the other ranks of rt (collective: every rank calls it), which
+ * samples still need running, and logs each skipped one at info level and a
+ * summary.  On success *r_p holds the list (free it with
+ * svp_pipe_resume_cleanup).  SVP_ERR_SPEC when a rank found a sample made
+ * with other parameters (that rank logs which and why; output.overwrite
+ * lifts it); a failed fence's status otherwise.
+ */
+svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
+                                   const svp_stage_t *stage,
+                                   svp_pipe_resume_t *r_p);
+
+void svp_pipe_resume_cleanup(svp_pipe_resume_t *r);
+
+/*
+ * For a stage's check_output: does the safetensors file at path hold a
+ * tensor `name` of the given shape (f32) with this job's metadata for sample
+ * index with seed?  SVP_OK, SVP_ERR_NOT_FOUND (no file), SVP_ERR_BAD_FILE
+ * (does not open) or SVP_ERR_SPEC (why[] names the first difference).
+ */
+svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
+                                          const char *name, const char *model,
+                                          int index, uint64_t seed, int ndim,
+                                          const int64_t *shape, char *why,
+                                          size_t len);
+
+#endif

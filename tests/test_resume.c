@@ -1,0 +1,360 @@
+#define _GNU_SOURCE
+/*
+ * Tests for resume (pipe/resume.h), the output directory (pipe/outdir.h),
+ * fill-aware deadlines (pipe/deadline.h) and stopping (common/stop.h), in
+ * one process with the dummy stage.  The cluster cases (scancel and
+ * resubmit, SIGTERM to every rank, the fill) are in tests/resume_cluster.sh.
+ */
+#include "pipe/pipe.h"
+#include "pipe/deadline.h"
+#include "pipe/outdir.h"
+#include "pipe/resume.h"
+#include "rt/rt.h"
+#include "common/log.h"
+#include "common/stop.h"
+#include "common/util.h"
+
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void quiet(void)
+{
+    svp_log_set_stream(fopen("/dev/null", "w"));
+}
+
+TestSuite(resume, .init = quiet);
+TestSuite(outdir, .init = quiet);
+TestSuite(deadline);
+TestSuite(stop, .init = quiet);
+
+/* The test job in dir, with `extra` as --set KEY=VALUE overrides separated
+ * by ';' ("" for none). */
+static svp_spec_t *load(const char *dir, const char *extra)
+{
+    char        yaml[1024], err[512], copy[512], *sets[8], *save = NULL, *tok;
+    svp_spec_t *spec;
+    int         n = 0;
+
+    snprintf(yaml, sizeof(yaml),
+             "steps: 6\nsamples: 5\nseed: 5\nlatent_shape: [1, 3, 4, 5, 6]\n"
+             "output: {dir: '%s'}\n", dir);
+    snprintf(copy, sizeof(copy), "%s", extra);
+    for (tok = strtok_r(copy, ";", &save); tok != NULL && n < 8;
+         tok = strtok_r(NULL, ";", &save)) {
+        sets[n++] = tok;
+    }
+    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", (const char **)sets, n, err,
+                                      sizeof(err), &spec),
+                 SVP_OK, "%s", err);
+    return spec;
+}
+
+/* Runs the samples in list (NULL: all) of the job in dir. */
+static svp_status_t run(const char *dir, const char *extra, const int *list, int n)
+{
+    svp_spec_t       *spec = load(dir, extra);
+    svp_pipe_params_t pp   = {0};
+    svp_status_t      status;
+
+    pp.spec     = spec;
+    pp.world    = 1;
+    pp.samples  = list;
+    pp.nsamples = n;
+    cr_assert_eq(svp_stage_dummy_create(spec, &pp.stage), SVP_OK);
+    status = svp_pipe_run(&pp, NULL);
+    pp.stage.ops->destroy(pp.stage.self);
+    svp_spec_destroy(spec);
+    return status;
+}
+
+static svp_rt_h plain_rt(void)
+{
+    svp_rt_h rt;
+
+    unsetenv("PMIX_NAMESPACE");
+    cr_assert_eq(svp_rt_init(NULL, &rt), SVP_OK);
+    return rt;
+}
+
+/* What rank 0 of 1 decides for the job in dir. */
+static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t *r)
+{
+    svp_spec_t  *spec = load(dir, extra);
+    svp_stage_t  stage;
+    svp_rt_h     rt = plain_rt();
+    svp_status_t status;
+
+    cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
+    status = svp_pipe_resume_agree(rt, spec, &stage, r);
+    stage.ops->destroy(stage.self);
+    svp_rt_cleanup(rt);
+    svp_spec_destroy(spec);
+    return status;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char  *x, *y;
+    size_t lx, ly;
+    int    same;
+
+    if (svp_file_read_all(a, &x, &lx) != SVP_OK) {
+        return 0;
+    }
+    if (svp_file_read_all(b, &y, &ly) != SVP_OK) {
+        free(x);
+        return 0;
+    }
+    same = (lx == ly) && memcmp(x, y, lx) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static void path_of(char *buf, size_t len, const char *dir, int i)
+{
+    snprintf(buf, len, "%s/sample_%06d.safetensors", dir, i);
+}
+
+/* Two samples finished earlier: the rest run, each with its own index, seed
+ * and noise, and the outputs are the bytes of an uninterrupted run. */
+Test(resume, skips_finished_samples_and_runs_the_rest_bit_identical)
+{
+    char              ref[] = "/tmp/svp_res_XXXXXX", dir[] = "/tmp/svp_res_XXXXXX";
+    char              a[512], b[512];
+    static const int  first[] = {1, 3};
+    svp_pipe_resume_t r;
+    int               i;
+
+    cr_assert_not_null(mkdtemp(ref));
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(run(ref, "", NULL, 0), SVP_OK);
+    cr_assert_eq(run(dir, "", first, 2), SVP_OK);
+    path_of(a, sizeof(a), dir, 0);
+    cr_assert_eq(access(a, F_OK), -1, "sample 0 was not in the list");
+
+    cr_assert_eq(agree(dir, "", &r), SVP_OK);
+    cr_assert_eq(r.skipped, 2);
+    cr_assert_eq(r.ntodo, 3);
+    cr_assert_eq(r.todo[0], 0);
+    cr_assert_eq(r.todo[1], 2);
+    cr_assert_eq(r.todo[2], 4);
+    cr_assert_eq(run(dir, "", r.todo, r.ntodo), SVP_OK);
+    svp_pipe_resume_cleanup(&r);
+
+    for (i = 0; i < 5; ++i) {
+        path_of(a, sizeof(a), ref, i);
+        path_of(b, sizeof(b), dir, i);
+        cr_expect(same_file(a, b), "sample %d differs from the uninterrupted run", i);
+    }
+    /* nothing left to do */
+    cr_assert_eq(agree(dir, "", &r), SVP_OK);
+    cr_assert_eq(r.ntodo, 0);
+    cr_assert_eq(r.skipped, 5);
+    cr_assert_eq(run(dir, "", r.todo, r.ntodo), SVP_OK);
+    svp_pipe_resume_cleanup(&r);
+    svp_rmtree(ref);
+    svp_rmtree(dir);
+}
+
+/* Another seed, steps or shape: an error, unless output.overwrite. */
+Test(resume, other_parameters_are_an_error_unless_overwrite)
+{
+    char              dir[] = "/tmp/svp_res_XXXXXX";
+    svp_pipe_resume_t r;
+
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(run(dir, "", NULL, 0), SVP_OK);
+    cr_assert_eq(agree(dir, "seed=6", &r), SVP_ERR_SPEC);
+    cr_assert_eq(agree(dir, "steps=7", &r), SVP_ERR_SPEC);
+    cr_assert_eq(agree(dir, "latent_shape=[1,3,4,5,7]", &r), SVP_ERR_SPEC);
+    cr_assert_eq(agree(dir, "name=other", &r), SVP_ERR_SPEC);
+    cr_assert_eq(agree(dir, "seed=6;output.overwrite=true", &r), SVP_OK);
+    cr_assert_eq(r.ntodo, 5, "every sample runs again");
+    svp_pipe_resume_cleanup(&r);
+    svp_rmtree(dir);
+}
+
+/* A damaged output (truncated by hand) is run again, not trusted. */
+Test(resume, damaged_output_runs_again)
+{
+    char              dir[] = "/tmp/svp_res_XXXXXX", a[512];
+    svp_pipe_resume_t r;
+
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(run(dir, "", NULL, 0), SVP_OK);
+    path_of(a, sizeof(a), dir, 2);
+    cr_assert_eq(truncate(a, 100), 0);
+    cr_assert_eq(agree(dir, "", &r), SVP_OK);
+    cr_assert_eq(r.ntodo, 1);
+    cr_assert_eq(r.todo[0], 2);
+    svp_pipe_resume_cleanup(&r);
+    svp_rmtree(dir);
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char path[1024];
+    int  fd;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    fd = open(path, O_WRONLY | O_CREAT, 0644);
+    cr_assert_geq(fd, 0, "%s", path);
+    close(fd);
+}
+
+static int exists(const char *dir, const char *name)
+{
+    char path[1024];
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+static int only_even(int sample, void *arg)
+{
+    (void)arg;
+    return sample % 2 == 0;
+}
+
+/* Only the project's own temporary names go; everything else stays. */
+Test(outdir, clean_removes_only_own_temporaries)
+{
+    char dir[] = "/tmp/svp_out_XXXXXX", sub[600];
+    int  n;
+
+    cr_assert_not_null(mkdtemp(dir));
+    touch(dir, "sample_000001.safetensors.tmp.123");
+    touch(dir, "sample_000002.safetensors.tmp.99");
+    snprintf(sub, sizeof(sub), "%s/sample_000004.tmp.123", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    touch(sub, "latents.safetensors.tmp.123");
+    snprintf(sub, sizeof(sub), "%s/sample_000006.old.55", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000006 missing: put back */
+    snprintf(sub, sizeof(sub), "%s/sample_000008.old.55", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof(sub), "%s/sample_000008", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000008 there: old removed */
+    /* not ours */
+    touch(dir, "notes.tmp.123");
+    touch(dir, "sample_000003.safetensors");
+    touch(dir, "sample_000003.safetensors.tmp.12a");
+    touch(dir, "sample_01.tmp.123");
+    touch(dir, "sample_000005.png.tmp.123");
+    touch(dir, "sample_000005.safetensors.old.123");
+
+    /* a stopping rank: its own pid only */
+    cr_assert_eq(svp_pipe_outdir_clean(dir, 99, NULL, NULL, &n), SVP_OK);
+    cr_assert_eq(n, 1);
+    cr_assert(!exists(dir, "sample_000002.safetensors.tmp.99"));
+    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123"));
+
+    /* at start, only this rank's samples */
+    cr_assert_eq(svp_pipe_outdir_clean(dir, 0, only_even, NULL, &n), SVP_OK);
+    cr_assert_eq(n, 3);
+    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123"));
+    cr_assert(!exists(dir, "sample_000004.tmp.123"));
+    cr_assert(exists(dir, "sample_000006"));
+    cr_assert(!exists(dir, "sample_000006.old.55"));
+    cr_assert(exists(dir, "sample_000008"));
+    cr_assert(!exists(dir, "sample_000008.old.55"));
+
+    cr_assert_eq(svp_pipe_outdir_clean(dir, 0, NULL, NULL, &n), SVP_OK);
+    cr_assert_eq(n, 1);
+    cr_assert(!exists(dir, "sample_000001.safetensors.tmp.123"));
+    cr_assert(exists(dir, "notes.tmp.123"));
+    cr_assert(exists(dir, "sample_000003.safetensors"));
+    cr_assert(exists(dir, "sample_000003.safetensors.tmp.12a"));
+    cr_assert(exists(dir, "sample_01.tmp.123"));
+    cr_assert(exists(dir, "sample_000005.png.tmp.123"));
+    cr_assert(exists(dir, "sample_000005.safetensors.old.123"));
+    svp_rmtree(dir);
+}
+
+Test(outdir, check_names_an_unusable_directory)
+{
+    char dir[] = "/tmp/svp_out_XXXXXX", bad[600];
+
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert_eq(svp_pipe_outdir_check(dir, 1000), SVP_OK);
+    /* created when missing */
+    snprintf(bad, sizeof(bad), "%s/a/b", dir);
+    cr_assert_eq(svp_pipe_outdir_check(bad, 1000), SVP_OK);
+    cr_assert(exists(dir, "a/b"));
+    cr_assert(!exists(bad, ".svdpipe-probe.tmp"), "the probe is removed");
+    /* below a regular file: cannot be created (whoever runs the test) */
+    touch(dir, "file");
+    snprintf(bad, sizeof(bad), "%s/file/out", dir);
+    cr_assert_eq(svp_pipe_outdir_check(bad, 1000), SVP_ERR_IO);
+    /* more room than any filesystem has */
+    cr_assert_eq(svp_pipe_outdir_check(dir, UINT64_MAX / 2), SVP_ERR_IO);
+    svp_rmtree(dir);
+}
+
+/* A real small filesystem: full, and read-only (needs mount: root). */
+Test(outdir, full_and_read_only_filesystems)
+{
+    char dir[] = "/tmp/svp_out_XXXXXX", cmd[700];
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null", dir);
+    if (system(cmd) != 0) {
+        rmdir(dir);
+        cr_skip_test("cannot mount a tmpfs here (not root?)");
+    }
+    cr_expect_eq(svp_pipe_outdir_check(dir, 16 * 1024), SVP_OK);
+    cr_expect_eq(svp_pipe_outdir_check(dir, 1024 * 1024), SVP_ERR_IO,
+                 "a sample of 1 MB does not fit in 64 kB");
+    snprintf(cmd, sizeof(cmd), "mount -o remount,ro '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+    cr_expect_eq(svp_pipe_outdir_check(dir, 1024), SVP_ERR_IO, "read-only");
+    snprintf(cmd, sizeof(cmd), "umount '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
+    rmdir(dir);
+}
+
+Test(deadline, counts_from_when_the_input_is_due)
+{
+    svp_pipe_deadline_t d;
+    svp_spec_t         *spec = load("/tmp", "steps=8;model.dummy.cost=sleep;"
+                                             "model.dummy.step_ms=400;comm.deadline=2");
+
+    svp_pipe_deadline_init(&d, spec, 4);
+    /* rank 3's first input: 3 stages of 2 steps of 0.4 s, doubled, + 2 s */
+    cr_assert_float_eq(svp_pipe_deadline_wait(&d, 3, 1), 2 + 2 * 3 * 2 * 0.4, 1e-9);
+    /* later inputs: one stage */
+    cr_assert_float_eq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * 2 * 0.4, 1e-9);
+    /* measured steps replace the estimate */
+    svp_pipe_deadline_step(&d, 1.0);
+    svp_pipe_deadline_step(&d, 3.0);
+    cr_assert_float_eq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * 2 * 2.0, 1e-9);
+    /* rank 0 waits for nothing but its encoder */
+    cr_assert_float_eq(svp_pipe_deadline_wait(&d, 0, 0), 2, 1e-9);
+    svp_spec_destroy(spec);
+
+    /* no figure for the step time: a generous bound until measured */
+    spec = load("/tmp", "steps=8;comm.deadline=2");
+    svp_pipe_deadline_init(&d, spec, 4);
+    cr_assert_geq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * SVP_PIPE_STEP_BOUND_S);
+    svp_spec_destroy(spec);
+}
+
+/* After SIGTERM the pipeline stops before its next step; nothing partial. */
+Test(stop, pipeline_stops_between_steps)
+{
+    char dir[] = "/tmp/svp_res_XXXXXX";
+
+    cr_assert_not_null(mkdtemp(dir));
+    svp_stop_raise_for_test(SIGTERM);
+    cr_assert_eq(svp_stop_signal(), SIGTERM);
+    cr_assert_eq(svp_stop_exit_code(), 143);
+    cr_assert_eq(run(dir, "", NULL, 0), SVP_ERR_CANCELED);
+    cr_assert(!exists(dir, "sample_000000.safetensors"));
+    svp_rmtree(dir);
+}
