@@ -41,6 +41,7 @@ struct svp_rt {
     int          evhdlr_registered;
     int          event_fd;
     atomic_int   lost_rank;
+    atomic_int   leave_reason;      /* svp_rt_leave_t */
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
     struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
     svp_rt_kv_t *kv;                /* plain start only */
@@ -221,10 +222,24 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
 
 #define SVP_RT_WATCH_KEY "svp.rt.watch_address"
 
-static void svp_rt_watch_lost(void *arg, int rank)
+static void svp_rt_watch_lost(void *arg, int rank, const char *why)
 {
-    svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+    svp_error("rank %d is gone: %s", rank, why);
     svp_rt_record_loss(arg, rank);
+}
+
+/* The watch's goodbye codes are the runtime's leave reasons. */
+_Static_assert((int)SVP_RT_LEAVE_EARLY == (int)SVP_RT_WATCH_BYE_EARLY &&
+               (int)SVP_RT_LEAVE_DONE == (int)SVP_RT_WATCH_BYE_DONE &&
+               (int)SVP_RT_LEAVE_ERROR == (int)SVP_RT_WATCH_BYE_ERROR &&
+               (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL,
+               "leave reasons and goodbye codes differ");
+
+void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
+{
+    if (rt != NULL) {
+        atomic_store(&rt->leave_reason, (int)reason);
+    }
 }
 
 /* Connects the neighbour watch (see watch.h): publish, fence, connect. */
@@ -249,7 +264,7 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
         status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
     }
     if (status != SVP_OK) {
-        svp_rt_watch_stop(rt->watch);
+        svp_rt_watch_stop(rt->watch, SVP_RT_WATCH_BYE_ERROR);
         rt->watch = NULL;
         return status;
     }
@@ -362,6 +377,7 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     rt->event_fd   = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
+    atomic_init(&rt->leave_reason, SVP_RT_LEAVE_EARLY);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
         rt->timeout = params->timeout;
     }
@@ -396,7 +412,7 @@ void svp_rt_cleanup(svp_rt_h rt)
         return;
     }
     if (!rt->plain) {
-        svp_rt_watch_stop(rt->watch);
+        svp_rt_watch_stop(rt->watch, atomic_load(&rt->leave_reason));
         if (rt->evhdlr_registered) {
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }

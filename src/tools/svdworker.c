@@ -183,6 +183,7 @@ int main(int argc, char **argv)
                    spec->file, spec->steps, spec->samples, world,
                    range.end - range.begin);
         }
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
         goto out_rt;
     }
 
@@ -253,6 +254,10 @@ int main(int argc, char **argv)
          */
         status = svp_rt_fence(rt);
     }
+    if (status == SVP_OK) {
+        /* the goodbye the neighbours get (see src/rt/watch.h) */
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
+    }
     if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
@@ -268,6 +273,9 @@ out_stage:
         }
     }
 out_rt:
+    if (status != SVP_OK) {
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_ERROR);
+    }
     svp_rt_cleanup(rt);
 out_spec:
     svp_spec_destroy(spec);
