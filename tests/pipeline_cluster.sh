@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..15"
+    echo "1..17"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -147,6 +147,47 @@ CONF
         ok "rank 1 stalled: rank 2's deadline error names sample, step and peer (${dt}s)"
     else
         nok "rank 1 stalled (pid '$pid', rc=$rc, ${dt}s)" "$tmp/stall.log"
+    fi
+
+    # a stopped rank under a long deadline: its neighbours' heartbeat names
+    # it within 10 s, whatever comm.deadline says
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$w" "$tmp/job.yaml" $slow \
+        --set comm.deadline=120 --set output.dir="$tmp/sigstop" >"$tmp/sigstop.log" 2>&1 &
+    srun_pid=$!
+    pid=""
+    for _ in $(seq 50); do pid=$(rank_pid 1 "$tmp/sigstop") && break; sleep 0.1; done
+    sleep 1.5
+    t0=$(date +%s.%N)
+    [ -n "$pid" ] && kill -STOP "$pid"
+    wait "$srun_pid"; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null
+    if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 10) }' &&
+       grep -q -E "rank 1 is gone: it sent no heartbeat" "$tmp/sigstop.log"; then
+        ok "rank 1 stopped (SIGSTOP, deadline 120 s): named by the heartbeat, job ended in ${dt}s"
+    else
+        nok "rank 1 stopped under a 120 s deadline (pid '$pid', rc=$rc, ${dt}s)" "$tmp/sigstop.log"
+    fi
+
+    # a rank that leaves early (here: its own bad model folder, exit 2, no
+    # abort) says goodbye with its reason; the others name it at once
+    cat >"$tmp/wrap2.sh" <<SH
+#!/bin/sh
+if [ "\$SLURM_PROCID" = 2 ]; then
+    exec "$w" "\$@" --set model.kind=svd --set model.path="$tmp/no-such-model"
+fi
+exec "$w" "\$@"
+SH
+    chmod +x "$tmp/wrap2.sh"
+    t0=$(date +%s.%N)
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$tmp/wrap2.sh" "$tmp/job.yaml" $slow \
+        --set comm.deadline=120 --set output.dir="$tmp/bye" >"$tmp/bye.log" 2>&1; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 10) }' &&
+       grep -q -E "rank 2 is gone: it said goodbye: failed" "$tmp/bye.log"; then
+        ok "rank 2 left early (deadline 120 s): named with its reason, job ended in ${dt}s"
+    else
+        nok "rank 2 left early (rc=$rc, ${dt}s)" "$tmp/bye.log"
     fi
 
     # the checked-in simulator script through sbatch --wait, from another
