@@ -19,6 +19,7 @@
 #include "trace/trace.h"
 #include "common/util.h"
 #include "spec/spec.h"
+#include "spec/spec_agree.h"
 #include "spec/steps.h"
 
 #include <getopt.h>
@@ -99,6 +100,7 @@ int main(int argc, char **argv)
     char               trace_prefix[4096];
     char               err[1024], *dump;
     svp_status_t       status;
+    uint64_t           job_id = 0;
 
     while ((c = getopt_long(argc, argv, "s:cphV", opts, NULL)) != -1) {
         switch (c) {
@@ -196,6 +198,20 @@ int main(int argc, char **argv)
              svp_rt_nspace(rt));
 
     /*
+     * Every rank runs the same spec (but for per-rank keys such as
+     * log.level): a rank started with another file or --set (a stale file
+     * on one node) names the differing keys here, before any work.  The job
+     * id carried by every message is a hash of the shared keys.
+     */
+    if (world > 1) {
+        status = svp_spec_agree(spec, rt, &job_id);
+        if (status != SVP_OK) {
+            svp_worker_fail(rt, world, rank, status);
+            goto out_rt;
+        }
+    }
+
+    /*
      * The model and the inputs first: a bad model folder or image fails here,
      * on every rank alike, before any rank starts work or waits for a peer.
      */
@@ -210,26 +226,16 @@ int main(int argc, char **argv)
     }
 
     if (world > 1) {
-        /*
-         * The job id is a hash of the effective spec: a rank started with a
-         * different spec or --set (a stale file on one node) is a mismatch
-         * on its first message, not a silently different result.
-         */
-        status = svp_spec_dump(spec, &dump);
-        if (status != SVP_OK) {
-            goto out_stage;
-        }
         memset(&cp, 0, sizeof(cp));
         cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
                         SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM;
-        cp.job_id     = svp_hash_fnv1a(dump, strlen(dump), 0);
+        cp.job_id     = job_id;
         cp.deadline   = spec->comm.deadline;
         cp.transport  = spec->comm.transport;
         /* headers are always checked; the payload's checksum costs 0.6 ms
          * per 2 MB latent on each side, 4x the hand-off itself on shared
          * memory (make bench-comm), so it is opt-in */
         cp.checksum   = spec->comm.checksum;
-        free(dump);
         status = svp_comm_create(rt, &cp, &pp.comm);
         if (status != SVP_OK) {
             svp_worker_fail(rt, world, rank, status);
