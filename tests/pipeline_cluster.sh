@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..18"
+    echo "1..19"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -207,6 +207,22 @@ SH
         ok "rank 2 left early (deadline 120 s): named with its reason, job ended in ${dt}s"
     else
         nok "rank 2 left early (rc=$rc, ${dt}s)" "$tmp/bye.log"
+    fi
+
+    # a rank that never starts (its spec fails before the runtime is up):
+    # the others name it once the first fence's deadline has passed
+    sed -e 's/--set model.kind=svd --set model.path=.*$/--set steps=abc/' \
+        "$tmp/wrap2.sh" >"$tmp/wrap3.sh"
+    chmod +x "$tmp/wrap3.sh"
+    t0=$(date +%s.%N)
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$tmp/wrap3.sh" "$tmp/job.yaml" $slow \
+        --set comm.deadline=3 --set output.dir="$tmp/absent" >"$tmp/absent.log" 2>&1; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 12) }' &&
+       grep -q -E ":r0 error rank 2 never started" "$tmp/absent.log"; then
+        ok "rank 2 never started (deadline 3 s): named, job ended in ${dt}s"
+    else
+        nok "rank 2 never started (rc=$rc, ${dt}s)" "$tmp/absent.log"
     fi
 
     # the checked-in simulator script through sbatch --wait, from another

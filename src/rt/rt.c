@@ -242,6 +242,44 @@ void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
     }
 }
 
+/*
+ * After the first fence failed: which ranks never published their watch
+ * address, i.e. never started (exited before PMIx_Init, or were never
+ * launched)?  Each is asked for with a short timeout; at most 8 are named,
+ * so that a job of thousands whose launch failed is not probed for hours.
+ */
+static void svp_rt_name_absent(struct svp_rt *rt, const char *key)
+{
+    pmix_value_t *val;
+    pmix_proc_t   proc;
+    pmix_info_t   info;
+    char          list[256];
+    size_t        n = 0;
+    int           r, absent = 0, t = 2;
+
+    list[0] = '\0';
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &t, PMIX_INT);
+    for (r = 0; (r < rt->size) && (absent < 8); ++r) {
+        if (r == rt->rank) {
+            continue;
+        }
+        PMIX_LOAD_PROCID(&proc, rt->proc.nspace, (pmix_rank_t)r);
+        if (PMIx_Get(&proc, key, &info, 1, &val) == PMIX_SUCCESS) {
+            PMIX_VALUE_RELEASE(val);
+            continue;
+        }
+        ++absent;
+        if (n < sizeof(list)) {
+            n += snprintf(list + n, sizeof(list) - n, "%s%d", n > 0 ? ", " : "", r);
+        }
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    if (absent > 0) {
+        svp_error("rank%s %s never started: no neighbour-watch address after "
+                  "%.0f s", absent > 1 ? "s" : "", list, rt->timeout);
+    }
+}
+
 /* Connects the neighbour watch (see watch.h): publish, fence, connect. */
 static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
 {
@@ -259,6 +297,9 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     status = svp_rt_put(rt, SVP_RT_WATCH_KEY, addr, strlen(addr) + 1);
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
+        if (status != SVP_OK) {
+            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY);
+        }
     }
     if (status == SVP_OK) {
         status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
