@@ -91,6 +91,7 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
         svp_rt_watch_stop(w0, reason);
         _exit(0);
     }
+    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE);  /* the child's; not started here */
     cr_assert_eq(svp_rt_watch_start(w1, 1, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
     *w1_p = w1;
     return pid;
