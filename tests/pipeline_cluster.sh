@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..15"
+    echo "1..19"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -86,17 +86,36 @@ if [ "$nodes" -eq 1 ]; then
         nok "steps not divisible by ranks" "$tmp/bad.log"
     fi
 
-    # a rank whose spec differs (a stale file on one node): mismatch named
+    # a rank whose spec differs (a stale file on one node): the differing
+    # keys named with both values, at once, nothing run
     cat >"$tmp/multi.conf" <<CONF
 0-2 $w $tmp/job.yaml --set output.dir=$tmp/mm
-3 $w $tmp/job.yaml --set output.dir=$tmp/mm --set latent_shape=[1,4,4,6,9]
+3 $w $tmp/job.yaml --set output.dir=$tmp/mm --set latent_shape=[1,4,4,6,9] --set seed=7
 CONF
+    t0=$(date +%s.%N)
     timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 --multi-prog "$tmp/multi.conf" >"$tmp/mm.log" 2>&1
     rc=$?
-    if [ $rc -ne 0 ] && grep -q -E "receiving sample [0-9]+ step [0-9]+ from rank [0-9]+: .*expected" "$tmp/mm.log"; then
-        ok "a rank with another spec: message mismatch named, job fails"
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 10) }' &&
+       grep -q -F "rank 3's job spec differs from rank 0's (this rank vs rank 0): seed: 7 vs 2024; latent_shape: [1, 4, 4, 6, 9] vs [1, 4, 4, 6, 8]" "$tmp/mm.log" &&
+       ! ls "$tmp"/mm/sample_* >/dev/null 2>&1; then
+        ok "a rank with another spec: differing keys listed with both values, job failed in ${dt}s"
     else
-        nok "a rank with another spec (rc=$rc)" "$tmp/mm.log"
+        nok "a rank with another spec (rc=$rc, ${dt}s)" "$tmp/mm.log"
+    fi
+
+    # per-rank keys may differ: one rank at log.level debug, writing its
+    # samples elsewhere, gives the same results
+    cat >"$tmp/multi2.conf" <<CONF
+0-2 $w $tmp/job.yaml --set output.dir=$tmp/lv
+3 $w $tmp/job.yaml --set output.dir=$tmp/lv3 --set log.level=debug
+CONF
+    if timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 -O --multi-prog "$tmp/multi2.conf" >"$tmp/lv.log" 2>&1 &&
+       grep -q ":r3 debug" "$tmp/lv.log" && mkdir -p "$tmp/lvall" &&
+       cp "$tmp"/lv/sample_* "$tmp"/lv3/sample_* "$tmp/lvall/" && same_outputs "$tmp/ref" "$tmp/lvall" 10; then
+        ok "one rank at log.level debug with its own output.dir: runs, bit-identical"
+    else
+        nok "one rank at log.level debug" "$tmp/lv.log"
     fi
 
     # failures: the pid of rank R of the srun step running output dir D
@@ -147,6 +166,63 @@ CONF
         ok "rank 1 stalled: rank 2's deadline error names sample, step and peer (${dt}s)"
     else
         nok "rank 1 stalled (pid '$pid', rc=$rc, ${dt}s)" "$tmp/stall.log"
+    fi
+
+    # a stopped rank under a long deadline: its neighbours' heartbeat names
+    # it within 10 s, whatever comm.deadline says
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$w" "$tmp/job.yaml" $slow \
+        --set comm.deadline=120 --set output.dir="$tmp/sigstop" >"$tmp/sigstop.log" 2>&1 &
+    srun_pid=$!
+    pid=""
+    for _ in $(seq 50); do pid=$(rank_pid 1 "$tmp/sigstop") && break; sleep 0.1; done
+    sleep 1.5
+    t0=$(date +%s.%N)
+    [ -n "$pid" ] && kill -STOP "$pid"
+    wait "$srun_pid"; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null
+    if [ -n "$pid" ] && [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 10) }' &&
+       grep -q -E "rank 1 is gone: it sent no heartbeat" "$tmp/sigstop.log"; then
+        ok "rank 1 stopped (SIGSTOP, deadline 120 s): named by the heartbeat, job ended in ${dt}s"
+    else
+        nok "rank 1 stopped under a 120 s deadline (pid '$pid', rc=$rc, ${dt}s)" "$tmp/sigstop.log"
+    fi
+
+    # a rank that leaves early (here: its own bad model folder, exit 2, no
+    # abort) says goodbye with its reason; the others name it at once
+    cat >"$tmp/wrap2.sh" <<SH
+#!/bin/sh
+if [ "\$SLURM_PROCID" = 2 ]; then
+    exec "$w" "\$@" --set model.kind=svd --set model.path="$tmp/no-such-model"
+fi
+exec "$w" "\$@"
+SH
+    chmod +x "$tmp/wrap2.sh"
+    t0=$(date +%s.%N)
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$tmp/wrap2.sh" "$tmp/job.yaml" $slow \
+        --set comm.deadline=120 --set output.dir="$tmp/bye" >"$tmp/bye.log" 2>&1; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 10) }' &&
+       grep -q -E "rank 2 is gone: it said goodbye: failed" "$tmp/bye.log"; then
+        ok "rank 2 left early (deadline 120 s): named with its reason, job ended in ${dt}s"
+    else
+        nok "rank 2 left early (rc=$rc, ${dt}s)" "$tmp/bye.log"
+    fi
+
+    # a rank that never starts (its spec fails before the runtime is up):
+    # the others name it once the first fence's deadline has passed
+    sed -e 's/--set model.kind=svd --set model.path=.*$/--set steps=abc/' \
+        "$tmp/wrap2.sh" >"$tmp/wrap3.sh"
+    chmod +x "$tmp/wrap3.sh"
+    t0=$(date +%s.%N)
+    timeout -k 5 60 srun --mpi=pmix -W 40 -n 4 "$tmp/wrap3.sh" "$tmp/job.yaml" $slow \
+        --set comm.deadline=3 --set output.dir="$tmp/absent" >"$tmp/absent.log" 2>&1; rc=$?
+    dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+    if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 12) }' &&
+       grep -q -E ":r0 error rank 2 never started" "$tmp/absent.log"; then
+        ok "rank 2 never started (deadline 3 s): named, job ended in ${dt}s"
+    else
+        nok "rank 2 never started (rc=$rc, ${dt}s)" "$tmp/absent.log"
     fi
 
     # the checked-in simulator script through sbatch --wait, from another

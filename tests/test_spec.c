@@ -1,5 +1,6 @@
 /* Tests for src/spec: parsing, errors with file:line:column, overrides, steps. */
 #include "spec/spec.h"
+#include "spec/spec_agree.h"
 #include "spec/steps.h"
 #include "common/log.h"
 
@@ -355,4 +356,27 @@ Test(spec, man_page_lists_every_key)
                   svp_spec_keys[i].path);
     }
     free(text);
+}
+
+Test(spec, shared_dump_diff_names_keys_and_skips_per_rank_keys)
+{
+    const char *a_sets[] = {"name=j", "seed=1", "log.level=debug", "output.dir=a"};
+    const char *b_sets[] = {"name=j", "seed=2", "steps=4", "output.dir=b"};
+    svp_spec_t *a, *b;
+    char        err[256], diff[512], *ta, *tb;
+
+    cr_assert_eq(svp_spec_load_string("", "a.yaml", a_sets, 4, err, sizeof(err), &a), SVP_OK);
+    cr_assert_eq(svp_spec_load_string("", "b.yaml", b_sets, 4, err, sizeof(err), &b), SVP_OK);
+    cr_assert_eq(svp_spec_dump_shared(a, &ta), SVP_OK);
+    cr_assert_eq(svp_spec_dump_shared(b, &tb), SVP_OK);
+    cr_assert_null(strstr(ta, "log.level"), "per-rank key in the shared dump");
+    cr_assert_null(strstr(ta, "output.dir"), "per-rank key in the shared dump");
+    cr_assert_not_null(strstr(ta, "seed: 1"));
+    cr_assert_eq(svp_spec_diff(ta, tb, diff, sizeof(diff)), 2, "%s", diff);
+    cr_assert_str_eq(diff, "steps: 8 vs 4; seed: 1 vs 2");
+    cr_assert_eq(svp_spec_diff(ta, ta, diff, sizeof(diff)), 0);
+    free(ta);
+    free(tb);
+    svp_spec_destroy(a);
+    svp_spec_destroy(b);
 }

@@ -727,3 +727,38 @@ Test(config, golden_unet_config)
     cr_assert(strstr(types[0], "SpatioTemporal") != NULL);
     svp_config_destroy(cfg);
 }
+
+/* A file truncated after open (another process rewriting it) must not kill
+ * the reader with SIGBUS, as touching a page past the end of a mapping
+ * would: the tensors read back intact. */
+Test(safetensors, truncated_after_open_no_sigbus, .init = setup_dir,
+     .fini = teardown_dir)
+{
+    svp_safetensors_writer_h wr;
+    svp_safetensors_h        st;
+    svp_tensor_t            *a, *loaded;
+    int64_t                  sa[1] = {65536};     /* 256 KiB: many pages */
+    char                     path[128];
+    int                      i;
+
+    cr_assert_eq(svp_tensor_create(SVP_DTYPE_F32, 1, sa, &a), SVP_OK);
+    for (i = 0; i < 65536; ++i) {
+        ((float *)a->data)[i] = (float)i;
+    }
+    cr_assert_eq(svp_safetensors_writer_create(&wr), SVP_OK);
+    cr_assert_eq(svp_safetensors_writer_add(wr, "x", a), SVP_OK);
+    snprintf(path, sizeof(path), "%s/trunc.safetensors", test_dir);
+    cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
+    svp_safetensors_writer_destroy(wr);
+
+    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
+    cr_assert_eq(truncate(path, 100), 0);
+    cr_assert_eq(svp_safetensors_load(st, "x", SVP_DTYPE_F32, &loaded), SVP_OK);
+    cr_assert_eq(memcmp(loaded->data, a->data, 65536 * sizeof(float)), 0);
+    svp_tensor_destroy(loaded);
+    svp_safetensors_close(st);
+
+    /* opened after the truncation: a clean error, not a crash */
+    cr_assert_neq(svp_safetensors_open(path, &st), SVP_OK);
+    svp_tensor_destroy(a);
+}

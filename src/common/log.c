@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
@@ -21,7 +22,7 @@ static const char *svp_log_level_names[] = {
 };
 
 static char            svp_log_host[64];
-static int             svp_log_rank = -1;
+static int             svp_log_rank = -1;   /* -1 not looked up, -2 none */
 static FILE           *svp_log_stream;
 static pthread_mutex_t svp_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -64,6 +65,31 @@ const char *svp_log_hostname(void)
     return svp_log_host;
 }
 
+/*
+ * The rank the launcher gave this process, before PMIx is up: srun and
+ * mpirun both export PMIX_RANK to the process (SLURM_PROCID under srun
+ * without --mpi=pmix).  -2 when neither is set (a plain start: host:pid).
+ */
+static int svp_log_launcher_rank(void)
+{
+    const char *names[] = { "PMIX_RANK", "SLURM_PROCID" };
+    const char *val;
+    char       *end;
+    long        r;
+    size_t      i;
+
+    for (i = 0; i < sizeof(names) / sizeof(names[0]); ++i) {
+        val = getenv(names[i]);
+        if ((val != NULL) && (val[0] != '\0')) {
+            r = strtol(val, &end, 10);
+            if ((*end == '\0') && (r >= 0) && (r < (1L << 30))) {
+                return (int)r;
+            }
+        }
+    }
+    return -2;
+}
+
 void svp_log_set_rank(int rank)
 {
     svp_log_rank = rank;
@@ -87,6 +113,9 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     gmtime_r(&tv.tv_sec, &tm);
     strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
 
+    if (svp_log_rank == -1) {
+        svp_log_rank = svp_log_launcher_rank();
+    }
     if (svp_log_rank >= 0) {
         snprintf(who, sizeof(who), "%s:r%d", svp_log_hostname(), svp_log_rank);
     } else {

@@ -3,8 +3,10 @@
  *
  *   2026-11-22T06:31:14.123Z node01:r3 info  pipe: sample 4 step 12 ...
  *
- * Before the runtime knows the rank the identity is host:pid; after
- * svp_log_set_rank() it is host:rRANK.  Messages are lowercase, give the exact
+ * The identity is host:rRANK from the first line on: before the runtime is
+ * up, the rank the launcher exported (PMIX_RANK, else SLURM_PROCID); after
+ * svp_log_set_rank(), the runtime's.  Only a process started by hand, with
+ * neither set, says host:pid until then.  Messages are lowercase, give the exact
  * cause, and are logged once where the failure is first detected.
  *
  * The macros test the level before formatting anything; SVP_LOG_MAX_LEVEL
@@ -54,7 +56,7 @@ int svp_log_level_parse(const char *name);
 
 const char *svp_log_level_name(svp_log_level_t level);
 
-/* Identity in every line: before this call host:pid, after it host:rRANK. */
+/* Identity in every line: host:rRANK (see above). */
 void svp_log_set_rank(int rank);
 
 /* The host name used in log lines (short form). */

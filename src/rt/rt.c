@@ -41,6 +41,7 @@ struct svp_rt {
     int          evhdlr_registered;
     int          event_fd;
     atomic_int   lost_rank;
+    atomic_int   leave_reason;      /* svp_rt_leave_t */
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
     int             group_size;     /* ranks per pipeline, 0: all */
     struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
@@ -222,19 +223,70 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
 
 #define SVP_RT_WATCH_KEY "svp.rt.watch_address"
 
-static void svp_rt_watch_lost(void *arg, int rank)
+static void svp_rt_watch_lost(void *arg, int rank, const char *why)
 {
     struct svp_rt *rt = arg;
     int            s  = rt->group_size;
 
     if (s > 0 && s < rt->size) {
-        svp_warn("rank %d of pipeline %d (ranks %d-%d) is gone: its connection "
-                 "closed without a goodbye; the job ends", rank, rank / s,
-                 rank / s * s, rank / s * s + s - 1);
+        svp_error("rank %d of pipeline %d (ranks %d-%d) is gone: %s; the job "
+                  "ends", rank, rank / s, rank / s * s, rank / s * s + s - 1, why);
     } else {
-        svp_warn("rank %d is gone: its connection closed without a goodbye", rank);
+        svp_error("rank %d is gone: %s", rank, why);
     }
     svp_rt_record_loss(arg, rank);
+}
+
+/* The watch's goodbye codes are the runtime's leave reasons. */
+_Static_assert((int)SVP_RT_LEAVE_EARLY == (int)SVP_RT_WATCH_BYE_EARLY &&
+               (int)SVP_RT_LEAVE_DONE == (int)SVP_RT_WATCH_BYE_DONE &&
+               (int)SVP_RT_LEAVE_ERROR == (int)SVP_RT_WATCH_BYE_ERROR &&
+               (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL,
+               "leave reasons and goodbye codes differ");
+
+void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
+{
+    if (rt != NULL) {
+        atomic_store(&rt->leave_reason, (int)reason);
+    }
+}
+
+/*
+ * After the first fence failed: which ranks never published their watch
+ * address, i.e. never started (exited before PMIx_Init, or were never
+ * launched)?  Each is asked for with a short timeout; at most 8 are named,
+ * so that a job of thousands whose launch failed is not probed for hours.
+ */
+static void svp_rt_name_absent(struct svp_rt *rt, const char *key)
+{
+    pmix_value_t *val;
+    pmix_proc_t   proc;
+    pmix_info_t   info;
+    char          list[256];
+    size_t        n = 0;
+    int           r, absent = 0, t = 2;
+
+    list[0] = '\0';
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &t, PMIX_INT);
+    for (r = 0; (r < rt->size) && (absent < 8); ++r) {
+        if (r == rt->rank) {
+            continue;
+        }
+        PMIX_LOAD_PROCID(&proc, rt->proc.nspace, (pmix_rank_t)r);
+        if (PMIx_Get(&proc, key, &info, 1, &val) == PMIX_SUCCESS) {
+            PMIX_VALUE_RELEASE(val);
+            continue;
+        }
+        ++absent;
+        if (n < sizeof(list)) {
+            n += snprintf(list + n, sizeof(list) - n, "%s%d", n > 0 ? ", " : "", r);
+        }
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    if (absent > 0) {
+        svp_error("rank%s %s never started: no neighbour-watch address after "
+                  "%.0f s", absent > 1 ? "s" : "", list, rt->timeout);
+    }
 }
 
 /* Connects the neighbour watch (see watch.h): publish, fence, connect. */
@@ -254,12 +306,15 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     status = svp_rt_put(rt, SVP_RT_WATCH_KEY, addr, strlen(addr) + 1);
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
+        if (status != SVP_OK) {
+            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY);
+        }
     }
     if (status == SVP_OK) {
         status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
     }
     if (status != SVP_OK) {
-        svp_rt_watch_stop(rt->watch);
+        svp_rt_watch_stop(rt->watch, SVP_RT_WATCH_BYE_ERROR);
         rt->watch = NULL;
         return status;
     }
@@ -375,6 +430,7 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_GROUP)) {
         rt->group_size = params->group_size;
     }
+    atomic_init(&rt->leave_reason, SVP_RT_LEAVE_EARLY);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
         rt->timeout = params->timeout;
     }
@@ -409,7 +465,7 @@ void svp_rt_cleanup(svp_rt_h rt)
         return;
     }
     if (!rt->plain) {
-        svp_rt_watch_stop(rt->watch);
+        svp_rt_watch_stop(rt->watch, atomic_load(&rt->leave_reason));
         if (rt->evhdlr_registered) {
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }

@@ -118,4 +118,17 @@ int svp_rt_lost_rank(svp_rt_h rt);
  */
 int svp_rt_event_fd(svp_rt_h rt);
 
+/* Why this rank leaves: said to the neighbours by svp_rt_cleanup(), which
+ * fail at once on any reason but DONE (see watch.h). */
+typedef enum {
+    SVP_RT_LEAVE_EARLY = 0,     /* the default: left before its work was done */
+    SVP_RT_LEAVE_DONE,          /* after the last fence: the job is over */
+    SVP_RT_LEAVE_ERROR,
+    SVP_RT_LEAVE_SIGNAL
+} svp_rt_leave_t;
+
+/* Sets the reason svp_rt_cleanup() gives; the last call wins.  Safe from a
+ * signal handler. */
+void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason);
+
 #endif

@@ -23,7 +23,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SVP_RT_WATCH_BYE 'B'
+#define SVP_RT_WATCH_BYE  'B'    /* followed by a svp_rt_watch_bye_t byte */
+#define SVP_RT_WATCH_BEAT 'H'
 
 enum {
     SVP_RT_WATCH_PREV = 0,
@@ -35,6 +36,7 @@ struct svp_rt_watch {
     int                    listen_fd;
     int                    fds[SVP_RT_WATCH_NUM];   /* -1 when closed */
     int                    ranks[SVP_RT_WATCH_NUM];
+    double                 last[SVP_RT_WATCH_NUM];  /* when a byte last came */
     int                    stop_fd;                 /* eventfd: stop thread */
     pthread_t              thread;
     int                    thread_started;
@@ -204,16 +206,108 @@ static int svp_rt_watch_connect(const char *addr, double until)
     return fd;
 }
 
+const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason)
+{
+    switch (reason) {
+    case SVP_RT_WATCH_BYE_DONE:
+        return "done";
+    case SVP_RT_WATCH_BYE_ERROR:
+        return "failed";
+    case SVP_RT_WATCH_BYE_SIGNAL:
+        return "stopped by a signal";
+    case SVP_RT_WATCH_BYE_EARLY:
+    default:
+        return "left before its work was done";
+    }
+}
+
+/* Reports slot s lost and closes it: nothing more is to be learnt from it. */
+static void svp_rt_watch_drop(svp_rt_watch_t *watch, int s, const char *why)
+{
+    if (why != NULL) {
+        watch->cb(watch->arg, watch->ranks[s], why);
+    }
+    close(watch->fds[s]);
+    watch->fds[s] = -1;
+}
+
+/* Reads what slot s has: heartbeats, a goodbye, or end-of-file. */
+static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
+{
+    unsigned char buf[64];
+    char          why[128];
+    ssize_t       got, i;
+
+    got = recv(watch->fds[s], buf, sizeof(buf), MSG_DONTWAIT);
+    if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
+        return;
+    }
+    if (got <= 0) {
+        snprintf(why, sizeof(why), "its connection closed without a goodbye (%s)",
+                 got == 0 ? "end of file" : strerror(errno));
+        svp_rt_watch_drop(watch, s, why);
+        return;
+    }
+    watch->last[s] = now;
+    for (i = 0; i < got; ++i) {
+        if (buf[i] == SVP_RT_WATCH_BEAT) {
+            continue;
+        }
+        if (buf[i] != SVP_RT_WATCH_BYE) {
+            snprintf(why, sizeof(why), "it sent 0x%02x on the neighbour watch",
+                     buf[i]);
+            svp_rt_watch_drop(watch, s, why);
+            return;
+        }
+        /* the reason follows the goodbye byte; a goodbye cut short (an old
+         * peer) counts as done, as it did before reasons were sent */
+        if ((i + 1 < got) && (buf[i + 1] != SVP_RT_WATCH_BYE_DONE)) {
+            snprintf(why, sizeof(why), "it said goodbye: %s",
+                     svp_rt_watch_bye_string(buf[i + 1]));
+            svp_rt_watch_drop(watch, s, why);
+        } else {
+            svp_debug("rank %d finished normally", watch->ranks[s]);
+            svp_rt_watch_drop(watch, s, NULL);
+        }
+        return;
+    }
+}
+
 static void *svp_rt_watch_thread(void *ctx)
 {
     svp_rt_watch_t *watch = ctx;
     struct pollfd   pfds[SVP_RT_WATCH_NUM + 1];
     int             slot[SVP_RT_WATCH_NUM + 1];
     int             n, i, s;
-    char            c;
-    ssize_t         got;
+    char            beat = SVP_RT_WATCH_BEAT, why[128];
+    double          now, next_beat;
 
+    now       = svp_clock_now();
+    next_beat = now;
+    for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+        watch->last[s] = now;
+    }
     for (;;) {
+        now = svp_clock_now();
+        if (now >= next_beat) {
+            for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+                if (watch->fds[s] >= 0) {
+                    /* never blocks: a stopped peer's full buffer drops beats */
+                    (void)send(watch->fds[s], &beat, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                }
+            }
+            next_beat = now + SVP_RT_WATCH_BEAT_S;
+        }
+        for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+            if ((watch->fds[s] >= 0) &&
+                (now - watch->last[s] > SVP_RT_WATCH_SILENT_S)) {
+                snprintf(why, sizeof(why),
+                         "it sent no heartbeat for %.1f s (stopped or hung)",
+                         now - watch->last[s]);
+                svp_rt_watch_drop(watch, s, why);
+            }
+        }
+
         n = 0;
         pfds[n].fd       = watch->stop_fd;
         pfds[n].events   = POLLIN;
@@ -225,7 +319,7 @@ static void *svp_rt_watch_thread(void *ctx)
                 slot[n++]      = s;
             }
         }
-        if (poll(pfds, n, -1) < 0) {
+        if (poll(pfds, n, (int)((next_beat - now) * 1e3) + 1) < 0) {
             if (errno == EINTR) {
                 continue;
             }
@@ -235,25 +329,11 @@ static void *svp_rt_watch_thread(void *ctx)
         if (pfds[0].revents != 0) {
             return NULL;
         }
+        now = svp_clock_now();
         for (i = 1; i < n; ++i) {
-            if (pfds[i].revents == 0) {
-                continue;
+            if ((pfds[i].revents != 0) && (watch->fds[slot[i]] >= 0)) {
+                svp_rt_watch_read(watch, slot[i], now);
             }
-            s   = slot[i];
-            got = recv(watch->fds[s], &c, 1, 0);
-            if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
-                continue;
-            }
-            if ((got == 1) && (c == SVP_RT_WATCH_BYE)) {
-                svp_debug("rank %d finished normally", watch->ranks[s]);
-            } else {
-                svp_debug("neighbour watch: connection to rank %d ended (%s)",
-                          watch->ranks[s], got == 0 ? "end of file" : strerror(errno));
-                watch->cb(watch->arg, watch->ranks[s]);
-            }
-            /* either way nothing more is to be learnt from it */
-            close(watch->fds[s]);
-            watch->fds[s] = -1;
         }
     }
 }
@@ -319,14 +399,14 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
     return SVP_OK;
 
 err_stop:
-    svp_rt_watch_stop(watch);
+    svp_rt_watch_stop(watch, SVP_RT_WATCH_BYE_ERROR);
     return SVP_ERR_RUNTIME;
 }
 
-void svp_rt_watch_stop(svp_rt_watch_t *watch)
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason)
 {
     uint64_t one = 1;
-    char     bye = SVP_RT_WATCH_BYE;
+    char     bye[2] = { SVP_RT_WATCH_BYE, (char)reason };
     int      s;
 
     if (watch == NULL) {
@@ -342,7 +422,7 @@ void svp_rt_watch_stop(svp_rt_watch_t *watch)
     for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
         if (watch->fds[s] >= 0) {
             /* MSG_NOSIGNAL: a neighbour already gone must not SIGPIPE us */
-            (void)send(watch->fds[s], &bye, 1, MSG_NOSIGNAL);
+            (void)send(watch->fds[s], bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
             close(watch->fds[s]);
         }
     }

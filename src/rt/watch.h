@@ -16,10 +16,18 @@
  * How: each rank keeps one TCP connection to its next rank and accepts one
  * from its previous rank.  The kernel closes a dead process's sockets, so
  * the neighbour sees end-of-file at once, even after SIGKILL.  A rank that
- * stops normally first sends a goodbye byte, so its end-of-file is not a
- * loss.  A thread sleeps in poll() on the connections and reports a loss
- * through a callback.  (A node that loses power sends nothing: the wait
- * deadlines still catch that.)
+ * leaves first sends a goodbye with its reason (done, error, signal, or left
+ * before its work was done); only "done" is not a loss, so a rank that
+ * leaves cleanly in the middle of the job is named at once too.  A thread
+ * sleeps in poll() on the connections and reports a loss through a callback.
+ *
+ * The same thread sends a heartbeat byte on both connections every
+ * SVP_RT_WATCH_BEAT_S seconds and reports a neighbour from which nothing came
+ * for SVP_RT_WATCH_SILENT_S seconds: a stopped process (SIGSTOP, a hung
+ * driver holding every thread) keeps its sockets open and would otherwise be
+ * caught only at the receive deadline.  The thread runs beside the compute
+ * thread, so a long step does not delay its heartbeats.  (A node that loses
+ * power sends nothing and closes nothing: the heartbeat catches that too.)
  */
 #ifndef SVP_RT_WATCH_H
 #define SVP_RT_WATCH_H
@@ -30,8 +38,26 @@
 
 typedef struct svp_rt_watch svp_rt_watch_t;
 
-/* Called on the watch thread, once per lost rank. */
-typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank);
+/* Seconds between heartbeats, and of silence after which a neighbour is
+ * lost.  The silence bound is 5 beats: a loaded 2-core node still wakes a
+ * sleeping thread within milliseconds, and SIGSTOP is caught in about 5 s. */
+#define SVP_RT_WATCH_BEAT_S   1.0
+#define SVP_RT_WATCH_SILENT_S 5.0
+
+/* Why a rank leaves; sent in its goodbye. */
+typedef enum {
+    SVP_RT_WATCH_BYE_EARLY = 0,     /* left before its work was done */
+    SVP_RT_WATCH_BYE_DONE,          /* the job is over for everyone */
+    SVP_RT_WATCH_BYE_ERROR,         /* failed */
+    SVP_RT_WATCH_BYE_SIGNAL         /* stopped by a signal */
+} svp_rt_watch_bye_t;
+
+/* "left before its work was done", "done", "failed", "stopped by a signal" */
+const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason);
+
+/* Called on the watch thread, once per lost rank; why says how it was lost
+ * (a string valid during the call). */
+typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank, const char *why);
 
 /* Opens the listening socket; *addr_p gets "host:port" for the other ranks
  * (a NUL-terminated string inside the watch, valid until stop). */
@@ -48,8 +74,8 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
                                 double timeout, svp_rt_watch_lost_cb_t cb,
                                 void *arg);
 
-/* Says goodbye to the neighbours, stops the thread, closes everything.
- * NULL is allowed. */
-void svp_rt_watch_stop(svp_rt_watch_t *watch);
+/* Says goodbye to the neighbours with reason, stops the thread, closes
+ * everything.  NULL is allowed. */
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason);
 
 #endif

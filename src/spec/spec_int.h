@@ -30,7 +30,12 @@ typedef struct {
     double             min, max;   /* numeric limits (inclusive) */
     const char *const *names;      /* enum names, NULL-terminated */
     const char        *doc;        /* one line, for the man page and errors */
+    unsigned           flags;      /* SVP_SPEC_KEY_F_* */
 } svp_spec_key_t;
+
+/* The key cannot change results or the pipeline's shape (log level, trace
+ * prefix, output directory): ranks of one job may differ in it. */
+#define SVP_SPEC_KEY_F_PER_RANK 0x1u
 
 extern const svp_spec_key_t svp_spec_keys[];
 extern const int            svp_spec_num_keys;

@@ -35,6 +35,9 @@ const char *const svp_spec_sections[] = {
     "cluster", NULL
 };
 
+/* flags (the last field) are written only on the few keys that have any */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const svp_spec_key_t svp_spec_keys[] = {
     {"name", SVP_SPEC_T_STRING, OFF(name), "", NOLIM, NULL,
      "job name (default: the spec file's base name)"},
@@ -103,7 +106,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"video.decode_chunk_size", SVP_SPEC_T_INT, OFF(video.decode_chunk_size), "8",
      1, 1024, NULL, "frames decoded at once by the VAE"},
     {"output.dir", SVP_SPEC_T_STRING, OFF(output.dir), "out", NOLIM, NULL,
-     "directory for results"},
+     "directory for results", SVP_SPEC_KEY_F_PER_RANK},
     {"output.frames", SVP_SPEC_T_BOOL, OFF(output.frames), "true", NOLIM, NULL,
      "write PNG frames"},
     {"output.mp4", SVP_SPEC_T_BOOL, OFF(output.mp4), "true", NOLIM, NULL,
@@ -111,9 +114,10 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"output.overwrite", SVP_SPEC_T_BOOL, OFF(output.overwrite), "false", NOLIM, NULL,
      "replace samples in output.dir made with other parameters (else an error)"},
     {"log.level", SVP_SPEC_T_ENUM, OFF(log.level), "info", NOLIM,
-     svp_spec_log_levels, "error, warn, info, debug or trace"},
+     svp_spec_log_levels, "error, warn, info, debug or trace", SVP_SPEC_KEY_F_PER_RANK},
     {"log.trace", SVP_SPEC_T_STRING, OFF(log.trace), "", NOLIM, NULL,
-     "per-rank event trace file prefix (Chrome trace JSON); empty: off"},
+     "per-rank event trace file prefix (Chrome trace JSON); empty: off",
+     SVP_SPEC_KEY_F_PER_RANK},
     {"cluster.nodes", SVP_SPEC_T_INT, OFF(cluster.nodes), "1", 1, 100000, NULL,
      "nodes"},
     {"cluster.ranks_per_node", SVP_SPEC_T_INT, OFF(cluster.ranks_per_node), "1", 1,
@@ -157,6 +161,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"cluster.share_gpu", SVP_SPEC_T_BOOL, OFF(cluster.share_gpu), "false", NOLIM,
      NULL, "let ranks on a node share a GPU (cuda)"},
 };
+#pragma GCC diagnostic pop
 
 const int svp_spec_num_keys = (int)SVP_ARRAY_SIZE(svp_spec_keys);
 

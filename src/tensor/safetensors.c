@@ -7,7 +7,7 @@
  *
  * The reader trusts nothing in the file: everything that later code indexes
  * with (shape, offsets, sizes) is checked once in svp_safetensors_open(), so
- * the accessors can hand out pointers into the mapping without further
+ * the accessors can hand out pointers into the file's bytes without further
  * checks.
  */
 #ifdef HAVE_CONFIG_H
@@ -22,7 +22,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -280,6 +279,43 @@ static svp_status_t svp_safetensors_parse_header(svp_safetensors_h st,
     return svp_safetensors_check_overlap(st);
 }
 
+/* The whole file (len bytes, as fstat said) in a malloc'ed buffer; NULL
+ * with *status_p set when it cannot be read or has shrunk. */
+static void *svp_safetensors_read_all(int fd, const char *path, size_t len,
+                                      svp_status_t *status_p)
+{
+    unsigned char *buf;
+    size_t         off = 0;
+    ssize_t        got;
+
+    buf = malloc(len);
+    if (buf == NULL) {
+        svp_error("%s: cannot allocate %zu bytes to read it", path, len);
+        *status_p = SVP_ERR_NO_MEMORY;
+        return NULL;
+    }
+    while (off < len) {
+        got = pread(fd, buf + off, len - off, (off_t)off);
+        if ((got < 0) && (errno == EINTR)) {
+            continue;
+        }
+        if (got <= 0) {
+            if (got == 0) {
+                svp_error("%s: file shrank to %zu bytes while being read (%zu "
+                          "expected)", path, off, len);
+                *status_p = SVP_ERR_BAD_FILE;
+            } else {
+                svp_error("cannot read %s: %m", path);
+                *status_p = SVP_ERR_IO;
+            }
+            free(buf);
+            return NULL;
+        }
+        off += (size_t)got;
+    }
+    return buf;
+}
+
 svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
 {
     svp_safetensors_h st;
@@ -321,14 +357,17 @@ svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
         status = SVP_ERR_BAD_FILE;
         goto err_close_fd;
     }
-    map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-        svp_error("cannot map %s: %m", path);
-        status = SVP_ERR_IO;
-        goto err_close_fd;
-    }
-    /* the mapping keeps the file alive; the descriptor is not needed */
+    /*
+     * Read, not mapped: a mapped file that another process truncates (a
+     * rerun rewriting an output, a copy still in progress) raises SIGBUS on
+     * the next access to a page past the new end, which no bounds check can
+     * prevent.  A read sees the truncation as a short read, an error here.
+     */
+    map = svp_safetensors_read_all(fd, path, (size_t)sb.st_size, &status);
     close(fd);
+    if (map == NULL) {
+        goto err_free_st;
+    }
     st->map     = map;
     st->map_len = (size_t)sb.st_size;
 
@@ -371,9 +410,7 @@ void svp_safetensors_close(svp_safetensors_h st)
     }
     free(st->entries);
     json_decref(st->root);
-    if (st->map != NULL) {
-        munmap((void *)st->map, st->map_len);
-    }
+    free((void *)st->map);
     free(st->path);
     free(st);
 }
@@ -442,7 +479,7 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
         svp_error("%s: tensor '%s': cannot allocate", st->path, name);
         return status;
     }
-    /* element-wise memcpy: the data may be unaligned in the mapping */
+    /* element-wise memcpy: the data may be unaligned in the file */
     status = svp_convert_elements(info.dtype, info.data, dtype, tensor->data,
                                   svp_tensor_numel(tensor));
     if (status != SVP_OK) {

@@ -1,12 +1,12 @@
 /*
- * safetensors files: an mmap'ed, fully validated reader and an atomic writer.
+ * safetensors files: a fully validated reader (the file read into memory) and an atomic writer.
  *
- * Reader: svp_safetensors_open() maps the file and checks everything before
+ * Reader: svp_safetensors_open() reads the file and checks everything before
  * returning: header length bounded by the file size, JSON well formed, every
  * dtype known, offsets in range, non-overlapping, and sizes equal to
  * dtype x shape.  A corrupt or hostile file gets an error naming the file and
  * the tensor, never a crash.  Pointers returned by the reader point into the
- * mapping and stay valid until svp_safetensors_close().
+ * file's bytes in memory and stay valid until svp_safetensors_close().
  *
  * Writer: collects tensors (borrowed: they must outlive commit) and metadata,
  * then writes the file atomically (temporary + fsync + rename).
@@ -24,7 +24,7 @@ typedef struct {
     svp_dtype_t dtype;
     int         ndim;
     int64_t     shape[SVP_TENSOR_MAX_DIMS];
-    const void *data;        /* into the mapping; may be unaligned */
+    const void *data;        /* into the file's bytes; may be unaligned */
     size_t      nbytes;
 } svp_safetensors_info_t;
 

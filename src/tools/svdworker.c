@@ -26,6 +26,7 @@
 #include "trace/trace.h"
 #include "common/util.h"
 #include "spec/spec.h"
+#include "spec/spec_agree.h"
 #include "spec/steps.h"
 
 #include <getopt.h>
@@ -178,6 +179,7 @@ int main(int argc, char **argv)
     char               trace_prefix[4096];
     char               err[1024], *dump;
     svp_status_t       status;
+    uint64_t           job_id = 0;
 
     while ((c = getopt_long(argc, argv, "s:cphV", opts, NULL)) != -1) {
         switch (c) {
@@ -279,6 +281,7 @@ int main(int argc, char **argv)
                    spec->file, spec->steps, spec->samples, world,
                    range.end - range.begin);
         }
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
         goto out_rt;
     }
 
@@ -294,6 +297,20 @@ int main(int argc, char **argv)
     svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
         .local_rank = svp_rt_local_rank(rt), .local_size = svp_rt_local_size(rt),
         .share_gpu  = spec->cluster.share_gpu});
+
+    /*
+     * Every rank runs the same spec (but for per-rank keys such as
+     * log.level): a rank started with another file or --set (a stale file
+     * on one node) names the differing keys here, before any work.  The job
+     * id carried by every message is a hash of the shared keys.
+     */
+    if (world > 1) {
+        status = svp_spec_agree(spec, rt, &job_id);
+        if (status != SVP_OK) {
+            svp_worker_fail(rt, world, rank, status);
+            goto out_rt;
+        }
+    }
 
     /*
      * The model and the inputs first: a bad model folder or image fails here,
@@ -320,26 +337,16 @@ int main(int argc, char **argv)
     pp.nsamples = resume.ntodo;
 
     if (world > 1) {
-        /*
-         * The job id is a hash of the effective spec: a rank started with a
-         * different spec or --set (a stale file on one node) is a mismatch
-         * on its first message, not a silently different result.
-         */
-        status = svp_spec_dump(spec, &dump);
-        if (status != SVP_OK) {
-            goto out_stage;
-        }
         memset(&cp, 0, sizeof(cp));
         cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
                         SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM;
-        cp.job_id     = svp_hash_fnv1a(dump, strlen(dump), 0);
+        cp.job_id     = job_id;
         cp.deadline   = spec->comm.deadline;
         cp.transport  = spec->comm.transport;
         /* headers are always checked; the payload's checksum costs 0.6 ms
          * per 2 MB latent on each side, 4x the hand-off itself on shared
          * memory (make bench-comm), so it is opt-in */
         cp.checksum   = spec->comm.checksum;
-        free(dump);
         status = svp_comm_create(rt, &cp, &pp.comm);
         if (status != SVP_OK) {
             svp_worker_fail(rt, world, rank, status);
@@ -372,8 +379,13 @@ int main(int argc, char **argv)
          */
         status = svp_rt_fence(rt);
     }
+    if (status == SVP_OK && svp_stop_signal() == 0) {
+        /* the goodbye the neighbours get (see src/rt/watch.h) */
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
+    }
     if (svp_stop_signal() != 0) {
         /* every rank got the signal: none tears the job down for the others */
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_SIGNAL);
         svp_worker_stop(svp_stop_signal(), spec);
     } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
@@ -391,6 +403,9 @@ out_stage:
         }
     }
 out_rt:
+    if (status != SVP_OK) {
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_ERROR);
+    }
     svp_rt_cleanup(rt);
 out_spec:
     svp_spec_destroy(spec);

@@ -1,0 +1,167 @@
+/* Tests for the neighbour watch (src/rt/watch.c): a ring of two ranks, one
+ * in a forked child, so that the child can leave, stop or compute while the
+ * parent watches. */
+#include "rt/watch.h"
+#include "common/clock.h"
+
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static pthread_mutex_t lost_lock = PTHREAD_MUTEX_INITIALIZER;
+static int             lost_rank = -1;
+static char            lost_why[256];
+static double          lost_at;
+
+static void on_lost(void *arg, int rank, const char *why)
+{
+    (void)arg;
+    pthread_mutex_lock(&lost_lock);
+    if (lost_rank < 0) {
+        lost_rank = rank;
+        snprintf(lost_why, sizeof(lost_why), "%s", why);
+        lost_at = svp_clock_now();
+    }
+    pthread_mutex_unlock(&lost_lock);
+}
+
+/* Waits up to `for_s` seconds for a loss; returns the lost rank or -1. */
+static int wait_lost(double for_s)
+{
+    double until = svp_clock_now() + for_s;
+    int    rank;
+
+    for (;;) {
+        pthread_mutex_lock(&lost_lock);
+        rank = lost_rank;
+        pthread_mutex_unlock(&lost_lock);
+        if ((rank >= 0) || (svp_clock_now() > until)) {
+            return rank;
+        }
+        usleep(20000);
+    }
+}
+
+typedef enum { CHILD_LEAVE, CHILD_STOP, CHILD_COMPUTE } child_act_t;
+
+/*
+ * Rank 0 runs in a child, which after `after_s` seconds does `act`: leave
+ * with `reason`, or sit still (to be stopped), or keep its main thread busy
+ * for `after_s` seconds and then leave with `reason`.  The parent is rank 1
+ * and watches; *w1_p is its watch.
+ */
+static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reason,
+                        svp_rt_watch_t **w1_p)
+{
+    svp_rt_watch_t *w0, *w1;
+    const char     *a0, *a1;
+    char            addr0[1024], addr1[1024];
+    volatile double x = 0;
+    double          until;
+    pid_t           pid;
+
+    cr_assert_eq(svp_rt_watch_listen(&w0, &a0), SVP_OK);
+    cr_assert_eq(svp_rt_watch_listen(&w1, &a1), SVP_OK);
+    snprintf(addr0, sizeof(addr0), "%s", a0);
+    snprintf(addr1, sizeof(addr1), "%s", a1);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (svp_rt_watch_start(w0, 0, 1, 1, addr1, 10, on_lost, NULL) != SVP_OK) {
+            _exit(1);
+        }
+        if (act == CHILD_STOP) {
+            for (;;) {
+                pause();
+            }
+        }
+        until = svp_clock_now() + after_s;
+        while (svp_clock_now() < until) {
+            if (act == CHILD_COMPUTE) {
+                x += 1.0;       /* the main thread never sleeps */
+            } else {
+                usleep(10000);
+            }
+        }
+        svp_rt_watch_stop(w0, reason);
+        _exit(0);
+    }
+    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE);  /* the child's; not started here */
+    cr_assert_eq(svp_rt_watch_start(w1, 1, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
+    *w1_p = w1;
+    return pid;
+}
+
+static void end_ring(pid_t pid, svp_rt_watch_t *w1)
+{
+    kill(pid, SIGKILL);
+    kill(pid, SIGCONT);
+    waitpid(pid, NULL, 0);
+    svp_rt_watch_stop(w1, SVP_RT_WATCH_BYE_DONE);
+}
+
+Test(watch, early_goodbye_is_named_at_once)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid = start_ring(CHILD_LEAVE, 0.3, SVP_RT_WATCH_BYE_EARLY, &w1);
+    double          t0  = svp_clock_now();
+
+    cr_assert_eq(wait_lost(3), 0, "the early goodbye of rank 0 was not reported");
+    cr_assert(strstr(lost_why, "left before its work was done") != NULL, "%s", lost_why);
+    cr_assert_lt(lost_at - t0, 1.5, "reported %.2f s after start", lost_at - t0);
+    end_ring(pid, w1);
+}
+
+Test(watch, error_goodbye_names_the_reason)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_ERROR, &w1);
+
+    cr_assert_eq(wait_lost(3), 0);
+    cr_assert(strstr(lost_why, "said goodbye: failed") != NULL, "%s", lost_why);
+    end_ring(pid, w1);
+}
+
+Test(watch, done_goodbye_is_no_loss)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_DONE, &w1);
+
+    cr_assert_eq(wait_lost(1.5), -1, "a normal end was reported: %s", lost_why);
+    end_ring(pid, w1);
+}
+
+Test(watch, stopped_process_is_caught_by_the_heartbeat)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid = start_ring(CHILD_STOP, 0, SVP_RT_WATCH_BYE_DONE, &w1);
+    double          t0;
+
+    usleep(200000);
+    t0 = svp_clock_now();
+    cr_assert_eq(kill(pid, SIGSTOP), 0);
+    cr_assert_eq(wait_lost(SVP_RT_WATCH_SILENT_S + 4), 0, "SIGSTOP not caught");
+    cr_assert(strstr(lost_why, "no heartbeat") != NULL, "%s", lost_why);
+    /* silence bound, plus one beat of poll granularity and slack for a
+     * loaded machine; well inside a 10 s budget */
+    cr_assert_lt(lost_at - t0, SVP_RT_WATCH_SILENT_S + 2.5, "caught after %.2f s",
+                 lost_at - t0);
+    end_ring(pid, w1);
+}
+
+Test(watch, long_compute_step_keeps_the_heartbeat)
+{
+    svp_rt_watch_t *w1;
+    /* a "step" longer than the silence bound, on the child's main thread */
+    pid_t pid = start_ring(CHILD_COMPUTE, SVP_RT_WATCH_SILENT_S + 1.5,
+                           SVP_RT_WATCH_BYE_DONE, &w1);
+
+    cr_assert_eq(wait_lost(SVP_RT_WATCH_SILENT_S + 2.5), -1,
+                 "a busy but live rank was reported: %s", lost_why);
+    end_ring(pid, w1);
+}
