@@ -66,6 +66,7 @@
 #include "sched/guidance.h"
 #include "sched/rng.h"
 #include "tensor/safetensors.h"
+#include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -256,7 +257,9 @@ static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
         }
     } else {
         svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+        svp_range_push("sample %d encode", index);
         status = svp_stage_svd_encode(st, index, seed, s);
+        svp_range_pop();
     }
     if (status != SVP_OK) {
         svp_sample_cleanup(s);
@@ -305,8 +308,10 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
             memset(st->ehs + b * st->D, 0, st->D * sizeof(float));
         }
     }
+    svp_range_push("sample %d step %d", s->index, step);
     status = svp_unet_forward(st->unet, batch, (int)st->F, (int)st->h, (int)st->w,
                               st->in, st->t, st->ehs, 1, st->ids, st->out);
+    svp_range_pop();
     if (status != SVP_OK) {
         return status;
     }
@@ -426,8 +431,10 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
         for (i = 0; i < n; ++i) {
             lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
         }
+        svp_range_push("sample %d decode", s->index);
         status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w,
                                 spec->video.decode_chunk_size, lat, dec);
+        svp_range_pop();
         if (status != SVP_OK) {
             goto out;
         }
