@@ -17,6 +17,7 @@
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
+#include "tools/svdworker_run.h"
 #include "common/util.h"
 #include "spec/spec.h"
 #include "spec/steps.h"
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
     svp_rt_h           rt = NULL;
     svp_comm_params_t  cp;
     char               trace_prefix[4096];
+    double             started;
     char               err[1024], *dump;
     svp_status_t       status;
 
@@ -243,7 +245,13 @@ int main(int argc, char **argv)
         }
     }
 
+    /* run.json: rank 0 records the run once everyone is done */
+    started = svp_trace_now_us();
+    if (world > 1) {
+        svp_worker_run_publish(rt);
+    }
     status = svp_pipe_run(&pp, NULL);
+    svp_trace_event(pp.trace, "run", -1, -1, started, svp_trace_now_us());
     if (status == SVP_OK && world > 1) {
         /*
          * Nobody leaves before everyone is done: a rank that finished its
@@ -256,6 +264,9 @@ int main(int argc, char **argv)
     if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
+    }
+    if (status == SVP_OK) {
+        svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6);
     }
     svp_trace_destroy(pp.trace);
 out_comm:
