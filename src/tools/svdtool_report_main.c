@@ -71,7 +71,7 @@ static void rdoc_p(rdoc_t *d, const char *fmt, ...)
 static void rdoc_row(rdoc_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void rdoc_row(rdoc_t *d, const char *fmt, ...)
 {
-    char    buf[2048], *cell, *save = NULL;
+    char    buf[2048], *cell, *save = NULL, *end;
     int     n = 0, i;
     va_list ap;
 
@@ -85,7 +85,8 @@ static void rdoc_row(rdoc_t *d, const char *fmt, ...)
     fprintf(d->html, "<tr>");
     for (cell = strtok_r(buf, "|", &save); cell != NULL; cell = strtok_r(NULL, "|", &save)) {
         fprintf(d->md, " %s |", cell);
-        fprintf(d->html, d->row ? "<td>" : "<th>");
+        strtod(cell, &end);
+        fprintf(d->html, !d->row ? "<th>" : (*cell && !*end) ? "<td class=\"n\">" : "<td>");
         rdoc_html_text(d->html, cell);
         fprintf(d->html, d->row ? "</td>" : "</th>");
         ++n;
@@ -686,8 +687,8 @@ static const char rhtml_head[] =
     "<meta charset=\"UTF-8\"/>\n<title>svdpipe run report</title>\n<style>\n"
     "body{font-family:sans-serif;margin:24px;color:#222;max-width:1440px}\n"
     "table{border-collapse:collapse;margin:8px 0 16px}\n"
-    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;font-size:13px}\n"
-    "th{background:#f0f0f0}\ntd:first-child,th:first-child{text-align:left}\n"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:left;font-size:13px}\n"
+    "th{background:#f0f0f0}\ntd.n{text-align:right}\n"
     ".fig{overflow-x:auto;margin:8px 0 16px}\nh2{border-bottom:1px solid #ddd}\n"
     "</style>\n</head>\n<body>\n";
 
