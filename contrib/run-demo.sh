@@ -51,3 +51,11 @@ echo "  $tools/svdworker $top/etc/demo/demo.yaml --set model.path=/path/to/stabl
 echo "      --set video.inputs=/path/to/image.png --set video.width=1024 --set video.height=576 \\"
 echo "      --set video.num_frames=25 --set steps=28"
 echo "or edit etc/svd_7gpu.yaml and 'sbatch slurm/svd_7gpu.sh' on a GPU cluster."
+
+# the run's report: timeline, utilisation, planner against measured, MFU
+echo
+if "$tools/svdtool" report "$run/out" -o "$run/report" >/dev/null; then
+    echo "demo: report in $run/report/report.html (open it in a browser; report.md beside it)"
+else
+    echo "demo: could not write the report (see above)" >&2
+fi
