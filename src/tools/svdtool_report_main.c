@@ -261,8 +261,13 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *
     rdoc_row(d, "ranks|%d", r->world);
     rdoc_row(d, "samples|%d", r->samples);
     rdoc_row(d, "makespan|%.3f s", r->makespan);
-    rdoc_row(d, "samples/s|%.4f overall, %.4f in steady state", r->samples_per_s,
-             r->steady_samples_per_s);
+    if (r->steady_samples_per_s > 0) {
+        rdoc_row(d, "samples/s|%.4f overall, %.4f in steady state", r->samples_per_s,
+                 r->steady_samples_per_s);
+    } else {
+        rdoc_row(d, "samples/s|%.4f overall (no sample completed in a steady state: too "
+                    "few samples for the ranks)", r->samples_per_s);
+    }
     rdoc_row(d, "bubble|%.1f%% of %d x makespan (fill %.1f%%, steady %.1f%%, drain %.1f%%)",
              100 * r->bubble, r->world, 100 * r->bubble_fill, 100 * r->bubble_steady,
              100 * r->bubble_drain);
