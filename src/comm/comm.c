@@ -592,7 +592,7 @@ svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
 {
     svp_status_t status;
 
-    svp_range_push("send sample %u step %u to %d", sample, step, peer);
+    svp_range_push_ctx("send sample %u step %u to %d", sample, step, peer);
     status = svp_comm_post(comm, 1, peer, kind, sample, step, frame, req_p);
     svp_range_pop();
     return status;
@@ -861,7 +861,7 @@ svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout)
     svp_status_t status;
     int          index;
 
-    svp_range_push("wait %s sample %u step %u %s %d", req->is_send ? "send" : "recv",
+    svp_range_push_ctx("wait %s sample %u step %u %s %d", req->is_send ? "send" : "recv",
                    req->sample, req->step, req->is_send ? "to" : "from", req->peer);
     status = svp_comm_wait_loop(comm, &req, 1, timeout, &index);
     svp_range_pop();

@@ -441,111 +441,160 @@ static int rprof_cmp(const void *a, const void *b)
     return (x->s < y->s) - (x->s > y->s);
 }
 
+/* The UNet part of a profile: its root range and how many calls it holds. */
+typedef struct {
+    json_t     *ranges;
+    const char *root;      /* "unet b2 f25 72x128" */
+    size_t      root_len;
+    double      calls, s;  /* s: per call */
+} rprof_t;
+
+static int rprof_find(json_t *prof, rprof_t *p)
+{
+    json_t *e;
+    size_t  i;
+
+    memset(p, 0, sizeof(*p));
+    p->ranges = json_object_get(json_object_get(prof, "profile"), "ranges");
+    json_array_foreach(p->ranges, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (json_integer_value(json_object_get(e, "depth")) == 0 && name != NULL &&
+            !strncmp(name, "unet", 4)) {
+            p->root     = name;
+            p->root_len = strlen(name);
+            p->calls    = (double)json_integer_value(json_object_get(e, "count"));
+            p->s        = json_number_value(json_object_get(e, "s")) / SVP_MAX(1, p->calls);
+            return p->calls > 0;
+        }
+    }
+    return 0;
+}
+
+/* A range under the UNet root: its name below the root, else NULL. */
+static const char *rprof_under(const rprof_t *p, json_t *e, int depth)
+{
+    const char *name = json_string_value(json_object_get(e, "name"));
+
+    if (name == NULL || strncmp(name, p->root, p->root_len) || name[p->root_len] != '/') {
+        return NULL;
+    }
+    if (depth >= 0 && json_integer_value(json_object_get(e, "depth")) != depth) {
+        return NULL;
+    }
+    return name + p->root_len + 1;
+}
+
 static void rsvg_profile(const void *arg, FILE *out, int xmlns)
 {
-    const json_t *ranges = arg;
-    json_t       *e;
-    size_t        i;
-    double        total = 0, y = 10;
-    int           n = 0;
+    const rprof_t *p = arg;
+    json_t        *e;
+    size_t         i;
+    double         y = 10;
+    int            n = 0;
 
-    json_array_foreach((json_t *)ranges, i, e) {
-        if (json_integer_value(json_object_get(e, "depth")) == 0) {
-            total = json_number_value(json_object_get(e, "s"));
-        } else if (json_integer_value(json_object_get(e, "depth")) == 1) {
-            ++n;
-        }
+    json_array_foreach(p->ranges, i, e) {
+        n += (rprof_under(p, e, 1) != NULL);
     }
     fprintf(out, "<svg %sviewBox=\"0 0 1100 %d\" width=\"1100\" height=\"%d\" "
             "font-family=\"sans-serif\">\n<title>time per block of one UNet call</title>\n",
             xmlns ? "xmlns=\"http://www.w3.org/2000/svg\" " : "", 20 + n * 20, 20 + n * 20);
-    json_array_foreach((json_t *)ranges, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        double      s    = json_number_value(json_object_get(e, "s"));
+    json_array_foreach(p->ranges, i, e) {
+        const char *name = rprof_under(p, e, 1);
+        double      s    = json_number_value(json_object_get(e, "s")) / p->calls;
+        double      w    = (p->s > 0) ? s / p->s * 850 : 0;
 
-        if (json_integer_value(json_object_get(e, "depth")) != 1 || name == NULL) {
+        if (name == NULL) {
             continue;
         }
-        name = strchr(name, '/') ? strchr(name, '/') + 1 : name;
         fprintf(out, "<text x=\"6\" y=\"%.0f\" font-size=\"12\">", y + 12);
         rdoc_html_text(out, name);
         fprintf(out, "</text>\n<rect x=\"120\" y=\"%.0f\" width=\"%.1f\" height=\"15\" "
                 "fill=\"#5c6bc0\"/>\n<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\">%.1f ms "
-                "(%.0f%%)</text>\n", y, total > 0 ? s / total * 850 : 0,
-                126 + (total > 0 ? s / total * 850 : 0), y + 12, s * 1e3,
-                total > 0 ? 100 * s / total : 0);
+                "(%.0f%%)</text>\n", y, w, 126 + w, y + 12, s * 1e3,
+                p->s > 0 ? 100 * s / p->s : 0);
         y += 20;
     }
     fprintf(out, "</svg>\n");
 }
 
-static svp_status_t rsec_profile(rdoc_t *d, const rinputs_t *in)
+static svp_status_t rsec_profile(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in)
 {
-    json_t     *prof = in->profile, *ranges, *ops, *e, *shape;
+    json_t     *prof = in->profile, *ops, *e, *shape;
     rprof_row_t rows[512];
+    rprof_t     p;
     size_t      i;
     int         n = 0, k;
-    double      total;
+    double      flops;
 
     rdoc_h(d, 2, "Profile of one UNet call");
-    if (prof == NULL) {
-        rdoc_p(d, "No profile: give --profile PROFILE.json, written by `svdtool unet "
-                  "--profile` on the same backend and shape (or profile.json beside the "
-                  "traces).");
+    if (prof == NULL || !rprof_find(prof, &p)) {
+        rdoc_p(d, "No profile: run the job with log.profile: true, or give --profile "
+                  "PROFILE.json written by `svdtool unet --profile` on the same backend "
+                  "and shape.");
         return SVP_OK;
     }
-    ranges = json_object_get(json_object_get(prof, "profile"), "ranges");
-    ops    = json_object_get(json_object_get(prof, "profile"), "ops");
-    shape  = json_object_get(prof, "shape");
-    total  = json_number_value(json_object_get(prof, "s"));
-    rdoc_p(d, "Measured by svdtool unet --profile on the %s backend (%d threads), batch %d, "
-              "%d frames, %dx%d latents: %.3f s per call, %.4g counted FLOPs, %.3f TFLOP/s.",
-           rj_str(prof, "backend", "?"),
-           (int)json_integer_value(json_object_get(prof, "threads")),
-           (int)json_integer_value(json_object_get(shape, "batch")),
-           (int)json_integer_value(json_object_get(shape, "frames")),
-           (int)json_integer_value(json_object_get(shape, "height")),
-           (int)json_integer_value(json_object_get(shape, "width")), total,
-           json_number_value(json_object_get(prof, "flops_counted")),
-           total > 0 ? json_number_value(json_object_get(prof, "flops_counted")) / total * 1e-12
-                     : 0);
-    if (rdoc_svg(d, "profile.svg", "time per block", rsvg_profile, ranges) != SVP_OK) {
+    ops   = json_object_get(json_object_get(prof, "profile"), "ops");
+    shape = json_object_get(prof, "shape");
+    if (!strcmp(rj_str(prof, "kind", ""), "run")) {
+        flops = r->flops_per_step;
+        rdoc_p(d, "Collected in the run (log.profile) on rank %d: %.0f UNet calls (%s), "
+                  "%.3f s per call, %.4g counted FLOPs, %.3f TFLOP/s.",
+               (int)json_integer_value(json_object_get(prof, "rank")), p.calls, p.root, p.s,
+               flops, p.s > 0 ? flops / p.s * 1e-12 : 0);
+    } else {
+        flops = json_number_value(json_object_get(prof, "flops_counted"));
+        rdoc_p(d, "Measured by svdtool unet --profile on the %s backend (%d threads), batch "
+                  "%d, %d frames, %dx%d latents: %.3f s per call, %.4g counted FLOPs, %.3f "
+                  "TFLOP/s.", rj_str(prof, "backend", "?"),
+               (int)json_integer_value(json_object_get(prof, "threads")),
+               (int)json_integer_value(json_object_get(shape, "batch")),
+               (int)json_integer_value(json_object_get(shape, "frames")),
+               (int)json_integer_value(json_object_get(shape, "height")),
+               (int)json_integer_value(json_object_get(shape, "width")), p.s, flops,
+               p.s > 0 ? flops / p.s * 1e-12 : 0);
+    }
+    if (rdoc_svg(d, "profile.svg", "time per block", rsvg_profile, &p) != SVP_OK) {
         return SVP_ERR_IO;
     }
     rdoc_h(d, 3, "Top blocks");
-    json_array_foreach(ranges, i, e) {
-        const char *name = json_string_value(json_object_get(e, "name"));
-        if (json_integer_value(json_object_get(e, "depth")) < 2 || name == NULL || n == 512) {
-            continue;   /* the leaves and middles: resnets, attention, their halves */
+    json_array_foreach(p.ranges, i, e) {
+        const char *name = rprof_under(&p, e, -1);
+        if (name == NULL || strchr(name, '/') == NULL || n == 512) {
+            continue;   /* inside the top-level blocks: resnets, transformers, halves */
         }
-        rows[n++] = (rprof_row_t){strchr(name, '/') ? strchr(name, '/') + 1 : name,
-                                  json_number_value(json_object_get(e, "s")),
-                                  json_number_value(json_object_get(e, "flops")),
-                                  (long)json_integer_value(json_object_get(e, "count"))};
+        rows[n++] = (rprof_row_t){name, json_number_value(json_object_get(e, "s")) / p.calls,
+                                  json_number_value(json_object_get(e, "flops")) / p.calls,
+                                  (long)(json_integer_value(json_object_get(e, "count")) /
+                                         p.calls)};
     }
     qsort(rows, n, sizeof(rows[0]), rprof_cmp);
     rdoc_row(d, "block|calls|ms|%% of call|GFLOP|achieved GFLOP/s");
     for (k = 0; k < n && k < 15; ++k) {
         rdoc_row(d, "%s|%ld|%.2f|%.1f|%.3f|%.1f", rows[k].name, rows[k].count, rows[k].s * 1e3,
-                 total > 0 ? 100 * rows[k].s / total : 0, rows[k].flops * 1e-9,
+                 p.s > 0 ? 100 * rows[k].s / p.s : 0, rows[k].flops * 1e-9,
                  rows[k].s > 0 ? rows[k].flops / rows[k].s * 1e-9 : 0);
     }
     rdoc_table_end(d);
     rdoc_h(d, 3, "Per op kind");
     n = 0;
     json_array_foreach(ops, i, e) {
+        const char *root = json_string_value(json_object_get(e, "root"));
+        if (root != NULL && strcmp(root, p.root)) {
+            continue;   /* the VAE's or CLIP's ops */
+        }
         if (n < 512) {
             rows[n++] = (rprof_row_t){json_string_value(json_object_get(e, "kind")),
-                                      json_number_value(json_object_get(e, "s")),
-                                      json_number_value(json_object_get(e, "flops")),
-                                      (long)json_integer_value(json_object_get(e, "count"))};
+                                      json_number_value(json_object_get(e, "s")) / p.calls,
+                                      json_number_value(json_object_get(e, "flops")) / p.calls,
+                                      (long)(json_integer_value(json_object_get(e, "count")) /
+                                             p.calls)};
         }
     }
     qsort(rows, n, sizeof(rows[0]), rprof_cmp);
     rdoc_row(d, "op|calls|ms|%% of call|GFLOP|achieved GFLOP/s");
     for (k = 0; k < n; ++k) {
         rdoc_row(d, "%s|%ld|%.2f|%.1f|%.3f|%.1f", rows[k].name ? rows[k].name : "?",
-                 rows[k].count, rows[k].s * 1e3, total > 0 ? 100 * rows[k].s / total : 0,
+                 rows[k].count, rows[k].s * 1e3, p.s > 0 ? 100 * rows[k].s / p.s : 0,
                  rows[k].flops * 1e-9, rows[k].s > 0 ? rows[k].flops / rows[k].s * 1e-9 : 0);
     }
     rdoc_table_end(d);
@@ -728,7 +777,7 @@ static svp_status_t rwrite(const char *dir, svdtool_report_t *r, rinputs_t *in)
     if (status == SVP_OK) {
         rsec_plan(&d, r, in, figs);
         rsec_mfu(&d, r, in);
-        status = rsec_profile(&d, in);
+        status = rsec_profile(&d, r, in);
     }
     if (status == SVP_OK) {
         rsec_handoffs(&d, r, figs);
@@ -819,7 +868,11 @@ static svp_status_t rload_dir(const char *dir, svdtool_report_t *r, rinputs_t *i
         }
     }
     globfree(&g);
+    /* svdtool unet --profile put beside the run, else rank 0's log.profile */
     snprintf(path, sizeof(path), "%s/profile.json", dir);
+    if (in->profile == NULL && stat(path, &sb) != 0) {
+        snprintf(path, sizeof(path), "%s/profile.rank0.json", dir);
+    }
     if (in->profile == NULL && stat(path, &sb) == 0) {
         in->profile = json_load_file(path, 0, NULL);
     }

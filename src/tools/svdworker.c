@@ -267,6 +267,7 @@ int main(int argc, char **argv)
     }
     if (status == SVP_OK) {
         svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6);
+        svp_worker_run_profile(spec, rank);
     }
     svp_trace_destroy(pp.trace);
 out_comm:

@@ -34,4 +34,11 @@ svp_status_t svp_worker_run_publish(svp_rt_h rt);
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                                   double started, double finished);
 
+/*
+ * With log.profile, writes what the model's ranges collected on this rank
+ * to output.dir/profile.rank<R>.json: {"kind": "run", "rank", "profile":
+ * {"ranges", "ops"}} (trace/range.h; totals over all calls).
+ */
+svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank);
+
 #endif

@@ -26,6 +26,7 @@ typedef struct {
 
 typedef struct {
     const char *kind;
+    char        root[SVP_RANGE_NAME_MAX];   /* the outermost profiled range */
     long        count;
     double      s, flops;
 } svp_range_opkind_t;
@@ -47,7 +48,7 @@ static struct {
     char               path[SVP_RANGE_PATH_MAX];
     svp_range_entry_t *entries;
     int                nentries, cap;
-    svp_range_opkind_t ops[32];
+    svp_range_opkind_t ops[128];
     int                nops;
 } svp_range;
 
@@ -103,13 +104,22 @@ static int svp_range_entry(const char *path, int depth)
     return svp_range.nentries++;
 }
 
-int svp_range_push(const char *fmt, ...)
+static int svp_range_levels(const char *path)
+{
+    int n = 0;
+
+    for (; *path; ++path) {
+        n += (*path == '/');
+    }
+    return n;
+}
+
+static int svp_range_vpush(int profiled, const char *fmt, va_list ap)
 {
     int                depth = svp_range.depth;
     svp_range_frame_t *fr;
     char               name[SVP_RANGE_NAME_MAX];
     size_t             len;
-    va_list            ap;
 
     if (!svp_range_active() || depth == SVP_RANGE_MAX_DEPTH) {
         /* counted anyway, so that pops stay matched */
@@ -119,9 +129,7 @@ int svp_range_push(const char *fmt, ...)
         svp_range.depth++;
         return depth;
     }
-    va_start(ap, fmt);
     vsnprintf(name, sizeof(name), fmt, ap);
-    va_end(ap);
 
     fr           = &svp_range.stack[depth];
     fr->path_len = strlen(svp_range.path);
@@ -133,14 +141,37 @@ int svp_range_push(const char *fmt, ...)
         fr->nvtx = 1;
     }
 #endif
-    if (svp_range.profile) {
+    if (svp_range.profile && profiled) {
         len = fr->path_len;
         snprintf(svp_range.path + len, sizeof(svp_range.path) - len, "%s%s",
                  len ? "/" : "", name);
-        fr->entry = svp_range_entry(svp_range.path, depth);
+        /* the entry's depth is its level in the path, context ranges not counted */
+        fr->entry = svp_range_entry(svp_range.path, svp_range_levels(svp_range.path));
         fr->t0    = svp_range_stamp();
     }
     svp_range.depth++;
+    return depth;
+}
+
+int svp_range_push(const char *fmt, ...)
+{
+    va_list ap;
+    int     depth;
+
+    va_start(ap, fmt);
+    depth = svp_range_vpush(1, fmt, ap);
+    va_end(ap);
+    return depth;
+}
+
+int svp_range_push_ctx(const char *fmt, ...)
+{
+    va_list ap;
+    int     depth;
+
+    va_start(ap, fmt);
+    depth = svp_range_vpush(0, fmt, ap);
+    va_end(ap);
     return depth;
 }
 
@@ -203,13 +234,18 @@ void svp_range_profile_reset(void)
 void svp_range_op(const char *kind, double seconds, double flops)
 {
     svp_range_opkind_t *k = NULL;
+    size_t              rlen = strcspn(svp_range.path, "/");
     int                 i;
 
     if (!svp_range.profile) {
         return;
     }
+    /* per kind and per outermost range: the UNet's ops apart from the VAE's */
+    rlen = SVP_MIN(rlen, SVP_RANGE_NAME_MAX - 1);
     for (i = 0; i < svp_range.nops; ++i) {
-        if (svp_range.ops[i].kind == kind || !strcmp(svp_range.ops[i].kind, kind)) {
+        if ((svp_range.ops[i].kind == kind || !strcmp(svp_range.ops[i].kind, kind)) &&
+            !strncmp(svp_range.ops[i].root, svp_range.path, rlen) &&
+            svp_range.ops[i].root[rlen] == '\0') {
             k = &svp_range.ops[i];
             break;
         }
@@ -219,7 +255,9 @@ void svp_range_op(const char *kind, double seconds, double flops)
             return;
         }
         k = &svp_range.ops[svp_range.nops++];
-        *k = (svp_range_opkind_t){kind, 0, 0, 0};
+        memset(k, 0, sizeof(*k));
+        k->kind = kind;
+        memcpy(k->root, svp_range.path, rlen);
     }
     k->count++;
     k->s     += seconds;
@@ -261,7 +299,9 @@ svp_status_t svp_range_profile_write(FILE *out)
     fprintf(out, "],\n\"ops\":[");
     for (i = 0; i < svp_range.nops; ++i) {
         const svp_range_opkind_t *k = &svp_range.ops[i];
-        fprintf(out, "%s\n{\"kind\":", i ? "," : "");
+        fprintf(out, "%s\n{\"root\":", i ? "," : "");
+        svp_range_json_string(out, k->root);
+        fprintf(out, ",\"kind\":");
         svp_range_json_string(out, k->kind);
         fprintf(out, ",\"count\":%ld,\"s\":%.9g,\"flops\":%.9g}", k->count, k->s,
                 k->flops);

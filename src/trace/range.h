@@ -30,6 +30,13 @@
 /* Opens a range named by fmt; returns the depth before the push. */
 int svp_range_push(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Same, for a range that says where the work belongs (a sample's step, a
+ * hand-off): an NVTX range, but no level of the profile, so that a block's
+ * profile entry gathers its calls across samples and steps.
+ */
+int svp_range_push_ctx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Closes the innermost range (none open: nothing). */
 void svp_range_pop(void);
 
@@ -59,8 +66,10 @@ void svp_range_op(const char *kind, double seconds, double flops);
 /*
  * Writes what was collected as JSON:
  *   {"ranges":[{"name","depth","count","s","flops"}...],   (first-seen order)
- *    "ops":[{"kind","count","s","flops"}...]}
- * Times and FLOPs are totals; a range's include its children's.
+ *    "ops":[{"root","kind","count","s","flops"}...]}
+ * Times and FLOPs are totals; a range's include its children's; ops are
+ * counted per kind and per outermost range they ran in ("root": its name,
+ * "" outside any).
  */
 svp_status_t svp_range_profile_write(FILE *out);
 
