@@ -4,7 +4,7 @@
 # Slurm cluster, a 4-rank dummy run whose report agrees with the ranks' own
 # summary lines within 1%.  Prints TAP.
 set -u
-top=${SVP_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+top=$(cd "${SVP_TOP_SRCDIR:-$(dirname "$0")/..}" && pwd)
 bld=$(cd "${SVP_TOP_BUILDDIR:-$PWD}" && pwd)
 tool=$bld/src/tools/svdtool
 tmp=$(mktemp -d /tmp/svp-report.XXXXXX)
@@ -17,7 +17,7 @@ skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d;
          m = (b < 0) ? -b : b; if (m < 1e-12) m = 1e-12; exit !(d <= t * m) }'; }
 
-echo "1..8"
+echo "1..10"
 
 # Two ranks, two samples, one step each per rank, every step 1 s:
 #   rank 0: s0 [0,1] s1 [1,2]              run [0,3]
@@ -87,6 +87,47 @@ elif grep -c '<svg' "$tmp/syn/report.html" | grep -qx 2; then
     ok "report.html has no external reference and inlines its pictures"
 else
     nok "report.html inlines its pictures (want 2 svg elements)"
+fi
+
+# ---- profiles ------------------------------------------------------------
+# svdtool unet --profile: the ops' FLOPs add up to the counted FLOPs of the
+# call (this implementation skips a little of the reference's work: the
+# context's K/V once per item, so within [0.95, 1]), and the blocks' times
+# to the call's
+golden=${SVP_GOLDEN_DIR:-$top/../shared/golden}
+if [ -f "$golden/unet_small/io.safetensors" ]; then
+    p=$tmp/unet_profile.json
+    if "$tool" unet --model "$golden/unet_small" --input "$golden/unet_small/io.safetensors" \
+           --output "$tmp/unet_out.safetensors" --profile "$p" >"$tmp/prof.log" 2>&1 &&
+       jq -e '(.profile.ranges | map(select(.depth == 0)) | .[0]) as $root |
+              ($root.flops / .flops_counted) as $f | $f >= 0.95 and $f <= 1.0 and
+              ([.profile.ranges[] | select(.depth == 1) | .s] | add) as $blocks |
+              $blocks <= $root.s and $blocks >= 0.9 * $root.s and $root.s <= .s' "$p" \
+              >/dev/null; then
+        ok "svdtool unet --profile: op FLOPs match the counted FLOPs, blocks add up to the call"
+    else
+        nok "svdtool unet --profile: op FLOPs and block times" "$tmp/prof.log"
+    fi
+else
+    skip "no golden data at $golden: svdtool unet --profile not checked"
+fi
+
+# log.profile in a run of the svd model (random svd-mini weights): one
+# profile entry per UNet block gathering every step's call, read by the report
+"$tool" init --model-config-dir "$top/etc/models/svd-mini" --seed 3 --output "$tmp/model" \
+    >"$tmp/init.log" 2>&1
+if (cd "$tmp" && SVP_THREADS=1 "$bld/src/tools/svdworker" "$top/etc/demo/demo.yaml" \
+        --set model.path="$tmp/model" --set video.inputs="$top/etc/demo/input.png" \
+        --set output.dir=svd --set samples=1 --set log.profile=true --set output.mp4=false \
+        --set log.trace=svd-trace >"$tmp/svd.log" 2>&1) &&
+   jq -e '[.profile.ranges[] | select(.depth == 0 and (.name | startswith("unet")))] |
+          length == 1 and .[0].count == 8' "$tmp/svd/profile.rank0.json" >/dev/null &&
+   "$tool" report "$tmp/svd" -o "$tmp/svd-rep" >>"$tmp/svd.log" 2>&1 &&
+   grep -q 'Collected in the run (log.profile) on rank 0: 8 UNet calls' "$tmp/svd-rep/report.md" &&
+   grep -q 'counted (svp_unet_macs) for batch 2, 14 frames' "$tmp/svd-rep/report.md"; then
+    ok "log.profile: 8 UNet calls profiled in one entry per block; the report shows them and counts FLOPs"
+else
+    nok "log.profile in an svd run, and its report" "$tmp/svd.log"
 fi
 
 # ---- a real 4-rank run on the local cluster ----------------------------
