@@ -238,7 +238,7 @@ static svp_status_t svdtool_report_handoffs(svdtool_report_t *r)
 
 svp_status_t svdtool_report_analyse(svdtool_report_t *r)
 {
-    double origin = INFINITY, end = -INFINITY, idle_total = 0, win, steady_busy = 0;
+    double origin = INFINITY, end = -INFINITY, win, steady_busy = 0;
     double first_step_max = -INFINITY, last_step_min = INFINITY;
     double *done;
     int    q, i, have_run, max_sample = -1, completed = 0;
@@ -316,7 +316,6 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
         }
         rk->wall = rk->end - rk->start;
         rk->idle = rk->wall - rk->busy;
-        idle_total += rk->idle;
         r->busy_total += rk->busy;
         end = SVP_MAX(end, rk->end);
         if (rk->steps > 0) {
@@ -381,7 +380,6 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     }
     r->achieved_flops = r->flops_total / (r->world * r->makespan);
     r->mfu = (r->peak_flops > 0) ? r->achieved_flops / r->peak_flops : 0;
-    (void)idle_total;
     return svdtool_report_handoffs(r);
 }
 

@@ -612,7 +612,7 @@ static int rwait_cmp(const void *a, const void *b)
 static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
 {
     const svdtool_report_ev_t **waits;
-    int                         a, b, i, q, n, nw = 0, total = 0;
+    int                         a, b, i, q, n, nw = 0;
     json_t                     *links = json_array();
     char                        bw[32];
 
@@ -664,7 +664,6 @@ static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
             json_array_append_new(links, json_pack("{s:i, s:i, s:i, s:f, s:f}", "from", a,
                                                    "to", b, "messages", n, "bytes",
                                                    n * r->message_bytes, "min_gap_s", gmin));
-            total += n;
             free(gaps);
         }
     }
@@ -705,7 +704,6 @@ static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
     }
     rdoc_table_end(d);
     free(waits);
-    (void)total;
 }
 
 static json_t *rfigures(const svdtool_report_t *r)
