@@ -258,6 +258,11 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *
                  rj_str(json_object_get(in->run, "svdpipe"), "version", "?"),
                  rj_str(json_object_get(in->run, "svdpipe"), "configure", ""));
     }
+    if (in->hw != NULL) {
+        rdoc_row(d, "hardware table|%s (%s)%s", in->hw->name,
+                 in->hw->description ? in->hw->description : "",
+                 in->hw->peak_tflops > 0 ? "" : ", no peak_tflops");
+    }
     rdoc_row(d, "ranks|%d", r->world);
     rdoc_row(d, "samples|%d", r->samples);
     rdoc_row(d, "makespan|%.3f s", r->makespan);
@@ -411,14 +416,14 @@ static void rsec_mfu(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in)
         const svdtool_report_rank_t *rk = &r->ranks[q];
         double a = rk->step_s > 0 ? rk->steps * r->flops_per_step / rk->step_s : 0;
         if (r->peak_flops > 0) {
-            rdoc_row(d, "%d|%d|%.3f|%.3f|%.1f", q, rk->steps, rk->step_s, a * 1e-12,
+            rdoc_row(d, "%d|%d|%.3f|%.3f|%.3g", q, rk->steps, rk->step_s, a * 1e-12,
                      100 * a / r->peak_flops);
         } else {
             rdoc_row(d, "%d|%d|%.3f|%.3f|-", q, rk->steps, rk->step_s, a * 1e-12);
         }
     }
     if (r->peak_flops > 0) {
-        rdoc_row(d, "all (over the makespan)|%.0f|%.3f|%.3f|%.1f",
+        rdoc_row(d, "all (over the makespan)|%.0f|%.3f|%.3f|%.3g",
                  r->flops_total / r->flops_per_step, r->makespan, r->achieved_flops * 1e-12,
                  100 * r->mfu);
     } else {
