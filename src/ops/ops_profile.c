@@ -11,6 +11,7 @@
 static const svp_ops_ops_t *svp_ops_prof_inner;  /* the wrapped backend */
 static svp_ops_ops_t        svp_ops_prof_vt;
 static int                  svp_ops_prof_async;  /* not the CPU backend */
+static float               *svp_ops_prof_one;    /* device scratch for syncs */
 
 /* The last result must be there before the clock is read. */
 static void svp_ops_prof_wait(svp_ops_h ops, const float *y)
@@ -25,15 +26,10 @@ static void svp_ops_prof_wait(svp_ops_h ops, const float *y)
 void svp_ops_profile_sync(void *arg)
 {
     svp_ops_h ops = arg;
-    float    *buf;
     float     one;
 
-    if (!svp_ops_prof_async) {
-        return;
-    }
-    if (svp_ops_prof_inner->alloc(ops, 1, &buf) == SVP_OK) {
-        svp_ops_prof_inner->download(ops, &one, buf, 1);
-        svp_ops_prof_inner->free(ops, buf);
+    if (svp_ops_prof_async && svp_ops_prof_one != NULL) {
+        svp_ops_prof_inner->download(ops, &one, svp_ops_prof_one, 1);
     }
 }
 
@@ -171,6 +167,10 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
     }
     svp_ops_prof_inner = ops->vt;
     svp_ops_prof_async = strcmp(ops->vt->name, "cpu") != 0;
+    if (svp_ops_prof_async && ops->vt->alloc(ops, 1, &svp_ops_prof_one) != SVP_OK) {
+        svp_ops_prof_inner = NULL;
+        return SVP_ERR_NO_MEMORY;
+    }
     /* memory management, cleanup and the name pass straight through */
     svp_ops_prof_vt                    = *ops->vt;
     svp_ops_prof_vt.conv2d             = prof_conv2d;
@@ -198,7 +198,11 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
 void svp_ops_profile_disable(svp_ops_h ops)
 {
     if (svp_ops_prof_inner != NULL && ops->vt == &svp_ops_prof_vt) {
-        ops->vt            = svp_ops_prof_inner;
+        ops->vt = svp_ops_prof_inner;
+        if (svp_ops_prof_one != NULL) {
+            ops->vt->free(ops, svp_ops_prof_one);
+            svp_ops_prof_one = NULL;
+        }
         svp_ops_prof_inner = NULL;
     }
 }
