@@ -17,12 +17,17 @@
 #     rank: replicas win) and a long one (the difference shrinks); measured
 #     makespan against the planner's; target within 10 %.
 #
-# Runs inside tests/cluster/with-cluster.sh (make bench-pipeline).
+# Runs inside tests/cluster/with-cluster.sh (make bench-pipeline).  With
+# SVP_BENCH_REPORT=DIR every run also leaves its report (svdtool report) in
+# DIR/NAME/report.html.
 set -u
 bld=${SVP_TOP_BUILDDIR:?}
 w=$bld/src/tools/svdworker
 launch=$bld/src/tools/svdlaunch
 tmp=$(mktemp -d /tmp/svp-bench.XXXXXX)
+if [ -n "${SVP_BENCH_REPORT:-}" ]; then
+    mkdir -p "$SVP_BENCH_REPORT" && SVP_BENCH_REPORT=$(cd "$SVP_BENCH_REPORT" && pwd) || exit 1
+fi
 trap 'rm -rf "$tmp"' EXIT
 
 # seconds of day from a log line's ISO timestamp
@@ -43,6 +48,7 @@ pipeline: {placement: $p, stages: $S}
 output: {dir: '$tmp/$name.out'}
 cluster: {nodes: 1, ranks_per_node: $W}
 YAML
+    [ -n "${SVP_BENCH_REPORT:-}" ] && echo "log: {trace: '$tmp/$name.trace'}" >>"$tmp/$name.yaml"
     [ -n "${DRY:-}" ] && return   # the spec only
     if [ "$W" -eq 1 ]; then
         "$w" "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1
@@ -50,6 +56,10 @@ YAML
         timeout -k 5 600 srun --mpi=pmix --kill-on-bad-exit=1 -W 120 -n "$W" -O \
             "$w" "$tmp/$name.yaml" >"$tmp/$name.log" 2>&1
     fi || { echo "run $name failed:" >&2; tail -20 "$tmp/$name.log" >&2; echo "nan nan"; return; }
+    if [ -n "${SVP_BENCH_REPORT:-}" ]; then
+        "$bld/src/tools/svdtool" report "$tmp/$name.out" -o "$SVP_BENCH_REPORT/$name" \
+            >/dev/null || echo "bench: no report for $name" >&2
+    fi
     # makespan: the longest rank's wall time (ranks start together after the
     # communication fence); steady rate: samples finished per second between
     # the first and the last completion

@@ -12,7 +12,8 @@ build=${SVP_BUILD_DIR:-$top/_build}
 
 # Build tools, the libraries svdpipe links, and what the tests drive: a real
 # Slurm (slurmctld, slurmd, munge), Open MPI's mpirun as a second PMIx
-# launcher, ucx_perftest for the hand-off benchmark.  libpmix-dev is also a
+# launcher, ucx_perftest for the hand-off benchmark, jq and xmllint for
+# the report tests.  libpmix-dev is also a
 # runtime need of Slurm: its mpi_pmix plugin dlopens the unversioned
 # libpmix.so that only the -dev package ships.
 packages="autoconf automake libtool pkg-config make gcc
@@ -20,7 +21,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libopenblas-dev libpng-dev libjpeg-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev
-  slurmctld slurmd slurm-client munge openmpi-bin procps iproute2"
+  slurmctld slurmd slurm-client munge openmpi-bin procps iproute2
+  jq libxml2-utils"
 
 missing=""
 for p in $packages; do

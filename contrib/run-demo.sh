@@ -55,6 +55,13 @@ echo
 echo "Real videos need the real weights and a GPU: an SVD-XT sample (1024x576,"
 echo "25 frames, 28 steps) takes hours on this CPU backend.  See README.md, 'Real"
 echo "weights': get the diffusers folder, 'svdtool check-model DIR', then set"
-echo "model.path, video.inputs, device: cuda and dtype: f16 in a copy of"
+echo "model.path, video.inputs and device: cuda in a copy of"
 echo "  $top/etc/svd_7gpu.yaml   (or etc/svd_2x4gpu.yaml for 2 nodes x 4 GPUs)"
 echo "and run 'svdlaunch submit' with it on the GPU cluster."
+# the run's report: timeline, utilisation, planner against measured, MFU
+echo
+if "$tools/svdtool" report "$run/out" -o "$run/report" >/dev/null; then
+    echo "demo: report in $run/report/report.html (open it in a browser; report.md beside it)"
+else
+    echo "demo: could not write the report (see above)" >&2
+fi

@@ -38,6 +38,7 @@ static const hw_key_t hw_keys[] = {
     {"name",                  HW_STR,    HW_FIELD(name),            1, 0, 0},
     {"description",           HW_STR,    HW_FIELD(description),     0, 0, 0},
     {"memory_gb",             HW_DOUBLE, HW_FIELD(memory_gb),       0, 0, 1e6},
+    {"peak_tflops",           HW_DOUBLE, HW_FIELD(peak_tflops),     0, 0, 1e6},
     {"svd.reference.batch",   HW_INT,    HW_FIELD(svd.batch),       0, 1, 64},
     {"svd.reference.frames",  HW_INT,    HW_FIELD(svd.frames),      0, 1, 1024},
     {"svd.reference.height",  HW_INT,    HW_FIELD(svd.height),      0, 8, 65536},

@@ -6,6 +6,7 @@
  *   name: h100
  *   description: NVIDIA H100 SXM 80 GB, NVLink 4
  *   memory_gb: 80
+ *   peak_tflops: 989              # optional: dense peak of the dtype run, for MFU
  *   svd:                          # optional: only plans of model.kind svd
  *     reference: {batch: 2, frames: 25, height: 576, width: 1024}
  *     unet_step_s: 0.8            # one UNet call at the reference
@@ -36,6 +37,7 @@ typedef struct {
     char   *name;
     char   *description;
     double  memory_gb;             /* per device; 0 = not given */
+    double  peak_tflops;           /* dense peak, 1e12 FLOP/s; 0 = not given */
     struct {
         int    batch, frames, height, width;
         double unet_step_s;        /* 0 = not given */

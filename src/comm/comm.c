@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "comm/comm.h"
+#include "trace/range.h"
 
 #include "comm/frame.h"
 #include "common/clock.h"
@@ -637,7 +638,12 @@ svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
                             unsigned sample, unsigned step,
                             svp_comm_frame_h frame, svp_comm_req_h *req_p)
 {
-    return svp_comm_post(comm, 1, peer, kind, sample, step, frame, req_p);
+    svp_status_t status;
+
+    svp_range_push_ctx("send sample %u step %u to %d", sample, step, peer);
+    status = svp_comm_post(comm, 1, peer, kind, sample, step, frame, req_p);
+    svp_range_pop();
+    return status;
 }
 
 svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
@@ -1006,7 +1012,10 @@ svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout)
     svp_status_t status;
     int          index;
 
+    svp_range_push_ctx("wait %s sample %u step %u %s %d", req->is_send ? "send" : "recv",
+                   req->sample, req->step, req->is_send ? "to" : "from", req->peer);
     status = svp_comm_wait_loop(comm, &req, 1, timeout, &index);
+    svp_range_pop();
     if (status != SVP_OK) {
         svp_comm_req_abandon(req);
         return status;

@@ -12,6 +12,7 @@
 #include "config.h"
 #endif
 #include "model/clip.h"
+#include "trace/range.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/config_json.h"
@@ -556,11 +557,13 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     float                   *h = NULL, *a = NULL, *q = NULL, *k = NULL;
     float                   *v = NULL, *f = NULL;
     svp_status_t             status;
+    int                      rdepth;
 
     if (batch < 1) {
         svp_error("clip: invalid batch %d", batch);
         return SVP_ERR_INVALID_PARAM;
     }
+    rdepth = svp_range_push("clip b%d", batch);
 #define CLIP_BUF(_p, _n) CLIP_TRY(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
     CLIP_BUF(h, rows * D);
     CLIP_BUF(a, rows * D);
@@ -597,6 +600,7 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     clip_capture(c, "out.visual_projection", image_embeds, 2, batch,
                  cfg->projection_dim, 1);
 out:
+    svp_range_pop_to(rdepth);
     svp_ops_free(ops, h);
     svp_ops_free(ops, a);
     svp_ops_free(ops, q);

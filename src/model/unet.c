@@ -6,6 +6,7 @@
 #include "config.h"
 #endif
 #include "model/unet_int.h"
+#include "trace/range.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "model/weights.h"
@@ -287,6 +288,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     svp_ops_group_norm_t     gn = { .n = n, .frames = 1, .groups = 32,
                                     .eps = u->conv_norm_out.eps };
     svp_status_t             status;
+    int                      rdepth;
 
     if (batch < 1 || frames < 1 || h < 1 || w < 1 || seq < 1) {
         svp_error("unet: invalid input shape batch %d frames %d %dx%d seq %d",
@@ -298,21 +300,28 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
         return SVP_ERR_NO_MEMORY;
     }
     fw.emb_silu = NULL;
+    rdepth      = svp_range_push("unet b%d f%d %dx%d", batch, frames, h, w);
+    svp_range_push("embedding");
     UNET_TRY(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
     fw.emb_silu = emb_silu;
 
+    svp_range_pop();
+
     /* conv_in: the first skip */
+    svp_range_push("conv_in");
     c = cfg->block_out[0];
     conv.c_in = cfg->in_channels; conv.c_out = c; conv.h = h; conv.w = w;
     UNET_TRY(unet_buf(&fw, (int64_t)n * c * h * w, &x));
     UNET_TRY(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
     unet_capture_image(&fw, x, c, h, w, "out.conv_in", 0, 0);
     skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+    svp_range_pop();
 
     /* down: every resnet(+transformer) output and every downsample is a skip */
     for (i = 0; i < L; i++) {
         const unet_block_t *blk = &u->down[i];
 
+        svp_range_push("down.%d", i);
         for (j = 0; j < blk->n_resnets; j++) {
             UNET_TRY(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
             c = blk->resnets[j].spatial.conv1.out;
@@ -329,6 +338,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
         }
         if (blk->has_sampler) {
+            svp_range_push("downsample");
             conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
             conv.stride = 2;
             ch = svp_ops_conv2d_out_h(&conv);
@@ -339,13 +349,16 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             x = y;
             y = NULL;
             skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+            svp_range_pop();
         }
+        svp_range_pop();
         unet_capture_image(&fw, x, c, ch, cw, "out.down_blocks.%d", i, 0);
     }
 
     /* mid: resnet, transformer, resnet; x stays owned by the skip stack */
     {
         float *a = NULL;
+        svp_range_push("mid");
         UNET_TRY(unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
         unet_capture_image(&fw, y, c, ch, cw, "out.mid_block.resnets.0", 0, 0);
         status = unet_transformer_forward(&fw, &u->mid_attention, ch, cw, y, &a);
@@ -362,12 +375,14 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             goto out;
         }
         unet_capture_image(&fw, x, c, ch, cw, "out.mid_block", 0, 0);
+        svp_range_pop();
     }
 
     /* up: concat [hidden, skip] last-in-first-out; x is owned from here */
     for (i = 0; i < L; i++) {
         const unet_block_t *blk = &u->up[i];
 
+        svp_range_push("up.%d", i);
         for (j = 0; j < blk->n_resnets; j++) {
             unet_skip_t sk = skips[--n_skips];
 
@@ -393,6 +408,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             /* to the size of the skip that comes next: x2 unless odd */
             const unet_skip_t *next = &skips[n_skips - 1];
 
+            svp_range_push("upsample");
             UNET_TRY(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
             UNET_TRY(svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
             unet_buf_free(&fw, x);
@@ -404,12 +420,15 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             UNET_TRY(svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
             unet_buf_free(&fw, y);
             y = NULL;
+            svp_range_pop();
         }
+        svp_range_pop();
         unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d", i, 0);
     }
 
     /* GroupNorm, SiLU, conv_out straight into [B, F, out, H, W] */
     gn.c = c; gn.spatial = (int64_t)ch * cw;
+    svp_range_push("conv_out");
     UNET_TRY(svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g,
                                 u->conv_norm_out.b, x));
     unet_capture_image(&fw, x, c, ch, cw, "out.conv_norm_out", 0, 0);
@@ -418,6 +437,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     UNET_TRY(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
 
 out:
+    svp_range_pop_to(rdepth);
     /* x is a skip (owned by the stack) until the mid block replaces it */
     for (i = 0; i < n_skips; i++) {
         if (skips[i].x == x) {

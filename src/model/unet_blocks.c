@@ -10,6 +10,7 @@
 #include "config.h"
 #endif
 #include "model/unet_int.h"
+#include "trace/range.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -103,14 +104,20 @@ svp_status_t unet_st_resblock_forward(unet_fwd_t *fw,
                          h * w;
     float       *s = NULL, *t = NULL;
     svp_status_t status;
+    int          rdepth = svp_range_push("resnet");
 
+    svp_range_push("spatial");
     UNET_TRY(unet_resnet_forward(fw, &rb->spatial, 0, h, w, x, &s));
+    svp_range_pop();
+    svp_range_push("temporal");
     UNET_TRY(unet_resnet_forward(fw, &rb->temporal, 1, h, w, s, &t));
+    svp_range_pop();
     /* alpha weighs the spatial branch (UNet; the VAE decoder is opposite) */
     UNET_TRY(svp_ops_blend(fw->unet->ops, count, rb->alpha, s, t, t));
     *y_p = t;
     t = NULL;
 out:
+    svp_range_pop_to(rdepth);
     unet_buf_free(fw, s);
     unet_buf_free(fw, t);
     return status;
@@ -297,6 +304,7 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     float               *a = NULL, *b = NULL, *hid = NULL, *mix = NULL;
     float               *femb = NULL;
     svp_status_t         status;
+    int                  rdepth = svp_range_push("transformer");
 
     UNET_TRY(unet_buf(fw, count, &a));
     UNET_TRY(unet_buf(fw, count, &b));
@@ -311,14 +319,18 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     UNET_TRY(unet_frame_embedding(fw, tr, &femb));
 
     for (l = 0; l < tr->layers; l++) {
+        svp_range_push("spatial");
         UNET_TRY(unet_spatial_block(fw, &tr->blocks[l], s, hid, a));
+        svp_range_pop();
 
         /* temporal branch on hid + frame embedding, as [B, S, F, C] */
         UNET_TRY(svp_ops_copy(ops, count, hid, b));
         UNET_TRY(svp_ops_add_broadcast(ops, n, s, c, b, femb));
+        svp_range_push("temporal");
         UNET_TRY(svp_ops_transpose(ops, fw->batch, fw->frames, s, c, b, mix));
         UNET_TRY(unet_temporal_block(fw, &tr->temporal_blocks[l], s, mix, a));
         UNET_TRY(svp_ops_transpose(ops, fw->batch, s, fw->frames, c, mix, b));
+        svp_range_pop();
 
         UNET_TRY(svp_ops_blend(ops, count, tr->alpha, hid, b, hid));
     }
@@ -331,6 +343,7 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     *y_p = b;
     b = NULL;
 out:
+    svp_range_pop_to(rdepth);
     unet_buf_free(fw, a);
     unet_buf_free(fw, b);
     unet_buf_free(fw, hid);

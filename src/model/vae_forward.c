@@ -10,6 +10,7 @@
 #include "config.h"
 #endif
 #include "model/vae_int.h"
+#include "trace/range.h"
 #include "common/log.h"
 #include "common/util.h"
 
@@ -372,12 +373,14 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
     svp_ops_group_norm_t    gn = { .n = n, .frames = 1, .groups = 32 };
     float                  *x = NULL, *y = NULL;
     svp_status_t            status;
+    int                     rdepth;
 
     if (n < 1 || h < (1 << (L - 1)) || w < (1 << (L - 1))) {
         svp_error("vae: cannot encode %d images of %dx%d (at least %d pixels "
                   "per side)", n, h, w, 1 << (L - 1));
         return SVP_ERR_INVALID_PARAM;
     }
+    rdepth = svp_range_push("vae encode n%d %dx%d", n, h, w);
     VAE_TRY(vae_buf(v, (int64_t)n * c * h * w, &x));
     VAE_TRY(vae_conv(v, &v->enc_conv_in, 3, n, h, w, image, x));
     vae_capture(v, "out.encoder.conv_in", x, n, c, h, w, 0);
@@ -423,6 +426,7 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
 
     status = vae_posterior(v, n, (int64_t)h * w, y, mean, logvar, std);
 out:
+    svp_range_pop_to(rdepth);
     vae_buf_free(v, x);
     vae_buf_free(v, y);
     return status;
@@ -526,9 +530,11 @@ svp_status_t svp_vae_decode(svp_vae_h v, int frames, int h, int w, int chunk,
         chunk = frames;
     }
     for (f0 = 0; f0 < frames; f0 += chunk) {
-        len    = (frames - f0 < chunk) ? frames - f0 : chunk;
+        len = (frames - f0 < chunk) ? frames - f0 : chunk;
+        svp_range_push("vae decode frames [%d, %d)", f0, f0 + len);
         status = vae_decode_video(v, len, h, w, latents + f0 * in_frame,
                                   out + f0 * out_frame);
+        svp_range_pop();
         if (status != SVP_OK) {
             return status;
         }

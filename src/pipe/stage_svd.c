@@ -67,6 +67,8 @@
 #include "sched/guidance.h"
 #include "sched/rng.h"
 #include "tensor/safetensors.h"
+#include "trace/range.h"
+#include "ops/ops_profile.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -258,7 +260,9 @@ static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
         }
     } else {
         svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+        svp_range_push_ctx("sample %d encode", index);
         status = svp_stage_svd_encode(st, index, seed, s);
+        svp_range_pop();
     }
     if (status != SVP_OK) {
         svp_sample_cleanup(s);
@@ -307,8 +311,10 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
             memset(st->ehs + b * st->D, 0, st->D * sizeof(float));
         }
     }
+    svp_range_push_ctx("sample %d step %d", s->index, step);
     status = svp_unet_forward(st->unet, batch, (int)st->F, (int)st->h, (int)st->w,
                               st->in, st->t, st->ehs, 1, st->ids, st->out);
+    svp_range_pop();
     if (status != SVP_OK) {
         return status;
     }
@@ -430,8 +436,10 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
         for (i = 0; i < n; ++i) {
             lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
         }
+        svp_range_push_ctx("sample %d decode", s->index);
         status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w,
                                 spec->video.decode_chunk_size, lat, dec);
+        svp_range_pop();
         if (status != SVP_OK) {
             goto out;
         }
@@ -496,6 +504,10 @@ static void svp_stage_svd_destroy(void *self)
     svp_clip_destroy(st->clip);
     svp_vae_destroy(st->vae);
     svp_unet_destroy(st->unet);
+    if (st->ops != NULL && st->spec->log.profile) {
+        svp_range_profile_enable(0, NULL, NULL);
+        svp_ops_profile_disable(st->ops);
+    }
     svp_ops_destroy(st->ops);
     free(st);
 }
@@ -887,6 +899,14 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     svp_info("svd stage: computing in %s on the %s backend (%d threads)",
              svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
              svp_ops_threads(st->ops));
+    if (spec->log.profile) {
+        /* log.profile: every block and op timed; svdworker writes it out */
+        status = svp_ops_profile_enable(st->ops);
+        if (status != SVP_OK) {
+            goto err;
+        }
+        svp_range_profile_enable(1, svp_ops_profile_sync, st->ops);
+    }
     snprintf(path, sizeof(path), "%s/unet", spec->model.path);
     status = svp_unet_create(st->ops, path, NULL, &st->unet);
     if (status != SVP_OK) {

@@ -120,6 +120,7 @@ typedef struct svp_spec {
     struct {
         int   level;                  /* svp_log_level_t */
         char *trace;                  /* per-rank Chrome trace file, "" = off */
+        int   profile;                /* per-block profile of the model calls */
     } log;
 
     struct {

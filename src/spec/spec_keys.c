@@ -118,6 +118,8 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"log.trace", SVP_SPEC_T_STRING, OFF(log.trace), "", NOLIM, NULL,
      "per-rank event trace file prefix (Chrome trace JSON); empty: off",
      SVP_SPEC_KEY_F_PER_RANK},
+    {"log.profile", SVP_SPEC_T_BOOL, OFF(log.profile), "false", NOLIM, NULL,
+     "time and FLOPs per model block and op kind (svd model) into output.dir/profile.rankN.json"},
     {"cluster.nodes", SVP_SPEC_T_INT, OFF(cluster.nodes), "1", 1, 100000, NULL,
      "nodes"},
     {"cluster.ranks_per_node", SVP_SPEC_T_INT, OFF(cluster.ranks_per_node), "1", 1,

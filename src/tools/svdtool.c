@@ -16,6 +16,7 @@
 #include "tools/svdtool_compare.h"
 #include "tools/svdtool_cmds_vae.h"
 #include "tools/svdtool_check.h"
+#include "tools/svdtool_report.h"
 #include "trace/trace.h"
 
 #include <stdio.h>
@@ -48,6 +49,8 @@ static const svdtool_cmd_t svdtool_cmds[] = {
      "relative difference of two tensors: A.safetensors[:T] REF.safetensors[:T] [--tol R]"},
     {"trace-merge", svdtool_trace_merge_main,
      "merge per-rank traces into one timeline: OUT.json IN.json..."},
+    {"report", svdtool_report_main,
+     "a run's report (HTML with pictures, Markdown, JSON): RUN_DIR|TRACES... -o DIR"},
 };
 
 static int svdtool_trace_merge_main(int argc, char **argv)

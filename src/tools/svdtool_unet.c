@@ -2,10 +2,16 @@
  * svdtool unet: one UNet call on tensors from a file.
  *
  *   svdtool unet --model DIR --input IN.safetensors --output OUT.safetensors
+ *                [--profile PROFILE.json]
  *
  * IN holds sample [B,F,C,H,W], timestep [B] (or one value for every row),
  * encoder_hidden_states [B,S,D] and added_time_ids [B,3]; OUT gets `out`
  * [B,F,out_channels,H,W] (F32), written atomically.
+ *
+ * --profile runs the call twice and profiles the second (the first pays for
+ * page faults on the mapped weights and the backend's warm-up): time and
+ * FLOPs per block and per op kind (trace/range.h), the counted FLOPs of the
+ * call (svp_unet_macs), backend, threads and shape, for svdtool report.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -14,6 +20,10 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "model/unet.h"
+#include "ops/ops_profile.h"
+#include "common/clock.h"
+#include "common/util.h"
+#include "trace/range.h"
 #include "tools/svdtool_io.h"
 
 #include <stdio.h>
@@ -25,6 +35,7 @@ static void svdtool_unet_usage(FILE *f)
     fprintf(f,
             "usage: svdtool unet --model DIR --input IN.safetensors "
             "--output OUT.safetensors [--threads N]\n"
+            "       [--profile PROFILE.json]\n"
             "  runs one UNet forward; IN holds sample [B,F,C,H,W], timestep [B],\n"
             "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
 }
@@ -42,10 +53,46 @@ static void svdtool_unet_log_arena(svp_ops_h ops, size_t weight_bytes)
              (unsigned long long)mem.backend_allocs);
 }
 
+static const char *svdtool_unet_profile;
+
+/* Writes the profile of the call just made, with what it was made on. */
+static svp_status_t svdtool_unet_profile_save(const char *path, svp_ops_h ops,
+                                              const svp_unet_config_t *cfg, int b,
+                                              int f, int h, int w, int seq, double s)
+{
+    char        *text = NULL;
+    size_t       len  = 0;
+    FILE        *mem  = open_memstream(&text, &len);
+    svp_status_t status;
+
+    if (mem == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(mem, "{\"kind\":\"unet\",\"backend\":\"%s\",\"threads\":%d,"
+            "\"shape\":{\"batch\":%d,\"frames\":%d,\"height\":%d,\"width\":%d,"
+            "\"seq\":%d},\"s\":%.9g,\"flops_counted\":%.9g,\n\"profile\":",
+            svp_ops_backend(ops), svp_ops_threads(ops), b, f, h, w, seq, s,
+            2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
+    status = svp_range_profile_write(mem);
+    fprintf(mem, "}\n");
+    fclose(mem);
+    if (status == SVP_OK) {
+        status = svp_file_write_atomic(path, text, len);
+    }
+    if (status == SVP_OK) {
+        svp_info("profile of one call (%.3fs) written to %s", s, path);
+    } else {
+        svp_error("cannot write %s: %s", path, svp_status_string(status));
+    }
+    free(text);
+    return status;
+}
+
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 {
     static const char *const names[] = { "out" };
     svp_ops_params_t         op = { .threads = a->threads };
+    double                   t0;
     svp_ops_h                ops;
     svp_unet_h               unet;
     svp_safetensors_h        st;
@@ -120,10 +167,37 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     if (status != SVP_OK) {
         goto out_unet;
     }
-    status = svp_unet_forward(unet, b, (int)sample->shape[1],
-                              (int)sample->shape[3], (int)sample->shape[4],
-                              sample->data, t, ehs->data, (int)ehs->shape[1],
-                              ids->data, out->data);
+#define SVDTOOL_UNET_CALL() \
+    svp_unet_forward(unet, b, (int)sample->shape[1], (int)sample->shape[3], \
+                     (int)sample->shape[4], sample->data, t, ehs->data, \
+                     (int)ehs->shape[1], ids->data, out->data)
+    if (svdtool_unet_profile != NULL) {
+        status = SVDTOOL_UNET_CALL();   /* warm-up */
+        if (status == SVP_OK) {
+            status = svp_ops_profile_enable(ops);
+        }
+        if (status == SVP_OK) {
+            svp_range_profile_reset();
+            svp_range_profile_enable(1, svp_ops_profile_sync, ops);
+            svp_ops_profile_sync(ops);
+            t0     = svp_clock_now();
+            status = SVDTOOL_UNET_CALL();
+            svp_ops_profile_sync(ops);
+            t0     = svp_clock_now() - t0;
+            svp_range_profile_enable(0, NULL, NULL);
+            svp_ops_profile_disable(ops);
+        }
+        if (status == SVP_OK) {
+            status = svdtool_unet_profile_save(svdtool_unet_profile, ops, cfg, b,
+                                               (int)sample->shape[1],
+                                               (int)sample->shape[3],
+                                               (int)sample->shape[4],
+                                               (int)ehs->shape[1], t0);
+        }
+    } else {
+        status = SVDTOOL_UNET_CALL();
+    }
+#undef SVDTOOL_UNET_CALL
     if (status == SVP_OK) {
         svdtool_unet_log_arena(ops, weight_bytes);
         status = svdtool_io_write(a->output, 1, names, &out);
@@ -145,6 +219,27 @@ out_close:
 
 int svdtool_unet_main(int argc, char **argv)
 {
-    return svdtool_io_main("unet", argc, argv, svdtool_unet_usage,
-                           svdtool_unet_run);
+    char **rest;
+    int    i, n = 0, code;
+
+    /* this command's own options; the common ones go to svdtool_io_main */
+    rest = calloc(argc + 1, sizeof(*rest));
+    if (rest == NULL) {
+        return SVP_EXIT_FAILURE;
+    }
+    for (i = 0; i < argc; ++i) {
+        if (!strcmp(argv[i], "--profile") && i + 1 >= argc) {
+            fprintf(stderr, "svdtool unet: %s needs a value\n", argv[i]);
+            free(rest);
+            return SVP_EXIT_BAD_INPUT;
+        }
+        if (!strcmp(argv[i], "--profile")) {
+            svdtool_unet_profile = argv[++i];
+        } else {
+            rest[n++] = argv[i];
+        }
+    }
+    code = svdtool_io_main("unet", n, rest, svdtool_unet_usage, svdtool_unet_run);
+    free(rest);
+    return code;
 }

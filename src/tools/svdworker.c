@@ -24,6 +24,7 @@
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
+#include "tools/svdworker_run.h"
 #include "common/util.h"
 #include "spec/spec.h"
 #include "spec/spec_agree.h"
@@ -177,6 +178,7 @@ int main(int argc, char **argv)
     svp_pipe_stats_t   stats;
     svp_pipe_deadline_t dl;
     char               trace_prefix[4096];
+    double             started;
     char               err[1024], *dump;
     svp_status_t       status;
     uint64_t           job_id = 0;
@@ -361,7 +363,13 @@ int main(int argc, char **argv)
         }
     }
 
+    /* run.json: rank 0 records the run once everyone is done */
+    started = svp_trace_now_us();
+    if (world > 1) {
+        svp_worker_run_publish(rt);
+    }
     status = svp_pipe_run(&pp, &stats);
+    svp_trace_event(pp.trace, "run", -1, -1, started, svp_trace_now_us());
     if (status == SVP_OK && world > 1) {
         /* the others may still drain the pipeline: up to a chain's worth of
          * stages (plus those in flight) after this rank's last sample */
@@ -390,6 +398,10 @@ int main(int argc, char **argv)
     } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
+    }
+    if (status == SVP_OK) {
+        svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6);
+        svp_worker_run_profile(spec, rank);
     }
     svp_trace_destroy(pp.trace);
 out_comm:

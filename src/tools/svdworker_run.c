@@ -1,0 +1,180 @@
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "tools/svdworker_run.h"
+#include "common/log.h"
+#include "common/util.h"
+#include "spec/steps.h"
+#include "trace/range.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef SVP_CONFIGURE_ARGS
+#define SVP_CONFIGURE_ARGS ""
+#endif
+
+#define SVP_WORKER_RUN_HOST_KEY "svp.run.host"
+
+svp_status_t svp_worker_run_publish(svp_rt_h rt)
+{
+    const char *host = svp_rt_hostname(rt);
+
+    return svp_rt_put(rt, SVP_WORKER_RUN_HOST_KEY, host, strlen(host) + 1);
+}
+
+static json_t *svp_worker_run_hosts(svp_rt_h rt, int world)
+{
+    json_t *hosts = json_array();
+    void   *data;
+    size_t  len;
+    int     r;
+
+    for (r = 0; r < world; ++r) {
+        if (r == svp_rt_rank(rt) || svp_rt_is_plain(rt)) {
+            json_array_append_new(hosts, json_string(svp_rt_hostname(rt)));
+        } else if (svp_rt_get(rt, r, SVP_WORKER_RUN_HOST_KEY, &data, &len) == SVP_OK) {
+            json_array_append_new(hosts, json_stringn(data, strnlen(data, len)));
+            free(data);
+        } else {
+            json_array_append_new(hosts, json_null());
+        }
+    }
+    return hosts;
+}
+
+static json_t *svp_worker_run_hardware(void)
+{
+    const char *file = getenv("SVP_HARDWARE");
+    json_t     *hw;
+    char       *text = NULL;
+    size_t      len  = 0;
+    FILE       *f;
+
+    if (file == NULL || file[0] == '\0') {
+        return NULL;
+    }
+    f = fopen(file, "r");
+    if (f == NULL) {
+        svp_warn("SVP_HARDWARE=%s: cannot read it: %m; run.json has no hardware table",
+                 file);
+        return NULL;
+    }
+    if (getdelim(&text, &len, '\0', f) < 0) {
+        free(text);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    hw = json_pack("{s:s, s:s}", "file", file, "text", text);
+    free(text);
+    return hw;
+}
+
+svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
+                                  double started, double finished)
+{
+    int              world = svp_rt_size(rt), r;
+    json_t          *doc, *ranges, *hw;
+    svp_step_range_t range; 
+    char             path[4096], cwd[4096], err[256], *dump = NULL, *text;
+    const char      *threads = getenv("SVP_THREADS");
+    svp_status_t     status;
+
+    if (svp_rt_rank(rt) != 0) {
+        return SVP_OK;
+    }
+    status = svp_spec_dump(spec, &dump);
+    if (status != SVP_OK) {
+        return status;
+    }
+    ranges = json_array();
+    for (r = 0; r < world; ++r) {
+        if (svp_steps_assign(spec->steps, world, r, err, sizeof(err), &range) == SVP_OK) {
+            json_array_append_new(ranges, json_pack("[i, i]", range.begin, range.end));
+        }
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        cwd[0] = '\0';
+    }
+    doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
+                    "s:{s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
+                    "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
+                    "job", spec->name, "spec_file", spec->file, "spec", dump,
+                    "world", world, "ranks_per_node", svp_rt_local_size(rt),
+                    "hosts", svp_worker_run_hosts(rt, world),
+                    "layout", "steps", spec->steps, "samples", spec->samples,
+                    "placement", svp_spec_placement_name(spec->pipeline.placement),
+                    "ranges", ranges,
+                    "backend", spec->device == SVP_DEVICE_CUDA ? "cuda" : "cpu",
+                    "dtype", spec->dtype == SVP_DTYPE_SPEC_F16    ? "f16"
+                             : spec->dtype == SVP_DTYPE_SPEC_BF16 ? "bf16" : "f32",
+                    "threads", threads ? threads : "default",
+                    "trace", spec->log.trace, "cwd", cwd,
+                    "started", started, "finished", finished);
+    free(dump);
+    if (doc == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    hw = svp_worker_run_hardware();
+    if (hw != NULL) {
+        json_object_set_new(doc, "hardware", hw);
+    }
+    text = json_dumps(doc, JSON_INDENT(1));
+    json_decref(doc);
+    if (text == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_mkdir_p(spec->output.dir, 0755);
+    if (status == SVP_OK) {
+        snprintf(path, sizeof(path), "%s/run.json", spec->output.dir);
+        status = svp_file_write_atomic(path, text, strlen(text));
+    }
+    if (status == SVP_OK) {
+        svp_info("run record written to %s", path);
+    } else {
+        svp_error("cannot write %s/run.json: %s", spec->output.dir,
+                  svp_status_string(status));
+    }
+    free(text);
+    return status;
+}
+
+svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank)
+{
+    char         path[4096], *text = NULL;
+    size_t       len = 0;
+    FILE        *mem;
+    svp_status_t status;
+
+    if (!spec->log.profile) {
+        return SVP_OK;
+    }
+    if (!svp_range_profile_enabled()) {
+        svp_warn("log.profile: the %s model has no blocks to profile; no profile written",
+                 svp_spec_model_kind_name(spec->model.kind));
+        return SVP_OK;
+    }
+    mem = open_memstream(&text, &len);
+    if (mem == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(mem, "{\"kind\":\"run\",\"rank\":%d,\n\"profile\":", rank);
+    status = svp_range_profile_write(mem);
+    fprintf(mem, "}\n");
+    fclose(mem);
+    snprintf(path, sizeof(path), "%s/profile.rank%d.json", spec->output.dir, rank);
+    if (status == SVP_OK) {
+        status = svp_file_write_atomic(path, text, len);
+    }
+    if (status == SVP_OK) {
+        svp_info("profile written to %s", path);
+    } else {
+        svp_error("cannot write %s: %s", path, svp_status_string(status));
+    }
+    free(text);
+    return status;
+}
