@@ -301,6 +301,9 @@ int main(int argc, char **argv)
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
     }
+    if (status == SVP_OK) {
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);  /* past the last fence */
+    }
     svp_comm_destroy(comm);
     for (i = 0; i < opts.window; ++i) {
         svp_comm_frame_destroy(frames[i]);

@@ -2,7 +2,7 @@
 # Builds svdpipe (installing what it needs) and runs every test: unit tests,
 # golden comparisons (the compact set in tests/data, or the larger one in
 # ../shared/golden or $SVP_GOLDEN_DIR) and the integration tests on a
-# throwaway local Slurm cluster.
+# throwaway local Slurm cluster; then part of it under ASan and UBSan.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/contrib/bootstrap.sh"
@@ -17,5 +17,20 @@ if [ "$status" -ne 0 ]; then
             tail -n 60 "$f"
         fi
     done
+fi
+# the runtime, comm and parsers once more under AddressSanitizer and UBSan
+# (make check-sanitize; SVP_SANITIZE=no skips it)
+if [ "$status" -eq 0 ] && [ "${SVP_SANITIZE:-yes}" != no ]; then
+    make check-sanitize TESTS='tests/test_common tests/test_spec tests/test_tensor
+        tests/test_rt tests/test_watch tests/test_comm tests/fuzz/run-fuzz.sh' ||
+        status=$?
+    if [ "$status" -ne 0 ]; then
+        for f in $(find _sanitize -name '*.log' -path '*tests*' | sort); do
+            if grep -q -E '^(FAIL|ERROR|not ok)' "$f" 2>/dev/null; then
+                echo "==== $f"
+                tail -n 60 "$f"
+            fi
+        done
+    fi
 fi
 exit "$status"

@@ -72,7 +72,17 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen);
 
 /*
- * svp_launch_check() plus what can be checked from the submitting host
+ * What the job would compute in can be computed: today every backend
+ * computes in f32 only, so dtype bf16 or f16 fails here (the worker refuses
+ * it too; svdlaunch plan still costs it).  Same error convention as
+ * svp_launch_validate().
+ */
+svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
+                                      int errlen);
+
+/*
+ * svp_launch_check() and svp_launch_check_compute() plus what can be
+ * checked from the submitting host
  * before a job is queued: model.path is a folder with what the job needs
  * (svdtool check-model's checks, without the image encoder and with the VAE
  * optional when model.conditioning is given), model.conditioning and every

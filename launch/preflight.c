@@ -267,6 +267,9 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
     svp_status_t status;
 
     status = svp_launch_check(spec, errbuf, errlen);
+    if (status == SVP_OK) {
+        status = svp_launch_check_compute(spec, errbuf, errlen);
+    }
     if (status == SVP_OK && spec->model.kind == SVP_MODEL_SVD) {
         status = preflight_inputs(spec, errbuf, errlen);
         if (status == SVP_OK) {

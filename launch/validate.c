@@ -484,3 +484,16 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
     }
     return SVP_OK;
 }
+
+svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
+                                      int errlen)
+{
+    if (spec->dtype != SVP_DTYPE_SPEC_F32) {
+        svp_launch_errf(errbuf, errlen, "%s: dtype: %s is not computed by any "
+                        "backend yet (f32 only; see doc/DTYPES.md)",
+                        spec->file ? spec->file : "<spec>",
+                        (spec->dtype == SVP_DTYPE_SPEC_F16) ? "f16" : "bf16");
+        return SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}

@@ -29,7 +29,7 @@ same_outputs() {  # ref dir, other dir, count
         f=$(printf 'sample_%06d.safetensors' "$i")
         cmp -s "$1/$f" "$2/$f" || return 1
     done
-    [ "$(ls "$2" | wc -l)" -eq "$3" ]
+    [ "$(ls "$2" | grep -c "^sample_")" -eq "$3" ]
 }
 
 run6() {  # name, yaml, srun layout args, --set args...
@@ -62,9 +62,19 @@ else
     nok "dummy, 6 ranks, S=2, placement ends" "$tmp/ends2.log"
 fi
 
-if run6 n3s3 "$tmp/job.yaml" "-N 3 --ntasks-per-node=2" --set pipeline.stages=3 &&
-   same_outputs "$tmp/ref" "$tmp/n3s3" 11; then
-    ok "dummy, 3 nodes x 2 ranks, S=3: bit-identical"
+# with traces: the run's record and its report speak of 2 pipelines x 3
+# stages (the planner's figures per pipeline, each rank's own steps)
+if run6 n3s3 "$tmp/job.yaml" "-N 3 --ntasks-per-node=2" --set pipeline.stages=3 \
+       --set log.trace="$tmp/n3s3.trace" &&
+   same_outputs "$tmp/ref" "$tmp/n3s3" 11 &&
+   jq -e '.layout.stages == 3 and .layout.groups == 2 and
+          (.layout.ranges | map(.[0])) == [0, 4, 8, 0, 4, 8]' "$tmp/n3s3/run.json" \
+       >/dev/null 2>&1 &&
+   "$bld/src/tools/svdtool" report "$tmp/n3s3" -o "$tmp/n3s3.report" >>"$tmp/n3s3.log" 2>&1 &&
+   jq -e '.plan.stages == 3 and .plan.groups == 2 and (.plan.ranks | length) == 6 and
+          ([.plan.ranks[].predicted_busy_s] | all(. > 0))' "$tmp/n3s3.report/report.json" \
+       >/dev/null 2>&1; then
+    ok "dummy, 3 nodes x 2 ranks, S=3: bit-identical; run.json and the report show 2 x 3"
 else
     nok "dummy, 3 nodes x 2 ranks, S=3" "$tmp/n3s3.log"
 fi
@@ -88,7 +98,8 @@ fi
 
 # pipeline.stages: auto, resolved by render, the script run by sbatch --wait
 mkdir -p "$tmp/sb"
-if "$bld/src/tools/svdlaunch" render "$tmp/job.yaml" -o "$tmp/sb/auto.sh" \
+# (render checks that the worker it names is on PATH, as on a real cluster)
+if PATH="$bld/src/tools:$PATH" "$bld/src/tools/svdlaunch" render "$tmp/job.yaml" -o "$tmp/sb/auto.sh" \
        --set cluster.nodes=3 --set cluster.ranks_per_node=2 --set pipeline.stages=auto \
        --set output.dir="$tmp/auto" >"$tmp/auto.log" 2>&1 &&
    grep -q "^# pipeline.stages: auto -> 1 (6 pipelines x 1 stage)" "$tmp/sb/auto.sh" &&

@@ -149,9 +149,11 @@ CONF
     fi
 
     # a rank that never sends (stopped): the receiver's deadline error names
-    # rank, sample, step and peer
+    # rank, sample, step and peer.  The deadline (2 s from when the input is
+    # due, about 2.4 s here) is set below the heartbeat's 5 s of silence, so
+    # the deadline, not the heartbeat (test 13), is what fires
     timeout -k 5 60 srun --mpi=pmix -W 30 -n 4 "$w" "$tmp/job.yaml" $slow \
-        --set output.dir="$tmp/stall" >"$tmp/stall.log" 2>&1 &
+        --set comm.deadline=2 --set output.dir="$tmp/stall" >"$tmp/stall.log" 2>&1 &
     srun_pid=$!
     pid=""
     for _ in $(seq 50); do pid=$(rank_pid 1 "$tmp/stall") && break; sleep 0.1; done

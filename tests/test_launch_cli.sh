@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..34"
+echo "1..36"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -76,6 +76,8 @@ try() {   # what, expected message, --set options...
     else nok "submit, $what (rc=$rc)"; fi
 }
 try "a bad step assignment" "steps=7 is not divisible by 2 ranks" --set steps=7
+try "a dtype no backend computes" "dtype: f16 is not computed by any backend yet" \
+    --set dtype=f16
 try "a missing model" "model.path: cannot open $tmp/nomodel" --set model.path="$tmp/nomodel"
 mkdir -p "$tmp/half/unet"
 try "a model folder without its parts" "is not a usable SVD / SVD-XT folder" \

@@ -549,6 +549,7 @@ Test(ops, dtype_is_honoured_or_refused, .init = ops_setup, .fini = ops_teardown)
     params.dtype = "f8";
     cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM);
     cr_assert_null(other);
+}
 
 /*
  * The arena: a freed buffer goes back to the handle, and a request of the

@@ -385,8 +385,14 @@ static svp_status_t launch_preflight(const svp_spec_t *spec,
     char         err[1024];
     svp_status_t status;
 
-    status = a->no_path_check ? svp_launch_check(spec, err, sizeof(err)) :
-                                svp_launch_preflight(spec, err, sizeof(err));
+    if (a->no_path_check) {
+        status = svp_launch_check(spec, err, sizeof(err));
+        if (status == SVP_OK) {
+            status = svp_launch_check_compute(spec, err, sizeof(err));
+        }
+    } else {
+        status = svp_launch_preflight(spec, err, sizeof(err));
+    }
     if (status != SVP_OK) {
         fprintf(stderr, "%s\n", err);
         /* whatever the cause, nothing was started: bad input */

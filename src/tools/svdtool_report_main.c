@@ -340,7 +340,8 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in,
     char               err[512];
     const char        *basis;
     json_t            *jr;
-    int                q;
+    double            *busy, makespan, busy_sum, rate, bubble;
+    int                q, g, stages, groups;
 
     rdoc_h(d, 2, "Predicted against measured");
     if (in->spec == NULL) {
@@ -369,34 +370,64 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in,
     pp.samples       = in->spec->samples;
     pp.placement     = in->spec->pipeline.placement;
     pp.message_bytes = r->message_bytes;
-    if (svp_plan_run(&pp, &res) != SVP_OK) {
-        rdoc_p(d, "The planner cannot model this run (%d ranks, %d steps, %d samples).",
-               pp.world, pp.steps, pp.samples);
+    /* G pipelines of S stages (pipeline.stages): each group is planned as
+     * the worker deals it, position j to group j mod G */
+    stages = in->spec->pipeline.stages;
+    if (stages <= 0 || stages > r->world || r->world % stages != 0) {
+        stages = r->world;
+    }
+    groups = r->world / stages;
+    busy   = calloc((size_t)r->world, sizeof(*busy));
+    if (busy == NULL) {
+        rdoc_p(d, "Out of memory for the planner's figures.");
         return;
     }
+    makespan = busy_sum = 0;
+    for (g = 0; g < groups && g < pp.samples; ++g) {
+        svp_plan_params_t gp = pp;
+
+        gp.world      = stages;
+        gp.samples    = (pp.samples - g + groups - 1) / groups;
+        gp.first_rank = g * stages;
+        if (svp_plan_run(&gp, &res) != SVP_OK) {
+            rdoc_p(d, "The planner cannot model this run (%d ranks, %d stages, %d steps, "
+                      "%d samples).", pp.world, stages, pp.steps, pp.samples);
+            free(busy);
+            return;
+        }
+        for (q = 0; q < stages; ++q) {
+            busy[g * stages + q] = res->ranks[q].busy_s;
+            busy_sum += res->ranks[q].busy_s;
+        }
+        makespan = (res->makespan_s > makespan) ? res->makespan_s : makespan;
+        svp_plan_result_destroy(res);
+        res = NULL;
+    }
+    rate   = (makespan > 0) ? pp.samples / makespan : 0;
+    bubble = (makespan > 0) ? 1 - busy_sum / (r->world * makespan) : 0;
     rdoc_p(d, "The planner (svdlaunch plan) fed with %s: step %.4f s, encode %.4f s, decode "
               "%.4f s per sample.", basis, pp.costs.step_s, pp.costs.encode_s,
            pp.costs.decode_s);
     rdoc_row(d, "rank|predicted busy s|measured busy s|error %%");
     jr = json_array();
-    for (q = 0; q < r->world && q < res->world; ++q) {
-        double m = r->ranks[q].busy, p = res->ranks[q].busy_s;
+    for (q = 0; q < r->world; ++q) {
+        double m = r->ranks[q].busy, p = busy[q];
         rdoc_row(d, "%d|%.3f|%.3f|%+.1f", q, p, m, m > 0 ? 100 * (p - m) / m : 0);
         json_array_append_new(jr, json_pack("{s:f, s:f}", "predicted_busy_s", p,
                                             "measured_busy_s", m));
     }
-    rdoc_row(d, "makespan s|%.3f|%.3f|%+.1f", res->makespan_s, r->makespan,
-             r->makespan > 0 ? 100 * (res->makespan_s - r->makespan) / r->makespan : 0);
-    rdoc_row(d, "samples/s|%.4f|%.4f|%+.1f", res->samples_per_s, r->samples_per_s,
-             r->samples_per_s > 0
-                 ? 100 * (res->samples_per_s - r->samples_per_s) / r->samples_per_s : 0);
-    rdoc_row(d, "bubble %%|%.1f|%.1f|-", 100 * res->bubble, 100 * r->bubble);
+    rdoc_row(d, "makespan s|%.3f|%.3f|%+.1f", makespan, r->makespan,
+             r->makespan > 0 ? 100 * (makespan - r->makespan) / r->makespan : 0);
+    rdoc_row(d, "samples/s|%.4f|%.4f|%+.1f", rate, r->samples_per_s,
+             r->samples_per_s > 0 ? 100 * (rate - r->samples_per_s) / r->samples_per_s : 0);
+    rdoc_row(d, "bubble %%|%.1f|%.1f|-", 100 * bubble, 100 * r->bubble);
     rdoc_table_end(d);
-    json_object_set_new(figs, "plan", json_pack("{s:s, s:f, s:f, s:f, s:o}", "basis", basis,
-                                                "makespan_s", res->makespan_s,
-                                                "samples_per_s", res->samples_per_s,
-                                                "bubble", res->bubble, "ranks", jr));
-    svp_plan_result_destroy(res);
+    json_object_set_new(figs, "plan", json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:o}",
+                                                "basis", basis, "stages", stages,
+                                                "groups", groups, "makespan_s", makespan,
+                                                "samples_per_s", rate, "bubble", bubble,
+                                                "ranks", jr));
+    free(busy);
 }
 
 static void rsec_mfu(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in)

@@ -79,7 +79,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
 {
     int              world = svp_rt_size(rt), r;
     json_t          *doc, *ranges, *hw;
-    svp_step_range_t range; 
+    svp_steps_layout_t layout = {0};
     char             path[4096], cwd[4096], err[256], *dump = NULL, *text;
     const char      *threads = getenv("SVP_THREADS");
     svp_status_t     status;
@@ -93,20 +93,23 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     }
     ranges = json_array();
     for (r = 0; r < world; ++r) {
-        if (svp_steps_assign(spec->steps, world, r, err, sizeof(err), &range) == SVP_OK) {
-            json_array_append_new(ranges, json_pack("[i, i]", range.begin, range.end));
+        if (svp_steps_layout(spec->steps, world, spec->pipeline.stages, r, err,
+                             sizeof(err), &layout) == SVP_OK) {
+            json_array_append_new(ranges, json_pack("[i, i]", layout.range.begin,
+                                                    layout.range.end));
         }
     }
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
         cwd[0] = '\0';
     }
     doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
-                    "s:{s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
+                    "s:{s:i, s:i, s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
                     "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
                     "job", spec->name, "spec_file", spec->file, "spec", dump,
                     "world", world, "ranks_per_node", svp_rt_local_size(rt),
                     "hosts", svp_worker_run_hosts(rt, world),
                     "layout", "steps", spec->steps, "samples", spec->samples,
+                    "stages", layout.stages, "groups", layout.groups,
                     "placement", svp_spec_placement_name(spec->pipeline.placement),
                     "ranges", ranges,
                     "backend", spec->device == SVP_DEVICE_CUDA ? "cuda" : "cpu",
