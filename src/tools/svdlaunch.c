@@ -405,17 +405,25 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
                                      const launch_args_t *a)
 {
     svp_status_t status;
+    int          world, stages;
 
     status = launch_preflight(spec, a);
     if (status != SVP_OK) {
         return status;
     }
     launch_warn_deadline(spec, NULL);
-    printf("%s: ok: %d ranks (%d x %d), %d steps each, %d samples\n",
-           spec->file, spec->cluster.nodes * spec->cluster.ranks_per_node,
-           spec->cluster.nodes, spec->cluster.ranks_per_node,
-           spec->steps / (spec->cluster.nodes * spec->cluster.ranks_per_node),
-           spec->samples);
+    world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    if (spec->pipeline.stages < 0) {
+        printf("%s: ok: %d ranks (%d x %d), layout chosen at render "
+               "(pipeline.stages: auto), %d samples\n", spec->file, world,
+               spec->cluster.nodes, spec->cluster.ranks_per_node, spec->samples);
+        return SVP_OK;
+    }
+    stages = (spec->pipeline.stages == 0) ? world : spec->pipeline.stages;
+    printf("%s: ok: %d ranks (%d x %d), %d pipeline%s x %d stage%s, %d steps each, "
+           "%d samples\n", spec->file, world, spec->cluster.nodes,
+           spec->cluster.ranks_per_node, world / stages, (world / stages == 1) ? "" : "s",
+           stages, (stages == 1) ? "" : "s", spec->steps / stages, spec->samples);
     return SVP_OK;
 }
 
