@@ -242,6 +242,14 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *
         rdoc_row(d, "spec|%s", rj_str(in->run, "spec_file", "?"));
         rdoc_row(d, "placement|%s",
                  rj_str(json_object_get(in->run, "layout"), "placement", "?"));
+        if (json_object_get(json_object_get(in->run, "layout"), "stages") != NULL) {
+            json_int_t st = json_integer_value(
+                json_object_get(json_object_get(in->run, "layout"), "stages"));
+            json_int_t gr = json_integer_value(
+                json_object_get(json_object_get(in->run, "layout"), "groups"));
+            rdoc_row(d, "layout|%lld pipeline%s x %lld stage%s", (long long)gr,
+                     (gr == 1) ? "" : "s", (long long)st, (st == 1) ? "" : "s");
+        }
         rdoc_row(d, "backend, dtype, threads|%s, %s, %s", rj_str(in->run, "backend", "?"),
                  rj_str(in->run, "dtype", "?"), rj_str(in->run, "threads", "?"));
         for (i = 0; i < json_array_size(hosts) && strlen(hl) < sizeof(hl) - 80; ++i) {
