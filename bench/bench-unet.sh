@@ -1,0 +1,33 @@
+#!/bin/sh
+# make bench-unet: bench_unet on the unet_small case (golden weights when the
+# larger reference set is present, else the compact set's config and inputs
+# with seeded random weights), then, when PEER_PYTHON names a Python with
+# torch and diffusers, the same model and inputs through diffusers on the
+# same number of threads (bench/peer_unet.py), and the ratio of the medians.
+# The project itself never needs Python: without PEER_PYTHON the built-in
+# target line is the comparison.
+#
+#     sh bench/bench-unet.sh BUILD_DIR SRC_DIR      [PEER_PYTHON=... RUNS=...]
+set -u
+bld=$1 src=$2
+runs=${RUNS:-7}
+SVP_GOLDEN_DIR=$(sh "$src/tests/golden-dir.sh" "$src")
+export SVP_GOLDEN_DIR
+if [ -z "${PEER_PYTHON:-}" ]; then
+    exec "$bld/bench/bench_unet" -r "$runs"
+fi
+
+tmp=$(mktemp -d /tmp/svp-bench-unet.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+"$bld/bench/bench_unet" -r "$runs" -k "$tmp/model" | tee "$tmp/ours.txt" || exit 1
+model=$(sed -n 's/^model *: //p' "$tmp/ours.txt")
+inputs=$(sed -n 's/^inputs *: //p' "$tmp/ours.txt")
+threads=$(sed -n 's/^unet forward.*, \([0-9]*\) threads$/\1/p' "$tmp/ours.txt")
+ours=$(sed -n 's/^time *: median \([0-9.]*\) s.*/\1/p' "$tmp/ours.txt")
+echo
+"$PEER_PYTHON" "$src/bench/peer_unet.py" "$model" "$inputs" "$threads" "$runs" |
+    tee "$tmp/peer.txt" || { echo "bench-unet: the peer failed" >&2; exit 1; }
+peer=$(sed -n 's/^median_s: //p' "$tmp/peer.txt")
+awk -v a="$ours" -v b="$peer" -v t="$threads" 'BEGIN {
+    printf "ratio          : svdpipe %.4f s / peer %.4f s = %.2f (%d threads, same model and inputs; target <= 0.7)\n",
+           a, b, a / b, t }'
