@@ -1,14 +1,17 @@
 # The peer of bench_unet: diffusers' UNetSpatioTemporalConditionModel in
 # float32 on the CPU, from the same model folder and inputs, on the same
 # number of threads.  Run by bench/bench-unet.sh when PEER_PYTHON is set:
-#     python3 peer_unet.py MODEL_DIR IO.safetensors THREADS RUNS
+#     python3 peer_unet.py MODEL_DIR IO.safetensors THREADS RUNS [B F H W]
+# With B F H W the inputs are made here (seeded) and written to
+# IO.safetensors with the peer's output as "out", for bench_unet to time the
+# same call and measure its difference from the peer.
 import statistics
 import sys
 import time
 
 import torch
 from diffusers import UNetSpatioTemporalConditionModel
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 
 def main():
@@ -17,7 +20,17 @@ def main():
     torch.set_num_threads(threads)
     unet = UNetSpatioTemporalConditionModel.from_pretrained(
         model_dir, torch_dtype=torch.float32).eval()
-    io = load_file(io_path)
+    if len(sys.argv) > 5:
+        b, f, h, w = (int(x) for x in sys.argv[5:9])
+        cfg = unet.config
+        gen = torch.Generator().manual_seed(3)
+        io = {"sample": torch.randn(b, f, cfg.in_channels, h, w, generator=gen),
+              "timestep": torch.full((b,), 0.7),
+              "encoder_hidden_states": torch.randn(b, 1, cfg.cross_attention_dim,
+                                                   generator=gen),
+              "added_time_ids": torch.tensor([[6.0, 127.0, 0.02]] * b)}
+    else:
+        io = load_file(io_path)
     args = (io["sample"], io["timestep"], io["encoder_hidden_states"])
     ids = io["added_time_ids"]
     times = []
@@ -27,7 +40,10 @@ def main():
             out = unet(*args, added_time_ids=ids, return_dict=False)[0]
             if i > 0:
                 times.append(time.perf_counter() - t0)
-    if "out" in io:
+    if len(sys.argv) > 5:
+        io["out"] = out.contiguous()
+        save_file(io, io_path)
+    elif "out" in io:
         ref = io["out"]
         err = (out - ref).abs().max() / ref.abs().max()
         print("peer error vs golden: %.3g relative" % err.item())

@@ -136,6 +136,9 @@ svp_cluster_up() {
     svp_cluster_write_conf "$dir" "$nodes" "$cpus" "$ctld_port" "$node_port"
     : >"$dir/pids"
 
+    # no core files: a slurmstepd that crashes while a test kills its ranks
+    # would leave one in the job's working directory (the build tree)
+    ulimit -c 0 2>/dev/null || true
     # -D: foreground, so $! is the daemon itself (no pid-file race)
     slurmctld -D -c -f "$dir/slurm.conf" >"$dir/slurmctld.out" 2>&1 </dev/null &
     echo "slurmctld $!" >>"$dir/pids"
