@@ -40,9 +40,8 @@ typedef struct {
 
 struct svp_safetensors {
     char                    *path;
-    const unsigned char     *map;
-    size_t                   map_len;
-    const unsigned char     *data;      /* first byte after the header */
+    int                      fd;        /* open until close */
+    uint64_t                 data_off;  /* first byte after the header */
     uint64_t                 data_len;
     json_t                  *root;      /* owns every entry name */
     json_t                  *metadata;  /* borrowed from root, may be NULL */
@@ -279,41 +278,36 @@ static svp_status_t svp_safetensors_parse_header(svp_safetensors_h st,
     return svp_safetensors_check_overlap(st);
 }
 
-/* The whole file (len bytes, as fstat said) in a malloc'ed buffer; NULL
- * with *status_p set when it cannot be read or has shrunk. */
-static void *svp_safetensors_read_all(int fd, const char *path, size_t len,
-                                      svp_status_t *status_p)
+/*
+ * len bytes at off into buf.  A short read (the file shrank since it was
+ * opened) is SVP_ERR_BAD_FILE and an error naming the file and what was
+ * being read.
+ */
+static svp_status_t svp_safetensors_pread(int fd, const char *path, const char *what,
+                                          void *buf, size_t len, uint64_t off)
 {
-    unsigned char *buf;
-    size_t         off = 0;
-    ssize_t        got;
+    size_t  done = 0;
+    ssize_t got;
 
-    buf = malloc(len);
-    if (buf == NULL) {
-        svp_error("%s: cannot allocate %zu bytes to read it", path, len);
-        *status_p = SVP_ERR_NO_MEMORY;
-        return NULL;
-    }
-    while (off < len) {
-        got = pread(fd, buf + off, len - off, (off_t)off);
+    while (done < len) {
+        got = pread(fd, (unsigned char *)buf + done, len - done, (off_t)(off + done));
         if ((got < 0) && (errno == EINTR)) {
             continue;
         }
-        if (got <= 0) {
-            if (got == 0) {
-                svp_error("%s: file shrank to %zu bytes while being read (%zu "
-                          "expected)", path, off, len);
-                *status_p = SVP_ERR_BAD_FILE;
-            } else {
-                svp_error("cannot read %s: %m", path);
-                *status_p = SVP_ERR_IO;
-            }
-            free(buf);
-            return NULL;
+        if (got < 0) {
+            svp_error("cannot read %s (%s): %m", path, what);
+            return SVP_ERR_IO;
         }
-        off += (size_t)got;
+        if (got == 0) {
+            svp_error("%s: file ends at byte %llu while reading %s (%zu bytes at "
+                      "%llu): it shrank after it was opened", path,
+                      (unsigned long long)(off + done), what, len,
+                      (unsigned long long)off);
+            return SVP_ERR_BAD_FILE;
+        }
+        done += (size_t)got;
     }
-    return buf;
+    return SVP_OK;
 }
 
 svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
@@ -322,13 +316,15 @@ svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
     svp_status_t      status;
     struct stat       sb;
     uint64_t          hlen = 0;
-    void             *map;
+    unsigned char     lenbuf[8];
+    char             *header;
     int               fd, i;
 
     st = calloc(1, sizeof(*st));
     if (st == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
+    st->fd   = -1;
     st->path = svp_strdup(path);
     if (st->path == NULL) {
         status = SVP_ERR_NO_MEMORY;
@@ -361,31 +357,36 @@ svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
      * Read, not mapped: a mapped file that another process truncates (a
      * rerun rewriting an output, a copy still in progress) raises SIGBUS on
      * the next access to a page past the new end, which no bounds check can
-     * prevent.  A read sees the truncation as a short read, an error here.
+     * prevent.  A read sees the truncation as a short read, an error.  Only
+     * the header is read here; each tensor when it is loaded.
      */
-    map = svp_safetensors_read_all(fd, path, (size_t)sb.st_size, &status);
-    close(fd);
-    if (map == NULL) {
-        goto err_free_st;
+    st->fd = fd;
+    status = svp_safetensors_pread(fd, path, "the header length", lenbuf, 8, 0);
+    if (status != SVP_OK) {
+        goto err_close;
     }
-    st->map     = map;
-    st->map_len = (size_t)sb.st_size;
-
     for (i = 7; i >= 0; --i) {
-        hlen = (hlen << 8) | st->map[i];
+        hlen = (hlen << 8) | lenbuf[i];
     }
-    if (hlen > st->map_len - 8 || hlen > SVP_SAFETENSORS_MAX_HEADER) {
-        svp_error("%s: header length %llu exceeds the file (%zu bytes) or the "
-                  "%u-byte limit", path, (unsigned long long)hlen, st->map_len,
-                  SVP_SAFETENSORS_MAX_HEADER);
+    if (hlen > (uint64_t)sb.st_size - 8 || hlen > SVP_SAFETENSORS_MAX_HEADER) {
+        svp_error("%s: header length %llu exceeds the file (%lld bytes) or the "
+                  "%u-byte limit", path, (unsigned long long)hlen,
+                  (long long)sb.st_size, SVP_SAFETENSORS_MAX_HEADER);
         status = SVP_ERR_BAD_FILE;
         goto err_close;
     }
-    st->data     = st->map + 8 + hlen;
-    st->data_len = st->map_len - 8 - hlen;
-
-    status = svp_safetensors_parse_header(st, (const char *)st->map + 8,
-                                          (size_t)hlen);
+    st->data_off = 8 + hlen;
+    st->data_len = (uint64_t)sb.st_size - 8 - hlen;
+    header = malloc(hlen + 1);
+    if (header == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_close;
+    }
+    status = svp_safetensors_pread(fd, path, "the header", header, (size_t)hlen, 8);
+    if (status == SVP_OK) {
+        status = svp_safetensors_parse_header(st, header, (size_t)hlen);
+    }
+    free(header);
     if (status != SVP_OK) {
         goto err_close;
     }
@@ -410,7 +411,9 @@ void svp_safetensors_close(svp_safetensors_h st)
     }
     free(st->entries);
     json_decref(st->root);
-    free((void *)st->map);
+    if (st->fd >= 0) {
+        close(st->fd);
+    }
     free(st->path);
     free(st);
 }
@@ -433,7 +436,7 @@ static void svp_safetensors_fill_info(svp_safetensors_h st,
     info->dtype  = e->dtype;
     info->ndim   = e->ndim;
     memcpy(info->shape, e->shape, sizeof(info->shape));
-    info->data   = st->data + e->begin;
+    info->offset = st->data_off + e->begin;
     info->nbytes = (size_t)(e->end - e->begin);
 }
 
@@ -468,6 +471,8 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
     svp_safetensors_info_t info;
     svp_tensor_t          *tensor;
     svp_status_t           status;
+    unsigned char         *raw = NULL;
+    char                   what[320];
 
     status = svp_safetensors_find(st, name, &info);
     if (status != SVP_OK) {
@@ -479,12 +484,27 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
         svp_error("%s: tensor '%s': cannot allocate", st->path, name);
         return status;
     }
-    /* element-wise memcpy: the data may be unaligned in the file */
-    status = svp_convert_elements(info.dtype, info.data, dtype, tensor->data,
-                                  svp_tensor_numel(tensor));
+    snprintf(what, sizeof(what), "tensor '%s'", name);
+    if (info.dtype == dtype) {
+        /* straight into the tensor: no copy of the file in between */
+        status = svp_safetensors_pread(st->fd, st->path, what, tensor->data,
+                                       info.nbytes, info.offset);
+    } else {
+        raw = malloc(SVP_MAX(info.nbytes, 1));
+        status = (raw == NULL) ? SVP_ERR_NO_MEMORY :
+                 svp_safetensors_pread(st->fd, st->path, what, raw, info.nbytes,
+                                       info.offset);
+        if (status == SVP_OK) {
+            status = svp_convert_elements(info.dtype, raw, dtype, tensor->data,
+                                          svp_tensor_numel(tensor));
+            if (status != SVP_OK) {
+                svp_error("%s: tensor '%s': cannot convert %s to %s", st->path,
+                          name, svp_dtype_name(info.dtype), svp_dtype_name(dtype));
+            }
+        }
+        free(raw);
+    }
     if (status != SVP_OK) {
-        svp_error("%s: tensor '%s': cannot convert %s to %s", st->path, name,
-                  svp_dtype_name(info.dtype), svp_dtype_name(dtype));
         svp_tensor_destroy(tensor);
         return status;
     }

@@ -1,12 +1,15 @@
 /*
- * safetensors files: a fully validated reader (the file read into memory) and an atomic writer.
+ * safetensors files: a fully validated reader and an atomic writer.
  *
- * Reader: svp_safetensors_open() reads the file and checks everything before
- * returning: header length bounded by the file size, JSON well formed, every
- * dtype known, offsets in range, non-overlapping, and sizes equal to
- * dtype x shape.  A corrupt or hostile file gets an error naming the file and
- * the tensor, never a crash.  Pointers returned by the reader point into the
- * file's bytes in memory and stay valid until svp_safetensors_close().
+ * Reader: svp_safetensors_open() reads the header and checks everything
+ * before returning: header length bounded by the file size, JSON well
+ * formed, every dtype known, offsets in range, non-overlapping, and sizes
+ * equal to dtype x shape.  A corrupt or hostile file gets an error naming
+ * the file and the tensor, never a crash.  The tensors' bytes are read by
+ * svp_safetensors_load(), one tensor at a time straight into the tensor it
+ * returns: loading a model costs its weights' memory, not the file's on top.
+ * The file is read, never mapped: a file truncated by another process after
+ * open is a short read, an error naming the file and tensor, not a SIGBUS.
  *
  * Writer: collects tensors (borrowed: they must outlive commit) and metadata,
  * then writes the file atomically (temporary + fsync + rename).
@@ -24,7 +27,7 @@ typedef struct {
     svp_dtype_t dtype;
     int         ndim;
     int64_t     shape[SVP_TENSOR_MAX_DIMS];
-    const void *data;        /* into the file's bytes; may be unaligned */
+    uint64_t    offset;      /* of its first byte in the file; may be unaligned */
     size_t      nbytes;
 } svp_safetensors_info_t;
 
@@ -38,7 +41,8 @@ svp_status_t svp_safetensors_info(svp_safetensors_h st, int index,
 /* SVP_ERR_NOT_FOUND (not logged) when the name is absent. */
 svp_status_t svp_safetensors_find(svp_safetensors_h st, const char *name,
                                   svp_safetensors_info_t *info_p);
-/* An owned copy converted to dtype; logs file and tensor on failure. */
+/* An owned copy converted to dtype, read from the file now; logs file and
+ * tensor on failure (SVP_ERR_BAD_FILE when the file has shrunk since open). */
 svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
                                   svp_dtype_t dtype, svp_tensor_t **tensor_p);
 /* The __metadata__ value for key, or NULL. */

@@ -125,7 +125,8 @@ svp_cluster_up() {
         command -v "$prog" >/dev/null 2>&1 || { svp_cluster_log "$prog not found"; return 1; }
     done
     svp_cluster_fix_hosts
-    base=$((20000 + ($$ * 7) % 30000))
+    # another attempt (SVP_CLUSTER_ATTEMPT) starts from other ports
+    base=$((20000 + ($$ * 7 + ${SVP_CLUSTER_ATTEMPT:-0} * 997) % 30000))
     ctld_port=$(svp_cluster_free_port "$base")
     node_port=$(svp_cluster_free_port $((ctld_port + 1)))
     for i in $(seq 2 "$nodes"); do

@@ -29,8 +29,15 @@ dir=$(mktemp -d /tmp/svp-slurm.XXXXXX) || exit 77
 trap 'svp_cluster_down "$dir"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-if ! svp_cluster_up "$nodes" "$cpus" "$dir"; then
-    exit 77
-fi
+# A port found free can be taken before the daemon binds it (another
+# process's ephemeral port): a failed start is tried again on other ports.
+SVP_CLUSTER_ATTEMPT=0
+until svp_cluster_up "$nodes" "$cpus" "$dir"; do
+    SVP_CLUSTER_ATTEMPT=$((SVP_CLUSTER_ATTEMPT + 1))
+    [ "$SVP_CLUSTER_ATTEMPT" -lt 3 ] || exit 77
+    svp_cluster_log "start failed; trying again on other ports"
+    svp_cluster_down "$dir"
+    rm -rf "$dir" && mkdir -p "$dir" || exit 77
+done
 eval "$(svp_cluster_print_env "$dir")"
 timeout --kill-after=5 "$limit" "$@"
