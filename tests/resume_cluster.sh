@@ -85,8 +85,9 @@ rc=$?
 skipped=$(grep -c "skipped, finished by an earlier run" "$tmp/req.out")
 if [ $rc -eq 0 ] && [ "$skipped" -eq "$done_after" ] &&
    grep -q "resuming in .*: $done_after of 40 samples finished by an earlier run" "$tmp/req.out" &&
-   same_outputs "$tmp/req_ref" "$tmp/req" 40; then
-    ok "resubmitted: $skipped finished samples skipped, all 40 bit-identical to an uninterrupted run"
+   same_outputs "$tmp/req_ref" "$tmp/req" 40 &&
+   grep -q "\"samples_run\": $((40 - done_after))," "$tmp/req/run.json"; then
+    ok "resubmitted: $skipped finished samples skipped, all 40 bit-identical to an uninterrupted run, run.json counts the $((40 - done_after)) run"
 else
     nok "resubmitted (rc=$rc, $skipped skipped of $done_after)" "$tmp/req.out"
 fi

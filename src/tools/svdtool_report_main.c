@@ -375,7 +375,13 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in,
         pp.ranks_per_node = r->world;
     }
     pp.steps         = in->spec->steps;
+    /* a resumed run computed only the samples it found unfinished */
     pp.samples       = in->spec->samples;
+    if (json_integer_value(json_object_get(json_object_get(in->run, "layout"),
+                                           "samples_run")) > 0) {
+        pp.samples = (int)json_integer_value(
+            json_object_get(json_object_get(in->run, "layout"), "samples_run"));
+    }
     pp.placement     = in->spec->pipeline.placement;
     pp.message_bytes = r->message_bytes;
     /* G pipelines of S stages (pipeline.stages): each group is planned as

@@ -400,7 +400,8 @@ int main(int argc, char **argv)
         svp_worker_fail(rt, world, rank, status);
     }
     if (status == SVP_OK) {
-        svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6);
+        svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6,
+                             (pp.samples != NULL) ? pp.nsamples : spec->samples);
         svp_worker_run_profile(spec, rank);
     }
     svp_trace_destroy(pp.trace);

@@ -75,7 +75,7 @@ static json_t *svp_worker_run_hardware(void)
 }
 
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
-                                  double started, double finished)
+                                  double started, double finished, int samples_run)
 {
     int              world = svp_rt_size(rt), r;
     json_t          *doc, *ranges, *hw;
@@ -103,12 +103,13 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         cwd[0] = '\0';
     }
     doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
-                    "s:{s:i, s:i, s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
+                    "s:{s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
                     "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
                     "job", spec->name, "spec_file", spec->file, "spec", dump,
                     "world", world, "ranks_per_node", svp_rt_local_size(rt),
                     "hosts", svp_worker_run_hosts(rt, world),
                     "layout", "steps", spec->steps, "samples", spec->samples,
+                    "samples_run", samples_run,
                     "stages", layout.stages, "groups", layout.groups,
                     "placement", svp_spec_placement_name(spec->pipeline.placement),
                     "ranges", ranges,

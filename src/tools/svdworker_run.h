@@ -28,11 +28,12 @@ svp_status_t svp_worker_run_publish(svp_rt_h rt);
 
 /*
  * Rank 0 writes output.dir/run.json; other ranks do nothing.  started and
- * finished are Unix seconds.  A failure is logged and returned (the outputs
- * are still good).
+ * finished are Unix seconds; samples_run is how many samples this run
+ * computed (fewer than spec->samples when it resumed a job).  A failure is
+ * logged and returned (the outputs are still good).
  */
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
-                                  double started, double finished);
+                                  double started, double finished, int samples_run);
 
 /*
  * With log.profile, writes what the model's ranges collected on this rank
