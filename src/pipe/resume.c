@@ -202,6 +202,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
             svp_error("rank %d found samples in %s made with other parameters "
                       "(see its log)", badrank, spec->output.dir);
         }
+        r_p->agreed_failure = 1;
         status = SVP_ERR_SPEC;
         goto out;
     }

@@ -33,6 +33,10 @@ typedef struct {
     int *todo;      /* sample indices still to run, ascending (owned) */
     int  ntodo;
     int  skipped;   /* samples found finished */
+    /* 1 when the agreement itself failed the job (samples made with other
+     * parameters): every rank reached that verdict from the same data, so
+     * none of them is a lost peer to the others */
+    int  agreed_failure;
 } svp_pipe_resume_t;
 
 /* The rank that finishes sample i in a job of world ranks. */

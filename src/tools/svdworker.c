@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     svp_rt_h           rt = NULL;
     svp_comm_params_t  cp;
     svp_stop_params_t  sp;
-    svp_pipe_resume_t  resume = {NULL, 0, 0};
+    svp_pipe_resume_t  resume = {NULL, 0, 0, 0};
     svp_pipe_stats_t   stats;
     svp_pipe_deadline_t dl;
     char               trace_prefix[4096];
@@ -416,7 +416,11 @@ out_stage:
         }
     }
 out_rt:
-    if (status != SVP_OK) {
+    if (status != SVP_OK && resume.agreed_failure) {
+        /* every rank stops on the same verdict: a rank still finishing the
+         * agreement's fence must not take this one's exit for a loss */
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
+    } else if (status != SVP_OK) {
         svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_ERROR);
     }
     svp_rt_cleanup(rt);
