@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     svp_ops_params_t      op = { .backend = "cuda" };
     svp_ops_h             ops = NULL;
     const svp_ops_module_t *module;
-    svp_comm_device_mem_t devmem;
+    svp_devmem_t          devmem;
     svp_comm_path_t       path = SVP_COMM_PATH_HOST;
     unsigned char        *host = NULL;
     char                  perr[256];
@@ -218,12 +218,7 @@ int main(int argc, char **argv)
         if (status != SVP_OK) {
             goto out_abort;
         }
-        devmem = (svp_comm_device_mem_t){
-            .alloc = module->devmem->alloc, .free = module->devmem->free,
-            .to_host = module->devmem->to_host,
-            .to_device = module->devmem->to_device,
-            .host_alloc = module->devmem->host_alloc,
-            .host_free = module->devmem->host_free };
+        devmem = *module->devmem;
         params.field_mask |= SVP_COMM_PARAM_FIELD_DEVICE;
         params.device      = &devmem;
         params.gpu_direct  = opts.gpu_direct;
@@ -299,10 +294,7 @@ int main(int argc, char **argv)
         }
     }
     if (status == SVP_OK) {
-        status = svp_rt_fence(rt);
-    }
-    if (status == SVP_OK) {
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);  /* past the last fence */
+        status = svp_rt_fence_final(rt);
     }
     svp_comm_destroy(comm);
     for (i = 0; i < opts.window; ++i) {

@@ -24,6 +24,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "bench_util.h"
 #include "common/clock.h"
 #include "common/util.h"
 #include "model/svd_init.h"
@@ -38,25 +39,10 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BENCH_TARGET_LO 0.12
 #define BENCH_TARGET_HI 0.17
-
-static double bench_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /*
  * Best of 10 square products of size n through the backend's linear op (the
@@ -78,11 +64,11 @@ static double bench_sgemm_peak(svp_ops_h ops, int n)
         b[i] = (float)(i % 5) * 0.1f;
     }
     for (i = 0; i < 11; i++) {
-        t = bench_now();
+        t = svp_clock_now();
         if (svp_ops_linear(ops, n, n, n, a, b, NULL, 0, c) != SVP_OK) {
             exit(1);
         }
-        t = bench_now() - t;
+        t = svp_clock_now() - t;
         if (i > 0) {        /* the first call pays thread and page setup */
             best = fmax(best, 2.0 * n * n * (double)n / t / 1e9);
         }
@@ -188,7 +174,7 @@ int main(int argc, char **argv)
     times  = calloc(runs, sizeof(double));
 
     for (i = -1; i < runs; i++) {
-        double t = bench_now();
+        double t = svp_clock_now();
         if (svp_unet_forward(unet, (int)sample->shape[0], (int)sample->shape[1],
                              (int)sample->shape[3], (int)sample->shape[4],
                              sample->data, ts->data, ehs->data,
@@ -197,10 +183,10 @@ int main(int argc, char **argv)
             return 1;
         }
         if (i >= 0) {       /* run -1 warms caches and thread pools */
-            times[i] = bench_now() - t;
+            times[i] = svp_clock_now() - t;
         }
     }
-    qsort(times, runs, sizeof(double), bench_cmp);
+    bench_sort_times(times, runs);
     median = times[runs / 2];
     for (i = 0; ref != NULL && i < n; i++) {
         max_ref = fmax(max_ref, fabs(((float *)ref->data)[i]));

@@ -19,6 +19,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "bench_util.h"
+#include "common/clock.h"
 #include "model/unet.h"
 #include "ops/ops.h"
 
@@ -26,21 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double bench_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static int bench_cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* A backend buffer of n values in [-1, 1) from a fixed sequence. */
 static float *bench_random(svp_ops_h ops, size_t n, unsigned *seed)
@@ -128,7 +115,7 @@ int main(int argc, char **argv)
     svp_ops_mem_stats(ops, &m0);    /* weights and inputs */
     times = calloc(runs, sizeof(double));
     for (i = -1; i < runs; i++) {
-        double t0 = bench_now();
+        double t0 = svp_clock_now();
         float  probe;
 
         if (svp_unet_forward(unet, b, f, h, w, sample, t, ehs, seq, ids, out)
@@ -140,11 +127,11 @@ int main(int argc, char **argv)
         if (i < 0) {
             svp_ops_mem_stats(ops, &m1);    /* the arena, sized */
         } else {
-            times[i] = bench_now() - t0;
+            times[i] = svp_clock_now() - t0;
         }
     }
     svp_ops_mem_stats(ops, &m2);
-    qsort(times, runs, sizeof(double), bench_cmp);
+    bench_sort_times(times, runs);
     median = times[runs / 2];
     tflop  = 2.0 * svp_unet_macs(cfg, b, f, h, w, seq) / 1e12;
 

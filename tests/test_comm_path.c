@@ -149,7 +149,7 @@ static svp_status_t fake_to_device(void *ctx, void *dev, const void *host, size_
 static svp_comm_h device_comm(fake_dev_t *d, svp_comm_gpu_direct_t mode,
                               svp_rt_h *rt_p, svp_status_t *status_p)
 {
-    static svp_comm_device_mem_t mem;
+    static svp_devmem_t mem;
     svp_comm_params_t            params = {
         .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT |
                       SVP_COMM_PARAM_FIELD_DEVICE,
@@ -160,7 +160,7 @@ static svp_comm_h device_comm(fake_dev_t *d, svp_comm_gpu_direct_t mode,
     };
     svp_comm_h comm = NULL;
 
-    mem = (svp_comm_device_mem_t){.ctx = d, .alloc = fake_alloc, .free = fake_free,
+    mem = (svp_devmem_t){.ctx = d, .alloc = fake_alloc, .free = fake_free,
                                   .to_host = fake_to_host,
                                   .to_device = fake_to_device};
     unsetenv("PMIX_NAMESPACE");

@@ -72,7 +72,7 @@ struct svp_comm {
     struct svp_comm_req *reqs;
     /* device frames (comm_path.h) */
     int                  have_device;
-    svp_comm_device_mem_t device;
+    svp_devmem_t         device;
     svp_comm_path_t      path;
     char                *path_logged;  /* by rank: path stated in the log */
 };
@@ -1082,40 +1082,31 @@ size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc)
     return (svp_comm_frame_layout(desc, offsets, &length) == SVP_OK) ? length : 0;
 }
 
-/* A frame in device memory with its host copy (see svp_comm_frame_create). */
-static svp_status_t svp_comm_frame_create_device(svp_comm_h comm,
-                                                 const svp_comm_frame_desc_t *desc,
-                                                 void *buffer, size_t length,
-                                                 svp_comm_frame_h *frame_p)
+/* Frees a device frame's host copy (pinned when the services pin). */
+static void svp_comm_frame_free_host_copy(struct svp_comm_frame *frame)
 {
-    struct svp_comm_frame *frame;
-    svp_status_t           status;
-    size_t                 need;
+    if (frame->dev.host_free != NULL) {
+        frame->dev.host_free(frame->dev.ctx, frame->host);
+    } else {
+        free(frame->host);
+    }
+}
 
-    if (!comm->have_device) {
-        svp_error("a frame in device memory needs a comm created with device "
-                  "services");
-        return SVP_ERR_INVALID_PARAM;
-    }
-    frame = calloc(1, sizeof(*frame));
-    if (frame == NULL) {
-        svp_error("out of memory allocating a frame");
-        return SVP_ERR_NO_MEMORY;
-    }
-    status = svp_comm_frame_layout(desc, frame->offsets, &need);
-    if (status != SVP_OK) {
-        goto err_free_frame;
-    }
-    frame->desc     = *desc;
-    frame->length   = need;
-    frame->mem_type = SVP_COMM_MEM_CUDA;
-    frame->dev      = comm->device;
+/* The memory of a device frame laid out by svp_comm_frame_create(): its host
+ * copy and, unless the caller gives one, the device buffer. */
+static svp_status_t svp_comm_frame_init_device(svp_comm_h comm,
+                                               struct svp_comm_frame *frame,
+                                               void *buffer, size_t length)
+{
+    size_t       need = frame->length;
+    svp_status_t status;
+
     if (buffer != NULL && length < need) {
         svp_error("device frame buffer of %zu bytes is smaller than the %zu "
                   "bytes the layout needs", length, need);
-        status = SVP_ERR_INVALID_PARAM;
-        goto err_free_frame;
+        return SVP_ERR_INVALID_PARAM;
     }
+    frame->dev = comm->device;
     if (frame->dev.host_alloc != NULL) {
         status = frame->dev.host_alloc(frame->dev.ctx, need, &frame->host);
     } else {
@@ -1124,38 +1115,56 @@ static svp_status_t svp_comm_frame_create_device(svp_comm_h comm,
     }
     if (status != SVP_OK) {
         svp_error("cannot allocate the %zu-byte host copy of a device frame", need);
-        goto err_free_frame;
+        return status;
     }
     memset(frame->host, 0, need);
+    if (buffer != NULL) {
+        frame->base = buffer;
+        return SVP_OK;
+    }
+    status = frame->dev.alloc(frame->dev.ctx, need, &frame->base);
+    if (status != SVP_OK) {
+        svp_error("cannot allocate a %zu-byte device frame", need);
+        goto err_free_host;
+    }
+    frame->owned = 1;
+    status = frame->dev.to_device(frame->dev.ctx, frame->base, frame->host, need);
+    if (status != SVP_OK) {
+        frame->dev.free(frame->dev.ctx, frame->base);
+        goto err_free_host;
+    }
+    return SVP_OK;
+
+err_free_host:
+    svp_comm_frame_free_host_copy(frame);
+    return status;
+}
+
+/* The memory of a host frame laid out by svp_comm_frame_create(). */
+static svp_status_t svp_comm_frame_init_host(struct svp_comm_frame *frame,
+                                             void *buffer, size_t length)
+{
+    size_t need = frame->length;
+
     if (buffer == NULL) {
-        status = frame->dev.alloc(frame->dev.ctx, need, &frame->base);
-        if (status != SVP_OK) {
-            svp_error("cannot allocate a %zu-byte device frame", need);
-            goto err_free_host;
+        if (posix_memalign(&frame->base, SVP_COMM_ALIGN, need) != 0) {
+            svp_error("out of memory allocating a %zu-byte frame", need);
+            return SVP_ERR_NO_MEMORY;
         }
+        memset(frame->base, 0, need);
         frame->owned = 1;
-        status = frame->dev.to_device(frame->dev.ctx, frame->base, frame->host,
-                                      need);
-        if (status != SVP_OK) {
-            goto err_free_base;
-        }
+    } else if (length < need) {
+        svp_error("frame buffer of %zu bytes is smaller than the %zu bytes the "
+                  "layout needs", length, need);
+        return SVP_ERR_INVALID_PARAM;
+    } else if (((uintptr_t)buffer % SVP_COMM_ALIGN) != 0) {
+        svp_error("frame buffer %p is not %d-byte aligned", buffer,
+                  SVP_COMM_ALIGN);
+        return SVP_ERR_INVALID_PARAM;
     } else {
         frame->base = buffer;
     }
-    *frame_p = frame;
     return SVP_OK;
-
-err_free_base:
-    frame->dev.free(frame->dev.ctx, frame->base);
-err_free_host:
-    if (frame->dev.host_free != NULL) {
-        frame->dev.host_free(frame->dev.ctx, frame->host);
-    } else {
-        free(frame->host);
-    }
-err_free_frame:
-    free(frame);
-    return status;
 }
 
 svp_status_t svp_comm_frame_create(svp_comm_h comm,
@@ -1168,8 +1177,10 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
     svp_status_t           status;
     size_t                 need;
 
-    if (mem_type == SVP_COMM_MEM_CUDA) {
-        return svp_comm_frame_create_device(comm, desc, buffer, length, frame_p);
+    if (mem_type == SVP_COMM_MEM_CUDA && !comm->have_device) {
+        svp_error("a frame in device memory needs a comm created with device "
+                  "services");
+        return SVP_ERR_INVALID_PARAM;
     }
     frame = calloc(1, sizeof(*frame));
     if (frame == NULL) {
@@ -1177,39 +1188,20 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
         return SVP_ERR_NO_MEMORY;
     }
     status = svp_comm_frame_layout(desc, frame->offsets, &need);
-    if (status != SVP_OK) {
-        goto err_free_frame;
+    if (status == SVP_OK) {
+        frame->desc     = *desc;
+        frame->length   = need;
+        frame->mem_type = mem_type;
+        status = (mem_type == SVP_COMM_MEM_CUDA)
+                 ? svp_comm_frame_init_device(comm, frame, buffer, length)
+                 : svp_comm_frame_init_host(frame, buffer, length);
     }
-    frame->desc     = *desc;
-    frame->length   = need;
-    frame->mem_type = mem_type;
-    if (buffer == NULL) {
-        if (posix_memalign(&frame->base, SVP_COMM_ALIGN, need) != 0) {
-            svp_error("out of memory allocating a %zu-byte frame", need);
-            status = SVP_ERR_NO_MEMORY;
-            goto err_free_frame;
-        }
-        memset(frame->base, 0, need);
-        frame->owned = 1;
-    } else if (length < need) {
-        svp_error("frame buffer of %zu bytes is smaller than the %zu bytes the "
-                  "layout needs", length, need);
-        status = SVP_ERR_INVALID_PARAM;
-        goto err_free_frame;
-    } else if (((uintptr_t)buffer % SVP_COMM_ALIGN) != 0) {
-        svp_error("frame buffer %p is not %d-byte aligned", buffer,
-                  SVP_COMM_ALIGN);
-        status = SVP_ERR_INVALID_PARAM;
-        goto err_free_frame;
-    } else {
-        frame->base = buffer;
+    if (status != SVP_OK) {
+        free(frame);
+        return status;
     }
     *frame_p = frame;
     return SVP_OK;
-
-err_free_frame:
-    free(frame);
-    return status;
 }
 
 static void svp_comm_frame_free(struct svp_comm_frame *frame)
@@ -1218,11 +1210,7 @@ static void svp_comm_frame_free(struct svp_comm_frame *frame)
         if (frame->owned) {
             frame->dev.free(frame->dev.ctx, frame->base);
         }
-        if (frame->dev.host_free != NULL) {
-            frame->dev.host_free(frame->dev.ctx, frame->host);
-        } else {
-            free(frame->host);
-        }
+        svp_comm_frame_free_host_copy(frame);
     } else if (frame->owned) {
         free(frame->base);
     }

@@ -53,6 +53,7 @@
 #ifndef SVP_COMM_COMM_H
 #define SVP_COMM_COMM_H
 
+#include "common/devmem.h"
 #include "common/status.h"
 #include "comm/comm_path.h"
 #include "rt/rt.h"
@@ -80,21 +81,6 @@ typedef enum {
     SVP_COMM_MEM_CUDA               /* device memory: needs params->device */
 } svp_comm_mem_type_t;
 
-/*
- * Device memory services for frames in SVP_COMM_MEM_CUDA (the CUDA module's;
- * a test may pass host functions).  alloc/free: device memory; to_host /
- * to_device: synchronous copies; host_alloc/host_free: pinned host memory
- * for the header and the staging copy (NULL: ordinary host memory).
- */
-typedef struct {
-    void        *ctx;
-    svp_status_t (*alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*free)(void *ctx, void *ptr);
-    svp_status_t (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
-    svp_status_t (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
-    svp_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*host_free)(void *ctx, void *ptr);
-} svp_comm_device_mem_t;
 
 /* One tensor of a frame.  dtype is the caller's code, compared as is. */
 typedef struct {
@@ -152,8 +138,8 @@ typedef struct {
      * in host memory on every path: the device path copies the header (and,
      * with checksum on, the payload) to host memory on each side.
      */
-    const svp_comm_device_mem_t *device;
-    svp_comm_gpu_direct_t        gpu_direct;
+    const svp_devmem_t   *device;
+    svp_comm_gpu_direct_t gpu_direct;
 } svp_comm_params_t;
 
 #define SVP_COMM_DEFAULT_DEADLINE 60.0

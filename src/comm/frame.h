@@ -63,7 +63,7 @@ struct svp_comm_frame {
     /* SVP_COMM_MEM_CUDA: a host copy of the whole frame (header checks,
      * checksums, staging) and the services that move bytes between them */
     void                 *host;
-    svp_comm_device_mem_t dev;
+    svp_devmem_t          dev;
     svp_comm_frame_desc_t desc;
     uint64_t              offsets[SVP_COMM_MAX_TENSORS];
 };

@@ -18,25 +18,13 @@
 #ifndef SVP_OPS_OPS_MODULE_H
 #define SVP_OPS_OPS_MODULE_H
 
+#include "common/devmem.h"
 #include "ops/ops_backend.h"
 
 /* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
-#define SVP_OPS_MODULE_ABI    1
+#define SVP_OPS_MODULE_ABI    2
 #define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
 
-/*
- * Device memory for the core (hand-off frames): the same signatures as the
- * members of svp_comm_device_mem_t (comm.h), ctx unused.  Copies are
- * synchronous; host_alloc gives pinned memory.
- */
-typedef struct {
-    svp_status_t (*alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*free)(void *ctx, void *ptr);
-    svp_status_t (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
-    svp_status_t (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
-    svp_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*host_free)(void *ctx, void *ptr);
-} svp_ops_devmem_t;
 
 typedef struct svp_ops_module {
     unsigned    abi;          /* SVP_OPS_MODULE_ABI of the module's build */
@@ -49,7 +37,7 @@ typedef struct svp_ops_module {
      * SVP_ERR_DEVICE, having logged why, when there is no driver or device. */
     svp_status_t (*init)(svp_ops_h ops);
     /* Device memory on the device init made current. */
-    const svp_ops_devmem_t *devmem;
+    const svp_devmem_t *devmem;
 } svp_ops_module_t;
 
 typedef const svp_ops_module_t *(*svp_ops_module_query_fn_t)(void);

@@ -732,6 +732,16 @@ svp_status_t svp_rt_fence(svp_rt_h rt)
     return status;
 }
 
+svp_status_t svp_rt_fence_final(svp_rt_h rt)
+{
+    svp_status_t status = svp_rt_fence(rt);
+
+    if (status == SVP_OK) {
+        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
+    }
+    return status;
+}
+
 svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
                         void **data_p, size_t *len_p)
 {

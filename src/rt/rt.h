@@ -85,6 +85,13 @@ svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
  */
 svp_status_t svp_rt_fence(svp_rt_h rt);
 
+/*
+ * The job's last fence: svp_rt_fence(), and when it succeeds this rank's
+ * goodbye says done (SVP_RT_LEAVE_DONE), so that a neighbour still finishing
+ * the same fence does not take this rank's exit for a loss.
+ */
+svp_status_t svp_rt_fence_final(svp_rt_h rt);
+
 /* Sets the seconds later fences may take (the last fence waits for the
  * pipeline to drain, longer than comm.deadline with long steps). */
 void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds);

@@ -60,32 +60,15 @@ static svp_status_t svdtool_unet_profile_save(const char *path, svp_ops_h ops,
                                               const svp_unet_config_t *cfg, int b,
                                               int f, int h, int w, int seq, double s)
 {
-    char        *text = NULL;
-    size_t       len  = 0;
-    FILE        *mem  = open_memstream(&text, &len);
-    svp_status_t status;
+    char members[512];
 
-    if (mem == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    fprintf(mem, "{\"kind\":\"unet\",\"backend\":\"%s\",\"threads\":%d,"
-            "\"shape\":{\"batch\":%d,\"frames\":%d,\"height\":%d,\"width\":%d,"
-            "\"seq\":%d},\"s\":%.9g,\"flops_counted\":%.9g,\n\"profile\":",
-            svp_ops_backend(ops), svp_ops_threads(ops), b, f, h, w, seq, s,
-            2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
-    status = svp_range_profile_write(mem);
-    fprintf(mem, "}\n");
-    fclose(mem);
-    if (status == SVP_OK) {
-        status = svp_file_write_atomic(path, text, len);
-    }
-    if (status == SVP_OK) {
-        svp_info("profile of one call (%.3fs) written to %s", s, path);
-    } else {
-        svp_error("cannot write %s: %s", path, svp_status_string(status));
-    }
-    free(text);
-    return status;
+    snprintf(members, sizeof(members), "\"kind\":\"unet\",\"backend\":\"%s\","
+             "\"threads\":%d,\"shape\":{\"batch\":%d,\"frames\":%d,\"height\":%d,"
+             "\"width\":%d,\"seq\":%d},\"s\":%.9g,\"flops_counted\":%.9g",
+             svp_ops_backend(ops), svp_ops_threads(ops), b, f, h, w, seq, s,
+             2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
+    svp_info("profile of one call: %.3fs", s);
+    return svp_range_profile_save(path, members);
 }
 
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)

@@ -385,11 +385,7 @@ int main(int argc, char **argv)
          * while a slower peer still connects to it, and a peer that exits
          * could not be told from a lost one.
          */
-        status = svp_rt_fence(rt);
-    }
-    if (status == SVP_OK && svp_stop_signal() == 0) {
-        /* the goodbye the neighbours get (see src/rt/watch.h) */
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
+        status = svp_rt_fence_final(rt);
     }
     if (svp_stop_signal() != 0) {
         /* every rank got the signal: none tears the job down for the others */

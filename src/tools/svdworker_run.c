@@ -149,10 +149,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
 
 svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank)
 {
-    char         path[4096], *text = NULL;
-    size_t       len = 0;
-    FILE        *mem;
-    svp_status_t status;
+    char path[4096], members[64];
 
     if (!spec->log.profile) {
         return SVP_OK;
@@ -162,23 +159,7 @@ svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank)
                  svp_spec_model_kind_name(spec->model.kind));
         return SVP_OK;
     }
-    mem = open_memstream(&text, &len);
-    if (mem == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    fprintf(mem, "{\"kind\":\"run\",\"rank\":%d,\n\"profile\":", rank);
-    status = svp_range_profile_write(mem);
-    fprintf(mem, "}\n");
-    fclose(mem);
     snprintf(path, sizeof(path), "%s/profile.rank%d.json", spec->output.dir, rank);
-    if (status == SVP_OK) {
-        status = svp_file_write_atomic(path, text, len);
-    }
-    if (status == SVP_OK) {
-        svp_info("profile written to %s", path);
-    } else {
-        svp_error("cannot write %s: %s", path, svp_status_string(status));
-    }
-    free(text);
-    return status;
+    snprintf(members, sizeof(members), "\"kind\":\"run\",\"rank\":%d", rank);
+    return svp_range_profile_save(path, members);
 }

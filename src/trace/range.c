@@ -310,7 +310,7 @@ svp_status_t svp_range_profile_write(FILE *out)
     return ferror(out) ? SVP_ERR_IO : SVP_OK;
 }
 
-svp_status_t svp_range_profile_save(const char *path)
+svp_status_t svp_range_profile_save(const char *path, const char *members)
 {
     char        *text = NULL;
     size_t       len  = 0;
@@ -320,7 +320,9 @@ svp_status_t svp_range_profile_save(const char *path)
     if (mem == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
+    fprintf(mem, "{%s,\n\"profile\":", members);
     status = svp_range_profile_write(mem);
+    fprintf(mem, "}\n");
     fclose(mem);
     if (status == SVP_OK) {
         status = svp_file_write_atomic(path, text, len);

@@ -73,7 +73,11 @@ void svp_range_op(const char *kind, double seconds, double flops);
  */
 svp_status_t svp_range_profile_write(FILE *out);
 
-/* Same, to path, atomically. */
-svp_status_t svp_range_profile_save(const char *path);
+/*
+ * Writes {MEMBERS,"profile":<the above>} to path, atomically; members are
+ * JSON object members saying what the profile was taken on (e.g.
+ * "\"kind\":\"run\",\"rank\":0").  Logs the outcome.
+ */
+svp_status_t svp_range_profile_save(const char *path, const char *members);
 
 #endif

@@ -245,12 +245,9 @@ int main(int argc, char **argv)
     }
     if (status == SVP_OK) {
         /* nobody closes endpoints while a neighbour may still be sending */
-        status = svp_rt_fence(rt);
+        status = svp_rt_fence_final(rt);
     }
     if (status == SVP_OK) {
-        /* past the last fence: a neighbour still inside it must not take
-         * this rank's goodbye for an early departure (src/rt/watch.h) */
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
         /* the hops of a sample follow each other: samples * ranks hops */
         printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s, "
                "%.2f GB/s per hop)\n", svp_rt_rank(rt), opts.samples,

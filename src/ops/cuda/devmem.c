@@ -56,7 +56,7 @@ static void svp_ops_cuda_host_free(void *ctx, void *ptr)
     (void)SVP_CUDA_FUNC(cudaFreeHost(ptr));
 }
 
-const svp_ops_devmem_t svp_ops_cuda_devmem = {
+const svp_devmem_t svp_ops_cuda_devmem = {
     .alloc      = svp_ops_cuda_dev_alloc,
     .free       = svp_ops_cuda_dev_free,
     .to_host    = svp_ops_cuda_dev_to_host,

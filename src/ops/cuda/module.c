@@ -9,7 +9,7 @@
 #include "ops/cuda/ops_cuda.h"
 
 const svp_ops_module_t *svp_ops_module_query(void);
-extern const svp_ops_devmem_t svp_ops_cuda_devmem;
+extern const svp_devmem_t svp_ops_cuda_devmem;
 
 static const svp_ops_module_t svp_ops_cuda_module = {
     .abi  = SVP_OPS_MODULE_ABI,
