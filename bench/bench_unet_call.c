@@ -7,8 +7,9 @@
  *                   [-H latent_h] [-W latent_w] [-s seq] [-r runs]
  *                   [-t threads] [-P peak_tflops] [-d dtype]
  *
- * -d names the compute dtype.  This build computes in f32 only: any other
- * dtype is refused (exit 3) with a message saying so, never run as f32.
+ * -d names the dtype the matrix weights are held in (f32, bf16, f16).  A
+ * backend that cannot hold them refuses (exit 3) with a message saying so,
+ * never runs as f32 instead.
  *
  * Prints "key: value" lines (one warm-up call, then the median of runs):
  * backend, shape, median_s, min_s, max_s, tflop (2 x the counted MACs,
@@ -87,12 +88,15 @@ int main(int argc, char **argv)
                         "[-s seq] [-r runs] [-t threads] [-P peak_tflops]\n");
         return 2;
     }
-    if (strcmp(dtype, "f32") != 0) {
-        fprintf(stderr, "bench_unet_call: dtype %s is not available in this "
-                        "build (it computes in f32 only)\n", dtype);
+    op.dtype = dtype;
+    switch (svp_ops_create(&op, &ops)) {
+    case SVP_OK:
+        break;
+    case SVP_ERR_UNSUPPORTED:
+        fprintf(stderr, "bench_unet_call: the %s backend cannot hold weights "
+                        "in %s\n", op.backend ? op.backend : "cpu", dtype);
         return 3;
-    }
-    if (svp_ops_create(&op, &ops) != SVP_OK) {
+    default:
         return 1;
     }
     if (svp_unet_create(ops, model, NULL, &unet) != SVP_OK) {
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
         printf("mfu: %.3f\n", tflop / median / peak_tflops);
     }
     printf("weights_and_inputs_bytes: %zu\n", m0.live_bytes);
+    printf("matrix_weight_bytes: %zu\n", svp_ops_weights_bytes(ops));
     printf("arena_reserved_bytes: %zu\n", m1.reserved_bytes);
     printf("arena_peak_live_bytes: %zu\n", m1.peak_live_bytes);
     printf("backend_allocs_after_warmup: %llu\n",

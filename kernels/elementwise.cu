@@ -34,6 +34,23 @@ static __global__ void svp_silu_kernel(int64_t n, const float *x, float *y)
     }
 }
 
+/* 16-bit weights to fp32, exactly (the same functions as the host's). */
+static __global__ void svp_widen_bf16_kernel(int64_t n, const uint16_t *x,
+                                             float *y)
+{
+    SVP_CUDA_FOR(i, n) {
+        y[i] = svp_math_bf16_to_f32(x[i]);
+    }
+}
+
+static __global__ void svp_widen_f16_kernel(int64_t n, const uint16_t *x,
+                                            float *y)
+{
+    SVP_CUDA_FOR(i, n) {
+        y[i] = svp_math_f16_to_f32(x[i]);
+    }
+}
+
 static __global__ void svp_add_kernel(int64_t n, const float *a,
                                       const float *b, float *y)
 {
@@ -121,6 +138,25 @@ svp_status_t svp_ops_cuda_silu(svp_ops_h ops, int64_t n, const float *x,
 {
     svp_silu_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
                       svp_cuda_stream(ops)>>>(n, x, y);
+    return SVP_CUDA_LAUNCHED();
+}
+
+svp_status_t svp_ops_cuda_widen(svp_ops_h ops, svp_dtype_t dtype,
+                                const void *src, size_t count, float *dst)
+{
+    int64_t n = (int64_t)count;
+
+    if (dtype == SVP_DTYPE_BF16) {
+        svp_widen_bf16_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
+                                svp_cuda_stream(ops)>>>(
+            n, (const uint16_t *)src, dst);
+    } else if (dtype == SVP_DTYPE_F16) {
+        svp_widen_f16_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
+                               svp_cuda_stream(ops)>>>(
+            n, (const uint16_t *)src, dst);
+    } else {
+        return SVP_ERR_INVALID_PARAM;
+    }
     return SVP_CUDA_LAUNCHED();
 }
 

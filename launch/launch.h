@@ -72,9 +72,9 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen);
 
 /*
- * What the job would compute in can be computed: today every backend
- * computes in f32 only, so dtype bf16 or f16 fails here (the worker refuses
- * it too; svdlaunch plan still costs it).  Same error convention as
+ * What the job would compute in can be computed: both backends hold
+ * bf16/f16 weights, the (f32) dummy model does not, so dtype bf16 or f16
+ * with it fails here; the worker refuses it too.  Same error convention as
  * svp_launch_validate().
  */
 svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,

@@ -93,6 +93,62 @@ static float *encode(const char *dir, const svp_clip_params_t *params,
     return embeds;
 }
 
+/*
+ * Matrix weights held in bf16 / f16 (doc/DTYPES.md): the image embeddings'
+ * error against transformers' fp32 output is C * u, u the dtype's unit
+ * round-off (2^-8, 2^-11) and C a property of the model and input.
+ * transformers itself, fed the same rounded linear/conv weights in fp32,
+ * errs by CLIP_ROUNDOFF_BF16 u and CLIP_ROUNDOFF_F16 u on this case; the
+ * rounding is deterministic, so ours must match within 10%.
+ */
+#define CLIP_ROUNDOFF_BF16 0.825
+#define CLIP_ROUNDOFF_F16  0.969
+
+static void roundoff_case(const char *dtype, double u, double c_ref)
+{
+    svp_ops_params_t  pp = { .threads = 2, .dtype = dtype };
+    char              dir[1024];
+    svp_ops_h         h;
+    svp_clip_h        clip;
+    svp_safetensors_h st;
+    svp_tensor_t     *pixels, *embeds;
+    float            *got;
+    int64_t           worst;
+    double            err;
+
+    golden_dir("clip_tiny", dir, sizeof(dir));
+    st     = golden_open(dir, "io.safetensors");
+    pixels = golden_load(st, "pixel_values");
+    embeds = golden_load(st, "image_embeds");
+    svp_safetensors_close(st);
+
+    cr_assert_eq(svp_ops_create(&pp, &h), SVP_OK);
+    cr_assert_eq(svp_clip_create(h, dir, NULL, &clip), SVP_OK);
+    got = malloc(svp_tensor_nbytes(embeds));
+    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data,
+                                 got), SVP_OK);
+    err = golden_rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
+    cr_log_info("clip_tiny, weights in %s: %.4g = %.3f u", dtype, err, err / u);
+    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref, "image embeds with %s "
+              "weights: error %.3f u, transformers with the same rounding "
+              "%.3f u", dtype, err / u, c_ref);
+    free(got);
+    svp_clip_destroy(clip);
+    svp_ops_destroy(h);
+    svp_tensor_destroy(pixels);
+    svp_tensor_destroy(embeds);
+}
+
+Test(clip, weights_in_bf16_within_roundoff, .init = setup, .fini = teardown)
+{
+    roundoff_case("bf16", 0x1p-8, CLIP_ROUNDOFF_BF16);
+}
+
+Test(clip, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
+{
+    roundoff_case("f16", 0x1p-11, CLIP_ROUNDOFF_F16);
+}
+
 /* ---- captured intermediates ---- */
 
 static void compare_capture(const golden_captures_t *caps, const char *name,

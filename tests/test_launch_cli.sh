@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..36"
+echo "1..37"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -76,8 +76,11 @@ try() {   # what, expected message, --set options...
     else nok "submit, $what (rc=$rc)"; fi
 }
 try "a bad step assignment" "steps=7 is not divisible by 2 ranks" --set steps=7
-try "a dtype no backend computes" "dtype: f16 is not computed by any backend yet" \
-    --set dtype=f16
+try "a dtype the dummy model cannot hold" "dtype: f16: the dummy model is an f32 simulator" \
+    --set dtype=f16 --set model.kind=dummy
+if "$l" check "$spec" --set dtype=bf16 >"$tmp/err" 2>&1; then
+    ok "check: bf16 weights on the cpu pass"
+else nok "check: bf16 on the cpu refused: $(head -c 300 "$tmp/err")"; fi
 try "a missing model" "model.path: cannot open $tmp/nomodel" --set model.path="$tmp/nomodel"
 mkdir -p "$tmp/half/unet"
 try "a model folder without its parts" "is not a usable SVD / SVD-XT folder" \

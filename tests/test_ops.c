@@ -7,6 +7,7 @@
  * stays near 1e-6 relative; an indexing or formula bug is O(1).
  */
 #include "ops/ops.h"
+#include "tensor/tensor.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -526,29 +527,144 @@ Test(ops, rejects_bad_shapes, .init = ops_setup, .fini = ops_teardown)
     cr_assert_eq(svp_ops_threads(ops), 2);
 }
 
-/* A dtype the backend cannot compute in is an error, never a fallback. */
+/* The dtype names: f32 by default, bf16 and f16 held, anything else refused. */
 Test(ops, dtype_is_honoured_or_refused, .init = ops_setup, .fini = ops_teardown)
 {
-    static const char *const refused[] = { "bf16", "f16" };
+    static const char *const held[] = { "f32", "bf16", "f16" };
     svp_ops_params_t         params = { .backend = "cpu", .threads = 1 };
     svp_ops_h                other = NULL;
     size_t                   i;
 
     cr_assert_str_eq(svp_ops_dtype(ops), "f32", "the default is f32");
-    params.dtype = "f32";
-    cr_assert_eq(svp_ops_create(&params, &other), SVP_OK);
-    cr_assert_str_eq(svp_ops_dtype(other), "f32");
-    svp_ops_destroy(other);
-    for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        other        = NULL;
-        params.dtype = refused[i];
-        cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_UNSUPPORTED,
-                     "cpu must refuse %s", refused[i]);
-        cr_assert_null(other);
+    for (i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+        params.dtype = held[i];
+        cr_assert_eq(svp_ops_create(&params, &other), SVP_OK, "cpu holds %s",
+                     held[i]);
+        cr_assert_str_eq(svp_ops_dtype(other), held[i]);
+        svp_ops_destroy(other);
+        other = NULL;
     }
     params.dtype = "f8";
     cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM);
     cr_assert_null(other);
+}
+
+/* One value rounded to a 16-bit dtype and widened back. */
+static float round_to(const char *dtype, float v)
+{
+    if (strcmp(dtype, "bf16") == 0) {
+        return svp_bf16_to_f32(svp_f32_to_bf16(v));
+    }
+    return svp_f16_to_f32(svp_f32_to_f16(v));
+}
+
+/*
+ * A 16-bit handle computes exactly what an f32 handle computes with the
+ * rounded weights: linear, conv2d and conv_frames, bit for bit, with the
+ * weights held in half the bytes and no backend allocation per product.
+ */
+static void weights_case(const char *dtype)
+{
+    svp_ops_params_t    params = { .backend = "cpu", .threads = 2,
+                                   .dtype = dtype };
+    svp_ops_conv2d_t    cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
+                               .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
+    svp_ops_mem_stats_t st0, st1;
+    svp_ops_h           half;
+    const int64_t       n_lin = 13 * 11, n_conv = 4 * 5 * 9, n_fr = 6 * 5 * 3;
+    float              *w = rand_buf(n_conv), *wr = malloc(n_conv * sizeof(float));
+    float              *x = rand_buf(2 * 5 * 7 * 6), *bias = rand_buf(13);
+    float              *y_half = malloc(2 * 6 * 7 * 6 * sizeof(float));
+    float              *y_ref = malloc(2 * 6 * 7 * 6 * sizeof(float));
+    void               *lin_w, *conv_w, *fr_w;
+    int64_t             i;
+    int                 round;
+
+    cr_assert_eq(svp_ops_create(&params, &half), SVP_OK);
+    w[3] = 1.0f + 0x1p-12f + 0x1p-20f;   /* rounds in both dtypes */
+    for (i = 0; i < n_conv; i++) {
+        wr[i] = round_to(dtype, w[i]);
+    }
+    cr_assert_neq(wr[3], w[3], "the test weights must need rounding");
+    cr_assert_eq(svp_ops_weights_upload(half, w, n_lin, &lin_w), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(half, w, n_conv, &conv_w), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(half, w, n_fr, &fr_w), SVP_OK);
+    cr_assert_eq(svp_ops_weights_bytes(half), (n_lin + n_conv + n_fr) * 2,
+                 "%s weights are held in two bytes each", dtype);
+    /* twice: the second round allocates nothing, the first only workspace */
+    for (round = 0; round < 2; round++) {
+        svp_ops_mem_stats(half, &st0);
+        /* linear: [7, 11] x [13, 11]^T + bias */
+        cr_assert_eq(svp_ops_linear(half, 7, 11, 13, x, lin_w, bias, 0, y_half), SVP_OK);
+        cr_assert_eq(svp_ops_linear(ops, 7, 11, 13, x, wr, bias, 0, y_ref), SVP_OK);
+        cr_assert(memcmp(y_half, y_ref, 7 * 13 * sizeof(float)) == 0,
+                  "%s linear differs from f32 with rounded weights", dtype);
+        /* conv2d 3x3 */
+        cr_assert_eq(svp_ops_conv2d(half, &cp, x, conv_w, bias, y_half), SVP_OK);
+        cr_assert_eq(svp_ops_conv2d(ops, &cp, x, wr, bias, y_ref), SVP_OK);
+        cr_assert(memcmp(y_half, y_ref, 2 * 4 * 7 * 6 * sizeof(float)) == 0,
+                  "%s conv2d differs from f32 with rounded weights", dtype);
+        /* the temporal conv: 2 frames of 5 channels x 42 positions to 6 */
+        cr_assert_eq(svp_ops_conv_frames(half, 1, 2, 5, 6, 42, x, fr_w, bias, y_half),
+                     SVP_OK);
+        cr_assert_eq(svp_ops_conv_frames(ops, 1, 2, 5, 6, 42, x, wr, bias, y_ref),
+                     SVP_OK);
+        cr_assert(memcmp(y_half, y_ref, 2 * 6 * 42 * sizeof(float)) == 0,
+                  "%s conv_frames differs from f32 with rounded weights", dtype);
+
+        svp_ops_mem_stats(half, &st1);
+    }
+    cr_assert_eq(st1.backend_allocs, st0.backend_allocs,
+                 "widening must not allocate: the upload sized its buffer");
+    cr_assert_eq(svp_ops_weights_bytes(ops), 0, "nothing uploaded to ops");
+    svp_ops_free(half, lin_w);
+    svp_ops_free(half, conv_w);
+    svp_ops_free(half, fr_w);
+    svp_ops_destroy(half);
+    free(w);
+    free(wr);
+    free(x);
+    free(bias);
+    free(y_half);
+    free(y_ref);
+}
+
+Test(ops, bf16_weights_compute_the_rounded_product, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    weights_case("bf16");
+}
+
+Test(ops, f16_weights_compute_the_rounded_product, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    weights_case("f16");
+}
+
+/* A weight beyond the dtype's range is an error, never an infinity. */
+Test(ops, weights_out_of_range_refused, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_ops_params_t params = { .backend = "cpu", .threads = 1, .dtype = "f16" };
+    float            w[3] = { 1.0f, 7.0e4f, -2.0f };
+    svp_ops_h        half;
+    void            *buf = NULL;
+
+    cr_assert_eq(svp_ops_create(&params, &half), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(half, w, 3, &buf), SVP_ERR_INVALID_PARAM,
+                 "7e4 is beyond f16's 65504");
+    cr_assert_null(buf);
+    w[1] = 65504.0f;
+    cr_assert_eq(svp_ops_weights_upload(half, w, 3, &buf), SVP_OK);
+    svp_ops_free(half, buf);
+    svp_ops_destroy(half);
+
+    /* bf16 has fp32's exponent range */
+    params.dtype = "bf16";
+    w[1]         = 7.0e4f;
+    cr_assert_eq(svp_ops_create(&params, &half), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(half, w, 3, &buf), SVP_OK);
+    svp_ops_free(half, buf);
+    svp_ops_destroy(half);
 }
 
 /*

@@ -203,6 +203,82 @@ Test(unet, small_golden, .init = setup, .fini = teardown, .timeout = 120)
     golden_case("unet_small", "io.safetensors", 1);
 }
 
+/*
+ * One forward of the model in dir with its matrix weights held in dtype
+ * (a handle of its own, 2 threads like the fixture's); *weight_bytes_p,
+ * when not NULL, gets the bytes those weights take.
+ */
+static float *forward_in(const char *dtype, const char *dir,
+                         const unet_io_t *io, size_t *weight_bytes_p)
+{
+    svp_ops_params_t params = { .threads = 2, .dtype = dtype };
+    svp_ops_h        h;
+    svp_unet_h       unet;
+    float           *out;
+
+    cr_assert_eq(svp_ops_create(&params, &h), SVP_OK);
+    cr_assert_eq(svp_unet_create(h, dir, NULL, &unet), SVP_OK);
+    out = run_forward(unet, io);
+    if (weight_bytes_p != NULL) {
+        *weight_bytes_p = svp_ops_weights_bytes(h);
+    }
+    svp_unet_destroy(unet);
+    svp_ops_destroy(h);
+    return out;
+}
+
+/*
+ * Weights held in bf16 / f16 against diffusers' fp32 output.  Rounding a
+ * weight moves it by at most u relative (u = 2^-8 for bf16, 2^-11 for f16,
+ * half an ulp of their 8- and 11-bit significands); the output moves by
+ * that perturbation pushed through the network, so its error is C * u with
+ * C a property of the model and its inputs.  diffusers itself, given the
+ * same rounded linear/conv weights in fp32, errs on this case by
+ * UNET_ROUNDOFF_BF16 u and UNET_ROUNDOFF_F16 u against its fp32 (and its
+ * fp64) output (doc/DTYPES.md).  The rounding is deterministic, so ours
+ * must match those within 10% (they agree to 0.1%): a dtype that was not
+ * applied, or a wrong rounding, lands far outside.  The weights must take
+ * half the bytes of f32.
+ */
+#define UNET_ROUNDOFF_BF16 3.252
+#define UNET_ROUNDOFF_F16  2.481
+
+static void roundoff_case(const char *dtype, double u, double c_ref)
+{
+    char      dir[1024], path[4096];
+    unet_io_t io;
+    float    *out;
+    size_t    bytes, bytes32;
+    int64_t   worst;
+    double    err;
+
+    golden_dir("unet_tiny", dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/io.safetensors", dir);
+    io_load(path, &io);
+    free(forward_in("f32", dir, &io, &bytes32));
+    out = forward_in(dtype, dir, &io, &bytes);
+    err = golden_rel_err(out, io.out->data, svp_tensor_numel(io.out), &worst);
+    cr_log_info("unet_tiny, weights in %s: max|err|/max|ref| = %.3g = %.3f u",
+                dtype, err, err / u);
+    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref, "weights in %s: error "
+              "%.3f u, diffusers with the same rounding %.3f u", dtype,
+              err / u, c_ref);
+    cr_assert_eq(2 * bytes, bytes32, "%s weights take half the bytes of f32 "
+                 "(%zu vs %zu)", dtype, bytes, bytes32);
+    free(out);
+    io_free(&io);
+}
+
+Test(unet, weights_in_bf16_within_roundoff, .init = setup, .fini = teardown)
+{
+    roundoff_case("bf16", 0x1p-8, UNET_ROUNDOFF_BF16);
+}
+
+Test(unet, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
+{
+    roundoff_case("f16", 0x1p-11, UNET_ROUNDOFF_F16);
+}
+
 /* ---- rewritten weight files ---- */
 
 /*
@@ -215,7 +291,7 @@ static void half_precision_case(svp_dtype_t dtype, const char *file)
     char       dir[1024], half[64], wide[64], path[4096];
     svp_unet_h unet;
     unet_io_t  io;
-    float     *a, *b;
+    float     *a, *b, *c;
     int64_t    i, n;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
@@ -232,14 +308,19 @@ static void half_precision_case(svp_dtype_t dtype, const char *file)
     cr_assert_eq(svp_unet_create(ops, wide, NULL, &unet), SVP_OK);
     b = run_forward(unet, &io);
     svp_unet_destroy(unet);
+    /* and held in that dtype: the same values, widened per product */
+    c = forward_in(dtype == SVP_DTYPE_F16 ? "f16" : "bf16", half, &io, NULL);
 
     n = svp_tensor_numel(io.out);
     for (i = 0; i < n; i++) {
         cr_assert(isfinite(a[i]));
         cr_assert_eq(a[i], b[i], "%s weights: element %ld differs", file, (long)i);
+        cr_assert_eq(a[i], c[i], "%s weights held in 16 bits: element %ld "
+                     "differs", file, (long)i);
     }
     free(a);
     free(b);
+    free(c);
     io_free(&io);
     svp_rmtree(half);
     svp_rmtree(wide);

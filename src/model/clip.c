@@ -29,7 +29,7 @@
 /* quick_gelu(x) = x * sigmoid(1.702 x) (OpenAI CLIP's approximation) */
 #define CLIP_QUICK_GELU_SCALE 1.702f
 
-typedef struct { float *w, *b; } clip_linear_t;   /* b may be NULL */
+typedef struct { void *w; float *b; } clip_linear_t;  /* w in the ops dtype, b may be NULL */
 typedef struct { float *g, *b; } clip_norm_t;
 
 typedef struct {
@@ -44,11 +44,11 @@ struct svp_clip {
     int                tokens;          /* 1 + patches */
 
     float             *class_embedding;     /* [D] */
-    float             *patch_embedding;     /* [D, C, p, p] */
+    void              *patch_embedding;     /* [D, C, p, p], ops dtype */
     float             *position_embedding;  /* [T, D] */
     clip_norm_t        pre_layrnorm, post_layernorm;
     clip_layer_t      *layers;
-    float             *visual_projection;   /* [proj, D] */
+    void              *visual_projection;   /* [proj, D], ops dtype */
 
     svp_weight_bufs_t  weights;         /* every backend buffer, to free */
 
@@ -194,6 +194,29 @@ static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
     return svp_weights_load(&ld->w, name, ndim, shape, scale, buf_p);
 }
 
+/* clip_tensor() for the weight of a linear or convolution: in the ops dtype. */
+static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+{
+    char    name[CLIP_NAME_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+
+    if (ld->rw != NULL) {
+        return clip_random_tensor(ld, name, ndim, shape);
+    }
+    return svp_weights_load_matrix(&ld->w, name, ndim, shape, scale, buf_p);
+}
+
 static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,
                                      int in, int out, int bias, float wscale,
                                      float bscale, const char *prefix)
@@ -201,7 +224,7 @@ static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,
     int64_t      wshape[2] = { out, in }, bshape[1] = { out };
     svp_status_t status;
 
-    status = clip_tensor(ld, &l->w, wscale, 2, wshape, "%s.weight", prefix);
+    status = clip_matrix(ld, &l->w, wscale, 2, wshape, "%s.weight", prefix);
     if (status == SVP_OK && bias) {
         status = clip_tensor(ld, &l->b, bscale, 1, bshape, "%s.bias", prefix);
     }
@@ -255,7 +278,7 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     c->tokens = 1 + g * g;
     CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
                          "vision_model.embeddings.class_embedding"));
-    CLIP_TRY_RETURN(clip_tensor(ld, &c->patch_embedding, 1.0f, 4, s_patch,
+    CLIP_TRY_RETURN(clip_matrix(ld, &c->patch_embedding, 1.0f, 4, s_patch,
                          "vision_model.embeddings.patch_embedding.weight"));
     CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
                          "vision_model.embeddings.position_embedding.weight"));

@@ -42,6 +42,14 @@ static svp_status_t unet_file_param(unet_walker_t *wk, const char *name,
                             1.0f, buf_p);
 }
 
+static svp_status_t unet_file_matrix(unet_walker_t *wk, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     void **buf_p)
+{
+    return svp_weights_load_matrix(&((unet_file_walker_t *)wk)->w, name, ndim,
+                                   shape, 1.0f, buf_p);
+}
+
 static svp_status_t unet_file_scalar(unet_walker_t *wk, const char *name,
                                      float *value_p)
 {
@@ -64,7 +72,8 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
                              const svp_unet_params_t *params,
                              svp_unet_h *unet_p)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_scalar } };
+    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
+                                                     unet_file_scalar } };
     struct svp_unet   *u;
     char               path[4096];
     svp_status_t       status;
@@ -111,7 +120,8 @@ err_free_unet:
 svp_status_t svp_unet_check_weights(const char *model_dir,
                                     const svp_unet_params_t *params)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_scalar } };
+    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
+                                                     unet_file_scalar } };
     struct svp_unet    u;
     char               path[4096];
     svp_status_t       status;

@@ -28,6 +28,14 @@ static svp_status_t unet_init_param(unet_walker_t *wk, const char *name,
                                           ndim, shape);
 }
 
+static svp_status_t unet_init_matrix(unet_walker_t *wk, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     void **buf_p)
+{
+    return svp_random_weights_add_default(((unet_init_walker_t *)wk)->rw, name,
+                                          ndim, shape);
+}
+
 /* The mix factors: N(0, 1), so neither branch of a blend is silenced. */
 static svp_status_t unet_init_scalar(unet_walker_t *wk, const char *name,
                                      float *value_p)
@@ -41,7 +49,8 @@ static svp_status_t unet_init_scalar(unet_walker_t *wk, const char *name,
 svp_status_t svp_unet_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir)
 {
-    unet_init_walker_t iw = { .base = { unet_init_param, unet_init_scalar } };
+    unet_init_walker_t iw = { .base = { unet_init_param, unet_init_matrix,
+                                                   unet_init_scalar } };
     struct svp_unet    u;
     svp_status_t       status;
 

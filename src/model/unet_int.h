@@ -12,8 +12,9 @@
 #include "model/unet.h"
 #include "model/weights.h"
 
-typedef struct { float *w, *b; int in, out; } unet_linear_t;
-typedef struct { float *w, *b; int in, out, k; } unet_conv_t;   /* k x k or 3x1x1 */
+/* w: a matrix weight, held in the ops handle's dtype (ops.h); b: fp32. */
+typedef struct { void *w; float *b; int in, out; } unet_linear_t;
+typedef struct { void *w; float *b; int in, out, k; } unet_conv_t;   /* k x k or 3x1x1 */
 typedef struct { float *g, *b; int c; float eps; } unet_norm_t;
 
 /* ResnetBlock2D (spatial) or TemporalResnetBlock (temporal: convs over frames). */
@@ -107,6 +108,9 @@ typedef struct unet_walker unet_walker_t;
 struct unet_walker {
     svp_status_t (*param)(unet_walker_t *wk, const char *name, int ndim,
                           const int64_t *shape, float **buf_p);
+    /* the weight of a linear or convolution (svp_weights_load_matrix()) */
+    svp_status_t (*matrix)(unet_walker_t *wk, const char *name, int ndim,
+                           const int64_t *shape, void **buf_p);
     /* mix factors: a host scalar */
     svp_status_t (*scalar)(unet_walker_t *wk, const char *name, float *value_p);
 };

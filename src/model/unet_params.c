@@ -209,6 +209,22 @@ static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
     return wk->param(wk, name, ndim, shape, buf_p);
 }
 
+static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
+                                const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
+                                const int64_t *shape, const char *fmt, ...)
+{
+    char    name[UNET_NAME_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    return wk->matrix(wk, name, ndim, shape, buf_p);
+}
+
 #define UNET_TRY(_expr) \
     do { \
         svp_status_t _s = (_expr); \
@@ -225,7 +241,7 @@ static svp_status_t unet_walk_linear(unet_walker_t *wk, unet_linear_t *l,
 
     l->in  = in;
     l->out = out;
-    UNET_TRY(unet_param(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    UNET_TRY(unet_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
     if (bias) {
         UNET_TRY(unet_param(wk, &l->b, 1, bshape, "%s.bias", prefix));
     }
@@ -246,7 +262,7 @@ static svp_status_t unet_walk_conv(unet_walker_t *wk, unet_conv_t *c, int in,
     c->in  = in;
     c->out = out;
     c->k   = k;
-    UNET_TRY(unet_param(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    UNET_TRY(unet_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
     UNET_TRY(unet_param(wk, &c->b, 1, bshape, "%s.bias", prefix));
     return SVP_OK;
 }

@@ -131,6 +131,22 @@ static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
     return wk->param(wk, name, ndim, shape, buf_p);
 }
 
+static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
+                               const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
+                               const int64_t *shape, const char *fmt, ...)
+{
+    char    name[VAE_NAME_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof(name), fmt, ap);
+    va_end(ap);
+    return wk->matrix(wk, name, ndim, shape, buf_p);
+}
+
 static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
                                     int out, const char *prefix)
 {
@@ -138,7 +154,7 @@ static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
 
     l->in  = in;
     l->out = out;
-    VAE_TRY(vae_param(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    VAE_TRY(vae_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
     return vae_param(wk, &l->b, 1, bshape, "%s.bias", prefix);
 }
 
@@ -155,7 +171,7 @@ static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
     }
     c->in  = in;
     c->out = out;
-    VAE_TRY(vae_param(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    VAE_TRY(vae_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
     return vae_param(wk, &c->b, 1, bshape, "%s.bias", prefix);
 }
 
@@ -372,6 +388,14 @@ static svp_status_t vae_file_param(vae_walker_t *wk, const char *name,
                             1.0f, buf_p);
 }
 
+static svp_status_t vae_file_matrix(vae_walker_t *wk, const char *name,
+                                    int ndim, const int64_t *shape,
+                                    void **buf_p)
+{
+    return svp_weights_load_matrix(&((vae_file_walker_t *)wk)->w, name, ndim,
+                                   shape, 1.0f, buf_p);
+}
+
 static svp_status_t vae_file_scalar(vae_walker_t *wk, const char *name,
                                     float *value_p)
 {
@@ -393,7 +417,8 @@ static void vae_free(struct svp_vae *v)
 svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
                             const svp_vae_params_t *params, svp_vae_h *vae_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_scalar } };
+    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
+                                                   vae_file_scalar } };
     struct svp_vae   *v;
     char              path[4096];
     svp_status_t      status;
@@ -440,7 +465,8 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
                                    const svp_vae_params_t *params,
                                    int *mapped_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_scalar } };
+    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
+                                                   vae_file_scalar } };
     struct svp_vae    v;
     char              path[4096];
     svp_status_t      status;

@@ -25,6 +25,14 @@ static svp_status_t vae_init_param(vae_walker_t *wk, const char *name,
                                           ndim, shape);
 }
 
+static svp_status_t vae_init_matrix(vae_walker_t *wk, const char *name,
+                                    int ndim, const int64_t *shape,
+                                    void **buf_p)
+{
+    return svp_random_weights_add_default(((vae_init_walker_t *)wk)->rw, name,
+                                          ndim, shape);
+}
+
 /*
  * The mix factors: N(0, 1), so sigmoid(m) blends both branches without
  * silencing either.
@@ -41,7 +49,8 @@ static svp_status_t vae_init_scalar(vae_walker_t *wk, const char *name,
 svp_status_t svp_vae_random_add_all(const char *config_path,
                                     svp_random_weights_h rw)
 {
-    vae_init_walker_t iw = { .base = { vae_init_param, vae_init_scalar },
+    vae_init_walker_t iw = { .base = { vae_init_param, vae_init_matrix,
+                                                 vae_init_scalar },
                              .rw = rw };
     struct svp_vae    v;
     svp_status_t      status;

@@ -12,8 +12,9 @@
 #include "model/vae.h"
 #include "model/weights.h"
 
-typedef struct { float *w, *b; int in, out; } vae_linear_t;
-typedef struct { float *w, *b; int in, out; } vae_conv_t;  /* 1x1, 3x3 or 3x1x1 */
+/* w: a matrix weight, held in the ops handle's dtype (ops.h); b: fp32. */
+typedef struct { void *w; float *b; int in, out; } vae_linear_t;
+typedef struct { void *w; float *b; int in, out; } vae_conv_t;  /* 1x1, 3x3 or 3x1x1 */
 typedef struct { float *g, *b; int c; float eps; } vae_norm_t;
 
 /*
@@ -99,6 +100,9 @@ typedef struct vae_walker vae_walker_t;
 struct vae_walker {
     svp_status_t (*param)(vae_walker_t *wk, const char *name, int ndim,
                           const int64_t *shape, float **buf_p);
+    /* the weight of a linear or convolution (svp_weights_load_matrix()) */
+    svp_status_t (*matrix)(vae_walker_t *wk, const char *name, int ndim,
+                           const int64_t *shape, void **buf_p);
     svp_status_t (*scalar)(vae_walker_t *wk, const char *name, float *value_p);
 };
 

@@ -120,30 +120,48 @@ svp_status_t svp_weights_find(svp_weights_t *w, const char *name, int ndim,
     return SVP_OK;
 }
 
+/* The tensor as fp32 on the host, times scale. */
+static svp_status_t svp_weights_read(svp_weights_t *w, const char *name,
+                                     float scale, svp_tensor_t **t_p)
+{
+    svp_tensor_t *t;
+    float        *data;
+    int64_t       i, numel;
+    svp_status_t  status;
+
+    status = svp_safetensors_load(w->st, name, SVP_DTYPE_F32, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (scale != 1.0f) {
+        numel = svp_tensor_numel(t);
+        data  = t->data;
+        for (i = 0; i < numel; i++) {
+            data[i] *= scale;
+        }
+    }
+    *t_p = t;
+    return SVP_OK;
+}
+
 svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
                               const int64_t *shape, float scale,
                               float **buf_p)
 {
     svp_tensor_t *t;
-    float        *buf, *data;
-    int64_t       i, numel;
+    float        *buf;
+    int64_t       numel;
     svp_status_t  status;
 
     status = svp_weights_find(w, name, ndim, shape);
     if (status != SVP_OK || w->keep == NULL) {
         return status;
     }
-    status = svp_safetensors_load(w->st, name, SVP_DTYPE_F32, &t);
+    status = svp_weights_read(w, name, scale, &t);
     if (status != SVP_OK) {
         return status;
     }
-    numel = svp_tensor_numel(t);
-    data  = t->data;
-    if (scale != 1.0f) {
-        for (i = 0; i < numel; i++) {
-            data[i] *= scale;
-        }
-    }
+    numel  = svp_tensor_numel(t);
     status = svp_ops_alloc(w->ops, numel, &buf);
     if (status != SVP_OK) {
         goto out_destroy;
@@ -153,10 +171,46 @@ svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
         svp_ops_free(w->ops, buf);
         goto out_destroy;
     }
-    status = svp_ops_upload(w->ops, buf, data, numel);
+    status = svp_ops_upload(w->ops, buf, t->data, numel);
     if (status == SVP_OK) {
         *buf_p = buf;
     }
+out_destroy:
+    svp_tensor_destroy(t);
+    return status;
+}
+
+svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     float scale, void **buf_p)
+{
+    svp_tensor_t *t;
+    void         *buf;
+    svp_status_t  status;
+
+    status = svp_weights_find(w, name, ndim, shape);
+    if (status != SVP_OK || w->keep == NULL) {
+        return status;
+    }
+    status = svp_weights_read(w, name, scale, &t);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_ops_weights_upload(w->ops, t->data,
+                                    (size_t)svp_tensor_numel(t), &buf);
+    if (status == SVP_ERR_INVALID_PARAM) {
+        svp_error("%s: tensor '%s' cannot be held in %s",
+                  svp_weights_path(w), name, svp_ops_dtype(w->ops));
+    }
+    if (status != SVP_OK) {
+        goto out_destroy;
+    }
+    status = weight_bufs_add(w->keep, buf);
+    if (status != SVP_OK) {
+        svp_ops_free(w->ops, buf);
+        goto out_destroy;
+    }
+    *buf_p = buf;
 out_destroy:
     svp_tensor_destroy(t);
     return status;

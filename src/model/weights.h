@@ -69,6 +69,15 @@ svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
                               const int64_t *shape, float scale,
                               float **buf_p);
 
+/*
+ * svp_weights_load() for the weight of a linear or convolution: uploaded
+ * with svp_ops_weights_upload(), so held in the ops handle's dtype (an
+ * error names the tensor when a value is beyond that dtype's range).
+ */
+svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
+                                     int ndim, const int64_t *shape,
+                                     float scale, void **buf_p);
+
 /* A one-element tensor read on the host; 0 in check mode. */
 svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name,
                                 float *value_p);

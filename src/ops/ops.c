@@ -8,6 +8,7 @@
 #include "ops/ops_backend.h"
 #include "ops/ops_module.h"
 #include "ops/ops_gpu.h"
+#include "ops/ops_weights.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -84,25 +85,18 @@ static int svp_ops_default_threads(void)
 }
 
 /*
- * The dtypes a backend computes in.  Both hold fp32 weights and run fp32
- * products today; bf16/f16 weights (widened per tile on the CPU, tensor
- * cores on CUDA) are not implemented, so asking for them is an error rather
- * than an fp32 run that claims to be something else.
+ * The dtype matrix weights are held in: f32 on every backend; bf16 and f16
+ * where the backend can widen them (ops_weights.c), never an f32 run that
+ * claims to be something else.
  */
-static svp_status_t svp_ops_check_dtype(const char *backend, const char *dtype,
-                                        const char **name_p)
+static svp_status_t svp_ops_check_dtype(svp_ops_h ops)
 {
-    if (dtype == NULL || strcmp(dtype, "f32") == 0) {
-        *name_p = "f32";
+    if (ops->weight_dtype == SVP_DTYPE_F32 || ops->vt->widen != NULL) {
         return SVP_OK;
     }
-    if (strcmp(dtype, "bf16") == 0 || strcmp(dtype, "f16") == 0) {
-        svp_error("ops backend '%s' cannot compute in %s (it computes in f32 "
-                  "only): set dtype: f32", backend, dtype);
-        return SVP_ERR_UNSUPPORTED;
-    }
-    svp_error("unknown ops dtype '%s' (have: f32, bf16, f16)", dtype);
-    return SVP_ERR_INVALID_PARAM;
+    svp_error("ops backend '%s' cannot hold weights in %s (it holds f32 "
+              "weights only): set dtype: f32", ops->vt->name, ops->dtype);
+    return SVP_ERR_UNSUPPORTED;
 }
 
 svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
@@ -122,8 +116,8 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
                            ? params->attn_max_scores
                            : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
 
-    status = svp_ops_check_dtype(backend, params ? params->dtype : NULL,
-                                 &ops->dtype);
+    status = svp_ops_weights_parse_dtype(params ? params->dtype : NULL,
+                                         &ops->weight_dtype, &ops->dtype);
     if (status != SVP_OK) {
         goto err_free_ops;
     }
@@ -140,6 +134,11 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         status = SVP_ERR_UNSUPPORTED;
     }
     if (status != SVP_OK) {
+        goto err_free_ops;
+    }
+    status = svp_ops_check_dtype(ops);
+    if (status != SVP_OK) {
+        ops->vt->cleanup(ops);
         goto err_free_ops;
     }
 
@@ -166,6 +165,7 @@ void svp_ops_destroy(svp_ops_h ops)
         svp_debug("ops: %zu buffer(s) still in use at destroy, released", leaked);
     }
     free(ops->blocks);
+    svp_ops_weights_cleanup(ops);
     ops->vt->cleanup(ops);
     free(ops);
 }
@@ -292,24 +292,39 @@ svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
     } while (0)
 
 svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                            const float *x, const float *weight,
+                            const float *x, const void *weight,
                             const float *bias, float *y)
 {
+    const float *w;
+    svp_status_t status;
+
     SVP_OPS_CHECK(p->n > 0 && p->c_in > 0 && p->h > 0 && p->w > 0);
     SVP_OPS_CHECK(p->c_out > 0 && p->kh > 0 && p->kw > 0);
     SVP_OPS_CHECK(p->stride > 0 && p->pad >= 0);
     SVP_OPS_CHECK(svp_ops_conv2d_out_h(p) > 0 && svp_ops_conv2d_out_w(p) > 0);
-    return ops->vt->conv2d(ops, p, x, weight, bias, y);
+    status = svp_ops_weights_f32(ops, weight,
+                                 (size_t)p->c_out * p->c_in * p->kh * p->kw, &w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    return ops->vt->conv2d(ops, p, x, w, bias, y);
 }
 
 svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                  int c_out, int64_t hw, const float *x,
-                                 const float *weight, const float *bias,
+                                 const void *weight, const float *bias,
                                  float *y)
 {
+    const float *w;
+    svp_status_t status;
+
     SVP_OPS_CHECK(b > 0 && f > 0 && c_in > 0 && c_out > 0 && hw > 0);
     SVP_OPS_CHECK(x != y);
-    return ops->vt->conv_frames(ops, b, f, c_in, c_out, hw, x, weight, bias, y);
+    status = svp_ops_weights_f32(ops, weight, (size_t)c_out * c_in * 3, &w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    return ops->vt->conv_frames(ops, b, f, c_in, c_out, hw, x, w, bias, y);
 }
 
 svp_status_t svp_ops_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
@@ -330,11 +345,18 @@ svp_status_t svp_ops_layer_norm(svp_ops_h ops, int64_t rows, int dim,
 }
 
 svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
-                            const float *x, const float *weight,
+                            const float *x, const void *weight,
                             const float *bias, int accumulate, float *y)
 {
+    const float *w;
+    svp_status_t status;
+
     SVP_OPS_CHECK(rows > 0 && in > 0 && out > 0 && x != y);
-    return ops->vt->linear(ops, rows, in, out, x, weight, bias, accumulate, y);
+    status = svp_ops_weights_f32(ops, weight, (size_t)in * out, &w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    return ops->vt->linear(ops, rows, in, out, x, w, bias, accumulate, y);
 }
 
 svp_status_t svp_ops_attention(svp_ops_h ops, const svp_ops_attention_t *p,

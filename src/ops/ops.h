@@ -50,11 +50,17 @@ typedef struct {
      */
     size_t      attn_max_scores;
     /*
-     * The dtype weights are held and products computed in: "f32" (default
-     * when NULL), "bf16" or "f16".  Activations, normalisation and softmax
-     * statistics stay fp32 whatever it is.  A backend that cannot compute
-     * in it fails svp_ops_create() with SVP_ERR_UNSUPPORTED: never a silent
-     * fallback to another dtype.  Both backends are fp32 only for now.
+     * The dtype the matrix weights (of linear, conv2d, conv_frames) are
+     * held in: "f32" (default when NULL), "bf16" or "f16".  Products,
+     * activations, normalisation and softmax statistics stay fp32 whatever
+     * it is: the backend widens a 16-bit weight to fp32 just before its
+     * product (exactly: every bf16/f16 value is an fp32 value), so a 16-bit
+     * handle computes what an fp32 handle computes with the rounded
+     * weights, at half the resident weight memory.  Both backends do (the
+     * CUDA one with a kernel, before its fp32 cuBLAS product; tensor-core
+     * products are not there yet).  A backend that cannot hold weights in
+     * it fails svp_ops_create() with SVP_ERR_UNSUPPORTED: never a silent
+     * fallback to another dtype.
      */
     const char *dtype;
 } svp_ops_params_t;
@@ -68,7 +74,7 @@ void         svp_ops_destroy(svp_ops_h ops);
 
 /* "cpu" or "cuda". */
 const char  *svp_ops_backend(svp_ops_h ops);
-/* The dtype the handle computes in ("f32", ...), for logs and metadata. */
+/* The dtype the handle holds matrix weights in ("f32", "bf16", "f16"). */
 const char  *svp_ops_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
@@ -107,6 +113,23 @@ svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,
 svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
                               size_t count);
 
+/*
+ * Matrix weights: the weight operand of svp_ops_linear(), svp_ops_conv2d()
+ * and svp_ops_conv_frames() is a buffer of the handle's dtype.  For an f32
+ * handle any fp32 buffer of the backend will do; in general make it with
+ * svp_ops_weights_upload(), which rounds count fp32 host values to the
+ * handle's dtype (to nearest even) into a new backend buffer.  A finite
+ * value beyond the dtype's range is SVP_ERR_INVALID_PARAM (the caller
+ * names the tensor), never an infinity in the model.  Free the buffer with
+ * svp_ops_free().  Uploading also sizes the scratch the products widen
+ * into, so a forward allocates nothing for it.
+ */
+svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
+                                    size_t count, void **buf_p);
+
+/* Bytes of matrix weights uploaded so far (as held, in the handle's dtype). */
+size_t       svp_ops_weights_bytes(svp_ops_h ops);
+
 /* ---- convolutions ---- */
 
 typedef struct {
@@ -127,7 +150,7 @@ static inline int svp_ops_conv2d_out_w(const svp_ops_conv2d_t *p)
 
 /* y[n, c_out, ho, wo] = conv(x) + bias; bias may be NULL. */
 svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                            const float *x, const float *weight,
+                            const float *x, const void *weight,
                             const float *bias, float *y);
 
 /*
@@ -138,7 +161,7 @@ svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
  */
 svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                  int c_out, int64_t hw, const float *x,
-                                 const float *weight, const float *bias,
+                                 const void *weight, const float *bias,
                                  float *y);
 
 /* ---- normalisation ---- */
@@ -176,7 +199,7 @@ svp_status_t svp_ops_layer_norm(svp_ops_h ops, int64_t rows, int dim,
  * With accumulate set, the product is added to y instead (bias too).
  */
 svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
-                            const float *x, const float *weight,
+                            const float *x, const void *weight,
                             const float *bias, int accumulate, float *y);
 
 typedef struct {

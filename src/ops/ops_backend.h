@@ -10,6 +10,7 @@
 #define SVP_OPS_OPS_BACKEND_H
 
 #include "ops/ops.h"
+#include "tensor/tensor.h"
 
 typedef struct svp_ops_ops {
     const char *name;
@@ -58,6 +59,15 @@ typedef struct svp_ops_ops {
     svp_status_t (*concat)(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
                            int64_t inner, const float *a, const float *b, float *y);
     svp_status_t (*copy)(svp_ops_h ops, int64_t n, const float *x, float *y);
+
+    /*
+     * Widens count 16-bit weights (SVP_DTYPE_BF16 or SVP_DTYPE_F16) of a
+     * backend buffer into the fp32 backend buffer dst, exactly.  NULL: the
+     * backend holds fp32 weights only, and svp_ops_create() refuses a
+     * 16-bit dtype for it.
+     */
+    svp_status_t (*widen)(svp_ops_h ops, svp_dtype_t dtype, const void *src,
+                          size_t count, float *dst);
 } svp_ops_ops_t;
 
 /* One buffer of the arena: a backend allocation, in use or free. */
@@ -74,6 +84,14 @@ struct svp_ops {
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
     const char          *dtype;             /* static string: "f32", ... */
+    svp_dtype_t          weight_dtype;      /* the same, as a dtype */
+
+    /* Matrix weights (ops_weights.c): bytes uploaded, and the fp32 buffer
+     * a 16-bit weight is widened into before its product, sized by the
+     * largest weight uploaded. */
+    size_t               weight_bytes;
+    float               *widen_buf;
+    size_t               widen_count;
 
     /* The arena (ops.c): every buffer the backend ever handed out, kept
      * until the handle is destroyed.  A backend that grows its own

@@ -896,9 +896,9 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
                   op.backend, svp_status_string(status));
         goto err;
     }
-    svp_info("svd stage: computing in %s on the %s backend (%d threads)",
-             svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
-             svp_ops_threads(st->ops));
+    svp_info("svd stage: weights in %s, products and activations in f32, on "
+             "the %s backend (%d threads)", svp_ops_dtype(st->ops),
+             svp_ops_backend(st->ops), svp_ops_threads(st->ops));
     if (spec->log.profile) {
         /* log.profile: every block and op timed; svdworker writes it out */
         status = svp_ops_profile_enable(st->ops);
@@ -912,6 +912,8 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     if (status != SVP_OK) {
         goto err;
     }
+    svp_info("svd stage: UNet matrix weights %.1f MiB in %s",
+             svp_ops_weights_bytes(st->ops) / 1048576.0, svp_ops_dtype(st->ops));
     if (svp_stage_svd_model_part(spec, "vae", path, sizeof(path)) == SVP_OK) {
         status = svp_vae_create(st->ops, path, NULL, &st->vae);
         if (status != SVP_OK) {

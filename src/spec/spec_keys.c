@@ -65,7 +65,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"latent_shape", SVP_SPEC_T_SHAPE5, OFF(latent_shape), "[1, 14, 4, 8, 8]",
      1, 65536, NULL, "dummy model latent shape [B, F, C, H, W]"},
     {"dtype", SVP_SPEC_T_ENUM, OFF(dtype), "f32", NOLIM, svp_spec_dtypes,
-     "compute dtype (f32 only for now: f16/bf16 are refused)"},
+     "dtype the matrix weights are held in (products in f32)"},
     {"device", SVP_SPEC_T_ENUM, OFF(device), "cpu", NOLIM, svp_spec_devices,
      "backend"},
     {"comm.deadline", SVP_SPEC_T_DOUBLE, OFF(comm.deadline), "120", 0.1, 86400,

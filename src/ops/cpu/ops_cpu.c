@@ -107,6 +107,30 @@ void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
     }
 }
 
+/*
+ * 16-bit weights to fp32, exactly: bf16 is the top half of an fp32, f16
+ * widens through svp_convert_elements() (F16C where the CPU has it).  Both
+ * split over the OpenMP threads element by element, so no bit depends on
+ * the thread count.
+ */
+static svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
+                                      const void *src, size_t count, float *dst)
+{
+    const uint16_t *h = src;
+    uint32_t       *d = (uint32_t *)(void *)dst;
+    int64_t         i;
+
+    if (dtype == SVP_DTYPE_F16) {
+        return svp_convert_elements(SVP_DTYPE_F16, src, SVP_DTYPE_F32, dst,
+                                    (int64_t)count);
+    }
+#pragma omp parallel for schedule(static) if (count >= (1u << 16))
+    for (i = 0; i < (int64_t)count; i++) {
+        d[i] = (uint32_t)h[i] << 16;
+    }
+    return SVP_OK;
+}
+
 static const svp_ops_ops_t svp_ops_cpu_ops = {
     .name               = "cpu",
     .cleanup            = svp_ops_cpu_cleanup,
@@ -132,6 +156,7 @@ static const svp_ops_ops_t svp_ops_cpu_ops = {
     .transpose          = svp_ops_cpu_transpose,
     .concat             = svp_ops_cpu_concat,
     .copy               = svp_ops_cpu_copy,
+    .widen              = svp_ops_cpu_widen,
 };
 
 svp_status_t svp_ops_cpu_init(svp_ops_h ops)

@@ -302,6 +302,7 @@ static const svp_ops_ops_t svp_ops_cuda_ops = {
     .transpose          = svp_ops_cuda_transpose,
     .concat             = svp_ops_cuda_concat,
     .copy               = svp_ops_cuda_copy,
+    .widen              = svp_ops_cuda_widen,
 };
 
 /* The device itself is chosen by the core (src/ops/ops_gpu.h): Slurm's

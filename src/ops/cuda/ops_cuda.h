@@ -140,6 +140,9 @@ svp_status_t svp_ops_cuda_concat(svp_ops_h ops, int64_t n, int64_t ca,
                                  const float *b, float *y);
 svp_status_t svp_ops_cuda_copy(svp_ops_h ops, int64_t n, const float *x,
                                float *y);
+/* 16-bit matrix weights widened to fp32 on the device (ops_backend.h). */
+svp_status_t svp_ops_cuda_widen(svp_ops_h ops, svp_dtype_t dtype,
+                                const void *src, size_t count, float *dst);
 
 #ifdef __cplusplus
 }

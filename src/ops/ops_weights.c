@@ -1,0 +1,188 @@
+/*
+ * Matrix weights in the handle's dtype (ops.h): upload with rounding, and
+ * the exact widening to fp32 that every product of a 16-bit handle starts
+ * with.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "ops/ops_weights.h"
+#include "common/log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+svp_status_t svp_ops_weights_parse_dtype(const char *name, svp_dtype_t *dtype_p,
+                                         const char **name_p)
+{
+    static const struct {
+        const char *name;
+        svp_dtype_t dtype;
+    } known[] = { { "f32", SVP_DTYPE_F32 }, { "bf16", SVP_DTYPE_BF16 },
+                  { "f16", SVP_DTYPE_F16 } };
+    size_t i;
+
+    if (name == NULL) {
+        name = "f32";
+    }
+    for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+        if (strcmp(name, known[i].name) == 0) {
+            *dtype_p = known[i].dtype;
+            *name_p  = known[i].name;
+            return SVP_OK;
+        }
+    }
+    svp_error("unknown ops dtype '%s' (have: f32, bf16, f16)", name);
+    return SVP_ERR_INVALID_PARAM;
+}
+
+/* Grows the widening buffer to count elements (a backend allocation). */
+static svp_status_t svp_ops_widen_reserve(svp_ops_h ops, size_t count)
+{
+    float       *buf;
+    svp_status_t status;
+
+    if (count <= ops->widen_count) {
+        return SVP_OK;
+    }
+    status = ops->vt->alloc(ops, count, &buf);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (ops->widen_buf != NULL) {
+        ops->vt->free(ops, ops->widen_buf);
+    }
+    ops->mem.backend_allocs++;
+    ops->mem.reserved_bytes += (count - ops->widen_count) * sizeof(float);
+    ops->widen_buf   = buf;
+    ops->widen_count = count;
+    return SVP_OK;
+}
+
+void svp_ops_weights_cleanup(svp_ops_h ops)
+{
+    if (ops->widen_buf != NULL) {
+        ops->vt->free(ops, ops->widen_buf);
+        ops->widen_buf   = NULL;
+        ops->widen_count = 0;
+    }
+}
+
+/*
+ * Rounds count fp32 values to 16 bits into dst (padded to an even count
+ * with zeros); SVP_ERR_INVALID_PARAM when a finite value leaves the range.
+ */
+static svp_status_t svp_ops_weights_round(svp_dtype_t dtype, const float *src,
+                                          size_t count, uint16_t *dst)
+{
+    int64_t i, bad = -1;
+
+#pragma omp parallel for schedule(static) if (count >= (1u << 16))
+    for (i = 0; i < (int64_t)count; i++) {
+        uint16_t h = (dtype == SVP_DTYPE_BF16) ? svp_f32_to_bf16(src[i])
+                                               : svp_f32_to_f16(src[i]);
+        float    back = (dtype == SVP_DTYPE_BF16) ? svp_bf16_to_f32(h)
+                                                  : svp_f16_to_f32(h);
+
+        if (isfinite(src[i]) && !isfinite(back)) {
+#pragma omp critical(svp_ops_weights_round)
+            if (bad < 0 || i < bad) {
+                bad = i;
+            }
+        }
+        dst[i] = h;
+    }
+    if (count % 2 != 0) {
+        dst[count] = 0;
+    }
+    if (bad >= 0) {
+        svp_error("weight element %lld (%g) is beyond the range of %s",
+                  (long long)bad, (double)src[bad], svp_dtype_name(dtype));
+        return SVP_ERR_INVALID_PARAM;
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
+                                    size_t count, void **buf_p)
+{
+    size_t       units;
+    uint16_t    *half;
+    float       *buf;
+    svp_status_t status;
+
+    if (ops->weight_dtype == SVP_DTYPE_F32) {
+        status = svp_ops_alloc(ops, count, &buf);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = svp_ops_upload(ops, buf, host_src, count);
+        if (status != SVP_OK) {
+            svp_ops_free(ops, buf);
+            return status;
+        }
+        ops->weight_bytes += count * sizeof(float);
+        *buf_p = buf;
+        return SVP_OK;
+    }
+
+    /* two 16-bit weights per fp32 unit of the backend's memory */
+    units = (count + 1) / 2;
+    half  = malloc(units * 2 * sizeof(*half));
+    if (half == NULL) {
+        svp_error("cannot allocate %zu bytes to round weights", units * 4);
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_ops_weights_round(ops->weight_dtype, host_src, count, half);
+    if (status != SVP_OK) {
+        goto out_free;
+    }
+    status = svp_ops_widen_reserve(ops, count);
+    if (status != SVP_OK) {
+        goto out_free;
+    }
+    status = svp_ops_alloc(ops, units, &buf);
+    if (status != SVP_OK) {
+        goto out_free;
+    }
+    /* a byte copy: the 16-bit payload travels as opaque fp32 units */
+    status = ops->vt->upload(ops, buf, (const float *)(const void *)half, units);
+    if (status != SVP_OK) {
+        svp_ops_free(ops, buf);
+        goto out_free;
+    }
+    ops->weight_bytes += count * sizeof(uint16_t);
+    *buf_p = buf;
+out_free:
+    free(half);
+    return status;
+}
+
+size_t svp_ops_weights_bytes(svp_ops_h ops)
+{
+    return ops->weight_bytes;
+}
+
+svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
+                                 size_t count, const float **w_p)
+{
+    svp_status_t status;
+
+    if (ops->weight_dtype == SVP_DTYPE_F32) {
+        *w_p = weight;
+        return SVP_OK;
+    }
+    if (count > ops->widen_count) {
+        svp_error("ops: a %s weight of %zu elements is larger than any "
+                  "uploaded (%zu): not a buffer of svp_ops_weights_upload()",
+                  ops->dtype, count, ops->widen_count);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    status = ops->vt->widen(ops, ops->weight_dtype, weight, count,
+                            ops->widen_buf);
+    if (status == SVP_OK) {
+        *w_p = ops->widen_buf;
+    }
+    return status;
+}

@@ -1,0 +1,24 @@
+/*
+ * Matrix weights in the handle's dtype: what ops.c needs of ops_weights.c.
+ * Only ops.c and ops_weights.c include this.
+ */
+#ifndef SVP_OPS_OPS_WEIGHTS_H
+#define SVP_OPS_OPS_WEIGHTS_H
+
+#include "ops/ops_backend.h"
+
+/* "f32" (also for NULL), "bf16", "f16": the dtype and a static name. */
+svp_status_t svp_ops_weights_parse_dtype(const char *name, svp_dtype_t *dtype_p,
+                                         const char **name_p);
+
+/*
+ * The fp32 values of the weight of count elements: weight itself for an
+ * f32 handle, else the widening buffer, valid until the next call.
+ */
+svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
+                                 size_t count, const float **w_p);
+
+/* Releases the widening buffer (before the backend's cleanup). */
+void         svp_ops_weights_cleanup(svp_ops_h ops);
+
+#endif
