@@ -12,8 +12,8 @@
  * never runs as f32 instead.
  *
  * Prints "key: value" lines (one warm-up call, then the median of runs):
- * backend, shape, median_s, min_s, max_s, tflop (2 x the counted MACs,
- * svp_unet_macs), tflops_achieved, mfu (with -P), the arena's figures
+ * backend, shape, load_s (svp_unet_create), median_s, min_s, max_s, tflop
+ * (2 x the counted MACs, svp_unet_macs), tflops_achieved, mfu (with -P), the arena's figures
  * (weights, reserved, peak live, backend allocations during the timed
  * calls, which the memory plan keeps at 0).
  */
@@ -57,7 +57,7 @@ int main(int argc, char **argv)
     svp_ops_params_t         op = { 0 };
     int                      b = 2, f = 25, h = 72, w = 128, seq = 1;
     int                      runs = 5, c, i;
-    double                   peak_tflops = 0, *times, median, tflop;
+    double                   peak_tflops = 0, *times, median, tflop, load_s;
     unsigned                 seed = 1;
     svp_ops_h                ops;
     svp_unet_h               unet;
@@ -99,10 +99,12 @@ int main(int argc, char **argv)
     default:
         return 1;
     }
+    load_s = svp_clock_now();
     if (svp_unet_create(ops, model, NULL, &unet) != SVP_OK) {
         fprintf(stderr, "bench_unet_call: cannot load %s\n", model);
         return 1;
     }
+    load_s = svp_clock_now() - load_s;
     cfg = svp_unet_config(unet);
     sample = bench_random(ops, (size_t)b * f * cfg->in_channels * h * w, &seed);
     ehs    = bench_random(ops, (size_t)b * seq * cfg->cross_dim[0], &seed);
@@ -143,6 +145,7 @@ int main(int argc, char **argv)
     printf("dtype: %s\n", dtype);
     printf("shape: batch %d, frames %d, latent %dx%d, seq %d\n", b, f, h, w, seq);
     printf("runs: %d\n", runs);
+    printf("load_s: %.3f\n", load_s);
     printf("median_s: %.4f\n", median);
     printf("min_s: %.4f\n", times[0]);
     printf("max_s: %.4f\n", times[runs - 1]);

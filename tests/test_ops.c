@@ -641,6 +641,41 @@ Test(ops, f16_weights_compute_the_rounded_product, .init = ops_setup,
     weights_case("f16");
 }
 
+/*
+ * Borrowed weights (a mapped checkpoint): used in place by the cpu backend,
+ * with the same products as uploaded ones; a misaligned pointer is refused.
+ */
+Test(ops, weights_borrowed_in_place, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_ops_params_t params = { .backend = "cpu", .threads = 2, .dtype = "bf16" };
+    svp_ops_h        half;
+    float           *w = rand_buf(13 * 11), *x = rand_buf(7 * 11);
+    float            y_up[7 * 13], y_borrow[7 * 13];
+    uint16_t        *bits = malloc((13 * 11 + 1) * sizeof(uint16_t));
+    void            *up, *borrowed;
+    int              i;
+
+    cr_assert_eq(svp_ops_create(&params, &half), SVP_OK);
+    for (i = 0; i < 13 * 11; i++) {
+        bits[i] = svp_f32_to_bf16(w[i]);
+    }
+    cr_assert_eq(svp_ops_weights_upload(half, w, 13 * 11, &up), SVP_OK);
+    cr_assert_eq(svp_ops_weights_borrow(half, bits, 13 * 11, &borrowed), SVP_OK);
+    cr_assert_eq((const void *)borrowed, (const void *)bits, "used in place");
+    cr_assert_eq(svp_ops_weights_bytes(half), 2 * 13 * 11 * 2);
+    cr_assert_eq(svp_ops_linear(half, 7, 11, 13, x, up, NULL, 0, y_up), SVP_OK);
+    cr_assert_eq(svp_ops_linear(half, 7, 11, 13, x, borrowed, NULL, 0, y_borrow),
+                 SVP_OK);
+    cr_assert(memcmp(y_up, y_borrow, sizeof(y_up)) == 0);
+    cr_assert_eq(svp_ops_weights_borrow(half, (const char *)bits + 1, 13, &borrowed),
+                 SVP_ERR_INVALID_PARAM, "a misaligned pointer is refused");
+    svp_ops_free(half, up);
+    svp_ops_destroy(half);
+    free(w);
+    free(x);
+    free(bits);
+}
+
 /* A weight beyond the dtype's range is an error, never an infinity. */
 Test(ops, weights_out_of_range_refused, .init = ops_setup, .fini = ops_teardown)
 {

@@ -206,9 +206,10 @@ Test(unet, small_golden, .init = setup, .fini = teardown, .timeout = 120)
 /*
  * One forward of the model in dir with its matrix weights held in dtype
  * (a handle of its own, 2 threads like the fixture's); *weight_bytes_p,
- * when not NULL, gets the bytes those weights take.
+ * when not NULL, gets the bytes those weights take.  mapped: the file holds
+ * dtype, so its matrix weights must be used in place, not copied.
  */
-static float *forward_in(const char *dtype, const char *dir,
+static float *forward_in(const char *dtype, const char *dir, int mapped,
                          const unet_io_t *io, size_t *weight_bytes_p)
 {
     svp_ops_params_t params = { .threads = 2, .dtype = dtype };
@@ -216,8 +217,16 @@ static float *forward_in(const char *dtype, const char *dir,
     svp_unet_h       unet;
     float           *out;
 
+    svp_ops_mem_stats_t st;
+
     cr_assert_eq(svp_ops_create(&params, &h), SVP_OK);
     cr_assert_eq(svp_unet_create(h, dir, NULL, &unet), SVP_OK);
+    /* a file already in the handle's dtype is mapped, not copied: only the
+     * fp32 vectors (biases, norms) are in the arena */
+    svp_ops_mem_stats(h, &st);
+    cr_assert((st.live_bytes < svp_ops_weights_bytes(h)) == mapped, "%s: %zu "
+              "bytes in the arena, %zu of matrix weights (mapped: %d)", dtype,
+              st.live_bytes, svp_ops_weights_bytes(h), mapped);
     out = run_forward(unet, io);
     if (weight_bytes_p != NULL) {
         *weight_bytes_p = svp_ops_weights_bytes(h);
@@ -255,8 +264,8 @@ static void roundoff_case(const char *dtype, double u, double c_ref)
     golden_dir("unet_tiny", dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/io.safetensors", dir);
     io_load(path, &io);
-    free(forward_in("f32", dir, &io, &bytes32));
-    out = forward_in(dtype, dir, &io, &bytes);
+    free(forward_in("f32", dir, 1, &io, &bytes32));
+    out = forward_in(dtype, dir, 0, &io, &bytes);
     err = golden_rel_err(out, io.out->data, svp_tensor_numel(io.out), &worst);
     cr_log_info("unet_tiny, weights in %s: max|err|/max|ref| = %.3g = %.3f u",
                 dtype, err, err / u);
@@ -309,7 +318,7 @@ static void half_precision_case(svp_dtype_t dtype, const char *file)
     b = run_forward(unet, &io);
     svp_unet_destroy(unet);
     /* and held in that dtype: the same values, widened per product */
-    c = forward_in(dtype == SVP_DTYPE_F16 ? "f16" : "bf16", half, &io, NULL);
+    c = forward_in(dtype == SVP_DTYPE_F16 ? "f16" : "bf16", half, 1, &io, NULL);
 
     n = svp_tensor_numel(io.out);
     for (i = 0; i < n; i++) {

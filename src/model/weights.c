@@ -10,6 +10,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs)
@@ -20,6 +22,10 @@ void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs)
         svp_ops_free(ops, bufs->bufs[i]);
     }
     free(bufs->bufs);
+    if (bufs->map != NULL) {
+        munmap(bufs->map, bufs->map_len);
+        bufs->map = NULL;
+    }
     bufs->bufs  = NULL;
     bufs->count = 0;
     bufs->cap   = 0;
@@ -79,6 +85,10 @@ svp_status_t svp_weights_open(const char *model_dir, const char *weights_file,
 
 void svp_weights_close(svp_weights_t *w)
 {
+    if (w->map != NULL && (w->keep == NULL || w->keep->map != w->map)) {
+        munmap(w->map, w->map_len);     /* nothing was borrowed from it */
+    }
+    w->map = NULL;
     svp_safetensors_close(w->st);
     w->st = NULL;
 }
@@ -180,24 +190,98 @@ out_destroy:
     return status;
 }
 
+/* The handle's weight dtype as a tensor dtype. */
+static svp_dtype_t svp_weights_ops_dtype(svp_ops_h ops)
+{
+    const char *name = svp_ops_dtype(ops);
+
+    return strcmp(name, "bf16") == 0 ? SVP_DTYPE_BF16 :
+           strcmp(name, "f16") == 0  ? SVP_DTYPE_F16 : SVP_DTYPE_F32;
+}
+
+/*
+ * The tensor in place from the mapped file, when it holds the handle's
+ * dtype, needs no scaling, lies inside the file as it is now and the
+ * backend takes host memory; SVP_ERR_UNSUPPORTED when it cannot be (the
+ * caller reads and uploads it).
+ */
+static svp_status_t svp_weights_borrow(svp_weights_t *w,
+                                       const svp_safetensors_info_t *info,
+                                       float scale, void **buf_p)
+{
+    void        *buf;
+    svp_status_t status;
+
+    if (scale != 1.0f || info->dtype != svp_weights_ops_dtype(w->ops) ||
+        w->map_state < 0) {
+        return SVP_ERR_UNSUPPORTED;
+    }
+    if (w->map_state == 0) {
+        w->map_state = -1;
+        if (w->keep->map != NULL ||     /* one mapped file per model */
+            svp_safetensors_map(w->st, &w->map, &w->map_len) != SVP_OK) {
+            return SVP_ERR_UNSUPPORTED;
+        }
+        w->map_state = 1;
+    }
+    if (info->offset + info->nbytes > w->map_len ||
+        info->offset % svp_dtype_size(info->dtype) != 0) {
+        return SVP_ERR_UNSUPPORTED;     /* shrunk: the read path says so */
+    }
+    status = svp_ops_weights_borrow(w->ops, (const char *)w->map + info->offset,
+                                    info->nbytes / svp_dtype_size(info->dtype),
+                                    &buf);
+    if (status == SVP_ERR_UNSUPPORTED) {
+        munmap(w->map, w->map_len);     /* a device backend: upload instead */
+        w->map       = NULL;
+        w->map_state = -1;
+        return status;
+    }
+    if (status != SVP_OK) {
+        return status;
+    }
+    w->keep->map     = w->map;          /* the model keeps the file mapped */
+    w->keep->map_len = w->map_len;
+    *buf_p = buf;
+    return SVP_OK;
+}
+
 svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
                                      int ndim, const int64_t *shape,
                                      float scale, void **buf_p)
 {
-    svp_tensor_t *t;
-    void         *buf;
-    svp_status_t  status;
+    svp_safetensors_info_t info;
+    svp_tensor_t          *t;
+    void                  *buf;
+    svp_status_t           status;
 
     status = svp_weights_find(w, name, ndim, shape);
     if (status != SVP_OK || w->keep == NULL) {
         return status;
     }
-    status = svp_weights_read(w, name, scale, &t);
-    if (status != SVP_OK) {
+    svp_safetensors_find(w->st, name, &info);
+    status = svp_weights_borrow(w, &info, scale, buf_p);
+    if (status != SVP_ERR_UNSUPPORTED) {
         return status;
     }
-    status = svp_ops_weights_upload(w->ops, t->data,
-                                    (size_t)svp_tensor_numel(t), &buf);
+    if (scale == 1.0f && info.dtype != SVP_DTYPE_F32 &&
+        strcmp(svp_ops_dtype(w->ops), info.dtype == SVP_DTYPE_F16 ? "f16"
+                                                                  : "bf16") == 0) {
+        /* the file holds the handle's dtype: its bits, read once, as they are */
+        status = svp_safetensors_load(w->st, name, info.dtype, &t);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = svp_ops_weights_upload_bits(w->ops, t->data,
+                                             (size_t)svp_tensor_numel(t), &buf);
+    } else {
+        status = svp_weights_read(w, name, scale, &t);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = svp_ops_weights_upload(w->ops, t->data,
+                                        (size_t)svp_tensor_numel(t), &buf);
+    }
     if (status == SVP_ERR_INVALID_PARAM) {
         svp_error("%s: tensor '%s' cannot be held in %s",
                   svp_weights_path(w), name, svp_ops_dtype(w->ops));

@@ -22,13 +22,18 @@
 
 #include <stdint.h>
 
-/* Every backend buffer a model holds. */
+/*
+ * Every backend buffer a model holds, and the mapped files its borrowed
+ * matrix weights live in (see svp_weights_load_matrix()).
+ */
 typedef struct {
     float **bufs;
     int     count, cap;
+    void   *map;            /* one mapped weights file, or NULL */
+    size_t  map_len;
 } svp_weight_bufs_t;
 
-/* Frees every buffer in bufs (with ops) and the list itself. */
+/* Frees every buffer in bufs (with ops), unmaps its file, frees the list. */
 void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs);
 
 typedef struct {
@@ -36,6 +41,9 @@ typedef struct {
     svp_ops_h          ops;     /* where tensors are uploaded */
     svp_weight_bufs_t *keep;    /* NULL: check mode, the header only */
     int                used;    /* tensors found so far */
+    void              *map;     /* the file mapped, while loading */
+    size_t             map_len;
+    int                map_state;   /* 0: not tried, 1: mapped, -1: not used */
 } svp_weights_t;
 
 /*
@@ -70,9 +78,14 @@ svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
                               float **buf_p);
 
 /*
- * svp_weights_load() for the weight of a linear or convolution: uploaded
- * with svp_ops_weights_upload(), so held in the ops handle's dtype (an
- * error names the tensor when a value is beyond that dtype's range).
+ * svp_weights_load() for the weight of a linear or convolution, held in the
+ * ops handle's dtype.  When the file already holds that dtype (and scale is
+ * 1) and the backend's buffers are host memory, the tensor is used in
+ * place from the file mapped read-only, as torch does with safetensors:
+ * nothing is copied and pages are read when first used (the mapping then
+ * belongs to w->keep).  Otherwise it is read, rounded and uploaded with
+ * svp_ops_weights_upload() (an error names the tensor when a value is
+ * beyond the dtype's range).
  */
 svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
                                      int ndim, const int64_t *shape,

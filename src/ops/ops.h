@@ -127,6 +127,25 @@ svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
 svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
                                     size_t count, void **buf_p);
 
+/*
+ * The same for count values already in the handle's 16-bit dtype (bf16 or
+ * f16 bits, as read from a file of that dtype): copied as they are, no
+ * rounding.  SVP_ERR_INVALID_PARAM for an f32 handle.
+ */
+svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
+                                         size_t count, void **buf_p);
+
+/*
+ * Matrix weights already in host memory in the handle's dtype (a mapped
+ * checkpoint): used in place, no copy, by a backend whose buffers are host
+ * memory (cpu); SVP_ERR_UNSUPPORTED, nothing logged, by any other (upload
+ * them instead).  host must be aligned to the dtype's size, stay valid and
+ * unchanged while the handle uses it, and is never freed by ops (do not
+ * pass *buf_p to svp_ops_free()).
+ */
+svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
+                                    size_t count, void **buf_p);
+
 /* Bytes of matrix weights uploaded so far (as held, in the handle's dtype). */
 size_t       svp_ops_weights_bytes(svp_ops_h ops);
 

@@ -14,6 +14,7 @@
 
 typedef struct svp_ops_ops {
     const char *name;
+    int          host_memory;   /* buffers are plain host memory */
     void         (*cleanup)(svp_ops_h ops);
 
     svp_status_t (*alloc)(svp_ops_h ops, size_t count, float **buf_p);

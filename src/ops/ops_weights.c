@@ -10,6 +10,7 @@
 #include "common/log.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,72 @@ svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
 out_free:
     free(half);
     return status;
+}
+
+svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
+                                         size_t count, void **buf_p)
+{
+    size_t       units = (count + 1) / 2;
+    uint16_t    *padded = NULL;
+    float       *buf;
+    svp_status_t status;
+
+    if (ops->weight_dtype == SVP_DTYPE_F32) {
+        svp_error("ops: 16-bit weights given to an f32 handle");
+        return SVP_ERR_INVALID_PARAM;
+    }
+    if (count % 2 != 0) {
+        /* whole fp32 units: the last one gets a zero high half */
+        padded = malloc(units * 2 * sizeof(*padded));
+        if (padded == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        memcpy(padded, bits, count * sizeof(*padded));
+        padded[count] = 0;
+        bits          = padded;
+    }
+    status = svp_ops_widen_reserve(ops, count);
+    if (status == SVP_OK) {
+        status = svp_ops_alloc(ops, units, &buf);
+    }
+    if (status == SVP_OK) {
+        status = ops->vt->upload(ops, buf, (const float *)(const void *)bits,
+                                 units);
+        if (status != SVP_OK) {
+            svp_ops_free(ops, buf);
+        }
+    }
+    if (status == SVP_OK) {
+        ops->weight_bytes += count * sizeof(uint16_t);
+        *buf_p = buf;
+    }
+    free(padded);
+    return status;
+}
+
+svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
+                                    size_t count, void **buf_p)
+{
+    size_t       esize = svp_dtype_size(ops->weight_dtype);
+    svp_status_t status;
+
+    if (!ops->vt->host_memory) {
+        return SVP_ERR_UNSUPPORTED;
+    }
+    if ((uintptr_t)host % esize != 0) {
+        svp_error("ops: borrowed %s weights at %p are not aligned", ops->dtype,
+                  host);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    if (ops->weight_dtype != SVP_DTYPE_F32) {
+        status = svp_ops_widen_reserve(ops, count);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    ops->weight_bytes += count * esize;
+    *buf_p = (void *)(uintptr_t)host;
+    return SVP_OK;
 }
 
 size_t svp_ops_weights_bytes(svp_ops_h ops)

@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -509,6 +510,26 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
         return status;
     }
     *tensor_p = tensor;
+    return SVP_OK;
+}
+
+svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p,
+                                 size_t *len_p)
+{
+    struct stat sb;
+    void       *addr;
+
+    if (fstat(st->fd, &sb) != 0 || sb.st_size <= 0) {
+        svp_debug("%s: cannot map: %s", st->path, strerror(errno));
+        return SVP_ERR_IO;
+    }
+    addr = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, st->fd, 0);
+    if (addr == MAP_FAILED) {
+        svp_debug("%s: cannot map: %s", st->path, strerror(errno));
+        return SVP_ERR_IO;
+    }
+    *addr_p = addr;
+    *len_p  = (size_t)sb.st_size;
     return SVP_OK;
 }
 

@@ -45,6 +45,18 @@ svp_status_t svp_safetensors_find(svp_safetensors_h st, const char *name,
  * tensor on failure (SVP_ERR_BAD_FILE when the file has shrunk since open). */
 svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
                                   svp_dtype_t dtype, svp_tensor_t **tensor_p);
+/*
+ * The whole file mapped read-only (MAP_PRIVATE) at *addr_p, *len_p bytes
+ * long as it is now; the mapping outlives st and is the caller's to
+ * munmap().  A tensor's bytes are at *addr_p + info.offset when
+ * info.offset + info.nbytes <= *len_p (check: the file may have shrunk
+ * since open).  A file rewritten or truncated under a mapping is the
+ * caller's risk (SIGBUS), as with any mapped checkpoint.  SVP_ERR_IO,
+ * logged at debug only, when mapping is not possible.
+ */
+svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p,
+                                 size_t *len_p);
+
 /* The __metadata__ value for key, or NULL. */
 const char  *svp_safetensors_metadata(svp_safetensors_h st, const char *key);
 
