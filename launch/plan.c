@@ -42,10 +42,23 @@ typedef struct {
     double duration;
 } plan_task_t;
 
+/*
+ * Bytes per matrix weight in the spec's dtype.  Everything else (vectors,
+ * activations, latents, hand-off messages) is f32 whatever the dtype: see
+ * doc/DTYPES.md.
+ */
 static double plan_elem_size(svp_spec_dtype_t dtype)
 {
     return dtype == SVP_DTYPE_SPEC_F32 ? 4.0 : 2.0;
 }
+
+#define PLAN_F32 4.0
+
+/*
+ * The widening buffer of a 16-bit run: the largest matrix weight of SVD's
+ * UNet, an up block's 3x3 conv from 2560 to 1280 channels, in f32.
+ */
+#define PLAN_WIDEN_BYTES (1280.0 * 2560 * 9 * PLAN_F32)
 
 /* Guidance doubles the UNet batch when the ramp reaches above 1. */
 static int plan_cfg_batch(const svp_spec_t *spec)
@@ -187,7 +200,7 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
 {
     svp_plan_message_t m = {0};
-    double             es = plan_elem_size(spec->dtype);
+    double             es = PLAN_F32;
 
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         double elems = 1;
@@ -244,7 +257,8 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
         double full = (double)spec->video.height * spec->video.width;
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
-                     (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0;
+                     (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0 +
+                    (spec->dtype == SVP_DTYPE_SPEC_F32 ? 0 : PLAN_WIDEN_BYTES);
 
         /* the four UNet levels; a stride-2 conv rounds up */
         for (int l = 0; l < 4; ++l) {
@@ -258,8 +272,9 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
          * downsample, two at 640, ...), plus the largest transient, level
          * 0's GEGLU projection (inner 4 x 320, doubled by the gate) with its
          * input.  Attention is assumed fused: its scores, 42 GB at level 0
-         * for 25 frames, are never materialised.  1.49 GB of skips and
-         * 2.36 GB of GEGLU output for 2 x 25 frames at 576x1024 fp16.
+         * for 25 frames, are never materialised.  2.98 GB of skips and
+         * 4.72 GB of GEGLU output for 2 x 25 frames at 576x1024 (f32, as
+         * activations are in every dtype).
          */
         unet = bf * (3 * 320 * a[0] + 320 * a[1] + 2 * 640 * a[1] +
                      640 * a[2] + 2 * 1280 * a[2] + 3 * 1280 * a[3] +
@@ -272,7 +287,7 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
         vae_dec = dec ? 2.0 * chunk * 256 * full : 0;
         /* VAE encode of the conditioning frame: 128 channels at full size */
         vae_enc = enc ? 2.0 * 128 * full : 0;
-        m.activations = fmax(unet, fmax(vae_dec, vae_enc)) * es;
+        m.activations = fmax(unet, fmax(vae_dec, vae_enc)) * PLAN_F32;
     }
     /* received and outgoing messages of the samples in flight */
     m.buffers = 2.0 * inflight * msg.total;

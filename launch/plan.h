@@ -123,7 +123,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
 svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
                                      svp_plan_costs_t *costs_p);
 
-/* The hand-off message of spec, in bytes of spec's dtype. */
+/* The hand-off message of spec, in bytes (f32 latents whatever the dtype). */
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p);
 
 /* Memory of rank in a world of W under placement (W=1: one GPU does all). */

@@ -640,18 +640,21 @@ Test(plan, svd_message_and_memory)
                                  "cluster: {ranks_per_node: 7}\n");
     svp_plan_message_t msg;
     svp_plan_memory_t  m0, m3, m6;
-    double             unet_act = (746496000.0 + 50.0 * 9216 * (2560 + 320)) * 2;
+    /* activations and latents are f32 in every dtype; weights follow it,
+     * plus one f32 widening buffer (the largest weight, 2560 -> 1280 3x3) */
+    double             unet_act = (746496000.0 + 50.0 * 9216 * (2560 + 320)) * 4;
+    double             widen = 1280.0 * 2560 * 9 * 4;
 
     svp_plan_message(spec, &msg);
-    cr_assert_float_eq(msg.latent, 25.0 * 4 * 72 * 128 * 2, 0.5);
-    cr_assert_float_eq(msg.total, 1843200.0 + 73728 + 2048 + 6, 0.5);
+    cr_assert_float_eq(msg.latent, 25.0 * 4 * 72 * 128 * 4, 0.5);
+    cr_assert_float_eq(msg.total, (1843200.0 + 73728 + 2048 + 6) * 2, 0.5);
 
     svp_plan_memory(spec, 7, 0, SVP_PLACEMENT_ENDS, &m0);
     svp_plan_memory(spec, 7, 3, SVP_PLACEMENT_ENDS, &m3);
     svp_plan_memory(spec, 7, 6, SVP_PLACEMENT_ENDS, &m6);
-    cr_assert_float_eq(m3.weights, 3049246164.0, 0.5);
-    cr_assert_float_eq(m0.weights, 3049246164.0 + 1264153600 + 68327328, 0.5);
-    cr_assert_float_eq(m6.weights, 3049246164.0 + 127158366, 0.5);
+    cr_assert_float_eq(m3.weights, 3049246164.0 + widen, 0.5);
+    cr_assert_float_eq(m0.weights, 3049246164.0 + 1264153600 + 68327328 + widen, 0.5);
+    cr_assert_float_eq(m6.weights, 3049246164.0 + 127158366 + widen, 0.5);
     /* decode of 2 frames at a time is below one UNet call */
     cr_assert_float_eq(m3.activations, unet_act, 0.5);
     cr_assert_float_eq(m6.activations, unet_act, 0.5);
