@@ -1,9 +1,10 @@
 /*
  * CPU convolutions and linear layers: im2col into the workspace, then one
- * sgemm per image.  A 1x1 stride-1 conv needs no im2col: the image itself
- * is the [C_in, H*W] operand.  With at least as many images as threads, the
- * images run in parallel, each thread with its own im2col buffer and a
- * single-threaded gemm; otherwise each image's gemm is split.
+ * sgemm for a batch of images (as many as keep the column buffer under
+ * 256 MiB), split over the threads by svp_ops_cpu_sgemm().  Batching packs
+ * each weight once per batch rather than once per image, which dominates
+ * the small deep levels of a UNet.  A lone 1x1 stride-1 conv needs no
+ * im2col: the image itself is the [C_in, H*W] operand.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -32,9 +33,13 @@ static void svp_ops_cpu_fill_bias(int c, int64_t s, const float *bias, float *y)
     }
 }
 
-/* col[(ci*kh + i)*kw + j, oh*wo + ow] = x[ci, oh*s - p + i, ow*s - p + j]. */
-static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
-                               const float *x, float *col, int parallel)
+/*
+ * col[(ci*kh + i)*kw + j, oh*wo + ow] = x[ci, oh*s - p + i, ow*s - p + j],
+ * rows ld elements apart (ld >= ho * wo).
+ */
+static void svp_ops_cpu_im2col_rows(const svp_ops_conv2d_t *p, int ho, int wo,
+                                    const float *x, float *col, int64_t ld,
+                                    int parallel)
 {
     int rows = p->c_in * p->kh * p->kw;
     int r;
@@ -45,7 +50,7 @@ static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
         int          i   = (r / p->kw) % p->kh;
         int          j   = r % p->kw;
         const float *img = x + (int64_t)ci * p->h * p->w;
-        float       *dst = col + (int64_t)r * ho * wo;
+        float       *dst = col + (int64_t)r * ld;
         int          oh, ow;
 
         /* stride 1: the valid columns of a row are one contiguous run */
@@ -84,105 +89,146 @@ static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
     }
 }
 
+static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
+                               const float *x, float *col, int parallel)
+{
+    svp_ops_cpu_im2col_rows(p, ho, wo, x, col, (int64_t)ho * wo, parallel);
+}
+
+static void svp_ops_cpu_im2col_ld(const svp_ops_conv2d_t *p, int ho, int wo,
+                                  const float *x, float *col, int64_t ld)
+{
+    svp_ops_cpu_im2col_rows(p, ho, wo, x, col, ld, 0);
+}
+
+/* Column-buffer elements one batched gemm may use (256 MiB of floats). */
+#define SVP_OPS_CPU_COL_MAX ((int64_t)64 << 20)
+
+/*
+ * y[n, o, s] = ytmp[o, n * ss + s] + bias[o]: the batched gemm's output back
+ * into the images' own layout.
+ */
+static void svp_ops_cpu_unbatch(int m, int c_out, int64_t ss, const float *ytmp,
+                                const float *bias, float *y)
+{
+    int64_t r;
+
+#pragma omp parallel for schedule(static) if((int64_t)m * c_out * ss > SVP_OPS_CPU_PAR_MIN)
+    for (r = 0; r < (int64_t)m * c_out; r++) {
+        int          n   = (int)(r / c_out), o = (int)(r % c_out);
+        const float *src = ytmp + (int64_t)o * m * ss + n * ss;
+        float       *dst = y + r * ss;
+        float        v   = bias ? bias[o] : 0.0f;
+        int64_t      i;
+
+#pragma omp simd
+        for (i = 0; i < ss; i++) {
+            dst[i] = src[i] + v;
+        }
+    }
+}
+
+/*
+ * Several images per gemm: the im2col columns of images n0 .. n0+m-1 side
+ * by side ([k, m * ho * wo]), one product with the weights, then back to
+ * [m, c_out, ho * wo].  The weights are packed once per batch instead of
+ * once per image, which is what the deep, small levels of a UNet spend
+ * their time on (a 1280 x 11520 weight for 4 output positions).
+ */
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,
                                 float *y)
 {
     int          ho = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
     int          k  = p->c_in * p->kh * p->kw;
+    int64_t      ss = (int64_t)ho * wo;
     int64_t      in_size  = (int64_t)p->c_in * p->h * p->w;
-    int64_t      out_size = (int64_t)p->c_out * ho * wo;
-    int64_t      col_size = (int64_t)k * ho * wo;
-    int          pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
-                              p->pad == 0);
-    /* per-thread im2col buffers, unless they would pass 256 MiB together
-     * (SVD level 0 needs 212 MiB per buffer): then split each gemm */
-    int          by_image = (p->n >= ops->threads &&
-                             (pointwise || (int64_t)ops->threads * col_size *
-                                           (int64_t)sizeof(float) <= ((int64_t)256 << 20)));
-    float       *col = NULL;
+    int64_t      out_size = (int64_t)p->c_out * ss;
+    int          batch = (int)SVP_MAX(1, SVP_MIN((int64_t)p->n,
+                                                 SVP_OPS_CPU_COL_MAX / ((int64_t)k * ss)));
+    float       *col, *ytmp;
     svp_status_t status;
-    int          n;
+    int          n0;
 
-    if (!pointwise) {
-        status = svp_ops_cpu_scratch(ops, (size_t)col_size *
-                                     (by_image ? ops->threads : 1), &col);
-        if (status != SVP_OK) {
-            return status;
-        }
+    status = svp_ops_cpu_scratch(ops, (size_t)batch * ss * (k + p->c_out), &col);
+    if (status != SVP_OK) {
+        return status;
     }
+    ytmp = col + (int64_t)batch * ss * k;
 
-    if (by_image) {
-#pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
-        for (n = 0; n < p->n; n++) {
-#ifdef _OPENMP
-            float *mycol = col ? col + omp_get_thread_num() * col_size : NULL;
-#else
-            float *mycol = col;
-#endif
-            const float *xn = x + n * in_size;
-            float       *yn = y + n * out_size;
+    for (n0 = 0; n0 < p->n; n0 += batch) {
+        int     m = SVP_MIN(batch, p->n - n0);
+        int64_t ld = (int64_t)m * ss, i;
+
+        if (m == 1) {
+            /* one image: straight into y, no reordering */
+            const float *xn = x + (int64_t)n0 * in_size;
+            float       *yn = y + (int64_t)n0 * out_size;
+            int pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
+                             p->pad == 0);
 
             if (!pointwise) {
-                svp_ops_cpu_im2col(p, ho, wo, xn, mycol, 0);
+                svp_ops_cpu_im2col(p, ho, wo, xn, col, 1);
             }
-            svp_ops_cpu_fill_bias(p->c_out, (int64_t)ho * wo, b, yn);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->c_out,
-                        ho * wo, k, 1.0f, w, k, pointwise ? xn : mycol,
-                        ho * wo, 1.0f, yn, ho * wo);
+            svp_ops_cpu_fill_bias(p->c_out, ss, b, yn);
+            svp_ops_cpu_sgemm(0, p->c_out, (int)ss, k, 1.0f, w, k,
+                              pointwise ? xn : col, (int)ss, 1.0f, yn, (int)ss);
+            continue;
         }
-        return SVP_OK;
-    }
+        /* image i's columns at [i * ss, (i + 1) * ss) of every row */
+#pragma omp parallel for schedule(static)
+        for (i = 0; i < m; i++) {
+            svp_ops_conv2d_t one = *p;
 
-    for (n = 0; n < p->n; n++) {
-        const float *xn = x + n * in_size;
-        float       *yn = y + n * out_size;
-
-        if (!pointwise) {
-            svp_ops_cpu_im2col(p, ho, wo, xn, col, 1);
+            one.n = 1;
+            svp_ops_cpu_im2col_ld(&one, ho, wo, x + (int64_t)(n0 + i) * in_size,
+                                  col + i * ss, ld);
         }
-        svp_ops_cpu_fill_bias(p->c_out, (int64_t)ho * wo, b, yn);
-        svp_ops_cpu_sgemm(0, p->c_out, ho * wo, k, 1.0f, w, k,
-                          pointwise ? xn : col, ho * wo, 1.0f, yn, ho * wo);
+        svp_ops_cpu_sgemm(0, p->c_out, (int)ld, k, 1.0f, w, k, col, (int)ld,
+                          0.0f, ytmp, (int)ld);
+        svp_ops_cpu_unbatch(m, p->c_out, ss, ytmp, b,
+                            y + (int64_t)n0 * out_size);
     }
     return SVP_OK;
 }
 
 /*
- * The temporal conv as a gemm per output frame: the operand stacks, for
- * every input channel, frames t-1, t, t+1 (zero outside the clip), which
- * matches torch's weight order [c_out, c_in, 3] without repacking.
+ * The temporal conv as one gemm over a batch of output frames: the operand
+ * stacks, for every input channel, frames t-1, t, t+1 (zero outside the
+ * clip), which matches torch's weight order [c_out, c_in, 3] without
+ * repacking; the frames of a batch sit side by side, as in conv2d.
  */
 svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y)
 {
     int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
-    int64_t      col_size = 3 * in_frame;
-    float       *col;
+    int          frames = b * f;
+    int          batch = (int)SVP_MAX(1, SVP_MIN((int64_t)frames,
+                                                 SVP_OPS_CPU_COL_MAX / (3 * in_frame)));
+    float       *col, *ytmp;
     svp_status_t status;
-    int          bt;
+    int          t0;
 
-    status = svp_ops_cpu_scratch(ops, (size_t)col_size * ops->threads, &col);
+    status = svp_ops_cpu_scratch(ops, (size_t)batch * hw * (3 * c_in + c_out),
+                                 &col);
     if (status != SVP_OK) {
         return status;
     }
+    ytmp = col + (int64_t)batch * hw * 3 * c_in;
 
-#pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
-    for (bt = 0; bt < b * f; bt++) {
-#ifdef _OPENMP
-        float       *mycol = col + omp_get_thread_num() * col_size;
-#else
-        float       *mycol = col;
-#endif
-        int          t    = bt % f;
-        const float *clip = x + (int64_t)(bt / f) * f * in_frame;
-        float       *yt   = y + (int64_t)bt * out_frame;
-        int          r;
+    for (t0 = 0; t0 < frames; t0 += batch) {
+        int     m = SVP_MIN(batch, frames - t0);
+        int64_t ld = (int64_t)m * hw, r;
 
-        for (r = 0; r < 3 * c_in; r++) {
-            int    ci = r / 3, src = t + r % 3 - 1;
-            float *dst = mycol + (int64_t)r * hw;
+        /* row r = 3 * ci + tap, frame i's columns at [i * hw, (i + 1) * hw) */
+#pragma omp parallel for schedule(static) if(ld * c_in > SVP_OPS_CPU_PAR_MIN)
+        for (r = 0; r < (int64_t)3 * c_in * m; r++) {
+            int          i = (int)(r % m), row = (int)(r / m);
+            int          bt = t0 + i, t = bt % f;
+            int          ci = row / 3, src = t + row % 3 - 1;
+            const float *clip = x + (int64_t)(bt / f) * f * in_frame;
+            float       *dst = col + (int64_t)row * ld + i * hw;
 
             if (src < 0 || src >= f) {
                 memset(dst, 0, hw * sizeof(float));
@@ -191,9 +237,9 @@ svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                        hw * sizeof(float));
             }
         }
-        svp_ops_cpu_fill_bias(c_out, hw, bias, yt);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, hw,
-                    3 * c_in, 1.0f, w, 3 * c_in, mycol, hw, 1.0f, yt, hw);
+        svp_ops_cpu_sgemm(0, c_out, (int)ld, 3 * c_in, 1.0f, w, 3 * c_in, col,
+                          (int)ld, 0.0f, ytmp, (int)ld);
+        svp_ops_cpu_unbatch(m, c_out, hw, ytmp, bias, y + (int64_t)t0 * out_frame);
     }
     return SVP_OK;
 }
