@@ -10,6 +10,7 @@
 #define SVP_OPS_OPS_BACKEND_H
 
 #include "ops/ops.h"
+#include "sched/sched_math.h"
 
 typedef struct svp_ops_ops {
     const char *name;
@@ -58,6 +59,17 @@ typedef struct svp_ops_ops {
     svp_status_t (*concat)(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
                            int64_t inner, const float *a, const float *b, float *y);
     svp_status_t (*copy)(svp_ops_h ops, int64_t n, const float *x, float *y);
+
+    /* the scheduler's per-step arithmetic (ops_sched.h); guidance is one
+     * frame's worth with its scale g */
+    svp_status_t (*sched_scale)(svp_ops_h ops, int64_t n, float c_in,
+                                const float *x, float *y);
+    svp_status_t (*sched_guidance)(svp_ops_h ops, int64_t n, float g,
+                                   const float *uncond, const float *cond,
+                                   float *out);
+    svp_status_t (*sched_euler)(svp_ops_h ops, int64_t n,
+                                const svp_sched_euler_coef_t *coef,
+                                const float *v, const float *x, float *y);
 } svp_ops_ops_t;
 
 /* One buffer of the arena: a backend allocation, in use or free. */
