@@ -95,7 +95,8 @@ Test(spec, gpu_direct_values)
         svp_spec_gpu_direct_t want;
     } cases[] = {
         {"device: cuda\n", SVP_GPU_DIRECT_AUTO},
-        {"device: cuda\ncomm: {gpu_direct: on}\n", SVP_GPU_DIRECT_ON},
+        {"device: cuda\nmodel: {kind: svd, path: m}\ncomm: {gpu_direct: on}\n",
+         SVP_GPU_DIRECT_ON},
         {"device: cuda\ncomm: {gpu_direct: off}\n", SVP_GPU_DIRECT_OFF},
         {"device: cuda\ncomm: {gpu_direct: auto}\n", SVP_GPU_DIRECT_AUTO},
         {"comm: {gpu_direct: off}\n", SVP_GPU_DIRECT_OFF},
@@ -179,6 +180,8 @@ static bad_case_t bad_cases[] = {
      {"j.yaml:", "key 'comm.gpu_direct'", "auto or off with device cpu"}},
     {"", "comm.gpu_direct=on",
      {"j.yaml:", "key 'comm.gpu_direct'", "found on"}},
+    {"device: cuda\ncomm: {gpu_direct: on}\n", "",
+     {"j.yaml:", "key 'comm.gpu_direct'", "with model.kind dummy"}},
 };
 
 ParameterizedTestParameters(spec, bad_input)

@@ -81,7 +81,7 @@ const svp_spec_key_t svp_spec_keys[] = {
      svp_spec_gpu_direct,
      "device cuda: how latents cross between ranks: on (UCX moves device memory, "
      "else an error at start), off (staged through pinned host memory) or auto "
-     "(on when UCX can); device cpu: auto or off"},
+     "(on when UCX can); device cpu or model.kind dummy: auto or off"},
     {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
      NOLIM, svp_spec_placements,
      "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
@@ -537,10 +537,14 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
         snprintf(why, whylen, "expected a directory, found an empty string");
         return SVP_ERR_SPEC;
     }
-    if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON && spec->device != SVP_DEVICE_CUDA) {
+    /* on promises device memory on the wire: refused where there is none */
+    if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON &&
+        (spec->device != SVP_DEVICE_CUDA || spec->model.kind != SVP_MODEL_SVD)) {
         *key_p = "comm.gpu_direct";
-        snprintf(why, whylen, "expected auto or off with device cpu (latents are "
-                 "host memory, there is no device memory to send), found on");
+        snprintf(why, whylen, "expected auto or off with %s (its latents are "
+                 "host memory, there is no device memory to send), found on",
+                 (spec->device != SVP_DEVICE_CUDA) ? "device cpu"
+                                                   : "model.kind dummy");
         return SVP_ERR_SPEC;
     }
     if (spec->video.seeds.count > 0 && spec->video.inputs.count > 0 &&
