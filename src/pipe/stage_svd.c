@@ -51,6 +51,7 @@
 #include "config.h"
 #endif
 #include "pipe/stage.h"
+#include "pipe/stage_svd_int.h"
 #include "media/clip_preprocess.h"
 #include "media/frames.h"
 #include "media/image.h"
@@ -257,6 +258,13 @@ static svp_status_t svp_stage_svd_dev_init(svp_stage_svd_t *st, int batch)
     }
     free(zeros);
     return status;
+}
+
+svp_status_t svp_stage_svd_use_ops_path(svp_stage_t *stage)
+{
+    svp_stage_svd_t *st = stage->self;
+
+    return st->gpu ? SVP_OK : svp_stage_svd_dev_init(st, st->cfg ? 2 : 1);
 }
 
 static void svp_stage_svd_dev_cleanup(svp_stage_svd_t *st)
