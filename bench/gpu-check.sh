@@ -22,7 +22,7 @@
 #      decode) with svdworker;
 #   6. where python3 imports torch and diffusers: diffusers' fp16 UNet from
 #      the same config and weights (bench/diffusers_unet.py);
-#   7. bench/gpu-handoff.sh when it exists.
+#   7. bench/gpu-handoff.sh and bench/gpu-frames.sh when they exist.
 # It writes bench/results/gpu-<date>-<gpu>.md and a machine-readable
 # gpu-<date>-<gpu>.yaml beside it (svdlaunch plan --measured reads it).
 # It exits non-zero when no GPU is visible (after building) or a step fails.
@@ -80,7 +80,7 @@ if [ ! -f Makefile ]; then
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 make -j"$jobs" >make.log 2>&1 &&
-    make -j"$jobs" tests/test_ops_cuda >>make.log 2>&1 ||
+    make -j"$jobs" tests/test_ops_cuda tests/golden/conditioning >>make.log 2>&1 ||
     { tail -n 40 make.log; die "build failed (log: $builddir/make.log)"; }
 log "build: $(( $(date +%s) - start )) s (make -j$jobs)"
 
@@ -186,6 +186,12 @@ if [ -f "$srcdir/bench/gpu-handoff.sh" ]; then
         fail=1
     handoff=$builddir/handoff.txt
 fi
+frames=""
+if [ -f "$srcdir/bench/gpu-frames.sh" ]; then
+    SVP_TOP_BUILDDIR=$builddir sh "$srcdir/bench/gpu-frames.sh" >frames.txt 2>&1 ||
+        fail=1
+    frames=$builddir/frames.txt
+fi
 
 # ---- results ----
 field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
@@ -226,6 +232,14 @@ field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
         echo
         echo '```'
         cat "$handoff"
+        echo '```'
+    fi
+    if [ -n "$frames" ]; then
+        echo
+        echo "## Pipeline device frames and comm.gpu_direct (bench/gpu-frames.sh)"
+        echo
+        echo '```'
+        cat "$frames"
         echo '```'
     fi
 } >"$md"

@@ -21,6 +21,9 @@
 #include "config.h"
 #endif
 #include "ops/ops.h"
+#include "ops/ops_sched.h"
+#include "sched/euler.h"
+#include "sched/guidance.h"
 #include "model/unet.h"
 #include "tensor/safetensors.h"
 
@@ -587,6 +590,52 @@ Test(ops_cuda, transpose_concat_copy)
         pair_free(&y);
         pair_free(&cat);
     }
+}
+
+/* ---- the scheduler's per-step arithmetic (ops_sched.h) ---- */
+
+/*
+ * Bit exact, not within a tolerance: both backends evaluate sched_math.h's
+ * functions with one rounding per operation (no FMA on the device), so a
+ * latent updated on the GPU is the CPU scheduler's bits.  SVD-XT's schedule
+ * (25 steps), latents at each step's sigma.
+ */
+Test(ops_cuda, sched_bit_exact)
+{
+    svp_sched_config_t     config;
+    svp_sched_h            sched;
+    svp_sched_euler_coef_t coef;
+    const size_t           n = 25 * 4 * 9 * 13;    /* [F, 4, h, w], odd sizes */
+    float                  g[25];
+    int                    step;
+
+    need_device(0);
+    svp_sched_config_default(&config);
+    cr_assert_eq(svp_sched_create(&config, 25, &sched), SVP_OK);
+    svp_sched_guidance_scales(1.0, 3.0, 25, g);
+    for (step = 0; step < 25; step += 4) {
+        float  sigma = svp_sched_sigmas(sched)[step];
+        pair_t x = pair(n, 60 + step, 3.0f * sigma), v = pair(n, 61 + step, 1.0f);
+        pair_t c = pair(n, 62 + step, 1.0f), y = pair(n, 63, 1.0f);
+
+        cr_assert_eq(svp_ops_sched_scale(cpu, n, svp_sched_c_in(sched, step), x.c,
+                                         y.c), SVP_OK);
+        cr_assert_eq(svp_ops_sched_scale(gpu, n, svp_sched_c_in(sched, step), x.g,
+                                         y.g), SVP_OK);
+        check("sched_scale", &y, CMP_EXACT);
+        cr_assert_eq(svp_ops_sched_guidance(cpu, 25, n / 25, g, v.c, c.c, y.c), SVP_OK);
+        cr_assert_eq(svp_ops_sched_guidance(gpu, 25, n / 25, g, v.g, c.g, y.g), SVP_OK);
+        check("sched_guidance", &y, CMP_EXACT);
+        svp_sched_euler_coef(sched, step, &coef);
+        cr_assert_eq(svp_ops_sched_euler(cpu, n, &coef, v.c, x.c, x.c), SVP_OK);
+        cr_assert_eq(svp_ops_sched_euler(gpu, n, &coef, v.g, x.g, x.g), SVP_OK);
+        check("sched_euler in place", &x, CMP_EXACT);
+        pair_free(&x);
+        pair_free(&v);
+        pair_free(&c);
+        pair_free(&y);
+    }
+    svp_sched_destroy(sched);
 }
 
 /* ---- errors ---- */

@@ -217,3 +217,81 @@ Test(pipe, due_steps_of_a_layout)
     cr_assert_eq(svp_steps_layout(12, 6, 1, 5, NULL, 0, &l), SVP_OK);
     cr_assert_eq(svp_pipe_due_steps(&l, 2), 24, "replicas: one whole sample each");
 }
+
+/*
+ * A sample between host and device memory (svp_stage_sample_copy), with a
+ * stand-in for device memory: "device" buffers are host buffers that only
+ * the services' copy functions may fill, and the test counts the copies.
+ */
+typedef struct {
+    int    up, down;
+    size_t bytes;
+} fake_dev_t;
+
+static svp_status_t fake_to_host(void *ctx, void *host, const void *dev, size_t n)
+{
+    ((fake_dev_t *)ctx)->down++;
+    ((fake_dev_t *)ctx)->bytes += n;
+    memcpy(host, dev, n);
+    return SVP_OK;
+}
+
+static svp_status_t fake_to_device(void *ctx, void *dev, const void *host, size_t n)
+{
+    ((fake_dev_t *)ctx)->up++;
+    ((fake_dev_t *)ctx)->bytes += n;
+    memcpy(dev, host, n);
+    return SVP_OK;
+}
+
+Test(pipe, sample_copy_between_host_and_device)
+{
+    fake_dev_t         d = {0};
+    svp_devmem_t       mem = {.ctx = &d, .to_host = fake_to_host,
+                              .to_device = fake_to_device};
+    svp_stage_t        stage = {0};
+    svp_sample_t       host = {0}, dev = {0}, back = {0}, odd = {0};
+    svp_spec_t        *spec;
+    char               err[256];
+    size_t             bytes = 0;
+    int                k;
+
+    cr_assert_eq(svp_spec_load_string("latent_shape: [1, 3, 4, 5, 6]\n", "t.yaml",
+                                      NULL, 0, err, sizeof(err), &spec), SVP_OK);
+    cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
+    cr_assert_null(stage.devmem, "the dummy stage computes on the host");
+    cr_assert_eq(stage.ops->begin(stage.self, 2, &host), SVP_OK);
+    cr_assert_eq(stage.ops->alloc(stage.self, 2, &dev), SVP_OK);
+    cr_assert_eq(stage.ops->alloc(stage.self, 2, &back), SVP_OK);
+    dev.on_device = 1;
+    host.next_step = 3;
+
+    /* a device sample needs the services */
+    cr_assert_eq(svp_stage_sample_copy(&stage, &dev, &host), SVP_ERR_INTERNAL);
+    stage.devmem = &mem;
+    cr_assert_eq(svp_stage_sample_copy(&stage, &dev, &host), SVP_OK);
+    cr_assert_eq(d.up, host.ntensors);
+    cr_assert_eq(d.down, 0);
+    cr_assert_eq(dev.next_step, 3);
+    cr_assert_eq(dev.seed, host.seed);
+    cr_assert_eq(svp_stage_sample_copy(&stage, &back, &dev), SVP_OK);
+    cr_assert_eq(d.down, host.ntensors);
+    for (k = 0; k < host.ntensors; ++k) {
+        bytes += svp_tensor_nbytes(host.tensors[k]);
+        cr_assert_eq(memcmp(back.tensors[k]->data, host.tensors[k]->data,
+                            svp_tensor_nbytes(host.tensors[k])), 0, "tensor %d", k);
+    }
+    cr_assert_eq(d.bytes, 2 * bytes);
+    cr_assert_eq(back.next_step, 3);
+
+    /* another layout is refused, nothing copied */
+    d.up = 0;
+    cr_assert_eq(svp_stage_sample_copy(&stage, &odd, &host), SVP_ERR_INTERNAL);
+    cr_assert_eq(d.up, 0);
+
+    svp_sample_cleanup(&host);
+    svp_sample_cleanup(&dev);
+    svp_sample_cleanup(&back);
+    stage.ops->destroy(stage.self);
+    svp_spec_destroy(spec);
+}

@@ -7,6 +7,7 @@
  * math rounded to float (1 ulp), timesteps 1e-6 absolute, element-wise step
  * results 1e-6 * max|ref| (float32 formulas).
  */
+#include "ops/ops_sched.h"
 #include "sched/euler.h"
 #include "sched/guidance.h"
 #include "sched/rng.h"
@@ -471,6 +472,176 @@ Test(guidance, applies_scale_of_each_frame)
     cr_assert_eq(memcmp(u, out, sizeof(out)), 0);
     cr_assert_eq(svp_sched_guidance_apply(u, c, 2, 0, 2, 1.0, 3.0, out),
                  SVP_ERR_INVALID_PARAM);
+}
+
+/* ---- the shared per-element math (sched_math.h) ------------------------ */
+
+/*
+ * The scheduler's formulas as they were written before sched_math.h held
+ * them (diffusers' order, plain float expressions): the shared functions,
+ * which the CUDA kernels also run, must give these bits exactly.
+ */
+static void ref_step(const float *sigmas, int step, const float *v,
+                     const float *x, float *prev, float *denoised_out, size_t n)
+{
+    float  sigma = sigmas[step];
+    float  dt    = sigmas[step + 1] - sigma;
+    float  s2    = sigma * sigma + 1.0f;
+    float  c_out = -sigma / sqrtf(s2);
+    size_t i;
+
+    for (i = 0; i < n; ++i) {
+        float xi       = x[i];
+        float denoised = v[i] * c_out + xi / s2;
+        float deriv    = (xi - denoised) / sigma;
+
+        denoised_out[i] = denoised;
+        prev[i]         = xi + deriv * dt;
+    }
+}
+
+static void ref_scale(const float *sigmas, int step, const float *x, float *y,
+                      size_t n)
+{
+    float  sigma = sigmas[step];
+    float  s2    = sigma * sigma + 1.0f;
+    float  c_in  = sqrtf(s2);
+    size_t i;
+
+    for (i = 0; i < n; ++i) {
+        y[i] = x[i] / c_in;
+    }
+}
+
+/* SVD's own scheduler settings: no golden data needed */
+static svp_sched_h svd_sched(int steps)
+{
+    svp_sched_config_t config;
+    svp_sched_h        sched;
+
+    svp_sched_config_default(&config);
+    cr_assert_eq(svp_sched_create(&config, steps, &sched), SVP_OK);
+    return sched;
+}
+
+#define MATH_N 4099   /* odd: no vector width divides it */
+
+/* latents and model outputs as a run sees them: N(0,1) scaled over the
+ * range of the schedule's sigmas, with exact zeros and tiny values mixed in */
+static void math_inputs(float *x, float *v, float scale)
+{
+    int i;
+
+    svp_rng_normal(7, 1, 0, MATH_N, x);
+    svp_rng_normal(7, 2, 0, MATH_N, v);
+    for (i = 0; i < MATH_N; ++i) {
+        x[i] *= scale;
+        if (i % 97 == 0) {
+            x[i] = 0.0f;
+        } else if (i % 89 == 0) {
+            v[i] *= 1e-30f;
+        }
+    }
+}
+
+Test(sched_math, euler_step_matches_the_reference_bit_for_bit)
+{
+    static const int steps_list[] = {1, 4, 25};
+    svp_sched_h      sched;
+    float           *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
+    float           *got = malloc(MATH_N * sizeof(float)), *ref = malloc(MATH_N * sizeof(float));
+    float           *den = malloc(MATH_N * sizeof(float)), *rden = malloc(MATH_N * sizeof(float));
+    int              k, step, steps;
+
+    for (k = 0; k < 3; ++k) {
+        steps = steps_list[k];
+        sched = svd_sched(steps);
+        for (step = 0; step < steps; ++step) {
+            math_inputs(x, v, svp_sched_sigmas(sched)[step]);
+            ref_step(svp_sched_sigmas(sched), step, v, x, ref, rden, MATH_N);
+            svp_sched_step(sched, step, v, x, got, den, MATH_N);
+            cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0,
+                         "steps %d step %d: prev_sample differs", steps, step);
+            cr_assert_eq(memcmp(den, rden, MATH_N * sizeof(float)), 0,
+                         "steps %d step %d: denoised differs", steps, step);
+            /* in place, as the stage calls it */
+            memcpy(got, x, MATH_N * sizeof(float));
+            svp_sched_step(sched, step, v, got, got, NULL, MATH_N);
+            cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0);
+
+            ref_scale(svp_sched_sigmas(sched), step, x, ref, MATH_N);
+            svp_sched_scale_model_input(sched, step, x, got, MATH_N);
+            cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0,
+                         "steps %d step %d: model input differs", steps, step);
+        }
+        svp_sched_destroy(sched);
+    }
+    free(x); free(v); free(got); free(ref); free(den); free(rden);
+}
+
+Test(sched_math, guidance_matches_the_reference_bit_for_bit)
+{
+    float *u = malloc(MATH_N * sizeof(float)), *c = malloc(MATH_N * sizeof(float));
+    float  g[3], ref[MATH_N], got[MATH_N];
+    int64_t fe = MATH_N / 3;
+    int    f, i;
+
+    math_inputs(u, c, 3.0f);
+    svp_sched_guidance_scales(1.0, 3.0, 3, g);
+    for (f = 0; f < 3; ++f) {
+        for (i = 0; i < fe; ++i) {
+            float uu = u[f * fe + i];
+
+            ref[f * fe + i] = uu + g[f] * (c[f * fe + i] - uu);
+        }
+    }
+    cr_assert_eq(svp_sched_guidance_apply(u, c, 1, 3, fe, 1.0, 3.0, got), SVP_OK);
+    cr_assert_eq(memcmp(got, ref, 3 * fe * sizeof(float)), 0);
+    free(u);
+    free(c);
+}
+
+/*
+ * The scheduler's ops (ops_sched.h) on the CPU backend: the bits of the CPU
+ * scheduler, whatever the thread count (tests/test_ops_cuda.c holds the
+ * CUDA backend to the same bits on a device).
+ */
+Test(sched_math, cpu_ops_give_the_scheduler_bits)
+{
+    svp_ops_params_t       op = {.backend = "cpu", .threads = 2};
+    svp_ops_h              ops;
+    svp_sched_h            sched = svd_sched(25);
+    svp_sched_euler_coef_t coef;
+    float                 *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
+    float                 *got = malloc(MATH_N * sizeof(float)), *ref = malloc(MATH_N * sizeof(float));
+    float                  g[2];
+    int64_t                fe = MATH_N / 2;
+    int                    step;
+
+    cr_assert_eq(svp_ops_create(&op, &ops), SVP_OK);
+    for (step = 0; step < 25; step += 6) {
+        math_inputs(x, v, svp_sched_sigmas(sched)[step]);
+        svp_sched_step(sched, step, v, x, ref, NULL, MATH_N);
+        svp_sched_euler_coef(sched, step, &coef);
+        cr_assert_eq(svp_ops_sched_euler(ops, MATH_N, &coef, v, x, got), SVP_OK);
+        cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0, "step %d", step);
+
+        svp_sched_scale_model_input(sched, step, x, ref, MATH_N);
+        cr_assert_eq(svp_ops_sched_scale(ops, MATH_N, svp_sched_c_in(sched, step),
+                                         x, got), SVP_OK);
+        cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0, "step %d", step);
+    }
+    svp_sched_guidance_scales(1.0, 3.0, 2, g);
+    cr_assert_eq(svp_sched_guidance_apply(x, v, 1, 2, fe, 1.0, 3.0, ref), SVP_OK);
+    cr_assert_eq(svp_ops_sched_guidance(ops, 2, fe, g, x, v, got), SVP_OK);
+    cr_assert_eq(memcmp(got, ref, 2 * fe * sizeof(float)), 0);
+    /* nothing computed on bad arguments */
+    cr_assert_eq(svp_ops_sched_euler(ops, 0, &coef, v, x, got), SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_ops_sched_guidance(ops, 0, fe, g, x, v, got),
+                 SVP_ERR_INVALID_PARAM);
+    svp_ops_destroy(ops);
+    svp_sched_destroy(sched);
+    free(x); free(v); free(got); free(ref);
 }
 
 /* ---- random numbers ---------------------------------------------------- */

@@ -87,6 +87,35 @@ Test(spec, defaults_and_name_from_file)
     svp_spec_destroy(s);
 }
 
+/* comm.gpu_direct: every value with device cuda, auto and off with cpu */
+Test(spec, gpu_direct_values)
+{
+    static const struct {
+        const char           *yaml;
+        svp_spec_gpu_direct_t want;
+    } cases[] = {
+        {"device: cuda\n", SVP_GPU_DIRECT_AUTO},
+        {"device: cuda\nmodel: {kind: svd, path: m}\ncomm: {gpu_direct: on}\n",
+         SVP_GPU_DIRECT_ON},
+        {"device: cuda\ncomm: {gpu_direct: off}\n", SVP_GPU_DIRECT_OFF},
+        {"device: cuda\ncomm: {gpu_direct: auto}\n", SVP_GPU_DIRECT_AUTO},
+        {"comm: {gpu_direct: off}\n", SVP_GPU_DIRECT_OFF},
+        {"comm: {gpu_direct: auto}\n", SVP_GPU_DIRECT_AUTO},
+    };
+    svp_spec_t *s;
+    char        err[512];
+    size_t      i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        s = NULL;
+        cr_assert_eq(svp_spec_load_string(cases[i].yaml, "j.yaml", NULL, 0, err,
+                                          sizeof(err), &s), SVP_OK,
+                     "%s: %s", cases[i].yaml, err);
+        cr_assert_eq(s->comm.gpu_direct, cases[i].want, "%s", cases[i].yaml);
+        svp_spec_destroy(s);
+    }
+}
+
 Test(spec, overrides)
 {
     const char *ov[] = {"steps=28", "samples=10", "comm.deadline=2.5",
@@ -145,6 +174,14 @@ static bad_case_t bad_cases[] = {
     {"", "seed=-1", {"j.yaml:", "key 'seed'", "non-negative"}},
     {"video: {min_guidance: 4, max_guidance: 3}\n", "",
      {"j.yaml:", "video.min_guidance", "max_guidance"}},
+    {"comm: {gpu_direct: yes}\n", "",
+     {"j.yaml:1:20:", "key 'comm.gpu_direct'", "expected one of auto, on, off"}},
+    {"comm: {gpu_direct: on}\n", "",
+     {"j.yaml:", "key 'comm.gpu_direct'", "auto or off with device cpu"}},
+    {"", "comm.gpu_direct=on",
+     {"j.yaml:", "key 'comm.gpu_direct'", "found on"}},
+    {"device: cuda\ncomm: {gpu_direct: on}\n", "",
+     {"j.yaml:", "key 'comm.gpu_direct'", "with model.kind dummy"}},
 };
 
 ParameterizedTestParameters(spec, bad_input)

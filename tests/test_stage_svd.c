@@ -7,6 +7,7 @@
  * max|C - ref| <= 5e-5 * max|ref| (float32 vs float64 drift up to 7e-6).
  */
 #include "pipe/stage.h"
+#include "pipe/stage_svd_int.h"
 #include "tensor/safetensors.h"
 #include "media/image.h"
 #include "media/resize.h"
@@ -189,6 +190,123 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
     stage.ops->destroy(stage.self);
     svp_spec_destroy(spec);
     svp_safetensors_close(g);
+    svp_rmtree(dir);
+}
+
+/* 1 when the two files hold the same bytes. */
+static int same_file(const char *a, const char *b)
+{
+    FILE  *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int    ca, cb, same = (fa != NULL && fb != NULL);
+
+    while (same) {
+        ca   = fgetc(fa);
+        cb   = fgetc(fb);
+        same = (ca == cb);
+        if (ca == EOF || cb == EOF) {
+            break;
+        }
+    }
+    if (fa != NULL) {
+        fclose(fa);
+    }
+    if (fb != NULL) {
+        fclose(fb);
+    }
+    return same;
+}
+
+/*
+ * The cuda backend's path (the step's model input, guidance and Euler
+ * update as ops on the handle's buffers, a device frame's tensors used in
+ * place; encode and decode through ops buffers) run on the cpu backend,
+ * whose buffers are host memory: the latents are the host path's bits after
+ * every step, for a host sample (uploaded and downloaded around each step)
+ * and for a sample marked on_device, and so are the decoded frames.
+ */
+Test(stage_svd, ops_path_gives_the_host_path_bits)
+{
+    char              dir[] = "/tmp/svp_svd_XXXXXX", cond[2048], yaml[4096], err[512],
+                      a[2300], b[2300];
+    svp_safetensors_h g;
+    svp_spec_t       *spec[2];
+    svp_stage_t       host, ops;
+    svp_sample_t      sh, so, sd;
+    size_t            bytes;
+    int               i, k;
+
+    if (golden[0] == '\0') {
+        cr_skip_test("golden data not found (set SVP_GOLDEN_DIR)");
+    }
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(cond, sizeof(cond), "%s/pipeline.safetensors", golden);
+    cr_assert_eq(svp_safetensors_open(cond, &g), SVP_OK);
+    snprintf(cond, sizeof(cond), "%s/cond.safetensors", dir);
+    write_conditioning(g, cond);
+    svp_safetensors_close(g);
+    for (i = 0; i < 2; ++i) {
+        snprintf(yaml, sizeof(yaml),
+                 "model: {kind: svd, path: '%s', conditioning: '%s'}\nsteps: 4\n"
+                 "video: {width: 48, height: 32, num_frames: 3, fps: 7, "
+                 "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
+                 "max_guidance: 3.0, decode_chunk_size: 2}\n"
+                 "output: {dir: '%s/out%d', mp4: false}\n", golden, cond, dir, i);
+        cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
+                                          &spec[i]), SVP_OK, "%s", err);
+    }
+    cr_assert_eq(svp_stage_svd_create(spec[0], &host), SVP_OK);
+    cr_assert_eq(svp_stage_svd_create(spec[1], &ops), SVP_OK);
+    cr_assert_eq(svp_stage_svd_use_ops_path(&ops), SVP_OK);
+
+    memset(&sh, 0, sizeof(sh));
+    memset(&so, 0, sizeof(so));
+    memset(&sd, 0, sizeof(sd));
+    cr_assert_eq(host.ops->begin(host.self, 0, &sh), SVP_OK);
+    cr_assert_eq(ops.ops->begin(ops.self, 0, &so), SVP_OK);
+    cr_assert_eq(ops.ops->alloc(ops.self, 0, &sd), SVP_OK);
+    for (i = 0; i < sh.ntensors; ++i) {
+        bytes = svp_tensor_nbytes(sh.tensors[i]);
+        /* all but the last, the wall-clock timing */
+        cr_assert(i == sh.ntensors - 1 ||
+                  memcmp(sh.tensors[i]->data, so.tensors[i]->data, bytes) == 0,
+                  "tensor %d after begin", i);
+        memcpy(sd.tensors[i]->data, so.tensors[i]->data, bytes);
+    }
+    sd.on_device = 1;     /* on this backend "device" memory is host memory */
+    bytes = svp_tensor_nbytes(sh.tensors[0]);
+    for (k = 0; k < 4; ++k) {
+        cr_assert_eq(host.ops->step(host.self, &sh, k), SVP_OK);
+        cr_assert_eq(ops.ops->step(ops.self, &so, k), SVP_OK);
+        cr_assert_eq(ops.ops->step(ops.self, &sd, k), SVP_OK);
+        cr_assert_eq(memcmp(sh.tensors[0]->data, so.tensors[0]->data, bytes), 0,
+                     "step %d: a host sample on the ops path differs", k);
+        cr_assert_eq(memcmp(sh.tensors[0]->data, sd.tensors[0]->data, bytes), 0,
+                     "step %d: a sample in place on the ops path differs", k);
+    }
+    /* the conditioning is read, never written */
+    for (i = 1; i < sh.ntensors - 1; ++i) {
+        cr_assert_eq(memcmp(sh.tensors[i]->data, sd.tensors[i]->data,
+                            svp_tensor_nbytes(sh.tensors[i])), 0, "tensor %d", i);
+    }
+
+    cr_assert_eq(host.ops->finish(host.self, &sh), SVP_OK);
+    cr_assert_eq(ops.ops->finish(ops.self, &so), SVP_OK);
+    for (k = 0; k < 3; ++k) {
+        snprintf(a, sizeof(a), "%s/out0/sample_000000/frame_%04d.png", dir, k);
+        snprintf(b, sizeof(b), "%s/out1/sample_000000/frame_%04d.png", dir, k);
+        cr_assert(same_file(a, b), "frame %d decoded on the ops path differs", k);
+    }
+    snprintf(a, sizeof(a), "%s/out0/sample_000000/latents.safetensors", dir);
+    snprintf(b, sizeof(b), "%s/out1/sample_000000/latents.safetensors", dir);
+    cr_assert(same_file(a, b), "latents written on the ops path differ");
+
+    svp_sample_cleanup(&sh);
+    svp_sample_cleanup(&so);
+    svp_sample_cleanup(&sd);
+    host.ops->destroy(host.self);
+    ops.ops->destroy(ops.self);
+    svp_spec_destroy(spec[0]);
+    svp_spec_destroy(spec[1]);
     svp_rmtree(dir);
 }
 

@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..14"
+echo "1..15"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -21,6 +21,12 @@ if [ $rc -eq 2 ] && grep -q "missing.yaml" "$tmp/err"; then ok "missing spec fil
 
 "$w" --set steps=abc >/dev/null 2>"$tmp/err"; rc=$?
 if [ $rc -eq 2 ] && grep -q "key 'steps': expected an integer" "$tmp/err"; then ok "--set value checked"; else nok "--set (rc=$rc)"; fi
+
+# comm.gpu_direct: on promises device memory on the wire; the cpu backend has none
+"$w" --set comm.gpu_direct=on --set output.dir="$tmp/gd" >/dev/null 2>"$tmp/err"; rc=$?
+if [ $rc -eq 2 ] && grep -q "key 'comm.gpu_direct': expected auto or off with device cpu" "$tmp/err" &&
+   [ ! -e "$tmp/gd" ]; then
+    ok "comm.gpu_direct on with device cpu: exit 2, named, nothing started"; else nok "gpu_direct on, cpu (rc=$rc)"; fi
 
 printf 'steps: 6\nsamples: 2\nlatent_shape: [1, 3, 4, 4, 4]\n' > "$tmp/job.yaml"
 "$w" "$tmp/job.yaml" --set output.dir="$tmp/out" >"$tmp/log" 2>&1; rc=$?

@@ -397,7 +397,7 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
                                   comm->have_device && svp_comm_ucx_cuda(comm),
                                   &comm->path, path_err, sizeof(path_err));
     if (status != SVP_OK) {
-        svp_error("%s", path_err);
+        svp_error("rank %d on %s: %s", comm->rank, svp_rt_hostname(rt), path_err);
         goto err_cleanup_ucx;
     }
 

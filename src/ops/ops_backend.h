@@ -11,6 +11,7 @@
 
 #include "ops/ops.h"
 #include "tensor/tensor.h"
+#include "sched/sched_math.h"
 
 typedef struct svp_ops_ops {
     const char *name;
@@ -69,6 +70,16 @@ typedef struct svp_ops_ops {
      */
     svp_status_t (*widen)(svp_ops_h ops, svp_dtype_t dtype, const void *src,
                           size_t count, float *dst);
+    /* the scheduler's per-step arithmetic (ops_sched.h); guidance is one
+     * frame's worth with its scale g */
+    svp_status_t (*sched_scale)(svp_ops_h ops, int64_t n, float c_in,
+                                const float *x, float *y);
+    svp_status_t (*sched_guidance)(svp_ops_h ops, int64_t n, float g,
+                                   const float *uncond, const float *cond,
+                                   float *out);
+    svp_status_t (*sched_euler)(svp_ops_h ops, int64_t n,
+                                const svp_sched_euler_coef_t *coef,
+                                const float *v, const float *x, float *y);
 } svp_ops_ops_t;
 
 /* One buffer of the arena: a backend allocation, in use or free. */

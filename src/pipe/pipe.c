@@ -97,6 +97,7 @@ typedef struct {
     svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
     svp_pipe_slot_t          enc[SVP_PIPE_ENC_SLOTS];
     svp_pipe_deadline_t      dl;            /* receive timeouts */
+    svp_comm_mem_type_t      frame_mem;     /* where the frames live */
 } svp_pipe_t;
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
@@ -272,6 +273,7 @@ static svp_status_t svp_pipe_view(svp_pipe_t *p, svp_pipe_slot_t *slot, int inde
     s->index   = index;
     s->seed    = p->params->spec->seed;
     s->t_begin = svp_clock_now();   /* times shown are this rank's */
+    s->on_device = (p->frame_mem == SVP_COMM_MEM_CUDA);
     for (i = 0; i < d->num_tensors; ++i) {
         status = svp_tensor_wrap((svp_dtype_t)d->tensors[i].dtype,
                                  (int)d->tensors[i].ndim, d->tensors[i].shape,
@@ -335,7 +337,7 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, svp_pipe_slot_t *slots,
     for (i = 0; i < n; ++i) {
         slots[i].sample = -1;
         status = svp_comm_frame_create(p->params->comm, &p->desc, NULL, 0,
-                                       SVP_COMM_MEM_HOST, &slots[i].frame);
+                                       p->frame_mem, &slots[i].frame);
         if (status != SVP_OK) {
             return status;
         }
@@ -366,7 +368,6 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
     svp_sample_t       own;
     svp_status_t       status;
     double             t0 = svp_clock_now();
-    int                k;
 
     memset(&own, 0, sizeof(own));
     status = stage->ops->begin(stage->self, i, &own);
@@ -376,12 +377,10 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
     }
     status = svp_pipe_view(p, slot, i, s);
     if (status == SVP_OK) {
-        for (k = 0; k < s->ntensors; ++k) {
-            memcpy(s->tensors[k]->data, own.tensors[k]->data,
-                   svp_tensor_nbytes(own.tensors[k]));
+        status = svp_stage_sample_copy(stage, s, &own);   /* into the frame */
+        if (status != SVP_OK) {
+            svp_sample_cleanup(s);
         }
-        s->seed      = own.seed;
-        s->next_step = own.next_step;
     }
     svp_sample_cleanup(&own);
     p->stats.busy += svp_clock_now() - t0;
@@ -394,10 +393,24 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
 static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
+    svp_sample_t       host;
     svp_status_t       status;
     double             t0 = svp_clock_now();
 
-    status = stage->ops->finish(stage->self, s);
+    if (s->on_device) {
+        /* finish() (decode, outputs) takes host tensors */
+        memset(&host, 0, sizeof(host));
+        status = stage->ops->alloc(stage->self, s->index, &host);
+        if (status == SVP_OK) {
+            status = svp_stage_sample_copy(stage, &host, s);
+        }
+        if (status == SVP_OK) {
+            status = stage->ops->finish(stage->self, &host);
+        }
+        svp_sample_cleanup(&host);
+    } else {
+        status = stage->ops->finish(stage->self, s);
+    }
     if (status != SVP_OK) {
         svp_error("finishing sample %d failed: %s", s->index,
                   svp_status_string(status));
@@ -507,6 +520,9 @@ static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
     if (status != SVP_OK) {
         return status;
     }
+    /* a stage that computes on a device keeps a sample's frame there from
+     * rank to rank; how it crosses is the comm's (comm.gpu_direct) */
+    p->frame_mem = (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
 
     /*
      * Latent slots: 'ahead' receives posted in advance, the sample being

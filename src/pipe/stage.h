@@ -8,6 +8,7 @@
 #ifndef SVP_PIPE_STAGE_H
 #define SVP_PIPE_STAGE_H
 
+#include "common/devmem.h"
 #include "common/status.h"
 #include "spec/spec.h"
 #include "tensor/tensor.h"
@@ -29,6 +30,8 @@ typedef struct {
     int           ntensors;
     svp_tensor_t *tensors[SVP_SAMPLE_MAX_TENSORS];
     double        t_begin;       /* when it entered the pipeline (rank clock) */
+    int           on_device;     /* tensors are device memory (views into a
+                                    device frame, svp_stage_t.devmem) */
 } svp_sample_t;
 
 void svp_sample_cleanup(svp_sample_t *sample);
@@ -68,7 +71,24 @@ typedef struct svp_stage_ops {
 typedef struct {
     const svp_stage_ops_t *ops;
     void                  *self;
+    /*
+     * NULL: the stage works on host memory only.  Else it computes on a
+     * device whose memory these services reach, and its step() also takes
+     * a sample whose tensors are device memory (on_device set), so a
+     * pipeline can keep a sample's frame on the device from rank to rank
+     * (pipe.c, comm.gpu_direct).  alloc(), begin() and finish() always deal
+     * in host tensors: svp_stage_sample_copy() moves a sample across.
+     */
+    const svp_devmem_t    *devmem;
 } svp_stage_t;
+
+/*
+ * Copies the tensors of src into dst, which has the same layout (alloc()'s),
+ * each side host or device memory as its on_device says (device copies with
+ * stage->devmem, synchronous), and seed and next_step with them.
+ */
+svp_status_t svp_stage_sample_copy(const svp_stage_t *stage, svp_sample_t *dst,
+                                   const svp_sample_t *src);
 
 /* The simulator stage (model.kind: dummy). */
 svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p);

@@ -156,7 +156,8 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
         free(st);
         return status;
     }
-    stage_p->ops  = &svp_stage_dummy_ops;
-    stage_p->self = st;
+    stage_p->ops    = &svp_stage_dummy_ops;
+    stage_p->self   = st;
+    stage_p->devmem = NULL;     /* host memory only, whatever the device */
     return SVP_OK;
 }

@@ -51,6 +51,7 @@
 #include "config.h"
 #endif
 #include "pipe/stage.h"
+#include "pipe/stage_svd_int.h"
 #include "media/clip_preprocess.h"
 #include "media/frames.h"
 #include "media/image.h"
@@ -63,6 +64,8 @@
 #include "model/unet.h"
 #include "model/vae.h"
 #include "ops/ops.h"
+#include "ops/ops_module.h"
+#include "ops/ops_sched.h"
 #include "sched/euler.h"
 #include "sched/guidance.h"
 #include "sched/rng.h"
@@ -104,7 +107,265 @@ typedef struct {
     int64_t           F, h, w, D, H, W;
     int               cfg;          /* classifier-free guidance on */
     float            *in, *out, *ehs, *ids, *t, *v;  /* UNet work buffers */
+    /*
+     * The cuda backend (gpu set): the models take device buffers, and the
+     * step runs on the device from the latents to the Euler update.  d_in,
+     * d_out, d_v, d_ehs replace in, out, v, ehs; d_x, d_img, d_emb hold a
+     * host sample's latents and conditioning while it is stepped; d_zero is
+     * the unconditional half's zeros; scales the guidance per frame.
+     */
+    int               gpu;
+    float            *d_in, *d_out, *d_v, *d_ehs, *d_x, *d_img, *d_emb, *d_zero;
+    float            *scales;
 } svp_stage_svd_t;
+
+/* ---- the cuda backend ------------------------------------------------- */
+
+/* A device buffer of n floats, holding a copy of host[0, n) unless NULL. */
+static svp_status_t svp_stage_svd_dev_buf(svp_stage_svd_t *st, const float *host,
+                                          int64_t n, float **buf_p)
+{
+    svp_status_t status = svp_ops_alloc(st->ops, (size_t)n, buf_p);
+
+    if (status == SVP_OK && host != NULL) {
+        status = svp_ops_upload(st->ops, *buf_p, host, (size_t)n);
+    }
+    return status;
+}
+
+/*
+ * The model calls with host inputs and outputs (begin, finish): the same
+ * call on the cpu backend, through device buffers of the handle on cuda.
+ */
+static svp_status_t svp_stage_svd_vae_encode(svp_stage_svd_t *st,
+                                             const float *image, float *mean)
+{
+    int64_t      in = 3 * st->H * st->W, out = 4 * st->h * st->w;
+    float       *d_image = NULL, *d_mean = NULL;
+    svp_status_t status;
+
+    if (!st->gpu) {
+        return svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, image, mean,
+                              NULL, NULL);
+    }
+    status = svp_stage_svd_dev_buf(st, image, in, &d_image);
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, out, &d_mean);
+    }
+    if (status == SVP_OK) {
+        status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, d_image,
+                                d_mean, NULL, NULL);
+    }
+    if (status == SVP_OK) {
+        status = svp_ops_download(st->ops, mean, d_mean, (size_t)out);
+    }
+    svp_ops_free(st->ops, d_mean);
+    svp_ops_free(st->ops, d_image);
+    return status;
+}
+
+static svp_status_t svp_stage_svd_clip_encode(svp_stage_svd_t *st,
+                                              const svp_tensor_t *pixels,
+                                              float *embeds)
+{
+    float       *d_pixels = NULL, *d_embeds = NULL;
+    svp_status_t status;
+
+    if (!st->gpu) {
+        return svp_clip_encode(st->clip, 1, pixels->data, embeds);
+    }
+    status = svp_stage_svd_dev_buf(st, pixels->data, svp_tensor_numel(pixels),
+                                   &d_pixels);
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, st->D, &d_embeds);
+    }
+    if (status == SVP_OK) {
+        status = svp_clip_encode(st->clip, 1, d_pixels, d_embeds);
+    }
+    if (status == SVP_OK) {
+        status = svp_ops_download(st->ops, embeds, d_embeds, (size_t)st->D);
+    }
+    svp_ops_free(st->ops, d_embeds);
+    svp_ops_free(st->ops, d_pixels);
+    return status;
+}
+
+static svp_status_t svp_stage_svd_vae_decode(svp_stage_svd_t *st, int chunk,
+                                             const float *latents, float *frames)
+{
+    int64_t      in = st->F * 4 * st->h * st->w, out = st->F * 3 * st->H * st->W;
+    float       *d_latents = NULL, *d_frames = NULL;
+    svp_status_t status;
+
+    if (!st->gpu) {
+        return svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w, chunk,
+                              latents, frames);
+    }
+    status = svp_stage_svd_dev_buf(st, latents, in, &d_latents);
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, out, &d_frames);
+    }
+    if (status == SVP_OK) {
+        status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w, chunk,
+                                d_latents, d_frames);
+    }
+    if (status == SVP_OK) {
+        status = svp_ops_download(st->ops, frames, d_frames, (size_t)out);
+    }
+    svp_ops_free(st->ops, d_frames);
+    svp_ops_free(st->ops, d_latents);
+    return status;
+}
+
+/* The step's device buffers and the guidance scales (cuda backend). */
+static svp_status_t svp_stage_svd_dev_init(svp_stage_svd_t *st, int batch)
+{
+    int64_t      plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
+    int64_t      nz = SVP_MAX(fr, st->D);
+    float       *zeros;
+    svp_status_t status;
+
+    st->gpu    = 1;
+    st->scales = malloc(st->F * sizeof(float));
+    zeros      = calloc(nz, sizeof(float));
+    if (st->scales == NULL || zeros == NULL) {
+        free(zeros);
+        return SVP_ERR_NO_MEMORY;
+    }
+    svp_sched_guidance_scales(st->spec->video.min_guidance,
+                              st->spec->video.max_guidance, (int)st->F, st->scales);
+    status = svp_stage_svd_dev_buf(st, NULL, batch * st->F * 8 * plane, &st->d_in);
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, batch * n, &st->d_out);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, n, &st->d_v);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, batch * st->D, &st->d_ehs);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, n, &st->d_x);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, fr, &st->d_img);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, st->D, &st->d_emb);
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, zeros, nz, &st->d_zero);
+    }
+    free(zeros);
+    return status;
+}
+
+svp_status_t svp_stage_svd_use_ops_path(svp_stage_t *stage)
+{
+    svp_stage_svd_t *st = stage->self;
+
+    return st->gpu ? SVP_OK : svp_stage_svd_dev_init(st, st->cfg ? 2 : 1);
+}
+
+static void svp_stage_svd_dev_cleanup(svp_stage_svd_t *st)
+{
+    if (!st->gpu) {
+        return;
+    }
+    svp_ops_free(st->ops, st->d_zero);
+    svp_ops_free(st->ops, st->d_emb);
+    svp_ops_free(st->ops, st->d_img);
+    svp_ops_free(st->ops, st->d_x);
+    svp_ops_free(st->ops, st->d_ehs);
+    svp_ops_free(st->ops, st->d_v);
+    svp_ops_free(st->ops, st->d_out);
+    svp_ops_free(st->ops, st->d_in);
+    free(st->scales);
+}
+
+#define SVD_DEV_TRY(_call) \
+    do { \
+        status = (_call); \
+        if (status != SVP_OK) { \
+            return status; \
+        } \
+    } while (0)
+
+/*
+ * One step on the device: the step of svp_stage_svd_step with the model
+ * input, the guidance and the Euler update as ops (ops_sched.h, the CPU
+ * scheduler's arithmetic).  A sample on the device (a device frame) is
+ * updated in place and never leaves it but for its 3 time ids; a host
+ * sample (one rank) goes up and comes back down around the step.
+ */
+static svp_status_t svp_stage_svd_step_dev(svp_stage_svd_t *st, svp_sample_t *s,
+                                           int step)
+{
+    svp_ops_h              ops   = st->ops;
+    int                    batch = st->cfg ? 2 : 1, b, f;
+    int64_t                plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
+    const float           *img, *emb, *v;
+    float                 *x, ids[3], c_in, last;
+    svp_sched_euler_coef_t coef;
+    svp_status_t           status;
+
+    if (s->on_device) {
+        x   = s->tensors[SVD_T_LATENTS]->data;
+        img = s->tensors[SVD_T_IMAGE_LATENTS]->data;
+        emb = s->tensors[SVD_T_EMBEDS]->data;
+        SVD_DEV_TRY(svp_ops_download(ops, ids, s->tensors[SVD_T_IDS]->data, 3));
+    } else {
+        x   = st->d_x;
+        img = st->d_img;
+        emb = st->d_emb;
+        SVD_DEV_TRY(svp_ops_upload(ops, st->d_x, s->tensors[SVD_T_LATENTS]->data, n));
+        SVD_DEV_TRY(svp_ops_upload(ops, st->d_img,
+                                   s->tensors[SVD_T_IMAGE_LATENTS]->data, fr));
+        SVD_DEV_TRY(svp_ops_upload(ops, st->d_emb, s->tensors[SVD_T_EMBEDS]->data,
+                                   st->D));
+        memcpy(ids, s->tensors[SVD_T_IDS]->data, sizeof(ids));
+    }
+
+    /* [B, F, 8, h, w]: scaled latents, then the image latents (zeros in the
+     * unconditional half) */
+    c_in = svp_sched_c_in(st->sched, step);
+    for (b = 0; b < batch; ++b) {
+        int cond = !st->cfg || b == 1;
+        for (f = 0; f < st->F; ++f) {
+            float *dst = st->d_in + ((int64_t)b * st->F + f) * 8 * plane;
+            SVD_DEV_TRY(svp_ops_sched_scale(ops, fr, c_in, x + f * fr, dst));
+            SVD_DEV_TRY(svp_ops_copy(ops, fr, cond ? img : st->d_zero, dst + fr));
+        }
+        st->t[b] = svp_sched_timesteps(st->sched)[step];
+        memcpy(st->ids + 3 * b, ids, sizeof(ids));
+        SVD_DEV_TRY(svp_ops_copy(ops, st->D, cond ? emb : st->d_zero,
+                                 st->d_ehs + b * st->D));
+    }
+    svp_range_push_ctx("sample %d step %d", s->index, step);
+    status = svp_unet_forward(st->unet, batch, (int)st->F, (int)st->h, (int)st->w,
+                              st->d_in, st->t, st->d_ehs, 1, st->ids, st->d_out);
+    svp_range_pop();
+    if (status != SVP_OK) {
+        return status;
+    }
+    v = st->d_out;
+    if (st->cfg) {
+        SVD_DEV_TRY(svp_ops_sched_guidance(ops, (int)st->F, fr, st->scales, st->d_out,
+                                           st->d_out + n, st->d_v));
+        v = st->d_v;
+    }
+    svp_sched_euler_coef(st->sched, step, &coef);
+    SVD_DEV_TRY(svp_ops_sched_euler(ops, n, &coef, v, x, x));
+
+    if (s->on_device) {
+        /* the ops' stream is not the one the frame is copied or sent from:
+         * a download waits for it, so the latents are complete before the
+         * pipeline hands the frame to UCX */
+        return svp_ops_download(ops, &last, x + n - 1, 1);
+    }
+    return svp_ops_download(ops, s->tensors[SVD_T_LATENTS]->data, st->d_x, n);
+}
+
 
 static svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s)
 {
@@ -192,16 +453,16 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     for (i = 0; i < n; ++i) {
         ((float *)px->data)[i] += (float)spec->video.noise_aug_strength * noise[i];
     }
-    status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, px->data,
-                            s->tensors[SVD_T_IMAGE_LATENTS]->data, NULL, NULL);
+    status = svp_stage_svd_vae_encode(st, px->data,
+                                      s->tensors[SVD_T_IMAGE_LATENTS]->data);
     if (status != SVP_OK) {
         goto out;
     }
 
     status = svp_media_clip_preprocess(img, &st->clip_params, NULL, &clip_in);
     if (status == SVP_OK) {
-        status = svp_clip_encode(st->clip, 1, clip_in->data,
-                                 s->tensors[SVD_T_EMBEDS]->data);
+        status = svp_stage_svd_clip_encode(st, clip_in,
+                                           s->tensors[SVD_T_EMBEDS]->data);
     }
 out:
     free(noise);
@@ -290,6 +551,9 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
     const float     *ids   = s->tensors[SVD_T_IDS]->data;
     svp_status_t     status;
 
+    if (st->gpu) {
+        return svp_stage_svd_step_dev(st, s, step);
+    }
     /* the 8-channel input [B, F, 8, h, w]: scaled latents, then the image
      * latents (zeros in the unconditional half) */
     for (b = 0; b < batch; ++b) {
@@ -437,8 +701,8 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
             lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
         }
         svp_range_push_ctx("sample %d decode", s->index);
-        status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w,
-                                spec->video.decode_chunk_size, lat, dec);
+        status = svp_stage_svd_vae_decode(st, spec->video.decode_chunk_size, lat,
+                                          dec);
         svp_range_pop();
         if (status != SVP_OK) {
             goto out;
@@ -487,6 +751,7 @@ static void svp_stage_svd_destroy(void *self)
     svp_stage_svd_t *st = self;
     int              i;
 
+    svp_stage_svd_dev_cleanup(st);
     free(st->in);
     free(st->out);
     free(st->ehs);
@@ -828,6 +1093,8 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     svp_stage_svd_t   *st;
     svp_sched_config_t sc;
     svp_ops_params_t   op = {0};
+    const svp_ops_module_t *module;
+    const svp_devmem_t *devmem = NULL;
     char               path[4096];
     struct stat        sb;
     int                lh, lw, batch;
@@ -976,15 +1243,32 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     }
 
     batch   = st->cfg ? 2 : 1;
-    st->in  = malloc(batch * st->F * 8 * st->h * st->w * sizeof(float));
-    st->out = malloc(batch * st->F * 4 * st->h * st->w * sizeof(float));
-    st->v   = malloc(st->F * 4 * st->h * st->w * sizeof(float));
-    st->ehs = malloc(batch * st->D * sizeof(float));
     st->ids = malloc(batch * 3 * sizeof(float));
     st->t   = malloc(batch * sizeof(float));
-    if (!st->in || !st->out || !st->v || !st->ehs || !st->ids || !st->t) {
+    if (!st->ids || !st->t) {
         status = SVP_ERR_NO_MEMORY;
         goto err;
+    }
+    if (spec->device == SVP_DEVICE_CUDA) {
+        /* the step's buffers on the device, and the device memory services
+         * that let the pipeline keep a sample's frame there */
+        status = svp_stage_svd_dev_init(st, batch);
+        if (status == SVP_OK) {
+            status = svp_ops_module_load("cuda", &module);
+        }
+        if (status != SVP_OK) {
+            goto err;
+        }
+        devmem = module->devmem;
+    } else {
+        st->in  = malloc(batch * st->F * 8 * st->h * st->w * sizeof(float));
+        st->out = malloc(batch * st->F * 4 * st->h * st->w * sizeof(float));
+        st->v   = malloc(st->F * 4 * st->h * st->w * sizeof(float));
+        st->ehs = malloc(batch * st->D * sizeof(float));
+        if (!st->in || !st->out || !st->v || !st->ehs) {
+            status = SVP_ERR_NO_MEMORY;
+            goto err;
+        }
     }
     if (st->cond != NULL) {
         svp_info("svd stage: %lld frames, latents %lldx%lld, %d conditioning set(s) "
@@ -999,8 +1283,9 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
                  (long long)st->w, st->cfg ? "on" : "off", spec->video.min_guidance,
                  spec->video.max_guidance);
     }
-    stage_p->ops  = &svp_stage_svd_ops;
-    stage_p->self = st;
+    stage_p->ops    = &svp_stage_svd_ops;
+    stage_p->self   = st;
+    stage_p->devmem = devmem;
     return SVP_OK;
 
 err:

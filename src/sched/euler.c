@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "sched/euler.h"
+#include "sched/sched_math.h"
 #include "common/log.h"
 
 #include <math.h>
@@ -234,41 +235,50 @@ float svp_sched_init_noise_sigma(svp_sched_h sched)
     return sched->init_noise_sigma;
 }
 
+float svp_sched_c_in(svp_sched_h sched, int step)
+{
+    float sigma = sched->sigmas[step];
+    float s2    = sigma * sigma + 1.0f;
+
+    return sqrtf(s2);
+}
+
 void svp_sched_scale_model_input(svp_sched_h sched, int step,
                                  const float *sample, float *out, size_t n)
 {
-    float  sigma = sched->sigmas[step];
-    float  s2    = sigma * sigma + 1.0f;
-    float  c_in  = sqrtf(s2);
+    float  c_in = svp_sched_c_in(sched, step);
     size_t i;
 
-    /* a division, not a multiplication by 1/c_in: diffusers divides */
     for (i = 0; i < n; ++i) {
-        out[i] = sample[i] / c_in;
+        out[i] = svp_sched_math_scale(sample[i], c_in);
     }
+}
+
+void svp_sched_euler_coef(svp_sched_h sched, int step,
+                          svp_sched_euler_coef_t *coef_p)
+{
+    float sigma = sched->sigmas[step];
+    float s2    = sigma * sigma + 1.0f;
+
+    coef_p->sigma = sigma;
+    coef_p->s2    = s2;
+    coef_p->c_out = -sigma / sqrtf(s2);
+    coef_p->dt    = sched->sigmas[step + 1] - sigma;
 }
 
 void svp_sched_step(svp_sched_h sched, int step, const float *model_output,
                     const float *sample, float *prev_sample,
                     float *pred_original_sample, size_t n)
 {
-    float  sigma = sched->sigmas[step];
-    float  dt    = sched->sigmas[step + 1] - sigma;
-    float  s2    = sigma * sigma + 1.0f;
-    float  c_out = -sigma / sqrtf(s2);
-    size_t i;
+    svp_sched_euler_coef_t coef;
+    size_t                 i;
 
-    /* denoised = v * c_out + x * c_skip with c_skip = 1/(sigma^2+1), then
-     * the Euler update along (x - denoised) / sigma; each operation in
-     * diffusers' order so the float rounding matches */
+    /* the per-element formula is sched_math.h's, shared with the CUDA
+     * kernel (kernels/sched.cu) */
+    svp_sched_euler_coef(sched, step, &coef);
     for (i = 0; i < n; ++i) {
-        float x        = sample[i];
-        float denoised = model_output[i] * c_out + x / s2;
-        float deriv    = (x - denoised) / sigma;
-
-        if (pred_original_sample != NULL) {
-            pred_original_sample[i] = denoised;
-        }
-        prev_sample[i] = x + deriv * dt;
+        prev_sample[i] = svp_sched_math_euler(&coef, model_output[i], sample[i],
+                                              pred_original_sample != NULL
+                                              ? &pred_original_sample[i] : NULL);
     }
 }

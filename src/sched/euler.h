@@ -16,6 +16,7 @@
 #define SVP_SCHED_EULER_H
 
 #include "common/status.h"
+#include "sched/sched_math.h"
 #include "tensor/config_json.h"
 
 #include <stddef.h>
@@ -67,6 +68,9 @@ const float *svp_sched_timesteps(svp_sched_h sched);
 /* The factor the initial N(0,1) noise is multiplied by. */
 float        svp_sched_init_noise_sigma(svp_sched_h sched);
 
+/* sqrt(sigma_step^2 + 1): what the model input is divided by. */
+float svp_sched_c_in(svp_sched_h sched, int step);
+
 /* out = sample / sqrt(sigma_step^2 + 1); out may equal sample. */
 void svp_sched_scale_model_input(svp_sched_h sched, int step,
                                  const float *sample, float *out, size_t n);
@@ -80,5 +84,10 @@ void svp_sched_scale_model_input(svp_sched_h sched, int step,
 void svp_sched_step(svp_sched_h sched, int step, const float *model_output,
                     const float *sample, float *prev_sample,
                     float *pred_original_sample, size_t n);
+
+/* The constants of step `step` (sched_math.h), for a device that runs the
+ * same per-element update (svp_ops_sched_euler). */
+void svp_sched_euler_coef(svp_sched_h sched, int step,
+                          svp_sched_euler_coef_t *coef_p);
 
 #endif

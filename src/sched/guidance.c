@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "sched/guidance.h"
+#include "sched/sched_math.h"
 
 #include <stdlib.h>
 
@@ -55,9 +56,7 @@ svp_status_t svp_sched_guidance_apply(const float *uncond, const float *cond,
         for (f = 0; f < num_frames; ++f) {
             base = ((size_t)b * (size_t)num_frames + (size_t)f) * frame_elems;
             for (i = base; i < base + frame_elems; ++i) {
-                float u = uncond[i];
-
-                out[i] = u + g[f] * (cond[i] - u);
+                out[i] = svp_sched_math_guidance(uncond[i], cond[i], g[f]);
             }
         }
     }

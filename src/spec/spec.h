@@ -39,6 +39,13 @@ typedef enum {
     SVP_DEVICE_CUDA
 } svp_spec_device_t;
 
+/* comm.gpu_direct: how device frames cross (src/comm/comm_path.h) */
+typedef enum {
+    SVP_GPU_DIRECT_AUTO = 0,     /* device path when UCX can move cuda memory */
+    SVP_GPU_DIRECT_ON,           /* device path or an error at start */
+    SVP_GPU_DIRECT_OFF           /* staged through pinned host memory */
+} svp_spec_gpu_direct_t;
+
 typedef enum {
     SVP_PLACEMENT_ENDS = 0,      /* encode on rank 0, decode on rank W-1 */
     SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
@@ -93,6 +100,7 @@ typedef struct svp_spec {
         int    inflight;              /* samples in flight per rank */
         int    checksum;              /* checksum every payload (not only
                                          the header) */
+        svp_spec_gpu_direct_t gpu_direct;
     } comm;
 
     struct {

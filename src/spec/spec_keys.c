@@ -25,6 +25,7 @@ static const char *const svp_spec_dummy_costs[] = {"compute", "sleep", NULL};
 static const char *const svp_spec_dtypes[]      = {"f32", "f16", "bf16", NULL};
 static const char *const svp_spec_devices[]     = {"cpu", "cuda", NULL};
 static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
+static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
 static const char *const svp_spec_stages_words[] = {"auto", NULL};
 static const char *const svp_spec_log_levels[]  = {"error", "warn", "info",
@@ -76,6 +77,11 @@ const svp_spec_key_t svp_spec_keys[] = {
      "receives posted ahead per rank (samples in flight)"},
     {"comm.checksum", SVP_SPEC_T_BOOL, OFF(comm.checksum), "false", NOLIM, NULL,
      "checksum every payload, not only the header (about 0.3 ms per MB per side)"},
+    {"comm.gpu_direct", SVP_SPEC_T_ENUM, OFF(comm.gpu_direct), "auto", NOLIM,
+     svp_spec_gpu_direct,
+     "device cuda: how latents cross between ranks: on (UCX moves device memory, "
+     "else an error at start), off (staged through pinned host memory) or auto "
+     "(on when UCX can); device cpu or model.kind dummy: auto or off"},
     {"pipeline.placement", SVP_SPEC_T_ENUM, OFF(pipeline.placement), "spread",
      NOLIM, svp_spec_placements,
      "where encode/decode run: ends (first/last rank) or spread (rank i mod W)"},
@@ -529,6 +535,16 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
     if (spec->output.dir[0] == '\0') {
         *key_p = "output.dir";
         snprintf(why, whylen, "expected a directory, found an empty string");
+        return SVP_ERR_SPEC;
+    }
+    /* on promises device memory on the wire: refused where there is none */
+    if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON &&
+        (spec->device != SVP_DEVICE_CUDA || spec->model.kind != SVP_MODEL_SVD)) {
+        *key_p = "comm.gpu_direct";
+        snprintf(why, whylen, "expected auto or off with %s (its latents are "
+                 "host memory, there is no device memory to send), found on",
+                 (spec->device != SVP_DEVICE_CUDA) ? "device cpu"
+                                                   : "model.kind dummy");
         return SVP_ERR_SPEC;
     }
     if (spec->video.seeds.count > 0 && spec->video.inputs.count > 0 &&

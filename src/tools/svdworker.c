@@ -349,6 +349,16 @@ int main(int argc, char **argv)
          * per 2 MB latent on each side, 4x the hand-off itself on shared
          * memory (make bench-comm), so it is opt-in */
         cp.checksum   = spec->comm.checksum;
+        if (pp.stage.devmem != NULL) {
+            /* the stage keeps samples on the device, so do the frames;
+             * comm.gpu_direct says how they cross (comm_path.h) */
+            cp.field_mask |= SVP_COMM_PARAM_FIELD_DEVICE;
+            cp.device      = pp.stage.devmem;
+            cp.gpu_direct  = (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON)
+                             ? SVP_COMM_GPU_DIRECT_ON
+                             : (spec->comm.gpu_direct == SVP_GPU_DIRECT_OFF)
+                             ? SVP_COMM_GPU_DIRECT_OFF : SVP_COMM_GPU_DIRECT_AUTO;
+        }
         status = svp_comm_create(rt, &cp, &pp.comm);
         if (status != SVP_OK) {
             svp_worker_fail(rt, world, rank, status);

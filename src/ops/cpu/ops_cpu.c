@@ -158,6 +158,9 @@ static const svp_ops_ops_t svp_ops_cpu_ops = {
     .concat             = svp_ops_cpu_concat,
     .copy               = svp_ops_cpu_copy,
     .widen              = svp_ops_cpu_widen,
+    .sched_scale        = svp_ops_cpu_sched_scale,
+    .sched_guidance     = svp_ops_cpu_sched_guidance,
+    .sched_euler        = svp_ops_cpu_sched_euler,
 };
 
 svp_status_t svp_ops_cpu_init(svp_ops_h ops)

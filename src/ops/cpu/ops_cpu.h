@@ -86,5 +86,14 @@ svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca,
                                 int64_t cb, int64_t inner, const float *a,
                                 const float *b, float *y);
 svp_status_t svp_ops_cpu_copy(svp_ops_h ops, int64_t n, const float *x, float *y);
+/* sched.c */
+svp_status_t svp_ops_cpu_sched_scale(svp_ops_h ops, int64_t n, float c_in,
+                                     const float *x, float *y);
+svp_status_t svp_ops_cpu_sched_guidance(svp_ops_h ops, int64_t n, float g,
+                                        const float *uncond, const float *cond,
+                                        float *out);
+svp_status_t svp_ops_cpu_sched_euler(svp_ops_h ops, int64_t n,
+                                     const svp_sched_euler_coef_t *coef,
+                                     const float *v, const float *x, float *y);
 
 #endif

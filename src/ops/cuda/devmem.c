@@ -35,7 +35,17 @@ static svp_status_t svp_ops_cuda_dev_to_host(void *ctx, void *host,
 static svp_status_t svp_ops_cuda_dev_to_device(void *ctx, void *dev,
                                                const void *host, size_t bytes)
 {
-    return SVP_CUDA_FUNC(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+    svp_status_t status;
+
+    /* From pageable memory cudaMemcpy may return once the bytes are staged,
+     * before they reach the device; the ops' stream (non-blocking) would not
+     * wait for that DMA.  Waiting for the default stream makes the copy
+     * complete for any reader (pinned sources are complete already). */
+    status = SVP_CUDA_FUNC(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+    if (status == SVP_OK) {
+        status = SVP_CUDA_FUNC(cudaStreamSynchronize(0));
+    }
+    return status;
 }
 
 static svp_status_t svp_ops_cuda_host_alloc(void *ctx, size_t bytes, void **ptr_p)

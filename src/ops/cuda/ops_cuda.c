@@ -303,6 +303,9 @@ static const svp_ops_ops_t svp_ops_cuda_ops = {
     .concat             = svp_ops_cuda_concat,
     .copy               = svp_ops_cuda_copy,
     .widen              = svp_ops_cuda_widen,
+    .sched_scale        = svp_ops_cuda_sched_scale,
+    .sched_guidance     = svp_ops_cuda_sched_guidance,
+    .sched_euler        = svp_ops_cuda_sched_euler,
 };
 
 /* The device itself is chosen by the core (src/ops/ops_gpu.h): Slurm's

@@ -143,6 +143,15 @@ svp_status_t svp_ops_cuda_copy(svp_ops_h ops, int64_t n, const float *x,
 /* 16-bit matrix weights widened to fp32 on the device (ops_backend.h). */
 svp_status_t svp_ops_cuda_widen(svp_ops_h ops, svp_dtype_t dtype,
                                 const void *src, size_t count, float *dst);
+/* kernels/sched.cu */
+svp_status_t svp_ops_cuda_sched_scale(svp_ops_h ops, int64_t n, float c_in,
+                                      const float *x, float *y);
+svp_status_t svp_ops_cuda_sched_guidance(svp_ops_h ops, int64_t n, float g,
+                                         const float *uncond, const float *cond,
+                                         float *out);
+svp_status_t svp_ops_cuda_sched_euler(svp_ops_h ops, int64_t n,
+                                      const svp_sched_euler_coef_t *coef,
+                                      const float *v, const float *x, float *y);
 
 #ifdef __cplusplus
 }
