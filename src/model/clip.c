@@ -168,53 +168,57 @@ static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
 }
 
 /*
- * Finds the tensor named by fmt, checks shape and dtype, and (unless only
- * checking) uploads it as fp32 multiplied by scale into a new backend
- * buffer.
+ * Finds the tensor named by fmt and ap, checks shape and dtype, and (unless
+ * only checking) uploads it multiplied by scale into a new backend buffer:
+ * fp32 for a vector (vec), the handle's dtype for a matrix weight (mat).
  */
-static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
+static svp_status_t clip_vtensor(clip_loader_t *ld, float **vec, void **mat,
+                                 float scale, int ndim, const int64_t *shape,
+                                 const char *fmt, va_list ap)
 {
-    char    name[CLIP_NAME_MAX];
-    va_list ap;
+    char name[CLIP_NAME_MAX];
 
-    va_start(ap, fmt);
     vsnprintf(name, sizeof(name), fmt, ap);
-    va_end(ap);
-
     if (ld->rw != NULL) {
         return clip_random_tensor(ld, name, ndim, shape);
     }
-    return svp_weights_load(&ld->w, name, ndim, shape, scale, buf_p);
+    return mat ? svp_weights_load_matrix(&ld->w, name, ndim, shape, scale, mat)
+               : svp_weights_load(&ld->w, name, ndim, shape, scale, vec);
 }
 
-/* clip_tensor() for the weight of a linear or convolution: in the ops dtype. */
+static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
                                 int ndim, const int64_t *shape,
                                 const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
+                                int ndim, const int64_t *shape,
+                                const char *fmt, ...)
+{
+    va_list      ap;
+    svp_status_t status;
+
+    va_start(ap, fmt);
+    status = clip_vtensor(ld, buf_p, NULL, scale, ndim, shape, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
 static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
                                 int ndim, const int64_t *shape,
                                 const char *fmt, ...)
 {
-    char    name[CLIP_NAME_MAX];
-    va_list ap;
+    va_list      ap;
+    svp_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(name, sizeof(name), fmt, ap);
+    status = clip_vtensor(ld, NULL, buf_p, scale, ndim, shape, fmt, ap);
     va_end(ap);
-
-    if (ld->rw != NULL) {
-        return clip_random_tensor(ld, name, ndim, shape);
-    }
-    return svp_weights_load_matrix(&ld->w, name, ndim, shape, scale, buf_p);
+    return status;
 }
 
 static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,

@@ -193,36 +193,47 @@ out:
 
 #define UNET_NAME_MAX 256
 
+/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
+static svp_status_t unet_vparam(unet_walker_t *wk, float **vec, void **mat,
+                                int ndim, const int64_t *shape, const char *fmt,
+                                va_list ap)
+{
+    char name[UNET_NAME_MAX];
+
+    vsnprintf(name, sizeof(name), fmt, ap);
+    return mat ? wk->matrix(wk, name, ndim, shape, mat)
+               : wk->param(wk, name, ndim, shape, vec);
+}
+
 static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
                                const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
+                                const int64_t *shape, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
                                const int64_t *shape, const char *fmt, ...)
 {
-    char    name[UNET_NAME_MAX];
-    va_list ap;
+    va_list      ap;
+    svp_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(name, sizeof(name), fmt, ap);
+    status = unet_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
     va_end(ap);
-    return wk->param(wk, name, ndim, shape, buf_p);
+    return status;
 }
 
 static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
                                 const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
-                                const int64_t *shape, const char *fmt, ...)
 {
-    char    name[UNET_NAME_MAX];
-    va_list ap;
+    va_list      ap;
+    svp_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(name, sizeof(name), fmt, ap);
+    status = unet_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
     va_end(ap);
-    return wk->matrix(wk, name, ndim, shape, buf_p);
+    return status;
 }
 
 #define UNET_TRY(_expr) \

@@ -115,36 +115,47 @@ out:
 
 /* ---- the parameter walk ---- */
 
+/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
+static svp_status_t vae_vparam(vae_walker_t *wk, float **vec, void **mat,
+                               int ndim, const int64_t *shape, const char *fmt,
+                               va_list ap)
+{
+    char name[VAE_NAME_MAX];
+
+    vsnprintf(name, sizeof(name), fmt, ap);
+    return mat ? wk->matrix(wk, name, ndim, shape, mat)
+               : wk->param(wk, name, ndim, shape, vec);
+}
+
 static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
                               const int64_t *shape, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
+                               const int64_t *shape, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
                               const int64_t *shape, const char *fmt, ...)
 {
-    char    name[VAE_NAME_MAX];
-    va_list ap;
+    va_list      ap;
+    svp_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(name, sizeof(name), fmt, ap);
+    status = vae_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
     va_end(ap);
-    return wk->param(wk, name, ndim, shape, buf_p);
+    return status;
 }
 
 static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
                                const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
 {
-    char    name[VAE_NAME_MAX];
-    va_list ap;
+    va_list      ap;
+    svp_status_t status;
 
     va_start(ap, fmt);
-    vsnprintf(name, sizeof(name), fmt, ap);
+    status = vae_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
     va_end(ap);
-    return wk->matrix(wk, name, ndim, shape, buf_p);
+    return status;
 }
 
 static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,

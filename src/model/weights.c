@@ -31,8 +31,10 @@ void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs)
     bufs->cap   = 0;
 }
 
-static svp_status_t weight_bufs_add(svp_weight_bufs_t *bufs, float *buf)
+/* Adds buf to w->keep; on failure frees it (the caller then has nothing). */
+static svp_status_t weight_bufs_add(svp_weights_t *w, float *buf)
 {
+    svp_weight_bufs_t *bufs = w->keep;
     float **grown;
     int     cap;
 
@@ -40,6 +42,7 @@ static svp_status_t weight_bufs_add(svp_weight_bufs_t *bufs, float *buf)
         cap   = SVP_MAX(256, 2 * bufs->cap);
         grown = realloc(bufs->bufs, cap * sizeof(*grown));
         if (grown == NULL) {
+            svp_ops_free(w->ops, buf);
             return SVP_ERR_NO_MEMORY;
         }
         bufs->bufs = grown;
@@ -176,9 +179,8 @@ svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
     if (status != SVP_OK) {
         goto out_destroy;
     }
-    status = weight_bufs_add(w->keep, buf);
+    status = weight_bufs_add(w, buf);
     if (status != SVP_OK) {
-        svp_ops_free(w->ops, buf);
         goto out_destroy;
     }
     status = svp_ops_upload(w->ops, buf, t->data, numel);
@@ -265,8 +267,7 @@ svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
         return status;
     }
     if (scale == 1.0f && info.dtype != SVP_DTYPE_F32 &&
-        strcmp(svp_ops_dtype(w->ops), info.dtype == SVP_DTYPE_F16 ? "f16"
-                                                                  : "bf16") == 0) {
+        info.dtype == svp_weights_ops_dtype(w->ops)) {
         /* the file holds the handle's dtype: its bits, read once, as they are */
         status = svp_safetensors_load(w->st, name, info.dtype, &t);
         if (status != SVP_OK) {
@@ -286,16 +287,12 @@ svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
         svp_error("%s: tensor '%s' cannot be held in %s",
                   svp_weights_path(w), name, svp_ops_dtype(w->ops));
     }
-    if (status != SVP_OK) {
-        goto out_destroy;
+    if (status == SVP_OK) {
+        status = weight_bufs_add(w, buf);
     }
-    status = weight_bufs_add(w->keep, buf);
-    if (status != SVP_OK) {
-        svp_ops_free(w->ops, buf);
-        goto out_destroy;
+    if (status == SVP_OK) {
+        *buf_p = buf;
     }
-    *buf_p = buf;
-out_destroy:
     svp_tensor_destroy(t);
     return status;
 }
