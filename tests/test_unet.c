@@ -133,6 +133,7 @@ static void forward_again_from_arena(svp_unet_h unet, const unet_io_t *io,
 {
     svp_ops_mem_stats_t warm, again;
     float              *second;
+    size_t              pass_peak;
 
     svp_ops_mem_stats(ops, &warm);
     svp_ops_mem_reset_peak(ops);
@@ -147,6 +148,22 @@ static void forward_again_from_arena(svp_unet_h unet, const unet_io_t *io,
     cr_assert_leq(again.peak_live_bytes, again.reserved_bytes);
     cr_log_info("unet arena: %zu bytes reserved, peak %zu live (weights %zu)",
                 again.reserved_bytes, again.peak_live_bytes, warm.live_bytes);
+    /*
+     * The activations come from the planned slab, which is within 15% of
+     * the most bytes the forward holds at once (the exact-size reuse it
+     * replaced held 2.8 times that).  The plan's peak counts sizes rounded
+     * to 256 bytes, so it is at least the measured peak.
+     */
+    pass_peak = again.peak_live_bytes - warm.live_bytes;
+    cr_log_info("unet slab: %zu bytes, peak %zu live in the pass (%.3f)",
+                again.slab_bytes, pass_peak,
+                (double)again.slab_bytes / (double)pass_peak);
+    cr_assert_geq(again.pass_peak_bytes, pass_peak);
+    cr_assert_leq(again.pass_peak_bytes, pass_peak + pass_peak / 50);
+    cr_assert_geq(again.slab_bytes, again.pass_peak_bytes);
+    cr_assert_leq((double)again.slab_bytes, 1.15 * (double)pass_peak,
+                  "unet: slab %zu bytes for a peak of %zu", again.slab_bytes,
+                  pass_peak);
     cr_assert_eq(memcmp(second, first, svp_tensor_nbytes(io->out)), 0,
                  "unet: the second forward differs from the first");
     free(second);
