@@ -132,6 +132,8 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
 
     if (strcmp(backend, "cpu") == 0) {
         status = svp_ops_cpu_init(ops);
+    } else if (strcmp(backend, "dry") == 0) {
+        status = svp_ops_dry_init(ops);
 #ifdef HAVE_CUDA
     } else if (strcmp(backend, "cuda") == 0) {
         status = svp_ops_module_init("cuda", ops);
@@ -574,8 +576,16 @@ void svp_ops_pass_end(svp_ops_h ops)
 
 void svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats)
 {
-    *stats            = ops->mem;
-    stats->slab_bytes = ops->arena.slab_count * sizeof(float);
+    const svp_ops_arena_t *a = &ops->arena;
+    size_t                 i, held = a->slab_count;
+
+    for (i = 0; i < a->num_blocks; i++) {
+        held += a->blocks[i].count;
+    }
+    *stats                 = ops->mem;
+    stats->slab_bytes      = a->slab_count * sizeof(float);
+    /* the rest of what the backend gave is its own */
+    stats->workspace_bytes = ops->mem.reserved_bytes - held * sizeof(float);
 }
 
 void svp_ops_mem_reset_peak(svp_ops_h ops)

@@ -38,7 +38,12 @@
 typedef struct svp_ops *svp_ops_h;
 
 typedef struct {
-    /* "cpu" (default when NULL) or "cuda". */
+    /*
+     * "cpu" (default when NULL) or "cuda"; or "dry", which computes
+     * nothing and whose buffers cannot be read or written: a forward run on
+     * it makes the arena plan its pass, which is how a model's activations
+     * are sized without its weights or a device.
+     */
     const char *backend;
     /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
     int         threads;
@@ -120,6 +125,9 @@ typedef struct {
      * at once in the largest planned pass: what no slab could go below. */
     size_t   slab_bytes;
     size_t   pass_peak_bytes;
+    /* Bytes of the backend's own workspace (im2col, attention tiles; part
+     * of reserved_bytes): it depends on the backend and its threads. */
+    size_t   workspace_bytes;
 } svp_ops_mem_stats_t;
 
 void         svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats);

@@ -130,6 +130,8 @@ struct svp_ops {
 
 /* The CPU backend (src/ops/cpu/). */
 svp_status_t svp_ops_cpu_init(svp_ops_h ops);
+/* The dry backend (src/ops/ops_dry.c): no data, no work; for planning. */
+svp_status_t svp_ops_dry_init(svp_ops_h ops);
 /* The CUDA backend (src/ops/cuda/, kernels/), in builds with HAVE_CUDA. */
 svp_status_t svp_ops_cuda_init(svp_ops_h ops);
 
