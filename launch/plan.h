@@ -31,6 +31,7 @@
 #include "common/status.h"
 #include "launch/hardware.h"
 #include "spec/spec.h"
+#include "model/unet.h"
 
 #include <stdio.h>
 
@@ -125,6 +126,18 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
 
 /* The hand-off message of spec, in bytes of spec's dtype. */
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p);
+
+/*
+ * Bytes of activations of one UNet call of spec's video at the guidance
+ * batch given: the ops arena's memory plan of the call, from a dry run of
+ * the forward (svp_unet_plan_bytes()), for the UNet of model.path when its
+ * unet/config.json can be read here, else for SVD-XT's.  0 (logged) when
+ * the dry run fails.
+ */
+double svp_plan_unet_activations(const svp_spec_t *spec, int batch);
+
+/* SVD-XT's UNet config, the planner's default model. */
+const svp_unet_config_t *svp_plan_svd_xt_unet(void);
 
 /* Memory of rank in a world of W under placement (W=1: one GPU does all). */
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,

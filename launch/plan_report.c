@@ -130,6 +130,13 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
                 m.weights / PLAN_GB, m.activations / PLAN_GB,
                 m.buffers / PLAN_GB, m.total / PLAN_GB);
     }
+    if (spec->model.kind == SVP_MODEL_SVD) {
+        fprintf(out, "(activations: fp32, the ops arena's plan of one UNet "
+                "call from a dry run of its forward, %.2f GB, or the VAE's "
+                "estimate where larger)\n",
+                svp_plan_unet_activations(spec, spec->video.max_guidance > 1.0
+                                                ? 2 : 1) / PLAN_GB);
+    }
 }
 
 /* Every valid pipeline.stages for the job, and the one to take. */
