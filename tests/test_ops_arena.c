@@ -348,3 +348,38 @@ Test(arena, placement_is_disjoint)
                 plan.peak, (double)plan.size / plan.peak);
     cr_assert_leq((double)plan.size, 1.25 * plan.peak);
 }
+
+/*
+ * While a kind is recorded, the arena holds what is in use and nothing
+ * more: freed buffers go back at once, and the slab of the kinds planned
+ * before is given back until the recording ends.
+ */
+Test(arena, recording_holds_what_is_live, .init = arena_setup,
+     .fini = arena_teardown)
+{
+    arena_set_t         s = { .n = 0, .next_value = 1.0f };
+    svp_ops_mem_stats_t st;
+    uint64_t            r = 5;
+    int                 i;
+
+    arena_pass("before", 3, 200);
+    cr_assert_gt(arena_stats().slab_bytes, 0);
+    svp_ops_pass_begin(ops, "new", 0, NULL);
+    for (i = 0; i < 300; i++) {
+        if (s.n > 0 && (s.n >= 10 || arena_rand(&r) % 3 == 0)) {
+            arena_give(&s, (int)(arena_rand(&r) % s.n));
+        } else {
+            arena_take(&s, 100 + arena_rand(&r) % 20000);
+        }
+        st = arena_stats();
+        cr_assert_eq(st.reserved_bytes, st.live_bytes,
+                     "step %d: %zu bytes held for %zu in use", i,
+                     st.reserved_bytes, st.live_bytes);
+    }
+    arena_give_all(&s);
+    svp_ops_pass_end(ops);
+    st = arena_stats();
+    /* one slab again, for the larger of the two plans */
+    cr_assert_eq(st.reserved_bytes, st.slab_bytes);
+    cr_assert_eq(st.live_bytes, 0);
+}

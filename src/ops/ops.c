@@ -187,8 +187,8 @@ int svp_ops_threads(svp_ops_h ops)
  * requests that repeats, the arena ends up holding, for each size, as many
  * buffers as were ever live at once, and the sequence finds a free one
  * every time.  A looser fit could hand a large buffer to a small request and
- * make a later large one miss.  Inside a pass the same rule serves the
- * recording, whose buffers go back to the backend once the plan is made.
+ * make a later large one miss.  A pass with no plan to follow takes its
+ * buffers the same way and gives them back to the backend as it frees them.
  */
 static svp_ops_block_t *svp_ops_arena_find_free(svp_ops_h ops, size_t count)
 {
@@ -395,10 +395,23 @@ void svp_ops_free(svp_ops_h ops, float *buf)
         }
     } else {
         for (i = a->num_blocks; i-- > 0;) {
-            if (a->blocks[i].buf == buf && a->blocks[i].in_use) {
-                a->blocks[i].in_use = 0;
-                svp_ops_arena_freed(ops, a->blocks[i].rec, a->blocks[i].count);
-                a->blocks[i].rec = SIZE_MAX;
+            svp_ops_block_t *b = &a->blocks[i];
+
+            if (b->buf == buf && b->in_use) {
+                b->in_use = 0;
+                svp_ops_arena_freed(ops, b->rec, b->count);
+                b->rec = SIZE_MAX;
+                /*
+                 * Taken by a pass outside the slab (a recording, or a pass
+                 * that left its plan): back to the backend at once, so
+                 * that a recording holds no more than it has in use, the
+                 * least the device can do with before there is a plan.
+                 */
+                if (b->pass_buf && a->depth > 0) {
+                    ops->vt->free(ops, b->buf);
+                    ops->mem.reserved_bytes -= b->count * sizeof(float);
+                    *b = a->blocks[--a->num_blocks];
+                }
                 return;
             }
         }
@@ -436,25 +449,38 @@ static svp_ops_pass_plan_t *svp_ops_arena_plan_find(svp_ops_arena_t *a,
     return NULL;
 }
 
-/*
- * Makes the slab hold count floats: one backend allocation, replacing the
- * smaller one, when no slab buffer is in use (one that outlived its pass
- * keeps the old slab until it is freed; plans too large wait till then).
- */
-static void svp_ops_arena_slab_fit(svp_ops_h ops, size_t count)
+static void svp_ops_arena_slab_release(svp_ops_h ops)
 {
     svp_ops_arena_t *a = &ops->arena;
-    float           *slab;
 
-    if (count <= a->slab_count || a->num_live > 0) {
-        return;
-    }
-    if (a->slab != NULL) {
+    if (a->slab != NULL && a->num_live == 0) {
         ops->vt->free(ops, a->slab);
         ops->mem.reserved_bytes -= a->slab_count * sizeof(float);
         a->slab       = NULL;
         a->slab_count = 0;
     }
+}
+
+/*
+ * Makes the slab hold the largest plan: one backend allocation, replacing a
+ * smaller slab, when no slab buffer is in use (one that outlived its pass
+ * keeps the old slab until it is freed; plans too large wait till then).
+ */
+static void svp_ops_arena_slab_fit(svp_ops_h ops)
+{
+    svp_ops_arena_t *a = &ops->arena;
+    size_t           i, count = 0;
+    float           *slab;
+
+    for (i = 0; i < a->num_plans; i++) {
+        if (a->plans[i].plan.size > count) {
+            count = a->plans[i].plan.size;
+        }
+    }
+    if (count <= a->slab_count || a->num_live > 0) {
+        return;
+    }
+    svp_ops_arena_slab_release(ops);
     if (ops->vt->alloc(ops, count, &slab) != SVP_OK) {
         svp_warn("ops: no slab of %zu bytes for the memory plan; passes are "
                  "served buffer by buffer", count * sizeof(float));
@@ -505,7 +531,7 @@ static void svp_ops_arena_plan_store(svp_ops_h ops)
     a->rec_max = 0;
     svp_debug("ops: a pass of %zu buffers planned in %zu bytes (peak %zu live)",
               plan.n, plan.size * sizeof(float), plan.peak * sizeof(float));
-    svp_ops_arena_slab_fit(ops, plan.size);
+    svp_ops_arena_slab_fit(ops);
     if (plan.peak * sizeof(float) > ops->mem.pass_peak_bytes) {
         ops->mem.pass_peak_bytes = plan.peak * sizeof(float);
     }
@@ -528,7 +554,12 @@ void svp_ops_pass_begin(svp_ops_h ops, const char *name, int ndims,
     a->clock++;
     if (a->replay != NULL) {
         a->replay->used = a->clock;
-        svp_ops_arena_slab_fit(ops, a->replay->plan.size);
+        svp_ops_arena_slab_fit(ops);
+    } else {
+        /* a recording: the idle slab goes back while it runs, so the
+         * device never holds both (it is made again, large enough for
+         * every plan, at the end) */
+        svp_ops_arena_slab_release(ops);
     }
 }
 
@@ -550,7 +581,7 @@ void svp_ops_pass_end(svp_ops_h ops)
         svp_ops_arena_plan_store(ops);
     }
     /*
-     * What was taken outside the slab and is free again goes back.  What
+     * What the pass took outside the slab went back as it was freed; what
      * is still in use outlives the pass: it stops being recorded, and is
      * kept for reuse when freed, so that the next pass of the kind finds
      * it without asking the backend.

@@ -93,11 +93,13 @@ void         svp_ops_free(svp_ops_h ops, float *buf);
 /*
  * A pass: one forward of a model at one shape, between svp_ops_pass_begin()
  * and svp_ops_pass_end().  name and dims[ndims] (the model and its shape)
- * name the kind of pass.  The first pass of a kind takes its buffers as
- * outside a pass and records their sizes and lifetimes; at its end the
- * arena places them in one slab (sized for the largest kind so far, shared
- * by every kind: passes do not overlap in time), so that buffers alive
- * together never share a byte, and releases what the recording took.  Every
+ * name the kind of pass.  The first pass of a kind takes its buffers
+ * from the backend one by one, giving each back when it is freed, and
+ * records their sizes and lifetimes; at its end the arena places them in
+ * one slab (sized for the largest kind so far, shared by every kind: passes
+ * do not overlap in time), so that buffers alive together never share a
+ * byte.  While a kind is recorded the idle slab is given back, and made
+ * again at the end, so the two are never held together.  Every
  * later pass of that kind is served from the slab, in the recorded order,
  * with no backend allocation (cudaMalloc/cudaFree synchronise the device;
  * malloc of large blocks maps fresh pages).  A pass that asks for something
@@ -105,7 +107,7 @@ void         svp_ops_free(svp_ops_h ops, float *buf);
  * collision) is served correctly from outside the slab from that request
  * on, and leaves a new plan for its kind.  A buffer may outlive its pass.
  * Passes nest: only the outermost counts.  Neither call can fail; when the
- * slab cannot be allocated the arena works as outside a pass.
+ * slab cannot be allocated (logged), passes are served buffer by buffer.
  */
 void         svp_ops_pass_begin(svp_ops_h ops, const char *name, int ndims,
                                 const int64_t *dims);

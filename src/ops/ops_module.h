@@ -22,7 +22,7 @@
 #include "ops/ops_backend.h"
 
 /* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
-#define SVP_OPS_MODULE_ABI    2
+#define SVP_OPS_MODULE_ABI    3
 #define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
 
 
