@@ -271,6 +271,66 @@ double svp_plan_unet_activations(const svp_spec_t *spec, int batch)
     return last.bytes;
 }
 
+/* SVD-XT's VAE, as etc/models/svd-xt/vae/config.json says. */
+static const svp_vae_config_t plan_svd_xt_vae = {
+    .in_channels = 3, .out_channels = 3, .latent_channels = 4, .levels = 4,
+    .block_out = {128, 256, 512, 512}, .layers = 2, .scaling_factor = 0.18215,
+};
+
+const svp_vae_config_t *svp_plan_svd_xt_vae(void)
+{
+    return &plan_svd_xt_vae;
+}
+
+/*
+ * The VAE's activations, as the UNet's: a dry run of the decode of a
+ * sample's frames in decode_chunk_size chunks, or of the encode of its
+ * conditioning frame, for model.path's VAE or SVD-XT's.
+ */
+double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
+{
+    static struct {
+        svp_vae_config_t cfg;
+        int              decode, n, h, w, chunk;
+        double           bytes;
+    }                   last[2];
+    svp_vae_config_t    cfg;
+    char                path[4096];
+    size_t              bytes = 0;
+    int                 n = decode ? spec->video.num_frames : 1;
+    int                 h = spec->video.height, w = spec->video.width;
+    int                 chunk = decode ? spec->video.decode_chunk_size : 0;
+
+    snprintf(path, sizeof(path), "%s/vae/config.json", spec->model.path);
+    if (access(path, R_OK) != 0 || svp_vae_config_load(path, &cfg) != SVP_OK) {
+        cfg = plan_svd_xt_vae;
+    }
+    if (decode) {
+        svp_vae_latent_size(&cfg, h, w, &h, &w);
+        if (chunk <= 0 || chunk > n) {
+            chunk = n;
+        }
+    }
+    decode = !!decode;
+    if (last[decode].bytes > 0 &&
+        memcmp(&last[decode].cfg, &cfg, sizeof(cfg)) == 0 &&
+        last[decode].n == n && last[decode].h == h && last[decode].w == w &&
+        last[decode].chunk == chunk) {
+        return last[decode].bytes;
+    }
+    if (svp_vae_plan_bytes(&cfg, decode, n, h, w, chunk, &bytes) != SVP_OK) {
+        svp_warn("plan: cannot size the VAE's activations (see above)");
+        return 0;
+    }
+    last[decode].cfg   = cfg;
+    last[decode].n     = n;
+    last[decode].h     = h;
+    last[decode].w     = w;
+    last[decode].chunk = chunk;
+    last[decode].bytes = (double)bytes;
+    return last[decode].bytes;
+}
+
 /* As the worker places them (src/pipe/pipe.h): spread encodes sample i on
  * rank i mod W, ends on rank 0. */
 static int plan_encodes_on(svp_placement_t placement, int world, int rank)
@@ -299,28 +359,21 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
         m.activations = 2 * msg.latent;
     } else {
         double unet, vae_dec, vae_enc;
-        int    chunk = spec->video.decode_chunk_size;
-        double full = (double)spec->video.height * spec->video.width;
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
                      (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0;
 
         /*
-         * The UNet call: what the arena's plan of it holds at once (at
-         * 576x1024 the level-0 skips and GEGLU projection dominate;
-         * attention is fused, its scores never held).
+         * What the arena's plans of a UNet call, the decode of a sample and
+         * the encode of its conditioning frame hold at once; they share one
+         * slab, so the largest counts.  At 576x1024 the UNet's level-0
+         * skips and GEGLU projection dominate (attention is fused, its
+         * scores never held); the decode grows with decode_chunk_size.
          */
-        unet = svp_plan_unet_activations(spec, plan_cfg_batch(spec));
-        /* VAE decode: input and output of the full-resolution 256-channel
-           convolution, decode_chunk_size frames at a time (an estimate, not
-           yet the arena's plan; fp32 like every activation) */
-        if (chunk <= 0 || chunk > spec->video.num_frames) {
-            chunk = spec->video.num_frames;
-        }
-        vae_dec = dec ? 2.0 * chunk * 256 * full : 0;
-        /* VAE encode of the conditioning frame: 128 channels at full size */
-        vae_enc = enc ? 2.0 * 128 * full : 0;
-        m.activations = fmax(unet, fmax(vae_dec, vae_enc) * sizeof(float));
+        unet    = svp_plan_unet_activations(spec, plan_cfg_batch(spec));
+        vae_dec = dec ? svp_plan_vae_activations(spec, 1) : 0;
+        vae_enc = enc ? svp_plan_vae_activations(spec, 0) : 0;
+        m.activations = fmax(unet, fmax(vae_dec, vae_enc));
     }
     /* received and outgoing messages of the samples in flight */
     m.buffers = 2.0 * inflight * msg.total;

@@ -32,6 +32,7 @@
 #include "launch/hardware.h"
 #include "spec/spec.h"
 #include "model/unet.h"
+#include "model/vae.h"
 
 #include <stdio.h>
 
@@ -138,6 +139,17 @@ double svp_plan_unet_activations(const svp_spec_t *spec, int batch);
 
 /* SVD-XT's UNet config, the planner's default model. */
 const svp_unet_config_t *svp_plan_svd_xt_unet(void);
+
+/*
+ * Bytes of activations of the VAE's decode of one sample (decode set: its
+ * num_frames in decode_chunk_size chunks) or encode of its conditioning
+ * frame, as svp_plan_unet_activations() (svp_vae_plan_bytes()), for the VAE
+ * of model.path or SVD-XT's.
+ */
+double svp_plan_vae_activations(const svp_spec_t *spec, int decode);
+
+/* SVD-XT's VAE config. */
+const svp_vae_config_t *svp_plan_svd_xt_vae(void);
 
 /* Memory of rank in a world of W under placement (W=1: one GPU does all). */
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,

@@ -131,11 +131,13 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
                 m.buffers / PLAN_GB, m.total / PLAN_GB);
     }
     if (spec->model.kind == SVP_MODEL_SVD) {
-        fprintf(out, "(activations: fp32, the ops arena's plan of one UNet "
-                "call from a dry run of its forward, %.2f GB, or the VAE's "
-                "estimate where larger)\n",
+        fprintf(out, "activations: the largest of the ops arena's plans (dry "
+                "runs, fp32): unet call %.2f, vae decode %.2f, vae encode "
+                "%.2f\n",
                 svp_plan_unet_activations(spec, spec->video.max_guidance > 1.0
-                                                ? 2 : 1) / PLAN_GB);
+                                                ? 2 : 1) / PLAN_GB,
+                svp_plan_vae_activations(spec, 1) / PLAN_GB,
+                svp_plan_vae_activations(spec, 0) / PLAN_GB);
     }
 }
 

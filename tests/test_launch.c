@@ -704,6 +704,46 @@ Test(plan, unet_activations_follow_the_model)
     svp_spec_destroy(spec);
 }
 
+/*
+ * The VAE's figures come from its own plans (SVD-XT's VAE by default, as
+ * checked in), and the decode, which grows with decode_chunk_size, is what
+ * the last rank needs when it is larger than a UNet call.
+ */
+Test(plan, vae_activations_follow_the_chunk)
+{
+    const char       *top = getenv("SVP_TOP_SRCDIR");
+    char              path[1024];
+    svp_vae_config_t  cfg;
+    svp_spec_t       *spec;
+    svp_plan_memory_t m6;
+    size_t            dec25 = 0, enc = 0;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/etc/models/svd-xt/vae/config.json", top);
+    cr_assert_eq(svp_vae_config_load(path, &cfg), SVP_OK);
+    cr_assert_eq(memcmp(&cfg, svp_plan_svd_xt_vae(), sizeof(cfg)), 0,
+                 "the planner's SVD-XT VAE differs from %s", path);
+
+    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                     "pipeline: {placement: ends}\n"
+                     "video: {decode_chunk_size: 25}\n"
+                     "cluster: {ranks_per_node: 7}\n");
+    cr_assert_eq(svp_vae_plan_bytes(&cfg, 1, 25, 72, 128, 25, &dec25), SVP_OK);
+    cr_assert_eq(svp_vae_plan_bytes(&cfg, 0, 1, 576, 1024, 0, &enc), SVP_OK);
+    cr_assert_float_eq(svp_plan_vae_activations(spec, 1), (double)dec25, 0.5);
+    cr_assert_float_eq(svp_plan_vae_activations(spec, 0), (double)enc, 0.5);
+    /* at least the input and output of the last 128-channel convolution */
+    cr_assert_geq((double)dec25, 2.0 * 25 * 128 * 576 * 1024 * 4);
+    svp_plan_memory(spec, 7, 6, SVP_PLACEMENT_ENDS, &m6);
+    cr_assert_gt((double)dec25, svp_plan_unet_activations(spec, 2));
+    cr_assert_float_eq(m6.activations, (double)dec25, 0.5);
+    cr_log_info("svd-xt vae: decode of 25 frames at once %.2f GB, encode "
+                "%.2f GB", dec25 / 1e9, enc / 1e9);
+    svp_spec_destroy(spec);
+}
+
 Test(plan, costs_scale_from_the_hardware_reference)
 {
     svp_spec_t      *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
