@@ -383,3 +383,27 @@ Test(arena, recording_holds_what_is_live, .init = arena_setup,
     cr_assert_eq(st.reserved_bytes, st.slab_bytes);
     cr_assert_eq(st.live_bytes, 0);
 }
+
+/*
+ * A buffer kept from outside a pass that a recording borrows stays kept:
+ * the next request for it outside a pass finds it without the backend.
+ */
+Test(arena, kept_buffers_stay_kept, .init = arena_setup, .fini = arena_teardown)
+{
+    arena_set_t         s = { .n = 0, .next_value = 1.0f };
+    svp_ops_mem_stats_t kept, st;
+
+    arena_take(&s, 7777);               /* a latent, outside any pass */
+    arena_give(&s, 0);
+    kept = arena_stats();
+    svp_ops_pass_begin(ops, "borrows", 0, NULL);
+    arena_take(&s, 7777);
+    arena_give(&s, 0);
+    svp_ops_pass_end(ops);
+    arena_take(&s, 7777);
+    st = arena_stats();
+    cr_assert_eq(st.backend_allocs, kept.backend_allocs + 1,
+                 "%llu backend allocations: the kept buffer was given back",
+                 (unsigned long long)(st.backend_allocs - kept.backend_allocs));
+    arena_give_all(&s);
+}

@@ -234,7 +234,8 @@ static svp_status_t svp_ops_arena_block(svp_ops_h ops, size_t count,
         block           = &a->blocks[a->num_blocks++];
         block->buf      = buf;
         block->count    = count;
-        block->pass_buf = 0;
+        /* a buffer kept from outside a pass stays kept */
+        block->pass_buf = (a->depth > 0);
     }
     block->in_use = 1;
     block->rec    = SIZE_MAX;
@@ -351,10 +352,7 @@ svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p)
             return status;
         }
         block->rec = rec;
-        if (a->depth > 0) {
-            block->pass_buf = 1;
-        }
-        buf = block->buf;
+        buf        = block->buf;
     }
     if (a->depth > 0) {
         a->cursor++;
