@@ -67,7 +67,7 @@ typedef struct {
     float  *buf;
     size_t  count;
     int     in_use;
-    int     pass_buf;   /* taken inside a pass: released at the pass's end */
+    int     pass_buf;   /* taken by a pass: given back when a pass frees it */
     size_t  rec;        /* its record in the current pass, or SIZE_MAX */
 } svp_ops_block_t;
 
