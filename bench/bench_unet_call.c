@@ -63,6 +63,7 @@ int main(int argc, char **argv)
     svp_unet_h               unet;
     const svp_unet_config_t *cfg;
     svp_ops_mem_stats_t      m0, m1, m2;
+    size_t                   planned = 0;
     float                   *sample, *ehs, *out, t[64], ids[64 * 3];
 
     while ((c = getopt(argc, argv, "m:B:b:f:H:W:s:r:t:P:d:")) != -1) {
@@ -158,6 +159,12 @@ int main(int argc, char **argv)
     printf("matrix_weight_bytes: %zu\n", svp_ops_weights_bytes(ops));
     printf("arena_reserved_bytes: %zu\n", m1.reserved_bytes);
     printf("arena_peak_live_bytes: %zu\n", m1.peak_live_bytes);
+    /* the activations' slab, and what svdlaunch plan counts for them */
+    printf("arena_slab_bytes: %zu\n", m1.slab_bytes);
+    printf("arena_workspace_bytes: %zu\n", m1.workspace_bytes);
+    if (svp_unet_plan_bytes(cfg, b, f, h, w, seq, &planned) == SVP_OK) {
+        printf("planned_activation_bytes: %zu\n", planned);
+    }
     printf("backend_allocs_after_warmup: %llu\n",
            (unsigned long long)(m2.backend_allocs - m1.backend_allocs));
 

@@ -6,6 +6,8 @@
 #endif
 #include "launch/plan.h"
 #include "launch/launch_int.h"
+#include "model/unet.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <float.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /*
  * SVD-XT weights, bytes of tensor data in fp16, from the diffusers
@@ -222,6 +225,125 @@ void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
     *msg_p = m;
 }
 
+/* SVD-XT's UNet, as etc/models/svd-xt/unet/config.json says (test_launch
+ * compares the two): the model whose weight bytes are counted above. */
+static const svp_unet_config_t plan_svd_xt_unet = {
+    .in_channels = 8, .out_channels = 4, .levels = 4,
+    .block_out = {320, 640, 1280, 1280}, .layers = {2, 2, 2, 2},
+    .transformer_layers = {1, 1, 1, 1}, .heads = {5, 10, 20, 20},
+    .cross_dim = {1024, 1024, 1024, 1024},
+    .down_cross_attn = {1, 1, 1, 0}, .up_cross_attn = {0, 1, 1, 1},
+    .addition_time_embed_dim = 256, .projection_dim = 768,
+};
+
+const svp_unet_config_t *svp_plan_svd_xt_unet(void)
+{
+    return &plan_svd_xt_unet;
+}
+
+/*
+ * The UNet call's activations: the memory plan the ops arena makes for it,
+ * from a dry run of the forward (svp_unet_plan_bytes), of the spec's UNet
+ * when model.path/unet/config.json can be read here, else of SVD-XT's.
+ * Activations are fp32 whatever the dtype (ops.h), so this does not scale
+ * with it.  The last answer is kept: the report asks once per rank.
+ */
+double svp_plan_unet_activations(const svp_spec_t *spec, int batch)
+{
+    static struct {
+        svp_unet_config_t cfg;
+        int               b, f, h, w;
+        double            bytes;
+    }                   last;
+    svp_unet_config_t   cfg;
+    char                path[4096];
+    size_t              bytes = 0;
+    int                 f = spec->video.num_frames;
+    int                 h = spec->video.height / PLAN_VAE_FACTOR;
+    int                 w = spec->video.width / PLAN_VAE_FACTOR;
+
+    snprintf(path, sizeof(path), "%s/unet/config.json", spec->model.path);
+    if (access(path, R_OK) != 0 || svp_unet_config_load(path, &cfg) != SVP_OK) {
+        cfg = plan_svd_xt_unet;
+    }
+    if (last.bytes > 0 && memcmp(&last.cfg, &cfg, sizeof(cfg)) == 0 &&
+        last.b == batch && last.f == f && last.h == h && last.w == w) {
+        return last.bytes;
+    }
+    /* SVD's context is one image embedding per sample: seq 1 */
+    if (svp_unet_plan_bytes(&cfg, batch, f, h, w, 1, &bytes) != SVP_OK) {
+        svp_warn("plan: cannot size the UNet's activations (see above)");
+        return 0;
+    }
+    last.cfg   = cfg;
+    last.b     = batch;
+    last.f     = f;
+    last.h     = h;
+    last.w     = w;
+    last.bytes = (double)bytes;
+    return last.bytes;
+}
+
+/* SVD-XT's VAE, as etc/models/svd-xt/vae/config.json says. */
+static const svp_vae_config_t plan_svd_xt_vae = {
+    .in_channels = 3, .out_channels = 3, .latent_channels = 4, .levels = 4,
+    .block_out = {128, 256, 512, 512}, .layers = 2, .scaling_factor = 0.18215,
+};
+
+const svp_vae_config_t *svp_plan_svd_xt_vae(void)
+{
+    return &plan_svd_xt_vae;
+}
+
+/*
+ * The VAE's activations, as the UNet's: a dry run of the decode of a
+ * sample's frames in decode_chunk_size chunks, or of the encode of its
+ * conditioning frame, for model.path's VAE or SVD-XT's.
+ */
+double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
+{
+    static struct {
+        svp_vae_config_t cfg;
+        int              decode, n, h, w, chunk;
+        double           bytes;
+    }                   last[2];
+    svp_vae_config_t    cfg;
+    char                path[4096];
+    size_t              bytes = 0;
+    int                 n = decode ? spec->video.num_frames : 1;
+    int                 h = spec->video.height, w = spec->video.width;
+    int                 chunk = decode ? spec->video.decode_chunk_size : 0;
+
+    snprintf(path, sizeof(path), "%s/vae/config.json", spec->model.path);
+    if (access(path, R_OK) != 0 || svp_vae_config_load(path, &cfg) != SVP_OK) {
+        cfg = plan_svd_xt_vae;
+    }
+    if (decode) {
+        svp_vae_latent_size(&cfg, h, w, &h, &w);
+        if (chunk <= 0 || chunk > n) {
+            chunk = n;
+        }
+    }
+    decode = !!decode;
+    if (last[decode].bytes > 0 &&
+        memcmp(&last[decode].cfg, &cfg, sizeof(cfg)) == 0 &&
+        last[decode].n == n && last[decode].h == h && last[decode].w == w &&
+        last[decode].chunk == chunk) {
+        return last[decode].bytes;
+    }
+    if (svp_vae_plan_bytes(&cfg, decode, n, h, w, chunk, &bytes) != SVP_OK) {
+        svp_warn("plan: cannot size the VAE's activations (see above)");
+        return 0;
+    }
+    last[decode].cfg   = cfg;
+    last[decode].n     = n;
+    last[decode].h     = h;
+    last[decode].w     = w;
+    last[decode].chunk = chunk;
+    last[decode].bytes = (double)bytes;
+    return last[decode].bytes;
+}
+
 /* As the worker places them (src/pipe/pipe.h): spread encodes sample i on
  * rank i mod W, ends on rank 0. */
 static int plan_encodes_on(svp_placement_t placement, int world, int rank)
@@ -249,45 +371,23 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
         /* the dummy UNet's weights are negligible; input and output latent */
         m.activations = 2 * msg.latent;
     } else {
-        double a[4], unet, vae_dec, vae_enc;
-        int    h = spec->video.height / PLAN_VAE_FACTOR;
-        int    w = spec->video.width / PLAN_VAE_FACTOR;
-        int    chunk = spec->video.decode_chunk_size;
-        double bf = (double)plan_cfg_batch(spec) * spec->video.num_frames;
-        double full = (double)spec->video.height * spec->video.width;
+        double unet, vae_dec, vae_enc;
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
                      (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0 +
                     (spec->dtype == SVP_DTYPE_SPEC_F32 ? 0 : PLAN_WIDEN_BYTES);
 
-        /* the four UNet levels; a stride-2 conv rounds up */
-        for (int l = 0; l < 4; ++l) {
-            a[l] = (double)h * w;
-            h = (h + 1) / 2;
-            w = (w + 1) / 2;
-        }
         /*
-         * Per frame of the batch: the 12 skip tensors (all alive across the
-         * mid block: conv_in and two resnets at 320 ch, the level-0
-         * downsample, two at 640, ...), plus the largest transient, level
-         * 0's GEGLU projection (inner 4 x 320, doubled by the gate) with its
-         * input.  Attention is assumed fused: its scores, 42 GB at level 0
-         * for 25 frames, are never materialised.  2.98 GB of skips and
-         * 4.72 GB of GEGLU output for 2 x 25 frames at 576x1024 (f32, as
-         * activations are in every dtype).
+         * What the arena's plans of a UNet call, the decode of a sample and
+         * the encode of its conditioning frame hold at once; they share one
+         * slab, so the largest counts.  At 576x1024 the UNet's level-0
+         * skips and GEGLU projection dominate (attention is fused, its
+         * scores never held); the decode grows with decode_chunk_size.
          */
-        unet = bf * (3 * 320 * a[0] + 320 * a[1] + 2 * 640 * a[1] +
-                     640 * a[2] + 2 * 1280 * a[2] + 3 * 1280 * a[3] +
-                     a[0] * (2 * 4 * 320 + 320));
-        /* VAE decode: input and output of the full-resolution 256-channel
-           convolution, decode_chunk_size frames at a time */
-        if (chunk <= 0 || chunk > spec->video.num_frames) {
-            chunk = spec->video.num_frames;
-        }
-        vae_dec = dec ? 2.0 * chunk * 256 * full : 0;
-        /* VAE encode of the conditioning frame: 128 channels at full size */
-        vae_enc = enc ? 2.0 * 128 * full : 0;
-        m.activations = fmax(unet, fmax(vae_dec, vae_enc)) * PLAN_F32;
+        unet    = svp_plan_unet_activations(spec, plan_cfg_batch(spec));
+        vae_dec = dec ? svp_plan_vae_activations(spec, 1) : 0;
+        vae_enc = enc ? svp_plan_vae_activations(spec, 0) : 0;
+        m.activations = fmax(unet, fmax(vae_dec, vae_enc));
     }
     /* received and outgoing messages of the samples in flight */
     m.buffers = 2.0 * inflight * msg.total;

@@ -31,6 +31,8 @@
 #include "common/status.h"
 #include "launch/hardware.h"
 #include "spec/spec.h"
+#include "model/unet.h"
+#include "model/vae.h"
 
 #include <stdio.h>
 
@@ -125,6 +127,29 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
 
 /* The hand-off message of spec, in bytes (f32 latents whatever the dtype). */
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p);
+
+/*
+ * Bytes of activations of one UNet call of spec's video at the guidance
+ * batch given: the ops arena's memory plan of the call, from a dry run of
+ * the forward (svp_unet_plan_bytes()), for the UNet of model.path when its
+ * unet/config.json can be read here, else for SVD-XT's.  0 (logged) when
+ * the dry run fails.
+ */
+double svp_plan_unet_activations(const svp_spec_t *spec, int batch);
+
+/* SVD-XT's UNet config, the planner's default model. */
+const svp_unet_config_t *svp_plan_svd_xt_unet(void);
+
+/*
+ * Bytes of activations of the VAE's decode of one sample (decode set: its
+ * num_frames in decode_chunk_size chunks) or encode of its conditioning
+ * frame, as svp_plan_unet_activations() (svp_vae_plan_bytes()), for the VAE
+ * of model.path or SVD-XT's.
+ */
+double svp_plan_vae_activations(const svp_spec_t *spec, int decode);
+
+/* SVD-XT's VAE config. */
+const svp_vae_config_t *svp_plan_svd_xt_vae(void);
 
 /* Memory of rank in a world of W under placement (W=1: one GPU does all). */
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,

@@ -130,6 +130,15 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
                 m.weights / PLAN_GB, m.activations / PLAN_GB,
                 m.buffers / PLAN_GB, m.total / PLAN_GB);
     }
+    if (spec->model.kind == SVP_MODEL_SVD) {
+        fprintf(out, "activations: the largest of the ops arena's plans (dry "
+                "runs, fp32): unet call %.2f, vae decode %.2f, vae encode "
+                "%.2f\n",
+                svp_plan_unet_activations(spec, spec->video.max_guidance > 1.0
+                                                ? 2 : 1) / PLAN_GB,
+                svp_plan_vae_activations(spec, 1) / PLAN_GB,
+                svp_plan_vae_activations(spec, 0) / PLAN_GB);
+    }
 }
 
 /* Every valid pipeline.stages for the job, and the one to take. */

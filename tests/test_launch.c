@@ -627,9 +627,11 @@ Test(plan, rejects_bad_parameters)
  * SVD-XT production (25 frames, 576x1024, fp16): the message is the latent
  * [25,4,72,128] + image latents [4,72,128] + embeddings [1,1024] + time ids
  * [3], 2 bytes each.  Weights: the checkpoint's fp16 tensor bytes.  UNet
- * activations: 746,496,000 skip elements (the 12 skip tensors of a CFG
- * batch of 2 x 25 frames) + the level-0 GEGLU projection [50, 9216, 2560]
- * and its input [50, 9216, 320].
+ * activations: the arena's plan of a CFG batch of 2 x 25 frames (a dry run
+ * of the forward; tests/test_unet.c checks such a plan against a real
+ * forward's arena), fp32 whatever the dtype.  It holds at least the 12 skip
+ * tensors alive across the mid block (746,496,000 elements), and less than
+ * those plus every buffer of the level-0 transformer at once.
  */
 Test(plan, svd_message_and_memory)
 {
@@ -642,8 +644,16 @@ Test(plan, svd_message_and_memory)
     svp_plan_memory_t  m0, m3, m6;
     /* activations and latents are f32 in every dtype; weights follow it,
      * plus one f32 widening buffer (the largest weight, 2560 -> 1280 3x3) */
-    double             unet_act = (746496000.0 + 50.0 * 9216 * (2560 + 320)) * 4;
     double             widen = 1280.0 * 2560 * 9 * 4;
+    size_t             planned = 0;
+    double             unet_act;
+
+    cr_assert_eq(svp_unet_plan_bytes(svp_plan_svd_xt_unet(), 2, 25, 72, 128, 1,
+                                     &planned), SVP_OK);
+    unet_act = (double)planned;
+    cr_assert_geq(unet_act, 746496000.0 * 4);
+    cr_assert_leq(unet_act, (746496000.0 + 50.0 * 9216 * 320 * 24) * 4);
+    cr_log_info("svd-xt unet call: %.3f GB of activations planned", unet_act / 1e9);
 
     svp_plan_message(spec, &msg);
     cr_assert_float_eq(msg.latent, 25.0 * 4 * 72 * 128 * 4, 0.5);
@@ -660,6 +670,80 @@ Test(plan, svd_message_and_memory)
     cr_assert_float_eq(m6.activations, unet_act, 0.5);
     /* two messages per sample in flight (comm.inflight 2, in and out) */
     cr_assert_float_eq(m3.buffers, 4 * msg.total, 0.5);
+    svp_spec_destroy(spec);
+}
+
+/*
+ * The planner's default UNet is SVD-XT's config as checked in, and a model
+ * folder whose unet/config.json can be read is planned for its own UNet.
+ */
+Test(plan, unet_activations_follow_the_model)
+{
+    const char       *top = getenv("SVP_TOP_SRCDIR");
+    char              path[1024], yaml[1400];
+    svp_unet_config_t cfg;
+    svp_spec_t       *spec;
+    size_t            mini = 0, xt = 0;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/etc/models/svd-xt/unet/config.json", top);
+    cr_assert_eq(svp_unet_config_load(path, &cfg), SVP_OK);
+    cr_assert_eq(memcmp(&cfg, svp_plan_svd_xt_unet(), sizeof(cfg)), 0,
+                 "the planner's SVD-XT UNet differs from %s", path);
+
+    snprintf(path, sizeof(path), "%s/etc/models/svd-mini/unet/config.json", top);
+    cr_assert_eq(svp_unet_config_load(path, &cfg), SVP_OK);
+    snprintf(yaml, sizeof(yaml), "model: {kind: svd, path: '%s/etc/models/"
+             "svd-mini'}\nsteps: 28\nvideo: {num_frames: 6, width: 128, "
+             "height: 64, max_guidance: 1.0, min_guidance: 1.0}\n", top);
+    spec = spec_from(yaml);
+    cr_assert_eq(svp_unet_plan_bytes(&cfg, 1, 6, 8, 16, 1, &mini), SVP_OK);
+    cr_assert_eq(svp_unet_plan_bytes(svp_plan_svd_xt_unet(), 1, 6, 8, 16, 1,
+                                     &xt), SVP_OK);
+    cr_assert_neq(mini, xt);
+    cr_assert_float_eq(svp_plan_unet_activations(spec, 1), (double)mini, 0.5);
+    svp_spec_destroy(spec);
+}
+
+/*
+ * The VAE's figures come from its own plans (SVD-XT's VAE by default, as
+ * checked in), and the decode, which grows with decode_chunk_size, is what
+ * the last rank needs when it is larger than a UNet call.
+ */
+Test(plan, vae_activations_follow_the_chunk)
+{
+    const char       *top = getenv("SVP_TOP_SRCDIR");
+    char              path[1024];
+    svp_vae_config_t  cfg;
+    svp_spec_t       *spec;
+    svp_plan_memory_t m6;
+    size_t            dec25 = 0, enc = 0;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/etc/models/svd-xt/vae/config.json", top);
+    cr_assert_eq(svp_vae_config_load(path, &cfg), SVP_OK);
+    cr_assert_eq(memcmp(&cfg, svp_plan_svd_xt_vae(), sizeof(cfg)), 0,
+                 "the planner's SVD-XT VAE differs from %s", path);
+
+    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                     "pipeline: {placement: ends}\n"
+                     "video: {decode_chunk_size: 25}\n"
+                     "cluster: {ranks_per_node: 7}\n");
+    cr_assert_eq(svp_vae_plan_bytes(&cfg, 1, 25, 72, 128, 25, &dec25), SVP_OK);
+    cr_assert_eq(svp_vae_plan_bytes(&cfg, 0, 1, 576, 1024, 0, &enc), SVP_OK);
+    cr_assert_float_eq(svp_plan_vae_activations(spec, 1), (double)dec25, 0.5);
+    cr_assert_float_eq(svp_plan_vae_activations(spec, 0), (double)enc, 0.5);
+    /* at least the input and output of the last 128-channel convolution */
+    cr_assert_geq((double)dec25, 2.0 * 25 * 128 * 576 * 1024 * 4);
+    svp_plan_memory(spec, 7, 6, SVP_PLACEMENT_ENDS, &m6);
+    cr_assert_gt((double)dec25, svp_plan_unet_activations(spec, 2));
+    cr_assert_float_eq(m6.activations, (double)dec25, 0.5);
+    cr_log_info("svd-xt vae: decode of 25 frames at once %.2f GB, encode "
+                "%.2f GB", dec25 / 1e9, enc / 1e9);
     svp_spec_destroy(spec);
 }
 

@@ -133,6 +133,7 @@ static void forward_again_from_arena(svp_unet_h unet, const unet_io_t *io,
 {
     svp_ops_mem_stats_t warm, again;
     float              *second;
+    size_t              pass_peak;
 
     svp_ops_mem_stats(ops, &warm);
     svp_ops_mem_reset_peak(ops);
@@ -147,9 +148,56 @@ static void forward_again_from_arena(svp_unet_h unet, const unet_io_t *io,
     cr_assert_leq(again.peak_live_bytes, again.reserved_bytes);
     cr_log_info("unet arena: %zu bytes reserved, peak %zu live (weights %zu)",
                 again.reserved_bytes, again.peak_live_bytes, warm.live_bytes);
+    /*
+     * The activations come from the planned slab, which is within 15% of
+     * the most bytes the forward holds at once (the exact-size reuse it
+     * replaced held 2.8 times that).  The plan's peak counts sizes rounded
+     * to 256 bytes, so it is at least the measured peak.
+     */
+    pass_peak = again.peak_live_bytes - warm.live_bytes;
+    cr_log_info("unet slab: %zu bytes, peak %zu live in the pass (%.3f)",
+                again.slab_bytes, pass_peak,
+                (double)again.slab_bytes / (double)pass_peak);
+    cr_assert_geq(again.pass_peak_bytes, pass_peak);
+    cr_assert_leq(again.pass_peak_bytes, pass_peak + pass_peak / 50);
+    cr_assert_geq(again.slab_bytes, again.pass_peak_bytes);
+    cr_assert_leq((double)again.slab_bytes, 1.15 * (double)pass_peak,
+                  "unet: slab %zu bytes for a peak of %zu", again.slab_bytes,
+                  pass_peak);
     cr_assert_eq(memcmp(second, first, svp_tensor_nbytes(io->out)), 0,
                  "unet: the second forward differs from the first");
     free(second);
+}
+
+/*
+ * The launch planner's activation figure (svp_unet_plan_bytes(), a dry run
+ * of the forward) against what the first real forward made the arena
+ * reserve for its buffers: what reserved_bytes grew by, less the backend's
+ * own workspace (the CPU's per-thread im2col buffers, 35% of the activations
+ * of unet_small on 2 threads, under 2% of SVD-XT's on a GPU), which the
+ * planner leaves out.
+ */
+static void plan_matches_arena(svp_unet_h unet, const unet_io_t *io,
+                               const svp_ops_mem_stats_t *loaded,
+                               const svp_ops_mem_stats_t *first)
+{
+    const int64_t *s = io->sample->shape;
+    size_t         planned = 0, grown, workspace;
+
+    cr_assert_eq(svp_unet_plan_bytes(svp_unet_config(unet), (int)s[0], (int)s[1],
+                                     (int)s[3], (int)s[4], (int)io->ehs->shape[1],
+                                     &planned), SVP_OK);
+    workspace = first->workspace_bytes - loaded->workspace_bytes;
+    grown     = first->reserved_bytes - loaded->reserved_bytes - workspace;
+    cr_log_info("unet plan: %zu bytes planned, the forward reserved %zu for "
+                "buffers (%.3f) and %zu of workspace", planned, grown,
+                (double)planned / (double)grown, workspace);
+    cr_assert_gt(grown, 0);
+    cr_assert_leq(fabs((double)planned - (double)grown), 0.10 * (double)grown,
+                  "planned %zu bytes, the forward reserved %zu", planned, grown);
+    cr_assert_eq(planned, first->slab_bytes,
+                 "the dry run planned %zu bytes, the forward %zu", planned,
+                 first->slab_bytes);
 }
 
 static void golden_case(const char *name, const char *io_file, int intermediates)
@@ -167,13 +215,17 @@ static void golden_case(const char *name, const char *io_file, int intermediates
     svp_unet_h         unet;
     unet_io_t          io;
     float             *out;
+    svp_ops_mem_stats_t loaded, first;
 
     golden_dir(name, dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/%s", dir, io_file);
     io_load(path, &io);
     cr_assert_eq(svp_unet_create(ops, dir, intermediates ? &params : NULL, &unet),
                  SVP_OK);
+    svp_ops_mem_stats(ops, &loaded);
     out = run_forward(unet, &io);
+    svp_ops_mem_stats(ops, &first);
+    plan_matches_arena(unet, &io, &loaded, &first);
     if (intermediates) {
         /* blocks first: a regression points at the first block that drifts */
         compare_intermediates(dir, caps, required);

@@ -266,6 +266,67 @@ Test(vae, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
     roundoff_case("f16", 0x1p-11, VAE_ROUNDOFF_F16);
 }
 
+/*
+ * The memory plan: what svp_vae_plan_bytes() (the planner's dry run) says
+ * a call needs, against what the first real call made the arena reserve for
+ * its buffers (less the backend's workspace, which the plan leaves out).
+ * Each call on its own handle, so the slab is that call's.
+ */
+static void vae_plan_check(const char *dir, int decode, int n, int h, int w,
+                           int chunk, size_t n_in, size_t n_out)
+{
+    svp_ops_params_t    params = { .backend = "cpu", .threads = 2 };
+    svp_ops_mem_stats_t loaded, first;
+    svp_ops_h           own;
+    svp_vae_h           vae;
+    float              *in = calloc(n_in, sizeof(float));
+    float              *out = malloc(n_out * sizeof(float));
+    size_t              planned = 0, grown;
+
+    cr_assert(in != NULL && out != NULL);
+    cr_assert_eq(svp_ops_create(&params, &own), SVP_OK);
+    cr_assert_eq(svp_vae_create(own, dir, NULL, &vae), SVP_OK);
+    svp_ops_mem_stats(own, &loaded);
+    cr_assert_eq(decode ? svp_vae_decode(vae, n, h, w, chunk, in, out)
+                        : svp_vae_encode(vae, n, h, w, in, out, NULL, NULL),
+                 SVP_OK);
+    svp_ops_mem_stats(own, &first);
+    cr_assert_eq(svp_vae_plan_bytes(svp_vae_config(vae), decode, n, h, w, chunk,
+                                    &planned), SVP_OK);
+    grown = first.reserved_bytes - loaded.reserved_bytes -
+            (first.workspace_bytes - loaded.workspace_bytes);
+    cr_log_info("vae %s: %zu bytes planned, the call reserved %zu (%.3f)",
+                decode ? "decode" : "encode", planned, grown,
+                (double)planned / (double)grown);
+    cr_assert_gt(grown, 0);
+    cr_assert_leq(fabs((double)planned - (double)grown), 0.10 * (double)grown);
+    cr_assert_eq(planned, first.slab_bytes);
+    svp_vae_destroy(vae);
+    svp_ops_destroy(own);
+    free(in);
+    free(out);
+}
+
+Test(vae, plan_matches_arena)
+{
+    char                    dir[1024];
+    svp_vae_config_t        cfg;
+    char                    path[1100];
+    int                     up, lh, lw;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    cr_assert_eq(svp_vae_config_load(path, &cfg), SVP_OK);
+    up = 1 << (cfg.levels - 1);
+    /* 5 frames of 4 x 6 latents in chunks of 2 (the last one shorter) */
+    vae_plan_check(dir, 1, 5, 4, 6, 2, (size_t)5 * cfg.latent_channels * 24,
+                   (size_t)5 * cfg.out_channels * 24 * up * up);
+    svp_vae_latent_size(&cfg, 4 * up, 6 * up, &lh, &lw);
+    vae_plan_check(dir, 0, 1, 4 * up, 6 * up, 0,
+                   (size_t)cfg.in_channels * 24 * up * up,
+                   (size_t)cfg.latent_channels * lh * lw);
+}
+
 /* ---- pipeline_tiny: the chunked decode of the final latents ---- */
 
 /* x [F, C, HW] against ref [1, C, F, HW] (the pipeline's decoded_raw). */

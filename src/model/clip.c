@@ -585,11 +585,14 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     float                   *v = NULL, *f = NULL;
     svp_status_t             status;
     int                      rdepth;
+    int64_t                  pass[2];
 
     if (batch < 1) {
         svp_error("clip: invalid batch %d", batch);
         return SVP_ERR_INVALID_PARAM;
     }
+    pass[0] = (int64_t)(intptr_t)c; pass[1] = batch;
+    svp_ops_pass_begin(ops, "clip", 2, pass);
     rdepth = svp_range_push("clip b%d", batch);
 #define CLIP_BUF(_p, _n) CLIP_TRY(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
     CLIP_BUF(h, rows * D);
@@ -634,5 +637,6 @@ out:
     svp_ops_free(ops, k);
     svp_ops_free(ops, v);
     svp_ops_free(ops, f);
+    svp_ops_pass_end(ops);
     return status;
 }

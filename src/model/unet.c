@@ -299,6 +299,9 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
                                     .eps = u->conv_norm_out.eps };
     svp_status_t             status;
     int                      rdepth;
+    /* this UNet at this shape: one kind of pass of the memory plan */
+    int64_t                  pass[6] = { (int64_t)(intptr_t)u, batch, frames,
+                                         h, w, seq };
 
     if (batch < 1 || frames < 1 || h < 1 || w < 1 || seq < 1) {
         svp_error("unet: invalid input shape batch %d frames %d %dx%d seq %d",
@@ -310,6 +313,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
         return SVP_ERR_NO_MEMORY;
     }
     fw.emb_silu = NULL;
+    svp_ops_pass_begin(ops, "unet", 6, pass);
     rdepth      = svp_range_push("unet b%d f%d %dx%d", batch, frames, h, w);
     svp_range_push("embedding");
     UNET_TRY(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
@@ -459,6 +463,7 @@ out:
     unet_buf_free(&fw, y);
     unet_buf_free(&fw, cat);
     unet_buf_free(&fw, emb_silu);
+    svp_ops_pass_end(ops);
     free(skips);
     return status;
 }

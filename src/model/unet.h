@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "ops/ops.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SVP_UNET_MAX_LEVELS 8
@@ -112,6 +113,17 @@ svp_status_t svp_unet_forward(svp_unet_h unet, int batch, int frames, int h,
  */
 int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
                       int h, int w, int seq);
+
+/*
+ * Bytes of the memory plan of one forward call of this shape: the slab the
+ * ops arena makes for the call's activations (fp32 on every backend), the
+ * same on every backend, apart from the backend's own workspace.  Computed
+ * by running the call on the dry backend, without weights or a device, in
+ * milliseconds even for SVD-XT.  The launch planner's activation figure.
+ */
+svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
+                                 int frames, int h, int w, int seq,
+                                 size_t *bytes_p);
 
 /*
  * Writes a UNet with seeded random weights for the config at config_path

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "ops/ops.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define SVP_VAE_MAX_LEVELS 8
@@ -118,6 +119,17 @@ svp_status_t svp_vae_encode(svp_vae_h vae, int n, int h, int w,
  */
 svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w,
                             int chunk, const float *latents, float *out);
+
+/*
+ * Bytes of the memory plan of one call (the slab the ops arena makes for its
+ * activations, fp32 on every backend, apart from the backend's workspace),
+ * by running it on the dry backend without weights: with decode set,
+ * svp_vae_decode() of n latent frames of h x w in chunks of chunk; else
+ * svp_vae_encode() of n images of h x w.
+ */
+svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode,
+                                int n, int h, int w, int chunk,
+                                size_t *bytes_p);
 
 /*
  * Writes a VAE with seeded random weights for the config at config_path:

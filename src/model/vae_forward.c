@@ -374,12 +374,15 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
     float                  *x = NULL, *y = NULL;
     svp_status_t            status;
     int                     rdepth;
+    int64_t                 pass[4];
 
     if (n < 1 || h < (1 << (L - 1)) || w < (1 << (L - 1))) {
         svp_error("vae: cannot encode %d images of %dx%d (at least %d pixels "
                   "per side)", n, h, w, 1 << (L - 1));
         return SVP_ERR_INVALID_PARAM;
     }
+    pass[0] = (int64_t)(intptr_t)v; pass[1] = n; pass[2] = h; pass[3] = w;
+    svp_ops_pass_begin(ops, "vae encode", 4, pass);
     rdepth = svp_range_push("vae encode n%d %dx%d", n, h, w);
     VAE_TRY(vae_buf(v, (int64_t)n * c * h * w, &x));
     VAE_TRY(vae_conv(v, &v->enc_conv_in, 3, n, h, w, image, x));
@@ -429,6 +432,7 @@ out:
     svp_range_pop_to(rdepth);
     vae_buf_free(v, x);
     vae_buf_free(v, y);
+    svp_ops_pass_end(ops);
     return status;
 }
 
@@ -520,6 +524,7 @@ svp_status_t svp_vae_decode(svp_vae_h v, int frames, int h, int w, int chunk,
     int64_t                 out_frame = (int64_t)cfg->out_channels * h * up *
                                         w * up;
     svp_status_t            status;
+    int64_t                 pass[5];
 
     if (frames < 1 || h < 1 || w < 1 || chunk < 0) {
         svp_error("vae: cannot decode %d frames of %dx%d in chunks of %d",
@@ -529,15 +534,17 @@ svp_status_t svp_vae_decode(svp_vae_h v, int frames, int h, int w, int chunk,
     if (chunk == 0 || chunk > frames) {
         chunk = frames;
     }
-    for (f0 = 0; f0 < frames; f0 += chunk) {
+    pass[0] = (int64_t)(intptr_t)v; pass[1] = frames; pass[2] = h;
+    pass[3] = w; pass[4] = chunk;
+    svp_ops_pass_begin(v->ops, "vae decode", 5, pass);
+    status = SVP_OK;
+    for (f0 = 0; f0 < frames && status == SVP_OK; f0 += chunk) {
         len = (frames - f0 < chunk) ? frames - f0 : chunk;
         svp_range_push("vae decode frames [%d, %d)", f0, f0 + len);
         status = vae_decode_video(v, len, h, w, latents + f0 * in_frame,
                                   out + f0 * out_frame);
         svp_range_pop();
-        if (status != SVP_OK) {
-            return status;
-        }
     }
-    return SVP_OK;
+    svp_ops_pass_end(v->ops);
+    return status;
 }

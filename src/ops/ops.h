@@ -38,7 +38,12 @@
 typedef struct svp_ops *svp_ops_h;
 
 typedef struct {
-    /* "cpu" (default when NULL) or "cuda". */
+    /*
+     * "cpu" (default when NULL) or "cuda"; or "dry", which computes
+     * nothing and whose buffers cannot be read or written: a forward run on
+     * it makes the arena plan its pass, which is how a model's activations
+     * are sized without its weights or a device.
+     */
     const char *backend;
     /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
     int         threads;
@@ -83,26 +88,54 @@ int          svp_ops_threads(svp_ops_h ops);
  * Memory of the backend, count fp32 elements.  free(NULL) is a no-op.
  *
  * One memory plan: svp_ops_free() does not give a buffer back to the
- * backend; it returns it to the handle's arena, and svp_ops_alloc() serves
- * a request of the same size from there before it asks the backend.  A
- * forward pass allocates the same sizes in the same order every time, so
- * the first forward at a (model, shape, dtype) sizes the arena and every
- * later one makes no backend allocation at all (cudaMalloc/cudaFree
- * synchronise the device; malloc of large blocks maps fresh pages).  The
- * arena is released when the handle is destroyed.
+ * backend; it returns it to the handle's arena.  Outside a pass (below),
+ * svp_ops_alloc() serves a request from a freed buffer of exactly its size
+ * before it asks the backend: that is for long-lived buffers (weights,
+ * a sample's latents).  The arena is released when the handle is destroyed.
  */
 svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p);
 void         svp_ops_free(svp_ops_h ops, float *buf);
 
+/*
+ * A pass: one forward of a model at one shape, between svp_ops_pass_begin()
+ * and svp_ops_pass_end().  name and dims[ndims] (the model and its shape)
+ * name the kind of pass.  The first pass of a kind takes its buffers
+ * from the backend one by one, giving each back when it is freed, and
+ * records their sizes and lifetimes; at its end the arena places them in
+ * one slab (sized for the largest kind so far, shared by every kind: passes
+ * do not overlap in time), so that buffers alive together never share a
+ * byte.  While a kind is recorded the idle slab is given back, and made
+ * again at the end, so the two are never held together.  Every
+ * later pass of that kind is served from the slab, in the recorded order,
+ * with no backend allocation (cudaMalloc/cudaFree synchronise the device;
+ * malloc of large blocks maps fresh pages).  A pass that asks for something
+ * else than its plan (another size, another order of frees, a hash
+ * collision) is served correctly from outside the slab from that request
+ * on, and leaves a new plan for its kind.  A buffer may outlive its pass.
+ * Passes nest: only the outermost counts.  Neither call can fail; when the
+ * slab cannot be allocated (logged), passes are served buffer by buffer.
+ */
+void         svp_ops_pass_begin(svp_ops_h ops, const char *name, int ndims,
+                                const int64_t *dims);
+void         svp_ops_pass_end(svp_ops_h ops);
+
 typedef struct {
-    /* Backend allocations since the handle was created: buffers and the
-     * backend's own workspace growth.  Constant once warmed up. */
+    /* Backend allocations since the handle was created: buffers, slabs and
+     * the backend's own workspace growth.  Constant once warmed up. */
     uint64_t backend_allocs;
-    /* Bytes the arena holds from the backend (buffers plus workspace). */
+    /* Bytes the arena holds from the backend (buffers, the slab and
+     * workspace). */
     size_t   reserved_bytes;
     /* Bytes of buffers handed out now, and the most ever at once. */
     size_t   live_bytes;
     size_t   peak_live_bytes;
+    /* Bytes of the slab (part of reserved_bytes), and the most bytes alive
+     * at once in the largest planned pass: what no slab could go below. */
+    size_t   slab_bytes;
+    size_t   pass_peak_bytes;
+    /* Bytes of the backend's own workspace (im2col, attention tiles; part
+     * of reserved_bytes): it depends on the backend and its threads. */
+    size_t   workspace_bytes;
 } svp_ops_mem_stats_t;
 
 void         svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats);

@@ -46,11 +46,11 @@ static void svdtool_unet_log_arena(svp_ops_h ops, size_t weight_bytes)
     svp_ops_mem_stats_t mem;
 
     svp_ops_mem_stats(ops, &mem);
-    svp_info("unet arena (%s): %zu bytes reserved (weights %zu, activations "
-             "and workspace %zu), peak %zu live, %llu backend allocations",
-             svp_ops_backend(ops), mem.reserved_bytes, weight_bytes,
-             mem.reserved_bytes - weight_bytes, mem.peak_live_bytes,
-             (unsigned long long)mem.backend_allocs);
+    svp_info("unet arena (%s): %zu bytes reserved (weights %zu, activations' "
+             "slab %zu, workspace %zu), peak %zu live, %llu backend "
+             "allocations", svp_ops_backend(ops), mem.reserved_bytes,
+             weight_bytes, mem.slab_bytes, mem.workspace_bytes,
+             mem.peak_live_bytes, (unsigned long long)mem.backend_allocs);
 }
 
 static const char *svdtool_unet_profile;
