@@ -207,9 +207,9 @@ field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
     for dt in bf16 f16 f32; do
         f=unet-$dt.txt
         if [ -n "$(field "$f" median_s)" ]; then
-            echo "| svdpipe $dt | $(field "$f" median_s) | $(awk '/^arena_reserved_bytes/ {printf "%.2f", $2 / 1e9}' "$f") | $(field "$f" tflop) | $(field "$f" tflops_achieved) | $(field "$f" mfu) |"
+            echo "| svdpipe, weights in $dt (products f32) | $(field "$f" median_s) | $(awk '/^arena_reserved_bytes/ {printf "%.2f", $2 / 1e9}' "$f") | $(field "$f" tflop) | $(field "$f" tflops_achieved) | $(field "$f" mfu) |"
         else
-            echo "| svdpipe $dt | not available in this build | | | | |"
+            echo "| svdpipe, weights in $dt | not available in this build | | | | |"
         fi
     done
     [ -n "$dif" ] && echo "| diffusers fp16 (PyTorch, same config and weights) | $dif | | | | |"
@@ -243,9 +243,16 @@ field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
         echo '```'
     fi
 } >"$md"
+# the planner's figure: the fastest dtype measured
 best=""
+best_s=""
 for dt in bf16 f16 f32; do
-    [ -z "$best" ] && [ -n "$(field "unet-$dt.txt" median_s)" ] && best=$dt
+    t=$(field "unet-$dt.txt" median_s)
+    [ -n "$t" ] || continue
+    if [ -z "$best" ] || awk -v a="$t" -v b="$best_s" 'BEGIN {exit !(a < b)}'; then
+        best=$dt
+        best_s=$t
+    fi
 done
 {
     echo "# Measured by bench/gpu-check.sh, $(date -u +%Y-%m-%d), on $gpu."
