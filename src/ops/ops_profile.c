@@ -82,6 +82,12 @@ static svp_status_t prof_linear(svp_ops_h ops, int64_t rows, int in, int out,
                  linear(ops, rows, in, out, x, w, b, accumulate, y));
 }
 
+static svp_status_t prof_widen(svp_ops_h ops, svp_dtype_t dtype, const void *src,
+                               size_t count, float *dst)
+{
+    SVP_OPS_PROF("widen", 0, dst, widen(ops, dtype, src, count, dst));
+}
+
 static svp_status_t prof_attention(svp_ops_h ops, const svp_ops_attention_t *p,
                                    const float *q, const float *k, const float *v,
                                    float *out)
@@ -191,6 +197,9 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
     svp_ops_prof_vt.transpose          = prof_transpose;
     svp_ops_prof_vt.concat             = prof_concat;
     svp_ops_prof_vt.copy               = prof_copy;
+    if (svp_ops_prof_inner->widen != NULL) {
+        svp_ops_prof_vt.widen          = prof_widen;  /* 16-bit weights */
+    }
     ops->vt = &svp_ops_prof_vt;
     return SVP_OK;
 }
