@@ -10,10 +10,10 @@
 # With XT=1 the model is the real SVD-XT UNet (etc/models/svd-xt, 1.5 B
 # parameters, seeded random weights written by svdtool init: 6 GB of disk
 # under TMPDIR and about 12 GB of memory) at batch 2, 14 frames, 16x16
-# latents, 3 runs; the peer makes the inputs and its output is what
+# latents (XT_HW=32: 32x32), 3 runs; the peer makes the inputs and its output is what
 # bench_unet measures its difference against.
 #
-#     sh bench/bench-unet.sh BUILD_DIR SRC_DIR      [PEER_PYTHON=... RUNS=... XT=1]
+#     sh bench/bench-unet.sh BUILD_DIR SRC_DIR      [PEER_PYTHON=... RUNS=... XT=1 XT_HW=16|32]
 set -u
 bld=$1 src=$2
 runs=${RUNS:-7}
@@ -21,18 +21,19 @@ SVP_GOLDEN_DIR=$(sh "$src/tests/golden-dir.sh" "$src")
 export SVP_GOLDEN_DIR
 if [ -n "${XT:-}" ]; then
     runs=${RUNS:-3}
+    hw=${XT_HW:-16}
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/svp-bench-xt.XXXXXX")
     trap 'rm -rf "$tmp"' EXIT
     echo "bench-unet: writing the SVD-XT UNet with random weights (6 GB) ..."
     "$bld/src/tools/svdtool" init --config "$src/etc/models/svd-xt/unet/config.json" \
         --seed 1 --output "$tmp/model" >/dev/null || exit 1
     if [ -z "${PEER_PYTHON:-}" ]; then
-        exec "$bld/bench/bench_unet_call" -m "$tmp/model" -b 2 -f 14 -H 16 -W 16 \
+        exec "$bld/bench/bench_unet_call" -m "$tmp/model" -b 2 -f 14 -H "$hw" -W "$hw" \
             -r "$runs" -t "${SVP_THREADS:-2}"
     fi
     threads=${SVP_THREADS:-2}
     "$PEER_PYTHON" "$src/bench/peer_unet.py" "$tmp/model" "$tmp/io.safetensors" \
-        "$threads" "$runs" 2 14 16 16 | tee "$tmp/peer.txt" || exit 1
+        "$threads" "$runs" 2 14 "$hw" "$hw" | tee "$tmp/peer.txt" || exit 1
     # the io file's "out" is the peer's; the built-in target is unet_small's
     "$bld/bench/bench_unet" -r "$runs" -t "$threads" "$tmp/model" "$tmp/io.safetensors" \
         >"$tmp/ours.txt" || exit 1
@@ -40,9 +41,9 @@ if [ -n "${XT:-}" ]; then
         -e '/^target/d' "$tmp/ours.txt"
     ours=$(sed -n 's/^time *: median \([0-9.]*\) s.*/\1/p' "$tmp/ours.txt")
     peer=$(sed -n 's/^median_s: //p' "$tmp/peer.txt")
-    awk -v a="$ours" -v b="$peer" -v t="$threads" 'BEGIN {
-        printf "ratio          : SVD-XT UNet B2 F14 16x16: svdpipe %.3f s / peer %.3f s = %.2f (%d threads; target <= 0.7)\n",
-               a, b, a / b, t }'
+    awk -v a="$ours" -v b="$peer" -v t="$threads" -v hw="$hw" 'BEGIN {
+        printf "ratio          : SVD-XT UNet B2 F14 %dx%d: svdpipe %.3f s / peer %.3f s = %.2f (%d threads; target <= 0.7)\n",
+               hw, hw, a, b, a / b, t }'
     exit 0
 fi
 if [ -z "${PEER_PYTHON:-}" ]; then
