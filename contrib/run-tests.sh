@@ -18,11 +18,13 @@ if [ "$status" -ne 0 ]; then
         fi
     done
 fi
-# the runtime, comm and parsers once more under AddressSanitizer and UBSan
+# the runtime, comm, parsers, the ops arena's planner and the weight
+# buffers once more under AddressSanitizer and UBSan
 # (make check-sanitize; SVP_SANITIZE=no skips it)
 if [ "$status" -eq 0 ] && [ "${SVP_SANITIZE:-yes}" != no ]; then
     make check-sanitize TESTS='tests/test_common tests/test_spec tests/test_tensor
-        tests/test_rt tests/test_watch tests/test_comm tests/fuzz/run-fuzz.sh' ||
+        tests/test_rt tests/test_watch tests/test_comm tests/test_ops
+        tests/test_ops_arena tests/fuzz/run-fuzz.sh' ||
         status=$?
     if [ "$status" -ne 0 ]; then
         for f in $(find _sanitize -name '*.log' -path '*tests*' | sort); do
