@@ -14,18 +14,6 @@
 
 #define PLAN_GB 1e9
 
-static const char *plan_dtype_name(svp_spec_dtype_t dtype)
-{
-    switch (dtype) {
-    case SVP_DTYPE_SPEC_F16:
-        return "f16";
-    case SVP_DTYPE_SPEC_BF16:
-        return "bf16";
-    default:
-        return "f32";
-    }
-}
-
 static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
                         int world, int ranks_per_node, svp_placement_t placement,
                         int samples, svp_plan_params_t *p)
@@ -69,13 +57,13 @@ static void plan_print_message(FILE *out, const svp_spec_t *spec)
                 (long long)spec->latent_shape[1],
                 (long long)spec->latent_shape[2],
                 (long long)spec->latent_shape[3],
-                (long long)spec->latent_shape[4], plan_dtype_name(spec->dtype));
+                (long long)spec->latent_shape[4], svp_spec_dtype_name(spec->dtype));
         return;
     }
     fprintf(out, "message  %.0f bytes per hand-off (%s): latent [%d,4,%d,%d] "
             "%.0f + image latents [4,%d,%d] %.0f + image embeddings [1,1024] "
             "%.0f + time ids [3] %.0f\n", msg.total,
-            plan_dtype_name(spec->dtype), spec->video.num_frames,
+            svp_spec_dtype_name(spec->dtype), spec->video.num_frames,
             spec->video.height / 8, spec->video.width / 8, msg.latent,
             spec->video.height / 8, spec->video.width / 8, msg.image_latents,
             msg.image_embeds, msg.time_ids);
@@ -254,7 +242,7 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
 
     fprintf(out, "plan     %s: model %s, %d samples, %d steps, %s\n",
             spec->file, svp_spec_model_kind_name(spec->model.kind), N,
-            spec->steps, plan_dtype_name(spec->dtype));
+            spec->steps, svp_spec_dtype_name(spec->dtype));
     if (spec->model.kind == SVP_MODEL_SVD) {
         fprintf(out, "video    %d frames %dx%d, guidance %g..%g (UNet batch "
                 "%d), decode_chunk_size %d\n", spec->video.num_frames,

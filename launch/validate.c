@@ -488,15 +488,14 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
 svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
                                       int errlen)
 {
-    const char *name = (spec->dtype == SVP_DTYPE_SPEC_F16) ? "f16" : "bf16";
-
     if (spec->dtype == SVP_DTYPE_SPEC_F32) {
         return SVP_OK;
     }
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         svp_launch_errf(errbuf, errlen, "%s: dtype: %s: the dummy model is an "
                         "f32 simulator (set dtype: f32)",
-                        spec->file ? spec->file : "<spec>", name);
+                        spec->file ? spec->file : "<spec>",
+                        svp_spec_dtype_name(spec->dtype));
         return SVP_ERR_SPEC;
     }
     return SVP_OK;

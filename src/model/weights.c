@@ -192,15 +192,6 @@ out_destroy:
     return status;
 }
 
-/* The handle's weight dtype as a tensor dtype. */
-static svp_dtype_t svp_weights_ops_dtype(svp_ops_h ops)
-{
-    const char *name = svp_ops_dtype(ops);
-
-    return strcmp(name, "bf16") == 0 ? SVP_DTYPE_BF16 :
-           strcmp(name, "f16") == 0  ? SVP_DTYPE_F16 : SVP_DTYPE_F32;
-}
-
 /*
  * The tensor in place from the mapped file, when it holds the handle's
  * dtype, needs no scaling, lies inside the file as it is now and the
@@ -214,7 +205,7 @@ static svp_status_t svp_weights_borrow(svp_weights_t *w,
     void        *buf;
     svp_status_t status;
 
-    if (scale != 1.0f || info->dtype != svp_weights_ops_dtype(w->ops) ||
+    if (scale != 1.0f || info->dtype != svp_ops_weights_dtype(w->ops) ||
         w->map_state < 0) {
         return SVP_ERR_UNSUPPORTED;
     }
@@ -267,7 +258,7 @@ svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
         return status;
     }
     if (scale == 1.0f && info.dtype != SVP_DTYPE_F32 &&
-        info.dtype == svp_weights_ops_dtype(w->ops)) {
+        info.dtype == svp_ops_weights_dtype(w->ops)) {
         /* the file holds the handle's dtype: its bits, read once, as they are */
         status = svp_safetensors_load(w->st, name, info.dtype, &t);
         if (status != SVP_OK) {

@@ -31,6 +31,7 @@
 #define SVP_OPS_OPS_H
 
 #include "common/status.h"
+#include "tensor/tensor.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -81,6 +82,8 @@ void         svp_ops_destroy(svp_ops_h ops);
 const char  *svp_ops_backend(svp_ops_h ops);
 /* The dtype the handle holds matrix weights in ("f32", "bf16", "f16"). */
 const char  *svp_ops_dtype(svp_ops_h ops);
+/* The same as a tensor dtype: SVP_DTYPE_F32, SVP_DTYPE_BF16, SVP_DTYPE_F16. */
+svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 

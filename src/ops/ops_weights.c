@@ -108,7 +108,6 @@ static svp_status_t svp_ops_weights_round(svp_dtype_t dtype, const float *src,
 svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
                                     size_t count, void **buf_p)
 {
-    size_t       units;
     uint16_t    *half;
     float       *buf;
     svp_status_t status;
@@ -128,34 +127,16 @@ svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
         return SVP_OK;
     }
 
-    /* two 16-bit weights per fp32 unit of the backend's memory */
-    units = (count + 1) / 2;
-    half  = malloc(units * 2 * sizeof(*half));
+    /* rounded, then uploaded as the bits of a 16-bit file would be */
+    half = malloc(((count + 1) / 2) * 2 * sizeof(*half));
     if (half == NULL) {
-        svp_error("cannot allocate %zu bytes to round weights", units * 4);
+        svp_error("cannot allocate %zu bytes to round weights", count * 2);
         return SVP_ERR_NO_MEMORY;
     }
     status = svp_ops_weights_round(ops->weight_dtype, host_src, count, half);
-    if (status != SVP_OK) {
-        goto out_free;
+    if (status == SVP_OK) {
+        status = svp_ops_weights_upload_bits(ops, half, count, buf_p);
     }
-    status = svp_ops_widen_reserve(ops, count);
-    if (status != SVP_OK) {
-        goto out_free;
-    }
-    status = svp_ops_alloc(ops, units, &buf);
-    if (status != SVP_OK) {
-        goto out_free;
-    }
-    /* a byte copy: the 16-bit payload travels as opaque fp32 units */
-    status = ops->vt->upload(ops, buf, (const float *)(const void *)half, units);
-    if (status != SVP_OK) {
-        svp_ops_free(ops, buf);
-        goto out_free;
-    }
-    ops->weight_bytes += count * sizeof(uint16_t);
-    *buf_p = buf;
-out_free:
     free(half);
     return status;
 }
@@ -224,6 +205,11 @@ svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
     ops->weight_bytes += count * esize;
     *buf_p = (void *)(uintptr_t)host;
     return SVP_OK;
+}
+
+svp_dtype_t svp_ops_weights_dtype(svp_ops_h ops)
+{
+    return ops->weight_dtype;
 }
 
 size_t svp_ops_weights_bytes(svp_ops_h ops)

@@ -1155,8 +1155,7 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         goto err;
     }
     op.backend = (spec->device == SVP_DEVICE_CUDA) ? "cuda" : "cpu";
-    op.dtype   = (spec->dtype == SVP_DTYPE_SPEC_BF16) ? "bf16" :
-                 (spec->dtype == SVP_DTYPE_SPEC_F16) ? "f16" : "f32";
+    op.dtype   = svp_spec_dtype_name(spec->dtype);
     status     = svp_ops_create(&op, &st->ops);
     if (status != SVP_OK) {
         svp_error("%s: dtype %s on device %s: %s", spec->file, op.dtype,

@@ -186,6 +186,8 @@ svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p);
 
 /* Names of the enum values, for logs. */
 const char *svp_spec_model_kind_name(svp_model_kind_t kind);
+/* "f32", "f16", "bf16": the spec's spelling, which the ops layer takes too. */
+const char *svp_spec_dtype_name(svp_spec_dtype_t dtype);
 const char *svp_spec_placement_name(svp_placement_t placement);
 
 #endif

@@ -114,8 +114,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                     "placement", svp_spec_placement_name(spec->pipeline.placement),
                     "ranges", ranges,
                     "backend", spec->device == SVP_DEVICE_CUDA ? "cuda" : "cpu",
-                    "dtype", spec->dtype == SVP_DTYPE_SPEC_F16    ? "f16"
-                             : spec->dtype == SVP_DTYPE_SPEC_BF16 ? "bf16" : "f32",
+                    "dtype", svp_spec_dtype_name(spec->dtype),
                     "threads", threads ? threads : "default",
                     "trace", spec->log.trace, "cwd", cwd,
                     "started", started, "finished", finished);

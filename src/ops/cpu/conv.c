@@ -37,9 +37,9 @@ static void svp_ops_cpu_fill_bias(int c, int64_t s, const float *bias, float *y)
  * col[(ci*kh + i)*kw + j, oh*wo + ow] = x[ci, oh*s - p + i, ow*s - p + j],
  * rows ld elements apart (ld >= ho * wo).
  */
-static void svp_ops_cpu_im2col_rows(const svp_ops_conv2d_t *p, int ho, int wo,
-                                    const float *x, float *col, int64_t ld,
-                                    int parallel)
+static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
+                               const float *x, float *col, int64_t ld,
+                               int parallel)
 {
     int rows = p->c_in * p->kh * p->kw;
     int r;
@@ -87,18 +87,6 @@ static void svp_ops_cpu_im2col_rows(const svp_ops_conv2d_t *p, int ho, int wo,
             }
         }
     }
-}
-
-static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
-                               const float *x, float *col, int parallel)
-{
-    svp_ops_cpu_im2col_rows(p, ho, wo, x, col, (int64_t)ho * wo, parallel);
-}
-
-static void svp_ops_cpu_im2col_ld(const svp_ops_conv2d_t *p, int ho, int wo,
-                                  const float *x, float *col, int64_t ld)
-{
-    svp_ops_cpu_im2col_rows(p, ho, wo, x, col, ld, 0);
 }
 
 /* Column-buffer elements one batched gemm may use (256 MiB of floats). */
@@ -168,7 +156,7 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                              p->pad == 0);
 
             if (!pointwise) {
-                svp_ops_cpu_im2col(p, ho, wo, xn, col, 1);
+                svp_ops_cpu_im2col(p, ho, wo, xn, col, ss, 1);
             }
             svp_ops_cpu_fill_bias(p->c_out, ss, b, yn);
             svp_ops_cpu_sgemm(0, p->c_out, (int)ss, k, 1.0f, w, k,
@@ -178,11 +166,8 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
         /* image i's columns at [i * ss, (i + 1) * ss) of every row */
 #pragma omp parallel for schedule(static)
         for (i = 0; i < m; i++) {
-            svp_ops_conv2d_t one = *p;
-
-            one.n = 1;
-            svp_ops_cpu_im2col_ld(&one, ho, wo, x + (int64_t)(n0 + i) * in_size,
-                                  col + i * ss, ld);
+            svp_ops_cpu_im2col(p, ho, wo, x + (int64_t)(n0 + i) * in_size,
+                               col + i * ss, ld, 0);
         }
         svp_ops_cpu_sgemm(0, p->c_out, (int)ld, k, 1.0f, w, k, col, (int)ld,
                           0.0f, ytmp, (int)ld);
