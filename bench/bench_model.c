@@ -4,12 +4,14 @@
  * bench-models (bench/bench-models.sh, bench/peer_models.py).
  *
  *   bench_model vae|clip -m MODEL_DIR -i IO.safetensors [-r runs] [-t threads]
+ *               [-p PROFILE.json]
  *
  * IO holds "in" (vae: latents [frames, C, h, w], already divided by the
  * scaling factor; clip: pixel_values [batch, 3, size, size]) and the peer's
  * "out".  Prints "key: value" lines: model, shape, load_s, median_s (after
  * one warm-up call), min_s, max_s, error_vs_peer (max|ours - peer| /
- * max|peer|).
+ * max|peer|).  -p profiles one more call after the timed ones and writes
+ * its per-op times (the JSON of svp_range_profile_write()) to PROFILE.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -18,7 +20,9 @@
 #include "common/clock.h"
 #include "model/clip.h"
 #include "model/vae.h"
+#include "ops/ops_profile.h"
 #include "tensor/safetensors.h"
+#include "trace/range.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -47,7 +51,7 @@ static svp_status_t bench_model_call(bench_model_t *bm)
 int main(int argc, char **argv)
 {
     svp_ops_params_t  op = { .backend = "cpu" };
-    const char       *model = NULL, *io = NULL, *kind;
+    const char       *model = NULL, *io = NULL, *kind, *profile = NULL;
     bench_model_t     bm = { 0 };
     svp_safetensors_h st;
     svp_tensor_t     *ref;
@@ -56,12 +60,13 @@ int main(int argc, char **argv)
     int64_t           i, n;
     int               c, runs = 3, r;
 
-    while ((c = getopt(argc, argv, "m:i:r:t:")) != -1) {
+    while ((c = getopt(argc, argv, "m:i:r:t:p:")) != -1) {
         switch (c) {
         case 'm': model = optarg; break;
         case 'i': io = optarg; break;
         case 'r': runs = atoi(optarg); break;
         case 't': op.threads = atoi(optarg); break;
+        case 'p': profile = optarg; break;
         default: model = NULL; break;
         }
     }
@@ -69,7 +74,7 @@ int main(int argc, char **argv)
     if (model == NULL || io == NULL || runs < 1 ||
         (strcmp(kind, "vae") != 0 && strcmp(kind, "clip") != 0)) {
         fprintf(stderr, "usage: bench_model vae|clip -m MODEL_DIR -i IO.safetensors "
-                        "[-r runs] [-t threads]\n");
+                        "[-r runs] [-t threads] [-p PROFILE.json]\n");
         return 2;
     }
     if (svp_safetensors_open(io, &st) != SVP_OK ||
@@ -105,6 +110,22 @@ int main(int argc, char **argv)
         }
         if (r >= 0) {
             times[r] = svp_clock_now() - t0;
+        }
+    }
+    if (profile != NULL) {
+        svp_status_t status = svp_ops_profile_enable(ops);
+
+        if (status == SVP_OK) {
+            svp_range_profile_reset();
+            svp_range_profile_enable(1, svp_ops_profile_sync, ops);
+            status = bench_model_call(&bm);
+            svp_range_profile_enable(0, NULL, NULL);
+            svp_ops_profile_disable(ops);
+        }
+        if (status != SVP_OK ||
+            svp_range_profile_save(profile, "\"kind\":\"bench_model\"") != SVP_OK) {
+            fprintf(stderr, "bench_model: cannot profile the %s call\n", kind);
+            return 1;
         }
     }
     bench_sort_times(times, runs);

@@ -88,6 +88,11 @@ ParameterizedTestParameters(ops, conv2d)
         { 3, 2, 7, 5, 3, 3, 3, 2, 1 },      /* odd sizes, stride 2 */
         { 2, 6, 4, 4, 3, 1, 1, 1, 0 },      /* 1x1 (gemm only) */
         { 1, 3, 8, 8, 5, 4, 4, 4, 0 },      /* patch embedding */
+        /* 3x3 same from 8x8 up: Winograd F(2x2,3x3) on the CPU */
+        { 3, 4, 8, 8, 3, 3, 3, 1, 1 },
+        { 2, 5, 9, 11, 6, 3, 3, 1, 1 },     /* odd: partial last tiles */
+        /* 60 rows of 32 tiles in passes of 32 rows: a pass spans images */
+        { 3, 64, 40, 64, 64, 3, 3, 1, 1 },
     };
     return cr_make_param_array(svp_ops_conv2d_t, shapes,
                                sizeof(shapes) / sizeof(shapes[0]));

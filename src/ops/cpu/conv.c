@@ -1,10 +1,12 @@
 /*
- * CPU convolutions and linear layers: im2col into the workspace, then one
- * sgemm for a batch of images (as many as keep the column buffer under
- * 256 MiB), split over the threads by svp_ops_cpu_sgemm().  Batching packs
- * each weight once per batch rather than once per image, which dominates
- * the small deep levels of a UNet.  A lone 1x1 stride-1 conv needs no
- * im2col: the image itself is the [C_in, H*W] operand.
+ * CPU convolutions and linear layers.  A 3x3 stride-1 conv on images of
+ * 8x8 or more goes to Winograd's F(2x2,3x3) (winograd.c).  Any other conv:
+ * im2col into the workspace, then one sgemm for a batch of images (as many
+ * as keep the column buffer under 256 MiB), split over the threads by
+ * svp_ops_cpu_sgemm().  Batching packs each weight once per batch rather
+ * than once per image, which dominates the small deep levels of a UNet.  A
+ * lone 1x1 stride-1 conv needs no im2col: the image itself is the
+ * [C_in, H*W] operand.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -123,9 +125,10 @@ static void svp_ops_cpu_unbatch(int m, int c_out, int64_t ss, const float *ytmp,
  * once per image, which is what the deep, small levels of a UNet spend
  * their time on (a 1280 x 11520 weight for 4 output positions).
  */
-svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                                const float *x, const float *w, const float *b,
-                                float *y)
+svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
+                                       const svp_ops_conv2d_t *p,
+                                       const float *x, const float *w,
+                                       const float *b, float *y)
 {
     int          ho = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
     int          k  = p->c_in * p->kh * p->kw;
@@ -177,54 +180,60 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
     return SVP_OK;
 }
 
+svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                                const float *x, const float *w, const float *b,
+                                float *y)
+{
+    if (svp_ops_cpu_winograd_applies(p)) {
+        return svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
+    }
+    return svp_ops_cpu_conv2d_im2col(ops, p, x, w, b, y);
+}
+
 /*
- * The temporal conv as one gemm over a batch of output frames: the operand
- * stacks, for every input channel, frames t-1, t, t+1 (zero outside the
- * clip), which matches torch's weight order [c_out, c_in, 3] without
- * repacking; the frames of a batch sit side by side, as in conv2d.
+ * The temporal conv as one product per output frame, with no copy: frames
+ * t-1, t, t+1 of a clip lie one after another, so x[t-1 .. t+1] already is
+ * the [3 * c_in, hw] operand, rows ordered (tap, channel).  The weight is
+ * gathered once per call from torch's [c_out, c_in, 3] into that order,
+ * [c_out, 3 * c_in]; at the clip's ends the missing frame's tap is left
+ * out (a shorter product over the taps whose frames exist).  Whole frames
+ * are shared out among the threads (each product single-threaded), so no
+ * bit depends on the thread count.
  */
 svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y)
 {
     int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
-    int          frames = b * f;
-    int          batch = (int)SVP_MAX(1, SVP_MIN((int64_t)frames,
-                                                 SVP_OPS_CPU_COL_MAX / (3 * in_frame)));
-    float       *col, *ytmp;
+    int64_t      pairs = (int64_t)c_out * c_in, i;
+    int          frames = b * f, bt;
+    float       *wk;
     svp_status_t status;
-    int          t0;
 
-    status = svp_ops_cpu_scratch(ops, (size_t)batch * hw * (3 * c_in + c_out),
-                                 &col);
+    status = svp_ops_cpu_scratch(ops, (size_t)(3 * pairs), &wk);
     if (status != SVP_OK) {
         return status;
     }
-    ytmp = col + (int64_t)batch * hw * 3 * c_in;
+#pragma omp parallel for schedule(static) if(pairs > SVP_OPS_CPU_PAR_MIN)
+    for (i = 0; i < pairs; i++) {
+        int64_t o = i / c_in, c = i % c_in;
 
-    for (t0 = 0; t0 < frames; t0 += batch) {
-        int     m = SVP_MIN(batch, frames - t0);
-        int64_t ld = (int64_t)m * hw, r;
+        wk[o * 3 * c_in + c]            = w[3 * i];
+        wk[o * 3 * c_in + c_in + c]     = w[3 * i + 1];
+        wk[o * 3 * c_in + 2 * c_in + c] = w[3 * i + 2];
+    }
 
-        /* row r = 3 * ci + tap, frame i's columns at [i * hw, (i + 1) * hw) */
-#pragma omp parallel for schedule(static) if(ld * c_in > SVP_OPS_CPU_PAR_MIN)
-        for (r = 0; r < (int64_t)3 * c_in * m; r++) {
-            int          i = (int)(r % m), row = (int)(r / m);
-            int          bt = t0 + i, t = bt % f;
-            int          ci = row / 3, src = t + row % 3 - 1;
-            const float *clip = x + (int64_t)(bt / f) * f * in_frame;
-            float       *dst = col + (int64_t)row * ld + i * hw;
+#pragma omp parallel for schedule(static)
+    for (bt = 0; bt < frames; bt++) {
+        int   t  = bt % f;
+        int   k0 = (t == 0) ? 1 : 0, k1 = (t == f - 1) ? 2 : 3;
+        float *yt = y + (int64_t)bt * out_frame;
 
-            if (src < 0 || src >= f) {
-                memset(dst, 0, hw * sizeof(float));
-            } else {
-                memcpy(dst, clip + (int64_t)src * in_frame + ci * hw,
-                       hw * sizeof(float));
-            }
-        }
-        svp_ops_cpu_sgemm(0, c_out, (int)ld, 3 * c_in, 1.0f, w, 3 * c_in, col,
-                          (int)ld, 0.0f, ytmp, (int)ld);
-        svp_ops_cpu_unbatch(m, c_out, hw, ytmp, bias, y + (int64_t)t0 * out_frame);
+        svp_ops_cpu_fill_bias(c_out, hw, bias, yt);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, c_out, (int)hw,
+                    (k1 - k0) * c_in, 1.0f, wk + k0 * c_in, 3 * c_in,
+                    x + (int64_t)(bt - 1 + k0) * in_frame, (int)hw, 1.0f, yt,
+                    (int)hw);
     }
     return SVP_OK;
 }

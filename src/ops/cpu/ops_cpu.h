@@ -45,6 +45,17 @@ void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,
                                 float *y);
+/* conv.c: im2col and one gemm per batch of images, any shape */
+svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
+                                       const svp_ops_conv2d_t *p,
+                                       const float *x, const float *w,
+                                       const float *b, float *y);
+/* winograd.c: F(2x2,3x3), for 3x3 kernels at stride 1, padding 1 */
+int          svp_ops_cpu_winograd_applies(const svp_ops_conv2d_t *p);
+svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
+                                         const svp_ops_conv2d_t *p,
+                                         const float *x, const float *w,
+                                         const float *b, float *y);
 svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y);
