@@ -7,7 +7,10 @@
  * stays near 1e-6 relative; an indexing or formula bug is O(1).
  */
 #include "ops/ops.h"
+#include "ops/ops_profile.h"
+#include "ops/ops_sched.h"
 #include "tensor/tensor.h"
+#include "trace/range.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -751,4 +754,37 @@ Test(ops, arena_reuses_buffers, .init = ops_setup, .fini = ops_teardown)
     svp_ops_mem_reset_peak(ops);
     svp_ops_mem_stats(ops, &st);
     cr_assert_eq(st.peak_live_bytes, 0);
+}
+
+/* ---- profile ---- */
+
+/* The per-op profile times the scheduler's ops, each under its own kind. */
+Test(ops, profile_times_scheduler_ops, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_sched_euler_coef_t coef = { .sigma = 2.0f, .s2 = 5.0f, .c_out = -0.9f,
+                                    .dt = -0.5f };
+    float  *x = rand_buf(64), *v = rand_buf(64), *y = rand_buf(64);
+    float   scales[2] = { 1.0f, 2.0f };
+    char   *text = NULL;
+    size_t  len = 0;
+    FILE   *out;
+
+    cr_assert_eq(svp_ops_profile_enable(ops), SVP_OK);
+    svp_range_profile_reset();
+    svp_range_profile_enable(1, NULL, NULL);
+    cr_assert_eq(svp_ops_sched_scale(ops, 64, 3.0f, x, y), SVP_OK);
+    cr_assert_eq(svp_ops_sched_guidance(ops, 2, 32, scales, x, v, y), SVP_OK);
+    cr_assert_eq(svp_ops_sched_euler(ops, 64, &coef, v, x, y), SVP_OK);
+    svp_range_profile_enable(0, NULL, NULL);
+    svp_ops_profile_disable(ops);
+
+    out = open_memstream(&text, &len);
+    cr_assert_not_null(out);
+    cr_assert_eq(svp_range_profile_write(out), SVP_OK);
+    fclose(out);
+    cr_assert(strstr(text, "\"kind\":\"sched_scale\",\"count\":1") != NULL, "%s", text);
+    cr_assert(strstr(text, "\"kind\":\"sched_guidance\",\"count\":2") != NULL, "%s", text);
+    cr_assert(strstr(text, "\"kind\":\"sched_euler\",\"count\":1") != NULL, "%s", text);
+    svp_range_profile_reset();
+    free(text); free(x); free(v); free(y);
 }

@@ -166,6 +166,27 @@ static svp_status_t prof_copy(svp_ops_h ops, int64_t n, const float *x, float *y
     SVP_OPS_PROF("copy", 0, y, copy(ops, n, x, y));
 }
 
+static svp_status_t prof_sched_scale(svp_ops_h ops, int64_t n, float c_in,
+                                     const float *x, float *y)
+{
+    SVP_OPS_PROF("sched_scale", 0, y, sched_scale(ops, n, c_in, x, y));
+}
+
+static svp_status_t prof_sched_guidance(svp_ops_h ops, int64_t n, float g,
+                                        const float *uncond, const float *cond,
+                                        float *out)
+{
+    SVP_OPS_PROF("sched_guidance", 0, out,
+                 sched_guidance(ops, n, g, uncond, cond, out));
+}
+
+static svp_status_t prof_sched_euler(svp_ops_h ops, int64_t n,
+                                     const svp_sched_euler_coef_t *coef,
+                                     const float *v, const float *x, float *y)
+{
+    SVP_OPS_PROF("sched_euler", 0, y, sched_euler(ops, n, coef, v, x, y));
+}
+
 svp_status_t svp_ops_profile_enable(svp_ops_h ops)
 {
     if (svp_ops_prof_inner != NULL) {
@@ -197,6 +218,9 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
     svp_ops_prof_vt.transpose          = prof_transpose;
     svp_ops_prof_vt.concat             = prof_concat;
     svp_ops_prof_vt.copy               = prof_copy;
+    svp_ops_prof_vt.sched_scale        = prof_sched_scale;
+    svp_ops_prof_vt.sched_guidance     = prof_sched_guidance;
+    svp_ops_prof_vt.sched_euler        = prof_sched_euler;
     if (svp_ops_prof_inner->widen != NULL) {
         svp_ops_prof_vt.widen          = prof_widen;  /* 16-bit weights */
     }
