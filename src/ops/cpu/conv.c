@@ -185,7 +185,9 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 float *y)
 {
     if (svp_ops_cpu_winograd_applies(p)) {
-        return svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
+        return svp_ops_cpu_winograd_fused_applies()
+               ? svp_ops_cpu_conv2d_winograd_fused(ops, p, x, w, b, y)
+               : svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
     }
     return svp_ops_cpu_conv2d_im2col(ops, p, x, w, b, y);
 }

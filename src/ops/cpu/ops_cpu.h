@@ -56,6 +56,13 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
                                          const svp_ops_conv2d_t *p,
                                          const float *x, const float *w,
                                          const float *b, float *y);
+/* winograd.c: the same, transforms and products fused per block of tiles
+ * (an AVX-512 kernel; where the CPU lacks it, the gemm version above) */
+int          svp_ops_cpu_winograd_fused_applies(void);
+svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
+                                               const svp_ops_conv2d_t *p,
+                                               const float *x, const float *w,
+                                               const float *b, float *y);
 svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y);

@@ -31,7 +31,6 @@
 #include <omp.h>
 #endif
 
-/* Workspace elements one batch may use (256 MiB of floats, as im2col). */
 /*
  * Transformed inputs and products one pass may hold: 2 Mi floats (8 MiB),
  * so that a pass stays in cache between its transforms and its products.
@@ -45,14 +44,26 @@
  * costs more than the cache saves (a 512 x 512 U for 128 tiles). */
 #define SVP_OPS_WINO_LD_MIN 256
 
-/* U = G g G^T for every (o, i): u[xi][o * c_in + i], xi = 4 * row + col. */
-static void svp_ops_wino_weights(int c_out, int c_in, const float *w, float *u)
+/*
+ * U = G g G^T for every (o, i), xi = 4 * row + col.  packed 0: u[xi][o][i]
+ * (the gemms' [c_out, c_in] operand); packed 1: u[xi][o / 8][i][o % 8],
+ * blocks of 8 output channels for the AVX-512 kernel, the last block padded
+ * with zeros to 8.
+ */
+static void svp_ops_wino_weights(int c_out, int c_in, const float *w, int packed,
+                                 float *u)
 {
-    int64_t plane = (int64_t)c_out * c_in, oi;
+    int64_t co8 = (c_out + 7) / 8 * 8;
+    int64_t plane = (packed ? co8 : c_out) * (int64_t)c_in, oi;
 
+    if (packed && co8 != c_out) {
+        memset(u, 0, 16 * plane * sizeof(float));
+    }
 #pragma omp parallel for schedule(static) if(plane > 1024)
-    for (oi = 0; oi < plane; oi++) {
+    for (oi = 0; oi < (int64_t)c_out * c_in; oi++) {
         const float *g = w + oi * 9;
+        int64_t      o = oi / c_in, i = oi % c_in;
+        int64_t      at = packed ? ((o / 8) * c_in + i) * 8 + o % 8 : oi;
         float        t[4][3], r[4][4];
         int          j;
 
@@ -73,7 +84,7 @@ static void svp_ops_wino_weights(int c_out, int c_in, const float *w, float *u)
             r[j][3] = c;
         }
         for (j = 0; j < 16; j++) {
-            u[j * plane + oi] = r[j / 4][j % 4];
+            u[j * plane + at] = r[j / 4][j % 4];
         }
     }
 }
@@ -216,7 +227,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
     }
     v  = u + u_size;
     mm = v + 16 * (int64_t)chunk * tw * p->c_in;
-    svp_ops_wino_weights(p->c_out, p->c_in, w, u);
+    svp_ops_wino_weights(p->c_out, p->c_in, w, 0, u);
 
     /* a pass: some rows of tiles (of one image or several), transformed,
      * multiplied 16 times, transformed back */
@@ -239,3 +250,312 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
     }
     return SVP_OK;
 }
+
+/* ---- the fused path: transforms and products per block of tiles ------- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/*
+ * Tiles per block: the block's V (16 x c_in x tiles) is about 1 MiB, so it
+ * stays in the core's L2 while every block of 8 output channels sweeps it;
+ * a multiple of the kernel's 32, at least 32.
+ */
+#define SVP_OPS_WINO_BLOCK_V ((int64_t)256 << 10)
+
+/*
+ * Input channels per pass of the kernel: partial sums over 256 channels at
+ * a time are added into M, as a blocked gemm does (the round-off of one
+ * chain of 1280 multiply-adds would be twice the gemm's).
+ */
+#define SVP_OPS_WINO_KC 256
+
+/*
+ * c[r][0..31] (+)= sum_k a[k][r] * b[k][0..31] for r < 8: the 16
+ * accumulators of 8 output channels x 32 tiles in registers, k in order,
+ * added to c when add is set.  Every value is computed in one order,
+ * whatever the blocking of the tiles and the threads.
+ */
+__attribute__((target("avx512f")))
+static void svp_ops_wino_kernel(int k, const float *a, const float *b,
+                                int64_t ldb, float *c, int64_t ldc, int add)
+{
+    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0;
+    __m512 c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
+    __m512 c12 = c0, c13 = c0, c14 = c0, c15 = c0;
+    int    kk;
+
+    if (add) {
+        c0  = _mm512_loadu_ps(c);               c1  = _mm512_loadu_ps(c + 16);
+        c2  = _mm512_loadu_ps(c + ldc);         c3  = _mm512_loadu_ps(c + ldc + 16);
+        c4  = _mm512_loadu_ps(c + 2 * ldc);     c5  = _mm512_loadu_ps(c + 2 * ldc + 16);
+        c6  = _mm512_loadu_ps(c + 3 * ldc);     c7  = _mm512_loadu_ps(c + 3 * ldc + 16);
+        c8  = _mm512_loadu_ps(c + 4 * ldc);     c9  = _mm512_loadu_ps(c + 4 * ldc + 16);
+        c10 = _mm512_loadu_ps(c + 5 * ldc);     c11 = _mm512_loadu_ps(c + 5 * ldc + 16);
+        c12 = _mm512_loadu_ps(c + 6 * ldc);     c13 = _mm512_loadu_ps(c + 6 * ldc + 16);
+        c14 = _mm512_loadu_ps(c + 7 * ldc);     c15 = _mm512_loadu_ps(c + 7 * ldc + 16);
+    }
+
+    for (kk = 0; kk < k; kk++) {
+        __m512       b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        const float *ak = a + 8 * kk;
+        __m512       t;
+
+        t = _mm512_set1_ps(ak[0]);
+        c0 = _mm512_fmadd_ps(t, b0, c0); c1 = _mm512_fmadd_ps(t, b1, c1);
+        t = _mm512_set1_ps(ak[1]);
+        c2 = _mm512_fmadd_ps(t, b0, c2); c3 = _mm512_fmadd_ps(t, b1, c3);
+        t = _mm512_set1_ps(ak[2]);
+        c4 = _mm512_fmadd_ps(t, b0, c4); c5 = _mm512_fmadd_ps(t, b1, c5);
+        t = _mm512_set1_ps(ak[3]);
+        c6 = _mm512_fmadd_ps(t, b0, c6); c7 = _mm512_fmadd_ps(t, b1, c7);
+        t = _mm512_set1_ps(ak[4]);
+        c8 = _mm512_fmadd_ps(t, b0, c8); c9 = _mm512_fmadd_ps(t, b1, c9);
+        t = _mm512_set1_ps(ak[5]);
+        c10 = _mm512_fmadd_ps(t, b0, c10); c11 = _mm512_fmadd_ps(t, b1, c11);
+        t = _mm512_set1_ps(ak[6]);
+        c12 = _mm512_fmadd_ps(t, b0, c12); c13 = _mm512_fmadd_ps(t, b1, c13);
+        t = _mm512_set1_ps(ak[7]);
+        c14 = _mm512_fmadd_ps(t, b0, c14); c15 = _mm512_fmadd_ps(t, b1, c15);
+        b += ldb;
+    }
+    _mm512_storeu_ps(c, c0);           _mm512_storeu_ps(c + 16, c1);
+    _mm512_storeu_ps(c + ldc, c2);     _mm512_storeu_ps(c + ldc + 16, c3);
+    c += 2 * ldc;
+    _mm512_storeu_ps(c, c4);           _mm512_storeu_ps(c + 16, c5);
+    _mm512_storeu_ps(c + ldc, c6);     _mm512_storeu_ps(c + ldc + 16, c7);
+    c += 2 * ldc;
+    _mm512_storeu_ps(c, c8);           _mm512_storeu_ps(c + 16, c9);
+    _mm512_storeu_ps(c + ldc, c10);    _mm512_storeu_ps(c + ldc + 16, c11);
+    c += 2 * ldc;
+    _mm512_storeu_ps(c, c12);          _mm512_storeu_ps(c + 16, c13);
+    _mm512_storeu_ps(c + ldc, c14);    _mm512_storeu_ps(c + ldc + 16, c15);
+}
+
+/* A run of tiles in one row of one image: tiles tx0 .. tx0+len-1 of row ty. */
+typedef struct {
+    int64_t img;
+    int     ty, tx0, len;
+    int     at;         /* the run's first column in the block */
+} svp_ops_wino_run_t;
+
+/* The runs of block [t0, t0 + nt) of the th x tw tiles of every image. */
+static int svp_ops_wino_runs(int64_t t0, int nt, int th, int tw,
+                             svp_ops_wino_run_t *runs)
+{
+    int64_t per_image = (int64_t)th * tw, t = t0;
+    int     n = 0;
+
+    while (t < t0 + nt) {
+        int64_t rem = t % per_image;
+
+        runs[n].img = t / per_image;
+        runs[n].ty  = (int)(rem / tw);
+        runs[n].tx0 = (int)(rem % tw);
+        runs[n].len = (int)SVP_MIN(tw - runs[n].tx0, t0 + nt - t);
+        runs[n].at  = (int)(t - t0);
+        t += runs[n].len;
+        n++;
+    }
+    return n;
+}
+
+/* V = B^T d B of the block's tiles: v[xi][i][bt], bt < pb (zero past nt). */
+static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
+                                  const svp_ops_wino_run_t *runs, int nruns,
+                                  int nt, int pb, float *v, float *d)
+{
+    int64_t plane = (int64_t)p->c_in * pb;
+    int     i, r, a, j, tx;
+
+    if (nt < pb) {
+        for (j = 0; j < 16 * p->c_in; j++) {
+            memset(v + (int64_t)j * pb + nt, 0, (pb - nt) * sizeof(float));
+        }
+    }
+    for (r = 0; r < nruns; r++) {
+        const svp_ops_wino_run_t *run = &runs[r];
+        int wp = 2 * run->len + 2, c0 = 2 * run->tx0 - 1;
+        /* the run's input columns c0 .. c0 + wp - 1, zero outside */
+        int lo = SVP_MAX(0, -c0), hi = SVP_MIN(wp, p->w - c0);
+
+        for (i = 0; i < p->c_in; i++) {
+            const float *src = x + (run->img * p->c_in + i) * p->h * p->w;
+            float       *dst = v + (int64_t)i * pb + run->at;
+            float       *rows[4], *t = d + 4 * wp;
+
+            for (a = 0; a < 4; a++) {
+                int iy = 2 * run->ty - 1 + a;
+
+                rows[a] = d + a * wp;
+                memset(rows[a], 0, wp * sizeof(float));
+                if (iy >= 0 && iy < p->h && hi > lo) {
+                    memcpy(rows[a] + lo, src + (int64_t)iy * p->w + c0 + lo,
+                           (hi - lo) * sizeof(float));
+                }
+            }
+#pragma omp simd
+            for (j = 0; j < wp; j++) {
+                t[j]          = rows[0][j] - rows[2][j];
+                t[wp + j]     = rows[1][j] + rows[2][j];
+                t[2 * wp + j] = rows[2][j] - rows[1][j];
+                t[3 * wp + j] = rows[1][j] - rows[3][j];
+            }
+            for (a = 0; a < 4; a++) {
+                const float *e  = t + a * wp;
+                float       *v0 = dst + (4 * a) * plane;
+                float       *v1 = v0 + plane, *v2 = v1 + plane, *v3 = v2 + plane;
+
+#pragma omp simd
+                for (tx = 0; tx < run->len; tx++) {
+                    v0[tx] = e[2 * tx] - e[2 * tx + 2];
+                    v1[tx] = e[2 * tx + 1] + e[2 * tx + 2];
+                    v2[tx] = e[2 * tx + 2] - e[2 * tx + 1];
+                    v3[tx] = e[2 * tx + 1] - e[2 * tx + 3];
+                }
+            }
+        }
+    }
+}
+
+/* y = A^T M A + bias for output channels o0 .. o0+no-1 of the block. */
+static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
+                                   const svp_ops_wino_run_t *runs, int nruns,
+                                   int o0, int no, int pb, const float *m,
+                                   const float *bias, float *y, float *tmp)
+{
+    int64_t plane = 8 * (int64_t)pb;
+    int     o, r, a, c, tx;
+
+    for (o = 0; o < no; o++) {
+        float bv = bias ? bias[o0 + o] : 0.0f;
+
+        for (r = 0; r < nruns; r++) {
+            const svp_ops_wino_run_t *run = &runs[r];
+            const float *q   = m + (int64_t)o * pb + run->at;
+            float       *dst = y + (run->img * p->c_out + o0 + o) * p->h * p->w;
+            int          len = run->len, ox = 2 * run->tx0;
+            int          nx  = SVP_MIN(2 * len, p->w - ox);
+            float       *s   = tmp, *out = tmp + 8 * len;
+
+            for (c = 0; c < 4; c++) {
+                const float *q0 = q + c * plane, *q1 = q0 + 4 * plane;
+                const float *q2 = q1 + 4 * plane, *q3 = q2 + 4 * plane;
+                float       *s0 = s + c * len, *s1 = s + (4 + c) * len;
+
+#pragma omp simd
+                for (tx = 0; tx < len; tx++) {
+                    s0[tx] = (q0[tx] + q1[tx]) + q2[tx];
+                    s1[tx] = (q1[tx] - q2[tx]) - q3[tx];
+                }
+            }
+            for (a = 0; a < 2 && 2 * run->ty + a < p->h; a++) {
+                const float *sa = s + 4 * a * len;
+
+#pragma omp simd
+                for (tx = 0; tx < len; tx++) {
+                    out[2 * tx] = ((sa[tx] + sa[len + tx]) + sa[2 * len + tx]) + bv;
+                    out[2 * tx + 1] =
+                        ((sa[len + tx] - sa[2 * len + tx]) - sa[3 * len + tx]) + bv;
+                }
+                memcpy(dst + (int64_t)(2 * run->ty + a) * p->w + ox, out,
+                       nx * sizeof(float));
+            }
+        }
+    }
+}
+
+int svp_ops_cpu_winograd_fused_applies(void)
+{
+    return __builtin_cpu_supports("avx512f");
+}
+
+/*
+ * Per block of tiles, on one thread: the input transform into V (in L2),
+ * then for every 8 output channels the 16 products by the kernel above into
+ * M (in L1) and the output transform from it.  Neither V nor M goes to
+ * memory, and nothing is packed but the weights, once per call.
+ */
+svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
+                                               const svp_ops_conv2d_t *p,
+                                               const float *x, const float *w,
+                                               const float *b, float *y)
+{
+    int      th = (p->h + 1) / 2, tw = (p->w + 1) / 2;
+    int64_t  tiles = (int64_t)p->n * th * tw;
+    int      nob = (p->c_out + 7) / 8;
+    int64_t  u_size = 16 * (int64_t)nob * 8 * p->c_in;
+    int      pb = (int)SVP_MIN(512, SVP_MAX(32, SVP_OPS_WINO_BLOCK_V /
+                                               (16 * (int64_t)p->c_in) / 32 * 32));
+    int      nblocks;
+    int64_t  runs_floats, per_thread;
+    float   *u;
+    int64_t  blk;
+    svp_status_t status;
+
+    pb = (int)SVP_MIN(pb, (tiles + 31) / 32 * 32);
+    nblocks = (int)((tiles + pb - 1) / pb);
+    /* per thread: V, M, the runs, the input rows and the output rows, in
+     * whole cache lines */
+    runs_floats = ((int64_t)pb * sizeof(svp_ops_wino_run_t) + 63) / 64 * 16;
+    per_thread  = 16 * (int64_t)p->c_in * pb + 16 * 8 * (int64_t)pb +
+                  runs_floats + 8 * (2 * (int64_t)pb + 2) + 10 * (int64_t)pb;
+    per_thread  = (per_thread + 15) / 16 * 16;
+    status = svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads), &u);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_ops_wino_weights(p->c_out, p->c_in, w, 1, u);
+
+#pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
+    for (blk = 0; blk < nblocks; blk++) {
+#ifdef _OPENMP
+        float *v = u + u_size + (int64_t)omp_get_thread_num() * per_thread;
+#else
+        float *v = u + u_size;
+#endif
+        float              *m    = v + 16 * (int64_t)p->c_in * pb;
+        svp_ops_wino_run_t *runs = (svp_ops_wino_run_t *)(m + 16 * 8 * (int64_t)pb);
+        float              *rows = m + 16 * 8 * (int64_t)pb + runs_floats;
+        float              *tmp  = rows + 8 * (2 * (int64_t)pb + 2);
+        int64_t             t0   = blk * (int64_t)pb;
+        int                 nt   = (int)SVP_MIN(pb, tiles - t0);
+        int                 nruns, ob, xi, c, k0;
+
+        nruns = svp_ops_wino_runs(t0, nt, th, tw, runs);
+        svp_ops_wino_block_in(p, x, runs, nruns, nt, pb, v, rows);
+        for (ob = 0; ob < nob; ob++) {
+            for (xi = 0; xi < 16; xi++) {
+                const float *uk = u + ((int64_t)xi * nob + ob) * 8 * p->c_in;
+                const float *vk = v + (int64_t)xi * p->c_in * pb;
+                float       *mk = m + (int64_t)xi * 8 * pb;
+
+                for (k0 = 0; k0 < p->c_in; k0 += SVP_OPS_WINO_KC) {
+                    int kc = SVP_MIN(SVP_OPS_WINO_KC, p->c_in - k0);
+
+                    for (c = 0; c < pb; c += 32) {
+                        svp_ops_wino_kernel(kc, uk + 8 * k0, vk + k0 * pb + c,
+                                            pb, mk + c, pb, k0 > 0);
+                    }
+                }
+            }
+            svp_ops_wino_block_out(p, runs, nruns, ob * 8,
+                                   SVP_MIN(8, p->c_out - ob * 8), pb, m, b, y, tmp);
+        }
+    }
+    return SVP_OK;
+}
+#else
+int svp_ops_cpu_winograd_fused_applies(void)
+{
+    return 0;
+}
+
+svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
+                                               const svp_ops_conv2d_t *p,
+                                               const float *x, const float *w,
+                                               const float *b, float *y)
+{
+    return svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
+}
+#endif
