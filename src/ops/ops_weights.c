@@ -1,7 +1,8 @@
 /*
- * Matrix weights in the handle's dtype (ops.h): upload with rounding, and
- * the exact widening to fp32 that every product of a 16-bit handle starts
- * with.
+ * Matrix weights in the handle's dtype (ops.h): upload with rounding, the
+ * exact widening to fp32 that every product of a 16-bit CPU handle starts
+ * with (a backend with 16-bit products takes them as held), and the CPU
+ * twin of those products' rounded activations (round_activations).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"

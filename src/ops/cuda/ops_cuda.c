@@ -1,7 +1,8 @@
 /*
  * CUDA backend: handle setup, device memory, workspace, and the ops that are
  * cuBLAS products (linear, conv2d as im2col + gemm, the temporal conv as a
- * frame-stacking gemm; fp32, or 16-bit operands on tensor cores).  Everything else is a kernel in kernels/.
+ * frame-stacking gemm; fp32, or 16-bit operands on tensor cores).
+ * Everything else is a kernel in kernels/.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
