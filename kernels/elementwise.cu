@@ -51,6 +51,27 @@ static __global__ void svp_widen_f16_kernel(int64_t n, const uint16_t *x,
     }
 }
 
+/*
+ * fp32 activations to the 16-bit operand of a tensor-core product, round to
+ * nearest even with the host's functions (the CPU twin of the product,
+ * src/ops/ops_weights.c, rounds with the same ones).
+ */
+static __global__ void svp_round_bf16_kernel(int64_t n, const float *x,
+                                             uint16_t *y)
+{
+    SVP_CUDA_FOR(i, n) {
+        y[i] = svp_math_f32_to_bf16(x[i]);
+    }
+}
+
+static __global__ void svp_round_f16_kernel(int64_t n, const float *x,
+                                            uint16_t *y)
+{
+    SVP_CUDA_FOR(i, n) {
+        y[i] = svp_math_f32_to_f16(x[i]);
+    }
+}
+
 static __global__ void svp_add_kernel(int64_t n, const float *a,
                                       const float *b, float *y)
 {
@@ -154,6 +175,21 @@ svp_status_t svp_ops_cuda_widen(svp_ops_h ops, svp_dtype_t dtype,
         svp_widen_f16_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
                                svp_cuda_stream(ops)>>>(
             n, (const uint16_t *)src, dst);
+    } else {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    return SVP_CUDA_LAUNCHED();
+}
+
+svp_status_t svp_ops_cuda_round16(svp_ops_h ops, svp_dtype_t dtype, int64_t n,
+                                  const float *x, void *y)
+{
+    if (dtype == SVP_DTYPE_BF16) {
+        svp_round_bf16_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
+                                svp_cuda_stream(ops)>>>(n, x, (uint16_t *)y);
+    } else if (dtype == SVP_DTYPE_F16) {
+        svp_round_f16_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
+                               svp_cuda_stream(ops)>>>(n, x, (uint16_t *)y);
     } else {
         return SVP_ERR_INVALID_PARAM;
     }

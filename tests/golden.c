@@ -82,6 +82,21 @@ double golden_rel_err(const float *got, const float *ref, int64_t n,
     return max_err / max_ref;
 }
 
+double golden_rms_err(const float *got, const float *ref, int64_t n)
+{
+    double  err2 = 0.0, ref2 = 0.0;
+    int64_t i;
+
+    for (i = 0; i < n; i++) {
+        double d = (double)got[i] - ref[i];
+
+        err2 += d * d;
+        ref2 += (double)ref[i] * ref[i];
+    }
+    cr_assert(ref2 > 0.0, "the reference is all zeros");
+    return sqrt(err2 / ref2);
+}
+
 void golden_assert_close(const char *what, const float *got, const float *ref,
                          int64_t n, double tol)
 {

@@ -34,6 +34,10 @@ svp_tensor_t *golden_load(svp_safetensors_h st, const char *name);
 double golden_rel_err(const float *got, const float *ref, int64_t n,
                       int64_t *worst_p);
 
+/* sqrt(mean (got - ref)^2 / mean ref^2) over n elements (not all zeros);
+ * a NaN in got gives NaN. */
+double golden_rms_err(const float *got, const float *ref, int64_t n);
+
 /* Asserts max|got - ref| <= tol * max|ref|, naming what and the worst element. */
 void golden_assert_close(const char *what, const float *got, const float *ref,
                          int64_t n, double tol);

@@ -650,6 +650,92 @@ Test(ops, f16_weights_compute_the_rounded_product, .init = ops_setup,
 }
 
 /*
+ * The CPU twin of the CUDA backend's 16-bit products (round_activations):
+ * linear, conv2d and conv_frames compute exactly what an f32 handle
+ * computes with both the weights and the activation rounded to the dtype,
+ * and not what the plain 16-bit handle computes (weights only).
+ */
+static void products16_case(const char *dtype)
+{
+    svp_ops_params_t params = { .backend = "cpu", .threads = 2,
+                                .dtype = dtype, .round_activations = 1 };
+    svp_ops_conv2d_t cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
+                            .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
+    const int64_t    n_x = 2 * 5 * 7 * 6, n_w = 4 * 5 * 9, n_y = 2 * 6 * 7 * 6;
+    float           *x = rand_buf(n_x), *w = rand_buf(n_w), *bias = rand_buf(13);
+    float           *xr = malloc(n_x * sizeof(float)), *wr = malloc(n_w * sizeof(float));
+    float           *y_twin = malloc(n_y * sizeof(float));
+    float           *y_ref = malloc(n_y * sizeof(float));
+    float           *y_held = malloc(n_y * sizeof(float));
+    svp_ops_h        twin, held;
+    void            *w_twin, *w_held;
+    int64_t          i;
+    int              op;
+
+    cr_assert_eq(svp_ops_create(&params, &twin), SVP_OK);
+    params.round_activations = 0;
+    cr_assert_eq(svp_ops_create(&params, &held), SVP_OK);
+    cr_assert_eq(svp_ops_product_dtype(twin), svp_ops_weights_dtype(twin));
+    cr_assert_eq(svp_ops_product_dtype(held), SVP_DTYPE_F32);
+    cr_assert_eq(svp_ops_product_dtype(ops), SVP_DTYPE_F32);
+    for (i = 0; i < n_x; i++) {
+        xr[i] = round_to(dtype, x[i]);
+    }
+    for (i = 0; i < n_w; i++) {
+        wr[i] = round_to(dtype, w[i]);
+    }
+    cr_assert_eq(svp_ops_weights_upload(twin, w, n_w, &w_twin), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(held, w, n_w, &w_held), SVP_OK);
+    for (op = 0; op < 3; op++) {
+        static const char *const names[] = { "linear", "conv2d", "conv_frames" };
+        int64_t                  n = (op == 0) ? 7 * 13 : (op == 1) ? 2 * 4 * 42
+                                                        : 2 * 6 * 42;
+
+        if (op == 0) {
+            cr_assert_eq(svp_ops_linear(twin, 7, 11, 13, x, w_twin, bias, 0, y_twin), SVP_OK);
+            cr_assert_eq(svp_ops_linear(held, 7, 11, 13, x, w_held, bias, 0, y_held), SVP_OK);
+            cr_assert_eq(svp_ops_linear(ops, 7, 11, 13, xr, wr, bias, 0, y_ref), SVP_OK);
+        } else if (op == 1) {
+            cr_assert_eq(svp_ops_conv2d(twin, &cp, x, w_twin, bias, y_twin), SVP_OK);
+            cr_assert_eq(svp_ops_conv2d(held, &cp, x, w_held, bias, y_held), SVP_OK);
+            cr_assert_eq(svp_ops_conv2d(ops, &cp, xr, wr, bias, y_ref), SVP_OK);
+        } else {
+            cr_assert_eq(svp_ops_conv_frames(twin, 1, 2, 5, 6, 42, x, w_twin, bias, y_twin), SVP_OK);
+            cr_assert_eq(svp_ops_conv_frames(held, 1, 2, 5, 6, 42, x, w_held, bias, y_held), SVP_OK);
+            cr_assert_eq(svp_ops_conv_frames(ops, 1, 2, 5, 6, 42, xr, wr, bias, y_ref), SVP_OK);
+        }
+        cr_assert(memcmp(y_twin, y_ref, n * sizeof(float)) == 0, "%s %s: "
+                  "not the product of the rounded operands", dtype, names[op]);
+        cr_assert(memcmp(y_held, y_ref, n * sizeof(float)) != 0, "%s %s: the "
+                  "activations must need rounding", dtype, names[op]);
+    }
+    svp_ops_free(twin, w_twin);
+    svp_ops_free(held, w_held);
+    svp_ops_destroy(twin);
+    svp_ops_destroy(held);
+    free(x);
+    free(w);
+    free(bias);
+    free(xr);
+    free(wr);
+    free(y_twin);
+    free(y_ref);
+    free(y_held);
+}
+
+Test(ops, bf16_products_round_both_operands, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    products16_case("bf16");
+}
+
+Test(ops, f16_products_round_both_operands, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    products16_case("f16");
+}
+
+/*
  * Borrowed weights (a mapped checkpoint): used in place by the cpu backend,
  * with the same products as uploaded ones; a misaligned pointer is refused.
  */

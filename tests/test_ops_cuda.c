@@ -1,8 +1,9 @@
 /*
  * The CUDA backend against the CPU backend: every op on the same random
  * inputs, over a few shapes each (odd sizes, chunked attention, aliasing),
- * and one UNet forward on the golden unet_tiny.  Every test skips, with the
- * reason, when no CUDA device is visible.
+ * and one UNet forward on the golden unet_tiny; the same in bf16 and f16,
+ * whose products run on tensor cores.  Every test skips, with the reason,
+ * when no CUDA device is visible.
  *
  * Tolerances.  Both backends compute in fp32 with the same formulas; what
  * differs is the summation order (cuBLAS vs OpenBLAS blocking, block vs simd
@@ -794,51 +795,207 @@ Test(ops_cuda, unet_small_golden, .timeout = 120)
 }
 
 /*
- * Weights held in bf16 / f16: the device widens them exactly (the same
- * svp_math conversions as the host) before an f32 product, so a 16-bit
- * cuda handle must agree with a 16-bit cpu handle as closely as the f32
- * products do, and hold the weights in two bytes each.
+ * 16-bit products (doc/DTYPES.md): a bf16/f16 cuda handle runs linear,
+ * conv2d and conv_frames on tensor cores with the weight as held and the
+ * activation rounded to the dtype by a kernel, summing in fp32; the cpu
+ * handle with round_activations rounds both operands with the same
+ * functions.  The operands are then the same bits and every product of two
+ * bf16 or two f16 values is exact in fp32, so only the order of the fp32
+ * sums differs, as between the f32 products: the same bound (REL_GEMM).
+ * An activation left unrounded on either side moves the result by ~u
+ * (2^-8, 2^-11) relative, far beyond it.  The weights take two bytes each
+ * and no fp32 copy of them is made on the device.
  */
-static void weights_16_case(const char *dtype)
+static void products16_case(const char *dtype)
 {
-    svp_ops_params_t cp = { .backend = "cpu", .threads = 2, .dtype = dtype };
+    static const svp_ops_conv2d_t convs[] = {
+        { .n = 2, .c_in = 8, .h = 9, .w = 7, .c_out = 16, .kh = 3, .kw = 3, .stride = 1, .pad = 1 },
+        { .n = 3, .c_in = 8, .h = 5, .w = 5, .c_out = 16, .kh = 1, .kw = 1, .stride = 1, .pad = 0 },
+        { .n = 1, .c_in = 5, .h = 9, .w = 7, .c_out = 6, .kh = 3, .kw = 3, .stride = 2, .pad = 1 },
+    };
+    svp_ops_params_t cp = { .backend = "cpu", .threads = 2, .dtype = dtype,
+                            .round_activations = 1 };
     svp_ops_params_t gp = { .backend = "cuda", .dtype = dtype };
     svp_ops_h        c16, g16;
-    const int        rows = 37, in = 64, out = 96;
-    float           *wh = rand_host((size_t)out * in, 2, 0.2f);
+    const int        rows = 300, in = 320, out = 40;
+    const size_t     n_w = (size_t)out * in;     /* the largest weight */
+    float           *wh = rand_host(n_w, 2, 0.2f);
     void            *wc, *wg;
-    pair_t           x, y;
+    pair_t           x, y, b;
+    int              s;
 
     need_device(0);
     cr_assert_eq(svp_ops_create(&cp, &c16), SVP_OK);
     cr_assert_eq(svp_ops_create(&gp, &g16), SVP_OK);
     cr_assert_str_eq(svp_ops_dtype(g16), dtype);
+    cr_assert_eq(svp_ops_product_dtype(g16), svp_ops_weights_dtype(g16),
+                 "a %s cuda handle multiplies in %s", dtype, dtype);
+    cr_assert_eq(svp_ops_product_dtype(c16), svp_ops_weights_dtype(c16));
     /* the pair helpers work on the fixture's handles: borrow them */
     svp_ops_destroy(cpu);
     svp_ops_destroy(gpu);
     cpu = c16;
     gpu = g16;
-    x   = pair((size_t)rows * in, 1, 1.0f);
-    y   = pair((size_t)rows * out, 4, 1.0f);
-    cr_assert_eq(svp_ops_weights_upload(cpu, wh, (size_t)out * in, &wc), SVP_OK);
-    cr_assert_eq(svp_ops_weights_upload(gpu, wh, (size_t)out * in, &wg), SVP_OK);
-    cr_assert_eq(svp_ops_weights_bytes(gpu), (size_t)out * in * 2);
-    cr_assert_eq(svp_ops_linear(cpu, rows, in, out, x.c, wc, NULL, 0, y.c), SVP_OK);
-    cr_assert_eq(svp_ops_linear(gpu, rows, in, out, x.g, wg, NULL, 0, y.g), SVP_OK);
-    check(dtype, &y, CMP_REL_MAX);
-    pair_free(&x);
+    cr_assert_eq(svp_ops_weights_upload(cpu, wh, n_w, &wc), SVP_OK);
+    cr_assert_eq(svp_ops_weights_upload(gpu, wh, n_w, &wg), SVP_OK);
+    cr_assert_eq(svp_ops_weights_bytes(gpu), n_w * 2);
+
+    x = pair((size_t)rows * in, 1, 1.0f);
+    b = pair((size_t)out, 3, 0.5f);
+    y = pair((size_t)rows * out, 4, 1.0f);
+    cr_assert_eq(svp_ops_linear(cpu, rows, in, out, x.c, wc, b.c, 0, y.c), SVP_OK);
+    cr_assert_eq(svp_ops_linear(gpu, rows, in, out, x.g, wg, b.g, 0, y.g), SVP_OK);
+    check("linear", &y, CMP_REL_MAX);
+    /* accumulate, no bias, an odd inner size */
+    cr_assert_eq(svp_ops_linear(cpu, 37, 63, 17, x.c, wc, NULL, 1, y.c), SVP_OK);
+    cr_assert_eq(svp_ops_linear(gpu, 37, 63, 17, x.g, wg, NULL, 1, y.g), SVP_OK);
+    check("linear accumulate", &y, CMP_REL_MAX);
     pair_free(&y);
+
+    for (s = 0; s < 3; s++) {
+        const svp_ops_conv2d_t *p = &convs[s];
+        char   what[64];
+
+        y = pair((size_t)p->n * p->c_out * svp_ops_conv2d_out_h(p) *
+                 svp_ops_conv2d_out_w(p), 8, 1.0f);
+        cr_assert_eq(svp_ops_conv2d(cpu, p, x.c, wc, b.c, y.c), SVP_OK);
+        cr_assert_eq(svp_ops_conv2d(gpu, p, x.g, wg, b.g, y.g), SVP_OK);
+        snprintf(what, sizeof(what), "%s conv2d shape %d", dtype, s);
+        check(what, &y, CMP_REL_MAX);
+        pair_free(&y);
+    }
+
+    /* the temporal conv: 2 clips of 5 frames, 8 channels of 9 positions */
+    y = pair((size_t)2 * 5 * 6 * 9, 12, 1.0f);
+    cr_assert_eq(svp_ops_conv_frames(cpu, 2, 5, 8, 6, 9, x.c, wc, b.c, y.c), SVP_OK);
+    cr_assert_eq(svp_ops_conv_frames(gpu, 2, 5, 8, 6, 9, x.g, wg, b.g, y.g), SVP_OK);
+    check("conv_frames", &y, CMP_REL_MAX);
+    pair_free(&y);
+
+    pair_free(&x);
+    pair_free(&b);
     svp_ops_free(cpu, wc);
     svp_ops_free(gpu, wg);
     free(wh);
 }
 
-Test(ops_cuda, weights_in_bf16)
+Test(ops_cuda, products_in_bf16)
 {
-    weights_16_case("bf16");
+    products16_case("bf16");
 }
 
-Test(ops_cuda, weights_in_f16)
+Test(ops_cuda, products_in_f16)
 {
-    weights_16_case("f16");
+    products16_case("f16");
+}
+
+/*
+ * The golden unet_tiny forward with 16-bit products on the device, against
+ * the fp64 output: max|err| / max|ref| in units of u must lie where the
+ * reference implementation's does (UNET_PRODUCTS16_*, the same figures and
+ * reasoning as tests/test_unet.c's products_in_*_within_roundoff, which
+ * check the cpu twin).
+ */
+#define UNET_PRODUCTS16_RMS_BF16     3.154
+#define UNET_PRODUCTS16_MAX_BF16_LO  3.081
+#define UNET_PRODUCTS16_MAX_BF16_HI  4.929
+#define UNET_PRODUCTS16_RMS_F16      3.114
+#define UNET_PRODUCTS16_MAX_F16_LO   2.856
+#define UNET_PRODUCTS16_MAX_F16_HI   4.254
+
+static void unet_products16(const char *dtype, double u, double rms_ref,
+                            double max_lo, double max_hi)
+{
+    const char        *root = getenv("SVP_GOLDEN_DIR");
+    svp_ops_params_t   gp = { .backend = "cuda", .dtype = dtype };
+    char               dir[1024], path[1200];
+    struct stat        sb;
+    svp_safetensors_h  st;
+    svp_tensor_t      *sample, *timestep, *ehs, *ids, *ref;
+    svp_ops_h          g16;
+    svp_unet_h         unet;
+    float             *d_sample, *d_ehs, *d_out, *out;
+    const int64_t     *s;
+    const float       *r;
+    int64_t            n, i;
+    double             max_ref = 0.0, max_err = 0.0, err2 = 0.0, ref2 = 0.0;
+    double             err, rms;
+
+    need_device(0);
+    snprintf(dir, sizeof(dir), "%s/unet_tiny", root ? root : "../shared/golden");
+    if (stat(dir, &sb) != 0) {
+        cr_skip_test("golden data not found at %s (set SVP_GOLDEN_DIR)", dir);
+    }
+    snprintf(path, sizeof(path), "%s/io.safetensors", dir);
+    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
+    cr_assert_eq(svp_safetensors_load(st, "sample", SVP_DTYPE_F32, &sample), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "timestep", SVP_DTYPE_F32, &timestep), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "encoder_hidden_states", SVP_DTYPE_F32, &ehs), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "added_time_ids", SVP_DTYPE_F32, &ids), SVP_OK);
+    svp_safetensors_close(st);
+    snprintf(path, sizeof(path), "%s/reference_f64.safetensors", dir);
+    cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
+    cr_assert_eq(svp_safetensors_load(st, "out", SVP_DTYPE_F32, &ref), SVP_OK);
+    svp_safetensors_close(st);
+
+    /* the fixture's gpu handle is f32: this case has its own */
+    cr_assert_eq(svp_ops_create(&gp, &g16), SVP_OK);
+    cr_assert_eq(svp_ops_product_dtype(g16), svp_ops_weights_dtype(g16));
+    cr_assert_eq(svp_unet_create(g16, dir, NULL, &unet), SVP_OK);
+    s        = sample->shape;
+    n        = svp_tensor_numel(ref);
+    d_sample = to(g16, sample->data, svp_tensor_numel(sample));
+    d_ehs    = to(g16, ehs->data, svp_tensor_numel(ehs));
+    cr_assert_eq(svp_ops_alloc(g16, n, &d_out), SVP_OK);
+    cr_assert_eq(svp_unet_forward(unet, (int)s[0], (int)s[1], (int)s[3],
+                                  (int)s[4], d_sample, timestep->data, d_ehs,
+                                  (int)ehs->shape[1], ids->data, d_out),
+                 SVP_OK);
+    out = from(g16, d_out, n);
+
+    r = ref->data;
+    for (i = 0; i < n; i++) {
+        double d = (double)out[i] - r[i];
+
+        max_ref = fmax(max_ref, fabs(r[i]));
+        if (!(fabs(d) <= max_err)) {
+            max_err = isnan(d) ? INFINITY : fabs(d);
+        }
+        err2 += d * d;
+        ref2 += (double)r[i] * r[i];
+    }
+    err = max_err / max_ref / u;
+    rms = sqrt(err2 / ref2) / u;
+    cr_log_info("unet_tiny on cuda, %s products: rms %.3f u, max %.3f u",
+                dtype, rms, err);
+    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref, "%s products on cuda: "
+              "relative rms error %.3f u, diffusers with the same roundings "
+              "%.3f u", dtype, rms, rms_ref);
+    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi, "%s products on "
+              "cuda: max|err|/max|ref| %.3f u, diffusers %.3f to %.3f u",
+              dtype, err, max_lo, max_hi);
+
+    free(out);
+    svp_ops_free(g16, d_out);
+    svp_ops_free(g16, d_ehs);
+    svp_ops_free(g16, d_sample);
+    svp_unet_destroy(unet);
+    svp_ops_destroy(g16);
+    svp_tensor_destroy(sample);
+    svp_tensor_destroy(timestep);
+    svp_tensor_destroy(ehs);
+    svp_tensor_destroy(ids);
+    svp_tensor_destroy(ref);
+}
+
+Test(ops_cuda, unet_tiny_products_in_bf16, .timeout = 120)
+{
+    unet_products16("bf16", 0x1p-8, UNET_PRODUCTS16_RMS_BF16,
+                    UNET_PRODUCTS16_MAX_BF16_LO, UNET_PRODUCTS16_MAX_BF16_HI);
+}
+
+Test(ops_cuda, unet_tiny_products_in_f16, .timeout = 120)
+{
+    unet_products16("f16", 0x1p-11, UNET_PRODUCTS16_RMS_F16,
+                    UNET_PRODUCTS16_MAX_F16_LO, UNET_PRODUCTS16_MAX_F16_HI);
 }

@@ -267,6 +267,86 @@ Test(vae, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
 }
 
 /*
+ * 16-bit products, the CUDA backend's contract for a bf16/f16 run
+ * (doc/DTYPES.md): the activation operand of every linear and convolution
+ * rounded to the dtype as well as the weights (the CPU twin,
+ * round_activations), against the fp64 decode.  The reference is diffusers
+ * in fp32 with the same rounded weights and a forward pre-hook on every
+ * nn.Linear, nn.Conv2d and nn.Conv3d rounding its input, run 24 times with
+ * fp32-sized perturbations of those inputs, as for the UNet
+ * (tests/test_unet.c, products16_case, says why): the relative RMS error
+ * must be within 10% of the reference's mean (weights alone rounded: 1.47 u
+ * bf16, 1.28 u f16), max|err| / max|ref| within the range of the 24 runs
+ * widened by 10%.  Attention's QK^T and PV stay fp32.
+ */
+#define VAE_PRODUCTS16_RMS_BF16     2.061
+#define VAE_PRODUCTS16_MAX_BF16_LO  1.933
+#define VAE_PRODUCTS16_MAX_BF16_HI  2.733
+#define VAE_PRODUCTS16_RMS_F16      1.896
+#define VAE_PRODUCTS16_MAX_F16_LO   1.563
+#define VAE_PRODUCTS16_MAX_F16_HI   2.279
+
+static void products16_case(const char *dtype, double u, double rms_ref,
+                            double max_lo, double max_hi)
+{
+    svp_ops_params_t  pp = { .threads = 2, .dtype = dtype,
+                             .round_activations = 1 };
+    char              dir[1024];
+    svp_ops_h         h;
+    svp_vae_h         vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *latent, *ref64;
+    float            *out;
+    const int64_t    *s;
+    int64_t           worst, n;
+    double            err, rms;
+
+    golden_dir("vae_tiny", dir, sizeof(dir));
+    st     = golden_open(dir, "io.safetensors");
+    latent = golden_load(st, "latent");
+    svp_safetensors_close(st);
+    st     = golden_open(dir, "reference_f64.safetensors");
+    ref64  = golden_load(st, "decoded");
+    svp_safetensors_close(st);
+
+    cr_assert_eq(svp_ops_create(&pp, &h), SVP_OK);
+    cr_assert_eq(svp_ops_product_dtype(h), svp_ops_weights_dtype(h));
+    cr_assert_eq(svp_vae_create(h, dir, NULL, &vae), SVP_OK);
+    s   = latent->shape;
+    n   = svp_tensor_numel(ref64);
+    out = malloc(n * sizeof(float));
+    cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
+                                latent->data, out), SVP_OK);
+    err = golden_rel_err(out, ref64->data, n, &worst) / u;
+    rms = golden_rms_err(out, ref64->data, n) / u;
+    cr_log_info("vae_tiny decode, %s products: rms %.3f u, max %.3f u", dtype,
+                rms, err);
+    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref, "decode with %s products: "
+              "relative rms error %.3f u, diffusers with the same roundings "
+              "%.3f u", dtype, rms, rms_ref);
+    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi, "decode with %s "
+              "products: max|err|/max|ref| %.3f u, diffusers %.3f to %.3f u",
+              dtype, err, max_lo, max_hi);
+    free(out);
+    svp_vae_destroy(vae);
+    svp_ops_destroy(h);
+    svp_tensor_destroy(latent);
+    svp_tensor_destroy(ref64);
+}
+
+Test(vae, products_in_bf16_within_roundoff, .init = setup, .fini = teardown)
+{
+    products16_case("bf16", 0x1p-8, VAE_PRODUCTS16_RMS_BF16,
+                    VAE_PRODUCTS16_MAX_BF16_LO, VAE_PRODUCTS16_MAX_BF16_HI);
+}
+
+Test(vae, products_in_f16_within_roundoff, .init = setup, .fini = teardown)
+{
+    products16_case("f16", 0x1p-11, VAE_PRODUCTS16_RMS_F16,
+                    VAE_PRODUCTS16_MAX_F16_LO, VAE_PRODUCTS16_MAX_F16_HI);
+}
+
+/*
  * The memory plan: what svp_vae_plan_bytes() (the planner's dry run) says
  * a call needs, against what the first real call made the arena reserve for
  * its buffers (less the backend's workspace, which the plan leaves out).

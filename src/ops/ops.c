@@ -145,6 +145,15 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         ops->vt->cleanup(ops);
         goto err_free_ops;
     }
+    /* 16-bit products: the backend's own (tensor cores), or the CPU's
+     * twin of them for tests */
+    ops->product_dtype = SVP_DTYPE_F32;
+    if (ops->weight_dtype != SVP_DTYPE_F32 &&
+        (ops->vt->products16 ||
+         (params != NULL && params->round_activations &&
+          ops->vt->host_memory))) {
+        ops->product_dtype = ops->weight_dtype;
+    }
 
     *ops_p = ops;
     return SVP_OK;
@@ -173,6 +182,11 @@ const char *svp_ops_backend(svp_ops_h ops)
 const char *svp_ops_dtype(svp_ops_h ops)
 {
     return ops->dtype;
+}
+
+svp_dtype_t svp_ops_product_dtype(svp_ops_h ops)
+{
+    return ops->product_dtype;
 }
 
 int svp_ops_threads(svp_ops_h ops)
@@ -680,6 +694,10 @@ svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
     SVP_OPS_CHECK(svp_ops_conv2d_out_h(p) > 0 && svp_ops_conv2d_out_w(p) > 0);
     status = svp_ops_weights_f32(ops, weight,
                                  (size_t)p->c_out * p->c_in * p->kh * p->kw, &w);
+    if (status == SVP_OK) {
+        status = svp_ops_weights_operand(ops, x, (size_t)p->n * p->c_in *
+                                                 p->h * p->w, &x);
+    }
     if (status != SVP_OK) {
         return status;
     }
@@ -697,6 +715,10 @@ svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
     SVP_OPS_CHECK(b > 0 && f > 0 && c_in > 0 && c_out > 0 && hw > 0);
     SVP_OPS_CHECK(x != y);
     status = svp_ops_weights_f32(ops, weight, (size_t)c_out * c_in * 3, &w);
+    if (status == SVP_OK) {
+        status = svp_ops_weights_operand(ops, x, (size_t)b * f * c_in * hw,
+                                         &x);
+    }
     if (status != SVP_OK) {
         return status;
     }
@@ -729,6 +751,9 @@ svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
 
     SVP_OPS_CHECK(rows > 0 && in > 0 && out > 0 && x != y);
     status = svp_ops_weights_f32(ops, weight, (size_t)in * out, &w);
+    if (status == SVP_OK) {
+        status = svp_ops_weights_operand(ops, x, (size_t)rows * in, &x);
+    }
     if (status != SVP_OK) {
         return status;
     }

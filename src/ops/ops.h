@@ -62,13 +62,25 @@ typedef struct {
      * it is: the backend widens a 16-bit weight to fp32 just before its
      * product (exactly: every bf16/f16 value is an fp32 value), so a 16-bit
      * handle computes what an fp32 handle computes with the rounded
-     * weights, at half the resident weight memory.  Both backends do (the
-     * CUDA one with a kernel, before its fp32 cuBLAS product; tensor-core
-     * products are not there yet).  A backend that cannot hold weights in
-     * it fails svp_ops_create() with SVP_ERR_UNSUPPORTED: never a silent
-     * fallback to another dtype.
+     * weights, at half the resident weight memory.  That is the CPU
+     * backend's contract.  The CUDA backend's products of a 16-bit handle
+     * run on tensor cores instead: the weight is used as held and the
+     * activation operand is rounded to the same dtype (to nearest even)
+     * just before the product, which accumulates in fp32
+     * (svp_ops_product_dtype(); doc/DTYPES.md).  A backend that cannot
+     * hold weights in it fails svp_ops_create() with SVP_ERR_UNSUPPORTED:
+     * never a silent fallback to another dtype.
      */
     const char *dtype;
+    /*
+     * For tests: a CPU handle of a 16-bit dtype rounds the activation
+     * operand of linear, conv2d and conv_frames to that dtype too (to
+     * nearest even, as the CUDA backend does) before its fp32 product.
+     * It computes what the CUDA backend's tensor-core products compute, up
+     * to fp32 summation order, so that their error is measured and tested
+     * without a GPU.  Ignored for f32 and on other backends.
+     */
+    int         round_activations;
 } svp_ops_params_t;
 
 /*
@@ -84,6 +96,14 @@ const char  *svp_ops_backend(svp_ops_h ops);
 const char  *svp_ops_dtype(svp_ops_h ops);
 /* The same as a tensor dtype: SVP_DTYPE_F32, SVP_DTYPE_BF16, SVP_DTYPE_F16. */
 svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
+/*
+ * The dtype both operands of the matrix products (linear, conv2d,
+ * conv_frames) are rounded to: SVP_DTYPE_F32 (products in fp32 with the
+ * weights widened exactly: every f32 handle, and 16-bit ones on the CPU),
+ * or the handle's 16-bit dtype (tensor-core products on the CUDA backend,
+ * fp32 accumulation; the CPU with round_activations).
+ */
+svp_dtype_t  svp_ops_product_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 

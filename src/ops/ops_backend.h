@@ -17,6 +17,14 @@
 typedef struct svp_ops_ops {
     const char *name;
     int          host_memory;   /* buffers are plain host memory */
+    /*
+     * The products of a 16-bit handle take 16-bit operands: conv2d,
+     * conv_frames and linear get the weight as held (bf16/f16 bits in the
+     * buffer passed as w, never widened) and round the activation to the
+     * handle's dtype themselves (ops->product_dtype).  0: they get fp32
+     * weights and activations.
+     */
+    int          products16;
     void         (*cleanup)(svp_ops_h ops);
 
     svp_status_t (*alloc)(svp_ops_h ops, size_t count, float **buf_p);
@@ -151,6 +159,12 @@ struct svp_ops {
     size_t               weight_bytes;
     float               *widen_buf;
     size_t               widen_count;
+    /* The dtype the products' operands are rounded to (ops.h), and the
+     * buffer the CPU rounds activations into when that is 16-bit
+     * (round_activations), sized by the largest operand so far. */
+    svp_dtype_t          product_dtype;
+    float               *round_buf;
+    size_t               round_count;
 
     /* The arena (ops.c).  A backend that grows its own workspace counts
      * that in mem.backend_allocs and mem.reserved_bytes too. */

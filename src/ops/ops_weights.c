@@ -1,12 +1,14 @@
 /*
- * Matrix weights in the handle's dtype (ops.h): upload with rounding, and
- * the exact widening to fp32 that every product of a 16-bit handle starts
- * with.
+ * Matrix weights in the handle's dtype (ops.h): upload with rounding, the
+ * exact widening to fp32 that every product of a 16-bit CPU handle starts
+ * with (a backend with 16-bit products takes them as held), and the CPU
+ * twin of those products' rounded activations (round_activations).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "ops/ops_weights.h"
+#include "ops/ops_math.h"
 #include "common/log.h"
 
 #include <math.h>
@@ -44,8 +46,8 @@ static svp_status_t svp_ops_widen_reserve(svp_ops_h ops, size_t count)
     float       *buf;
     svp_status_t status;
 
-    if (count <= ops->widen_count) {
-        return SVP_OK;
+    if (count <= ops->widen_count || ops->vt->products16) {
+        return SVP_OK;     /* a 16-bit product takes the weight as held */
     }
     status = ops->vt->alloc(ops, count, &buf);
     if (status != SVP_OK) {
@@ -67,6 +69,11 @@ void svp_ops_weights_cleanup(svp_ops_h ops)
         ops->vt->free(ops, ops->widen_buf);
         ops->widen_buf   = NULL;
         ops->widen_count = 0;
+    }
+    if (ops->round_buf != NULL) {
+        ops->vt->free(ops, ops->round_buf);
+        ops->round_buf   = NULL;
+        ops->round_count = 0;
     }
 }
 
@@ -222,7 +229,7 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
 {
     svp_status_t status;
 
-    if (ops->weight_dtype == SVP_DTYPE_F32) {
+    if (ops->weight_dtype == SVP_DTYPE_F32 || ops->vt->products16) {
         *w_p = weight;
         return SVP_OK;
     }
@@ -238,4 +245,46 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
         *w_p = ops->widen_buf;
     }
     return status;
+}
+
+svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
+                                     size_t count, const float **x_p)
+{
+    float       *buf;
+    int64_t      i;
+    svp_status_t status;
+
+    if (ops->product_dtype == SVP_DTYPE_F32 || ops->vt->products16) {
+        *x_p = x;
+        return SVP_OK;
+    }
+    /* the CPU twin of a 16-bit product: the activation rounded to nearest
+     * even and widened back exactly, as the device rounds its operand */
+    if (count > ops->round_count) {
+        status = ops->vt->alloc(ops, count, &buf);
+        if (status != SVP_OK) {
+            return status;
+        }
+        if (ops->round_buf != NULL) {
+            ops->vt->free(ops, ops->round_buf);
+        }
+        ops->mem.backend_allocs++;
+        ops->mem.reserved_bytes += (count - ops->round_count) * sizeof(float);
+        ops->round_buf   = buf;
+        ops->round_count = count;
+    }
+    buf = ops->round_buf;
+    if (ops->product_dtype == SVP_DTYPE_BF16) {
+#pragma omp parallel for schedule(static) if (count >= (1u << 16))
+        for (i = 0; i < (int64_t)count; i++) {
+            buf[i] = svp_math_bf16_to_f32(svp_math_f32_to_bf16(x[i]));
+        }
+    } else {
+#pragma omp parallel for schedule(static) if (count >= (1u << 16))
+        for (i = 0; i < (int64_t)count; i++) {
+            buf[i] = svp_math_f16_to_f32(svp_math_f32_to_f16(x[i]));
+        }
+    }
+    *x_p = buf;
+    return SVP_OK;
 }

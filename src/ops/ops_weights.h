@@ -12,13 +12,24 @@ svp_status_t svp_ops_weights_parse_dtype(const char *name, svp_dtype_t *dtype_p,
                                          const char **name_p);
 
 /*
- * The fp32 values of the weight of count elements: weight itself for an
- * f32 handle, else the widening buffer, valid until the next call.
+ * The weight operand the backend's product takes: weight itself for an f32
+ * handle or a backend whose products take 16-bit weights (products16),
+ * else its fp32 values in the widening buffer, valid until the next call.
  */
 svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
                                  size_t count, const float **w_p);
 
-/* Releases the widening buffer (before the backend's cleanup). */
+/*
+ * The activation operand of count elements the backend's product takes:
+ * x itself, or, on a host-memory backend whose product dtype is 16-bit
+ * (round_activations), x rounded to it and widened back in a buffer valid
+ * until the next call.
+ */
+svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
+                                     size_t count, const float **x_p);
+
+/* Releases the widening and rounding buffers (before the backend's
+ * cleanup). */
 void         svp_ops_weights_cleanup(svp_ops_h ops);
 
 #endif

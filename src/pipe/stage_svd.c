@@ -1162,9 +1162,17 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
                   op.backend, svp_status_string(status));
         goto err;
     }
-    svp_info("svd stage: weights in %s, products and activations in f32, on "
-             "the %s backend (%d threads)", svp_ops_dtype(st->ops),
-             svp_ops_backend(st->ops), svp_ops_threads(st->ops));
+    if (svp_ops_product_dtype(st->ops) != SVP_DTYPE_F32) {
+        svp_info("svd stage: weights in %s, products in %s on tensor cores "
+                 "with fp32 accumulation, activations in f32, on the %s "
+                 "backend (%d threads)", svp_ops_dtype(st->ops),
+                 svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
+                 svp_ops_threads(st->ops));
+    } else {
+        svp_info("svd stage: weights in %s, products and activations in f32, "
+                 "on the %s backend (%d threads)", svp_ops_dtype(st->ops),
+                 svp_ops_backend(st->ops), svp_ops_threads(st->ops));
+    }
     if (spec->log.profile) {
         /* log.profile: every block and op timed; svdworker writes it out */
         status = svp_ops_profile_enable(st->ops);

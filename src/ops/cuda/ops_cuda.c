@@ -1,7 +1,8 @@
 /*
  * CUDA backend: handle setup, device memory, workspace, and the ops that are
  * cuBLAS products (linear, conv2d as im2col + gemm, the temporal conv as a
- * frame-stacking gemm).  Everything else is a kernel in kernels/.
+ * frame-stacking gemm; fp32, or 16-bit operands on tensor cores).
+ * Everything else is a kernel in kernels/.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -136,6 +137,72 @@ svp_status_t svp_ops_cuda_scratch(svp_ops_h ops, size_t count, float **buf_p)
     return SVP_OK;
 }
 
+/*
+ * Products of a 16-bit handle (ops->product_dtype bf16 or f16) run on
+ * tensor cores: both operands in that dtype (the weight as held, the
+ * activation rounded by svp_ops_cuda_round16() into the workspace), the
+ * product and its sum in fp32 (CUBLAS_COMPUTE_32F), the result fp32.  A
+ * product of two bf16 or two f16 values is exact in fp32, so this computes
+ * what the CPU computes with round_activations (ops.h), up to the order of
+ * the fp32 sums.
+ */
+static cudaDataType_t svp_ops_cuda_type16(svp_dtype_t dtype)
+{
+    return (dtype == SVP_DTYPE_BF16) ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+/* Floats of workspace holding n 16-bit values, whole 16-byte units: a
+ * region that follows stays aligned for the tensor-core kernels. */
+static size_t svp_ops_cuda_units16(int64_t n)
+{
+    return (size_t)((n + 7) / 8) * 4;
+}
+
+/* The same for n fp32 values. */
+static size_t svp_ops_cuda_units32(int64_t n)
+{
+    return (size_t)((n + 3) / 4) * 4;
+}
+
+static svp_status_t svp_ops_cuda_linear16(svp_ops_h ops, int64_t rows, int in,
+                                          int out, const float *x,
+                                          const void *w, float beta, float *y)
+{
+    svp_ops_cuda_t *cu    = svp_ops_cuda(ops);
+    cudaDataType_t  type  = svp_ops_cuda_type16(ops->product_dtype);
+    const float     one   = 1.0f;
+    int64_t         chunk = SVP_MIN(SVP_MAX(1, SVP_OPS_CUDA_COL_MAX / in),
+                                    SVP_MIN(rows, SVP_OPS_CUDA_ROWS_MAX));
+    float          *x16;
+    svp_status_t    status;
+    int64_t         r0;
+
+    /* the rounded rows a chunk at a time, under the im2col bound */
+    status = svp_ops_cuda_scratch(ops, svp_ops_cuda_units16(chunk * in), &x16);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (r0 = 0; r0 < rows; r0 += chunk) {
+        int m = (int)SVP_MIN(rows - r0, chunk);
+
+        status = svp_ops_cuda_round16(ops, ops->product_dtype, (int64_t)m * in,
+                                      x + r0 * in, x16);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = SVP_CUBLAS_FUNC(cublasGemmEx(cu->cublas, CUBLAS_OP_T,
+                                              CUBLAS_OP_N, out, m, in, &one, w,
+                                              type, in, x16, type, in, &beta,
+                                              y + r0 * out, CUDA_R_32F, out,
+                                              CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT));
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return SVP_OK;
+}
+
 svp_status_t svp_ops_cuda_linear(svp_ops_h ops, int64_t rows, int in, int out,
                                  const float *x, const float *w, const float *b,
                                  int accumulate, float *y)
@@ -156,6 +223,9 @@ svp_status_t svp_ops_cuda_linear(svp_ops_h ops, int64_t rows, int in, int out,
     }
     if (status != SVP_OK) {
         return status;
+    }
+    if (ops->product_dtype != SVP_DTYPE_F32) {
+        return svp_ops_cuda_linear16(ops, rows, in, out, x, w, beta, y);
     }
 
     /* row-major y[rows, out] = x w^T is column-major y^T = w^T' x^T' with
@@ -185,21 +255,29 @@ svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
     int             k   = p->c_in * p->kh * p->kw;
     int64_t         in_size  = (int64_t)p->c_in * p->h * p->w;
     int64_t         out_size = (int64_t)p->c_out * howo;
-    int64_t         col_size = (int64_t)k * howo;
+    int64_t         col_size = (int64_t)k * howo;  /* in_size if pointwise */
     int             pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
                                  p->pad == 0);
-    int             group = pointwise ? p->n
+    int             p16 = (ops->product_dtype != SVP_DTYPE_F32);
+    int             group = (pointwise && !p16) ? p->n
                           : (int)SVP_MAX(1, SVP_MIN(p->n, SVP_OPS_CUDA_COL_MAX /
                                                           col_size));
-    float          *col = NULL;
+    size_t          col_units = pointwise ? 0
+                              : svp_ops_cuda_units32(col_size * group);
+    float          *col = NULL, *col16 = NULL;
     svp_status_t    status;
     int             n0;
 
-    if (!pointwise) {
-        status = svp_ops_cuda_scratch(ops, (size_t)(col_size * group), &col);
+    /* the fp32 columns, then (16-bit products) their rounded copy */
+    if (!pointwise || p16) {
+        status = svp_ops_cuda_scratch(ops, col_units +
+                                      (p16 ? svp_ops_cuda_units16(col_size *
+                                                                  group)
+                                           : 0), &col);
         if (status != SVP_OK) {
             return status;
         }
+        col16 = col + col_units;
     }
     status = svp_ops_cuda_fill_bias(ops, p->n, p->c_out, howo, b, y);
     if (status != SVP_OK) {
@@ -217,6 +295,26 @@ svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
             if (status != SVP_OK) {
                 return status;
             }
+        }
+        if (p16) {
+            status = svp_ops_cuda_round16(ops, ops->product_dtype,
+                                          count * col_size,
+                                          pointwise ? xn : col, col16);
+            if (status == SVP_OK) {
+                status = SVP_CUBLAS_FUNC(cublasGemmStridedBatchedEx(
+                             cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo,
+                             p->c_out, k, &one, col16,
+                             svp_ops_cuda_type16(ops->product_dtype), howo,
+                             col_size, w,
+                             svp_ops_cuda_type16(ops->product_dtype), k, 0,
+                             &one, y + n0 * out_size, CUDA_R_32F, howo,
+                             out_size, count, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
+            }
+            if (status != SVP_OK) {
+                return status;
+            }
+            continue;
         }
         status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
                      cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo, p->c_out, k,
@@ -247,14 +345,20 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
     int             frames = b * f;
     int             group = (int)SVP_MAX(1, SVP_MIN(frames, SVP_OPS_CUDA_COL_MAX /
                                                             col_size));
-    float          *col;
+    int             p16 = (ops->product_dtype != SVP_DTYPE_F32);
+    size_t          col_units = svp_ops_cuda_units32(col_size * group);
+    float          *col, *col16;
     svp_status_t    status;
     int             bt0;
 
-    status = svp_ops_cuda_scratch(ops, (size_t)(col_size * group), &col);
+    /* the fp32 columns, then (16-bit products) their rounded copy */
+    status = svp_ops_cuda_scratch(ops, col_units +
+                                  (p16 ? svp_ops_cuda_units16(col_size * group)
+                                       : 0), &col);
     if (status != SVP_OK) {
         return status;
     }
+    col16 = col + col_units;
     status = svp_ops_cuda_fill_bias(ops, frames, c_out, hw, bias, y);
     if (status != SVP_OK) {
         return status;
@@ -265,6 +369,25 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
         status = svp_ops_cuda_frames_col(ops, f, c_in, hw, bt0, count, x, col);
         if (status != SVP_OK) {
             return status;
+        }
+        if (p16) {
+            status = svp_ops_cuda_round16(ops, ops->product_dtype,
+                                          count * col_size, col, col16);
+            if (status == SVP_OK) {
+                status = SVP_CUBLAS_FUNC(cublasGemmStridedBatchedEx(
+                             cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw,
+                             c_out, 3 * c_in, &one, col16,
+                             svp_ops_cuda_type16(ops->product_dtype), (int)hw,
+                             col_size, w,
+                             svp_ops_cuda_type16(ops->product_dtype), 3 * c_in,
+                             0, &one, y + bt0 * out_frame, CUDA_R_32F, (int)hw,
+                             out_frame, count, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
+            }
+            if (status != SVP_OK) {
+                return status;
+            }
+            continue;
         }
         status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
                      cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw, c_out,
@@ -279,6 +402,7 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
 
 static const svp_ops_ops_t svp_ops_cuda_ops = {
     .name               = "cuda",
+    .products16         = 1,
     .cleanup            = svp_ops_cuda_cleanup,
     .alloc              = svp_ops_cuda_alloc,
     .free               = svp_ops_cuda_free,
@@ -359,8 +483,10 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
     if (status != SVP_OK) {
         goto err_destroy_cublas;
     }
-    /* full fp32 products: TF32 would move a UNet forward by ~1e-3
-     * relative, far outside the 1e-5 the golden data allows */
+    /* full fp32 products for an f32 handle: TF32 would move a UNet
+     * forward by ~1e-3 relative, far outside the 1e-5 the golden data
+     * allows.  A 16-bit handle's products pass 16-bit operands with
+     * CUBLAS_COMPUTE_32F, which runs on tensor cores in this mode. */
     status = SVP_CUBLAS_FUNC(cublasSetMathMode(cu->cublas, CUBLAS_DEFAULT_MATH));
     if (status != SVP_OK) {
         goto err_destroy_cublas;

@@ -1,7 +1,8 @@
 /*
  * CUDA backend internals: fp32 device buffers (plain cudaMalloc memory), one
  * stream per handle on which every kernel and cuBLAS call is queued, cuBLAS
- * for the products, and a grow-only device workspace.
+ * for the products (fp32, or on tensor cores with 16-bit operands and fp32
+ * accumulation for a bf16/f16 handle), and a grow-only device workspace.
  *
  * Ordering: ops only queue work on the handle's stream and return; upload
  * and download wait for the stream, so a download sees every op queued
@@ -87,6 +88,13 @@ svp_status_t svp_ops_cuda_im2col(svp_ops_h ops, const svp_ops_conv2d_t *p,
 svp_status_t svp_ops_cuda_frames_col(svp_ops_h ops, int f, int c_in,
                                      int64_t hw, int bt0, int count,
                                      const float *x, float *col);
+
+/*
+ * y[i] = x[i] rounded to dtype (SVP_DTYPE_BF16 or SVP_DTYPE_F16, to nearest
+ * even) for i in [0, n): the activation operand of a 16-bit product.
+ */
+svp_status_t svp_ops_cuda_round16(svp_ops_h ops, svp_dtype_t dtype, int64_t n,
+                                  const float *x, void *y);
 
 /* ---- the table entries ---- */
 
