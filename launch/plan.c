@@ -58,10 +58,14 @@ static double plan_elem_size(svp_spec_dtype_t dtype)
 #define PLAN_F32 4.0
 
 /*
- * The widening buffer of a 16-bit run: the largest matrix weight of SVD's
- * UNet, an up block's 3x3 conv from 2560 to 1280 channels, in f32.
+ * What a 16-bit run adds beside its weights.  On the CPU, the widening
+ * buffer: the largest matrix weight of SVD's UNet, an up block's 3x3 conv
+ * from 2560 to 1280 channels, in f32.  On CUDA, whose tensor-core products
+ * take the weights as held, the 16-bit copy of a product's activation
+ * operand: at most the backend's im2col limit of 64 Mi elements.
  */
 #define PLAN_WIDEN_BYTES (1280.0 * 2560 * 9 * PLAN_F32)
+#define PLAN_ROUND_BYTES (64.0 * 1048576 * 2)
 
 /* Guidance doubles the UNet batch when the ramp reaches above 1. */
 static int plan_cfg_batch(const svp_spec_t *spec)
@@ -375,7 +379,9 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
                      (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0 +
-                    (spec->dtype == SVP_DTYPE_SPEC_F32 ? 0 : PLAN_WIDEN_BYTES);
+                    (spec->dtype == SVP_DTYPE_SPEC_F32 ? 0
+                     : spec->device == SVP_DEVICE_CUDA ? PLAN_ROUND_BYTES
+                     : PLAN_WIDEN_BYTES);
 
         /*
          * What the arena's plans of a UNet call, the decode of a sample and

@@ -643,8 +643,9 @@ Test(plan, svd_message_and_memory)
     svp_plan_message_t msg;
     svp_plan_memory_t  m0, m3, m6;
     /* activations and latents are f32 in every dtype; weights follow it,
-     * plus one f32 widening buffer (the largest weight, 2560 -> 1280 3x3) */
-    double             widen = 1280.0 * 2560 * 9 * 4;
+     * plus, on CUDA, the 16-bit copy of a product's operand (64 Mi
+     * elements at most) */
+    double             widen = 64.0 * 1048576 * 2;
     size_t             planned = 0;
     double             unet_act;
 
@@ -670,6 +671,15 @@ Test(plan, svd_message_and_memory)
     cr_assert_float_eq(m6.activations, unet_act, 0.5);
     /* two messages per sample in flight (comm.inflight 2, in and out) */
     cr_assert_float_eq(m3.buffers, 4 * msg.total, 0.5);
+    svp_spec_destroy(spec);
+
+    /* on the CPU, 16-bit weights are widened: one f32 buffer of the
+     * largest weight (2560 -> 1280 3x3) instead */
+    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\ndtype: bf16\n"
+                     "device: cpu\npipeline: {placement: ends}\n"
+                     "cluster: {ranks_per_node: 7}\n");
+    svp_plan_memory(spec, 7, 3, SVP_PLACEMENT_ENDS, &m3);
+    cr_assert_float_eq(m3.weights, 3049246164.0 + 1280.0 * 2560 * 9 * 4, 0.5);
     svp_spec_destroy(spec);
 }
 
