@@ -6,6 +6,7 @@
  * in fp32 over at most a few hundred terms of O(1) values here, so rounding
  * stays near 1e-6 relative; an indexing or formula bug is O(1).
  */
+#include "ops/cpu/ops_cpu.h"
 #include "ops/ops.h"
 #include "ops/ops_profile.h"
 #include "ops/ops_sched.h"
@@ -873,4 +874,65 @@ Test(ops, profile_times_scheduler_ops, .init = ops_setup, .fini = ops_teardown)
     cr_assert(strstr(text, "\"kind\":\"sched_euler\",\"count\":1") != NULL, "%s", text);
     svp_range_profile_reset();
     free(text); free(x); free(v); free(y);
+}
+
+/* ---- the CPU backend's gemm ---- */
+
+typedef struct { int trans_b, m, n, k, accumulate; } gemm_shape_t;
+
+ParameterizedTestParameters(ops, cpu_gemm)
+{
+    static gemm_shape_t shapes[] = {
+        /* edges in every direction; k over two blocks of 256; n over two
+         * blocks of 1024 */
+        { 1, 13, 45, 300, 1 },
+        { 0, 13, 45, 300, 0 },
+        { 1, 40, 1100, 17, 0 },
+        { 0, 9, 1100, 520, 1 },
+        { 1, 1, 1, 1, 1 },
+    };
+    return cr_make_param_array(gemm_shape_t, shapes,
+                               sizeof(shapes) / sizeof(shapes[0]));
+}
+
+/*
+ * svp_ops_cpu_sgemm against a double reference, and the same bits on one
+ * thread and on two.
+ */
+ParameterizedTest(gemm_shape_t *p, ops, cpu_gemm, .init = ops_setup,
+                  .fini = ops_teardown)
+{
+    svp_ops_params_t one_params = { .backend = "cpu", .threads = 1 };
+    svp_ops_h        one;
+    float           *a = rand_buf((int64_t)p->m * p->k);
+    float           *b = rand_buf((int64_t)p->n * p->k);
+    float           *c = rand_buf((int64_t)p->m * p->n);
+    float           *c1 = malloc((int64_t)p->m * p->n * sizeof(float));
+    double          *ref = dbuf((int64_t)p->m * p->n);
+    int              i, j, kk;
+
+    for (i = 0; i < p->m; i++)
+    for (j = 0; j < p->n; j++) {
+        double acc = p->accumulate ? c[(int64_t)i * p->n + j] : 0.0;
+        for (kk = 0; kk < p->k; kk++) {
+            double bv = p->trans_b ? b[(int64_t)j * p->k + kk]
+                                   : b[(int64_t)kk * p->n + j];
+            acc += (double)a[(int64_t)i * p->k + kk] * bv;
+        }
+        ref[(int64_t)i * p->n + j] = acc;
+    }
+    memcpy(c1, c, (int64_t)p->m * p->n * sizeof(float));
+    cr_assert_eq(svp_ops_cpu_sgemm(ops, p->trans_b, p->m, p->n, p->k, a, p->k,
+                                   b, p->trans_b ? p->k : p->n, p->accumulate,
+                                   c, p->n), SVP_OK);
+    assert_close("gemm", c, ref, (int64_t)p->m * p->n);
+
+    cr_assert_eq(svp_ops_create(&one_params, &one), SVP_OK);
+    cr_assert_eq(svp_ops_cpu_sgemm(one, p->trans_b, p->m, p->n, p->k, a, p->k,
+                                   b, p->trans_b ? p->k : p->n, p->accumulate,
+                                   c1, p->n), SVP_OK);
+    cr_assert_eq(memcmp(c, c1, (int64_t)p->m * p->n * sizeof(float)), 0,
+                 "one thread and two differ");
+    svp_ops_destroy(one);
+    free(a); free(b); free(c); free(c1); free(ref);
 }

@@ -162,8 +162,12 @@ svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
                 svp_ops_cpu_im2col(p, ho, wo, xn, col, ss, 1);
             }
             svp_ops_cpu_fill_bias(p->c_out, ss, b, yn);
-            svp_ops_cpu_sgemm(0, p->c_out, (int)ss, k, 1.0f, w, k,
-                              pointwise ? xn : col, (int)ss, 1.0f, yn, (int)ss);
+            status = svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ss, k, w, k,
+                                       pointwise ? xn : col, (int)ss, 1, yn,
+                                       (int)ss);
+            if (status != SVP_OK) {
+                return status;
+            }
             continue;
         }
         /* image i's columns at [i * ss, (i + 1) * ss) of every row */
@@ -172,8 +176,11 @@ svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
             svp_ops_cpu_im2col(p, ho, wo, x + (int64_t)(n0 + i) * in_size,
                                col + i * ss, ld, 0);
         }
-        svp_ops_cpu_sgemm(0, p->c_out, (int)ld, k, 1.0f, w, k, col, (int)ld,
-                          0.0f, ytmp, (int)ld);
+        status = svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ld, k, w, k, col,
+                                   (int)ld, 0, ytmp, (int)ld);
+        if (status != SVP_OK) {
+            return status;
+        }
         svp_ops_cpu_unbatch(m, p->c_out, ss, ytmp, b,
                             y + (int64_t)n0 * out_size);
     }
@@ -185,7 +192,7 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 float *y)
 {
     if (svp_ops_cpu_winograd_applies(p)) {
-        return svp_ops_cpu_winograd_fused_applies()
+        return svp_ops_cpu_has_kernel()
                ? svp_ops_cpu_conv2d_winograd_fused(ops, p, x, w, b, y)
                : svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
     }
@@ -264,6 +271,5 @@ svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
             }
         }
     }
-    svp_ops_cpu_sgemm(1, (int)rows, out, in, 1.0f, x, in, w, in, 1.0f, y, out);
-    return SVP_OK;
+    return svp_ops_cpu_sgemm(ops, 1, (int)rows, out, in, x, in, w, in, 1, y, out);
 }

@@ -66,48 +66,6 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
 }
 
 /*
- * Products this small run as one call: splitting costs more than it saves.
- * unet_small, 2 threads, median of 30: 32^3 0.094 s, 64^3 0.083 s, 128^3
- * 0.085 s.
- */
-#define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
-
-void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
-                       const float *a, int lda, const float *b, int ldb,
-                       float beta, float *c, int ldc)
-{
-    CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-
-    if ((int64_t)m * n * k < SVP_OPS_CPU_GEMM_SPLIT_MIN) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, alpha, a, lda,
-                    b, ldb, beta, c, ldc);
-        return;
-    }
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#else
-        int tid = 0, nth = 1;
-#endif
-        /* parts of the longer side, in multiples of 16 (kernel widths) */
-        int len = (m >= n) ? m : n;
-        int part = ((len + nth - 1) / nth + 15) / 16 * 16;
-        int lo = tid * part, hi = SVP_MIN(len, lo + part);
-
-        if (lo < hi && m >= n) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, hi - lo, n, k, alpha,
-                        a + (int64_t)lo * lda, lda, b, ldb, beta,
-                        c + (int64_t)lo * ldc, ldc);
-        } else if (lo < hi) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, alpha,
-                        a, lda, trans_b ? b + (int64_t)lo * ldb : b + lo, ldb,
-                        beta, c + lo, ldc);
-        }
-    }
-}
-
-/*
  * 16-bit weights to fp32, exactly: bf16 is the top half of an fp32, f16
  * widens through svp_convert_elements() (F16C where the CPU has it).  Both
  * split over the OpenMP threads element by element, so no bit depends on
@@ -179,6 +137,7 @@ svp_status_t svp_ops_cpu_init(svp_ops_h ops)
 #endif
     ops->vt   = &svp_ops_cpu_ops;
     ops->impl = cpu;
-    svp_debug("ops: cpu backend, %d threads", ops->threads);
+    svp_debug("ops: cpu backend, %d threads, %s 3x3 convolutions", ops->threads,
+              svp_ops_cpu_has_kernel() ? "AVX-512 Winograd" : "OpenBLAS Winograd");
     return SVP_OK;
 }

@@ -26,14 +26,23 @@ typedef struct {
 svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p);
 
 /*
- * Row-major C[m,n] = alpha A[m,k] B[k,n] (B^T when trans_b, B then [n,k])
- * + beta C, split across the OpenMP threads along the longer side of C;
- * each part is one single-threaded OpenBLAS call.  Call it outside parallel
- * regions; inside one, call cblas_sgemm directly.
+ * Row-major C[m,n] = A[m,k] B[k,n] (B^T when trans_b, B then [n,k]), + C
+ * when accumulate, split across the OpenMP threads along the longer side of
+ * C; each part is one single-threaded OpenBLAS call (gemm.c).  Call it
+ * outside parallel regions; inside one, call cblas_sgemm directly.
  */
-void svp_ops_cpu_sgemm(int trans_b, int m, int n, int k, float alpha,
-                       const float *a, int lda, const float *b, int ldb,
-                       float beta, float *c, int ldc);
+svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
+                               const float *a, int lda, const float *b, int ldb,
+                               int accumulate, float *c, int ldc);
+
+/*
+ * The kernel: c[r][0..31] (+)= sum_kk a[kk][r] b[kk][0..31] for r < 8, b's
+ * rows ldb apart, added to c when add; every value one chain of fused
+ * multiply-adds in kk's order.  Needs AVX-512 (svp_ops_cpu_has_kernel()).
+ */
+void svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb,
+                             float *c, int64_t ldc, int add);
+int  svp_ops_cpu_has_kernel(void);
 
 /*
  * Below this many elements a loop runs on one thread (fork cost > work).
@@ -57,8 +66,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
                                          const float *x, const float *w,
                                          const float *b, float *y);
 /* winograd.c: the same, transforms and products fused per block of tiles
- * (an AVX-512 kernel; where the CPU lacks it, the gemm version above) */
-int          svp_ops_cpu_winograd_fused_applies(void);
+ * by svp_ops_cpu_kernel_8x32 (needs AVX-512) */
 svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
                                                const svp_ops_conv2d_t *p,
                                                const float *x, const float *w,

@@ -253,9 +253,6 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
 
 /* ---- the fused path: transforms and products per block of tiles ------- */
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-
 /*
  * Tiles per block: the block's V (16 x c_in x tiles) is about 1 MiB, so it
  * stays in the core's L2 while every block of 8 output channels sweeps it;
@@ -269,68 +266,6 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
  * chain of 1280 multiply-adds would be twice the gemm's).
  */
 #define SVP_OPS_WINO_KC 256
-
-/*
- * c[r][0..31] (+)= sum_k a[k][r] * b[k][0..31] for r < 8: the 16
- * accumulators of 8 output channels x 32 tiles in registers, k in order,
- * added to c when add is set.  Every value is computed in one order,
- * whatever the blocking of the tiles and the threads.
- */
-__attribute__((target("avx512f")))
-static void svp_ops_wino_kernel(int k, const float *a, const float *b,
-                                int64_t ldb, float *c, int64_t ldc, int add)
-{
-    __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0;
-    __m512 c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
-    __m512 c12 = c0, c13 = c0, c14 = c0, c15 = c0;
-    int    kk;
-
-    if (add) {
-        c0  = _mm512_loadu_ps(c);               c1  = _mm512_loadu_ps(c + 16);
-        c2  = _mm512_loadu_ps(c + ldc);         c3  = _mm512_loadu_ps(c + ldc + 16);
-        c4  = _mm512_loadu_ps(c + 2 * ldc);     c5  = _mm512_loadu_ps(c + 2 * ldc + 16);
-        c6  = _mm512_loadu_ps(c + 3 * ldc);     c7  = _mm512_loadu_ps(c + 3 * ldc + 16);
-        c8  = _mm512_loadu_ps(c + 4 * ldc);     c9  = _mm512_loadu_ps(c + 4 * ldc + 16);
-        c10 = _mm512_loadu_ps(c + 5 * ldc);     c11 = _mm512_loadu_ps(c + 5 * ldc + 16);
-        c12 = _mm512_loadu_ps(c + 6 * ldc);     c13 = _mm512_loadu_ps(c + 6 * ldc + 16);
-        c14 = _mm512_loadu_ps(c + 7 * ldc);     c15 = _mm512_loadu_ps(c + 7 * ldc + 16);
-    }
-
-    for (kk = 0; kk < k; kk++) {
-        __m512       b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-        const float *ak = a + 8 * kk;
-        __m512       t;
-
-        t = _mm512_set1_ps(ak[0]);
-        c0 = _mm512_fmadd_ps(t, b0, c0); c1 = _mm512_fmadd_ps(t, b1, c1);
-        t = _mm512_set1_ps(ak[1]);
-        c2 = _mm512_fmadd_ps(t, b0, c2); c3 = _mm512_fmadd_ps(t, b1, c3);
-        t = _mm512_set1_ps(ak[2]);
-        c4 = _mm512_fmadd_ps(t, b0, c4); c5 = _mm512_fmadd_ps(t, b1, c5);
-        t = _mm512_set1_ps(ak[3]);
-        c6 = _mm512_fmadd_ps(t, b0, c6); c7 = _mm512_fmadd_ps(t, b1, c7);
-        t = _mm512_set1_ps(ak[4]);
-        c8 = _mm512_fmadd_ps(t, b0, c8); c9 = _mm512_fmadd_ps(t, b1, c9);
-        t = _mm512_set1_ps(ak[5]);
-        c10 = _mm512_fmadd_ps(t, b0, c10); c11 = _mm512_fmadd_ps(t, b1, c11);
-        t = _mm512_set1_ps(ak[6]);
-        c12 = _mm512_fmadd_ps(t, b0, c12); c13 = _mm512_fmadd_ps(t, b1, c13);
-        t = _mm512_set1_ps(ak[7]);
-        c14 = _mm512_fmadd_ps(t, b0, c14); c15 = _mm512_fmadd_ps(t, b1, c15);
-        b += ldb;
-    }
-    _mm512_storeu_ps(c, c0);           _mm512_storeu_ps(c + 16, c1);
-    _mm512_storeu_ps(c + ldc, c2);     _mm512_storeu_ps(c + ldc + 16, c3);
-    c += 2 * ldc;
-    _mm512_storeu_ps(c, c4);           _mm512_storeu_ps(c + 16, c5);
-    _mm512_storeu_ps(c + ldc, c6);     _mm512_storeu_ps(c + ldc + 16, c7);
-    c += 2 * ldc;
-    _mm512_storeu_ps(c, c8);           _mm512_storeu_ps(c + 16, c9);
-    _mm512_storeu_ps(c + ldc, c10);    _mm512_storeu_ps(c + ldc + 16, c11);
-    c += 2 * ldc;
-    _mm512_storeu_ps(c, c12);          _mm512_storeu_ps(c + 16, c13);
-    _mm512_storeu_ps(c + ldc, c14);    _mm512_storeu_ps(c + ldc + 16, c15);
-}
 
 /* A run of tiles in one row of one image: tiles tx0 .. tx0+len-1 of row ty. */
 typedef struct {
@@ -465,11 +400,6 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
     }
 }
 
-int svp_ops_cpu_winograd_fused_applies(void)
-{
-    return __builtin_cpu_supports("avx512f");
-}
-
 /*
  * Per block of tiles, on one thread: the input transform into V (in L2),
  * then for every 8 output channels the 16 products by the kernel above into
@@ -534,7 +464,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
                     int kc = SVP_MIN(SVP_OPS_WINO_KC, p->c_in - k0);
 
                     for (c = 0; c < pb; c += 32) {
-                        svp_ops_wino_kernel(kc, uk + 8 * k0, vk + k0 * pb + c,
+                        svp_ops_cpu_kernel_8x32(kc, uk + 8 * k0, vk + k0 * pb + c,
                                             pb, mk + c, pb, k0 > 0);
                     }
                 }
@@ -545,17 +475,3 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
     }
     return SVP_OK;
 }
-#else
-int svp_ops_cpu_winograd_fused_applies(void)
-{
-    return 0;
-}
-
-svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
-                                               const svp_ops_conv2d_t *p,
-                                               const float *x, const float *w,
-                                               const float *b, float *y)
-{
-    return svp_ops_cpu_conv2d_winograd(ops, p, x, w, b, y);
-}
-#endif
