@@ -295,7 +295,11 @@ static int svp_ops_wino_runs(int64_t t0, int nt, int th, int tw,
     return n;
 }
 
-/* V = B^T d B of the block's tiles: v[xi][i][bt], bt < pb (zero past nt). */
+/*
+ * V = B^T d B of the block's tiles: v[xi][i][bt], bt < pb (zero past nt).
+ * The image's rows are read where they lie; rows and columns outside it
+ * (the padding, and past an odd last tile) read as zero from zero.
+ */
 static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
                                   const svp_ops_wino_run_t *runs, int nruns,
                                   int nt, int pb, float *v, float *d)
@@ -311,30 +315,39 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
     for (r = 0; r < nruns; r++) {
         const svp_ops_wino_run_t *run = &runs[r];
         int wp = 2 * run->len + 2, c0 = 2 * run->tx0 - 1;
-        /* the run's input columns c0 .. c0 + wp - 1, zero outside */
+        /* the run's input columns c0 + j, j < wp: inside for lo <= j < hi */
         int lo = SVP_MAX(0, -c0), hi = SVP_MIN(wp, p->w - c0);
+        /* rows of zeros for the rows outside, and t = B^T d per row */
+        float *zero = d, *t = d + wp;
 
+        memset(zero, 0, wp * sizeof(float));
+        /* the columns outside the image: t = 0 there, for every channel */
+        for (j = 0; j < wp; j++) {
+            if (j < lo || j >= hi) {
+                t[j] = t[wp + j] = t[2 * wp + j] = t[3 * wp + j] = 0.0f;
+            }
+        }
         for (i = 0; i < p->c_in; i++) {
-            const float *src = x + (run->img * p->c_in + i) * p->h * p->w;
+            const float *img = x + (run->img * p->c_in + i) * p->h * p->w;
+            const float *rows[4];
             float       *dst = v + (int64_t)i * pb + run->at;
-            float       *rows[4], *t = d + 4 * wp;
 
             for (a = 0; a < 4; a++) {
                 int iy = 2 * run->ty - 1 + a;
 
-                rows[a] = d + a * wp;
-                memset(rows[a], 0, wp * sizeof(float));
-                if (iy >= 0 && iy < p->h && hi > lo) {
-                    memcpy(rows[a] + lo, src + (int64_t)iy * p->w + c0 + lo,
-                           (hi - lo) * sizeof(float));
-                }
+                rows[a] = (iy >= 0 && iy < p->h) ? img + (int64_t)iy * p->w + c0
+                                                 : zero;
             }
+            /* t = B^T d: rows d0-d2, d1+d2, d2-d1, d1-d3 */
 #pragma omp simd
-            for (j = 0; j < wp; j++) {
-                t[j]          = rows[0][j] - rows[2][j];
-                t[wp + j]     = rows[1][j] + rows[2][j];
-                t[2 * wp + j] = rows[2][j] - rows[1][j];
-                t[3 * wp + j] = rows[1][j] - rows[3][j];
+            for (j = lo; j < hi; j++) {
+                float d0 = rows[0][j], d1 = rows[1][j], d2 = rows[2][j];
+                float d3 = rows[3][j];
+
+                t[j]          = d0 - d2;
+                t[wp + j]     = d1 + d2;
+                t[2 * wp + j] = d2 - d1;
+                t[3 * wp + j] = d1 - d3;
             }
             for (a = 0; a < 4; a++) {
                 const float *e  = t + a * wp;
@@ -371,7 +384,7 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
             float       *dst = y + (run->img * p->c_out + o0 + o) * p->h * p->w;
             int          len = run->len, ox = 2 * run->tx0;
             int          nx  = SVP_MIN(2 * len, p->w - ox);
-            float       *s   = tmp, *out = tmp + 8 * len;
+            float       *s   = tmp;
 
             for (c = 0; c < 4; c++) {
                 const float *q0 = q + c * plane, *q1 = q0 + 4 * plane;
@@ -385,16 +398,21 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
                 }
             }
             for (a = 0; a < 2 && 2 * run->ty + a < p->h; a++) {
-                const float *sa = s + 4 * a * len;
+                const float *sa  = s + 4 * a * len;
+                float       *row = dst + (int64_t)(2 * run->ty + a) * p->w + ox;
+                int          full = nx / 2;
 
+                /* whole pairs straight into the row, an odd last one apart */
 #pragma omp simd
-                for (tx = 0; tx < len; tx++) {
-                    out[2 * tx] = ((sa[tx] + sa[len + tx]) + sa[2 * len + tx]) + bv;
-                    out[2 * tx + 1] =
+                for (tx = 0; tx < full; tx++) {
+                    row[2 * tx] = ((sa[tx] + sa[len + tx]) + sa[2 * len + tx]) + bv;
+                    row[2 * tx + 1] =
                         ((sa[len + tx] - sa[2 * len + tx]) - sa[3 * len + tx]) + bv;
                 }
-                memcpy(dst + (int64_t)(2 * run->ty + a) * p->w + ox, out,
-                       nx * sizeof(float));
+                if (nx % 2) {
+                    row[nx - 1] = ((sa[full] + sa[len + full]) +
+                                   sa[2 * len + full]) + bv;
+                }
             }
         }
     }
