@@ -144,6 +144,11 @@ ParameterizedTestParameters(ops, conv_frames)
         { 1, 1, 3, 2, 5 },      /* one frame: only the centre tap */
         { 2, 3, 4, 4, 6 },
         { 1, 5, 2, 3, 7 },
+        /* from 1024 pixels: per frame, or F(2,3) along the frames with
+         * AVX-512: an odd clip, one frame, blocks of pixels with an edge */
+        { 1, 5, 3, 9, 1100 },
+        { 2, 1, 4, 8, 1024 },
+        { 2, 4, 20, 16, 1500 },
     };
     return cr_make_param_array(frames_shape_t, shapes,
                                sizeof(shapes) / sizeof(shapes[0]));

@@ -318,10 +318,12 @@ static svp_status_t svp_ops_cpu_conv_frames_direct(svp_ops_h ops, int b, int f,
 }
 
 /*
- * Frames of this many pixels or more take the direct path.  2 threads, 14
- * frames, c_in = c_out, direct / batched: 128 ch at 128x128 0.097 / 0.156 s,
- * 512 at 32x32 0.080 / 0.090 s, 320 at 16x16 0.024 / 0.021 s, 1280 at 4x4
- * 0.040 / 0.018 s (batch 2).
+ * Frames of this many pixels or more take F(2,3) along the frames
+ * (winograd.c, with AVX-512) or else the direct path; smaller ones the
+ * batched path.  2 threads, 14 frames, c_in = c_out, F(2,3) / direct /
+ * batched: 128 ch at 128x128 0.089 / 0.097 / 0.156 s, 512 at 32x32 0.069 /
+ * 0.080 / 0.090 s; direct / batched: 320 at 16x16 0.024 / 0.021 s, 1280 at
+ * 4x4 0.040 / 0.018 s (batch 2).
  */
 #define SVP_OPS_CPU_FRAMES_DIRECT_HW 1024
 
@@ -329,6 +331,11 @@ svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y)
 {
+    if (hw >= SVP_OPS_CPU_FRAMES_DIRECT_HW && svp_ops_cpu_has_kernel() &&
+        (int64_t)c_out * c_in <= SVP_OPS_CPU_WINO_FUSED_MAX) {
+        return svp_ops_cpu_conv_frames_winograd(ops, b, f, c_in, c_out, hw, x,
+                                                w, bias, y);
+    }
     if (hw >= SVP_OPS_CPU_FRAMES_DIRECT_HW) {
         return svp_ops_cpu_conv_frames_direct(ops, b, f, c_in, c_out, hw, x, w,
                                               bias, y);

@@ -71,6 +71,11 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
                                                const svp_ops_conv2d_t *p,
                                                const float *x, const float *w,
                                                const float *b, float *y);
+/* winograd.c: the temporal conv by F(2,3) along the frames (needs AVX-512) */
+svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
+                                              int c_in, int c_out, int64_t hw,
+                                              const float *x, const float *w,
+                                              const float *bias, float *y);
 svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y);

@@ -493,3 +493,152 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
     }
     return SVP_OK;
 }
+
+/* ---- the temporal conv: F(2,3) along the frames ------------------------ */
+
+/*
+ * The same minimal filtering in one dimension, over time: frames t and t+1
+ * of a clip come from frames t-1 .. t+2 through 4 products instead of 6,
+ *
+ *     V = (d0 - d2, d1 + d2, d2 - d1, d1 - d3),   M_j = U_j V_j,
+ *     y[t] = M0 + M1 + M2,   y[t+1] = M1 - M2 - M3,
+ *
+ * with U_j from the taps g0 g1 g2 as in the 2-D weight transform.  Per
+ * block of pixels of a pair of frames, on one thread: V (4 x c_in x block)
+ * in L2, the products by the AVX-512 kernel into M in L1, y from M.  A
+ * frame outside the clip is zero; at an odd clip's end the second output
+ * frame is dropped.
+ */
+
+/* U_j for every (o, i): u[j][o / 8][i][o % 8], the last block zero-padded. */
+static void svp_ops_wino_frames_weights(int c_out, int c_in, const float *w,
+                                        float *u)
+{
+    int64_t co8 = (c_out + 7) / 8 * 8;
+    int64_t plane = co8 * c_in, oi;
+
+    if (co8 != c_out) {
+        memset(u, 0, 4 * plane * sizeof(float));
+    }
+#pragma omp parallel for schedule(static) if(plane > 1024)
+    for (oi = 0; oi < (int64_t)c_out * c_in; oi++) {
+        const float *g = w + oi * 3;
+        int64_t      o = oi / c_in, i = oi % c_in;
+        int64_t      at = ((o / 8) * c_in + i) * 8 + o % 8;
+
+        u[at]             = g[0];
+        u[plane + at]     = 0.5f * ((g[0] + g[2]) + g[1]);
+        u[2 * plane + at] = 0.5f * ((g[0] + g[2]) - g[1]);
+        u[3 * plane + at] = g[2];
+    }
+}
+
+svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
+                                              int c_in, int c_out, int64_t hw,
+                                              const float *x, const float *w,
+                                              const float *bias, float *y)
+{
+    int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
+    int          nob = (c_out + 7) / 8, pairs = (f + 1) / 2;
+    int64_t      u_size = 4 * (int64_t)nob * 8 * c_in;
+    /* V of a block about 1 MiB, as in 2-D (2 and 4 MiB: 1.5-2x slower) */
+    int64_t      nb = SVP_MIN(512, SVP_MAX(32, SVP_OPS_WINO_BLOCK_V /
+                                                (4 * (int64_t)c_in) / 32 * 32));
+    int64_t      nblk, units, per_thread, unit;
+    float       *u;
+    svp_status_t status;
+
+    nb    = SVP_MIN(nb, (hw + 31) / 32 * 32);
+    nblk  = (hw + nb - 1) / nb;
+    units = (int64_t)b * pairs * nblk;
+    /* per thread: V (4 x c_in x nb) and M (4 x 8 x nb) */
+    per_thread = (4 * (int64_t)c_in * nb + 32 * nb + 15) / 16 * 16;
+    status = svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads),
+                                 &u);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_ops_wino_frames_weights(c_out, c_in, w, u);
+
+#pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
+    for (unit = 0; unit < units; unit++) {
+#ifdef _OPENMP
+        float *v = u + u_size + (int64_t)omp_get_thread_num() * per_thread;
+#else
+        float *v = u + u_size;
+#endif
+        float       *m   = v + 4 * (int64_t)c_in * nb;
+        int64_t      clip = unit / ((int64_t)pairs * nblk);
+        int          t   = (int)(unit / nblk % pairs) * 2;
+        int64_t      s0  = (unit % nblk) * nb;
+        int          ns  = (int)SVP_MIN(nb, hw - s0);
+        const float *base = x + clip * f * in_frame + s0;
+        const float *d[4];
+        int          a, i, ob, j, k0, c, o;
+        int64_t      s;
+
+        for (a = 0; a < 4; a++) {
+            int src = t - 1 + a;
+            d[a] = (src >= 0 && src < f) ? base + (int64_t)src * in_frame : NULL;
+        }
+        /* V_j[i][s], zero past ns */
+        for (i = 0; i < c_in; i++) {
+            float *v0 = v + (int64_t)i * nb, *v1 = v0 + (int64_t)c_in * nb;
+            float *v2 = v1 + (int64_t)c_in * nb, *v3 = v2 + (int64_t)c_in * nb;
+            const float *r0 = d[0] ? d[0] + (int64_t)i * hw : NULL;
+            const float *r1 = d[1] ? d[1] + (int64_t)i * hw : NULL;
+            const float *r2 = d[2] ? d[2] + (int64_t)i * hw : NULL;
+            const float *r3 = d[3] ? d[3] + (int64_t)i * hw : NULL;
+
+#pragma omp simd
+            for (s = 0; s < ns; s++) {
+                float e0 = r0 ? r0[s] : 0.0f, e1 = r1 ? r1[s] : 0.0f;
+                float e2 = r2 ? r2[s] : 0.0f, e3 = r3 ? r3[s] : 0.0f;
+
+                v0[s] = e0 - e2;
+                v1[s] = e1 + e2;
+                v2[s] = e2 - e1;
+                v3[s] = e1 - e3;
+            }
+            for (s = ns; s < nb; s++) {
+                v0[s] = v1[s] = v2[s] = v3[s] = 0.0f;
+            }
+        }
+        for (ob = 0; ob < nob; ob++) {
+            for (j = 0; j < 4; j++) {
+                const float *uk = u + ((int64_t)j * nob + ob) * 8 * c_in;
+                const float *vk = v + (int64_t)j * c_in * nb;
+                float       *mk = m + (int64_t)j * 8 * nb;
+
+                for (k0 = 0; k0 < c_in; k0 += SVP_OPS_WINO_KC) {
+                    int kc = SVP_MIN(SVP_OPS_WINO_KC, c_in - k0);
+
+                    for (c = 0; c < nb; c += 32) {
+                        svp_ops_cpu_kernel_8x32(kc, uk + 8 * k0, vk + k0 * nb + c,
+                                                nb, mk + c, nb, k0 > 0);
+                    }
+                }
+            }
+            for (o = 0; o < 8 && ob * 8 + o < c_out; o++) {
+                const float *q0 = m + (int64_t)o * nb, *q1 = q0 + 8 * nb;
+                const float *q2 = q1 + 8 * nb, *q3 = q2 + 8 * nb;
+                float        bv = bias ? bias[ob * 8 + o] : 0.0f;
+                float       *y0 = y + (clip * f + t) * out_frame +
+                                  (int64_t)(ob * 8 + o) * hw + s0;
+
+#pragma omp simd
+                for (s = 0; s < ns; s++) {
+                    y0[s] = ((q0[s] + q1[s]) + q2[s]) + bv;
+                }
+                if (t + 1 < f) {
+                    float *y1 = y0 + out_frame;
+#pragma omp simd
+                    for (s = 0; s < ns; s++) {
+                        y1[s] = ((q1[s] - q2[s]) - q3[s]) + bv;
+                    }
+                }
+            }
+        }
+    }
+    return SVP_OK;
+}
