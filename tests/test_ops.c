@@ -97,6 +97,8 @@ ParameterizedTestParameters(ops, conv2d)
         { 2, 5, 9, 11, 6, 3, 3, 1, 1 },     /* odd: partial last tiles */
         /* 60 rows of 32 tiles in passes of 32 rows: a pass spans images */
         { 3, 64, 40, 64, 64, 3, 3, 1, 1 },
+        /* 300 input channels: the kernel's sums in two blocks of 256 */
+        { 1, 300, 8, 9, 10, 3, 3, 1, 1 },
     };
     return cr_make_param_array(svp_ops_conv2d_t, shapes,
                                sizeof(shapes) / sizeof(shapes[0]));
@@ -134,6 +136,36 @@ ParameterizedTest(svp_ops_conv2d_t *p, ops, conv2d, .init = ops_setup,
     free(x); free(w); free(b); free(y); free(ref);
 }
 
+/*
+ * The CPU's three ways to a 3x3 stride-1 conv (im2col, Winograd with 16
+ * gemms, Winograd fused with the AVX-512 kernel) agree; conv2d above checks
+ * the one the dispatch picks against the reference.
+ */
+Test(ops, cpu_conv2d_paths_agree, .init = ops_setup, .fini = ops_teardown)
+{
+    svp_ops_conv2d_t p = { .n = 2, .c_in = 5, .h = 9, .w = 11, .c_out = 6,
+                           .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
+    int64_t  ny = (int64_t)p.n * p.c_out * p.h * p.w, i;
+    float   *x = rand_buf((int64_t)p.n * p.c_in * p.h * p.w);
+    float   *w = rand_buf((int64_t)p.c_out * p.c_in * 9), *b = rand_buf(p.c_out);
+    float   *y0 = rand_buf(ny), *y1 = rand_buf(ny), *y2 = rand_buf(ny);
+    double  *ref = dbuf(ny);
+
+    cr_assert(svp_ops_cpu_winograd_applies(&p));
+    cr_assert_eq(svp_ops_cpu_conv2d_im2col(ops, &p, x, w, b, y0), SVP_OK);
+    cr_assert_eq(svp_ops_cpu_conv2d_winograd(ops, &p, x, w, b, y1), SVP_OK);
+    for (i = 0; i < ny; i++) {
+        ref[i] = y0[i];
+    }
+    assert_close("winograd, 16 gemms", y1, ref, ny);
+    if (svp_ops_cpu_has_kernel()) {
+        cr_assert_eq(svp_ops_cpu_conv2d_winograd_fused(ops, &p, x, w, b, y2),
+                     SVP_OK);
+        assert_close("winograd, fused", y2, ref, ny);
+    }
+    free(x); free(w); free(b); free(y0); free(y1); free(y2); free(ref);
+}
+
 /* ---- temporal conv ---- */
 
 typedef struct { int b, f, c_in, c_out, hw; } frames_shape_t;
@@ -149,6 +181,7 @@ ParameterizedTestParameters(ops, conv_frames)
         { 1, 5, 3, 9, 1100 },
         { 2, 1, 4, 8, 1024 },
         { 2, 4, 20, 16, 1500 },
+        { 1, 3, 300, 10, 1024 },        /* sums in two blocks of 256 */
     };
     return cr_make_param_array(frames_shape_t, shapes,
                                sizeof(shapes) / sizeof(shapes[0]));
