@@ -132,11 +132,7 @@ svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
 
 #pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
     for (item = 0; item < (int64_t)p->batch * p->heads * n_qt; item++) {
-#ifdef _OPENMP
-        float       *s  = scratch + (int64_t)omp_get_thread_num() * per_thread;
-#else
-        float       *s  = scratch;
-#endif
+        float       *s  = svp_ops_cpu_thread_part(scratch, per_thread);
         float       *o  = s + tq * tk;
         float       *mx = o + tq * p->head_dim;
         float       *l  = mx + tq;

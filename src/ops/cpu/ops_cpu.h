@@ -14,6 +14,10 @@
 
 #include "ops/ops_backend.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 typedef struct {
     float  *scratch;        /* grow-only workspace (im2col, scores) */
     size_t  scratch_count;
@@ -43,6 +47,20 @@ svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
 void svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb,
                              float *c, int64_t ldc, int add);
 int  svp_ops_cpu_has_kernel(void);
+
+/*
+ * The calling thread's part of a workspace cut into parts of per_thread
+ * floats, one per OpenMP thread (inside a parallel region).
+ */
+static inline float *svp_ops_cpu_thread_part(float *base, int64_t per_thread)
+{
+#ifdef _OPENMP
+    return base + (int64_t)omp_get_thread_num() * per_thread;
+#else
+    (void)per_thread;
+    return base;
+#endif
+}
 
 /*
  * Below this many elements a loop runs on one thread (fork cost > work).

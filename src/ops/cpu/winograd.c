@@ -457,11 +457,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
 
 #pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
     for (blk = 0; blk < nblocks; blk++) {
-#ifdef _OPENMP
-        float *v = u + u_size + (int64_t)omp_get_thread_num() * per_thread;
-#else
-        float *v = u + u_size;
-#endif
+        float              *v    = svp_ops_cpu_thread_part(u + u_size, per_thread);
         float              *m    = v + 16 * (int64_t)p->c_in * pb;
         svp_ops_wino_run_t *runs = (svp_ops_wino_run_t *)(m + 16 * 8 * (int64_t)pb);
         float              *rows = m + 16 * 8 * (int64_t)pb + runs_floats;
@@ -562,11 +558,7 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
 
 #pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
     for (unit = 0; unit < units; unit++) {
-#ifdef _OPENMP
-        float *v = u + u_size + (int64_t)omp_get_thread_num() * per_thread;
-#else
-        float *v = u + u_size;
-#endif
+        float       *v   = svp_ops_cpu_thread_part(u + u_size, per_thread);
         float       *m   = v + 4 * (int64_t)c_in * nb;
         int64_t      clip = unit / ((int64_t)pairs * nblk);
         int          t   = (int)(unit / nblk % pairs) * 2;
