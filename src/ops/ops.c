@@ -673,14 +673,6 @@ svp_status_t svp_ops_download(svp_ops_h ops, float *host_dst, const float *src,
     return ops->vt->download(ops, host_dst, src, count);
 }
 
-#define SVP_OPS_CHECK(_cond) \
-    do { \
-        if (!(_cond)) { \
-            svp_error("%s: invalid arguments (%s)", __func__, #_cond); \
-            return SVP_ERR_INVALID_PARAM; \
-        } \
-    } while (0)
-
 svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                             const float *x, const void *weight,
                             const float *bias, float *y)

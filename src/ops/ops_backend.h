@@ -179,4 +179,17 @@ svp_status_t svp_ops_dry_init(svp_ops_h ops);
 /* The CUDA backend (src/ops/cuda/, kernels/), in builds with HAVE_CUDA. */
 svp_status_t svp_ops_cuda_init(svp_ops_h ops);
 
+/*
+ * For the public ops' argument checks (ops.c, ops_sched.c): logs the failed
+ * condition under the op's name and returns SVP_ERR_INVALID_PARAM.  The
+ * file using it includes common/log.h.
+ */
+#define SVP_OPS_CHECK(_cond) \
+    do { \
+        if (!(_cond)) { \
+            svp_error("%s: invalid arguments (%s)", __func__, #_cond); \
+            return SVP_ERR_INVALID_PARAM; \
+        } \
+    } while (0)
+
 #endif

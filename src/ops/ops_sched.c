@@ -8,18 +8,10 @@
 #include "ops/ops_backend.h"
 #include "common/log.h"
 
-#define SVP_OPS_SCHED_CHECK(_cond) \
-    do { \
-        if (!(_cond)) { \
-            svp_error("%s: invalid arguments (%s)", __func__, #_cond); \
-            return SVP_ERR_INVALID_PARAM; \
-        } \
-    } while (0)
-
 svp_status_t svp_ops_sched_scale(svp_ops_h ops, int64_t n, float c_in,
                                  const float *x, float *y)
 {
-    SVP_OPS_SCHED_CHECK(n > 0 && x != NULL && y != NULL);
+    SVP_OPS_CHECK(n > 0 && x != NULL && y != NULL);
     return ops->vt->sched_scale(ops, n, c_in, x, y);
 }
 
@@ -32,8 +24,8 @@ svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
     int64_t      off;
     int          f;
 
-    SVP_OPS_SCHED_CHECK(frames > 0 && frame_elems > 0 && scales != NULL);
-    SVP_OPS_SCHED_CHECK(uncond != NULL && cond != NULL && out != NULL);
+    SVP_OPS_CHECK(frames > 0 && frame_elems > 0 && scales != NULL);
+    SVP_OPS_CHECK(uncond != NULL && cond != NULL && out != NULL);
     for (f = 0; f < frames; ++f) {
         off    = (int64_t)f * frame_elems;
         status = ops->vt->sched_guidance(ops, frame_elems, scales[f], uncond + off,
@@ -49,7 +41,7 @@ svp_status_t svp_ops_sched_euler(svp_ops_h ops, int64_t n,
                                  const svp_sched_euler_coef_t *coef,
                                  const float *v, const float *x, float *y)
 {
-    SVP_OPS_SCHED_CHECK(n > 0 && coef != NULL && v != NULL && x != NULL &&
+    SVP_OPS_CHECK(n > 0 && coef != NULL && v != NULL && x != NULL &&
                         y != NULL);
     return ops->vt->sched_euler(ops, n, coef, v, x, y);
 }

@@ -32,6 +32,42 @@
 #endif
 
 /*
+ * The 1-D transforms of F(2,3), written once for every use below (2-D
+ * applies them to rows, then columns).  Each operation in this order, so
+ * every path computes the same bits.
+ */
+
+/* G g: the filter's taps to the 4 points */
+static inline void svp_wino_g(float g0, float g1, float g2, float u[4])
+{
+    u[0] = g0;
+    u[1] = 0.5f * ((g0 + g2) + g1);
+    u[2] = 0.5f * ((g0 + g2) - g1);
+    u[3] = g2;
+}
+
+/* B^T d: 4 inputs to the 4 points */
+static inline void svp_wino_bt(float d0, float d1, float d2, float d3,
+                               float v[4])
+{
+    v[0] = d0 - d2;
+    v[1] = d1 + d2;
+    v[2] = d2 - d1;
+    v[3] = d1 - d3;
+}
+
+/* A^T m: the 4 points' products to the 2 outputs */
+static inline float svp_wino_at0(float m0, float m1, float m2)
+{
+    return (m0 + m1) + m2;
+}
+
+static inline float svp_wino_at1(float m1, float m2, float m3)
+{
+    return (m1 - m2) - m3;
+}
+
+/*
  * Transformed inputs and products one pass may hold: 2 Mi floats (8 MiB),
  * so that a pass stays in cache between its transforms and its products.
  * Measured against 64 Mi on SVD-XT's VAE decoder convolutions (14 frames,
@@ -64,24 +100,18 @@ static void svp_ops_wino_weights(int c_out, int c_in, const float *w, int packed
         const float *g = w + oi * 9;
         int64_t      o = oi / c_in, i = oi % c_in;
         int64_t      at = packed ? ((o / 8) * c_in + i) * 8 + o % 8 : oi;
-        float        t[4][3], r[4][4];
-        int          j;
+        float        t[4][3], col[4], r[4][4];
+        int          j, k;
 
-        /* t = G g: rows g0, (g0+g1+g2)/2, (g0-g1+g2)/2, g2 */
+        /* t = G g on the columns of g, then r = t G^T on the rows of t */
         for (j = 0; j < 3; j++) {
-            float g0 = g[j], g1 = g[3 + j], g2 = g[6 + j];
-            t[0][j] = g0;
-            t[1][j] = 0.5f * ((g0 + g2) + g1);
-            t[2][j] = 0.5f * ((g0 + g2) - g1);
-            t[3][j] = g2;
+            svp_wino_g(g[j], g[3 + j], g[6 + j], col);
+            for (k = 0; k < 4; k++) {
+                t[k][j] = col[k];
+            }
         }
-        /* r = t G^T, the same on the columns */
         for (j = 0; j < 4; j++) {
-            float a = t[j][0], b = t[j][1], c = t[j][2];
-            r[j][0] = a;
-            r[j][1] = 0.5f * ((a + c) + b);
-            r[j][2] = 0.5f * ((a + c) - b);
-            r[j][3] = c;
+            svp_wino_g(t[j][0], t[j][1], t[j][2], r[j]);
         }
         for (j = 0; j < 16; j++) {
             u[j * plane + at] = r[j / 4][j % 4];
@@ -122,13 +152,16 @@ static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w,
                 memcpy(d[a] + 1, src + (int64_t)iy * w, w * sizeof(float));
             }
         }
-        /* t = B^T d: rows d0-d2, d1+d2, d2-d1, d1-d3 */
+        /* t = B^T d, whole rows at a time */
 #pragma omp simd
         for (j = 0; j < wp; j++) {
-            t[0][j] = d[0][j] - d[2][j];
-            t[1][j] = d[1][j] + d[2][j];
-            t[2][j] = d[2][j] - d[1][j];
-            t[3][j] = d[1][j] - d[3][j];
+            float e[4];
+
+            svp_wino_bt(d[0][j], d[1][j], d[2][j], d[3][j], e);
+            t[0][j] = e[0];
+            t[1][j] = e[1];
+            t[2][j] = e[2];
+            t[3][j] = e[3];
         }
         /* V = t B, the same on the columns 2tx .. 2tx+3 */
         for (a = 0; a < 4; a++) {
@@ -138,10 +171,14 @@ static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w,
 
 #pragma omp simd
             for (tx = 0; tx < tw; tx++) {
-                v0[tx] = e[2 * tx] - e[2 * tx + 2];
-                v1[tx] = e[2 * tx + 1] + e[2 * tx + 2];
-                v2[tx] = e[2 * tx + 2] - e[2 * tx + 1];
-                v3[tx] = e[2 * tx + 1] - e[2 * tx + 3];
+                float vv[4];
+
+                svp_wino_bt(e[2 * tx], e[2 * tx + 1], e[2 * tx + 2],
+                            e[2 * tx + 3], vv);
+                v0[tx] = vv[0];
+                v1[tx] = vv[1];
+                v2[tx] = vv[2];
+                v3[tx] = vv[3];
             }
         }
     }
@@ -176,16 +213,17 @@ static void svp_ops_wino_output(int64_t r0, int nr, int c_out, int h, int w,
 
 #pragma omp simd
             for (tx = 0; tx < tw; tx++) {
-                s[0][c][tx] = (q0[tx] + q1[tx]) + q2[tx];
-                s[1][c][tx] = (q1[tx] - q2[tx]) - q3[tx];
+                s[0][c][tx] = svp_wino_at0(q0[tx], q1[tx], q2[tx]);
+                s[1][c][tx] = svp_wino_at1(q1[tx], q2[tx], q3[tx]);
             }
         }
         for (a = 0; a < 2 && 2 * ty + a < h; a++) {
 #pragma omp simd
             for (tx = 0; tx < tw; tx++) {
-                out[a][2 * tx] = ((s[a][0][tx] + s[a][1][tx]) + s[a][2][tx]) + bv;
+                out[a][2 * tx] =
+                    svp_wino_at0(s[a][0][tx], s[a][1][tx], s[a][2][tx]) + bv;
                 out[a][2 * tx + 1] =
-                    ((s[a][1][tx] - s[a][2][tx]) - s[a][3][tx]) + bv;
+                    svp_wino_at1(s[a][1][tx], s[a][2][tx], s[a][3][tx]) + bv;
             }
             memcpy(dst + (int64_t)(2 * ty + a) * w, out[a], w * sizeof(float));
         }
@@ -338,16 +376,16 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
                 rows[a] = (iy >= 0 && iy < p->h) ? img + (int64_t)iy * p->w + c0
                                                  : zero;
             }
-            /* t = B^T d: rows d0-d2, d1+d2, d2-d1, d1-d3 */
+            /* t = B^T d, whole rows at a time */
 #pragma omp simd
             for (j = lo; j < hi; j++) {
-                float d0 = rows[0][j], d1 = rows[1][j], d2 = rows[2][j];
-                float d3 = rows[3][j];
+                float e[4];
 
-                t[j]          = d0 - d2;
-                t[wp + j]     = d1 + d2;
-                t[2 * wp + j] = d2 - d1;
-                t[3 * wp + j] = d1 - d3;
+                svp_wino_bt(rows[0][j], rows[1][j], rows[2][j], rows[3][j], e);
+                t[j]          = e[0];
+                t[wp + j]     = e[1];
+                t[2 * wp + j] = e[2];
+                t[3 * wp + j] = e[3];
             }
             for (a = 0; a < 4; a++) {
                 const float *e  = t + a * wp;
@@ -356,10 +394,14 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
 
 #pragma omp simd
                 for (tx = 0; tx < run->len; tx++) {
-                    v0[tx] = e[2 * tx] - e[2 * tx + 2];
-                    v1[tx] = e[2 * tx + 1] + e[2 * tx + 2];
-                    v2[tx] = e[2 * tx + 2] - e[2 * tx + 1];
-                    v3[tx] = e[2 * tx + 1] - e[2 * tx + 3];
+                    float vv[4];
+
+                    svp_wino_bt(e[2 * tx], e[2 * tx + 1], e[2 * tx + 2],
+                                e[2 * tx + 3], vv);
+                    v0[tx] = vv[0];
+                    v1[tx] = vv[1];
+                    v2[tx] = vv[2];
+                    v3[tx] = vv[3];
                 }
             }
         }
@@ -393,8 +435,8 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
 
 #pragma omp simd
                 for (tx = 0; tx < len; tx++) {
-                    s0[tx] = (q0[tx] + q1[tx]) + q2[tx];
-                    s1[tx] = (q1[tx] - q2[tx]) - q3[tx];
+                    s0[tx] = svp_wino_at0(q0[tx], q1[tx], q2[tx]);
+                    s1[tx] = svp_wino_at1(q1[tx], q2[tx], q3[tx]);
                 }
             }
             for (a = 0; a < 2 && 2 * run->ty + a < p->h; a++) {
@@ -405,13 +447,14 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
                 /* whole pairs straight into the row, an odd last one apart */
 #pragma omp simd
                 for (tx = 0; tx < full; tx++) {
-                    row[2 * tx] = ((sa[tx] + sa[len + tx]) + sa[2 * len + tx]) + bv;
-                    row[2 * tx + 1] =
-                        ((sa[len + tx] - sa[2 * len + tx]) - sa[3 * len + tx]) + bv;
+                    row[2 * tx] =
+                        svp_wino_at0(sa[tx], sa[len + tx], sa[2 * len + tx]) + bv;
+                    row[2 * tx + 1] = svp_wino_at1(sa[len + tx], sa[2 * len + tx],
+                                                   sa[3 * len + tx]) + bv;
                 }
                 if (nx % 2) {
-                    row[nx - 1] = ((sa[full] + sa[len + full]) +
-                                   sa[2 * len + full]) + bv;
+                    row[nx - 1] = svp_wino_at0(sa[full], sa[len + full],
+                                               sa[2 * len + full]) + bv;
                 }
             }
         }
@@ -521,11 +564,13 @@ static void svp_ops_wino_frames_weights(int c_out, int c_in, const float *w,
         const float *g = w + oi * 3;
         int64_t      o = oi / c_in, i = oi % c_in;
         int64_t      at = ((o / 8) * c_in + i) * 8 + o % 8;
+        float        uu[4];
 
-        u[at]             = g[0];
-        u[plane + at]     = 0.5f * ((g[0] + g[2]) + g[1]);
-        u[2 * plane + at] = 0.5f * ((g[0] + g[2]) - g[1]);
-        u[3 * plane + at] = g[2];
+        svp_wino_g(g[0], g[1], g[2], uu);
+        u[at]             = uu[0];
+        u[plane + at]     = uu[1];
+        u[2 * plane + at] = uu[2];
+        u[3 * plane + at] = uu[3];
     }
 }
 
@@ -586,11 +631,13 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
             for (s = 0; s < ns; s++) {
                 float e0 = r0 ? r0[s] : 0.0f, e1 = r1 ? r1[s] : 0.0f;
                 float e2 = r2 ? r2[s] : 0.0f, e3 = r3 ? r3[s] : 0.0f;
+                float vv[4];
 
-                v0[s] = e0 - e2;
-                v1[s] = e1 + e2;
-                v2[s] = e2 - e1;
-                v3[s] = e1 - e3;
+                svp_wino_bt(e0, e1, e2, e3, vv);
+                v0[s] = vv[0];
+                v1[s] = vv[1];
+                v2[s] = vv[2];
+                v3[s] = vv[3];
             }
             for (s = ns; s < nb; s++) {
                 v0[s] = v1[s] = v2[s] = v3[s] = 0.0f;
@@ -620,13 +667,13 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
 
 #pragma omp simd
                 for (s = 0; s < ns; s++) {
-                    y0[s] = ((q0[s] + q1[s]) + q2[s]) + bv;
+                    y0[s] = svp_wino_at0(q0[s], q1[s], q2[s]) + bv;
                 }
                 if (t + 1 < f) {
                     float *y1 = y0 + out_frame;
 #pragma omp simd
                     for (s = 0; s < ns; s++) {
-                        y1[s] = ((q1[s] - q2[s]) - q3[s]) + bv;
+                        y1[s] = svp_wino_at1(q1[s], q2[s], q3[s]) + bv;
                     }
                 }
             }
