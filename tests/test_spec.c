@@ -6,9 +6,15 @@
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static void quiet(void)
@@ -17,6 +23,7 @@ static void quiet(void)
 }
 
 TestSuite(spec, .init = quiet);
+TestSuite(spec_limits, .init = quiet);
 
 Test(spec, valid_full_spec)
 {
@@ -416,4 +423,450 @@ Test(spec, shared_dump_diff_names_keys_and_skips_per_rank_keys)
     free(tb);
     svp_spec_destroy(a);
     svp_spec_destroy(b);
+}
+
+/*
+ * Hostile specs: each is refused quickly, within a bounded memory, with a
+ * message naming the limit, the same from a string and from a file (the
+ * path the worker and svdlaunch take).  The big ones are made here; small
+ * ones are also fuzz seeds (tests/fuzz/seeds/spec).
+ */
+typedef struct {
+    char  *text;
+    size_t len, cap;
+} text_t;
+
+static void text_add(text_t *t, const char *s, size_t times)
+{
+    size_t n = strlen(s);
+
+    while (t->len + n * times + 1 > t->cap) {
+        t->cap  = t->cap * 2 + 4096;
+        t->text = realloc(t->text, t->cap);
+        cr_assert_not_null(t->text);
+    }
+    while (times-- > 0) {
+        memcpy(t->text + t->len, s, n);
+        t->len += n;
+    }
+    t->text[t->len] = '\0';
+}
+
+static void text_fill(text_t *t, char c, size_t n)
+{
+    text_add(t, "", 0);
+    while (t->len + n + 1 > t->cap) {
+        t->cap  = t->cap * 2 + n;
+        t->text = realloc(t->text, t->cap);
+        cr_assert_not_null(t->text);
+    }
+    memset(t->text + t->len, c, n);
+    t->len += n;
+    t->text[t->len] = '\0';
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long maxrss_kb(void)
+{
+    struct rusage ru;
+
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* Writes text to a new file in a new folder; *dir_p is removed with it. */
+static void text_to_file(const text_t *t, char *dir, char *path, size_t pathlen)
+{
+    FILE *f;
+
+    strcpy(dir, "/tmp/svp_spec_XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, pathlen, "%s/job.yaml", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(t->text, 1, t->len, f), t->len);
+    fclose(f);
+}
+
+/*
+ * Refused from the string and from a file, each in under 1 s and under
+ * 100 MB more resident memory (the issue's figures: the deep spec did not
+ * finish in 60 s, the alias spec reached 823 MB), naming the limit.
+ */
+static void expect_refused(text_t *t, const char *where, const char *limit)
+{
+    char        dir[64], path[128], err[1024] = "";
+    svp_spec_t *s = NULL;
+    long        rss0;
+    double      t0, dt;
+    int         from_file;
+
+    for (from_file = 0; from_file < 2; ++from_file) {
+        if (from_file) {
+            text_to_file(t, dir, path, sizeof(path));
+        }
+        rss0 = maxrss_kb();
+        t0   = now_s();
+        cr_assert_neq(from_file ? svp_spec_load(path, NULL, 0, err, sizeof(err), &s)
+                                : svp_spec_load_string(t->text, "j.yaml", NULL, 0,
+                                                       err, sizeof(err), &s),
+                      SVP_OK, "a hostile spec was accepted");
+        dt = now_s() - t0;
+        cr_assert_null(s);
+        cr_assert_lt(dt, 1.0, "refused after %.2f s: %s", dt, err);
+        cr_assert_lt(maxrss_kb() - rss0, 100 * 1024, "parsing took %ld MB more",
+                     (maxrss_kb() - rss0) / 1024);
+        cr_assert_not_null(strstr(err, limit), "message '%s' lacks '%s'", err, limit);
+        if (from_file) {
+            cr_assert_eq(strncmp(err, path, strlen(path)), 0, "%s", err);
+            cr_assert_not_null(strstr(err, where + strlen("j.yaml")), "%s", err);
+            unlink(path);
+            rmdir(dir);
+        } else {
+            cr_assert_eq(strncmp(err, where, strlen(where)), 0,
+                         "message '%s' does not start '%s'", err, where);
+        }
+    }
+    free(t->text);
+}
+
+Test(spec_limits, deep_nesting_2mb)
+{
+    text_t t = {0};
+
+    text_add(&t, "steps: ", 1);
+    text_add(&t, "[", 1000000);
+    text_add(&t, "]", 1000000);
+    text_add(&t, "\n", 1);
+    /* the top mapping is level 1: the 32nd '[' opens level 33 */
+    expect_refused(&t, "j.yaml:1:39:", "over the nesting depth limit of 32");
+}
+
+Test(spec_limits, depth_at_the_limit_reaches_the_keys)
+{
+    text_t      t = {0};
+    char        err[512] = "";
+    svp_spec_t *s = NULL;
+
+    text_add(&t, "steps: ", 1);
+    text_add(&t, "[", 31);
+    text_add(&t, "]", 31);
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "key 'steps': expected a scalar, found a list"),
+                       "%s", err);
+    free(t.text);
+}
+
+/* The issue's case: one 1 MB value anchored and used 256 times in each of
+ * three lists; the value itself is over the string limit. */
+Test(spec_limits, alias_of_a_1mb_value)
+{
+    text_t t = {0};
+
+    text_add(&t, "cluster:\n  env: {A: &a ", 1);
+    text_fill(&t, 'x', 1000000);
+    text_add(&t, "}\n  container_mounts: [", 1);
+    text_add(&t, "*a, ", 255);
+    text_add(&t, "*a]\nvideo:\n  inputs: [", 1);
+    text_add(&t, "*a, ", 255);
+    text_add(&t, "*a]\n  seeds: [", 1);
+    text_add(&t, "*a, ", 255);
+    text_add(&t, "*a]\n", 1);
+    expect_refused(&t, "j.yaml:2:12:", "over the string length limit of 16384 bytes");
+}
+
+/* Within the string limit: 64 anchors of 15,000 bytes (a 1 MB spec), used
+ * 256 times in each of three lists, would copy 11 MB of strings; the 18th
+ * use passes 256 KiB. */
+Test(spec_limits, alias_amplification_1mb)
+{
+    text_t t = {0};
+    char   item[64];
+    int    i, l;
+
+    text_add(&t, "cluster:\n  env:\n", 1);
+    for (i = 0; i < 64; ++i) {
+        snprintf(item, sizeof(item), "    A%d: &a%d ", i, i);
+        text_add(&t, item, 1);
+        text_fill(&t, 'a' + i % 26, 15000);
+        text_add(&t, "\n", 1);
+    }
+    for (l = 0; l < 3; ++l) {
+        text_add(&t, (l == 0) ? "  container_mounts: [" : (l == 1) ? "video:\n  inputs: ["
+                                                                   : "  seeds: [", 1);
+        for (i = 0; i < 256; ++i) {
+            snprintf(item, sizeof(item), "*a%d%s", i % 64, (i < 255) ? ", " : "]\n");
+            text_add(&t, item, 1);
+        }
+    }
+    cr_assert_gt(t.len, 960000);
+    expect_refused(&t, "j.yaml:67:",
+                   "over the alias expansion limit of 262144 bytes");
+}
+
+/* Billion laughs in lists: each level is ten aliases of the one before. */
+Test(spec_limits, nested_aliases_hit_the_node_limit)
+{
+    text_t t = {0};
+
+    text_add(&t, "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                 "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+                 "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+                 "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+                 "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", 1);
+    expect_refused(&t, "j.yaml:5:", "over the node limit of 16384");
+}
+
+Test(spec_limits, alias_uses_counted)
+{
+    text_t t = {0};
+
+    text_add(&t, "name: &n job\nvideo: {inputs: [", 1);
+    text_add(&t, "*n, ", 300);
+    text_add(&t, "*n]}\n", 1);
+    expect_refused(&t, "j.yaml:2:", "over the alias limit of 256");
+}
+
+Test(spec_limits, long_lists_and_mappings)
+{
+    text_t t = {0};
+    char   item[32];
+    int    i;
+
+    text_add(&t, "video: {seeds: [", 1);
+    text_add(&t, "1, ", 5000);
+    text_add(&t, "1]}\n", 1);
+    expect_refused(&t, "j.yaml:1:", "over the list length limit of 4096");
+
+    memset(&t, 0, sizeof(t));
+    text_add(&t, "cluster: {env: {", 1);
+    for (i = 0; i < 5000; ++i) {
+        snprintf(item, sizeof(item), "K%d: v, ", i);
+        text_add(&t, item, 1);
+    }
+    text_add(&t, "}}\n", 1);
+    expect_refused(&t, "j.yaml:1:", "over the list length limit of 4096");
+
+    /* short lists, many of them: the node limit */
+    memset(&t, 0, sizeof(t));
+    for (i = 0; i < 6; ++i) {
+        snprintf(item, sizeof(item), "k%d: [", i);
+        text_add(&t, item, 1);
+        text_add(&t, "1, ", 3000);
+        text_add(&t, "1]\n", 1);
+    }
+    expect_refused(&t, "j.yaml:6:", "over the node limit of 16384");
+}
+
+Test(spec_limits, long_strings)
+{
+    text_t      t = {0};
+    char        err[512] = "", *ov;
+    const char *sets[1];
+    svp_spec_t *s = NULL;
+
+    /* 10 MB: over the size limit before a byte is parsed */
+    text_add(&t, "name: ", 1);
+    text_fill(&t, 'n', 10 << 20);
+    expect_refused(&t, "j.yaml: ", "over the size limit of 4194304 bytes");
+
+    /* 1 MB: within the size, over the string limit */
+    memset(&t, 0, sizeof(t));
+    text_add(&t, "name: ", 1);
+    text_fill(&t, 'n', 1 << 20);
+    expect_refused(&t, "j.yaml:1:7:", "a value of 1048576 bytes: over the string "
+                                      "length limit of 16384 bytes");
+
+    /* at the limit, accepted; one more, refused */
+    memset(&t, 0, sizeof(t));
+    text_add(&t, "name: ", 1);
+    text_fill(&t, 'n', 16384);
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(strlen(s->name), 16384);
+    svp_spec_destroy(s);
+    s = NULL;
+    text_add(&t, "n", 1);
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "16385 bytes"), "%s", err);
+    free(t.text);
+
+    /* and from --set */
+    ov = malloc(20000);
+    cr_assert_not_null(ov);
+    strcpy(ov, "name=");
+    memset(ov + 5, 'n', 20000 - 6);
+    ov[20000 - 1] = '\0';
+    sets[0]       = ov;
+    cr_assert_eq(svp_spec_load_string("", "j.yaml", sets, 1, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "--set name: a value of 19994 bytes: over the "
+                                   "string length limit of 16384"), "%s", err);
+    free(ov);
+}
+
+/* A list of long values for latent_shape used to be joined past the end of
+ * a 4 KB stack buffer. */
+Test(spec_limits, long_values_in_a_shape)
+{
+    text_t      t = {0};
+    char        err[512] = "";
+    svp_spec_t *s = NULL;
+
+    text_add(&t, "latent_shape: [", 1);
+    text_fill(&t, '1', 3000);
+    text_add(&t, ", ", 1);
+    text_fill(&t, '2', 3000);
+    text_add(&t, ", ", 1);
+    text_fill(&t, '3', 3000);
+    text_add(&t, "]\n", 1);
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(err, "j.yaml:1:15: key 'latent_shape': expected 5 integers"),
+                       "%s", err);
+    free(t.text);
+}
+
+Test(spec_limits, composer_errors_keep_libyaml_words)
+{
+    static const char *const cases[][2] = {
+        {"name: *nope\n", "j.yaml:1:7: invalid YAML: found undefined alias"},
+        {"a: &x 1\nb: &x 2\n", "j.yaml:2:4: invalid YAML: found duplicate anchor "
+                               "(first at line 1)"},
+        {"video: {inputs: &l [a, *l]}\n", "j.yaml:1:24: alias *l inside the node it names"},
+    };
+    char        err[512];
+    svp_spec_t *s = NULL;
+    size_t      i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        err[0] = '\0';
+        cr_assert_eq(svp_spec_load_string(cases[i][0], "j.yaml", NULL, 0, err,
+                                          sizeof(err), &s), SVP_ERR_SPEC);
+        cr_assert_str_eq(err, cases[i][1]);
+    }
+    /* an alias within the limits reads as its anchor's value */
+    cr_assert_eq(svp_spec_load_string("name: &n job\nvideo: {inputs: [*n, *n]}\n",
+                                      "j.yaml", NULL, 0, err, sizeof(err), &s),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(s->video.inputs.count, 2);
+    cr_assert_str_eq(s->video.inputs.items[1], "job");
+    svp_spec_destroy(s);
+}
+
+static void expect_not_regular(const char *file, const char *kind)
+{
+    char        err[512] = "";
+    svp_spec_t *s = NULL;
+    double      t0 = now_s();
+
+    cr_assert_eq(svp_spec_load(file, NULL, 0, err, sizeof(err), &s), SVP_ERR_SPEC);
+    cr_assert_lt(now_s() - t0, 1.0);
+    cr_assert_null(s);
+    cr_assert_eq(strncmp(err, file, strlen(file)), 0, "%s", err);
+    cr_assert_not_null(strstr(err, "not a regular file"), "%s", err);
+    cr_assert_not_null(strstr(err, kind), "%s", err);
+}
+
+/* .timeout: a FIFO with no writer used to block the open for ever */
+Test(spec_limits, only_regular_files, .timeout = 10)
+{
+    char dir[] = "/tmp/svp_spec_XXXXXX", fifo[64];
+
+    expect_not_regular("/dev/zero", "a character device");
+    cr_assert_not_null(mkdtemp(dir));
+    expect_not_regular(dir, "a directory");
+    snprintf(fifo, sizeof(fifo), "%s/job.yaml", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    expect_not_regular(fifo, "a FIFO");
+    unlink(fifo);
+    rmdir(dir);
+}
+
+/*
+ * Out of memory while parsing: a message a person can read (it used to be
+ * whatever the caller's buffer held).  In a child whose data may grow only
+ * 1 MB more, a spec of 200 values of 15,000 bytes needs about 9 MB.
+ * RLIMIT_DATA, not RLIMIT_AS: malloc's thread arenas reserve 64 MB of
+ * address space up front (OpenBLAS and Criterion start threads), which a
+ * parse then fills without growing the address space.  The spec is
+ * written into a mapping of its own: text_t's reallocations would leave
+ * megabytes free in the heap for the parse to use.  AddressSanitizer aborts
+ * on a failed allocation, so this is skipped under it.
+ */
+Test(spec_limits, out_of_memory_says_so)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_skip_test("AddressSanitizer dies on a failed allocation");
+#else
+    const size_t  len = 17 + 200 * (4 + 15000 + 1);
+    char         *text, *p, err[1024];
+    struct rlimit rl;
+    long          pages;
+    FILE         *statm;
+    int           fds[2], status, i, printable = 1;
+    ssize_t       n;
+    pid_t         pid;
+
+    text = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                -1, 0);
+    cr_assert_neq(text, MAP_FAILED);
+    p = text + sprintf(text, "video:\n  inputs:\n");
+    for (i = 0; i < 200; ++i) {
+        p += sprintf(p, "  - ");
+        memset(p, 'p', 15000);
+        p += 15000;
+        *p++ = '\n';
+    }
+    *p = '\0';
+    cr_assert_eq((size_t)(p - text), len);
+    cr_assert_eq(pipe(fds), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        svp_spec_t  *s = NULL;
+        svp_status_t st;
+
+        memset(err, 0xff, sizeof(err)); /* what a caller's buffer might hold */
+        statm = fopen("/proc/self/statm", "r");
+        /* size resident shared text lib data: pages */
+        if (statm == NULL || fscanf(statm, "%*d %*d %*d %*d %*d %ld", &pages) != 1) {
+            _exit(3);
+        }
+        fclose(statm);
+        rl.rlim_cur = rl.rlim_max = pages * sysconf(_SC_PAGESIZE) + (1 << 20);
+        if (setrlimit(RLIMIT_DATA, &rl) != 0) {
+            _exit(4);
+        }
+        st = svp_spec_load_string(text, "j.yaml", NULL, 0, err, sizeof(err), &s);
+        if (write(fds[1], err, strnlen(err, sizeof(err) - 1)) < 0) {
+            _exit(5);
+        }
+        _exit(st == SVP_OK ? 1 : 0);
+    }
+    close(fds[1]);
+    n = read(fds[0], err, sizeof(err) - 1);
+    close(fds[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "the child exited %d (1: the spec loaded within 1 MB)", WEXITSTATUS(status));
+    cr_assert_gt(n, 0);
+    err[n] = '\0';
+    for (i = 0; i < n; ++i) {
+        printable &= (isprint((unsigned char)err[i]) != 0);
+    }
+    cr_assert(printable, "unreadable message '%s'", err);
+    cr_assert_eq(strncmp(err, "j.yaml", 6), 0, "%s", err);
+    cr_assert_not_null(strstr(err, "out of memory"), "%s", err);
+    munmap(text, len + 1);
+#endif
 }

@@ -1,6 +1,7 @@
 /*
- * Job spec loading: YAML (libyaml's document API, which keeps a mark per
- * node) -> svp_spec_t, driven by the key table in spec_keys.c.
+ * Job spec loading: YAML (libyaml's events, composed into its document
+ * API's nodes, which keep a mark each, under the limits in spec.h) ->
+ * svp_spec_t, driven by the key table in spec_keys.c.
  *
  * Order: every key gets its default, then the file's values, then --set
  * overrides, then cross-key validation.  The first error stops parsing and is
@@ -20,11 +21,15 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml.h>
 
 typedef struct {
@@ -222,6 +227,14 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                 }
                 n += snprintf(joined + n, sizeof(joined) - n, "%s%s",
                               (n > 0) ? "," : "", elem->data.scalar.value);
+                if (n >= (int)sizeof(joined)) {
+                    /* five integers never come near: stop before writing
+                     * past the end */
+                    return svp_spec_fail(ctx, MARK_LINE(value), MARK_COL(value),
+                                         "key '%s': expected 5 integers [B, F, C, H, W], "
+                                         "found a list of %d bytes or more",
+                                         key->path, n);
+                }
             }
             status = svp_spec_key_set(spec, key, joined, why, sizeof(why));
             break;
@@ -346,6 +359,384 @@ static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
     return SVP_OK;
 }
 
+/*
+ * The document is composed from the parser's events here rather than by
+ * yaml_parser_load(), so that the SVP_SPEC_LIMIT_* (spec.h) are checked on
+ * each event, before the loader would spend the time or memory: libyaml's
+ * scanner keeps one possible simple key per open flow level and walks them
+ * all on every token, so time grows with the square of the depth, and its
+ * loader shares an aliased node where the key table copies its strings each
+ * time.  What is built is what yaml_parser_load() builds (the first
+ * document, a mark per node, aliases sharing their anchor's node), so the
+ * walk above reads it unchanged; the same two composer errors (an undefined
+ * alias, a duplicate anchor) are reported in the same words.
+ */
+typedef struct {
+    yaml_char_t *name;
+    int          node;
+    size_t       nodes;   /* nodes under it, itself included */
+    size_t       bytes;   /* value bytes under it */
+} svp_spec_anchor_t;
+
+/* A list or mapping still open: its anchor is registered when it closes,
+ * with what it holds, which an alias repeats. */
+typedef struct {
+    int          node;
+    int          events;  /* children so far: items, or keys and values */
+    int          key;     /* a mapping's key waiting for its value */
+    size_t       nodes, bytes; /* the composer's counts when it opened */
+    yaml_char_t *anchor;  /* owned */
+    yaml_mark_t  mark;    /* where it opened */
+} svp_spec_open_t;
+
+typedef struct {
+    svp_spec_ctx_t    *ctx;
+    yaml_document_t   *doc;
+    svp_spec_open_t    open[SVP_SPEC_LIMIT_DEPTH];
+    int                depth;
+    svp_spec_anchor_t *anchors;
+    int                num_anchors, max_anchors;
+    size_t             nodes;       /* as the walk sees them: aliases expanded */
+    size_t             bytes;       /* value bytes, the same way */
+    size_t             alias_bytes; /* of which repeated by aliases */
+    int                aliases;
+} svp_spec_composer_t;
+
+#define EV_LINE(_e) ((int)(_e)->start_mark.line + 1)
+#define EV_COL(_e)  ((int)(_e)->start_mark.column + 1)
+
+static svp_status_t svp_spec_no_memory(svp_spec_ctx_t *ctx, int line, int col,
+                                       const char *what)
+{
+    svp_spec_fail(ctx, line, col, "out of memory while %s", what);
+    return SVP_ERR_NO_MEMORY;
+}
+
+static svp_status_t svp_spec_yaml_fail(svp_spec_ctx_t *ctx,
+                                       const yaml_parser_t *parser)
+{
+    if (parser->error == YAML_MEMORY_ERROR) {
+        return svp_spec_no_memory(ctx, 0, 0, "parsing the YAML");
+    }
+    /* libyaml keeps the position of the problem in problem_mark */
+    return svp_spec_fail(ctx, (int)parser->problem_mark.line + 1,
+                         (int)parser->problem_mark.column + 1,
+                         "invalid YAML: %s%s%s",
+                         parser->problem ? parser->problem : "parse error",
+                         parser->context ? " " : "",
+                         parser->context ? parser->context : "");
+}
+
+/* Counts one node (or an alias's expansion) against the limits. */
+static svp_status_t svp_spec_compose_count(svp_spec_composer_t *c,
+                                           const yaml_event_t *ev,
+                                           size_t nodes, size_t bytes)
+{
+    if (nodes > SVP_SPEC_LIMIT_NODES - c->nodes) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "more than %d YAML nodes (aliases counted each "
+                             "time used): over the node limit of %d",
+                             SVP_SPEC_LIMIT_NODES, SVP_SPEC_LIMIT_NODES);
+    }
+    c->nodes += nodes;
+    c->bytes += bytes;
+    return SVP_OK;
+}
+
+/* Adds node id to the collection open at the top, or leaves it as the root. */
+static svp_status_t svp_spec_compose_attach(svp_spec_composer_t *c,
+                                            const yaml_event_t *ev, int id)
+{
+    svp_spec_open_t *top;
+    yaml_node_t     *parent;
+    int              ok;
+
+    if (c->depth == 0) {
+        return SVP_OK; /* the root: the document's first node */
+    }
+    top    = &c->open[c->depth - 1];
+    parent = yaml_document_get_node(c->doc, top->node);
+    if (parent->type == YAML_SEQUENCE_NODE) {
+        if (top->events == SVP_SPEC_LIMIT_ENTRIES) {
+            return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                 "a list of more than %d entries: over the "
+                                 "list length limit of %d",
+                                 SVP_SPEC_LIMIT_ENTRIES, SVP_SPEC_LIMIT_ENTRIES);
+        }
+        ok = yaml_document_append_sequence_item(c->doc, top->node, id);
+    } else if (top->events % 2 == 0) {
+        if (top->events / 2 == SVP_SPEC_LIMIT_ENTRIES) {
+            return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                 "a mapping of more than %d entries: over the "
+                                 "list length limit of %d",
+                                 SVP_SPEC_LIMIT_ENTRIES, SVP_SPEC_LIMIT_ENTRIES);
+        }
+        top->key = id;
+        ok       = 1;
+    } else {
+        ok = yaml_document_append_mapping_pair(c->doc, top->node, top->key, id);
+    }
+    if (!ok) {
+        return svp_spec_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                  "composing the YAML");
+    }
+    top->events++;
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_compose_check_name(svp_spec_composer_t *c,
+                                                const yaml_event_t *ev,
+                                                const yaml_char_t *name)
+{
+    if (name != NULL && strlen((const char *)name) > SVP_SPEC_LIMIT_STRING) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "an anchor name of %zu bytes: over the string "
+                             "length limit of %d bytes",
+                             strlen((const char *)name), SVP_SPEC_LIMIT_STRING);
+    }
+    return SVP_OK;
+}
+
+/* Registers an anchor; takes name. */
+static svp_status_t svp_spec_compose_anchor(svp_spec_composer_t *c,
+                                            yaml_mark_t mark, yaml_char_t *name,
+                                            int node, size_t nodes, size_t bytes)
+{
+    svp_spec_anchor_t *grown;
+    yaml_node_t       *first;
+    int                i;
+
+    for (i = 0; i < c->num_anchors; ++i) {
+        if (!strcmp((const char *)c->anchors[i].name, (const char *)name)) {
+            first = yaml_document_get_node(c->doc, c->anchors[i].node);
+            free(name);
+            return svp_spec_fail(c->ctx, (int)mark.line + 1, (int)mark.column + 1,
+                                 "invalid YAML: found duplicate anchor "
+                                 "(first at line %d)", MARK_LINE(first));
+        }
+    }
+    if (c->num_anchors == c->max_anchors) {
+        grown = realloc(c->anchors, (c->max_anchors * 2 + 8) * sizeof(*grown));
+        if (grown == NULL) {
+            free(name);
+            return svp_spec_no_memory(c->ctx, (int)mark.line + 1,
+                                      (int)mark.column + 1, "composing the YAML");
+        }
+        c->anchors     = grown;
+        c->max_anchors = c->max_anchors * 2 + 8;
+    }
+    c->anchors[c->num_anchors++] = (svp_spec_anchor_t){name, node, nodes, bytes};
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_compose_alias(svp_spec_composer_t *c,
+                                           const yaml_event_t *ev)
+{
+    const char              *name = (const char *)ev->data.alias.anchor;
+    const svp_spec_anchor_t *a    = NULL;
+    svp_status_t             status;
+    int                      i;
+
+    for (i = 0; i < c->num_anchors && a == NULL; ++i) {
+        if (!strcmp((const char *)c->anchors[i].name, name)) {
+            a = &c->anchors[i];
+        }
+    }
+    if (a == NULL) {
+        for (i = 0; i < c->depth; ++i) {
+            if (c->open[i].anchor != NULL &&
+                !strcmp((const char *)c->open[i].anchor, name)) {
+                return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                     "alias *%.64s inside the node it names",
+                                     name);
+            }
+        }
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "invalid YAML: found undefined alias");
+    }
+    if (c->aliases == SVP_SPEC_LIMIT_ALIASES) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "alias *%.64s: more than %d uses of aliases: over "
+                             "the alias limit of %d", name,
+                             SVP_SPEC_LIMIT_ALIASES, SVP_SPEC_LIMIT_ALIASES);
+    }
+    if (a->bytes > SVP_SPEC_LIMIT_ALIAS_BYTES - c->alias_bytes) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "alias *%.64s: aliases repeat more than %d bytes "
+                             "of values: over the alias expansion limit of %d "
+                             "bytes", name, SVP_SPEC_LIMIT_ALIAS_BYTES,
+                             SVP_SPEC_LIMIT_ALIAS_BYTES);
+    }
+    status = svp_spec_compose_count(c, ev, a->nodes, a->bytes);
+    if (status != SVP_OK) {
+        return status;
+    }
+    c->aliases++;
+    c->alias_bytes += a->bytes;
+    return svp_spec_compose_attach(c, ev, a->node);
+}
+
+static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c,
+                                            yaml_event_t *ev)
+{
+    size_t       len = ev->data.scalar.length;
+    svp_status_t status;
+    int          id;
+
+    if (len > SVP_SPEC_LIMIT_STRING) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "a value of %zu bytes: over the string length "
+                             "limit of %d bytes", len, SVP_SPEC_LIMIT_STRING);
+    }
+    status = svp_spec_compose_check_name(c, ev, ev->data.scalar.anchor);
+    if (status == SVP_OK) {
+        status = svp_spec_compose_count(c, ev, 1, len);
+    }
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* tags are not kept: the keys read every value as text */
+    id = yaml_document_add_scalar(c->doc, NULL, ev->data.scalar.value, (int)len,
+                                  ev->data.scalar.style);
+    if (id == 0) {
+        return svp_spec_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                  "composing the YAML");
+    }
+    yaml_document_get_node(c->doc, id)->start_mark = ev->start_mark;
+    yaml_document_get_node(c->doc, id)->end_mark   = ev->end_mark;
+    if (ev->data.scalar.anchor != NULL) {
+        status = svp_spec_compose_anchor(c, ev->start_mark, ev->data.scalar.anchor,
+                                         id, 1, len);
+        ev->data.scalar.anchor = NULL; /* taken */
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    return svp_spec_compose_attach(c, ev, id);
+}
+
+static svp_status_t svp_spec_compose_open(svp_spec_composer_t *c,
+                                          yaml_event_t *ev)
+{
+    int              is_seq = (ev->type == YAML_SEQUENCE_START_EVENT);
+    yaml_char_t    **anchor = is_seq ? &ev->data.sequence_start.anchor
+                                     : &ev->data.mapping_start.anchor;
+    svp_spec_open_t *top;
+    svp_status_t     status;
+    int              id;
+
+    if (c->depth == SVP_SPEC_LIMIT_DEPTH) {
+        return svp_spec_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
+                             "lists and mappings nested more than %d deep: "
+                             "over the nesting depth limit of %d",
+                             SVP_SPEC_LIMIT_DEPTH, SVP_SPEC_LIMIT_DEPTH);
+    }
+    status = svp_spec_compose_check_name(c, ev, *anchor);
+    if (status == SVP_OK) {
+        status = svp_spec_compose_count(c, ev, 1, 0);
+    }
+    if (status != SVP_OK) {
+        return status;
+    }
+    id = is_seq ? yaml_document_add_sequence(c->doc, NULL,
+                                             ev->data.sequence_start.style)
+                : yaml_document_add_mapping(c->doc, NULL,
+                                            ev->data.mapping_start.style);
+    if (id == 0) {
+        return svp_spec_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
+                                  "composing the YAML");
+    }
+    yaml_document_get_node(c->doc, id)->start_mark = ev->start_mark;
+    status = svp_spec_compose_attach(c, ev, id);
+    if (status != SVP_OK) {
+        return status;
+    }
+    top         = &c->open[c->depth++];
+    top->node   = id;
+    top->events = 0;
+    top->key    = 0;
+    top->nodes  = c->nodes - 1;
+    top->bytes  = c->bytes;
+    top->anchor = *anchor;
+    top->mark   = ev->start_mark;
+    *anchor     = NULL; /* taken */
+    return SVP_OK;
+}
+
+static svp_status_t svp_spec_compose_close(svp_spec_composer_t *c,
+                                           const yaml_event_t *ev)
+{
+    svp_spec_open_t *top = &c->open[--c->depth];
+    yaml_char_t     *anchor = top->anchor;
+
+    yaml_document_get_node(c->doc, top->node)->end_mark = ev->end_mark;
+    if (anchor == NULL) {
+        return SVP_OK;
+    }
+    top->anchor = NULL;
+    return svp_spec_compose_anchor(c, top->mark, anchor, top->node,
+                                   c->nodes - top->nodes, c->bytes - top->bytes);
+}
+
+/*
+ * Composes the stream's first document into *doc (initialized here; on
+ * success the caller deletes it, on failure it is deleted).  An empty
+ * stream gives a document with no root, as yaml_parser_load() does.
+ */
+static svp_status_t svp_spec_compose(svp_spec_ctx_t *ctx, yaml_parser_t *parser,
+                                     yaml_document_t *doc)
+{
+    svp_spec_composer_t c = {.ctx = ctx, .doc = doc};
+    yaml_event_t        ev;
+    svp_status_t        status = SVP_OK;
+    int                 done = 0, i;
+
+    if (!yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1)) {
+        return svp_spec_no_memory(ctx, 0, 0, "composing the YAML");
+    }
+    while (!done && status == SVP_OK) {
+        if (!yaml_parser_parse(parser, &ev)) {
+            status = svp_spec_yaml_fail(ctx, parser);
+            break;
+        }
+        switch (ev.type) {
+        case YAML_SCALAR_EVENT:
+            status = svp_spec_compose_scalar(&c, &ev);
+            break;
+        case YAML_SEQUENCE_START_EVENT:
+        case YAML_MAPPING_START_EVENT:
+            status = svp_spec_compose_open(&c, &ev);
+            break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT:
+            status = svp_spec_compose_close(&c, &ev);
+            break;
+        case YAML_ALIAS_EVENT:
+            status = svp_spec_compose_alias(&c, &ev);
+            break;
+        case YAML_DOCUMENT_END_EVENT:
+        case YAML_STREAM_END_EVENT:
+            done = 1; /* one document, as yaml_parser_load() reads */
+            break;
+        default:
+            break;
+        }
+        yaml_event_delete(&ev);
+    }
+
+    for (i = 0; i < c.depth; ++i) {
+        free(c.open[i].anchor);
+    }
+    for (i = 0; i < c.num_anchors; ++i) {
+        free(c.anchors[i].name);
+    }
+    free(c.anchors);
+    if (status != SVP_OK) {
+        yaml_document_delete(doc);
+    }
+    return status;
+}
+
 static svp_status_t svp_spec_alloc_defaults(svp_spec_t **spec_p)
 {
     svp_spec_t  *spec;
@@ -387,6 +778,11 @@ static svp_status_t svp_spec_apply_override(svp_spec_ctx_t *ctx, svp_spec_t *spe
     }
     memcpy(path, ov, eq - ov);
     path[eq - ov] = '\0';
+    if (strlen(eq + 1) > SVP_SPEC_LIMIT_STRING) {
+        return svp_spec_fail(ctx, 0, 0, "--set %s: a value of %zu bytes: over the "
+                             "string length limit of %d bytes", path,
+                             strlen(eq + 1), SVP_SPEC_LIMIT_STRING);
+    }
 
     key = svp_spec_key_find(path);
     if (key != NULL) {
@@ -434,7 +830,7 @@ static svp_status_t svp_spec_finish(svp_spec_ctx_t *ctx, svp_spec_t *spec,
     if (spec->name[0] == '\0') {
         copy = svp_strdup(ctx->file);
         if (copy == NULL) {
-            return SVP_ERR_NO_MEMORY;
+            return svp_spec_no_memory(ctx, 0, 0, "naming the job");
         }
         free(spec->name);
         spec->name = svp_strdup(basename(copy));
@@ -444,11 +840,14 @@ static svp_status_t svp_spec_finish(svp_spec_ctx_t *ctx, svp_spec_t *spec,
         }
     }
     spec->file = svp_strdup(ctx->file);
-    return (spec->file != NULL && spec->name != NULL) ? SVP_OK : SVP_ERR_NO_MEMORY;
+    if (spec->file == NULL || spec->name == NULL) {
+        return svp_spec_no_memory(ctx, 0, 0, "naming the job");
+    }
+    return SVP_OK;
 }
 
-static svp_status_t svp_spec_load_text(const char *yaml, const char *file,
-                                       const char *base,
+static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
+                                       const char *file, const char *base,
                                        const char *const *overrides,
                                        int num_overrides, char *errbuf,
                                        int errlen, svp_spec_t **spec_p)
@@ -460,24 +859,24 @@ static svp_status_t svp_spec_load_text(const char *yaml, const char *file,
     svp_spec_t     *spec;
     svp_status_t    status;
 
+    if (len > SVP_SPEC_LIMIT_BYTES) {
+        return svp_spec_fail(&ctx, 0, 0, "a job spec of %zu bytes: over the size "
+                             "limit of %d bytes", len, SVP_SPEC_LIMIT_BYTES);
+    }
     status = svp_spec_alloc_defaults(&spec);
-    if (status != SVP_OK) {
+    if (status == SVP_ERR_NO_MEMORY) {
+        return svp_spec_no_memory(&ctx, 0, 0, "setting the defaults");
+    } else if (status != SVP_OK) {
         return status;
     }
 
     if (!yaml_parser_initialize(&parser)) {
-        status = SVP_ERR_NO_MEMORY;
+        status = svp_spec_no_memory(&ctx, 0, 0, "starting the YAML parser");
         goto err_free_spec;
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, strlen(yaml));
-    if (!yaml_parser_load(&parser, &doc)) {
-        /* libyaml keeps the position of the problem in problem_mark */
-        status = svp_spec_fail(&ctx, (int)parser.problem_mark.line + 1,
-                               (int)parser.problem_mark.column + 1,
-                               "invalid YAML: %s%s%s",
-                               parser.problem ? parser.problem : "parse error",
-                               parser.context ? " " : "",
-                               parser.context ? parser.context : "");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+    status = svp_spec_compose(&ctx, &parser, &doc);
+    if (status != SVP_OK) {
         goto err_delete_parser;
     }
 
@@ -515,12 +914,111 @@ err_free_spec:
     return status;
 }
 
+/*
+ * Every failure leaves a message: the few paths that return a status
+ * without one (running out of memory deep in a key's copy) get the status's
+ * own words, never what the caller's buffer held before.
+ */
+static svp_status_t svp_spec_load_checked(const char *yaml, size_t len,
+                                          const char *file, const char *base,
+                                          const char *const *overrides,
+                                          int num_overrides, char *errbuf,
+                                          int errlen, svp_spec_t **spec_p)
+{
+    svp_spec_ctx_t ctx = {file, errbuf, errlen, base};
+    svp_status_t   status;
+
+    if (errbuf != NULL && errlen > 0) {
+        errbuf[0] = '\0';
+    }
+    status = svp_spec_load_text(yaml, len, file, base, overrides, num_overrides,
+                                errbuf, errlen, spec_p);
+    if (status != SVP_OK && errbuf != NULL && errlen > 0 && errbuf[0] == '\0') {
+        svp_spec_fail(&ctx, 0, 0, "%s", svp_status_string(status));
+    }
+    return status;
+}
+
 svp_status_t svp_spec_load_string(const char *yaml, const char *file,
                                   const char *const *overrides, int num_overrides,
                                   char *errbuf, int errlen, svp_spec_t **spec_p)
 {
-    return svp_spec_load_text(yaml, file, NULL, overrides, num_overrides,
-                              errbuf, errlen, spec_p);
+    return svp_spec_load_checked(yaml, strlen(yaml), file, NULL, overrides,
+                                 num_overrides, errbuf, errlen, spec_p);
+}
+
+static const char *svp_spec_file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)  ? "a directory" :
+           S_ISFIFO(mode) ? "a FIFO" :
+           S_ISCHR(mode)  ? "a character device" :
+           S_ISBLK(mode)  ? "a block device" :
+           S_ISSOCK(mode) ? "a socket" : "not a file";
+}
+
+/*
+ * Reads the spec file, only if it is a regular file within the size limit.
+ * O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise, and
+ * then the read waits for its data; the fstat that refuses it comes after
+ * the open.  A device such as /dev/zero has no size to check and never
+ * ends.
+ */
+static svp_status_t svp_spec_read_file(svp_spec_ctx_t *ctx, char **text_p,
+                                       size_t *len_p)
+{
+    struct stat st;
+    char       *text;
+    size_t      got = 0;
+    ssize_t     n;
+    int         fd, err;
+
+    fd = open(ctx->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        return svp_spec_fail(ctx, 0, 0, "cannot read the job spec: %s",
+                             strerror(errno));
+    }
+    if (fstat(fd, &st) != 0) {
+        err = errno;
+        close(fd);
+        return svp_spec_fail(ctx, 0, 0, "cannot read the job spec: %s",
+                             strerror(err));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return svp_spec_fail(ctx, 0, 0, "cannot read the job spec: not a regular "
+                             "file (%s)", svp_spec_file_kind(st.st_mode));
+    }
+    if (st.st_size > SVP_SPEC_LIMIT_BYTES) {
+        close(fd);
+        return svp_spec_fail(ctx, 0, 0, "a job spec of %lld bytes: over the size "
+                             "limit of %d bytes", (long long)st.st_size,
+                             SVP_SPEC_LIMIT_BYTES);
+    }
+    text = malloc((size_t)st.st_size + 1);
+    if (text == NULL) {
+        close(fd);
+        return svp_spec_no_memory(ctx, 0, 0, "reading the job spec");
+    }
+    /* what the size said; a file that grows meanwhile is read as it was */
+    while (got < (size_t)st.st_size) {
+        n = read(fd, text + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            err = (n < 0) ? errno : 0;
+            close(fd);
+            free(text);
+            return svp_spec_fail(ctx, 0, 0, "cannot read the job spec: %s",
+                                 err ? strerror(err) : "it shrank while read");
+        }
+        got += (size_t)n;
+    }
+    close(fd);
+    text[got] = '\0';
+    *text_p   = text;
+    *len_p    = got;
+    return SVP_OK;
 }
 
 svp_status_t svp_spec_load(const char *file, const char *const *overrides,
@@ -528,20 +1026,24 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            svp_spec_t **spec_p)
 {
     svp_spec_ctx_t ctx = {file, errbuf, errlen, NULL};
-    char          *text, *copy;
+    char          *text = NULL, *copy;
+    size_t         len = 0;
     svp_status_t   status;
 
-    status = svp_file_read_all(file, &text, NULL);
+    if (errbuf != NULL && errlen > 0) {
+        errbuf[0] = '\0';
+    }
+    status = svp_spec_read_file(&ctx, &text, &len);
     if (status != SVP_OK) {
-        return svp_spec_fail(&ctx, 0, 0, "cannot read the job spec");
+        return status;
     }
     copy = svp_strdup(file);
     if (copy == NULL) {
         free(text);
-        return SVP_ERR_NO_MEMORY;
+        return svp_spec_no_memory(&ctx, 0, 0, "reading the job spec");
     }
-    status = svp_spec_load_text(text, file, dirname(copy), overrides,
-                                num_overrides, errbuf, errlen, spec_p);
+    status = svp_spec_load_checked(text, len, file, dirname(copy), overrides,
+                                   num_overrides, errbuf, errlen, spec_p);
     free(copy);
     free(text);
     return status;

@@ -18,6 +18,29 @@
 
 #define SVP_SPEC_MAX_LIST 256
 
+/*
+ * Limits on the YAML of a job spec, checked as the parser's events arrive,
+ * before the memory or time they guard is spent; a spec over one is refused
+ * with file:line:column and the limit's name and value.  A real spec is a
+ * few KB, about a hundred nodes, three levels deep (top, section, map key),
+ * with values of at most a path (PATH_MAX, 4096) or an env value; long lists
+ * of inputs belong in manifests, which are separate files.  Each limit keeps
+ * two orders of magnitude of room over that and still bounds a hostile
+ * file: libyaml's scanner is quadratic in flow depth (100,000 levels of '['
+ * took 15-29 s), and one anchor aliased 768 times in a 1 MB file was copied
+ * into 823 MB of strings.  The spec's text, the document's nodes (at most
+ * SVP_SPEC_LIMIT_NODES of about 100 bytes) and the strings the keys copy
+ * (at most the text plus SVP_SPEC_LIMIT_ALIAS_BYTES) bound what a parse
+ * holds.
+ */
+#define SVP_SPEC_LIMIT_BYTES       (4 << 20) /* size of the spec's text */
+#define SVP_SPEC_LIMIT_DEPTH       32        /* nested lists and mappings */
+#define SVP_SPEC_LIMIT_STRING      16384     /* bytes of one value, key, anchor */
+#define SVP_SPEC_LIMIT_ENTRIES     4096      /* entries of one list or mapping */
+#define SVP_SPEC_LIMIT_NODES       16384     /* nodes, an alias's each time used */
+#define SVP_SPEC_LIMIT_ALIASES     256       /* uses of an alias (*name) */
+#define SVP_SPEC_LIMIT_ALIAS_BYTES (256 << 10) /* value bytes aliases repeat */
+
 typedef enum {
     SVP_MODEL_DUMMY = 0,
     SVP_MODEL_SVD
@@ -162,8 +185,11 @@ typedef struct {
  * the file's folder; override values and output paths are kept as given.
  * On failure a message naming file:line:column, key, expected and found is
  * copied into errbuf, or printed on stderr in that form (no log prefix) when
- * errbuf is NULL; nothing is returned and SVP_ERR_SPEC is the result.  The
- * spec is freed with svp_spec_destroy().
+ * errbuf is NULL; nothing is returned and SVP_ERR_SPEC is the result.  Only
+ * a regular file is read (a FIFO or a device is refused without waiting on
+ * it), within the SVP_SPEC_LIMIT_* above.  Running out of memory is
+ * SVP_ERR_NO_MEMORY, with a message all the same: every failure leaves one.
+ * The spec is freed with svp_spec_destroy().
  */
 svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            int num_overrides, char *errbuf, int errlen,

@@ -46,12 +46,14 @@ int                   svp_spec_is_section(const char *path);
 
 /*
  * Sets one key from a scalar string.  On failure writes "expected ..., found
- * ..." into why and returns SVP_ERR_SPEC.
+ * ..." into why and returns SVP_ERR_SPEC, or "out of memory" and
+ * SVP_ERR_NO_MEMORY: why is written whenever the result is not SVP_OK.
  */
 svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
                               const char *value, char *why, int whylen);
 
-/* Appends one element to a list key, or one entry to a map key. */
+/* Appends one element to a list key, or one entry to a map key; why as for
+ * svp_spec_key_set(). */
 svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
                                  const char *map_key, const char *value,
                                  char *why, int whylen);

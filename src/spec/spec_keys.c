@@ -339,6 +339,7 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
         }
         l->items[l->count] = svp_strdup(value);
         if (l->items[l->count] == NULL) {
+            snprintf(why, whylen, "out of memory");
             return SVP_ERR_NO_MEMORY;
         }
         l->count++;
@@ -350,6 +351,7 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
             if (strcmp(m->keys[i], map_key) == 0) {
                 char *dup = svp_strdup(value);
                 if (dup == NULL) {
+                    snprintf(why, whylen, "out of memory");
                     return SVP_ERR_NO_MEMORY;
                 }
                 free(m->values[i]);
@@ -367,6 +369,7 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
         if (m->keys[m->count] == NULL || m->values[m->count] == NULL) {
             free(m->keys[m->count]);
             free(m->values[m->count]);
+            snprintf(why, whylen, "out of memory");
             return SVP_ERR_NO_MEMORY;
         }
         m->count++;
@@ -431,6 +434,7 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
     case SVP_SPEC_T_STRING:
         copy = svp_strdup(value);
         if (copy == NULL) {
+            snprintf(why, whylen, "out of memory");
             return SVP_ERR_NO_MEMORY;
         }
         free(*(char **)field);
@@ -459,6 +463,7 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
         /* a scalar for a list: the --set form "[a, b]" or "a,b" */
         copy = svp_strdup(value);
         if (copy == NULL) {
+            snprintf(why, whylen, "out of memory");
             return SVP_ERR_NO_MEMORY;
         }
         n = svp_spec_split_list(copy, items, SVP_SPEC_MAX_LIST);
