@@ -763,6 +763,33 @@ Test(spec_limits, composer_errors_keep_libyaml_words)
     svp_spec_destroy(s);
 }
 
+/* The man page's table of limits says what the parser holds to. */
+Test(spec_limits, man_page_states_the_limits)
+{
+    const char *top = getenv("SVP_TOP_SRCDIR");
+    char        path[1024], *text, needle[8][64];
+    int         i;
+
+    if (top == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    snprintf(path, sizeof(path), "%s/doc/svdpipe-job.5", top);
+    cr_assert_eq(svp_file_read_all(path, &text, NULL), SVP_OK, "%s", path);
+    snprintf(needle[0], 64, "(%d bytes)\n", SVP_SPEC_LIMIT_BYTES);
+    snprintf(needle[1], 64, " %d levels\n", SVP_SPEC_LIMIT_DEPTH);
+    snprintf(needle[2], 64, " %d bytes\n", SVP_SPEC_LIMIT_STRING);
+    snprintf(needle[3], 64, "mapping                  %d\n", SVP_SPEC_LIMIT_ENTRIES);
+    snprintf(needle[4], 64, "used)    %d\n", SVP_SPEC_LIMIT_NODES);
+    snprintf(needle[5], 64, "(*name)                         %d\n", SVP_SPEC_LIMIT_ALIASES);
+    snprintf(needle[6], 64, "(%d bytes)\n", SVP_SPEC_LIMIT_ALIAS_BYTES);
+    snprintf(needle[7], 64, "at most %d entries", SVP_SPEC_MAX_LIST);
+    for (i = 0; i < 8; ++i) {
+        cr_expect_not_null(strstr(text, needle[i]), "doc/svdpipe-job.5 lacks '%s'",
+                           needle[i]);
+    }
+    free(text);
+}
+
 static void expect_not_regular(const char *file, const char *kind)
 {
     char        err[512] = "";
