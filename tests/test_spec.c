@@ -635,6 +635,25 @@ Test(spec_limits, alias_uses_counted)
     expect_refused(&t, "j.yaml:2:", "over the alias limit of 256");
 }
 
+/* Anchors with long names that share a prefix: each new one is compared
+ * with all before it, so their number is bounded too. */
+Test(spec_limits, anchors_counted)
+{
+    text_t t = {0};
+    char   item[32];
+    int    i;
+
+    text_add(&t, "video: {inputs: [", 1);
+    for (i = 0; i < 300; ++i) {
+        text_add(&t, "&", 1);
+        text_fill(&t, 'a', 12000);
+        snprintf(item, sizeof(item), "%d x, ", i);
+        text_add(&t, item, 1);
+    }
+    text_add(&t, "x]}\n", 1);
+    expect_refused(&t, "j.yaml:1:", "over the anchor limit of 256");
+}
+
 Test(spec_limits, long_lists_and_mappings)
 {
     text_t t = {0};
@@ -767,7 +786,7 @@ Test(spec_limits, composer_errors_keep_libyaml_words)
 Test(spec_limits, man_page_states_the_limits)
 {
     const char *top = getenv("SVP_TOP_SRCDIR");
-    char        path[1024], *text, needle[8][64];
+    char        path[1024], *text, needle[9][64];
     int         i;
 
     if (top == NULL) {
@@ -783,7 +802,9 @@ Test(spec_limits, man_page_states_the_limits)
     snprintf(needle[5], 64, "(*name)                         %d\n", SVP_SPEC_LIMIT_ALIASES);
     snprintf(needle[6], 64, "(%d bytes)\n", SVP_SPEC_LIMIT_ALIAS_BYTES);
     snprintf(needle[7], 64, "at most %d entries", SVP_SPEC_MAX_LIST);
-    for (i = 0; i < 8; ++i) {
+    snprintf(needle[8], 64, "(&name)                                 %d\n",
+             SVP_SPEC_LIMIT_ANCHORS);
+    for (i = 0; i < 9; ++i) {
         cr_expect_not_null(strstr(text, needle[i]), "doc/svdpipe-job.5 lacks '%s'",
                            needle[i]);
     }

@@ -515,6 +515,14 @@ static svp_status_t svp_spec_compose_anchor(svp_spec_composer_t *c,
                                  "(first at line %d)", MARK_LINE(first));
         }
     }
+    /* also bounds the name comparisons: each anchor and alias is looked up
+     * among all the anchors */
+    if (c->num_anchors == SVP_SPEC_LIMIT_ANCHORS) {
+        free(name);
+        return svp_spec_fail(c->ctx, (int)mark.line + 1, (int)mark.column + 1,
+                             "more than %d anchors: over the anchor limit of %d",
+                             SVP_SPEC_LIMIT_ANCHORS, SVP_SPEC_LIMIT_ANCHORS);
+    }
     if (c->num_anchors == c->max_anchors) {
         grown = realloc(c->anchors, (c->max_anchors * 2 + 8) * sizeof(*grown));
         if (grown == NULL) {

@@ -38,6 +38,7 @@
 #define SVP_SPEC_LIMIT_STRING      16384     /* bytes of one value, key, anchor */
 #define SVP_SPEC_LIMIT_ENTRIES     4096      /* entries of one list or mapping */
 #define SVP_SPEC_LIMIT_NODES       16384     /* nodes, an alias's each time used */
+#define SVP_SPEC_LIMIT_ANCHORS     256       /* anchors defined (&name) */
 #define SVP_SPEC_LIMIT_ALIASES     256       /* uses of an alias (*name) */
 #define SVP_SPEC_LIMIT_ALIAS_BYTES (256 << 10) /* value bytes aliases repeat */
 
