@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "rt/watch.h"
+#include "common/stop.h"
 #include "common/util.h"
 
 #include <pmix.h>
@@ -484,15 +485,35 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
 
 #define SVP_RT_WATCH_KEY "svp.rt.watch_address"
 
+/* Seconds between the first and the last rank's SIGTERM of one scancel that
+ * a goodbye waits (runs on the watch thread: well below its 5 s silence). */
+#define SVP_RT_STOP_SPREAD 1.0
+
 static void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
                               const char *why)
 {
     struct svp_rt *rt = arg;
     int            s  = rt->group_size;
+    double         until;
 
     if (reason == SVP_RT_WATCH_BYE_SIGNAL) {
-        /* a signal (scancel, preemption, a time limit) usually reaches every
-         * rank: this rank stops too, as the consequence, not as a new error */
+        /*
+         * scancel, a preemption or a time limit signals every rank, but not
+         * at once: on 3 nodes a neighbour's goodbye came up to 0.5 s before
+         * this rank's own SIGTERM.  Such a stop is one event, logged once
+         * per rank by its own stop report; so the goodbye waits a moment
+         * for this rank's signal.  A neighbour stopped alone is the cause
+         * this rank ends for: named at warn level, as the consequence it
+         * is, and taken as a loss so that the waits on it end now.
+         */
+        until = svp_clock_now() + SVP_RT_STOP_SPREAD;
+        while ((svp_stop_signal() == 0) && (svp_clock_now() < until)) {
+            usleep(10000);
+        }
+        if (svp_stop_signal() != 0) {
+            svp_debug("rank %d was %s too", rank, why);
+            return;
+        }
         svp_warn("rank %d was %s", rank, why);
     } else if (s > 0 && s < rt->size) {
         svp_error("rank %d of pipeline %d (ranks %d-%d) is gone: %s; the job "
