@@ -104,7 +104,9 @@ void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds);
 /*
  * Reads the blob rank published under key.  On success *data_p is a malloc'ed
  * copy the caller frees and *len_p its length; on failure neither is written.
- * SVP_ERR_NOT_FOUND when the key does not exist.
+ * SVP_ERR_NOT_FOUND when the key does not exist, SVP_ERR_TIMED_OUT when PMIx
+ * did not answer within the runtime's timeout (a rank on another node that
+ * never published: Slurm's own limit would be PMIxTimeout, 300 s).
  */
 svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
                         void **data_p, size_t *len_p);
