@@ -221,7 +221,7 @@ SH
         --set comm.deadline=3 --set output.dir="$tmp/absent" >"$tmp/absent.log" 2>&1; rc=$?
     dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
     if [ $rc -ne 0 ] && awk -v d="$dt" 'BEGIN { exit !(d < 12) }' &&
-       grep -q -E ":r0 error rank 2 never started" "$tmp/absent.log"; then
+       grep -q -E ":r0 error rank 2 on [^ ]+ never started" "$tmp/absent.log"; then
         ok "rank 2 never started (deadline 3 s): named, job ended in ${dt}s"
     else
         nok "rank 2 never started (rc=$rc, ${dt}s)" "$tmp/absent.log"

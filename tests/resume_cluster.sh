@@ -210,7 +210,7 @@ if mount -t tmpfs -o size=256k tmpfs "$mnt" 2>/dev/null; then
     dt2=$(since "$t0")
     full_ok=no
     if [ $rc2 -ne 0 ] && below "$dt2" 8 &&
-       grep -q "output directory $mnt/out: 0.[0-9] MB free, one sample needs about 2.1 MB" "$tmp/full.log"; then
+       grep -q "output directory $mnt/out: [1-9][0-9]*\.[0-9] kB free, one sample needs about 2.1 MB" "$tmp/full.log"; then
         full_ok=yes
     fi
 else

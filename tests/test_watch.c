@@ -17,13 +17,19 @@ static pthread_mutex_t lost_lock = PTHREAD_MUTEX_INITIALIZER;
 static int             lost_rank = -1;
 static char            lost_why[256];
 static double          lost_at;
+static int             lost_reason = -2;
 
-static void on_lost(void *arg, int rank, const char *why)
+/* what the child's goodbye carries besides its reason */
+static int         child_signo;
+static const char *child_text;
+
+static void on_lost(void *arg, int rank, svp_rt_watch_bye_t reason, const char *why)
 {
     (void)arg;
     pthread_mutex_lock(&lost_lock);
     if (lost_rank < 0) {
         lost_rank = rank;
+        lost_reason = (int)reason;
         snprintf(lost_why, sizeof(lost_why), "%s", why);
         lost_at = svp_clock_now();
     }
@@ -88,10 +94,10 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
                 usleep(10000);
             }
         }
-        svp_rt_watch_stop(w0, reason);
+        svp_rt_watch_stop(w0, reason, child_signo, child_text);
         _exit(0);
     }
-    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE);  /* the child's; not started here */
+    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE, 0, NULL);  /* the child's; not started here */
     cr_assert_eq(svp_rt_watch_start(w1, 1, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
     *w1_p = w1;
     return pid;
@@ -102,7 +108,7 @@ static void end_ring(pid_t pid, svp_rt_watch_t *w1)
     kill(pid, SIGKILL);
     kill(pid, SIGCONT);
     waitpid(pid, NULL, 0);
-    svp_rt_watch_stop(w1, SVP_RT_WATCH_BYE_DONE);
+    svp_rt_watch_stop(w1, SVP_RT_WATCH_BYE_DONE, 0, NULL);
 }
 
 Test(watch, early_goodbye_is_named_at_once)
@@ -124,6 +130,49 @@ Test(watch, error_goodbye_names_the_reason)
 
     cr_assert_eq(wait_lost(3), 0);
     cr_assert(strstr(lost_why, "said goodbye: failed") != NULL, "%s", lost_why);
+    end_ring(pid, w1);
+}
+
+Test(watch, error_goodbye_carries_the_error_text)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid;
+
+    child_text = "timed out";
+    pid        = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_ERROR, &w1);
+    cr_assert_eq(wait_lost(3), 0);
+    cr_assert_str_eq(lost_why, "it said goodbye: failed: timed out");
+    cr_assert_eq(lost_reason, SVP_RT_WATCH_BYE_ERROR);
+    end_ring(pid, w1);
+}
+
+/* longer text than a goodbye holds is cut, not lost, and nothing after it
+ * is taken for a second message */
+Test(watch, error_goodbye_text_is_cut_at_its_limit)
+{
+    static char     text[400];
+    svp_rt_watch_t *w1;
+    pid_t           pid;
+
+    memset(text, 'x', sizeof(text) - 1);
+    child_text = text;
+    pid        = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_ERROR, &w1);
+    cr_assert_eq(wait_lost(3), 0);
+    cr_assert_eq(strlen(lost_why), strlen("it said goodbye: failed: ") +
+                 SVP_RT_WATCH_BYE_TEXT_MAX, "%s", lost_why);
+    end_ring(pid, w1);
+}
+
+Test(watch, signal_goodbye_names_the_signal)
+{
+    svp_rt_watch_t *w1;
+    pid_t           pid;
+
+    child_signo = SIGTERM;
+    pid         = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_SIGNAL, &w1);
+    cr_assert_eq(wait_lost(3), 0);
+    cr_assert_str_eq(lost_why, "stopped by SIGTERM");
+    cr_assert_eq(lost_reason, SVP_RT_WATCH_BYE_SIGNAL);
     end_ring(pid, w1);
 }
 

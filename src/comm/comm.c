@@ -289,8 +289,10 @@ static void svp_comm_close_eps(struct svp_comm *comm)
 
     memset(&params, 0, sizeof(params));
     params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    /* A lost peer will never answer a flush: close without one. */
-    params.flags = (svp_rt_lost_rank(comm->rt) != -1) ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    /* A lost peer will never answer a flush, nor will a peer stopping on
+     * the same signal as this rank: close without one. */
+    params.flags = ((svp_rt_lost_rank(comm->rt) != -1) || (svp_stop_signal() != 0))
+                   ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     for (peer = 0; peer < comm->size; ++peer) {
         if (comm->eps[peer] == NULL) {
             continue;

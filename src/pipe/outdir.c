@@ -119,6 +119,25 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
     return status;
 }
 
+/* bytes in the largest unit that keeps the figure at 1 or more, so that a
+ * nearly full disk does not read "0.0 MB free, one sample needs 0.0 MB" */
+static void svp_pipe_outdir_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+    static const char *const units[] = {"kB", "MB", "GB", "TB"};
+    double                   v = (double)bytes;
+    int                      u = -1;
+
+    while ((v >= 1e3) && (u + 1 < (int)(sizeof(units) / sizeof(units[0])))) {
+        v /= 1e3;
+        ++u;
+    }
+    if (u < 0) {
+        snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+    } else {
+        snprintf(buf, len, "%.1f %s", v, units[u]);
+    }
+}
+
 svp_status_t svp_pipe_outdir_check(const char *dir, uint64_t bytes)
 {
     struct statvfs vfs;
@@ -152,8 +171,8 @@ svp_status_t svp_pipe_outdir_check(const char *dir, uint64_t bytes)
     }
     avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
     if (avail < bytes) {
-        snprintf(buf1, sizeof(buf1), "%.1f MB", avail / 1e6);
-        snprintf(buf2, sizeof(buf2), "%.1f MB", bytes / 1e6);
+        svp_pipe_outdir_fmt_bytes(buf1, sizeof(buf1), avail);
+        svp_pipe_outdir_fmt_bytes(buf2, sizeof(buf2), bytes);
         svp_error("output directory %s: %s free, one sample needs about %s", dir,
                   buf1, buf2);
         return SVP_ERR_IO;

@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "rt/watch.h"
+#include "common/stop.h"
 #include "common/util.h"
 
 #include <pmix.h>
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -42,13 +44,119 @@ struct svp_rt {
     int          event_fd;
     atomic_int   lost_rank;
     atomic_int   leave_reason;      /* svp_rt_leave_t */
+    atomic_int   leave_signo;       /* with SVP_RT_LEAVE_SIGNAL */
+    char         leave_text[SVP_RT_WATCH_BYE_TEXT_MAX + 1];  /* with _ERROR */
+    int          get_fd;            /* eventfd written by PMIx_Get_nb answers */
+    struct svp_rt_get *orphans;     /* gets PMIx still owes an answer */
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
     int             group_size;     /* ranks per pipeline, 0: all */
     struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
     svp_rt_kv_t *kv;                /* plain start only */
 };
 
+/*
+ * The bound on PMIx calls that wait on the launcher and cannot be made
+ * non-blocking: PMIx_Abort and PMIx_Finalize.  With one rank of 4 exited
+ * before PMIx_Init on a 3-node Slurm 22.05 cluster, both ranks of another
+ * node sat in PMIx_Abort (their slurmstepd failed to forward it) until
+ * srun -W killed them 25 s later.  A watchdog thread, armed around such a
+ * call, ends the process with the exit status it was given once the bound
+ * has passed, naming the call.
+ */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t  cond;
+    pthread_t       thread;
+    int             started;
+    unsigned        armed;        /* generation armed, 0: none */
+    unsigned        generation;
+    double          until;
+    int             exit_status;
+    const char     *what;
+} svp_rt_watchdog_t;
+
+static svp_rt_watchdog_t svp_rt_watchdog = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static void *svp_rt_watchdog_thread(void *arg)
+{
+    svp_rt_watchdog_t *wd = arg;
+    struct timespec    ts;
+    double             now;
+
+    pthread_mutex_lock(&wd->lock);
+    for (;;) {
+        while (wd->armed == 0) {
+            pthread_cond_wait(&wd->cond, &wd->lock);
+        }
+        now = svp_clock_now();
+        if (now >= wd->until) {
+            svp_error("%s did not return within its bound: exiting with "
+                      "status %d", wd->what, wd->exit_status);
+            _exit(wd->exit_status);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now          = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + (wd->until - now);
+        ts.tv_sec    = (time_t)now;
+        ts.tv_nsec   = (long)((now - (double)ts.tv_sec) * 1e9);
+        pthread_cond_timedwait(&wd->cond, &wd->lock, &ts);
+    }
+    return NULL;
+}
+
+/* Arms the watchdog for `seconds`; returns the generation to disarm. */
+static unsigned svp_rt_watchdog_arm(double seconds, const char *what,
+                                    int exit_status)
+{
+    svp_rt_watchdog_t *wd = &svp_rt_watchdog;
+    pthread_condattr_t attr;
+    unsigned           gen;
+
+    pthread_mutex_lock(&wd->lock);
+    if (!wd->started) {
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&wd->cond, &attr);
+        pthread_condattr_destroy(&attr);
+        if (pthread_create(&wd->thread, NULL, svp_rt_watchdog_thread, wd) != 0) {
+            pthread_mutex_unlock(&wd->lock);
+            svp_warn("cannot start the runtime watchdog: %s is not bounded", what);
+            return 0;
+        }
+        pthread_detach(wd->thread);
+        wd->started = 1;
+    }
+    gen = ++wd->generation;
+    if (gen == 0) {
+        gen = ++wd->generation;
+    }
+    wd->armed       = gen;
+    wd->until       = svp_clock_now() + seconds;
+    wd->what        = what;
+    wd->exit_status = exit_status;
+    pthread_cond_signal(&wd->cond);
+    pthread_mutex_unlock(&wd->lock);
+    return gen;
+}
+
+static void svp_rt_watchdog_disarm(unsigned gen)
+{
+    svp_rt_watchdog_t *wd = &svp_rt_watchdog;
+
+    pthread_mutex_lock(&wd->lock);
+    if ((gen != 0) && (wd->armed == gen)) {
+        wd->armed = 0;
+    }
+    pthread_mutex_unlock(&wd->lock);
+}
+
+/* Seconds PMIx_Abort and PMIx_Finalize may take: both talk only to this
+ * node's slurmstepd, which answered within 20 ms when it answered at all. */
+#define SVP_RT_LOCAL_BOUND 1.5
+
 static void svp_rt_fence_free(struct svp_rt_fence *fence);
+static void svp_rt_get_free_orphans(struct svp_rt *rt);
 
 static svp_status_t svp_rt_status_from_pmix(pmix_status_t rc)
 {
@@ -211,24 +319,203 @@ static void svp_rt_event_handler(size_t evhdlr_registration_id,
     }
 }
 
+/*
+ * A PMIx_Get_nb in flight.  PMIx_Get blocks inside PMIx, and under Slurm's
+ * mpi/pmix_v4 (22.05) a key of a rank on another node is fetched from that
+ * node (direct modex) without regard to PMIX_TIMEOUT: with that rank
+ * stopped 0.1 s after launch, PMIx_Get(PMIX_TIMEOUT=2) returned only when
+ * Slurm's own PMIxTimeout (300 s) ran out.  So every get is started with
+ * PMIx_Get_nb and waited for against our own bound; one PMIx has not
+ * answered by then stays with the runtime (rt->orphans) until PMIx_Finalize,
+ * as its callback may still come.
+ */
+typedef struct svp_rt_get {
+    struct svp_rt_get *next;
+    int                fd;          /* the runtime's get_fd */
+    atomic_int         done;
+    pmix_status_t      status;
+    pmix_value_t      *val;         /* a copy of the answer, on success */
+} svp_rt_get_t;
+
+static void svp_rt_get_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    svp_rt_get_t *get = cbdata;
+    uint64_t      one = 1;
+
+    /* kv belongs to PMIx and is gone after we return: keep a copy */
+    if ((status == PMIX_SUCCESS) && (kv != NULL)) {
+        PMIX_VALUE_CREATE(get->val, 1);
+        if (get->val == NULL) {
+            status = PMIX_ERR_NOMEM;
+        } else if ((status = PMIx_Value_xfer(get->val, kv)) != PMIX_SUCCESS) {
+            PMIX_VALUE_RELEASE(get->val);
+        }
+    } else if (status == PMIX_SUCCESS) {
+        status = PMIX_ERR_NOT_FOUND;
+    }
+    get->status = status;
+    atomic_store(&get->done, 1);
+    if (write(get->fd, &one, sizeof(one)) != sizeof(one)) {
+        svp_warn("write to the runtime get fd failed: %m");
+    }
+}
+
+static svp_status_t svp_rt_get_start(struct svp_rt *rt, pmix_rank_t rank,
+                                     const char *key, svp_rt_get_t **get_p)
+{
+    svp_rt_get_t *get;
+    pmix_proc_t   proc;
+    pmix_status_t rc;
+
+    get = calloc(1, sizeof(*get));
+    if (get == NULL) {
+        svp_error("out of memory asking for key '%s'", key);
+        return SVP_ERR_NO_MEMORY;
+    }
+    get->fd = rt->get_fd;
+    atomic_init(&get->done, 0);
+    PMIX_LOAD_PROCID(&proc, rt->proc.nspace, rank);
+    rc = PMIx_Get_nb(&proc, key, NULL, 0, svp_rt_get_cb, get);
+    if (rc != PMIX_SUCCESS) {
+        free(get);
+        return svp_rt_status_from_pmix(rc);
+    }
+    *get_p = get;
+    return SVP_OK;
+}
+
+/*
+ * Waits until every one of the n gets has its answer, or until `until`;
+ * the gets still unanswered then go to the orphans (gets[i] set to NULL).
+ * Returns how many were answered.
+ */
+static int svp_rt_get_wait(struct svp_rt *rt, svp_rt_get_t **gets, int n,
+                           double until)
+{
+    struct pollfd pfd = { .fd = rt->get_fd, .events = POLLIN };
+    uint64_t      count;
+    double        left;
+    int           i, answered;
+
+    for (;;) {
+        for (i = 0, answered = 0; i < n; ++i) {
+            answered += (gets[i] == NULL) || atomic_load(&gets[i]->done);
+        }
+        left = until - svp_clock_now();
+        if ((answered == n) || (left <= 0)) {
+            break;
+        }
+        if ((poll(&pfd, 1, (int)(left * 1e3) + 1) < 0) && (errno != EINTR)) {
+            svp_error("poll while waiting for PMIx failed: %m");
+            break;
+        }
+        /* answers may race with this read: the flags are read again after */
+        if (read(rt->get_fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+            svp_warn("read of the runtime get fd failed: %m");
+        }
+    }
+    for (i = 0, answered = 0; i < n; ++i) {
+        if (gets[i] == NULL) {
+            continue;
+        }
+        if (atomic_load(&gets[i]->done)) {
+            ++answered;
+        } else {
+            gets[i]->next = rt->orphans;
+            rt->orphans   = gets[i];
+            gets[i]       = NULL;
+        }
+    }
+    return answered;
+}
+
+/* Frees an answered get and whatever it holds. */
+static void svp_rt_get_free(svp_rt_get_t *get)
+{
+    if (get != NULL) {
+        if (get->val != NULL) {
+            PMIX_VALUE_RELEASE(get->val);
+        }
+        free(get);
+    }
+}
+
+/* Only once PMIx can call back no more (after PMIx_Finalize). */
+static void svp_rt_get_free_orphans(struct svp_rt *rt)
+{
+    svp_rt_get_t *get;
+
+    while ((get = rt->orphans) != NULL) {
+        rt->orphans = get->next;
+        svp_rt_get_free(get);
+    }
+}
+
+/* PMIx_Get, bounded by timeout seconds (see svp_rt_get_t). */
 static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
                                      const char *key, svp_log_level_t level,
-                                     pmix_value_t **val_p)
+                                     double timeout, pmix_value_t **val_p)
 {
-    pmix_proc_t proc;
+    svp_rt_get_t *get;
+    svp_status_t  status;
 
-    PMIX_LOAD_PROCID(&proc, rt->proc.nspace, rank);
-    return SVP_RT_PMIX_FUNC(PMIx_Get(&proc, key, NULL, 0, val_p), level);
+    status = svp_rt_get_start(rt, rank, key, &get);
+    if (status != SVP_OK) {
+        svp_log(level, "PMIx_Get_nb of '%s' failed: %s", key,
+                svp_status_string(status));
+        return status;
+    }
+    if (svp_rt_get_wait(rt, &get, 1, svp_clock_now() + timeout) == 0) {
+        svp_log(level, "PMIx_Get of '%s' of rank %d: no answer within %.0f s",
+                key, (int)rank, timeout);
+        return SVP_ERR_TIMED_OUT;
+    }
+    if (get->status != PMIX_SUCCESS) {
+        svp_log(level, "PMIx_Get of '%s' of rank %d failed: %s", key, (int)rank,
+                PMIx_Error_string(get->status));
+        status = svp_rt_status_from_pmix(get->status);
+        svp_rt_get_free(get);
+        return status;
+    }
+    *val_p   = get->val;
+    get->val = NULL;
+    svp_rt_get_free(get);
+    return SVP_OK;
 }
 
 #define SVP_RT_WATCH_KEY "svp.rt.watch_address"
 
-static void svp_rt_watch_lost(void *arg, int rank, const char *why)
+/* Seconds between the first and the last rank's SIGTERM of one scancel that
+ * a goodbye waits (runs on the watch thread: well below its 5 s silence). */
+#define SVP_RT_STOP_SPREAD 1.0
+
+static void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
+                              const char *why)
 {
     struct svp_rt *rt = arg;
     int            s  = rt->group_size;
+    double         until;
 
-    if (s > 0 && s < rt->size) {
+    if (reason == SVP_RT_WATCH_BYE_SIGNAL) {
+        /*
+         * scancel, a preemption or a time limit signals every rank, but not
+         * at once: on 3 nodes a neighbour's goodbye came up to 0.5 s before
+         * this rank's own SIGTERM.  Such a stop is one event, logged once
+         * per rank by its own stop report; so the goodbye waits a moment
+         * for this rank's signal.  A neighbour stopped alone is the cause
+         * this rank ends for: named at warn level, as the consequence it
+         * is, and taken as a loss so that the waits on it end now.
+         */
+        until = svp_clock_now() + SVP_RT_STOP_SPREAD;
+        while ((svp_stop_signal() == 0) && (svp_clock_now() < until)) {
+            usleep(10000);
+        }
+        if (svp_stop_signal() != 0) {
+            svp_debug("rank %d was %s too", rank, why);
+            return;
+        }
+        svp_warn("rank %d was %s", rank, why);
+    } else if (s > 0 && s < rt->size) {
         svp_error("rank %d of pipeline %d (ranks %d-%d) is gone: %s; the job "
                   "ends", rank, rank / s, rank / s * s, rank / s * s + s - 1, why);
     } else {
@@ -251,42 +538,158 @@ void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
     }
 }
 
-/*
- * After the first fence failed: which ranks never published their watch
- * address, i.e. never started (exited before PMIx_Init, or were never
- * launched)?  Each is asked for with a short timeout; at most 8 are named,
- * so that a job of thousands whose launch failed is not probed for hours.
- */
-static void svp_rt_name_absent(struct svp_rt *rt, const char *key)
+void svp_rt_set_leave_signal(svp_rt_h rt, int signo)
 {
-    pmix_value_t *val;
-    pmix_proc_t   proc;
-    pmix_info_t   info;
-    char          list[256];
-    size_t        n = 0;
-    int           r, absent = 0, t = 2;
+    if (rt != NULL) {
+        atomic_store(&rt->leave_signo, signo);
+        atomic_store(&rt->leave_reason, (int)SVP_RT_LEAVE_SIGNAL);
+    }
+}
+
+void svp_rt_set_leave_error(svp_rt_h rt, const char *text)
+{
+    if (rt != NULL) {
+        snprintf(rt->leave_text, sizeof(rt->leave_text), "%s",
+                 text != NULL ? text : "");
+        atomic_store(&rt->leave_reason, (int)SVP_RT_LEAVE_ERROR);
+    }
+}
+
+/* Ranks probed for by svp_rt_name_absent, and named at most. */
+#define SVP_RT_ABSENT_PROBE 256
+#define SVP_RT_ABSENT_NAMED 8
+
+/*
+ * Seconds the probe waits for the ranks that did arrive to answer.  A rank
+ * of this node answers at once, and under mpirun or a healthy Slurm a rank
+ * of another node answers through the direct modex in a few ms; an absent
+ * one never does, so this is all the time the probe adds to a failed start.
+ */
+#define SVP_RT_ABSENT_WAIT 1.5
+
+/*
+ * The node of rank, from PMIx's job info: this node's server holds the map
+ * of the whole job (Slurm and mpirun both register PMIX_NODE_MAP and
+ * PMIX_PROC_MAP), so neither call asks another node.  "?" when unknown.
+ */
+static void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len)
+{
+    char       *nodes = NULL, *save = NULL, *node;
+    pmix_proc_t *procs;
+    size_t      nprocs, i;
+    int         found = 0;
+
+    snprintf(buf, len, "?");
+    if (PMIx_Resolve_nodes(rt->proc.nspace, &nodes) != PMIX_SUCCESS ||
+        nodes == NULL) {
+        return;
+    }
+    for (node = strtok_r(nodes, ",", &save); (node != NULL) && !found;
+         node = strtok_r(NULL, ",", &save)) {
+        if (PMIx_Resolve_peers(node, rt->proc.nspace, &procs, &nprocs) !=
+            PMIX_SUCCESS) {
+            continue;
+        }
+        for (i = 0; i < nprocs; ++i) {
+            if ((int)procs[i].rank == rank) {
+                snprintf(buf, len, "%s", node);
+                found = 1;
+            }
+        }
+        PMIX_PROC_FREE(procs, nprocs);
+    }
+    free(nodes);
+}
+
+/*
+ * After a start-up step failed: which ranks are missing?  The key (the
+ * watch address) of every other rank is asked for at once, without
+ * blocking; the ranks that answered within SVP_RT_ABSENT_WAIT arrived.  A
+ * rank of this node that did not answer never started: this node's PMIx
+ * server holds whatever its own ranks committed.  A rank of another node is
+ * asked of that node's server, which may itself not answer: on a local
+ * 3-node Slurm 22.05 cluster whose step had lost a rank before PMIx_Init,
+ * no rank of another node answered, present or not.  So such a rank is
+ * named as not answering, with both readings.  The others are named with
+ * their node and what they were last seen doing (`seen`).  At most
+ * launch failed does not flood the network.  A short list goes to list
+ * (for the abort).
+ */
+static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
+                               const char *what, const char *seen,
+                               char *list, size_t len)
+{
+    svp_rt_get_t *gets[SVP_RT_ABSENT_PROBE];
+    int           ranks[SVP_RT_ABSENT_PROBE];
+    char          node[PMIX_MAX_NSLEN + 1], here[PMIX_MAX_NSLEN + 1];
+    size_t        used = 0;
+    int           r, n = 0, i, absent = 0;
+    double        until = svp_clock_now() + SVP_RT_ABSENT_WAIT;
 
     list[0] = '\0';
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &t, PMIX_INT);
-    for (r = 0; (r < rt->size) && (absent < 8); ++r) {
+    for (r = 0; (r < rt->size) && (n < SVP_RT_ABSENT_PROBE); ++r) {
         if (r == rt->rank) {
             continue;
         }
-        PMIX_LOAD_PROCID(&proc, rt->proc.nspace, (pmix_rank_t)r);
-        if (PMIx_Get(&proc, key, &info, 1, &val) == PMIX_SUCCESS) {
-            PMIX_VALUE_RELEASE(val);
+        ranks[n] = r;
+        if (svp_rt_get_start(rt, (pmix_rank_t)r, key, &gets[n]) != SVP_OK) {
+            gets[n] = NULL;     /* counted absent below */
+        }
+        ++n;
+    }
+    svp_rt_get_wait(rt, gets, n, until);
+    svp_rt_node_of(rt, rt->rank, here, sizeof(here));
+    for (i = 0; i < n; ++i) {
+        if ((gets[i] != NULL) && (gets[i]->status == PMIX_SUCCESS)) {
+            svp_rt_get_free(gets[i]);
             continue;
         }
-        ++absent;
-        if (n < sizeof(list)) {
-            n += snprintf(list + n, sizeof(list) - n, "%s%d", n > 0 ? ", " : "", r);
+        svp_rt_get_free(gets[i]);
+        if (++absent > SVP_RT_ABSENT_NAMED) {
+            continue;
+        }
+        svp_rt_node_of(rt, ranks[i], node, sizeof(node));
+        if (strcmp(node, here) == 0) {
+            svp_error("rank %d on %s never started: %s (%s)", ranks[i], node,
+                      what, seen);
+        } else {
+            svp_error("rank %d on %s never started or its node did not answer: "
+                      "%s (%s)", ranks[i], node, what, seen);
+        }
+        if (used < len) {
+            used += snprintf(list + used, len - used, "%s%d on %s",
+                             used > 0 ? ", " : "", ranks[i], node);
         }
     }
-    PMIX_INFO_DESTRUCT(&info);
-    if (absent > 0) {
-        svp_error("rank%s %s never started: no neighbour-watch address after "
-                  "%.0f s", absent > 1 ? "s" : "", list, rt->timeout);
+    if (absent > SVP_RT_ABSENT_NAMED) {
+        svp_error("and %d more rank(s) never started", absent - SVP_RT_ABSENT_NAMED);
     }
+}
+
+/*
+ * A start that failed for want of a peer ends the whole job now: the
+ * missing rank may be stopped or sleeping, and the launcher would wait for
+ * it until its own limit (srun -W, or forever).  PMIx_Abort only talks to
+ * this node's server; Slurm then kills the step within ~10 ms.
+ */
+static void svp_rt_abort_start(struct svp_rt *rt, svp_status_t status,
+                               const char *list)
+{
+    char     msg[768];
+    unsigned gen;
+
+    if (list[0] != '\0') {
+        snprintf(msg, sizeof(msg), "svdworker rank %d: the job did not start "
+                 "within %.0f s; missing: rank(s) %s", rt->rank, rt->timeout, list);
+    } else {
+        snprintf(msg, sizeof(msg), "svdworker rank %d: the job did not start: %s",
+                 rt->rank, svp_status_string(status));
+    }
+    gen = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Abort",
+                              svp_status_exit_code(status));
+    SVP_RT_PMIX_FUNC(PMIx_Abort(svp_status_exit_code(status), msg, NULL, 0),
+                     SVP_LOG_LEVEL_WARN);
+    svp_rt_watchdog_disarm(gen);
 }
 
 /* Connects the neighbour watch (see watch.h): publish, fence, connect. */
@@ -296,6 +699,7 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     void        *next_addr;
     size_t       len;
     svp_status_t status;
+    char         list[256], what[96], node[PMIX_MAX_NSLEN + 1];
     int          next = (rt->rank + 1) % rt->size;
     int          prev = (rt->rank + rt->size - 1) % rt->size;
 
@@ -303,27 +707,41 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     if (status != SVP_OK) {
         return status;
     }
+    list[0] = '\0';
+    snprintf(what, sizeof(what), "no neighbour-watch address after %.0f s",
+             rt->timeout);
     status = svp_rt_put(rt, SVP_RT_WATCH_KEY, addr, strlen(addr) + 1);
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
-        if (status != SVP_OK) {
-            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY);
+        if ((status == SVP_ERR_TIMED_OUT) || (status == SVP_ERR_PEER_LOST)) {
+            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY, what,
+                               "not seen since launch", list, sizeof(list));
         }
     }
     if (status == SVP_OK) {
         status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
     }
     if (status != SVP_OK) {
-        svp_rt_watch_stop(rt->watch, SVP_RT_WATCH_BYE_ERROR);
+        svp_rt_watch_stop(rt->watch, SVP_RT_WATCH_BYE_ERROR, 0,
+                          svp_status_string(status));
         rt->watch = NULL;
+        svp_rt_abort_start(rt, status, list);
         return status;
     }
     ((char *)next_addr)[len > 0 ? len - 1 : 0] = '\0';
     status = svp_rt_watch_start(rt->watch, rt->rank, prev, next, next_addr,
                                 rt->timeout, svp_rt_watch_lost, rt);
     free(next_addr);
+    if (status == SVP_ERR_TIMED_OUT) {
+        svp_rt_node_of(rt, prev, node, sizeof(node));
+        svp_error("rank %d on %s never connected its neighbour watch within "
+                  "%.0f s (last seen publishing its address)", prev, node,
+                  rt->timeout);
+        snprintf(list, sizeof(list), "%d on %.200s", prev, node);
+    }
     if (status != SVP_OK) {
         rt->watch = NULL;   /* svp_rt_watch_start destroyed it */
+        svp_rt_abort_start(rt, status, list);
     }
     return status;
 }
@@ -333,10 +751,17 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     pmix_value_t *val;
     svp_status_t  status;
     pmix_status_t rc;
+    unsigned      gen;
 
     status = SVP_RT_PMIX_FUNC_ERR(PMIx_Init(&rt->proc, NULL, 0));
     if (status != SVP_OK) {
         return status;
+    }
+    rt->get_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rt->get_fd < 0) {
+        svp_error("eventfd failed: %m");
+        status = SVP_ERR_NO_MEMORY;
+        goto err_finalize;
     }
 
     /* PMIx_Get(PMIX_RANK) answers "not found" under both srun and mpirun:
@@ -344,7 +769,7 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     rt->rank = (int)rt->proc.rank;
 
     status = svp_rt_get_value(rt, PMIX_RANK_WILDCARD, PMIX_JOB_SIZE,
-                              SVP_LOG_LEVEL_ERROR, &val);
+                              SVP_LOG_LEVEL_ERROR, rt->timeout, &val);
     if (status != SVP_OK) {
         goto err_finalize;
     }
@@ -353,12 +778,12 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
 
     /* PMIX_LOCAL_SIZE is a job-level key: asked of the wildcard rank. */
     if (svp_rt_get_value(rt, PMIX_RANK_WILDCARD, PMIX_LOCAL_SIZE,
-                         SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
+                         SVP_LOG_LEVEL_DEBUG, rt->timeout, &val) == SVP_OK) {
         rt->local_size = (int)val->data.uint32;
         PMIX_VALUE_RELEASE(val);
     }
     if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK,
-                         SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) {
+                         SVP_LOG_LEVEL_DEBUG, rt->timeout, &val) == SVP_OK) {
         rt->local_rank = (int)val->data.uint16;
         PMIX_VALUE_RELEASE(val);
     }
@@ -366,7 +791,7 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     /* Slurm names the node here (several slurmd on one machine get
      * different names); fall back to the machine's own name. */
     if ((svp_rt_get_value(rt, rt->proc.rank, PMIX_HOSTNAME,
-                          SVP_LOG_LEVEL_DEBUG, &val) == SVP_OK) &&
+                          SVP_LOG_LEVEL_DEBUG, rt->timeout, &val) == SVP_OK) &&
         (val->type == PMIX_STRING) && (val->data.string != NULL)) {
         snprintf(rt->hostname, sizeof(rt->hostname), "%s", val->data.string);
         PMIX_VALUE_RELEASE(val);
@@ -408,7 +833,14 @@ err_close_fd:
     svp_rt_instance = NULL;
     close(rt->event_fd);
 err_finalize:
+    gen = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Finalize",
+                              svp_status_exit_code(status));
     PMIx_Finalize(NULL, 0);
+    svp_rt_watchdog_disarm(gen);
+    svp_rt_get_free_orphans(rt);
+    if (rt->get_fd >= 0) {
+        close(rt->get_fd);
+    }
     return status;
 }
 
@@ -425,12 +857,14 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     rt->size       = 1;
     rt->local_size = 1;
     rt->event_fd   = -1;
+    rt->get_fd     = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_GROUP)) {
         rt->group_size = params->group_size;
     }
     atomic_init(&rt->leave_reason, SVP_RT_LEAVE_EARLY);
+    atomic_init(&rt->leave_signo, 0);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_TIMEOUT)) {
         rt->timeout = params->timeout;
     }
@@ -460,19 +894,30 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
 void svp_rt_cleanup(svp_rt_h rt)
 {
     svp_rt_kv_t *kv;
+    unsigned     gen;
+    int          reason;
 
     if (rt == NULL) {
         return;
     }
     if (!rt->plain) {
-        svp_rt_watch_stop(rt->watch, atomic_load(&rt->leave_reason));
+        svp_rt_watch_stop(rt->watch, atomic_load(&rt->leave_reason),
+                          atomic_load(&rt->leave_signo), rt->leave_text);
         if (rt->evhdlr_registered) {
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }
+        reason = atomic_load(&rt->leave_reason);
+        gen    = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Finalize",
+                                     (reason == SVP_RT_LEAVE_SIGNAL) ?
+                                     128 + atomic_load(&rt->leave_signo) :
+                                     SVP_EXIT_JOB_FATAL);
         SVP_RT_PMIX_FUNC(PMIx_Finalize(NULL, 0), SVP_LOG_LEVEL_WARN);
+        svp_rt_watchdog_disarm(gen);
         svp_rt_fence_free(rt->fence);
+        svp_rt_get_free_orphans(rt);
         svp_rt_instance = NULL;
         close(rt->event_fd);
+        close(rt->get_fd);
     }
     while ((kv = rt->kv) != NULL) {
         rt->kv = kv->next;
@@ -773,7 +1218,7 @@ svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
         val = NULL;
     } else {
         status = svp_rt_get_value(rt, (pmix_rank_t)rank, key,
-                                  SVP_LOG_LEVEL_DEBUG, &val);
+                                  SVP_LOG_LEVEL_DEBUG, rt->timeout, &val);
         if (status != SVP_OK) {
             svp_error("key '%s' of rank %d: %s", key, rank,
                       svp_status_string(status));
@@ -807,13 +1252,17 @@ svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
 
 void svp_rt_abort(svp_rt_h rt, int exit_status, const char *message)
 {
+    unsigned gen;
+
     if (rt->plain) {
         svp_error("abort (exit status %d): %s", exit_status, message);
         return;
     }
     /* Slurm kills the rest of the step about 10 ms after this. */
+    gen = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Abort", exit_status);
     SVP_RT_PMIX_FUNC(PMIx_Abort(exit_status, message, NULL, 0),
                      SVP_LOG_LEVEL_WARN);
+    svp_rt_watchdog_disarm(gen);
 }
 
 int svp_rt_lost_rank(svp_rt_h rt)

@@ -8,6 +8,11 @@
  * the process is rank 0 of 1 and keys live in a local table, so the same code
  * runs as one plain process.
  *
+ * Start-up: every wait is bounded by the timeout (comm.deadline).  A start
+ * that fails for want of a rank names the missing ranks with their nodes and
+ * ends the whole job (PMIx_Abort), so that a rank stopped or hung before it
+ * joined does not keep the job waiting until the launcher's own limit.
+ *
  * Peer failure: the runtime listens for the launcher's process-termination
  * events and records the first rank reported lost.  svp_rt_lost_rank() reads
  * it, and svp_rt_event_fd() becomes readable when it happens, so a wait that
@@ -99,7 +104,9 @@ void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds);
 /*
  * Reads the blob rank published under key.  On success *data_p is a malloc'ed
  * copy the caller frees and *len_p its length; on failure neither is written.
- * SVP_ERR_NOT_FOUND when the key does not exist.
+ * SVP_ERR_NOT_FOUND when the key does not exist, SVP_ERR_TIMED_OUT when PMIx
+ * did not answer within the runtime's timeout (a rank on another node that
+ * never published: Slurm's own limit would be PMIxTimeout, 300 s).
  */
 svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
                         void **data_p, size_t *len_p);
@@ -137,5 +144,13 @@ typedef enum {
 /* Sets the reason svp_rt_cleanup() gives; the last call wins.  Safe from a
  * signal handler. */
 void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason);
+
+/* SVP_RT_LEAVE_SIGNAL, naming the signal: the neighbours log "rank 3 was
+ * stopped by SIGTERM" at warn level.  Safe from a signal handler. */
+void svp_rt_set_leave_signal(svp_rt_h rt, int signo);
+
+/* SVP_RT_LEAVE_ERROR with the error's one-line text (copied, cut at 160
+ * bytes): the neighbours log "it said goodbye: failed: <text>". */
+void svp_rt_set_leave_error(svp_rt_h rt, const char *text);
 
 #endif

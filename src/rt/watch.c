@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <arpa/inet.h>
@@ -15,6 +16,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SVP_RT_WATCH_BYE  'B'    /* followed by a svp_rt_watch_bye_t byte */
+/*
+ * A goodbye is 'B' and a svp_rt_watch_bye_t byte; "stopped by a signal"
+ * adds the signal number (one byte), "failed" a length byte and that many
+ * bytes of the error's text.  Sent in one send() of at most 163 bytes.
+ */
+#define SVP_RT_WATCH_BYE  'B'
 #define SVP_RT_WATCH_BEAT 'H'
 
 enum {
@@ -221,22 +228,81 @@ const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason)
     }
 }
 
-/* Reports slot s lost and closes it: nothing more is to be learnt from it. */
-static void svp_rt_watch_drop(svp_rt_watch_t *watch, int s, const char *why)
+/* Reports slot s lost (unless why is NULL) and closes it: nothing more is
+ * to be learnt from it. */
+static void svp_rt_watch_drop(svp_rt_watch_t *watch, int s,
+                              svp_rt_watch_bye_t reason, const char *why)
 {
     if (why != NULL) {
-        watch->cb(watch->arg, watch->ranks[s], why);
+        watch->cb(watch->arg, watch->ranks[s], reason, why);
     }
     close(watch->fds[s]);
     watch->fds[s] = -1;
 }
 
+/* Bytes a goodbye takes, as far as the first have bytes of it tell. */
+static size_t svp_rt_watch_bye_len(const unsigned char *bye, size_t have)
+{
+    if (have < 2) {
+        return 2;
+    }
+    if (bye[1] == SVP_RT_WATCH_BYE_SIGNAL) {
+        return 3;
+    }
+    if (bye[1] == SVP_RT_WATCH_BYE_ERROR) {
+        return (have < 3) ? 3 : 3 + (size_t)bye[2];
+    }
+    return 2;
+}
+
+/*
+ * The rest of a goodbye whose first have bytes are in bye: it was sent in
+ * one send(), so it is there or about to be; 0.2 s is ample even on a loaded
+ * node.  Returns the bytes held, fewer than asked when the peer sent less
+ * (then it is read as far as it goes).
+ */
+static size_t svp_rt_watch_bye_rest(int fd, unsigned char *bye, size_t have)
+{
+    double  until = svp_clock_now() + 0.2;
+    size_t  need;
+    ssize_t got;
+
+    while (have < (need = svp_rt_watch_bye_len(bye, have))) {
+        if (svp_rt_watch_poll(fd, POLLIN, until) != 0) {
+            break;
+        }
+        got = recv(fd, bye + have, need - have, MSG_DONTWAIT);
+        if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
+            continue;
+        }
+        if (got <= 0) {
+            break;
+        }
+        have += (size_t)got;
+    }
+    return have;
+}
+
+/* "stopped by SIGTERM" for a signal number. */
+static void svp_rt_watch_signal_name(char *buf, size_t len, int signo)
+{
+    const char *abbrev = (signo > 0) ? sigabbrev_np(signo) : NULL;
+
+    if (abbrev != NULL) {
+        snprintf(buf, len, "SIG%s", abbrev);
+    } else {
+        snprintf(buf, len, "signal %d", signo);
+    }
+}
+
 /* Reads what slot s has: heartbeats, a goodbye, or end-of-file. */
 static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
 {
-    unsigned char buf[64];
-    char          why[128];
+    unsigned char buf[64], bye[3 + 255];
+    char          why[96 + SVP_RT_WATCH_BYE_TEXT_MAX], sig[32];
     ssize_t       got, i;
+    size_t        have;
+    int           reason;
 
     got = recv(watch->fds[s], buf, sizeof(buf), MSG_DONTWAIT);
     if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
@@ -245,7 +311,7 @@ static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
     if (got <= 0) {
         snprintf(why, sizeof(why), "its connection closed without a goodbye (%s)",
                  got == 0 ? "end of file" : strerror(errno));
-        svp_rt_watch_drop(watch, s, why);
+        svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
         return;
     }
     watch->last[s] = now;
@@ -256,18 +322,32 @@ static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
         if (buf[i] != SVP_RT_WATCH_BYE) {
             snprintf(why, sizeof(why), "it sent 0x%02x on the neighbour watch",
                      buf[i]);
-            svp_rt_watch_drop(watch, s, why);
+            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
             return;
         }
-        /* the reason follows the goodbye byte; a goodbye cut short (an old
-         * peer) counts as done, as it did before reasons were sent */
-        if ((i + 1 < got) && (buf[i + 1] != SVP_RT_WATCH_BYE_DONE)) {
-            snprintf(why, sizeof(why), "it said goodbye: %s",
-                     svp_rt_watch_bye_string(buf[i + 1]));
-            svp_rt_watch_drop(watch, s, why);
-        } else {
+        have = SVP_MIN((size_t)(got - i), sizeof(bye));
+        memcpy(bye, buf + i, have);
+        have   = svp_rt_watch_bye_rest(watch->fds[s], bye, have);
+        /* a goodbye cut short (an old peer) counts as done, as it did
+         * before reasons were sent */
+        reason = (have >= 2) ? bye[1] : SVP_RT_WATCH_BYE_DONE;
+        if (reason == SVP_RT_WATCH_BYE_DONE) {
             svp_debug("rank %d finished normally", watch->ranks[s]);
-            svp_rt_watch_drop(watch, s, NULL);
+            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_DONE, NULL);
+        } else if ((reason == SVP_RT_WATCH_BYE_SIGNAL) && (have >= 3)) {
+            svp_rt_watch_signal_name(sig, sizeof(sig), bye[2]);
+            snprintf(why, sizeof(why), "stopped by %s", sig);
+            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_SIGNAL, why);
+        } else if ((reason == SVP_RT_WATCH_BYE_ERROR) && (have > 3)) {
+            snprintf(why, sizeof(why), "it said goodbye: failed: %.*s",
+                     (int)SVP_MIN(have - 3, (size_t)bye[2]), (const char *)bye + 3);
+            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_ERROR, why);
+        } else {
+            snprintf(why, sizeof(why), "it said goodbye: %s",
+                     svp_rt_watch_bye_string(reason));
+            svp_rt_watch_drop(watch, s,
+                              (reason <= SVP_RT_WATCH_BYE_SIGNAL) ? reason
+                              : SVP_RT_WATCH_BYE_NONE, why);
         }
         return;
     }
@@ -304,7 +384,7 @@ static void *svp_rt_watch_thread(void *ctx)
                 snprintf(why, sizeof(why),
                          "it sent no heartbeat for %.1f s (stopped or hung)",
                          now - watch->last[s]);
-                svp_rt_watch_drop(watch, s, why);
+                svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
             }
         }
 
@@ -366,9 +446,11 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
     }
 
     if (svp_rt_watch_poll(watch->listen_fd, POLLIN, until) != 0) {
-        svp_error("rank %d did not connect to the neighbour watch within %.0f s",
+        svp_debug("rank %d did not connect to the neighbour watch within %.0f s",
                   prev, timeout);
-        goto err_stop;
+        svp_rt_watch_stop(watch, SVP_RT_WATCH_BYE_ERROR, 0,
+                          "its neighbour watch could not start");
+        return SVP_ERR_TIMED_OUT;
     }
     fd = accept4(watch->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -399,18 +481,30 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
     return SVP_OK;
 
 err_stop:
-    svp_rt_watch_stop(watch, SVP_RT_WATCH_BYE_ERROR);
+    svp_rt_watch_stop(watch, SVP_RT_WATCH_BYE_ERROR, 0,
+                      "its neighbour watch could not start");
     return SVP_ERR_RUNTIME;
 }
 
-void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason)
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
+                       int signo, const char *text)
 {
-    uint64_t one = 1;
-    char     bye[2] = { SVP_RT_WATCH_BYE, (char)reason };
-    int      s;
+    uint64_t      one = 1;
+    unsigned char bye[3 + SVP_RT_WATCH_BYE_TEXT_MAX] = { SVP_RT_WATCH_BYE,
+                                                         (unsigned char)reason };
+    size_t        len = 2, n;
+    int           s;
 
     if (watch == NULL) {
         return;
+    }
+    if ((reason == SVP_RT_WATCH_BYE_SIGNAL) && (signo > 0) && (signo < 256)) {
+        bye[len++] = (unsigned char)signo;
+    } else if ((reason == SVP_RT_WATCH_BYE_ERROR) && (text != NULL)) {
+        n          = SVP_MIN(strlen(text), (size_t)SVP_RT_WATCH_BYE_TEXT_MAX);
+        bye[len++] = (unsigned char)n;
+        memcpy(bye + len, text, n);
+        len += n;
     }
     if (watch->thread_started) {
         if (write(watch->stop_fd, &one, sizeof(one)) != sizeof(one)) {
@@ -422,7 +516,7 @@ void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason)
     for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
         if (watch->fds[s] >= 0) {
             /* MSG_NOSIGNAL: a neighbour already gone must not SIGPIPE us */
-            (void)send(watch->fds[s], bye, sizeof(bye), MSG_NOSIGNAL | MSG_DONTWAIT);
+            (void)send(watch->fds[s], bye, len, MSG_NOSIGNAL | MSG_DONTWAIT);
             close(watch->fds[s]);
         }
     }

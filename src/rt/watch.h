@@ -46,6 +46,7 @@ typedef struct svp_rt_watch svp_rt_watch_t;
 
 /* Why a rank leaves; sent in its goodbye. */
 typedef enum {
+    SVP_RT_WATCH_BYE_NONE  = -1,    /* (lost without a goodbye; never sent) */
     SVP_RT_WATCH_BYE_EARLY = 0,     /* left before its work was done */
     SVP_RT_WATCH_BYE_DONE,          /* the job is over for everyone */
     SVP_RT_WATCH_BYE_ERROR,         /* failed */
@@ -55,9 +56,15 @@ typedef enum {
 /* "left before its work was done", "done", "failed", "stopped by a signal" */
 const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason);
 
+/* Longest error text a goodbye carries (longer text is cut). */
+#define SVP_RT_WATCH_BYE_TEXT_MAX 160
+
 /* Called on the watch thread, once per lost rank; why says how it was lost
- * (a string valid during the call). */
-typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank, const char *why);
+ * (a string valid during the call), reason is the goodbye's reason or
+ * SVP_RT_WATCH_BYE_NONE when the rank went without one (closed, silent). */
+typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank,
+                                       svp_rt_watch_bye_t reason,
+                                       const char *why);
 
 /* Opens the listening socket; *addr_p gets "host:port" for the other ranks
  * (a NUL-terminated string inside the watch, valid until stop). */
@@ -67,15 +74,22 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p,
 /*
  * Connects to next (at next_addr), accepts the connection of prev, both
  * within timeout seconds, and starts the watch thread.  On failure the
- * watch is destroyed.
+ * watch is destroyed; SVP_ERR_TIMED_OUT says prev never connected (not
+ * logged: the caller names it).
  */
 svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
                                 int next, const char *next_addr,
                                 double timeout, svp_rt_watch_lost_cb_t cb,
                                 void *arg);
 
-/* Says goodbye to the neighbours with reason, stops the thread, closes
- * everything.  NULL is allowed. */
-void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason);
+/*
+ * Says goodbye to the neighbours with reason, stops the thread, closes
+ * everything.  NULL is allowed.  The goodbye carries signo with
+ * SVP_RT_WATCH_BYE_SIGNAL ("stopped by SIGTERM") and text (may be NULL, cut
+ * at SVP_RT_WATCH_BYE_TEXT_MAX bytes) with SVP_RT_WATCH_BYE_ERROR ("failed:
+ * timed out"); both are ignored with the other reasons.
+ */
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
+                       int signo, const char *text);
 
 #endif

@@ -263,7 +263,26 @@ int main(int argc, char **argv)
     rank  = svp_rt_rank(rt);
     world = svp_rt_size(rt);
 
-    /* every rank checks; rank 0 alone reports, so the log says it once */
+    /*
+     * Every rank runs the same spec (but for per-rank keys such as
+     * log.level): a rank started with another file or --set (a stale file
+     * on one node) names the differing keys here, before any work.  The job
+     * id carried by every message is a hash of the shared keys.  This comes
+     * before the step layout is checked: a layout only one rank's spec
+     * fails (steps=6 on that rank alone) is a differing key, named here,
+     * where otherwise that rank would leave without a word (only rank 0
+     * reports a layout error).
+     */
+    if (world > 1) {
+        status = svp_spec_agree(spec, rt, &job_id);
+        if (status != SVP_OK) {
+            svp_worker_fail(rt, world, rank, status);
+            goto out_rt;
+        }
+    }
+
+    /* every rank checks, on the same spec now; rank 0 alone reports, so the
+     * log says it once */
     if (spec->pipeline.stages == 0) {
         status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
     } else {
@@ -299,20 +318,6 @@ int main(int argc, char **argv)
     svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
         .local_rank = svp_rt_local_rank(rt), .local_size = svp_rt_local_size(rt),
         .share_gpu  = spec->cluster.share_gpu});
-
-    /*
-     * Every rank runs the same spec (but for per-rank keys such as
-     * log.level): a rank started with another file or --set (a stale file
-     * on one node) names the differing keys here, before any work.  The job
-     * id carried by every message is a hash of the shared keys.
-     */
-    if (world > 1) {
-        status = svp_spec_agree(spec, rt, &job_id);
-        if (status != SVP_OK) {
-            svp_worker_fail(rt, world, rank, status);
-            goto out_rt;
-        }
-    }
 
     /*
      * The model and the inputs first: a bad model folder or image fails here,
@@ -399,7 +404,7 @@ int main(int argc, char **argv)
     }
     if (svp_stop_signal() != 0) {
         /* every rank got the signal: none tears the job down for the others */
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_SIGNAL);
+        svp_rt_set_leave_signal(rt, svp_stop_signal());
         svp_worker_stop(svp_stop_signal(), spec);
     } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
@@ -422,12 +427,16 @@ out_stage:
         }
     }
 out_rt:
-    if (status != SVP_OK && resume.agreed_failure) {
+    if (svp_stop_signal() != 0) {
+        /* a stop that unwound through an error is still the signal's doing:
+         * the neighbours say "stopped by SIGTERM", not "failed" */
+        svp_rt_set_leave_signal(rt, svp_stop_signal());
+    } else if (status != SVP_OK && resume.agreed_failure) {
         /* every rank stops on the same verdict: a rank still finishing the
          * agreement's fence must not take this one's exit for a loss */
         svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
     } else if (status != SVP_OK) {
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_ERROR);
+        svp_rt_set_leave_error(rt, svp_status_string(status));
     }
     svp_rt_cleanup(rt);
 out_spec:

