@@ -88,10 +88,11 @@ static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t 
     svp_spec_t  *spec = load(dir, extra);
     svp_stage_t  stage;
     svp_rt_h     rt = plain_rt();
+    svp_pipe_shard_t whole = {0, 1};
     svp_status_t status;
 
     cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
-    status = svp_pipe_resume_agree(rt, spec, &stage, r);
+    status = svp_pipe_resume_agree(rt, spec, &stage, spec->samples, &whole, r);
     stage.ops->destroy(stage.self);
     svp_rt_cleanup(rt);
     svp_spec_destroy(spec);
