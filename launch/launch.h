@@ -86,7 +86,9 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
  * before a job is queued: model.path is a folder with what the job needs
  * (svdtool check-model's checks, without the image encoder and with the VAE
  * optional when model.conditioning is given), model.conditioning and every
- * video.inputs entry can be read (a folder must hold an image), output.dir
+ * video.inputs entry can be read (a folder must hold an image), the
+ * sample list parses (video.manifest, with file:line errors) and, for svd,
+ * every image it names decodes (the bad ones are named), output.dir
  * is a folder that can be written or created, and cluster.worker can be
  * run (a path, or a name found on PATH).  With cluster.container_image,
  * paths are mapped through cluster.container_mounts and left alone when no

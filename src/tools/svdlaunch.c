@@ -16,6 +16,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
+#include "pipe/samples.h"
 #include "common/status.h"
 #include "common/util.h"
 #include "launch/hardware.h"
@@ -488,6 +489,32 @@ out_destroy_hw:
     return status;
 }
 
+/*
+ * The planner and check count what the job will make: the sample list
+ * (pipe/samples.h) resolved here, where `samples` may be 0 ("all of them").
+ * The list is read from this host; where it cannot be (images only inside
+ * a container) and samples is 0, the count is unknown and said so.
+ */
+static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
+{
+    svp_pipe_samples_t *list;
+    char                err[1024];
+    svp_status_t        status;
+
+    status = svp_pipe_samples_create(spec, err, sizeof(err), &list);
+    if (status == SVP_OK) {
+        spec->samples = list->count;
+        svp_pipe_samples_destroy(list);
+        return SVP_OK;
+    }
+    if (spec->samples > 0 || quiet) {
+        return SVP_OK;   /* the cap is as good a count as the planner gets */
+    }
+    svp_error("%s (the sample count comes from the inputs; set samples to plan "
+              "without them)", err);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     launch_args_t a = {0};
@@ -513,6 +540,15 @@ int main(int argc, char **argv)
         return svp_status_exit_code(status);
     }
 
+    if (!strcmp(a.command, "plan") || !strcmp(a.command, "check") ||
+        (!strcmp(a.command, "render") && spec->pipeline.stages < 0)) {
+        /* check's preflight reports a bad list itself, naming file:line */
+        status = launch_resolve_samples(spec, !strcmp(a.command, "check"));
+        if (status != SVP_OK) {
+            svp_spec_destroy(spec);
+            return svp_status_exit_code(status);
+        }
+    }
     if (!strcmp(a.command, "render")) {
         status = launch_preflight(spec, &a);
         if (status == SVP_OK) {
