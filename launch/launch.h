@@ -23,6 +23,8 @@
 #include "common/status.h"
 #include "spec/spec.h"
 
+#include <stdio.h>
+
 /*
  * Seconds srun waits after the first task exits before killing the others
  * (srun -W): the job's comm.deadline, rounded up, plus this grace.  Every rank
@@ -125,5 +127,15 @@ svp_status_t svp_launch_time_parse(const char *text, long *seconds_p);
  */
 svp_status_t svp_launch_relpath(const char *dir, const char *target,
                                  char **rel_p);
+
+/*
+ * svdlaunch status: done/total, the rate, the ETA and the failed samples of
+ * the job whose output directory is dir, across its array tasks, from the
+ * task files and outputs the job writes there (launch/status.c).  Text, or
+ * one JSON object with as_json.  SVP_ERR_NOT_FOUND when dir does not open,
+ * SVP_ERR_BAD_FILE for a damaged task file (errbuf says which).
+ */
+svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *errbuf,
+                               int errlen);
 
 #endif

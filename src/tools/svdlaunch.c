@@ -60,6 +60,7 @@ static void launch_usage(FILE *f)
           "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
           "RESULTS]] [--from-log FILE]\n"
           "                                 [--set key=value ...]\n"
+          "       svdlaunch status OUTPUT_DIR [--json]\n"
           "       svdlaunch --help | --version\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
@@ -81,6 +82,10 @@ static void launch_usage(FILE *f)
           "         --measured: the figures a GPU run measured "
           "(bench/results/gpu-*.yaml)\n"
           "         replace the hardware table's\n"
+          "status   done/total, rate, ETA and failed samples of the job writing "
+          "into\n"
+          "         OUTPUT_DIR, across its array tasks (--json: one JSON "
+          "object)\n"
           "\n"
           "--no-path-check  skip the checks of paths and of the worker (a "
           "script for\n"
@@ -515,6 +520,35 @@ static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
     return status;
 }
 
+/* svdlaunch status OUTPUT_DIR [--json]: takes a directory, not a spec */
+static int launch_cmd_status(int argc, char **argv)
+{
+    const char  *dir = NULL;
+    char         err[1024];
+    int          i, as_json = 0;
+    svp_status_t status;
+
+    for (i = 2; i < argc; ++i) {
+        if (!strcmp(argv[i], "--json")) {
+            as_json = 1;
+        } else if (argv[i][0] == '-' || dir != NULL) {
+            svp_error("status: expected OUTPUT_DIR [--json], found '%s'", argv[i]);
+            return svp_status_exit_code(SVP_ERR_USAGE);
+        } else {
+            dir = argv[i];
+        }
+    }
+    if (dir == NULL) {
+        svp_error("status: expected OUTPUT_DIR (the job's output.dir)");
+        return svp_status_exit_code(SVP_ERR_USAGE);
+    }
+    status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+    }
+    return svp_status_exit_code(status);
+}
+
 int main(int argc, char **argv)
 {
     launch_args_t a = {0};
@@ -522,13 +556,16 @@ int main(int argc, char **argv)
     char          err[1024];
     svp_status_t  status;
 
+    if (argc >= 2 && !strcmp(argv[1], "status")) {
+        return launch_cmd_status(argc, argv);
+    }
     status = launch_parse_args(argc, argv, &a);
     if (status != SVP_OK) {
         return svp_status_exit_code(status);
     }
     if (strcmp(a.command, "render") && strcmp(a.command, "submit") &&
         strcmp(a.command, "check") && strcmp(a.command, "plan")) {
-        svp_error("unknown command '%s' (render, submit, check, plan)",
+        svp_error("unknown command '%s' (render, submit, check, plan, status)",
                   a.command);
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
