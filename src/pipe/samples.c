@@ -716,40 +716,64 @@ static int svp_samples_env_int(const char *name, long *v_p)
     return (errno == 0 && *end == '\0') ? 1 : -1;
 }
 
-svp_status_t svp_pipe_shard_from_env(svp_pipe_shard_t *shard_p, char *errbuf,
-                                     int errlen)
+/* cluster.array's "A-B" or "A" (an optional "%k" throttle aside). */
+static int svp_samples_parse_array(const char *array, long *min_p, long *max_p)
 {
-    long id, min = 0, max, count = 0;
-    int  has_min, has_max, has_count;
+    char *end;
+    long  a, b;
 
+    errno = 0;
+    a     = strtol(array, &end, 10);
+    if (errno != 0 || end == array || a < 0) {
+        return -1;
+    }
+    b = a;
+    if (*end == '-') {
+        const char *t = end + 1;
+        b = strtol(t, &end, 10);
+        if (errno != 0 || end == t || b < a) {
+            return -1;
+        }
+    }
+    if (*end == '%') {
+        const char *t = end + 1;
+        (void)strtol(t, &end, 10);
+        if (errno != 0 || end == t) {
+            return -1;
+        }
+    }
+    if (*end != '\0') {
+        return -1;
+    }
+    *min_p = a;
+    *max_p = b;
+    return 0;
+}
+
+svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
+                                     char *errbuf, int errlen)
+{
+    long        id, min, max;
+    const char *env = getenv("SLURM_ARRAY_TASK_ID");
+
+    /* the spec's range, not Slurm's MIN and MAX: one task resubmitted alone
+     * (sbatch --array=5 job.sbatch) is an array of one, yet still shard 5 */
+    if (svp_samples_parse_array(array, &min, &max) != 0) {
+        svp_samples_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
+                         "like 0-63 or 0-63%%8 (task i makes its share of the "
+                         "samples), found '%s'", array);
+        return SVP_ERR_USAGE;
+    }
     if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) == 0) {
         return SVP_ERR_NOT_FOUND;
     }
-    has_min   = svp_samples_env_int("SLURM_ARRAY_TASK_MIN", &min);
-    has_max   = svp_samples_env_int("SLURM_ARRAY_TASK_MAX", &max);
-    has_count = svp_samples_env_int("SLURM_ARRAY_TASK_COUNT", &count);
-    if (has_min != 1 || has_max != 1 || has_count < 0 ||
-        svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) != 1) {
-        svp_samples_errf(errbuf, errlen, "SLURM_ARRAY_TASK_ID, _MIN and _MAX: expected "
-                         "integers, found '%s', '%s', '%s'",
-                         getenv("SLURM_ARRAY_TASK_ID"),
-                         getenv("SLURM_ARRAY_TASK_MIN") ? getenv("SLURM_ARRAY_TASK_MIN") : "",
-                         getenv("SLURM_ARRAY_TASK_MAX") ? getenv("SLURM_ARRAY_TASK_MAX") : "");
-        return SVP_ERR_USAGE;
-    }
-    /* Slurm counts the tasks of "0-9:2" as 5 where MAX - MIN + 1 is 10: the
-     * ids must be consecutive for task id - min to be a shard of count */
-    if (has_count == 0) {
-        count = max - min + 1;
-    }
-    if (count != max - min + 1 || id < min || id > max) {
-        svp_samples_errf(errbuf, errlen, "array task %ld of %ld..%ld (%ld tasks): "
-                         "expected consecutive task ids (cluster.array like 0-7 or "
-                         "0-7%%2, not 0-7:2 or a list)", id, min, max, count);
+    if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) != 1 || id < min || id > max) {
+        svp_samples_errf(errbuf, errlen, "SLURM_ARRAY_TASK_ID=%s: expected a task of "
+                         "cluster.array %s", env, array);
         return SVP_ERR_USAGE;
     }
     shard_p->index = (int)(id - min);
-    shard_p->count = (int)count;
+    shard_p->count = (int)(max - min + 1);
     return SVP_OK;
 }
 

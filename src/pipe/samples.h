@@ -102,14 +102,16 @@ svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
                                   char *errbuf, int errlen);
 
 /*
- * The shard of a Slurm array task: SLURM_ARRAY_TASK_ID relative to
- * SLURM_ARRAY_TASK_MIN, of SLURM_ARRAY_TASK_COUNT tasks (or MAX - MIN + 1).
+ * The shard of a Slurm array task: SLURM_ARRAY_TASK_ID within the spec's
+ * cluster.array range "A-B" (or "A-B%k"): task A + i is shard i of
+ * B - A + 1.  The spec's range rather than Slurm's SLURM_ARRAY_TASK_MIN and
+ * _MAX, so a task resubmitted alone (sbatch --array=5) is still shard 5.
  * SVP_ERR_NOT_FOUND when the process is no array task; SVP_ERR_USAGE when
- * the variables disagree (a stepped array "0-9:2": its ids are not
- * consecutive, which would leave shards unmade).
+ * the range is a list or has a step ("1,3,5", "0-9:2": their tasks are not
+ * shards of one count) or the task id lies outside it.
  */
-svp_status_t svp_pipe_shard_from_env(svp_pipe_shard_t *shard_p, char *errbuf,
-                                     int errlen);
+svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
+                                     char *errbuf, int errlen);
 
 static inline int svp_pipe_shard_owns(const svp_pipe_shard_t *shard, int sample)
 {

@@ -256,7 +256,8 @@ int main(int argc, char **argv)
     if (shard_arg != NULL) {
         status = svp_pipe_shard_parse(shard_arg, &shard, err, sizeof(err));
     } else if (spec->cluster.array[0] != '\0') {
-        status = svp_pipe_shard_from_env(&shard, err, sizeof(err));
+        status = svp_pipe_shard_from_env(spec->cluster.array, &shard, err,
+                                         sizeof(err));
         if (status == SVP_ERR_NOT_FOUND) {
             /* run by hand, outside the array: the whole job */
             status = SVP_OK;
