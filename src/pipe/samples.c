@@ -552,6 +552,13 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
         if (status != SVP_OK) {
             return status;
         }
+        if (spec->samples > list->count) {
+            svp_samples_errf(errbuf, errlen, "%s: samples: expected at most the %d "
+                             "samples of the manifest %s, found %d", spec->file,
+                             list->count, spec->video.manifest, spec->samples);
+            svp_pipe_samples_destroy(list);
+            return SVP_ERR_SPEC;
+        }
         if (spec->samples > 0 && spec->samples < list->count) {
             for (i = spec->samples; i < list->count; ++i) {
                 free(list->items[i].name);

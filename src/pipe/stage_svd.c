@@ -865,10 +865,13 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
             goto out;
         }
     }
-    /* the sample's own parameters, as a manifest line gave them */
+    /* the sample's own parameters, as a manifest line gave them; a sample
+     * made before they were recorded (0.3) is judged by the keys above */
     want = svp_pipe_samples_params_json(st->list, index);
-    got  = json_dumps(json_object_get(root, "params"),
-                      JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
+    v    = json_object_get(root, "params");
+    got  = (v != NULL) ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
+                                       JSON_REAL_PRECISION(9))
+                       : (want != NULL) ? svp_strdup(want) : NULL;
     if (want == NULL || got == NULL || strcmp(want, got) != 0) {
         snprintf(why, len, "%s was made with params %s, this job has %s", path,
                  got ? got : "(none)", want ? want : "(none)");
