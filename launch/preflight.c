@@ -194,6 +194,13 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
     int                 i, n, bad = 0, used = 0;
     svp_status_t        status;
 
+    if (spec->cluster.array != NULL && spec->cluster.array[0] != '\0') {
+        /* each array task is a shard: the worker refuses other forms */
+        status = svp_pipe_shard_check_array(spec->cluster.array, errbuf, errlen);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
     if (spec->video.manifest[0] != '\0') {
         /* the manifest as this host sees it (through the container's
          * mounts); one it cannot see is the job's to find */

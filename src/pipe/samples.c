@@ -757,6 +757,19 @@ static int svp_samples_parse_array(const char *array, long *min_p, long *max_p)
     return 0;
 }
 
+svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int errlen)
+{
+    long min, max;
+
+    if (svp_samples_parse_array(array, &min, &max) != 0) {
+        svp_samples_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
+                         "like 0-63 or 0-63%%8 (task i makes its share of the "
+                         "samples), found '%s'", array);
+        return SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}
+
 svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
                                      char *errbuf, int errlen)
 {

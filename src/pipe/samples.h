@@ -113,6 +113,11 @@ svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
 svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
                                      char *errbuf, int errlen);
 
+/* cluster.array is a range svp_pipe_shard_from_env can shard by; else
+ * SVP_ERR_SPEC with the message in errbuf (svdlaunch check says it before
+ * the job is queued). */
+svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int errlen);
+
 static inline int svp_pipe_shard_owns(const svp_pipe_shard_t *shard, int sample)
 {
     return sample % shard->count == shard->index;
