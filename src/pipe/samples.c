@@ -67,6 +67,7 @@ void svp_pipe_samples_destroy(svp_pipe_samples_t *list)
     }
     free(list->images);
     free(list->items);
+    free(list->manifest);
     free(list);
 }
 
@@ -523,8 +524,10 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
     }
     if (status == SVP_OK) {
         list->total    = list->count;
-        list->manifest = file;
-        status         = svp_samples_check_names(spec, list, errbuf, errlen);
+        list->manifest = svp_strdup(file);
+        status         = (list->manifest != NULL)
+                         ? svp_samples_check_names(spec, list, errbuf, errlen)
+                         : SVP_ERR_NO_MEMORY;
     }
     if (status != SVP_OK) {
         svp_pipe_samples_destroy(list);

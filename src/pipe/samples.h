@@ -57,7 +57,7 @@ typedef struct {
     char                    **images;   /* image paths (owned) */
     int                       nimages;
     int                       nseeds;   /* images x seeds: the seeds; else 0 */
-    const char               *manifest; /* the spec's, or NULL */
+    char                     *manifest; /* the spec's (a copy), or NULL */
 } svp_pipe_samples_t;
 
 /*
