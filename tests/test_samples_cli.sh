@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..9"
+echo "1..11"
 PATH=$tools:$PATH
 export PATH
 
@@ -91,3 +91,31 @@ if [ $rc -eq 0 ] && ! grep -q "skipped" "$tmp/err" && grep -q "task 0 of 2 makes
    grep -q '"done": 4,' "$tmp/status.json" && grep -q '"failed_count": 0,' "$tmp/status.json" &&
    grep -q '"seed": 9,' "$tmp/out/sample_000000/sample.json" && grep -q '"fps": 5,' "$tmp/out/sample_000000/sample.json"; then
     ok "shard 0 of 2 makes 0 and 2; status --json: 4 done, none failed"; else nok "second shard (rc=$rc)"; fi
+
+# a running job: status gives a rate and an ETA; stopped, the samples left
+cat >"$tmp/run.yaml" <<YAML
+model: {dummy: {cost: sleep, step_ms: 25}}
+steps: 2
+samples: 60
+latent_shape: [1, 2, 2, 4, 4]
+output: {dir: '$tmp/running'}
+YAML
+"$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+    [ "$(ls "$tmp/running" 2>/dev/null | grep -c safetensors)" -ge 8 ] && break
+    sleep 0.05
+done
+"$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "job 'run' in $tmp/running: [0-9]* of 60 samples done" "$tmp/err" &&
+   grep -q "^rate [0-9.]* samples/s, eta .* (1 running)" "$tmp/err"; then
+    ok "status of a running job: done of 60, rate, eta"; else nok "status while running (rc=$rc)"; fi
+kill -TERM $pid
+wait $pid
+done=$(ls "$tmp/running" | grep -c safetensors)
+"$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$done" -lt 60 ] &&
+   grep -q "job 'run' in $tmp/running: $done of 60 samples done" "$tmp/err" &&
+   grep -q "failed: $((60 - done)) samples not made by a failed or stopped task: $done-59 " "$tmp/err"; then
+    ok "status of a stopped job: $done done, samples $done-59 named as not made"
+else nok "status after SIGTERM (rc=$rc, $done done)"; fi
