@@ -31,8 +31,8 @@ echo "demo: job script $run/demo.sbatch; starting a local Slurm cluster"
 
 # progress while the job runs, and back as soon as it ends
 # shellcheck disable=SC2086
-samples=$("$tools/svdworker" "$top/etc/demo/demo.yaml" $sets --print-spec |
-          sed -n 's/^samples: //p')
+samples=$("$tools/svdworker" "$top/etc/demo/demo.yaml" $sets --check |
+          sed -n 's/.* ok ([0-9]* steps, \([0-9]*\) samples*.*/\1/p')
 # shellcheck disable=SC2016
 "$top/tests/cluster/with-cluster.sh" --cpus 8 --timeout 1200 -- \
     sh -c 'cd "$1" && "$2" "$1/demo.sbatch" "$1/demo-%j.log" "$3"' sh "$run" \
@@ -44,7 +44,10 @@ samples=$("$tools/svdworker" "$top/etc/demo/demo.yaml" $sets --print-spec |
 }
 
 log=$(ls -t "$run"/demo-*.log | head -n 1)
-grep -E "summary|wrote" "$log" || true
+grep -E "summary|job: " "$log" || true
+echo
+# the job-level view: what an array of such jobs would show while it runs
+"$tools/svdlaunch" status "$run/out"
 echo
 echo "demo: done."
 for d in "$run"/out/sample_*; do

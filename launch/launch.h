@@ -23,6 +23,8 @@
 #include "common/status.h"
 #include "spec/spec.h"
 
+#include <stdio.h>
+
 /*
  * Seconds srun waits after the first task exits before killing the others
  * (srun -W): the job's comm.deadline, rounded up, plus this grace.  Every rank
@@ -86,7 +88,9 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
  * before a job is queued: model.path is a folder with what the job needs
  * (svdtool check-model's checks, without the image encoder and with the VAE
  * optional when model.conditioning is given), model.conditioning and every
- * video.inputs entry can be read (a folder must hold an image), output.dir
+ * video.inputs entry can be read (a folder must hold an image), the
+ * sample list parses (video.manifest, with file:line errors) and, for svd,
+ * every image it names decodes (the bad ones are named), output.dir
  * is a folder that can be written or created, and cluster.worker can be
  * run (a path, or a name found on PATH).  With cluster.container_image,
  * paths are mapped through cluster.container_mounts and left alone when no
@@ -123,5 +127,15 @@ svp_status_t svp_launch_time_parse(const char *text, long *seconds_p);
  */
 svp_status_t svp_launch_relpath(const char *dir, const char *target,
                                  char **rel_p);
+
+/*
+ * svdlaunch status: done/total, the rate, the ETA and the failed samples of
+ * the job whose output directory is dir, across its array tasks, from the
+ * task files and outputs the job writes there (launch/status.c).  Text, or
+ * one JSON object with as_json.  SVP_ERR_NOT_FOUND when dir does not open,
+ * SVP_ERR_BAD_FILE for a damaged task file (errbuf says which).
+ */
+svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *errbuf,
+                               int errlen);
 
 #endif

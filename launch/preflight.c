@@ -12,6 +12,8 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
+#include "media/image.h"
+#include "pipe/samples.h"
 #include "tools/svdtool_check.h"
 
 #include <dirent.h>
@@ -166,6 +168,100 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
     return SVP_OK;
 }
 
+static int preflight_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The sample list the worker will make: the manifest parses (file:line and
+ * the key), and for the svd model every image it names decodes with the
+ * worker's own decoder, so a truncated PNG or a text file named .png stops
+ * the job here, not after its queue wait.  The bad images are all counted
+ * and the first PREFLIGHT_BAD_MAX named, each once however many samples
+ * use it.
+ */
+#define PREFLIGHT_BAD_MAX 8
+
+static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
+                                      int errlen)
+{
+    svp_spec_t          copy = *spec;
+    svp_pipe_samples_t *list = NULL;
+    svp_media_image_t  *img;
+    char                manifest[PREFLIGHT_PATH_MAX], **paths = NULL;
+    char                msg[2048];
+    int                 i, n, bad = 0, used = 0;
+    svp_status_t        status;
+
+    if (spec->cluster.array != NULL && spec->cluster.array[0] != '\0') {
+        /* each array task is a shard: the worker refuses other forms */
+        status = svp_pipe_shard_check_array(spec->cluster.array, errbuf, errlen);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    if (spec->video.manifest[0] != '\0') {
+        /* the manifest as this host sees it (through the container's
+         * mounts); one it cannot see is the job's to find */
+        if (!preflight_host_path(spec, spec->video.manifest, manifest,
+                                 sizeof(manifest))) {
+            return SVP_OK;
+        }
+        copy.video.manifest = manifest;
+    } else if (spec->video.inputs.count > 0 &&
+               spec->cluster.container_image != NULL &&
+               spec->cluster.container_image[0] != '\0') {
+        /* container paths: preflight_inputs checked what it could see */
+        return SVP_OK;
+    }
+    status = svp_pipe_samples_create(&copy, errbuf, errlen, &list);
+    if (status != SVP_OK || spec->model.kind != SVP_MODEL_SVD) {
+        svp_pipe_samples_destroy(list);
+        return status;
+    }
+    /* each image once: a manifest may name one in many lines */
+    paths = malloc(((size_t)list->nimages + 1) * sizeof(*paths));
+    if (paths == NULL) {
+        svp_pipe_samples_destroy(list);
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (list->nimages > 0) {
+        memcpy(paths, list->images, (size_t)list->nimages * sizeof(*paths));
+        qsort(paths, (size_t)list->nimages, sizeof(*paths), preflight_cmp_str);
+    }
+    msg[0] = '\0';
+    for (i = 0, n = 0; i < list->nimages; ++i) {
+        if (i > 0 && strcmp(paths[i], paths[i - 1]) == 0) {
+            continue;
+        }
+        ++n;
+        status = svp_media_image_load(paths[i], &img);
+        if (status == SVP_OK) {
+            svp_media_image_destroy(img);
+            continue;
+        }
+        if (bad++ < PREFLIGHT_BAD_MAX && used < (int)sizeof(msg)) {
+            used += snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%s (%s)",
+                             bad > 1 ? ", " : "", paths[i],
+                             svp_status_string(status));
+        }
+    }
+    status = SVP_OK;
+    if (bad > 0) {
+        svp_launch_errf(errbuf, errlen, "%s: %s: %d of %d image%s do%s not decode: "
+                        "%s%s", preflight_file(spec),
+                        (spec->video.manifest[0] != '\0') ? "video.manifest"
+                                                          : "video.inputs",
+                        bad, n, n == 1 ? "" : "s", bad == 1 ? "es" : "", msg,
+                        bad > PREFLIGHT_BAD_MAX ? ", ..." : "");
+        status = SVP_ERR_BAD_FILE;
+    }
+    free(paths);
+    svp_pipe_samples_destroy(list);
+    return status;
+}
+
 /*
  * output.dir is a folder something can be created in, or the nearest
  * folder above it that exists is one (the worker creates the rest).
@@ -275,6 +371,9 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
         if (status == SVP_OK) {
             status = preflight_model(spec, errbuf, errlen);
         }
+    }
+    if (status == SVP_OK) {
+        status = preflight_samples(spec, errbuf, errlen);
     }
     if (status == SVP_OK) {
         status = preflight_output(spec, errbuf, errlen);

@@ -455,8 +455,8 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
     if (status != SVP_OK) {
         return status;
     }
-    if (spec->samples < 1) {
-        return launch_bad_int(spec, "samples", "at least 1", spec->samples,
+    if (spec->samples < 0) {
+        return launch_bad_int(spec, "samples", "at least 0", spec->samples,
                               errbuf, errlen);
     }
     world = spec->cluster.nodes * spec->cluster.ranks_per_node;

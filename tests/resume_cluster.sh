@@ -82,12 +82,15 @@ fi
 (cd "$tmp" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 sbatch --wait "$tmp/req.sh" \
     >>"$tmp/render.log" 2>&1)
 rc=$?
-skipped=$(grep -c "skipped, finished by an earlier run" "$tmp/req.out")
-if [ $rc -eq 0 ] && [ "$skipped" -eq "$done_after" ] &&
+# one line for the job, the skipped samples as ranges ("0-5, 7, 9-11")
+lines=$(grep -c " skipped .* (finished by an earlier run)$" "$tmp/req.out")
+skipped=$(sed -n 's/.* skipped \(.*\) (finished by an earlier run)$/\1/p' "$tmp/req.out" |
+          tr ',' '\n' | awk -F- 'NF == 2 { s += $2 - $1 + 1 } NF == 1 { s++ } END { print s + 0 }')
+if [ $rc -eq 0 ] && [ "$lines" -eq 1 ] && [ "$skipped" -eq "$done_after" ] &&
    grep -q "resuming in .*: $done_after of 40 samples finished by an earlier run" "$tmp/req.out" &&
    same_outputs "$tmp/req_ref" "$tmp/req" 40 &&
    grep -q "\"samples_run\": $((40 - done_after))," "$tmp/req/run.json"; then
-    ok "resubmitted: $skipped finished samples skipped, all 40 bit-identical to an uninterrupted run, run.json counts the $((40 - done_after)) run"
+    ok "resubmitted: $skipped finished samples skipped (one line of ranges), all 40 bit-identical to an uninterrupted run, run.json counts the $((40 - done_after)) run"
 else
     nok "resubmitted (rc=$rc, $skipped skipped of $done_after)" "$tmp/req.out"
 fi

@@ -9,6 +9,7 @@
 #include "pipe/deadline.h"
 #include "pipe/outdir.h"
 #include "pipe/resume.h"
+#include "pipe/samples.h"
 #include "rt/rt.h"
 #include "common/log.h"
 #include "common/stop.h"
@@ -85,13 +86,19 @@ static svp_rt_h plain_rt(void)
 /* What rank 0 of 1 decides for the job in dir. */
 static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t *r)
 {
-    svp_spec_t  *spec = load(dir, extra);
-    svp_stage_t  stage;
-    svp_rt_h     rt = plain_rt();
-    svp_status_t status;
+    svp_spec_t         *spec = load(dir, extra);
+    svp_stage_t         stage;
+    svp_rt_h            rt = plain_rt();
+    svp_pipe_shard_t    whole = {0, 1};
+    svp_pipe_samples_t *list;
+    char                err[1024];
+    svp_status_t        status;
 
     cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
-    status = svp_pipe_resume_agree(rt, spec, &stage, r);
+    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &list), SVP_OK, "%s",
+                 err);
+    status = svp_pipe_resume_agree(rt, spec, &stage, list->count, &whole, r);
+    svp_pipe_samples_destroy(list);
     stage.ops->destroy(stage.self);
     svp_rt_cleanup(rt);
     svp_spec_destroy(spec);
@@ -177,6 +184,55 @@ Test(resume, other_parameters_are_an_error_unless_overwrite)
     cr_assert_eq(agree(dir, "name=other", &r), SVP_ERR_SPEC);
     cr_assert_eq(agree(dir, "seed=6;output.overwrite=true", &r), SVP_OK);
     cr_assert_eq(r.ntodo, 5, "every sample runs again");
+    svp_pipe_resume_cleanup(&r);
+    svp_rmtree(dir);
+}
+
+/* Writes a manifest of three samples into dir/m.jsonl; the second's fps. */
+static void write_manifest(const char *dir, int fps)
+{
+    char  path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/a.png", dir);
+    f = fopen(path, "w");   /* the simulator reads no image; it must exist */
+    cr_assert_not_null(f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/m.jsonl", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"image\": \"a.png\", \"seed\": 3}\n"
+               "{\"image\": \"a.png\", \"fps\": %d}\n"
+               "{\"image\": \"a.png\", \"name\": \"third\"}\n", fps);
+    fclose(f);
+}
+
+/* A sample whose manifest line changed is another sample: an error, like
+ * another seed; the unchanged lines still count as finished. */
+Test(resume, a_changed_manifest_line_is_named_per_sample)
+{
+    char              dir[] = "/tmp/svp_res_XXXXXX", sets[600], a[600];
+    svp_pipe_resume_t r;
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_manifest(dir, 7);
+    snprintf(sets, sizeof(sets), "samples=0;video.manifest=%s/m.jsonl", dir);
+    cr_assert_eq(agree(dir, sets, &r), SVP_OK);
+    cr_assert_eq(r.ntodo, 3);
+    cr_assert_eq(run(dir, sets, r.todo, r.ntodo), SVP_OK);
+    svp_pipe_resume_cleanup(&r);
+    snprintf(a, sizeof(a), "%s/third.safetensors", dir);
+    cr_assert_eq(access(a, F_OK), 0, "the manifest's name names the output");
+
+    cr_assert_eq(agree(dir, sets, &r), SVP_OK);
+    cr_assert_eq(r.skipped, 3);
+    svp_pipe_resume_cleanup(&r);
+    write_manifest(dir, 8);
+    cr_assert_eq(agree(dir, sets, &r), SVP_ERR_SPEC, "line 2's fps changed");
+    strcat(sets, ";output.overwrite=true");
+    cr_assert_eq(agree(dir, sets, &r), SVP_OK);
+    cr_assert_eq(r.ntodo, 1);
+    cr_assert_eq(r.todo[0], 1, "only the changed line runs again");
     svp_pipe_resume_cleanup(&r);
     svp_rmtree(dir);
 }

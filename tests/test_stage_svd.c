@@ -170,12 +170,23 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
                      "%s", why);
         cr_expect_eq(stage.ops->check_output(stage.self, 1, why, sizeof(why)),
                      SVP_ERR_NOT_FOUND);
-        spec->video.motion_bucket_id = 100;
-        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
-                     SVP_ERR_SPEC);
-        cr_expect_not_null(strstr(why, "motion_bucket_id=127, this job has "
-                                  "motion_bucket_id=100"), "%s", why);
-        spec->video.motion_bucket_id = 127;
+        /* a job of another motion bucket: the stage's sample list holds
+         * each sample's parameters from when it was made */
+        {
+            const char  *set[] = {"video.motion_bucket_id=100"};
+            svp_spec_t  *other;
+            svp_stage_t  ostage;
+
+            cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", set, 1, err, sizeof(err),
+                                              &other), SVP_OK, "%s", err);
+            cr_assert_eq(svp_stage_svd_create(other, &ostage), SVP_OK);
+            cr_expect_eq(ostage.ops->check_output(ostage.self, 0, why, sizeof(why)),
+                         SVP_ERR_SPEC);
+            cr_expect_not_null(strstr(why, "motion_bucket_id=127, this job has "
+                                      "motion_bucket_id=100"), "%s", why);
+            ostage.ops->destroy(ostage.self);
+            svp_spec_destroy(other);
+        }
         spec->steps                  = 5;
         cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
                      SVP_ERR_SPEC, "%s", why);

@@ -5,6 +5,7 @@
 #include "config.h"
 #endif
 #include "pipe/resume.h"
+#include "pipe/samples.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -102,16 +103,18 @@ out:
 
 /* This rank's verdicts on the samples it finishes; *bad_p counts mismatches. */
 static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
-                                         const svp_stage_t *stage, int rank,
+                                         const svp_stage_t *stage, int n,
+                                         const svp_pipe_shard_t *shard, int rank,
                                          int world, unsigned char *v, int *bad_p)
 {
     char         why[1024];
     svp_status_t status;
     int          i, bad = 0;
 
-    for (i = 0; i < spec->samples; ++i) {
+    for (i = 0; i < n; ++i) {
         v[i] = SVP_RESUME_RUN;
-        if (stage->ops->check_output == NULL ||
+        /* another shard's samples are that task's business, finished or not */
+        if (stage->ops->check_output == NULL || !svp_pipe_shard_owns(shard, i) ||
             svp_pipe_resume_finisher(spec, world, i) != rank) {
             continue;
         }
@@ -140,11 +143,48 @@ static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
     return SVP_OK;
 }
 
+/*
+ * "0-19999, 20005, 20010-20019" into buf: a resumed job of many samples says
+ * what it skipped in a line, not a line per sample.  At most max ranges are
+ * written, then "and N more".
+ */
+static void svp_pipe_resume_ranges(const unsigned char *all, int n, int what,
+                                   char *buf, size_t len, int max)
+{
+    size_t used = 0;
+    int    i = 0, j, ranges = 0, more = 0;
+
+    buf[0] = '\0';
+    while (i < n) {
+        if (all[i] != what) {
+            ++i;
+            continue;
+        }
+        for (j = i; j + 1 < n && all[j + 1] == what; ++j) {
+        }
+        if (ranges < max && used < len) {
+            used += (size_t)snprintf(buf + used, len - used, (i == j) ? "%s%d" : "%s%d-%d",
+                                     ranges ? ", " : "", i, j);
+        } else {
+            ++more;
+        }
+        ++ranges;
+        i = j + 1;
+    }
+    if (more > 0 && used < len) {
+        snprintf(buf + used, len - used, " and %d more range%s", more,
+                 more == 1 ? "" : "s");
+    }
+}
+
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
-                                   const svp_stage_t *stage, svp_pipe_resume_t *r_p)
+                                   const svp_stage_t *stage, int n,
+                                   const svp_pipe_shard_t *shard,
+                                   svp_pipe_resume_t *r_p)
 {
     int            rank = svp_rt_rank(rt), world = svp_rt_size(rt);
-    int            n = spec->samples, bad = 0, badrank = -1, i, r;
+    int            bad = 0, badrank = -1, i, r;
+    char           ranges[1024];
     unsigned char *mine, *all;
     void          *data;
     size_t         len;
@@ -156,7 +196,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
-    svp_pipe_resume_scan(spec, stage, rank, world, mine, &bad);
+    svp_pipe_resume_scan(spec, stage, n, shard, rank, world, mine, &bad);
     if (world > 1) {
         status = svp_rt_put(rt, SVP_RESUME_KEY, mine, (size_t)n);
         if (status == SVP_OK) {
@@ -216,16 +256,19 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     for (i = 0; i < n; ++i) {
         if (all[i] == SVP_RESUME_DONE) {
             r_p->skipped++;
-            if (svp_pipe_resume_finisher(spec, world, i) == rank) {
-                svp_info("sample %d: skipped, finished by an earlier run", i);
-            }
-        } else {
+        } else if (svp_pipe_shard_owns(shard, i)) {
             r_p->todo[r_p->ntodo++] = i;
         }
     }
     if (r_p->skipped > 0) {
+        /* one line for the job, where every rank would say the same */
+        if (rank == 0) {
+            svp_pipe_resume_ranges(all, n, SVP_RESUME_DONE, ranges, sizeof(ranges), 16);
+            svp_info("skipped %s (finished by an earlier run)", ranges);
+        }
         svp_info("resuming in %s: %d of %d samples finished by an earlier run, "
-                 "%d to run", spec->output.dir, r_p->skipped, n, r_p->ntodo);
+                 "%d to run", spec->output.dir, r_p->skipped,
+                 svp_pipe_shard_size(shard, n), r_p->ntodo);
     }
     status = SVP_OK;
 out:

@@ -22,6 +22,7 @@
 #define SVP_PIPE_RESUME_H
 
 #include "common/status.h"
+#include "pipe/samples.h"
 #include "pipe/stage.h"
 #include "rt/rt.h"
 #include "spec/spec.h"
@@ -44,14 +45,17 @@ int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i);
 
 /*
  * Decides, with the other ranks of rt (collective: every rank calls it), which
- * samples still need running, and logs each skipped one at info level and a
- * summary.  On success *r_p holds the list (free it with
+ * of the job's n samples that shard makes still need running, and logs the
+ * skipped ones as ranges ("skipped 0-99, 120 (finished by an earlier run)")
+ * and a summary.  Only the shard's samples are looked at: the other array
+ * tasks' may be in the making.  On success *r_p holds the list (free it with
  * svp_pipe_resume_cleanup).  SVP_ERR_SPEC when a rank found a sample made
  * with other parameters (that rank logs which and why; output.overwrite
  * lifts it); a failed fence's status otherwise.
  */
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
-                                   const svp_stage_t *stage,
+                                   const svp_stage_t *stage, int n,
+                                   const svp_pipe_shard_t *shard,
                                    svp_pipe_resume_t *r_p);
 
 void svp_pipe_resume_cleanup(svp_pipe_resume_t *r);

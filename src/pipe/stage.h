@@ -38,11 +38,13 @@ void svp_sample_cleanup(svp_sample_t *sample);
 
 /*
  * Writes one of a sample's tensors to path atomically, as safetensors with
- * the sample's metadata (job, sample, steps, seed, model).
+ * the sample's metadata (job, sample, steps, seed, model, and params when
+ * not NULL: the sample's own parameters, svp_pipe_samples_params_json).
  */
 svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
                                      const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *path);
+                                     const char *model, const char *params,
+                                     const char *path);
 
 typedef struct svp_stage_ops {
     const char *name;

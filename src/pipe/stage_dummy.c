@@ -4,26 +4,37 @@
  *        then the encode stand-in (sleep encode_ms);
  * step:  svp_dummy_step;
  * finish: the decode stand-in (sleep decode_ms), then the final latent is
- *        written atomically as <output.dir>/sample_NNNNNN.safetensors with
- *        metadata (job, sample, steps, seed).
+ *        written atomically as <output.dir>/sample_NNNNNN.safetensors (or
+ *        the manifest's name) with metadata (job, sample, steps, seed, and
+ *        the sample's own parameters).
+ *
+ * The seed is the sample list's (pipe/samples.h): the spec's seed, or a
+ * manifest line's.  The simulator reads no image and has no frame rate or
+ * guidance, but it records them, so a manifest's parameters reach every
+ * sample's output and resume checks them as it does for the model.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "pipe/stage.h"
 #include "pipe/resume.h"
+#include "pipe/samples.h"
 #include "model/dummy.h"
 #include "sched/rng.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 
+#include "tensor/safetensors.h"
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
-    const svp_spec_t *spec;
-    svp_dummy_h       model;
+    const svp_spec_t   *spec;
+    svp_dummy_h         model;
+    svp_pipe_samples_t *list;
 } svp_stage_dummy_t;
 
 static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s)
@@ -51,7 +62,8 @@ static svp_status_t svp_stage_dummy_begin(void *self, int index, svp_sample_t *s
         return status;
     }
     /* stream = sample index: the latent depends on (seed, sample) only */
-    svp_rng_normal(st->spec->seed, (uint64_t)index, 0,
+    s->seed = st->list->items[index].seed;
+    svp_rng_normal(s->seed, (uint64_t)index, 0,
                    (size_t)svp_tensor_numel(s->tensors[0]), s->tensors[0]->data);
     s->next_step = 0;
     svp_clock_sleep(st->spec->model.dummy.encode_ms * 1e-3);
@@ -68,7 +80,7 @@ static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
 static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
 {
     svp_stage_dummy_t *st = self;
-    char               path[4096];
+    char               path[4096], name[256], *params;
     svp_status_t       status;
 
     svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3);
@@ -77,9 +89,17 @@ static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
     if (status != SVP_OK) {
         return status;
     }
-    snprintf(path, sizeof(path), "%s/sample_%06d.safetensors", st->spec->output.dir,
-             s->index);
-    status = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy", path);
+    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
+    params = svp_pipe_samples_params_json(st->list, s->index);
+    if (params == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    /* the seed travels in the sample; this rank may not be where it began */
+    s->seed = st->list->items[s->index].seed;
+    status  = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
+                                      params, path);
+    free(params);
     if (status == SVP_OK) {
         svp_debug("wrote %s", path);
     }
@@ -90,13 +110,41 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
                                                  size_t len)
 {
     svp_stage_dummy_t *st = self;
-    char               path[4096];
+    char               path[4096], name[256], *params;
+    const char        *got;
+    svp_safetensors_h  f;
+    svp_status_t       status;
 
-    snprintf(path, sizeof(path), "%s/sample_%06d.safetensors", st->spec->output.dir,
-             index);
-    return svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
-                                        st->spec->seed, 5, st->spec->latent_shape,
-                                        why, len);
+    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
+    status = svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
+                                          st->list->items[index].seed, 5,
+                                          st->spec->latent_shape, why, len);
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* the sample's own parameters: a manifest line changed since is another
+     * sample (a latent written before they were recorded, 0.3, has none and
+     * is judged by its seed and steps alone) */
+    params = svp_pipe_samples_params_json(st->list, index);
+    if (params == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_safetensors_open(path, &f);
+    if (status == SVP_OK) {
+        got = svp_safetensors_metadata(f, "params");
+        if (got != NULL && strcmp(got, params) != 0) {
+            snprintf(why, len, "%s was made with params %s, this job has %s", path,
+                     got, params);
+            status = SVP_ERR_SPEC;
+        }
+        svp_safetensors_close(f);
+    } else {
+        snprintf(why, len, "%s does not open: %s", path, svp_status_string(status));
+        status = SVP_ERR_BAD_FILE;
+    }
+    free(params);
+    return status;
 }
 
 static uint64_t svp_stage_dummy_output_bytes(void *self)
@@ -116,6 +164,7 @@ static void svp_stage_dummy_destroy(void *self)
     svp_stage_dummy_t *st = self;
 
     svp_dummy_destroy(st->model);
+    svp_pipe_samples_destroy(st->list);
     free(st);
 }
 
@@ -134,6 +183,7 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
 {
     svp_stage_dummy_t *st;
     svp_dummy_params_t mp;
+    char               err[1024];
     svp_status_t       status;
 
     /* the simulator's latent and its arithmetic are fp32, nothing else */
@@ -146,6 +196,12 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
         return SVP_ERR_NO_MEMORY;
     }
     st->spec    = spec;
+    status      = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+        free(st);
+        return status;
+    }
     mp.seed     = spec->seed;
     mp.channels = spec->latent_shape[2];
     mp.cost     = spec->model.dummy.cost;
@@ -153,6 +209,7 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
     mp.step_ms  = spec->model.dummy.step_ms;
     status      = svp_dummy_create(&mp, &st->model);
     if (status != SVP_OK) {
+        svp_pipe_samples_destroy(st->list);
         free(st);
         return status;
     }

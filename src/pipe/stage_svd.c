@@ -15,8 +15,12 @@
  *
  * Conditioning comes from images (video.inputs) or from a file.
  *
- * Images: sample i is image i mod I with seed video.seeds[i mod I] (default
- * seed) + i div I.  Where the sample enters (rank 0), as diffusers does:
+ * Images: the sample list (pipe/samples.h) gives each sample its image, seed
+ * and parameters (fps, motion bucket, noise augmentation, guidance), from a
+ * manifest line or from video.inputs x video.seeds and the spec's values.
+ * Every rank holds the list, so a sample's parameters need not travel with
+ * it: a rank looks them up by its index.  Where the sample enters (rank 0),
+ * as diffusers does:
  *   VAE input = LANCZOS resize to width x height, x/127.5 - 1, plus
  *               noise_aug_strength * N(0,1) (the sample's noise stream),
  *               encoded, the posterior mode taken (unscaled);
@@ -59,6 +63,7 @@
 #include "media/resize.h"
 #include "media/sample_dir.h"
 #include "pipe/resume.h"
+#include "pipe/samples.h"
 #include "media/video.h"
 #include "model/clip.h"
 #include "model/unet.h"
@@ -102,10 +107,10 @@ typedef struct {
     svp_safetensors_h cond;         /* conditioning file, or NULL: images */
     int               sets;         /* S (file) */
     int               has_ids, has_latents;
-    char            **images;       /* I image paths (images) */
-    int               nimages;
+    svp_pipe_samples_t *list;       /* each sample's image and parameters */
     int64_t           F, h, w, D, H, W;
-    int               cfg;          /* classifier-free guidance on */
+    int               cfg;          /* classifier-free guidance on for some
+                                       sample: the buffers take batch 2 */
     float            *in, *out, *ehs, *ids, *t, *v;  /* UNet work buffers */
     /*
      * The cuda backend (gpu set): the models take device buffers, and the
@@ -232,8 +237,6 @@ static svp_status_t svp_stage_svd_dev_init(svp_stage_svd_t *st, int batch)
         free(zeros);
         return SVP_ERR_NO_MEMORY;
     }
-    svp_sched_guidance_scales(st->spec->video.min_guidance,
-                              st->spec->video.max_guidance, (int)st->F, st->scales);
     status = svp_stage_svd_dev_buf(st, NULL, batch * st->F * 8 * plane, &st->d_in);
     if (status == SVP_OK) {
         status = svp_stage_svd_dev_buf(st, NULL, batch * n, &st->d_out);
@@ -301,8 +304,10 @@ static void svp_stage_svd_dev_cleanup(svp_stage_svd_t *st)
 static svp_status_t svp_stage_svd_step_dev(svp_stage_svd_t *st, svp_sample_t *s,
                                            int step)
 {
+    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
     svp_ops_h              ops   = st->ops;
-    int                    batch = st->cfg ? 2 : 1, b, f;
+    int                    cfg   = svp_sched_guidance_enabled(p->max_guidance);
+    int                    batch = cfg ? 2 : 1, b, f;
     int64_t                plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
     const float           *img, *emb, *v;
     float                 *x, ids[3], c_in, last;
@@ -330,7 +335,7 @@ static svp_status_t svp_stage_svd_step_dev(svp_stage_svd_t *st, svp_sample_t *s,
      * unconditional half) */
     c_in = svp_sched_c_in(st->sched, step);
     for (b = 0; b < batch; ++b) {
-        int cond = !st->cfg || b == 1;
+        int cond = !cfg || b == 1;
         for (f = 0; f < st->F; ++f) {
             float *dst = st->d_in + ((int64_t)b * st->F + f) * 8 * plane;
             SVD_DEV_TRY(svp_ops_sched_scale(ops, fr, c_in, x + f * fr, dst));
@@ -349,7 +354,10 @@ static svp_status_t svp_stage_svd_step_dev(svp_stage_svd_t *st, svp_sample_t *s,
         return status;
     }
     v = st->d_out;
-    if (st->cfg) {
+    if (cfg) {
+        /* the sample's own ramp: a manifest line may set its guidance */
+        svp_sched_guidance_scales(p->min_guidance, p->max_guidance, (int)st->F,
+                                  st->scales);
         SVD_DEV_TRY(svp_ops_sched_guidance(ops, (int)st->F, fr, st->scales, st->d_out,
                                            st->d_out + n, st->d_v));
         v = st->d_v;
@@ -409,26 +417,18 @@ static svp_status_t svp_stage_svd_row(svp_stage_svd_t *st, const char *name, int
     return SVP_OK;
 }
 
-/* The seed of sample i: per image from video.seeds (default seed), plus the
- * round, so every repeat of an image is a different video. */
+/* The seed of sample i, from the sample list. */
 static uint64_t svp_stage_svd_seed(const svp_stage_svd_t *st, int i)
 {
-    const svp_spec_t *spec = st->spec;
-    int               n    = (st->nimages > 0) ? st->nimages : 1;
-    uint64_t          base = spec->seed;
-
-    if (spec->video.seeds.count > 0) {
-        base = (uint64_t)spec->video.seeds.items[i % spec->video.seeds.count];
-    }
-    return base + (uint64_t)(i / n);
+    return st->list->items[i].seed;
 }
 
 /* VAE mode and CLIP embedding of the sample's image (the pipeline's encode). */
 static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
                                          uint64_t seed, svp_sample_t *s)
 {
-    const svp_spec_t       *spec = st->spec;
-    const char             *path = st->images[index % st->nimages];
+    const svp_pipe_sample_params_t *p = &st->list->items[index];
+    const char             *path = svp_pipe_samples_image(st->list, index);
     svp_media_image_t      *img;
     svp_tensor_t           *px = NULL, *clip_in = NULL;
     float                  *noise = NULL;
@@ -451,7 +451,7 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
     /* image + noise_aug_strength * randn, drawn from the sample's own stream */
     svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_NOISE_AUG), 0, n, noise);
     for (i = 0; i < n; ++i) {
-        ((float *)px->data)[i] += (float)spec->video.noise_aug_strength * noise[i];
+        ((float *)px->data)[i] += (float)p->noise_aug_strength * noise[i];
     }
     status = svp_stage_svd_vae_encode(st, px->data,
                                       s->tensors[SVD_T_IMAGE_LATENTS]->data);
@@ -479,7 +479,7 @@ out:
 static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
 {
     svp_stage_svd_t  *st   = self;
-    const svp_spec_t *spec = st->spec;
+    const svp_pipe_sample_params_t *p = &st->list->items[index];
     int64_t           n    = st->F * 4 * st->h * st->w, i;
     uint64_t          seed = svp_stage_svd_seed(st, index);
     double            t0 = svp_clock_now(), *timing;
@@ -496,9 +496,9 @@ static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
     x   = s->tensors[SVD_T_LATENTS]->data;
     ids = s->tensors[SVD_T_IDS]->data;
     /* the pipeline conditions on fps - 1 */
-    ids[0] = (float)(spec->video.fps - 1);
-    ids[1] = (float)spec->video.motion_bucket_id;
-    ids[2] = (float)spec->video.noise_aug_strength;
+    ids[0] = (float)(p->fps - 1);
+    ids[1] = (float)p->motion_bucket_id;
+    ids[2] = (float)p->noise_aug_strength;
 
     if (st->cond != NULL) {
         set = index % st->sets;
@@ -543,7 +543,9 @@ static svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
 static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
 {
     svp_stage_svd_t *st    = self;
-    int              batch = st->cfg ? 2 : 1, b, f;
+    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
+    int              cfg   = svp_sched_guidance_enabled(p->max_guidance);
+    int              batch = cfg ? 2 : 1, b, f;
     int64_t          plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
     float           *x     = s->tensors[SVD_T_LATENTS]->data;
     const float     *img   = s->tensors[SVD_T_IMAGE_LATENTS]->data;
@@ -557,7 +559,7 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
     /* the 8-channel input [B, F, 8, h, w]: scaled latents, then the image
      * latents (zeros in the unconditional half) */
     for (b = 0; b < batch; ++b) {
-        int cond = !st->cfg || b == 1;
+        int cond = !cfg || b == 1;
         for (f = 0; f < st->F; ++f) {
             float *dst = st->in + ((int64_t)b * st->F + f) * 8 * plane;
             svp_sched_scale_model_input(st->sched, step, x + f * fr, dst, fr);
@@ -582,10 +584,9 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
     if (status != SVP_OK) {
         return status;
     }
-    if (st->cfg) {
+    if (cfg) {
         status = svp_sched_guidance_apply(st->out, st->out + n, 1, (int)st->F, fr,
-                                          st->spec->video.min_guidance,
-                                          st->spec->video.max_guidance, st->v);
+                                          p->min_guidance, p->max_guidance, st->v);
         if (status != SVP_OK) {
             return status;
         }
@@ -616,8 +617,9 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
                                              const char *dir, double decode_s)
 {
     const svp_spec_t *spec   = st->spec;
+    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
     const double     *timing = s->tensors[SVD_T_TIMING]->data;
-    char              path[4096], *buf = NULL;
+    char              path[4096], *buf = NULL, *params;
     size_t            len = 0;
     FILE             *f;
     svp_status_t      status;
@@ -632,18 +634,29 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     if (st->cond != NULL) {
         svp_stage_svd_json_str(f, "conditioning", spec->model.conditioning, 0);
     } else {
-        svp_stage_svd_json_str(f, "image", st->images[s->index % st->nimages], 0);
+        svp_stage_svd_json_str(f, "image", svp_pipe_samples_image(st->list, s->index),
+                               0);
     }
     fprintf(f, "  \"seed\": %" PRId64 ",\n", *(int64_t *)s->tensors[SVD_T_SEED]->data);
     fprintf(f, "  \"steps\": %d,\n  \"num_frames\": %lld,\n", spec->steps,
             (long long)st->F);
     fprintf(f, "  \"width\": %lld,\n  \"height\": %lld,\n", (long long)st->W,
             (long long)st->H);
-    fprintf(f, "  \"fps\": %d,\n  \"motion_bucket_id\": %d,\n", spec->video.fps,
-            spec->video.motion_bucket_id);
-    fprintf(f, "  \"noise_aug_strength\": %.9g,\n", spec->video.noise_aug_strength);
+    fprintf(f, "  \"fps\": %d,\n  \"motion_bucket_id\": %d,\n", p->fps,
+            p->motion_bucket_id);
+    fprintf(f, "  \"noise_aug_strength\": %.9g,\n", p->noise_aug_strength);
     fprintf(f, "  \"min_guidance\": %.9g,\n  \"max_guidance\": %.9g,\n",
-            spec->video.min_guidance, spec->video.max_guidance);
+            p->min_guidance, p->max_guidance);
+    /* the sample's own parameters in one object (its manifest line, if
+     * any): what resume compares, whichever keys sit beside it */
+    params = svp_pipe_samples_params_json(st->list, s->index);
+    if (params == NULL) {
+        fclose(f);
+        free(buf);
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(f, "  \"params\": %s,\n", params);
+    free(params);
     fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
     svp_stage_svd_json_str(f, "device", svp_ops_backend(st->ops), 0);
     svp_stage_svd_json_str(f, "dtype", svp_ops_dtype(st->ops), 0);
@@ -666,7 +679,7 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
     svp_media_video_params_t vp;
     float                   *lat = NULL, *dec = NULL, inv;
     int64_t                  n = st->F * 4 * st->h * st->w, i, m;
-    char                     path[4096], file[4200];
+    char                     path[4096], file[4200], name[256];
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
@@ -674,7 +687,8 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
     if (status != SVP_OK) {
         return status;
     }
-    snprintf(path, sizeof(path), "%s/sample_%06d", spec->output.dir, s->index);
+    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     status = svp_media_sample_dir_begin(path, &dir);
     if (status != SVP_OK) {
         return status;
@@ -683,7 +697,7 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
     /* the seed travels in the message; this rank may not be where it began */
     s->seed = (uint64_t)*(int64_t *)s->tensors[SVD_T_SEED]->data;
     status  = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
-                                      "svd", file);
+                                      "svd", NULL, file);
 
     if (status == SVP_OK && st->vae != NULL) {
         t0  = svp_clock_now();
@@ -719,7 +733,7 @@ static svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 #ifdef HAVE_FFMPEG
         if (status == SVP_OK && spec->output.mp4) {
             svp_media_video_params_init(&vp);
-            vp.fps = spec->video.fps;
+            vp.fps = st->list->items[s->index].fps;
             snprintf(file, sizeof(file), "%s/video.mp4", svp_media_sample_dir_path(dir));
             status = svp_media_video_write_mp4(file, frames, &vp);
         }
@@ -738,7 +752,7 @@ out:
     if (status == SVP_OK) {
         status = svp_media_sample_dir_commit(dir);
         if (status == SVP_OK) {
-            svp_info("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
+            svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
     } else {
         svp_media_sample_dir_abort(dir);
@@ -749,7 +763,6 @@ out:
 static void svp_stage_svd_destroy(void *self)
 {
     svp_stage_svd_t *st = self;
-    int              i;
 
     svp_stage_svd_dev_cleanup(st);
     free(st->in);
@@ -758,10 +771,7 @@ static void svp_stage_svd_destroy(void *self)
     free(st->ids);
     free(st->t);
     free(st->v);
-    for (i = 0; i < st->nimages; ++i) {
-        free(st->images[i]);
-    }
-    free(st->images);
+    svp_pipe_samples_destroy(st->list);
     if (st->cond != NULL) {
         svp_safetensors_close(st->cond);
     }
@@ -787,6 +797,7 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
 {
     svp_stage_svd_t  *st   = self;
     const svp_spec_t *spec = st->spec;
+    const svp_pipe_sample_params_t *p = &st->list->items[index];
     struct {
         const char *key;
         double      want;
@@ -797,15 +808,15 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
         {"num_frames", (double)st->F},
         {"width", (double)st->W},
         {"height", (double)st->H},
-        {"fps", spec->video.fps},
-        {"motion_bucket_id", spec->video.motion_bucket_id},
-        {"noise_aug_strength", spec->video.noise_aug_strength},
-        {"min_guidance", spec->video.min_guidance},
-        {"max_guidance", spec->video.max_guidance},
+        {"fps", p->fps},
+        {"motion_bucket_id", p->motion_bucket_id},
+        {"noise_aug_strength", p->noise_aug_strength},
+        {"min_guidance", p->min_guidance},
+        {"max_guidance", p->max_guidance},
         {"decode_chunk_size", spec->video.decode_chunk_size},
     };
     const char   *skey, *swant, *sgot;
-    char          dir[4096], path[4200], txt[64];
+    char          dir[4096], path[4200], txt[64], name[256], *want, *got;
     int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
     json_error_t  jerr;
     json_t       *root, *v;
@@ -814,7 +825,8 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     size_t        i;
     int64_t       f;
 
-    snprintf(dir, sizeof(dir), "%s/sample_%06d", spec->output.dir, index);
+    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    snprintf(dir, sizeof(dir), "%s/%s", spec->output.dir, name);
     if (stat(dir, &sb) != 0) {
         return SVP_ERR_NOT_FOUND;
     }
@@ -826,7 +838,7 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     }
     skey  = (st->cond != NULL) ? "conditioning" : "image";
     swant = (st->cond != NULL) ? spec->model.conditioning :
-                                 st->images[index % st->nimages];
+                                 svp_pipe_samples_image(st->list, index);
     sgot  = json_string_value(json_object_get(root, "job"));
     if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
         snprintf(why, len, "%s was made with job=%s, this job has job=%s", path,
@@ -853,6 +865,23 @@ static svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
             goto out;
         }
     }
+    /* the sample's own parameters, as a manifest line gave them; a sample
+     * made before they were recorded (0.3) is judged by the keys above */
+    want = svp_pipe_samples_params_json(st->list, index);
+    v    = json_object_get(root, "params");
+    got  = (v != NULL) ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
+                                       JSON_REAL_PRECISION(9))
+                       : (want != NULL) ? svp_strdup(want) : NULL;
+    if (want == NULL || got == NULL || strcmp(want, got) != 0) {
+        snprintf(why, len, "%s was made with params %s, this job has %s", path,
+                 got ? got : "(none)", want ? want : "(none)");
+        free(want);
+        free(got);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    free(want);
+    free(got);
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
                                           svp_stage_svd_seed(st, index), 5, shape,
@@ -979,96 +1008,30 @@ static svp_status_t svp_stage_svd_open_conditioning(svp_stage_svd_t *st)
     return svp_stage_svd_expect(st, "latents", 5, shape, 1, &st->has_latents);
 }
 
-static int svp_stage_svd_is_image_name(const char *name)
-{
-    const char *dot = strrchr(name, '.');
-
-    return dot != NULL && (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") ||
-                           !strcasecmp(dot, ".jpeg"));
-}
-
-static int svp_stage_svd_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static svp_status_t svp_stage_svd_add_image(svp_stage_svd_t *st, const char *path)
-{
-    char **grown = realloc(st->images, (st->nimages + 1) * sizeof(*grown));
-
-    if (grown == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    st->images = grown;
-    st->images[st->nimages] = svp_strdup(path);
-    if (st->images[st->nimages] == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    st->nimages++;
-    return SVP_OK;
-}
-
 /*
- * video.inputs: files, or directories whose PNG/JPEG files are taken in
- * name order.  Every image is decoded once here, so a missing, truncated or
- * non-image file stops the job before any rank starts work.
+ * The samples (pipe/samples.h) and their images.  Every image is decoded once
+ * here, so a missing, truncated or non-image file stops the job before any
+ * rank starts work.
  */
 static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
 {
     const svp_spec_t  *spec = st->spec;
     svp_media_image_t *img;
-    struct dirent     *de;
-    struct stat        sb;
-    DIR               *d;
-    char               path[4096];
-    int                i, first;
+    char               err[1024];
+    int                i;
     svp_status_t       status;
 
-    for (i = 0; i < spec->video.inputs.count; ++i) {
-        const char *in = spec->video.inputs.items[i];
-        if (stat(in, &sb) != 0) {
-            svp_error("%s: video.inputs[%d]: cannot open %s: %m", spec->file, i, in);
-            return SVP_ERR_NOT_FOUND;
-        }
-        if (!S_ISDIR(sb.st_mode)) {
-            status = svp_stage_svd_add_image(st, in);
-            if (status != SVP_OK) {
-                return status;
-            }
-            continue;
-        }
-        d = opendir(in);
-        if (d == NULL) {
-            svp_error("%s: video.inputs[%d]: cannot read directory %s: %m", spec->file,
-                      i, in);
-            return SVP_ERR_IO;
-        }
-        first = st->nimages;
-        while ((de = readdir(d)) != NULL) {
-            if (de->d_name[0] == '.' || !svp_stage_svd_is_image_name(de->d_name)) {
-                continue;
-            }
-            snprintf(path, sizeof(path), "%s/%s", in, de->d_name);
-            status = svp_stage_svd_add_image(st, path);
-            if (status != SVP_OK) {
-                closedir(d);
-                return status;
-            }
-        }
-        closedir(d);
-        if (st->nimages == first) {
-            svp_error("%s: video.inputs[%d]: no .png, .jpg or .jpeg file in %s",
-                      spec->file, i, in);
-            return SVP_ERR_NOT_FOUND;
-        }
-        qsort(st->images + first, st->nimages - first, sizeof(char *),
-              svp_stage_svd_cmp);
+    status = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+        return status;
     }
-    for (i = 0; i < st->nimages; ++i) {
-        status = svp_media_image_load(st->images[i], &img);
+    for (i = 0; i < st->list->nimages; ++i) {
+        status = svp_media_image_load(st->list->images[i], &img);
         if (status != SVP_OK) {
-            svp_error("%s: video.inputs: %s is not a usable image", spec->file,
-                      st->images[i]);
+            svp_error("%s: %s: %s is not a usable image", spec->file,
+                      (st->list->manifest != NULL) ? "video.manifest" : "video.inputs",
+                      st->list->images[i]);
             return status;
         }
         svp_media_image_destroy(img);
@@ -1097,12 +1060,13 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     const svp_devmem_t *devmem = NULL;
     char               path[4096];
     struct stat        sb;
-    int                lh, lw, batch;
+    int                lh, lw, batch, i;
     svp_status_t       status;
 
-    if (spec->model.conditioning[0] == '\0' && spec->video.inputs.count == 0) {
-        svp_error("%s: model.kind svd needs images (video.inputs) or a "
-                  "conditioning file (model.conditioning)", spec->file);
+    if (spec->model.conditioning[0] == '\0' && spec->video.inputs.count == 0 &&
+        spec->video.manifest[0] == '\0') {
+        svp_error("%s: model.kind svd needs images (video.inputs or video.manifest) "
+                  "or a conditioning file (model.conditioning)", spec->file);
         return SVP_ERR_SPEC;
     }
     st = calloc(1, sizeof(*st));
@@ -1110,18 +1074,20 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         return SVP_ERR_NO_MEMORY;
     }
     st->spec = spec;
-    st->cfg  = svp_sched_guidance_enabled(spec->video.max_guidance);
     st->F    = spec->video.num_frames;
     st->H    = spec->video.height;
     st->W    = spec->video.width;
 
-    if (spec->model.conditioning[0] != '\0') {
+    /* the list first: the conditioning file's samples are in it too */
+    status = svp_stage_svd_collect_images(st);
+    if (status == SVP_OK && spec->model.conditioning[0] != '\0') {
         status = svp_stage_svd_open_conditioning(st);
-    } else {
-        status = svp_stage_svd_collect_images(st);
     }
     if (status != SVP_OK) {
         goto err;
+    }
+    for (i = 0; i < st->list->count && !st->cfg; ++i) {
+        st->cfg = svp_sched_guidance_enabled(st->list->items[i].max_guidance);
     }
 
     /* the folder itself first: a missing one is named as such, not as a
@@ -1286,7 +1252,7 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     } else {
         svp_info("svd stage: %lld frames of %lldx%lld from %d image(s), latents "
                  "%lldx%lld, guidance %s (%g..%g)", (long long)st->F,
-                 (long long)st->W, (long long)st->H, st->nimages, (long long)st->h,
+                 (long long)st->W, (long long)st->H, st->list->nimages, (long long)st->h,
                  (long long)st->w, st->cfg ? "on" : "off", spec->video.min_guidance,
                  spec->video.max_guidance);
     }

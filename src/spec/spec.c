@@ -51,7 +51,8 @@ typedef struct {
  * on PATH.
  */
 static const char *const svp_spec_path_keys[] = {
-    "model.path", "model.conditioning", "video.inputs", "cluster.worker", NULL
+    "model.path", "model.conditioning", "video.inputs", "video.manifest",
+    "cluster.worker", NULL
 };
 
 static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,

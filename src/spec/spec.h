@@ -136,7 +136,8 @@ typedef struct svp_spec {
 
     struct {
         svp_spec_strlist_t inputs;    /* images or directories */
-        svp_spec_intlist_t seeds;     /* per image; default: seed + index */
+        svp_spec_intlist_t seeds;     /* each image with each seed (pipe/samples.h) */
+        char              *manifest;  /* JSONL of samples, "" = none */
         int                width, height, num_frames, fps, motion_bucket_id;
         double             noise_aug_strength, min_guidance, max_guidance;
         int                decode_chunk_size;
@@ -182,7 +183,8 @@ typedef struct {
  * Parses a YAML file into *spec_p, after filling every default.  overrides is
  * an array of "key.path=value" strings applied after the file (NULL allowed).
  * A relative path the file gives for what a job reads (model.path,
- * model.conditioning, video.inputs, cluster.worker with a '/') is joined to
+ * model.conditioning, video.inputs, video.manifest, cluster.worker with a
+ * '/') is joined to
  * the file's folder; override values and output paths are kept as given.
  * On failure a message naming file:line:column, key, expected and found is
  * copied into errbuf, or printed on stderr in that form (no log prefix) when

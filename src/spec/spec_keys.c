@@ -60,8 +60,9 @@ const svp_spec_key_t svp_spec_keys[] = {
      0, 3600e3, NULL, "sleep stand-in for decoding a sample (ms)"},
     {"steps", SVP_SPEC_T_INT, OFF(steps), "8", 1, 10000, NULL,
      "denoising steps T; must be divisible by the number of ranks"},
-    {"samples", SVP_SPEC_T_INT, OFF(samples), "4", 1, 1000000, NULL,
-     "samples N (for svd: one per (image, seed) pair when inputs are given)"},
+    {"samples", SVP_SPEC_T_INT, OFF(samples), "0", 0, 1000000, NULL,
+     "at most this many samples (0: all that video.manifest or video.inputs x "
+     "video.seeds make; without either, 4)"},
     {"seed", SVP_SPEC_T_U64, OFF(seed), "42", 0, 0, NULL, "base random seed"},
     {"latent_shape", SVP_SPEC_T_SHAPE5, OFF(latent_shape), "[1, 14, 4, 8, 8]",
      1, 65536, NULL, "dummy model latent shape [B, F, C, H, W]"},
@@ -92,7 +93,10 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"video.inputs", SVP_SPEC_T_STR_LIST, OFF(video.inputs), "", NOLIM, NULL,
      "images (PNG/JPEG) or directories of images"},
     {"video.seeds", SVP_SPEC_T_INT_LIST, OFF(video.seeds), "", NOLIM, NULL,
-     "seeds per image (default: seed)"},
+     "seeds: every image of video.inputs is made with each (default: seed)"},
+    {"video.manifest", SVP_SPEC_T_STRING, OFF(video.manifest), "", NOLIM, NULL,
+     "JSONL file, one sample per line: image and its own seed, fps, "
+     "motion_bucket_id, noise_aug_strength, min/max_guidance, name"},
     {"video.width", SVP_SPEC_T_INT, OFF(video.width), "1024", 8, 8192, NULL,
      "video width (multiple of 8)"},
     {"video.height", SVP_SPEC_T_INT, OFF(video.height), "576", 8, 8192, NULL,
@@ -519,6 +523,8 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
 svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
                                const char **key_p)
 {
+    int i;
+
     if (spec->model.kind == SVP_MODEL_SVD && spec->model.path[0] == '\0') {
         *key_p = "model.path";
         snprintf(why, whylen, "expected a model folder for model.kind svd, found none");
@@ -552,12 +558,26 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
                                                    : "model.kind dummy");
         return SVP_ERR_SPEC;
     }
-    if (spec->video.seeds.count > 0 && spec->video.inputs.count > 0 &&
-        spec->video.seeds.count != spec->video.inputs.count) {
-        *key_p = "video.seeds";
-        snprintf(why, whylen, "expected one seed per input (%d), found %d",
-                 spec->video.inputs.count, spec->video.seeds.count);
+    if (spec->video.manifest[0] != '\0' &&
+        (spec->video.inputs.count > 0 || spec->video.seeds.count > 0)) {
+        *key_p = "video.manifest";
+        snprintf(why, whylen, "expected either a manifest or video.inputs and "
+                 "video.seeds, found both");
         return SVP_ERR_SPEC;
+    }
+    if (spec->video.manifest[0] != '\0' && spec->model.conditioning[0] != '\0') {
+        *key_p = "video.manifest";
+        snprintf(why, whylen, "expected either a manifest or model.conditioning, "
+                 "found both");
+        return SVP_ERR_SPEC;
+    }
+    for (i = 0; i < spec->video.seeds.count; ++i) {
+        if (spec->video.seeds.items[i] < 0) {
+            *key_p = "video.seeds";
+            snprintf(why, whylen, "expected non-negative seeds, found %lld",
+                     (long long)spec->video.seeds.items[i]);
+            return SVP_ERR_SPEC;
+        }
     }
     return SVP_OK;
 }

@@ -16,6 +16,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
+#include "pipe/samples.h"
 #include "common/status.h"
 #include "common/util.h"
 #include "launch/hardware.h"
@@ -59,6 +60,7 @@ static void launch_usage(FILE *f)
           "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
           "RESULTS]] [--from-log FILE]\n"
           "                                 [--set key=value ...]\n"
+          "       svdlaunch status OUTPUT_DIR [--json]\n"
           "       svdlaunch --help | --version\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
@@ -80,6 +82,10 @@ static void launch_usage(FILE *f)
           "         --measured: the figures a GPU run measured "
           "(bench/results/gpu-*.yaml)\n"
           "         replace the hardware table's\n"
+          "status   done/total, rate, ETA and failed samples of the job writing "
+          "into\n"
+          "         OUTPUT_DIR, across its array tasks (--json: one JSON "
+          "object)\n"
           "\n"
           "--no-path-check  skip the checks of paths and of the worker (a "
           "script for\n"
@@ -488,6 +494,61 @@ out_destroy_hw:
     return status;
 }
 
+/*
+ * The planner and check count what the job will make: the sample list
+ * (pipe/samples.h) resolved here, where `samples` may be 0 ("all of them").
+ * The list is read from this host; where it cannot be (images only inside
+ * a container) and samples is 0, the count is unknown and said so.
+ */
+static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
+{
+    svp_pipe_samples_t *list;
+    char                err[1024];
+    svp_status_t        status;
+
+    status = svp_pipe_samples_create(spec, err, sizeof(err), &list);
+    if (status == SVP_OK) {
+        spec->samples = list->count;
+        svp_pipe_samples_destroy(list);
+        return SVP_OK;
+    }
+    if (spec->samples > 0 || quiet) {
+        return SVP_OK;   /* the cap is as good a count as the planner gets */
+    }
+    svp_error("%s (the sample count comes from the inputs; set samples to plan "
+              "without them)", err);
+    return status;
+}
+
+/* svdlaunch status OUTPUT_DIR [--json]: takes a directory, not a spec */
+static int launch_cmd_status(int argc, char **argv)
+{
+    const char  *dir = NULL;
+    char         err[1024];
+    int          i, as_json = 0;
+    svp_status_t status;
+
+    for (i = 2; i < argc; ++i) {
+        if (!strcmp(argv[i], "--json")) {
+            as_json = 1;
+        } else if (argv[i][0] == '-' || dir != NULL) {
+            svp_error("status: expected OUTPUT_DIR [--json], found '%s'", argv[i]);
+            return svp_status_exit_code(SVP_ERR_USAGE);
+        } else {
+            dir = argv[i];
+        }
+    }
+    if (dir == NULL) {
+        svp_error("status: expected OUTPUT_DIR (the job's output.dir)");
+        return svp_status_exit_code(SVP_ERR_USAGE);
+    }
+    status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
+    if (status != SVP_OK) {
+        svp_error("%s", err);
+    }
+    return svp_status_exit_code(status);
+}
+
 int main(int argc, char **argv)
 {
     launch_args_t a = {0};
@@ -495,13 +556,16 @@ int main(int argc, char **argv)
     char          err[1024];
     svp_status_t  status;
 
+    if (argc >= 2 && !strcmp(argv[1], "status")) {
+        return launch_cmd_status(argc, argv);
+    }
     status = launch_parse_args(argc, argv, &a);
     if (status != SVP_OK) {
         return svp_status_exit_code(status);
     }
     if (strcmp(a.command, "render") && strcmp(a.command, "submit") &&
         strcmp(a.command, "check") && strcmp(a.command, "plan")) {
-        svp_error("unknown command '%s' (render, submit, check, plan)",
+        svp_error("unknown command '%s' (render, submit, check, plan, status)",
                   a.command);
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
@@ -513,6 +577,15 @@ int main(int argc, char **argv)
         return svp_status_exit_code(status);
     }
 
+    if (!strcmp(a.command, "plan") || !strcmp(a.command, "check") ||
+        (!strcmp(a.command, "render") && spec->pipeline.stages < 0)) {
+        /* check's preflight reports a bad list itself, naming file:line */
+        status = launch_resolve_samples(spec, !strcmp(a.command, "check"));
+        if (status != SVP_OK) {
+            svp_spec_destroy(spec);
+            return svp_status_exit_code(status);
+        }
+    }
     if (!strcmp(a.command, "render")) {
         status = launch_preflight(spec, &a);
         if (status == SVP_OK) {

@@ -378,6 +378,12 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in,
     /* a resumed run computed only the samples it found unfinished */
     pp.samples       = in->spec->samples;
     if (json_integer_value(json_object_get(json_object_get(in->run, "layout"),
+                                           "samples")) > 0) {
+        /* the job's sample list (samples is a cap, 0 for all of them) */
+        pp.samples = (int)json_integer_value(
+            json_object_get(json_object_get(in->run, "layout"), "samples"));
+    }
+    if (json_integer_value(json_object_get(json_object_get(in->run, "layout"),
                                            "samples_run")) > 0) {
         pp.samples = (int)json_integer_value(
             json_object_get(json_object_get(in->run, "layout"), "samples_run"));

@@ -12,6 +12,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "pipe/pipe.h"
@@ -20,6 +21,7 @@
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
 #include "pipe/resume.h"
+#include "pipe/samples.h"
 #include "common/stop.h"
 #include "rt/rt.h"
 #include "comm/comm.h"
@@ -41,13 +43,17 @@
 static void svp_worker_usage(FILE *out)
 {
     fprintf(out,
-            "usage: svdworker [JOB.yaml] [--set KEY=VALUE]... [--check] [--print-spec]\n"
+            "usage: svdworker [JOB.yaml] [--set KEY=VALUE]... [--shard I/N] [--check]\n"
+            "                 [--print-spec]\n"
             "\n"
             "Runs one rank of an svdpipe job.  Under srun --mpi=pmix (or mpirun) PMIx\n"
             "gives the rank and size; started plainly it is rank 0 of 1.  Without\n"
             "JOB.yaml it runs the built-in default job (the dummy simulator).\n"
             "\n"
             "  -s, --set KEY=VALUE  override a key of the job spec (e.g. steps=28)\n"
+            "      --shard I/N      make only the samples whose index is I mod N (task I\n"
+            "                       of N sharing output.dir); with cluster.array set,\n"
+            "                       a Slurm array task takes its own by default\n"
             "  -c, --check          validate the spec and the step assignment, run nothing\n"
             "  -p, --print-spec     print the effective spec and exit\n"
             "  -h, --help           this text\n"
@@ -107,16 +113,19 @@ static void svp_worker_stop(int signo, void *arg)
 }
 
 typedef struct {
-    const svp_spec_t *spec;
-    int               rank, world;
+    const svp_spec_t       *spec;
+    const svp_pipe_shard_t *shard;
+    int                     rank, world;
 } svp_worker_own_t;
 
-/* Sample i's outputs are this rank's to clean up. */
+/* Sample i's outputs are this rank's to clean up (another array task's
+ * temporaries may be a write in progress). */
 static int svp_worker_owns(int sample, void *arg)
 {
     const svp_worker_own_t *o = arg;
 
-    return svp_pipe_resume_finisher(o->spec, o->world, sample) == o->rank;
+    return svp_pipe_shard_owns(o->shard, sample) &&
+           svp_pipe_resume_finisher(o->spec, o->world, sample) == o->rank;
 }
 
 /*
@@ -128,14 +137,15 @@ static int svp_worker_owns(int sample, void *arg)
  * belong to a rank of this job.
  */
 static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spec,
-                                              const svp_stage_t *stage, int rank,
+                                              const svp_stage_t *stage, int nsamples,
+                                              const svp_pipe_shard_t *shard, int rank,
                                               int world, svp_pipe_resume_t *resume_p)
 {
-    svp_worker_own_t own = {spec, rank, world};
+    svp_worker_own_t own = {spec, shard, rank, world};
     svp_status_t     status;
     int              i, writes = 0, n = 0;
 
-    for (i = 0; i < spec->samples && !writes; ++i) {
+    for (i = 0; i < nsamples && !writes; ++i) {
         writes = svp_worker_owns(i, &own);
     }
     if (writes) {
@@ -151,13 +161,14 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
                      spec->output.dir);
         }
     }
-    return svp_pipe_resume_agree(rt, spec, stage, resume_p);
+    return svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
 }
 
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"set", required_argument, NULL, 's'},
+        {"shard", required_argument, NULL, 'S'},
         {"check", no_argument, NULL, 'c'},
         {"print-spec", no_argument, NULL, 'p'},
         {"help", no_argument, NULL, 'h'},
@@ -177,13 +188,17 @@ int main(int argc, char **argv)
     svp_pipe_resume_t  resume = {NULL, 0, 0, 0};
     svp_pipe_stats_t   stats;
     svp_pipe_deadline_t dl;
-    char               trace_prefix[4096];
-    double             started;
+    char               trace_prefix[4096], what[512];
+    double             started, agreed, wall0;
+    const char        *shard_arg = NULL;
+    svp_pipe_shard_t   shard = {0, 1};
+    svp_pipe_samples_t *list = NULL;
+    svp_worker_run_info_t info;
     char               err[1024], *dump;
     svp_status_t       status;
     uint64_t           job_id = 0;
 
-    while ((c = getopt_long(argc, argv, "s:cphV", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:cphVS:", opts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (nsets == SVP_WORKER_MAX_SETS) {
@@ -191,6 +206,9 @@ int main(int argc, char **argv)
                 return SVP_EXIT_BAD_INPUT;
             }
             sets[nsets++] = optarg;
+            break;
+        case 'S':
+            shard_arg = optarg;
             break;
         case 'c':
             check = 1;
@@ -233,6 +251,23 @@ int main(int argc, char **argv)
         return SVP_EXIT_BAD_INPUT;
     }
     svp_log_set_level(spec->log.level);
+
+    /* which share of the samples this task makes (pipe/samples.h) */
+    if (shard_arg != NULL) {
+        status = svp_pipe_shard_parse(shard_arg, &shard, err, sizeof(err));
+    } else if (spec->cluster.array[0] != '\0') {
+        status = svp_pipe_shard_from_env(spec->cluster.array, &shard, err,
+                                         sizeof(err));
+        if (status == SVP_ERR_NOT_FOUND) {
+            /* run by hand, outside the array: the whole job */
+            status = SVP_OK;
+        }
+    }
+    if (status != SVP_OK) {
+        fprintf(stderr, "svdworker: %s\n", err);
+        svp_spec_destroy(spec);
+        return SVP_EXIT_BAD_INPUT;
+    }
 
     if (print) {
         if (svp_spec_dump(spec, &dump) == SVP_OK) {
@@ -296,11 +331,19 @@ int main(int argc, char **argv)
         }
         goto out_rt;
     }
+    /* the samples: every rank makes the same list from the same files */
+    status = svp_pipe_samples_create(spec, err, sizeof(err), &list);
+    if (status != SVP_OK) {
+        if (rank == 0) {
+            svp_error("%s", err);
+        }
+        goto out_rt;
+    }
+    svp_pipe_samples_describe(list, what, sizeof(what));
     if (check) {
         if (rank == 0) {
-            printf("%s: ok (%d steps, %d samples, %d ranks, %d steps per rank)\n",
-                   spec->file, spec->steps, spec->samples, world,
-                   range.end - range.begin);
+            printf("%s: ok (%d steps, %s, %d ranks, %d steps per rank)\n",
+                   spec->file, spec->steps, what, world, range.end - range.begin);
         }
         svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
         goto out_rt;
@@ -313,6 +356,16 @@ int main(int argc, char **argv)
     svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
              spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
              svp_rt_nspace(rt));
+    if (rank == 0) {
+        if (shard.count > 1) {
+            svp_info("job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
+                     spec->name, what, shard.index, shard.count,
+                     svp_pipe_shard_size(&shard, list->count), shard.index,
+                     shard.count);
+        } else {
+            svp_info("job '%s': %s", spec->name, what);
+        }
+    }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
     svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
@@ -333,7 +386,8 @@ int main(int argc, char **argv)
         goto out_rt;
     }
 
-    status = svp_worker_prepare_output(rt, spec, &pp.stage, rank, world, &resume);
+    status = svp_worker_prepare_output(rt, spec, &pp.stage, list->count, &shard, rank,
+                                       world, &resume);
     if (status != SVP_OK) {
         if (status != SVP_ERR_SPEC && svp_stop_signal() == 0) {
             svp_worker_fail(rt, world, rank, status);
@@ -342,6 +396,17 @@ int main(int argc, char **argv)
     }
     pp.samples  = resume.todo;
     pp.nsamples = resume.ntodo;
+    /* every rank has left the agreement's fence: the job's window starts */
+    agreed = svp_clock_now();
+    wall0  = svp_clock_wall();
+    memset(&info, 0, sizeof(info));
+    info.shard         = shard;
+    info.samples_total = list->count;
+    info.samples_shard = svp_pipe_shard_size(&shard, list->count);
+    info.skipped       = resume.skipped;
+    info.to_run        = resume.ntodo;
+    info.trace         = "";
+    svp_worker_task_write(spec, rt, &info, wall0, 0, "running");
 
     if (world > 1) {
         memset(&cp, 0, sizeof(cp));
@@ -371,7 +436,14 @@ int main(int argc, char **argv)
         }
     }
     if (spec->log.trace[0] != '\0') {
-        snprintf(trace_prefix, sizeof(trace_prefix), "%s", spec->log.trace);
+        /* array tasks sharing a prefix keep their own traces */
+        if (shard.count > 1) {
+            snprintf(trace_prefix, sizeof(trace_prefix), "%s.shard-%d-of-%d",
+                     spec->log.trace, shard.index, shard.count);
+        } else {
+            snprintf(trace_prefix, sizeof(trace_prefix), "%s", spec->log.trace);
+        }
+        info.trace = trace_prefix;
         status = svp_trace_create(trace_prefix, rank, svp_log_hostname(), &pp.trace);
         if (status != SVP_OK) {
             goto out_comm;
@@ -410,11 +482,21 @@ int main(int argc, char **argv)
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(rt, world, rank, status);
     }
-    if (status == SVP_OK) {
-        svp_worker_run_write(spec, rt, started * 1e-6, svp_trace_now_us() * 1e-6,
-                             (pp.samples != NULL) ? pp.nsamples : spec->samples);
-        svp_worker_run_profile(spec, rank);
+    if (status == SVP_OK && rank == 0) {
+        /* after the final fence: the slowest rank is done too */
+        double dt = svp_clock_now() - agreed;
+        svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
+                 "ranks agreed on to the last rank's end)",
+                 (dt > 0) ? pp.nsamples / dt : 0.0, pp.nsamples, dt);
     }
+    if (status == SVP_OK) {
+        svp_worker_run_write(spec, rt, &info, started * 1e-6,
+                             svp_trace_now_us() * 1e-6, pp.nsamples);
+        svp_worker_run_profile(spec, &shard, rank);
+    }
+    svp_worker_task_write(spec, rt, &info, wall0, svp_clock_wall(),
+                          (status == SVP_OK) ? "done" :
+                          (svp_stop_signal() != 0) ? "stopped" : "failed");
     svp_trace_destroy(pp.trace);
 out_comm:
     svp_comm_destroy(pp.comm);
@@ -439,6 +521,7 @@ out_rt:
         svp_rt_set_leave_error(rt, svp_status_string(status));
     }
     svp_rt_cleanup(rt);
+    svp_pipe_samples_destroy(list);
 out_spec:
     svp_spec_destroy(spec);
     if (svp_stop_signal() != 0) {

@@ -75,12 +75,13 @@ static json_t *svp_worker_run_hardware(void)
 }
 
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
+                                  const svp_worker_run_info_t *info,
                                   double started, double finished, int samples_run)
 {
     int              world = svp_rt_size(rt), r;
     json_t          *doc, *ranges, *hw;
     svp_steps_layout_t layout = {0};
-    char             path[4096], cwd[4096], err[256], *dump = NULL, *text;
+    char             path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
     const char      *threads = getenv("SVP_THREADS");
     svp_status_t     status;
 
@@ -103,20 +104,24 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         cwd[0] = '\0';
     }
     doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
-                    "s:{s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
+                    "s:{s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
+                    "s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
                     "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
                     "job", spec->name, "spec_file", spec->file, "spec", dump,
                     "world", world, "ranks_per_node", svp_rt_local_size(rt),
                     "hosts", svp_worker_run_hosts(rt, world),
-                    "layout", "steps", spec->steps, "samples", spec->samples,
+                    "layout", "steps", spec->steps, "samples", info->samples_total,
                     "samples_run", samples_run,
                     "stages", layout.stages, "groups", layout.groups,
                     "placement", svp_spec_placement_name(spec->pipeline.placement),
                     "ranges", ranges,
+                    "shard", "index", info->shard.index, "count", info->shard.count,
+                    "samples", info->samples_shard, "skipped", info->skipped,
+                    "run", samples_run,
                     "backend", spec->device == SVP_DEVICE_CUDA ? "cuda" : "cpu",
                     "dtype", svp_spec_dtype_name(spec->dtype),
                     "threads", threads ? threads : "default",
-                    "trace", spec->log.trace, "cwd", cwd,
+                    "trace", info->trace, "cwd", cwd,
                     "started", started, "finished", finished);
     free(dump);
     if (doc == NULL) {
@@ -131,24 +136,62 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     if (text == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
+    svp_pipe_shard_file(&info->shard, "run", ".json", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     status = svp_mkdir_p(spec->output.dir, 0755);
     if (status == SVP_OK) {
-        snprintf(path, sizeof(path), "%s/run.json", spec->output.dir);
         status = svp_file_write_atomic(path, text, strlen(text));
     }
     if (status == SVP_OK) {
         svp_info("run record written to %s", path);
     } else {
-        svp_error("cannot write %s/run.json: %s", spec->output.dir,
-                  svp_status_string(status));
+        svp_error("cannot write %s: %s", path, svp_status_string(status));
     }
     free(text);
     return status;
 }
 
-svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank)
+void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
+                           const svp_worker_run_info_t *info, double started,
+                           double ended, const char *state)
 {
-    char path[4096], members[64];
+    const char  *jobid = getenv("SLURM_JOB_ID");
+    char         path[4096], name[64], *text;
+    json_t      *doc;
+    svp_status_t status;
+
+    if (svp_rt_rank(rt) != 0) {
+        return;
+    }
+    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s}",
+                    "job", spec->name, "shard", info->shard.index, info->shard.count,
+                    "samples_total", info->samples_total, "samples_shard",
+                    info->samples_shard, "skipped", info->skipped, "to_run",
+                    info->to_run, "started", started, "ended", ended, "state", state,
+                    "slurm_job", jobid ? jobid : "");
+    text = (doc != NULL) ? json_dumps(doc, JSON_INDENT(1)) : NULL;
+    json_decref(doc);
+    if (text == NULL) {
+        svp_warn("cannot record the task's state: out of memory");
+        return;
+    }
+    svp_pipe_shard_file(&info->shard, "task", ".json", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    status = svp_mkdir_p(spec->output.dir, 0755);
+    if (status == SVP_OK) {
+        status = svp_file_write_atomic(path, text, strlen(text));
+    }
+    if (status != SVP_OK) {
+        svp_warn("cannot write %s: %s; svdlaunch status will not see this task",
+                 path, svp_status_string(status));
+    }
+    free(text);
+}
+
+svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
+                                    const svp_pipe_shard_t *shard, int rank)
+{
+    char path[4096], members[64], name[64], base[32];
 
     if (!spec->log.profile) {
         return SVP_OK;
@@ -158,7 +201,9 @@ svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank)
                  svp_spec_model_kind_name(spec->model.kind));
         return SVP_OK;
     }
-    snprintf(path, sizeof(path), "%s/profile.rank%d.json", spec->output.dir, rank);
+    snprintf(base, sizeof(base), "profile.rank%d", rank);
+    svp_pipe_shard_file(shard, base, ".json", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     snprintf(members, sizeof(members), "\"kind\":\"run\",\"rank\":%d", rank);
     return svp_range_profile_save(path, members);
 }

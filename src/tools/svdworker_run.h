@@ -7,6 +7,8 @@
  *    "job", "spec_file", "spec",            the canonical (effective) spec, YAML
  *    "world", "ranks_per_node", "hosts": [rank 0's host, ...],
  *    "layout": {"steps", "samples", "placement", "ranges": [[begin, end], ...]},
+ *    "shard": {"index", "count", "samples", "skipped", "run"}: this task's
+ *             share of the job's samples (count 1: the whole job),
  *    "backend", "dtype", "threads",
  *    "trace": log.trace prefix, "cwd": where relative paths start,
  *    "started", "finished": Unix seconds,
@@ -20,26 +22,55 @@
 #define SVP_TOOLS_SVDWORKER_RUN_H
 
 #include "common/status.h"
+#include "pipe/samples.h"
 #include "rt/rt.h"
 #include "spec/spec.h"
+
+/* What this run made of the job (for run.json and the task file). */
+typedef struct {
+    svp_pipe_shard_t shard;
+    int              samples_total;  /* the job's samples, all shards */
+    int              samples_shard;  /* this shard's */
+    int              skipped;        /* of those, finished by an earlier run */
+    int              to_run;         /* of those, this run's */
+    const char      *trace;          /* trace prefix this run used, "" = none */
+} svp_worker_run_info_t;
 
 /* Publishes this rank's host name; visible to others after the next fence. */
 svp_status_t svp_worker_run_publish(svp_rt_h rt);
 
 /*
- * Rank 0 writes output.dir/run.json; other ranks do nothing.  started and
- * finished are Unix seconds; samples_run is how many samples this run
- * computed (fewer than spec->samples when it resumed a job).  A failure is
- * logged and returned (the outputs are still good).
+ * Rank 0 writes output.dir/run.json (run.shard-I-of-N.json for an array
+ * task, svp_pipe_shard_file); other ranks do nothing.  started and finished
+ * are Unix seconds; samples_run is how many samples this run computed
+ * (fewer than its shard's when it resumed a job).  A failure is logged and
+ * returned (the outputs are still good).
  */
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
+                                  const svp_worker_run_info_t *info,
                                   double started, double finished, int samples_run);
 
 /*
+ * The task file, output.dir/task.json (task.shard-I-of-N.json): rank 0
+ * writes it when the run starts (state "running") and again when it ends
+ * ("done", "failed" or "stopped"), so `svdlaunch status` can say what every
+ * array task of a job is doing from the output directory alone:
+ *   {"job", "shard": [I, N], "samples_total", "samples_shard", "skipped",
+ *    "to_run", "started", "ended" (Unix seconds, 0 while running), "state",
+ *    "slurm_job": SLURM_JOB_ID or ""}
+ * Other ranks do nothing; a failure to write it is logged, not fatal.
+ */
+void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
+                           const svp_worker_run_info_t *info, double started,
+                           double ended, const char *state);
+
+/*
  * With log.profile, writes what the model's ranges collected on this rank
- * to output.dir/profile.rank<R>.json: {"kind": "run", "rank", "profile":
+ * to output.dir/profile.rank<R>.json (profile.rank<R>.shard-I-of-N.json for
+ * an array task): {"kind": "run", "rank", "profile":
  * {"ranges", "ops"}} (trace/range.h; totals over all calls).
  */
-svp_status_t svp_worker_run_profile(const svp_spec_t *spec, int rank);
+svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
+                                    const svp_pipe_shard_t *shard, int rank);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * Fuzz targets for the parsers that read what a user or a peer hands us:
- * the job spec, safetensors, config.json, PNG/JPEG and the frame header.
+ * the job spec, safetensors, config.json, PNG/JPEG, the frame header and
+ * the manifest of samples.
  *
  * Each target is one LLVMFuzzerTestOneInput().  Built with clang's
  * -fsanitize=fuzzer (make fuzz) it is a libFuzzer program; otherwise

@@ -6,8 +6,8 @@ bld=${SVP_TOP_BUILDDIR:-.}
 runs=${SVP_FUZZ_RUNS:-5000}
 s=$top/tests/fuzz/seeds
 n=0
-echo "1..5"
-for t in spec safetensors config image frame; do
+echo "1..6"
+for t in spec safetensors config image frame manifest; do
     n=$((n+1))
     case $t in
     spec)   extra="$top/etc/sim_4rank.yaml $top/etc/svd_7gpu.yaml" ;;

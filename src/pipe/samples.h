@@ -1,0 +1,137 @@
+/*
+ * The samples of a job: what each one is made from, and which of them an
+ * array task (a shard) makes.
+ *
+ * A sample's index is its identity: its output's name, its noise streams and
+ * resume's bookkeeping all follow from it, so the list is a pure function of
+ * the spec and of the files it names (the manifest, the images in the
+ * folders, taken in name order).
+ *
+ * Where the samples come from:
+ *   video.manifest  one sample per line of a JSONL file: {"image": PATH,
+ *                   "seed": N, "fps": N, "motion_bucket_id": N,
+ *                   "noise_aug_strength": X, "min_guidance": X,
+ *                   "max_guidance": X, "name": NAME}; only image is
+ *                   required (relative to the manifest's folder), anything
+ *                   else a line leaves out is the spec's.  Sample i is line
+ *                   i (blank lines and lines starting with '#' skipped).
+ *   video.inputs    every image x every seed of video.seeds (default: the
+ *                   one seed): sample i is image i mod I with seed
+ *                   seeds[i div I].  Without video.seeds a samples larger
+ *                   than I adds rounds with seed + 1, seed + 2, ...
+ *   neither         (model.kind dummy, model.conditioning) `samples` samples
+ *                   (4 when 0), with the conditioning file's seed + i or the
+ *                   simulator's seed.
+ * `samples` (when not 0) caps the list: the first `samples` of it are made.
+ *
+ * Sharding: task i of n (svdworker --shard i/n, or Slurm's array variables)
+ * makes the samples whose index is i mod n.  Interleaving keeps the shards
+ * within one sample of each other in size for any N and n, and spreads a
+ * manifest sorted by cost (image size, a parameter sweep) over every task.
+ */
+#ifndef SVP_PIPE_SAMPLES_H
+#define SVP_PIPE_SAMPLES_H
+
+#include "common/status.h"
+#include "spec/spec.h"
+
+#include <stdint.h>
+
+/* The default sample count of a job with neither manifest nor images. */
+#define SVP_PIPE_SAMPLES_DEFAULT 4
+
+/* One sample's own parameters. */
+typedef struct {
+    int      image;               /* into svp_pipe_samples_t.images, -1: none */
+    int      line;                /* manifest line (1-based), 0: from the spec */
+    char    *name;                /* output name, NULL: sample_NNNNNN */
+    uint64_t seed;
+    int      fps, motion_bucket_id;
+    double   noise_aug_strength, min_guidance, max_guidance;
+} svp_pipe_sample_params_t;
+
+typedef struct {
+    int                       count;    /* N, after the cap */
+    int                       total;    /* before the cap */
+    svp_pipe_sample_params_t *items;    /* count of them; items[i] is sample i */
+    char                    **images;   /* image paths (owned) */
+    int                       nimages;
+    int                       nseeds;   /* images x seeds: the seeds; else 0 */
+    char                     *manifest; /* the spec's (a copy), or NULL */
+} svp_pipe_samples_t;
+
+/*
+ * Makes the sample list of spec (see above).  Every image is checked to
+ * exist; decoding them is the caller's (the stage, svdlaunch check).  On an
+ * error a message naming file:line and the key (manifest), or the spec key,
+ * is written into errbuf and SVP_ERR_SPEC (or SVP_ERR_NOT_FOUND for a
+ * missing file) returned; nothing is allocated.  The list is freed with
+ * svp_pipe_samples_destroy() and does not refer to spec afterwards.
+ */
+svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
+                                     int errlen, svp_pipe_samples_t **list_p);
+
+void svp_pipe_samples_destroy(svp_pipe_samples_t *list);
+
+/* "20 samples: 5 images x 4 seeds", "20 samples from the manifest M". */
+void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf,
+                               int len);
+
+/* Sample i's image path, or NULL. */
+const char *svp_pipe_samples_image(const svp_pipe_samples_t *list, int i);
+
+/* Sample i's output name: its manifest name or sample_NNNNNN. */
+void svp_pipe_samples_name(const svp_pipe_samples_t *list, int i, char *buf,
+                           int len);
+
+/*
+ * Sample i's own parameters as one line of JSON, keys sorted (image, seed,
+ * fps, motion_bucket_id, noise_aug_strength, min/max_guidance,
+ * manifest_line, name): what its outputs record and resume compares.  The
+ * caller frees it; NULL when out of memory.
+ */
+char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i);
+
+/* Task `index` of `count` (count 1: the whole job). */
+typedef struct {
+    int index, count;
+} svp_pipe_shard_t;
+
+/* Parses "i/n" (0 <= i < n); SVP_ERR_USAGE with a message in errbuf. */
+svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
+                                  char *errbuf, int errlen);
+
+/*
+ * The shard of a Slurm array task: SLURM_ARRAY_TASK_ID within the spec's
+ * cluster.array range "A-B" (or "A-B%k"): task A + i is shard i of
+ * B - A + 1.  The spec's range rather than Slurm's SLURM_ARRAY_TASK_MIN and
+ * _MAX, so a task resubmitted alone (sbatch --array=5) is still shard 5.
+ * SVP_ERR_NOT_FOUND when the process is no array task; SVP_ERR_USAGE when
+ * the range is a list or has a step ("1,3,5", "0-9:2": their tasks are not
+ * shards of one count) or the task id lies outside it.
+ */
+svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
+                                     char *errbuf, int errlen);
+
+/* cluster.array is a range svp_pipe_shard_from_env can shard by; else
+ * SVP_ERR_SPEC with the message in errbuf (svdlaunch check says it before
+ * the job is queued). */
+svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int errlen);
+
+static inline int svp_pipe_shard_owns(const svp_pipe_shard_t *shard, int sample)
+{
+    return sample % shard->count == shard->index;
+}
+
+/* Samples of [0, n) that the shard makes. */
+int svp_pipe_shard_size(const svp_pipe_shard_t *shard, int n);
+
+/*
+ * A run-level file's name for this shard: "run.json" stays so for a job of
+ * one shard, and becomes "run.shard-1-of-3.json" for task 1 of 3, so tasks
+ * sharing output.dir keep their own.
+ */
+void svp_pipe_shard_file(const svp_pipe_shard_t *shard, const char *base,
+                         const char *ext, char *buf, int len);
+
+#endif
