@@ -93,6 +93,8 @@ typedef struct {
     double           bottleneck_s;   /* max over ranks of busy / N */
     int              bottleneck_rank;
     double           closed_form_s;  /* fill + (N-1) * bottleneck */
+    long             events;         /* tasks simulated: N x chain length
+                                        (the work is linear in it) */
     svp_plan_rank_t *ranks;          /* [world] */
     int             *link_msgs;      /* [world * world], from * world + to */
     double          *link_s;         /* [world * world], time on the link */
