@@ -107,6 +107,29 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
                             spec->file);
             return SVP_ERR_UNSUPPORTED;
         }
+        /*
+         * The table's times are for one dtype.  A 16-bit run on tensor cores
+         * and an f32 run differ several-fold, and by an amount no table here
+         * states, so another dtype's figures are refused rather than scaled
+         * (an f32 spec was once priced with the fp16 figures, unlabelled).
+         */
+        if (hw->svd.dtype == NULL ||
+            strcmp(hw->svd.dtype, svp_spec_dtype_name(spec->dtype)) != 0) {
+            svp_launch_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
+                            "figures for %s (its svd times are %s%s); plan "
+                            "with --set dtype=%s, or time %s on the GPU with "
+                            "bench/gpu-check.sh and pass its results with "
+                            "--measured",
+                            spec->file, svp_spec_dtype_name(spec->dtype),
+                            hw->file, hw->measured_file ? " with " : "",
+                            hw->measured_file ? hw->measured_file : "",
+                            svp_spec_dtype_name(spec->dtype),
+                            hw->svd.dtype ? "for " : "of no stated dtype",
+                            hw->svd.dtype ? hw->svd.dtype : "",
+                            hw->svd.dtype ? hw->svd.dtype : "f16",
+                            svp_spec_dtype_name(spec->dtype));
+            return SVP_ERR_UNSUPPORTED;
+        }
         /* first order: work grows with pixels x frames x batch */
         pix     = (double)spec->video.height * spec->video.width;
         pix_ref = (double)hw->svd.height * hw->svd.width;

@@ -191,8 +191,12 @@ static svp_status_t launch_render_to(const svp_spec_t *spec,
         .overrides     = a->sets,
         .num_overrides = a->num_sets,
     };
-    char         err[512];
+    char         err[1024], host[PATH_MAX];
     svp_status_t status;
+
+    if (realpath(a->job, host) != NULL) {
+        params.spec_host = host;
+    }
 
     status = svp_launch_render(spec, &params, err, sizeof(err), script_p);
     if (status != SVP_OK) {
@@ -382,9 +386,19 @@ static void launch_warn_deadline(const svp_spec_t *spec, const svp_plan_costs_t 
 static svp_status_t launch_preflight(const svp_spec_t *spec,
                                      const launch_args_t *a)
 {
-    char         err[1024];
+    char         err[1024], host[PATH_MAX];
     svp_status_t status;
 
+    /* what a container sees does not depend on this host's files */
+    status = svp_launch_validate(spec, err, sizeof(err));
+    if (status == SVP_OK) {
+        status = svp_launch_container_check(spec, realpath(a->job, host) ?
+                                            host : NULL, err, sizeof(err));
+    }
+    if (status != SVP_OK) {
+        fprintf(stderr, "%s\n", err);
+        return SVP_ERR_SPEC;
+    }
     if (a->no_path_check) {
         status = svp_launch_check(spec, err, sizeof(err));
         if (status == SVP_OK) {
