@@ -93,6 +93,21 @@ int svp_launch_in_container(const svp_spec_t *spec)
            spec->cluster.container_image[0] != '\0';
 }
 
+/*
+ * A relative path in the spec was joined to the spec's host folder at load;
+ * the worker, reading the spec inside the container, joins it to the spec's
+ * folder there.  So a path below the spec's (mounted) folder is seen too.
+ */
+static int container_visible(const svp_spec_t *spec, const char *spec_dir,
+                             const char *path)
+{
+    char mapped[4096];
+
+    return svp_launch_container_sees(spec, path) ||
+           (spec_dir != NULL && container_under(path, spec_dir, strlen(spec_dir)) &&
+            svp_launch_container_path(spec, path, mapped, sizeof(mapped)));
+}
+
 static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
                                      const char *path, char *errbuf, int errlen)
 {
@@ -111,10 +126,19 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
                                         int errlen)
 {
     const char *out = spec->output.dir, *wd = spec->cluster.container_workdir;
-    char        mapped[4096], key[64];
+    char        mapped[4096], key[64], dir[4096], *slash;
+    const char *spec_dir = NULL;
 
     if (!svp_launch_in_container(spec)) {
         return SVP_OK;
+    }
+    if (spec_host != NULL) {
+        snprintf(dir, sizeof(dir), "%s", spec_host);
+        slash = strrchr(dir, '/');
+        if (slash != NULL && slash != dir) {
+            *slash   = '\0';
+            spec_dir = dir;
+        }
     }
     if (spec_host != NULL &&
         !svp_launch_container_path(spec, spec_host, mapped, sizeof(mapped))) {
@@ -153,13 +177,13 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     }
     if (spec->model.kind == SVP_MODEL_SVD) {
         if (spec->model.path != NULL && spec->model.path[0] != '\0' &&
-            !svp_launch_container_sees(spec, spec->model.path)) {
+            !container_visible(spec, spec_dir, spec->model.path)) {
             return container_unseen(spec, "model.path", spec->model.path,
                                     errbuf, errlen);
         }
         if (spec->model.conditioning != NULL &&
             spec->model.conditioning[0] != '\0' &&
-            !svp_launch_container_sees(spec, spec->model.conditioning)) {
+            !container_visible(spec, spec_dir, spec->model.conditioning)) {
             return container_unseen(spec, "model.conditioning",
                                     spec->model.conditioning, errbuf, errlen);
         }
@@ -168,7 +192,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
         const char *in = spec->video.inputs.items[i];
 
         snprintf(key, sizeof(key), "video.inputs[%d]", i);
-        if (in[0] == '/' && !svp_launch_container_sees(spec, in)) {
+        if (in[0] == '/' && !container_visible(spec, spec_dir, in)) {
             return container_unseen(spec, key, in, errbuf, errlen);
         }
     }

@@ -106,7 +106,9 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
  * host path; NULL: not checked) lies under a mount's SRC, and that
  * model.path, model.conditioning, every absolute video.inputs entry,
  * output.dir and cluster.container_workdir lie under a mount's DST (what
- * the worker opens inside the container).  A relative output.dir needs
+ * the worker opens inside the container); model and inputs may also lie
+ * below the spec's own folder (relative in the spec: the worker joins them
+ * to the spec's folder in the container).  A relative output.dir needs
  * cluster.container_workdir.  Without a container: SVP_OK.  Same error
  * convention as svp_launch_validate().
  */
