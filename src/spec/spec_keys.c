@@ -61,7 +61,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"model.dummy.decode_ms", SVP_SPEC_T_DOUBLE, OFF(model.dummy.decode_ms), "0",
      0, 3600e3, NULL, "sleep stand-in for decoding a sample (ms)"},
     {"steps", SVP_SPEC_T_INT, OFF(steps), "8", 1, 10000, NULL,
-     "denoising steps T; must be divisible by the number of ranks"},
+     "denoising steps T; must divide by the stages of a pipeline (pipeline.stages)"},
     {"samples", SVP_SPEC_T_INT, OFF(samples), "4", 1, 1000000, NULL,
      "samples N (for svd: one per (image, seed) pair when inputs are given)"},
     {"seed", SVP_SPEC_T_U64, OFF(seed), "42", 0, 0, NULL, "base random seed"},
