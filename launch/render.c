@@ -217,7 +217,7 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
                 layout.groups > 1 ? "s" : "", layout.stages,
                 layout.stages > 1 ? "s" : "");
         if (unit_costs) {
-            fprintf(f, "%.0f steps of one sample (no time model: every step "
+            fprintf(f, "%.0f step times (no time model: every step "
                     "one unit, encode and decode free)\n", layout.makespan_s);
         } else {
             fprintf(f, "%.3f s from %s\n", layout.makespan_s, costs_why);
