@@ -737,8 +737,73 @@ out_free:
     return status;
 }
 
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p);
+
+/* Whether a and b describe the same simulation (the cost source aside). */
+static int plan_params_same(const svp_plan_params_t *a,
+                            const svp_plan_params_t *b)
+{
+    const svp_plan_costs_t *x = &a->costs, *y = &b->costs;
+
+    return a->world == b->world && a->ranks_per_node == b->ranks_per_node &&
+           a->steps == b->steps && a->samples == b->samples &&
+           a->placement == b->placement &&
+           a->message_bytes == b->message_bytes &&
+           a->first_rank == b->first_rank && x->step_s == y->step_s &&
+           x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
+           x->intra_node_gbps == y->intra_node_gbps &&
+           x->inter_node_gbps == y->inter_node_gbps &&
+           x->latency_s == y->latency_s && x->link_setup_s == y->link_setup_s;
+}
+
+static svp_status_t plan_result_copy(const svp_plan_result_t *src,
+                                     svp_plan_result_t **dst_p)
+{
+    svp_plan_result_t *d = malloc(sizeof(*d));
+    size_t             W = (size_t)src->world;
+
+    if (d == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    *d = *src;
+    d->ranks     = malloc(W * sizeof(*d->ranks));
+    d->link_msgs = malloc(W * W * sizeof(*d->link_msgs));
+    d->link_s    = malloc(W * W * sizeof(*d->link_s));
+    if (d->ranks == NULL || d->link_msgs == NULL || d->link_s == NULL) {
+        svp_plan_result_destroy(d);
+        return SVP_ERR_NO_MEMORY;
+    }
+    memcpy(d->ranks, src->ranks, W * sizeof(*d->ranks));
+    memcpy(d->link_msgs, src->link_msgs, W * W * sizeof(*d->link_msgs));
+    memcpy(d->link_s, src->link_s, W * W * sizeof(*d->link_s));
+    *dst_p = d;
+    return SVP_OK;
+}
+
+/*
+ * The last simulation of more than this many events is kept: the report
+ * asks for the same pipeline twice (its layout, then its detail), and at a
+ * million samples each run takes about a second.
+ */
+#define PLAN_MEMO_EVENTS 100000
+
+static struct {
+    svp_plan_params_t  params;
+    svp_plan_result_t *result;
+} plan_memo;
+
 svp_status_t svp_plan_run(const svp_plan_params_t *p,
                           svp_plan_result_t **result_p)
+{
+    if (plan_memo.result != NULL && plan_params_same(&plan_memo.params, p)) {
+        return plan_result_copy(plan_memo.result, result_p);
+    }
+    return plan_run(p, result_p);
+}
+
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p)
 {
     svp_plan_result_t *res;
     svp_status_t       status;
@@ -781,6 +846,15 @@ svp_status_t svp_plan_run(const svp_plan_params_t *p,
     res->bubble        = res->makespan_s > 0 ?
                          1.0 - busy / (W * res->makespan_s) : 0;
     res->closed_form_s = res->fill_s + (N - 1) * res->bottleneck_s;
+    if (res->events > PLAN_MEMO_EVENTS) {
+        svp_plan_result_t *keep;
+
+        if (plan_result_copy(res, &keep) == SVP_OK) {
+            svp_plan_result_destroy(plan_memo.result);
+            plan_memo.params = *p;
+            plan_memo.result = keep;
+        }
+    }
     *result_p = res;
     return SVP_OK;
 
