@@ -224,6 +224,12 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
         }
     }
 
+    if (svp_launch_array_tasks(spec) > 1) {
+        fprintf(f, "# job array: %d tasks of %d node%s x %d ranks, each making "
+                "its share of the samples\n", svp_launch_array_tasks(spec),
+                spec->cluster.nodes, spec->cluster.nodes > 1 ? "s" : "",
+                spec->cluster.ranks_per_node);
+    }
     launch_put_sbatch(f, "job-name", svp_launch_job_name(spec));
     fprintf(f, "#SBATCH --nodes=%d\n", spec->cluster.nodes);
     fprintf(f, "#SBATCH --ntasks-per-node=%d\n", spec->cluster.ranks_per_node);

@@ -5,6 +5,7 @@
 #include "common/util.h"
 #include "launch/hardware.h"
 #include "launch/launch.h"
+#include "launch/launch_int.h"
 #include "launch/plan.h"
 #include "spec/spec.h"
 
@@ -1363,4 +1364,22 @@ Test(plan, linear_in_samples)
         cr_assert_eq(r->ranks[k].decodes, 1000);
     }
     svp_plan_result_destroy(r);
+}
+
+/* How many tasks a cluster.array makes: the planner divides the samples by it. */
+Test(launch, array_task_count)
+{
+    static const struct { const char *array; int tasks; } cases[] = {
+        {"", 0}, {"0-63", 64}, {"1,3,5-7", 5}, {"0-15:4", 4}, {"0-99%8", 100},
+        {"7", 1}, {"5-3", 0},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        svp_spec_t *spec = spec_from("steps: 8\n");
+
+        set_str(&spec->cluster.array, cases[i].array);
+        cr_expect_eq(svp_launch_array_tasks(spec), cases[i].tasks, "%s",
+                     cases[i].array);
+        svp_spec_destroy(spec);
+    }
 }
