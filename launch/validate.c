@@ -563,6 +563,12 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
             return launch_bad(spec, c->key, c->expected, value, errbuf, errlen);
         }
     }
+    /* what the characters allow but Slurm refuses ("5-3", "0--2") */
+    if (launch_is_set(spec->cluster.array) && svp_launch_array_tasks(spec) < 1) {
+        return launch_bad(spec, "cluster.array", "array indexes such as 0-15, "
+                          "1,3,5-7, 0-15:4 or 0-99%8 (ranges low to high)",
+                          spec->cluster.array, errbuf, errlen);
+    }
     /* the default job name is the spec file's base name: same rules */
     if (!launch_ok_name(svp_launch_job_name(spec))) {
         return launch_bad(spec, "name", "a job name of [A-Za-z0-9_.-] (set "

@@ -184,6 +184,7 @@ Test(render, hostile_sbatch_values_rejected)
         {F(error),      "cluster.error",      "x\r#SBATCH"},
         {F(dependency), "cluster.dependency", "afterok:1;rm"},
         {F(array),      "cluster.array",      "a-b"},
+        {F(array),      "cluster.array",      "5-3"},
         {F(mpi),        "cluster.mpi",        "pmix --x"},
         {F(worker),     "cluster.worker",     "svdworker\nrm -rf /"},
         {F(container_image), "cluster.container_image", "img\n#SBATCH --x"},
