@@ -54,17 +54,17 @@ static void plan_print_message(FILE *out, const svp_spec_t *spec)
     svp_plan_message(spec, &msg);
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         fprintf(out, "message  %.0f bytes per hand-off: latent [%lld,%lld,%lld,"
-                "%lld,%lld] %s\n", msg.total, (long long)spec->latent_shape[0],
+                "%lld,%lld] f32\n", msg.total, (long long)spec->latent_shape[0],
                 (long long)spec->latent_shape[1],
                 (long long)spec->latent_shape[2],
                 (long long)spec->latent_shape[3],
-                (long long)spec->latent_shape[4], svp_spec_dtype_name(spec->dtype));
+                (long long)spec->latent_shape[4]);
         return;
     }
-    fprintf(out, "message  %.0f bytes per hand-off (%s): latent [%d,4,%d,%d] "
-            "%.0f + image latents [4,%d,%d] %.0f + image embeddings [1,1024] "
-            "%.0f + time ids [3] %.0f\n", msg.total,
-            svp_spec_dtype_name(spec->dtype), spec->video.num_frames,
+    fprintf(out, "message  %.0f bytes per hand-off (f32 in every dtype): "
+            "latent [%d,4,%d,%d] %.0f + image latents [4,%d,%d] %.0f + image "
+            "embeddings [1,1024] %.0f + time ids [3] %.0f\n", msg.total,
+            spec->video.num_frames,
             spec->video.height / 8, spec->video.width / 8, msg.latent,
             spec->video.height / 8, spec->video.width / 8, msg.image_latents,
             msg.image_embeds, msg.time_ids);
@@ -270,7 +270,8 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
      */
     if (sm->tasks == 1 && spec->cluster.nodes > 1) {
         svp_plan_layout_t *alt;
-        const svp_plan_layout_t *used = &sm->layouts[sm->used];
+        /* against the gang job's best layout, not a worse one the spec asks */
+        const svp_plan_layout_t *used = &sm->layouts[sm->best];
         int                n = 0, best = 0;
         double             ratio;
 
@@ -397,7 +398,7 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
             sm->one_gpu_s / sm->layouts[sm->used].makespan_s : 0);
 
     if (sm->alt_tasks > 0) {
-        const svp_plan_layout_t *u = &sm->layouts[sm->used];
+        const svp_plan_layout_t *u = &sm->layouts[sm->best];
 
         fprintf(out, "\njob array or gang job:\n");
         fprintf(out, "  one gang job of %d nodes x %d ranks: %d pipeline%s x %d "
