@@ -111,13 +111,14 @@ static int container_visible(const svp_spec_t *spec, const char *spec_dir,
 static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
                                      const char *path, char *errbuf, int errlen)
 {
-    char esc[512];
+    char esc[512], where[1024];
 
     svp_launch_escape(path, esc, sizeof(esc));
+    svp_launch_mark(spec, key, path, where, sizeof(where));
     svp_launch_errf(errbuf, errlen, "%s: %s: \"%s\" is under no mount of "
                     "cluster.container_mounts: the container would not see "
                     "it (add a mount SRC:DST whose DST holds it)",
-                    spec->file ? spec->file : "<spec>", key, esc);
+                    where, key, esc);
     return SVP_ERR_SPEC;
 }
 

@@ -25,6 +25,14 @@ const char *svp_launch_worker(const svp_spec_t *spec);
 int         svp_launch_gpus_per_task(const svp_spec_t *spec);  /* 0: no GPU */
 long        svp_launch_exit_wait(const svp_spec_t *spec);      /* srun -W */
 
+/*
+ * "FILE:LINE:COLUMN" of key ("cluster.env.A", "cluster.srun_args[1]") in
+ * spec's file when the file holds it with the value found (NULL: any),
+ * else "FILE" (a value from --set or a default), into out (mark.c).
+ */
+void svp_launch_mark(const svp_spec_t *spec, const char *key,
+                     const char *found, char *out, size_t len);
+
 /* Whether the job runs in cluster.container_image. */
 int svp_launch_in_container(const svp_spec_t *spec);
 

@@ -86,11 +86,12 @@ static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
                                const char *expected, const char *found,
                                char *errbuf, int errlen)
 {
-    char esc[256];
+    char esc[256], where[1024];
 
     svp_launch_escape(found, esc, sizeof(esc));
+    svp_launch_mark(spec, key, found, where, sizeof(where));
     svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
-                    spec->file ? spec->file : "<spec>", key, expected, esc);
+                    where, key, expected, esc);
     return SVP_ERR_SPEC;
 }
 
@@ -98,8 +99,12 @@ static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
                                    const char *expected, long found,
                                    char *errbuf, int errlen)
 {
+    char text[32], where[1024];
+
+    snprintf(text, sizeof(text), "%ld", found);
+    svp_launch_mark(spec, key, text, where, sizeof(where));
     svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
-                    spec->file ? spec->file : "<spec>", key, expected, found);
+                    where, key, expected, found);
     return SVP_ERR_SPEC;
 }
 

@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..52"
+echo "1..55"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -274,3 +274,25 @@ for rt in pyxis apptainer; do
         ok "render ($rt) passes the container-side spec path"
     else nok "render $rt (rc=$rc)"; fi
 done
+
+# site keys checked after parsing still name the line and column of the value
+cat >"$tmp/site.yaml" <<'YAML'
+steps: 8
+cluster:
+  nodes: 1
+  signal: "USR1@120"
+  sbatch_args: ["--mail-type=END", "--comment=a b"]
+YAML
+"$l" check "$tmp/site.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml:4:11: cluster.signal: expected TERM@SECONDS or INT@SECONDS" "$tmp/err"; then
+    ok "a bad cluster.signal is named at its line and column"
+else nok "cluster.signal mark (rc=$rc)"; fi
+"$l" check "$tmp/site.yaml" --no-path-check --set cluster.signal=TERM@60 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml:5:36: cluster.sbatch_args\[1\]: expected an option" "$tmp/err"; then
+    ok "a bad list item is named at its own line and column"
+else nok "cluster.sbatch_args mark (rc=$rc)"; fi
+"$l" check "$tmp/site.yaml" --no-path-check --set cluster.signal=HUP \
+    --set cluster.sbatch_args=--x=1 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml: cluster.signal: expected" "$tmp/err"; then
+    ok "a bad value from --set is named without the file's line"
+else nok "--set value mark (rc=$rc)"; fi
