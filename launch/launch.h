@@ -14,8 +14,9 @@
  *   - a control character (newline included) anywhere is rejected outright:
  *     a newline is the only way to start a second #SBATCH line.
  *
- * Errors name the spec file, the key path, what was expected and what was
- * found (with control characters escaped).
+ * Errors name the spec file (with the value's line and column when the file
+ * holds it), the key path, what was expected and what was found (with
+ * control characters escaped).
  */
 #ifndef SVP_LAUNCH_LAUNCH_H
 #define SVP_LAUNCH_LAUNCH_H
