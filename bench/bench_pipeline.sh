@@ -113,11 +113,9 @@ done
 echo
 echo "== 4. layouts: W=6, T=12, step 40 ms, encode 10 ms, decode 80 ms, placement spread"
 layout_plan() {  # NAME S: the planner's makespan for S, and its recommendation
-    "$launch" plan "$tmp/$1.yaml" 2>/dev/null | awk -v S="$2" '
-        /^pipeline.stages/ { on = 1; next }
-        /^recommended:/ { on = 0; rec = $3 }
-        on && $1 == S { m = ($2 == "(this)") ? $6 : $5 }
-        END { printf "%s %s\n", m, rec }'
+    "$launch" plan "$tmp/$1.yaml" --json 2>/dev/null |
+        jq -r --argjson S "$2" '"\(.layouts[] | select(.stages == $S) |
+                                   .makespan_s) \(.recommended_stages)"'
 }
 printf '%-6s %4s %3s %10s %10s %7s\n' job N S predicted measured error
 for job in "short 6" "long 48"; do

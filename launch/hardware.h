@@ -13,7 +13,8 @@
  *     encode_s: 0.15              # CLIP + VAE encode of one sample
  *     decode_s: 3.4               # VAE decode of one sample
  *     source: quoted              # optional: measured | quoted (default)
- *     dtype: f16                  # optional: the compute dtype of the times
+ *     dtype: f16                  # the spec dtype the times are for; the
+ *                                 # planner prices no other with them
  *   links:
  *     intra_node_gbps: 300        # GB/s between two ranks on one node
  *     inter_node_gbps: 25         # GB/s between nodes

@@ -14,8 +14,9 @@
  *   - a control character (newline included) anywhere is rejected outright:
  *     a newline is the only way to start a second #SBATCH line.
  *
- * Errors name the spec file, the key path, what was expected and what was
- * found (with control characters escaped).
+ * Errors name the spec file (with the value's line and column when the file
+ * holds it), the key path, what was expected and what was found (with
+ * control characters escaped).
  */
 #ifndef SVP_LAUNCH_LAUNCH_H
 #define SVP_LAUNCH_LAUNCH_H
@@ -55,6 +56,11 @@ typedef struct {
     const char *const     *overrides;      /* "key=value" passed on to the worker
                                               as --set, NULL allowed */
     int                    num_overrides;
+    const char            *spec_host;      /* with a container: the spec's
+                                              absolute host path, mapped
+                                              through the mounts for the
+                                              worker (NULL: spec_ref, which
+                                              must then be absolute) */
 } svp_launch_render_params_t;
 
 /*
@@ -99,6 +105,21 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
  */
 svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
                                   int errlen);
+
+/*
+ * With cluster.container_image: that the job spec (spec_host, its absolute
+ * host path; NULL: not checked) lies under a mount's SRC, and that
+ * model.path, model.conditioning, every absolute video.inputs entry,
+ * output.dir and cluster.container_workdir lie under a mount's DST (what
+ * the worker opens inside the container); model and inputs may also lie
+ * below the spec's own folder (relative in the spec: the worker joins them
+ * to the spec's folder in the container).  A relative output.dir needs
+ * cluster.container_workdir.  Without a container: SVP_OK.  Same error
+ * convention as svp_launch_validate().
+ */
+svp_status_t svp_launch_container_check(const svp_spec_t *spec,
+                                        const char *spec_host, char *errbuf,
+                                        int errlen);
 
 /*
  * Renders the sbatch script for spec.  On success *script_p is a malloc'ed,

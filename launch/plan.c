@@ -107,6 +107,29 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
                             spec->file);
             return SVP_ERR_UNSUPPORTED;
         }
+        /*
+         * The table's times are for one dtype.  A 16-bit run on tensor cores
+         * and an f32 run differ several-fold, and by an amount no table here
+         * states, so another dtype's figures are refused rather than scaled
+         * (an f32 spec was once priced with the fp16 figures, unlabelled).
+         */
+        if (hw->svd.dtype == NULL ||
+            strcmp(hw->svd.dtype, svp_spec_dtype_name(spec->dtype)) != 0) {
+            svp_launch_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
+                            "figures for %s (its svd times are %s%s); plan "
+                            "with --set dtype=%s, or time %s on the GPU with "
+                            "bench/gpu-check.sh and pass its results with "
+                            "--measured",
+                            spec->file, svp_spec_dtype_name(spec->dtype),
+                            hw->file, hw->measured_file ? " with " : "",
+                            hw->measured_file ? hw->measured_file : "",
+                            svp_spec_dtype_name(spec->dtype),
+                            hw->svd.dtype ? "for " : "of no stated dtype",
+                            hw->svd.dtype ? hw->svd.dtype : "",
+                            hw->svd.dtype ? hw->svd.dtype : "f16",
+                            svp_spec_dtype_name(spec->dtype));
+            return SVP_ERR_UNSUPPORTED;
+        }
         /* first order: work grows with pixels x frames x batch */
         pix     = (double)spec->video.height * spec->video.width;
         pix_ref = (double)hw->svd.height * hw->svd.width;
@@ -422,129 +445,384 @@ static double plan_link_s(const svp_plan_params_t *p, int from, int to)
     return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
 }
 
-/* The chain of sample i; returns the number of tasks written to t. */
-static int plan_chain(const svp_plan_params_t *p, int i, plan_task_t *t)
+/* How many tasks the chain of a sample has (the same for every sample). */
+static int plan_chain_length(const svp_plan_params_t *p)
 {
-    int n = 0, per_rank = p->steps / p->world;
-    int end_rank = p->placement == SVP_PLACEMENT_SPREAD ? i % p->world : 0;
+    int per_rank = p->steps / p->world;
+
+    return (p->costs.encode_s > 0) +
+           ((per_rank > 0 && p->costs.step_s > 0) ? p->world : 0) +
+           (p->costs.decode_s > 0);
+}
+
+/*
+ * Task k of sample i's chain: encode (where the placement puts it), the
+ * steps rank by rank, decode.  Computed, not stored: a million samples of a
+ * 30-task chain would otherwise take half a gigabyte.
+ */
+static plan_task_t plan_chain_task(const svp_plan_params_t *p, int i, int k)
+{
+    int per_rank = p->steps / p->world;
+    int has_steps = per_rank > 0 && p->costs.step_s > 0;
 
     if (p->costs.encode_s > 0) {
-        t[n++] = (plan_task_t){end_rank, PLAN_ENCODE, p->costs.encode_s};
-    }
-    for (int r = 0; r < p->world; ++r) {
-        if (per_rank > 0 && p->costs.step_s > 0) {
-            t[n++] = (plan_task_t){r, PLAN_STEPS, per_rank * p->costs.step_s};
+        if (k == 0) {
+            return (plan_task_t){p->placement == SVP_PLACEMENT_SPREAD ?
+                                 i % p->world : 0, PLAN_ENCODE,
+                                 p->costs.encode_s};
         }
+        --k;
     }
-    if (p->costs.decode_s > 0) {
-        end_rank = p->placement == SVP_PLACEMENT_SPREAD ? i % p->world :
-                   p->world - 1;
-        t[n++] = (plan_task_t){end_rank, PLAN_DECODE, p->costs.decode_s};
+    if (has_steps && k < p->world) {
+        return (plan_task_t){k, PLAN_STEPS, per_rank * p->costs.step_s};
     }
-    return n;
+    return (plan_task_t){p->placement == SVP_PLACEMENT_SPREAD ? i % p->world :
+                         p->world - 1, PLAN_DECODE, p->costs.decode_s};
+}
+
+/*
+ * A binary min-heap of samples ordered by (key, sample): the samples whose
+ * next task waits for one rank.
+ */
+typedef struct {
+    int    *sample;
+    double *key;
+    int     size, capacity;
+} plan_heap_t;
+
+static int plan_heap_less(const plan_heap_t *h, int a, int b)
+{
+    return h->key[a] < h->key[b] ||
+           (h->key[a] == h->key[b] && h->sample[a] < h->sample[b]);
+}
+
+static void plan_heap_swap(plan_heap_t *h, int a, int b)
+{
+    int    s = h->sample[a];
+    double k = h->key[a];
+
+    h->sample[a] = h->sample[b];
+    h->key[a]    = h->key[b];
+    h->sample[b] = s;
+    h->key[b]    = k;
+}
+
+/* Grows by doubling: every sample is in one heap at a time, so the heaps
+ * together hold N entries, however they are spread over the ranks. */
+static svp_status_t plan_heap_push(plan_heap_t *h, int sample, double key)
+{
+    int i;
+
+    if (h->size == h->capacity) {
+        int     cap = h->capacity > 0 ? 2 * h->capacity : 64;
+        int    *s   = realloc(h->sample, (size_t)cap * sizeof(*s));
+        double *k;
+
+        if (s == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        h->sample = s;
+        k = realloc(h->key, (size_t)cap * sizeof(*k));
+        if (k == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        h->key      = k;
+        h->capacity = cap;
+    }
+    i = h->size++;
+
+    h->sample[i] = sample;
+    h->key[i]    = key;
+    while (i > 0 && plan_heap_less(h, i, (i - 1) / 2)) {
+        plan_heap_swap(h, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    return SVP_OK;
+}
+
+static void plan_heap_pop(plan_heap_t *h)
+{
+    int i = 0;
+
+    h->sample[0] = h->sample[--h->size];
+    h->key[0]    = h->key[h->size];
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+
+        if (l < h->size && plan_heap_less(h, l, m)) {
+            m = l;
+        }
+        if (r < h->size && plan_heap_less(h, r, m)) {
+            m = r;
+        }
+        if (m == i) {
+            return;
+        }
+        plan_heap_swap(h, i, m);
+        i = m;
+    }
 }
 
 /*
  * Event by event: the task that can start earliest runs next; among equal
  * starts the oldest sample wins (a rank finishes what is in flight before it
- * takes new work).  N x (W+2) tasks, each chosen in O(N).
+ * takes new work).
+ *
+ * Starts never go back in time (a task ends after it starts, and what it
+ * makes ready is ready later still), so each rank can keep the samples that
+ * wait for it in two heaps: those already ready when the rank frees up
+ * ("waiting", oldest sample first) and those still in transit ("arriving",
+ * earliest ready first), beside a cursor for the samples not started.  A rank's next task is the oldest waiting sample,
+ * else the earliest arrival; the event is the earliest of the W ranks'
+ * candidates.  A scan over all N samples per event, as a first version did,
+ * made the plan quadratic in N (1,000,000 samples ran for over ten minutes);
+ * this is O(N (W + 2) W) with heaps of the samples in flight.
  */
 static svp_status_t plan_simulate(const svp_plan_params_t *p,
                                   svp_plan_result_t *res)
 {
-    int           W = p->world, N = p->samples, stride = p->world + 2;
-    plan_task_t  *tasks;
-    int          *count, *next;
+    int           W = p->world, N = p->samples, len = plan_chain_length(p);
+    plan_heap_t  *waiting, *arriving;
+    int          *next, *fresh, fresh_step;
     double       *ready, *free_at;
     char         *link_used;
-    long          remaining = 0;
+    long          remaining = (long)N * len;
     svp_status_t  status = SVP_ERR_NO_MEMORY;
 
-    tasks   = calloc((size_t)N * stride, sizeof(*tasks));
-    count   = calloc((size_t)N, sizeof(*count));
-    next    = calloc((size_t)N, sizeof(*next));
-    ready   = calloc((size_t)N, sizeof(*ready));
-    free_at = calloc((size_t)W, sizeof(*free_at));
+    waiting   = calloc((size_t)W, sizeof(*waiting));
+    arriving  = calloc((size_t)W, sizeof(*arriving));
+    next      = calloc((size_t)N, sizeof(*next));
+    ready     = calloc((size_t)N, sizeof(*ready));
+    free_at   = calloc((size_t)W, sizeof(*free_at));
+    fresh     = calloc((size_t)W, sizeof(*fresh));
     link_used = calloc((size_t)W * W, sizeof(*link_used));
-    if (tasks == NULL || count == NULL || next == NULL || ready == NULL ||
-        free_at == NULL || link_used == NULL) {
+    if (waiting == NULL || arriving == NULL || next == NULL || ready == NULL ||
+        free_at == NULL || fresh == NULL || link_used == NULL) {
         goto out_free;
     }
-
-    for (int i = 0; i < N; ++i) {
-        count[i]   = plan_chain(p, i, tasks + (size_t)i * stride);
-        remaining += count[i];
+    res->events = remaining;
+    if (len == 0) {
+        status = SVP_OK;
+        goto out_free;
+    }
+    /*
+     * Samples not started yet are all ready at 0 and wait for the rank of
+     * their first task in sample order: rank i mod W under spread with an
+     * encode, rank 0 otherwise.  A cursor per rank stands for them, so the
+     * heaps hold only the samples in flight (a few per rank) and stay small.
+     */
+    fresh_step = (N > 1 && W > 1 &&
+                  plan_chain_task(p, 1, 0).rank != plan_chain_task(p, 0, 0).rank)
+                 ? W : 1;
+    for (int r = 0; r < W; ++r) {
+        fresh[r] = N;
+    }
+    for (int i = 0; i < N && i < fresh_step; ++i) {
+        fresh[plan_chain_task(p, i, 0).rank] = i;
     }
 
     /* one sample alone: its chain end to end, hops included */
-    for (int k = 0; k < count[0]; ++k) {
-        res->fill_s += tasks[k].duration;
-        if (k > 0 && tasks[k].rank != tasks[k - 1].rank) {
-            res->fill_s += plan_link_s(p, tasks[k - 1].rank, tasks[k].rank) +
-                           p->costs.link_setup_s;
+    for (int k = 0; k < len; ++k) {
+        plan_task_t t = plan_chain_task(p, 0, k);
+
+        res->fill_s += t.duration;
+        if (k > 0) {
+            int from = plan_chain_task(p, 0, k - 1).rank;
+
+            if (from != t.rank) {
+                res->fill_s += plan_link_s(p, from, t.rank) +
+                               p->costs.link_setup_s;
+            }
         }
     }
 
+    /*
+     * One rank runs every task of every sample back to back from time 0:
+     * nothing to simulate (the one-GPU baseline and each replica of S = 1
+     * would otherwise take a third of a million-sample plan).
+     */
+    if (W == 1) {
+        for (int k = 0; k < len; ++k) {
+            plan_task_t t = plan_chain_task(p, 0, k);
+
+            res->ranks[0].busy_s  += (double)N * t.duration;
+            res->ranks[0].steps   += t.kind == PLAN_STEPS ? N * p->steps : 0;
+            res->ranks[0].encodes += t.kind == PLAN_ENCODE ? N : 0;
+            res->ranks[0].decodes += t.kind == PLAN_DECODE ? N : 0;
+        }
+        res->ranks[0].finish_s = res->ranks[0].busy_s;
+        res->makespan_s        = res->ranks[0].busy_s;
+        remaining              = 0;
+    }
+
     while (remaining-- > 0) {
-        const plan_task_t *t;
-        double             best_start = DBL_MAX, finish;
-        int                best = -1;
+        plan_task_t t;
+        double      best_start = DBL_MAX, finish;
+        int         best = -1, best_rank = -1, best_waiting = 0;
 
-        for (int i = 0; i < N; ++i) {
+        for (int r = 0; r < W; ++r) {
             double start;
+            int    i, from_waiting;
 
-            if (next[i] == count[i]) {
+            /* arrivals that are ready by the time the rank is free wait */
+            while (arriving[r].size > 0 &&
+                   arriving[r].key[0] <= free_at[r] + PLAN_TIE_S) {
+                int s = arriving[r].sample[0];
+
+                plan_heap_pop(&arriving[r]);
+                if (plan_heap_push(&waiting[r], s, 0) != SVP_OK) {
+                    goto out_free;
+                }
+            }
+            if (fresh[r] < N &&
+                (waiting[r].size == 0 || fresh[r] < waiting[r].sample[0])) {
+                i            = fresh[r];
+                start        = free_at[r];
+                from_waiting = 2;
+            } else if (waiting[r].size > 0) {
+                i            = waiting[r].sample[0];
+                start        = free_at[r];
+                from_waiting = 1;
+            } else if (arriving[r].size > 0) {
+                i            = arriving[r].sample[0];
+                start        = arriving[r].key[0];
+                from_waiting = 0;
+            } else {
                 continue;
             }
-            t     = &tasks[(size_t)i * stride + next[i]];
-            start = fmax(ready[i], free_at[t->rank]);
-            if (start < best_start - PLAN_TIE_S) {
-                best_start = start;
-                best       = i;
+            if (start < best_start - PLAN_TIE_S ||
+                (start < best_start + PLAN_TIE_S && i < best)) {
+                best_start   = start;
+                best         = i;
+                best_rank    = r;
+                best_waiting = from_waiting;
             }
         }
 
-        t      = &tasks[(size_t)best * stride + next[best]];
-        finish = best_start + t->duration;
-        free_at[t->rank] = finish;
-        res->ranks[t->rank].busy_s  += t->duration;
-        res->ranks[t->rank].finish_s = finish;
-        res->ranks[t->rank].steps   += t->kind == PLAN_STEPS ? p->steps / W : 0;
-        res->ranks[t->rank].encodes += t->kind == PLAN_ENCODE;
-        res->ranks[t->rank].decodes += t->kind == PLAN_DECODE;
+        if (best_waiting == 2) {
+            fresh[best_rank] += fresh_step;
+        } else {
+            plan_heap_pop(best_waiting ? &waiting[best_rank] :
+                          &arriving[best_rank]);
+        }
+        t      = plan_chain_task(p, best, next[best]);
+        finish = best_start + t.duration;
+        free_at[t.rank] = finish;
+        res->ranks[t.rank].busy_s  += t.duration;
+        res->ranks[t.rank].finish_s = finish;
+        res->ranks[t.rank].steps   += t.kind == PLAN_STEPS ? p->steps / W : 0;
+        res->ranks[t.rank].encodes += t.kind == PLAN_ENCODE;
+        res->ranks[t.rank].decodes += t.kind == PLAN_DECODE;
         res->makespan_s = fmax(res->makespan_s, finish);
 
         ready[best] = finish;
-        if (++next[best] < count[best]) {
-            int to = tasks[(size_t)best * stride + next[best]].rank;
+        if (++next[best] < len) {
+            int to = plan_chain_task(p, best, next[best]).rank;
 
-            if (to != t->rank) {
-                double hop = plan_link_s(p, t->rank, to);
+            if (to != t.rank) {
+                double hop = plan_link_s(p, t.rank, to);
 
-                if (!link_used[t->rank * W + to]) {
-                    link_used[t->rank * W + to] = 1;
+                if (!link_used[t.rank * W + to]) {
+                    link_used[t.rank * W + to] = 1;
                     hop += p->costs.link_setup_s;
                 }
                 ready[best] += hop;
-                res->link_msgs[t->rank * W + to] += 1;
-                res->link_s[t->rank * W + to]    += hop;
+                res->link_msgs[t.rank * W + to] += 1;
+                res->link_s[t.rank * W + to]    += hop;
             }
+        }
+        if (next[best] < len &&
+            plan_heap_push(&arriving[plan_chain_task(p, best, next[best]).rank],
+                           best, ready[best]) != SVP_OK) {
+            goto out_free;
         }
     }
     status = SVP_OK;
 
 out_free:
+    for (int r = 0; waiting != NULL && arriving != NULL && r < W; ++r) {
+        free(waiting[r].sample);
+        free(waiting[r].key);
+        free(arriving[r].sample);
+        free(arriving[r].key);
+    }
     free(link_used);
+    free(fresh);
     free(free_at);
     free(ready);
     free(next);
-    free(count);
-    free(tasks);
+    free(arriving);
+    free(waiting);
     return status;
 }
 
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p);
+
+/* Whether a and b describe the same simulation (the cost source aside). */
+static int plan_params_same(const svp_plan_params_t *a,
+                            const svp_plan_params_t *b)
+{
+    const svp_plan_costs_t *x = &a->costs, *y = &b->costs;
+
+    return a->world == b->world && a->ranks_per_node == b->ranks_per_node &&
+           a->steps == b->steps && a->samples == b->samples &&
+           a->placement == b->placement &&
+           a->message_bytes == b->message_bytes &&
+           a->first_rank == b->first_rank && x->step_s == y->step_s &&
+           x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
+           x->intra_node_gbps == y->intra_node_gbps &&
+           x->inter_node_gbps == y->inter_node_gbps &&
+           x->latency_s == y->latency_s && x->link_setup_s == y->link_setup_s;
+}
+
+static svp_status_t plan_result_copy(const svp_plan_result_t *src,
+                                     svp_plan_result_t **dst_p)
+{
+    svp_plan_result_t *d = malloc(sizeof(*d));
+    size_t             W = (size_t)src->world;
+
+    if (d == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    *d = *src;
+    d->ranks     = malloc(W * sizeof(*d->ranks));
+    d->link_msgs = malloc(W * W * sizeof(*d->link_msgs));
+    d->link_s    = malloc(W * W * sizeof(*d->link_s));
+    if (d->ranks == NULL || d->link_msgs == NULL || d->link_s == NULL) {
+        svp_plan_result_destroy(d);
+        return SVP_ERR_NO_MEMORY;
+    }
+    memcpy(d->ranks, src->ranks, W * sizeof(*d->ranks));
+    memcpy(d->link_msgs, src->link_msgs, W * W * sizeof(*d->link_msgs));
+    memcpy(d->link_s, src->link_s, W * W * sizeof(*d->link_s));
+    *dst_p = d;
+    return SVP_OK;
+}
+
+/*
+ * The last simulation of more than this many events is kept: the report
+ * asks for the same pipeline twice (its layout, then its detail), and at a
+ * million samples each run takes about a second.
+ */
+#define PLAN_MEMO_EVENTS 100000
+
+static struct {
+    svp_plan_params_t  params;
+    svp_plan_result_t *result;
+} plan_memo;
+
 svp_status_t svp_plan_run(const svp_plan_params_t *p,
                           svp_plan_result_t **result_p)
+{
+    if (plan_memo.result != NULL && plan_params_same(&plan_memo.params, p)) {
+        return plan_result_copy(plan_memo.result, result_p);
+    }
+    return plan_run(p, result_p);
+}
+
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p)
 {
     svp_plan_result_t *res;
     svp_status_t       status;
@@ -587,6 +865,15 @@ svp_status_t svp_plan_run(const svp_plan_params_t *p,
     res->bubble        = res->makespan_s > 0 ?
                          1.0 - busy / (W * res->makespan_s) : 0;
     res->closed_form_s = res->fill_s + (N - 1) * res->bottleneck_s;
+    if (res->events > PLAN_MEMO_EVENTS) {
+        svp_plan_result_t *keep;
+
+        if (plan_result_copy(res, &keep) == SVP_OK) {
+            svp_plan_result_destroy(plan_memo.result);
+            plan_memo.params = *p;
+            plan_memo.result = keep;
+        }
+    }
     *result_p = res;
     return SVP_OK;
 

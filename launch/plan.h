@@ -93,6 +93,8 @@ typedef struct {
     double           bottleneck_s;   /* max over ranks of busy / N */
     int              bottleneck_rank;
     double           closed_form_s;  /* fill + (N-1) * bottleneck */
+    long             events;         /* tasks simulated: N x chain length
+                                        (the work is linear in it) */
     svp_plan_rank_t *ranks;          /* [world] */
     int             *link_msgs;      /* [world * world], from * world + to */
     double          *link_s;         /* [world * world], time on the link */
@@ -220,8 +222,17 @@ double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *cost
 int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
                               char *buf, int len);
 
-/* The full report of `svdlaunch plan`: the pipeline and the alternatives. */
+/* svp_plan_report() flags */
+#define SVP_PLAN_REPORT_JSON 0x1u   /* one JSON object instead of the text */
+
+/*
+ * The full report of `svdlaunch plan`: one pipeline rank by rank, then every
+ * valid layout of the job (or of one array task, with cluster.array), the
+ * one recommended, the spec's own marked (invalid ones too: the report is
+ * still made), a job array beside a gang job of several nodes, and a
+ * warning when the makespan exceeds cluster.time.
+ */
 svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
-                             const svp_plan_costs_t *costs);
+                             const svp_plan_costs_t *costs, unsigned flags);
 
 #endif

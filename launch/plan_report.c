@@ -6,6 +6,7 @@
 #include "config.h"
 #endif
 #include "launch/plan.h"
+#include "launch/launch_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -53,17 +54,17 @@ static void plan_print_message(FILE *out, const svp_spec_t *spec)
     svp_plan_message(spec, &msg);
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         fprintf(out, "message  %.0f bytes per hand-off: latent [%lld,%lld,%lld,"
-                "%lld,%lld] %s\n", msg.total, (long long)spec->latent_shape[0],
+                "%lld,%lld] f32\n", msg.total, (long long)spec->latent_shape[0],
                 (long long)spec->latent_shape[1],
                 (long long)spec->latent_shape[2],
                 (long long)spec->latent_shape[3],
-                (long long)spec->latent_shape[4], svp_spec_dtype_name(spec->dtype));
+                (long long)spec->latent_shape[4]);
         return;
     }
-    fprintf(out, "message  %.0f bytes per hand-off (%s): latent [%d,4,%d,%d] "
-            "%.0f + image latents [4,%d,%d] %.0f + image embeddings [1,1024] "
-            "%.0f + time ids [3] %.0f\n", msg.total,
-            svp_spec_dtype_name(spec->dtype), spec->video.num_frames,
+    fprintf(out, "message  %.0f bytes per hand-off (f32 in every dtype): "
+            "latent [%d,4,%d,%d] %.0f + image latents [4,%d,%d] %.0f + image "
+            "embeddings [1,1024] %.0f + time ids [3] %.0f\n", msg.total,
+            spec->video.num_frames,
             spec->video.height / 8, spec->video.width / 8, msg.latent,
             spec->video.height / 8, spec->video.width / 8, msg.image_latents,
             msg.image_embeds, msg.time_ids);
@@ -129,24 +130,243 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
     }
 }
 
-/* Every valid pipeline.stages for the job, and the one to take. */
-static void plan_print_layouts(FILE *out, const svp_spec_t *spec,
-                               const svp_plan_layout_t *l, int n, int best,
-                               int chosen)
+/* Writes s as a JSON string. */
+static void plan_json_str(FILE *out, const char *s)
 {
-    const svp_plan_layout_t *b = &l[best], *full = &l[n - 1];
-    int                      W = b->stages * b->groups;
+    fputc('"', out);
+    for (; s != NULL && *s != '\0'; ++s) {
+        unsigned char c = (unsigned char)*s;
 
-    fprintf(out, "\npipeline.stages (placement %s)  pipelines  steps/stage  "
-            "samples/pipeline  makespan_s  samples/s  per pipeline/s  vs best\n",
-            svp_spec_placement_name(spec->pipeline.placement));
-    for (int k = 0; k < n; ++k) {
-        fprintf(out, "  %5d%-26s %9d  %11d  %16d  %10.3f  %9.4f  %14.4f  %6.2fx%s\n",
-                l[k].stages, (k == chosen) ? " (this)" : "", l[k].groups,
+        if (c == '"' || c == '\\') {
+            fprintf(out, "\\%c", c);
+        } else if (c < 0x20) {
+            fprintf(out, "\\u%04x", c);
+        } else {
+            fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}
+
+/*
+ * Everything the report says, computed once and then printed as text or
+ * JSON.  Every figure in the layouts table is the whole job's (or, with
+ * cluster.array, one array task's): its makespan is its slowest
+ * pipeline's, its bubble the idle share of all its GPUs.  The pipeline
+ * detail above it is one pipeline's, and says so.
+ */
+typedef struct {
+    int                 world;          /* ranks of the job (of one task) */
+    int                 tasks;          /* array tasks, 1 for a gang job */
+    int                 samples;        /* of the job (of the busiest task) */
+    int                 spec_stages;    /* what the spec asks for (0 = W) */
+    int                 spec_valid;
+    char                spec_why[160];  /* why the spec's layout cannot run */
+    svp_plan_layout_t  *layouts;
+    double             *bubble, *memory;
+    int                 n, best, used;  /* used: the spec's, else best */
+    double              work_s;         /* one sample's compute, all ranks */
+    svp_plan_layout_t   other;          /* used layout, the other placement */
+    svp_placement_t     other_placement;
+    double              one_gpu_s;      /* every sample on one GPU */
+    /* a job array of one node per task beside the gang job */
+    int                 alt_tasks, alt_world, alt_samples;
+    svp_plan_layout_t   alt;
+    int                 alt_recommended;
+    char                alt_why[512];
+    /* cluster.time against the makespan */
+    long                limit_s;
+    char                warning[512];
+} plan_summary_t;
+
+static double plan_job_bubble(const plan_summary_t *sm,
+                              const svp_plan_layout_t *l, int world, int samples)
+{
+    return l->makespan_s > 0 ?
+           1.0 - samples * sm->work_s / (world * l->makespan_s) : 0;
+}
+
+static svp_status_t plan_summarize(const svp_spec_t *spec,
+                                   const svp_plan_costs_t *costs,
+                                   plan_summary_t *sm)
+{
+    svp_plan_params_t p;
+    svp_plan_layout_t one;
+    svp_status_t      status;
+    int               W = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    int               N = spec->samples, S;
+
+    sm->world  = W;
+    sm->tasks  = svp_launch_array_tasks(spec);
+    sm->tasks  = sm->tasks > 0 ? sm->tasks : 1;
+    /* task i of n makes every n-th sample: the busiest makes ceil(N / n) */
+    sm->samples = (N + sm->tasks - 1) / sm->tasks;
+    sm->work_s  = spec->steps * costs->step_s + costs->encode_s + costs->decode_s;
+
+    sm->layouts = calloc((size_t)W, sizeof(*sm->layouts));
+    sm->bubble  = calloc((size_t)W, sizeof(*sm->bubble));
+    sm->memory  = calloc((size_t)W, sizeof(*sm->memory));
+    if (sm->layouts == NULL || sm->bubble == NULL || sm->memory == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    plan_params(spec, costs, W, spec->cluster.ranks_per_node,
+                spec->pipeline.placement, sm->samples, &p);
+    status = svp_plan_layouts(&p, sm->layouts, &sm->n, &sm->best);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (int k = 0; k < sm->n; ++k) {
+        sm->bubble[k] = plan_job_bubble(sm, &sm->layouts[k], W, sm->samples);
+        sm->memory[k] = plan_peak_memory(spec, sm->layouts[k].stages,
+                                         spec->pipeline.placement);
+    }
+
+    /* the layout the spec asks for, valid or not */
+    S = spec->pipeline.stages;
+    sm->spec_stages = S;
+    sm->used        = sm->best;
+    if (S == SVP_PIPE_STAGES_AUTO) {
+        sm->spec_valid = 1;
+    } else {
+        S = (S == 0) ? W : S;
+        sm->spec_valid = 0;
+        for (int k = 0; k < sm->n; ++k) {
+            if (sm->layouts[k].stages == S) {
+                sm->spec_valid = 1;
+                sm->used       = k;
+            }
+        }
+        if (!sm->spec_valid) {
+            if (W % S != 0) {
+                snprintf(sm->spec_why, sizeof(sm->spec_why), "%d stages do not "
+                         "divide %d ranks", S, W);
+            } else {
+                snprintf(sm->spec_why, sizeof(sm->spec_why), "%d steps do not "
+                         "divide over %d stages", spec->steps, S);
+            }
+        }
+    }
+
+    sm->other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS ?
+                          SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
+    p.placement = sm->other_placement;
+    status = svp_plan_layout(&p, sm->layouts[sm->used].stages, &sm->other);
+    if (status != SVP_OK) {
+        return status;
+    }
+    plan_params(spec, costs, 1, 1, spec->pipeline.placement, sm->samples, &p);
+    status = svp_plan_layout(&p, 1, &one);
+    if (status != SVP_OK) {
+        return status;
+    }
+    sm->one_gpu_s = one.makespan_s;
+
+    /*
+     * Beside a gang job of several nodes: one array task per node.  Each
+     * task starts when one node is free instead of waiting for all of them
+     * at once, and a failed node costs its own task (rerun or requeued
+     * alone), not the whole job.  What it gives up: pipelines that span
+     * nodes, and the balance of dealing all samples over all ranks.
+     */
+    if (sm->tasks == 1 && spec->cluster.nodes > 1) {
+        svp_plan_layout_t *alt;
+        /* against the gang job's best layout, not a worse one the spec asks */
+        const svp_plan_layout_t *used = &sm->layouts[sm->best];
+        int                n = 0, best = 0;
+        double             ratio;
+
+        sm->alt_tasks   = spec->cluster.nodes;
+        sm->alt_world   = spec->cluster.ranks_per_node;
+        sm->alt_samples = (N + sm->alt_tasks - 1) / sm->alt_tasks;
+        alt = calloc((size_t)sm->alt_world, sizeof(*alt));
+        if (alt == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        plan_params(spec, costs, sm->alt_world, sm->alt_world,
+                    spec->pipeline.placement, sm->alt_samples, &p);
+        status = svp_plan_layouts(&p, alt, &n, &best);
+        if (status == SVP_OK) {
+            sm->alt = alt[best];
+        }
+        free(alt);
+        if (status != SVP_OK) {
+            return status;
+        }
+        ratio = used->makespan_s > 0 ? sm->alt.makespan_s / used->makespan_s : 1;
+        /* within 5%: the queue and the failure domain decide */
+        sm->alt_recommended = ratio <= 1.05;
+        if (used->stages > spec->cluster.ranks_per_node && !sm->alt_recommended) {
+            snprintf(sm->alt_why, sizeof(sm->alt_why), "one gang job: its "
+                     "pipelines of %d stages span nodes, and a node's %d "
+                     "ranks alone take %.2fx as long", used->stages,
+                     spec->cluster.ranks_per_node, ratio);
+        } else if (!sm->alt_recommended) {
+            snprintf(sm->alt_why, sizeof(sm->alt_why), "one gang job: %d "
+                     "samples dealt over %d nodes separately are %.2fx as long "
+                     "as dealt over all %d ranks", N, sm->alt_tasks, ratio, W);
+        } else {
+            snprintf(sm->alt_why, sizeof(sm->alt_why), "the array: its "
+                     "predicted makespan is %.2fx the gang job's once its "
+                     "tasks run, each task waits for one free node instead of "
+                     "%d at once, and a failed node costs one task's %d "
+                     "samples (rerun alone, finished samples kept), not the "
+                     "whole job", ratio, spec->cluster.nodes, sm->alt_samples);
+        }
+    }
+
+    /* the time limit against the layout that will run */
+    sm->limit_s = 0;
+    if (spec->cluster.time != NULL && spec->cluster.time[0] != '\0' &&
+        svp_launch_time_parse(spec->cluster.time, &sm->limit_s) == SVP_OK &&
+        sm->limit_s > 0 &&
+        sm->layouts[sm->used].makespan_s > (double)sm->limit_s) {
+        snprintf(sm->warning, sizeof(sm->warning), "the predicted makespan "
+                 "%.0f s%s exceeds cluster.time %s (%ld s), before start-up "
+                 "is counted: Slurm would stop the job%s",
+                 sm->layouts[sm->used].makespan_s,
+                 sm->tasks > 1 ? " of an array task" : "", spec->cluster.time,
+                 sm->limit_s, spec->cluster.requeue ?
+                 " and requeue it (the requeued run resumes)" :
+                 "; finished samples are kept and a rerun resumes");
+    }
+    return SVP_OK;
+}
+
+static void plan_summary_cleanup(plan_summary_t *sm)
+{
+    free(sm->layouts);
+    free(sm->bubble);
+    free(sm->memory);
+}
+
+/* The spec lines of a layout. */
+static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
+                                    const plan_summary_t *sm)
+{
+    const svp_plan_layout_t *l = sm->layouts, *b = &l[sm->best];
+    const svp_plan_layout_t *full = &l[sm->n - 1];
+    int                      W = sm->world;
+
+    fprintf(out, "\nlayouts of %s%d ranks, %d samples (placement %s); every "
+            "figure is the %s:\n", sm->tasks > 1 ? "one array task of " : "", W,
+            sm->samples, svp_spec_placement_name(spec->pipeline.placement),
+            sm->tasks > 1 ? "task's" : "job's");
+    fprintf(out, "  stages  pipelines  steps/stage  samples/pipeline  "
+            "makespan_s  samples/s  per-GPU/s  bubble  memory/GPU GB  vs best\n");
+    if (!sm->spec_valid) {
+        int S = sm->spec_stages == 0 ? W : sm->spec_stages;
+
+        fprintf(out, "  %6d  (this, invalid: %s)\n", S, sm->spec_why);
+    }
+    for (int k = 0; k < sm->n; ++k) {
+        fprintf(out, "  %6d  %9d  %11d  %16d  %10.3f  %9.4f  %9.4f  %5.1f%%  "
+                "%13.2f  %6.2fx%s%s\n", l[k].stages, l[k].groups,
                 spec->steps / l[k].stages, l[k].samples_max, l[k].makespan_s,
-                l[k].samples_per_s, l[k].group_samples_per_s,
+                l[k].samples_per_s, l[k].samples_per_s / W, 100 * sm->bubble[k],
+                sm->memory[k] / PLAN_GB,
                 b->makespan_s > 0 ? l[k].makespan_s / b->makespan_s : 0,
-                (k == best) ? "  <- recommended" : "");
+                (k == sm->used && sm->spec_valid) ? "  (this)" : "",
+                (k == sm->best) ? "  <- recommended" : "");
     }
     fprintf(out, "recommended: pipeline.stages: %d (%d pipeline%s x %d stage%s): ",
             b->stages, b->groups, b->groups > 1 ? "s" : "", b->stages,
@@ -158,91 +378,156 @@ static void plan_print_layouts(FILE *out, const svp_spec_t *spec,
         fprintf(out, "replicas have no fill or drain: %.3f s against %.3f s for "
                 "%d pipeline%s of %d stages, with %d samples dealt %s over %d "
                 "ranks\n", b->makespan_s, full->makespan_s, full->groups,
-                full->groups > 1 ? "s" : "", full->stages, spec->samples,
-                (spec->samples % W == 0) ? "evenly" : "nearly evenly", W);
+                full->groups > 1 ? "s" : "", full->stages, sm->samples,
+                (sm->samples % W == 0) ? "evenly" : "nearly evenly", W);
     } else if (b->stages == full->stages) {
         fprintf(out, "%d samples do not deal evenly over %d replicas (the busiest "
                 "runs %d), and the pipeline's fill costs less than that\n",
-                spec->samples, W, l[0].samples_max);
+                sm->samples, W, l[0].samples_max);
     } else {
         fprintf(out, "fill and drain of %d stages cost less than the imbalance of "
                 "dealing %d samples over more pipelines\n", b->stages,
-                spec->samples);
+                sm->samples);
+    }
+    fprintf(out, "placement %s instead: %.3f s (%.2fx); one GPU for every "
+            "sample: %.3f s (this layout is %.2fx faster)\n",
+            svp_spec_placement_name(sm->other_placement), sm->other.makespan_s,
+            sm->layouts[sm->used].makespan_s > 0 ?
+            sm->other.makespan_s / sm->layouts[sm->used].makespan_s : 0,
+            sm->one_gpu_s, sm->layouts[sm->used].makespan_s > 0 ?
+            sm->one_gpu_s / sm->layouts[sm->used].makespan_s : 0);
+
+    if (sm->alt_tasks > 0) {
+        const svp_plan_layout_t *u = &sm->layouts[sm->best];
+
+        fprintf(out, "\njob array or gang job:\n");
+        fprintf(out, "  one gang job of %d nodes x %d ranks: %d pipeline%s x %d "
+                "stage%s, makespan %.3f s\n", spec->cluster.nodes,
+                spec->cluster.ranks_per_node, u->groups, u->groups > 1 ? "s" : "",
+                u->stages, u->stages > 1 ? "s" : "", u->makespan_s);
+        fprintf(out, "  %d array tasks of %d ranks (one node each, up to %d "
+                "samples): %d pipeline%s x %d stage%s, makespan %.3f s once "
+                "all run\n", sm->alt_tasks, sm->alt_world, sm->alt_samples,
+                sm->alt.groups, sm->alt.groups > 1 ? "s" : "", sm->alt.stages,
+                sm->alt.stages > 1 ? "s" : "", sm->alt.makespan_s);
+        fprintf(out, "  recommended: %s\n", sm->alt_why);
+        if (sm->alt_recommended) {
+            fprintf(out, "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
+                    "pipeline: {stages: %d}\n", sm->alt_tasks - 1,
+                    sm->alt.stages);
+        }
+    }
+    if (sm->warning[0] != '\0') {
+        fprintf(out, "\nwarning: %s\n", sm->warning);
     }
 }
 
-svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
-                             const svp_plan_costs_t *costs)
+static void plan_json_layout(FILE *out, const svp_spec_t *spec,
+                             const svp_plan_layout_t *l, int world,
+                             double bubble, double memory)
 {
-    svp_plan_params_t  p, alt;
-    svp_plan_result_t *res, *other = NULL, *one = NULL, *rep = NULL;
-    svp_plan_layout_t *layouts;
-    svp_placement_t    other_placement;
-    svp_status_t       status;
-    int                W = spec->cluster.nodes * spec->cluster.ranks_per_node;
-    int                N = spec->samples;
-    int                per_replica = (N + W - 1) / W;
-    int                nlayouts = 0, best = 0, S, G, chosen = -1;
-    double             base;
+    fprintf(out, "{\"stages\": %d, \"pipelines\": %d, \"steps_per_stage\": %d, "
+            "\"samples_per_pipeline\": %d, \"makespan_s\": %.6f, "
+            "\"samples_per_s\": %.6f, \"per_gpu_samples_per_s\": %.6f",
+            l->stages, l->groups, spec->steps / l->stages, l->samples_max,
+            l->makespan_s, l->samples_per_s, l->samples_per_s / world);
+    if (bubble >= 0) {
+        fprintf(out, ", \"bubble\": %.6f, \"memory_per_gpu_bytes\": %.0f",
+                bubble, memory);
+    }
+    fputc('}', out);
+}
 
-    layouts = calloc((size_t)W, sizeof(*layouts));
-    if (layouts == NULL) {
-        return SVP_ERR_NO_MEMORY;
+static void plan_print_json(FILE *out, const svp_spec_t *spec,
+                            const svp_plan_costs_t *costs,
+                            const plan_summary_t *sm)
+{
+    fputs("{\n  \"spec\": ", out);
+    plan_json_str(out, spec->file);
+    fprintf(out, ",\n  \"model\": \"%s\", \"dtype\": \"%s\", \"steps\": %d, "
+            "\"samples\": %d,\n", svp_spec_model_kind_name(spec->model.kind),
+            svp_spec_dtype_name(spec->dtype), spec->steps, spec->samples);
+    fprintf(out, "  \"nodes\": %d, \"ranks_per_node\": %d, \"world\": %d, "
+            "\"array_tasks\": %d, \"samples_per_task\": %d,\n",
+            spec->cluster.nodes, spec->cluster.ranks_per_node, sm->world,
+            sm->tasks, sm->samples);
+    fprintf(out, "  \"costs\": {\"step_s\": %.6g, \"encode_s\": %.6g, "
+            "\"decode_s\": %.6g, \"source\": ", costs->step_s, costs->encode_s,
+            costs->decode_s);
+    plan_json_str(out, costs->source);
+    fprintf(out, "},\n  \"placement\": \"%s\",\n  \"spec_layout\": {\"stages\": "
+            "%d, \"valid\": %s", svp_spec_placement_name(spec->pipeline.placement),
+            sm->spec_stages == SVP_PIPE_STAGES_AUTO ?
+            sm->layouts[sm->best].stages :
+            sm->spec_stages == 0 ? sm->world : sm->spec_stages,
+            sm->spec_valid ? "true" : "false");
+    if (!sm->spec_valid) {
+        fputs(", \"why\": ", out);
+        plan_json_str(out, sm->spec_why);
     }
-    plan_params(spec, costs, W, spec->cluster.ranks_per_node,
-                spec->pipeline.placement, N, &p);
-    status = svp_plan_layouts(&p, layouts, &nlayouts, &best);
+    fputs("},\n  \"layouts\": [\n", out);
+    for (int k = 0; k < sm->n; ++k) {
+        fputs("    ", out);
+        plan_json_layout(out, spec, &sm->layouts[k], sm->world, sm->bubble[k],
+                         sm->memory[k]);
+        fputs(k + 1 < sm->n ? ",\n" : "\n", out);
+    }
+    fprintf(out, "  ],\n  \"recommended_stages\": %d,\n  \"makespan_s\": %.6f,\n",
+            sm->layouts[sm->best].stages, sm->layouts[sm->used].makespan_s);
+    fprintf(out, "  \"other_placement\": {\"placement\": \"%s\", \"makespan_s\": "
+            "%.6f},\n  \"one_gpu_makespan_s\": %.6f,\n",
+            svp_spec_placement_name(sm->other_placement), sm->other.makespan_s,
+            sm->one_gpu_s);
+    if (sm->alt_tasks > 0) {
+        fprintf(out, "  \"array\": {\"tasks\": %d, \"ranks_per_task\": %d, "
+                "\"samples_per_task\": %d, \"layout\": ", sm->alt_tasks,
+                sm->alt_world, sm->alt_samples);
+        plan_json_layout(out, spec, &sm->alt, sm->alt_world, -1, 0);
+        fprintf(out, ", \"recommended\": %s, \"why\": ",
+                sm->alt_recommended ? "true" : "false");
+        plan_json_str(out, sm->alt_why);
+        fputs("},\n", out);
+    }
+    fputs("  \"warnings\": [", out);
+    if (sm->warning[0] != '\0') {
+        plan_json_str(out, sm->warning);
+    }
+    fputs("]\n}\n", out);
+}
+
+svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
+                             const svp_plan_costs_t *costs, unsigned flags)
+{
+    plan_summary_t     sm = {0};
+    svp_plan_params_t  p;
+    svp_plan_result_t *res = NULL;
+    const svp_plan_layout_t *u;
+    svp_status_t       status;
+    int                S, G;
+
+    status = plan_summarize(spec, costs, &sm);
     if (status != SVP_OK) {
-        free(layouts);
-        return status;
+        goto out;
     }
-    /* the layout the spec asks for; one pipeline of W when it fits */
-    S = spec->pipeline.stages;
-    if (S == SVP_PIPE_STAGES_AUTO) {
-        S = layouts[best].stages;
-    } else if (S == 0) {
-        S = (spec->steps % W == 0) ? W : layouts[best].stages;
+    if (flags & SVP_PLAN_REPORT_JSON) {
+        plan_print_json(out, spec, costs, &sm);
+        goto out;
     }
-    for (int k = 0; k < nlayouts; ++k) {
-        chosen = (layouts[k].stages == S) ? k : chosen;
-    }
-    if (chosen < 0) {
-        free(layouts);
-        return SVP_ERR_INVALID_PARAM;
-    }
-    G = W / S;
+    u = &sm.layouts[sm.used];
+    S = u->stages;
+    G = u->groups;
 
     /* the detail below is that of one pipeline (the busiest, group 0) */
     plan_params(spec, costs, S, spec->cluster.ranks_per_node,
-                spec->pipeline.placement, layouts[chosen].samples_max, &p);
+                spec->pipeline.placement, u->samples_max, &p);
     status = svp_plan_run(&p, &res);
     if (status != SVP_OK) {
-        free(layouts);
-        return status;
-    }
-
-    other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS ?
-                      SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
-    plan_params(spec, costs, S, spec->cluster.ranks_per_node, other_placement,
-                layouts[chosen].samples_max, &alt);
-    status = svp_plan_run(&alt, &other);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    plan_params(spec, costs, 1, 1, spec->pipeline.placement, N, &alt);
-    status = svp_plan_run(&alt, &one);
-    if (status != SVP_OK) {
-        goto out_destroy;
-    }
-    plan_params(spec, costs, 1, 1, spec->pipeline.placement, per_replica, &alt);
-    status = svp_plan_run(&alt, &rep);
-    if (status != SVP_OK) {
-        goto out_destroy;
+        goto out;
     }
 
     fprintf(out, "plan     %s: model %s, %d samples, %d steps, %s\n",
-            spec->file, svp_spec_model_kind_name(spec->model.kind), N,
-            spec->steps, svp_spec_dtype_name(spec->dtype));
+            spec->file, svp_spec_model_kind_name(spec->model.kind),
+            spec->samples, spec->steps, svp_spec_dtype_name(spec->dtype));
     if (spec->model.kind == SVP_MODEL_SVD) {
         fprintf(out, "video    %d frames %dx%d, guidance %g..%g (UNet batch "
                 "%d), decode_chunk_size %d\n", spec->video.num_frames,
@@ -250,11 +535,23 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
                 spec->video.max_guidance, spec->video.max_guidance > 1 ? 2 : 1,
                 spec->video.decode_chunk_size);
     }
-    fprintf(out, "world    %d ranks (%d node%s x %d): %d pipeline%s x %d stage%s, "
-            "%d steps: %d per stage%s\n", W, spec->cluster.nodes,
-            spec->cluster.nodes > 1 ? "s" : "", spec->cluster.ranks_per_node, G,
-            G > 1 ? "s" : "", S, S > 1 ? "s" : "", spec->steps, spec->steps / S,
-            (G > 1) ? "; the detail below is pipeline 0" : "");
+    if (sm.tasks > 1) {
+        fprintf(out, "array    %d tasks (cluster.array %s), each up to %d of "
+                "the %d samples\n", sm.tasks, spec->cluster.array, sm.samples,
+                spec->samples);
+    }
+    fprintf(out, "world    %d ranks (%d node%s x %d)%s: %d pipeline%s x %d "
+            "stage%s, %d steps: %d per stage%s\n", sm.world, spec->cluster.nodes,
+            spec->cluster.nodes > 1 ? "s" : "", spec->cluster.ranks_per_node,
+            sm.tasks > 1 ? " per task" : "", G, G > 1 ? "s" : "", S,
+            S > 1 ? "s" : "", spec->steps, spec->steps / S,
+            sm.spec_valid ? "" : " (the recommended layout: the spec's cannot run)");
+    if (!sm.spec_valid) {
+        fprintf(out, "invalid  pipeline.stages: %d: %s; check and render refuse "
+                "it (set pipeline.stages: %d, or auto)\n",
+                sm.spec_stages == 0 ? sm.world : sm.spec_stages, sm.spec_why,
+                sm.layouts[sm.best].stages);
+    }
     fprintf(out, "costs    step %.4f s, encode %.4f s, decode %.4f s: %s\n",
             costs->step_s, costs->encode_s, costs->decode_s, costs->source);
     fprintf(out, "links    intra-node %g GB/s, inter-node %g GB/s, latency "
@@ -263,42 +560,15 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
             costs->link_setup_s * 1e3);
     plan_print_message(out, spec);
 
+    fprintf(out, "\npipeline 0 of %d: %d stage%s, its %d samples\n", G, S,
+            S > 1 ? "s" : "", u->samples_max);
     plan_print_pipeline(out, spec, &p, res);
-
-    base = one->makespan_s;
-    fprintf(out, "\nlayouts for %d samples               gpus  makespan_s  "
-            "samples/s  per-GPU  speed-up  bubble  memory/GPU GB\n", N);
-    fprintf(out, "  pipeline, placement %-6s (this)  %4d  %10.3f  %9.4f  %7.4f  "
-            "%7.2fx  %5.1f%%  %13.2f\n", svp_spec_placement_name(p.placement),
-            S, res->makespan_s, res->samples_per_s, res->samples_per_s / S,
-            base / res->makespan_s, 100 * res->bubble,
-            plan_peak_memory(spec, S, p.placement) / PLAN_GB);
-    fprintf(out, "  pipeline, placement %-6s         %4d  %10.3f  %9.4f  %7.4f  "
-            "%7.2fx  %5.1f%%  %13.2f\n",
-            svp_spec_placement_name(other_placement), S, other->makespan_s,
-            other->samples_per_s, other->samples_per_s / S,
-            base / other->makespan_s, 100 * other->bubble,
-            plan_peak_memory(spec, S, other_placement) / PLAN_GB);
-    fprintf(out, "  one GPU, every step                 %4d  %10.3f  %9.4f  "
-            "%7.4f  %7.2fx  %5.1f%%  %13.2f\n", 1, one->makespan_s,
-            one->samples_per_s, one->samples_per_s, 1.0, 100 * one->bubble,
-            plan_peak_memory(spec, 1, p.placement) / PLAN_GB);
-    fprintf(out, "  %3d replicas, %4d samples each     %4d  %10.3f  %9.4f  "
-            "%7.4f  %7.2fx  %5.1f%%  %13.2f\n", W, per_replica, W,
-            rep->makespan_s, N / rep->makespan_s, N / rep->makespan_s / W,
-            base / rep->makespan_s,
-            100 * (1.0 - (double)N / (W * per_replica) * (1 - rep->bubble)),
-            plan_peak_memory(spec, 1, p.placement) / PLAN_GB);
-
-    plan_print_layouts(out, spec, layouts, nlayouts, best, chosen);
+    plan_print_layout_lines(out, spec, &sm);
     status = SVP_OK;
 
-out_destroy:
-    free(layouts);
-    svp_plan_result_destroy(rep);
-    svp_plan_result_destroy(one);
-    svp_plan_result_destroy(other);
+out:
     svp_plan_result_destroy(res);
+    plan_summary_cleanup(&sm);
     return status;
 }
 

@@ -4,10 +4,14 @@
  *   #!/bin/bash and a comment naming the spec it came from
  *   #SBATCH lines      sbatch reads them only before the first command, so
  *                      they all come first; values validated, never quoted
+ *                      (cluster.sbatch_args last, one option a line)
  *   set -euo pipefail
- *   exports            cluster.env, single-quoted
+ *   exports            cluster.env, single-quoted (double-quoted with
+ *                      cluster.env_expand: $NAME expands, nothing else)
+ *   setup              cluster.setup, verbatim: they are shell by intent
  *   spec lookup        where the job spec is at run time (see launch.h)
- *   exec srun ...      one task per rank, the worker and the spec
+ *   exec srun ...      one task per rank, the container runtime, the worker
+ *                      and the spec (its container-side path in one)
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -78,6 +82,33 @@ static void launch_put_spec_lookup(FILE *f,
           "fi\n", f);
 }
 
+/* Writes s double-quoted; validation left only $NAME and ${NAME} in it. */
+static void launch_put_expanded(FILE *f, const char *s)
+{
+    fprintf(f, "\"%s\"", s);
+}
+
+/* The mounts joined with commas, single-quoted (pyxis and apptainer both
+ * take one comma-separated list). */
+static void launch_put_mounts(FILE *f, const svp_spec_t *spec)
+{
+    fputc('\'', f);
+    for (int i = 0; i < spec->cluster.container_mounts.count; ++i) {
+        const char *m = spec->cluster.container_mounts.items[i];
+        if (i > 0) {
+            fputc(',', f);
+        }
+        for (; *m != '\0'; ++m) {
+            if (*m == '\'') {
+                fputs("'\\''", f);
+            } else {
+                fputc(*m, f);
+            }
+        }
+    }
+    fputc('\'', f);
+}
+
 static svp_status_t launch_check_params(const svp_launch_render_params_t *params,
                                         char *errbuf, int errlen)
 {
@@ -104,6 +135,11 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
             return SVP_ERR_SPEC;
         }
     }
+    if (params->spec_host != NULL && params->spec_host[0] != '/') {
+        svp_launch_errf(errbuf, errlen, "job spec host path: expected an "
+                        "absolute path, found \"%s\"", params->spec_host);
+        return SVP_ERR_SPEC;
+    }
     return SVP_OK;
 }
 
@@ -117,7 +153,9 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     FILE        *f;
     int          gpus, i;
     svp_plan_layout_t layout = {0};
-    char         costs_why[256] = "";
+    svp_plan_costs_t  costs;
+    char         costs_why[256] = "", in_container[4096] = "";
+    int          unit_costs = 0;
 
     status = svp_launch_validate(spec, errbuf, errlen);
     if (status != SVP_OK) {
@@ -127,8 +165,30 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     if (status != SVP_OK) {
         return status;
     }
+    if (svp_launch_in_container(spec)) {
+        const char *host = params->spec_host ? params->spec_host :
+                           params->spec_ref;
+
+        status = svp_launch_container_check(spec, host, errbuf, errlen);
+        if (status != SVP_OK) {
+            return status;
+        }
+        svp_launch_container_path(spec, host, in_container,
+                                  sizeof(in_container));
+    }
     if (spec->pipeline.stages == SVP_PIPE_STAGES_AUTO) {
-        status = svp_plan_choose_stages(spec, NULL, &layout, costs_why,
+        /* without a time model every step costs one unit: the choice then
+         * rests on fill, drain and balance, and the makespan is in steps */
+        if (svp_plan_costs_from_spec(spec, NULL, costs_why, sizeof(costs_why),
+                                     &costs) != SVP_OK) {
+            memset(&costs, 0, sizeof(costs));
+            costs.step_s = 1.0;
+            snprintf(costs.source, sizeof(costs.source), "unit step costs "
+                     "(no time model for this model without a hardware "
+                     "table)");
+            unit_costs = 1;
+        }
+        status = svp_plan_choose_stages(spec, &costs, &layout, costs_why,
                                         sizeof(costs_why));
         if (status != SVP_OK) {
             svp_launch_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
@@ -153,11 +213,23 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
           "lost.\n", f);
     if (layout.stages > 0) {
         fprintf(f, "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
-                "predicted makespan %.3f s from %s\n", layout.stages,
-                layout.groups, layout.groups > 1 ? "s" : "", layout.stages,
-                layout.stages > 1 ? "s" : "", layout.makespan_s, costs_why);
+                "predicted makespan ", layout.stages, layout.groups,
+                layout.groups > 1 ? "s" : "", layout.stages,
+                layout.stages > 1 ? "s" : "");
+        if (unit_costs) {
+            fprintf(f, "%.0f step times (no time model: every step "
+                    "one unit, encode and decode free)\n", layout.makespan_s);
+        } else {
+            fprintf(f, "%.3f s from %s\n", layout.makespan_s, costs_why);
+        }
     }
 
+    if (svp_launch_array_tasks(spec) > 1) {
+        fprintf(f, "# job array: %d tasks of %d node%s x %d ranks, each making "
+                "its share of the samples\n", svp_launch_array_tasks(spec),
+                spec->cluster.nodes, spec->cluster.nodes > 1 ? "s" : "",
+                spec->cluster.ranks_per_node);
+    }
     launch_put_sbatch(f, "job-name", svp_launch_job_name(spec));
     fprintf(f, "#SBATCH --nodes=%d\n", spec->cluster.nodes);
     fprintf(f, "#SBATCH --ntasks-per-node=%d\n", spec->cluster.ranks_per_node);
@@ -181,17 +253,40 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     }
     launch_put_sbatch(f, "dependency", spec->cluster.dependency);
     launch_put_sbatch(f, "array", spec->cluster.array);
+    if (spec->cluster.cpus_per_task > 0) {
+        fprintf(f, "#SBATCH --cpus-per-task=%d\n", spec->cluster.cpus_per_task);
+    }
+    launch_put_sbatch(f, "mem", spec->cluster.mem);
+    launch_put_sbatch(f, "mem-per-gpu", spec->cluster.mem_per_gpu);
+    launch_put_sbatch(f, "signal", spec->cluster.signal);
+    for (i = 0; i < spec->cluster.sbatch_args.count; ++i) {
+        fprintf(f, "#SBATCH %s\n", spec->cluster.sbatch_args.items[i]);
+    }
 
     fputs("\nset -euo pipefail\n\n", f);
 
     for (i = 0; i < spec->cluster.env.count; ++i) {
+        const char *v = spec->cluster.env.values[i] ?
+                        spec->cluster.env.values[i] : "";
+
         fprintf(f, "export %s=", spec->cluster.env.keys[i]);
-        launch_put_quoted(f, spec->cluster.env.values[i] ?
-                             spec->cluster.env.values[i] : "");
+        if (spec->cluster.env_expand) {
+            launch_put_expanded(f, v);
+        } else {
+            launch_put_quoted(f, v);
+        }
         fputs("\n", f);
     }
     if (spec->cluster.env.count > 0) {
         fputs("\n", f);
+    }
+    if (spec->cluster.setup.count > 0) {
+        /* module and conda scripts read unset variables: -u off meanwhile */
+        fputs("set +u\n", f);
+        for (i = 0; i < spec->cluster.setup.count; ++i) {
+            fprintf(f, "%s\n", spec->cluster.setup.items[i]);
+        }
+        fputs("set -u\n\n", f);
     }
 
     launch_put_spec_lookup(f, params);
@@ -208,31 +303,66 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
         fprintf(f, " \\\n    --gpus-per-task=%d --gpu-bind=per_task:%d", gpus,
                 gpus);
     }
-    if (spec->cluster.container_image != NULL &&
-        *spec->cluster.container_image != '\0') {
+    if (spec->cluster.cpus_per_task > 0) {
+        /*
+         * Slurm 22.05 and later: srun no longer inherits --cpus-per-task
+         * from the allocation, and without it each rank is bound to one CPU
+         * (the worker sizes its threads by its affinity mask).
+         */
+        fprintf(f, " --cpus-per-task=%d", spec->cluster.cpus_per_task);
+    }
+    for (i = 0; i < spec->cluster.srun_args.count; ++i) {
+        const char *a = spec->cluster.srun_args.items[i];
+
+        fputs(i == 0 ? " \\\n    " : " ", f);
+        /* quoted only when the shell would read something into it */
+        if (strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "0123456789-_=:,./+@%") == strlen(a)) {
+            fputs(a, f);
+        } else {
+            launch_put_quoted(f, a);
+        }
+    }
+    if (svp_launch_in_container(spec) &&
+        spec->cluster.container_runtime == SVP_CONTAINER_PYXIS) {
         fputs(" \\\n    --container-image=", f);
         launch_put_quoted(f, spec->cluster.container_image);
         if (spec->cluster.container_mounts.count > 0) {
-            fputs(" --container-mounts='", f);
-            for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
-                const char *m = spec->cluster.container_mounts.items[i];
-                if (i > 0) {
-                    fputc(',', f);
-                }
-                for (; *m != '\0'; ++m) {
-                    if (*m == '\'') {
-                        fputs("'\\''", f);
-                    } else {
-                        fputc(*m, f);
-                    }
-                }
-            }
-            fputc('\'', f);
+            fputs(" --container-mounts=", f);
+            launch_put_mounts(f, spec);
         }
+        if (spec->cluster.container_workdir != NULL &&
+            spec->cluster.container_workdir[0] != '\0') {
+            fputs(" \\\n    --container-workdir=", f);
+            launch_put_quoted(f, spec->cluster.container_workdir);
+        }
+    } else if (svp_launch_in_container(spec)) {
+        /* apptainer exec: --nv binds the host's driver and the task's GPUs */
+        fputs(" \\\n    apptainer exec", f);
+        if (gpus > 0) {
+            fputs(" --nv", f);
+        }
+        if (spec->cluster.container_mounts.count > 0) {
+            fputs(" --bind ", f);
+            launch_put_mounts(f, spec);
+        }
+        if (spec->cluster.container_workdir != NULL &&
+            spec->cluster.container_workdir[0] != '\0') {
+            fputs(" --pwd ", f);
+            launch_put_quoted(f, spec->cluster.container_workdir);
+        }
+        fputc(' ', f);
+        launch_put_quoted(f, spec->cluster.container_image);
     }
     fputs(" \\\n    ", f);
     launch_put_quoted(f, svp_launch_worker(spec));
-    fputs(" \"$svp_spec\"", f);
+    if (in_container[0] != '\0') {
+        /* the worker reads the spec inside the container, by its path there */
+        fputc(' ', f);
+        launch_put_quoted(f, in_container);
+    } else {
+        fputs(" \"$svp_spec\"", f);
+    }
     for (i = 0; i < params->num_overrides; ++i) {
         fputs(" --set ", f);
         launch_put_quoted(f, params->overrides[i]);

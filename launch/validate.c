@@ -86,11 +86,12 @@ static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
                                const char *expected, const char *found,
                                char *errbuf, int errlen)
 {
-    char esc[256];
+    char esc[256], where[1024];
 
     svp_launch_escape(found, esc, sizeof(esc));
+    svp_launch_mark(spec, key, found, where, sizeof(where));
     svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
-                    spec->file ? spec->file : "<spec>", key, expected, esc);
+                    where, key, expected, esc);
     return SVP_ERR_SPEC;
 }
 
@@ -98,8 +99,12 @@ static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
                                    const char *expected, long found,
                                    char *errbuf, int errlen)
 {
+    char text[32], where[1024];
+
+    snprintf(text, sizeof(text), "%ld", found);
+    svp_launch_mark(spec, key, text, where, sizeof(where));
     svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
-                    spec->file ? spec->file : "<spec>", key, expected, found);
+                    where, key, expected, found);
     return SVP_ERR_SPEC;
 }
 
@@ -313,6 +318,54 @@ static int launch_ok_mpi(const char *s)
     return *s != '\0';
 }
 
+static int launch_ok_mem(const char *s)
+{
+    /* Slurm's size: a number of MB, or with a K, M, G or T suffix */
+    long v;
+    const char *end = launch_digits(s, &v);
+
+    return end != NULL && v > 0 &&
+           (*end == '\0' || (strchr("KMGTkmgt", *end) != NULL && end[1] == '\0'));
+}
+
+/*
+ * [B:|R:]SIG[@SECONDS].  The worker stops cleanly (finished samples kept,
+ * the rest resumed by the next run) on SIGTERM and SIGINT only; any other
+ * signal Slurm could send (USR1, the usual choice for applications that
+ * checkpoint on it) would kill it mid-sample, so only TERM and INT pass.
+ */
+static int launch_ok_signal(const char *s)
+{
+    long        secs;
+    const char *at;
+
+    if ((s[0] == 'B' || s[0] == 'R') && s[1] == ':') {
+        s += 2;
+    }
+    if (!strncmp(s, "SIG", 3)) {
+        s += 3;
+    }
+    if (!strncmp(s, "TERM", 4)) {
+        at = s + 4;
+    } else if (!strncmp(s, "INT", 3)) {
+        at = s + 3;
+    } else if (!strncmp(s, "15", 2)) {
+        at = s + 2;
+    } else if (s[0] == '2') {
+        at = s + 1;
+    } else {
+        return 0;
+    }
+    if (*at == '\0') {
+        return 1;
+    }
+    if (*at != '@') {
+        return 0;
+    }
+    at = launch_digits(at + 1, &secs);
+    return at != NULL && *at == '\0' && secs <= 65535;
+}
+
 #define LAUNCH_CLUSTER_STR(_field) offsetof(svp_spec_t, cluster._field)
 
 static const launch_sbatch_check_t launch_sbatch_checks[] = {
@@ -339,7 +392,133 @@ static const launch_sbatch_check_t launch_sbatch_checks[] = {
      launch_ok_array, LAUNCH_CLUSTER_STR(array)},
     {"cluster.mpi", "an srun MPI plugin name of [a-z0-9_] (pmix, pmix_v4, pmi2)",
      launch_ok_mpi, LAUNCH_CLUSTER_STR(mpi)},
+    {"cluster.mem", "a size such as 200G (a number with K, M, G or T)",
+     launch_ok_mem, LAUNCH_CLUSTER_STR(mem)},
+    {"cluster.mem_per_gpu", "a size such as 64G (a number with K, M, G or T)",
+     launch_ok_mem, LAUNCH_CLUSTER_STR(mem_per_gpu)},
+    {"cluster.signal", "TERM@SECONDS or INT@SECONDS, optionally after B: or "
+     "R: (the signals the worker stops cleanly on)",
+     launch_ok_signal, LAUNCH_CLUSTER_STR(signal)},
 };
+
+/* The options the script sets from keys of their own. */
+static const struct {
+    const char *option, *key;
+} launch_own_options[] = {
+    {"nodes", "cluster.nodes"}, {"N", "cluster.nodes"},
+    {"ntasks-per-node", "cluster.ranks_per_node"},
+    {"ntasks", "cluster.nodes and cluster.ranks_per_node"},
+    {"n", "cluster.nodes and cluster.ranks_per_node"},
+    {"gpus-per-task", "cluster.gpus_per_task"},
+    {"partition", "cluster.partition"}, {"p", "cluster.partition"},
+    {"account", "cluster.account"}, {"A", "cluster.account"},
+    {"qos", "cluster.qos"}, {"q", "cluster.qos"},
+    {"time", "cluster.time"}, {"t", "cluster.time"},
+    {"constraint", "cluster.constraint"}, {"C", "cluster.constraint"},
+    {"exclusive", "cluster.exclusive"},
+    {"job-name", "cluster.job_name"}, {"J", "cluster.job_name"},
+    {"output", "cluster.output"}, {"o", "cluster.output"},
+    {"error", "cluster.error"}, {"e", "cluster.error"},
+    {"requeue", "cluster.requeue"}, {"open-mode", "cluster.requeue"},
+    {"dependency", "cluster.dependency"}, {"d", "cluster.dependency"},
+    {"array", "cluster.array"}, {"a", "cluster.array"},
+    {"cpus-per-task", "cluster.cpus_per_task"}, {"c", "cluster.cpus_per_task"},
+    {"mem", "cluster.mem"}, {"mem-per-gpu", "cluster.mem_per_gpu"},
+    {"signal", "cluster.signal"},
+    {"mpi", "cluster.mpi"}, {"container-image", "cluster.container_image"},
+    {"container-mounts", "cluster.container_mounts"},
+    {"container-workdir", "cluster.container_workdir"},
+    {"kill-on-bad-exit", NULL}, {"K", NULL}, {"W", NULL}, {"wait", NULL},
+    {"gpu-bind", NULL},
+};
+
+/*
+ * One extra option: "--name", "--name=value" or "-x": it starts with '-',
+ * and for #SBATCH lines holds no blank, quote or '#' (sbatch's tokenizer
+ * does not read shell quoting).  An option the script already sets is
+ * refused with the key that sets it: two values would leave the reader to
+ * guess which one Slurm takes.
+ */
+static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
+                                      const svp_spec_strlist_t *args,
+                                      int sbatch, char *errbuf, int errlen)
+{
+    char key[128];
+
+    for (int i = 0; i < args->count; ++i) {
+        const char *a = args->items[i], *opt;
+        size_t      n;
+
+        snprintf(key, sizeof(key), "cluster.%s[%d]", name, i);
+        if (a[0] != '-' || a[1] == '\0' || svp_launch_has_control(a) ||
+            (sbatch && strpbrk(a, " '\"#\\") != NULL)) {
+            return launch_bad(spec, key, sbatch ?
+                              "an option such as --gres-flags=enforce-binding "
+                              "(no blanks, quotes or '#')" :
+                              "an option such as --cpu-bind=cores (one "
+                              "argument, no control characters)",
+                              a, errbuf, errlen);
+        }
+        opt = a + (a[1] == '-' ? 2 : 1);
+        n   = a[1] == '-' ? strcspn(opt, "=") : 1;
+        for (size_t k = 0; k < sizeof(launch_own_options) /
+                               sizeof(launch_own_options[0]); ++k) {
+            const char *own = launch_own_options[k].option;
+
+            if (strlen(own) == n && !strncmp(opt, own, n) &&
+                (a[1] == '-') == (n > 1)) {
+                char why[160];
+
+                snprintf(why, sizeof(why), "an option the script does not "
+                         "set already (%s%s)", launch_own_options[k].key ?
+                         "use " : "set by svdlaunch itself",
+                         launch_own_options[k].key ?
+                         launch_own_options[k].key : "");
+                return launch_bad(spec, key, why, a, errbuf, errlen);
+            }
+        }
+    }
+    return SVP_OK;
+}
+
+/*
+ * With cluster.env_expand, a value is written in double quotes, so that
+ * $NAME and ${NAME} expand when the job starts ($SCRATCH, $SLURM_JOB_ID).
+ * Nothing else may: command substitution, backquotes, escapes and quotes
+ * are refused, so an expanded value still cannot run a command.
+ */
+static int launch_env_expandable(const char *s)
+{
+    for (; *s != '\0'; ++s) {
+        if (*s == '`' || *s == '"' || *s == '\\') {
+            return 0;
+        }
+        if (*s != '$') {
+            continue;
+        }
+        if (s[1] == '{') {
+            const char *end = strchr(s + 2, '}');
+            char        name[128];
+
+            if (end == NULL || end == s + 2 || (size_t)(end - s - 2) >= sizeof(name)) {
+                return 0;
+            }
+            memcpy(name, s + 2, (size_t)(end - s - 2));
+            name[end - s - 2] = '\0';
+            if (!launch_env_name_ok(name)) {
+                return 0;
+            }
+            s = end;
+        } else if (isalpha((unsigned char)s[1]) || s[1] == '_') {
+            while (isalnum((unsigned char)s[1]) || s[1] == '_') {
+                ++s;
+            }
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
 
 /* A value that goes through the shell quoted: anything but control chars. */
 static svp_status_t launch_check_quoted(const svp_spec_t *spec, const char *key,
@@ -388,6 +567,12 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         if (value != NULL && *value != '\0' && !c->ok(value)) {
             return launch_bad(spec, c->key, c->expected, value, errbuf, errlen);
         }
+    }
+    /* what the characters allow but Slurm refuses ("5-3", "0--2") */
+    if (launch_is_set(spec->cluster.array) && svp_launch_array_tasks(spec) < 1) {
+        return launch_bad(spec, "cluster.array", "array indexes such as 0-15, "
+                          "1,3,5-7, 0-15:4 or 0-99%8 (ranges low to high)",
+                          spec->cluster.array, errbuf, errlen);
     }
     /* the default job name is the spec file's base name: same rules */
     if (!launch_ok_name(svp_launch_job_name(spec))) {
@@ -441,8 +626,100 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         if (status != SVP_OK) {
             return status;
         }
+        if (spec->cluster.env_expand && !launch_env_expandable(value ? value : "")) {
+            return launch_bad(spec, key, "with cluster.env_expand, text with "
+                              "$NAME or ${NAME} only (no $(...), backquotes, "
+                              "quotes or backslashes)", value ? value : "",
+                              errbuf, errlen);
+        }
+    }
+
+    if (launch_is_set(spec->cluster.mem) && launch_is_set(spec->cluster.mem_per_gpu)) {
+        return launch_bad(spec, "cluster.mem_per_gpu", "either cluster.mem or "
+                          "cluster.mem_per_gpu (Slurm takes one)",
+                          spec->cluster.mem_per_gpu, errbuf, errlen);
+    }
+    if (spec->cluster.cpus_per_task < 0 || spec->cluster.cpus_per_task > 4096) {
+        return launch_bad_int(spec, "cluster.cpus_per_task", "0 (Slurm's "
+                              "default) to 4096", spec->cluster.cpus_per_task,
+                              errbuf, errlen);
+    }
+    status = launch_check_args(spec, "sbatch_args", &spec->cluster.sbatch_args, 1,
+                               errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = launch_check_args(spec, "srun_args", &spec->cluster.srun_args, 0,
+                               errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (i = 0; i < spec->cluster.setup.count; ++i) {
+        const char *line = spec->cluster.setup.items[i];
+
+        snprintf(key, sizeof(key), "cluster.setup[%d]", i);
+        if (line[0] == '\0' || svp_launch_has_control(line)) {
+            return launch_bad(spec, key, "one shell command line (no newlines "
+                              "or control characters)", line, errbuf, errlen);
+        }
+    }
+    status = launch_check_quoted(spec, "cluster.container_workdir",
+                                 spec->cluster.container_workdir, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (!launch_is_set(spec->cluster.container_image) &&
+        (launch_is_set(spec->cluster.container_workdir) ||
+         spec->cluster.container_runtime != SVP_CONTAINER_PYXIS)) {
+        return launch_bad(spec, launch_is_set(spec->cluster.container_workdir) ?
+                          "cluster.container_workdir" :
+                          "cluster.container_runtime",
+                          "cluster.container_image to be set", "", errbuf,
+                          errlen);
     }
     return SVP_OK;
+}
+
+int svp_launch_array_tasks(const svp_spec_t *spec)
+{
+    const char *p = spec->cluster.array;
+    long        n = 0;
+
+    if (!launch_is_set(p)) {
+        return 0;
+    }
+    /* items "A", "A-B" or "A-B:S", comma-separated, before any "%N" */
+    while (*p != '\0' && *p != '%') {
+        long a, b, step = 1;
+
+        p = launch_digits(p, &a);
+        if (p == NULL) {
+            return 0;
+        }
+        b = a;
+        if (*p == '-') {
+            p = launch_digits(p + 1, &b);
+            if (p == NULL || b < a) {
+                return 0;
+            }
+            if (*p == ':') {
+                p = launch_digits(p + 1, &step);
+                if (p == NULL || step < 1) {
+                    return 0;
+                }
+            }
+        }
+        n += (b - a) / step + 1;
+        if (n > INT_MAX) {
+            return 0;
+        }
+        if (*p == ',') {
+            ++p;
+        } else if (*p != '\0' && *p != '%') {
+            return 0;
+        }
+    }
+    return (int)n;
 }
 
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)

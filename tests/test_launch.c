@@ -5,6 +5,7 @@
 #include "common/util.h"
 #include "launch/hardware.h"
 #include "launch/launch.h"
+#include "launch/launch_int.h"
 #include "launch/plan.h"
 #include "spec/spec.h"
 
@@ -89,7 +90,8 @@ static const char *full_yaml =
     "  mpi: pmix_v4\n"
     "  worker: /opt/svdpipe/bin/svdworker\n"
     "  container_image: nvcr.io#nvidia/pytorch:24.05-py3\n"
-    "  container_mounts: [/data:/data, /scratch:/scratch:ro]\n"
+    "  container_mounts: [/data:/data, /scratch:/scratch:ro, /jobs:/spec]\n"
+    "  container_workdir: /data/run\n"
     "  env: {UCX_TLS: 'cuda_copy,cuda_ipc,sm,self', NCCL_DEBUG: WARN}\n";
 
 Test(render, sbatch_and_srun_lines)
@@ -119,8 +121,9 @@ Test(render, sbatch_and_srun_lines)
         "\nexec srun --mpi=pmix_v4 --kill-on-bad-exit=1 -W 130 \\\n"
         "    --gpus-per-task=1 --gpu-bind=per_task:1 \\\n"
         "    --container-image='nvcr.io#nvidia/pytorch:24.05-py3' "
-        "--container-mounts='/data:/data,/scratch:/scratch:ro' \\\n"
-        "    '/opt/svdpipe/bin/svdworker' \"$svp_spec\" --set 'steps=14'\n",
+        "--container-mounts='/data:/data,/scratch:/scratch:ro,/jobs:/spec' \\\n"
+        "    --container-workdir='/data/run' \\\n"
+        "    '/opt/svdpipe/bin/svdworker' '/spec/job.yaml' --set 'steps=14'\n",
     };
     static const char *sets[] = {"steps=14"};
     svp_spec_t *spec = spec_from(full_yaml);
@@ -181,6 +184,7 @@ Test(render, hostile_sbatch_values_rejected)
         {F(error),      "cluster.error",      "x\r#SBATCH"},
         {F(dependency), "cluster.dependency", "afterok:1;rm"},
         {F(array),      "cluster.array",      "a-b"},
+        {F(array),      "cluster.array",      "5-3"},
         {F(mpi),        "cluster.mpi",        "pmix --x"},
         {F(worker),     "cluster.worker",     "svdworker\nrm -rf /"},
         {F(container_image), "cluster.container_image", "img\n#SBATCH --x"},
@@ -252,8 +256,11 @@ Test(render, quoted_values_reach_srun_unchanged)
     }
     set_str(&spec->cluster.worker, tricky[1]);
     set_str(&spec->cluster.container_image, tricky[0]);
-    spec->cluster.container_mounts.count    = 1;
+    spec->cluster.container_mounts.count    = 2;
     spec->cluster.container_mounts.items[0] = strdup("/a'b:/c");
+    snprintf(path, sizeof(path), "%s:/spec dir", dir);
+    spec->cluster.container_mounts.items[1] = strdup(path);
+    set_str(&spec->cluster.container_workdir, "/c");
 
     /* the spec path itself may hold quotes and blanks */
     snprintf(path, sizeof(path), "%s/it's a job.yaml", dir);
@@ -283,16 +290,18 @@ Test(render, quoted_values_reach_srun_unchanged)
     snprintf(path, sizeof(path), "%s/args", dir);
     cr_assert_eq(svp_file_read_all(path, &got, &len), SVP_OK);
     {
-        char expect_spec[512];
+        char expect_mounts[512];
         const char *want[] = {
             "--mpi=pmix", "--kill-on-bad-exit=1", "-W", "150",
-            "--container-image=$(rm -rf /)", "--container-mounts=/a'b:/c",
-            tricky[1], expect_spec, "--set", sets[0],
+            "--container-image=$(rm -rf /)", expect_mounts,
+            "--container-workdir=/c",
+            tricky[1], "/spec dir/it's a job.yaml", "--set", sets[0],
             tricky[0], tricky[1], tricky[2], tricky[3],
         };
         const char *p = got;
 
-        snprintf(expect_spec, sizeof(expect_spec), "%s/it's a job.yaml", dir);
+        snprintf(expect_mounts, sizeof(expect_mounts), "--container-mounts="
+                 "/a'b:/c,%s:/spec dir", dir);
         for (size_t i = 0; i < SVP_ARRAY_SIZE(want); ++i) {
             cr_assert_lt((size_t)(p - got), len, "argument %zu missing", i);
             cr_assert_str_eq(p, want[i], "argument %zu", i);
@@ -764,11 +773,12 @@ Test(plan, costs_scale_from_the_hardware_reference)
                                       "height: 288, max_guidance: 1.0, "
                                       "min_guidance: 1.0}\n");
     svp_hw_t         hw = {.file = "h.yaml", .name = "h",
-                           .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4},
+                           .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4,
+                                   .dtype = "f32"},
                            .intra_node_gbps = 300, .inter_node_gbps = 25,
                            .latency_us = 10};
     svp_plan_costs_t c;
-    char             err[256] = "";
+    char             err[512] = "";
 
     cr_assert_eq(svp_plan_costs_from_spec(spec, &hw, err, sizeof(err), &c),
                  SVP_OK, "%s", err);
@@ -955,7 +965,7 @@ Test(hardware, measured_results_replace_quoted_figures)
     cr_assert_float_eq(hw->svd.encode_s, 0.15 / 4, 1e-12);
     cr_assert_float_eq(hw->svd.decode_s, 3.4 / 4, 1e-12);
 
-    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+    spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\ndtype: bf16\n"
                      "video: {num_frames: 25, width: 1024, height: 576}\n");
     cr_assert_eq(svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &c),
                  SVP_OK, "%s", err);
@@ -1054,4 +1064,323 @@ Test(plan, auto_at_448_ranks)
     cr_assert(strstr(script, " --set pipeline.stages=1\n") != NULL, "%s", script);
     free(script);
     svp_spec_destroy(spec);
+}
+
+/* The table's times are for its own dtype: another is refused, never used. */
+Test(plan, costs_are_those_of_the_spec_dtype)
+{
+    svp_hw_t         hw = {.file = "h.yaml", .name = "h",
+                           .svd = {2, 25, 576, 1024, 0.8, 0.15, 3.4,
+                                   .dtype = "f16"}};
+    svp_spec_t      *f16 = spec_from("model: {kind: svd, path: m}\n"
+                                     "dtype: f16\n");
+    svp_spec_t      *f32 = spec_from("model: {kind: svd, path: m}\n");
+    svp_plan_costs_t c;
+    char             err[512] = "";
+
+    cr_assert_eq(svp_plan_costs_from_spec(f16, &hw, err, sizeof(err), &c),
+                 SVP_OK, "%s", err);
+    cr_assert_float_eq(c.step_s, 0.8, 1e-12);
+    cr_assert(strstr(c.source, "f16") != NULL, "%s", c.source);
+
+    cr_assert_eq(svp_plan_costs_from_spec(f32, &hw, err, sizeof(err), &c),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "dtype: f32") != NULL, "%s", err);
+    cr_assert(strstr(err, "no figures for f32") != NULL, "%s", err);
+    cr_assert(strstr(err, "for f16") != NULL, "%s", err);
+
+    /* a table that does not say its dtype prices none */
+    hw.svd.dtype = NULL;
+    cr_assert_eq(svp_plan_costs_from_spec(f16, &hw, err, sizeof(err), &c),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert(strstr(err, "of no stated dtype") != NULL, "%s", err);
+    svp_spec_destroy(f32);
+    svp_spec_destroy(f16);
+}
+
+/* ---- site options and containers --------------------------------------- */
+
+/* The site keys reach the script as an experienced Slurm user writes them. */
+Test(render, site_options)
+{
+    svp_spec_t *spec = spec_from(
+        "steps: 8\n"
+        "cluster:\n"
+        "  cpus_per_task: 8\n"
+        "  mem: 200G\n"
+        "  signal: \"B:TERM@120\"\n"
+        "  sbatch_args: [\"--gres-flags=enforce-binding\", \"--mail-type=END\"]\n"
+        "  srun_args: [\"--cpu-bind=cores\", \"--label=a b\"]\n"
+        "  setup: [\"module load cuda/12.4\", \"source $HOME/env.sh\"]\n"
+        "  env: {TMPDIR: \"$SCRATCH/t\"}\n");
+    char        err[512] = "", *script;
+
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    cr_expect_not_null(strstr(script, "\n#SBATCH --cpus-per-task=8\n"), "%s", script);
+    cr_expect_not_null(strstr(script, "\n#SBATCH --mem=200G\n"), "%s", script);
+    cr_expect_not_null(strstr(script, "\n#SBATCH --signal=B:TERM@120\n"));
+    cr_expect_not_null(strstr(script, "\n#SBATCH --gres-flags=enforce-binding\n"
+                                      "#SBATCH --mail-type=END\n"));
+    /* srun does not inherit --cpus-per-task from the allocation */
+    cr_expect_not_null(strstr(script, " --cpus-per-task=8"));
+    cr_expect_not_null(strstr(script, "--cpu-bind=cores '--label=a b'"), "%s",
+                       script);
+    cr_expect_not_null(strstr(script, "\nset +u\nmodule load cuda/12.4\n"
+                                      "source $HOME/env.sh\nset -u\n"), "%s",
+                       script);
+    /* literal by default: $SCRATCH is not expanded */
+    cr_expect_not_null(strstr(script, "export TMPDIR='$SCRATCH/t'\n"), "%s",
+                       script);
+    /* every #SBATCH line comes before the first command */
+    cr_expect_lt(strstr(script, "#SBATCH --mail-type"), strstr(script, "set -eu"));
+    free(script);
+
+    spec->cluster.env_expand = 1;
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    cr_expect_not_null(strstr(script, "export TMPDIR=\"$SCRATCH/t\"\n"), "%s",
+                       script);
+    free(script);
+    svp_spec_destroy(spec);
+}
+
+Test(render, site_options_rejected)
+{
+    static const struct {
+        const char *yaml, *key;
+    } cases[] = {
+        {"cluster: {mem: lots}", "cluster.mem"},
+        {"cluster: {mem: \"64G --x\"}", "cluster.mem"},
+        {"cluster: {mem_per_gpu: 0}", "cluster.mem_per_gpu"},
+        {"cluster: {mem: 10G, mem_per_gpu: 8G}", "cluster.mem_per_gpu"},
+        /* the worker stops cleanly on TERM and INT only */
+        {"cluster: {signal: USR1@120}", "cluster.signal"},
+        {"cluster: {signal: \"TERM@soon\"}", "cluster.signal"},
+        {"cluster: {signal: \"TERM@99999\"}", "cluster.signal"},
+        {"cluster: {sbatch_args: [\"mail-type=END\"]}", "cluster.sbatch_args[0]"},
+        {"cluster: {sbatch_args: [\"--x=1\", \"--comment=a b\"]}",
+         "cluster.sbatch_args[1]"},
+        {"cluster: {sbatch_args: [\"--x=#y\"]}", "cluster.sbatch_args[0]"},
+        {"cluster: {sbatch_args: [\"--time=10\"]}", "use cluster.time"},
+        {"cluster: {sbatch_args: [\"-N2\"]}", "use cluster.nodes"},
+        {"cluster: {srun_args: [\"--mpi=pmi2\"]}", "use cluster.mpi"},
+        {"cluster: {srun_args: [\"cores\"]}", "cluster.srun_args[0]"},
+        {"cluster: {setup: [\"\"]}", "cluster.setup[0]"},
+        {"cluster: {env_expand: true, env: {A: \"$(id)\"}}", "cluster.env.A"},
+        {"cluster: {env_expand: true, env: {A: \"`id`\"}}", "cluster.env.A"},
+        {"cluster: {env_expand: true, env: {A: \"${X:-y}\"}}", "cluster.env.A"},
+        {"cluster: {env_expand: true, env: {A: \"a\\\"b\"}}", "cluster.env.A"},
+        {"cluster: {container_workdir: /w}", "cluster.container_workdir"},
+        {"cluster: {container_runtime: apptainer}", "cluster.container_runtime"},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        char        yaml[512], err[512] = "";
+        svp_spec_t *spec;
+
+        snprintf(yaml, sizeof(yaml), "steps: 8\n%s\n", cases[i].yaml);
+        spec = spec_from(yaml);
+        cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
+                     "accepted %s", cases[i].yaml);
+        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].yaml,
+                           err);
+        cr_expect_not_null(strstr(err, "job.yaml: "), "%s", err);
+        svp_spec_destroy(spec);
+    }
+
+    /* typed keys are refused by the parser, at their line and column */
+    {
+        static const char *typed[] = {
+            "steps: 8\ncluster:\n  cpus_per_task: -1\n",
+            "steps: 8\ncluster:\n  container_runtime: docker\n",
+            "steps: 8\ncluster:\n  env_expand: sometimes\n",
+        };
+
+        for (size_t i = 0; i < SVP_ARRAY_SIZE(typed); ++i) {
+            svp_spec_t *spec = NULL;
+            char        err[512] = "";
+
+            cr_expect_eq(svp_spec_load_string(typed[i], "job.yaml", NULL, 0, err,
+                                              sizeof(err), &spec), SVP_ERR_SPEC);
+            cr_expect_not_null(strstr(err, "job.yaml:3:"), "%s", err);
+        }
+    }
+}
+
+static const char *container_yaml =
+    "model: {kind: svd, path: /data/models/svd-xt}\n"
+    "dtype: f16\ndevice: cuda\nsteps: 8\n"
+    "video: {inputs: [/data/in]}\n"
+    "output: {dir: out}\n"
+    "cluster:\n"
+    "  container_image: /images/svd.sqsh\n"
+    "  container_mounts: [\"/lustre/proj:/data\", \"/images\"]\n"
+    "  container_workdir: /data/work\n";
+
+/* The line that runs the worker, from its quoted name to the end. */
+static const char *worker_line(const char *script)
+{
+    const char *w = strstr(script, "'svdworker' ");
+
+    cr_assert_not_null(w, "%s", script);
+    return w + strlen("'svdworker' ");
+}
+
+Test(render, pyxis_passes_the_container_side_spec)
+{
+    svp_spec_t *spec = spec_from(container_yaml);
+    svp_launch_render_params_t params = {
+        .spec_ref      = "/lustre/proj/jobs/job.yaml",
+        .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
+    };
+    char        err[512] = "", *script = NULL;
+
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_OK, "%s", err);
+    cr_expect_not_null(strstr(script, "--container-image='/images/svd.sqsh' "
+                              "--container-mounts='/lustre/proj:/data,/images'"),
+                       "%s", script);
+    cr_expect_not_null(strstr(script, "--container-workdir='/data/work'"));
+    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21),
+              "%s", script);
+    cr_expect_null(strstr(script, "apptainer"));
+    free(script);
+
+    /* a spec under no mount: the worker could not read it */
+    params.spec_ref = "/home/u/job.yaml";
+    cr_expect_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_ERR_SPEC);
+    cr_expect_not_null(strstr(err, "under no mount's SRC"), "%s", err);
+    svp_spec_destroy(spec);
+}
+
+Test(render, apptainer_passes_the_container_side_spec)
+{
+    svp_spec_t *spec = spec_from(container_yaml);
+    svp_launch_render_params_t params = {
+        .spec_ref      = "../jobs/job.yaml",
+        .spec_ref_kind = SVP_LAUNCH_SPEC_SCRIPT_RELATIVE,
+        .spec_host     = "/lustre/proj/jobs/job.yaml",
+    };
+    char        err[512] = "", *script = NULL;
+
+    spec->cluster.container_runtime = SVP_CONTAINER_APPTAINER;
+    set_str(&spec->cluster.container_image, "/images/svd.sif");
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_OK, "%s", err);
+    cr_expect_not_null(strstr(script, " \\\n    apptainer exec --nv --bind "
+                              "'/lustre/proj:/data,/images' --pwd '/data/work' "
+                              "'/images/svd.sif' \\\n    'svdworker' "), "%s",
+                       script);
+    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21),
+              "%s", script);
+    cr_expect_null(strstr(script, "--container-image"));
+    free(script);
+
+    /* a CPU job binds no GPU driver */
+    spec->device = SVP_DEVICE_CPU;
+    spec->dtype  = SVP_DTYPE_SPEC_F32;
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_OK, "%s", err);
+    cr_expect_null(strstr(script, "--nv"), "%s", script);
+    free(script);
+    svp_spec_destroy(spec);
+}
+
+/* What the worker opens in the container must lie under a mount. */
+Test(check, container_sees_its_paths)
+{
+    static const struct {
+        const char *set, *key;
+    } cases[] = {
+        {"model.path=/models/svd", "model.path"},
+        {"video.inputs=[/home/u/in]", "video.inputs[0]"},
+        {"output.dir=/scratch/out", "output.dir"},
+        {"cluster.container_workdir=", "output.dir"},
+        {"cluster.container_workdir=/tmp", "cluster.container_workdir"},
+        /* "/database" is not under the mount "/data" */
+        {"output.dir=/database/out", "output.dir"},
+    };
+    char err[512] = "";
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        const char *sets[] = {cases[i].set};
+        svp_spec_t *spec = NULL;
+
+        cr_assert_eq(svp_spec_load_string(container_yaml, "job.yaml", sets, 1,
+                                          err, sizeof(err), &spec), SVP_OK,
+                     "%s", err);
+        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml",
+                                                err, sizeof(err)),
+                     SVP_ERR_SPEC, "accepted %s", cases[i].set);
+        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].set,
+                           err);
+        svp_spec_destroy(spec);
+    }
+    {
+        svp_spec_t *spec = spec_from(container_yaml);
+
+        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml",
+                                                err, sizeof(err)), SVP_OK,
+                     "%s", err);
+        svp_spec_destroy(spec);
+    }
+}
+
+/*
+ * Linear in the samples: each sample's chain is simulated once, task by
+ * task (events = N x (W + 2)), and the heaps hold only the samples in
+ * flight.  At 200,000 samples the flow shop's closed form still holds (a
+ * first version, which scanned every sample per event, took minutes here).
+ * Asked again, the same pipeline gives the same answer from the memo.
+ */
+Test(plan, linear_in_samples)
+{
+    const int          N = 200000, W = 7;
+    svp_plan_result_t *r = plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8, 0.15,
+                                3.4, 10e-6);
+    svp_plan_result_t *again = plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8,
+                                    0.15, 3.4, 10e-6);
+    long               steps = 0;
+
+    cr_assert_eq(r->events, (long)N * (W + 2));
+    cr_expect_float_eq(r->makespan_s, r->closed_form_s, 1e-6 * r->makespan_s,
+                       "%.6f vs %.6f", r->makespan_s, r->closed_form_s);
+    for (int k = 0; k < W; ++k) {
+        steps += r->ranks[k].steps;
+    }
+    cr_assert_eq(steps, 28L * N);
+    cr_assert_eq(r->ranks[0].encodes, N);
+    cr_assert_eq(r->ranks[W - 1].decodes, N);
+    cr_assert_float_eq(again->makespan_s, r->makespan_s, 0);
+    cr_assert_eq(again->link_msgs[0 * W + 1], N);
+    cr_assert(again->ranks != r->ranks);
+    svp_plan_result_destroy(again);
+    svp_plan_result_destroy(r);
+
+    /* spread: every rank encodes and decodes its N / W */
+    r = plan(W, 7, 28, 7000, SVP_PLACEMENT_SPREAD, 0.8, 0.15, 3.4, 10e-6);
+    cr_assert_eq(r->events, 7000L * (W + 2));
+    for (int k = 0; k < W; ++k) {
+        cr_assert_eq(r->ranks[k].encodes, 1000);
+        cr_assert_eq(r->ranks[k].decodes, 1000);
+    }
+    svp_plan_result_destroy(r);
+}
+
+/* How many tasks a cluster.array makes: the planner divides the samples by it. */
+Test(launch, array_task_count)
+{
+    static const struct { const char *array; int tasks; } cases[] = {
+        {"", 0}, {"0-63", 64}, {"1,3,5-7", 5}, {"0-15:4", 4}, {"0-99%8", 100},
+        {"7", 1}, {"5-3", 0},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        svp_spec_t *spec = spec_from("steps: 8\n");
+
+        set_str(&spec->cluster.array, cases[i].array);
+        cr_expect_eq(svp_launch_array_tasks(spec), cases[i].tasks, "%s",
+                     cases[i].array);
+        svp_spec_destroy(spec);
+    }
 }

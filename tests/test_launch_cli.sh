@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..37"
+echo "1..55"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -164,3 +164,135 @@ else nok "svd_2x4gpu render (rc=$rc)"; fi
 if [ $rc -eq 0 ] && grep -q "8 ranks (2 nodes x 4)" "$tmp/err" && grep -q "^memory per GPU" "$tmp/err"; then
     ok "etc/svd_2x4gpu.yaml plans on the H100 table"
 else nok "svd_2x4gpu plan (rc=$rc)"; fi
+
+# the planner prices the spec's dtype with the table's figures for it, or
+# refuses; never another dtype's
+h100=$top/etc/hardware/h100.yaml
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f32 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "dtype: f32: .*has no figures for f32 (its svd times are for f16)" "$tmp/err"; then
+    ok "plan refuses f32 with a table of f16 figures"
+else nok "plan f32 on f16 figures (rc=$rc)"; fi
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f16 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^costs .*, f16$" "$tmp/err"; then
+    ok "plan prices f16 with the table's f16 figures"
+else nok "plan f16 (rc=$rc)"; fi
+
+# 64 nodes x 7: one pipeline of 448 cannot run 28 steps; plan still
+# recommends a layout that can, marks the spec's invalid, exits 0
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set cluster.nodes=64 \
+    --set samples=4480 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^ *448  (this, invalid: 28 steps do not divide over 448 stages)" "$tmp/err" &&
+   grep -q "^recommended: pipeline.stages: 1 (448 pipelines x 1 stage)" "$tmp/err" &&
+   ! grep -q "steps=448" "$tmp/err"; then
+    ok "plan at 448 ranks recommends a layout and marks the spec's invalid"
+else nok "plan 64x7 (rc=$rc)"; fi
+# ... and offers 64 array tasks of one node beside the gang job, saying why
+if grep -q "^  64 array tasks of 7 ranks" "$tmp/err" &&
+   grep -q "^  recommended: the array: .*waits for one free node instead of 64" "$tmp/err" &&
+   grep -q 'as an array: cluster: {nodes: 1, array: "0-63"}' "$tmp/err"; then
+    ok "plan offers 64 array tasks of 7 ranks beside the gang job"
+else nok "plan array option"; fi
+# every row of the layouts table is the whole job's: replicas (S = 1) show
+# one bubble, the 28-stage pipelines their fill and drain
+if [ "$(grep -c '^ *1  *448  ' "$tmp/err")" -eq 1 ] &&
+   grep -q "every figure is the job's" "$tmp/err"; then
+    ok "one row per layout in the job's layouts table"
+else nok "layouts table rows"; fi
+# render takes the array the plan proposes: one node per task
+"$l" render "$top/etc/svd_7gpu.yaml" --no-path-check --set cluster.array=0-63 \
+    --set pipeline.stages=1 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -qx "#SBATCH --array=0-63" "$tmp/err" &&
+   grep -qx "#SBATCH --nodes=1" "$tmp/err" && grep -qx "#SBATCH --ntasks-per-node=7" "$tmp/err"; then
+    ok "render writes the array of one-node tasks"
+else nok "render array (rc=$rc)"; fi
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set cluster.array=0-63 \
+    --set samples=4480 --set pipeline.stages=1 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^array    64 tasks (cluster.array 0-63), each up to 70 of the 4480 samples" "$tmp/err" &&
+   grep -q "^ *1  *7  *28  *10 " "$tmp/err"; then
+    ok "plan of an array prices one task's share"
+else nok "plan array spec (rc=$rc)"; fi
+
+# a predicted makespan beyond cluster.time is said
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set cluster.time=1 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^warning: the predicted makespan 71 s exceeds cluster.time 1 (60 s)" "$tmp/err"; then
+    ok "plan warns when the makespan exceeds cluster.time"
+else nok "plan time warning (rc=$rc)"; fi
+
+# --json: one object that parses, with the same figures
+if command -v jq >/dev/null 2>&1; then
+    "$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set cluster.time=1 --json \
+        >"$tmp/plan.json" 2>"$tmp/err"; rc=$?
+    if [ $rc -eq 0 ] && [ "$(jq -r '.dtype' "$tmp/plan.json")" = f16 ] &&
+       [ "$(jq -r '.layouts | length' "$tmp/plan.json")" = 2 ] &&
+       [ "$(jq -r '.recommended_stages' "$tmp/plan.json")" = 1 ] &&
+       [ "$(jq -r '.makespan_s | floor' "$tmp/plan.json")" = 71 ] &&
+       [ "$(jq -r '.warnings | length' "$tmp/plan.json")" = 1 ]; then
+        ok "plan --json parses (jq) and carries the layouts and the warning"
+    else cp "$tmp/plan.json" "$tmp/err"; nok "plan --json (rc=$rc)"; fi
+else skip "plan --json" "jq not installed"; fi
+
+# render with stages: auto and no time model counts steps, not seconds
+"$l" render "$top/etc/svd_7gpu.yaml" --no-path-check --set pipeline.stages=auto >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^# pipeline.stages: auto -> 1 (7 pipelines x 1 stage), predicted makespan 56 step times" "$tmp/err" &&
+   ! grep -q "56.000 s" "$tmp/err"; then
+    ok "render auto without a time model counts step times"
+else nok "render auto unit steps (rc=$rc)"; fi
+
+# the man pages made by the build carry its version
+v=$("$l" --version | sed -n 's/^svdlaunch (.*) //p')
+bad=
+for m in svdlaunch.1 svdworker.1 svdtool.1 svdpipe-job.5; do
+    head -n 1 "$bld/doc/man/$m" 2>/dev/null | grep -q "\"svdpipe $v\"" || bad="$bad $m"
+done
+if [ -n "$v" ] && [ -z "$bad" ]; then ok "man pages say version $v"
+else echo "version '$v'; wrong:$bad" >"$tmp/err"; nok "man page versions"; fi
+
+# submit's exit status when sbatch refuses the job is the man page's
+mkdir -p "$tmp/badbin"
+printf '#!/bin/sh\necho "sbatch: error: invalid partition" >&2\nexit 1\n' >"$tmp/badbin/sbatch"
+chmod +x "$tmp/badbin/sbatch"
+PATH=$tmp/badbin:$PATH "$l" submit "$spec" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 3 ] && sed 's/\\-/-/g' "$top/doc/svdlaunch.1" | grep -q "^nothing was written or submitted; 3 submit: sbatch could not be run or"; then
+    ok "submit exits 3 when sbatch refuses the job, as svdlaunch(1) says"
+else nok "submit exit status (rc=$rc)"; fi
+
+# containers: check refuses a job whose output is under no mount, and render
+# hands the worker the spec's path inside the container
+mkdir -p "$tmp/share/jobs"
+cp "$spec" "$tmp/share/jobs/c.yaml"
+"$l" check "$tmp/share/jobs/c.yaml" --no-path-check --set cluster.container_image=img \
+    --set "cluster.container_mounts=[$tmp/share:/share]" --set cluster.container_workdir=/share \
+    >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "output.dir: \"$tmp/out\" is under no mount" "$tmp/err"; then
+    ok "check: an output.dir the container cannot see is refused"
+else nok "container check (rc=$rc)"; fi
+for rt in pyxis apptainer; do
+    "$l" render "$tmp/share/jobs/c.yaml" --no-path-check --set cluster.container_image=img \
+        --set "cluster.container_mounts=[$tmp/share:/share]" --set cluster.container_workdir=/share \
+        --set output.dir=/share/out --set cluster.container_runtime=$rt >"$tmp/err" 2>&1; rc=$?
+    if [ $rc -eq 0 ] && grep -q "^    'svdworker' '/share/jobs/c.yaml' " "$tmp/err"; then
+        ok "render ($rt) passes the container-side spec path"
+    else nok "render $rt (rc=$rc)"; fi
+done
+
+# site keys checked after parsing still name the line and column of the value
+cat >"$tmp/site.yaml" <<'YAML'
+steps: 8
+cluster:
+  nodes: 1
+  signal: "USR1@120"
+  sbatch_args: ["--mail-type=END", "--comment=a b"]
+YAML
+"$l" check "$tmp/site.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml:4:11: cluster.signal: expected TERM@SECONDS or INT@SECONDS" "$tmp/err"; then
+    ok "a bad cluster.signal is named at its line and column"
+else nok "cluster.signal mark (rc=$rc)"; fi
+"$l" check "$tmp/site.yaml" --no-path-check --set cluster.signal=TERM@60 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml:5:36: cluster.sbatch_args\[1\]: expected an option" "$tmp/err"; then
+    ok "a bad list item is named at its own line and column"
+else nok "cluster.sbatch_args mark (rc=$rc)"; fi
+"$l" check "$tmp/site.yaml" --no-path-check --set cluster.signal=HUP \
+    --set cluster.sbatch_args=--x=1 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml: cluster.signal: expected" "$tmp/err"; then
+    ok "a bad value from --set is named without the file's line"
+else nok "--set value mark (rc=$rc)"; fi

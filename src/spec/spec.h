@@ -75,6 +75,12 @@ typedef enum {
     SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
 } svp_placement_t;
 
+/* cluster.container_runtime: what runs cluster.container_image */
+typedef enum {
+    SVP_CONTAINER_PYXIS = 0,     /* srun --container-image (enroot) */
+    SVP_CONTAINER_APPTAINER      /* srun apptainer exec IMAGE (or singularity) */
+} svp_container_runtime_t;
+
 #define SVP_PIPE_STAGES_AUTO (-1)
 
 typedef struct {
@@ -171,6 +177,13 @@ typedef struct svp_spec {
         char              *worker;    /* path of svdworker in the script */
         int                gpus_per_task;
         int                share_gpu;
+        int                cpus_per_task; /* 0: Slurm's default */
+        char              *mem, *mem_per_gpu, *signal;
+        svp_spec_strlist_t sbatch_args, srun_args;
+        svp_spec_strlist_t setup;     /* shell lines run before srun */
+        int                env_expand;/* cluster.env values expand $NAME */
+        int                container_runtime; /* svp_container_runtime_t */
+        char              *container_workdir;
     } cluster;
 } svp_spec_t;
 

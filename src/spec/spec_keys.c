@@ -28,6 +28,8 @@ static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
 static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
 static const char *const svp_spec_stages_words[] = {"auto", NULL};
+static const char *const svp_spec_container_runtimes[] = {"pyxis", "apptainer",
+                                                         NULL};
 static const char *const svp_spec_log_levels[]  = {"error", "warn", "info",
                                                    "debug", "trace", NULL};
 
@@ -59,7 +61,7 @@ const svp_spec_key_t svp_spec_keys[] = {
     {"model.dummy.decode_ms", SVP_SPEC_T_DOUBLE, OFF(model.dummy.decode_ms), "0",
      0, 3600e3, NULL, "sleep stand-in for decoding a sample (ms)"},
     {"steps", SVP_SPEC_T_INT, OFF(steps), "8", 1, 10000, NULL,
-     "denoising steps T; must be divisible by the number of ranks"},
+     "denoising steps T; must divide by the stages of a pipeline (pipeline.stages)"},
     {"samples", SVP_SPEC_T_INT, OFF(samples), "0", 0, 1000000, NULL,
      "at most this many samples (0: all that video.manifest or video.inputs x "
      "video.seeds make; without either, 4)"},
@@ -172,6 +174,29 @@ const svp_spec_key_t svp_spec_keys[] = {
      64, NULL, "GPUs bound per rank (cuda)"},
     {"cluster.share_gpu", SVP_SPEC_T_BOOL, OFF(cluster.share_gpu), "false", NOLIM,
      NULL, "let ranks on a node share a GPU (cuda)"},
+    {"cluster.cpus_per_task", SVP_SPEC_T_INT, OFF(cluster.cpus_per_task), "0", 0,
+     4096, NULL, "CPUs per rank (sbatch and srun --cpus-per-task); 0: Slurm's default"},
+    {"cluster.mem", SVP_SPEC_T_STRING, OFF(cluster.mem), "", NOLIM, NULL,
+     "memory per node (--mem, e.g. 200G)"},
+    {"cluster.mem_per_gpu", SVP_SPEC_T_STRING, OFF(cluster.mem_per_gpu), "",
+     NOLIM, NULL, "memory per GPU (--mem-per-gpu, e.g. 64G); not with cluster.mem"},
+    {"cluster.signal", SVP_SPEC_T_STRING, OFF(cluster.signal), "", NOLIM, NULL,
+     "signal before the time limit (--signal, TERM@SECONDS or INT@SECONDS)"},
+    {"cluster.sbatch_args", SVP_SPEC_T_STR_LIST, OFF(cluster.sbatch_args), "",
+     NOLIM, NULL, "more #SBATCH options (--option=value each)"},
+    {"cluster.srun_args", SVP_SPEC_T_STR_LIST, OFF(cluster.srun_args), "", NOLIM,
+     NULL, "more srun options (each one argument)"},
+    {"cluster.setup", SVP_SPEC_T_STR_LIST, OFF(cluster.setup), "", NOLIM, NULL,
+     "shell lines run before srun (module load ..., source ...)"},
+    {"cluster.env_expand", SVP_SPEC_T_BOOL, OFF(cluster.env_expand), "false",
+     NOLIM, NULL, "expand $NAME and ${NAME} in cluster.env values (else literal)"},
+    {"cluster.container_runtime", SVP_SPEC_T_ENUM,
+     OFF(cluster.container_runtime), "pyxis", NOLIM, svp_spec_container_runtimes,
+     "how cluster.container_image runs: pyxis (srun --container-image) or "
+     "apptainer (apptainer exec, also Singularity's)"},
+    {"cluster.container_workdir", SVP_SPEC_T_STRING,
+     OFF(cluster.container_workdir), "", NOLIM, NULL,
+     "the container's working directory, where a relative output.dir lands"},
 };
 #pragma GCC diagnostic pop
 

@@ -5,12 +5,13 @@
  *   svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] [--set key=value ...]
  *   svdlaunch check  JOB.yaml [--no-path-check] [--set key=value ...]
  *   svdlaunch plan   JOB.yaml [--hardware FILE [--measured RESULTS]]
- *                             [--from-log FILE] [--set key=value ...]
+ *                             [--from-log FILE] [--json] [--set key=value ...]
  *
  * render, submit and check run every check first (svp_launch_preflight):
  * nothing is written or queued when one fails.
  *
- * Exit status: 0 done, 2 bad input (nothing submitted), 1 anything else.
+ * Exit status: 0 done, 2 bad input (nothing submitted), 3 sbatch could not
+ * be run or refused the job (SVP_ERR_RUNTIME), 1 anything else.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -45,6 +46,7 @@ typedef struct {
     const char *measured;
     int         dry_run;
     int         no_path_check;
+    int         json;
     const char *sets[LAUNCH_MAX_SET];
     int         num_sets;
 } launch_args_t;
@@ -59,7 +61,7 @@ static void launch_usage(FILE *f)
           "[--set key=value ...]\n"
           "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
           "RESULTS]] [--from-log FILE]\n"
-          "                                 [--set key=value ...]\n"
+          "                                 [--json] [--set key=value ...]\n"
           "       svdlaunch status OUTPUT_DIR [--json]\n"
           "       svdlaunch --help | --version\n"
           "\n"
@@ -81,7 +83,7 @@ static void launch_usage(FILE *f)
           "memory per GPU;\n"
           "         --measured: the figures a GPU run measured "
           "(bench/results/gpu-*.yaml)\n"
-          "         replace the hardware table's\n"
+          "         replace the hardware table's; --json: one JSON object\n"
           "status   done/total, rate, ETA and failed samples of the job writing "
           "into\n"
           "         OUTPUT_DIR, across its array tasks (--json: one JSON "
@@ -106,6 +108,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         {"measured", required_argument, NULL, 'M'},
         {"dry-run",  no_argument,       NULL, 'n'},
         {"no-path-check", no_argument,  NULL, 'P'},
+        {"json",     no_argument,       NULL, 'j'},
         {"help",     no_argument,       NULL, 'h'},
         {"version",  no_argument,       NULL, 'V'},
         {NULL, 0, NULL, 0}
@@ -154,6 +157,9 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         case 'P':
             a->no_path_check = 1;
             break;
+        case 'j':
+            a->json = 1;
+            break;
         case 'h':
             launch_usage(stdout);
             exit(SVP_EXIT_OK);
@@ -174,7 +180,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     if ((a->output && strcmp(a->command, "render")) ||
         (a->dry_run && strcmp(a->command, "submit")) ||
         (a->no_path_check && !strcmp(a->command, "plan")) ||
-        ((a->hardware || a->from_log || a->measured) &&
+        ((a->hardware || a->from_log || a->measured || a->json) &&
          strcmp(a->command, "plan"))) {
         svp_error("%s: option not valid for this command", a->command);
         return SVP_ERR_USAGE;
@@ -197,8 +203,12 @@ static svp_status_t launch_render_to(const svp_spec_t *spec,
         .overrides     = a->sets,
         .num_overrides = a->num_sets,
     };
-    char         err[512];
+    char         err[1024], host[PATH_MAX];
     svp_status_t status;
+
+    if (realpath(a->job, host) != NULL) {
+        params.spec_host = host;
+    }
 
     status = svp_launch_render(spec, &params, err, sizeof(err), script_p);
     if (status != SVP_OK) {
@@ -388,9 +398,19 @@ static void launch_warn_deadline(const svp_spec_t *spec, const svp_plan_costs_t 
 static svp_status_t launch_preflight(const svp_spec_t *spec,
                                      const launch_args_t *a)
 {
-    char         err[1024];
+    char         err[1024], host[PATH_MAX];
     svp_status_t status;
 
+    /* what a container sees does not depend on this host's files */
+    status = svp_launch_validate(spec, err, sizeof(err));
+    if (status == SVP_OK) {
+        status = svp_launch_container_check(spec, realpath(a->job, host) ?
+                                            host : NULL, err, sizeof(err));
+    }
+    if (status != SVP_OK) {
+        fprintf(stderr, "%s\n", err);
+        return SVP_ERR_SPEC;
+    }
     if (a->no_path_check) {
         status = svp_launch_check(spec, err, sizeof(err));
         if (status == SVP_OK) {
@@ -441,7 +461,9 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
     char             err[512];
     svp_status_t     status;
 
-    status = svp_launch_check(spec, err, sizeof(err));
+    /* not svp_launch_check(): a layout the job cannot run is still planned,
+     * marked invalid beside the ones it can */
+    status = svp_launch_validate(spec, err, sizeof(err));
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
@@ -484,7 +506,8 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
         }
     }
     launch_warn_deadline(spec, &costs);
-    status = svp_plan_report(stdout, spec, &costs);
+    status = svp_plan_report(stdout, spec, &costs,
+                             a->json ? SVP_PLAN_REPORT_JSON : 0);
     if (status != SVP_OK) {
         svp_error("plan: %s", svp_status_string(status));
     }

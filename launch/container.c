@@ -1,0 +1,201 @@
+/*
+ * What a container sees.  cluster.container_mounts are SRC[:DST[:FLAGS]], in
+ * the syntax pyxis (--container-mounts) and Apptainer (--bind) share: a host
+ * folder SRC appears in the container as DST (DST defaults to SRC).
+ *
+ * The job spec is a host file that the worker reads inside the container, so
+ * the script must name it by its container-side path; the model, the inputs
+ * and output.dir are paths the worker opens inside the container.  A path no
+ * mount covers is either inside the image (read-only, and gone with the
+ * container: results written there are lost) or not there at all, and both
+ * are found only after the queue wait.  So every one of them must lie under
+ * a mount, and render and check say which does not.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/launch_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The SRC and DST of mount m (DST = SRC when not given). */
+static void container_mount_split(const char *m, const char **src,
+                                  size_t *src_len, const char **dst,
+                                  size_t *dst_len)
+{
+    const char *colon = strchr(m, ':'), *end;
+
+    *src     = m;
+    *src_len = colon ? (size_t)(colon - m) : strlen(m);
+    *dst     = colon ? colon + 1 : m;
+    end      = strchr(*dst, ':');
+    *dst_len = end ? (size_t)(end - *dst) : (colon ? strlen(*dst) : *src_len);
+    /* "/data/" and "/data" are the same folder */
+    while (*src_len > 1 && (*src)[*src_len - 1] == '/') {
+        --*src_len;
+    }
+    while (*dst_len > 1 && (*dst)[*dst_len - 1] == '/') {
+        --*dst_len;
+    }
+}
+
+/* Whether path is prefix or below it ("/data" covers "/data/x", not "/database"). */
+static int container_under(const char *path, const char *prefix, size_t len)
+{
+    if (len == 1 && prefix[0] == '/') {
+        return path[0] == '/';
+    }
+    return strncmp(path, prefix, len) == 0 &&
+           (path[len] == '/' || path[len] == '\0');
+}
+
+int svp_launch_container_path(const svp_spec_t *spec, const char *host,
+                              char *out, size_t len)
+{
+    /* the last mount that covers a path wins, as in both runtimes */
+    for (int i = spec->cluster.container_mounts.count - 1; i >= 0; --i) {
+        const char *src, *dst;
+        size_t      src_len, dst_len;
+
+        container_mount_split(spec->cluster.container_mounts.items[i], &src,
+                              &src_len, &dst, &dst_len);
+        if (container_under(host, src, src_len)) {
+            const char *rest = host + (src_len == 1 ? 0 : src_len);
+
+            snprintf(out, len, "%.*s%s", (int)(dst_len == 1 && *rest ? 0 :
+                                               dst_len), dst, rest);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int svp_launch_container_sees(const svp_spec_t *spec, const char *path)
+{
+    for (int i = 0; i < spec->cluster.container_mounts.count; ++i) {
+        const char *src, *dst;
+        size_t      src_len, dst_len;
+
+        container_mount_split(spec->cluster.container_mounts.items[i], &src,
+                              &src_len, &dst, &dst_len);
+        if (container_under(path, dst, dst_len)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int svp_launch_in_container(const svp_spec_t *spec)
+{
+    return spec->cluster.container_image != NULL &&
+           spec->cluster.container_image[0] != '\0';
+}
+
+/*
+ * A relative path in the spec was joined to the spec's host folder at load;
+ * the worker, reading the spec inside the container, joins it to the spec's
+ * folder there.  So a path below the spec's (mounted) folder is seen too.
+ */
+static int container_visible(const svp_spec_t *spec, const char *spec_dir,
+                             const char *path)
+{
+    char mapped[4096];
+
+    return svp_launch_container_sees(spec, path) ||
+           (spec_dir != NULL && container_under(path, spec_dir, strlen(spec_dir)) &&
+            svp_launch_container_path(spec, path, mapped, sizeof(mapped)));
+}
+
+static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
+                                     const char *path, char *errbuf, int errlen)
+{
+    char esc[512], where[1024];
+
+    svp_launch_escape(path, esc, sizeof(esc));
+    svp_launch_mark(spec, key, path, where, sizeof(where));
+    svp_launch_errf(errbuf, errlen, "%s: %s: \"%s\" is under no mount of "
+                    "cluster.container_mounts: the container would not see "
+                    "it (add a mount SRC:DST whose DST holds it)",
+                    where, key, esc);
+    return SVP_ERR_SPEC;
+}
+
+svp_status_t svp_launch_container_check(const svp_spec_t *spec,
+                                        const char *spec_host, char *errbuf,
+                                        int errlen)
+{
+    const char *out = spec->output.dir, *wd = spec->cluster.container_workdir;
+    char        mapped[4096], key[64], dir[4096], *slash;
+    const char *spec_dir = NULL;
+
+    if (!svp_launch_in_container(spec)) {
+        return SVP_OK;
+    }
+    if (spec_host != NULL) {
+        snprintf(dir, sizeof(dir), "%s", spec_host);
+        slash = strrchr(dir, '/');
+        if (slash != NULL && slash != dir) {
+            *slash   = '\0';
+            spec_dir = dir;
+        }
+    }
+    if (spec_host != NULL &&
+        !svp_launch_container_path(spec, spec_host, mapped, sizeof(mapped))) {
+        char esc[512];
+
+        svp_launch_escape(spec_host, esc, sizeof(esc));
+        svp_launch_errf(errbuf, errlen, "%s: cluster.container_mounts: the job "
+                        "spec %s is under no mount's SRC: the worker in the "
+                        "container could not read it",
+                        spec->file ? spec->file : "<spec>", esc);
+        return SVP_ERR_SPEC;
+    }
+    if (wd != NULL && wd[0] != '\0') {
+        if (wd[0] != '/') {
+            svp_launch_errf(errbuf, errlen, "%s: cluster.container_workdir: "
+                            "expected an absolute path in the container, found "
+                            "\"%s\"", spec->file ? spec->file : "<spec>", wd);
+            return SVP_ERR_SPEC;
+        }
+        if (!svp_launch_container_sees(spec, wd)) {
+            return container_unseen(spec, "cluster.container_workdir", wd,
+                                    errbuf, errlen);
+        }
+    }
+    if (out != NULL && out[0] != '\0' && out[0] != '/' &&
+        (wd == NULL || wd[0] == '\0')) {
+        svp_launch_errf(errbuf, errlen, "%s: output.dir: \"%s\" is relative, "
+                        "and in a container it would land in the image's "
+                        "working directory: set cluster.container_workdir (a "
+                        "mounted folder) or make output.dir absolute",
+                        spec->file ? spec->file : "<spec>", out);
+        return SVP_ERR_SPEC;
+    }
+    if (out != NULL && out[0] == '/' && !svp_launch_container_sees(spec, out)) {
+        return container_unseen(spec, "output.dir", out, errbuf, errlen);
+    }
+    if (spec->model.kind == SVP_MODEL_SVD) {
+        if (spec->model.path != NULL && spec->model.path[0] != '\0' &&
+            !container_visible(spec, spec_dir, spec->model.path)) {
+            return container_unseen(spec, "model.path", spec->model.path,
+                                    errbuf, errlen);
+        }
+        if (spec->model.conditioning != NULL &&
+            spec->model.conditioning[0] != '\0' &&
+            !container_visible(spec, spec_dir, spec->model.conditioning)) {
+            return container_unseen(spec, "model.conditioning",
+                                    spec->model.conditioning, errbuf, errlen);
+        }
+    }
+    for (int i = 0; i < spec->video.inputs.count; ++i) {
+        const char *in = spec->video.inputs.items[i];
+
+        snprintf(key, sizeof(key), "video.inputs[%d]", i);
+        if (in[0] == '/' && !container_visible(spec, spec_dir, in)) {
+            return container_unseen(spec, key, in, errbuf, errlen);
+        }
+    }
+    return SVP_OK;
+}
