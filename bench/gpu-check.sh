@@ -113,7 +113,7 @@ finish() {
 {
     echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M') UTC, mode $mode"
     echo
-    echo "Source: $(cd "$srcdir" && git rev-parse --short HEAD 2>/dev/null || cat "$srcdir/.tarball-version" 2>/dev/null || echo unknown)." \
+    echo "Source: $(cd "$srcdir" && git describe --always --dirty 2>/dev/null || cat "$srcdir/deps/source-version" "$srcdir/.tarball-version" 2>/dev/null | head -n 1 || echo unknown)." \
          "Host: $(uname -n), $(nproc 2>/dev/null || echo '?') CPUs." \
          "Each line: the step, its result, the seconds it took."
     echo
@@ -194,9 +194,10 @@ if [ -z "$gpu" ]; then
     # the binaries load, and the device tests say why they skip
     t0=$(date +%s)
     ./tests/test_ops_cuda --verbose=1 >nodev.log 2>&1
-    why=$(grep -m1 -iE 'cuda.*(device|driver)' nodev.log | sed 's/^.*: //')
-    syn=$(grep -E 'Synthesis' nodev.log | sed 's/^.*Synthesis: //')
-    result "- test_ops_cuda: skipped, no device (${why:-no reason printed}; ${syn:-no synthesis}), $(( $(date +%s) - t0 )) s"
+    why=$(grep -m1 -E '^\[SKIP\]' nodev.log | sed 's/^\[SKIP\] [^ ]*: //')
+    nskip=$(grep -c -E '^\[SKIP\]' nodev.log)
+    syn=$(grep -E 'Synthesis' nodev.log | sed 's/^.*Synthesis: //; s/ *$//')
+    result "- test_ops_cuda: loads; $nskip tests skipped, saying: ${why:-(nothing)}; the rest: ${syn:-no synthesis}; $(( $(date +%s) - t0 )) s"
     result "- device: none, nvidia-smi found no GPU: nothing was measured"
     finish "no GPU" 3
 fi

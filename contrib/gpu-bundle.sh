@@ -98,6 +98,9 @@ done
     gzip -9f "$deps/autotools.tar" ||
     { echo "gpu-bundle: cannot pack the generated build system" >&2; exit 1; }
 
+# the source's version, for the results' header where no .git travels
+(cd "$top" && git describe --always --dirty 2>/dev/null || echo unknown) >"$deps/source-version"
+
 # ---- what travels ----
 # deps/root is what gpu-check.sh unpacks on the node: it must not travel.
 rm -rf "$deps/root"
