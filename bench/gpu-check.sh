@@ -33,8 +33,8 @@
 #   6. bench/gpu-handoff.sh and bench/gpu-frames.sh;
 #   7. diffusers' fp16 UNet from the same config and weights, where python3
 #      imports torch (bench/diffusers_unet.py).
-# Each result is appended to OUT/gpu-check.md and flushed to disk as soon as
-# it is known, with the seconds the step took; OUT/gpu-check.yaml (what
+# Each result is appended to DIR/gpu-check.md and flushed to disk as soon as
+# it is known, with the seconds the step took; DIR/gpu-check.yaml (what
 # svdlaunch plan --measured reads) is rewritten whole after each UNet
 # figure.  A run killed at any point leaves every figure it had.
 # Exit: 0 all steps ran and passed, 1 a step failed, 2 bad usage or no
