@@ -184,10 +184,10 @@ for t in $tests; do
         rc=$?
         fail=1
     fi
-    skip=$(grep -c '^ok.*# SKIP' "$name.arm64.tap" 2>/dev/null || true)
+    nskip=$(grep -c '^ok.*# SKIP' "$name.arm64.tap" 2>/dev/null || true)
     pass=$(grep '^ok' "$name.arm64.tap" 2>/dev/null | grep -vc '# SKIP' || true)
     bad=$(grep -c '^not ok' "$name.arm64.tap" 2>/dev/null || true)
-    log "$name${filter:+ ($filter)}: $pass passed, $bad failed, $skip skipped, exit $rc, $(( $(now) - t0 )) s"
+    log "$name${filter:+ ($filter)}: $pass passed, $bad failed, $nskip skipped, exit $rc, $(( $(now) - t0 )) s"
     [ "$rc" -eq 0 ] || { grep -E '^not ok' "$name.arm64.tap" 2>/dev/null; tail -n 15 "$name.arm64.log"; }
 done
 log "done in $(( $(now) - t_start )) s"
