@@ -1,88 +1,186 @@
 #!/bin/sh
 # gpu-check.sh: the one-command GPU acceptance run.
 #
-#     sh bench/gpu-check.sh [BUILD_DIR]        # default BUILD_DIR: _build_gpu
+#     sh bench/gpu-check.sh [--quick | --rest] [--out DIR] [--build DIR]
 #
-# Runs from a source tree (a checkout or the tarball of `make gpu-bundle`).
-# Needs an NVIDIA driver, nvcc and the CUDA runtime libraries (cuBLAS); the
-# other dependencies come from the system or, when deps/*.deb exist beside
-# this tree (the bundle), from those packages unpacked into a private root
-# (no root rights, no network).  Steps:
-#   1. configure --with-cuda and build;
-#   2. tests/test_ops_cuda (every op and the golden forwards against the CPU
-#      backend; golden data found by tests/golden-dir.sh: $SVP_GOLDEN_DIR,
-#      ../shared/golden or the compact copy in tests/data);
-#   3. an SVD-XT model with random weights (svdtool init from
-#      etc/models/svd-xt);
-#   4. one UNet call at 25 frames, 576x1024 (72x128 latents), batch 2, in
-#      bf16 and f16 (each said plainly not available where the build cannot
-#      compute in it) and f32: median s/call, arena size, MFU against the
-#      counted FLOPs;
+#   --out DIR    where the results go (default bench/results); point it at
+#                the folder that comes back from the GPU machine
+#   --build DIR  the build directory (default _build_gpu; a bare
+#                positional argument is taken as it too)
+#   --quick      build, test_ops_cuda, the UNet call in bf16 and f16 with
+#                3 timed calls each: under 5 minutes on one H100 (doc/GPU-CHECK.md)
+#   --rest       the steps --quick leaves out, and any step of it that the
+#                build directory does not record as done (a cut-off quick
+#                run, or a fresh machine where the build is gone)
+#
+# Runs from a source tree, in which deps/ (`make gpu-bundle`) may hold the
+# non-CUDA dependencies as one root of unpacked Debian packages, diffusers'
+# wheel and the generated build system; the root is unpacked privately (no
+# root rights, no network).  Needs an NVIDIA driver, nvcc and the CUDA runtime
+# libraries (cuBLAS).  The steps, in the order of what a cut-off run should
+# still bring back:
+#   1. build: configure --with-cuda and make;
+#   2. tests/test_ops_cuda (every op and the golden forwards against the
+#      CPU backend; golden data found by tests/golden-dir.sh);
+#   3. one UNet call at SVD-XT size (25 frames, 576x1024 = 72x128 latents,
+#      batch 2) in bf16, with random weights (svdtool init of the UNet
+#      alone, written while test_ops_cuda runs): median s/call, arena,
+#      MFU against the counted FLOPs;
+#   4. the same call in f16, then f32 (a dtype the build cannot compute in
+#      is reported as not available, never timed as f32 under its name);
 #   5. a full image-to-video sample (CLIP, VAE encode, 25 steps, chunked
 #      decode) with svdworker;
-#   6. where python3 imports torch and diffusers: diffusers' fp16 UNet from
-#      the same config and weights (bench/diffusers_unet.py);
-#   7. bench/gpu-handoff.sh and bench/gpu-frames.sh when they exist.
-# It writes bench/results/gpu-<date>-<gpu>.md and a machine-readable
-# gpu-<date>-<gpu>.yaml beside it (svdlaunch plan --measured reads it).
-# It exits non-zero when no GPU is visible (after building) or a step fails.
+#   6. bench/gpu-handoff.sh and bench/gpu-frames.sh;
+#   7. diffusers' fp16 UNet from the same config and weights, where python3
+#      imports torch (bench/diffusers_unet.py).
+# Each result is appended to DIR/gpu-check.md and flushed to disk as soon as
+# it is known, with the seconds the step took; DIR/gpu-check.yaml (what
+# svdlaunch plan --measured reads) is rewritten whole after each UNet
+# figure.  A run killed at any point leaves every figure it had.
+# Exit: 0 all steps ran and passed, 1 a step failed, 2 bad usage or no
+# usable build, 3 no GPU visible (built; nothing measured).
 set -u
 
 srcdir=$(cd "$(dirname "$0")/.." && pwd)
-builddir=${1:-"$srcdir/_build_gpu"}
+builddir=$srcdir/_build_gpu
+outdir=$srcdir/bench/results
+mode=all
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) mode=quick ;;
+        --rest)  mode=rest ;;
+        --out)   [ $# -ge 2 ] || { echo "gpu-check: --out needs a directory" >&2; exit 2; }
+                 outdir=$2; shift ;;
+        --out=*) outdir=${1#--out=} ;;
+        --build) [ $# -ge 2 ] || { echo "gpu-check: --build needs a directory" >&2; exit 2; }
+                 builddir=$2; shift ;;
+        --build=*) builddir=${1#--build=} ;;
+        -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "gpu-check: unknown option $1 (--help)" >&2; exit 2 ;;
+        *)  builddir=$1 ;;
+    esac
+    shift
+done
+mkdir -p "$outdir" "$builddir" || { echo "gpu-check: cannot create $outdir or $builddir" >&2; exit 2; }
+outdir=$(cd "$outdir" && pwd)
+builddir=$(cd "$builddir" && pwd)
 SVP_GOLDEN_DIR=$(sh "$srcdir/tests/golden-dir.sh" "$srcdir")
 export SVP_GOLDEN_DIR
 peak_bf16=${SVP_PEAK_TFLOPS:-}     # dense bf16/f16 tensor-core peak, TFLOP/s
 runs=${SVP_GPU_RUNS:-5}
-log() { echo "gpu-check: $*"; }
-die() { echo "gpu-check: $*" >&2; exit 1; }
+[ "$mode" = quick ] && runs=${SVP_GPU_RUNS:-3}
+md=$outdir/gpu-check.md
+yml=$outdir/gpu-check.yaml
+done_file=$builddir/gpu-check.done
+t_start=$(date +%s)
+fail=0
 
-# ---- dependencies from the bundle's packages, unpacked privately ----
-if ls "$srcdir"/deps/*.deb >/dev/null 2>&1; then
+elapsed() { echo $(( $(date +%s) - t_start )); }
+log() { echo "gpu-check: [+$(elapsed) s] $*"; }
+# flush: the file's data on disk before the next step can be cut off
+flush() { sync "$1" 2>/dev/null || sync; }
+# result TEXT: one line of the results file, written and flushed now
+result() {
+    printf '%s\n' "$*" >>"$md"
+    flush "$md"
+    log "$*"
+}
+# block FILE: a fenced excerpt of a log in the results file
+block() {
+    { echo '```'; cat "$1"; echo '```'; } >>"$md"
+    flush "$md"
+}
+# the steps this build directory has finished (for --rest)
+is_done() { grep -qx "$1" "$done_file" 2>/dev/null; }
+mark_done() { echo "$1" >>"$done_file"; flush "$done_file"; }
+# want STEP: whether this run does STEP
+want() {
+    case $mode in
+        all) return 0 ;;
+        quick) case $1 in build|test_ops_cuda|unet-bf16|unet-f16) return 0 ;; esac
+               return 1 ;;
+        rest) [ "$1" = build ] && return 0   # incremental: cheap when done
+              is_done "$1" && return 1
+              return 0 ;;
+    esac
+}
+finish() {
+    result ""
+    result "End: $1, $(elapsed) s in all."
+    exit "$2"
+}
+
+{
+    echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M') UTC, mode $mode"
+    echo
+    echo "Source: $(cd "$srcdir" && git describe --always --dirty 2>/dev/null || cat "$srcdir/deps/source-version" "$srcdir/.tarball-version" 2>/dev/null | head -n 1 || echo unknown)." \
+         "Host: $(uname -n), $(nproc 2>/dev/null || echo '?') CPUs." \
+         "Each line: the step, its result, the seconds it took."
+    echo
+} >>"$md"
+flush "$md"
+
+# ---- dependencies from deps/, unpacked privately ----
+if [ -f "$srcdir/deps/root.tar.xz" ]; then
+    t0=$(date +%s)
     root=$srcdir/deps/root
     if [ ! -f "$root/.unpacked" ]; then
-        command -v dpkg-deb >/dev/null 2>&1 || [ -x "$srcdir/deps/undeb.sh" ] ||
-            die "no dpkg-deb to unpack deps/*.deb"
-        mkdir -p "$root"
-        for d in "$srcdir"/deps/*.deb; do
-            if command -v dpkg-deb >/dev/null 2>&1; then
-                dpkg-deb -x "$d" "$root" || die "cannot unpack $d"
-            else
-                sh "$srcdir/deps/undeb.sh" "$d" "$root" || die "cannot unpack $d"
-            fi
-        done
+        rm -rf "$root" && mkdir -p "$root" &&
+        if command -v xz >/dev/null 2>&1; then
+            xz -dc "$srcdir/deps/root.tar.xz" | tar -C "$root" -xf -
+        else
+            python3 -m tarfile -e "$srcdir/deps/root.tar.xz" "$root"
+        fi || { result "- deps: FAILED to unpack deps/root.tar.xz (no xz, no python3?)"; finish "failed" 2; }
         touch "$root/.unpacked"
     fi
     multi=$(ls -d "$root"/usr/lib/*-linux-gnu 2>/dev/null | head -n 1)
     triplet=$(basename "$multi")
     # .pc files name prefix=/usr: point them at the private root.  OpenBLAS
     # is found through its own directories (the alternatives links its
-    # package scripts would make are not there).
+    # package scripts would make are not there).  Some libraries (zlib)
+    # are under /lib.
     blas=$multi/openblas-pthread
+    lib2=$root/lib/$triplet
     export PKG_CONFIG_SYSROOT_DIR="$root"
     export PKG_CONFIG_PATH="$blas/pkgconfig:$multi/pkgconfig:$root/usr/lib/pkgconfig:$root/usr/share/pkgconfig"
     export CPPFLAGS="-I$root/usr/include -I$root/usr/include/$triplet -I$root/usr/include/$triplet/openblas-pthread ${CPPFLAGS:-}"
-    export LDFLAGS="-L$blas -L$multi -L$root/usr/lib -Wl,-rpath-link,$multi -Wl,-rpath,$blas -Wl,-rpath,$multi ${LDFLAGS:-}"
-    export LD_LIBRARY_PATH="$multi:$multi/openblas-pthread:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LDFLAGS="-L$blas -L$multi -L$lib2 -Wl,-rpath-link,$multi -Wl,-rpath-link,$lib2 -Wl,-rpath,$blas -Wl,-rpath,$multi -Wl,-rpath,$lib2 ${LDFLAGS:-}"
+    export LD_LIBRARY_PATH="$multi:$blas:$lib2:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     export PATH="$root/usr/bin:$PATH"
-    log "dependencies: the bundle's packages, unpacked under $root"
+    result "- deps: deps/root.tar.xz unpacked under deps/root, $(( $(date +%s) - t0 )) s"
 fi
 
 # ---- 1. build ----
-start=$(date +%s)
+t0=$(date +%s)
 if [ ! -x "$srcdir/configure" ]; then
-    (cd "$srcdir" && autoreconf -fi) || die "no configure and autoreconf failed"
+    # a checkout carries no generated files: deps/autotools.tar.gz holds
+    # them (made by `make gpu-bundle`), else autoreconf must be here.
+    # Extracted with fresh times (-m), in the order make checks them, so
+    # that no rule asks for automake.
+    if [ -f "$srcdir/deps/autotools.tar.gz" ]; then
+        (cd "$srcdir" && gzip -dc deps/autotools.tar.gz | tar -xmf -)
+    else
+        (cd "$srcdir" && autoreconf -fi) >"$builddir/autoreconf.log" 2>&1
+    fi || { result "- build: FAILED, no configure (no deps/autotools.tar.gz and autoreconf failed)"; finish "failed" 2; }
 fi
-mkdir -p "$builddir" && cd "$builddir" || die "cannot use $builddir"
+cd "$builddir" || exit 2
 if [ ! -f Makefile ]; then
-    "$srcdir/configure" --with-cuda >configure.log 2>&1 ||
-        { tail -n 30 configure.log; die "configure failed (log: $builddir/configure.log)"; }
+    "$srcdir/configure" --with-cuda >configure.log 2>&1 || {
+        result "- build: FAILED, configure ($(( $(date +%s) - t0 )) s); the end of its log:"
+        tail -n 30 configure.log >tail.log; block tail.log
+        finish "failed" 2; }
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
-make -j"$jobs" >make.log 2>&1 &&
-    make -j"$jobs" tests/test_ops_cuda tests/golden/conditioning >>make.log 2>&1 ||
-    { tail -n 40 make.log; die "build failed (log: $builddir/make.log)"; }
-log "build: $(( $(date +%s) - start )) s (make -j$jobs)"
+if make -j"$jobs" >make.log 2>&1 &&
+   make -j"$jobs" tests/test_ops_cuda tests/golden/conditioning >>make.log 2>&1; then
+    cuda=$(sed -n 's/^ *CUDA backend *: *//p' configure.log 2>/dev/null | head -n 1)
+    result "- build: ok, CUDA backend ${cuda:-?}, $(( $(date +%s) - t0 )) s (make -j$jobs)"
+    mark_done build
+else
+    result "- build: FAILED, $(( $(date +%s) - t0 )) s; the end of make.log:"
+    tail -n 40 make.log >tail.log; block tail.log
+    finish "failed" 2
+fi
 
 # ---- the device ----
 gpu=""
@@ -90,57 +188,139 @@ if command -v nvidia-smi >/dev/null 2>&1; then
     gpu=$(nvidia-smi --query-gpu=name,memory.total,driver_version \
               --format=csv,noheader 2>/dev/null | head -n 1)
 fi
-if [ -z "$gpu" ]; then
-    # the binaries load and the device tests say why they skip
-    ./tests/test_ops_cuda --verbose=1 >nodev.log 2>&1
-    grep -m1 -iE 'cuda.*(device|driver)' nodev.log >&2
-    grep -E 'Synthesis' nodev.log >&2
-    die "no GPU is visible (nvidia-smi found none); everything is built, nothing was measured"
-fi
-gpu_name=$(echo "$gpu" | cut -d, -f1 | sed 's/^ *//; s/ *$//')
-gpu_tag=$(echo "$gpu_name" | tr 'A-Z ' 'a-z-' | tr -cd 'a-z0-9-')
-log "device: $gpu"
-
-stamp=$(date -u +%Y%m%d)
-resdir=$srcdir/bench/results
-mkdir -p "$resdir"
-md=$resdir/gpu-$stamp-$gpu_tag.md
-yml=$resdir/gpu-$stamp-$gpu_tag.yaml
-fail=0
 
 # ---- 2. test_ops_cuda ----
-./tests/test_ops_cuda --tap=tap.log --verbose=1 -j1 >run.log 2>&1
-tests_rc=$?
-grep -E '^(ok|not ok)' tap.log
-[ "$tests_rc" -eq 0 ] || { tail -n 40 run.log; fail=1; }
+if [ -z "$gpu" ]; then
+    # the binaries load, and the device tests say why they skip
+    t0=$(date +%s)
+    ./tests/test_ops_cuda --verbose=1 >nodev.log 2>&1
+    why=$(grep -m1 -E '^\[SKIP\]' nodev.log | sed 's/^\[SKIP\] [^ ]*: //')
+    nskip=$(grep -c -E '^\[SKIP\]' nodev.log)
+    syn=$(grep -E 'Synthesis' nodev.log | sed 's/^.*Synthesis: //; s/ *$//')
+    result "- test_ops_cuda: loads; $nskip tests skipped, saying: ${why:-(nothing)}; the rest: ${syn:-no synthesis}; $(( $(date +%s) - t0 )) s"
+    result "- device: none, nvidia-smi found no GPU: nothing was measured"
+    finish "no GPU" 3
+fi
+gpu_name=$(echo "$gpu" | cut -d, -f1 | sed 's/^ *//; s/ *$//')
+result "- device: $gpu"
 
-# ---- 3. the SVD-XT model, random weights ----
+# the UNet's random weights take a while to write: do it while the tests
+# run (CPU and disk, beside the GPU)
 model=$builddir/svd-xt-random
-if [ ! -d "$model" ]; then
-    ./src/tools/svdtool init --model-config-dir "$srcdir/etc/models/svd-xt" \
-        --seed 1 --output "$model" >init.log 2>&1 ||
-        { tail -n 20 init.log; die "svdtool init of SVD-XT failed"; }
+if { want unet-bf16 || want unet-f16 || want unet-f32 || want diffusers; } &&
+   [ ! -f "$model/unet/.whole" ]; then
+    (rm -rf "$model/unet" &&
+     ./src/tools/svdtool init --config "$srcdir/etc/models/svd-xt/unet/config.json" \
+         --seed 1 --output "$model/unet" >init-unet.log 2>&1 &&
+     touch "$model/unet/.whole") &
+    init_pid=$!
+    init_t0=$(date +%s)
+else
+    init_pid=""
 fi
 
-# ---- 4. one UNet call, SVD-XT size ----
+if want test_ops_cuda; then
+    t0=$(date +%s)
+    ./tests/test_ops_cuda --tap=tap.log --verbose=1 -j1 >run.log 2>&1
+    rc=$?
+    pass=$(grep -c '^ok' tap.log 2>/dev/null)
+    bad=$(grep -c '^not ok' tap.log 2>/dev/null)
+    skip=$(grep -c '^ok.*# SKIP' tap.log 2>/dev/null)
+    result "- test_ops_cuda: exit $rc, $pass ok ($skip of them skipped), $bad not ok, $(( $(date +%s) - t0 )) s"
+    if [ "$rc" -ne 0 ]; then
+        fail=1
+        { grep -E '^not ok' tap.log; tail -n 20 run.log; } >tail.log; block tail.log
+    else
+        mark_done test_ops_cuda
+    fi
+fi
+
+if [ -n "$init_pid" ]; then
+    if wait "$init_pid"; then
+        result "- svdtool init of the SVD-XT UNet (random weights, f32): ok, $(( $(date +%s) - init_t0 )) s, overlapped with the tests"
+    else
+        result "- svdtool init of the SVD-XT UNet: FAILED"
+        tail -n 20 init-unet.log >tail.log; block tail.log
+        finish "failed" 1
+    fi
+fi
+
+# ---- 3, 4. one UNet call, SVD-XT size ----
+field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
+# the planner's file, rewritten whole from every figure so far
+write_yaml() {
+    best=""
+    best_s=""
+    for d in bf16 f16 f32; do
+        t=$(field "unet-$d.txt" median_s)
+        [ -n "$t" ] || continue
+        if [ -z "$best" ] || awk -v a="$t" -v b="$best_s" 'BEGIN {exit !(a < b)}'; then
+            best=$d
+            best_s=$t
+        fi
+    done
+    {
+        echo "# Measured by bench/gpu-check.sh, $(date -u +%Y-%m-%d), on $gpu."
+        echo "# For the planner: svdlaunch plan JOB --hardware TABLE --measured THIS"
+        for d in bf16 f16 f32; do
+            echo "# unet call $d: $(field "unet-$d.txt" median_s) s, arena $(field "unet-$d.txt" arena_reserved_bytes) bytes"
+        done
+        mem_mib=$(echo "$gpu" | cut -d, -f2 | tr -cd '0-9')
+        [ -n "$mem_mib" ] && echo "memory_gb: $(awk -v m="$mem_mib" 'BEGIN {printf "%.1f", m * 1.048576 / 1000}')"
+        if [ -n "$best" ]; then
+            echo "svd:"
+            echo "  source: measured"
+            echo "  dtype: $best"
+            echo "  reference: {batch: 2, frames: 25, height: 576, width: 1024}"
+            echo "  unet_step_s: $(field "unet-$best.txt" median_s)"
+        fi
+    } >"$yml.tmp" && flush "$yml.tmp" && mv "$yml.tmp" "$yml"
+}
 peak_opt=""
 [ -n "$peak_bf16" ] && peak_opt="-P $peak_bf16"
 for dt in bf16 f16 f32; do
+    want "unet-$dt" || continue
+    t0=$(date +%s)
     # shellcheck disable=SC2086
     ./bench/bench_unet_call -m "$model/unet" -B cuda -d "$dt" -b 2 -f 25 \
         -H 72 -W 128 -s 1 -r "$runs" $peak_opt >"unet-$dt.txt" 2>&1
     rc=$?
+    s=$(( $(date +%s) - t0 ))
     if [ "$rc" -eq 3 ]; then
-        log "unet $dt: NOT AVAILABLE in this build: $(tail -n 1 "unet-$dt.txt")"
+        result "- unet $dt: not available in this build ($(tail -n 1 "unet-$dt.txt")), $s s"
+        mark_done "unet-$dt"
     elif [ "$rc" -ne 0 ]; then
-        log "unet $dt: FAILED (rc $rc)"; tail -n 5 "unet-$dt.txt"; fail=1
+        result "- unet $dt: FAILED (exit $rc), $s s"
+        tail -n 10 "unet-$dt.txt" >tail.log; block tail.log
+        fail=1
     else
-        log "unet $dt: $(grep -E '^median_s' "unet-$dt.txt")"
+        result "- unet $dt (SVD-XT, batch 2, 25 frames, 72x128 latents): median $(field "unet-$dt.txt" median_s) s/call of $runs (min $(field "unet-$dt.txt" min_s), max $(field "unet-$dt.txt" max_s)), load $(field "unet-$dt.txt" load_s) s, $(field "unet-$dt.txt" tflops_achieved) TFLOP/s${peak_opt:+, MFU $(field "unet-$dt.txt" mfu)}, arena $(awk '/^arena_reserved_bytes/ {printf "%.2f", $2 / 1e9}' "unet-$dt.txt") GB; $s s"
+        mark_done "unet-$dt"
+        write_yaml
     fi
 done
 
 # ---- 5. a full image-to-video sample ----
-cat >i2v.yaml <<YAML
+if want sample; then
+    t0=$(date +%s)
+    # the rest of the model folder beside the UNet: the two other models
+    # with random weights, and the configs
+    cfgdir=$srcdir/etc/models/svd-xt
+    ok=1
+    for m in vae image_encoder; do
+        [ -f "$model/$m/.whole" ] && continue
+        rm -rf "$model/$m"
+        ./src/tools/svdtool init --config "$cfgdir/$m/config.json" --seed 1 \
+            --output "$model/$m" >"init-$m.log" 2>&1 && touch "$model/$m/.whole" || ok=0
+    done
+    cp "$cfgdir/model_index.json" "$model/" && mkdir -p "$model/scheduler" "$model/feature_extractor" &&
+        cp "$cfgdir/scheduler/scheduler_config.json" "$model/scheduler/" &&
+        cp "$cfgdir/feature_extractor/preprocessor_config.json" "$model/feature_extractor/" || ok=0
+    if [ "$ok" -eq 0 ]; then
+        result "- image to video: FAILED to write the VAE and image encoder (init-*.log), $(( $(date +%s) - t0 )) s"
+        fail=1
+    else
+        cat >i2v.yaml <<YAML
 model: {kind: svd, path: '$model'}
 device: cuda
 steps: 25
@@ -148,128 +328,61 @@ samples: 1
 video: {inputs: ['$srcdir/etc/demo/input.png'], width: 1024, height: 576, num_frames: 25, decode_chunk_size: 8}
 output: {dir: '$builddir/i2v'}
 YAML
-rm -rf "$builddir/i2v"
-t0=$(date +%s.%N)
-./src/tools/svdworker i2v.yaml >i2v.log 2>&1
-i2v_rc=$?
-i2v_s=$(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo "?")
-[ "$i2v_rc" -eq 0 ] || { tail -n 10 i2v.log; fail=1; }
-log "image to video (25 frames, 576x1024, 25 steps): rc $i2v_rc, $i2v_s s"
+        rm -rf "$builddir/i2v"
+        t1=$(date +%s)
+        ./src/tools/svdworker i2v.yaml >i2v.log 2>&1
+        rc=$?
+        result "- image to video (svdworker, one rank, 25 frames, 576x1024, 25 steps, chunked decode): exit $rc, $(( $(date +%s) - t1 )) s wall ($(( t1 - t0 )) s writing the VAE and image encoder before)"
+        if [ "$rc" -eq 0 ]; then
+            mark_done sample
+        else
+            fail=1
+            tail -n 10 i2v.log >tail.log; block tail.log
+        fi
+    fi
+fi
 
-# ---- 6. diffusers, same config and weights ----
-py=${PYTHON:-python3}
-dif=""
-if "$py" -c 'import torch' >/dev/null 2>&1; then
-    if ! "$py" -c 'import diffusers' >/dev/null 2>&1; then
-        if ls "$srcdir"/deps/diffusers-*.whl >/dev/null 2>&1; then
+# ---- 6. the hand-off checks ----
+for h in handoff frames; do
+    want "$h" || continue
+    script=$srcdir/bench/gpu-$h.sh
+    [ -f "$script" ] || continue
+    t0=$(date +%s)
+    SVP_TOP_BUILDDIR=$builddir sh "$script" >"$h.txt" 2>&1
+    rc=$?
+    result "- bench/gpu-$h.sh: exit $rc, $(( $(date +%s) - t0 )) s:"
+    block "$h.txt"
+    if [ "$rc" -eq 0 ]; then mark_done "$h"; else fail=1; fi
+done
+
+# ---- 7. diffusers, same config and weights ----
+if want diffusers; then
+    t0=$(date +%s)
+    py=${PYTHON:-python3}
+    if "$py" -c 'import torch' >/dev/null 2>&1; then
+        if ! "$py" -c 'import diffusers' >/dev/null 2>&1 &&
+           ls "$srcdir"/deps/*.whl >/dev/null 2>&1; then
             export PYTHONPATH="$builddir/pydeps${PYTHONPATH:+:$PYTHONPATH}"
             "$py" -m pip install --no-deps --no-index --target "$builddir/pydeps" \
                 "$srcdir"/deps/*.whl >pip.log 2>&1 ||
-                log "cannot install the bundled wheels (pip.log)"
+                log "cannot install the wheels of deps/ (pip.log)"
         fi
-    fi
-    "$py" "$srcdir/bench/diffusers_unet.py" "$model/unet" "$runs" >diffusers.txt 2>&1
-    if [ $? -eq 0 ]; then
-        dif=$(grep -E '^median_s' diffusers.txt | cut -d' ' -f2)
-        log "diffusers fp16 unet: $dif s/call"
-    else
-        log "diffusers: FAILED"; tail -n 5 diffusers.txt
-    fi
-else
-    log "diffusers: no PyTorch here, not timed"
-fi
-
-# ---- 7. the hand-off check ----
-handoff=""
-if [ -f "$srcdir/bench/gpu-handoff.sh" ]; then
-    SVP_TOP_BUILDDIR=$builddir sh "$srcdir/bench/gpu-handoff.sh" >handoff.txt 2>&1 ||
-        fail=1
-    handoff=$builddir/handoff.txt
-fi
-frames=""
-if [ -f "$srcdir/bench/gpu-frames.sh" ]; then
-    SVP_TOP_BUILDDIR=$builddir sh "$srcdir/bench/gpu-frames.sh" >frames.txt 2>&1 ||
-        fail=1
-    frames=$builddir/frames.txt
-fi
-
-# ---- results ----
-field() { grep -E "^$2:" "$1" 2>/dev/null | head -n 1 | cut -d' ' -f2; }
-{
-    echo "# GPU check, $(date -u +%Y-%m-%d), $gpu_name"
-    echo
-    echo "Device: $gpu. Source: $(cd "$srcdir" && git rev-parse --short HEAD 2>/dev/null || cat "$srcdir/.tarball-version" 2>/dev/null || echo unknown)."
-    echo
-    echo "## One UNet call: SVD-XT, 25 frames, 576x1024, batch 2"
-    echo
-    echo "| compute | median s/call | arena (GB) | TFLOP/call | TFLOP/s | MFU |"
-    echo "|---|---|---|---|---|---|"
-    for dt in bf16 f16 f32; do
-        f=unet-$dt.txt
-        if [ -n "$(field "$f" median_s)" ]; then
-            echo "| svdpipe, weights in $dt (products f32) | $(field "$f" median_s) | $(awk '/^arena_reserved_bytes/ {printf "%.2f", $2 / 1e9}' "$f") | $(field "$f" tflop) | $(field "$f" tflops_achieved) | $(field "$f" mfu) |"
+        "$py" "$srcdir/bench/diffusers_unet.py" "$model/unet" "$runs" >diffusers.txt 2>&1
+        if [ $? -eq 0 ]; then
+            result "- diffusers fp16 unet (PyTorch, same config and weights): median $(field diffusers.txt median_s) s/call of $runs, $(( $(date +%s) - t0 )) s"
+            mark_done diffusers
         else
-            echo "| svdpipe, weights in $dt | not available in this build | | | | |"
+            result "- diffusers: FAILED, $(( $(date +%s) - t0 )) s"
+            tail -n 5 diffusers.txt >tail.log; block tail.log
+            fail=1
         fi
-    done
-    [ -n "$dif" ] && echo "| diffusers fp16 (PyTorch, same config and weights) | $dif | | | | |"
-    echo "| TensorRT (Stability's figure, H100 PCIe, quoted) | 0.76 | | | | |"
-    echo
-    echo "MFU is against ${peak_bf16:-no} TFLOP/s (set SVP_PEAK_TFLOPS); FLOPs are 2 x the counted MACs (svp_unet_macs)."
-    echo
-    echo "## Image to video: 25 frames, 576x1024, 25 steps, chunked decode"
-    echo
-    echo "svdworker, one rank: exit $i2v_rc, $i2v_s s wall (CLIP, VAE encode, 25 steps x 2 for guidance batch, decode)."
-    echo
-    echo "## test_ops_cuda"
-    echo
-    echo '```'
-    grep -E '^(ok|not ok)' tap.log
-    echo '```'
-    if [ -n "$handoff" ]; then
-        echo
-        echo "## Hand-off (bench/gpu-handoff.sh)"
-        echo
-        echo '```'
-        cat "$handoff"
-        echo '```'
+    else
+        result "- diffusers: no PyTorch for $py here, not timed"
     fi
-    if [ -n "$frames" ]; then
-        echo
-        echo "## Pipeline device frames and comm.gpu_direct (bench/gpu-frames.sh)"
-        echo
-        echo '```'
-        cat "$frames"
-        echo '```'
-    fi
-} >"$md"
-# the planner's figure: the fastest dtype measured
-best=""
-best_s=""
-for dt in bf16 f16 f32; do
-    t=$(field "unet-$dt.txt" median_s)
-    [ -n "$t" ] || continue
-    if [ -z "$best" ] || awk -v a="$t" -v b="$best_s" 'BEGIN {exit !(a < b)}'; then
-        best=$dt
-        best_s=$t
-    fi
-done
-{
-    echo "# Measured by bench/gpu-check.sh, $(date -u +%Y-%m-%d), on $gpu."
-    echo "# For the planner: svdlaunch plan JOB --hardware TABLE --measured THIS"
-    for dt in bf16 f16 f32; do
-        echo "# unet call $dt: $(field "unet-$dt.txt" median_s) s, arena $(field "unet-$dt.txt" arena_reserved_bytes) bytes"
-    done
-    echo "# diffusers f16 unet call: ${dif:-not timed} s; image to video: $i2v_s s (exit $i2v_rc)"
-    mem_mib=$(echo "$gpu" | cut -d, -f2 | tr -cd '0-9')
-    [ -n "$mem_mib" ] && echo "memory_gb: $(awk -v m="$mem_mib" 'BEGIN {printf "%.1f", m * 1.048576 / 1000}')"
-    if [ -n "$best" ]; then
-        echo "svd:"
-        echo "  source: measured"
-        echo "  dtype: $best"
-        echo "  reference: {batch: 2, frames: 25, height: 576, width: 1024}"
-        echo "  unet_step_s: $(field "unet-$best.txt" median_s)"
-    fi
-} >"$yml"
-log "results: $md"
-exit $fail
+fi
+
+result ""
+result "TensorRT (Stability's figure for this UNet call, H100 PCIe, quoted): 0.76 s/call."
+result "MFU is against ${peak_bf16:-no} TFLOP/s (set SVP_PEAK_TFLOPS); FLOPs are 2 x the counted MACs (svp_unet_macs)."
+if [ "$fail" -eq 0 ]; then finish "every step of mode $mode passed on $gpu_name" 0; fi
+finish "a step failed (above)" 1
