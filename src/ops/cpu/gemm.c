@@ -1,6 +1,6 @@
 /*
- * The CPU backend's products: OpenBLAS gemms split across the threads, and
- * the AVX-512 kernel of the fused Winograd convolution (winograd.c).
+ * The CPU backend's products: OpenBLAS gemms cut into fixed blocks that the
+ * threads share, and the AVX-512 kernel of the fused Winograd convolution (winograd.c).
  *
  * The kernel computes an 8 x 32 tile in 16 registers, its A operand (8
  * values per k) resident in L1 and its B rows streaming from L2: that way
@@ -104,35 +104,59 @@ int svp_ops_cpu_has_kernel(void)
  */
 #define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
 
-/* OpenBLAS, split across the threads along the longer side of C. */
-static void svp_ops_gemm_blas(int trans_b, int m, int n, int k, const float *a,
-                              int lda, const float *b, int ldb, float beta,
-                              float *c, int ldc)
+/*
+ * The longer side of C is cut into about this many blocks of equal width,
+ * whatever the thread count, and the threads share the blocks.  The cut
+ * must not follow the thread count: OpenBLAS's kernels compute an element
+ * by a different path (a narrower remainder kernel, another order of the
+ * sums) depending on where it lies in the part a call was given, and its
+ * Haswell kernels (every AVX2-only CPU, or OPENBLAS_CORETYPE=Haswell) gave
+ * other bits for one thread's share than for two threads' halves.  With
+ * fixed blocks every element comes from the same call on any thread count.
+ * 24 divides evenly among 1, 2, 3, 4, 6, 8 and 12 threads; more blocks
+ * pack the other operand more often.
+ */
+#define SVP_OPS_CPU_GEMM_BLOCKS    24
+/* The narrowest block, a multiple of 16 like every block (kernel widths). */
+#define SVP_OPS_CPU_GEMM_BLOCK_MIN 64
+
+/*
+ * The width of the blocks the longer side (len) of a split product is cut
+ * into: a function of the shape alone.
+ */
+static int svp_ops_gemm_block(int len)
+{
+    int block = (len + SVP_OPS_CPU_GEMM_BLOCKS - 1) / SVP_OPS_CPU_GEMM_BLOCKS;
+
+    block = (block + 15) / 16 * 16;
+    return SVP_MAX(block, SVP_OPS_CPU_GEMM_BLOCK_MIN);
+}
+
+/* OpenBLAS, in fixed blocks of the longer side of C shared by the threads. */
+static void svp_ops_gemm_blas(int threads, int trans_b, int m, int n, int k,
+                              const float *a, int lda, const float *b, int ldb,
+                              float beta, float *c, int ldc)
 {
     CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    int             len, block, nblocks, blk;
 
     if ((int64_t)m * n * k < SVP_OPS_CPU_GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, lda,
                     b, ldb, beta, c, ldc);
         return;
     }
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#else
-        int tid = 0, nth = 1;
-#endif
-        /* parts of the longer side, in multiples of 16 (kernel widths) */
-        int len = (m >= n) ? m : n;
-        int part = ((len + nth - 1) / nth + 15) / 16 * 16;
-        int lo = tid * part, hi = SVP_MIN(len, lo + part);
+    len     = (m >= n) ? m : n;
+    block   = svp_ops_gemm_block(len);
+    nblocks = (len + block - 1) / block;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (blk = 0; blk < nblocks; blk++) {
+        int lo = blk * block, hi = SVP_MIN(len, lo + block);
 
-        if (lo < hi && m >= n) {
+        if (m >= n) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, hi - lo, n, k, 1.0f,
                         a + (int64_t)lo * lda, lda, b, ldb, beta,
                         c + (int64_t)lo * ldc, ldc);
-        } else if (lo < hi) {
+        } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, 1.0f,
                         a, lda, trans_b ? b + (int64_t)lo * ldb : b + lo, ldb,
                         beta, c + lo, ldc);
@@ -144,8 +168,7 @@ svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
                                const float *a, int lda, const float *b, int ldb,
                                int accumulate, float *c, int ldc)
 {
-    (void)ops;
-    svp_ops_gemm_blas(trans_b, m, n, k, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
+    svp_ops_gemm_blas(ops->threads, trans_b, m, n, k, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
                       c, ldc);
     return SVP_OK;
 }

@@ -69,6 +69,18 @@ static inline float *svp_ops_cpu_thread_part(float *base, int64_t per_thread)
  */
 #define SVP_OPS_CPU_PAR_MIN 16384
 
+/*
+ * Element loops run in blocks of this many values, fixed from the start of
+ * the buffer, that the threads share; each block is one `omp simd` loop.
+ * A vectorised loop computes its last few values by the scalar code, and
+ * for expf and erff that is glibc's scalar function where the rest get
+ * libmvec's vector one, a few ulp apart: a split that followed the thread
+ * count (`parallel for simd`) moved that remainder, and the bits, with it.
+ * 4096 values (16 KiB) are a few microseconds of work, far above a block's
+ * scheduling cost.
+ */
+#define SVP_OPS_CPU_BLOCK 4096
+
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,
                                 float *y);
