@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "pipe/pipe.h"
 #include "ops/ops_gpu.h"
+#include "ops/ops.h"
 
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
@@ -294,6 +295,18 @@ int main(int argc, char **argv)
     svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
              spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
              svp_rt_nspace(rt));
+    {
+        /* the CPU's kernels and threads: they decide its speed and bits */
+        const char    *from;
+        int            threads = svp_threads_default(&from);
+        svp_ops_blas_t blas;
+        char           line[256];
+
+        svp_ops_blas_query(&blas);
+        svp_ops_blas_describe(&blas, line, sizeof(line));
+        svp_info("cpu: %s; %d thread%s (from %s)", line, threads,
+                 threads == 1 ? "" : "s", from);
+    }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
     svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
