@@ -17,14 +17,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Copies src into dst[len], cut at the first whitespace when word is set. */
+/*
+ * Copies src into dst[len], cut at the first whitespace when word is set;
+ * quotes, backslashes and control characters become '_', so the text can
+ * go into JSON and a log line as it is (the environment's value included).
+ */
 static void svp_ops_blas_copy(char *dst, size_t len, const char *src, int word)
 {
     size_t n = 0;
 
     while (src != NULL && src[n] != '\0' && n + 1 < len &&
            !(word && (src[n] == ' ' || src[n] == '\t' || src[n] == '\n'))) {
-        dst[n] = src[n];
+        unsigned char c = (unsigned char)src[n];
+
+        dst[n] = (c < 0x20 || c == '"' || c == '\\' || c == 0x7f) ? '_' : (char)c;
         n++;
     }
     dst[n] = '\0';
