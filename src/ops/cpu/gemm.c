@@ -1,6 +1,7 @@
 /*
  * The CPU backend's products: OpenBLAS gemms cut into fixed blocks that the
- * threads share, and the AVX-512 kernel of the fused Winograd convolution (winograd.c).
+ * threads share, and the AVX-512 kernel of the fused Winograd convolution
+ * (winograd.c).
  *
  * The kernel computes an 8 x 32 tile in 16 registers, its A operand (8
  * values per k) resident in L1 and its B rows streaming from L2: that way
@@ -168,7 +169,7 @@ svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
                                const float *a, int lda, const float *b, int ldb,
                                int accumulate, float *c, int ldc)
 {
-    svp_ops_gemm_blas(ops->threads, trans_b, m, n, k, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
-                      c, ldc);
+    svp_ops_gemm_blas(ops->threads, trans_b, m, n, k, a, lda, b, ldb,
+                      accumulate ? 1.0f : 0.0f, c, ldc);
     return SVP_OK;
 }

@@ -31,9 +31,11 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p);
 
 /*
  * Row-major C[m,n] = A[m,k] B[k,n] (B^T when trans_b, B then [n,k]), + C
- * when accumulate, split across the OpenMP threads along the longer side of
- * C; each part is one single-threaded OpenBLAS call (gemm.c).  Call it
- * outside parallel regions; inside one, call cblas_sgemm directly.
+ * when accumulate, cut along the longer side of C into blocks whose width
+ * depends on the shape alone, shared among the OpenMP threads; each block
+ * is one single-threaded OpenBLAS call (gemm.c), so the bits do not depend
+ * on the thread count.  Call it outside parallel regions; inside one, call
+ * cblas_sgemm directly.
  */
 svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
                                const float *a, int lda, const float *b, int ldb,
