@@ -928,8 +928,8 @@ ParameterizedTestParameters(ops, cpu_gemm)
         { 1, 40, 1100, 17, 0 },
         { 0, 9, 1100, 520, 1 },
         { 1, 1, 1, 1, 1 },
-        /* split along m and along n into blocks of 64 (the narrowest) and
-         * of 80, with a partial last block: widths no kernel divides */
+        /* split along m into 2 blocks and along n into 6, each time with
+         * a partial last block: widths no kernel divides */
         { 0, 1000, 70, 64, 0 },
         { 1, 1000, 70, 64, 1 },
         { 0, 37, 1999, 45, 1 },

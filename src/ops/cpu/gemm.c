@@ -106,31 +106,45 @@ int svp_ops_cpu_has_kernel(void)
 #define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
 
 /*
- * The longer side of C is cut into about this many blocks of equal width,
- * whatever the thread count, and the threads share the blocks.  The cut
- * must not follow the thread count: OpenBLAS's kernels compute an element
- * by a different path (a narrower remainder kernel, another order of the
- * sums) depending on where it lies in the part a call was given, and its
- * Haswell kernels (every AVX2-only CPU, or OPENBLAS_CORETYPE=Haswell) gave
- * other bits for one thread's share than for two threads' halves.  With
- * fixed blocks every element comes from the same call on any thread count.
- * 24 divides evenly among 1, 2, 3, 4, 6, 8 and 12 threads; more blocks
- * pack the other operand more often.
+ * The longer side of C is cut into blocks whose width depends on the shape
+ * alone, and the threads share the blocks.  The cut must not follow the
+ * thread count: OpenBLAS's kernels compute an element by a different path
+ * (a remainder kernel, a small-matrix kernel, another order of the sums)
+ * depending on where it lies in the part a call was given and on the
+ * call's size, and its Haswell kernels (every AVX2-only CPU, or
+ * OPENBLAS_CORETYPE=Haswell) gave other bits for one thread's share than
+ * for two threads' halves.  With fixed blocks every element comes from the
+ * same call on any thread count.
+ *
+ * The block count is the largest of these that leaves blocks at least
+ * SVP_OPS_CPU_GEMM_BLOCK_MIN wide: each divides evenly among many thread
+ * counts (24 among 1, 2, 3, 4, 6, 8 and 12).  Every call packs the whole
+ * other operand again, so narrow blocks cost: ten product shapes of the
+ * SVD-XT UNet at 16x16 on one Zen 3 thread (OpenBLAS's Zen kernels, min of
+ * 7, on a busy machine: a few % of noise) took 9-11% longer cut into 24
+ * blocks of at least 64 than as one call, 3% longer in blocks of at least
+ * 256.
  */
-#define SVP_OPS_CPU_GEMM_BLOCKS    24
-/* The narrowest block, a multiple of 16 like every block (kernel widths). */
-#define SVP_OPS_CPU_GEMM_BLOCK_MIN 64
+#define SVP_OPS_CPU_GEMM_BLOCK_MIN 256
+static const int svp_ops_gemm_counts[] = { 96, 48, 24, 12, 8, 6, 4, 2, 1 };
 
 /*
  * The width of the blocks the longer side (len) of a split product is cut
- * into: a function of the shape alone.
+ * into: a multiple of 16 (kernel widths), a function of the shape alone.
  */
 static int svp_ops_gemm_block(int len)
 {
-    int block = (len + SVP_OPS_CPU_GEMM_BLOCKS - 1) / SVP_OPS_CPU_GEMM_BLOCKS;
+    int nblocks = 1, block;
+    size_t i;
 
-    block = (block + 15) / 16 * 16;
-    return SVP_MAX(block, SVP_OPS_CPU_GEMM_BLOCK_MIN);
+    for (i = 0; i < SVP_ARRAY_SIZE(svp_ops_gemm_counts); i++) {
+        if (len / svp_ops_gemm_counts[i] >= SVP_OPS_CPU_GEMM_BLOCK_MIN) {
+            nblocks = svp_ops_gemm_counts[i];
+            break;
+        }
+    }
+    block = (len + nblocks - 1) / nblocks;
+    return (block + 15) / 16 * 16;
 }
 
 /* OpenBLAS, in fixed blocks of the longer side of C shared by the threads. */
