@@ -4,12 +4,15 @@
 # svdtool init from etc/models/svd-xt, timed by bench_model.  With
 # PEER_PYTHON (a Python with torch, diffusers and transformers) the peer runs
 # first on the same weights and makes the inputs; both are timed in turn on
-# the same number of threads and the ratios printed (target <= 0.7).
+# the same number of threads and the ratios printed (target <= 0.7);
+# svdpipe's figure with OpenBLAS's own kernel choice, then under its
+# Haswell kernels (bench/kernels.sh).
 # Without it there is nothing to compare with, and nothing is timed.
 #
 #     sh bench/bench-models.sh BUILD_DIR SRC_DIR   [PEER_PYTHON=... RUNS=... SVP_THREADS=...]
 bld=$1
 src=$2
+. "$src/bench/kernels.sh"
 runs=${RUNS:-3}
 threads=${SVP_THREADS:-2}
 if [ -z "${PEER_PYTHON:-}" ]; then
@@ -35,14 +38,17 @@ for kind in vae clip; do
         status=1
         continue
     fi
-    "$bld/bench/bench_model" "$kind" -m "$tmp/$kind" -i "$tmp/$kind.io" -r "$runs" \
-        -t "$threads" >"$tmp/$kind.ours" || { status=1; continue; }
+    bench_own "$bld/bench/bench_model" "$kind" -m "$tmp/$kind" -i "$tmp/$kind.io" \
+        -r "$runs" -t "$threads" >"$tmp/$kind.ours" || { status=1; continue; }
     cat "$tmp/$kind.peer" "$tmp/$kind.ours"
     ours=$(sed -n 's/^median_s: //p' "$tmp/$kind.ours")
     peer=$(sed -n 's/^median_s: //p' "$tmp/$kind.peer")
     awk -v a="$ours" -v b="$peer" -v t="$threads" -v w="$what" 'BEGIN {
         printf "ratio          : %s: svdpipe %.3f s / peer %.3f s = %.2f (%d threads; target <= 0.7)\n",
                w, a, b, a / b, t }'
+    echo "-- svdpipe under the Haswell kernels"
+    bench_haswell "$bld/bench/bench_model" "$kind" -m "$tmp/$kind" -i "$tmp/$kind.io" \
+        -r "$runs" -t "$threads" | grep -E '^(kernels|median_s):'
     echo
 done
 exit $status

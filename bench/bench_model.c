@@ -141,6 +141,7 @@ int main(int argc, char **argv)
     printf("shape: [%lld, %lld, %lld, %lld]\n", (long long)bm.in->shape[0],
            (long long)bm.in->shape[1], (long long)bm.in->shape[2],
            (long long)bm.in->shape[3]);
+    bench_print_kernels("kernels: ");
     printf("load_s: %.3f\n", load_s);
     printf("median_s: %.4f\n", times[runs / 2]);
     printf("min_s: %.4f\n", times[0]);

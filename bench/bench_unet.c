@@ -204,6 +204,7 @@ int main(int argc, char **argv)
            label, (long)sample->shape[0], (long)sample->shape[1],
            (long)sample->shape[2], (long)sample->shape[3],
            (long)sample->shape[4], svp_ops_threads(ops));
+    bench_print_kernels("kernels        : ");
     printf("time           : median %.4f s of %d runs (min %.4f, max %.4f)\n",
            median, runs, times[0], times[runs - 1]);
     printf("work           : %.3f GMAC (reference count)\n", macs / 1e9);

@@ -144,6 +144,7 @@ int main(int argc, char **argv)
 
     printf("backend: %s\n", svp_ops_backend(ops));
     printf("dtype: %s\n", dtype);
+    bench_print_kernels("kernels: ");
     printf("shape: batch %d, frames %d, latent %dx%d, seq %d\n", b, f, h, w, seq);
     printf("runs: %d\n", runs);
     printf("load_s: %.3f\n", load_s);

@@ -1,6 +1,7 @@
 # SVP_CHECK_BLAS: a CBLAS for the CPU backend's matrix products.
 # pkg-config's "openblas" first (Debian's libopenblas-dev), then "cblas",
-# then --with-blas=DIR.  OpenBLAS also gives openblas_set_num_threads.
+# then --with-blas=DIR.  OpenBLAS also gives openblas_set_num_threads, and
+# openblas_get_corename/openblas_get_config to name the kernels it runs.
 AC_DEFUN([SVP_CHECK_BLAS], [
     AC_ARG_WITH([blas],
         [AS_HELP_STRING([--with-blas@<:@=DIR@:>@], [CBLAS to use (default: guess; openblas, then cblas)])],
@@ -24,7 +25,7 @@ AC_DEFUN([SVP_CHECK_BLAS], [
         AC_MSG_CHECKING([for cblas_sgemm])
         AC_LINK_IFELSE([AC_LANG_CALL([], [cblas_sgemm])], [have_blas=yes])
         AC_MSG_RESULT([$have_blas])
-        AC_CHECK_FUNCS([openblas_set_num_threads])
+        AC_CHECK_FUNCS([openblas_set_num_threads openblas_get_corename openblas_get_config])
     ])
     CPPFLAGS="$svp_save_CPPFLAGS"; LDFLAGS="$svp_save_LDFLAGS"; LIBS="$svp_save_LIBS"
     AS_IF([test "x$have_blas" = "xno"],

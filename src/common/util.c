@@ -5,6 +5,7 @@
 #include "common/log.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -200,4 +201,53 @@ uint64_t svp_hash_fnv1a(const void *data, size_t len, uint64_t seed)
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+/* A thread count from an environment variable: > 0, or 0 when unset or bad. */
+static int svp_threads_env(const char *name)
+{
+    const char *env = getenv(name);
+    char       *end;
+    long        n;
+
+    if (env == NULL || *env == '\0') {
+        return 0;
+    }
+    /* OMP_NUM_THREADS may list a count per nesting level: "4,2" */
+    n = strtol(env, &end, 10);
+    if (n > 0 && n < 4096 && (*end == '\0' || *end == ',')) {
+        return (int)n;
+    }
+    svp_warn("ignoring %s='%s': not a positive thread count", name, env);
+    return 0;
+}
+
+int svp_threads_default(const char **from_p)
+{
+    const char *from;
+    cpu_set_t   mask;
+    long        n;
+
+    if ((n = svp_threads_env("SVP_THREADS")) > 0) {
+        from = "SVP_THREADS";
+    } else if ((n = svp_threads_env("OMP_NUM_THREADS")) > 0) {
+        from = "OMP_NUM_THREADS";
+    } else if (sched_getaffinity(0, sizeof(mask), &mask) == 0 &&
+               (n = CPU_COUNT(&mask)) > 0) {
+        /*
+         * Slurm binds each task to --cpus-per-task CPUs (1 unless asked):
+         * the node's count would start every core's worth of threads in
+         * each of its ranks, and they would fight over the task's CPUs.
+         * A mask wider than cpu_set_t's 1024 CPUs fails and falls through.
+         */
+        from = "the CPU affinity mask";
+    } else {
+        n    = sysconf(_SC_NPROCESSORS_ONLN);
+        n    = (n > 0) ? n : 1;
+        from = "the online CPUs";
+    }
+    if (from_p != NULL) {
+        *from_p = from;
+    }
+    return (int)n;
 }

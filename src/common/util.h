@@ -40,4 +40,14 @@ char *svp_strdup(const char *s);
 /* 64-bit FNV-1a, used for message checksums and job ids. */
 uint64_t svp_hash_fnv1a(const void *data, size_t len, uint64_t seed);
 
+/*
+ * The CPU threads a process runs by default: $SVP_THREADS when set, else
+ * the first count of $OMP_NUM_THREADS, else the CPUs of the process's
+ * affinity mask (what Slurm's --cpus-per-task, taskset or a cgroup's
+ * cpuset gave it), else the node's online CPUs.  *from_p (may be NULL) is
+ * set to a static phrase naming the source, "the CPU affinity mask", ...
+ * A set variable that is not a positive count is warned about and skipped.
+ */
+int svp_threads_default(const char **from_p);
+
 #endif

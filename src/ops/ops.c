@@ -10,6 +10,7 @@
 #include "ops/ops_gpu.h"
 #include "ops/ops_weights.h"
 #include "common/log.h"
+#include "common/util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -70,22 +71,6 @@ static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
 
 static void svp_ops_arena_cleanup(svp_ops_h ops);
 
-static int svp_ops_default_threads(void)
-{
-    const char *env = getenv("SVP_THREADS");
-    long        n;
-
-    if (env != NULL && *env != '\0') {
-        n = strtol(env, NULL, 10);
-        if (n > 0 && n < 4096) {
-            return (int)n;
-        }
-        svp_warn("ignoring SVP_THREADS='%s': not a positive thread count", env);
-    }
-    n = sysconf(_SC_NPROCESSORS_ONLN);
-    return (n > 0) ? (int)n : 1;
-}
-
 /*
  * The dtype matrix weights are held in: f32 on every backend; bf16 and f16
  * where the backend can widen them (ops_weights.c), never an f32 run that
@@ -112,8 +97,12 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         svp_error("cannot allocate the ops handle");
         return SVP_ERR_NO_MEMORY;
     }
-    ops->threads = (params && params->threads > 0) ? params->threads
-                                                   : svp_ops_default_threads();
+    if (params && params->threads > 0) {
+        ops->threads      = params->threads;
+        ops->threads_from = "the caller";
+    } else {
+        ops->threads = svp_threads_default(&ops->threads_from);
+    }
     ops->attn_max_scores = (params && params->attn_max_scores > 0)
                            ? params->attn_max_scores
                            : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
@@ -192,6 +181,11 @@ svp_dtype_t svp_ops_product_dtype(svp_ops_h ops)
 int svp_ops_threads(svp_ops_h ops)
 {
     return ops->threads;
+}
+
+const char *svp_ops_threads_from(svp_ops_h ops)
+{
+    return ops->threads_from;
 }
 
 /* ---- the arena ---- */

@@ -19,8 +19,10 @@
  * memory); inside an op the backend uses as many threads as configured.
  * The CPU backend sets the process's OpenMP thread count and runs OpenBLAS
  * single-threaded (see src/ops/cpu/ops_cpu.h).  Its results are bit
- * identical from call to call for a given thread count, not across thread
- * counts.  Ranks sharing a node should split its cores (threads or
+ * identical from call to call and across thread counts: every op cuts its
+ * work at fixed boundaries and shares the pieces among the threads.  (Two
+ * BLAS kernel families, e.g. OpenBLAS's Haswell and SkylakeX, may differ
+ * from each other.)  Ranks sharing a node should split its cores (threads or
  * $SVP_THREADS): the ops synchronise threads often, and an oversubscribed
  * core stalls every op (unet_small on 2 busy cores: 0.08 s becomes 1-6 s).
  * Ops return SVP_ERR_INVALID_PARAM for impossible shapes and
@@ -46,7 +48,10 @@ typedef struct {
      * are sized without its weights or a device.
      */
     const char *backend;
-    /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
+    /*
+     * Worker threads; 0: $SVP_THREADS, else $OMP_NUM_THREADS, else the CPUs
+     * of the process's affinity mask (svp_threads_default()).
+     */
     int         threads;
     /*
      * Upper bound on one attention score tile, in elements (0: the
@@ -106,6 +111,34 @@ svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
 svp_dtype_t  svp_ops_product_dtype(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
+/*
+ * The CPU backend's BLAS and the kernel family it runs, as the BLAS itself
+ * reports them (src/ops/cpu/blas.c), in a value struct with no ownership.
+ */
+typedef struct {
+    char library[64];   /* "OpenBLAS 0.3.21"; "CBLAS" for one that does not say */
+    char kernels[64];   /* openblas_get_corename(): "Haswell", "Cooperlake";
+                           "unknown" */
+    char forced[64];    /* $OPENBLAS_CORETYPE when set (it chose the family),
+                           else "" */
+    char config[256];   /* openblas_get_config(), else "" */
+} svp_ops_blas_t;
+
+/* Fills *blas_p; callable before any handle exists. */
+void svp_ops_blas_query(svp_ops_blas_t *blas_p);
+/*
+ * One line for logs and benchmarks, e.g. "OpenBLAS 0.3.21, Haswell kernels
+ * (OPENBLAS_CORETYPE=Haswell)" or "..., Cooperlake kernels (its choice for
+ * this CPU)".
+ */
+void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len);
+
+/*
+ * Where that number came from, a static phrase: "the caller" (params),
+ * "SVP_THREADS", "OMP_NUM_THREADS", "the CPU affinity mask" or "the online
+ * CPUs" (svp_threads_default()).
+ */
+const char  *svp_ops_threads_from(svp_ops_h ops);
 
 /*
  * Memory of the backend, count fp32 elements.  free(NULL) is a no-op.

@@ -148,6 +148,7 @@ struct svp_ops {
     const svp_ops_ops_t *vt;
     void                *impl;              /* the backend's own state */
     int                  threads;
+    const char          *threads_from;      /* static: where threads came from */
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
     const char          *dtype;             /* static string: "f32", ... */

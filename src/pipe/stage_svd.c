@@ -660,6 +660,20 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
     svp_stage_svd_json_str(f, "device", svp_ops_backend(st->ops), 0);
     svp_stage_svd_json_str(f, "dtype", svp_ops_dtype(st->ops), 0);
+    {
+        /* the CPU's BLAS kernels and threads, which decide its last bits */
+        svp_ops_blas_t blas;
+
+        svp_ops_blas_query(&blas);
+        fprintf(f, "  \"cpu\": {\"blas\": \"%s\", \"kernels\": \"%s\", "
+                   "\"forced_by\": ", blas.library, blas.kernels);
+        if (blas.forced[0] != '\0') {
+            fprintf(f, "\"OPENBLAS_CORETYPE=%s\"", blas.forced);
+        } else {
+            fprintf(f, "null");
+        }
+        fprintf(f, ", \"threads\": %d},\n", svp_ops_threads(st->ops));
+    }
     fprintf(f, "  \"timings\": {\"encode_s\": %.3f, \"decode_s\": %.3f, "
                "\"end_to_end_s\": %.3f}\n}\n",
             timing[1], decode_s, svp_clock_wall() - timing[0]);
@@ -1131,13 +1145,14 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     if (svp_ops_product_dtype(st->ops) != SVP_DTYPE_F32) {
         svp_info("svd stage: weights in %s, products in %s on tensor cores "
                  "with fp32 accumulation, activations in f32, on the %s "
-                 "backend (%d threads)", svp_ops_dtype(st->ops),
+                 "backend (%d threads from %s)", svp_ops_dtype(st->ops),
                  svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
-                 svp_ops_threads(st->ops));
+                 svp_ops_threads(st->ops), svp_ops_threads_from(st->ops));
     } else {
         svp_info("svd stage: weights in %s, products and activations in f32, "
-                 "on the %s backend (%d threads)", svp_ops_dtype(st->ops),
-                 svp_ops_backend(st->ops), svp_ops_threads(st->ops));
+                 "on the %s backend (%d threads from %s)", svp_ops_dtype(st->ops),
+                 svp_ops_backend(st->ops), svp_ops_threads(st->ops),
+                 svp_ops_threads_from(st->ops));
     }
     if (spec->log.profile) {
         /* log.profile: every block and op timed; svdworker writes it out */

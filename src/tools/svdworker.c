@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "pipe/pipe.h"
 #include "ops/ops_gpu.h"
+#include "ops/ops.h"
 
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
@@ -365,6 +366,18 @@ int main(int argc, char **argv)
         } else {
             svp_info("job '%s': %s", spec->name, what);
         }
+    }
+    {
+        /* the CPU's kernels and threads: they decide its speed and bits */
+        const char    *from;
+        int            threads = svp_threads_default(&from);
+        svp_ops_blas_t blas;
+        char           line[256];
+
+        svp_ops_blas_query(&blas);
+        svp_ops_blas_describe(&blas, line, sizeof(line));
+        svp_info("cpu: %s; %d thread%s (from %s)", line, threads,
+                 threads == 1 ? "" : "s", from);
     }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */

@@ -4,6 +4,7 @@
 #endif
 #include "ops/cpu/ops_cpu.h"
 #include "ops/cpu/vecmath.h"
+#include "common/util.h"
 
 #include <string.h>
 
@@ -33,22 +34,30 @@ svp_status_t svp_ops_cpu_geglu(svp_ops_h ops, int64_t rows, int inner,
 
 svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y)
 {
-    int64_t i;
+    int64_t i0;
 
-#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i = 0; i < n; i++) {
-        y[i] = svp_gelu_erf(x[i]);
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
+        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
+#pragma omp simd
+        for (i = i0; i < end; i++) {
+            y[i] = svp_gelu_erf(x[i]);
+        }
     }
     return SVP_OK;
 }
 
 svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y)
 {
-    int64_t i;
+    int64_t i0;
 
-#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i = 0; i < n; i++) {
-        y[i] = x[i] / (1.0f + expf(-x[i]));
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
+        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
+#pragma omp simd
+        for (i = i0; i < end; i++) {
+            y[i] = x[i] / (1.0f + expf(-x[i]));
+        }
     }
     return SVP_OK;
 }
@@ -56,11 +65,15 @@ svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y
 svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
                              const float *b, float *y)
 {
-    int64_t i;
+    int64_t i0;
 
-#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i = 0; i < n; i++) {
-        y[i] = a[i] + b[i];
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
+        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
+#pragma omp simd
+        for (i = i0; i < end; i++) {
+            y[i] = a[i] + b[i];
+        }
     }
     return SVP_OK;
 }
@@ -68,11 +81,15 @@ svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
 svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
                              const float *b, float *y)
 {
-    int64_t i;
+    int64_t i0;
 
-#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i = 0; i < n; i++) {
-        y[i] = a[i] * b[i];
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
+        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
+#pragma omp simd
+        for (i = i0; i < end; i++) {
+            y[i] = a[i] * b[i];
+        }
     }
     return SVP_OK;
 }
@@ -116,11 +133,15 @@ svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,
                                float *y)
 {
     float   beta = 1.0f - alpha;
-    int64_t i;
+    int64_t i0;
 
-#pragma omp parallel for simd schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i = 0; i < n; i++) {
-        y[i] = spatial[i] * alpha + temporal[i] * beta;
+#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
+        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
+#pragma omp simd
+        for (i = i0; i < end; i++) {
+            y[i] = spatial[i] * alpha + temporal[i] * beta;
+        }
     }
     return SVP_OK;
 }

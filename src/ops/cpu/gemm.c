@@ -1,6 +1,7 @@
 /*
- * The CPU backend's products: OpenBLAS gemms split across the threads, and
- * the AVX-512 kernel of the fused Winograd convolution (winograd.c).
+ * The CPU backend's products: OpenBLAS gemms cut into fixed blocks that the
+ * threads share, and the AVX-512 kernel of the fused Winograd convolution
+ * (winograd.c).
  *
  * The kernel computes an 8 x 32 tile in 16 registers, its A operand (8
  * values per k) resident in L1 and its B rows streaming from L2: that way
@@ -104,35 +105,73 @@ int svp_ops_cpu_has_kernel(void)
  */
 #define SVP_OPS_CPU_GEMM_SPLIT_MIN (64 * 64 * 64)
 
-/* OpenBLAS, split across the threads along the longer side of C. */
-static void svp_ops_gemm_blas(int trans_b, int m, int n, int k, const float *a,
-                              int lda, const float *b, int ldb, float beta,
-                              float *c, int ldc)
+/*
+ * The longer side of C is cut into blocks whose width depends on the shape
+ * alone, and the threads share the blocks.  The cut must not follow the
+ * thread count: OpenBLAS's kernels compute an element by a different path
+ * (a remainder kernel, a small-matrix kernel, another order of the sums)
+ * depending on where it lies in the part a call was given and on the
+ * call's size, and its Haswell kernels (every AVX2-only CPU, or
+ * OPENBLAS_CORETYPE=Haswell) gave other bits for one thread's share than
+ * for two threads' halves.  With fixed blocks every element comes from the
+ * same call on any thread count.
+ *
+ * The block count is the largest of these that leaves blocks at least
+ * SVP_OPS_CPU_GEMM_BLOCK_MIN wide: each divides evenly among many thread
+ * counts (24 among 1, 2, 3, 4, 6, 8 and 12).  Every call packs the whole
+ * other operand again, so narrow blocks cost: ten product shapes of the
+ * SVD-XT UNet at 16x16 on one Zen 3 thread (OpenBLAS's Zen kernels, min of
+ * 7, on a busy machine: a few % of noise) took 9-11% longer cut into 24
+ * blocks of at least 64 than as one call, 3% longer in blocks of at least
+ * 256.
+ */
+#define SVP_OPS_CPU_GEMM_BLOCK_MIN 256
+static const int svp_ops_gemm_counts[] = { 96, 48, 24, 12, 8, 6, 4, 2, 1 };
+
+/*
+ * The width of the blocks the longer side (len) of a split product is cut
+ * into: a multiple of 16 (kernel widths), a function of the shape alone.
+ */
+static int svp_ops_gemm_block(int len)
+{
+    int nblocks = 1, block;
+    size_t i;
+
+    for (i = 0; i < SVP_ARRAY_SIZE(svp_ops_gemm_counts); i++) {
+        if (len / svp_ops_gemm_counts[i] >= SVP_OPS_CPU_GEMM_BLOCK_MIN) {
+            nblocks = svp_ops_gemm_counts[i];
+            break;
+        }
+    }
+    block = (len + nblocks - 1) / nblocks;
+    return (block + 15) / 16 * 16;
+}
+
+/* OpenBLAS, in fixed blocks of the longer side of C shared by the threads. */
+static void svp_ops_gemm_blas(int threads, int trans_b, int m, int n, int k,
+                              const float *a, int lda, const float *b, int ldb,
+                              float beta, float *c, int ldc)
 {
     CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+    int             len, block, nblocks, blk;
 
     if ((int64_t)m * n * k < SVP_OPS_CPU_GEMM_SPLIT_MIN) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, lda,
                     b, ldb, beta, c, ldc);
         return;
     }
-#pragma omp parallel
-    {
-#ifdef _OPENMP
-        int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-#else
-        int tid = 0, nth = 1;
-#endif
-        /* parts of the longer side, in multiples of 16 (kernel widths) */
-        int len = (m >= n) ? m : n;
-        int part = ((len + nth - 1) / nth + 15) / 16 * 16;
-        int lo = tid * part, hi = SVP_MIN(len, lo + part);
+    len     = (m >= n) ? m : n;
+    block   = svp_ops_gemm_block(len);
+    nblocks = (len + block - 1) / block;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (blk = 0; blk < nblocks; blk++) {
+        int lo = blk * block, hi = SVP_MIN(len, lo + block);
 
-        if (lo < hi && m >= n) {
+        if (m >= n) {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, hi - lo, n, k, 1.0f,
                         a + (int64_t)lo * lda, lda, b, ldb, beta,
                         c + (int64_t)lo * ldc, ldc);
-        } else if (lo < hi) {
+        } else {
             cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, 1.0f,
                         a, lda, trans_b ? b + (int64_t)lo * ldb : b + lo, ldb,
                         beta, c + lo, ldc);
@@ -144,8 +183,7 @@ svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
                                const float *a, int lda, const float *b, int ldb,
                                int accumulate, float *c, int ldc)
 {
-    (void)ops;
-    svp_ops_gemm_blas(trans_b, m, n, k, a, lda, b, ldb, accumulate ? 1.0f : 0.0f,
-                      c, ldc);
+    svp_ops_gemm_blas(ops->threads, trans_b, m, n, k, a, lda, b, ldb,
+                      accumulate ? 1.0f : 0.0f, c, ldc);
     return SVP_OK;
 }

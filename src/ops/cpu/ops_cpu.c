@@ -129,11 +129,19 @@ svp_status_t svp_ops_cpu_init(svp_ops_h ops)
         svp_error("cannot allocate the cpu backend state");
         return SVP_ERR_NO_MEMORY;
     }
+    /*
+     * OpenBLAS single-threaded first (see ops_cpu.h: one thread pool), then
+     * OpenMP's count: the OpenMP build of OpenBLAS (Debian's
+     * libopenblas0-openmp) sets OpenMP's thread count to the number it is
+     * given, in some releases, which would leave every loop below on one
+     * thread.  Inside our parallel regions that build runs single-threaded
+     * anyway; the pthreads build needs the call.
+     */
+#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
+    openblas_set_num_threads(1);
+#endif
 #ifdef _OPENMP
     omp_set_num_threads(ops->threads);
-#endif
-#ifdef HAVE_OPENBLAS_SET_NUM_THREADS
-    openblas_set_num_threads(1);     /* see ops_cpu.h: one thread pool */
 #endif
     ops->vt   = &svp_ops_cpu_ops;
     ops->impl = cpu;

@@ -31,9 +31,11 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p);
 
 /*
  * Row-major C[m,n] = A[m,k] B[k,n] (B^T when trans_b, B then [n,k]), + C
- * when accumulate, split across the OpenMP threads along the longer side of
- * C; each part is one single-threaded OpenBLAS call (gemm.c).  Call it
- * outside parallel regions; inside one, call cblas_sgemm directly.
+ * when accumulate, cut along the longer side of C into blocks whose width
+ * depends on the shape alone, shared among the OpenMP threads; each block
+ * is one single-threaded OpenBLAS call (gemm.c), so the bits do not depend
+ * on the thread count.  Call it outside parallel regions; inside one, call
+ * cblas_sgemm directly.
  */
 svp_status_t svp_ops_cpu_sgemm(svp_ops_h ops, int trans_b, int m, int n, int k,
                                const float *a, int lda, const float *b, int ldb,
@@ -68,6 +70,18 @@ static inline float *svp_ops_cpu_thread_part(float *base, int64_t per_thread)
  * 0.107 s.
  */
 #define SVP_OPS_CPU_PAR_MIN 16384
+
+/*
+ * Element loops run in blocks of this many values, fixed from the start of
+ * the buffer, that the threads share; each block is one `omp simd` loop.
+ * A vectorised loop computes its last few values by the scalar code, and
+ * for expf and erff that is glibc's scalar function where the rest get
+ * libmvec's vector one, a few ulp apart: a split that followed the thread
+ * count (`parallel for simd`) moved that remainder, and the bits, with it.
+ * 4096 values (16 KiB) are a few microseconds of work, far above a block's
+ * scheduling cost.
+ */
+#define SVP_OPS_CPU_BLOCK 4096
 
 svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,
