@@ -248,14 +248,6 @@ static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
     return status;
 }
 
-#define CLIP_TRY_RETURN(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            return status; \
-        } \
-    } while (0)
-
 /*
  * Every tensor of the model.  With quick_gelu the 1.702 of
  * x * sigmoid(1.702 x) is folded into the weights: fc1 (weight and bias)
@@ -277,35 +269,34 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     int64_t                  s_pos[2] = { 1 + g * g, D };
     char                     pre[CLIP_NAME_MAX];
     int                      i;
-    svp_status_t             status;
 
     c->tokens = 1 + g * g;
-    CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
-                         "vision_model.embeddings.class_embedding"));
-    CLIP_TRY_RETURN(clip_matrix(ld, &c->patch_embedding, 1.0f, 4, s_patch,
-                         "vision_model.embeddings.patch_embedding.weight"));
-    CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
-                         "vision_model.embeddings.position_embedding.weight"));
-    CLIP_TRY_RETURN(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
+    SVP_TRY(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
+                 "vision_model.embeddings.class_embedding"));
+    SVP_TRY(clip_matrix(ld, &c->patch_embedding, 1.0f, 4, s_patch,
+                 "vision_model.embeddings.patch_embedding.weight"));
+    SVP_TRY(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
+                 "vision_model.embeddings.position_embedding.weight"));
+    SVP_TRY(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
 
 #define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
-        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
-        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
+        SVP_TRY(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
+        SVP_TRY(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
+        SVP_TRY(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
+        SVP_TRY(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
+        SVP_TRY(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        SVP_TRY(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
+        SVP_TRY(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
+        SVP_TRY(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
 #undef P
     }
-    CLIP_TRY_RETURN(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    SVP_TRY(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
     {
         clip_linear_t proj = { NULL, NULL };
-        CLIP_TRY_RETURN(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
-                                  1.0f, "visual_projection"));
+        SVP_TRY(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
+                          1.0f, "visual_projection"));
         c->visual_projection = proj.w;
     }
     return SVP_OK;
@@ -443,15 +434,6 @@ out_free_layers:
 
 /* ---- forward ---- */
 
-#undef CLIP_TRY_RETURN
-#define CLIP_TRY(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-    } while (0)
-
 static void clip_capture(struct svp_clip *c, const char *name, const float *x,
                          int ndim, int64_t d0, int64_t d1, int64_t d2)
 {
@@ -506,40 +488,40 @@ static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
     int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
     svp_status_t             status;
 
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm1.g,
-                                l->layer_norm1.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm1.g,
+                                   l->layer_norm1.b, a));
     CLIP_CAPTURE_LAYER(c, li, "layer_norm1", a, D);
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->q_proj.w, l->q_proj.b, 0, q));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->k_proj.w, l->k_proj.b, 0, k));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->v_proj.w, l->v_proj.b, 0, v));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->q_proj.w, l->q_proj.b, 0, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->k_proj.w, l->k_proj.b, 0, k));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->v_proj.w, l->v_proj.b, 0, v));
     CLIP_CAPTURE_LAYER(c, li, "self_attn.q_proj", q, D);
     CLIP_CAPTURE_LAYER(c, li, "self_attn.k_proj", k, D);
     CLIP_CAPTURE_LAYER(c, li, "self_attn.v_proj", v, D);
     /* heads are contiguous channel blocks; the output overwrites q */
-    CLIP_TRY(svp_ops_attention(ops, &p, q, k, v, q));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
-                            0, a));
+    SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, v, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
+                               0, a));
     CLIP_CAPTURE_LAYER(c, li, "self_attn", a, D);
-    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+    SVP_TRY_OUT(svp_ops_add(ops, rows * D, h, a, h));
 
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm2.g,
-                                l->layer_norm2.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm2.g,
+                                   l->layer_norm2.b, a));
     CLIP_CAPTURE_LAYER(c, li, "layer_norm2", a, D);
-    CLIP_TRY(svp_ops_linear(ops, rows, D, I, a, l->fc1.w, l->fc1.b, 0, f));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, I, a, l->fc1.w, l->fc1.b, 0, f));
     if (quick) {
         /* fc1 carries the 1.702 (see clip_load_all): its output is scaled */
-        CLIP_TRY(svp_ops_silu(ops, rows * I, f, f));
+        SVP_TRY_OUT(svp_ops_silu(ops, rows * I, f, f));
     } else {
         CLIP_CAPTURE_LAYER(c, li, "mlp.fc1", f, I);
-        CLIP_TRY(svp_ops_gelu(ops, rows * I, f, f));
+        SVP_TRY_OUT(svp_ops_gelu(ops, rows * I, f, f));
         if (c->capture_cb != NULL && li == 0) {
             clip_capture(c, "in.vision_model.encoder.layers.0.mlp.fc2", f, 3,
                          batch, T, I);
         }
     }
-    CLIP_TRY(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
     CLIP_CAPTURE_LAYER(c, li, "mlp", a, D);
-    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+    SVP_TRY_OUT(svp_ops_add(ops, rows * D, h, a, h));
 out:
     return status;
 }
@@ -561,14 +543,14 @@ static svp_status_t clip_embeddings(struct svp_clip *c, int batch,
     svp_status_t             status;
 
     /* a = conv [batch, D, T-1] -> b = patch tokens [batch, T-1, D] */
-    CLIP_TRY(svp_ops_conv2d(ops, &conv, pixels, c->patch_embedding, NULL, a));
-    CLIP_TRY(svp_ops_transpose(ops, batch, D, T - 1, 1, a, b));
+    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, pixels, c->patch_embedding, NULL, a));
+    SVP_TRY_OUT(svp_ops_transpose(ops, batch, D, T - 1, 1, a, b));
     for (i = 0; i < batch; i++) {
-        CLIP_TRY(svp_ops_copy(ops, D, c->class_embedding, a + (int64_t)i * D));
+        SVP_TRY_OUT(svp_ops_copy(ops, D, c->class_embedding, a + (int64_t)i * D));
     }
-    CLIP_TRY(svp_ops_concat(ops, batch, 1, T - 1, D, a, b, h));
-    CLIP_TRY(svp_ops_add_broadcast(ops, 1, batch, (int64_t)T * D, h,
-                                   c->position_embedding));
+    SVP_TRY_OUT(svp_ops_concat(ops, batch, 1, T - 1, D, a, b, h));
+    SVP_TRY_OUT(svp_ops_add_broadcast(ops, 1, batch, (int64_t)T * D, h,
+                                      c->position_embedding));
 out:
     return status;
 }
@@ -594,7 +576,7 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     pass[0] = (int64_t)(intptr_t)c; pass[1] = batch;
     svp_ops_pass_begin(ops, "clip", 2, pass);
     rdepth = svp_range_push("clip b%d", batch);
-#define CLIP_BUF(_p, _n) CLIP_TRY(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
+#define CLIP_BUF(_p, _n) SVP_TRY_OUT(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
     CLIP_BUF(h, rows * D);
     CLIP_BUF(a, rows * D);
     CLIP_BUF(q, rows * D);
@@ -603,14 +585,14 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     CLIP_BUF(f, rows * cfg->intermediate_size);
 #undef CLIP_BUF
 
-    CLIP_TRY(clip_embeddings(c, batch, pixels, h, a, q));
+    SVP_TRY_OUT(clip_embeddings(c, batch, pixels, h, a, q));
     clip_capture(c, "out.vision_model.embeddings", h, 3, batch, T, D);
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, c->pre_layrnorm.g,
-                                c->pre_layrnorm.b, h));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, c->pre_layrnorm.g,
+                                   c->pre_layrnorm.b, h));
     clip_capture(c, "out.vision_model.pre_layrnorm", h, 3, batch, T, D);
 
     for (i = 0; i < cfg->num_layers; i++) {
-        CLIP_TRY(clip_layer_forward(c, i, batch, h, a, q, k, v, f));
+        SVP_TRY_OUT(clip_layer_forward(c, i, batch, h, a, q, k, v, f));
         if (c->capture_cb != NULL) {
             char name[64];
             snprintf(name, sizeof(name), "out.vision_model.encoder.layers.%d", i);
@@ -620,13 +602,13 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
 
     /* pooler_output: post_layernorm of the CLS tokens only */
     for (i = 0; i < batch; i++) {
-        CLIP_TRY(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
+        SVP_TRY_OUT(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
     }
-    CLIP_TRY(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
-                                c->post_layernorm.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
+                                   c->post_layernorm.b, a));
     clip_capture(c, "out.vision_model.post_layernorm", a, 2, batch, D, 1);
-    CLIP_TRY(svp_ops_linear(ops, batch, D, cfg->projection_dim, a,
-                            c->visual_projection, NULL, 0, image_embeds));
+    SVP_TRY_OUT(svp_ops_linear(ops, batch, D, cfg->projection_dim, a,
+                               c->visual_projection, NULL, 0, image_embeds));
     clip_capture(c, "out.visual_projection", image_embeds, 2, batch,
                  cfg->projection_dim, 1);
 out:

@@ -21,14 +21,6 @@
 
 #define VAE_NAME_MAX 256
 
-#define VAE_TRY(_expr) \
-    do { \
-        svp_status_t _s = (_expr); \
-        if (_s != SVP_OK) { \
-            return _s; \
-        } \
-    } while (0)
-
 /* ---- config.json ---- */
 
 svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
@@ -165,7 +157,7 @@ static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
 
     l->in  = in;
     l->out = out;
-    VAE_TRY(vae_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    SVP_TRY(vae_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
     return vae_param(wk, &l->b, 1, bshape, "%s.bias", prefix);
 }
 
@@ -182,7 +174,7 @@ static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
     }
     c->in  = in;
     c->out = out;
-    VAE_TRY(vae_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    SVP_TRY(vae_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
     return vae_param(wk, &c->b, 1, bshape, "%s.bias", prefix);
 }
 
@@ -193,7 +185,7 @@ static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
 
     n->c   = c;
     n->eps = eps;
-    VAE_TRY(vae_param(wk, &n->g, 1, shape, "%s.weight", prefix));
+    SVP_TRY(vae_param(wk, &n->g, 1, shape, "%s.weight", prefix));
     return vae_param(wk, &n->b, 1, shape, "%s.bias", prefix);
 }
 
@@ -209,13 +201,13 @@ static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
     char p[VAE_NAME_MAX];
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_norm(wk, &r->norm1, in, eps, P("norm1")));
-    VAE_TRY(vae_walk_conv(wk, &r->conv1, in, out, 3, temporal, P("conv1")));
-    VAE_TRY(vae_walk_norm(wk, &r->norm2, out, eps, P("norm2")));
-    VAE_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
+    SVP_TRY(vae_walk_norm(wk, &r->norm1, in, eps, P("norm1")));
+    SVP_TRY(vae_walk_conv(wk, &r->conv1, in, out, 3, temporal, P("conv1")));
+    SVP_TRY(vae_walk_norm(wk, &r->norm2, out, eps, P("norm2")));
+    SVP_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
     r->has_shortcut = (in != out);
     if (r->has_shortcut) {
-        VAE_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
+        SVP_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
                               P("conv_shortcut")));
     }
 #undef P
@@ -231,11 +223,11 @@ static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
     float mix, temporal_weight;
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_resnet(wk, &rb->spatial, in, out, 0, 1e-6f,
+    SVP_TRY(vae_walk_resnet(wk, &rb->spatial, in, out, 0, 1e-6f,
                             P("spatial_res_block")));
-    VAE_TRY(vae_walk_resnet(wk, &rb->temporal, out, out, 1, 1e-5f,
+    SVP_TRY(vae_walk_resnet(wk, &rb->temporal, out, out, 1, 1e-5f,
                             P("temporal_res_block")));
-    VAE_TRY(wk->scalar(wk, P("time_mixer.mix_factor"), &mix));
+    SVP_TRY(wk->scalar(wk, P("time_mixer.mix_factor"), &mix));
 #undef P
     /*
      * switch_spatial_to_temporal_mix: torch computes alpha = 1 - sigmoid(m)
@@ -254,11 +246,11 @@ static svp_status_t vae_walk_attention(vae_walker_t *wk, vae_attention_t *a,
 
     a->c = c;
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_norm(wk, &a->group_norm, c, 1e-6f, P("group_norm")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_q, c, c, P("to_q")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_k, c, c, P("to_k")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_v, c, c, P("to_v")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_out, c, c, P("to_out.0")));
+    SVP_TRY(vae_walk_norm(wk, &a->group_norm, c, 1e-6f, P("group_norm")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_q, c, c, P("to_q")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_k, c, c, P("to_k")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_v, c, c, P("to_v")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_out, c, c, P("to_out.0")));
 #undef P
     return SVP_OK;
 }
@@ -270,7 +262,7 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
                           cfg->block_out[0], 3, 0, "encoder.conv_in"));
     for (i = 0; i < L; i++) {
         vae_down_block_t *blk = &v->down[i];
@@ -284,26 +276,26 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, j);
-            VAE_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
+            SVP_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
                                     out, 0, 1e-6f, p));
         }
         blk->has_downsampler = (i < L - 1);
         if (blk->has_downsampler) {
             snprintf(p, sizeof(p), "encoder.down_blocks.%d.downsamplers.0.conv", i);
-            VAE_TRY(vae_walk_conv(wk, &blk->downsampler, out, out, 3, 0, p));
+            SVP_TRY(vae_walk_conv(wk, &blk->downsampler, out, out, 3, 0, p));
         }
     }
     /* UNetMidBlock2D with one layer: resnet, attention, resnet */
-    VAE_TRY(vae_walk_attention(wk, &v->enc_mid_attention, top,
+    SVP_TRY(vae_walk_attention(wk, &v->enc_mid_attention, top,
                                "encoder.mid_block.attentions.0"));
     for (j = 0; j < 2; j++) {
         snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", j);
-        VAE_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
+        SVP_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
                                 1e-6f, p));
     }
-    VAE_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
+    SVP_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
                           "encoder.conv_norm_out"));
-    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
                           3, 0, "encoder.conv_out"));
     return vae_walk_conv(wk, &v->quant_conv, 2 * cfg->latent_channels,
                          2 * cfg->latent_channels, 1, 0, "quant_conv");
@@ -316,7 +308,7 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
                           0, "decoder.conv_in"));
 
     v->n_dec_mid_resnets = cfg->layers;
@@ -326,9 +318,9 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
     }
     for (j = 0; j < cfg->layers; j++) {
         snprintf(p, sizeof(p), "decoder.mid_block.resnets.%d", j);
-        VAE_TRY(vae_walk_st_resblock(wk, &v->dec_mid_resnets[j], top, top, p));
+        SVP_TRY(vae_walk_st_resblock(wk, &v->dec_mid_resnets[j], top, top, p));
     }
-    VAE_TRY(vae_walk_attention(wk, &v->dec_mid_attention, top,
+    SVP_TRY(vae_walk_attention(wk, &v->dec_mid_attention, top,
                                "decoder.mid_block.attentions.0"));
 
     for (i = 0; i < L; i++) {
@@ -343,18 +335,18 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d", i, j);
-            VAE_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
+            SVP_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
                                          j == 0 ? in : out, out, p));
         }
         blk->has_upsampler = (i < L - 1);
         if (blk->has_upsampler) {
             snprintf(p, sizeof(p), "decoder.up_blocks.%d.upsamplers.0.conv", i);
-            VAE_TRY(vae_walk_conv(wk, &blk->upsampler, out, out, 3, 0, p));
+            SVP_TRY(vae_walk_conv(wk, &blk->upsampler, out, out, 3, 0, p));
         }
     }
-    VAE_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
+    SVP_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
                           "decoder.conv_norm_out"));
-    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
                           cfg->out_channels, 3, 0, "decoder.conv_out"));
     return vae_walk_conv(wk, &v->time_conv_out, cfg->out_channels,
                          cfg->out_channels, 3, 1, "decoder.time_conv_out");
@@ -362,7 +354,7 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
 
 svp_status_t vae_params_walk(struct svp_vae *v, vae_walker_t *wk)
 {
-    VAE_TRY(vae_walk_encoder(v, wk));
+    SVP_TRY(vae_walk_encoder(v, wk));
     return vae_walk_decoder(v, wk);
 }
 
