@@ -358,18 +358,18 @@ Test(svd_init, model_config_dir_is_idempotent_and_whole)
 Test(svd_init, config_kind_dispatch)
 {
     char             dir[4096], cfg[4200];
-    svp_model_kind_t kind;
+    svp_model_arch_t kind;
 
     golden_dir("svd_xt_layout", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/unet/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_UNET);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_UNET);
     snprintf(cfg, sizeof(cfg), "%s/vae/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_VAE);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_VAE);
     snprintf(cfg, sizeof(cfg), "%s/image_encoder/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_CLIP);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_CLIP);
     snprintf(cfg, sizeof(cfg), "%s/scheduler/scheduler_config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_ERR_UNSUPPORTED);
 }
