@@ -17,37 +17,6 @@
 
 /* ---- loading ---- */
 
-/*
- * The walker of svp_unet_create() and (with the loader in check mode)
- * svp_unet_check_weights().
- */
-typedef struct {
-    unet_walker_t base;
-    svp_weights_t w;
-} unet_file_walker_t;
-
-static svp_status_t unet_file_param(unet_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    float **buf_p)
-{
-    return svp_weights_load(&((unet_file_walker_t *)wk)->w, name, ndim, shape,
-                            1.0f, buf_p);
-}
-
-static svp_status_t unet_file_matrix(unet_walker_t *wk, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     void **buf_p)
-{
-    return svp_weights_load_matrix(&((unet_file_walker_t *)wk)->w, name, ndim,
-                                   shape, 1.0f, buf_p);
-}
-
-static svp_status_t unet_file_scalar(unet_walker_t *wk, const char *name,
-                                     float *value_p)
-{
-    return svp_weights_scalar(&((unet_file_walker_t *)wk)->w, name, value_p);
-}
-
 static void unet_free(struct svp_unet *u)
 {
     svp_weight_bufs_free(u->ops, &u->weights);
@@ -64,11 +33,10 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
                              const svp_unet_params_t *params,
                              svp_unet_h *unet_p)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
-                                                     unet_file_scalar } };
-    struct svp_unet   *u;
-    char               path[4096];
-    svp_status_t       status;
+    svp_model_file_walker_t fwk;
+    struct svp_unet        *u;
+    char                    path[4096];
+    svp_status_t            status;
 
     u = calloc(1, sizeof(*u));
     if (u == NULL) {
@@ -85,6 +53,7 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_unet;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, unet_weights_file(params),
                               "diffusion_pytorch_model", ops, &u->weights,
                               &fwk.w);
@@ -112,11 +81,10 @@ err_free_unet:
 svp_status_t svp_unet_check_weights(const char *model_dir,
                                     const svp_unet_params_t *params)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
-                                                     unet_file_scalar } };
-    struct svp_unet    u;
-    char               path[4096];
-    svp_status_t       status;
+    svp_model_file_walker_t fwk;
+    struct svp_unet         u;
+    char                    path[4096];
+    svp_status_t            status;
 
     memset(&u, 0, sizeof(u));
     snprintf(path, sizeof(path), "%s/config.json", model_dir);
@@ -124,6 +92,7 @@ svp_status_t svp_unet_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, unet_weights_file(params),
                               "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {

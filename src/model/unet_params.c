@@ -193,50 +193,7 @@ out:
 
 #define UNET_NAME_MAX 256
 
-/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
-static svp_status_t unet_vparam(unet_walker_t *wk, float **vec, void **mat,
-                                int ndim, const int64_t *shape, const char *fmt,
-                                va_list ap)
-{
-    char name[UNET_NAME_MAX];
-
-    vsnprintf(name, sizeof(name), fmt, ap);
-    return mat ? wk->matrix(wk, name, ndim, shape, mat)
-               : wk->param(wk, name, ndim, shape, vec);
-}
-
-static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
-                                const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = unet_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
-                                const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = unet_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t unet_walk_linear(unet_walker_t *wk, unet_linear_t *l,
+static svp_status_t unet_walk_linear(svp_model_walker_t *wk, unet_linear_t *l,
                                      int in, int out, int bias,
                                      const char *prefix)
 {
@@ -244,15 +201,15 @@ static svp_status_t unet_walk_linear(unet_walker_t *wk, unet_linear_t *l,
 
     l->in  = in;
     l->out = out;
-    SVP_TRY(unet_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &l->w, 1.0f, 2, wshape, "%s.weight", prefix));
     if (bias) {
-        SVP_TRY(unet_param(wk, &l->b, 1, bshape, "%s.bias", prefix));
+        SVP_TRY(svp_model_walk_param(wk, &l->b, 1.0f, 1, bshape, "%s.bias", prefix));
     }
     return SVP_OK;
 }
 
 /* k x k conv (frames = 0) or the (3,1,1) temporal conv (frames = 1). */
-static svp_status_t unet_walk_conv(unet_walker_t *wk, unet_conv_t *c, int in,
+static svp_status_t unet_walk_conv(svp_model_walker_t *wk, unet_conv_t *c, int in,
                                    int out, int k, int frames,
                                    const char *prefix)
 {
@@ -265,24 +222,24 @@ static svp_status_t unet_walk_conv(unet_walker_t *wk, unet_conv_t *c, int in,
     c->in  = in;
     c->out = out;
     c->k   = k;
-    SVP_TRY(unet_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
-    SVP_TRY(unet_param(wk, &c->b, 1, bshape, "%s.bias", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix));
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_norm(unet_walker_t *wk, unet_norm_t *n, int c,
+static svp_status_t unet_walk_norm(svp_model_walker_t *wk, unet_norm_t *n, int c,
                                    float eps, const char *prefix)
 {
     int64_t shape[1] = { c };
 
     n->c   = c;
     n->eps = eps;
-    SVP_TRY(unet_param(wk, &n->g, 1, shape, "%s.weight", prefix));
-    SVP_TRY(unet_param(wk, &n->b, 1, shape, "%s.bias", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &n->b, 1.0f, 1, shape, "%s.bias", prefix));
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_mix(unet_walker_t *wk, float *alpha,
+static svp_status_t unet_walk_mix(svp_model_walker_t *wk, float *alpha,
                                   const char *prefix)
 {
     char  name[UNET_NAME_MAX];
@@ -295,7 +252,7 @@ static svp_status_t unet_walk_mix(unet_walker_t *wk, float *alpha,
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_st_resblock(unet_walker_t *wk, int temb,
+static svp_status_t unet_walk_st_resblock(svp_model_walker_t *wk, int temb,
                                           unet_st_resblock_t *rb, int in,
                                           int out, float eps,
                                           const char *prefix)
@@ -325,7 +282,7 @@ static svp_status_t unet_walk_st_resblock(unet_walker_t *wk, int temb,
     return unet_walk_mix(wk, &rb->alpha, prefix);
 }
 
-static svp_status_t unet_walk_attention(unet_walker_t *wk, unet_attention_t *a,
+static svp_status_t unet_walk_attention(svp_model_walker_t *wk, unet_attention_t *a,
                                         int dim, int kv_dim, int heads,
                                         const char *prefix)
 {
@@ -343,7 +300,7 @@ static svp_status_t unet_walk_attention(unet_walker_t *wk, unet_attention_t *a,
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_ff(unet_walker_t *wk, unet_ff_t *ff, int dim,
+static svp_status_t unet_walk_ff(svp_model_walker_t *wk, unet_ff_t *ff, int dim,
                                  const char *prefix)
 {
     char p[UNET_NAME_MAX];
@@ -360,7 +317,7 @@ static svp_status_t unet_walk_ff(unet_walker_t *wk, unet_ff_t *ff, int dim,
  * Eps of the transformer's GroupNorm is 1e-6 and of every LayerNorm 1e-5
  * (golden README, norm_layers.json).
  */
-static svp_status_t unet_walk_transformer(unet_walker_t *wk,
+static svp_status_t unet_walk_transformer(svp_model_walker_t *wk,
                                           unet_transformer_t *tr, int c,
                                           int heads, int layers, int cross,
                                           const char *prefix)
@@ -428,7 +385,7 @@ static svp_status_t unet_block_alloc(unet_block_t *blk, int n, int attn)
  * uniform"): 1e-6 in CrossAttnDown and in every up block, 1e-5 in Down and
  * mid.
  */
-svp_status_t unet_params_walk(struct svp_unet *u, unet_walker_t *wk)
+svp_status_t unet_params_walk(struct svp_unet *u, svp_model_walker_t *wk)
 {
     const svp_unet_config_t *cfg = &u->cfg;
     int                      L = cfg->levels, c0 = cfg->block_out[0];

@@ -107,62 +107,19 @@ out:
 
 /* ---- the parameter walk ---- */
 
-/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
-static svp_status_t vae_vparam(vae_walker_t *wk, float **vec, void **mat,
-                               int ndim, const int64_t *shape, const char *fmt,
-                               va_list ap)
-{
-    char name[VAE_NAME_MAX];
-
-    vsnprintf(name, sizeof(name), fmt, ap);
-    return mat ? wk->matrix(wk, name, ndim, shape, mat)
-               : wk->param(wk, name, ndim, shape, vec);
-}
-
-static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
-                              const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
-                              const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = vae_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = vae_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
+static svp_status_t vae_walk_linear(svp_model_walker_t *wk, vae_linear_t *l, int in,
                                     int out, const char *prefix)
 {
     int64_t wshape[2] = { out, in }, bshape[1] = { out };
 
     l->in  = in;
     l->out = out;
-    SVP_TRY(vae_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
-    return vae_param(wk, &l->b, 1, bshape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_matrix(wk, &l->w, 1.0f, 2, wshape, "%s.weight", prefix));
+    return svp_model_walk_param(wk, &l->b, 1.0f, 1, bshape, "%s.bias", prefix);
 }
 
 /* k x k conv, or the (3,1,1) conv over frames when frames is set. */
-static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
+static svp_status_t vae_walk_conv(svp_model_walker_t *wk, vae_conv_t *c, int in,
                                   int out, int k, int frames,
                                   const char *prefix)
 {
@@ -174,19 +131,19 @@ static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
     }
     c->in  = in;
     c->out = out;
-    SVP_TRY(vae_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
-    return vae_param(wk, &c->b, 1, bshape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    return svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix);
 }
 
-static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
+static svp_status_t vae_walk_norm(svp_model_walker_t *wk, vae_norm_t *n, int c,
                                   float eps, const char *prefix)
 {
     int64_t shape[1] = { c };
 
     n->c   = c;
     n->eps = eps;
-    SVP_TRY(vae_param(wk, &n->g, 1, shape, "%s.weight", prefix));
-    return vae_param(wk, &n->b, 1, shape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix));
+    return svp_model_walk_param(wk, &n->b, 1.0f, 1, shape, "%s.bias", prefix);
 }
 
 /*
@@ -194,7 +151,7 @@ static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
  * shortcut: its channel count never changes).  eps: golden README,
  * norm_layers.json of vae_tiny.
  */
-static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
+static svp_status_t vae_walk_resnet(svp_model_walker_t *wk, vae_resnet_t *r, int in,
                                     int out, int temporal, float eps,
                                     const char *prefix)
 {
@@ -215,7 +172,7 @@ static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
 }
 
 /* Spatial eps 1e-6, temporal eps 1e-5 (golden README, VAE decoder). */
-static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
+static svp_status_t vae_walk_st_resblock(svp_model_walker_t *wk,
                                          vae_st_resblock_t *rb, int in,
                                          int out, const char *prefix)
 {
@@ -239,7 +196,7 @@ static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
     return SVP_OK;
 }
 
-static svp_status_t vae_walk_attention(vae_walker_t *wk, vae_attention_t *a,
+static svp_status_t vae_walk_attention(svp_model_walker_t *wk, vae_attention_t *a,
                                        int c, const char *prefix)
 {
     char p[VAE_NAME_MAX];
@@ -255,7 +212,7 @@ static svp_status_t vae_walk_attention(vae_walker_t *wk, vae_attention_t *a,
     return SVP_OK;
 }
 
-static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
+static svp_status_t vae_walk_encoder(struct svp_vae *v, svp_model_walker_t *wk)
 {
     const svp_vae_config_t *cfg = &v->cfg;
     int                     L = cfg->levels, top = cfg->block_out[L - 1];
@@ -301,7 +258,7 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
                          2 * cfg->latent_channels, 1, 0, "quant_conv");
 }
 
-static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
+static svp_status_t vae_walk_decoder(struct svp_vae *v, svp_model_walker_t *wk)
 {
     const svp_vae_config_t *cfg = &v->cfg;
     int                     L = cfg->levels, top = cfg->block_out[L - 1];
@@ -352,7 +309,7 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
                          cfg->out_channels, 3, 1, "decoder.time_conv_out");
 }
 
-svp_status_t vae_params_walk(struct svp_vae *v, vae_walker_t *wk)
+svp_status_t vae_params_walk(struct svp_vae *v, svp_model_walker_t *wk)
 {
     SVP_TRY(vae_walk_encoder(v, wk));
     return vae_walk_decoder(v, wk);
@@ -374,37 +331,6 @@ void vae_params_free_tree(struct svp_vae *v)
 
 /* ---- loading ---- */
 
-/*
- * The walker of svp_vae_create() and (with the loader in check mode)
- * svp_vae_check_weights().
- */
-typedef struct {
-    vae_walker_t  base;
-    svp_weights_t w;
-} vae_file_walker_t;
-
-static svp_status_t vae_file_param(vae_walker_t *wk, const char *name,
-                                   int ndim, const int64_t *shape,
-                                   float **buf_p)
-{
-    return svp_weights_load(&((vae_file_walker_t *)wk)->w, name, ndim, shape,
-                            1.0f, buf_p);
-}
-
-static svp_status_t vae_file_matrix(vae_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    void **buf_p)
-{
-    return svp_weights_load_matrix(&((vae_file_walker_t *)wk)->w, name, ndim,
-                                   shape, 1.0f, buf_p);
-}
-
-static svp_status_t vae_file_scalar(vae_walker_t *wk, const char *name,
-                                    float *value_p)
-{
-    return svp_weights_scalar(&((vae_file_walker_t *)wk)->w, name, value_p);
-}
-
 static const char *vae_weights_file(const svp_vae_params_t *params)
 {
     return params ? params->weights_file : NULL;
@@ -420,11 +346,10 @@ static void vae_free(struct svp_vae *v)
 svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
                             const svp_vae_params_t *params, svp_vae_h *vae_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
-                                                   vae_file_scalar } };
-    struct svp_vae   *v;
-    char              path[4096];
-    svp_status_t      status;
+    svp_model_file_walker_t fwk;
+    struct svp_vae         *v;
+    char                    path[4096];
+    svp_status_t            status;
 
     v = calloc(1, sizeof(*v));
     if (v == NULL) {
@@ -440,6 +365,7 @@ svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_vae;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, vae_weights_file(params),
                               "diffusion_pytorch_model", ops, &v->weights,
                               &fwk.w);
@@ -468,11 +394,10 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
                                    const svp_vae_params_t *params,
                                    int *mapped_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
-                                                   vae_file_scalar } };
-    struct svp_vae    v;
-    char              path[4096];
-    svp_status_t      status;
+    svp_model_file_walker_t fwk;
+    struct svp_vae          v;
+    char                    path[4096];
+    svp_status_t            status;
 
     memset(&v, 0, sizeof(v));
     snprintf(path, sizeof(path), "%s/config.json", model_dir);
@@ -480,6 +405,7 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, vae_weights_file(params),
                               "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {
