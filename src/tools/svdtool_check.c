@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_check.h"
+#include "svdtool_check.h"
 #include "common/status.h"
 #include "model/checkpoint.h"
 

@@ -10,12 +10,12 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_vae.h"
+#include "svdtool_cmds_vae.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/clip.h"
 #include "tensor/safetensors_io.h"
-#include "tools/svdtool_io.h"
+#include "svdtool_io.h"
 
 #include <stdio.h>
 

@@ -4,7 +4,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_io.h"
+#include "svdtool_io.h"
 #include "common/log.h"
 #include "common/status.h"
 

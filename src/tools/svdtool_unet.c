@@ -16,7 +16,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_unet.h"
+#include "svdtool_cmds_unet.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/unet.h"
@@ -25,7 +25,7 @@
 #include "common/util.h"
 #include "trace/range.h"
 #include "tensor/safetensors_io.h"
-#include "tools/svdtool_io.h"
+#include "svdtool_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -26,7 +26,7 @@
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
-#include "tools/svdworker_run.h"
+#include "svdworker_run.h"
 #include "common/util.h"
 #include "spec/spec.h"
 #include "spec/spec_agree.h"
