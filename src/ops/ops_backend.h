@@ -1,7 +1,7 @@
 /*
- * What a backend implements: the table behind svp_ops_h.  Only ops.c and the
- * backends include this.  ops.c checks arguments before dispatching, so a
- * backend may assume shapes are positive and consistent.
+ * What a backend implements: the table behind svp_ops_h.  Only ops.c,
+ * ops_arena.c and the backends include this.  ops.c checks arguments before
+ * dispatching, so a backend may assume shapes are positive and consistent.
  *
  * A backend's init fills ops->vt and ops->impl; ops->vt->cleanup releases
  * what init allocated.  The entries mirror the public functions of ops.h.
