@@ -17,7 +17,6 @@
 #include "tensor/safetensors.h"
 
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #define CHECK_PATH_MAX 4096
@@ -60,18 +59,6 @@ const svp_checkpoint_part_t *svp_checkpoint_parts(int *count_p)
 {
     *count_p = CHECKPOINT_PART_COUNT;
     return checkpoint_parts;
-}
-
-svp_status_t svp_checkpoint_part_dir(const char *dir, const char *name,
-                                     char *path, size_t len)
-{
-    struct stat sb;
-
-    snprintf(path, len, "%s/%s", dir, name);
-    if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        return SVP_ERR_NOT_FOUND;
-    }
-    return SVP_OK;
 }
 
 /* dir/part's folder, or dir itself for the top-level files. */

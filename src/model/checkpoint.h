@@ -9,7 +9,6 @@
 
 #include "common/status.h"
 
-#include <stddef.h>
 #include <stdio.h>
 
 typedef enum {
@@ -41,14 +40,6 @@ typedef struct {
  * is static; count_p receives its length.
  */
 const svp_checkpoint_part_t *svp_checkpoint_parts(int *count_p);
-
-/*
- * The folder of the part called name (a part's dir) under the checkpoint
- * dir, into path.  SVP_ERR_NOT_FOUND, not logged, when it is not a folder
- * there: the caller decides whether the part was optional.
- */
-svp_status_t svp_checkpoint_part_dir(const char *dir, const char *name,
-                                     char *path, size_t len);
 
 /* What svp_checkpoint_check() asks of the folder. */
 enum {
