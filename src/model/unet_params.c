@@ -222,7 +222,8 @@ static svp_status_t unet_walk_conv(svp_model_walker_t *wk, unet_conv_t *c, int i
     c->in  = in;
     c->out = out;
     c->k   = k;
-    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape,
+                                  "%s.weight", prefix));
     SVP_TRY(svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix));
     return SVP_OK;
 }

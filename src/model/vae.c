@@ -131,7 +131,8 @@ static svp_status_t vae_walk_conv(svp_model_walker_t *wk, vae_conv_t *c, int in,
     }
     c->in  = in;
     c->out = out;
-    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape,
+                                  "%s.weight", prefix));
     return svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix);
 }
 
