@@ -70,7 +70,8 @@ svp_status_t svdtool_report_load_run(const char *file, svdtool_report_inputs_t *
 }
 
 /* The traces of a run directory: its run.json's log.trace prefix. */
-svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r, svdtool_report_inputs_t *in)
+svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
+                                     svdtool_report_inputs_t *in)
 {
     char         path[4096], pattern[4200];
     const char  *prefix, *cwd;

@@ -109,7 +109,8 @@ int svdtool_report_main(int argc, char **argv)
             status = svp_hw_load(hwfile, err, sizeof(err), &in.hw);
         } else {
             json_t *h = json_object_get(in.run, "hardware");
-            status = svp_hw_load_string(svdtool_report_str(h, "text", ""), svdtool_report_str(h, "file", "run.json"),
+            status = svp_hw_load_string(svdtool_report_str(h, "text", ""),
+                                        svdtool_report_str(h, "file", "run.json"),
                                         err, sizeof(err), &in.hw);
         }
         if (status != SVP_OK) {

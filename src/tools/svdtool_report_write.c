@@ -175,7 +175,8 @@ static void rsvg_util(const void *arg, FILE *out, int xmlns)
             "makespan</text>\n</svg>\n", x0, h - 8);
 }
 
-static void rsec_summary(rdoc_t *d, const svdtool_report_t *r, const svdtool_report_inputs_t *in)
+static void rsec_summary(rdoc_t *d, const svdtool_report_t *r,
+                         const svdtool_report_inputs_t *in)
 {
     json_t *hosts = in->run ? json_object_get(in->run, "hosts") : NULL;
     size_t  i;
@@ -196,8 +197,10 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r, const svdtool_rep
             rdoc_row(d, "layout|%lld pipeline%s x %lld stage%s", (long long)gr,
                      (gr == 1) ? "" : "s", (long long)st, (st == 1) ? "" : "s");
         }
-        rdoc_row(d, "backend, dtype, threads|%s, %s, %s", svdtool_report_str(in->run, "backend", "?"),
-                 svdtool_report_str(in->run, "dtype", "?"), svdtool_report_str(in->run, "threads", "?"));
+        rdoc_row(d, "backend, dtype, threads|%s, %s, %s",
+                 svdtool_report_str(in->run, "backend", "?"),
+                 svdtool_report_str(in->run, "dtype", "?"),
+                 svdtool_report_str(in->run, "threads", "?"));
         for (i = 0; i < json_array_size(hosts) && strlen(hl) < sizeof(hl) - 80; ++i) {
             const char *h = json_string_value(json_array_get(hosts, i));
             if (i == 0 || strcmp(h ? h : "?", json_string_value(json_array_get(hosts, i - 1))
@@ -286,8 +289,8 @@ static double rmean(const svdtool_report_t *r, svdtool_report_kind_t kind)
     return n ? s / n : 0;
 }
 
-static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const svdtool_report_inputs_t *in,
-                      json_t *figs)
+static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
+                      const svdtool_report_inputs_t *in, json_t *figs)
 {
     svp_plan_params_t  pp;
     svp_plan_result_t *res = NULL;
@@ -396,7 +399,8 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const svdtool_report
     free(busy);
 }
 
-static void rsec_mfu(rdoc_t *d, const svdtool_report_t *r, const svdtool_report_inputs_t *in)
+static void rsec_mfu(rdoc_t *d, const svdtool_report_t *r,
+                     const svdtool_report_inputs_t *in)
 {
     int q;
 
@@ -519,7 +523,8 @@ static void rsvg_profile(const void *arg, FILE *out, int xmlns)
     fprintf(out, "</svg>\n");
 }
 
-static svp_status_t rsec_profile(rdoc_t *d, const svdtool_report_t *r, const svdtool_report_inputs_t *in)
+static svp_status_t rsec_profile(rdoc_t *d, const svdtool_report_t *r,
+                                 const svdtool_report_inputs_t *in)
 {
     json_t     *prof = in->profile, *ops, *e, *shape;
     rprof_row_t rows[512];
@@ -747,7 +752,8 @@ static const char rhtml_head[] =
     "</style>\n</head>\n<body>\n";
 
 /* Writes report.md, report.html, report.json and the pictures into dir. */
-svp_status_t svdtool_report_write(const char *dir, svdtool_report_t *r, svdtool_report_inputs_t *in)
+svp_status_t svdtool_report_write(const char *dir, svdtool_report_t *r,
+                                  svdtool_report_inputs_t *in)
 {
     char        *md = NULL, *html = NULL, *js = NULL, path[4096];
     size_t       md_len = 0, html_len = 0;
