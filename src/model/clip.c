@@ -206,11 +206,11 @@ static svp_status_t clip_load_all(struct svp_clip *c, svp_model_walker_t *wk)
 
     c->tokens = 1 + g * g;
     SVP_TRY(svp_model_walk_param(wk, &c->class_embedding, 1.0f, 1, s_class,
-                          "vision_model.embeddings.class_embedding"));
+                                 "vision_model.embeddings.class_embedding"));
     SVP_TRY(svp_model_walk_matrix(wk, &c->patch_embedding, 1.0f, 4, s_patch,
-                           "vision_model.embeddings.patch_embedding.weight"));
+                                  "vision_model.embeddings.patch_embedding.weight"));
     SVP_TRY(svp_model_walk_param(wk, &c->position_embedding, 1.0f, 2, s_pos,
-                          "vision_model.embeddings.position_embedding.weight"));
+                                 "vision_model.embeddings.position_embedding.weight"));
     SVP_TRY(clip_load_norm(wk, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
@@ -230,7 +230,7 @@ static svp_status_t clip_load_all(struct svp_clip *c, svp_model_walker_t *wk)
     {
         clip_linear_t proj = { NULL, NULL };
         SVP_TRY(clip_load_linear(wk, &proj, D, cfg->projection_dim, 0, 1.0f,
-                          1.0f, "visual_projection"));
+                                 1.0f, "visual_projection"));
         c->visual_projection = proj.w;
     }
     return SVP_OK;
