@@ -75,7 +75,8 @@ static void checkpoint_sub(const char *dir, const svp_checkpoint_part_t *part,
 /* The weights file the loaders would pick: the fp32 file, else the .fp16
  * variant. */
 static svp_status_t checkpoint_weights_path(const char *dir,
-                                            const char *stem, char *path, size_t len)
+                                            const char *stem, char *path,
+                                            size_t len)
 {
     snprintf(path, len, "%s/%s.safetensors", dir, stem);
     if (access(path, F_OK) == 0) {
