@@ -13,8 +13,8 @@
 #endif
 #include "launch/launch_int.h"
 #include "media/image.h"
+#include "model/checkpoint.h"
 #include "pipe/samples.h"
-#include "tools/svdtool_check.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -71,7 +71,7 @@ static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
     const char  *cond = spec->model.conditioning;
     char         host[PREFLIGHT_PATH_MAX];
     struct stat  sb;
-    unsigned     flags = SVDTOOL_CHECK_FOR_JOB;
+    unsigned     flags = SVP_CHECKPOINT_FOR_JOB;
 
     if (cond != NULL && cond[0] != '\0' &&
         preflight_host_path(spec, cond, host, sizeof(host)) &&
@@ -97,9 +97,9 @@ static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
         return SVP_ERR_NOT_FOUND;
     }
     if (cond == NULL || cond[0] == '\0') {
-        flags |= SVDTOOL_CHECK_IMAGES;
+        flags |= SVP_CHECKPOINT_IMAGES;
     }
-    if (svdtool_check_model_dir(host, flags, NULL) != SVP_OK) {
+    if (svp_checkpoint_check(host, flags, NULL) != SVP_OK) {
         svp_launch_errf(errbuf, errlen, "%s: model.path: %s is not a usable "
                         "SVD / SVD-XT folder (the reasons are above; "
                         "'svdtool check-model %s' lists every part)",

@@ -8,6 +8,7 @@
  * random models are only checked for finite, non-constant output: there is
  * no reference for random weights, so no tolerance applies.
  */
+#include "model/checkpoint.h"
 #include "model/clip.h"
 #include "model/random_weights.h"
 #include "model/svd_init.h"
@@ -358,18 +359,18 @@ Test(svd_init, model_config_dir_is_idempotent_and_whole)
 Test(svd_init, config_kind_dispatch)
 {
     char             dir[4096], cfg[4200];
-    svp_model_kind_t kind;
+    svp_model_arch_t kind;
 
     golden_dir("svd_xt_layout", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/unet/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_UNET);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_UNET);
     snprintf(cfg, sizeof(cfg), "%s/vae/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_VAE);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_VAE);
     snprintf(cfg, sizeof(cfg), "%s/image_encoder/config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_OK);
-    cr_assert_eq(kind, SVP_MODEL_KIND_CLIP);
+    cr_assert_eq(kind, SVP_MODEL_ARCH_CLIP);
     snprintf(cfg, sizeof(cfg), "%s/scheduler/scheduler_config.json", dir);
     cr_assert_eq(svp_model_config_kind(cfg, &kind), SVP_ERR_UNSUPPORTED);
 }
@@ -565,5 +566,66 @@ Test(check_model, svd_mini_random_folder_is_valid)
     rc = run_check_model(out, &log);
     cr_assert_eq(rc, SVP_EXIT_OK, "check-model failed:\n%s", log);
     free(log);
+    svp_rmtree(tmp);
+}
+
+/* What a job asks of the folder (svdlaunch's checks before queueing): a
+ * job with a conditioning file reads unet/ alone, and vae/ when it is
+ * there; a job that encodes images reads the image parts too. */
+Test(check_model, a_job_checks_the_parts_it_reads)
+{
+    const char *gone = "decoder.up_blocks.2.resnets.1.time_mixer.mix_factor";
+    char        golden[4096], tmp[64], path[128];
+
+    golden_dir("svd_xt_layout", golden, sizeof(golden));
+    golden_make_tmp("init", tmp, sizeof(tmp));
+    write_sparse_svd_xt(golden, tmp, NULL);
+    snprintf(path, sizeof(path), "%s/image_encoder", tmp);
+    cr_assert_eq(svp_rmtree(path), SVP_OK);
+    snprintf(path, sizeof(path), "%s/feature_extractor", tmp);
+    cr_assert_eq(svp_rmtree(path), SVP_OK);
+    cr_assert_eq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL), SVP_OK);
+    cr_assert_neq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB |
+                                       SVP_CHECKPOINT_IMAGES, NULL), SVP_OK);
+    cr_assert_neq(svp_checkpoint_check(tmp, 0, NULL), SVP_OK);
+    snprintf(path, sizeof(path), "%s/vae", tmp);
+    cr_assert_eq(svp_rmtree(path), SVP_OK);
+    cr_assert_eq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL), SVP_OK);
+    svp_rmtree(tmp);
+
+    /* a vae/ that is there is checked, even where the job could do without */
+    golden_make_tmp("init", tmp, sizeof(tmp));
+    write_sparse_svd_xt(golden, tmp, gone);
+    snprintf(path, sizeof(path), "%s/image_encoder", tmp);
+    cr_assert_eq(svp_rmtree(path), SVP_OK);
+    cr_assert_neq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL),
+                  SVP_OK);
+    svp_rmtree(tmp);
+}
+
+/* svdtool init writes every part of the table, each where the check looks. */
+Test(check_model, init_writes_every_part_of_the_table)
+{
+    const svp_checkpoint_part_t *parts;
+    char                         src[4096], tmp[64], out[128], path[512];
+    struct stat                  sb;
+    int                          count, i;
+
+    svd_mini_dir(src, sizeof(src));
+    golden_make_tmp("init", tmp, sizeof(tmp));
+    snprintf(out, sizeof(out), "%s/model", tmp);
+    cr_assert_eq(svp_svd_write_random(src, 1, out), SVP_OK);
+    parts = svp_checkpoint_parts(&count);
+    cr_assert_eq(count, 6);
+    for (i = 0; i < count; i++) {
+        snprintf(path, sizeof(path), "%s/%s%s%s", out, parts[i].dir,
+                 parts[i].dir[0] ? "/" : "", parts[i].config);
+        cr_assert_eq(stat(path, &sb), 0, "%s: no %s", parts[i].name, path);
+        if (parts[i].weights != NULL) {
+            snprintf(path, sizeof(path), "%s/%s/%s.safetensors", out,
+                     parts[i].dir, parts[i].weights);
+            cr_assert_eq(stat(path, &sb), 0, "%s: no %s", parts[i].name, path);
+        }
+    }
     svp_rmtree(tmp);
 }

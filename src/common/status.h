@@ -47,6 +47,29 @@ typedef enum {
 #define SVP_IS_RANK_FATAL(_s)      ((_s) <= -20 && (_s) >= -39)
 #define SVP_IS_JOB_FATAL(_s)       ((_s) <= -40)
 
+/*
+ * The two ways a function gives up on a failed call.  SVP_TRY returns the
+ * call's status at once: for functions that hold nothing yet.  SVP_TRY_OUT
+ * stores it in the function's own `status` and jumps to its `out:` label,
+ * which releases what the function holds: the forwards, whose scratch
+ * buffers are freed there on success and failure alike.
+ */
+#define SVP_TRY(_expr) \
+    do { \
+        svp_status_t _svp_try_s = (_expr); \
+        if (_svp_try_s != SVP_OK) { \
+            return _svp_try_s; \
+        } \
+    } while (0)
+
+#define SVP_TRY_OUT(_expr) \
+    do { \
+        status = (_expr); \
+        if (status != SVP_OK) { \
+            goto out; \
+        } \
+    } while (0)
+
 /* exit codes of the tools, by blast radius */
 #define SVP_EXIT_OK        0
 #define SVP_EXIT_FAILURE   1   /* rank-fatal */

@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "tensor/config_json.h"
 #include "model/random_weights.h"
+#include "model/walker.h"
 #include "model/weights.h"
 
 #include <stdarg.h>
@@ -142,119 +143,45 @@ out:
 /* ---- weights ---- */
 
 /*
- * The tensor walk of clip_load_all() serves three purposes: loading a file
- * into backend buffers, checking a file's header only, and writing random
- * weights (rw set; nothing is read or uploaded).
+ * A random tensor for the writer (the random walker's tensor()), with the
+ * golden data's scheme: random_weights.h's default, but N(0, 0.5^2) for
+ * the class and position embeddings.
  */
-typedef struct {
-    struct svp_clip      *clip;
-    svp_weights_t         w;        /* the file, unless writing */
-    svp_random_weights_h  rw;       /* random weights go here */
-} clip_loader_t;
-
-/*
- * A random tensor for the writer, with the golden data's scheme:
- * random_weights.h's default, but N(0, 0.5^2) for the class and position
- * embeddings.
- */
-static svp_status_t clip_random_tensor(clip_loader_t *ld, const char *name,
+static svp_status_t clip_random_tensor(svp_random_weights_h rw, const char *name,
                                        int ndim, const int64_t *shape)
 {
     if (strstr(name, "class_embedding") || strstr(name, "position_embedding")) {
-        return svp_random_weights_add(ld->rw, name, ndim, shape, 0.0, 0.5,
-                                      NULL);
+        return svp_random_weights_add(rw, name, ndim, shape, 0.0, 0.5, NULL);
     }
-    return svp_random_weights_add_default(ld->rw, name, ndim, shape);
+    return svp_random_weights_add_default(rw, name, ndim, shape);
 }
 
-/*
- * Finds the tensor named by fmt and ap, checks shape and dtype, and (unless
- * only checking) uploads it multiplied by scale into a new backend buffer:
- * fp32 for a vector (vec), the handle's dtype for a matrix weight (mat).
- */
-static svp_status_t clip_vtensor(clip_loader_t *ld, float **vec, void **mat,
-                                 float scale, int ndim, const int64_t *shape,
-                                 const char *fmt, va_list ap)
-{
-    char name[CLIP_NAME_MAX];
-
-    vsnprintf(name, sizeof(name), fmt, ap);
-    if (ld->rw != NULL) {
-        return clip_random_tensor(ld, name, ndim, shape);
-    }
-    return mat ? svp_weights_load_matrix(&ld->w, name, ndim, shape, scale, mat)
-               : svp_weights_load(&ld->w, name, ndim, shape, scale, vec);
-}
-
-static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static svp_status_t clip_tensor(clip_loader_t *ld, float **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = clip_vtensor(ld, buf_p, NULL, scale, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t clip_matrix(clip_loader_t *ld, void **buf_p, float scale,
-                                int ndim, const int64_t *shape,
-                                const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = clip_vtensor(ld, NULL, buf_p, scale, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t clip_load_linear(clip_loader_t *ld, clip_linear_t *l,
+static svp_status_t clip_load_linear(svp_model_walker_t *wk, clip_linear_t *l,
                                      int in, int out, int bias, float wscale,
                                      float bscale, const char *prefix)
 {
     int64_t      wshape[2] = { out, in }, bshape[1] = { out };
     svp_status_t status;
 
-    status = clip_matrix(ld, &l->w, wscale, 2, wshape, "%s.weight", prefix);
+    status = svp_model_walk_matrix(wk, &l->w, wscale, 2, wshape, "%s.weight", prefix);
     if (status == SVP_OK && bias) {
-        status = clip_tensor(ld, &l->b, bscale, 1, bshape, "%s.bias", prefix);
+        status = svp_model_walk_param(wk, &l->b, bscale, 1, bshape, "%s.bias", prefix);
     }
     return status;
 }
 
-static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
+static svp_status_t clip_load_norm(svp_model_walker_t *wk, clip_norm_t *n, int c,
                                    const char *prefix)
 {
     int64_t      shape[1] = { c };
     svp_status_t status;
 
-    status = clip_tensor(ld, &n->g, 1.0f, 1, shape, "%s.weight", prefix);
+    status = svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix);
     if (status == SVP_OK) {
-        status = clip_tensor(ld, &n->b, 1.0f, 1, shape, "%s.bias", prefix);
+        status = svp_model_walk_param(wk, &n->b, 1.0f, 1, shape, "%s.bias", prefix);
     }
     return status;
 }
-
-#define CLIP_TRY_RETURN(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            return status; \
-        } \
-    } while (0)
 
 /*
  * Every tensor of the model.  With quick_gelu the 1.702 of
@@ -263,9 +190,8 @@ static svp_status_t clip_load_norm(clip_loader_t *ld, clip_norm_t *n, int c,
  * fc2(quick_gelu(fc1 x)) = fc2'(silu(fc1' x)) and the forward needs only
  * the SiLU op.
  */
-static svp_status_t clip_load_all(clip_loader_t *ld)
+static svp_status_t clip_load_all(struct svp_clip *c, svp_model_walker_t *wk)
 {
-    struct svp_clip         *c = ld->clip;
     const svp_clip_config_t *cfg = &c->cfg;
     int                      D = cfg->hidden_size, I = cfg->intermediate_size;
     int                      p = cfg->patch_size, g = cfg->image_size / p;
@@ -277,35 +203,34 @@ static svp_status_t clip_load_all(clip_loader_t *ld)
     int64_t                  s_pos[2] = { 1 + g * g, D };
     char                     pre[CLIP_NAME_MAX];
     int                      i;
-    svp_status_t             status;
 
     c->tokens = 1 + g * g;
-    CLIP_TRY_RETURN(clip_tensor(ld, &c->class_embedding, 1.0f, 1, s_class,
-                         "vision_model.embeddings.class_embedding"));
-    CLIP_TRY_RETURN(clip_matrix(ld, &c->patch_embedding, 1.0f, 4, s_patch,
-                         "vision_model.embeddings.patch_embedding.weight"));
-    CLIP_TRY_RETURN(clip_tensor(ld, &c->position_embedding, 1.0f, 2, s_pos,
-                         "vision_model.embeddings.position_embedding.weight"));
-    CLIP_TRY_RETURN(clip_load_norm(ld, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
+    SVP_TRY(svp_model_walk_param(wk, &c->class_embedding, 1.0f, 1, s_class,
+                                 "vision_model.embeddings.class_embedding"));
+    SVP_TRY(svp_model_walk_matrix(wk, &c->patch_embedding, 1.0f, 4, s_patch,
+                                  "vision_model.embeddings.patch_embedding.weight"));
+    SVP_TRY(svp_model_walk_param(wk, &c->position_embedding, 1.0f, 2, s_pos,
+                                 "vision_model.embeddings.position_embedding.weight"));
+    SVP_TRY(clip_load_norm(wk, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
 
 #define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
-        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm1, D, P("layer_norm1")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
-        CLIP_TRY_RETURN(clip_load_norm(ld, &l->layer_norm2, D, P("layer_norm2")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
-        CLIP_TRY_RETURN(clip_load_linear(ld, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
+        SVP_TRY(clip_load_norm(wk, &l->layer_norm1, D, P("layer_norm1")));
+        SVP_TRY(clip_load_linear(wk, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        SVP_TRY(clip_load_norm(wk, &l->layer_norm2, D, P("layer_norm2")));
+        SVP_TRY(clip_load_linear(wk, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
+        SVP_TRY(clip_load_linear(wk, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
 #undef P
     }
-    CLIP_TRY_RETURN(clip_load_norm(ld, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    SVP_TRY(clip_load_norm(wk, &c->post_layernorm, D, "vision_model.post_layernorm"));
     {
         clip_linear_t proj = { NULL, NULL };
-        CLIP_TRY_RETURN(clip_load_linear(ld, &proj, D, cfg->projection_dim, 0, 1.0f,
-                                  1.0f, "visual_projection"));
+        SVP_TRY(clip_load_linear(wk, &proj, D, cfg->projection_dim, 0, 1.0f,
+                                 1.0f, "visual_projection"));
         c->visual_projection = proj.w;
     }
     return SVP_OK;
@@ -323,10 +248,10 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
                               const svp_clip_params_t *params, int check_only,
                               struct svp_clip **clip_p, int *mapped_p)
 {
-    clip_loader_t    ld = { 0 };
-    struct svp_clip *c;
-    char             path[4096];
-    svp_status_t     status;
+    svp_model_file_walker_t fwk;
+    struct svp_clip        *c;
+    char                    path[4096];
+    svp_status_t            status;
 
     c = calloc(1, sizeof(*c));
     if (c == NULL) {
@@ -347,30 +272,30 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
         status = SVP_ERR_NO_MEMORY;
         goto err_free_clip;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, params ? params->weights_file : NULL,
                               "model", ops, check_only ? NULL : &c->weights,
-                              &ld.w);
+                              &fwk.w);
     if (status != SVP_OK) {
         goto err_free_clip;
     }
-    ld.clip = c;
-    status  = clip_load_all(&ld);
+    status = clip_load_all(c, &fwk.base);
     if (status != SVP_OK) {
         goto err_close_weights;
     }
     /* position_ids is a non-persistent buffer some files still carry */
-    svp_weights_log_unused(&ld.w, "the image encoder");
+    svp_weights_log_unused(&fwk.w, "the image encoder");
     svp_debug("clip: %d layers, %d tensors from %s", c->cfg.num_layers,
-              ld.w.used, svp_weights_path(&ld.w));
-    svp_weights_close(&ld.w);
+              fwk.w.used, svp_weights_path(&fwk.w));
+    svp_weights_close(&fwk.w);
     if (mapped_p != NULL) {
-        *mapped_p = ld.w.used;
+        *mapped_p = fwk.w.used;
     }
     *clip_p = c;
     return SVP_OK;
 
 err_close_weights:
-    svp_weights_close(&ld.w);
+    svp_weights_close(&fwk.w);
 err_free_clip:
     clip_free(c);
     return status;
@@ -412,9 +337,10 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip)
 svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
                                    const char *out_dir)
 {
-    clip_loader_t   ld = { 0 };
-    struct svp_clip c;
-    svp_status_t    status;
+    svp_model_random_walker_t rwk;
+    svp_random_weights_h      rw;
+    struct svp_clip           c;
+    svp_status_t              status;
 
     memset(&c, 0, sizeof(c));
     status = svp_clip_config_load(config_path, &c.cfg);
@@ -425,32 +351,24 @@ svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
     if (c.layers == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    status = svp_random_weights_create(seed, 0, &ld.rw);
+    status = svp_random_weights_create(seed, 0, &rw);
     if (status != SVP_OK) {
         goto out_free_layers;
     }
-    ld.clip = &c;
-    status  = clip_load_all(&ld);
+    svp_model_random_walker_init(&rwk, rw);
+    rwk.tensor = clip_random_tensor;
+    status     = clip_load_all(&c, &rwk.base);
     if (status == SVP_OK) {
-        status = svp_random_weights_commit(ld.rw, config_path, out_dir,
+        status = svp_random_weights_commit(rw, config_path, out_dir,
                                            "model.safetensors");
     }
-    svp_random_weights_destroy(ld.rw);
+    svp_random_weights_destroy(rw);
 out_free_layers:
     free(c.layers);
     return status;
 }
 
 /* ---- forward ---- */
-
-#undef CLIP_TRY_RETURN
-#define CLIP_TRY(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-    } while (0)
 
 static void clip_capture(struct svp_clip *c, const char *name, const float *x,
                          int ndim, int64_t d0, int64_t d1, int64_t d2)
@@ -506,40 +424,40 @@ static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
     int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
     svp_status_t             status;
 
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm1.g,
-                                l->layer_norm1.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm1.g,
+                                   l->layer_norm1.b, a));
     CLIP_CAPTURE_LAYER(c, li, "layer_norm1", a, D);
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->q_proj.w, l->q_proj.b, 0, q));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->k_proj.w, l->k_proj.b, 0, k));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, a, l->v_proj.w, l->v_proj.b, 0, v));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->q_proj.w, l->q_proj.b, 0, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->k_proj.w, l->k_proj.b, 0, k));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, a, l->v_proj.w, l->v_proj.b, 0, v));
     CLIP_CAPTURE_LAYER(c, li, "self_attn.q_proj", q, D);
     CLIP_CAPTURE_LAYER(c, li, "self_attn.k_proj", k, D);
     CLIP_CAPTURE_LAYER(c, li, "self_attn.v_proj", v, D);
     /* heads are contiguous channel blocks; the output overwrites q */
-    CLIP_TRY(svp_ops_attention(ops, &p, q, k, v, q));
-    CLIP_TRY(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
-                            0, a));
+    SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, v, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
+                               0, a));
     CLIP_CAPTURE_LAYER(c, li, "self_attn", a, D);
-    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+    SVP_TRY_OUT(svp_ops_add(ops, rows * D, h, a, h));
 
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm2.g,
-                                l->layer_norm2.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, l->layer_norm2.g,
+                                   l->layer_norm2.b, a));
     CLIP_CAPTURE_LAYER(c, li, "layer_norm2", a, D);
-    CLIP_TRY(svp_ops_linear(ops, rows, D, I, a, l->fc1.w, l->fc1.b, 0, f));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, I, a, l->fc1.w, l->fc1.b, 0, f));
     if (quick) {
         /* fc1 carries the 1.702 (see clip_load_all): its output is scaled */
-        CLIP_TRY(svp_ops_silu(ops, rows * I, f, f));
+        SVP_TRY_OUT(svp_ops_silu(ops, rows * I, f, f));
     } else {
         CLIP_CAPTURE_LAYER(c, li, "mlp.fc1", f, I);
-        CLIP_TRY(svp_ops_gelu(ops, rows * I, f, f));
+        SVP_TRY_OUT(svp_ops_gelu(ops, rows * I, f, f));
         if (c->capture_cb != NULL && li == 0) {
             clip_capture(c, "in.vision_model.encoder.layers.0.mlp.fc2", f, 3,
                          batch, T, I);
         }
     }
-    CLIP_TRY(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
     CLIP_CAPTURE_LAYER(c, li, "mlp", a, D);
-    CLIP_TRY(svp_ops_add(ops, rows * D, h, a, h));
+    SVP_TRY_OUT(svp_ops_add(ops, rows * D, h, a, h));
 out:
     return status;
 }
@@ -561,14 +479,14 @@ static svp_status_t clip_embeddings(struct svp_clip *c, int batch,
     svp_status_t             status;
 
     /* a = conv [batch, D, T-1] -> b = patch tokens [batch, T-1, D] */
-    CLIP_TRY(svp_ops_conv2d(ops, &conv, pixels, c->patch_embedding, NULL, a));
-    CLIP_TRY(svp_ops_transpose(ops, batch, D, T - 1, 1, a, b));
+    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, pixels, c->patch_embedding, NULL, a));
+    SVP_TRY_OUT(svp_ops_transpose(ops, batch, D, T - 1, 1, a, b));
     for (i = 0; i < batch; i++) {
-        CLIP_TRY(svp_ops_copy(ops, D, c->class_embedding, a + (int64_t)i * D));
+        SVP_TRY_OUT(svp_ops_copy(ops, D, c->class_embedding, a + (int64_t)i * D));
     }
-    CLIP_TRY(svp_ops_concat(ops, batch, 1, T - 1, D, a, b, h));
-    CLIP_TRY(svp_ops_add_broadcast(ops, 1, batch, (int64_t)T * D, h,
-                                   c->position_embedding));
+    SVP_TRY_OUT(svp_ops_concat(ops, batch, 1, T - 1, D, a, b, h));
+    SVP_TRY_OUT(svp_ops_add_broadcast(ops, 1, batch, (int64_t)T * D, h,
+                                      c->position_embedding));
 out:
     return status;
 }
@@ -594,7 +512,7 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     pass[0] = (int64_t)(intptr_t)c; pass[1] = batch;
     svp_ops_pass_begin(ops, "clip", 2, pass);
     rdepth = svp_range_push("clip b%d", batch);
-#define CLIP_BUF(_p, _n) CLIP_TRY(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
+#define CLIP_BUF(_p, _n) SVP_TRY_OUT(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
     CLIP_BUF(h, rows * D);
     CLIP_BUF(a, rows * D);
     CLIP_BUF(q, rows * D);
@@ -603,14 +521,14 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     CLIP_BUF(f, rows * cfg->intermediate_size);
 #undef CLIP_BUF
 
-    CLIP_TRY(clip_embeddings(c, batch, pixels, h, a, q));
+    SVP_TRY_OUT(clip_embeddings(c, batch, pixels, h, a, q));
     clip_capture(c, "out.vision_model.embeddings", h, 3, batch, T, D);
-    CLIP_TRY(svp_ops_layer_norm(ops, rows, D, eps, h, c->pre_layrnorm.g,
-                                c->pre_layrnorm.b, h));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, D, eps, h, c->pre_layrnorm.g,
+                                   c->pre_layrnorm.b, h));
     clip_capture(c, "out.vision_model.pre_layrnorm", h, 3, batch, T, D);
 
     for (i = 0; i < cfg->num_layers; i++) {
-        CLIP_TRY(clip_layer_forward(c, i, batch, h, a, q, k, v, f));
+        SVP_TRY_OUT(clip_layer_forward(c, i, batch, h, a, q, k, v, f));
         if (c->capture_cb != NULL) {
             char name[64];
             snprintf(name, sizeof(name), "out.vision_model.encoder.layers.%d", i);
@@ -620,13 +538,13 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
 
     /* pooler_output: post_layernorm of the CLS tokens only */
     for (i = 0; i < batch; i++) {
-        CLIP_TRY(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
+        SVP_TRY_OUT(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
     }
-    CLIP_TRY(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
-                                c->post_layernorm.b, a));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
+                                   c->post_layernorm.b, a));
     clip_capture(c, "out.vision_model.post_layernorm", a, 2, batch, D, 1);
-    CLIP_TRY(svp_ops_linear(ops, batch, D, cfg->projection_dim, a,
-                            c->visual_projection, NULL, 0, image_embeds));
+    SVP_TRY_OUT(svp_ops_linear(ops, batch, D, cfg->projection_dim, a,
+                               c->visual_projection, NULL, 0, image_embeds));
     clip_capture(c, "out.visual_projection", image_embeds, 2, batch,
                  cfg->projection_dim, 1);
 out:

@@ -20,14 +20,16 @@
 #include <unistd.h>
 
 #define SVD_INIT_PATH_MAX 4096
+/* a path under the folder: room for a part's folder and file names */
+#define SVD_INIT_SUB_MAX  (SVD_INIT_PATH_MAX + 128)
 
 svp_status_t svp_model_config_kind(const char *config_path,
-                                   svp_model_kind_t *kind_p)
+                                   svp_model_arch_t *kind_p)
 {
     svp_config_h cj;
     const char  *cls = NULL, *type = NULL, *archs[8];
     int          n_archs = 0, i;
-    svp_model_kind_t kind = SVP_MODEL_KIND_UNKNOWN;
+    svp_model_arch_t kind = SVP_MODEL_ARCH_UNKNOWN;
     svp_status_t status;
 
     status = svp_config_load(config_path, &cj);
@@ -46,18 +48,18 @@ svp_status_t svp_model_config_kind(const char *config_path,
         goto out;
     }
     if (cls != NULL && strcmp(cls, "UNetSpatioTemporalConditionModel") == 0) {
-        kind = SVP_MODEL_KIND_UNET;
+        kind = SVP_MODEL_ARCH_UNET;
     } else if (cls != NULL && strcmp(cls, "AutoencoderKLTemporalDecoder") == 0) {
-        kind = SVP_MODEL_KIND_VAE;
+        kind = SVP_MODEL_ARCH_VAE;
     } else if (type != NULL && strcmp(type, "clip_vision_model") == 0) {
-        kind = SVP_MODEL_KIND_CLIP;
+        kind = SVP_MODEL_ARCH_CLIP;
     }
-    for (i = 0; kind == SVP_MODEL_KIND_UNKNOWN && i < n_archs; i++) {
+    for (i = 0; kind == SVP_MODEL_ARCH_UNKNOWN && i < n_archs; i++) {
         if (strcmp(archs[i], "CLIPVisionModelWithProjection") == 0) {
-            kind = SVP_MODEL_KIND_CLIP;
+            kind = SVP_MODEL_ARCH_CLIP;
         }
     }
-    if (kind == SVP_MODEL_KIND_UNKNOWN) {
+    if (kind == SVP_MODEL_ARCH_UNKNOWN) {
         svp_error("%s: not a UNetSpatioTemporalConditionModel, "
                   "AutoencoderKLTemporalDecoder or CLIPVisionModelWithProjection "
                   "config (_class_name '%s', model_type '%s')", config_path,
@@ -74,7 +76,7 @@ out:
 svp_status_t svp_model_write_random(const char *config_path, uint64_t seed,
                                     const char *out_dir)
 {
-    svp_model_kind_t kind;
+    svp_model_arch_t kind;
     svp_status_t     status;
 
     status = svp_model_config_kind(config_path, &kind);
@@ -82,11 +84,11 @@ svp_status_t svp_model_write_random(const char *config_path, uint64_t seed,
         return status;
     }
     switch (kind) {
-    case SVP_MODEL_KIND_UNET:
+    case SVP_MODEL_ARCH_UNET:
         return svp_unet_write_random(config_path, seed, out_dir);
-    case SVP_MODEL_KIND_VAE:
+    case SVP_MODEL_ARCH_VAE:
         return svp_vae_write_random(config_path, seed, out_dir);
-    case SVP_MODEL_KIND_CLIP:
+    case SVP_MODEL_ARCH_CLIP:
         return svp_clip_write_random(config_path, seed, out_dir);
     default:
         return SVP_ERR_INTERNAL;
@@ -97,7 +99,7 @@ svp_status_t svp_model_write_random(const char *config_path, uint64_t seed,
 static svp_status_t svd_init_copy(const char *config_dir, const char *dir,
                                   const char *sub, const char *file)
 {
-    char         src[SVD_INIT_PATH_MAX], dst[SVD_INIT_PATH_MAX], *text;
+    char         src[SVD_INIT_SUB_MAX], dst[SVD_INIT_SUB_MAX], *text;
     size_t       len;
     svp_status_t status;
 
@@ -123,10 +125,10 @@ static svp_status_t svd_init_copy(const char *config_dir, const char *dir,
  */
 static svp_status_t svd_init_model(const char *config_dir, const char *dir,
                                    const char *sub, uint64_t seed,
-                                   svp_model_kind_t want)
+                                   svp_model_arch_t want)
 {
-    char             cfg[SVD_INIT_PATH_MAX], out[SVD_INIT_PATH_MAX];
-    svp_model_kind_t kind;
+    char             cfg[SVD_INIT_SUB_MAX], out[SVD_INIT_SUB_MAX];
+    svp_model_arch_t kind;
     svp_status_t     status;
 
     snprintf(cfg, sizeof(cfg), "%s/%s/config.json", config_dir, sub);
@@ -146,10 +148,11 @@ static svp_status_t svd_init_model(const char *config_dir, const char *dir,
 svp_status_t svp_svd_write_random(const char *config_dir, uint64_t seed,
                                   const char *out_dir)
 {
-    char         tmp[SVD_INIT_PATH_MAX], old[SVD_INIT_PATH_MAX];
-    struct stat  sb;
-    int          have_old;
-    svp_status_t status;
+    const svp_checkpoint_part_t *parts;
+    char                         tmp[SVD_INIT_PATH_MAX], old[SVD_INIT_PATH_MAX];
+    struct stat                  sb;
+    int                          have_old, count, i;
+    svp_status_t                 status;
 
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out_dir, (long)getpid());
     snprintf(old, sizeof(old), "%s.old.%ld", out_dir, (long)getpid());
@@ -158,23 +161,17 @@ svp_status_t svp_svd_write_random(const char *config_dir, uint64_t seed,
     if (status != SVP_OK) {
         return status;
     }
-    status = svd_init_copy(config_dir, tmp, "", "model_index.json");
-    if (status == SVP_OK) {
-        status = svd_init_copy(config_dir, tmp, "scheduler", "scheduler_config.json");
-    }
-    if (status == SVP_OK) {
-        status = svd_init_copy(config_dir, tmp, "feature_extractor",
-                               "preprocessor_config.json");
-    }
-    if (status == SVP_OK) {
-        status = svd_init_model(config_dir, tmp, "unet", seed, SVP_MODEL_KIND_UNET);
-    }
-    if (status == SVP_OK) {
-        status = svd_init_model(config_dir, tmp, "vae", seed, SVP_MODEL_KIND_VAE);
-    }
-    if (status == SVP_OK) {
-        status = svd_init_model(config_dir, tmp, "image_encoder", seed,
-                                SVP_MODEL_KIND_CLIP);
+    /* the checkpoint's parts in the table's order: configs copied, models
+     * written with random weights */
+    parts = svp_checkpoint_parts(&count);
+    for (i = 0; i < count && status == SVP_OK; i++) {
+        if (parts[i].kind == SVP_MODEL_ARCH_UNKNOWN) {
+            status = svd_init_copy(config_dir, tmp, parts[i].dir,
+                                   parts[i].config);
+        } else {
+            status = svd_init_model(config_dir, tmp, parts[i].dir, seed,
+                                    parts[i].kind);
+        }
     }
     if (status != SVP_OK) {
         goto err_remove_tmp;

@@ -6,15 +6,11 @@
 #define SVP_MODEL_SVD_INIT_H
 
 #include "common/status.h"
+#include "model/checkpoint.h"
 
 #include <stdint.h>
 
-typedef enum {
-    SVP_MODEL_KIND_UNKNOWN = 0,
-    SVP_MODEL_KIND_UNET,        /* UNetSpatioTemporalConditionModel */
-    SVP_MODEL_KIND_VAE,         /* AutoencoderKLTemporalDecoder */
-    SVP_MODEL_KIND_CLIP         /* CLIPVisionModelWithProjection */
-} svp_model_kind_t;
+/* svp_model_arch_t is the checkpoint table's (model/checkpoint.h). */
 
 /*
  * What config.json describes: diffusers' "_class_name", or for
@@ -23,7 +19,7 @@ typedef enum {
  * logged with the file and what it names.
  */
 svp_status_t svp_model_config_kind(const char *config_path,
-                                   svp_model_kind_t *kind_p);
+                                   svp_model_arch_t *kind_p);
 
 /*
  * Writes the model config_path describes with seeded random weights into

@@ -15,46 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define UNET_TRY(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-    } while (0)
-
 /* ---- loading ---- */
-
-/*
- * The walker of svp_unet_create() and (with the loader in check mode)
- * svp_unet_check_weights().
- */
-typedef struct {
-    unet_walker_t base;
-    svp_weights_t w;
-} unet_file_walker_t;
-
-static svp_status_t unet_file_param(unet_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    float **buf_p)
-{
-    return svp_weights_load(&((unet_file_walker_t *)wk)->w, name, ndim, shape,
-                            1.0f, buf_p);
-}
-
-static svp_status_t unet_file_matrix(unet_walker_t *wk, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     void **buf_p)
-{
-    return svp_weights_load_matrix(&((unet_file_walker_t *)wk)->w, name, ndim,
-                                   shape, 1.0f, buf_p);
-}
-
-static svp_status_t unet_file_scalar(unet_walker_t *wk, const char *name,
-                                     float *value_p)
-{
-    return svp_weights_scalar(&((unet_file_walker_t *)wk)->w, name, value_p);
-}
 
 static void unet_free(struct svp_unet *u)
 {
@@ -72,11 +33,10 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
                              const svp_unet_params_t *params,
                              svp_unet_h *unet_p)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
-                                                     unet_file_scalar } };
-    struct svp_unet   *u;
-    char               path[4096];
-    svp_status_t       status;
+    svp_model_file_walker_t fwk;
+    struct svp_unet        *u;
+    char                    path[4096];
+    svp_status_t            status;
 
     u = calloc(1, sizeof(*u));
     if (u == NULL) {
@@ -93,6 +53,7 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_unet;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, unet_weights_file(params),
                               "diffusion_pytorch_model", ops, &u->weights,
                               &fwk.w);
@@ -120,11 +81,10 @@ err_free_unet:
 svp_status_t svp_unet_check_weights(const char *model_dir,
                                     const svp_unet_params_t *params)
 {
-    unet_file_walker_t fwk = { .base = { unet_file_param, unet_file_matrix,
-                                                     unet_file_scalar } };
-    struct svp_unet    u;
-    char               path[4096];
-    svp_status_t       status;
+    svp_model_file_walker_t fwk;
+    struct svp_unet         u;
+    char                    path[4096];
+    svp_status_t            status;
 
     memset(&u, 0, sizeof(u));
     snprintf(path, sizeof(path), "%s/config.json", model_dir);
@@ -132,6 +92,7 @@ svp_status_t svp_unet_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, unet_weights_file(params),
                               "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {
@@ -227,36 +188,36 @@ static svp_status_t unet_embedding(unet_fwd_t *fw, const float *timestep,
     int              i;
     svp_status_t     status;
 
-    UNET_TRY(unet_buf(fw, (int64_t)b * n_ids, &t));
-    UNET_TRY(unet_buf(fw, (int64_t)b * SVP_MAX(c0, u->cfg.projection_dim), &sin));
-    UNET_TRY(unet_buf(fw, (int64_t)b * td, &mid));
-    UNET_TRY(unet_buf(fw, (int64_t)b * td, &emb));
-    UNET_TRY(unet_buf(fw, (int64_t)b * fw->frames * td, &rep));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)b * n_ids, &t));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)b * SVP_MAX(c0, u->cfg.projection_dim), &sin));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)b * td, &mid));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)b * td, &emb));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)b * fw->frames * td, &rep));
 
-    UNET_TRY(svp_ops_upload(ops, t, timestep, b));
-    UNET_TRY(svp_ops_timestep_embedding(ops, b, c0, t, sin));
-    UNET_TRY(svp_ops_linear(ops, b, c0, td, sin, u->time_linear1.w,
-                            u->time_linear1.b, 0, mid));
-    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
-    UNET_TRY(svp_ops_linear(ops, b, td, td, mid, u->time_linear2.w,
-                            u->time_linear2.b, 0, emb));
+    SVP_TRY_OUT(svp_ops_upload(ops, t, timestep, b));
+    SVP_TRY_OUT(svp_ops_timestep_embedding(ops, b, c0, t, sin));
+    SVP_TRY_OUT(svp_ops_linear(ops, b, c0, td, sin, u->time_linear1.w,
+                               u->time_linear1.b, 0, mid));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
+    SVP_TRY_OUT(svp_ops_linear(ops, b, td, td, mid, u->time_linear2.w,
+                               u->time_linear2.b, 0, emb));
     unet_capture(fw, "out.time_embedding", emb, 2, shape);
 
     /* ids [b, n_ids] flattened: Timesteps per id, concatenated in id order */
-    UNET_TRY(svp_ops_upload(ops, t, time_ids, (size_t)b * n_ids));
-    UNET_TRY(svp_ops_timestep_embedding(ops, b * n_ids,
-                                        u->cfg.addition_time_embed_dim, t, sin));
-    UNET_TRY(svp_ops_linear(ops, b, u->cfg.projection_dim, td, sin,
-                            u->add_linear1.w, u->add_linear1.b, 0, mid));
-    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
-    UNET_TRY(svp_ops_linear(ops, b, td, td, mid, u->add_linear2.w,
-                            u->add_linear2.b, 1, emb));
+    SVP_TRY_OUT(svp_ops_upload(ops, t, time_ids, (size_t)b * n_ids));
+    SVP_TRY_OUT(svp_ops_timestep_embedding(ops, b * n_ids,
+                                           u->cfg.addition_time_embed_dim, t, sin));
+    SVP_TRY_OUT(svp_ops_linear(ops, b, u->cfg.projection_dim, td, sin,
+                               u->add_linear1.w, u->add_linear1.b, 0, mid));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)b * td, mid, mid));
+    SVP_TRY_OUT(svp_ops_linear(ops, b, td, td, mid, u->add_linear2.w,
+                               u->add_linear2.b, 1, emb));
     unet_capture(fw, "emb", emb, 2, shape);
 
-    UNET_TRY(svp_ops_silu(ops, (int64_t)b * td, emb, emb));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)b * td, emb, emb));
     for (i = 0; i < b * fw->frames; i++) {
-        UNET_TRY(svp_ops_copy(ops, td, emb + (int64_t)(i / fw->frames) * td,
-                              rep + (int64_t)i * td));
+        SVP_TRY_OUT(svp_ops_copy(ops, td, emb + (int64_t)(i / fw->frames) * td,
+                                 rep + (int64_t)i * td));
     }
     *emb_silu_p = rep;
     rep = NULL;
@@ -316,7 +277,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     svp_ops_pass_begin(ops, "unet", 6, pass);
     rdepth      = svp_range_push("unet b%d f%d %dx%d", batch, frames, h, w);
     svp_range_push("embedding");
-    UNET_TRY(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
+    SVP_TRY_OUT(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
     fw.emb_silu = emb_silu;
 
     svp_range_pop();
@@ -325,8 +286,8 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     svp_range_push("conv_in");
     c = cfg->block_out[0];
     conv.c_in = cfg->in_channels; conv.c_out = c; conv.h = h; conv.w = w;
-    UNET_TRY(unet_buf(&fw, (int64_t)n * c * h * w, &x));
-    UNET_TRY(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
+    SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * h * w, &x));
+    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
     unet_capture_image(&fw, x, c, h, w, "out.conv_in", 0, 0);
     skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
     svp_range_pop();
@@ -337,12 +298,12 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
 
         svp_range_push("down.%d", i);
         for (j = 0; j < blk->n_resnets; j++) {
-            UNET_TRY(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
+            SVP_TRY_OUT(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
             c = blk->resnets[j].spatial.conv1.out;
             unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i, j);
             if (blk->attentions) {
                 float *a;
-                UNET_TRY(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, y, &a));
+                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, y, &a));
                 unet_buf_free(&fw, y);
                 y = a;
                 unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.attentions.%d", i, j);
@@ -357,8 +318,8 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             conv.stride = 2;
             ch = svp_ops_conv2d_out_h(&conv);
             cw = svp_ops_conv2d_out_w(&conv);
-            UNET_TRY(unet_buf(&fw, (int64_t)n * c * ch * cw, &y));
-            UNET_TRY(svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
+            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &y));
+            SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
             conv.stride = 1;
             x = y;
             y = NULL;
@@ -373,7 +334,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     {
         float *a = NULL;
         svp_range_push("mid");
-        UNET_TRY(unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
+        SVP_TRY_OUT(unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
         unet_capture_image(&fw, y, c, ch, cw, "out.mid_block.resnets.0", 0, 0);
         status = unet_transformer_forward(&fw, &u->mid_attention, ch, cw, y, &a);
         unet_buf_free(&fw, y);
@@ -400,18 +361,18 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
         for (j = 0; j < blk->n_resnets; j++) {
             unet_skip_t sk = skips[--n_skips];
 
-            UNET_TRY(unet_buf(&fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
-            UNET_TRY(svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
+            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
+            SVP_TRY_OUT(svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
             unet_buf_free(&fw, sk.x);
             unet_buf_free(&fw, x);
             x = NULL;
-            UNET_TRY(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
+            SVP_TRY_OUT(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
             unet_buf_free(&fw, cat);
             cat = NULL;
             c = blk->resnets[j].spatial.conv1.out;
             unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i, j);
             if (blk->attentions) {
-                UNET_TRY(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, x, &y));
+                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, x, &y));
                 unet_buf_free(&fw, x);
                 x = y;
                 y = NULL;
@@ -423,15 +384,15 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             const unet_skip_t *next = &skips[n_skips - 1];
 
             svp_range_push("upsample");
-            UNET_TRY(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
-            UNET_TRY(svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
+            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
+            SVP_TRY_OUT(svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
             unet_buf_free(&fw, x);
             x = NULL;
             ch = next->h;
             cw = next->w;
             conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
-            UNET_TRY(unet_buf(&fw, (int64_t)n * c * ch * cw, &x));
-            UNET_TRY(svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
+            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &x));
+            SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
             unet_buf_free(&fw, y);
             y = NULL;
             svp_range_pop();
@@ -443,12 +404,12 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     /* GroupNorm, SiLU, conv_out straight into [B, F, out, H, W] */
     gn.c = c; gn.spatial = (int64_t)ch * cw;
     svp_range_push("conv_out");
-    UNET_TRY(svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g,
-                                u->conv_norm_out.b, x));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g,
+                                   u->conv_norm_out.b, x));
     unet_capture_image(&fw, x, c, ch, cw, "out.conv_norm_out", 0, 0);
-    UNET_TRY(svp_ops_silu(ops, (int64_t)n * c * ch * cw, x, x));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * ch * cw, x, x));
     conv.c_in = c; conv.c_out = cfg->out_channels; conv.h = ch; conv.w = cw;
-    UNET_TRY(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
+    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
 
 out:
     svp_range_pop_to(rdepth);

@@ -15,14 +15,6 @@
 
 #include <stdlib.h>
 
-#define UNET_TRY(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-    } while (0)
-
 /*
  * ResnetBlock2D (frames = 0) or TemporalResnetBlock (frames = 1: GroupNorm
  * statistics over all F frames, convs over frames) on x [B*F, c_in, hw]:
@@ -45,47 +37,47 @@ static svp_status_t unet_resnet_forward(unet_fwd_t *fw, const unet_resnet_t *rn,
     float               *a = NULL, *b = NULL, *t = NULL, *sc = NULL;
     svp_status_t         status;
 
-    UNET_TRY(unet_buf(fw, (int64_t)n * cin * hw, &a));
-    UNET_TRY(unet_buf(fw, (int64_t)n * cout * hw, &b));
-    UNET_TRY(unet_buf(fw, (int64_t)n * cout, &t));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cin * hw, &a));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout * hw, &b));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout, &t));
 
     gn.c = cin; gn.eps = rn->norm1.eps;
-    UNET_TRY(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
     if (temporal) {
-        UNET_TRY(svp_ops_conv_frames(ops, fw->batch, fw->frames, cin, cout, hw,
-                                     a, rn->conv1.w, rn->conv1.b, b));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cin, cout, hw,
+                                        a, rn->conv1.w, rn->conv1.b, b));
     } else {
         conv.c_in = cin; conv.c_out = cout;
-        UNET_TRY(svp_ops_conv2d(ops, &conv, a, rn->conv1.w, rn->conv1.b, b));
+        SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, a, rn->conv1.w, rn->conv1.b, b));
     }
-    UNET_TRY(svp_ops_linear(ops, n, rn->time_emb_proj.in, cout, fw->emb_silu,
-                            rn->time_emb_proj.w, rn->time_emb_proj.b, 0, t));
-    UNET_TRY(svp_ops_add_broadcast(ops, (int64_t)n * cout, hw, 1, b, t));
+    SVP_TRY_OUT(svp_ops_linear(ops, n, rn->time_emb_proj.in, cout, fw->emb_silu,
+                               rn->time_emb_proj.w, rn->time_emb_proj.b, 0, t));
+    SVP_TRY_OUT(svp_ops_add_broadcast(ops, (int64_t)n * cout, hw, 1, b, t));
 
     gn.c = cout; gn.eps = rn->norm2.eps;
-    UNET_TRY(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
     /* a is free again and large enough when cin >= cout; else regrow */
     if (cin < cout) {
         unet_buf_free(fw, a);
         a = NULL;
-        UNET_TRY(unet_buf(fw, (int64_t)n * cout * hw, &a));
+        SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout * hw, &a));
     }
     if (temporal) {
-        UNET_TRY(svp_ops_conv_frames(ops, fw->batch, fw->frames, cout, cout,
-                                     hw, b, rn->conv2.w, rn->conv2.b, a));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cout, cout,
+                                        hw, b, rn->conv2.w, rn->conv2.b, a));
     } else {
         conv.c_in = cout; conv.c_out = cout;
-        UNET_TRY(svp_ops_conv2d(ops, &conv, b, rn->conv2.w, rn->conv2.b, a));
+        SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, b, rn->conv2.w, rn->conv2.b, a));
     }
 
     if (rn->has_shortcut) {
         svp_ops_conv2d_t pw = { .n = n, .c_in = cin, .h = h, .w = w,
                                 .c_out = cout, .kh = 1, .kw = 1, .stride = 1 };
-        UNET_TRY(svp_ops_conv2d(ops, &pw, x, rn->conv_shortcut.w,
-                                rn->conv_shortcut.b, b));
+        SVP_TRY_OUT(svp_ops_conv2d(ops, &pw, x, rn->conv_shortcut.w,
+                                   rn->conv_shortcut.b, b));
         sc = b;
     }
-    UNET_TRY(svp_ops_add(ops, (int64_t)n * cout * hw, a, sc ? sc : x, a));
+    SVP_TRY_OUT(svp_ops_add(ops, (int64_t)n * cout * hw, a, sc ? sc : x, a));
 
     *y_p = a;
     a = NULL;
@@ -107,13 +99,13 @@ svp_status_t unet_st_resblock_forward(unet_fwd_t *fw,
     int          rdepth = svp_range_push("resnet");
 
     svp_range_push("spatial");
-    UNET_TRY(unet_resnet_forward(fw, &rb->spatial, 0, h, w, x, &s));
+    SVP_TRY_OUT(unet_resnet_forward(fw, &rb->spatial, 0, h, w, x, &s));
     svp_range_pop();
     svp_range_push("temporal");
-    UNET_TRY(unet_resnet_forward(fw, &rb->temporal, 1, h, w, s, &t));
+    SVP_TRY_OUT(unet_resnet_forward(fw, &rb->temporal, 1, h, w, s, &t));
     svp_range_pop();
     /* alpha weighs the spatial branch (UNet; the VAE decoder is opposite) */
-    UNET_TRY(svp_ops_blend(fw->unet->ops, count, rb->alpha, s, t, t));
+    SVP_TRY_OUT(svp_ops_blend(fw->unet->ops, count, rb->alpha, s, t, t));
     *y_p = t;
     t = NULL;
 out:
@@ -149,19 +141,19 @@ static svp_status_t unet_attention_apply(unet_fwd_t *fw,
                               .v_stride = at->dim, .out_stride = at->dim };
     svp_status_t        status;
 
-    UNET_TRY(unet_buf(fw, rows * at->dim, &q));
-    UNET_TRY(unet_buf(fw, kv_rows * at->dim, &k));
-    UNET_TRY(unet_buf(fw, kv_rows * at->dim, &v));
-    UNET_TRY(svp_ops_linear(ops, rows, at->dim, at->dim, xq, at->to_q.w, NULL,
-                            0, q));
-    UNET_TRY(svp_ops_linear(ops, kv_rows, at->to_k.in, at->dim, src,
-                            at->to_k.w, NULL, 0, k));
-    UNET_TRY(svp_ops_linear(ops, kv_rows, at->to_v.in, at->dim, src,
-                            at->to_v.w, NULL, 0, v));
+    SVP_TRY_OUT(unet_buf(fw, rows * at->dim, &q));
+    SVP_TRY_OUT(unet_buf(fw, kv_rows * at->dim, &k));
+    SVP_TRY_OUT(unet_buf(fw, kv_rows * at->dim, &v));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, at->dim, at->dim, xq, at->to_q.w, NULL,
+                               0, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_k.in, at->dim, src,
+                               at->to_k.w, NULL, 0, k));
+    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_v.in, at->dim, src,
+                               at->to_v.w, NULL, 0, v));
     /* the output overwrites q (allowed by the op: see ops.h) */
-    UNET_TRY(svp_ops_attention(ops, &p, q, k, v, q));
-    UNET_TRY(svp_ops_linear(ops, rows, at->dim, at->dim, q, at->to_out.w,
-                            at->to_out.b, 1, h));
+    SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, v, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, at->dim, at->dim, q, at->to_out.w,
+                               at->to_out.b, 1, h));
 out:
     unet_buf_free(fw, q);
     unet_buf_free(fw, k);
@@ -178,13 +170,13 @@ static svp_status_t unet_ff_apply(unet_fwd_t *fw, const unet_ff_t *ff,
     float       *p = NULL, *g = NULL;
     svp_status_t status;
 
-    UNET_TRY(unet_buf(fw, rows * 2 * ff->inner, &p));
-    UNET_TRY(unet_buf(fw, rows * ff->inner, &g));
-    UNET_TRY(svp_ops_linear(ops, rows, dim, 2 * ff->inner, xn, ff->proj.w,
-                            ff->proj.b, 0, p));
-    UNET_TRY(svp_ops_geglu(ops, rows, ff->inner, p, g));
-    UNET_TRY(svp_ops_linear(ops, rows, ff->inner, dim, g, ff->out.w, ff->out.b,
-                            1, h));
+    SVP_TRY_OUT(unet_buf(fw, rows * 2 * ff->inner, &p));
+    SVP_TRY_OUT(unet_buf(fw, rows * ff->inner, &g));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, dim, 2 * ff->inner, xn, ff->proj.w,
+                               ff->proj.b, 0, p));
+    SVP_TRY_OUT(svp_ops_geglu(ops, rows, ff->inner, p, g));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, ff->inner, dim, g, ff->out.w, ff->out.b,
+                               1, h));
 out:
     unet_buf_free(fw, p);
     unet_buf_free(fw, g);
@@ -201,18 +193,18 @@ static svp_status_t unet_spatial_block(unet_fwd_t *fw,
     int64_t      rows = (int64_t)n * s;
     svp_status_t status;
 
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, h, blk->norm1.g,
-                                blk->norm1.b, scratch));
-    UNET_TRY(unet_attention_apply(fw, &blk->attn1, n, (int)s, scratch, NULL,
-                                  0, 1, h));
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm2.eps, h, blk->norm2.g,
-                                blk->norm2.b, scratch));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, h, blk->norm1.g,
+                                   blk->norm1.b, scratch));
+    SVP_TRY_OUT(unet_attention_apply(fw, &blk->attn1, n, (int)s, scratch, NULL,
+                                     0, 1, h));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm2.eps, h, blk->norm2.g,
+                                   blk->norm2.b, scratch));
     /* the context of frame f of item b is item b's: one per F frames */
-    UNET_TRY(unet_attention_apply(fw, &blk->attn2, n, (int)s, scratch,
-                                  fw->context, fw->seq, fw->frames, h));
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm3.eps, h, blk->norm3.g,
-                                blk->norm3.b, scratch));
-    UNET_TRY(unet_ff_apply(fw, &blk->ff, rows, scratch, h));
+    SVP_TRY_OUT(unet_attention_apply(fw, &blk->attn2, n, (int)s, scratch,
+                                     fw->context, fw->seq, fw->frames, h));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm3.eps, h, blk->norm3.g,
+                                   blk->norm3.b, scratch));
+    SVP_TRY_OUT(unet_ff_apply(fw, &blk->ff, rows, scratch, h));
 out:
     return status;
 }
@@ -232,20 +224,20 @@ static svp_status_t unet_temporal_block(unet_fwd_t *fw,
     int64_t      rows = (int64_t)seqs * fw->frames;
     svp_status_t status;
 
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm_in.eps, t,
-                                blk->norm_in.g, blk->norm_in.b, scratch));
-    UNET_TRY(unet_ff_apply(fw, &blk->ff_in, rows, scratch, t));
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, t, blk->norm1.g,
-                                blk->norm1.b, scratch));
-    UNET_TRY(unet_attention_apply(fw, &blk->attn1, seqs, fw->frames, scratch,
-                                  NULL, 0, 1, t));
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm2.eps, t, blk->norm2.g,
-                                blk->norm2.b, scratch));
-    UNET_TRY(unet_attention_apply(fw, &blk->attn2, seqs, fw->frames, scratch,
-                                  fw->context, fw->seq, (int)s, t));
-    UNET_TRY(svp_ops_layer_norm(ops, rows, c, blk->norm3.eps, t, blk->norm3.g,
-                                blk->norm3.b, scratch));
-    UNET_TRY(unet_ff_apply(fw, &blk->ff, rows, scratch, t));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm_in.eps, t,
+                                   blk->norm_in.g, blk->norm_in.b, scratch));
+    SVP_TRY_OUT(unet_ff_apply(fw, &blk->ff_in, rows, scratch, t));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, t, blk->norm1.g,
+                                   blk->norm1.b, scratch));
+    SVP_TRY_OUT(unet_attention_apply(fw, &blk->attn1, seqs, fw->frames, scratch,
+                                     NULL, 0, 1, t));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm2.eps, t, blk->norm2.g,
+                                   blk->norm2.b, scratch));
+    SVP_TRY_OUT(unet_attention_apply(fw, &blk->attn2, seqs, fw->frames, scratch,
+                                     fw->context, fw->seq, (int)s, t));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm3.eps, t, blk->norm3.g,
+                                   blk->norm3.b, scratch));
+    SVP_TRY_OUT(unet_ff_apply(fw, &blk->ff, rows, scratch, t));
 out:
     return status;
 }
@@ -270,17 +262,17 @@ static svp_status_t unet_frame_embedding(unet_fwd_t *fw,
     for (i = 0; i < n; i++) {
         idx_host[i] = (float)(i % fw->frames);
     }
-    UNET_TRY(unet_buf(fw, n, &idx));
-    UNET_TRY(unet_buf(fw, (int64_t)n * c, &sin));
-    UNET_TRY(unet_buf(fw, (int64_t)n * 4 * c, &mid));
-    UNET_TRY(unet_buf(fw, (int64_t)n * c, &emb));
-    UNET_TRY(svp_ops_upload(ops, idx, idx_host, n));
-    UNET_TRY(svp_ops_timestep_embedding(ops, n, c, idx, sin));
-    UNET_TRY(svp_ops_linear(ops, n, c, 4 * c, sin, tr->time_pos_embed1.w,
-                            tr->time_pos_embed1.b, 0, mid));
-    UNET_TRY(svp_ops_silu(ops, (int64_t)n * 4 * c, mid, mid));
-    UNET_TRY(svp_ops_linear(ops, n, 4 * c, c, mid, tr->time_pos_embed2.w,
-                            tr->time_pos_embed2.b, 0, emb));
+    SVP_TRY_OUT(unet_buf(fw, n, &idx));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * c, &sin));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * 4 * c, &mid));
+    SVP_TRY_OUT(unet_buf(fw, (int64_t)n * c, &emb));
+    SVP_TRY_OUT(svp_ops_upload(ops, idx, idx_host, n));
+    SVP_TRY_OUT(svp_ops_timestep_embedding(ops, n, c, idx, sin));
+    SVP_TRY_OUT(svp_ops_linear(ops, n, c, 4 * c, sin, tr->time_pos_embed1.w,
+                               tr->time_pos_embed1.b, 0, mid));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * 4 * c, mid, mid));
+    SVP_TRY_OUT(svp_ops_linear(ops, n, 4 * c, c, mid, tr->time_pos_embed2.w,
+                               tr->time_pos_embed2.b, 0, emb));
     *emb_p = emb;
     emb = NULL;
 out:
@@ -306,40 +298,40 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     svp_status_t         status;
     int                  rdepth = svp_range_push("transformer");
 
-    UNET_TRY(unet_buf(fw, count, &a));
-    UNET_TRY(unet_buf(fw, count, &b));
-    UNET_TRY(unet_buf(fw, count, &hid));
-    UNET_TRY(unet_buf(fw, count, &mix));
+    SVP_TRY_OUT(unet_buf(fw, count, &a));
+    SVP_TRY_OUT(unet_buf(fw, count, &b));
+    SVP_TRY_OUT(unet_buf(fw, count, &hid));
+    SVP_TRY_OUT(unet_buf(fw, count, &mix));
 
     /* GroupNorm, [N, C, S] -> [N, S, C] tokens, proj_in (a Linear in SVD) */
-    UNET_TRY(svp_ops_group_norm(ops, &gn, x, tr->norm.g, tr->norm.b, a));
-    UNET_TRY(svp_ops_transpose(ops, n, c, s, 1, a, b));
-    UNET_TRY(svp_ops_linear(ops, n * s, c, c, b, tr->proj_in.w, tr->proj_in.b,
-                            0, hid));
-    UNET_TRY(unet_frame_embedding(fw, tr, &femb));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, tr->norm.g, tr->norm.b, a));
+    SVP_TRY_OUT(svp_ops_transpose(ops, n, c, s, 1, a, b));
+    SVP_TRY_OUT(svp_ops_linear(ops, n * s, c, c, b, tr->proj_in.w, tr->proj_in.b,
+                               0, hid));
+    SVP_TRY_OUT(unet_frame_embedding(fw, tr, &femb));
 
     for (l = 0; l < tr->layers; l++) {
         svp_range_push("spatial");
-        UNET_TRY(unet_spatial_block(fw, &tr->blocks[l], s, hid, a));
+        SVP_TRY_OUT(unet_spatial_block(fw, &tr->blocks[l], s, hid, a));
         svp_range_pop();
 
         /* temporal branch on hid + frame embedding, as [B, S, F, C] */
-        UNET_TRY(svp_ops_copy(ops, count, hid, b));
-        UNET_TRY(svp_ops_add_broadcast(ops, n, s, c, b, femb));
+        SVP_TRY_OUT(svp_ops_copy(ops, count, hid, b));
+        SVP_TRY_OUT(svp_ops_add_broadcast(ops, n, s, c, b, femb));
         svp_range_push("temporal");
-        UNET_TRY(svp_ops_transpose(ops, fw->batch, fw->frames, s, c, b, mix));
-        UNET_TRY(unet_temporal_block(fw, &tr->temporal_blocks[l], s, mix, a));
-        UNET_TRY(svp_ops_transpose(ops, fw->batch, s, fw->frames, c, mix, b));
+        SVP_TRY_OUT(svp_ops_transpose(ops, fw->batch, fw->frames, s, c, b, mix));
+        SVP_TRY_OUT(unet_temporal_block(fw, &tr->temporal_blocks[l], s, mix, a));
+        SVP_TRY_OUT(svp_ops_transpose(ops, fw->batch, s, fw->frames, c, mix, b));
         svp_range_pop();
 
-        UNET_TRY(svp_ops_blend(ops, count, tr->alpha, hid, b, hid));
+        SVP_TRY_OUT(svp_ops_blend(ops, count, tr->alpha, hid, b, hid));
     }
 
     /* proj_out, back to [N, C, S], plus the block input */
-    UNET_TRY(svp_ops_linear(ops, n * s, c, c, hid, tr->proj_out.w,
-                            tr->proj_out.b, 0, a));
-    UNET_TRY(svp_ops_transpose(ops, n, s, c, 1, a, b));
-    UNET_TRY(svp_ops_add(ops, count, b, x, b));
+    SVP_TRY_OUT(svp_ops_linear(ops, n * s, c, c, hid, tr->proj_out.w,
+                               tr->proj_out.b, 0, a));
+    SVP_TRY_OUT(svp_ops_transpose(ops, n, s, c, 1, a, b));
+    SVP_TRY_OUT(svp_ops_add(ops, count, b, x, b));
     *y_p = b;
     b = NULL;
 out:

@@ -10,6 +10,7 @@
 #define SVP_MODEL_UNET_INT_H
 
 #include "model/unet.h"
+#include "model/walker.h"
 #include "model/weights.h"
 
 /* w: a matrix weight, held in the ops handle's dtype (ops.h); b: fp32. */
@@ -98,25 +99,11 @@ struct svp_unet {
 };
 
 /*
- * The parameter walk.  unet_params_walk() visits every parameter of the
- * model in diffusers' naming, calling param() with the full name, the shape
- * diffusers gives it, and where to store the backend buffer (or the host
- * scalar, for mix factors).  Loading from a file and writing random weights
- * are two implementations of param().
+ * The parameter walk (model/walker.h): every parameter in diffusers'
+ * naming with the shape diffusers gives it.
  */
-typedef struct unet_walker unet_walker_t;
-struct unet_walker {
-    svp_status_t (*param)(unet_walker_t *wk, const char *name, int ndim,
-                          const int64_t *shape, float **buf_p);
-    /* the weight of a linear or convolution (svp_weights_load_matrix()) */
-    svp_status_t (*matrix)(unet_walker_t *wk, const char *name, int ndim,
-                           const int64_t *shape, void **buf_p);
-    /* mix factors: a host scalar */
-    svp_status_t (*scalar)(unet_walker_t *wk, const char *name, float *value_p);
-};
-
 /* Walks every parameter of unet (cfg filled in, structs zeroed). */
-svp_status_t unet_params_walk(struct svp_unet *unet, unet_walker_t *wk);
+svp_status_t unet_params_walk(struct svp_unet *unet, svp_model_walker_t *wk);
 
 /* Frees the block arrays allocated by the walk (not the weights). */
 void unet_params_free_tree(struct svp_unet *unet);

@@ -193,58 +193,7 @@ out:
 
 #define UNET_NAME_MAX 256
 
-/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
-static svp_status_t unet_vparam(unet_walker_t *wk, float **vec, void **mat,
-                                int ndim, const int64_t *shape, const char *fmt,
-                                va_list ap)
-{
-    char name[UNET_NAME_MAX];
-
-    vsnprintf(name, sizeof(name), fmt, ap);
-    return mat ? wk->matrix(wk, name, ndim, shape, mat)
-               : wk->param(wk, name, ndim, shape, vec);
-}
-
-static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
-                                const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t unet_param(unet_walker_t *wk, float **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = unet_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t unet_matrix(unet_walker_t *wk, void **buf_p, int ndim,
-                                const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = unet_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-#define UNET_TRY(_expr) \
-    do { \
-        svp_status_t _s = (_expr); \
-        if (_s != SVP_OK) { \
-            return _s; \
-        } \
-    } while (0)
-
-static svp_status_t unet_walk_linear(unet_walker_t *wk, unet_linear_t *l,
+static svp_status_t unet_walk_linear(svp_model_walker_t *wk, unet_linear_t *l,
                                      int in, int out, int bias,
                                      const char *prefix)
 {
@@ -252,15 +201,15 @@ static svp_status_t unet_walk_linear(unet_walker_t *wk, unet_linear_t *l,
 
     l->in  = in;
     l->out = out;
-    UNET_TRY(unet_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &l->w, 1.0f, 2, wshape, "%s.weight", prefix));
     if (bias) {
-        UNET_TRY(unet_param(wk, &l->b, 1, bshape, "%s.bias", prefix));
+        SVP_TRY(svp_model_walk_param(wk, &l->b, 1.0f, 1, bshape, "%s.bias", prefix));
     }
     return SVP_OK;
 }
 
 /* k x k conv (frames = 0) or the (3,1,1) temporal conv (frames = 1). */
-static svp_status_t unet_walk_conv(unet_walker_t *wk, unet_conv_t *c, int in,
+static svp_status_t unet_walk_conv(svp_model_walker_t *wk, unet_conv_t *c, int in,
                                    int out, int k, int frames,
                                    const char *prefix)
 {
@@ -273,37 +222,38 @@ static svp_status_t unet_walk_conv(unet_walker_t *wk, unet_conv_t *c, int in,
     c->in  = in;
     c->out = out;
     c->k   = k;
-    UNET_TRY(unet_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
-    UNET_TRY(unet_param(wk, &c->b, 1, bshape, "%s.bias", prefix));
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape,
+                                  "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix));
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_norm(unet_walker_t *wk, unet_norm_t *n, int c,
+static svp_status_t unet_walk_norm(svp_model_walker_t *wk, unet_norm_t *n, int c,
                                    float eps, const char *prefix)
 {
     int64_t shape[1] = { c };
 
     n->c   = c;
     n->eps = eps;
-    UNET_TRY(unet_param(wk, &n->g, 1, shape, "%s.weight", prefix));
-    UNET_TRY(unet_param(wk, &n->b, 1, shape, "%s.bias", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix));
+    SVP_TRY(svp_model_walk_param(wk, &n->b, 1.0f, 1, shape, "%s.bias", prefix));
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_mix(unet_walker_t *wk, float *alpha,
+static svp_status_t unet_walk_mix(svp_model_walker_t *wk, float *alpha,
                                   const char *prefix)
 {
     char  name[UNET_NAME_MAX];
     float mix;
 
     snprintf(name, sizeof(name), "%s.time_mixer.mix_factor", prefix);
-    UNET_TRY(wk->scalar(wk, name, &mix));
+    SVP_TRY(wk->scalar(wk, name, &mix));
     /* AlphaBlender "learned_with_images" with image_only_indicator = 0 */
     *alpha = 1.0f / (1.0f + expf(-mix));
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_st_resblock(unet_walker_t *wk, int temb,
+static svp_status_t unet_walk_st_resblock(svp_model_walker_t *wk, int temb,
                                           unet_st_resblock_t *rb, int in,
                                           int out, float eps,
                                           const char *prefix)
@@ -312,28 +262,28 @@ static svp_status_t unet_walk_st_resblock(unet_walker_t *wk, int temb,
     unet_resnet_t *s = &rb->spatial, *t = &rb->temporal;
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    UNET_TRY(unet_walk_norm(wk, &s->norm1, in, eps, P("spatial_res_block.norm1")));
-    UNET_TRY(unet_walk_conv(wk, &s->conv1, in, out, 3, 0, P("spatial_res_block.conv1")));
-    UNET_TRY(unet_walk_linear(wk, &s->time_emb_proj, temb, out, 1,
-                              P("spatial_res_block.time_emb_proj")));
-    UNET_TRY(unet_walk_norm(wk, &s->norm2, out, eps, P("spatial_res_block.norm2")));
-    UNET_TRY(unet_walk_conv(wk, &s->conv2, out, out, 3, 0, P("spatial_res_block.conv2")));
+    SVP_TRY(unet_walk_norm(wk, &s->norm1, in, eps, P("spatial_res_block.norm1")));
+    SVP_TRY(unet_walk_conv(wk, &s->conv1, in, out, 3, 0, P("spatial_res_block.conv1")));
+    SVP_TRY(unet_walk_linear(wk, &s->time_emb_proj, temb, out, 1,
+                             P("spatial_res_block.time_emb_proj")));
+    SVP_TRY(unet_walk_norm(wk, &s->norm2, out, eps, P("spatial_res_block.norm2")));
+    SVP_TRY(unet_walk_conv(wk, &s->conv2, out, out, 3, 0, P("spatial_res_block.conv2")));
     s->has_shortcut = (in != out);
     if (s->has_shortcut) {
-        UNET_TRY(unet_walk_conv(wk, &s->conv_shortcut, in, out, 1, 0,
-                                P("spatial_res_block.conv_shortcut")));
+        SVP_TRY(unet_walk_conv(wk, &s->conv_shortcut, in, out, 1, 0,
+                               P("spatial_res_block.conv_shortcut")));
     }
-    UNET_TRY(unet_walk_norm(wk, &t->norm1, out, eps, P("temporal_res_block.norm1")));
-    UNET_TRY(unet_walk_conv(wk, &t->conv1, out, out, 1, 1, P("temporal_res_block.conv1")));
-    UNET_TRY(unet_walk_linear(wk, &t->time_emb_proj, temb, out, 1,
-                              P("temporal_res_block.time_emb_proj")));
-    UNET_TRY(unet_walk_norm(wk, &t->norm2, out, eps, P("temporal_res_block.norm2")));
-    UNET_TRY(unet_walk_conv(wk, &t->conv2, out, out, 1, 1, P("temporal_res_block.conv2")));
+    SVP_TRY(unet_walk_norm(wk, &t->norm1, out, eps, P("temporal_res_block.norm1")));
+    SVP_TRY(unet_walk_conv(wk, &t->conv1, out, out, 1, 1, P("temporal_res_block.conv1")));
+    SVP_TRY(unet_walk_linear(wk, &t->time_emb_proj, temb, out, 1,
+                             P("temporal_res_block.time_emb_proj")));
+    SVP_TRY(unet_walk_norm(wk, &t->norm2, out, eps, P("temporal_res_block.norm2")));
+    SVP_TRY(unet_walk_conv(wk, &t->conv2, out, out, 1, 1, P("temporal_res_block.conv2")));
 #undef P
     return unet_walk_mix(wk, &rb->alpha, prefix);
 }
 
-static svp_status_t unet_walk_attention(unet_walker_t *wk, unet_attention_t *a,
+static svp_status_t unet_walk_attention(svp_model_walker_t *wk, unet_attention_t *a,
                                         int dim, int kv_dim, int heads,
                                         const char *prefix)
 {
@@ -343,23 +293,23 @@ static svp_status_t unet_walk_attention(unet_walker_t *wk, unet_attention_t *a,
     a->kv_dim = kv_dim;
     a->heads  = heads;
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    UNET_TRY(unet_walk_linear(wk, &a->to_q, dim, dim, 0, P("to_q")));
-    UNET_TRY(unet_walk_linear(wk, &a->to_k, kv_dim, dim, 0, P("to_k")));
-    UNET_TRY(unet_walk_linear(wk, &a->to_v, kv_dim, dim, 0, P("to_v")));
-    UNET_TRY(unet_walk_linear(wk, &a->to_out, dim, dim, 1, P("to_out.0")));
+    SVP_TRY(unet_walk_linear(wk, &a->to_q, dim, dim, 0, P("to_q")));
+    SVP_TRY(unet_walk_linear(wk, &a->to_k, kv_dim, dim, 0, P("to_k")));
+    SVP_TRY(unet_walk_linear(wk, &a->to_v, kv_dim, dim, 0, P("to_v")));
+    SVP_TRY(unet_walk_linear(wk, &a->to_out, dim, dim, 1, P("to_out.0")));
 #undef P
     return SVP_OK;
 }
 
-static svp_status_t unet_walk_ff(unet_walker_t *wk, unet_ff_t *ff, int dim,
+static svp_status_t unet_walk_ff(svp_model_walker_t *wk, unet_ff_t *ff, int dim,
                                  const char *prefix)
 {
     char p[UNET_NAME_MAX];
 
     ff->inner = 4 * dim;
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    UNET_TRY(unet_walk_linear(wk, &ff->proj, dim, 2 * ff->inner, 1, P("net.0.proj")));
-    UNET_TRY(unet_walk_linear(wk, &ff->out, ff->inner, dim, 1, P("net.2")));
+    SVP_TRY(unet_walk_linear(wk, &ff->proj, dim, 2 * ff->inner, 1, P("net.0.proj")));
+    SVP_TRY(unet_walk_linear(wk, &ff->out, ff->inner, dim, 1, P("net.2")));
 #undef P
     return SVP_OK;
 }
@@ -368,7 +318,7 @@ static svp_status_t unet_walk_ff(unet_walker_t *wk, unet_ff_t *ff, int dim,
  * Eps of the transformer's GroupNorm is 1e-6 and of every LayerNorm 1e-5
  * (golden README, norm_layers.json).
  */
-static svp_status_t unet_walk_transformer(unet_walker_t *wk,
+static svp_status_t unet_walk_transformer(svp_model_walker_t *wk,
                                           unet_transformer_t *tr, int c,
                                           int heads, int layers, int cross,
                                           const char *prefix)
@@ -385,31 +335,31 @@ static svp_status_t unet_walk_transformer(unet_walker_t *wk,
         return SVP_ERR_NO_MEMORY;
     }
 #define P(_fmt, ...) (snprintf(p, sizeof(p), "%s." _fmt, prefix, ## __VA_ARGS__), p)
-    UNET_TRY(unet_walk_norm(wk, &tr->norm, c, 1e-6f, P("norm")));
-    UNET_TRY(unet_walk_linear(wk, &tr->proj_in, c, c, 1, P("proj_in")));
+    SVP_TRY(unet_walk_norm(wk, &tr->norm, c, 1e-6f, P("norm")));
+    SVP_TRY(unet_walk_linear(wk, &tr->proj_in, c, c, 1, P("proj_in")));
     for (l = 0; l < layers; l++) {
         unet_spatial_block_t  *b = &tr->blocks[l];
         unet_temporal_block_t *t = &tr->temporal_blocks[l];
 
-        UNET_TRY(unet_walk_norm(wk, &b->norm1, c, 1e-5f, P("transformer_blocks.%d.norm1", l)));
-        UNET_TRY(unet_walk_attention(wk, &b->attn1, c, c, heads, P("transformer_blocks.%d.attn1", l)));
-        UNET_TRY(unet_walk_norm(wk, &b->norm2, c, 1e-5f, P("transformer_blocks.%d.norm2", l)));
-        UNET_TRY(unet_walk_attention(wk, &b->attn2, c, cross, heads, P("transformer_blocks.%d.attn2", l)));
-        UNET_TRY(unet_walk_norm(wk, &b->norm3, c, 1e-5f, P("transformer_blocks.%d.norm3", l)));
-        UNET_TRY(unet_walk_ff(wk, &b->ff, c, P("transformer_blocks.%d.ff", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm1, c, 1e-5f, P("transformer_blocks.%d.norm1", l)));
+        SVP_TRY(unet_walk_attention(wk, &b->attn1, c, c, heads, P("transformer_blocks.%d.attn1", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm2, c, 1e-5f, P("transformer_blocks.%d.norm2", l)));
+        SVP_TRY(unet_walk_attention(wk, &b->attn2, c, cross, heads, P("transformer_blocks.%d.attn2", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm3, c, 1e-5f, P("transformer_blocks.%d.norm3", l)));
+        SVP_TRY(unet_walk_ff(wk, &b->ff, c, P("transformer_blocks.%d.ff", l)));
 
-        UNET_TRY(unet_walk_norm(wk, &t->norm_in, c, 1e-5f, P("temporal_transformer_blocks.%d.norm_in", l)));
-        UNET_TRY(unet_walk_ff(wk, &t->ff_in, c, P("temporal_transformer_blocks.%d.ff_in", l)));
-        UNET_TRY(unet_walk_norm(wk, &t->norm1, c, 1e-5f, P("temporal_transformer_blocks.%d.norm1", l)));
-        UNET_TRY(unet_walk_attention(wk, &t->attn1, c, c, heads, P("temporal_transformer_blocks.%d.attn1", l)));
-        UNET_TRY(unet_walk_norm(wk, &t->norm2, c, 1e-5f, P("temporal_transformer_blocks.%d.norm2", l)));
-        UNET_TRY(unet_walk_attention(wk, &t->attn2, c, cross, heads, P("temporal_transformer_blocks.%d.attn2", l)));
-        UNET_TRY(unet_walk_norm(wk, &t->norm3, c, 1e-5f, P("temporal_transformer_blocks.%d.norm3", l)));
-        UNET_TRY(unet_walk_ff(wk, &t->ff, c, P("temporal_transformer_blocks.%d.ff", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm_in, c, 1e-5f, P("temporal_transformer_blocks.%d.norm_in", l)));
+        SVP_TRY(unet_walk_ff(wk, &t->ff_in, c, P("temporal_transformer_blocks.%d.ff_in", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm1, c, 1e-5f, P("temporal_transformer_blocks.%d.norm1", l)));
+        SVP_TRY(unet_walk_attention(wk, &t->attn1, c, c, heads, P("temporal_transformer_blocks.%d.attn1", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm2, c, 1e-5f, P("temporal_transformer_blocks.%d.norm2", l)));
+        SVP_TRY(unet_walk_attention(wk, &t->attn2, c, cross, heads, P("temporal_transformer_blocks.%d.attn2", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm3, c, 1e-5f, P("temporal_transformer_blocks.%d.norm3", l)));
+        SVP_TRY(unet_walk_ff(wk, &t->ff, c, P("temporal_transformer_blocks.%d.ff", l)));
     }
-    UNET_TRY(unet_walk_linear(wk, &tr->time_pos_embed1, c, 4 * c, 1, P("time_pos_embed.linear_1")));
-    UNET_TRY(unet_walk_linear(wk, &tr->time_pos_embed2, 4 * c, c, 1, P("time_pos_embed.linear_2")));
-    UNET_TRY(unet_walk_linear(wk, &tr->proj_out, c, c, 1, P("proj_out")));
+    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed1, c, 4 * c, 1, P("time_pos_embed.linear_1")));
+    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed2, 4 * c, c, 1, P("time_pos_embed.linear_2")));
+    SVP_TRY(unet_walk_linear(wk, &tr->proj_out, c, c, 1, P("proj_out")));
 #undef P
     return unet_walk_mix(wk, &tr->alpha, prefix);
 }
@@ -436,7 +386,7 @@ static svp_status_t unet_block_alloc(unet_block_t *blk, int n, int attn)
  * uniform"): 1e-6 in CrossAttnDown and in every up block, 1e-5 in Down and
  * mid.
  */
-svp_status_t unet_params_walk(struct svp_unet *u, unet_walker_t *wk)
+svp_status_t unet_params_walk(struct svp_unet *u, svp_model_walker_t *wk)
 {
     const svp_unet_config_t *cfg = &u->cfg;
     int                      L = cfg->levels, c0 = cfg->block_out[0];
@@ -444,12 +394,12 @@ svp_status_t unet_params_walk(struct svp_unet *u, unet_walker_t *wk)
     char                     p[UNET_NAME_MAX];
 
     u->temb_dim = temb;
-    UNET_TRY(unet_walk_conv(wk, &u->conv_in, cfg->in_channels, c0, 3, 0, "conv_in"));
-    UNET_TRY(unet_walk_linear(wk, &u->time_linear1, c0, temb, 1, "time_embedding.linear_1"));
-    UNET_TRY(unet_walk_linear(wk, &u->time_linear2, temb, temb, 1, "time_embedding.linear_2"));
-    UNET_TRY(unet_walk_linear(wk, &u->add_linear1, cfg->projection_dim, temb, 1,
-                              "add_embedding.linear_1"));
-    UNET_TRY(unet_walk_linear(wk, &u->add_linear2, temb, temb, 1, "add_embedding.linear_2"));
+    SVP_TRY(unet_walk_conv(wk, &u->conv_in, cfg->in_channels, c0, 3, 0, "conv_in"));
+    SVP_TRY(unet_walk_linear(wk, &u->time_linear1, c0, temb, 1, "time_embedding.linear_1"));
+    SVP_TRY(unet_walk_linear(wk, &u->time_linear2, temb, temb, 1, "time_embedding.linear_2"));
+    SVP_TRY(unet_walk_linear(wk, &u->add_linear1, cfg->projection_dim, temb, 1,
+                             "add_embedding.linear_1"));
+    SVP_TRY(unet_walk_linear(wk, &u->add_linear2, temb, temb, 1, "add_embedding.linear_2"));
 
     for (i = 0; i < L; i++) {
         unet_block_t *blk = &u->down[i];
@@ -457,33 +407,33 @@ svp_status_t unet_params_walk(struct svp_unet *u, unet_walker_t *wk)
         int           in  = (i == 0) ? c0 : cfg->block_out[i - 1];
         float         eps = cfg->down_cross_attn[i] ? 1e-6f : 1e-5f;
 
-        UNET_TRY(unet_block_alloc(blk, cfg->layers[i], cfg->down_cross_attn[i]));
+        SVP_TRY(unet_block_alloc(blk, cfg->layers[i], cfg->down_cross_attn[i]));
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "down_blocks.%d.resnets.%d", i, j);
-            UNET_TRY(unet_walk_st_resblock(wk, temb, &blk->resnets[j],
-                                           j == 0 ? in : out, out, eps, p));
+            SVP_TRY(unet_walk_st_resblock(wk, temb, &blk->resnets[j],
+                                          j == 0 ? in : out, out, eps, p));
             if (blk->attentions) {
                 snprintf(p, sizeof(p), "down_blocks.%d.attentions.%d", i, j);
-                UNET_TRY(unet_walk_transformer(wk, &blk->attentions[j], out,
-                                               cfg->heads[i],
-                                               cfg->transformer_layers[i],
-                                               cfg->cross_dim[i], p));
+                SVP_TRY(unet_walk_transformer(wk, &blk->attentions[j], out,
+                                              cfg->heads[i],
+                                              cfg->transformer_layers[i],
+                                              cfg->cross_dim[i], p));
             }
         }
         blk->has_sampler = (i < L - 1);
         if (blk->has_sampler) {
             snprintf(p, sizeof(p), "down_blocks.%d.downsamplers.0.conv", i);
-            UNET_TRY(unet_walk_conv(wk, &blk->sampler, out, out, 3, 0, p));
+            SVP_TRY(unet_walk_conv(wk, &blk->sampler, out, out, 3, 0, p));
         }
     }
 
-    UNET_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[0], cfg->block_out[L - 1],
-                                   cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.0"));
-    UNET_TRY(unet_walk_transformer(wk, &u->mid_attention, cfg->block_out[L - 1],
-                                   cfg->heads[L - 1], cfg->transformer_layers[L - 1],
-                                   cfg->cross_dim[L - 1], "mid_block.attentions.0"));
-    UNET_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[1], cfg->block_out[L - 1],
-                                   cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.1"));
+    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[0], cfg->block_out[L - 1],
+                                  cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.0"));
+    SVP_TRY(unet_walk_transformer(wk, &u->mid_attention, cfg->block_out[L - 1],
+                                  cfg->heads[L - 1], cfg->transformer_layers[L - 1],
+                                  cfg->cross_dim[L - 1], "mid_block.attentions.0"));
+    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[1], cfg->block_out[L - 1],
+                                  cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.1"));
 
     for (i = 0; i < L; i++) {
         unet_block_t *blk  = &u->up[i];
@@ -492,30 +442,30 @@ svp_status_t unet_params_walk(struct svp_unet *u, unet_walker_t *wk)
         int           prev = (i == 0) ? cfg->block_out[L - 1] : cfg->block_out[rev + 1];
         int           in   = cfg->block_out[rev > 0 ? rev - 1 : 0];
 
-        UNET_TRY(unet_block_alloc(blk, cfg->layers[rev] + 1, cfg->up_cross_attn[i]));
+        SVP_TRY(unet_block_alloc(blk, cfg->layers[rev] + 1, cfg->up_cross_attn[i]));
         for (j = 0; j < blk->n_resnets; j++) {
             int skip = (j == blk->n_resnets - 1) ? in : out;
             snprintf(p, sizeof(p), "up_blocks.%d.resnets.%d", i, j);
-            UNET_TRY(unet_walk_st_resblock(wk, temb, &blk->resnets[j],
-                                           (j == 0 ? prev : out) + skip, out,
-                                           1e-6f, p));
+            SVP_TRY(unet_walk_st_resblock(wk, temb, &blk->resnets[j],
+                                          (j == 0 ? prev : out) + skip, out,
+                                          1e-6f, p));
             if (blk->attentions) {
                 snprintf(p, sizeof(p), "up_blocks.%d.attentions.%d", i, j);
-                UNET_TRY(unet_walk_transformer(wk, &blk->attentions[j], out,
-                                               cfg->heads[rev],
-                                               cfg->transformer_layers[rev],
-                                               cfg->cross_dim[rev], p));
+                SVP_TRY(unet_walk_transformer(wk, &blk->attentions[j], out,
+                                              cfg->heads[rev],
+                                              cfg->transformer_layers[rev],
+                                              cfg->cross_dim[rev], p));
             }
         }
         blk->has_sampler = (i < L - 1);
         if (blk->has_sampler) {
             snprintf(p, sizeof(p), "up_blocks.%d.upsamplers.0.conv", i);
-            UNET_TRY(unet_walk_conv(wk, &blk->sampler, out, out, 3, 0, p));
+            SVP_TRY(unet_walk_conv(wk, &blk->sampler, out, out, 3, 0, p));
         }
     }
 
-    UNET_TRY(unet_walk_norm(wk, &u->conv_norm_out, c0, 1e-5f, "conv_norm_out"));
-    UNET_TRY(unet_walk_conv(wk, &u->conv_out, c0, cfg->out_channels, 3, 0, "conv_out"));
+    SVP_TRY(unet_walk_norm(wk, &u->conv_norm_out, c0, 1e-5f, "conv_norm_out"));
+    SVP_TRY(unet_walk_conv(wk, &u->conv_out, c0, cfg->out_channels, 3, 0, "conv_out"));
     return SVP_OK;
 }
 

@@ -13,34 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Weights stay NULL: no op of the dry backend reads them. */
-static svp_status_t unet_plan_param(unet_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    float **buf_p)
-{
-    return SVP_OK;
-}
-
-static svp_status_t unet_plan_matrix(unet_walker_t *wk, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     void **buf_p)
-{
-    return SVP_OK;
-}
-
-static svp_status_t unet_plan_scalar(unet_walker_t *wk, const char *name,
-                                     float *value_p)
-{
-    *value_p = 0.0f;
-    return SVP_OK;
-}
-
 svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
                                  int frames, int h, int w, int seq,
                                  size_t *bytes_p)
 {
-    unet_walker_t       wk = { unet_plan_param, unet_plan_matrix,
-                               unet_plan_scalar };
+    svp_model_walker_t  wk;
     svp_ops_params_t    params = { .backend = "dry", .threads = 1 };
     svp_ops_mem_stats_t mem;
     struct svp_unet    *u;
@@ -69,6 +46,7 @@ svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
+    svp_model_dry_walker_init(&wk);
     status = unet_params_walk(u, &wk);
     if (status != SVP_OK) {
         goto out;

@@ -21,14 +21,6 @@
 
 #define VAE_NAME_MAX 256
 
-#define VAE_TRY(_expr) \
-    do { \
-        svp_status_t _s = (_expr); \
-        if (_s != SVP_OK) { \
-            return _s; \
-        } \
-    } while (0)
-
 /* ---- config.json ---- */
 
 svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
@@ -115,62 +107,19 @@ out:
 
 /* ---- the parameter walk ---- */
 
-/* A vector (vec) or a matrix weight (mat) named by fmt and ap. */
-static svp_status_t vae_vparam(vae_walker_t *wk, float **vec, void **mat,
-                               int ndim, const int64_t *shape, const char *fmt,
-                               va_list ap)
-{
-    char name[VAE_NAME_MAX];
-
-    vsnprintf(name, sizeof(name), fmt, ap);
-    return mat ? wk->matrix(wk, name, ndim, shape, mat)
-               : wk->param(wk, name, ndim, shape, vec);
-}
-
-static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
-                              const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static svp_status_t vae_param(vae_walker_t *wk, float **buf_p, int ndim,
-                              const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = vae_vparam(wk, buf_p, NULL, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t vae_matrix(vae_walker_t *wk, void **buf_p, int ndim,
-                               const int64_t *shape, const char *fmt, ...)
-{
-    va_list      ap;
-    svp_status_t status;
-
-    va_start(ap, fmt);
-    status = vae_vparam(wk, NULL, buf_p, ndim, shape, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static svp_status_t vae_walk_linear(vae_walker_t *wk, vae_linear_t *l, int in,
+static svp_status_t vae_walk_linear(svp_model_walker_t *wk, vae_linear_t *l, int in,
                                     int out, const char *prefix)
 {
     int64_t wshape[2] = { out, in }, bshape[1] = { out };
 
     l->in  = in;
     l->out = out;
-    VAE_TRY(vae_matrix(wk, &l->w, 2, wshape, "%s.weight", prefix));
-    return vae_param(wk, &l->b, 1, bshape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_matrix(wk, &l->w, 1.0f, 2, wshape, "%s.weight", prefix));
+    return svp_model_walk_param(wk, &l->b, 1.0f, 1, bshape, "%s.bias", prefix);
 }
 
 /* k x k conv, or the (3,1,1) conv over frames when frames is set. */
-static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
+static svp_status_t vae_walk_conv(svp_model_walker_t *wk, vae_conv_t *c, int in,
                                   int out, int k, int frames,
                                   const char *prefix)
 {
@@ -182,19 +131,20 @@ static svp_status_t vae_walk_conv(vae_walker_t *wk, vae_conv_t *c, int in,
     }
     c->in  = in;
     c->out = out;
-    VAE_TRY(vae_matrix(wk, &c->w, frames ? 5 : 4, wshape, "%s.weight", prefix));
-    return vae_param(wk, &c->b, 1, bshape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_matrix(wk, &c->w, 1.0f, frames ? 5 : 4, wshape,
+                                  "%s.weight", prefix));
+    return svp_model_walk_param(wk, &c->b, 1.0f, 1, bshape, "%s.bias", prefix);
 }
 
-static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
+static svp_status_t vae_walk_norm(svp_model_walker_t *wk, vae_norm_t *n, int c,
                                   float eps, const char *prefix)
 {
     int64_t shape[1] = { c };
 
     n->c   = c;
     n->eps = eps;
-    VAE_TRY(vae_param(wk, &n->g, 1, shape, "%s.weight", prefix));
-    return vae_param(wk, &n->b, 1, shape, "%s.bias", prefix);
+    SVP_TRY(svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix));
+    return svp_model_walk_param(wk, &n->b, 1.0f, 1, shape, "%s.bias", prefix);
 }
 
 /*
@@ -202,20 +152,20 @@ static svp_status_t vae_walk_norm(vae_walker_t *wk, vae_norm_t *n, int c,
  * shortcut: its channel count never changes).  eps: golden README,
  * norm_layers.json of vae_tiny.
  */
-static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
+static svp_status_t vae_walk_resnet(svp_model_walker_t *wk, vae_resnet_t *r, int in,
                                     int out, int temporal, float eps,
                                     const char *prefix)
 {
     char p[VAE_NAME_MAX];
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_norm(wk, &r->norm1, in, eps, P("norm1")));
-    VAE_TRY(vae_walk_conv(wk, &r->conv1, in, out, 3, temporal, P("conv1")));
-    VAE_TRY(vae_walk_norm(wk, &r->norm2, out, eps, P("norm2")));
-    VAE_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
+    SVP_TRY(vae_walk_norm(wk, &r->norm1, in, eps, P("norm1")));
+    SVP_TRY(vae_walk_conv(wk, &r->conv1, in, out, 3, temporal, P("conv1")));
+    SVP_TRY(vae_walk_norm(wk, &r->norm2, out, eps, P("norm2")));
+    SVP_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
     r->has_shortcut = (in != out);
     if (r->has_shortcut) {
-        VAE_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
+        SVP_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
                               P("conv_shortcut")));
     }
 #undef P
@@ -223,7 +173,7 @@ static svp_status_t vae_walk_resnet(vae_walker_t *wk, vae_resnet_t *r, int in,
 }
 
 /* Spatial eps 1e-6, temporal eps 1e-5 (golden README, VAE decoder). */
-static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
+static svp_status_t vae_walk_st_resblock(svp_model_walker_t *wk,
                                          vae_st_resblock_t *rb, int in,
                                          int out, const char *prefix)
 {
@@ -231,11 +181,11 @@ static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
     float mix, temporal_weight;
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_resnet(wk, &rb->spatial, in, out, 0, 1e-6f,
+    SVP_TRY(vae_walk_resnet(wk, &rb->spatial, in, out, 0, 1e-6f,
                             P("spatial_res_block")));
-    VAE_TRY(vae_walk_resnet(wk, &rb->temporal, out, out, 1, 1e-5f,
+    SVP_TRY(vae_walk_resnet(wk, &rb->temporal, out, out, 1, 1e-5f,
                             P("temporal_res_block")));
-    VAE_TRY(wk->scalar(wk, P("time_mixer.mix_factor"), &mix));
+    SVP_TRY(wk->scalar(wk, P("time_mixer.mix_factor"), &mix));
 #undef P
     /*
      * switch_spatial_to_temporal_mix: torch computes alpha = 1 - sigmoid(m)
@@ -247,30 +197,30 @@ static svp_status_t vae_walk_st_resblock(vae_walker_t *wk,
     return SVP_OK;
 }
 
-static svp_status_t vae_walk_attention(vae_walker_t *wk, vae_attention_t *a,
+static svp_status_t vae_walk_attention(svp_model_walker_t *wk, vae_attention_t *a,
                                        int c, const char *prefix)
 {
     char p[VAE_NAME_MAX];
 
     a->c = c;
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
-    VAE_TRY(vae_walk_norm(wk, &a->group_norm, c, 1e-6f, P("group_norm")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_q, c, c, P("to_q")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_k, c, c, P("to_k")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_v, c, c, P("to_v")));
-    VAE_TRY(vae_walk_linear(wk, &a->to_out, c, c, P("to_out.0")));
+    SVP_TRY(vae_walk_norm(wk, &a->group_norm, c, 1e-6f, P("group_norm")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_q, c, c, P("to_q")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_k, c, c, P("to_k")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_v, c, c, P("to_v")));
+    SVP_TRY(vae_walk_linear(wk, &a->to_out, c, c, P("to_out.0")));
 #undef P
     return SVP_OK;
 }
 
-static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
+static svp_status_t vae_walk_encoder(struct svp_vae *v, svp_model_walker_t *wk)
 {
     const svp_vae_config_t *cfg = &v->cfg;
     int                     L = cfg->levels, top = cfg->block_out[L - 1];
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
                           cfg->block_out[0], 3, 0, "encoder.conv_in"));
     for (i = 0; i < L; i++) {
         vae_down_block_t *blk = &v->down[i];
@@ -284,39 +234,39 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, vae_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, j);
-            VAE_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
+            SVP_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
                                     out, 0, 1e-6f, p));
         }
         blk->has_downsampler = (i < L - 1);
         if (blk->has_downsampler) {
             snprintf(p, sizeof(p), "encoder.down_blocks.%d.downsamplers.0.conv", i);
-            VAE_TRY(vae_walk_conv(wk, &blk->downsampler, out, out, 3, 0, p));
+            SVP_TRY(vae_walk_conv(wk, &blk->downsampler, out, out, 3, 0, p));
         }
     }
     /* UNetMidBlock2D with one layer: resnet, attention, resnet */
-    VAE_TRY(vae_walk_attention(wk, &v->enc_mid_attention, top,
+    SVP_TRY(vae_walk_attention(wk, &v->enc_mid_attention, top,
                                "encoder.mid_block.attentions.0"));
     for (j = 0; j < 2; j++) {
         snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", j);
-        VAE_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
+        SVP_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
                                 1e-6f, p));
     }
-    VAE_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
+    SVP_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
                           "encoder.conv_norm_out"));
-    VAE_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
                           3, 0, "encoder.conv_out"));
     return vae_walk_conv(wk, &v->quant_conv, 2 * cfg->latent_channels,
                          2 * cfg->latent_channels, 1, 0, "quant_conv");
 }
 
-static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
+static svp_status_t vae_walk_decoder(struct svp_vae *v, svp_model_walker_t *wk)
 {
     const svp_vae_config_t *cfg = &v->cfg;
     int                     L = cfg->levels, top = cfg->block_out[L - 1];
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
                           0, "decoder.conv_in"));
 
     v->n_dec_mid_resnets = cfg->layers;
@@ -326,9 +276,9 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
     }
     for (j = 0; j < cfg->layers; j++) {
         snprintf(p, sizeof(p), "decoder.mid_block.resnets.%d", j);
-        VAE_TRY(vae_walk_st_resblock(wk, &v->dec_mid_resnets[j], top, top, p));
+        SVP_TRY(vae_walk_st_resblock(wk, &v->dec_mid_resnets[j], top, top, p));
     }
-    VAE_TRY(vae_walk_attention(wk, &v->dec_mid_attention, top,
+    SVP_TRY(vae_walk_attention(wk, &v->dec_mid_attention, top,
                                "decoder.mid_block.attentions.0"));
 
     for (i = 0; i < L; i++) {
@@ -343,26 +293,26 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, vae_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d", i, j);
-            VAE_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
+            SVP_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
                                          j == 0 ? in : out, out, p));
         }
         blk->has_upsampler = (i < L - 1);
         if (blk->has_upsampler) {
             snprintf(p, sizeof(p), "decoder.up_blocks.%d.upsamplers.0.conv", i);
-            VAE_TRY(vae_walk_conv(wk, &blk->upsampler, out, out, 3, 0, p));
+            SVP_TRY(vae_walk_conv(wk, &blk->upsampler, out, out, 3, 0, p));
         }
     }
-    VAE_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
+    SVP_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
                           "decoder.conv_norm_out"));
-    VAE_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
                           cfg->out_channels, 3, 0, "decoder.conv_out"));
     return vae_walk_conv(wk, &v->time_conv_out, cfg->out_channels,
                          cfg->out_channels, 3, 1, "decoder.time_conv_out");
 }
 
-svp_status_t vae_params_walk(struct svp_vae *v, vae_walker_t *wk)
+svp_status_t vae_params_walk(struct svp_vae *v, svp_model_walker_t *wk)
 {
-    VAE_TRY(vae_walk_encoder(v, wk));
+    SVP_TRY(vae_walk_encoder(v, wk));
     return vae_walk_decoder(v, wk);
 }
 
@@ -382,37 +332,6 @@ void vae_params_free_tree(struct svp_vae *v)
 
 /* ---- loading ---- */
 
-/*
- * The walker of svp_vae_create() and (with the loader in check mode)
- * svp_vae_check_weights().
- */
-typedef struct {
-    vae_walker_t  base;
-    svp_weights_t w;
-} vae_file_walker_t;
-
-static svp_status_t vae_file_param(vae_walker_t *wk, const char *name,
-                                   int ndim, const int64_t *shape,
-                                   float **buf_p)
-{
-    return svp_weights_load(&((vae_file_walker_t *)wk)->w, name, ndim, shape,
-                            1.0f, buf_p);
-}
-
-static svp_status_t vae_file_matrix(vae_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    void **buf_p)
-{
-    return svp_weights_load_matrix(&((vae_file_walker_t *)wk)->w, name, ndim,
-                                   shape, 1.0f, buf_p);
-}
-
-static svp_status_t vae_file_scalar(vae_walker_t *wk, const char *name,
-                                    float *value_p)
-{
-    return svp_weights_scalar(&((vae_file_walker_t *)wk)->w, name, value_p);
-}
-
 static const char *vae_weights_file(const svp_vae_params_t *params)
 {
     return params ? params->weights_file : NULL;
@@ -428,11 +347,10 @@ static void vae_free(struct svp_vae *v)
 svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
                             const svp_vae_params_t *params, svp_vae_h *vae_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
-                                                   vae_file_scalar } };
-    struct svp_vae   *v;
-    char              path[4096];
-    svp_status_t      status;
+    svp_model_file_walker_t fwk;
+    struct svp_vae         *v;
+    char                    path[4096];
+    svp_status_t            status;
 
     v = calloc(1, sizeof(*v));
     if (v == NULL) {
@@ -448,6 +366,7 @@ svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
     if (status != SVP_OK) {
         goto err_free_vae;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, vae_weights_file(params),
                               "diffusion_pytorch_model", ops, &v->weights,
                               &fwk.w);
@@ -476,11 +395,10 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
                                    const svp_vae_params_t *params,
                                    int *mapped_p)
 {
-    vae_file_walker_t fwk = { .base = { vae_file_param, vae_file_matrix,
-                                                   vae_file_scalar } };
-    struct svp_vae    v;
-    char              path[4096];
-    svp_status_t      status;
+    svp_model_file_walker_t fwk;
+    struct svp_vae          v;
+    char                    path[4096];
+    svp_status_t            status;
 
     memset(&v, 0, sizeof(v));
     snprintf(path, sizeof(path), "%s/config.json", model_dir);
@@ -488,6 +406,7 @@ svp_status_t svp_vae_check_weights(const char *model_dir,
     if (status != SVP_OK) {
         return status;
     }
+    svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, vae_weights_file(params),
                               "diffusion_pytorch_model", NULL, NULL, &fwk.w);
     if (status != SVP_OK) {

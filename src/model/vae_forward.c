@@ -18,14 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#define VAE_TRY(_expr) \
-    do { \
-        status = (_expr); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-    } while (0)
-
 /* torch's clamp of the posterior's logvar (DiagonalGaussianDistribution) */
 #define VAE_LOGVAR_MIN -30.0f
 #define VAE_LOGVAR_MAX  20.0f
@@ -117,30 +109,30 @@ static svp_status_t vae_resnet_forward(svp_vae_h v, const vae_resnet_t *rn,
     float               *a = NULL, *b = NULL;
     svp_status_t         status;
 
-    VAE_TRY(vae_buf(v, (int64_t)n * SVP_MAX(cin, cout) * hw, &a));
-    VAE_TRY(vae_buf(v, (int64_t)n * cout * hw, &b));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * SVP_MAX(cin, cout) * hw, &a));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * cout * hw, &b));
 
     gn.c = cin; gn.eps = rn->norm1.eps;
-    VAE_TRY(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
     if (frames) {
-        VAE_TRY(svp_ops_conv_frames(ops, 1, frames, cin, cout, hw, a,
-                                    rn->conv1.w, rn->conv1.b, b));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, 1, frames, cin, cout, hw, a,
+                                        rn->conv1.w, rn->conv1.b, b));
     } else {
-        VAE_TRY(vae_conv(v, &rn->conv1, 3, n, h, w, a, b));
+        SVP_TRY_OUT(vae_conv(v, &rn->conv1, 3, n, h, w, a, b));
     }
     gn.c = cout; gn.eps = rn->norm2.eps;
-    VAE_TRY(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
     if (frames) {
-        VAE_TRY(svp_ops_conv_frames(ops, 1, frames, cout, cout, hw, b,
-                                    rn->conv2.w, rn->conv2.b, a));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, 1, frames, cout, cout, hw, b,
+                                        rn->conv2.w, rn->conv2.b, a));
     } else {
-        VAE_TRY(vae_conv(v, &rn->conv2, 3, n, h, w, b, a));
+        SVP_TRY_OUT(vae_conv(v, &rn->conv2, 3, n, h, w, b, a));
     }
     if (rn->has_shortcut) {
-        VAE_TRY(vae_conv(v, &rn->conv_shortcut, 1, n, h, w, x, b));
+        SVP_TRY_OUT(vae_conv(v, &rn->conv_shortcut, 1, n, h, w, x, b));
         x = b;
     }
-    VAE_TRY(svp_ops_add(ops, (int64_t)n * cout * hw, x, a, a));
+    SVP_TRY_OUT(svp_ops_add(ops, (int64_t)n * cout * hw, x, a, a));
     *y_p = a;
     a = NULL;
 out:
@@ -163,18 +155,18 @@ static svp_status_t vae_st_resblock_forward(svp_vae_h v,
     float       *s = NULL, *t = NULL;
     svp_status_t status;
 
-    VAE_TRY(vae_resnet_forward(v, &rb->spatial, 0, n, h, w, x, &s));
+    SVP_TRY_OUT(vae_resnet_forward(v, &rb->spatial, 0, n, h, w, x, &s));
     if (v->capture_cb) {
         snprintf(cap, sizeof(cap), "%s.spatial_res_block", name);
         vae_capture(v, cap, s, n, c, h, w, 0);
     }
-    VAE_TRY(vae_resnet_forward(v, &rb->temporal, n, n, h, w, s, &t));
+    SVP_TRY_OUT(vae_resnet_forward(v, &rb->temporal, n, n, h, w, s, &t));
     if (v->capture_cb) {
         snprintf(cap, sizeof(cap), "%s.temporal_res_block", name);
         vae_capture(v, cap, t, n, c, h, w, 1);
     }
-    VAE_TRY(svp_ops_blend(v->ops, (int64_t)n * c * h * w, rb->spatial_weight,
-                          s, t, t));
+    SVP_TRY_OUT(svp_ops_blend(v->ops, (int64_t)n * c * h * w, rb->spatial_weight,
+                              s, t, t));
     vae_capture(v, name, t, n, c, h, w, 0);
     *y_p = t;
     t = NULL;
@@ -207,24 +199,24 @@ static svp_status_t vae_attention_forward(svp_vae_h v,
     float               *val = NULL;
     svp_status_t         status;
 
-    VAE_TRY(vae_buf(v, rows * c, &a));
-    VAE_TRY(vae_buf(v, rows * c, &tok));
-    VAE_TRY(vae_buf(v, rows * c, &q));
-    VAE_TRY(vae_buf(v, rows * c, &k));
-    VAE_TRY(vae_buf(v, rows * c, &val));
+    SVP_TRY_OUT(vae_buf(v, rows * c, &a));
+    SVP_TRY_OUT(vae_buf(v, rows * c, &tok));
+    SVP_TRY_OUT(vae_buf(v, rows * c, &q));
+    SVP_TRY_OUT(vae_buf(v, rows * c, &k));
+    SVP_TRY_OUT(vae_buf(v, rows * c, &val));
 
-    VAE_TRY(svp_ops_group_norm(ops, &gn, x, at->group_norm.g,
-                               at->group_norm.b, a));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, at->group_norm.g,
+                                   at->group_norm.b, a));
     /* [n, c, hw] -> tokens [n, hw, c] */
-    VAE_TRY(svp_ops_transpose(ops, n, c, hw, 1, a, tok));
-    VAE_TRY(svp_ops_linear(ops, rows, c, c, tok, at->to_q.w, at->to_q.b, 0, q));
-    VAE_TRY(svp_ops_linear(ops, rows, c, c, tok, at->to_k.w, at->to_k.b, 0, k));
-    VAE_TRY(svp_ops_linear(ops, rows, c, c, tok, at->to_v.w, at->to_v.b, 0, val));
-    VAE_TRY(svp_ops_attention(ops, &p, q, k, val, q));
-    VAE_TRY(svp_ops_linear(ops, rows, c, c, q, at->to_out.w, at->to_out.b, 0,
-                           tok));
-    VAE_TRY(svp_ops_transpose(ops, n, hw, c, 1, tok, a));
-    VAE_TRY(svp_ops_add(ops, rows * c, a, x, a));
+    SVP_TRY_OUT(svp_ops_transpose(ops, n, c, hw, 1, a, tok));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_q.w, at->to_q.b, 0, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_k.w, at->to_k.b, 0, k));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_v.w, at->to_v.b, 0, val));
+    SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, val, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, q, at->to_out.w, at->to_out.b, 0,
+                               tok));
+    SVP_TRY_OUT(svp_ops_transpose(ops, n, hw, c, 1, tok, a));
+    SVP_TRY_OUT(svp_ops_add(ops, rows * c, a, x, a));
     *y_p = a;
     a = NULL;
 out:
@@ -262,16 +254,16 @@ static svp_status_t vae_downsample(svp_vae_h v, const vae_conv_t *cv, int n,
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
-    VAE_TRY(vae_buf(v, nzero, &zeros));
-    VAE_TRY(svp_ops_upload(ops, zeros, host, nzero));
-    VAE_TRY(vae_buf(v, planes * h * (w + 1), &padw));
-    VAE_TRY(vae_buf(v, planes * (h + 1) * (w + 1), &padded));
-    VAE_TRY(svp_ops_concat(ops, planes * h, w, 1, 1, x, zeros, padw));
-    VAE_TRY(svp_ops_concat(ops, planes, h, 1, w + 1, padw, zeros, padded));
+    SVP_TRY_OUT(vae_buf(v, nzero, &zeros));
+    SVP_TRY_OUT(svp_ops_upload(ops, zeros, host, nzero));
+    SVP_TRY_OUT(vae_buf(v, planes * h * (w + 1), &padw));
+    SVP_TRY_OUT(vae_buf(v, planes * (h + 1) * (w + 1), &padded));
+    SVP_TRY_OUT(svp_ops_concat(ops, planes * h, w, 1, 1, x, zeros, padw));
+    SVP_TRY_OUT(svp_ops_concat(ops, planes, h, 1, w + 1, padw, zeros, padded));
 
-    VAE_TRY(vae_buf(v, (int64_t)n * cv->out * svp_ops_conv2d_out_h(&p) *
-                       svp_ops_conv2d_out_w(&p), &y));
-    VAE_TRY(svp_ops_conv2d(ops, &p, padded, cv->w, cv->b, y));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->out * svp_ops_conv2d_out_h(&p) *
+                           svp_ops_conv2d_out_w(&p), &y));
+    SVP_TRY_OUT(svp_ops_conv2d(ops, &p, padded, cv->w, cv->b, y));
     *ho_p = svp_ops_conv2d_out_h(&p);
     *wo_p = svp_ops_conv2d_out_w(&p);
     *y_p  = y;
@@ -292,11 +284,11 @@ static svp_status_t vae_upsample(svp_vae_h v, const vae_conv_t *cv, int n,
     float       *u = NULL, *y = NULL;
     svp_status_t status;
 
-    VAE_TRY(vae_buf(v, (int64_t)n * cv->in * 4 * h * w, &u));
-    VAE_TRY(vae_buf(v, (int64_t)n * cv->out * 4 * h * w, &y));
-    VAE_TRY(svp_ops_upsample_nearest(v->ops, n, cv->in, h, w, 2 * h, 2 * w, x,
-                                     u));
-    VAE_TRY(vae_conv(v, cv, 3, n, 2 * h, 2 * w, u, y));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->in * 4 * h * w, &u));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->out * 4 * h * w, &y));
+    SVP_TRY_OUT(svp_ops_upsample_nearest(v->ops, n, cv->in, h, w, 2 * h, 2 * w, x,
+                                         u));
+    SVP_TRY_OUT(vae_conv(v, cv, 3, n, 2 * h, 2 * w, u, y));
     *y_p = y;
     y = NULL;
 out:
@@ -345,16 +337,16 @@ static svp_status_t vae_posterior(svp_vae_h v, int n, int64_t hw,
             lv[k * half + i] = fminf(fmaxf(m[half + i], VAE_LOGVAR_MIN),
                                      VAE_LOGVAR_MAX);
         }
-        VAE_TRY(svp_ops_upload(v->ops, mean + k * half, m, half));
+        SVP_TRY_OUT(svp_ops_upload(v->ops, mean + k * half, m, half));
     }
     if (logvar != NULL) {
-        VAE_TRY(svp_ops_upload(v->ops, logvar, lv, (size_t)n * half));
+        SVP_TRY_OUT(svp_ops_upload(v->ops, logvar, lv, (size_t)n * half));
     }
     if (std != NULL) {
         for (i = 0; i < n * half; i++) {
             lv[i] = expf(0.5f * lv[i]);
         }
-        VAE_TRY(svp_ops_upload(v->ops, std, lv, (size_t)n * half));
+        SVP_TRY_OUT(svp_ops_upload(v->ops, std, lv, (size_t)n * half));
     }
 out:
     free(host);
@@ -384,47 +376,47 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
     pass[0] = (int64_t)(intptr_t)v; pass[1] = n; pass[2] = h; pass[3] = w;
     svp_ops_pass_begin(ops, "vae encode", 4, pass);
     rdepth = svp_range_push("vae encode n%d %dx%d", n, h, w);
-    VAE_TRY(vae_buf(v, (int64_t)n * c * h * w, &x));
-    VAE_TRY(vae_conv(v, &v->enc_conv_in, 3, n, h, w, image, x));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * c * h * w, &x));
+    SVP_TRY_OUT(vae_conv(v, &v->enc_conv_in, 3, n, h, w, image, x));
     vae_capture(v, "out.encoder.conv_in", x, n, c, h, w, 0);
 
     for (i = 0; i < L; i++) {
         const vae_down_block_t *blk = &v->down[i];
 
         for (j = 0; j < blk->n_resnets; j++) {
-            VAE_TRY(vae_resnet_forward(v, &blk->resnets[j], 0, n, h, w, x, &y));
+            SVP_TRY_OUT(vae_resnet_forward(v, &blk->resnets[j], 0, n, h, w, x, &y));
             vae_swap(v, &x, &y);
             c = blk->resnets[j].conv1.out;
         }
         if (blk->has_downsampler) {
-            VAE_TRY(vae_downsample(v, &blk->downsampler, n, h, w, x, &y, &h, &w));
+            SVP_TRY_OUT(vae_downsample(v, &blk->downsampler, n, h, w, x, &y, &h, &w));
             vae_swap(v, &x, &y);
         }
         snprintf(name, sizeof(name), "out.encoder.down_blocks.%d", i);
         vae_capture(v, name, x, n, c, h, w, 0);
     }
 
-    VAE_TRY(vae_resnet_forward(v, &v->enc_mid_resnets[0], 0, n, h, w, x, &y));
+    SVP_TRY_OUT(vae_resnet_forward(v, &v->enc_mid_resnets[0], 0, n, h, w, x, &y));
     vae_swap(v, &x, &y);
-    VAE_TRY(vae_attention_forward(v, &v->enc_mid_attention, n, h, w, x, &y));
+    SVP_TRY_OUT(vae_attention_forward(v, &v->enc_mid_attention, n, h, w, x, &y));
     vae_swap(v, &x, &y);
     vae_capture(v, "out.encoder.mid_block.attentions.0", x, n, c, h, w, 0);
-    VAE_TRY(vae_resnet_forward(v, &v->enc_mid_resnets[1], 0, n, h, w, x, &y));
+    SVP_TRY_OUT(vae_resnet_forward(v, &v->enc_mid_resnets[1], 0, n, h, w, x, &y));
     vae_swap(v, &x, &y);
     vae_capture(v, "out.encoder.mid_block", x, n, c, h, w, 0);
 
     /* the GroupNorm alone is the module conv_norm_out; SiLU follows */
     gn.c = c; gn.spatial = (int64_t)h * w; gn.eps = v->enc_norm_out.eps;
-    VAE_TRY(svp_ops_group_norm(ops, &gn, x, v->enc_norm_out.g,
-                               v->enc_norm_out.b, x));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, v->enc_norm_out.g,
+                                   v->enc_norm_out.b, x));
     vae_capture(v, "out.encoder.conv_norm_out", x, n, c, h, w, 0);
-    VAE_TRY(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
-    VAE_TRY(vae_buf(v, (int64_t)n * lat2 * h * w, &y));
-    VAE_TRY(vae_conv(v, &v->enc_conv_out, 3, n, h, w, x, y));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * lat2 * h * w, &y));
+    SVP_TRY_OUT(vae_conv(v, &v->enc_conv_out, 3, n, h, w, x, y));
     vae_capture(v, "out.encoder.conv_out", y, n, lat2, h, w, 0);
     vae_swap(v, &x, &y);
-    VAE_TRY(vae_buf(v, (int64_t)n * lat2 * h * w, &y));
-    VAE_TRY(vae_conv(v, &v->quant_conv, 1, n, h, w, x, y));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * lat2 * h * w, &y));
+    SVP_TRY_OUT(vae_conv(v, &v->quant_conv, 1, n, h, w, x, y));
     vae_capture(v, "out.quant_conv", y, n, lat2, h, w, 0);
 
     status = vae_posterior(v, n, (int64_t)h * w, y, mean, logvar, std);
@@ -451,8 +443,8 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
     float                  *x = NULL, *y = NULL;
     svp_status_t            status;
 
-    VAE_TRY(vae_buf(v, (int64_t)n * c * h * w, &x));
-    VAE_TRY(vae_conv(v, &v->dec_conv_in, 3, n, h, w, z, x));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * c * h * w, &x));
+    SVP_TRY_OUT(vae_conv(v, &v->dec_conv_in, 3, n, h, w, z, x));
     vae_capture(v, "out.decoder.conv_in", x, n, c, h, w, 0);
 
     /*
@@ -461,17 +453,17 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
      * resnets[1] only.  With layers_per_block = 1 the attention's weights
      * exist but are never used; further resnets would not run either.
      */
-    VAE_TRY(vae_st_resblock_forward(v, &v->dec_mid_resnets[0],
-                                    "out.decoder.mid_block.resnets.0", n, h, w,
-                                    x, &y));
+    SVP_TRY_OUT(vae_st_resblock_forward(v, &v->dec_mid_resnets[0],
+                                        "out.decoder.mid_block.resnets.0", n, h, w,
+                                        x, &y));
     vae_swap(v, &x, &y);
     if (v->n_dec_mid_resnets > 1) {
-        VAE_TRY(vae_attention_forward(v, &v->dec_mid_attention, n, h, w, x, &y));
+        SVP_TRY_OUT(vae_attention_forward(v, &v->dec_mid_attention, n, h, w, x, &y));
         vae_swap(v, &x, &y);
         vae_capture(v, "out.decoder.mid_block.attentions.0", x, n, c, h, w, 0);
-        VAE_TRY(vae_st_resblock_forward(v, &v->dec_mid_resnets[1],
-                                        "out.decoder.mid_block.resnets.1", n,
-                                        h, w, x, &y));
+        SVP_TRY_OUT(vae_st_resblock_forward(v, &v->dec_mid_resnets[1],
+                                            "out.decoder.mid_block.resnets.1", n,
+                                            h, w, x, &y));
         vae_swap(v, &x, &y);
     }
     vae_capture(v, "out.decoder.mid_block", x, n, c, h, w, 0);
@@ -482,13 +474,13 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(name, sizeof(name), "out.decoder.up_blocks.%d.resnets.%d",
                      i, j);
-            VAE_TRY(vae_st_resblock_forward(v, &blk->resnets[j], name, n, h, w,
-                                            x, &y));
+            SVP_TRY_OUT(vae_st_resblock_forward(v, &blk->resnets[j], name, n, h, w,
+                                                x, &y));
             vae_swap(v, &x, &y);
             c = blk->resnets[j].spatial.conv1.out;
         }
         if (blk->has_upsampler) {
-            VAE_TRY(vae_upsample(v, &blk->upsampler, n, h, w, x, &y));
+            SVP_TRY_OUT(vae_upsample(v, &blk->upsampler, n, h, w, x, &y));
             vae_swap(v, &x, &y);
             h *= 2;
             w *= 2;
@@ -498,16 +490,16 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
     }
 
     gn.c = c; gn.spatial = (int64_t)h * w; gn.eps = v->dec_norm_out.eps;
-    VAE_TRY(svp_ops_group_norm(ops, &gn, x, v->dec_norm_out.g,
-                               v->dec_norm_out.b, x));
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, v->dec_norm_out.g,
+                                   v->dec_norm_out.b, x));
     vae_capture(v, "out.decoder.conv_norm_out", x, n, c, h, w, 0);
-    VAE_TRY(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
-    VAE_TRY(vae_buf(v, (int64_t)n * oc * h * w, &y));
-    VAE_TRY(vae_conv(v, &v->dec_conv_out, 3, n, h, w, x, y));
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
+    SVP_TRY_OUT(vae_buf(v, (int64_t)n * oc * h * w, &y));
+    SVP_TRY_OUT(vae_conv(v, &v->dec_conv_out, 3, n, h, w, x, y));
     vae_capture(v, "out.decoder.conv_out", y, n, oc, h, w, 0);
     vae_capture(v, "in.decoder.time_conv_out", y, n, oc, h, w, 1);
-    VAE_TRY(svp_ops_conv_frames(ops, 1, n, oc, oc, (int64_t)h * w, y,
-                                v->time_conv_out.w, v->time_conv_out.b, out));
+    SVP_TRY_OUT(svp_ops_conv_frames(ops, 1, n, oc, oc, (int64_t)h * w, y,
+                                    v->time_conv_out.w, v->time_conv_out.b, out));
     vae_capture(v, "out.decoder.time_conv_out", out, n, oc, h, w, 1);
 out:
     vae_buf_free(v, x);

@@ -12,54 +12,19 @@
 
 #include <string.h>
 
-typedef struct {
-    vae_walker_t         base;
-    svp_random_weights_h rw;
-} vae_init_walker_t;
-
-static svp_status_t vae_init_param(vae_walker_t *wk, const char *name,
-                                   int ndim, const int64_t *shape,
-                                   float **buf_p)
-{
-    return svp_random_weights_add_default(((vae_init_walker_t *)wk)->rw, name,
-                                          ndim, shape);
-}
-
-static svp_status_t vae_init_matrix(vae_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    void **buf_p)
-{
-    return svp_random_weights_add_default(((vae_init_walker_t *)wk)->rw, name,
-                                          ndim, shape);
-}
-
-/*
- * The mix factors: N(0, 1), so sigmoid(m) blends both branches without
- * silencing either.
- */
-static svp_status_t vae_init_scalar(vae_walker_t *wk, const char *name,
-                                    float *value_p)
-{
-    int64_t shape[1] = { 1 };
-
-    return svp_random_weights_add(((vae_init_walker_t *)wk)->rw, name, 1,
-                                  shape, 0.0, 1.0, value_p);
-}
-
 svp_status_t svp_vae_random_add_all(const char *config_path,
                                     svp_random_weights_h rw)
 {
-    vae_init_walker_t iw = { .base = { vae_init_param, vae_init_matrix,
-                                                 vae_init_scalar },
-                             .rw = rw };
-    struct svp_vae    v;
-    svp_status_t      status;
+    svp_model_random_walker_t iw;
+    struct svp_vae            v;
+    svp_status_t              status;
 
     memset(&v, 0, sizeof(v));
     status = svp_vae_config_load(config_path, &v.cfg);
     if (status != SVP_OK) {
         return status;
     }
+    svp_model_random_walker_init(&iw, rw);
     status = vae_params_walk(&v, &iw.base);
     vae_params_free_tree(&v);
     return status;

@@ -10,6 +10,7 @@
 #define SVP_MODEL_VAE_INT_H
 
 #include "model/vae.h"
+#include "model/walker.h"
 #include "model/weights.h"
 
 /* w: a matrix weight, held in the ops handle's dtype (ops.h); b: fp32. */
@@ -91,23 +92,11 @@ struct svp_vae {
 };
 
 /*
- * The parameter walk: vae_params_walk() visits every parameter in
- * diffusers' naming with the shape diffusers gives it; param() stores the
- * backend buffer (loading) or only checks the name (header check), scalar()
- * handles the mix factors, which live on the host.
+ * The parameter walk (model/walker.h): every parameter in diffusers'
+ * naming with the shape diffusers gives it.
  */
-typedef struct vae_walker vae_walker_t;
-struct vae_walker {
-    svp_status_t (*param)(vae_walker_t *wk, const char *name, int ndim,
-                          const int64_t *shape, float **buf_p);
-    /* the weight of a linear or convolution (svp_weights_load_matrix()) */
-    svp_status_t (*matrix)(vae_walker_t *wk, const char *name, int ndim,
-                           const int64_t *shape, void **buf_p);
-    svp_status_t (*scalar)(vae_walker_t *wk, const char *name, float *value_p);
-};
-
 /* Walks every parameter of vae (cfg filled in, structs zeroed). */
-svp_status_t vae_params_walk(struct svp_vae *vae, vae_walker_t *wk);
+svp_status_t vae_params_walk(struct svp_vae *vae, svp_model_walker_t *wk);
 
 /* Frees the block arrays allocated by the walk (not the weights). */
 void vae_params_free_tree(struct svp_vae *vae);

@@ -10,33 +10,11 @@
 
 #include <stdlib.h>
 
-static svp_status_t vae_plan_param(vae_walker_t *wk, const char *name,
-                                   int ndim, const int64_t *shape,
-                                   float **buf_p)
-{
-    return SVP_OK;
-}
-
-static svp_status_t vae_plan_matrix(vae_walker_t *wk, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    void **buf_p)
-{
-    return SVP_OK;
-}
-
-static svp_status_t vae_plan_scalar(vae_walker_t *wk, const char *name,
-                                    float *value_p)
-{
-    *value_p = 0.0f;
-    return SVP_OK;
-}
-
 svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode,
                                 int n, int h, int w, int chunk,
                                 size_t *bytes_p)
 {
-    vae_walker_t        wk = { vae_plan_param, vae_plan_matrix,
-                               vae_plan_scalar };
+    svp_model_walker_t  wk;
     svp_ops_params_t    params = { .backend = "dry", .threads = 1 };
     svp_ops_mem_stats_t mem;
     struct svp_vae     *v;
@@ -57,6 +35,7 @@ svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode,
     }
     v->ops = ops;
     v->cfg = *cfg;
+    svp_model_dry_walker_init(&wk);
     status = vae_params_walk(v, &wk);
     if (status != SVP_OK) {
         goto out;

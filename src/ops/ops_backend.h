@@ -1,7 +1,7 @@
 /*
- * What a backend implements: the table behind svp_ops_h.  Only ops.c and the
- * backends include this.  ops.c checks arguments before dispatching, so a
- * backend may assume shapes are positive and consistent.
+ * What a backend implements: the table behind svp_ops_h.  Only ops.c,
+ * ops_arena.c and the backends include this.  ops.c checks arguments before
+ * dispatching, so a backend may assume shapes are positive and consistent.
  *
  * A backend's init fills ops->vt and ops->impl; ops->vt->cleanup releases
  * what init allocated.  The entries mirror the public functions of ops.h.
@@ -12,6 +12,7 @@
 #include "ops/ops.h"
 #include "tensor/tensor.h"
 #include "sched/sched_math.h"
+#include "ops/ops_arena.h"
 #include "ops/ops_plan.h"
 
 typedef struct svp_ops_ops {
@@ -91,59 +92,6 @@ typedef struct svp_ops_ops {
                                 const float *v, const float *x, float *y);
 } svp_ops_ops_t;
 
-/* One buffer of the arena outside the slab: a backend allocation, in use
- * or free. */
-typedef struct {
-    float  *buf;
-    size_t  count;
-    int     in_use;
-    int     pass_buf;   /* taken by a pass: given back when a pass frees it */
-    size_t  rec;        /* its record in the current pass, or SIZE_MAX */
-} svp_ops_block_t;
-
-/* A buffer handed out from the slab: where, and its record in the pass. */
-typedef struct {
-    size_t  offset, count;
-    size_t  rec;
-} svp_ops_slab_use_t;
-
-/* The plan of one kind of pass (a model's forward at one shape). */
-typedef struct {
-    uint64_t        key;
-    uint64_t        used;       /* when last begun, to evict the oldest */
-    svp_ops_plan_t  plan;
-} svp_ops_pass_plan_t;
-
-/*
- * The arena (ops.c).  Outside a pass, a freed buffer is kept and reused
- * for a request of exactly its size.  Inside one, requests follow the
- * pass's plan into the slab; the pass's own sequence is recorded, so a
- * pass with no plan yet, or one that left its plan, leaves a new plan.
- */
-typedef struct {
-    svp_ops_block_t     *blocks;
-    size_t               num_blocks;
-    size_t               max_blocks;
-
-    float               *slab;
-    size_t               slab_count;
-    svp_ops_slab_use_t  *live;          /* slab buffers in use */
-    size_t               num_live, max_live;
-
-    svp_ops_pass_plan_t *plans;
-    size_t               num_plans;
-    uint64_t             clock;         /* passes begun */
-
-    int                  depth;         /* nested begins; 0: no pass */
-    uint64_t             key;
-    svp_ops_pass_plan_t *replay;        /* the plan followed, NULL: none */
-    int                  deviated;      /* the pass left its plan */
-    size_t               cursor;        /* requests of the pass so far */
-    svp_ops_plan_buf_t  *rec;           /* the pass as it happens */
-    size_t               rec_n, rec_max;
-    uint32_t             time;          /* events of the pass so far */
-} svp_ops_arena_t;
-
 struct svp_ops {
     const svp_ops_ops_t *vt;
     void                *impl;              /* the backend's own state */
@@ -167,7 +115,7 @@ struct svp_ops {
     float               *round_buf;
     size_t               round_count;
 
-    /* The arena (ops.c).  A backend that grows its own workspace counts
+    /* The arena (ops_arena.c).  A backend that grows its own workspace counts
      * that in mem.backend_allocs and mem.reserved_bytes too. */
     svp_ops_arena_t      arena;
     svp_ops_mem_stats_t  mem;

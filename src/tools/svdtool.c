@@ -11,12 +11,12 @@
 #include "config.h"
 #endif
 #include "common/status.h"
-#include "tools/svdtool_cmds_unet.h"
-#include "tools/svdtool_schedule.h"
-#include "tools/svdtool_compare.h"
-#include "tools/svdtool_cmds_vae.h"
-#include "tools/svdtool_check.h"
-#include "tools/svdtool_report.h"
+#include "svdtool_cmds_unet.h"
+#include "svdtool_schedule.h"
+#include "svdtool_compare.h"
+#include "svdtool_cmds_vae.h"
+#include "svdtool_check.h"
+#include "svdtool_report.h"
 #include "trace/trace.h"
 
 #include <stdio.h>

@@ -10,11 +10,12 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_vae.h"
+#include "svdtool_cmds_vae.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/clip.h"
-#include "tools/svdtool_io.h"
+#include "tensor/safetensors_io.h"
+#include "svdtool_io.h"
 
 #include <stdio.h>
 
@@ -65,7 +66,7 @@ static svp_status_t svdtool_clip_run(const svdtool_io_args_t *a)
     }
     status = svp_clip_encode(clip, (int)shape[0], pixels->data, embeds->data);
     if (status == SVP_OK) {
-        status = svdtool_io_write(a->output, 1, names, &embeds);
+        status = svp_safetensors_write_all(a->output, 1, names, &embeds);
     }
     svp_tensor_destroy(embeds);
 out_clip:

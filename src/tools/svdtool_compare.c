@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_compare.h"
+#include "svdtool_compare.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
 

@@ -13,7 +13,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_unet.h"
+#include "svdtool_cmds_unet.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/svd_init.h"

@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_report.h"
+#include "svdtool_report.h"
 #include "common/log.h"
 #include "common/util.h"
 

@@ -7,7 +7,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_report.h"
+#include "svdtool_report.h"
 #include "common/util.h"
 
 #include <math.h>

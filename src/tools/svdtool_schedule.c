@@ -1,7 +1,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_schedule.h"
+#include "svdtool_schedule.h"
 #include "sched/euler.h"
 #include "common/log.h"
 

@@ -16,7 +16,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_unet.h"
+#include "svdtool_cmds_unet.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/unet.h"
@@ -24,7 +24,8 @@
 #include "common/clock.h"
 #include "common/util.h"
 #include "trace/range.h"
-#include "tools/svdtool_io.h"
+#include "tensor/safetensors_io.h"
+#include "svdtool_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,12 +94,15 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    if ((status = svdtool_io_input(st, "sample", 5, 5, &sample)) != SVP_OK ||
-        (status = svdtool_io_input(st, "timestep", 0, SVP_TENSOR_MAX_DIMS,
-                                   &ts)) != SVP_OK ||
-        (status = svdtool_io_input(st, "encoder_hidden_states", 3, 3,
-                                   &ehs)) != SVP_OK ||
-        (status = svdtool_io_input(st, "added_time_ids", 2, 2, &ids)) != SVP_OK) {
+    if ((status = svp_safetensors_load_ranked(st, "sample", 5, 5,
+                                              &sample)) != SVP_OK ||
+        (status = svp_safetensors_load_ranked(st, "timestep", 0,
+                                              SVP_TENSOR_MAX_DIMS,
+                                              &ts)) != SVP_OK ||
+        (status = svp_safetensors_load_ranked(st, "encoder_hidden_states",
+                                              3, 3, &ehs)) != SVP_OK ||
+        (status = svp_safetensors_load_ranked(st, "added_time_ids", 2, 2,
+                                              &ids)) != SVP_OK) {
         goto out_close;
     }
     b = (int)sample->shape[0];
@@ -183,7 +187,7 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 #undef SVDTOOL_UNET_CALL
     if (status == SVP_OK) {
         svdtool_unet_log_arena(ops, weight_bytes);
-        status = svdtool_io_write(a->output, 1, names, &out);
+        status = svp_safetensors_write_all(a->output, 1, names, &out);
     }
     svp_tensor_destroy(out);
 out_unet:

@@ -20,11 +20,12 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdtool_cmds_vae.h"
+#include "svdtool_cmds_vae.h"
 #include "common/log.h"
 #include "common/status.h"
 #include "model/vae.h"
-#include "tools/svdtool_io.h"
+#include "tensor/safetensors_io.h"
+#include "svdtool_io.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -73,7 +74,7 @@ static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    status = svdtool_io_input(st, "image", 4, 4, &image);
+    status = svp_safetensors_load_ranked(st, "image", 4, 4, &image);
     if (status != SVP_OK) {
         goto out_close;
     }
@@ -107,7 +108,7 @@ static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
                             (int)image->shape[3], image->data, out[0]->data,
                             out[1]->data, out[2]->data);
     if (status == SVP_OK) {
-        status = svdtool_io_write(a->output, 3, names, out);
+        status = svp_safetensors_write_all(a->output, 3, names, out);
     }
 out_tensors:
     for (i = 0; i < 3; i++) {
@@ -171,7 +172,7 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    status = svdtool_io_input(st, "latents", 4, 5, &lat);
+    status = svp_safetensors_load_ranked(st, "latents", 4, 5, &lat);
     if (status != SVP_OK) {
         goto out_close;
     }
@@ -239,7 +240,7 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
                                 (float *)out->data + i * out_video);
     }
     if (status == SVP_OK) {
-        status = svdtool_io_write(a->output, 1, names, &out);
+        status = svp_safetensors_write_all(a->output, 1, names, &out);
     }
     svp_tensor_destroy(out);
 out_vae:

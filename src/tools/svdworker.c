@@ -27,7 +27,7 @@
 #include "rt/rt.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
-#include "tools/svdworker_run.h"
+#include "svdworker_run.h"
 #include "common/util.h"
 #include "spec/spec.h"
 #include "spec/spec_agree.h"
@@ -165,7 +165,31 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
     return svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
 }
 
-int main(int argc, char **argv)
+/* One rank's state, from the command line to the exit code. */
+typedef struct {
+    const char            *sets[SVP_WORKER_MAX_SETS];
+    int                    nsets, check, print;
+    const char            *shard_arg;
+    svp_spec_t            *spec;
+    svp_rt_h               rt;
+    int                    rank, world;
+    uint64_t               job_id;
+    svp_pipe_shard_t       shard;
+    svp_pipe_samples_t    *list;
+    char                   what[512];
+    svp_pipe_params_t      pp;
+    int                    have_stage;  /* pp.stage is to be destroyed */
+    svp_pipe_resume_t      resume;
+    svp_worker_run_info_t  info;
+    char                   trace_prefix[4096];
+    double                 agreed, wall0;
+} svp_worker_t;
+
+/*
+ * The options into w.  Returns -1 to go on, or the exit code of a run
+ * that ends here (--help, --version, bad usage).
+ */
+static int svp_worker_parse_args(svp_worker_t *w, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"set", required_argument, NULL, 's'},
@@ -176,46 +200,25 @@ int main(int argc, char **argv)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char        *sets[SVP_WORKER_MAX_SETS];
-    int                nsets = 0, check = 0, print = 0, c, rank = 0, world = 1;
-    svp_spec_t        *spec  = NULL;
-    svp_pipe_params_t  pp;
-    svp_steps_layout_t layout;
-    svp_step_range_t   range;
-    svp_rt_params_t    rtp;
-    svp_rt_h           rt = NULL;
-    svp_comm_params_t  cp;
-    svp_stop_params_t  sp;
-    svp_pipe_resume_t  resume = {NULL, 0, 0, 0};
-    svp_pipe_stats_t   stats;
-    svp_pipe_deadline_t dl;
-    char               trace_prefix[4096], what[512];
-    double             started, agreed, wall0;
-    const char        *shard_arg = NULL;
-    svp_pipe_shard_t   shard = {0, 1};
-    svp_pipe_samples_t *list = NULL;
-    svp_worker_run_info_t info;
-    char               err[1024], *dump;
-    svp_status_t       status;
-    uint64_t           job_id = 0;
+    int c;
 
     while ((c = getopt_long(argc, argv, "s:cphVS:", opts, NULL)) != -1) {
         switch (c) {
         case 's':
-            if (nsets == SVP_WORKER_MAX_SETS) {
+            if (w->nsets == SVP_WORKER_MAX_SETS) {
                 fprintf(stderr, "svdworker: too many --set options\n");
                 return SVP_EXIT_BAD_INPUT;
             }
-            sets[nsets++] = optarg;
+            w->sets[w->nsets++] = optarg;
             break;
         case 'S':
-            shard_arg = optarg;
+            w->shard_arg = optarg;
             break;
         case 'c':
-            check = 1;
+            w->check = 1;
             break;
         case 'p':
-            print = 1;
+            w->print = 1;
             break;
         case 'h':
             svp_worker_usage(stdout);
@@ -232,32 +235,45 @@ int main(int argc, char **argv)
         svp_worker_usage(stderr);
         return SVP_EXIT_BAD_INPUT;
     }
+    return -1;
+}
 
-    if (optind < argc) {
-        status = svp_spec_load(argv[optind], sets, nsets, err, sizeof(err), &spec);
+/*
+ * The spec (JOB.yaml, or the built-in default job) and this task's shard.
+ * Returns -1 to go on, or the exit code of a run that ends here (bad input,
+ * --print-spec).
+ */
+static int svp_worker_load_spec(svp_worker_t *w, const char *file)
+{
+    char         err[1024], *dump;
+    svp_status_t status = SVP_OK;
+
+    if (file != NULL) {
+        status = svp_spec_load(file, w->sets, w->nsets, err, sizeof(err),
+                               &w->spec);
     } else {
         /* the built-in default job: every key at its default, named "default" */
-        if (nsets == SVP_WORKER_MAX_SETS) {
+        if (w->nsets == SVP_WORKER_MAX_SETS) {
             fprintf(stderr, "svdworker: too many --set options\n");
             return SVP_EXIT_BAD_INPUT;
         }
-        memmove(sets + 1, sets, nsets * sizeof(sets[0]));
-        sets[0] = "name=default";
-        status  = svp_spec_load_string("", "<built-in default job>", sets, nsets + 1,
-                                       err, sizeof(err), &spec);
+        memmove(w->sets + 1, w->sets, w->nsets * sizeof(w->sets[0]));
+        w->sets[0] = "name=default";
+        status = svp_spec_load_string("", "<built-in default job>", w->sets,
+                                      w->nsets + 1, err, sizeof(err), &w->spec);
     }
     if (status != SVP_OK) {
         /* file:line:column: message, as a compiler says it */
         fprintf(stderr, "%s\n", err);
         return SVP_EXIT_BAD_INPUT;
     }
-    svp_log_set_level(spec->log.level);
+    svp_log_set_level(w->spec->log.level);
 
     /* which share of the samples this task makes (pipe/samples.h) */
-    if (shard_arg != NULL) {
-        status = svp_pipe_shard_parse(shard_arg, &shard, err, sizeof(err));
-    } else if (spec->cluster.array[0] != '\0') {
-        status = svp_pipe_shard_from_env(spec->cluster.array, &shard, err,
+    if (w->shard_arg != NULL) {
+        status = svp_pipe_shard_parse(w->shard_arg, &w->shard, err, sizeof(err));
+    } else if (w->spec->cluster.array[0] != '\0') {
+        status = svp_pipe_shard_from_env(w->spec->cluster.array, &w->shard, err,
                                          sizeof(err));
         if (status == SVP_ERR_NOT_FOUND) {
             /* run by hand, outside the array: the whole job */
@@ -266,38 +282,52 @@ int main(int argc, char **argv)
     }
     if (status != SVP_OK) {
         fprintf(stderr, "svdworker: %s\n", err);
-        svp_spec_destroy(spec);
         return SVP_EXIT_BAD_INPUT;
     }
 
-    if (print) {
-        if (svp_spec_dump(spec, &dump) == SVP_OK) {
+    if (w->print) {
+        if (svp_spec_dump(w->spec, &dump) == SVP_OK) {
             fputs(dump, stdout);
             free(dump);
         }
-        svp_spec_destroy(spec);
         return 0;
     }
+    return -1;
+}
+
+/*
+ * The stop handler, the runtime, and what every rank must agree on before
+ * any work: the same spec, a valid step layout and the sample list.
+ */
+static svp_status_t svp_worker_init_job(svp_worker_t *w)
+{
+    const svp_spec_t  *spec = w->spec;
+    svp_steps_layout_t layout;
+    svp_step_range_t   range;
+    svp_rt_params_t    rtp;
+    svp_stop_params_t  sp;
+    char               err[1024];
+    svp_status_t       status;
 
     /* SIGTERM (scancel, preemption, time limit) and SIGINT: see stop.h */
     sp.grace = SVP_WORKER_STOP_GRACE;
     sp.force = svp_worker_stop;
-    sp.arg   = spec;
+    sp.arg   = w->spec;
     status   = svp_stop_init(&sp);
     if (status != SVP_OK) {
-        goto out_spec;
+        return status;
     }
 
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
     rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
     rtp.group_size = SVP_MAX(spec->pipeline.stages, 0);
-    status         = svp_rt_init(&rtp, &rt);
+    status         = svp_rt_init(&rtp, &w->rt);
     if (status != SVP_OK) {
-        goto out_spec;
+        return status;
     }
-    rank  = svp_rt_rank(rt);
-    world = svp_rt_size(rt);
+    w->rank  = svp_rt_rank(w->rt);
+    w->world = svp_rt_size(w->rt);
 
     /*
      * Every rank runs the same spec (but for per-rank keys such as
@@ -309,62 +339,72 @@ int main(int argc, char **argv)
      * where otherwise that rank would leave without a word (only rank 0
      * reports a layout error).
      */
-    if (world > 1) {
-        status = svp_spec_agree(spec, rt, &job_id);
+    if (w->world > 1) {
+        status = svp_spec_agree(spec, w->rt, &w->job_id);
         if (status != SVP_OK) {
-            svp_worker_fail(rt, world, rank, status);
-            goto out_rt;
+            svp_worker_fail(w->rt, w->world, w->rank, status);
+            return status;
         }
     }
 
     /* every rank checks, on the same spec now; rank 0 alone reports, so the
      * log says it once */
     if (spec->pipeline.stages == 0) {
-        status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
+        status = svp_steps_assign(spec->steps, w->world, w->rank, err,
+                                  sizeof(err), &range);
     } else {
-        status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
-                                  err, sizeof(err), &layout);
+        status = svp_steps_layout(spec->steps, w->world, spec->pipeline.stages,
+                                  w->rank, err, sizeof(err), &layout);
         range  = layout.range;
     }
     if (status != SVP_OK) {
-        if (rank == 0) {
+        if (w->rank == 0) {
             svp_error("%s: %s", spec->file, err);
         }
-        goto out_rt;
+        return status;
     }
     /* the samples: every rank makes the same list from the same files */
-    status = svp_pipe_samples_create(spec, err, sizeof(err), &list);
+    status = svp_pipe_samples_create(spec, err, sizeof(err), &w->list);
     if (status != SVP_OK) {
-        if (rank == 0) {
+        if (w->rank == 0) {
             svp_error("%s", err);
         }
-        goto out_rt;
+        return status;
     }
-    svp_pipe_samples_describe(list, what, sizeof(what));
-    if (check) {
-        if (rank == 0) {
-            printf("%s: ok (%d steps, %s, %d ranks, %d steps per rank)\n",
-                   spec->file, spec->steps, what, world, range.end - range.begin);
-        }
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
-        goto out_rt;
+    svp_pipe_samples_describe(w->list, w->what, sizeof(w->what));
+    if (w->check && w->rank == 0) {
+        printf("%s: ok (%d steps, %s, %d ranks, %d steps per rank)\n",
+               spec->file, spec->steps, w->what, w->world,
+               range.end - range.begin);
     }
+    return SVP_OK;
+}
 
-    memset(&pp, 0, sizeof(pp));
-    pp.spec  = spec;
-    pp.rank  = rank;
-    pp.world = world;
+/*
+ * The model and the inputs, then the output folder and the samples still
+ * to run: a bad model folder or image fails here, on every rank alike,
+ * before any rank starts work or waits for a peer.
+ */
+static svp_status_t svp_worker_init_stage(svp_worker_t *w)
+{
+    const svp_spec_t *spec = w->spec;
+    svp_status_t      status;
+
+    memset(&w->pp, 0, sizeof(w->pp));
+    w->pp.spec  = spec;
+    w->pp.rank  = w->rank;
+    w->pp.world = w->world;
     svp_info("svdworker %s: job '%s' from %s, rank %d of %d%s%s", PACKAGE_VERSION,
-             spec->name, spec->file, rank, world, svp_rt_is_plain(rt) ? "" : " in ",
-             svp_rt_nspace(rt));
-    if (rank == 0) {
-        if (shard.count > 1) {
+             spec->name, spec->file, w->rank, w->world,
+             svp_rt_is_plain(w->rt) ? "" : " in ", svp_rt_nspace(w->rt));
+    if (w->rank == 0) {
+        if (w->shard.count > 1) {
             svp_info("job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
-                     spec->name, what, shard.index, shard.count,
-                     svp_pipe_shard_size(&shard, list->count), shard.index,
-                     shard.count);
+                     spec->name, w->what, w->shard.index, w->shard.count,
+                     svp_pipe_shard_size(&w->shard, w->list->count),
+                     w->shard.index, w->shard.count);
         } else {
-            svp_info("job '%s': %s", spec->name, what);
+            svp_info("job '%s': %s", spec->name, w->what);
         }
     }
     {
@@ -382,163 +422,241 @@ int main(int argc, char **argv)
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
     svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
-        .local_rank = svp_rt_local_rank(rt), .local_size = svp_rt_local_size(rt),
+        .local_rank = svp_rt_local_rank(w->rt),
+        .local_size = svp_rt_local_size(w->rt),
         .share_gpu  = spec->cluster.share_gpu});
 
-    /*
-     * The model and the inputs first: a bad model folder or image fails here,
-     * on every rank alike, before any rank starts work or waits for a peer.
-     */
-    status = svp_worker_make_stage(spec, &pp.stage);
+    status = svp_worker_make_stage(spec, &w->pp.stage);
     if (status != SVP_OK) {
         /* bad input fails on every rank alike; anything else is this rank's
          * own trouble, and the others must not wait for it */
         if (!SVP_IS_INPUT_ERROR(status)) {
-            svp_worker_fail(rt, world, rank, status);
+            svp_worker_fail(w->rt, w->world, w->rank, status);
         }
-        goto out_rt;
+        return status;
     }
+    w->have_stage = 1;
 
-    status = svp_worker_prepare_output(rt, spec, &pp.stage, list->count, &shard, rank,
-                                       world, &resume);
+    status = svp_worker_prepare_output(w->rt, spec, &w->pp.stage, w->list->count,
+                                       &w->shard, w->rank, w->world, &w->resume);
     if (status != SVP_OK) {
         if (status != SVP_ERR_SPEC && svp_stop_signal() == 0) {
-            svp_worker_fail(rt, world, rank, status);
+            svp_worker_fail(w->rt, w->world, w->rank, status);
         }
-        goto out_stage;
+        return status;
     }
-    pp.samples  = resume.todo;
-    pp.nsamples = resume.ntodo;
+    w->pp.samples  = w->resume.todo;
+    w->pp.nsamples = w->resume.ntodo;
     /* every rank has left the agreement's fence: the job's window starts */
-    agreed = svp_clock_now();
-    wall0  = svp_clock_wall();
-    memset(&info, 0, sizeof(info));
-    info.shard         = shard;
-    info.samples_total = list->count;
-    info.samples_shard = svp_pipe_shard_size(&shard, list->count);
-    info.skipped       = resume.skipped;
-    info.to_run        = resume.ntodo;
-    info.trace         = "";
-    svp_worker_task_write(spec, rt, &info, wall0, 0, "running");
+    w->agreed = svp_clock_now();
+    w->wall0  = svp_clock_wall();
+    memset(&w->info, 0, sizeof(w->info));
+    w->info.shard         = w->shard;
+    w->info.samples_total = w->list->count;
+    w->info.samples_shard = svp_pipe_shard_size(&w->shard, w->list->count);
+    w->info.skipped       = w->resume.skipped;
+    w->info.to_run        = w->resume.ntodo;
+    w->info.trace         = "";
+    svp_worker_task_write(spec, w->rt, &w->info, w->wall0, 0, "running");
+    return SVP_OK;
+}
 
-    if (world > 1) {
+/* The hand-off to the neighbours (more than one rank) and the trace. */
+static svp_status_t svp_worker_init_comm(svp_worker_t *w)
+{
+    const svp_spec_t *spec = w->spec;
+    svp_comm_params_t cp;
+    svp_status_t      status;
+
+    if (w->world > 1) {
         memset(&cp, 0, sizeof(cp));
         cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
                         SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM;
-        cp.job_id     = job_id;
+        cp.job_id     = w->job_id;
         cp.deadline   = spec->comm.deadline;
         cp.transport  = spec->comm.transport;
         /* headers are always checked; the payload's checksum costs 0.6 ms
          * per 2 MB latent on each side, 4x the hand-off itself on shared
          * memory (make bench-comm), so it is opt-in */
         cp.checksum   = spec->comm.checksum;
-        if (pp.stage.devmem != NULL) {
+        if (w->pp.stage.devmem != NULL) {
             /* the stage keeps samples on the device, so do the frames;
              * comm.gpu_direct says how they cross (comm_path.h) */
             cp.field_mask |= SVP_COMM_PARAM_FIELD_DEVICE;
-            cp.device      = pp.stage.devmem;
+            cp.device      = w->pp.stage.devmem;
             cp.gpu_direct  = (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON)
                              ? SVP_COMM_GPU_DIRECT_ON
                              : (spec->comm.gpu_direct == SVP_GPU_DIRECT_OFF)
                              ? SVP_COMM_GPU_DIRECT_OFF : SVP_COMM_GPU_DIRECT_AUTO;
         }
-        status = svp_comm_create(rt, &cp, &pp.comm);
+        status = svp_comm_create(w->rt, &cp, &w->pp.comm);
         if (status != SVP_OK) {
-            svp_worker_fail(rt, world, rank, status);
-            goto out_stage;
+            svp_worker_fail(w->rt, w->world, w->rank, status);
+            return status;
         }
     }
     if (spec->log.trace[0] != '\0') {
         /* array tasks sharing a prefix keep their own traces */
-        if (shard.count > 1) {
-            snprintf(trace_prefix, sizeof(trace_prefix), "%s.shard-%d-of-%d",
-                     spec->log.trace, shard.index, shard.count);
+        if (w->shard.count > 1) {
+            snprintf(w->trace_prefix, sizeof(w->trace_prefix), "%s.shard-%d-of-%d",
+                     spec->log.trace, w->shard.index, w->shard.count);
         } else {
-            snprintf(trace_prefix, sizeof(trace_prefix), "%s", spec->log.trace);
+            snprintf(w->trace_prefix, sizeof(w->trace_prefix), "%s",
+                     spec->log.trace);
         }
-        info.trace = trace_prefix;
-        status = svp_trace_create(trace_prefix, rank, svp_log_hostname(), &pp.trace);
+        w->info.trace = w->trace_prefix;
+        status = svp_trace_create(w->trace_prefix, w->rank, svp_log_hostname(),
+                                  &w->pp.trace);
         if (status != SVP_OK) {
-            goto out_comm;
+            return status;
         }
     }
+    return SVP_OK;
+}
+
+/*
+ * Everything before the first step, in the order the ranks must meet it.
+ * With --check, only what every rank must agree on; the run stops there.
+ */
+static svp_status_t svp_worker_init(svp_worker_t *w)
+{
+    svp_status_t status;
+
+    status = svp_worker_init_job(w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (w->check) {
+        svp_rt_set_leave_reason(w->rt, SVP_RT_LEAVE_DONE);
+        return SVP_OK;
+    }
+    status = svp_worker_init_stage(w);
+    if (status != SVP_OK) {
+        return status;
+    }
+    return svp_worker_init_comm(w);
+}
+
+/* The samples, the final fence, and what the run leaves behind. */
+static svp_status_t svp_worker_run(svp_worker_t *w)
+{
+    const svp_spec_t   *spec = w->spec;
+    svp_pipe_stats_t    stats;
+    svp_pipe_deadline_t dl;
+    double              started;
+    svp_status_t        status;
 
     /* run.json: rank 0 records the run once everyone is done */
     started = svp_trace_now_us();
-    if (world > 1) {
-        svp_worker_run_publish(rt);
+    if (w->world > 1) {
+        svp_worker_run_publish(w->rt);
     }
-    status = svp_pipe_run(&pp, &stats);
-    svp_trace_event(pp.trace, "run", -1, -1, started, svp_trace_now_us());
-    if (status == SVP_OK && world > 1) {
+    status = svp_pipe_run(&w->pp, &stats);
+    svp_trace_event(w->pp.trace, "run", -1, -1, started, svp_trace_now_us());
+    if (status == SVP_OK && w->world > 1) {
         /* the others may still drain the pipeline: up to a chain's worth of
          * stages (plus those in flight) after this rank's last sample */
-        svp_pipe_deadline_init(&dl, spec, world);
+        svp_pipe_deadline_init(&dl, spec, w->world);
         if (stats.steps_done > 0) {
             svp_pipe_deadline_step(&dl, stats.busy / stats.steps_done);
         }
-        svp_rt_set_fence_timeout(rt, svp_pipe_deadline_wait(&dl, world +
-                                                            spec->comm.inflight, 1));
+        svp_rt_set_fence_timeout(w->rt, svp_pipe_deadline_wait(&dl, w->world +
+                                                               spec->comm.inflight, 1));
         /*
          * Nobody leaves before everyone is done: a rank that finished its
          * part early (rank 0 in "ends" placement) would otherwise be gone
          * while a slower peer still connects to it, and a peer that exits
          * could not be told from a lost one.
          */
-        status = svp_rt_fence_final(rt);
+        status = svp_rt_fence_final(w->rt);
     }
     if (svp_stop_signal() != 0) {
         /* every rank got the signal: none tears the job down for the others */
-        svp_rt_set_leave_signal(rt, svp_stop_signal());
-        svp_worker_stop(svp_stop_signal(), spec);
+        svp_rt_set_leave_signal(w->rt, svp_stop_signal());
+        svp_worker_stop(svp_stop_signal(), w->spec);
     } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
-        svp_worker_fail(rt, world, rank, status);
+        svp_worker_fail(w->rt, w->world, w->rank, status);
     }
-    if (status == SVP_OK && rank == 0) {
+    if (status == SVP_OK && w->rank == 0) {
         /* after the final fence: the slowest rank is done too */
-        double dt = svp_clock_now() - agreed;
+        double dt = svp_clock_now() - w->agreed;
         svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
                  "ranks agreed on to the last rank's end)",
-                 (dt > 0) ? pp.nsamples / dt : 0.0, pp.nsamples, dt);
+                 (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
     }
     if (status == SVP_OK) {
-        svp_worker_run_write(spec, rt, &info, started * 1e-6,
-                             svp_trace_now_us() * 1e-6, pp.nsamples);
-        svp_worker_run_profile(spec, &shard, rank);
+        svp_worker_run_write(spec, w->rt, &w->info, started * 1e-6,
+                             svp_trace_now_us() * 1e-6, w->pp.nsamples);
+        svp_worker_run_profile(spec, &w->shard, w->rank);
     }
-    svp_worker_task_write(spec, rt, &info, wall0, svp_clock_wall(),
+    svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
                           (status == SVP_OK) ? "done" :
                           (svp_stop_signal() != 0) ? "stopped" : "failed");
-    svp_trace_destroy(pp.trace);
-out_comm:
-    svp_comm_destroy(pp.comm);
-out_stage:
-    svp_pipe_resume_cleanup(&resume);
-    pp.stage.ops->destroy(pp.stage.self);
-    if (status == SVP_OK) {
-        if (rank == world - 1 || spec->pipeline.placement == SVP_PLACEMENT_SPREAD) {
-            svp_info("outputs in %s", spec->output.dir);
+    return status;
+}
+
+/*
+ * Releases what init made, in reverse order, whatever point it reached
+ * (each release takes NULL), tells the neighbours why this rank leaves, and
+ * returns the process's exit code.
+ */
+static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
+{
+    svp_trace_destroy(w->pp.trace);
+    svp_comm_destroy(w->pp.comm);
+    svp_pipe_resume_cleanup(&w->resume);
+    if (w->have_stage) {
+        w->pp.stage.ops->destroy(w->pp.stage.self);
+        if (status == SVP_OK &&
+            (w->rank == w->world - 1 ||
+             w->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)) {
+            svp_info("outputs in %s", w->spec->output.dir);
         }
     }
-out_rt:
-    if (svp_stop_signal() != 0) {
-        /* a stop that unwound through an error is still the signal's doing:
-         * the neighbours say "stopped by SIGTERM", not "failed" */
-        svp_rt_set_leave_signal(rt, svp_stop_signal());
-    } else if (status != SVP_OK && resume.agreed_failure) {
-        /* every rank stops on the same verdict: a rank still finishing the
-         * agreement's fence must not take this one's exit for a loss */
-        svp_rt_set_leave_reason(rt, SVP_RT_LEAVE_DONE);
-    } else if (status != SVP_OK) {
-        svp_rt_set_leave_error(rt, svp_status_string(status));
+    if (w->rt != NULL) {
+        if (svp_stop_signal() != 0) {
+            /* a stop that unwound through an error is still the signal's
+             * doing: the neighbours say "stopped by SIGTERM", not "failed" */
+            svp_rt_set_leave_signal(w->rt, svp_stop_signal());
+        } else if (status != SVP_OK && w->resume.agreed_failure) {
+            /* every rank stops on the same verdict: a rank still finishing
+             * the agreement's fence must not take this one's exit for a
+             * loss */
+            svp_rt_set_leave_reason(w->rt, SVP_RT_LEAVE_DONE);
+        } else if (status != SVP_OK) {
+            svp_rt_set_leave_error(w->rt, svp_status_string(status));
+        }
+        svp_rt_cleanup(w->rt);
     }
-    svp_rt_cleanup(rt);
-    svp_pipe_samples_destroy(list);
-out_spec:
-    svp_spec_destroy(spec);
+    svp_pipe_samples_destroy(w->list);
+    svp_spec_destroy(w->spec);
     if (svp_stop_signal() != 0) {
         return svp_stop_exit_code();
     }
     return svp_status_exit_code(status);
+}
+
+int main(int argc, char **argv)
+{
+    svp_worker_t w;
+    svp_status_t status;
+    int          rc;
+
+    memset(&w, 0, sizeof(w));
+    w.shard.count = 1;
+    w.world       = 1;
+    rc = svp_worker_parse_args(&w, argc, argv);
+    if (rc < 0) {
+        rc = svp_worker_load_spec(&w, (optind < argc) ? argv[optind] : NULL);
+    }
+    if (rc >= 0) {
+        svp_spec_destroy(w.spec);
+        return rc;
+    }
+    status = svp_worker_init(&w);
+    if (status == SVP_OK && !w.check) {
+        status = svp_worker_run(&w);
+    }
+    return svp_worker_cleanup(&w, status);
 }

@@ -1,7 +1,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "tools/svdworker_run.h"
+#include "svdworker_run.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "spec/steps.h"
