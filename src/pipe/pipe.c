@@ -401,6 +401,16 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p)
 }
 
 /*
+ * An encode's or a decode's time at debug level, in the form `svdlaunch plan
+ * --from-log` reads beside the step lines: the planner then costs the
+ * schedule with what the tasks took here, outputs written included.
+ */
+static void svp_pipe_cost(const char *kind, int sample, double seconds)
+{
+    svp_debug("svp-cost kind=%s sample=%d s=%.6f", kind, sample, seconds);
+}
+
+/*
  * The stage's begin() of a sample: into the slot's frame (the sample then
  * travels in it), or, without a slot (one rank), in the stage's own memory.
  */
@@ -418,7 +428,10 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
         s->t_begin = t0;
         svp_stop_progress(p->stats.samples_done, 1);
         status = stage->ops->begin(stage->self, i, s);
-        p->stats.busy += (status == SVP_OK) ? svp_clock_now() - t0 : 0;
+        if (status == SVP_OK) {
+            p->stats.busy += svp_clock_now() - t0;
+            svp_pipe_cost("encode", i, svp_clock_now() - t0);
+        }
         return status;
     }
     memset(&own, 0, sizeof(own));
@@ -436,6 +449,9 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
     }
     svp_sample_cleanup(&own);
     p->stats.busy += svp_clock_now() - t0;
+    if (status == SVP_OK) {
+        svp_pipe_cost("encode", i, svp_clock_now() - t0);
+    }
     svp_trace_event(p->params->trace, "begin", i, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
@@ -472,6 +488,7 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
         return status;
     }
     p->stats.busy += svp_clock_now() - t0;
+    svp_pipe_cost("decode", s->index, svp_clock_now() - t0);
     svp_trace_event(p->params->trace, "finish", s->index, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
