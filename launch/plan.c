@@ -7,6 +7,7 @@
 #include "launch/plan.h"
 #include "launch/launch_int.h"
 #include "model/unet.h"
+#include "pipe/schedule.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -33,17 +34,6 @@
 #define PLAN_VAE_FACTOR    8
 #define PLAN_IMAGE_EMBED   1024
 #define PLAN_TIME_IDS      3
-
-/* Ties between start times closer than this are ties (seconds). */
-#define PLAN_TIE_S         1e-12
-
-enum { PLAN_ENCODE, PLAN_STEPS, PLAN_DECODE };
-
-typedef struct {
-    int    rank;
-    int    kind;
-    double duration;
-} plan_task_t;
 
 /*
  * Bytes per matrix weight in the spec's dtype.  Everything else (vectors,
@@ -371,16 +361,12 @@ double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
     return last[decode].bytes;
 }
 
-/* As the worker places them (src/pipe/pipe.h): spread encodes sample i on
- * rank i mod W, ends on rank 0. */
-static int plan_encodes_on(svp_placement_t placement, int world, int rank)
+/* Whether rank ever encodes (decodes): the worker's placement rule, asked
+ * for sample j = rank, the first the rank would get under spread. */
+static int plan_places_on(svp_placement_t placement, int world, int rank,
+                          svp_schedule_end_t end)
 {
-    return world == 1 || placement == SVP_PLACEMENT_SPREAD || rank == 0;
-}
-
-static int plan_decodes_on(svp_placement_t placement, int world, int rank)
-{
-    return world == 1 || placement == SVP_PLACEMENT_SPREAD || rank == world - 1;
+    return svp_schedule_place(placement, world, rank, end) == rank;
 }
 
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
@@ -389,8 +375,8 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
     svp_plan_memory_t  m = {0};
     svp_plan_message_t msg;
     double             es = plan_elem_size(spec->dtype);
-    int                enc = plan_encodes_on(placement, world, rank);
-    int                dec = plan_decodes_on(placement, world, rank);
+    int                enc = plan_places_on(placement, world, rank, SVP_SCHEDULE_ENCODES);
+    int                dec = plan_places_on(placement, world, rank, SVP_SCHEDULE_FINISHES);
     int                inflight = spec->comm.inflight > 0 ? spec->comm.inflight : 1;
 
     svp_plan_message(spec, &msg);
@@ -445,314 +431,275 @@ static double plan_link_s(const svp_plan_params_t *p, int from, int to)
     return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
 }
 
-/* How many tasks the chain of a sample has (the same for every sample). */
-static int plan_chain_length(const svp_plan_params_t *p)
-{
-    int per_rank = p->steps / p->world;
-
-    return (p->costs.encode_s > 0) +
-           ((per_rank > 0 && p->costs.step_s > 0) ? p->world : 0) +
-           (p->costs.decode_s > 0);
-}
-
 /*
- * Task k of sample i's chain: encode (where the placement puts it), the
- * steps rank by rank, decode.  Computed, not stored: a million samples of a
- * 30-task chain would otherwise take half a gigabyte.
+ * The simulation runs the worker's own lists (pipe/schedule.h), one iterator
+ * per rank, with a clock per rank: a begin, the steps and a finish advance
+ * it by their cost, a send puts the message on its channel with its arrival
+ * time (now + the link), a wait for a receive moves the clock to the
+ * message's arrival and a wait for a send to the send's.  A receive is
+ * matched at its wait, not at its post: the comm keeps a message that
+ * arrives before its receive is posted.  Tasks of zero cost are not counted
+ * (events, encodes, decodes), as a model that leaves them out would.
+ *
+ * Messages of a kind between two ranks arrive in the order sent, which is
+ * the order they are waited for, so each channel is a queue: a LATENT
+ * channel into each rank, an INIT channel out of each encoding rank and a
+ * FINAL channel into each finishing rank.
+ *
+ * The ranks take turns of at most PLAN_TURN actions, each until it waits
+ * for a message not yet sent; the queues then hold a few turns' messages and
+ * the work is linear in the actions, N x (a few per rank).  A pass in which
+ * no rank moves is a deadlock of the schedule: an internal error.
  */
-static plan_task_t plan_chain_task(const svp_plan_params_t *p, int i, int k)
-{
-    int per_rank = p->steps / p->world;
-    int has_steps = per_rank > 0 && p->costs.step_s > 0;
+#define PLAN_TURN 64
 
-    if (p->costs.encode_s > 0) {
-        if (k == 0) {
-            return (plan_task_t){p->placement == SVP_PLACEMENT_SPREAD ?
-                                 i % p->world : 0, PLAN_ENCODE,
-                                 p->costs.encode_s};
-        }
-        --k;
-    }
-    if (has_steps && k < p->world) {
-        return (plan_task_t){k, PLAN_STEPS, per_rank * p->costs.step_s};
-    }
-    return (plan_task_t){p->placement == SVP_PLACEMENT_SPREAD ? i % p->world :
-                         p->world - 1, PLAN_DECODE, p->costs.decode_s};
-}
-
-/*
- * A binary min-heap of samples ordered by (key, sample): the samples whose
- * next task waits for one rank.
- */
 typedef struct {
-    int    *sample;
-    double *key;
-    int     size, capacity;
-} plan_heap_t;
+    int    j;       /* the sample's position */
+    double at;      /* when it arrives */
+} plan_msg_t;
 
-static int plan_heap_less(const plan_heap_t *h, int a, int b)
+typedef struct {
+    plan_msg_t *q;
+    int         head, count, capacity;
+} plan_chan_t;
+
+typedef struct {
+    svp_schedule_iter_t          it;
+    const svp_schedule_action_t *held;   /* the action it waits at, or NULL */
+    double                       t;      /* its clock */
+    double                       sent_at[SVP_SCHEDULE_MAX_SLOTS];
+    int                          done;
+} plan_rank_sim_t;
+
+typedef struct {
+    const svp_plan_params_t *p;
+    svp_plan_result_t       *res;
+    plan_rank_sim_t         *rank;       /* [W] */
+    plan_chan_t             *chan;       /* [3 W] */
+    char                    *link_used;  /* [W W] */
+} plan_sim_t;
+
+static svp_status_t plan_chan_push(plan_chan_t *c, int j, double at)
 {
-    return h->key[a] < h->key[b] ||
-           (h->key[a] == h->key[b] && h->sample[a] < h->sample[b]);
-}
+    if (c->count == c->capacity) {
+        int         cap = c->capacity > 0 ? 2 * c->capacity : 16;
+        plan_msg_t *q   = malloc((size_t)cap * sizeof(*q));
 
-static void plan_heap_swap(plan_heap_t *h, int a, int b)
-{
-    int    s = h->sample[a];
-    double k = h->key[a];
-
-    h->sample[a] = h->sample[b];
-    h->key[a]    = h->key[b];
-    h->sample[b] = s;
-    h->key[b]    = k;
-}
-
-/* Grows by doubling: every sample is in one heap at a time, so the heaps
- * together hold N entries, however they are spread over the ranks. */
-static svp_status_t plan_heap_push(plan_heap_t *h, int sample, double key)
-{
-    int i;
-
-    if (h->size == h->capacity) {
-        int     cap = h->capacity > 0 ? 2 * h->capacity : 64;
-        int    *s   = realloc(h->sample, (size_t)cap * sizeof(*s));
-        double *k;
-
-        if (s == NULL) {
+        if (q == NULL) {
             return SVP_ERR_NO_MEMORY;
         }
-        h->sample = s;
-        k = realloc(h->key, (size_t)cap * sizeof(*k));
-        if (k == NULL) {
-            return SVP_ERR_NO_MEMORY;
+        for (int k = 0; k < c->count; ++k) {
+            q[k] = c->q[(c->head + k) % c->capacity];
         }
-        h->key      = k;
-        h->capacity = cap;
+        free(c->q);
+        c->q        = q;
+        c->head     = 0;
+        c->capacity = cap;
     }
-    i = h->size++;
+    c->q[(c->head + c->count) % c->capacity] = (plan_msg_t){j, at};
+    c->count++;
+    return SVP_OK;
+}
 
-    h->sample[i] = sample;
-    h->key[i]    = key;
-    while (i > 0 && plan_heap_less(h, i, (i - 1) / 2)) {
-        plan_heap_swap(h, i, (i - 1) / 2);
-        i = (i - 1) / 2;
+/* The channel of a message from rank `from` to rank `to`. */
+static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from,
+                              int to)
+{
+    int W = sim->p->world;
+
+    return (msg == SVP_SCHEDULE_MSG_LATENT) ? &sim->chan[to] :
+           (msg == SVP_SCHEDULE_MSG_INIT) ? &sim->chan[W + from] :
+           &sim->chan[2 * W + to];
+}
+
+/* A task of the rank: its cost on its clock, and the counts. */
+static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
+{
+    plan_rank_sim_t *rs = &sim->rank[r];
+
+    if (cost <= 0) {
+        return;
+    }
+    rs->t                       += cost;
+    sim->res->ranks[r].busy_s   += cost;
+    sim->res->ranks[r].finish_s  = rs->t;
+    sim->res->makespan_s         = fmax(sim->res->makespan_s, rs->t);
+    sim->res->events++;
+    *count += by;
+}
+
+static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_t *a)
+{
+    const svp_plan_params_t *p   = sim->p;
+    int                      W   = p->world, link = r * W + a->peer;
+    double                   hop = plan_link_s(p, r, a->peer);
+
+    if (!sim->link_used[link]) {
+        sim->link_used[link] = 1;
+        hop += p->costs.link_setup_s;
+    }
+    sim->res->link_msgs[link] += 1;
+    sim->res->link_s[link]    += hop;
+    sim->rank[r].sent_at[a->slot] = sim->rank[r].t + hop;
+    return plan_chan_push(plan_chan(sim, a->msg, r, a->peer), a->j,
+                          sim->rank[r].t + hop);
+}
+
+/* Runs one action of rank r; *blocked_p when it waits for a message not yet
+ * sent. */
+static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
+                             int *blocked_p)
+{
+    const svp_plan_costs_t *c   = &sim->p->costs;
+    plan_rank_sim_t        *rs  = &sim->rank[r];
+    svp_plan_rank_t        *out = &sim->res->ranks[r];
+    int                     k   = sim->p->steps / sim->p->world;
+    plan_chan_t            *ch;
+
+    *blocked_p = 0;
+    switch (a->kind) {
+    case SVP_SCHEDULE_POST_RECV:
+        break;
+    case SVP_SCHEDULE_WAIT:
+        if (a->msg == SVP_SCHEDULE_MSG_NONE) {
+            rs->t = fmax(rs->t, rs->sent_at[a->slot]);
+            break;
+        }
+        ch = plan_chan(sim, a->msg, a->peer, r);
+        if (ch->count == 0) {
+            *blocked_p = 1;
+            break;
+        }
+        if (ch->q[ch->head].j != a->j) {
+            svp_error("plan: rank %d waits for sample %d, sample %d came", r, a->j,
+                      ch->q[ch->head].j);
+            return SVP_ERR_INTERNAL;
+        }
+        rs->t    = fmax(rs->t, ch->q[ch->head].at);
+        ch->head = (ch->head + 1) % ch->capacity;
+        ch->count--;
+        break;
+    case SVP_SCHEDULE_BEGIN:
+        plan_task(sim, r, c->encode_s, &out->encodes, 1);
+        break;
+    case SVP_SCHEDULE_STEPS:
+        plan_task(sim, r, k * c->step_s, &out->steps, k);
+        break;
+    case SVP_SCHEDULE_SEND:
+        return plan_send(sim, r, a);
+    case SVP_SCHEDULE_FINISH:
+        plan_task(sim, r, c->decode_s, &out->decodes, 1);
+        break;
     }
     return SVP_OK;
 }
 
-static void plan_heap_pop(plan_heap_t *h)
+/* Rank r's turn: *moved_p when it ran an action or reached its end. */
+static svp_status_t plan_turn(plan_sim_t *sim, int r, int *moved_p)
 {
-    int i = 0;
+    plan_rank_sim_t *rs = &sim->rank[r];
+    svp_status_t     status;
+    int              blocked;
 
-    h->sample[0] = h->sample[--h->size];
-    h->key[0]    = h->key[h->size];
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, m = i;
-
-        if (l < h->size && plan_heap_less(h, l, m)) {
-            m = l;
+    for (int k = 0; k < PLAN_TURN && !rs->done; ++k) {
+        if (rs->held == NULL) {
+            rs->held = svp_schedule_iter_next(&rs->it);
+            if (rs->held == NULL) {
+                rs->done = 1;
+                *moved_p = 1;
+                break;
+            }
         }
-        if (r < h->size && plan_heap_less(h, r, m)) {
-            m = r;
+        status = plan_act(sim, r, rs->held, &blocked);
+        if (status != SVP_OK) {
+            return status;
         }
-        if (m == i) {
-            return;
+        if (blocked) {
+            break;
         }
-        plan_heap_swap(h, i, m);
-        i = m;
+        rs->held = NULL;
+        *moved_p = 1;
     }
+    return SVP_OK;
 }
 
-/*
- * Event by event: the task that can start earliest runs next; among equal
- * starts the oldest sample wins (a rank finishes what is in flight before it
- * takes new work).
- *
- * Starts never go back in time (a task ends after it starts, and what it
- * makes ready is ready later still), so each rank can keep the samples that
- * wait for it in two heaps: those already ready when the rank frees up
- * ("waiting", oldest sample first) and those still in transit ("arriving",
- * earliest ready first), beside a cursor for the samples not started.  A rank's next task is the oldest waiting sample,
- * else the earliest arrival; the event is the earliest of the W ranks'
- * candidates.  A scan over all N samples per event, as a first version did,
- * made the plan quadratic in N (1,000,000 samples ran for over ten minutes);
- * this is O(N (W + 2) W) with heaps of the samples in flight.
- */
+static svp_status_t plan_sim_run(plan_sim_t *sim)
+{
+    const svp_plan_params_t *p = sim->p;
+    svp_schedule_params_t    sp = {
+        .placement = p->placement, .stages = p->world, .samples = p->samples,
+        .inflight  = p->inflight > 0 ? p->inflight : 2,
+    };
+    svp_status_t             status;
+    int                      W = p->world, live = W, moved;
+
+    for (int r = 0; r < W; ++r) {
+        status = svp_schedule_iter_init(&sim->rank[r].it, &sp, r);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    while (live > 0) {
+        moved = 0;
+        live  = 0;
+        for (int r = 0; r < W; ++r) {
+            status = plan_turn(sim, r, &moved);
+            if (status != SVP_OK) {
+                return status;
+            }
+            live += !sim->rank[r].done;
+        }
+        if (live > 0 && !moved) {
+            svp_error("plan: the schedule of %d ranks, %d samples deadlocks", W,
+                      p->samples);
+            return SVP_ERR_INTERNAL;
+        }
+    }
+    return SVP_OK;
+}
+
+/* Runs p's lists into res's figures (ranks, links, makespan, events). */
 static svp_status_t plan_simulate(const svp_plan_params_t *p,
                                   svp_plan_result_t *res)
 {
-    int           W = p->world, N = p->samples, len = plan_chain_length(p);
-    plan_heap_t  *waiting, *arriving;
-    int          *next, *fresh, fresh_step;
-    double       *ready, *free_at;
-    char         *link_used;
-    long          remaining = (long)N * len;
-    svp_status_t  status = SVP_ERR_NO_MEMORY;
+    plan_sim_t   sim = {.p = p, .res = res};
+    int          W = p->world;
+    svp_status_t status = SVP_ERR_NO_MEMORY;
 
-    waiting   = calloc((size_t)W, sizeof(*waiting));
-    arriving  = calloc((size_t)W, sizeof(*arriving));
-    next      = calloc((size_t)N, sizeof(*next));
-    ready     = calloc((size_t)N, sizeof(*ready));
-    free_at   = calloc((size_t)W, sizeof(*free_at));
-    fresh     = calloc((size_t)W, sizeof(*fresh));
-    link_used = calloc((size_t)W * W, sizeof(*link_used));
-    if (waiting == NULL || arriving == NULL || next == NULL || ready == NULL ||
-        free_at == NULL || fresh == NULL || link_used == NULL) {
-        goto out_free;
+    sim.rank      = calloc((size_t)W, sizeof(*sim.rank));
+    sim.chan      = calloc((size_t)W * 3, sizeof(*sim.chan));
+    sim.link_used = calloc((size_t)W * W, sizeof(*sim.link_used));
+    if (sim.rank != NULL && sim.chan != NULL && sim.link_used != NULL) {
+        status = plan_sim_run(&sim);
     }
-    res->events = remaining;
-    if (len == 0) {
-        status = SVP_OK;
-        goto out_free;
+    for (int k = 0; sim.chan != NULL && k < 3 * W; ++k) {
+        free(sim.chan[k].q);
     }
-    /*
-     * Samples not started yet are all ready at 0 and wait for the rank of
-     * their first task in sample order: rank i mod W under spread with an
-     * encode, rank 0 otherwise.  A cursor per rank stands for them, so the
-     * heaps hold only the samples in flight (a few per rank) and stay small.
-     */
-    fresh_step = (N > 1 && W > 1 &&
-                  plan_chain_task(p, 1, 0).rank != plan_chain_task(p, 0, 0).rank)
-                 ? W : 1;
-    for (int r = 0; r < W; ++r) {
-        fresh[r] = N;
+    free(sim.link_used);
+    free(sim.chan);
+    free(sim.rank);
+    return status;
+}
+
+/* One sample alone, end to end, hops and link set-up included. */
+static svp_status_t plan_fill(const svp_plan_params_t *p, double *fill_p)
+{
+    svp_plan_params_t one = *p;
+    svp_plan_result_t res = {.world = p->world};
+    svp_status_t      status = SVP_ERR_NO_MEMORY;
+    size_t            W = (size_t)p->world;
+
+    one.samples   = 1;
+    res.ranks     = calloc(W, sizeof(*res.ranks));
+    res.link_msgs = calloc(W * W, sizeof(*res.link_msgs));
+    res.link_s    = calloc(W * W, sizeof(*res.link_s));
+    if (res.ranks != NULL && res.link_msgs != NULL && res.link_s != NULL) {
+        status = plan_simulate(&one, &res);
     }
-    for (int i = 0; i < N && i < fresh_step; ++i) {
-        fresh[plan_chain_task(p, i, 0).rank] = i;
-    }
-
-    /* one sample alone: its chain end to end, hops included */
-    for (int k = 0; k < len; ++k) {
-        plan_task_t t = plan_chain_task(p, 0, k);
-
-        res->fill_s += t.duration;
-        if (k > 0) {
-            int from = plan_chain_task(p, 0, k - 1).rank;
-
-            if (from != t.rank) {
-                res->fill_s += plan_link_s(p, from, t.rank) +
-                               p->costs.link_setup_s;
-            }
-        }
-    }
-
-    /*
-     * One rank runs every task of every sample back to back from time 0:
-     * nothing to simulate (the one-GPU baseline and each replica of S = 1
-     * would otherwise take a third of a million-sample plan).
-     */
-    if (W == 1) {
-        for (int k = 0; k < len; ++k) {
-            plan_task_t t = plan_chain_task(p, 0, k);
-
-            res->ranks[0].busy_s  += (double)N * t.duration;
-            res->ranks[0].steps   += t.kind == PLAN_STEPS ? N * p->steps : 0;
-            res->ranks[0].encodes += t.kind == PLAN_ENCODE ? N : 0;
-            res->ranks[0].decodes += t.kind == PLAN_DECODE ? N : 0;
-        }
-        res->ranks[0].finish_s = res->ranks[0].busy_s;
-        res->makespan_s        = res->ranks[0].busy_s;
-        remaining              = 0;
-    }
-
-    while (remaining-- > 0) {
-        plan_task_t t;
-        double      best_start = DBL_MAX, finish;
-        int         best = -1, best_rank = -1, best_waiting = 0;
-
-        for (int r = 0; r < W; ++r) {
-            double start;
-            int    i, from_waiting;
-
-            /* arrivals that are ready by the time the rank is free wait */
-            while (arriving[r].size > 0 &&
-                   arriving[r].key[0] <= free_at[r] + PLAN_TIE_S) {
-                int s = arriving[r].sample[0];
-
-                plan_heap_pop(&arriving[r]);
-                if (plan_heap_push(&waiting[r], s, 0) != SVP_OK) {
-                    goto out_free;
-                }
-            }
-            if (fresh[r] < N &&
-                (waiting[r].size == 0 || fresh[r] < waiting[r].sample[0])) {
-                i            = fresh[r];
-                start        = free_at[r];
-                from_waiting = 2;
-            } else if (waiting[r].size > 0) {
-                i            = waiting[r].sample[0];
-                start        = free_at[r];
-                from_waiting = 1;
-            } else if (arriving[r].size > 0) {
-                i            = arriving[r].sample[0];
-                start        = arriving[r].key[0];
-                from_waiting = 0;
-            } else {
-                continue;
-            }
-            if (start < best_start - PLAN_TIE_S ||
-                (start < best_start + PLAN_TIE_S && i < best)) {
-                best_start   = start;
-                best         = i;
-                best_rank    = r;
-                best_waiting = from_waiting;
-            }
-        }
-
-        if (best_waiting == 2) {
-            fresh[best_rank] += fresh_step;
-        } else {
-            plan_heap_pop(best_waiting ? &waiting[best_rank] :
-                          &arriving[best_rank]);
-        }
-        t      = plan_chain_task(p, best, next[best]);
-        finish = best_start + t.duration;
-        free_at[t.rank] = finish;
-        res->ranks[t.rank].busy_s  += t.duration;
-        res->ranks[t.rank].finish_s = finish;
-        res->ranks[t.rank].steps   += t.kind == PLAN_STEPS ? p->steps / W : 0;
-        res->ranks[t.rank].encodes += t.kind == PLAN_ENCODE;
-        res->ranks[t.rank].decodes += t.kind == PLAN_DECODE;
-        res->makespan_s = fmax(res->makespan_s, finish);
-
-        ready[best] = finish;
-        if (++next[best] < len) {
-            int to = plan_chain_task(p, best, next[best]).rank;
-
-            if (to != t.rank) {
-                double hop = plan_link_s(p, t.rank, to);
-
-                if (!link_used[t.rank * W + to]) {
-                    link_used[t.rank * W + to] = 1;
-                    hop += p->costs.link_setup_s;
-                }
-                ready[best] += hop;
-                res->link_msgs[t.rank * W + to] += 1;
-                res->link_s[t.rank * W + to]    += hop;
-            }
-        }
-        if (next[best] < len &&
-            plan_heap_push(&arriving[plan_chain_task(p, best, next[best]).rank],
-                           best, ready[best]) != SVP_OK) {
-            goto out_free;
-        }
-    }
-    status = SVP_OK;
-
-out_free:
-    for (int r = 0; waiting != NULL && arriving != NULL && r < W; ++r) {
-        free(waiting[r].sample);
-        free(waiting[r].key);
-        free(arriving[r].sample);
-        free(arriving[r].key);
-    }
-    free(link_used);
-    free(fresh);
-    free(free_at);
-    free(ready);
-    free(next);
-    free(arriving);
-    free(waiting);
+    *fill_p = res.makespan_s;
+    free(res.ranks);
+    free(res.link_msgs);
+    free(res.link_s);
     return status;
 }
 
@@ -767,7 +714,7 @@ static int plan_params_same(const svp_plan_params_t *a,
 
     return a->world == b->world && a->ranks_per_node == b->ranks_per_node &&
            a->steps == b->steps && a->samples == b->samples &&
-           a->placement == b->placement &&
+           a->placement == b->placement && a->inflight == b->inflight &&
            a->message_bytes == b->message_bytes &&
            a->first_rank == b->first_rank && x->step_s == y->step_s &&
            x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
@@ -847,6 +794,9 @@ static svp_status_t plan_run(const svp_plan_params_t *p,
         goto err_destroy_result;
     }
     status = plan_simulate(p, res);
+    if (status == SVP_OK) {
+        status = plan_fill(p, &res->fill_s);
+    }
     if (status != SVP_OK) {
         goto err_destroy_result;
     }

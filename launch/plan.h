@@ -2,14 +2,14 @@
  * The planner: an analytic model of the step pipeline, to see before a job is
  * submitted what it will cost and where the time goes.
  *
- * Model.  Each sample is a chain of tasks: encode (where the placement puts
- * it), then T/W steps on rank 0, T/W on rank 1, ..., T/W on rank W-1, then
- * decode.  Between two tasks on different ranks the latent and conditioning
- * cross a link: latency + bytes / bandwidth, during which neither rank is
- * busy (UCX sends are nonblocking); the first message on a link also pays
- * the link's setup (UCX connects endpoints on first use).  A rank runs one task at a time, to the
- * end; when it is free it takes, among the tasks that can start earliest, the
- * one of the oldest sample.  Tasks of zero duration are left out.
+ * Model.  Each rank runs the worker's own list of actions (pipe/schedule.h:
+ * the same placement, the same order, the same pre-posted receives): a
+ * begin costs encode_s where the placement puts it, a rank's steps T/W x
+ * step_s, a finish decode_s.  A message (latent and conditioning) crosses a
+ * link in latency + bytes / bandwidth, during which neither rank is busy
+ * (UCX sends are nonblocking); the first message on a link also pays the
+ * link's setup (UCX connects endpoints on first use).  A wait holds the rank
+ * until its message arrives.  Tasks of zero duration are not counted.
  *
  * With encode on rank 0 and decode on rank W-1 (placement ends) this is a
  * flow shop with a fixed time s_r per stage, whose makespan is exactly
@@ -19,11 +19,14 @@
  * (the first sample fills the pipeline, the rest leave at the pace of the
  * slowest stage); link setup, paid by the first sample only, adds to the
  * fill.  The simulation reproduces it and also covers placement
- * spread, where the stage times differ from sample to sample.
+ * spread, where the stage times differ from sample to sample: there the
+ * worker's order (a rank encodes ahead for rank 0, finishes a final latent
+ * one sample after it left the last rank) is what the figures follow.
  *
- * Not modelled: the in-flight window (comm.inflight; assumed deep enough
- * that no rank waits for buffer space), link contention, start-up (loading
- * weights, PMIx and UCX wire-up) and writing the outputs.
+ * Not modelled: link contention, a send that waits for its receive to be
+ * posted (the in-flight window, comm.inflight, only moves the posts, which
+ * cost nothing here), start-up (loading weights, PMIx and UCX wire-up) and
+ * writing the outputs.
  */
 #ifndef SVP_LAUNCH_PLAN_H
 #define SVP_LAUNCH_PLAN_H
@@ -73,6 +76,8 @@ typedef struct {
     svp_placement_t placement;
     double          message_bytes;
     svp_plan_costs_t costs;
+    int             inflight;        /* comm.inflight; 0: 2, the spec's
+                                        default */
     int             first_rank;      /* the job rank of this pipeline's
                                         rank 0 (a group of a layout): node
                                         boundaries count from it */

@@ -27,6 +27,7 @@ static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
     p->steps          = spec->steps;
     p->samples        = samples;
     p->placement      = placement;
+    p->inflight       = spec->comm.inflight;
     p->message_bytes  = msg.total;
     p->costs          = *costs;
     p->first_rank     = 0;

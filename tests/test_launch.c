@@ -547,10 +547,11 @@ Test(plan, hand_computed_ends)
 }
 
 /*
- * Same job, placement spread: samples 0 and 2 are decoded on rank 0,
- * sample 1 on rank 1.  By hand (ms): r0 s0 [0,20] | r1 s0 [20,40], r0 s1
- * [20,40] | r0 dec0 [40,60], r1 s1 [40,60] | r1 dec1 [60,80], r0 s2 [60,80]
- * | r1 s2 [80,100] | r0 dec2 [100,120].
+ * Same job, placement spread: samples 0 and 2 are encoded and decoded on
+ * rank 0, sample 1 on rank 1, in the worker's order (a final latent is
+ * finished one sample after it left).  By hand (ms): r0 s0 [0,20] | r1 s0
+ * [20,40], r0 s1 [20,40] | r1 s1 [40,60], r0 s2 [40,60] | r0 dec0 [60,80],
+ * r1 dec1 [60,80] | r1 s2 [80,100] | r0 dec2 [100,120].
  */
 Test(plan, hand_computed_spread)
 {
@@ -562,7 +563,8 @@ Test(plan, hand_computed_spread)
     cr_assert_float_eq(r->ranks[1].busy_s, 0.080, PLAN_EPS);
     cr_assert_eq(r->ranks[0].decodes, 2);
     cr_assert_eq(r->ranks[1].decodes, 1);
-    cr_assert_eq(r->link_msgs[1 * 2 + 0], 2);   /* samples 0 and 2 go back */
+    /* samples 0 and 2 go back; sample 1 comes to rank 0 encoded */
+    cr_assert_eq(r->link_msgs[1 * 2 + 0], 3);
     svp_plan_result_destroy(r);
 }
 

@@ -3,6 +3,7 @@
 #endif
 #include "pipe/pipe.h"
 #include "pipe/deadline.h"
+#include "pipe/schedule.h"
 #include "common/stop.h"
 #include "spec/steps.h"
 #include "common/clock.h"
@@ -27,22 +28,12 @@ void svp_sample_cleanup(svp_sample_t *sample)
     sample->ntensors = 0;
 }
 
-/* Message kinds of the pipeline (the UCX tag keeps them apart). */
-#define SVP_PIPE_KIND_LATENT SVP_COMM_KIND_LATENT  /* to the next rank */
-#define SVP_PIPE_KIND_FINAL  2                     /* to the finishing rank */
-#define SVP_PIPE_KIND_INIT   3                     /* encoded, to rank 0 */
+/* The schedule's message kinds go on the wire as the comm's kinds. */
+_Static_assert((int)SVP_SCHEDULE_MSG_LATENT == (int)SVP_COMM_KIND_LATENT,
+               "the latent message is the comm's latent kind");
+_Static_assert(SVP_SCHEDULE_MSG_INIT <= SVP_COMM_MAX_KIND, "kinds fit the tag");
 
-/* Final-latent receives posted ahead on a finishing rank (spread). */
-#define SVP_PIPE_FINAL_SLOTS 2
-
-/* Encoded samples being sent to rank 0 from an encoding rank (spread). */
-#define SVP_PIPE_ENC_SLOTS   2
-
-/*
- * A frame and the one request that uses it.  A sample's tensors are views
- * into its frame: it is received into the frame, computed on in place and
- * sent from it, so a latent is never copied on its way through a rank.
- */
+/* A frame and the one request that uses it (a slot of the schedule). */
 typedef struct {
     svp_comm_frame_h frame;
     svp_comm_req_h   req;
@@ -96,11 +87,10 @@ typedef struct {
     double                   t_told;        /* last progress line at info */
     int                      finished;      /* samples finished here */
     int                      to_finish;     /* samples this rank finishes */
+    svp_schedule_params_t    sched;         /* the group's schedule */
     svp_comm_frame_desc_t    desc;
-    svp_pipe_slot_t         *lat;           /* latent slots */
-    int                      nlat;
-    svp_pipe_slot_t          fin[SVP_PIPE_FINAL_SLOTS];
-    svp_pipe_slot_t          enc[SVP_PIPE_ENC_SLOTS];
+    svp_pipe_slot_t         *slots;         /* the schedule's slots */
+    int                      nslots;
     svp_pipe_deadline_t      dl;            /* receive timeouts */
     svp_comm_mem_type_t      frame_mem;     /* where the frames live */
 } svp_pipe_t;
@@ -175,51 +165,7 @@ static void svp_pipe_progress(svp_pipe_t *p, const svp_sample_t *s)
     }
 }
 
-/* One rank does everything: begin, all steps, finish, sample after sample. */
-static svp_status_t svp_pipe_run_single(svp_pipe_t *p)
-{
-    const svp_stage_t *stage = &p->params->stage;
-    svp_sample_t       s;
-    svp_status_t       status;
-    double             t0;
-    int                i;
-
-    for (i = 0; i < p->n; ++i) {
-        memset(&s, 0, sizeof(s));
-        t0        = svp_clock_now();
-        s.t_begin = t0;
-        svp_stop_progress(p->stats.samples_done, 1);
-        status    = stage->ops->begin(stage->self, p->idx[i], &s);
-        if (status != SVP_OK) {
-            goto err_cleanup;
-        }
-        p->stats.busy += svp_clock_now() - t0;
-        status = svp_pipe_steps(p, &s);
-        if (status != SVP_OK) {
-            goto err_cleanup;
-        }
-        t0     = svp_clock_now();
-        status = stage->ops->finish(stage->self, &s);
-        if (status != SVP_OK) {
-            goto err_cleanup;
-        }
-        p->stats.busy += svp_clock_now() - t0;
-        svp_trace_event(p->params->trace, "finish", s.index, -1, svp_trace_now_us() -
-                        (svp_clock_now() - t0) * 1e6, svp_trace_now_us());
-        p->stats.samples_done++;
-        svp_stop_progress(p->stats.samples_done, 0);
-        svp_pipe_progress(p, &s);
-        svp_sample_cleanup(&s);
-    }
-    return SVP_OK;
-
-err_cleanup:
-    svp_sample_cleanup(&s);
-    return status;
-}
-
-
-/* ---- several ranks ---------------------------------------------------- */
+/* ---- the executor ---------------------------------------------------- */
 
 /* Waits for the slot's request (if any), for at most timeout seconds
  * (negative: comm.deadline); the time counts as waiting. */
@@ -249,34 +195,43 @@ static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot,
     return status;
 }
 
-static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, svp_pipe_slot_t *slot,
-                                       int peer, unsigned kind, int sample,
-                                       int step)
+/* The step a message of this kind carries the sample at. */
+static int svp_pipe_msg_step(const svp_pipe_t *p, svp_schedule_msg_t msg)
 {
-    svp_status_t status;
+    return (msg == SVP_SCHEDULE_MSG_LATENT) ? p->range.begin :
+           (msg == SVP_SCHEDULE_MSG_INIT) ? 0 : p->params->spec->steps;
+}
+
+static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_t *a)
+{
+    svp_pipe_slot_t *slot = &p->slots[a->slot];
+    svp_status_t     status;
 
     status = svp_pipe_settle(p, slot, -1.0);  /* the frame's last send */
     if (status != SVP_OK) {
         return status;
     }
     slot->is_send = 0;
-    slot->sample  = sample;
-    return svp_comm_irecv(p->params->comm, peer, kind, (unsigned)sample,
-                          (unsigned)step, slot->frame, &slot->req);
+    slot->sample  = p->idx[a->j];
+    return svp_comm_irecv(p->params->comm, p->base + a->peer, (unsigned)a->msg,
+                          (unsigned)p->idx[a->j], (unsigned)svp_pipe_msg_step(p, a->msg),
+                          slot->frame, &slot->req);
 }
 
-static svp_status_t svp_pipe_send(svp_pipe_t *p, svp_pipe_slot_t *slot, int peer,
-                                  unsigned kind, const svp_sample_t *s)
+static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                  const svp_sample_t *s)
 {
-    size_t bytes = svp_comm_frame_length(slot->frame);
+    svp_pipe_slot_t *slot  = &p->slots[a->slot];
+    size_t           bytes = svp_comm_frame_length(slot->frame);
+    int              peer  = p->base + a->peer;
 
     svp_debug("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
              s->next_step, peer,
-             (kind == SVP_PIPE_KIND_FINAL) ? "final" :
-             (kind == SVP_PIPE_KIND_INIT) ? "encoded" : "latent", bytes);
+             (a->msg == SVP_SCHEDULE_MSG_FINAL) ? "final" :
+             (a->msg == SVP_SCHEDULE_MSG_INIT) ? "encoded" : "latent", bytes);
     slot->is_send = 1;
     slot->sample  = s->index;
-    return svp_comm_isend(p->params->comm, peer, kind, (unsigned)s->index,
+    return svp_comm_isend(p->params->comm, peer, (unsigned)a->msg, (unsigned)s->index,
                           (unsigned)s->next_step, slot->frame, &slot->req);
 }
 
@@ -304,6 +259,41 @@ static svp_status_t svp_pipe_view(svp_pipe_t *p, svp_pipe_slot_t *slot, int inde
         s->ntensors++;
     }
     return SVP_OK;
+}
+
+/*
+ * A wait of the schedule: for a receive (the sample is then a view of the
+ * slot's frame) or for the slot's last send, bounded by its due time.
+ */
+static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                  svp_sample_t *s)
+{
+    svp_pipe_slot_t *slot = &p->slots[a->slot];
+    double           t0   = svp_clock_now(), timeout = -1.0;
+    svp_status_t     status;
+
+    if (a->due_stages >= 0) {
+        timeout = svp_pipe_deadline_wait(&p->dl, a->due_stages, a->due_first);
+    }
+    status = svp_pipe_settle(p, slot, timeout);
+    if (status != SVP_OK || a->msg == SVP_SCHEDULE_MSG_NONE) {
+        return status;
+    }
+    if (a->msg == SVP_SCHEDULE_MSG_INIT) {
+        svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[a->j],
+                 p->base + a->peer, svp_clock_now() - t0);
+    } else if (a->msg == SVP_SCHEDULE_MSG_LATENT) {
+        svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
+                 "%.3fs)", p->idx[a->j], p->range.begin, p->base + a->peer,
+                 svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
+    } else {
+        svp_debug("recv final sample %d from rank %d", p->idx[a->j], p->base + a->peer);
+    }
+    status = svp_pipe_view(p, slot, p->idx[a->j], s);
+    if (status == SVP_OK) {
+        s->next_step = svp_pipe_msg_step(p, a->msg);
+    }
+    return status;
 }
 
 /* The frame layout of a sample, from the stage's own allocation. */
@@ -347,54 +337,110 @@ out:
     return status;
 }
 
-static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, svp_pipe_slot_t *slots,
-                                          int n)
+/* Cancels what is pending (on failure) and frees the frames. */
+static void svp_pipe_slots_destroy(svp_pipe_t *p)
 {
-    svp_status_t status;
-    int          i;
+    int i;
 
-    for (i = 0; i < n; ++i) {
-        slots[i].sample = -1;
-        status = svp_comm_frame_create(p->params->comm, &p->desc, NULL, 0,
-                                       p->frame_mem, &slots[i].frame);
+    for (i = 0; i < p->nslots; ++i) {
+        if (p->slots[i].req != NULL) {
+            svp_comm_cancel(p->params->comm, p->slots[i].req);
+            p->slots[i].req = NULL;
+        }
+        svp_comm_frame_destroy(p->slots[i].frame);
+        p->slots[i].frame = NULL;
+    }
+    free(p->slots);
+    p->slots  = NULL;
+    p->nslots = 0;
+}
+
+/*
+ * The frames of the schedule's slots (none on one rank).  A sample's
+ * tensors are views into its frame: it is received into the frame, computed
+ * on in place and sent from it, so a latent is never copied on its way
+ * through a rank.
+ */
+static svp_status_t svp_pipe_slots_create(svp_pipe_t *p)
+{
+    const svp_pipe_params_t *pp = p->params;
+    svp_schedule_slots_t     ns;
+    svp_status_t             status;
+    int                      i;
+
+    svp_schedule_slots(&p->sched, p->srank, &ns);
+    if (ns.total == 0) {
+        return SVP_OK;
+    }
+    if (pp->comm == NULL) {
+        svp_error("internal: a %d-rank pipeline without a communication layer", p->sworld);
+        return SVP_ERR_INTERNAL;
+    }
+    status = svp_pipe_layout(p);
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* a stage that computes on a device keeps a sample's frame there from
+     * rank to rank; how it crosses is the comm's (comm.gpu_direct) */
+    p->frame_mem = (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
+    p->slots     = calloc((size_t)ns.total, sizeof(*p->slots));
+    if (p->slots == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    for (i = 0; i < ns.total; ++i) {
+        p->slots[i].sample = -1;
+        status = svp_comm_frame_create(pp->comm, &p->desc, NULL, 0, p->frame_mem,
+                                       &p->slots[i].frame);
+        p->nslots += (status == SVP_OK);
         if (status != SVP_OK) {
+            svp_pipe_slots_destroy(p);
             return status;
         }
     }
     return SVP_OK;
 }
 
-/* Cancels what is pending (on failure) and frees the frames. */
-static void svp_pipe_slots_destroy(svp_pipe_t *p, svp_pipe_slot_t *slots, int n)
+/*
+ * An encode's or a decode's time at debug level, in the form `svdlaunch plan
+ * --from-log` reads beside the step lines: the planner then costs the
+ * schedule with what the tasks took here, outputs written included.
+ */
+static void svp_pipe_cost(const char *kind, int sample, double seconds)
 {
-    int i;
-
-    for (i = 0; i < n; ++i) {
-        if (slots[i].req != NULL) {
-            svp_comm_cancel(p->params->comm, slots[i].req);
-            slots[i].req = NULL;
-        }
-        svp_comm_frame_destroy(slots[i].frame);
-        slots[i].frame = NULL;
-    }
+    svp_debug("svp-cost kind=%s sample=%d s=%.6f", kind, sample, seconds);
 }
 
-/* Rank 0: the stage's begin(), then the sample moved into its frame. */
-static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
+/*
+ * The stage's begin() of a sample: into the slot's frame (the sample then
+ * travels in it), or, without a slot (one rank), in the stage's own memory.
+ */
+static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a,
                                    svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
     svp_sample_t       own;
     svp_status_t       status;
     double             t0 = svp_clock_now();
+    int                i  = p->idx[a->j];
 
+    memset(s, 0, sizeof(*s));
+    if (a->slot < 0) {
+        s->t_begin = t0;
+        svp_stop_progress(p->stats.samples_done, 1);
+        status = stage->ops->begin(stage->self, i, s);
+        if (status == SVP_OK) {
+            p->stats.busy += svp_clock_now() - t0;
+            svp_pipe_cost("encode", i, svp_clock_now() - t0);
+        }
+        return status;
+    }
     memset(&own, 0, sizeof(own));
     status = stage->ops->begin(stage->self, i, &own);
     if (status != SVP_OK) {
         svp_sample_cleanup(&own);
         return status;
     }
-    status = svp_pipe_view(p, slot, i, s);
+    status = svp_pipe_view(p, &p->slots[a->slot], i, s);
     if (status == SVP_OK) {
         status = svp_stage_sample_copy(stage, s, &own);   /* into the frame */
         if (status != SVP_OK) {
@@ -403,13 +449,17 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, svp_pipe_slot_t *slot, int i,
     }
     svp_sample_cleanup(&own);
     p->stats.busy += svp_clock_now() - t0;
+    if (status == SVP_OK) {
+        svp_pipe_cost("encode", i, svp_clock_now() - t0);
+    }
     svp_trace_event(p->params->trace, "begin", i, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
     return status;
 }
 
-static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
+static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                    svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
     svp_sample_t       host;
@@ -431,11 +481,14 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
         status = stage->ops->finish(stage->self, s);
     }
     if (status != SVP_OK) {
-        svp_error("finishing sample %d failed: %s", s->index,
-                  svp_status_string(status));
+        if (a->slot >= 0) {
+            svp_error("finishing sample %d failed: %s", s->index,
+                      svp_status_string(status));
+        }
         return status;
     }
     p->stats.busy += svp_clock_now() - t0;
+    svp_pipe_cost("decode", s->index, svp_clock_now() - t0);
     svp_trace_event(p->params->trace, "finish", s->index, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
@@ -443,279 +496,60 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, svp_sample_t *s)
     return SVP_OK;
 }
 
-/* The position in the group that finishes the group's i-th sample. */
-static int svp_pipe_finisher(const svp_pipe_t *p, int i)
-{
-    return (p->params->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)
-               ? i % p->sworld : p->sworld - 1;
-}
-
-/* The position in the group that encodes the group's i-th sample. */
-static int svp_pipe_encoder(const svp_pipe_t *p, int i)
-{
-    return (p->params->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)
-               ? i % p->sworld : 0;
-}
-
 /*
- * An encoding rank other than the group's first: begin() the group's i-th
- * sample and send it to the group's first rank.
+ * Runs this rank's list of the schedule (pipe/schedule.h), action by action;
+ * one rank's list has no slots and no messages.  The sample being worked on
+ * is s: a wait for a receive, or a begin, makes it; a send or a finish ends
+ * it.
  */
-static svp_status_t svp_pipe_encode_for_rank0(svp_pipe_t *p, int i)
+static svp_status_t svp_pipe_execute(svp_pipe_t *p)
 {
-    svp_pipe_slot_t *slot = &p->enc[(i / p->sworld) % SVP_PIPE_ENC_SLOTS];
-    svp_sample_t     s;
-    svp_status_t     status;
+    svp_schedule_iter_t          it;
+    const svp_schedule_action_t *a;
+    svp_sample_t                 s;
+    svp_status_t                 status;
 
-    status = svp_pipe_settle(p, slot, -1.0);   /* the slot's last send */
+    memset(&s, 0, sizeof(s));
+    status = svp_schedule_iter_init(&it, &p->sched, p->srank);
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_begin(p, slot, p->idx[i], &s);
-    if (status != SVP_OK) {
-        return status;
+    status = svp_pipe_slots_create(p);
+    while (status == SVP_OK && (a = svp_schedule_iter_next(&it)) != NULL) {
+        switch (a->kind) {
+        case SVP_SCHEDULE_POST_RECV:
+            status = svp_pipe_post_recv(p, a);
+            break;
+        case SVP_SCHEDULE_WAIT:
+            status = svp_pipe_wait(p, a, &s);
+            break;
+        case SVP_SCHEDULE_BEGIN:
+            status = svp_pipe_begin(p, a, &s);
+            break;
+        case SVP_SCHEDULE_STEPS:
+            svp_stop_progress(p->stats.samples_done, 1);
+            status = svp_pipe_steps(p, &s);
+            break;
+        case SVP_SCHEDULE_SEND:
+            status = svp_pipe_send(p, a, &s);
+            svp_sample_cleanup(&s);
+            break;
+        case SVP_SCHEDULE_FINISH:
+            status = svp_pipe_finish(p, a, &s);
+            svp_sample_cleanup(&s);
+            break;
+        }
+        if (status == SVP_OK && a->chain) {
+            p->stats.samples_done++;
+            svp_stop_progress(p->stats.samples_done, 0);
+        }
     }
-    status = svp_pipe_send(p, slot, p->base, SVP_PIPE_KIND_INIT, &s);
     svp_sample_cleanup(&s);
+    svp_pipe_slots_destroy(p);
     return status;
 }
 
-/*
- * Finishes the final latent of the group's f-th sample (received from the
- * group's last rank).
- */
-static svp_status_t svp_pipe_final(svp_pipe_t *p, int f)
-{
-    const svp_pipe_params_t *pp   = p->params;
-    svp_pipe_slot_t         *slot = &p->fin[(f / p->sworld) % SVP_PIPE_FINAL_SLOTS];
-    svp_sample_t             s;
-    svp_status_t             status;
-    int                      next = f + SVP_PIPE_FINAL_SLOTS * p->sworld;
-    int                      last = p->base + p->sworld - 1;
 
-    /* the sample crosses the whole chain after this rank handled it */
-    status = svp_pipe_settle(p, slot, svp_pipe_deadline_wait(&p->dl, p->sworld,
-                                                             p->finished == 0));
-    if (status != SVP_OK) {
-        return status;
-    }
-    svp_debug("recv final sample %d from rank %d", p->idx[f], last);
-    status = svp_pipe_view(p, slot, p->idx[f], &s);
-    if (status != SVP_OK) {
-        return status;
-    }
-    s.next_step = pp->spec->steps;
-    status      = svp_pipe_finish(p, &s);
-    svp_sample_cleanup(&s);
-    if (status != SVP_OK) {
-        return status;
-    }
-    if (next < p->n) {
-        return svp_pipe_post_recv(p, slot, last, SVP_PIPE_KIND_FINAL, p->idx[next],
-                                  pp->spec->steps);
-    }
-    return SVP_OK;
-}
-
-static svp_status_t svp_pipe_run_multi(svp_pipe_t *p)
-{
-    const svp_pipe_params_t *pp = p->params;
-    const svp_spec_t        *spec = pp->spec;
-    int                      rank = p->srank, world = p->sworld, n = p->n;
-    int                      base = p->base;
-    int                      first = (rank == 0), last = (rank == world - 1);
-    int                      ahead = spec->comm.inflight, i, f, next_final, nfin = 0;
-    int                      next_enc = -1, nenc = 0;
-    svp_pipe_slot_t         *slot;
-    svp_sample_t             s;
-    svp_status_t             status;
-    double                   t0, timeout;
-
-    if (pp->comm == NULL) {
-        svp_error("internal: a %d-rank pipeline without a communication layer", world);
-        return SVP_ERR_INTERNAL;
-    }
-    status = svp_pipe_layout(p);
-    if (status != SVP_OK) {
-        return status;
-    }
-    /* a stage that computes on a device keeps a sample's frame there from
-     * rank to rank; how it crosses is the comm's (comm.gpu_direct) */
-    p->frame_mem = (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
-
-    /*
-     * Latent slots: 'ahead' receives posted in advance, the sample being
-     * computed, and the previous sample's send still draining.  A slot is
-     * reused only after its send completed, so no buffer is overwritten while
-     * UCX may still read it.
-     */
-    p->nlat = ahead + 2;
-    p->lat  = calloc(p->nlat, sizeof(*p->lat));
-    if (p->lat == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    status = svp_pipe_slots_create(p, p->lat, p->nlat);
-    if (status != SVP_OK) {
-        goto out_slots;
-    }
-
-    /* final latents this rank finishes for others (spread placement) */
-    next_final = -1;
-    if (spec->pipeline.placement == SVP_PLACEMENT_SPREAD && !last && rank < n) {
-        nfin   = SVP_PIPE_FINAL_SLOTS;
-        status = svp_pipe_slots_create(p, p->fin, nfin);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-        next_final = rank;
-        for (f = rank, i = 0; f < n && i < nfin; f += world, ++i) {
-            status = svp_pipe_post_recv(p, &p->fin[i], base + world - 1,
-                                        SVP_PIPE_KIND_FINAL, p->idx[f], spec->steps);
-            if (status != SVP_OK) {
-                goto out_slots;
-            }
-        }
-    }
-
-    /*
-     * Encoding (spread): sample i is encoded by rank i mod W, which sends it
-     * to rank 0.  Rank r encodes sample i before it waits for its own sample
-     * i - r - 1: in the fill it is idle anyway, and later the encoded sample
-     * reaches rank 0 about one sample before rank 0 needs it.
-     */
-    if (!first && svp_pipe_encoder(p, rank) == rank && rank < n) {
-        nenc   = SVP_PIPE_ENC_SLOTS;
-        status = svp_pipe_slots_create(p, p->enc, nenc);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-        next_enc = rank;
-    }
-
-    /* post the first receives before any compute: pipeline fill */
-    for (i = 0; i < SVP_MIN(ahead, n); ++i) {
-        if (!first) {
-            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat], base + rank - 1,
-                                        SVP_PIPE_KIND_LATENT, p->idx[i], p->range.begin);
-        } else if (svp_pipe_encoder(p, i) != 0) {
-            status = svp_pipe_post_recv(p, &p->lat[i % p->nlat],
-                                        base + svp_pipe_encoder(p, i),
-                                        SVP_PIPE_KIND_INIT, p->idx[i], 0);
-        }
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-    }
-
-    for (i = 0; i < n; ++i) {
-        while (next_enc >= 0 && next_enc < n && next_enc <= i + rank + 1) {
-            status = svp_pipe_encode_for_rank0(p, next_enc);
-            if (status != SVP_OK) {
-                goto out_slots;
-            }
-            next_enc += world;
-        }
-        slot = &p->lat[i % p->nlat];
-        t0   = svp_clock_now();
-        /* the first input is due after the fill: rank r waits for r stages
-         * (and the first encode); later ones about one stage */
-        timeout = svp_pipe_deadline_wait(&p->dl, (i == 0) ? rank : 1, i == 0);
-        if (first) {
-            status = svp_pipe_settle(p, slot, timeout);
-            if (status == SVP_OK && svp_pipe_encoder(p, i) == 0) {
-                status = svp_pipe_begin(p, slot, p->idx[i], &s);
-            } else if (status == SVP_OK) {
-                svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[i],
-                         base + svp_pipe_encoder(p, i), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, p->idx[i], &s);
-                s.next_step = 0;
-            }
-            /* keep the encoded samples of the next 'ahead' coming */
-            if (status == SVP_OK && i + ahead < n && svp_pipe_encoder(p, i + ahead) != 0) {
-                status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
-                                            base + svp_pipe_encoder(p, i + ahead),
-                                            SVP_PIPE_KIND_INIT, p->idx[i + ahead], 0);
-            }
-        } else {
-            status = svp_pipe_settle(p, slot, timeout);
-            if (status == SVP_OK) {
-                svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
-                         "%.3fs)", p->idx[i], p->range.begin, base + rank - 1,
-                         svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
-                status = svp_pipe_view(p, slot, p->idx[i], &s);
-                s.next_step = p->range.begin;
-            }
-            /* keep 'ahead' receives posted while this sample computes */
-            if (status == SVP_OK && i + ahead < n) {
-                status = svp_pipe_post_recv(p, &p->lat[(i + ahead) % p->nlat],
-                                            base + rank - 1, SVP_PIPE_KIND_LATENT,
-                                            p->idx[i + ahead], p->range.begin);
-            }
-        }
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-        svp_stop_progress(p->stats.samples_done, 1);
-
-        status = svp_pipe_steps(p, &s);
-        if (status == SVP_OK) {
-            if (!last) {
-                status = svp_pipe_send(p, slot, base + rank + 1, SVP_PIPE_KIND_LATENT, &s);
-            } else if (svp_pipe_finisher(p, i) == rank) {
-                status = svp_pipe_finish(p, &s);
-            } else {
-                status = svp_pipe_send(p, slot, base + svp_pipe_finisher(p, i),
-                                       SVP_PIPE_KIND_FINAL, &s);
-            }
-        }
-        svp_sample_cleanup(&s);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-        p->stats.samples_done++;
-        svp_stop_progress(p->stats.samples_done, 0);
-
-        /*
-         * Finish the final latents that have arrived by now: sample f left
-         * the last rank about (W - 1 - rank) samples after this rank handled
-         * it; one more sample of slack means the wait is normally zero.
-         */
-        while (next_final >= 0 && next_final < n && i >= next_final + world - rank) {
-            status = svp_pipe_final(p, next_final);
-            if (status != SVP_OK) {
-                goto out_slots;
-            }
-            next_final += world;
-        }
-    }
-    while (next_final >= 0 && next_final < n) {
-        status = svp_pipe_final(p, next_final);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-        next_final += world;
-    }
-    for (i = 0; i < p->nlat; ++i) {
-        status = svp_pipe_settle(p, &p->lat[i], -1.0);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-    }
-    for (i = 0; i < nenc; ++i) {
-        status = svp_pipe_settle(p, &p->enc[i], -1.0);
-        if (status != SVP_OK) {
-            goto out_slots;
-        }
-    }
-
-out_slots:
-    svp_pipe_slots_destroy(p, p->enc, nenc);
-    svp_pipe_slots_destroy(p, p->fin, nfin);
-    svp_pipe_slots_destroy(p, p->lat, p->nlat);
-    free(p->lat);
-    p->lat = NULL;
-    return status;
-}
 
 int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j)
 {
@@ -751,7 +585,6 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     svp_pipe_t        p;
     char              err[512];
     svp_status_t      status;
-    int               i;
 
     memset(&p, 0, sizeof(p));
     p.params      = params;
@@ -787,14 +620,12 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
 
     p.t_start = svp_clock_now();
     p.t_told  = p.t_start;
-    for (i = 0; i < p.n; ++i) {
-        p.to_finish += (p.sworld == 1 || svp_pipe_finisher(&p, i) == p.srank);
-    }
-    if (p.sworld == 1) {
-        status = svp_pipe_run_single(&p);
-    } else {
-        status = svp_pipe_run_multi(&p);
-    }
+    p.sched.placement = spec->pipeline.placement;
+    p.sched.stages    = p.sworld;
+    p.sched.samples   = p.n;
+    p.sched.inflight  = spec->comm.inflight;
+    p.to_finish       = svp_schedule_finishes(&p.sched, p.srank);
+    status            = svp_pipe_execute(&p);
     p.stats.wall = svp_clock_now() - p.t_start;
     free(p.idx);
     if (status != SVP_OK) {

@@ -17,6 +17,9 @@
  *           rank sends it to rank 0 (an INIT message) and the last rank sends
  *           the final latent back (a FINAL message), so every rank carries
  *           T/W steps plus 1/W of the encodes and decodes per sample.
+ *
+ * Who does what, in which order, is the schedule's (pipe/schedule.h): each
+ * rank executes its list of actions, which the planner costs as well.
  */
 #ifndef SVP_PIPE_PIPE_H
 #define SVP_PIPE_PIPE_H

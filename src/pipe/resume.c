@@ -6,6 +6,7 @@
 #endif
 #include "pipe/resume.h"
 #include "pipe/samples.h"
+#include "pipe/schedule.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -28,7 +29,7 @@ enum {
 
 int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i)
 {
-    return (spec->pipeline.placement == SVP_PLACEMENT_SPREAD) ? i % world : world - 1;
+    return svp_schedule_place(spec->pipeline.placement, world, i, SVP_SCHEDULE_FINISHES);
 }
 
 svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,

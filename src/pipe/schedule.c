@@ -1,0 +1,351 @@
+/*
+ * The pipeline's protocol, for one group of S ranks (positions 0 .. S-1)
+ * running the n samples dealt to it (positions j = 0 .. n-1), T/S steps each:
+ *
+ *   message  from            to              when
+ *   -------  --------------  --------------  ---------------------------------
+ *   INIT     encoder(j) != 0 rank 0          j encoded, ahead of rank 0's need
+ *   LATENT   rank r          rank r + 1      after r's steps of j
+ *   FINAL    rank S-1        finisher(j)     after the last steps, when
+ *                                            finisher(j) != S-1
+ *
+ *   encoder(j), finisher(j) = svp_schedule_place():
+ *       ends:   0 and S-1 for every j;
+ *       spread: j mod S, both.
+ *
+ * Rank r's list (S > 1), with L = inflight + 2 latent slots (slot of j:
+ * j mod L), two final slots and two encode slots ((j div S) mod 2):
+ *
+ *   set-up:  post FINAL receives of its first two finals (spread, r < S-1);
+ *            post the first `inflight` receives of its walk: LATENT from
+ *            r-1 (r > 0), INIT from encoder(j) where rank 0 does not encode
+ *   sample i = 0 .. n-1:
+ *     encodes (r > 0, spread): for each e = r, r+S, ... up to i + r + 1:
+ *            wait slot; begin e; send INIT e to rank 0
+ *            (r is idle in the fill anyway, and later e reaches rank 0 about
+ *            one sample before rank 0 needs it)
+ *     input: wait for j = i's receive (due after r stages for i = 0, one
+ *            stage later on), or begin i (rank 0 encodes it);
+ *            keep `inflight` receives posted: post i + inflight
+ *     steps i
+ *     output: send LATENT to r+1; or, on S-1, finish i (finisher(i) = S-1)
+ *            or send FINAL to finisher(i)
+ *     finals (spread): finish each f whose final left S-1 one sample before
+ *            now (i >= f + S - r: one sample of slack, so the wait is
+ *            normally zero); post the receive of f + 2S
+ *   drain:   the finals left; wait for every send still draining
+ *
+ * Every slot is waited for before it is reused, so no frame is overwritten
+ * while the comm may still read it (tests/test_schedule.c checks it, and
+ * that every send has its receive, over the layouts the tests use).
+ *
+ * One rank (S = 1) is the same list without messages: begin, steps, finish.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/schedule.h"
+
+#include <string.h>
+
+enum { PHASE_SETUP, PHASE_SAMPLE, PHASE_DRAIN, PHASE_END };
+
+int svp_schedule_place(svp_placement_t placement, int stages, int j,
+                       svp_schedule_end_t end)
+{
+    if (placement == SVP_PLACEMENT_SPREAD) {
+        return j % stages;
+    }
+    return (end == SVP_SCHEDULE_ENCODES) ? 0 : stages - 1;
+}
+
+void svp_schedule_slots(const svp_schedule_params_t *params, int rank,
+                        svp_schedule_slots_t *slots_p)
+{
+    int                  S = params->stages, n = params->samples;
+    int                  spread = (params->placement == SVP_PLACEMENT_SPREAD);
+    svp_schedule_slots_t s = {0};
+
+    if (S > 1) {
+        s.latent = params->inflight + 2;
+        s.final  = (spread && rank != S - 1 && rank < n) ? SVP_SCHEDULE_FINAL_SLOTS : 0;
+        s.encode = (rank != 0 && rank < n &&
+                    svp_schedule_place(params->placement, S, rank,
+                                       SVP_SCHEDULE_ENCODES) == rank)
+                   ? SVP_SCHEDULE_ENCODE_SLOTS : 0;
+    }
+    s.total  = s.latent + s.final + s.encode;
+    *slots_p = s;
+}
+
+int svp_schedule_finishes(const svp_schedule_params_t *params, int rank)
+{
+    int j, count = 0;
+
+    for (j = 0; j < params->samples; ++j) {
+        count += (svp_schedule_place(params->placement, params->stages, j,
+                                     SVP_SCHEDULE_FINISHES) == rank);
+    }
+    return count;
+}
+
+svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
+                                    const svp_schedule_params_t *params,
+                                    int rank)
+{
+    if (params->stages < 1 || rank < 0 || rank >= params->stages ||
+        params->samples < 0 || params->inflight < 1 ||
+        params->inflight + 2 + SVP_SCHEDULE_FINAL_SLOTS +
+        SVP_SCHEDULE_ENCODE_SLOTS > SVP_SCHEDULE_MAX_SLOTS) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+    memset(it, 0, sizeof(*it));
+    it->p          = *params;
+    it->rank       = rank;
+    it->next_enc   = -1;
+    it->next_final = -1;
+    svp_schedule_slots(params, rank, &it->slots);
+    it->phase      = (params->stages == 1) ? PHASE_SAMPLE : PHASE_SETUP;
+    return SVP_OK;
+}
+
+/* ---- emitting -------------------------------------------------------- */
+
+static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
+                       svp_schedule_msg_t msg, int j, int slot, int peer)
+{
+    svp_schedule_action_t *a = &it->queue[(it->head + it->count) % SVP_SCHEDULE_QUEUE];
+
+    ++it->count;
+    memset(a, 0, sizeof(*a));
+    a->kind       = kind;
+    a->msg        = msg;
+    a->j          = j;
+    a->slot       = slot;
+    a->peer       = peer;
+    a->due_stages = -1;
+    if (slot < 0) {
+        return;
+    }
+    if (kind == SVP_SCHEDULE_POST_RECV || kind == SVP_SCHEDULE_SEND) {
+        it->busy[slot] = 1;
+    } else if (kind == SVP_SCHEDULE_WAIT) {
+        it->busy[slot] = 0;
+    }
+}
+
+/* A wait for what the slot holds, with the due time given (-1: none). */
+static void sched_wait(svp_schedule_iter_t *it, int slot, svp_schedule_msg_t msg,
+                       int j, int peer, int due_stages, int due_first)
+{
+    svp_schedule_action_t *a;
+
+    sched_emit(it, SVP_SCHEDULE_WAIT, msg, j, slot, peer);
+    a             = &it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE];
+    a->due_stages = due_stages;
+    a->due_first  = due_first;
+}
+
+/* Waits for the slot's last send, if one may still be draining. */
+static void sched_free(svp_schedule_iter_t *it, int slot)
+{
+    if (it->busy[slot]) {
+        sched_wait(it, slot, SVP_SCHEDULE_MSG_NONE, -1, -1, -1, 0);
+    }
+}
+
+static void sched_post(svp_schedule_iter_t *it, svp_schedule_msg_t msg, int j,
+                       int slot, int peer)
+{
+    sched_free(it, slot);
+    sched_emit(it, SVP_SCHEDULE_POST_RECV, msg, j, slot, peer);
+}
+
+static int sched_encoder(const svp_schedule_iter_t *it, int j)
+{
+    return svp_schedule_place(it->p.placement, it->p.stages, j, SVP_SCHEDULE_ENCODES);
+}
+
+static int sched_finisher(const svp_schedule_iter_t *it, int j)
+{
+    return svp_schedule_place(it->p.placement, it->p.stages, j, SVP_SCHEDULE_FINISHES);
+}
+
+/* The latent slot of j, and the receive that brings j to this rank (none:
+ * rank 0 encodes j itself). */
+static int sched_lat(const svp_schedule_iter_t *it, int j)
+{
+    return j % it->slots.latent;
+}
+
+static void sched_post_input(svp_schedule_iter_t *it, int j)
+{
+    if (it->rank > 0) {
+        sched_post(it, SVP_SCHEDULE_MSG_LATENT, j, sched_lat(it, j), it->rank - 1);
+    } else if (sched_encoder(it, j) != 0) {
+        sched_post(it, SVP_SCHEDULE_MSG_INIT, j, sched_lat(it, j), sched_encoder(it, j));
+    }
+}
+
+/* ---- phases ---------------------------------------------------------- */
+
+static void sched_setup(svp_schedule_iter_t *it)
+{
+    int S = it->p.stages, n = it->p.samples, f, k, j;
+    int fin0 = it->slots.latent;
+
+    if (it->slots.final > 0) {
+        it->next_final = it->rank;
+        for (f = it->rank, k = 0; f < n && k < it->slots.final; f += S, ++k) {
+            sched_post(it, SVP_SCHEDULE_MSG_FINAL, f, fin0 + k, S - 1);
+        }
+    }
+    if (it->slots.encode > 0) {
+        it->next_enc = it->rank;
+    }
+    for (j = 0; j < it->p.inflight && j < n; ++j) {
+        sched_post_input(it, j);
+    }
+}
+
+/* Begin e and send it to rank 0. */
+static void sched_encode(svp_schedule_iter_t *it, int e)
+{
+    int slot = it->slots.latent + it->slots.final +
+               (e / it->p.stages) % it->slots.encode;
+
+    sched_free(it, slot);
+    sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, e, slot, -1);
+    sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_INIT, e, slot, 0);
+}
+
+/* Receive f's final latent from the last rank, finish it, post the next. */
+static void sched_final(svp_schedule_iter_t *it, int f)
+{
+    int S = it->p.stages, next = f + it->slots.final * S;
+    int slot = it->slots.latent + (f / S) % it->slots.final;
+
+    /* the sample crosses the whole chain after this rank handled it */
+    sched_wait(it, slot, SVP_SCHEDULE_MSG_FINAL, f, S - 1, S, it->finished == 0);
+    sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, f, slot, -1);
+    it->finished++;
+    if (next < it->p.samples) {
+        sched_post(it, SVP_SCHEDULE_MSG_FINAL, next, slot, S - 1);
+    }
+}
+
+/* The output of sample i's walk: on, to the finisher, or finished here. */
+static void sched_output(svp_schedule_iter_t *it, int i, int slot)
+{
+    int S = it->p.stages, r = it->rank;
+
+    if (r < S - 1) {
+        sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_LATENT, i, slot, r + 1);
+    } else if (sched_finisher(it, i) == r) {
+        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
+        it->finished++;
+    } else {
+        sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_FINAL, i, slot,
+                   sched_finisher(it, i));
+    }
+    it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
+}
+
+static void sched_sample(svp_schedule_iter_t *it)
+{
+    int S = it->p.stages, n = it->p.samples, r = it->rank, i = it->i;
+    int ahead = it->p.inflight, slot;
+
+    if (S == 1) {
+        sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
+        sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
+        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
+        it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
+        it->finished++;
+        return;
+    }
+    while (it->next_enc >= 0 && it->next_enc < n && it->next_enc <= i + r + 1) {
+        sched_encode(it, it->next_enc);
+        it->next_enc += S;
+    }
+    /* the first input is due after the fill: rank r waits for r stages (and
+     * the first encode); later ones about one stage */
+    slot = sched_lat(it, i);
+    if (r > 0 || sched_encoder(it, i) != 0) {
+        sched_wait(it, slot, (r > 0) ? SVP_SCHEDULE_MSG_LATENT : SVP_SCHEDULE_MSG_INIT,
+                   i, (r > 0) ? r - 1 : sched_encoder(it, i), (i == 0) ? r : 1, i == 0);
+    } else {
+        if (it->busy[slot]) {
+            sched_wait(it, slot, SVP_SCHEDULE_MSG_NONE, -1, -1, (i == 0) ? r : 1, i == 0);
+        }
+        sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
+    }
+    if (i + ahead < n) {
+        sched_post_input(it, i + ahead);
+    }
+    sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
+    sched_output(it, i, slot);
+    while (it->next_final >= 0 && it->next_final < n && i >= it->next_final + S - r) {
+        sched_final(it, it->next_final);
+        it->next_final += S;
+    }
+}
+
+static void sched_drain(svp_schedule_iter_t *it)
+{
+    int s;
+
+    while (it->next_final >= 0 && it->next_final < it->p.samples) {
+        sched_final(it, it->next_final);
+        it->next_final += it->p.stages;
+    }
+    for (s = 0; s < it->slots.latent; ++s) {
+        sched_free(it, s);
+    }
+    for (s = 0; s < it->slots.encode; ++s) {
+        sched_free(it, it->slots.latent + it->slots.final + s);
+    }
+}
+
+const svp_schedule_action_t *svp_schedule_iter_next(svp_schedule_iter_t *it)
+{
+    const svp_schedule_action_t *a;
+
+    while (it->count == 0) {
+        switch (it->phase) {
+        case PHASE_SETUP:
+            sched_setup(it);
+            it->phase = PHASE_SAMPLE;
+            break;
+        case PHASE_SAMPLE:
+            if (it->i < it->p.samples) {
+                sched_sample(it);
+                it->i++;
+            } else {
+                it->phase = PHASE_DRAIN;
+            }
+            break;
+        case PHASE_DRAIN:
+            sched_drain(it);
+            it->phase = PHASE_END;
+            break;
+        default:
+            return NULL;
+        }
+    }
+    a        = &it->queue[it->head];
+    it->head = (it->head + 1) % SVP_SCHEDULE_QUEUE;
+    it->count--;
+    return a;
+}
+
+const char *svp_schedule_kind_name(svp_schedule_kind_t kind)
+{
+    static const char *const names[] = {
+        [SVP_SCHEDULE_POST_RECV] = "post_recv", [SVP_SCHEDULE_WAIT]   = "wait",
+        [SVP_SCHEDULE_BEGIN]     = "begin",     [SVP_SCHEDULE_STEPS]  = "steps",
+        [SVP_SCHEDULE_SEND]      = "send",      [SVP_SCHEDULE_FINISH] = "finish",
+    };
+
+    return ((unsigned)kind < sizeof(names) / sizeof(names[0])) ? names[kind] : "?";
+}
