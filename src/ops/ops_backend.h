@@ -150,8 +150,8 @@ struct svp_ops {
     int                  threads;
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
-    const char          *dtype;             /* static string: "f32", ... */
-    svp_dtype_t          weight_dtype;      /* the same, as a dtype */
+    svp_ops_backend_t    backend;           /* which backend vt is */
+    svp_dtype_t          weight_dtype;      /* F32, F16 or BF16 */
 
     /* Matrix weights (ops_weights.c): bytes uploaded, and the fp32 buffer
      * a 16-bit weight is widened into before its product, sized by the

@@ -206,12 +206,14 @@ static svp_status_t svp_stage_svd_open_ops(svp_stage_svd_t *st)
     svp_ops_params_t  op   = {0};
     svp_status_t      status;
 
-    op.backend = (spec->device == SVP_DEVICE_CUDA) ? "cuda" : "cpu";
-    op.dtype   = svp_spec_dtype_name(spec->dtype);
+    /* the spec's enums as they are: the names are only for messages */
+    op.backend = spec->device;
+    op.dtype   = spec->dtype;
     status     = svp_ops_create(&op, &st->ops);
     if (status != SVP_OK) {
-        svp_error("%s: dtype %s on device %s: %s", spec->file, op.dtype,
-                  op.backend, svp_status_string(status));
+        svp_error("%s: dtype %s on device %s: %s", spec->file,
+                  svp_dtype_short_name(op.dtype), svp_ops_backend_name(op.backend),
+                  svp_status_string(status));
         return status;
     }
     if (svp_ops_product_dtype(st->ops) != SVP_DTYPE_F32) {
@@ -393,10 +395,11 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     st->W    = spec->video.width;
 
     status = svp_stage_svd_setup(st);
-    if (status == SVP_OK && spec->device == SVP_DEVICE_CUDA) {
+    if (status == SVP_OK && spec->device == SVP_OPS_BACKEND_CUDA) {
         /* the device memory services that let the pipeline keep a
          * sample's frame on the device */
-        status = svp_ops_module_load("cuda", &module);
+        status = svp_ops_module_load(svp_ops_backend_name(spec->device),
+                                     &module);
         if (status == SVP_OK) {
             devmem = module->devmem;
         }
