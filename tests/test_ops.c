@@ -704,7 +704,8 @@ Test(ops, f16_weights_compute_the_rounded_product, .init = ops_setup,
 static void products16_case(const char *dtype)
 {
     svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
-                                .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype), .round_activations = 1 };
+                                .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                                .round_activations = 1 };
     svp_ops_conv2d_t cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
                             .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
     const int64_t    n_x = 2 * 5 * 7 * 6, n_w = 4 * 5 * 9, n_y = 2 * 6 * 7 * 6;
@@ -787,7 +788,8 @@ Test(ops, f16_products_round_both_operands, .init = ops_setup,
  */
 Test(ops, weights_borrowed_in_place, .init = ops_setup, .fini = ops_teardown)
 {
-    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2, .dtype = SVP_DTYPE_BF16 };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
+                                .dtype = SVP_DTYPE_BF16 };
     svp_ops_h        half;
     float           *w = rand_buf(13 * 11), *x = rand_buf(7 * 11);
     float            y_up[7 * 13], y_borrow[7 * 13];
@@ -819,7 +821,8 @@ Test(ops, weights_borrowed_in_place, .init = ops_setup, .fini = ops_teardown)
 /* A weight beyond the dtype's range is an error, never an infinity. */
 Test(ops, weights_out_of_range_refused, .init = ops_setup, .fini = ops_teardown)
 {
-    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1, .dtype = SVP_DTYPE_F16 };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1,
+                                .dtype = SVP_DTYPE_F16 };
     float            w[3] = { 1.0f, 7.0e4f, -2.0f };
     svp_ops_h        half;
     void            *buf = NULL;

@@ -220,7 +220,8 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
-    svp_ops_params_t  pp = { .threads = 2, .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
+    svp_ops_params_t  pp = { .threads = 2,
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;
@@ -289,7 +290,8 @@ Test(vae, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
 static void products16_case(const char *dtype, double u, double rms_ref,
                             double max_lo, double max_hi)
 {
-    svp_ops_params_t  pp = { .threads = 2, .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+    svp_ops_params_t  pp = { .threads = 2,
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
                              .round_activations = 1 };
     char              dir[1024];
     svp_ops_h         h;

@@ -42,9 +42,10 @@ typedef struct svp_ops *svp_ops_h;
 typedef struct {
     /*
      * SVP_OPS_BACKEND_CPU (the default: 0) or SVP_OPS_BACKEND_CUDA; or
-     * SVP_OPS_BACKEND_DRY, which computes nothing and whose buffers cannot be read or written: a forward run on
-     * it makes the arena plan its pass, which is how a model's activations
-     * are sized without its weights or a device.
+     * SVP_OPS_BACKEND_DRY, which computes nothing and whose buffers cannot
+     * be read or written: a forward run on it makes the arena plan its
+     * pass, which is how a model's activations are sized without its
+     * weights or a device.
      */
     svp_ops_backend_t backend;
     /* Worker threads; 0: $SVP_THREADS when set, else every online core. */
@@ -59,11 +60,12 @@ typedef struct {
     /*
      * The dtype the matrix weights (of linear, conv2d, conv_frames) are
      * held in: SVP_DTYPE_F32 (the default: 0), SVP_DTYPE_BF16 or
-     * SVP_DTYPE_F16 (svp_dtype_is_weight(); another is SVP_ERR_INVALID_PARAM).  Products,
-     * activations, normalisation and softmax statistics stay fp32 whatever
-     * it is: the backend widens a 16-bit weight to fp32 just before its
-     * product (exactly: every bf16/f16 value is an fp32 value), so a 16-bit
-     * handle computes what an fp32 handle computes with the rounded
+     * SVP_DTYPE_F16 (svp_dtype_is_weight(); another dtype fails
+     * svp_ops_create() with SVP_ERR_INVALID_PARAM).  Products, activations,
+     * normalisation and softmax statistics stay fp32 whatever it is: the
+     * backend widens a 16-bit weight to fp32 just before its product
+     * (exactly: every bf16/f16 value is an fp32 value), so a 16-bit handle
+     * computes what an fp32 handle computes with the rounded
      * weights, at half the resident weight memory.  That is the CPU
      * backend's contract.  The CUDA backend's products of a 16-bit handle
      * run on tensor cores instead: the weight is used as held and the
