@@ -152,7 +152,6 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
     ops->attn_max_scores = (params && params->attn_max_scores > 0)
                            ? params->attn_max_scores
                            : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
-    ops->backend      = backend;
     ops->weight_dtype = dtype;
 
     switch (backend) {
@@ -212,7 +211,7 @@ void svp_ops_destroy(svp_ops_h ops)
 
 const char *svp_ops_backend(svp_ops_h ops)
 {
-    return svp_ops_backend_name(ops->backend);
+    return svp_ops_backend_name(ops->vt->backend);
 }
 
 const char *svp_ops_dtype(svp_ops_h ops)

@@ -15,7 +15,7 @@
 #include "ops/ops_plan.h"
 
 typedef struct svp_ops_ops {
-    const char *name;
+    svp_ops_backend_t backend;  /* which backend (ops_types.h) this is */
     int          host_memory;   /* buffers are plain host memory */
     /*
      * The products of a 16-bit handle take 16-bit operands: conv2d,
@@ -150,7 +150,6 @@ struct svp_ops {
     int                  threads;
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
-    svp_ops_backend_t    backend;           /* which backend vt is */
     svp_dtype_t          weight_dtype;      /* F32, F16 or BF16 */
 
     /* Matrix weights (ops_weights.c): bytes uploaded, and the fp32 buffer
