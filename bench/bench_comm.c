@@ -180,7 +180,7 @@ int main(int argc, char **argv)
     svp_status_t          status;
     double                t_start = 0, t_end;
     int                   i, total, identical = -1;
-    svp_ops_params_t      op = { .backend = "cuda" };
+    svp_ops_params_t      op = { .backend = SVP_OPS_BACKEND_CUDA };
     svp_ops_h             ops = NULL;
     const svp_ops_module_t *module;
     svp_devmem_t          devmem;

@@ -50,7 +50,7 @@ static svp_status_t bench_model_call(bench_model_t *bm)
 
 int main(int argc, char **argv)
 {
-    svp_ops_params_t  op = { .backend = "cpu" };
+    svp_ops_params_t  op = { .backend = SVP_OPS_BACKEND_CPU };
     const char       *model = NULL, *io = NULL, *kind, *profile = NULL;
     bench_model_t     bm = { 0 };
     svp_safetensors_h st;

@@ -53,7 +53,7 @@ static float *bench_random(svp_ops_h ops, size_t n, unsigned *seed)
 
 int main(int argc, char **argv)
 {
-    const char              *model = NULL, *dtype = "f32";
+    const char              *model = NULL, *dtype = "f32", *backend = "cpu";
     svp_ops_params_t         op = { 0 };
     int                      b = 2, f = 25, h = 72, w = 128, seq = 1;
     int                      runs = 5, c, i;
@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     while ((c = getopt(argc, argv, "m:B:b:f:H:W:s:r:t:P:d:")) != -1) {
         switch (c) {
         case 'm': model = optarg; break;
-        case 'B': op.backend = optarg; break;
+        case 'B': backend = optarg; break;
         case 'b': b = atoi(optarg); break;
         case 'f': f = atoi(optarg); break;
         case 'H': h = atoi(optarg); break;
@@ -89,13 +89,18 @@ int main(int argc, char **argv)
                         "[-s seq] [-r runs] [-t threads] [-P peak_tflops]\n");
         return 2;
     }
-    op.dtype = dtype;
+    if (svp_ops_backend_parse(backend, &op.backend) != SVP_OK) {
+        return 3;
+    }
+    /* an unknown name is a dtype no handle holds: svp_ops_create() says so */
+    op.dtype = (svp_dtype_parse_short(dtype) >= 0)
+               ? (svp_dtype_t)svp_dtype_parse_short(dtype) : SVP_DTYPE_LAST;
     switch (svp_ops_create(&op, &ops)) {
     case SVP_OK:
         break;
     case SVP_ERR_UNSUPPORTED:
         fprintf(stderr, "bench_unet_call: the %s backend cannot hold weights "
-                        "in %s\n", op.backend ? op.backend : "cpu", dtype);
+                        "in %s\n", backend, dtype);
         return 3;
     default:
         return 1;

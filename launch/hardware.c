@@ -9,6 +9,7 @@
 #include "launch/hardware.h"
 #include "launch/launch_int.h"
 #include "common/util.h"
+#include "tensor/tensor.h"
 
 #include <errno.h>
 #include <math.h>
@@ -57,7 +58,8 @@ static const hw_key_t hw_keys[] = {
 
 /* The values a string key may take (NULL: any). */
 static const char *const hw_sources[] = {"measured", "quoted", NULL};
-static const char *const hw_dtypes[]  = {"f32", "f16", "bf16", NULL};
+/* the tensor layer's names of the dtypes weights may be held in */
+static const char *const hw_dtypes[]  = {SVP_DTYPE_WEIGHT_NAMES NULL};
 
 static const char *const *hw_key_values(const hw_key_t *key)
 {

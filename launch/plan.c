@@ -40,9 +40,9 @@
  * activations, latents, hand-off messages) is f32 whatever the dtype: see
  * doc/DTYPES.md.
  */
-static double plan_elem_size(svp_spec_dtype_t dtype)
+static double plan_elem_size(svp_dtype_t dtype)
 {
-    return dtype == SVP_DTYPE_SPEC_F32 ? 4.0 : 2.0;
+    return (double)svp_dtype_size(dtype);
 }
 
 #define PLAN_F32 4.0
@@ -104,20 +104,20 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
          * (an f32 spec was once priced with the fp16 figures, unlabelled).
          */
         if (hw->svd.dtype == NULL ||
-            strcmp(hw->svd.dtype, svp_spec_dtype_name(spec->dtype)) != 0) {
+            strcmp(hw->svd.dtype, svp_dtype_short_name(spec->dtype)) != 0) {
             svp_launch_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
                             "figures for %s (its svd times are %s%s); plan "
                             "with --set dtype=%s, or time %s on the GPU with "
                             "bench/gpu-check.sh and pass its results with "
                             "--measured",
-                            spec->file, svp_spec_dtype_name(spec->dtype),
+                            spec->file, svp_dtype_short_name(spec->dtype),
                             hw->file, hw->measured_file ? " with " : "",
                             hw->measured_file ? hw->measured_file : "",
-                            svp_spec_dtype_name(spec->dtype),
+                            svp_dtype_short_name(spec->dtype),
                             hw->svd.dtype ? "for " : "of no stated dtype",
                             hw->svd.dtype ? hw->svd.dtype : "",
                             hw->svd.dtype ? hw->svd.dtype : "f16",
-                            svp_spec_dtype_name(spec->dtype));
+                            svp_dtype_short_name(spec->dtype));
             return SVP_ERR_UNSUPPORTED;
         }
         /* first order: work grows with pixels x frames x batch */
@@ -388,8 +388,8 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
                      (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0 +
-                    (spec->dtype == SVP_DTYPE_SPEC_F32 ? 0
-                     : spec->device == SVP_DEVICE_CUDA ? PLAN_ROUND_BYTES
+                    (spec->dtype == SVP_DTYPE_F32 ? 0
+                     : spec->device == SVP_OPS_BACKEND_CUDA ? PLAN_ROUND_BYTES
                      : PLAN_WIDEN_BYTES);
 
         /*

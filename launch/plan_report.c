@@ -447,7 +447,7 @@ static void plan_print_json(FILE *out, const svp_spec_t *spec,
     plan_json_str(out, spec->file);
     fprintf(out, ",\n  \"model\": \"%s\", \"dtype\": \"%s\", \"steps\": %d, "
             "\"samples\": %d,\n", svp_spec_model_kind_name(spec->model.kind),
-            svp_spec_dtype_name(spec->dtype), spec->steps, spec->samples);
+            svp_dtype_short_name(spec->dtype), spec->steps, spec->samples);
     fprintf(out, "  \"nodes\": %d, \"ranks_per_node\": %d, \"world\": %d, "
             "\"array_tasks\": %d, \"samples_per_task\": %d,\n",
             spec->cluster.nodes, spec->cluster.ranks_per_node, sm->world,
@@ -528,7 +528,7 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
 
     fprintf(out, "plan     %s: model %s, %d samples, %d steps, %s\n",
             spec->file, svp_spec_model_kind_name(spec->model.kind),
-            spec->samples, spec->steps, svp_spec_dtype_name(spec->dtype));
+            spec->samples, spec->steps, svp_dtype_short_name(spec->dtype));
     if (spec->model.kind == SVP_MODEL_SVD) {
         fprintf(out, "video    %d frames %dx%d, guidance %g..%g (UNet batch "
                 "%d), decode_chunk_size %d\n", spec->video.num_frames,

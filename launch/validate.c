@@ -162,7 +162,7 @@ const char *svp_launch_worker(const svp_spec_t *spec)
 
 int svp_launch_gpus_per_task(const svp_spec_t *spec)
 {
-    if (spec->device != SVP_DEVICE_CUDA) {
+    if (spec->device != SVP_OPS_BACKEND_CUDA) {
         return 0;
     }
     return spec->cluster.gpus_per_task > 0 ? spec->cluster.gpus_per_task : 1;
@@ -765,14 +765,14 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
 svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
                                       int errlen)
 {
-    if (spec->dtype == SVP_DTYPE_SPEC_F32) {
+    if (spec->dtype == SVP_DTYPE_F32) {
         return SVP_OK;
     }
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         svp_launch_errf(errbuf, errlen, "%s: dtype: %s: the dummy model is an "
                         "f32 simulator (set dtype: f32)",
                         spec->file ? spec->file : "<spec>",
-                        svp_spec_dtype_name(spec->dtype));
+                        svp_dtype_short_name(spec->dtype));
         return SVP_ERR_SPEC;
     }
     return SVP_OK;

@@ -1279,8 +1279,8 @@ Test(render, apptainer_passes_the_container_side_spec)
     free(script);
 
     /* a CPU job binds no GPU driver */
-    spec->device = SVP_DEVICE_CPU;
-    spec->dtype  = SVP_DTYPE_SPEC_F32;
+    spec->device = SVP_OPS_BACKEND_CPU;
+    spec->dtype  = SVP_DTYPE_F32;
     cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
                  SVP_OK, "%s", err);
     cr_expect_null(strstr(script, "--nv"), "%s", script);

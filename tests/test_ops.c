@@ -25,7 +25,7 @@ static svp_ops_h ops;
 
 static void ops_setup(void)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 2,
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
                                 /* tiny, so attention tests cover chunking */
                                 .attn_max_scores = 1000 };
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
@@ -563,11 +563,16 @@ Test(ops, rejects_bad_shapes, .init = ops_setup, .fini = ops_teardown)
 {
     svp_ops_group_norm_t gn = { 1, 1, 30, 4, 32, 1e-5f, 0 };
     float                buf[8] = { 0 };
-    svp_ops_params_t     params = { .backend = "tpu" };
+    svp_ops_params_t     params = { .backend = SVP_OPS_BACKEND_LAST };
+    svp_ops_backend_t    backend = SVP_OPS_BACKEND_CUDA;
     svp_ops_h            other = NULL;
 
     cr_assert_eq(svp_ops_group_norm(ops, &gn, buf, buf, buf, buf),
                  SVP_ERR_INVALID_PARAM, "30 channels cannot form 32 groups");
+    cr_assert_eq(svp_ops_backend_parse("tpu", &backend), SVP_ERR_UNSUPPORTED);
+    cr_assert_eq(backend, SVP_OPS_BACKEND_CUDA, "a failed parse writes nothing");
+    cr_assert_eq(svp_ops_backend_parse("cpu", &backend), SVP_OK);
+    cr_assert_eq(backend, SVP_OPS_BACKEND_CPU);
     cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_UNSUPPORTED);
     cr_assert_null(other, "a failed create must not write the handle");
     cr_assert_str_eq(svp_ops_backend(ops), "cpu");
@@ -578,21 +583,23 @@ Test(ops, rejects_bad_shapes, .init = ops_setup, .fini = ops_teardown)
 Test(ops, dtype_is_honoured_or_refused, .init = ops_setup, .fini = ops_teardown)
 {
     static const char *const held[] = { "f32", "bf16", "f16" };
-    svp_ops_params_t         params = { .backend = "cpu", .threads = 1 };
+    svp_ops_params_t         params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1 };
     svp_ops_h                other = NULL;
     size_t                   i;
 
     cr_assert_str_eq(svp_ops_dtype(ops), "f32", "the default is f32");
     for (i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
-        params.dtype = held[i];
+        params.dtype = (svp_dtype_t)svp_dtype_parse_short(held[i]);
         cr_assert_eq(svp_ops_create(&params, &other), SVP_OK, "cpu holds %s",
                      held[i]);
         cr_assert_str_eq(svp_ops_dtype(other), held[i]);
         svp_ops_destroy(other);
         other = NULL;
     }
-    params.dtype = "f8";
-    cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_dtype_parse_short("f8"), -1, "no such dtype");
+    params.dtype = SVP_DTYPE_F64;
+    cr_assert_eq(svp_ops_create(&params, &other), SVP_ERR_INVALID_PARAM,
+                 "a dtype that holds no weights");
     cr_assert_null(other);
 }
 
@@ -612,8 +619,8 @@ static float round_to(const char *dtype, float v)
  */
 static void weights_case(const char *dtype)
 {
-    svp_ops_params_t    params = { .backend = "cpu", .threads = 2,
-                                   .dtype = dtype };
+    svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
+                                   .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
     svp_ops_conv2d_t    cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
                                .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
     svp_ops_mem_stats_t st0, st1;
@@ -696,8 +703,9 @@ Test(ops, f16_weights_compute_the_rounded_product, .init = ops_setup,
  */
 static void products16_case(const char *dtype)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 2,
-                                .dtype = dtype, .round_activations = 1 };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
+                                .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                                .round_activations = 1 };
     svp_ops_conv2d_t cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
                             .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
     const int64_t    n_x = 2 * 5 * 7 * 6, n_w = 4 * 5 * 9, n_y = 2 * 6 * 7 * 6;
@@ -780,7 +788,8 @@ Test(ops, f16_products_round_both_operands, .init = ops_setup,
  */
 Test(ops, weights_borrowed_in_place, .init = ops_setup, .fini = ops_teardown)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 2, .dtype = "bf16" };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
+                                .dtype = SVP_DTYPE_BF16 };
     svp_ops_h        half;
     float           *w = rand_buf(13 * 11), *x = rand_buf(7 * 11);
     float            y_up[7 * 13], y_borrow[7 * 13];
@@ -812,7 +821,8 @@ Test(ops, weights_borrowed_in_place, .init = ops_setup, .fini = ops_teardown)
 /* A weight beyond the dtype's range is an error, never an infinity. */
 Test(ops, weights_out_of_range_refused, .init = ops_setup, .fini = ops_teardown)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 1, .dtype = "f16" };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1,
+                                .dtype = SVP_DTYPE_F16 };
     float            w[3] = { 1.0f, 7.0e4f, -2.0f };
     svp_ops_h        half;
     void            *buf = NULL;
@@ -827,7 +837,7 @@ Test(ops, weights_out_of_range_refused, .init = ops_setup, .fini = ops_teardown)
     svp_ops_destroy(half);
 
     /* bf16 has fp32's exponent range */
-    params.dtype = "bf16";
+    params.dtype = SVP_DTYPE_BF16;
     w[1]         = 7.0e4f;
     cr_assert_eq(svp_ops_create(&params, &half), SVP_OK);
     cr_assert_eq(svp_ops_weights_upload(half, w, 3, &buf), SVP_OK);
@@ -975,7 +985,7 @@ ParameterizedTest(gemm_shape_t *p, ops, cpu_gemm, .init = ops_setup,
     assert_close("gemm", c0, ref, mn);
 
     for (threads = 1; threads <= 3; threads += 2) {
-        svp_ops_params_t params = { .backend = "cpu", .threads = threads };
+        svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = threads };
         svp_ops_h        h;
 
         memcpy(c1, c, mn * sizeof(float));
@@ -1006,7 +1016,7 @@ Test(ops, elementwise_threads)
         x[i] *= 6.0f;   /* erff and expf over their curved range */
     }
     for (threads = 1; threads <= 3; threads++) {
-        svp_ops_params_t params = { .backend = "cpu", .threads = threads };
+        svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = threads };
         svp_ops_h        h;
 
         y[threads - 1][0] = malloc(n * sizeof(float));

@@ -17,7 +17,7 @@ static svp_ops_h ops;
 
 static void arena_setup(void)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 1 };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1 };
 
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }

@@ -46,8 +46,8 @@ static svp_ops_h cpu, gpu;
 /* Skips the test unless a device is visible; creates both handles. */
 static void need_device(size_t attn_max_scores)
 {
-    svp_ops_params_t cpu_params = { .backend = "cpu", .threads = 2 };
-    svp_ops_params_t gpu_params = { .backend = "cuda",
+    svp_ops_params_t cpu_params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2 };
+    svp_ops_params_t gpu_params = { .backend = SVP_OPS_BACKEND_CUDA,
                                     .attn_max_scores = attn_max_scores };
     int              count = 0;
     cudaError_t      err = cudaGetDeviceCount(&count);
@@ -666,7 +666,7 @@ Test(ops_cuda, failed_alloc_is_a_status)
  */
 Test(ops_cuda, create_without_device_fails)
 {
-    svp_ops_params_t params = { .backend = "cuda" };
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CUDA };
     svp_ops_h        ops = NULL;
     int              count = 0;
 
@@ -813,9 +813,11 @@ static void products16_case(const char *dtype)
         { .n = 3, .c_in = 8, .h = 5, .w = 5, .c_out = 16, .kh = 1, .kw = 1, .stride = 1, .pad = 0 },
         { .n = 1, .c_in = 5, .h = 9, .w = 7, .c_out = 6, .kh = 3, .kw = 3, .stride = 2, .pad = 1 },
     };
-    svp_ops_params_t cp = { .backend = "cpu", .threads = 2, .dtype = dtype,
+    svp_ops_params_t cp = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
+                            .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
                             .round_activations = 1 };
-    svp_ops_params_t gp = { .backend = "cuda", .dtype = dtype };
+    svp_ops_params_t gp = { .backend = SVP_OPS_BACKEND_CUDA,
+                            .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
     svp_ops_h        c16, g16;
     const int        rows = 300, in = 320, out = 40;
     const size_t     n_w = (size_t)out * in;     /* the largest weight */
@@ -907,7 +909,8 @@ static void unet_products16(const char *dtype, double u, double rms_ref,
                             double max_lo, double max_hi)
 {
     const char        *root = getenv("SVP_GOLDEN_DIR");
-    svp_ops_params_t   gp = { .backend = "cuda", .dtype = dtype };
+    svp_ops_params_t   gp = { .backend = SVP_OPS_BACKEND_CUDA,
+                              .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
     char               dir[1024], path[1200];
     struct stat        sb;
     svp_safetensors_h  st;

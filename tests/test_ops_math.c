@@ -25,7 +25,7 @@ static svp_ops_h ops;
 
 static void ops_setup(void)
 {
-    svp_ops_params_t params = { .backend = "cpu", .threads = 2,
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
                                 .attn_max_scores = 1000 };
 
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);

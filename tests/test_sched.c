@@ -608,7 +608,7 @@ Test(sched_math, guidance_matches_the_reference_bit_for_bit)
  */
 Test(sched_math, cpu_ops_give_the_scheduler_bits)
 {
-    svp_ops_params_t       op = {.backend = "cpu", .threads = 2};
+    svp_ops_params_t       op = {.backend = SVP_OPS_BACKEND_CPU, .threads = 2};
     svp_ops_h              ops;
     svp_sched_h            sched = svd_sched(25);
     svp_sched_euler_coef_t coef;

@@ -94,6 +94,45 @@ Test(spec, defaults_and_name_from_file)
     svp_spec_destroy(s);
 }
 
+/* dtype and device: the tensor layer's and the ops layer's enums, as the
+ * ops take them; the names in an error are those tables' */
+Test(spec, dtype_and_device_are_the_layers_enums)
+{
+    static const struct {
+        const char       *yaml;
+        svp_dtype_t       dtype;
+        svp_ops_backend_t device;
+    } cases[] = {
+        {"", SVP_DTYPE_F32, SVP_OPS_BACKEND_CPU},
+        {"dtype: f16\n", SVP_DTYPE_F16, SVP_OPS_BACKEND_CPU},
+        {"dtype: bf16\ndevice: cuda\n", SVP_DTYPE_BF16, SVP_OPS_BACKEND_CUDA},
+        {"dtype: f32\ndevice: cpu\n", SVP_DTYPE_F32, SVP_OPS_BACKEND_CPU},
+    };
+    svp_spec_t *s;
+    char        err[512];
+    size_t      i;
+
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        s = NULL;
+        cr_assert_eq(svp_spec_load_string(cases[i].yaml, "j.yaml", NULL, 0, err,
+                                          sizeof(err), &s), SVP_OK,
+                     "%s: %s", cases[i].yaml, err);
+        cr_assert_eq(s->dtype, cases[i].dtype, "%s", cases[i].yaml);
+        cr_assert_eq(s->device, cases[i].device, "%s", cases[i].yaml);
+        svp_spec_destroy(s);
+    }
+    s = NULL;
+    cr_assert_neq(svp_spec_load_string("dtype: f64\n", "j.yaml", NULL, 0, err,
+                                       sizeof(err), &s), SVP_OK,
+                  "f64 holds no weights");
+    cr_assert_null(s);
+    cr_assert(strstr(err, "one of f32, f16, bf16") != NULL, "%s", err);
+    cr_assert_neq(svp_spec_load_string("device: dry\n", "j.yaml", NULL, 0, err,
+                                       sizeof(err), &s), SVP_OK,
+                  "dry is no device a job runs on");
+    cr_assert(strstr(err, "one of cpu, cuda") != NULL, "%s", err);
+}
+
 /* comm.gpu_direct: every value with device cuda, auto and off with cpu */
 Test(spec, gpu_direct_values)
 {

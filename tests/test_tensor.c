@@ -59,6 +59,31 @@ Test(dtype, names_and_sizes)
     cr_assert_eq(svp_dtype_parse("F8_E4M3"), -1);
 }
 
+/* One table: every dtype's two names parse back to it, and the weight
+ * dtypes are exactly f32, f16 and bf16, first in the enum. */
+Test(dtype, one_table_of_names)
+{
+    static const char *const weights[] = {SVP_DTYPE_WEIGHT_NAMES NULL};
+    int                      i;
+
+    for (i = 0; i < SVP_DTYPE_LAST; ++i) {
+        cr_assert_eq(svp_dtype_parse(svp_dtype_name((svp_dtype_t)i)), i);
+        cr_assert_eq(svp_dtype_parse_short(svp_dtype_short_name((svp_dtype_t)i)), i);
+        cr_assert_eq(svp_dtype_is_weight((svp_dtype_t)i),
+                     i == SVP_DTYPE_F32 || i == SVP_DTYPE_F16 || i == SVP_DTYPE_BF16,
+                     "%s", svp_dtype_short_name((svp_dtype_t)i));
+    }
+    for (i = 0; weights[i] != NULL; ++i) {
+        cr_assert_eq(svp_dtype_parse_short(weights[i]), i, "%s", weights[i]);
+    }
+    cr_assert_eq(i, 3);
+    cr_assert_str_eq(svp_dtype_short_name(SVP_DTYPE_BF16), "bf16");
+    cr_assert_str_eq(svp_dtype_short_name(SVP_DTYPE_LAST), "?");
+    cr_assert_eq(svp_dtype_parse_short("F32"), -1, "the short names are lower-case");
+    cr_assert_eq(svp_dtype_parse_short(NULL), -1);
+    cr_assert_eq(svp_dtype_is_weight(SVP_DTYPE_LAST), 0);
+}
+
 Test(dtype, f16_known_values)
 {
     cr_assert_eq(svp_f32_to_f16(1.0f), 0x3c00);

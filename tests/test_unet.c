@@ -266,7 +266,8 @@ static float *forward_in(const char *dtype, int round_activations,
                          const char *dir, int mapped, const unet_io_t *io,
                          size_t *weight_bytes_p)
 {
-    svp_ops_params_t params = { .threads = 2, .dtype = dtype,
+    svp_ops_params_t params = { .threads = 2,
+                                .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
                                 .round_activations = round_activations };
     svp_ops_h        h;
     svp_unet_h       unet;

@@ -220,7 +220,8 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
-    svp_ops_params_t  pp = { .threads = 2, .dtype = dtype };
+    svp_ops_params_t  pp = { .threads = 2,
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;
@@ -289,7 +290,8 @@ Test(vae, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
 static void products16_case(const char *dtype, double u, double rms_ref,
                             double max_lo, double max_hi)
 {
-    svp_ops_params_t  pp = { .threads = 2, .dtype = dtype,
+    svp_ops_params_t  pp = { .threads = 2,
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
                              .round_activations = 1 };
     char              dir[1024];
     svp_ops_h         h;
@@ -355,7 +357,7 @@ Test(vae, products_in_f16_within_roundoff, .init = setup, .fini = teardown)
 static void vae_plan_check(const char *dir, int decode, int n, int h, int w,
                            int chunk, size_t n_in, size_t n_out)
 {
-    svp_ops_params_t    params = { .backend = "cpu", .threads = 2 };
+    svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2 };
     svp_ops_mem_stats_t loaded, first;
     svp_ops_h           own;
     svp_vae_h           vae;

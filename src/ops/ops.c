@@ -81,16 +81,51 @@ static svp_status_t svp_ops_check_dtype(svp_ops_h ops)
         return SVP_OK;
     }
     svp_error("ops backend '%s' cannot hold weights in %s (it holds f32 "
-              "weights only): set dtype: f32", ops->vt->name, ops->dtype);
+              "weights only): set dtype: f32", svp_ops_backend(ops),
+              svp_dtype_short_name(ops->weight_dtype));
+    return SVP_ERR_UNSUPPORTED;
+}
+
+static const char *const svp_ops_backend_names[] = {
+    SVP_OPS_BACKEND_TABLE(SVP_OPS_BACKEND_NAME_)
+};
+
+_Static_assert(sizeof(svp_ops_backend_names) / sizeof(svp_ops_backend_names[0]) ==
+               SVP_OPS_BACKEND_LAST, "one name per backend");
+
+const char *svp_ops_backend_name(svp_ops_backend_t backend)
+{
+    return ((unsigned)backend < SVP_OPS_BACKEND_LAST) ? svp_ops_backend_names[backend]
+                                                      : "?";
+}
+
+svp_status_t svp_ops_backend_parse(const char *name, svp_ops_backend_t *backend_p)
+{
+    int i;
+
+    for (i = 0; name != NULL && i < SVP_OPS_BACKEND_LAST; ++i) {
+        if (strcmp(name, svp_ops_backend_names[i]) == 0) {
+            *backend_p = (svp_ops_backend_t)i;
+            return SVP_OK;
+        }
+    }
+    svp_error("ops backend '%s' is not available in this build (have: %s)",
+              name ? name : "(none)", SVP_OPS_BACKENDS);
     return SVP_ERR_UNSUPPORTED;
 }
 
 svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
 {
-    const char  *backend = (params && params->backend) ? params->backend : "cpu";
-    svp_ops_h    ops;
-    svp_status_t status;
+    svp_ops_backend_t backend = params ? params->backend : SVP_OPS_BACKEND_CPU;
+    svp_dtype_t       dtype   = params ? params->dtype : SVP_DTYPE_F32;
+    svp_ops_h         ops;
+    svp_status_t      status;
 
+    if (!svp_dtype_is_weight(dtype)) {
+        svp_error("ops dtype %s cannot hold matrix weights (have: f32, bf16, f16)",
+                  svp_dtype_short_name(dtype));
+        return SVP_ERR_INVALID_PARAM;
+    }
     ops = calloc(1, sizeof(*ops));
     if (ops == NULL) {
         svp_error("cannot allocate the ops handle");
@@ -105,25 +140,25 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
     ops->attn_max_scores = (params && params->attn_max_scores > 0)
                            ? params->attn_max_scores
                            : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
+    ops->weight_dtype = dtype;
 
-    status = svp_ops_weights_parse_dtype(params ? params->dtype : NULL,
-                                         &ops->weight_dtype, &ops->dtype);
-    if (status != SVP_OK) {
-        goto err_free_ops;
-    }
-
-    if (strcmp(backend, "cpu") == 0) {
+    switch (backend) {
+    case SVP_OPS_BACKEND_CPU:
         status = svp_ops_cpu_init(ops);
-    } else if (strcmp(backend, "dry") == 0) {
+        break;
+    case SVP_OPS_BACKEND_DRY:
         status = svp_ops_dry_init(ops);
+        break;
 #ifdef HAVE_CUDA
-    } else if (strcmp(backend, "cuda") == 0) {
-        status = svp_ops_module_init("cuda", ops);
+    case SVP_OPS_BACKEND_CUDA:
+        status = svp_ops_module_init(svp_ops_backend_name(backend), ops);
+        break;
 #endif
-    } else {
+    default:
         svp_error("ops backend '%s' is not available in this build (have: %s)",
-                  backend, SVP_OPS_BACKENDS);
+                  svp_ops_backend_name(backend), SVP_OPS_BACKENDS);
         status = SVP_ERR_UNSUPPORTED;
+        break;
     }
     if (status != SVP_OK) {
         goto err_free_ops;
@@ -164,12 +199,12 @@ void svp_ops_destroy(svp_ops_h ops)
 
 const char *svp_ops_backend(svp_ops_h ops)
 {
-    return ops->vt->name;
+    return svp_ops_backend_name(ops->vt->backend);
 }
 
 const char *svp_ops_dtype(svp_ops_h ops)
 {
-    return ops->dtype;
+    return svp_dtype_short_name(ops->weight_dtype);
 }
 
 svp_dtype_t svp_ops_product_dtype(svp_ops_h ops)

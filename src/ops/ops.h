@@ -33,6 +33,7 @@
 #define SVP_OPS_OPS_H
 
 #include "common/status.h"
+#include "ops/ops_types.h"
 #include "tensor/tensor.h"
 
 #include <stddef.h>
@@ -42,12 +43,13 @@ typedef struct svp_ops *svp_ops_h;
 
 typedef struct {
     /*
-     * "cpu" (default when NULL) or "cuda"; or "dry", which computes
-     * nothing and whose buffers cannot be read or written: a forward run on
-     * it makes the arena plan its pass, which is how a model's activations
-     * are sized without its weights or a device.
+     * SVP_OPS_BACKEND_CPU (the default: 0) or SVP_OPS_BACKEND_CUDA; or
+     * SVP_OPS_BACKEND_DRY, which computes nothing and whose buffers cannot
+     * be read or written: a forward run on it makes the arena plan its
+     * pass, which is how a model's activations are sized without its
+     * weights or a device.
      */
-    const char *backend;
+    svp_ops_backend_t backend;
     /*
      * Worker threads; 0: $SVP_THREADS, else $OMP_NUM_THREADS, else the CPUs
      * of the process's affinity mask (svp_threads_default()).
@@ -62,11 +64,13 @@ typedef struct {
     size_t      attn_max_scores;
     /*
      * The dtype the matrix weights (of linear, conv2d, conv_frames) are
-     * held in: "f32" (default when NULL), "bf16" or "f16".  Products,
-     * activations, normalisation and softmax statistics stay fp32 whatever
-     * it is: the backend widens a 16-bit weight to fp32 just before its
-     * product (exactly: every bf16/f16 value is an fp32 value), so a 16-bit
-     * handle computes what an fp32 handle computes with the rounded
+     * held in: SVP_DTYPE_F32 (the default: 0), SVP_DTYPE_BF16 or
+     * SVP_DTYPE_F16 (svp_dtype_is_weight(); another dtype fails
+     * svp_ops_create() with SVP_ERR_INVALID_PARAM).  Products, activations,
+     * normalisation and softmax statistics stay fp32 whatever it is: the
+     * backend widens a 16-bit weight to fp32 just before its product
+     * (exactly: every bf16/f16 value is an fp32 value), so a 16-bit handle
+     * computes what an fp32 handle computes with the rounded
      * weights, at half the resident weight memory.  That is the CPU
      * backend's contract.  The CUDA backend's products of a 16-bit handle
      * run on tensor cores instead: the weight is used as held and the
@@ -76,7 +80,7 @@ typedef struct {
      * hold weights in it fails svp_ops_create() with SVP_ERR_UNSUPPORTED:
      * never a silent fallback to another dtype.
      */
-    const char *dtype;
+    svp_dtype_t dtype;
     /*
      * For tests: a CPU handle of a 16-bit dtype rounds the activation
      * operand of linear, conv2d and conv_frames to that dtype too (to
@@ -95,9 +99,10 @@ typedef struct {
 svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p);
 void         svp_ops_destroy(svp_ops_h ops);
 
-/* "cpu" or "cuda". */
+/* The backend's name, "cpu" or "cuda" (svp_ops_backend_name()). */
 const char  *svp_ops_backend(svp_ops_h ops);
-/* The dtype the handle holds matrix weights in ("f32", "bf16", "f16"). */
+/* The name of the dtype the handle holds matrix weights in ("f32", "bf16",
+ * "f16": svp_dtype_short_name()). */
 const char  *svp_ops_dtype(svp_ops_h ops);
 /* The same as a tensor dtype: SVP_DTYPE_F32, SVP_DTYPE_BF16, SVP_DTYPE_F16. */
 svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);

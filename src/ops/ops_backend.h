@@ -16,7 +16,7 @@
 #include "ops/ops_plan.h"
 
 typedef struct svp_ops_ops {
-    const char *name;
+    svp_ops_backend_t backend;  /* which backend (ops_types.h) this is */
     int          host_memory;   /* buffers are plain host memory */
     /*
      * The products of a 16-bit handle take 16-bit operands: conv2d,
@@ -99,8 +99,7 @@ struct svp_ops {
     const char          *threads_from;      /* static: where threads came from */
     size_t               attn_max_scores;
     int                  device;            /* device backends: which one */
-    const char          *dtype;             /* static string: "f32", ... */
-    svp_dtype_t          weight_dtype;      /* the same, as a dtype */
+    svp_dtype_t          weight_dtype;      /* F32, F16 or BF16 */
 
     /* Matrix weights (ops_weights.c): bytes uploaded, and the fp32 buffer
      * a 16-bit weight is widened into before its product, sized by the

@@ -198,7 +198,7 @@ static svp_status_t svp_ops_dry_concat(svp_ops_h ops, int64_t n, int64_t ca,
 }
 
 static const svp_ops_ops_t svp_ops_dry_ops = {
-    .name               = "dry",
+    .backend            = SVP_OPS_BACKEND_DRY,
     .cleanup            = svp_ops_dry_cleanup,
     .alloc              = svp_ops_dry_alloc,
     .free               = svp_ops_dry_free,

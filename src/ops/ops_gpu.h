@@ -13,7 +13,8 @@
  * hand to the same single GPU for every task looks like per-task binding.
  *
  * The selection is a pure function of its inputs, so it is tested without a
- * GPU; svp_ops_create("cuda") calls it with the module's device count.
+ * GPU; svp_ops_create() of SVP_OPS_BACKEND_CUDA calls it with the module's
+ * device count.
  */
 #ifndef SVP_OPS_OPS_GPU_H
 #define SVP_OPS_OPS_GPU_H

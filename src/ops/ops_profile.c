@@ -193,7 +193,7 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
         return (ops->vt == &svp_ops_prof_vt) ? SVP_OK : SVP_ERR_UNSUPPORTED;
     }
     svp_ops_prof_inner = ops->vt;
-    svp_ops_prof_async = strcmp(ops->vt->name, "cpu") != 0;
+    svp_ops_prof_async = ops->vt->backend != SVP_OPS_BACKEND_CPU;
     if (svp_ops_prof_async && ops->vt->alloc(ops, 1, &svp_ops_prof_one) != SVP_OK) {
         svp_ops_prof_inner = NULL;
         return SVP_ERR_NO_MEMORY;

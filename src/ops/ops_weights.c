@@ -16,30 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-svp_status_t svp_ops_weights_parse_dtype(const char *name, svp_dtype_t *dtype_p,
-                                         const char **name_p)
-{
-    static const struct {
-        const char *name;
-        svp_dtype_t dtype;
-    } known[] = { { "f32", SVP_DTYPE_F32 }, { "bf16", SVP_DTYPE_BF16 },
-                  { "f16", SVP_DTYPE_F16 } };
-    size_t i;
-
-    if (name == NULL) {
-        name = "f32";
-    }
-    for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
-        if (strcmp(name, known[i].name) == 0) {
-            *dtype_p = known[i].dtype;
-            *name_p  = known[i].name;
-            return SVP_OK;
-        }
-    }
-    svp_error("unknown ops dtype '%s' (have: f32, bf16, f16)", name);
-    return SVP_ERR_INVALID_PARAM;
-}
-
 /* Grows the widening buffer to count elements (a backend allocation). */
 static svp_status_t svp_ops_widen_reserve(svp_ops_h ops, size_t count)
 {
@@ -199,8 +175,8 @@ svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
         return SVP_ERR_UNSUPPORTED;
     }
     if ((uintptr_t)host % esize != 0) {
-        svp_error("ops: borrowed %s weights at %p are not aligned", ops->dtype,
-                  host);
+        svp_error("ops: borrowed %s weights at %p are not aligned",
+                  svp_ops_dtype(ops), host);
         return SVP_ERR_INVALID_PARAM;
     }
     if (ops->weight_dtype != SVP_DTYPE_F32) {
@@ -236,7 +212,7 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
     if (count > ops->widen_count) {
         svp_error("ops: a %s weight of %zu elements is larger than any "
                   "uploaded (%zu): not a buffer of svp_ops_weights_upload()",
-                  ops->dtype, count, ops->widen_count);
+                  svp_ops_dtype(ops), count, ops->widen_count);
         return SVP_ERR_INVALID_PARAM;
     }
     status = ops->vt->widen(ops, ops->weight_dtype, weight, count,

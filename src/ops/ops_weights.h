@@ -7,10 +7,6 @@
 
 #include "ops/ops_backend.h"
 
-/* "f32" (also for NULL), "bf16", "f16": the dtype and a static name. */
-svp_status_t svp_ops_weights_parse_dtype(const char *name, svp_dtype_t *dtype_p,
-                                         const char **name_p);
-
 /*
  * The weight operand the backend's product takes: weight itself for an f32
  * handle or a backend whose products take 16-bit weights (products16),

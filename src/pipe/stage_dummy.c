@@ -187,7 +187,7 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
     svp_status_t       status;
 
     /* the simulator's latent and its arithmetic are fp32, nothing else */
-    if (spec->dtype != SVP_DTYPE_SPEC_F32) {
+    if (spec->dtype != SVP_DTYPE_F32) {
         svp_error("%s: dtype: the dummy model computes in f32 only", spec->file);
         return SVP_ERR_SPEC;
     }

@@ -1231,12 +1231,6 @@ const char *svp_spec_model_kind_name(svp_model_kind_t kind)
     return (kind == SVP_MODEL_SVD) ? "svd" : "dummy";
 }
 
-const char *svp_spec_dtype_name(svp_spec_dtype_t dtype)
-{
-    return (dtype == SVP_DTYPE_SPEC_F16) ? "f16" :
-           (dtype == SVP_DTYPE_SPEC_BF16) ? "bf16" : "f32";
-}
-
 const char *svp_spec_placement_name(svp_placement_t placement)
 {
     return (placement == SVP_PLACEMENT_SPREAD) ? "spread" : "ends";

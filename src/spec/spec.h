@@ -13,6 +13,8 @@
 #define SVP_SPEC_SPEC_H
 
 #include "common/status.h"
+#include "ops/ops_types.h"
+#include "tensor/tensor.h"
 
 #include <stdint.h>
 
@@ -51,17 +53,6 @@ typedef enum {
     SVP_DUMMY_COST_COMPUTE = 0,  /* real CPU work, repeated 'work' times */
     SVP_DUMMY_COST_SLEEP         /* fixed wall time per step, no CPU used */
 } svp_dummy_cost_t;
-
-typedef enum {
-    SVP_DTYPE_SPEC_F32 = 0,
-    SVP_DTYPE_SPEC_F16,
-    SVP_DTYPE_SPEC_BF16
-} svp_spec_dtype_t;
-
-typedef enum {
-    SVP_DEVICE_CPU = 0,
-    SVP_DEVICE_CUDA
-} svp_spec_device_t;
 
 /* comm.gpu_direct: how device frames cross (src/comm/comm_path.h) */
 typedef enum {
@@ -121,8 +112,8 @@ typedef struct svp_spec {
     int               samples;        /* N */
     uint64_t          seed;
     int64_t           latent_shape[5];/* dummy: [B, F, C, H, W] */
-    svp_spec_dtype_t  dtype;
-    svp_spec_device_t device;
+    svp_dtype_t       dtype;          /* F32, F16 or BF16 (the weights') */
+    svp_ops_backend_t device;         /* CPU or CUDA */
 
     struct {
         double deadline;              /* seconds any wait may take */
@@ -228,8 +219,6 @@ svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p);
 
 /* Names of the enum values, for logs. */
 const char *svp_spec_model_kind_name(svp_model_kind_t kind);
-/* "f32", "f16", "bf16": the spec's spelling, which the ops layer takes too. */
-const char *svp_spec_dtype_name(svp_spec_dtype_t dtype);
 const char *svp_spec_placement_name(svp_placement_t placement);
 
 #endif

@@ -22,8 +22,9 @@
 
 static const char *const svp_spec_model_kinds[] = {"dummy", "svd", NULL};
 static const char *const svp_spec_dummy_costs[] = {"compute", "sleep", NULL};
-static const char *const svp_spec_dtypes[]      = {"f32", "f16", "bf16", NULL};
-static const char *const svp_spec_devices[]     = {"cpu", "cuda", NULL};
+/* the tensor layer's and the ops layer's tables, indexed by their enums */
+static const char *const svp_spec_dtypes[]      = {SVP_DTYPE_WEIGHT_NAMES NULL};
+static const char *const svp_spec_devices[]     = {SVP_OPS_DEVICE_NAMES NULL};
 static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
 static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
@@ -575,11 +576,11 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
     }
     /* on promises device memory on the wire: refused where there is none */
     if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON &&
-        (spec->device != SVP_DEVICE_CUDA || spec->model.kind != SVP_MODEL_SVD)) {
+        (spec->device != SVP_OPS_BACKEND_CUDA || spec->model.kind != SVP_MODEL_SVD)) {
         *key_p = "comm.gpu_direct";
         snprintf(why, whylen, "expected auto or off with %s (its latents are "
                  "host memory, there is no device memory to send), found on",
-                 (spec->device != SVP_DEVICE_CUDA) ? "device cpu"
+                 (spec->device != SVP_OPS_BACKEND_CUDA) ? "device cpu"
                                                    : "model.kind dummy");
         return SVP_ERR_SPEC;
     }

@@ -10,18 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define SVP_DTYPE_ROW_(_e, _st, _short, _size) \
+    [SVP_DTYPE_##_e] = {_st, _short, _size},
+#define SVP_DTYPE_WEIGHT_(_e, _st, _short, _size) + 1
+
+/* tensor.h's table, indexed by the enum */
 static const struct {
     const char *name;
+    const char *short_name;
     size_t      size;
-} svp_dtype_table[SVP_DTYPE_LAST] = {
-    [SVP_DTYPE_F32]  = {"F32",  4},
-    [SVP_DTYPE_F16]  = {"F16",  2},
-    [SVP_DTYPE_BF16] = {"BF16", 2},
-    [SVP_DTYPE_F64]  = {"F64",  8},
-    [SVP_DTYPE_U8]   = {"U8",   1},
-    [SVP_DTYPE_I32]  = {"I32",  4},
-    [SVP_DTYPE_I64]  = {"I64",  8},
+} svp_dtype_table[] = {
+    SVP_DTYPE_TABLE(SVP_DTYPE_ROW_)
 };
+
+_Static_assert(sizeof(svp_dtype_table) / sizeof(svp_dtype_table[0]) == SVP_DTYPE_LAST,
+               "one row of svp_dtype_table per dtype");
 
 size_t svp_dtype_size(svp_dtype_t dtype)
 {
@@ -31,6 +34,12 @@ size_t svp_dtype_size(svp_dtype_t dtype)
 const char *svp_dtype_name(svp_dtype_t dtype)
 {
     return ((unsigned)dtype < SVP_DTYPE_LAST) ? svp_dtype_table[dtype].name : "?";
+}
+
+const char *svp_dtype_short_name(svp_dtype_t dtype)
+{
+    return ((unsigned)dtype < SVP_DTYPE_LAST) ? svp_dtype_table[dtype].short_name
+                                              : "?";
 }
 
 int svp_dtype_parse(const char *name)
@@ -43,6 +52,24 @@ int svp_dtype_parse(const char *name)
         }
     }
     return -1;
+}
+
+int svp_dtype_parse_short(const char *name)
+{
+    int i;
+
+    for (i = 0; name != NULL && i < SVP_DTYPE_LAST; ++i) {
+        if (strcmp(name, svp_dtype_table[i].short_name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+int svp_dtype_is_weight(svp_dtype_t dtype)
+{
+    /* the weight dtypes are the table's first rows */
+    return (unsigned)dtype < (0 SVP_DTYPE_WEIGHT_TABLE(SVP_DTYPE_WEIGHT_));
 }
 
 int svp_dtype_is_float(svp_dtype_t dtype)

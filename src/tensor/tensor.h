@@ -16,16 +16,36 @@
 
 #define SVP_TENSOR_MAX_DIMS 8
 
+/*
+ * The dtypes, one table from the file to the kernels: the enum value, the
+ * safetensors name, the lower-case name (a job spec, a hardware table, the
+ * logs and sample.json) and the bytes per element.  The first three are
+ * the dtypes matrix weights may be held in (ops.h, doc/DTYPES.md); they
+ * come first, so a list of their names is indexed by the dtype (the spec's
+ * dtype key stores the index it matched).
+ */
+#define SVP_DTYPE_WEIGHT_TABLE(_X) \
+    _X(F32,  "F32",  "f32",  4) \
+    _X(F16,  "F16",  "f16",  2) \
+    _X(BF16, "BF16", "bf16", 2)
+#define SVP_DTYPE_TABLE(_X) \
+    SVP_DTYPE_WEIGHT_TABLE(_X) \
+    _X(F64,  "F64",  "f64",  8) \
+    _X(U8,   "U8",   "u8",   1) \
+    _X(I32,  "I32",  "i32",  4) \
+    _X(I64,  "I64",  "i64",  8)
+
+#define SVP_DTYPE_ENUM_(_e, _st, _short, _size)  SVP_DTYPE_##_e,
+#define SVP_DTYPE_SHORT_(_e, _st, _short, _size) _short,
+
 typedef enum {
-    SVP_DTYPE_F32 = 0,
-    SVP_DTYPE_F16,
-    SVP_DTYPE_BF16,
-    SVP_DTYPE_F64,
-    SVP_DTYPE_U8,
-    SVP_DTYPE_I32,
-    SVP_DTYPE_I64,
+    SVP_DTYPE_TABLE(SVP_DTYPE_ENUM_)
     SVP_DTYPE_LAST
 } svp_dtype_t;
+
+/* "f32", "f16", "bf16": initialisers of a list of the weight dtypes' names,
+ * in the enum's order (append NULL where a list ends with one). */
+#define SVP_DTYPE_WEIGHT_NAMES SVP_DTYPE_WEIGHT_TABLE(SVP_DTYPE_SHORT_)
 
 typedef struct svp_tensor {
     svp_dtype_t dtype;
@@ -43,6 +63,15 @@ const char *svp_dtype_name(svp_dtype_t dtype);
 
 /* Parses a safetensors dtype name; returns -1 when unknown. */
 int svp_dtype_parse(const char *name);
+
+/* The lower-case name ("f32", "bf16", ...); "?" for an invalid dtype. */
+const char *svp_dtype_short_name(svp_dtype_t dtype);
+
+/* Parses a lower-case dtype name; returns -1 when unknown. */
+int svp_dtype_parse_short(const char *name);
+
+/* 1 for the dtypes matrix weights may be held in (F32, F16, BF16). */
+int svp_dtype_is_weight(svp_dtype_t dtype);
 
 svp_status_t svp_tensor_create(svp_dtype_t dtype, int ndim,
                                const int64_t *shape, svp_tensor_t **tensor_p);

@@ -90,7 +90,7 @@ static svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
 }
 
 static const svp_ops_ops_t svp_ops_cpu_ops = {
-    .name               = "cpu",
+    .backend            = SVP_OPS_BACKEND_CPU,
     .host_memory        = 1,
     .cleanup            = svp_ops_cpu_cleanup,
     .alloc              = svp_ops_cpu_alloc,

@@ -401,7 +401,7 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
 }
 
 static const svp_ops_ops_t svp_ops_cuda_ops = {
-    .name               = "cuda",
+    .backend            = SVP_OPS_BACKEND_CUDA,
     .products16         = 1,
     .cleanup            = svp_ops_cuda_cleanup,
     .alloc              = svp_ops_cuda_alloc,
