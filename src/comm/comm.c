@@ -44,6 +44,18 @@
 #define SVP_COMM_CLOSE_TIMEOUT  1.0
 #define SVP_COMM_CANCEL_TIMEOUT 0.2
 
+/*
+ * Teardown's drain (svp_comm_drain): at most this long.  A stop gives a rank
+ * 0.7 s from its signal to its exit (the worker's grace); on 3 nodes the
+ * last rank of one scancel got its SIGTERM up to 0.5 s after the first, and
+ * the runtime's goodbye and PMIx_Finalize take a few ms after the drain.
+ */
+#define SVP_COMM_DRAIN_TIMEOUT  0.5
+
+/* Kind 0 is no message kind (they are 1..SVP_COMM_MAX_KIND): the tag of
+ * teardown's "nothing more comes from this rank" (svp_comm_drain). */
+#define SVP_COMM_KIND_DRAINED   0
+
 struct svp_comm_req {
     struct svp_comm     *comm;
     struct svp_comm_req *prev, *next;  /* comm->reqs: every live request */
@@ -75,6 +87,10 @@ struct svp_comm {
     svp_devmem_t         device;
     svp_comm_path_t      path;
     char                *path_logged;  /* by rank: path stated in the log */
+    /* teardown's drain (svp_comm_drain) */
+    char                *drained;      /* by rank: its "drained" came */
+    int                  drain_ops;    /* discards and announcements UCX has */
+    char                 scratch[64];  /* what discarded messages land in */
 };
 
 static void svp_comm_frame_free(struct svp_comm_frame *frame);
@@ -384,7 +400,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     }
     comm->eps         = calloc(comm->size, sizeof(*comm->eps));
     comm->path_logged = calloc(comm->size, 1);
-    if (comm->eps == NULL || comm->path_logged == NULL) {
+    comm->drained     = calloc(comm->size, 1);
+    if (comm->eps == NULL || comm->path_logged == NULL || comm->drained == NULL) {
         svp_error("out of memory allocating %d endpoints", comm->size);
         status = SVP_ERR_NO_MEMORY;
         goto err_free_eps;
@@ -443,6 +460,7 @@ err_cleanup_ucx:
     ucp_worker_destroy(comm->worker);
     ucp_cleanup(comm->context);
 err_free_eps:
+    free(comm->drained);
     free(comm->path_logged);
     free(comm->eps);
 err_free_comm:
@@ -803,6 +821,12 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
 
     if (!req->done) {
         ucp_request_cancel(comm->worker, req->ucx_req);
+        /* After a stop a send is left to svp_comm_destroy's drain at once:
+         * its receiver drains it there, and waiting here for each one ate
+         * the stop's grace (0.2 s a slot). */
+        if (req->is_send && (svp_stop_signal() != 0)) {
+            until = 0;
+        }
         while (!req->done && (svp_clock_now() < until)) {
             ucp_worker_progress(comm->worker);
         }
@@ -839,9 +863,11 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
 /*
  * Sleeps until UCX or the runtime has something for us, or until `until`.
  * ucp_worker_arm says BUSY when events arrived since the last progress: then
- * there is no sleeping, the caller progresses again.
+ * there is no sleeping, the caller progresses again.  stop_wakes: a stop
+ * signal ends the sleep (its pipe stays readable, so teardown's drain, which
+ * runs after the stop, passes 0 lest it spin).
  */
-static void svp_comm_sleep(struct svp_comm *comm, double until)
+static void svp_comm_sleep(struct svp_comm *comm, double until, int stop_wakes)
 {
     struct pollfd fds[3];
     ucs_status_t  status;
@@ -862,7 +888,7 @@ static void svp_comm_sleep(struct svp_comm *comm, double until)
         fds[nfds].fd       = svp_rt_event_fd(comm->rt);
         fds[nfds++].events = POLLIN;
     }
-    if (svp_stop_fd() >= 0) {
+    if (stop_wakes && svp_stop_fd() >= 0) {
         fds[nfds].fd       = svp_stop_fd();
         fds[nfds++].events = POLLIN;
     }
@@ -1004,7 +1030,7 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         if (svp_clock_now() - last_event < comm->spin) {
             continue;
         }
-        svp_comm_sleep(comm, until);
+        svp_comm_sleep(comm, until, 1);
         last_event = svp_clock_now();
     }
 }
@@ -1042,6 +1068,181 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
     return svp_comm_req_finish(req);
 }
 
+/* ---- teardown's drain ------------------------------------------------ */
+
+/* A discarded message or an announcement is UCX's no more. */
+static void svp_comm_drain_send_cb(void *request, ucs_status_t status,
+                                   void *user_data)
+{
+    struct svp_comm *comm = user_data;
+
+    (void)status;
+    --comm->drain_ops;
+    ucp_request_free(request);
+}
+
+static void svp_comm_drain_recv_cb(void *request, ucs_status_t status,
+                                   const ucp_tag_recv_info_t *info,
+                                   void *user_data)
+{
+    (void)info;
+    svp_comm_drain_send_cb(request, status, user_data);
+}
+
+/* Tells peer that nothing more comes from this rank (a 0-byte message). */
+static void svp_comm_drain_announce(struct svp_comm *comm, int peer)
+{
+    ucp_request_param_t params;
+    void               *request;
+
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.send      = svp_comm_drain_send_cb;
+    params.user_data    = comm;
+    request = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
+                               svp_comm_tag(SVP_COMM_KIND_DRAINED, comm->rank, 0, 0),
+                               &params);
+    if (UCS_PTR_IS_ERR(request)) {
+        svp_debug("telling rank %d this rank is drained: %s", peer,
+                  ucs_status_string(UCS_PTR_STATUS(request)));
+    } else if (request != NULL) {
+        ++comm->drain_ops;
+    }
+}
+
+/*
+ * Receives every message that arrived unmatched, into a 64-byte scratch
+ * buffer: UCX keeps only the first bytes of an eager message, and answers
+ * the rendezvous request of a larger one at once, without fetching a byte
+ * (1.13's truncated rendezvous receive), which completes the sender's send.
+ * Returns 1 when something was found.
+ */
+static int svp_comm_drain_unexpected(struct svp_comm *comm, int announced)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h   msg;
+    ucp_request_param_t params;
+    ucp_ep_h            ep;
+    unsigned            kind, sample, step;
+    void               *request;
+    int                 src, found = 0;
+
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    params.cb.recv      = svp_comm_drain_recv_cb;
+    params.user_data    = comm;
+    while ((msg = ucp_tag_probe_nb(comm->worker, 0, 0, 1, &info)) != NULL) {
+        found = 1;
+        svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
+        request = ucp_tag_msg_recv_nbx(comm->worker, comm->scratch,
+                                       sizeof(comm->scratch), msg, &params);
+        if (UCS_PTR_IS_ERR(request)) {
+            svp_debug("discarding a message of rank %d: %s", src,
+                      ucs_status_string(UCS_PTR_STATUS(request)));
+        } else if (request != NULL) {
+            ++comm->drain_ops;
+        }
+        if (src == comm->rank || src >= comm->size) {
+            continue;
+        }
+        if (kind == SVP_COMM_KIND_DRAINED) {
+            comm->drained[src] = 1;
+        } else {
+            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
+                      sample, step, src, info.length);
+        }
+        /* a rank that talks to this one waits for its word too */
+        if (comm->eps[src] == NULL && svp_comm_ep(comm, src, &ep) == SVP_OK &&
+            announced) {
+            svp_comm_drain_announce(comm, src);
+        }
+    }
+    return found;
+}
+
+/*
+ * Before the worker goes: leave nothing with UCX, so that it has nothing to
+ * warn about (after a scancel, UCX 1.13 warned of "unexpected tag-receive
+ * descriptor ... was not matched" for a message that came for a step never
+ * run, and of a request "not returned to mpool" for a rendezvous send whose
+ * receiver had gone).
+ *
+ * What was observed, and why the drain is done this way:
+ *  - Pre-posted receives cancel at once.  A send in rendezvous does not
+ *    cancel, and a forced endpoint close does not return it either without
+ *    UCX's peer error handling, which rules out shared memory (svp_comm_ep).
+ *    It completes only when its receiver takes the message.
+ *  - Receiving such a message into its frame crashed the receiver when the
+ *    sender had already exited: the rendezvous fetch (cma,
+ *    process_vm_readv) from a dead process is fatal in UCX 1.13.  A receive
+ *    into a buffer too small for it fetches nothing: UCX answers the sender
+ *    and reports the truncation, so unwanted messages are discarded that
+ *    way, from a live sender or a gone one alike.
+ *  - Ranks of one scancel get their SIGTERM up to 0.5 s apart (3 nodes), so
+ *    a neighbour may still send for a while.  Each rank, once its own sends
+ *    are done (nobody fetches from it any more), tells every rank it has an
+ *    endpoint to that it is drained, and keeps discarding until those ranks
+ *    said the same: a rank's word comes after its last message (one
+ *    endpoint, in order), so nothing is left unmatched behind it.
+ *  - Every wait is bounded (SVP_COMM_DRAIN_TIMEOUT), and with a lost rank
+ *    (killed, crashed) there is no drain at all: it would never answer.
+ */
+static void svp_comm_drain(struct svp_comm *comm)
+{
+    struct svp_comm_req *req;
+    double               until = svp_clock_now() + SVP_COMM_DRAIN_TIMEOUT;
+    int                  announced = 0, sends, busy, waiting, peer;
+
+    if (svp_rt_lost_rank(comm->rt) != -1) {
+        svp_debug("no drain at teardown: rank %d was lost",
+                  svp_rt_lost_rank(comm->rt));
+        return;
+    }
+    /* receives first: no message may land in a frame from now on */
+    for (req = comm->reqs; req != NULL; req = req->next) {
+        if (!req->done && !req->is_send) {
+            ucp_request_cancel(comm->worker, req->ucx_req);
+        }
+    }
+    for (;;) {
+        svp_comm_progress(comm);
+        while (svp_comm_drain_unexpected(comm, announced)) {
+            svp_comm_progress(comm);
+        }
+        sends = busy = 0;
+        for (req = comm->reqs; req != NULL; req = req->next) {
+            if (!req->done) {
+                ++busy;
+                sends += req->is_send;
+            }
+        }
+        if (!announced && sends == 0) {
+            for (peer = 0; peer < comm->size; ++peer) {
+                if (peer != comm->rank && comm->eps[peer] != NULL) {
+                    svp_comm_drain_announce(comm, peer);
+                }
+            }
+            announced = 1;
+        }
+        waiting = 0;
+        for (peer = 0; peer < comm->size; ++peer) {
+            waiting += (peer != comm->rank && comm->eps[peer] != NULL &&
+                        !comm->drained[peer]);
+        }
+        if (announced && busy == 0 && comm->drain_ops == 0 && waiting == 0) {
+            return;
+        }
+        if (svp_rt_lost_rank(comm->rt) != -1 || svp_clock_now() >= until) {
+            svp_debug("drain ended after %.1f s: %d request(s) and %d discard(s) "
+                      "with UCX, %d rank(s) not drained", SVP_COMM_DRAIN_TIMEOUT,
+                      busy, comm->drain_ops, waiting);
+            return;
+        }
+        svp_comm_sleep(comm, until, 0);
+    }
+}
+
 void svp_comm_destroy(svp_comm_h comm)
 {
     struct svp_comm_req *req, *next;
@@ -1049,6 +1250,7 @@ void svp_comm_destroy(svp_comm_h comm)
     if (comm == NULL) {
         return;
     }
+    svp_comm_drain(comm);
     for (req = comm->reqs; req != NULL; req = next) {
         next = req->next;
         if (!req->done && !req->abandoned) {
@@ -1069,6 +1271,7 @@ void svp_comm_destroy(svp_comm_h comm)
             svp_comm_req_release(req);
         }
     }
+    free(comm->drained);
     free(comm->path_logged);
     free(comm->eps);
     free(comm);
