@@ -52,9 +52,19 @@
  */
 #define SVP_COMM_DRAIN_TIMEOUT  0.5
 
-/* Kind 0 is no message kind (they are 1..SVP_COMM_MAX_KIND): the tag of
- * teardown's "nothing more comes from this rank" (svp_comm_drain). */
-#define SVP_COMM_KIND_DRAINED   0
+/*
+ * Kind 0 is no message kind (those are 1..SVP_COMM_MAX_KIND): it carries the
+ * comm's own 0-byte words, the word in the step field.  HELLO goes to a peer
+ * when the endpoint to it is made; DRAINED at teardown says nothing more
+ * comes from this rank (svp_comm_drain).
+ */
+#define SVP_COMM_KIND_WORD      0
+#define SVP_COMM_WORD_DRAINED   0
+#define SVP_COMM_WORD_HELLO     1
+
+/* What a rank heard from a peer (svp_comm.heard, by rank). */
+#define SVP_COMM_HEARD_HELLO    1
+#define SVP_COMM_HEARD_DRAINED  2
 
 struct svp_comm_req {
     struct svp_comm     *comm;
@@ -88,8 +98,8 @@ struct svp_comm {
     svp_comm_path_t      path;
     char                *path_logged;  /* by rank: path stated in the log */
     /* teardown's drain (svp_comm_drain) */
-    char                *drained;      /* by rank: its "drained" came */
-    int                  drain_ops;    /* discards and announcements UCX has */
+    char                *heard;        /* by rank: SVP_COMM_HEARD_* */
+    int                  drain_ops;    /* words and discards UCX still has */
     char                 scratch[64];  /* what discarded messages land in */
 };
 
@@ -234,7 +244,54 @@ out_release_config:
     return status;
 }
 
-/* The endpoint to peer, created on first use from the address it published. */
+/* A word or a discarded message is UCX's no more. */
+static void svp_comm_drain_send_cb(void *request, ucs_status_t status,
+                                   void *user_data)
+{
+    struct svp_comm *comm = user_data;
+
+    (void)status;
+    --comm->drain_ops;
+    ucp_request_free(request);
+}
+
+static void svp_comm_drain_recv_cb(void *request, ucs_status_t status,
+                                   const ucp_tag_recv_info_t *info,
+                                   void *user_data)
+{
+    (void)info;
+    svp_comm_drain_send_cb(request, status, user_data);
+}
+
+/* Says a word (SVP_COMM_WORD_*) to peer: a 0-byte message. */
+static void svp_comm_say(struct svp_comm *comm, int peer, unsigned word)
+{
+    ucp_request_param_t params;
+    void               *request;
+
+    if (comm->eps[peer] == NULL) {
+        return;     /* no endpoint could be made: logged there */
+    }
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.send      = svp_comm_drain_send_cb;
+    params.user_data    = comm;
+    request = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
+                               svp_comm_tag(SVP_COMM_KIND_WORD, comm->rank, 0, word),
+                               &params);
+    if (UCS_PTR_IS_ERR(request)) {
+        svp_debug("word %u to rank %d: %s", word, peer,
+                  ucs_status_string(UCS_PTR_STATUS(request)));
+    } else if (request != NULL) {
+        ++comm->drain_ops;
+    }
+}
+
+/*
+ * The endpoint to peer, created on first use from the address it published.
+ * The peer hears of it (SVP_COMM_WORD_HELLO), so that at teardown each side
+ * knows whom to wait for, whichever side made the endpoint (svp_comm_drain).
+ */
 static svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
 {
     ucp_ep_params_t params;
@@ -271,6 +328,9 @@ static svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
     if (status != SVP_OK) {
         svp_error("cannot connect to rank %d", peer);
         return status;
+    }
+    if (peer != comm->rank) {
+        svp_comm_say(comm, peer, SVP_COMM_WORD_HELLO);
     }
     *ep_p = comm->eps[peer];
     return SVP_OK;
@@ -400,8 +460,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     }
     comm->eps         = calloc(comm->size, sizeof(*comm->eps));
     comm->path_logged = calloc(comm->size, 1);
-    comm->drained     = calloc(comm->size, 1);
-    if (comm->eps == NULL || comm->path_logged == NULL || comm->drained == NULL) {
+    comm->heard       = calloc(comm->size, 1);
+    if (comm->eps == NULL || comm->path_logged == NULL || comm->heard == NULL) {
         svp_error("out of memory allocating %d endpoints", comm->size);
         status = SVP_ERR_NO_MEMORY;
         goto err_free_eps;
@@ -460,7 +520,7 @@ err_cleanup_ucx:
     ucp_worker_destroy(comm->worker);
     ucp_cleanup(comm->context);
 err_free_eps:
-    free(comm->drained);
+    free(comm->heard);
     free(comm->path_logged);
     free(comm->eps);
 err_free_comm:
@@ -560,11 +620,12 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (status != SVP_OK) {
         return status;
     }
-    if (is_send) {
-        status = svp_comm_ep(comm, peer, &ep);
-        if (status != SVP_OK) {
-            return status;
-        }
+    /* a receive connects too: at teardown a rank tells the ranks it has an
+     * endpoint to that it is drained, and its senders wait for that word
+     * (svp_comm_drain) */
+    status = svp_comm_ep(comm, peer, &ep);
+    if (status != SVP_OK) {
+        return status;
     }
     req = calloc(1, sizeof(*req));
     if (req == NULL) {
@@ -1070,46 +1131,6 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 
 /* ---- teardown's drain ------------------------------------------------ */
 
-/* A discarded message or an announcement is UCX's no more. */
-static void svp_comm_drain_send_cb(void *request, ucs_status_t status,
-                                   void *user_data)
-{
-    struct svp_comm *comm = user_data;
-
-    (void)status;
-    --comm->drain_ops;
-    ucp_request_free(request);
-}
-
-static void svp_comm_drain_recv_cb(void *request, ucs_status_t status,
-                                   const ucp_tag_recv_info_t *info,
-                                   void *user_data)
-{
-    (void)info;
-    svp_comm_drain_send_cb(request, status, user_data);
-}
-
-/* Tells peer that nothing more comes from this rank (a 0-byte message). */
-static void svp_comm_drain_announce(struct svp_comm *comm, int peer)
-{
-    ucp_request_param_t params;
-    void               *request;
-
-    memset(&params, 0, sizeof(params));
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    params.cb.send      = svp_comm_drain_send_cb;
-    params.user_data    = comm;
-    request = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
-                               svp_comm_tag(SVP_COMM_KIND_DRAINED, comm->rank, 0, 0),
-                               &params);
-    if (UCS_PTR_IS_ERR(request)) {
-        svp_debug("telling rank %d this rank is drained: %s", peer,
-                  ucs_status_string(UCS_PTR_STATUS(request)));
-    } else if (request != NULL) {
-        ++comm->drain_ops;
-    }
-}
-
 /*
  * Receives every message that arrived unmatched, into a 64-byte scratch
  * buffer: UCX keeps only the first bytes of an eager message, and answers
@@ -1146,19 +1167,28 @@ static int svp_comm_drain_unexpected(struct svp_comm *comm, int announced)
         if (src == comm->rank || src >= comm->size) {
             continue;
         }
-        if (kind == SVP_COMM_KIND_DRAINED) {
-            comm->drained[src] = 1;
+        if (kind == SVP_COMM_KIND_WORD) {
+            comm->heard[src] |= (step == SVP_COMM_WORD_DRAINED)
+                                ? SVP_COMM_HEARD_DRAINED : SVP_COMM_HEARD_HELLO;
         } else {
             svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
                       sample, step, src, info.length);
         }
-        /* a rank that talks to this one waits for its word too */
+        /* a rank connected to this one waits for its word: answer it on an
+         * endpoint of our own */
         if (comm->eps[src] == NULL && svp_comm_ep(comm, src, &ep) == SVP_OK &&
             announced) {
-            svp_comm_drain_announce(comm, src);
+            svp_comm_say(comm, src, SVP_COMM_WORD_DRAINED);
         }
     }
     return found;
+}
+
+/* The ranks a drain talks to: those connected either way. */
+static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
+{
+    return (peer != comm->rank) &&
+           ((comm->eps[peer] != NULL) || (comm->heard[peer] & SVP_COMM_HEARD_HELLO));
 }
 
 /*
@@ -1219,16 +1249,16 @@ static void svp_comm_drain(struct svp_comm *comm)
         }
         if (!announced && sends == 0) {
             for (peer = 0; peer < comm->size; ++peer) {
-                if (peer != comm->rank && comm->eps[peer] != NULL) {
-                    svp_comm_drain_announce(comm, peer);
+                if (svp_comm_drain_peer(comm, peer)) {
+                    svp_comm_say(comm, peer, SVP_COMM_WORD_DRAINED);
                 }
             }
             announced = 1;
         }
         waiting = 0;
         for (peer = 0; peer < comm->size; ++peer) {
-            waiting += (peer != comm->rank && comm->eps[peer] != NULL &&
-                        !comm->drained[peer]);
+            waiting += (svp_comm_drain_peer(comm, peer) &&
+                        !(comm->heard[peer] & SVP_COMM_HEARD_DRAINED));
         }
         if (announced && busy == 0 && comm->drain_ops == 0 && waiting == 0) {
             return;
@@ -1271,7 +1301,7 @@ void svp_comm_destroy(svp_comm_h comm)
             svp_comm_req_release(req);
         }
     }
-    free(comm->drained);
+    free(comm->heard);
     free(comm->path_logged);
     free(comm->eps);
     free(comm);
