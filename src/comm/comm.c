@@ -45,26 +45,30 @@
 #define SVP_COMM_CANCEL_TIMEOUT 0.2
 
 /*
- * Teardown's drain (svp_comm_drain): at most this long.  A stop gives a rank
- * 0.7 s from its signal to its exit (the worker's grace); on 3 nodes the
- * last rank of one scancel got its SIGTERM up to 0.5 s after the first, and
- * the runtime's goodbye and PMIx_Finalize take a few ms after the drain.
+ * Teardown's drain (svp_comm_drain) ends at the latest this long after it
+ * began, or, after a stop, SVP_COMM_DRAIN_MARGIN before the stop's watchdog
+ * ends the process (common/stop.h: 0.7 s after the signal in svdworker):
+ * the runtime's goodbye must be said after the drain and before that (else
+ * the neighbours log a loss).  On 3 nodes the last rank of one scancel got
+ * its SIGTERM 0.07 to 0.6 s after the first (18 runs), and a rank that
+ * drained must stay until a late neighbour has heard its BYE.
  */
 #define SVP_COMM_DRAIN_TIMEOUT  0.5
+#define SVP_COMM_DRAIN_MARGIN   0.1
 
 /*
  * Kind 0 is no message kind (those are 1..SVP_COMM_MAX_KIND): it carries the
  * comm's own 0-byte words, the word in the step field.  HELLO goes to a peer
- * when the endpoint to it is made; DRAINED at teardown says nothing more
- * comes from this rank (svp_comm_drain).
+ * when the endpoint to it is made; BYE, when teardown begins, says that
+ * nothing new comes from this rank (svp_comm_drain).
  */
 #define SVP_COMM_KIND_WORD      0
-#define SVP_COMM_WORD_DRAINED   0
+#define SVP_COMM_WORD_BYE       0
 #define SVP_COMM_WORD_HELLO     1
 
 /* What a rank heard from a peer (svp_comm.heard, by rank). */
 #define SVP_COMM_HEARD_HELLO    1
-#define SVP_COMM_HEARD_DRAINED  2
+#define SVP_COMM_HEARD_BYE      2
 
 struct svp_comm_req {
     struct svp_comm     *comm;
@@ -74,6 +78,7 @@ struct svp_comm_req {
     unsigned             kind, sample, step;
     struct svp_comm_frame *frame;
     void                *ucx_req;      /* NULL once UCX is done with it */
+    int                  withheld;     /* a receive never given to UCX */
     int                  done;
     int                  abandoned;    /* the caller gave up; UCX still has it */
     ucs_status_t         ucs_status;
@@ -100,6 +105,7 @@ struct svp_comm {
     /* teardown's drain (svp_comm_drain) */
     char                *heard;        /* by rank: SVP_COMM_HEARD_* */
     int                  drain_ops;    /* words and discards UCX still has */
+    int                  draining;     /* in svp_comm_drain */
     char                 scratch[64];  /* what discarded messages land in */
 };
 
@@ -586,6 +592,90 @@ static void svp_comm_recv_cb(void *request, ucs_status_t status,
                           (status == UCS_OK) ? info->length : 0);
 }
 
+/*
+ * Receives the messages that arrived unmatched and whose tag matches (tag,
+ * mask), into a 64-byte scratch buffer: UCX keeps only the first bytes of
+ * an eager message, and answers the rendezvous request of a larger one at
+ * once, without fetching a byte (1.13's truncated rendezvous receive), which
+ * completes the sender's send.  Words are taken note of (svp_comm.heard); a
+ * BYE also discards what its sender left here (svp_comm_peer_leaving).
+ * Returns how many messages were found.
+ */
+static int svp_comm_discard(struct svp_comm *comm, uint64_t tag, uint64_t mask)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h   msg;
+    ucp_request_param_t params;
+    ucp_ep_h            ep;
+    unsigned            kind, sample, step;
+    void               *request;
+    int                 src, found = 0;
+
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    params.cb.recv      = svp_comm_drain_recv_cb;
+    params.user_data    = comm;
+    while ((msg = ucp_tag_probe_nb(comm->worker, tag, mask, 1, &info)) != NULL) {
+        ++found;
+        svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
+        request = ucp_tag_msg_recv_nbx(comm->worker, comm->scratch,
+                                       sizeof(comm->scratch), msg, &params);
+        if (UCS_PTR_IS_ERR(request)) {
+            svp_debug("discarding a message of rank %d: %s", src,
+                      ucs_status_string(UCS_PTR_STATUS(request)));
+        } else if (request != NULL) {
+            ++comm->drain_ops;
+        }
+        if (src == comm->rank || src >= comm->size) {
+            continue;
+        }
+        if (kind != SVP_COMM_KIND_WORD) {
+            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
+                      sample, step, src, info.length);
+        } else if (step == SVP_COMM_WORD_BYE) {
+            comm->heard[src] |= SVP_COMM_HEARD_BYE;
+            svp_comm_discard(comm, svp_comm_tag(0, src, 0, 0),
+                             SVP_COMM_TAG_SRC_MASK);
+        } else {
+            comm->heard[src] |= SVP_COMM_HEARD_HELLO;
+        }
+        /* in a drain, a rank connected to this one waits for its word:
+         * answer it on an endpoint of our own */
+        if (comm->draining && comm->eps[src] == NULL &&
+            svp_comm_ep(comm, src, &ep) == SVP_OK) {
+            svp_comm_say(comm, src, SVP_COMM_WORD_BYE);
+        }
+    }
+    return found;
+}
+
+/* Takes note of the words that came (and what a BYE's sender left). */
+static void svp_comm_hear(struct svp_comm *comm)
+{
+    svp_comm_discard(comm, svp_comm_tag(SVP_COMM_KIND_WORD, 0, 0, 0),
+                     SVP_COMM_TAG_KIND_MASK);
+}
+
+/*
+ * Whether peer said BYE (its teardown began, svp_comm_drain).  A message it
+ * sent earlier may wait here in rendezvous, and fetching it is fatal once
+ * the sender has exited (UCX 1.13, cma): on 3 nodes a scancel reached a
+ * rank 0.6 s after its neighbours, which had drained and gone by the time
+ * it posted the receive for a sample they had sent early.  Such a receive
+ * is withheld instead: it never completes, like a message that never came,
+ * and the drain discards the message without fetching it.
+ */
+static int svp_comm_peer_leaving(struct svp_comm *comm, int peer)
+{
+    if (peer == comm->rank) {
+        return 0;
+    }
+    svp_comm_progress(comm);
+    svp_comm_hear(comm);
+    return (comm->heard[peer] & SVP_COMM_HEARD_BYE) != 0;
+}
+
 static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer,
                                       unsigned kind, unsigned sample,
                                       unsigned step, svp_comm_frame_h frame)
@@ -687,9 +777,17 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
-        request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
-                                   svp_comm_tag(kind, peer, sample, step),
-                                   UINT64_MAX, &params);
+        if ((svp_stop_signal() != 0) || svp_comm_peer_leaving(comm, peer)) {
+            svp_debug("%s: sample %u step %u from rank %d is not fetched",
+                      (svp_stop_signal() != 0) ? "stopping" : "its sender is leaving",
+                      sample, step, peer);
+            req->withheld = 1;
+            request       = UCS_STATUS_PTR(UCS_INPROGRESS);
+        } else {
+            request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
+                                       svp_comm_tag(kind, peer, sample, step),
+                                       UINT64_MAX, &params);
+        }
     }
 
     if (UCS_PTR_IS_ERR(request)) {
@@ -703,8 +801,19 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (request == NULL) {
         /* a send completed at once: its callback will not be called */
         req->done = 1;
-    } else {
+    } else if (!req->withheld) {
         req->ucx_req = request;
+    }
+    if (!is_send && !req->withheld) {
+        /*
+         * A receive that matched a rendezvous message already here has
+         * started fetching it: finish that now, not after the caller's next
+         * compute.  A fetch left pending through a stage's steps (0.4 s) was
+         * still pending when the sender, stopped by a scancel that reached
+         * this rank 0.4 s later, gave up waiting for it and exited: the
+         * fetch then killed this rank (UCX 1.13, cma).
+         */
+        svp_comm_progress(comm);
     }
     req->next = comm->reqs;
     if (comm->reqs != NULL) {
@@ -880,12 +989,22 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
     struct svp_comm *comm  = req->comm;
     double           until = svp_clock_now() + SVP_COMM_CANCEL_TIMEOUT;
 
+    if (req->withheld) {
+        svp_comm_req_release(req);
+        return;
+    }
     if (!req->done) {
         ucp_request_cancel(comm->worker, req->ucx_req);
-        /* After a stop a send is left to svp_comm_destroy's drain at once:
-         * its receiver drains it there, and waiting here for each one ate
-         * the stop's grace (0.2 s a slot). */
-        if (req->is_send && (svp_stop_signal() != 0)) {
+        /*
+         * After a stop nothing progresses before svp_comm_destroy's drain
+         * has cancelled every receive: progress here matched another
+         * pending receive to a rendezvous message whose sender had exited,
+         * and fetching it killed the rank (UCX 1.13, cma).  A cancelled
+         * receive completes at once; a send is drained by its receiver
+         * (waiting here for each one also ate the stop's grace, 0.2 s a
+         * slot).
+         */
+        if (svp_stop_signal() != 0) {
             until = 0;
         }
         while (!req->done && (svp_clock_now() < until)) {
@@ -913,6 +1032,7 @@ void svp_comm_progress(svp_comm_h comm)
 {
     while (ucp_worker_progress(comm->worker) != 0) {
     }
+    svp_comm_hear(comm);
 }
 
 svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
@@ -1050,7 +1170,18 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
     int          lost, i, pending;
 
     for (;;) {
+        /* SIGTERM/SIGINT: unwind at once, the worker reports it.  Checked
+         * before progress: a rendezvous message that arrives now is left to
+         * the drain, which does not fetch it (svp_comm_drain). */
+        if (svp_stop_signal() != 0) {
+            svp_debug("wait abandoned on signal %d", svp_stop_signal());
+            return SVP_ERR_CANCELED;
+        }
         svp_comm_progress(comm);
+        /* a peer whose teardown began gets back what it sent here unmatched
+         * at once: it may exit, which it must not do while its message can
+         * still be fetched (svp_comm_peer_leaving) */
+        svp_comm_hear(comm);
         pending = 0;
         for (i = 0; i < n; ++i) {
             if (reqs[i] == NULL) {
@@ -1065,12 +1196,6 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         if (pending == 0) {
             svp_error("wait on no pending request");
             return SVP_ERR_INVALID_PARAM;
-        }
-
-        /* SIGTERM/SIGINT: unwind at once, the worker reports it */
-        if (svp_stop_signal() != 0) {
-            svp_debug("wait abandoned on signal %d", svp_stop_signal());
-            return SVP_ERR_CANCELED;
         }
 
         lost = svp_rt_lost_rank(comm->rt);
@@ -1131,59 +1256,6 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 
 /* ---- teardown's drain ------------------------------------------------ */
 
-/*
- * Receives every message that arrived unmatched, into a 64-byte scratch
- * buffer: UCX keeps only the first bytes of an eager message, and answers
- * the rendezvous request of a larger one at once, without fetching a byte
- * (1.13's truncated rendezvous receive), which completes the sender's send.
- * Returns 1 when something was found.
- */
-static int svp_comm_drain_unexpected(struct svp_comm *comm, int announced)
-{
-    ucp_tag_recv_info_t info;
-    ucp_tag_message_h   msg;
-    ucp_request_param_t params;
-    ucp_ep_h            ep;
-    unsigned            kind, sample, step;
-    void               *request;
-    int                 src, found = 0;
-
-    memset(&params, 0, sizeof(params));
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    params.cb.recv      = svp_comm_drain_recv_cb;
-    params.user_data    = comm;
-    while ((msg = ucp_tag_probe_nb(comm->worker, 0, 0, 1, &info)) != NULL) {
-        found = 1;
-        svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
-        request = ucp_tag_msg_recv_nbx(comm->worker, comm->scratch,
-                                       sizeof(comm->scratch), msg, &params);
-        if (UCS_PTR_IS_ERR(request)) {
-            svp_debug("discarding a message of rank %d: %s", src,
-                      ucs_status_string(UCS_PTR_STATUS(request)));
-        } else if (request != NULL) {
-            ++comm->drain_ops;
-        }
-        if (src == comm->rank || src >= comm->size) {
-            continue;
-        }
-        if (kind == SVP_COMM_KIND_WORD) {
-            comm->heard[src] |= (step == SVP_COMM_WORD_DRAINED)
-                                ? SVP_COMM_HEARD_DRAINED : SVP_COMM_HEARD_HELLO;
-        } else {
-            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
-                      sample, step, src, info.length);
-        }
-        /* a rank connected to this one waits for its word: answer it on an
-         * endpoint of our own */
-        if (comm->eps[src] == NULL && svp_comm_ep(comm, src, &ep) == SVP_OK &&
-            announced) {
-            svp_comm_say(comm, src, SVP_COMM_WORD_DRAINED);
-        }
-    }
-    return found;
-}
-
 /* The ranks a drain talks to: those connected either way. */
 static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
 {
@@ -1221,51 +1293,51 @@ static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
 static void svp_comm_drain(struct svp_comm *comm)
 {
     struct svp_comm_req *req;
-    double               until = svp_clock_now() + SVP_COMM_DRAIN_TIMEOUT;
-    int                  announced = 0, sends, busy, waiting, peer;
+    double               t0 = svp_clock_now(), until = t0 + SVP_COMM_DRAIN_TIMEOUT;
+    int                  busy, waiting, peer;
 
+    if (svp_stop_deadline() > 0) {
+        until = svp_stop_deadline() - SVP_COMM_DRAIN_MARGIN;
+    }
     if (svp_rt_lost_rank(comm->rt) != -1) {
         svp_debug("no drain at teardown: rank %d was lost",
                   svp_rt_lost_rank(comm->rt));
         return;
     }
-    /* receives first: no message may land in a frame from now on */
+    comm->draining = 1;
+    /* receives first, before any progress: no message may land in a frame
+     * from now on, and none is fetched */
     for (req = comm->reqs; req != NULL; req = req->next) {
-        if (!req->done && !req->is_send) {
+        if (!req->done && !req->is_send && !req->withheld) {
             ucp_request_cancel(comm->worker, req->ucx_req);
+        }
+    }
+    for (peer = 0; peer < comm->size; ++peer) {
+        if (svp_comm_drain_peer(comm, peer)) {
+            svp_comm_say(comm, peer, SVP_COMM_WORD_BYE);
         }
     }
     for (;;) {
         svp_comm_progress(comm);
-        while (svp_comm_drain_unexpected(comm, announced)) {
+        while (svp_comm_discard(comm, 0, 0) > 0) {
             svp_comm_progress(comm);
         }
-        sends = busy = 0;
+        busy = 0;
         for (req = comm->reqs; req != NULL; req = req->next) {
-            if (!req->done) {
-                ++busy;
-                sends += req->is_send;
-            }
-        }
-        if (!announced && sends == 0) {
-            for (peer = 0; peer < comm->size; ++peer) {
-                if (svp_comm_drain_peer(comm, peer)) {
-                    svp_comm_say(comm, peer, SVP_COMM_WORD_DRAINED);
-                }
-            }
-            announced = 1;
+            busy += !req->done && !req->withheld;
         }
         waiting = 0;
         for (peer = 0; peer < comm->size; ++peer) {
             waiting += (svp_comm_drain_peer(comm, peer) &&
-                        !(comm->heard[peer] & SVP_COMM_HEARD_DRAINED));
+                        !(comm->heard[peer] & SVP_COMM_HEARD_BYE));
         }
-        if (announced && busy == 0 && comm->drain_ops == 0 && waiting == 0) {
+        if (busy == 0 && comm->drain_ops == 0 && waiting == 0) {
+            svp_debug("drained in %.3f s", svp_clock_now() - t0);
             return;
         }
         if (svp_rt_lost_rank(comm->rt) != -1 || svp_clock_now() >= until) {
-            svp_debug("drain ended after %.1f s: %d request(s) and %d discard(s) "
-                      "with UCX, %d rank(s) not drained", SVP_COMM_DRAIN_TIMEOUT,
+            svp_debug("drain ended after %.3f s: %d request(s) and %d discard(s) "
+                      "with UCX, no BYE from %d rank(s)", svp_clock_now() - t0,
                       busy, comm->drain_ops, waiting);
             return;
         }
@@ -1286,7 +1358,9 @@ void svp_comm_destroy(svp_comm_h comm)
         if (!req->done && !req->abandoned) {
             req->abandoned = 1;
             ++req->frame->busy;
-            ucp_request_cancel(comm->worker, req->ucx_req);
+            if (!req->withheld) {
+                ucp_request_cancel(comm->worker, req->ucx_req);
+            }
         }
     }
     svp_comm_progress(comm);
