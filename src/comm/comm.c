@@ -1281,14 +1281,25 @@ static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
  *    into a buffer too small for it fetches nothing: UCX answers the sender
  *    and reports the truncation, so unwanted messages are discarded that
  *    way, from a live sender or a gone one alike.
- *  - Ranks of one scancel get their SIGTERM up to 0.5 s apart (3 nodes), so
- *    a neighbour may still send for a while.  Each rank, once its own sends
- *    are done (nobody fetches from it any more), tells every rank it has an
- *    endpoint to that it is drained, and keeps discarding until those ranks
- *    said the same: a rank's word comes after its last message (one
- *    endpoint, in order), so nothing is left unmatched behind it.
- *  - Every wait is bounded (SVP_COMM_DRAIN_TIMEOUT), and with a lost rank
- *    (killed, crashed) there is no drain at all: it would never answer.
+ *  - Ranks of one scancel got their SIGTERM up to 0.7 s apart (3 nodes), so
+ *    a neighbour may still be running, and sending.  A draining rank says
+ *    BYE to every rank connected to it, either way (svp_comm_ep's HELLO),
+ *    then discards what comes, waits for its own sends to be taken, and
+ *    for a BYE from each of those ranks: a BYE comes after its sender's
+ *    last message (one endpoint, in order), so nothing is left unmatched
+ *    behind it.  A rank still running hears a BYE in its next progress
+ *    (the pipeline's waits and steps) and gives back at once, unfetched,
+ *    what that peer sent it (svp_comm_discard), so the peer may go.
+ *  - After the stop, nothing is progressed before the receives are
+ *    cancelled (svp_comm_req_abandon), and a receive is not posted to a
+ *    peer that said BYE (svp_comm_peer_leaving): no new fetch starts from a
+ *    rank that may be gone.
+ *  - Every wait is bounded: by SVP_COMM_DRAIN_TIMEOUT, after a stop by the
+ *    stop's own deadline; with a lost rank (killed, crashed) there is no
+ *    drain at all: it would never answer.  What a peer still running past
+ *    that bound sent stays with UCX, which then warns: 1 of 13 scancels on
+ *    a loaded 2-core machine, where one node's SIGTERM came 0.7 s after the
+ *    others' and a step took 0.45 s instead of 0.1 s.
  */
 static void svp_comm_drain(struct svp_comm *comm)
 {
