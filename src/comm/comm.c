@@ -671,8 +671,7 @@ static int svp_comm_peer_leaving(struct svp_comm *comm, int peer)
     if (peer == comm->rank) {
         return 0;
     }
-    svp_comm_progress(comm);
-    svp_comm_hear(comm);
+    svp_comm_progress(comm);    /* hears the words that came */
     return (comm->heard[peer] & SVP_COMM_HEARD_BYE) != 0;
 }
 
@@ -710,9 +709,8 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (status != SVP_OK) {
         return status;
     }
-    /* a receive connects too: at teardown a rank tells the ranks it has an
-     * endpoint to that it is drained, and its senders wait for that word
-     * (svp_comm_drain) */
+    /* a receive connects too: at teardown a rank says BYE to the ranks
+     * connected to it, and waits for theirs (svp_comm_drain) */
     status = svp_comm_ep(comm, peer, &ep);
     if (status != SVP_OK) {
         return status;
