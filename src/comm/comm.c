@@ -44,6 +44,32 @@
 #define SVP_COMM_CLOSE_TIMEOUT  1.0
 #define SVP_COMM_CANCEL_TIMEOUT 0.2
 
+/*
+ * Teardown's drain (svp_comm_drain) ends at the latest this long after it
+ * began, or, after a stop, SVP_COMM_DRAIN_MARGIN before the stop's watchdog
+ * ends the process (common/stop.h: 0.7 s after the signal in svdworker):
+ * the runtime's goodbye must be said after the drain and before that (else
+ * the neighbours log a loss).  On 3 nodes the last rank of one scancel got
+ * its SIGTERM 0.07 to 0.6 s after the first (18 runs), and a rank that
+ * drained must stay until a late neighbour has heard its BYE.
+ */
+#define SVP_COMM_DRAIN_TIMEOUT  0.5
+#define SVP_COMM_DRAIN_MARGIN   0.1
+
+/*
+ * Kind 0 is no message kind (those are 1..SVP_COMM_MAX_KIND): it carries the
+ * comm's own 0-byte words, the word in the step field.  HELLO goes to a peer
+ * when the endpoint to it is made; BYE, when teardown begins, says that
+ * nothing new comes from this rank (svp_comm_drain).
+ */
+#define SVP_COMM_KIND_WORD      0
+#define SVP_COMM_WORD_BYE       0
+#define SVP_COMM_WORD_HELLO     1
+
+/* What a rank heard from a peer (svp_comm.heard, by rank). */
+#define SVP_COMM_HEARD_HELLO    1
+#define SVP_COMM_HEARD_BYE      2
+
 struct svp_comm_req {
     struct svp_comm     *comm;
     struct svp_comm_req *prev, *next;  /* comm->reqs: every live request */
@@ -52,6 +78,7 @@ struct svp_comm_req {
     unsigned             kind, sample, step;
     struct svp_comm_frame *frame;
     void                *ucx_req;      /* NULL once UCX is done with it */
+    int                  withheld;     /* a receive never given to UCX */
     int                  done;
     int                  abandoned;    /* the caller gave up; UCX still has it */
     ucs_status_t         ucs_status;
@@ -75,6 +102,11 @@ struct svp_comm {
     svp_devmem_t         device;
     svp_comm_path_t      path;
     char                *path_logged;  /* by rank: path stated in the log */
+    /* teardown's drain (svp_comm_drain) */
+    char                *heard;        /* by rank: SVP_COMM_HEARD_* */
+    int                  drain_ops;    /* words and discards UCX still has */
+    int                  draining;     /* in svp_comm_drain */
+    char                 scratch[64];  /* what discarded messages land in */
 };
 
 static void svp_comm_frame_free(struct svp_comm_frame *frame);
@@ -218,7 +250,54 @@ out_release_config:
     return status;
 }
 
-/* The endpoint to peer, created on first use from the address it published. */
+/* A word or a discarded message is UCX's no more. */
+static void svp_comm_drain_send_cb(void *request, ucs_status_t status,
+                                   void *user_data)
+{
+    struct svp_comm *comm = user_data;
+
+    (void)status;
+    --comm->drain_ops;
+    ucp_request_free(request);
+}
+
+static void svp_comm_drain_recv_cb(void *request, ucs_status_t status,
+                                   const ucp_tag_recv_info_t *info,
+                                   void *user_data)
+{
+    (void)info;
+    svp_comm_drain_send_cb(request, status, user_data);
+}
+
+/* Says a word (SVP_COMM_WORD_*) to peer: a 0-byte message. */
+static void svp_comm_say(struct svp_comm *comm, int peer, unsigned word)
+{
+    ucp_request_param_t params;
+    void               *request;
+
+    if (comm->eps[peer] == NULL) {
+        return;     /* no endpoint could be made: logged there */
+    }
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    params.cb.send      = svp_comm_drain_send_cb;
+    params.user_data    = comm;
+    request = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
+                               svp_comm_tag(SVP_COMM_KIND_WORD, comm->rank, 0, word),
+                               &params);
+    if (UCS_PTR_IS_ERR(request)) {
+        svp_debug("word %u to rank %d: %s", word, peer,
+                  ucs_status_string(UCS_PTR_STATUS(request)));
+    } else if (request != NULL) {
+        ++comm->drain_ops;
+    }
+}
+
+/*
+ * The endpoint to peer, created on first use from the address it published.
+ * The peer hears of it (SVP_COMM_WORD_HELLO), so that at teardown each side
+ * knows whom to wait for, whichever side made the endpoint (svp_comm_drain).
+ */
 static svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
 {
     ucp_ep_params_t params;
@@ -255,6 +334,9 @@ static svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
     if (status != SVP_OK) {
         svp_error("cannot connect to rank %d", peer);
         return status;
+    }
+    if (peer != comm->rank) {
+        svp_comm_say(comm, peer, SVP_COMM_WORD_HELLO);
     }
     *ep_p = comm->eps[peer];
     return SVP_OK;
@@ -384,7 +466,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     }
     comm->eps         = calloc(comm->size, sizeof(*comm->eps));
     comm->path_logged = calloc(comm->size, 1);
-    if (comm->eps == NULL || comm->path_logged == NULL) {
+    comm->heard       = calloc(comm->size, 1);
+    if (comm->eps == NULL || comm->path_logged == NULL || comm->heard == NULL) {
         svp_error("out of memory allocating %d endpoints", comm->size);
         status = SVP_ERR_NO_MEMORY;
         goto err_free_eps;
@@ -443,6 +526,7 @@ err_cleanup_ucx:
     ucp_worker_destroy(comm->worker);
     ucp_cleanup(comm->context);
 err_free_eps:
+    free(comm->heard);
     free(comm->path_logged);
     free(comm->eps);
 err_free_comm:
@@ -508,6 +592,89 @@ static void svp_comm_recv_cb(void *request, ucs_status_t status,
                           (status == UCS_OK) ? info->length : 0);
 }
 
+/*
+ * Receives the messages that arrived unmatched and whose tag matches (tag,
+ * mask), into a 64-byte scratch buffer: UCX keeps only the first bytes of
+ * an eager message, and answers the rendezvous request of a larger one at
+ * once, without fetching a byte (1.13's truncated rendezvous receive), which
+ * completes the sender's send.  Words are taken note of (svp_comm.heard); a
+ * BYE also discards what its sender left here (svp_comm_peer_leaving).
+ * Returns how many messages were found.
+ */
+static int svp_comm_discard(struct svp_comm *comm, uint64_t tag, uint64_t mask)
+{
+    ucp_tag_recv_info_t info;
+    ucp_tag_message_h   msg;
+    ucp_request_param_t params;
+    ucp_ep_h            ep;
+    unsigned            kind, sample, step;
+    void               *request;
+    int                 src, found = 0;
+
+    memset(&params, 0, sizeof(params));
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+    params.cb.recv      = svp_comm_drain_recv_cb;
+    params.user_data    = comm;
+    while ((msg = ucp_tag_probe_nb(comm->worker, tag, mask, 1, &info)) != NULL) {
+        ++found;
+        svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
+        request = ucp_tag_msg_recv_nbx(comm->worker, comm->scratch,
+                                       sizeof(comm->scratch), msg, &params);
+        if (UCS_PTR_IS_ERR(request)) {
+            svp_debug("discarding a message of rank %d: %s", src,
+                      ucs_status_string(UCS_PTR_STATUS(request)));
+        } else if (request != NULL) {
+            ++comm->drain_ops;
+        }
+        if (src == comm->rank || src >= comm->size) {
+            continue;
+        }
+        if (kind != SVP_COMM_KIND_WORD) {
+            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
+                      sample, step, src, info.length);
+        } else if (step == SVP_COMM_WORD_BYE) {
+            comm->heard[src] |= SVP_COMM_HEARD_BYE;
+            svp_comm_discard(comm, svp_comm_tag(0, src, 0, 0),
+                             SVP_COMM_TAG_SRC_MASK);
+        } else {
+            comm->heard[src] |= SVP_COMM_HEARD_HELLO;
+        }
+        /* in a drain, a rank connected to this one waits for its word:
+         * answer it on an endpoint of our own */
+        if (comm->draining && comm->eps[src] == NULL &&
+            svp_comm_ep(comm, src, &ep) == SVP_OK) {
+            svp_comm_say(comm, src, SVP_COMM_WORD_BYE);
+        }
+    }
+    return found;
+}
+
+/* Takes note of the words that came (and what a BYE's sender left). */
+static void svp_comm_hear(struct svp_comm *comm)
+{
+    svp_comm_discard(comm, svp_comm_tag(SVP_COMM_KIND_WORD, 0, 0, 0),
+                     SVP_COMM_TAG_KIND_MASK);
+}
+
+/*
+ * Whether peer said BYE (its teardown began, svp_comm_drain).  A message it
+ * sent earlier may wait here in rendezvous, and fetching it is fatal once
+ * the sender has exited (UCX 1.13, cma): on 3 nodes a scancel reached a
+ * rank 0.6 s after its neighbours, which had drained and gone by the time
+ * it posted the receive for a sample they had sent early.  Such a receive
+ * is withheld instead: it never completes, like a message that never came,
+ * and the drain discards the message without fetching it.
+ */
+static int svp_comm_peer_leaving(struct svp_comm *comm, int peer)
+{
+    if (peer == comm->rank) {
+        return 0;
+    }
+    svp_comm_progress(comm);    /* hears the words that came */
+    return (comm->heard[peer] & SVP_COMM_HEARD_BYE) != 0;
+}
+
 static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer,
                                       unsigned kind, unsigned sample,
                                       unsigned step, svp_comm_frame_h frame)
@@ -542,11 +709,11 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (status != SVP_OK) {
         return status;
     }
-    if (is_send) {
-        status = svp_comm_ep(comm, peer, &ep);
-        if (status != SVP_OK) {
-            return status;
-        }
+    /* a receive connects too: at teardown a rank says BYE to the ranks
+     * connected to it, and waits for theirs (svp_comm_drain) */
+    status = svp_comm_ep(comm, peer, &ep);
+    if (status != SVP_OK) {
+        return status;
     }
     req = calloc(1, sizeof(*req));
     if (req == NULL) {
@@ -608,9 +775,17 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
-        request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
-                                   svp_comm_tag(kind, peer, sample, step),
-                                   UINT64_MAX, &params);
+        if ((svp_stop_signal() != 0) || svp_comm_peer_leaving(comm, peer)) {
+            svp_debug("%s: sample %u step %u from rank %d is not fetched",
+                      (svp_stop_signal() != 0) ? "stopping" : "its sender is leaving",
+                      sample, step, peer);
+            req->withheld = 1;
+            request       = UCS_STATUS_PTR(UCS_INPROGRESS);
+        } else {
+            request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
+                                       svp_comm_tag(kind, peer, sample, step),
+                                       UINT64_MAX, &params);
+        }
     }
 
     if (UCS_PTR_IS_ERR(request)) {
@@ -624,8 +799,19 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (request == NULL) {
         /* a send completed at once: its callback will not be called */
         req->done = 1;
-    } else {
+    } else if (!req->withheld) {
         req->ucx_req = request;
+    }
+    if (!is_send && !req->withheld) {
+        /*
+         * A receive that matched a rendezvous message already here has
+         * started fetching it: finish that now, not after the caller's next
+         * compute.  A fetch left pending through a stage's steps (0.4 s) was
+         * still pending when the sender, stopped by a scancel that reached
+         * this rank 0.4 s later, gave up waiting for it and exited: the
+         * fetch then killed this rank (UCX 1.13, cma).
+         */
+        svp_comm_progress(comm);
     }
     req->next = comm->reqs;
     if (comm->reqs != NULL) {
@@ -801,8 +987,24 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
     struct svp_comm *comm  = req->comm;
     double           until = svp_clock_now() + SVP_COMM_CANCEL_TIMEOUT;
 
+    if (req->withheld) {
+        svp_comm_req_release(req);
+        return;
+    }
     if (!req->done) {
         ucp_request_cancel(comm->worker, req->ucx_req);
+        /*
+         * After a stop nothing progresses before svp_comm_destroy's drain
+         * has cancelled every receive: progress here matched another
+         * pending receive to a rendezvous message whose sender had exited,
+         * and fetching it killed the rank (UCX 1.13, cma).  A cancelled
+         * receive completes at once; a send is drained by its receiver
+         * (waiting here for each one also ate the stop's grace, 0.2 s a
+         * slot).
+         */
+        if (svp_stop_signal() != 0) {
+            until = 0;
+        }
         while (!req->done && (svp_clock_now() < until)) {
             ucp_worker_progress(comm->worker);
         }
@@ -828,6 +1030,7 @@ void svp_comm_progress(svp_comm_h comm)
 {
     while (ucp_worker_progress(comm->worker) != 0) {
     }
+    svp_comm_hear(comm);
 }
 
 svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
@@ -839,9 +1042,11 @@ svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
 /*
  * Sleeps until UCX or the runtime has something for us, or until `until`.
  * ucp_worker_arm says BUSY when events arrived since the last progress: then
- * there is no sleeping, the caller progresses again.
+ * there is no sleeping, the caller progresses again.  stop_wakes: a stop
+ * signal ends the sleep (its pipe stays readable, so teardown's drain, which
+ * runs after the stop, passes 0 lest it spin).
  */
-static void svp_comm_sleep(struct svp_comm *comm, double until)
+static void svp_comm_sleep(struct svp_comm *comm, double until, int stop_wakes)
 {
     struct pollfd fds[3];
     ucs_status_t  status;
@@ -862,7 +1067,7 @@ static void svp_comm_sleep(struct svp_comm *comm, double until)
         fds[nfds].fd       = svp_rt_event_fd(comm->rt);
         fds[nfds++].events = POLLIN;
     }
-    if (svp_stop_fd() >= 0) {
+    if (stop_wakes && svp_stop_fd() >= 0) {
         fds[nfds].fd       = svp_stop_fd();
         fds[nfds++].events = POLLIN;
     }
@@ -963,7 +1168,18 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
     int          lost, i, pending;
 
     for (;;) {
+        /* SIGTERM/SIGINT: unwind at once, the worker reports it.  Checked
+         * before progress: a rendezvous message that arrives now is left to
+         * the drain, which does not fetch it (svp_comm_drain). */
+        if (svp_stop_signal() != 0) {
+            svp_debug("wait abandoned on signal %d", svp_stop_signal());
+            return SVP_ERR_CANCELED;
+        }
         svp_comm_progress(comm);
+        /* a peer whose teardown began gets back what it sent here unmatched
+         * at once: it may exit, which it must not do while its message can
+         * still be fetched (svp_comm_peer_leaving) */
+        svp_comm_hear(comm);
         pending = 0;
         for (i = 0; i < n; ++i) {
             if (reqs[i] == NULL) {
@@ -978,12 +1194,6 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         if (pending == 0) {
             svp_error("wait on no pending request");
             return SVP_ERR_INVALID_PARAM;
-        }
-
-        /* SIGTERM/SIGINT: unwind at once, the worker reports it */
-        if (svp_stop_signal() != 0) {
-            svp_debug("wait abandoned on signal %d", svp_stop_signal());
-            return SVP_ERR_CANCELED;
         }
 
         lost = svp_rt_lost_rank(comm->rt);
@@ -1004,7 +1214,7 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         if (svp_clock_now() - last_event < comm->spin) {
             continue;
         }
-        svp_comm_sleep(comm, until);
+        svp_comm_sleep(comm, until, 1);
         last_event = svp_clock_now();
     }
 }
@@ -1042,6 +1252,108 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
     return svp_comm_req_finish(req);
 }
 
+/* ---- teardown's drain ------------------------------------------------ */
+
+/* The ranks a drain talks to: those connected either way. */
+static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
+{
+    return (peer != comm->rank) &&
+           ((comm->eps[peer] != NULL) || (comm->heard[peer] & SVP_COMM_HEARD_HELLO));
+}
+
+/*
+ * Before the worker goes: leave nothing with UCX, so that it has nothing to
+ * warn about (after a scancel, UCX 1.13 warned of "unexpected tag-receive
+ * descriptor ... was not matched" for a message that came for a step never
+ * run, and of a request "not returned to mpool" for a rendezvous send whose
+ * receiver had gone).
+ *
+ * What was observed, and why the drain is done this way:
+ *  - Pre-posted receives cancel at once.  A send in rendezvous does not
+ *    cancel, and a forced endpoint close does not return it either without
+ *    UCX's peer error handling, which rules out shared memory (svp_comm_ep).
+ *    It completes only when its receiver takes the message.
+ *  - Receiving such a message into its frame crashed the receiver when the
+ *    sender had already exited: the rendezvous fetch (cma,
+ *    process_vm_readv) from a dead process is fatal in UCX 1.13.  A receive
+ *    into a buffer too small for it fetches nothing: UCX answers the sender
+ *    and reports the truncation, so unwanted messages are discarded that
+ *    way, from a live sender or a gone one alike.
+ *  - Ranks of one scancel got their SIGTERM up to 0.7 s apart (3 nodes), so
+ *    a neighbour may still be running, and sending.  A draining rank says
+ *    BYE to every rank connected to it, either way (svp_comm_ep's HELLO),
+ *    then discards what comes, waits for its own sends to be taken, and
+ *    for a BYE from each of those ranks: a BYE comes after its sender's
+ *    last message (one endpoint, in order), so nothing is left unmatched
+ *    behind it.  A rank still running hears a BYE in its next progress
+ *    (the pipeline's waits and steps) and gives back at once, unfetched,
+ *    what that peer sent it (svp_comm_discard), so the peer may go.
+ *  - After the stop, nothing is progressed before the receives are
+ *    cancelled (svp_comm_req_abandon), and a receive is not posted to a
+ *    peer that said BYE (svp_comm_peer_leaving): no new fetch starts from a
+ *    rank that may be gone.
+ *  - Every wait is bounded: by SVP_COMM_DRAIN_TIMEOUT, after a stop by the
+ *    stop's own deadline; with a lost rank (killed, crashed) there is no
+ *    drain at all: it would never answer.  What a peer still running past
+ *    that bound sent stays with UCX, which then warns: 1 of 13 scancels on
+ *    a loaded 2-core machine, where one node's SIGTERM came 0.7 s after the
+ *    others' and a step took 0.45 s instead of 0.1 s.
+ */
+static void svp_comm_drain(struct svp_comm *comm)
+{
+    struct svp_comm_req *req;
+    double               t0 = svp_clock_now(), until = t0 + SVP_COMM_DRAIN_TIMEOUT;
+    int                  busy, waiting, peer;
+
+    if (svp_stop_deadline() > 0) {
+        until = svp_stop_deadline() - SVP_COMM_DRAIN_MARGIN;
+    }
+    if (svp_rt_lost_rank(comm->rt) != -1) {
+        svp_debug("no drain at teardown: rank %d was lost",
+                  svp_rt_lost_rank(comm->rt));
+        return;
+    }
+    comm->draining = 1;
+    /* receives first, before any progress: no message may land in a frame
+     * from now on, and none is fetched */
+    for (req = comm->reqs; req != NULL; req = req->next) {
+        if (!req->done && !req->is_send && !req->withheld) {
+            ucp_request_cancel(comm->worker, req->ucx_req);
+        }
+    }
+    for (peer = 0; peer < comm->size; ++peer) {
+        if (svp_comm_drain_peer(comm, peer)) {
+            svp_comm_say(comm, peer, SVP_COMM_WORD_BYE);
+        }
+    }
+    for (;;) {
+        svp_comm_progress(comm);
+        while (svp_comm_discard(comm, 0, 0) > 0) {
+            svp_comm_progress(comm);
+        }
+        busy = 0;
+        for (req = comm->reqs; req != NULL; req = req->next) {
+            busy += !req->done && !req->withheld;
+        }
+        waiting = 0;
+        for (peer = 0; peer < comm->size; ++peer) {
+            waiting += (svp_comm_drain_peer(comm, peer) &&
+                        !(comm->heard[peer] & SVP_COMM_HEARD_BYE));
+        }
+        if (busy == 0 && comm->drain_ops == 0 && waiting == 0) {
+            svp_debug("drained in %.3f s", svp_clock_now() - t0);
+            return;
+        }
+        if (svp_rt_lost_rank(comm->rt) != -1 || svp_clock_now() >= until) {
+            svp_debug("drain ended after %.3f s: %d request(s) and %d discard(s) "
+                      "with UCX, no BYE from %d rank(s)", svp_clock_now() - t0,
+                      busy, comm->drain_ops, waiting);
+            return;
+        }
+        svp_comm_sleep(comm, until, 0);
+    }
+}
+
 void svp_comm_destroy(svp_comm_h comm)
 {
     struct svp_comm_req *req, *next;
@@ -1049,12 +1361,15 @@ void svp_comm_destroy(svp_comm_h comm)
     if (comm == NULL) {
         return;
     }
+    svp_comm_drain(comm);
     for (req = comm->reqs; req != NULL; req = next) {
         next = req->next;
         if (!req->done && !req->abandoned) {
             req->abandoned = 1;
             ++req->frame->busy;
-            ucp_request_cancel(comm->worker, req->ucx_req);
+            if (!req->withheld) {
+                ucp_request_cancel(comm->worker, req->ucx_req);
+            }
         }
     }
     svp_comm_progress(comm);
@@ -1069,6 +1384,7 @@ void svp_comm_destroy(svp_comm_h comm)
             svp_comm_req_release(req);
         }
     }
+    free(comm->heard);
     free(comm->path_logged);
     free(comm->eps);
     free(comm);

@@ -155,9 +155,15 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
                              svp_comm_h *comm_p);
 
 /*
- * Closes the endpoints (bounded: a dead peer does not block it) and frees
- * everything.  Requests still pending are cancelled.  Frames may be destroyed
- * after this.  NULL is allowed.
+ * Drains, closes the endpoints and frees everything.  The drain leaves UCX
+ * nothing to warn about when the worker goes: pending receives are
+ * cancelled, messages that came unmatched are discarded without being
+ * fetched, this rank's sends are waited for until their receivers take or
+ * discard them, and each connected rank's word that nothing more comes from
+ * it is awaited (it keeps the neighbours of a scancel in step).  Bounded:
+ * 0.5 s, after a stop signal until 0.1 s before the stop's watchdog
+ * (svp_stop_deadline), and skipped when the runtime reports a lost rank.
+ * Frames may be destroyed after this.  NULL is allowed.
  */
 void svp_comm_destroy(svp_comm_h comm);
 
@@ -208,6 +214,9 @@ svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
 /*
  * Posts a receive for exactly (kind, sample, step) from peer into frame,
  * whose layout is what is expected.  Same request rules as svp_comm_isend.
+ * After a stop signal, or once peer has begun its teardown, the receive is
+ * not given to UCX (fetching from a rank that may have exited is fatal in
+ * UCX 1.13): it never completes, as if the message never came.
  */
 svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
                             unsigned sample, unsigned step,
@@ -246,7 +255,9 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
  */
 void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req);
 
-/* Runs UCX progress until nothing is left to do (for compute loops). */
+/* Runs UCX progress until nothing is left to do (for compute loops), and
+ * gives back, unfetched, what a peer that has begun its teardown sent here
+ * unmatched, so that it may exit. */
 void svp_comm_progress(svp_comm_h comm);
 
 /*

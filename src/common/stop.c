@@ -5,6 +5,7 @@
 #include "config.h"
 #endif
 #include "common/stop.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -21,6 +22,7 @@ static int                   svp_stop_done, svp_stop_inflight;
 static int                   svp_stop_reported;
 static int                   svp_stop_test;
 static svp_stop_params_t     svp_stop_params;
+static double                svp_stop_deadline_at;
 
 static void svp_stop_handler(int signo)
 {
@@ -40,11 +42,14 @@ static void svp_stop_handler(int signo)
 static void *svp_stop_watchdog(void *arg)
 {
     struct pollfd pfd = {.fd = svp_stop_pipe[0], .events = POLLIN};
+    double        deadline;
     int           signo;
 
     (void)arg;
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }
+    deadline = svp_clock_now() + svp_stop_params.grace;
+    __atomic_store(&svp_stop_deadline_at, &deadline, __ATOMIC_RELEASE);
     if (svp_stop_test) {
         return NULL;
     }
@@ -130,6 +135,14 @@ void svp_stop_report(void)
                                                                   "a signal",
              __atomic_load_n(&svp_stop_done, __ATOMIC_RELAXED),
              __atomic_load_n(&svp_stop_inflight, __ATOMIC_RELAXED));
+}
+
+double svp_stop_deadline(void)
+{
+    double deadline;
+
+    __atomic_load(&svp_stop_deadline_at, &deadline, __ATOMIC_ACQUIRE);
+    return deadline;
 }
 
 int svp_stop_exit_code(void)

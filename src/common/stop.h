@@ -60,6 +60,11 @@ void svp_stop_report(void);
 /* 128 + the signal number (the shell's convention), or 0 without a stop. */
 int svp_stop_exit_code(void);
 
+/* When the watchdog ends the process (svp_clock_now() seconds): the stop
+ * signal's arrival plus the grace.  0 before a stop.  Lets teardown work use
+ * the grace without outliving it. */
+double svp_stop_deadline(void);
+
 /* For tests: behaves as if signo had arrived (no watchdog exit). */
 void svp_stop_raise_for_test(int signo);
 

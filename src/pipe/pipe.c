@@ -111,6 +111,11 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
         if (svp_stop_signal() != 0) {
             return SVP_ERR_CANCELED;
         }
+        /* between steps: hand-offs in flight go on, and a peer whose
+         * teardown began gets its unmatched messages back (comm.h) */
+        if (p->params->comm != NULL) {
+            svp_comm_progress(p->params->comm);
+        }
         t0     = svp_clock_now();
         status = stage->ops->step(stage->self, s, step);
         if (status != SVP_OK) {
