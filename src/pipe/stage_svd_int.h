@@ -1,19 +1,87 @@
 /*
- * Internal to the SVD stage and its tests.
+ * Internal to the SVD stage (stage_svd*.c) and its tests.
+ *
+ * The stage lives in four files:
+ *   stage_svd.c       the vtable, the sample's tensors and the one step
+ *   stage_svd_cond.c  begin: conditioning from a file or from an image
+ *                     (CLIP, VAE encode) and the initial noise
+ *   stage_svd_out.c   finish (decode, the sample directory, sample.json)
+ *                     and the resume check
+ *   stage_svd_init.c  create and destroy: scheduler, ops handle, models,
+ *                     the step's buffers
  */
 #ifndef SVP_PIPE_STAGE_SVD_INT_H
 #define SVP_PIPE_STAGE_SVD_INT_H
 
 #include "pipe/stage.h"
+#include "pipe/samples.h"
+#include "media/clip_preprocess.h"
+#include "model/clip.h"
+#include "model/unet.h"
+#include "model/vae.h"
+#include "ops/ops.h"
+#include "sched/euler.h"
+#include "tensor/safetensors.h"
 
-/*
- * Makes an SVD stage run its step, encode and decode the way it does on the
- * cuda backend, through buffers of its ops handle and the scheduler's ops
- * (ops_sched.h), whatever the backend.  On the cpu backend those buffers are
- * host memory, so the device path runs, and is checked against the host
- * path bit for bit, without a GPU (tests/test_stage_svd.c).  A stage on the
- * cuda backend takes that path already.  Call before the first begin().
- */
-svp_status_t svp_stage_svd_use_ops_path(svp_stage_t *stage);
+/* The tensors of a sample's message, in order (stage_svd.c says what each
+ * holds). */
+enum {
+    SVD_T_LATENTS = 0, SVD_T_IMAGE_LATENTS, SVD_T_EMBEDS, SVD_T_IDS, SVD_T_SEED,
+    SVD_T_TIMING, SVD_T_COUNT
+};
+
+typedef struct {
+    const svp_spec_t *spec;
+    svp_ops_h         ops;
+    svp_unet_h        unet;
+    svp_vae_h         vae;          /* NULL: no vae/ in the model folder */
+    svp_clip_h        clip;         /* images only */
+    svp_media_clip_params_t clip_params;  /* CLIP input size, mean, std */
+    svp_sched_h       sched;
+    svp_safetensors_h cond;         /* conditioning file, or NULL: images */
+    int               sets;         /* S (file) */
+    int               has_ids, has_latents;
+    svp_pipe_samples_t *list;       /* each sample's image and parameters */
+    int64_t           F, h, w, D, H, W;
+    int               cfg;          /* classifier-free guidance on for some
+                                       sample: the buffers take batch 2 */
+    float            *ids, *t;      /* the UNet's host inputs, per batch */
+    /*
+     * The step's one buffer set, buffers of the ops handle: device memory
+     * on cuda, host memory on cpu, so that one step path serves both.
+     * d_in, d_out, d_v, d_ehs are the UNet's input, output, the guided
+     * velocity and its embeddings; d_x, d_img, d_emb hold a host sample's
+     * latents and conditioning while it is stepped; d_zero is the
+     * unconditional half's zeros; scales the guidance per frame (host).
+     */
+    float            *d_in, *d_out, *d_v, *d_ehs, *d_x, *d_img, *d_emb, *d_zero;
+    float            *scales;
+} svp_stage_svd_t;
+
+/* The vtable (stage_svd.c), which create (stage_svd_init.c) hands out. */
+extern const svp_stage_ops_t svp_stage_svd_ops;
+
+/* A buffer of the ops handle of n floats, holding a copy of host[0, n)
+ * unless host is NULL.  Free it with svp_ops_free(). */
+svp_status_t svp_stage_svd_dev_buf(svp_stage_svd_t *st, const float *host,
+                                   int64_t n, float **buf_p);
+
+/* The step's buffers for a UNet batch of batch (stage_svd.c), and their
+ * release (also of a part-made set: svp_ops_free(NULL) is a no-op). */
+svp_status_t svp_stage_svd_buffers_init(svp_stage_svd_t *st, int batch);
+void         svp_stage_svd_buffers_cleanup(svp_stage_svd_t *st);
+
+/* The seed of sample i, from the sample list. */
+uint64_t     svp_stage_svd_seed(const svp_stage_svd_t *st, int i);
+
+/* The sample's tensors (SVD_T_*), zeroed; on failure none is left. */
+svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s);
+
+/* The vtable's entries that live in the other files. */
+svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
+svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s);
+svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
+                                        size_t len);
+void         svp_stage_svd_destroy(void *self);
 
 #endif

@@ -1,0 +1,340 @@
+/*
+ * The SVD stage's finish and resume check (stage_svd_int.h): where a sample
+ * leaves.  latents / scaling_factor, VAE decode in chunks of
+ * video.decode_chunk_size frames, clamp(x/2 + 0.5, 0, 1), then the sample
+ * directory with frames, video, sample.json and latents, written whole or
+ * not at all; and the check that such a directory is this job's.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/stage_svd_int.h"
+#include "media/frames.h"
+#include "media/sample_dir.h"
+#include "media/video.h"
+#include "pipe/resume.h"
+#include "trace/range.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <jansson.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The decode with host input and output, through buffers of the ops handle
+ * on every backend (as the encode, stage_svd_cond.c). */
+static svp_status_t svp_stage_svd_vae_decode(svp_stage_svd_t *st, int chunk,
+                                             const float *latents, float *frames)
+{
+    int64_t      in = st->F * 4 * st->h * st->w, out = st->F * 3 * st->H * st->W;
+    float       *d_latents = NULL, *d_frames = NULL;
+    svp_status_t status;
+
+    status = svp_stage_svd_dev_buf(st, latents, in, &d_latents);
+    if (status == SVP_OK) {
+        status = svp_stage_svd_dev_buf(st, NULL, out, &d_frames);
+    }
+    if (status == SVP_OK) {
+        status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w, chunk,
+                                d_latents, d_frames);
+    }
+    if (status == SVP_OK) {
+        status = svp_ops_download(st->ops, frames, d_frames, (size_t)out);
+    }
+    svp_ops_free(st->ops, d_frames);
+    svp_ops_free(st->ops, d_latents);
+    return status;
+}
+
+static void svp_stage_svd_json_str(FILE *f, const char *key, const char *val, int last)
+{
+    fprintf(f, "  \"%s\": \"", key);
+    for (; *val != '\0'; ++val) {
+        if (*val == '"' || *val == '\\') {
+            fprintf(f, "\\%c", *val);
+        } else if ((unsigned char)*val < 0x20) {
+            fprintf(f, "\\u%04x", (unsigned char)*val);
+        } else {
+            fputc(*val, f);
+        }
+    }
+    fprintf(f, "\"%s\n", last ? "" : ",");
+}
+
+/* sample.json: what a person needs to know what this video is. */
+static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_sample_t *s,
+                                             const char *dir, double decode_s)
+{
+    const svp_spec_t *spec   = st->spec;
+    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
+    const double     *timing = s->tensors[SVD_T_TIMING]->data;
+    char              path[4096], *buf = NULL, *params;
+    size_t            len = 0;
+    FILE             *f;
+    svp_status_t      status;
+
+    f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(f, "{\n");
+    svp_stage_svd_json_str(f, "job", spec->name, 0);
+    fprintf(f, "  \"sample\": %d,\n", s->index);
+    if (st->cond != NULL) {
+        svp_stage_svd_json_str(f, "conditioning", spec->model.conditioning, 0);
+    } else {
+        svp_stage_svd_json_str(f, "image", svp_pipe_samples_image(st->list, s->index),
+                               0);
+    }
+    fprintf(f, "  \"seed\": %" PRId64 ",\n", *(int64_t *)s->tensors[SVD_T_SEED]->data);
+    fprintf(f, "  \"steps\": %d,\n  \"num_frames\": %lld,\n", spec->steps,
+            (long long)st->F);
+    fprintf(f, "  \"width\": %lld,\n  \"height\": %lld,\n", (long long)st->W,
+            (long long)st->H);
+    fprintf(f, "  \"fps\": %d,\n  \"motion_bucket_id\": %d,\n", p->fps,
+            p->motion_bucket_id);
+    fprintf(f, "  \"noise_aug_strength\": %.9g,\n", p->noise_aug_strength);
+    fprintf(f, "  \"min_guidance\": %.9g,\n  \"max_guidance\": %.9g,\n",
+            p->min_guidance, p->max_guidance);
+    /* the sample's own parameters in one object (its manifest line, if
+     * any): what resume compares, whichever keys sit beside it */
+    params = svp_pipe_samples_params_json(st->list, s->index);
+    if (params == NULL) {
+        fclose(f);
+        free(buf);
+        return SVP_ERR_NO_MEMORY;
+    }
+    fprintf(f, "  \"params\": %s,\n", params);
+    free(params);
+    fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
+    svp_stage_svd_json_str(f, "device", svp_ops_backend(st->ops), 0);
+    svp_stage_svd_json_str(f, "dtype", svp_ops_dtype(st->ops), 0);
+    fprintf(f, "  \"timings\": {\"encode_s\": %.3f, \"decode_s\": %.3f, "
+               "\"end_to_end_s\": %.3f}\n}\n",
+            timing[1], decode_s, svp_clock_wall() - timing[0]);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    status = svp_file_write_atomic(path, buf, len);
+    free(buf);
+    return status;
+}
+
+svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
+{
+    svp_stage_svd_t         *st   = self;
+    const svp_spec_t        *spec = st->spec;
+    svp_media_sample_dir_h   dir;
+    svp_media_frames_t      *frames = NULL;
+    svp_media_video_params_t vp;
+    float                   *lat = NULL, *dec = NULL, inv;
+    int64_t                  n = st->F * 4 * st->h * st->w, i, m;
+    char                     path[4096], file[4200], name[256];
+    double                   t0, decode_s = 0;
+    svp_status_t             status;
+
+    status = svp_mkdir_p(spec->output.dir, 0755);
+    if (status != SVP_OK) {
+        return status;
+    }
+    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    status = svp_media_sample_dir_begin(path, &dir);
+    if (status != SVP_OK) {
+        return status;
+    }
+    snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
+    /* the seed travels in the message; this rank may not be where it began */
+    s->seed = (uint64_t)*(int64_t *)s->tensors[SVD_T_SEED]->data;
+    status  = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                      "svd", NULL, file);
+
+    if (status == SVP_OK && st->vae != NULL) {
+        t0  = svp_clock_now();
+        m   = st->F * 3 * st->H * st->W;
+        lat = malloc(n * sizeof(float));
+        dec = malloc(m * sizeof(float));
+        if (lat == NULL || dec == NULL) {
+            status = SVP_ERR_NO_MEMORY;
+            goto out;
+        }
+        /* the reciprocal in double, the product in float (as diffusers does:
+         * dividing instead moves the frames by about 1e-6) */
+        inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
+        for (i = 0; i < n; ++i) {
+            lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
+        }
+        svp_range_push_ctx("sample %d decode", s->index);
+        status = svp_stage_svd_vae_decode(st, spec->video.decode_chunk_size, lat,
+                                          dec);
+        svp_range_pop();
+        if (status != SVP_OK) {
+            goto out;
+        }
+        for (i = 0; i < m; ++i) {
+            dec[i] = dec[i] / 2.0f + 0.5f;   /* clamped to [0, 1] below */
+        }
+        decode_s = svp_clock_now() - t0;
+        status   = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
+                                             &frames);
+        if (status == SVP_OK && spec->output.frames) {
+            status = svp_media_frames_write_png(frames, svp_media_sample_dir_path(dir));
+        }
+#ifdef HAVE_FFMPEG
+        if (status == SVP_OK && spec->output.mp4) {
+            svp_media_video_params_init(&vp);
+            vp.fps = st->list->items[s->index].fps;
+            snprintf(file, sizeof(file), "%s/video.mp4", svp_media_sample_dir_path(dir));
+            status = svp_media_video_write_mp4(file, frames, &vp);
+        }
+#else
+        (void)vp;
+#endif
+    }
+    if (status == SVP_OK) {
+        status = svp_stage_svd_write_json(st, s, svp_media_sample_dir_path(dir),
+                                          decode_s);
+    }
+out:
+    free(lat);
+    free(dec);
+    svp_media_frames_destroy(frames);
+    if (status == SVP_OK) {
+        status = svp_media_sample_dir_commit(dir);
+        if (status == SVP_OK) {
+            svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
+        }
+    } else {
+        svp_media_sample_dir_abort(dir);
+    }
+    return status;
+}
+
+/*
+ * Resume: sample_NNNNNN/ is complete (it was renamed into place whole), its
+ * sample.json names this job's parameters, its latents file opens with this
+ * job's metadata, and the frames and video this job writes are there.
+ */
+svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
+                                        size_t len)
+{
+    svp_stage_svd_t  *st   = self;
+    const svp_spec_t *spec = st->spec;
+    const svp_pipe_sample_params_t *p = &st->list->items[index];
+    struct {
+        const char *key;
+        double      want;
+    } nums[] = {
+        {"sample", index},
+        {"seed", (double)svp_stage_svd_seed(st, index)},
+        {"steps", spec->steps},
+        {"num_frames", (double)st->F},
+        {"width", (double)st->W},
+        {"height", (double)st->H},
+        {"fps", p->fps},
+        {"motion_bucket_id", p->motion_bucket_id},
+        {"noise_aug_strength", p->noise_aug_strength},
+        {"min_guidance", p->min_guidance},
+        {"max_guidance", p->max_guidance},
+        {"decode_chunk_size", spec->video.decode_chunk_size},
+    };
+    const char   *skey, *swant, *sgot;
+    char          dir[4096], path[4200], txt[64], name[256], *want, *got;
+    int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
+    json_error_t  jerr;
+    json_t       *root, *v;
+    struct stat   sb;
+    svp_status_t  status = SVP_OK;
+    size_t        i;
+    int64_t       f;
+
+    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    snprintf(dir, sizeof(dir), "%s/%s", spec->output.dir, name);
+    if (stat(dir, &sb) != 0) {
+        return SVP_ERR_NOT_FOUND;
+    }
+    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    root = json_load_file(path, 0, &jerr);
+    if (root == NULL) {
+        snprintf(why, len, "%s does not read: %s", path, jerr.text);
+        return SVP_ERR_BAD_FILE;
+    }
+    skey  = (st->cond != NULL) ? "conditioning" : "image";
+    swant = (st->cond != NULL) ? spec->model.conditioning :
+                                 svp_pipe_samples_image(st->list, index);
+    sgot  = json_string_value(json_object_get(root, "job"));
+    if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
+        snprintf(why, len, "%s was made with job=%s, this job has job=%s", path,
+                 sgot ? sgot : "(none)", spec->name);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    sgot = json_string_value(json_object_get(root, skey));
+    if (sgot == NULL || strcmp(sgot, swant) != 0) {
+        snprintf(why, len, "%s was made with %s=%s, this job has %s=%s", path, skey,
+                 sgot ? sgot : "(none)", skey, swant);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    for (i = 0; i < sizeof(nums) / sizeof(nums[0]); ++i) {
+        /* sample.json holds doubles as %.9g: compare in that form */
+        v = json_object_get(root, nums[i].key);
+        snprintf(txt, sizeof(txt), "%.9g", nums[i].want);
+        if (!json_is_number(v) || json_number_value(v) != strtod(txt, NULL)) {
+            snprintf(why, len, "%s was made with %s=%.9g, this job has %s=%s", path,
+                     nums[i].key, json_is_number(v) ? json_number_value(v) : -1.0,
+                     nums[i].key, txt);
+            status = SVP_ERR_SPEC;
+            goto out;
+        }
+    }
+    /* the sample's own parameters, as a manifest line gave them; a sample
+     * made before they were recorded (0.3) is judged by the keys above */
+    want = svp_pipe_samples_params_json(st->list, index);
+    v    = json_object_get(root, "params");
+    got  = (v != NULL) ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
+                                       JSON_REAL_PRECISION(9))
+                       : (want != NULL) ? svp_strdup(want) : NULL;
+    if (want == NULL || got == NULL || strcmp(want, got) != 0) {
+        snprintf(why, len, "%s was made with params %s, this job has %s", path,
+                 got ? got : "(none)", want ? want : "(none)");
+        free(want);
+        free(got);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    free(want);
+    free(got);
+    snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
+    status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
+                                          svp_stage_svd_seed(st, index), 5, shape,
+                                          why, len);
+    if (status == SVP_ERR_NOT_FOUND) {
+        snprintf(why, len, "%s is missing", path);
+        status = SVP_ERR_BAD_FILE;
+    }
+    if (status != SVP_OK || st->vae == NULL) {
+        goto out;
+    }
+    for (f = 0; spec->output.frames && f < st->F; ++f) {
+        snprintf(path, sizeof(path), "%s/frame_%04d.png", dir, (int)f);
+        if (stat(path, &sb) != 0) {
+            snprintf(why, len, "%s is missing", path);
+            status = SVP_ERR_BAD_FILE;
+            goto out;
+        }
+    }
+#ifdef HAVE_FFMPEG
+    snprintf(path, sizeof(path), "%s/video.mp4", dir);
+    if (spec->output.mp4 && stat(path, &sb) != 0) {
+        snprintf(why, len, "%s is missing", path);
+        status = SVP_ERR_BAD_FILE;
+    }
+#endif
+out:
+    json_decref(root);
+    return status;
+}
