@@ -10,6 +10,7 @@
 #endif
 #include "launch/launch_int.h"
 #include "spec/steps.h"
+#include "common/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -737,17 +738,25 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
                               errbuf, errlen);
     }
     world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    /* a pair splits the UNet's guidance batch: the dummy model has none */
+    if (spec->pipeline.guidance_parallel > 1 && spec->model.kind != SVP_MODEL_SVD) {
+        svp_launch_errf(errbuf, errlen, "%s: pipeline.guidance_parallel: 2 needs "
+                        "model.kind svd (the dummy model has no guidance halves)",
+                        spec->file ? spec->file : "<spec>");
+        return SVP_ERR_SPEC;
+    }
     /* auto: the planner picks among the valid layouts (S = 1 always is) */
     for (int rank = 0; rank < world && spec->pipeline.stages >= 0; ++rank) {
         char why[256] = "";
 
         svp_steps_layout_t layout;
 
-        if (spec->pipeline.stages == 0) {
+        if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
             status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
                                       &range);
         } else {
-            status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+            status = svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                                      SVP_MAX(1, spec->pipeline.guidance_parallel), rank,
                                       why, sizeof(why), &layout);
         }
         if (status != SVP_OK) {

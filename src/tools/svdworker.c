@@ -290,7 +290,8 @@ int main(int argc, char **argv)
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
     rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
-    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0);
+    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0) *
+                     SVP_MAX(1, spec->pipeline.guidance_parallel);
     status         = svp_rt_init(&rtp, &rt);
     if (status != SVP_OK) {
         goto out_spec;
@@ -318,10 +319,11 @@ int main(int argc, char **argv)
 
     /* every rank checks, on the same spec now; rank 0 alone reports, so the
      * log says it once */
-    if (spec->pipeline.stages == 0) {
+    if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
         status = svp_steps_assign(spec->steps, world, rank, err, sizeof(err), &range);
     } else {
-        status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+        status = svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                                  SVP_MAX(1, spec->pipeline.guidance_parallel), rank,
                                   err, sizeof(err), &layout);
         range  = layout.range;
     }
