@@ -31,9 +31,10 @@ static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
     p->message_bytes  = msg.total;
     p->costs          = *costs;
     p->first_rank     = 0;
-    /* guidance pairs split the UNet's batch of two: svd with guidance only */
+    /* guidance pairs split the UNet's batch of two: svd with guidance, or
+     * the dummy's stand-in of it */
     p->pairs          = 1;
-    p->half_bytes     = (spec->model.kind == SVP_MODEL_SVD &&
+    p->half_bytes     = (spec->model.kind == SVP_MODEL_DUMMY ||
                          spec->video.max_guidance > 1.0) ? msg.latent : 0;
     p->objective      = spec->pipeline.objective;
 }

@@ -738,13 +738,6 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
                               errbuf, errlen);
     }
     world = spec->cluster.nodes * spec->cluster.ranks_per_node;
-    /* a pair splits the UNet's guidance batch: the dummy model has none */
-    if (spec->pipeline.guidance_parallel > 1 && spec->model.kind != SVP_MODEL_SVD) {
-        svp_launch_errf(errbuf, errlen, "%s: pipeline.guidance_parallel: 2 needs "
-                        "model.kind svd (the dummy model has no guidance halves)",
-                        spec->file ? spec->file : "<spec>");
-        return SVP_ERR_SPEC;
-    }
     /* auto: the planner picks among the valid layouts (S = 1 always is) */
     for (int rank = 0; rank < world && spec->pipeline.stages >= 0; ++rank) {
         char why[256] = "";

@@ -541,8 +541,8 @@ static svp_status_t svp_pipe_pair_create(svp_pipe_t *p)
         return SVP_OK;
     }
     if (p->params->stage.ops->step_pair == NULL || p->params->comm == NULL) {
-        svp_error("pipeline.guidance_parallel: 2 needs a model with guidance halves "
-                  "(model.kind svd), not %s", p->params->stage.ops->name);
+        svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance "
+                  "halves", p->params->stage.ops->name);
         return SVP_ERR_SPEC;
     }
     status = svp_pipe_layout(p);
