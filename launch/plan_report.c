@@ -7,6 +7,7 @@
 #endif
 #include "launch/plan.h"
 #include "launch/launch_int.h"
+#include "common/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -650,9 +651,22 @@ svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
     plan_params(spec, &c, W, spec->cluster.ranks_per_node,
                 spec->pipeline.placement, spec->samples, &p);
     /* auto chooses S for the spec's C, by throughput (render writes S alone) */
-    p.half_bytes = 0;
     p.objective  = SVP_OBJECTIVE_THROUGHPUT;
+    if (spec->pipeline.guidance_parallel <= 1) {
+        p.half_bytes = 0;
+    }
     status = svp_plan_layouts(&p, layouts, &n, &best);
+    if (status == SVP_OK && layouts[best].pairs !=
+        SVP_MAX(1, spec->pipeline.guidance_parallel)) {
+        best = -1;
+        for (int k = 0; k < n; ++k) {
+            if (layouts[k].pairs == SVP_MAX(1, spec->pipeline.guidance_parallel) &&
+                (best < 0 || layouts[k].makespan_s < layouts[best].makespan_s * (1 - 1e-3))) {
+                best = k;
+            }
+        }
+        status = (best < 0) ? SVP_ERR_INVALID_PARAM : SVP_OK;
+    }
     if (status == SVP_OK) {
         *best_p = layouts[best];
         snprintf(why, whylen, "%s", c.source);
