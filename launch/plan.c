@@ -603,7 +603,10 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
     case SVP_SCHEDULE_SEND:
         return plan_send(sim, r, a);
     case SVP_SCHEDULE_FINISH:
-        plan_task(sim, r, c->decode_s, &out->decodes, 1);
+        /* shared by a pair (peer set): half the chunks each, and lane 1's
+         * frames over the link (first order: the link's latency) */
+        plan_task(sim, r, (a->peer >= 0) ? c->decode_s / 2 + c->latency_s : c->decode_s,
+                  &out->decodes, 1);
         sim->t_end[a->j] = rs->t;
         break;
     case SVP_SCHEDULE_DROP:    /* lane 1: not simulated */

@@ -206,7 +206,8 @@ typedef struct {
  * step costs half the step (the UNet's batch of two halves, first order)
  * plus its exchange: latency + half_bytes over the intra-node link (the two
  * ranks of a pair are adjacent).  The pair's second rank runs the first's
- * list in step, so the first's clock is the pair's.
+ * list in step, so the first's clock is the pair's.  Where the pair's last
+ * position finishes a sample, its two ranks share the decode: half each.
  */
 svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *params, int stages,
                                    int pairs, svp_plan_layout_t *layout_p);

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Guidance pairs (pipeline.guidance_parallel: 2) under a real local Slurm
 # cluster of 2 nodes, on the tiny SVD model (golden pipeline_tiny): a pair
-# across the nodes and 2 stages of pairs on 4 ranks make latents and frames
-# bit-identical to one process; a layout that does not fit is named with
+# across the nodes (sharing each decode) and 2 stages of pairs on 4 ranks
+# make latents and frames bit-identical to one process; a layout that does not fit is named with
 # the valid (G, S, C); a killed rank of a pair ends the job within seconds,
 # named, and the same job again resumes to the same outputs.  Runs inside
 # with-cluster.sh --nodes 2; prints TAP.
@@ -41,25 +41,29 @@ run() {  # name, srun layout args, --set args...
     timeout -k 5 150 srun --mpi=pmix --kill-on-bad-exit=1 -W 120 $lay -O "$w" "$tmp/svd.yaml" \
         --set output.dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
 }
-same() {  # other dir: latents and a frame of the 3 samples, against one process
-    local i d
+same() {  # other dir: latents and frames of the 3 samples, against one process
+    local i d f     # (frames 0-1 are the first decode chunk, frame 2 the second)
     for i in 0 1 2; do
         d=$(printf 'sample_%06d' "$i")
-        cmp -s "$tmp/one/$d/latents.safetensors" "$1/$d/latents.safetensors" &&
-            cmp -s "$tmp/one/$d/frame_0002.png" "$1/$d/frame_0002.png" || return 1
+        for f in latents.safetensors frame_0000.png frame_0001.png frame_0002.png; do
+            cmp -s "$tmp/one/$d/$f" "$1/$d/$f" || return 1
+        done
     done
 }
 
 "$w" "$tmp/svd.yaml" --set output.dir="$tmp/one" >"$tmp/one.log" 2>&1 || {
     echo "Bail out! the one-process reference run failed"; cat "$tmp/one.log"; exit 1; }
 
-# one pair, a rank on each node: each exchange crosses between slurmds
-if run pair "-N 2 --ntasks-per-node=1" --set pipeline.guidance_parallel=2 &&
+# one pair, a rank on each node: each exchange crosses between slurmds,
+# and the pair shares each decode (rank 1 the second chunk)
+if run pair "-N 2 --ntasks-per-node=1" --set pipeline.guidance_parallel=2 \
+       --set log.level=debug &&
    same "$tmp/pair" &&
+   [ "$(grep -c 'sample [0-2]: a share of the decode received from rank 1' "$tmp/pair.log")" -eq 3 ] &&
    grep -q "1 pipeline x 1 stage x 2 guidance halves (2 ranks)" "$tmp/pair.log" &&
    grep -q "r1 .*summary: 3 samples (0 finished here), 18 steps" "$tmp/pair.log" &&
    jq -e '.layout.guidance_parallel == 2' "$tmp/pair/run.json" >/dev/null 2>&1; then
-    ok "a pair on 2 nodes: latents and frames bit-identical to one process"
+    ok "a pair on 2 nodes, the decode shared: latents and frames bit-identical to one process"
 else
     nok "a pair on 2 nodes" "$tmp/pair.log"
 fi

@@ -204,9 +204,9 @@ else nok "layouts table rows"; fi
 "$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f16 \
     --set cluster.ranks_per_node=8 --set pipeline.objective=latency >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 0 ] &&
-   grep -q "^recommended: pipeline.stages: 1, pipeline.guidance_parallel: 2 (4 pipelines x 1 stage x 2): objective latency: a sample takes 14.751 s .* against 25.950 s with 8 replicas" "$tmp/err" &&
+   grep -q "^recommended: pipeline.stages: 1, pipeline.guidance_parallel: 2 (4 pipelines x 1 stage x 2): objective latency: a sample takes 13.051 s .* against 25.950 s with 8 replicas" "$tmp/err" &&
    [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[12] +[0-9.]+ +[0-9.]+ +[0-9.]+x' "$tmp/err")" -eq 6 ] &&
-   grep -qE '^ +1 +4 +28 +4 .* 2 +14\.751 +14\.751 .*<- recommended' "$tmp/err"; then
+   grep -qE '^ +1 +4 +28 +4 .* 2 +13\.051 +13\.051 .*<- recommended' "$tmp/err"; then
     ok "plan, objective latency, 8 GPUs: pairs recommended, the latency of each of 6 layouts"
 else nok "plan objective latency (rc=$rc)"; sed 's/^/# /' "$tmp/err" | tail -15; fi
 "$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f16 \

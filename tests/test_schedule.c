@@ -339,10 +339,11 @@ Test(schedule, rejects_bad_parameters)
 
 /*
  * Guidance pairs (C = 2): lane 0 runs the list of C = 1 with PAIR_STEPS in
- * place of STEPS; lane 1 the same without finals (no FINAL message, no
- * FINISH: a DROP where lane 0's walk of j ends); both lanes run their
- * PAIR_STEPS in the same order (so each step's exchange finds its other
- * half), once per sample each, and end each walk once.
+ * place of STEPS, and its FINISHes on the last position shared (peer set);
+ * lane 1 the same without finals (no FINAL message: a DROP where lane 0
+ * sends one); both lanes run their PAIR_STEPS and shared FINISHes in the
+ * same order (so each exchange finds its other half), and end each walk
+ * once.
  */
 static int pair_next(svp_schedule_iter_t *it, svp_schedule_action_t *a)
 {
@@ -359,7 +360,8 @@ static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
     svp_schedule_params_t p = {placement, S, n, inflight, 1};
     svp_schedule_iter_t   one, l0, l1;
     svp_schedule_action_t a, b;
-    int                   r, steps0[MAX_N], steps1[MAX_N], k0, k1, chain1, more;
+    int                   r, steps0[2 * MAX_N], steps1[2 * MAX_N], k0, k1, chain1, more;
+    int                   pair_steps;
 
     for (r = 0; r < S; ++r) {
         p.pairs = 1;
@@ -374,6 +376,12 @@ static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
                 cr_assert(b.kind == SVP_SCHEDULE_PAIR_STEPS && b.msg == SVP_SCHEDULE_MSG_HALF &&
                           b.peer == r && b.j == a.j && b.slot == a.slot);
                 steps0[k0++] = b.j;
+            } else if (a.kind == SVP_SCHEDULE_FINISH && b.peer >= 0) {
+                /* shared with lane 1: on the last position, where j's walk ends */
+                cr_assert(b.kind == a.kind && b.j == a.j && b.chain && r == S - 1 &&
+                          b.peer == r, "S=%d n=%d rank %d", S, n, r);
+                cr_assert(k0 < 2 * MAX_N);
+                steps0[k0++] = -1 - b.j;
             } else {
                 cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "S=%d n=%d rank %d: lane 0 "
                           "differs from one rank's list at a %s", S, n, r,
@@ -383,13 +391,18 @@ static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
         cr_assert(!pair_next(&l0, &b));
         k1 = chain1 = 0;
         while (pair_next(&l1, &b)) {
-            cr_assert(b.kind != SVP_SCHEDULE_FINISH && b.kind != SVP_SCHEDULE_STEPS &&
-                      b.msg != SVP_SCHEDULE_MSG_FINAL, "S=%d n=%d rank %d lane 1: a %s",
-                      S, n, r, svp_schedule_kind_name(b.kind));
+            cr_assert(b.kind != SVP_SCHEDULE_STEPS && b.msg != SVP_SCHEDULE_MSG_FINAL &&
+                      (b.kind != SVP_SCHEDULE_FINISH || b.peer == r),
+                      "S=%d n=%d rank %d lane 1: a %s", S, n, r,
+                      svp_schedule_kind_name(b.kind));
             cr_assert(b.slot < l1.slots.total);
             if (b.kind == SVP_SCHEDULE_PAIR_STEPS) {
-                cr_assert(k1 < MAX_N);
+                cr_assert(k1 < 2 * MAX_N);
                 steps1[k1++] = b.j;
+            }
+            if (b.kind == SVP_SCHEDULE_FINISH) {
+                cr_assert(k1 < 2 * MAX_N);
+                steps1[k1++] = -1 - b.j;
             }
             if (b.kind == SVP_SCHEDULE_DROP) {
                 cr_assert(b.chain && r == S - 1);
@@ -397,7 +410,11 @@ static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
             chain1 += b.chain;
         }
         cr_assert_eq(l1.slots.final, 0);
-        cr_assert_eq(k0, n);
+        pair_steps = 0;
+        for (int q = 0; q < k0; ++q) {
+            pair_steps += (steps0[q] >= 0);
+        }
+        cr_assert_eq(pair_steps, n);
         cr_assert_eq(k1, k0, "S=%d n=%d rank %d: %d pair steps on lane 0, %d on lane 1",
                      S, n, r, k0, k1);
         cr_assert(memcmp(steps0, steps1, (size_t)k0 * sizeof(int)) == 0,

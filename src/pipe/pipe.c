@@ -31,7 +31,7 @@ void svp_sample_cleanup(svp_sample_t *sample)
 /* The schedule's message kinds go on the wire as the comm's kinds. */
 _Static_assert((int)SVP_SCHEDULE_MSG_LATENT == (int)SVP_COMM_KIND_LATENT,
                "the latent message is the comm's latent kind");
-_Static_assert(SVP_SCHEDULE_MSG_HALF <= SVP_COMM_MAX_KIND, "kinds fit the tag");
+_Static_assert(SVP_SCHEDULE_MSG_SHARE <= SVP_COMM_MAX_KIND, "kinds fit the tag");
 
 /* A frame and the one request that uses it (a slot of the schedule). */
 typedef struct {
@@ -98,6 +98,8 @@ typedef struct {
     svp_comm_frame_h         half_send;     /* C = 2: the step's halves */
     svp_comm_frame_h         half_recv;
     double                   t_exchange;    /* seconds in the exchanges */
+    svp_comm_frame_h         fin_frame;     /* a shared finish's message */
+    size_t                   fin_bytes;
 } svp_pipe_t;
 
 /* The rank of position pos of the group, in this rank's lane. */
@@ -453,13 +455,79 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
     return status;
 }
 
+/* The frame of a shared finish's message (svp_stage_finish_pair_t). */
+static void *svp_pipe_fin_buffer(void *ctx, size_t bytes)
+{
+    svp_pipe_t           *p = ctx;
+    svp_comm_frame_desc_t desc;
+
+    if (p->fin_frame != NULL && p->fin_bytes == bytes) {
+        return svp_comm_frame_data(p->fin_frame, 0);
+    }
+    svp_comm_frame_destroy(p->fin_frame);
+    p->fin_frame = NULL;
+    memset(&desc, 0, sizeof(desc));
+    desc.num_tensors = 1;
+    desc.tensors[0]  = (svp_comm_tensor_desc_t){
+        .dtype = SVP_DTYPE_U8, .ndim = 1, .shape = {(int64_t)bytes}, .bytes = bytes};
+    if (svp_comm_frame_create(p->params->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                              &p->fin_frame) != SVP_OK) {
+        p->fin_frame = NULL;
+        return NULL;
+    }
+    p->fin_bytes = bytes;
+    return svp_comm_frame_data(p->fin_frame, 0);
+}
+
+/* Lane 1 sends its share of the finish to lane 0, which receives it. */
+static svp_status_t svp_pipe_fin_transfer(void *ctx, int sample)
+{
+    svp_pipe_t    *p     = ctx;
+    int            other = p->base + p->srank * p->pairs + (1 - p->lane);
+    svp_comm_req_h req   = NULL;
+    svp_status_t   status;
+
+    if (p->lane == 1) {
+        status = svp_comm_isend(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
+                                (unsigned)sample, (unsigned)p->params->spec->steps,
+                                p->fin_frame, &req);
+    } else {
+        status = svp_comm_irecv(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
+                                (unsigned)sample, (unsigned)p->params->spec->steps,
+                                p->fin_frame, &req);
+    }
+    if (status == SVP_OK) {
+        status = svp_comm_wait(p->params->comm, req, svp_pipe_deadline_wait(&p->dl, 0, 0));
+    }
+    if (status != SVP_OK) {
+        svp_error("sample %d: the shared decode %s rank %d failed: %s", sample,
+                  (p->lane == 1) ? "to" : "from", other, svp_status_string(status));
+    } else {
+        svp_debug("sample %d: a share of the decode %s rank %d (%zu bytes)", sample,
+                  (p->lane == 1) ? "sent to" : "received from", other, p->fin_bytes);
+    }
+    return status;
+}
+
 static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *a,
                                     svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
+    svp_stage_finish_pair_t fp, *pair = NULL;
     svp_sample_t       host;
     svp_status_t       status;
     double             t0 = svp_clock_now();
+
+    if (a->peer >= 0 && p->pairs > 1) {
+        if (stage->ops->finish_pair == NULL && p->lane > 0) {
+            return SVP_OK;           /* lane 0 finishes alone */
+        }
+        if (stage->ops->finish_pair != NULL) {
+            fp   = (svp_stage_finish_pair_t){.lane = p->lane, .buffer = svp_pipe_fin_buffer,
+                                             .transfer = svp_pipe_fin_transfer, .ctx = p};
+            pair = &fp;
+        }
+    }
 
     if (s->on_device) {
         /* finish() (decode, outputs) takes host tensors */
@@ -469,11 +537,13 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
             status = svp_stage_sample_copy(stage, &host, s);
         }
         if (status == SVP_OK) {
-            status = stage->ops->finish(stage->self, &host);
+            status = (pair != NULL) ? stage->ops->finish_pair(stage->self, &host, pair)
+                                    : stage->ops->finish(stage->self, &host);
         }
         svp_sample_cleanup(&host);
     } else {
-        status = stage->ops->finish(stage->self, s);
+        status = (pair != NULL) ? stage->ops->finish_pair(stage->self, s, pair)
+                                : stage->ops->finish(stage->self, s);
     }
     if (status != SVP_OK) {
         if (a->slot >= 0) {
@@ -486,7 +556,9 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
     svp_trace_event(p->params->trace, "finish", s->index, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
-    svp_pipe_progress(p, s);
+    if (p->lane == 0) {
+        svp_pipe_progress(p, s);
+    }
     return SVP_OK;
 }
 
@@ -670,8 +742,10 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     svp_pipe_slots_destroy(p);
     svp_comm_frame_destroy(p->half_send);
     svp_comm_frame_destroy(p->half_recv);
+    svp_comm_frame_destroy(p->fin_frame);
     p->half_send = NULL;
     p->half_recv = NULL;
+    p->fin_frame = NULL;
     return status;
 }
 

@@ -53,8 +53,10 @@
  *                                              UNet half
  *
  * Both lanes encode what lane 0 encodes (the same bits: begin() is a
- * function of the sample).  Lane 1 has no finals: where lane 0 finishes a
- * sample or sends its FINAL, lane 1 DROPs it.
+ * function of the sample).  Where the last position finishes a sample,
+ * both its ranks FINISH it (peer set: lane 1 decodes its share of the
+ * chunks and sends the frames to lane 0, which writes; stage.h).  Lane 1
+ * has no finals: where lane 0 sends a FINAL, lane 1 DROPs the sample.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -219,6 +221,15 @@ static void sched_post_input(svp_schedule_iter_t *it, int j)
     }
 }
 
+/* The finish of j where its walk ends: on a pair both ranks (peer: the
+ * position, whose other lane shares the decode), lane 0 writing. */
+static void sched_finish(svp_schedule_iter_t *it, int j, int slot)
+{
+    sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, j, slot,
+               (it->p.pairs > 1) ? it->rank : -1);
+    it->finished += (it->lane == 0);
+}
+
 /* This rank's steps of j: a pair's (one half each, exchanged) or whole. */
 static void sched_steps(svp_schedule_iter_t *it, int j, int slot)
 {
@@ -284,11 +295,10 @@ static void sched_output(svp_schedule_iter_t *it, int i, int slot)
 
     if (r < S - 1) {
         sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_LATENT, i, slot, r + 1);
+    } else if (sched_finisher(it, i) == r) {
+        sched_finish(it, i, slot);
     } else if (it->lane > 0) {
         sched_emit(it, SVP_SCHEDULE_DROP, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
-    } else if (sched_finisher(it, i) == r) {
-        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
-        it->finished++;
     } else {
         sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_FINAL, i, slot,
                    sched_finisher(it, i));
@@ -304,10 +314,8 @@ static void sched_sample(svp_schedule_iter_t *it)
     if (S == 1) {
         sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
         sched_steps(it, i, -1);
-        sched_emit(it, (it->lane > 0) ? SVP_SCHEDULE_DROP : SVP_SCHEDULE_FINISH,
-                   SVP_SCHEDULE_MSG_NONE, i, -1, -1);
+        sched_finish(it, i, -1);
         it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
-        it->finished += (it->lane == 0);
         return;
     }
     while (it->next_enc >= 0 && it->next_enc < n && it->next_enc <= i + r + 1) {

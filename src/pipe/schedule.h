@@ -27,8 +27,10 @@ typedef enum {
     SVP_SCHEDULE_MSG_LATENT = 1,  /* a sample, to the next rank */
     SVP_SCHEDULE_MSG_FINAL  = 2,  /* a final latent, to the finishing rank */
     SVP_SCHEDULE_MSG_INIT   = 3,  /* an encoded sample, to rank 0 */
-    SVP_SCHEDULE_MSG_HALF   = 4   /* a step's noise-prediction half, to the
+    SVP_SCHEDULE_MSG_HALF   = 4,  /* a step's noise-prediction half, to the
                                      other rank of the pair (C = 2) */
+    SVP_SCHEDULE_MSG_SHARE  = 5   /* lane 1's share of a shared finish (its
+                                     decode chunks), to lane 0 */
 } svp_schedule_msg_t;
 
 typedef enum {
@@ -40,14 +42,16 @@ typedef enum {
                                 slot -1: the rank's own memory, no frame */
     SVP_SCHEDULE_STEPS,      /* this rank's steps of j */
     SVP_SCHEDULE_SEND,       /* send j from slot to peer as msg */
-    SVP_SCHEDULE_FINISH,     /* the stage's finish() of j (decode, outputs) */
+    SVP_SCHEDULE_FINISH,     /* the stage's finish() of j (decode, outputs);
+                                peer >= 0 (pairs): shared by the position's
+                                two lanes, lane 0 writing */
     SVP_SCHEDULE_PAIR_STEPS, /* this rank's steps of j as one half of a pair:
                                 each step computes the lane's guidance half,
                                 exchanges it with the same position of the
                                 other lane (msg HALF, one message each way)
                                 and applies the guidance and Euler update */
-    SVP_SCHEDULE_DROP        /* the end of j's walk on lane 1: its outputs
-                                are lane 0's (the latents are the same) */
+    SVP_SCHEDULE_DROP        /* the end of j's walk on lane 1 where lane 0
+                                sends j's FINAL to its finisher */
 } svp_schedule_kind_t;
 
 /*
@@ -55,8 +59,9 @@ typedef enum {
  * is a pair of ranks, lanes 0 and 1, and each lane runs the list of C = 1
  * with its own messages (a peer is a position of the same lane), but for
  * STEPS, which become PAIR_STEPS, and the finals: lane 1 neither sends,
- * receives nor finishes a final (DROP ends its walk).  Both lanes run the
- * same PAIR_STEPS in the same order, so their exchanges pair up.
+ * receives nor finishes a final (DROP ends its walk).  A FINISH on the last
+ * position is both lanes' (peer set).  Both lanes run the same PAIR_STEPS
+ * and shared FINISHes in the same order, so their messages pair up.
  */
 
 typedef struct {

@@ -62,6 +62,20 @@ typedef struct {
     void         *ctx;
 } svp_stage_pair_t;
 
+/*
+ * A finish split over a pair (pipeline.guidance_parallel: 2, where both
+ * ranks of the finishing pair hold the final latents): each rank decodes
+ * its share of the decode chunks (lane c the chunks k with k mod 2 = c);
+ * lane 1 puts its share in buffer() and transfer() sends it to lane 0;
+ * lane 0 gets buffer() filled by transfer() and writes the outputs.
+ */
+typedef struct {
+    int           lane;
+    void       *(*buffer)(void *ctx, size_t bytes);  /* host, NULL: no memory */
+    svp_status_t (*transfer)(void *ctx, int sample);
+    void         *ctx;
+} svp_stage_finish_pair_t;
+
 typedef struct svp_stage_ops {
     const char *name;
     /* Allocates the sample's tensors with their shapes, unfilled: what a
@@ -77,6 +91,11 @@ typedef struct svp_stage_ops {
                               const svp_stage_pair_t *pair);
     /* Decodes and writes the sample's outputs atomically. */
     svp_status_t (*finish)(void *self, svp_sample_t *sample);
+    /* The same as one rank of a pair (svp_stage_finish_pair_t): the outputs
+     * lane 0 writes are those finish() writes, bit for bit.  NULL: lane 0
+     * finishes alone. */
+    svp_status_t (*finish_pair)(void *self, svp_sample_t *sample,
+                                const svp_stage_finish_pair_t *pair);
     /*
      * Resume (pipe/resume.h): are sample index's outputs in output.dir
      * already, complete and made with this job's parameters?  SVP_OK: yes,

@@ -110,13 +110,51 @@ static svp_status_t svp_stage_dummy_step_pair(void *self, svp_sample_t *s, int s
     return status;
 }
 
+static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s);
+
 static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
 {
     svp_stage_dummy_t *st = self;
-    char               path[4096], name[256], *params;
-    svp_status_t       status;
 
     svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3);
+    return svp_stage_dummy_write(st, s);
+}
+
+/*
+ * The stand-in of a finish split over a pair: each rank sleeps half the
+ * decode; lane 1 sends its final latents, which lane 0 checks against its
+ * own before it writes them.
+ */
+static svp_status_t svp_stage_dummy_finish_pair(void *self, svp_sample_t *s,
+                                                const svp_stage_finish_pair_t *pair)
+{
+    svp_stage_dummy_t *st    = self;
+    size_t             bytes = svp_tensor_nbytes(s->tensors[0]);
+    void              *buf;
+    svp_status_t       status;
+
+    svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3 / 2);
+    buf = pair->buffer(pair->ctx, bytes);
+    if (buf == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (pair->lane == 1) {
+        memcpy(buf, s->tensors[0]->data, bytes);
+        return pair->transfer(pair->ctx, s->index);
+    }
+    status = pair->transfer(pair->ctx, s->index);
+    if (status == SVP_OK && memcmp(buf, s->tensors[0]->data, bytes) != 0) {
+        svp_error("sample %d: the two ranks of the pair finished different latents",
+                  s->index);
+        status = SVP_ERR_MESSAGE;
+    }
+    return (status == SVP_OK) ? svp_stage_dummy_write(st, s) : status;
+}
+
+static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
+{
+    char               path[4096], name[256], *params;
+    svp_status_t       status;
 
     status = svp_mkdir_p(st->spec->output.dir, 0755);
     if (status != SVP_OK) {
@@ -209,6 +247,7 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .step    = svp_stage_dummy_step,
     .step_pair = svp_stage_dummy_step_pair,
     .finish  = svp_stage_dummy_finish,
+    .finish_pair = svp_stage_dummy_finish_pair,
     .check_output = svp_stage_dummy_check_output,
     .output_bytes = svp_stage_dummy_output_bytes,
     .destroy = svp_stage_dummy_destroy,

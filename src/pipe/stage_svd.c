@@ -314,6 +314,7 @@ const svp_stage_ops_t svp_stage_svd_ops = {
     .step    = svp_stage_svd_step,
     .step_pair = svp_stage_svd_step_pair,
     .finish  = svp_stage_svd_finish,
+    .finish_pair = svp_stage_svd_finish_pair,
     .check_output = svp_stage_svd_check_output,
     .output_bytes = svp_stage_svd_output_bytes,
     .destroy = svp_stage_svd_destroy,

@@ -423,9 +423,11 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r, const rinputs_t *in,
         }
         for (q = 0; q < stages; ++q) {
             for (c = 0; c < pairs; ++c) {
-                /* a pair's second rank runs the same steps and no decode */
+                /* a pair's second rank runs the same steps; it shares the
+                 * decodes of the last stage and has none elsewhere */
                 double b = res->ranks[q].busy_s -
-                           (c > 0 ? res->ranks[q].decodes * pp.costs.decode_s : 0);
+                           (c > 0 && q < stages - 1 ?
+                            res->ranks[q].decodes * pp.costs.decode_s : 0);
 
                 busy[(g * stages + q) * pairs + c] = b;
                 busy_sum += b;
