@@ -21,6 +21,11 @@
 #     rank: replicas win) and a long one (the difference shrinks); measured
 #     makespan against the planner's; target within 10 % (1 % from the
 #     run's own task times, as in 3).
+#  5. latency: one sample, T=12, on one rank against a guidance pair
+#     (pipeline.guidance_parallel: 2, half a step each plus the exchange):
+#     the sample's wall time measured and predicted (the planner's first
+#     outputs); then bench_pair, a step of the SVD UNet's topology
+#     (unet_small) at one thread per rank, the pair against one rank.
 #
 # Runs inside tests/cluster/with-cluster.sh (make bench-pipeline).  With
 # SVP_BENCH_REPORT=DIR every run also leaves its report (svdtool report) in
@@ -38,10 +43,10 @@ trap 'rm -rf "$tmp"' EXIT
 # seconds of day from a log line's ISO timestamp
 ts_awk='function ts(s) { split(substr(s, 12, 12), a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] }'
 
-# run NAME W N T STEP_MS ENC_MS DEC_MS PLACEMENT [STAGES]: prints
+# run NAME W N T STEP_MS ENC_MS DEC_MS PLACEMENT [STAGES [PAIRS]]: prints
 # "makespan steady_rate"
 run() {
-    local name=$1 W=$2 N=$3 T=$4 t=$5 e=$6 d=$7 p=$8 S=${9:-0}
+    local name=$1 W=$2 N=$3 T=$4 t=$5 e=$6 d=$7 p=$8 S=${9:-0} C=${10:-1}
     cat >"$tmp/$name.yaml" <<YAML
 name: $name
 model: {kind: dummy, dummy: {cost: sleep, step_ms: $t, encode_ms: $e, decode_ms: $d}}
@@ -49,7 +54,7 @@ steps: $T
 samples: $N
 latent_shape: [1, 4, 4, 8, 8]
 comm: {deadline: 60, transport: 'posix,self', inflight: 2}
-pipeline: {placement: $p, stages: $S}
+pipeline: {placement: $p, stages: $S, guidance_parallel: $C}
 output: {dir: '$tmp/$name.out'}
 cluster: {nodes: 1, ranks_per_node: $W}
 YAML
@@ -135,7 +140,7 @@ echo
 echo "== 4. layouts: W=6, T=12, step 40 ms, encode 10 ms, decode 80 ms, placement spread"
 layout_plan() {  # NAME S [--set ...]: the planner's makespan for S, and its recommendation
     "$launch" plan "$tmp/$1.yaml" --json "${@:3}" 2>/dev/null |
-        jq -r --argjson S "$2" '"\(.layouts[] | select(.stages == $S) |
+        jq -r --argjson S "$2" '"\(.layouts[] | select(.stages == $S and .pairs == 1) |
                                    .makespan_s) \(.recommended_stages)"'
 }
 printf '%-6s %4s %3s %10s %7s %10s %7s %10s\n' job N S predicted error "from-run" error measured
@@ -157,3 +162,22 @@ for job in "short 6" "long 48"; do
                    (el <= 1 && el >= -1) ? "" : "  NOT within 1% from the run" }'
     done
 done
+
+echo
+echo "== 5. latency: one sample, T=12, step 40 ms, encode 10 ms, decode 80 ms"
+printf '%-16s %10s %10s %7s\n' layout predicted measured error
+for C in 1 2; do
+    read -r m _ < <(run "lat$C" "$C" 1 12 40 10 80 spread 1 "$C")
+    pr=$("$launch" plan "$tmp/lat$C.yaml" --json 2>/dev/null |
+         jq -r --argjson C "$C" '.layouts[] | select(.stages == 1 and .pairs == $C) | .first_out_s')
+    awk -v C="$C" -v pr="$pr" -v m="$m" 'BEGIN {
+        printf "%-16s %9.3fs %9.3fs %+6.1f%%\n", (C == 1) ? "one rank" : "a pair (2 ranks)",
+               pr, m, 100 * (m - pr) / pr }'
+    [ "$C" -eq 1 ] && m1=$m
+done
+awk -v a="$m1" -v b="$m" 'BEGIN { printf "the pair takes %.2fx one rank'"'"'s wall time for the sample\n", b / a }'
+if [ -x "$bld/bench/bench_pair" ]; then
+    SVP_GOLDEN_DIR=$(sh "${SVP_TOP_SRCDIR:?}/tests/golden-dir.sh" "$SVP_TOP_SRCDIR") \
+    SVP_THREADS=1 OMP_WAIT_POLICY=passive timeout -k 5 300 srun --mpi=pmix \
+        --kill-on-bad-exit=1 -n 2 "$bld/bench/bench_pair" -r 7 2>&1 | grep -v "^srun"
+fi

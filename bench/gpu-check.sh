@@ -339,6 +339,20 @@ YAML
             fail=1
             tail -n 10 i2v.log >tail.log; block tail.log
         fi
+        # the same sample on a guidance pair (pipeline.guidance_parallel: 2),
+        # one GPU per rank: the pair's wall time against the one rank's
+        ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+        if [ "$rc" -eq 0 ] && [ "$ngpu" -ge 2 ]; then
+            rm -rf "$builddir/i2v-pair"
+            t1=$(date +%s)
+            "$srcdir/tests/cluster/with-cluster.sh" --timeout 900 -- srun --mpi=pmix -n 2 \
+                sh -c 'CUDA_VISIBLE_DEVICES=$SLURM_LOCALID exec "$0" "$@"' \
+                ./src/tools/svdworker i2v.yaml --set pipeline.guidance_parallel=2 \
+                --set output.dir="$builddir/i2v-pair" >i2v-pair.log 2>&1
+            result "- the same sample on a guidance pair (2 ranks, a GPU each, pipeline.guidance_parallel: 2): exit $?, $(( $(date +%s) - t1 )) s wall; per sample: $(grep -o 'sample 0 done in [0-9.]*s' i2v.log i2v-pair.log | tr '\n' ' ')"
+        else
+            result "- a guidance pair (pipeline.guidance_parallel: 2) sample: not timed: it needs 2 GPUs and one rank's sample to have run; $ngpu GPU(s) visible, the one-rank sample exited $rc"
+        fi
     fi
 fi
 

@@ -424,8 +424,9 @@ void svp_plan_result_destroy(svp_plan_result_t *result)
 static double plan_link_s(const svp_plan_params_t *p, int from, int to)
 {
     const svp_plan_costs_t *c = &p->costs;
-    double gbps = ((p->first_rank + from) / p->ranks_per_node ==
-                   (p->first_rank + to) / p->ranks_per_node) ?
+    int    C = (p->pairs > 1) ? p->pairs : 1;   /* position r is rank r * C */
+    double gbps = ((p->first_rank + from * C) / p->ranks_per_node ==
+                   (p->first_rank + to * C) / p->ranks_per_node) ?
                   c->intra_node_gbps : c->inter_node_gbps;
 
     return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
@@ -477,7 +478,17 @@ typedef struct {
     plan_rank_sim_t         *rank;       /* [W] */
     plan_chan_t             *chan;       /* [3 W] */
     char                    *link_used;  /* [W W] */
+    double                  *t_begin;    /* [N]: when j's begin started */
+    double                  *t_end;      /* [N]: when j's finish ended */
 } plan_sim_t;
+
+double svp_plan_pair_step_s(const svp_plan_params_t *p)
+{
+    const svp_plan_costs_t *c = &p->costs;
+
+    return c->step_s / 2 + c->latency_s +
+           (c->intra_node_gbps > 0 ? p->half_bytes / (c->intra_node_gbps * 1e9) : 0);
+}
 
 static svp_status_t plan_chan_push(plan_chan_t *c, int j, double at)
 {
@@ -580,15 +591,25 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
         ch->count--;
         break;
     case SVP_SCHEDULE_BEGIN:
+        sim->t_begin[a->j] = rs->t;
         plan_task(sim, r, c->encode_s, &out->encodes, 1);
         break;
     case SVP_SCHEDULE_STEPS:
         plan_task(sim, r, k * c->step_s, &out->steps, k);
         break;
+    case SVP_SCHEDULE_PAIR_STEPS:
+        plan_task(sim, r, k * svp_plan_pair_step_s(sim->p), &out->steps, k);
+        break;
     case SVP_SCHEDULE_SEND:
         return plan_send(sim, r, a);
     case SVP_SCHEDULE_FINISH:
-        plan_task(sim, r, c->decode_s, &out->decodes, 1);
+        /* shared by a pair (peer set): half the chunks each, and lane 1's
+         * frames over the link (first order: the link's latency) */
+        plan_task(sim, r, (a->peer >= 0) ? c->decode_s / 2 + c->latency_s : c->decode_s,
+                  &out->decodes, 1);
+        sim->t_end[a->j] = rs->t;
+        break;
+    case SVP_SCHEDULE_DROP:    /* lane 1: not simulated */
         break;
     }
     return SVP_OK;
@@ -629,6 +650,7 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
     svp_schedule_params_t    sp = {
         .placement = p->placement, .stages = p->world, .samples = p->samples,
         .inflight  = p->inflight > 0 ? p->inflight : 2,
+        .pairs     = p->pairs > 1 ? p->pairs : 1,
     };
     svp_status_t             status;
     int                      W = p->world, live = W, moved;
@@ -669,9 +691,25 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     sim.rank      = calloc((size_t)W, sizeof(*sim.rank));
     sim.chan      = calloc((size_t)W * 3, sizeof(*sim.chan));
     sim.link_used = calloc((size_t)W * W, sizeof(*sim.link_used));
-    if (sim.rank != NULL && sim.chan != NULL && sim.link_used != NULL) {
+    sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
+    sim.t_end     = calloc((size_t)p->samples, sizeof(*sim.t_end));
+    if (sim.rank != NULL && sim.chan != NULL && sim.link_used != NULL &&
+        sim.t_begin != NULL && sim.t_end != NULL) {
         status = plan_sim_run(&sim);
     }
+    if (status == SVP_OK && p->samples > 0) {
+        int    j, from = p->samples / 2;
+        double sum = 0;
+
+        res->first_out_s = sim.t_end[0];
+        for (j = 0; j < p->samples; ++j) {
+            res->first_out_s = fmin(res->first_out_s, sim.t_end[j]);
+            sum += (j >= from) ? sim.t_end[j] - sim.t_begin[j] : 0;
+        }
+        res->latency_s = sum / (p->samples - from);
+    }
+    free(sim.t_begin);
+    free(sim.t_end);
     for (int k = 0; sim.chan != NULL && k < 3 * W; ++k) {
         free(sim.chan[k].q);
     }
@@ -716,7 +754,8 @@ static int plan_params_same(const svp_plan_params_t *a,
            a->steps == b->steps && a->samples == b->samples &&
            a->placement == b->placement && a->inflight == b->inflight &&
            a->message_bytes == b->message_bytes &&
-           a->first_rank == b->first_rank && x->step_s == y->step_s &&
+           a->first_rank == b->first_rank && a->pairs == b->pairs &&
+           a->half_bytes == b->half_bytes && x->step_s == y->step_s &&
            x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
            x->intra_node_gbps == y->intra_node_gbps &&
            x->inter_node_gbps == y->inter_node_gbps &&
@@ -835,31 +874,43 @@ err_destroy_result:
 svp_status_t svp_plan_layout(const svp_plan_params_t *p, int stages,
                              svp_plan_layout_t *layout_p)
 {
+    return svp_plan_layout_pairs(p, stages, 1, layout_p);
+}
+
+svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages,
+                                   int pairs, svp_plan_layout_t *layout_p)
+{
     /* distinct (samples, node offset) pairs seen: at most 2 x ranks_per_node */
-    struct { int samples, offset; double makespan, fill; } seen[64];
+    struct { int samples, offset; double makespan, fill, first, lat; } seen[64];
     svp_plan_layout_t l = {0};
     int               nseen = 0, W = p->world, N = p->samples;
 
-    if (stages < 1 || W % stages != 0 || p->steps % stages != 0 || N < 1) {
+    if (stages < 1 || pairs < 1 || pairs > 2 || W % (stages * pairs) != 0 ||
+        p->steps % stages != 0 || N < 1 || (pairs > 1 && p->half_bytes <= 0)) {
         return SVP_ERR_INVALID_PARAM;
     }
     l.stages = stages;
-    l.groups = W / stages;
+    l.pairs  = pairs;
+    l.groups = W / (stages * pairs);
+    l.first_out_s = -1;
     for (int g = 0; g < l.groups && g < N; ++g) {
         svp_plan_params_t  gp = *p;
         svp_plan_result_t *res;
         svp_status_t       status;
-        double             makespan = -1, fill = 0;
+        double             makespan = -1, fill = 0, first = 0, lat = 0;
         int                n = (N - g + l.groups - 1) / l.groups, k;
 
         gp.world      = stages;
+        gp.pairs      = pairs;
         gp.samples    = n;
-        gp.first_rank = p->first_rank + g * stages;
+        gp.first_rank = p->first_rank + g * stages * pairs;
         for (k = 0; k < nseen; ++k) {
             if (seen[k].samples == n &&
                 seen[k].offset == gp.first_rank % p->ranks_per_node) {
                 makespan = seen[k].makespan;
                 fill     = seen[k].fill;
+                first    = seen[k].first;
+                lat      = seen[k].lat;
                 break;
             }
         }
@@ -870,15 +921,21 @@ svp_status_t svp_plan_layout(const svp_plan_params_t *p, int stages,
             }
             makespan = res->makespan_s;
             fill     = res->fill_s;
+            first    = res->first_out_s;
+            lat      = res->latency_s;
             svp_plan_result_destroy(res);
             if (nseen < (int)(sizeof(seen) / sizeof(seen[0]))) {
                 seen[nseen].samples  = n;
                 seen[nseen].offset   = gp.first_rank % p->ranks_per_node;
                 seen[nseen].makespan = makespan;
                 seen[nseen].fill     = fill;
+                seen[nseen].first    = first;
+                seen[nseen].lat      = lat;
                 ++nseen;
             }
         }
+        l.first_out_s = (l.first_out_s < 0) ? first : fmin(l.first_out_s, first);
+        l.latency_s   = fmax(l.latency_s, lat);
         if (makespan > l.makespan_s) {
             l.makespan_s          = makespan;
             l.group_samples_per_s = makespan > 0 ? n / makespan : 0;
@@ -895,21 +952,24 @@ svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
                               svp_plan_layout_t *layouts, int *n_p, int *best_p)
 {
     svp_status_t status;
-    int          n = 0, best = -1;
+    int          n = 0, best = -1, lat = (p->objective == SVP_OBJECTIVE_LATENCY);
 
-    for (int s = 1; s <= p->world; ++s) {
-        if (p->world % s != 0 || p->steps % s != 0) {
-            continue;
+    for (int c = 1; c <= ((p->half_bytes > 0) ? 2 : 1); ++c) {
+        for (int s = 1; s <= p->world / c; ++s) {
+            if (p->world % (s * c) != 0 || p->steps % s != 0) {
+                continue;
+            }
+            status = svp_plan_layout_pairs(p, s, c, &layouts[n]);
+            if (status != SVP_OK) {
+                return status;
+            }
+            if (best < 0 ||
+                (lat ? layouts[n].latency_s < layouts[best].latency_s * (1 - 1e-3)
+                     : layouts[n].makespan_s < layouts[best].makespan_s * (1 - 1e-3))) {
+                best = n;
+            }
+            ++n;
         }
-        status = svp_plan_layout(p, s, &layouts[n]);
-        if (status != SVP_OK) {
-            return status;
-        }
-        if (best < 0 ||
-            layouts[n].makespan_s < layouts[best].makespan_s * (1 - 1e-3)) {
-            best = n;
-        }
-        ++n;
     }
     if (n == 0) {
         return SVP_ERR_INVALID_PARAM;

@@ -81,6 +81,12 @@ typedef struct {
     int             first_rank;      /* the job rank of this pipeline's
                                         rank 0 (a group of a layout): node
                                         boundaries count from it */
+    int             pairs;           /* C, ranks per stage (0 or 1: one) */
+    double          half_bytes;      /* a noise-prediction half, the pair's
+                                        message each way per step; 0: the
+                                        model has no guidance halves (no
+                                        layout with C = 2) */
+    svp_spec_objective_t objective;  /* what svp_plan_layouts ranks by */
 } svp_plan_params_t;
 
 typedef struct {
@@ -100,6 +106,10 @@ typedef struct {
     double           closed_form_s;  /* fill + (N-1) * bottleneck */
     long             events;         /* tasks simulated: N x chain length
                                         (the work is linear in it) */
+    double           first_out_s;    /* start to the first sample's outputs */
+    double           latency_s;      /* a sample's begin to its outputs, the
+                                        mean over the later half of the
+                                        samples (steady state) */
     svp_plan_rank_t *ranks;          /* [world] */
     int             *link_msgs;      /* [world * world], from * world + to */
     double          *link_s;         /* [world * world], time on the link */
@@ -180,12 +190,30 @@ void svp_plan_result_destroy(svp_plan_result_t *result);
  */
 typedef struct {
     int    stages, groups;
+    int    pairs;                  /* C: ranks per stage */
     int    samples_max;            /* samples of the busiest pipeline */
     double makespan_s;
     double samples_per_s;          /* job: N / makespan */
     double group_samples_per_s;    /* busiest pipeline's samples / makespan */
     double fill_s;                 /* one sample through one pipeline */
+    double first_out_s;            /* the job's first outputs */
+    double latency_s;              /* steady-state latency of a sample (the
+                                      slowest pipeline's) */
 } svp_plan_layout_t;
+
+/*
+ * The same with C ranks per stage (guidance pairs): W = G x S x C.  A pair's
+ * step costs half the step (the UNet's batch of two halves, first order)
+ * plus its exchange: latency + half_bytes over the intra-node link (the two
+ * ranks of a pair are adjacent).  The pair's second rank runs the first's
+ * list in step, so the first's clock is the pair's.  Where the pair's last
+ * position finishes a sample, its two ranks share the decode: half each.
+ */
+svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *params, int stages,
+                                   int pairs, svp_plan_layout_t *layout_p);
+
+/* Seconds of one step of one sample on a pair (see above). */
+double svp_plan_pair_step_s(const svp_plan_params_t *params);
 
 /*
  * Costs the layout with `stages` per pipeline for params (world = W, all
@@ -195,9 +223,11 @@ svp_status_t svp_plan_layout(const svp_plan_params_t *params, int stages,
                              svp_plan_layout_t *layout_p);
 
 /*
- * Every valid layout, smallest S first, into layouts (room for W entries);
- * *n_p their count, *best_p the index of the smallest makespan (a tie within
- * 0.1% goes to the smaller S: fewer hand-offs, less to go wrong).
+ * Every valid layout, C = 1 then (with half_bytes) C = 2, smallest S first,
+ * into layouts (room for 2 W entries); *n_p their count, *best_p the index
+ * of the smallest makespan, or with objective latency of the smallest
+ * steady-state latency (a tie within 0.1% goes to the one listed first:
+ * fewer ranks per sample, fewer hand-offs, less to go wrong).
  */
 svp_status_t svp_plan_layouts(const svp_plan_params_t *params,
                               svp_plan_layout_t *layouts, int *n_p, int *best_p);

@@ -7,6 +7,7 @@
 #endif
 #include "launch/plan.h"
 #include "launch/launch_int.h"
+#include "common/util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -31,6 +32,12 @@ static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
     p->message_bytes  = msg.total;
     p->costs          = *costs;
     p->first_rank     = 0;
+    /* guidance pairs split the UNet's batch of two: svd with guidance, or
+     * the dummy's stand-in of it */
+    p->pairs          = 1;
+    p->half_bytes     = (spec->model.kind == SVP_MODEL_DUMMY ||
+                         spec->video.max_guidance > 1.0) ? msg.latent : 0;
+    p->objective      = spec->pipeline.objective;
 }
 
 /* The largest memory of any rank of a layout. */
@@ -204,9 +211,9 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
     sm->samples = (N + sm->tasks - 1) / sm->tasks;
     sm->work_s  = spec->steps * costs->step_s + costs->encode_s + costs->decode_s;
 
-    sm->layouts = calloc((size_t)W, sizeof(*sm->layouts));
-    sm->bubble  = calloc((size_t)W, sizeof(*sm->bubble));
-    sm->memory  = calloc((size_t)W, sizeof(*sm->memory));
+    sm->layouts = calloc((size_t)2 * W, sizeof(*sm->layouts));
+    sm->bubble  = calloc((size_t)2 * W, sizeof(*sm->bubble));
+    sm->memory  = calloc((size_t)2 * W, sizeof(*sm->memory));
     if (sm->layouts == NULL || sm->bubble == NULL || sm->memory == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
@@ -218,6 +225,7 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
     }
     for (int k = 0; k < sm->n; ++k) {
         sm->bubble[k] = plan_job_bubble(sm, &sm->layouts[k], W, sm->samples);
+        /* both ranks of a pair hold what one rank of C = 1 holds */
         sm->memory[k] = plan_peak_memory(spec, sm->layouts[k].stages,
                                          spec->pipeline.placement);
     }
@@ -229,16 +237,23 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
     if (S == SVP_PIPE_STAGES_AUTO) {
         sm->spec_valid = 1;
     } else {
-        S = (S == 0) ? W : S;
+        int C = (spec->pipeline.guidance_parallel > 1) ? 2 : 1;
+
+        S = (S == 0) ? W / C : S;
         sm->spec_valid = 0;
         for (int k = 0; k < sm->n; ++k) {
-            if (sm->layouts[k].stages == S) {
+            if (sm->layouts[k].stages == S && sm->layouts[k].pairs == C) {
                 sm->spec_valid = 1;
                 sm->used       = k;
             }
         }
         if (!sm->spec_valid) {
-            if (W % S != 0) {
+            if (C > 1 && (p.half_bytes <= 0 || W % (S * C) != 0)) {
+                snprintf(sm->spec_why, sizeof(sm->spec_why), "%s",
+                         p.half_bytes <= 0 ? "pairs need guidance halves "
+                         "(model.kind svd, video.max_guidance > 1)" :
+                         "S x 2 does not divide the ranks");
+            } else if (W % S != 0) {
                 snprintf(sm->spec_why, sizeof(sm->spec_why), "%d stages do not "
                          "divide %d ranks", S, W);
             } else {
@@ -251,7 +266,8 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
     sm->other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS ?
                           SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
     p.placement = sm->other_placement;
-    status = svp_plan_layout(&p, sm->layouts[sm->used].stages, &sm->other);
+    status = svp_plan_layout_pairs(&p, sm->layouts[sm->used].stages,
+                                   sm->layouts[sm->used].pairs, &sm->other);
     if (status != SVP_OK) {
         return status;
     }
@@ -279,7 +295,7 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
         sm->alt_tasks   = spec->cluster.nodes;
         sm->alt_world   = spec->cluster.ranks_per_node;
         sm->alt_samples = (N + sm->alt_tasks - 1) / sm->alt_tasks;
-        alt = calloc((size_t)sm->alt_world, sizeof(*alt));
+        alt = calloc((size_t)2 * sm->alt_world, sizeof(*alt));
         if (alt == NULL) {
             return SVP_ERR_NO_MEMORY;
         }
@@ -348,12 +364,18 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
     const svp_plan_layout_t *full = &l[sm->n - 1];
     int                      W = sm->world;
 
+    /* the one pipeline of C = 1 (the pairs are listed after) */
+    for (int k = sm->n - 1; k > 0 && full->pairs > 1; --k) {
+        full = &l[k - 1];
+    }
+
     fprintf(out, "\nlayouts of %s%d ranks, %d samples (placement %s); every "
             "figure is the %s:\n", sm->tasks > 1 ? "one array task of " : "", W,
             sm->samples, svp_spec_placement_name(spec->pipeline.placement),
             sm->tasks > 1 ? "task's" : "job's");
     fprintf(out, "  stages  pipelines  steps/stage  samples/pipeline  "
-            "makespan_s  samples/s  per-GPU/s  bubble  memory/GPU GB  vs best\n");
+            "makespan_s  samples/s  per-GPU/s  bubble  memory/GPU GB  pairs  "
+            "first_out_s  latency_s  vs best\n");
     if (!sm->spec_valid) {
         int S = sm->spec_stages == 0 ? W : sm->spec_stages;
 
@@ -361,34 +383,52 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
     }
     for (int k = 0; k < sm->n; ++k) {
         fprintf(out, "  %6d  %9d  %11d  %16d  %10.3f  %9.4f  %9.4f  %5.1f%%  "
-                "%13.2f  %6.2fx%s%s\n", l[k].stages, l[k].groups,
-                spec->steps / l[k].stages, l[k].samples_max, l[k].makespan_s,
-                l[k].samples_per_s, l[k].samples_per_s / W, 100 * sm->bubble[k],
-                sm->memory[k] / PLAN_GB,
+                "%13.2f  %5d  %11.3f  %9.3f  %6.2fx%s%s\n", l[k].stages,
+                l[k].groups, spec->steps / l[k].stages, l[k].samples_max,
+                l[k].makespan_s, l[k].samples_per_s, l[k].samples_per_s / W,
+                100 * sm->bubble[k], sm->memory[k] / PLAN_GB, l[k].pairs,
+                l[k].first_out_s, l[k].latency_s,
                 b->makespan_s > 0 ? l[k].makespan_s / b->makespan_s : 0,
                 (k == sm->used && sm->spec_valid) ? "  (this)" : "",
                 (k == sm->best) ? "  <- recommended" : "");
     }
-    fprintf(out, "recommended: pipeline.stages: %d (%d pipeline%s x %d stage%s): ",
-            b->stages, b->groups, b->groups > 1 ? "s" : "", b->stages,
-            b->stages > 1 ? "s" : "");
-    if (full->stages != W) {
-        fprintf(out, "one pipeline of %d cannot run %d steps; ", W, spec->steps);
-    }
-    if (b->stages == 1) {
-        fprintf(out, "replicas have no fill or drain: %.3f s against %.3f s for "
-                "%d pipeline%s of %d stages, with %d samples dealt %s over %d "
-                "ranks\n", b->makespan_s, full->makespan_s, full->groups,
-                full->groups > 1 ? "s" : "", full->stages, sm->samples,
-                (sm->samples % W == 0) ? "evenly" : "nearly evenly", W);
-    } else if (b->stages == full->stages) {
-        fprintf(out, "%d samples do not deal evenly over %d replicas (the busiest "
-                "runs %d), and the pipeline's fill costs less than that\n",
-                sm->samples, W, l[0].samples_max);
+    if (b->pairs > 1) {
+        fprintf(out, "recommended: pipeline.stages: %d, pipeline.guidance_parallel: "
+                "2 (%d pipeline%s x %d stage%s x 2): ", b->stages, b->groups,
+                b->groups > 1 ? "s" : "", b->stages, b->stages > 1 ? "s" : "");
     } else {
-        fprintf(out, "fill and drain of %d stages cost less than the imbalance of "
-                "dealing %d samples over more pipelines\n", b->stages,
-                sm->samples);
+        fprintf(out, "recommended: pipeline.stages: %d (%d pipeline%s x %d stage%s): ",
+                b->stages, b->groups, b->groups > 1 ? "s" : "", b->stages,
+                b->stages > 1 ? "s" : "");
+    }
+    if (spec->pipeline.objective == SVP_OBJECTIVE_LATENCY) {
+        fprintf(out, "objective latency: a sample takes %.3f s from its start to "
+                "its outputs (the first outputs at %.3f s), against %.3f s with "
+                "%d replicas; %.4f samples/s against %.4f\n", b->latency_s,
+                b->first_out_s, l[0].latency_s, l[0].groups, b->samples_per_s,
+                l[0].samples_per_s);
+    } else {
+        if (full->stages != W) {
+            fprintf(out, "one pipeline of %d cannot run %d steps; ", W, spec->steps);
+        }
+        if (b->pairs > 1) {
+            fprintf(out, "%d samples deal better over %d pairs than over the "
+                    "layouts of one rank per stage\n", sm->samples, W / 2);
+        } else if (b->stages == 1) {
+            fprintf(out, "replicas have no fill or drain: %.3f s against %.3f s for "
+                    "%d pipeline%s of %d stages, with %d samples dealt %s over %d "
+                    "ranks\n", b->makespan_s, full->makespan_s, full->groups,
+                    full->groups > 1 ? "s" : "", full->stages, sm->samples,
+                    (sm->samples % W == 0) ? "evenly" : "nearly evenly", W);
+        } else if (b->stages == full->stages) {
+            fprintf(out, "%d samples do not deal evenly over %d replicas (the busiest "
+                    "runs %d), and the pipeline's fill costs less than that\n",
+                    sm->samples, W, l[0].samples_max);
+        } else {
+            fprintf(out, "fill and drain of %d stages cost less than the imbalance of "
+                    "dealing %d samples over more pipelines\n", b->stages,
+                    sm->samples);
+        }
     }
     fprintf(out, "placement %s instead: %.3f s (%.2fx); one GPU for every "
             "sample: %.3f s (this layout is %.2fx faster)\n",
@@ -427,11 +467,14 @@ static void plan_json_layout(FILE *out, const svp_spec_t *spec,
                              const svp_plan_layout_t *l, int world,
                              double bubble, double memory)
 {
-    fprintf(out, "{\"stages\": %d, \"pipelines\": %d, \"steps_per_stage\": %d, "
+    fprintf(out, "{\"stages\": %d, \"pairs\": %d, \"pipelines\": %d, "
+            "\"steps_per_stage\": %d, "
             "\"samples_per_pipeline\": %d, \"makespan_s\": %.6f, "
-            "\"samples_per_s\": %.6f, \"per_gpu_samples_per_s\": %.6f",
-            l->stages, l->groups, spec->steps / l->stages, l->samples_max,
-            l->makespan_s, l->samples_per_s, l->samples_per_s / world);
+            "\"samples_per_s\": %.6f, \"per_gpu_samples_per_s\": %.6f, "
+            "\"first_out_s\": %.6f, \"latency_s\": %.6f",
+            l->stages, l->pairs, l->groups, spec->steps / l->stages, l->samples_max,
+            l->makespan_s, l->samples_per_s, l->samples_per_s / world,
+            l->first_out_s, l->latency_s);
     if (bubble >= 0) {
         fprintf(out, ", \"bubble\": %.6f, \"memory_per_gpu_bytes\": %.0f",
                 bubble, memory);
@@ -475,6 +518,10 @@ static void plan_print_json(FILE *out, const svp_spec_t *spec,
     }
     fprintf(out, "  ],\n  \"recommended_stages\": %d,\n  \"makespan_s\": %.6f,\n",
             sm->layouts[sm->best].stages, sm->layouts[sm->used].makespan_s);
+    fprintf(out, "  \"objective\": \"%s\", \"recommended_pairs\": %d, "
+            "\"latency_s\": %.6f,\n",
+            spec->pipeline.objective == SVP_OBJECTIVE_LATENCY ? "latency" : "throughput",
+            sm->layouts[sm->best].pairs, sm->layouts[sm->used].latency_s);
     fprintf(out, "  \"other_placement\": {\"placement\": \"%s\", \"makespan_s\": "
             "%.6f},\n  \"one_gpu_makespan_s\": %.6f,\n",
             svp_spec_placement_name(sm->other_placement), sm->other.makespan_s,
@@ -521,6 +568,7 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
     /* the detail below is that of one pipeline (the busiest, group 0) */
     plan_params(spec, costs, S, spec->cluster.ranks_per_node,
                 spec->pipeline.placement, u->samples_max, &p);
+    p.pairs = u->pairs;
     status = svp_plan_run(&p, &res);
     if (status != SVP_OK) {
         goto out;
@@ -542,10 +590,11 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
                 spec->samples);
     }
     fprintf(out, "world    %d ranks (%d node%s x %d)%s: %d pipeline%s x %d "
-            "stage%s, %d steps: %d per stage%s\n", sm.world, spec->cluster.nodes,
+            "stage%s%s, %d steps: %d per stage%s\n", sm.world, spec->cluster.nodes,
             spec->cluster.nodes > 1 ? "s" : "", spec->cluster.ranks_per_node,
             sm.tasks > 1 ? " per task" : "", G, G > 1 ? "s" : "", S,
-            S > 1 ? "s" : "", spec->steps, spec->steps / S,
+            S > 1 ? "s" : "", u->pairs > 1 ? " x 2 guidance halves" : "",
+            spec->steps, spec->steps / S,
             sm.spec_valid ? "" : " (the recommended layout: the spec's cannot run)");
     if (!sm.spec_valid) {
         fprintf(out, "invalid  pipeline.stages: %d: %s; check and render refuse "
@@ -595,13 +644,29 @@ svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
         snprintf(c.source, sizeof(c.source), "unit step costs (no time model "
                  "for this model without a hardware table)");
     }
-    layouts = calloc((size_t)W, sizeof(*layouts));
+    layouts = calloc((size_t)2 * W, sizeof(*layouts));
     if (layouts == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     plan_params(spec, &c, W, spec->cluster.ranks_per_node,
                 spec->pipeline.placement, spec->samples, &p);
+    /* auto chooses S for the spec's C, by throughput (render writes S alone) */
+    p.objective  = SVP_OBJECTIVE_THROUGHPUT;
+    if (spec->pipeline.guidance_parallel <= 1) {
+        p.half_bytes = 0;
+    }
     status = svp_plan_layouts(&p, layouts, &n, &best);
+    if (status == SVP_OK && layouts[best].pairs !=
+        SVP_MAX(1, spec->pipeline.guidance_parallel)) {
+        best = -1;
+        for (int k = 0; k < n; ++k) {
+            if (layouts[k].pairs == SVP_MAX(1, spec->pipeline.guidance_parallel) &&
+                (best < 0 || layouts[k].makespan_s < layouts[best].makespan_s * (1 - 1e-3))) {
+                best = k;
+            }
+        }
+        status = (best < 0) ? SVP_ERR_INVALID_PARAM : SVP_OK;
+    }
     if (status == SVP_OK) {
         *best_p = layouts[best];
         snprintf(why, whylen, "%s", c.source);

@@ -10,6 +10,7 @@
 #endif
 #include "launch/launch_int.h"
 #include "spec/steps.h"
+#include "common/util.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -743,11 +744,12 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
 
         svp_steps_layout_t layout;
 
-        if (spec->pipeline.stages == 0) {
+        if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
             status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
                                       &range);
         } else {
-            status = svp_steps_layout(spec->steps, world, spec->pipeline.stages, rank,
+            status = svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                                      SVP_MAX(1, spec->pipeline.guidance_parallel), rank,
                                       why, sizeof(why), &layout);
         }
         if (status != SVP_OK) {

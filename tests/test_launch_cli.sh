@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..55"
+echo "1..57"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -198,6 +198,24 @@ if [ "$(grep -c '^ *1  *448  ' "$tmp/err")" -eq 1 ] &&
    grep -q "every figure is the job's" "$tmp/err"; then
     ok "one row per layout in the job's layouts table"
 else nok "layouts table rows"; fi
+
+# SVD-XT on 8 GPUs, objective latency: pairs recommended, every layout's
+# latency printed; by throughput the replicas stay recommended
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f16 \
+    --set cluster.ranks_per_node=8 --set pipeline.objective=latency >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] &&
+   grep -q "^recommended: pipeline.stages: 1, pipeline.guidance_parallel: 2 (4 pipelines x 1 stage x 2): objective latency: a sample takes 13.051 s .* against 25.950 s with 8 replicas" "$tmp/err" &&
+   [ "$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+% +[0-9.]+ +[12] +[0-9.]+ +[0-9.]+ +[0-9.]+x' "$tmp/err")" -eq 6 ] &&
+   grep -qE '^ +1 +4 +28 +4 .* 2 +13\.051 +13\.051 .*<- recommended' "$tmp/err"; then
+    ok "plan, objective latency, 8 GPUs: pairs recommended, the latency of each of 6 layouts"
+else nok "plan objective latency (rc=$rc)"; sed 's/^/# /' "$tmp/err" | tail -15; fi
+"$l" plan "$top/etc/svd_7gpu.yaml" --hardware "$h100" --set dtype=f16 \
+    --set cluster.ranks_per_node=8 --json >"$tmp/plan8.json" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 0 ] && jq -e '.objective == "throughput" and .recommended_pairs == 1 and
+       .recommended_stages == 1 and ([.layouts[] | select(.pairs == 2)] | length) == 3 and
+       ([.layouts[] | .latency_s > 0 and .first_out_s > 0] | all)' "$tmp/plan8.json" >/dev/null; then
+    ok "plan --json, objective throughput: replicas, and the pairs' layouts with their latency"
+else nok "plan --json pairs (rc=$rc)"; fi
 # render takes the array the plan proposes: one node per task
 "$l" render "$top/etc/svd_7gpu.yaml" --no-path-check --set cluster.array=0-63 \
     --set pipeline.stages=1 >"$tmp/err" 2>&1; rc=$?

@@ -151,6 +151,11 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
         }
         rk->cur = -1;
         break;
+    case SVP_SCHEDULE_PAIR_STEPS:
+    case SVP_SCHEDULE_DROP:
+        cr_assert_fail("%s rank %d: a %s in a list without pairs", g->what, r,
+                       svp_schedule_kind_name(a->kind));
+        break;
     }
     if ((a->kind == SVP_SCHEDULE_SEND || a->kind == SVP_SCHEDULE_FINISH) && a->chain) {
         cr_assert_eq(g->chain[r][a->j]++, 0, "%s rank %d: walk of %d ended twice",
@@ -165,7 +170,7 @@ static void check_group(svp_placement_t placement, int S, int n, int inflight)
     int      live = S, moved;
 
     cr_assert_not_null(g);
-    g->p = (svp_schedule_params_t){placement, S, n, inflight};
+    g->p = (svp_schedule_params_t){placement, S, n, inflight, 1};
     snprintf(g->what, sizeof(g->what), "S=%d n=%d inflight=%d %s", S, n, inflight,
              placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends");
     for (int r = 0; r < S; ++r) {
@@ -302,7 +307,7 @@ Test(schedule, one_list_by_hand)
         {SVP_SCHEDULE_WAIT, 0, -1, 2, -1, -1},
         {SVP_SCHEDULE_WAIT, 0, -1, 5, -1, -1},
     };
-    svp_schedule_params_t        p = {SVP_PLACEMENT_SPREAD, 3, 4, 1};
+    svp_schedule_params_t        p = {SVP_PLACEMENT_SPREAD, 3, 4, 1, 1};
     svp_schedule_iter_t          it;
     const svp_schedule_action_t *a;
 
@@ -323,11 +328,120 @@ Test(schedule, one_list_by_hand)
 Test(schedule, rejects_bad_parameters)
 {
     svp_schedule_iter_t   it;
-    svp_schedule_params_t p = {SVP_PLACEMENT_ENDS, 2, 3, 0};
+    svp_schedule_params_t p = {SVP_PLACEMENT_ENDS, 2, 3, 0, 1};
 
     cr_assert_eq(svp_schedule_iter_init(&it, &p, 0), SVP_ERR_INVALID_PARAM);
     p.inflight = 65;
     cr_assert_eq(svp_schedule_iter_init(&it, &p, 0), SVP_ERR_INVALID_PARAM);
     p.inflight = 2;
     cr_assert_eq(svp_schedule_iter_init(&it, &p, 2), SVP_ERR_INVALID_PARAM);
+}
+
+/*
+ * Guidance pairs (C = 2): lane 0 runs the list of C = 1 with PAIR_STEPS in
+ * place of STEPS, and its FINISHes on the last position shared (peer set);
+ * lane 1 the same without finals (no FINAL message: a DROP where lane 0
+ * sends one); both lanes run their PAIR_STEPS and shared FINISHes in the
+ * same order (so each exchange finds its other half), and end each walk
+ * once.
+ */
+static int pair_next(svp_schedule_iter_t *it, svp_schedule_action_t *a)
+{
+    const svp_schedule_action_t *n = svp_schedule_iter_next(it);
+
+    if (n != NULL) {
+        *a = *n;
+    }
+    return n != NULL;
+}
+
+static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
+{
+    svp_schedule_params_t p = {placement, S, n, inflight, 1};
+    svp_schedule_iter_t   one, l0, l1;
+    svp_schedule_action_t a, b;
+    int                   r, steps0[2 * MAX_N], steps1[2 * MAX_N], k0, k1, chain1, more;
+    int                   pair_steps;
+
+    for (r = 0; r < S; ++r) {
+        p.pairs = 1;
+        cr_assert_eq(svp_schedule_iter_init(&one, &p, r), SVP_OK);
+        p.pairs = 2;
+        cr_assert_eq(svp_schedule_iter_init_lane(&l0, &p, r, 0), SVP_OK);
+        cr_assert_eq(svp_schedule_iter_init_lane(&l1, &p, r, 1), SVP_OK);
+        k0 = 0;
+        while ((more = pair_next(&one, &a)) != 0) {
+            cr_assert(pair_next(&l0, &b), "S=%d n=%d rank %d: lane 0 ends early", S, n, r);
+            if (a.kind == SVP_SCHEDULE_STEPS) {
+                cr_assert(b.kind == SVP_SCHEDULE_PAIR_STEPS && b.msg == SVP_SCHEDULE_MSG_HALF &&
+                          b.peer == r && b.j == a.j && b.slot == a.slot);
+                steps0[k0++] = b.j;
+            } else if (a.kind == SVP_SCHEDULE_FINISH && b.peer >= 0) {
+                /* shared with lane 1: on the last position, where j's walk ends */
+                cr_assert(b.kind == a.kind && b.j == a.j && b.chain && r == S - 1 &&
+                          b.peer == r, "S=%d n=%d rank %d", S, n, r);
+                cr_assert(k0 < 2 * MAX_N);
+                steps0[k0++] = -1 - b.j;
+            } else {
+                cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "S=%d n=%d rank %d: lane 0 "
+                          "differs from one rank's list at a %s", S, n, r,
+                          svp_schedule_kind_name(a.kind));
+            }
+        }
+        cr_assert(!pair_next(&l0, &b));
+        k1 = chain1 = 0;
+        while (pair_next(&l1, &b)) {
+            cr_assert(b.kind != SVP_SCHEDULE_STEPS && b.msg != SVP_SCHEDULE_MSG_FINAL &&
+                      (b.kind != SVP_SCHEDULE_FINISH || b.peer == r),
+                      "S=%d n=%d rank %d lane 1: a %s", S, n, r,
+                      svp_schedule_kind_name(b.kind));
+            cr_assert(b.slot < l1.slots.total);
+            if (b.kind == SVP_SCHEDULE_PAIR_STEPS) {
+                cr_assert(k1 < 2 * MAX_N);
+                steps1[k1++] = b.j;
+            }
+            if (b.kind == SVP_SCHEDULE_FINISH) {
+                cr_assert(k1 < 2 * MAX_N);
+                steps1[k1++] = -1 - b.j;
+            }
+            if (b.kind == SVP_SCHEDULE_DROP) {
+                cr_assert(b.chain && r == S - 1);
+            }
+            chain1 += b.chain;
+        }
+        cr_assert_eq(l1.slots.final, 0);
+        pair_steps = 0;
+        for (int q = 0; q < k0; ++q) {
+            pair_steps += (steps0[q] >= 0);
+        }
+        cr_assert_eq(pair_steps, n);
+        cr_assert_eq(k1, k0, "S=%d n=%d rank %d: %d pair steps on lane 0, %d on lane 1",
+                     S, n, r, k0, k1);
+        cr_assert(memcmp(steps0, steps1, (size_t)k0 * sizeof(int)) == 0,
+                  "S=%d n=%d rank %d: the lanes' steps in another order", S, n, r);
+        cr_assert_eq(chain1, n, "S=%d n=%d rank %d: lane 1 ends %d walks", S, n, r, chain1);
+    }
+}
+
+Test(schedule, guidance_pairs)
+{
+    static const int samples[] = {0, 1, 3, 7, 11, 40};
+
+    for (int S = 1; S <= 4; ++S) {
+        for (int pl = 0; pl < 2; ++pl) {
+            for (size_t k = 0; k < sizeof(samples) / sizeof(samples[0]); ++k) {
+                check_pairs(pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS, S,
+                            samples[k], 1 + (int)k % 3);
+            }
+        }
+    }
+    /* a lane out of range, or more than two */
+    {
+        svp_schedule_params_t p = {SVP_PLACEMENT_SPREAD, 2, 4, 2, 2};
+        svp_schedule_iter_t   it;
+
+        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 2), SVP_ERR_INVALID_PARAM);
+        p.pairs = 3;
+        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 1), SVP_ERR_INVALID_PARAM);
+    }
 }

@@ -418,6 +418,45 @@ Test(steps, bad_layout_names_w_s_g_t)
               strstr(err, "G=16"), "%s", err);
 }
 
+/* Guidance pairs (W = G x S x C): a stage's two ranks are adjacent, the
+ * groups contiguous, and each pair covers the steps of its stage. */
+Test(steps, layout_pairs)
+{
+    svp_steps_layout_t l;
+    char               err[512] = "";
+    int                r;
+
+    for (r = 0; r < 8; ++r) {       /* W = 8, S = 2, C = 2: G = 2 */
+        cr_assert_eq(svp_steps_layout_pairs(12, 8, 2, 2, r, NULL, 0, &l), SVP_OK);
+        cr_assert_eq(l.pairs, 2);
+        cr_assert_eq(l.groups, 2);
+        cr_assert_eq(l.stages, 2);
+        cr_assert_eq(l.group, r / 4);
+        cr_assert_eq(l.first, (r / 4) * 4);
+        cr_assert_eq(l.stage, (r % 4) / 2, "rank %d", r);
+        cr_assert_eq(l.lane, r % 2);
+        cr_assert_eq(l.first + l.stage * 2 + l.lane, r);
+        cr_assert_eq(l.range.begin, l.stage * 6);
+        cr_assert_eq(l.range.end, l.stage * 6 + 6);
+    }
+    /* stages 0: one pipeline of W / C pairs */
+    cr_assert_eq(svp_steps_layout_pairs(12, 6, 0, 2, 5, NULL, 0, &l), SVP_OK);
+    cr_assert(l.stages == 3 && l.groups == 1 && l.stage == 2 && l.lane == 1);
+    /* C = 1 is the plain layout */
+    cr_assert_eq(svp_steps_layout_pairs(12, 6, 3, 1, 4, NULL, 0, &l), SVP_OK);
+    cr_assert(l.pairs == 1 && l.lane == 0 && l.stage == 1 && l.groups == 2);
+    /* an odd W, or S not dividing W / C: the valid (G, S, C) named */
+    cr_assert_eq(svp_steps_layout_pairs(12, 7, 1, 2, 0, err, sizeof(err), &l),
+                 SVP_ERR_SPEC);
+    cr_assert(strstr(err, "C=2 with S=1 does not fit W=7") &&
+              strstr(err, "valid (G, S, C): (7, 1, 1)") && !strstr(err, ", 2)"),
+              "%s", err);
+    cr_assert_eq(svp_steps_layout_pairs(6, 4, 4, 2, 0, err, sizeof(err), &l),
+                 SVP_ERR_SPEC);
+    cr_assert(strstr(err, "valid (G, S, C): (4, 1, 1), (2, 2, 1), (2, 1, 2), "
+                          "(1, 2, 2)"), "%s", err);
+}
+
 #include "spec/spec_int.h"
 #include "common/util.h"
 

@@ -31,7 +31,7 @@ void svp_sample_cleanup(svp_sample_t *sample)
 /* The schedule's message kinds go on the wire as the comm's kinds. */
 _Static_assert((int)SVP_SCHEDULE_MSG_LATENT == (int)SVP_COMM_KIND_LATENT,
                "the latent message is the comm's latent kind");
-_Static_assert(SVP_SCHEDULE_MSG_INIT <= SVP_COMM_MAX_KIND, "kinds fit the tag");
+_Static_assert(SVP_SCHEDULE_MSG_SHARE <= SVP_COMM_MAX_KIND, "kinds fit the tag");
 
 /* A frame and the one request that uses it (a slot of the schedule). */
 typedef struct {
@@ -93,7 +93,20 @@ typedef struct {
     int                      nslots;
     svp_pipe_deadline_t      dl;            /* receive timeouts */
     svp_comm_mem_type_t      frame_mem;     /* where the frames live */
+    int                      pairs;         /* C: ranks per position */
+    int                      lane;          /* this rank's guidance half */
+    svp_comm_frame_h         half_send;     /* C = 2: the step's halves */
+    svp_comm_frame_h         half_recv;
+    double                   t_exchange;    /* seconds in the exchanges */
+    svp_comm_frame_h         fin_frame;     /* a shared finish's message */
+    size_t                   fin_bytes;
 } svp_pipe_t;
+
+/* The rank of position pos of the group, in this rank's lane. */
+static int svp_pipe_peer(const svp_pipe_t *p, int pos)
+{
+    return p->base + pos * p->pairs + p->lane;
+}
 
 static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
 {
@@ -218,7 +231,7 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_
     }
     slot->is_send = 0;
     slot->sample  = p->idx[a->j];
-    return svp_comm_irecv(p->params->comm, p->base + a->peer, (unsigned)a->msg,
+    return svp_comm_irecv(p->params->comm, svp_pipe_peer(p, a->peer), (unsigned)a->msg,
                           (unsigned)p->idx[a->j], (unsigned)svp_pipe_msg_step(p, a->msg),
                           slot->frame, &slot->req);
 }
@@ -228,7 +241,7 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
 {
     svp_pipe_slot_t *slot  = &p->slots[a->slot];
     size_t           bytes = svp_comm_frame_length(slot->frame);
-    int              peer  = p->base + a->peer;
+    int              peer  = svp_pipe_peer(p, a->peer);
 
     svp_debug("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
              s->next_step, peer,
@@ -286,13 +299,14 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
     }
     if (a->msg == SVP_SCHEDULE_MSG_INIT) {
         svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[a->j],
-                 p->base + a->peer, svp_clock_now() - t0);
+                 svp_pipe_peer(p, a->peer), svp_clock_now() - t0);
     } else if (a->msg == SVP_SCHEDULE_MSG_LATENT) {
         svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
-                 "%.3fs)", p->idx[a->j], p->range.begin, p->base + a->peer,
+                 "%.3fs)", p->idx[a->j], p->range.begin, svp_pipe_peer(p, a->peer),
                  svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
     } else {
-        svp_debug("recv final sample %d from rank %d", p->idx[a->j], p->base + a->peer);
+        svp_debug("recv final sample %d from rank %d", p->idx[a->j],
+                  svp_pipe_peer(p, a->peer));
     }
     status = svp_pipe_view(p, slot, p->idx[a->j], s);
     if (status == SVP_OK) {
@@ -366,14 +380,13 @@ static void svp_pipe_slots_destroy(svp_pipe_t *p)
  * on in place and sent from it, so a latent is never copied on its way
  * through a rank.
  */
-static svp_status_t svp_pipe_slots_create(svp_pipe_t *p)
+static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slots_t *slots)
 {
     const svp_pipe_params_t *pp = p->params;
-    svp_schedule_slots_t     ns;
+    svp_schedule_slots_t     ns = *slots;
     svp_status_t             status;
     int                      i;
 
-    svp_schedule_slots(&p->sched, p->srank, &ns);
     if (ns.total == 0) {
         return SVP_OK;
     }
@@ -463,13 +476,79 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
     return status;
 }
 
+/* The frame of a shared finish's message (svp_stage_finish_pair_t). */
+static void *svp_pipe_fin_buffer(void *ctx, size_t bytes)
+{
+    svp_pipe_t           *p = ctx;
+    svp_comm_frame_desc_t desc;
+
+    if (p->fin_frame != NULL && p->fin_bytes == bytes) {
+        return svp_comm_frame_data(p->fin_frame, 0);
+    }
+    svp_comm_frame_destroy(p->fin_frame);
+    p->fin_frame = NULL;
+    memset(&desc, 0, sizeof(desc));
+    desc.num_tensors = 1;
+    desc.tensors[0]  = (svp_comm_tensor_desc_t){
+        .dtype = SVP_DTYPE_U8, .ndim = 1, .shape = {(int64_t)bytes}, .bytes = bytes};
+    if (svp_comm_frame_create(p->params->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                              &p->fin_frame) != SVP_OK) {
+        p->fin_frame = NULL;
+        return NULL;
+    }
+    p->fin_bytes = bytes;
+    return svp_comm_frame_data(p->fin_frame, 0);
+}
+
+/* Lane 1 sends its share of the finish to lane 0, which receives it. */
+static svp_status_t svp_pipe_fin_transfer(void *ctx, int sample)
+{
+    svp_pipe_t    *p     = ctx;
+    int            other = p->base + p->srank * p->pairs + (1 - p->lane);
+    svp_comm_req_h req   = NULL;
+    svp_status_t   status;
+
+    if (p->lane == 1) {
+        status = svp_comm_isend(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
+                                (unsigned)sample, (unsigned)p->params->spec->steps,
+                                p->fin_frame, &req);
+    } else {
+        status = svp_comm_irecv(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
+                                (unsigned)sample, (unsigned)p->params->spec->steps,
+                                p->fin_frame, &req);
+    }
+    if (status == SVP_OK) {
+        status = svp_comm_wait(p->params->comm, req, svp_pipe_deadline_wait(&p->dl, 0, 0));
+    }
+    if (status != SVP_OK) {
+        svp_error("sample %d: the shared decode %s rank %d failed: %s", sample,
+                  (p->lane == 1) ? "to" : "from", other, svp_status_string(status));
+    } else {
+        svp_debug("sample %d: a share of the decode %s rank %d (%zu bytes)", sample,
+                  (p->lane == 1) ? "sent to" : "received from", other, p->fin_bytes);
+    }
+    return status;
+}
+
 static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *a,
                                     svp_sample_t *s)
 {
     const svp_stage_t *stage = &p->params->stage;
+    svp_stage_finish_pair_t fp, *pair = NULL;
     svp_sample_t       host;
     svp_status_t       status;
     double             t0 = svp_clock_now();
+
+    if (a->peer >= 0 && p->pairs > 1) {
+        if (stage->ops->finish_pair == NULL && p->lane > 0) {
+            return SVP_OK;           /* lane 0 finishes alone */
+        }
+        if (stage->ops->finish_pair != NULL) {
+            fp   = (svp_stage_finish_pair_t){.lane = p->lane, .buffer = svp_pipe_fin_buffer,
+                                             .transfer = svp_pipe_fin_transfer, .ctx = p};
+            pair = &fp;
+        }
+    }
 
     if (s->on_device) {
         /* finish() (decode, outputs) takes host tensors */
@@ -479,11 +558,13 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
             status = svp_stage_sample_copy(stage, &host, s);
         }
         if (status == SVP_OK) {
-            status = stage->ops->finish(stage->self, &host);
+            status = (pair != NULL) ? stage->ops->finish_pair(stage->self, &host, pair)
+                                    : stage->ops->finish(stage->self, &host);
         }
         svp_sample_cleanup(&host);
     } else {
-        status = stage->ops->finish(stage->self, s);
+        status = (pair != NULL) ? stage->ops->finish_pair(stage->self, s, pair)
+                                : stage->ops->finish(stage->self, s);
     }
     if (status != SVP_OK) {
         if (a->slot >= 0) {
@@ -497,7 +578,125 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
     svp_trace_event(p->params->trace, "finish", s->index, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
-    svp_pipe_progress(p, s);
+    if (p->lane == 0) {
+        svp_pipe_progress(p, s);
+    }
+    return SVP_OK;
+}
+
+/*
+ * The exchange of a pair's step (svp_stage_pair_t.exchange): this lane's
+ * half to the other rank of the pair, its half back, one message each way
+ * through the comm's frames.  The other rank runs the same step at the same
+ * time, so the wait is bounded by comm.deadline alone; a rank of the pair
+ * that dies is the other's ring neighbour, which the liveness watch names
+ * within seconds.
+ */
+static svp_status_t svp_pipe_exchange(void *ctx, int sample, int step)
+{
+    svp_pipe_t    *p     = ctx;
+    int            other = p->base + p->srank * p->pairs + (1 - p->lane);
+    svp_comm_req_h rreq  = NULL, sreq = NULL;
+    svp_status_t   status, st2;
+    double         t0 = svp_clock_now();
+
+    status = svp_comm_irecv(p->params->comm, other, SVP_SCHEDULE_MSG_HALF,
+                            (unsigned)sample, (unsigned)step, p->half_recv, &rreq);
+    if (status == SVP_OK) {
+        status = svp_comm_isend(p->params->comm, other, SVP_SCHEDULE_MSG_HALF,
+                                (unsigned)sample, (unsigned)step, p->half_send, &sreq);
+    }
+    if (status == SVP_OK) {
+        status = svp_comm_wait(p->params->comm, rreq, svp_pipe_deadline_wait(&p->dl, 0, 0));
+        rreq   = NULL;
+    }
+    if (sreq != NULL) {
+        st2    = svp_comm_wait(p->params->comm, sreq, (status == SVP_OK) ? -1.0 : 0.0);
+        status = (status == SVP_OK) ? st2 : status;
+    }
+    if (rreq != NULL) {
+        svp_comm_cancel(p->params->comm, rreq);
+    }
+    if (status != SVP_OK) {
+        svp_error("sample %d step %d: the guidance exchange with rank %d failed: %s",
+                  sample, step, other, svp_status_string(status));
+    }
+    p->t_exchange += svp_clock_now() - t0;
+    return status;
+}
+
+/* The frames of a pair's halves: the sample's latents' layout (tensor 0). */
+static svp_status_t svp_pipe_pair_create(svp_pipe_t *p)
+{
+    svp_comm_frame_desc_t desc;
+    svp_status_t          status;
+
+    if (p->pairs < 2) {
+        return SVP_OK;
+    }
+    if (p->params->stage.ops->step_pair == NULL || p->params->comm == NULL) {
+        svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance "
+                  "halves", p->params->stage.ops->name);
+        return SVP_ERR_SPEC;
+    }
+    status = svp_pipe_layout(p);
+    if (status != SVP_OK) {
+        return status;
+    }
+    memset(&desc, 0, sizeof(desc));
+    desc.num_tensors = 1;
+    desc.tensors[0]  = p->desc.tensors[0];
+    status = svp_comm_frame_create(p->params->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                   &p->half_send);
+    if (status == SVP_OK) {
+        status = svp_comm_frame_create(p->params->comm, &desc, NULL, 0,
+                                       SVP_COMM_MEM_HOST, &p->half_recv);
+    }
+    return status;
+}
+
+/* This rank's steps of the sample as its lane's half of the pair. */
+static svp_status_t svp_pipe_pair_steps(svp_pipe_t *p, svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_stage_pair_t   pair;
+    svp_status_t       status;
+    double             t0, dt;
+    int                step;
+
+    memset(&pair, 0, sizeof(pair));
+    pair.lane     = p->lane;
+    pair.send     = svp_comm_frame_data(p->half_send, 0);
+    pair.recv     = svp_comm_frame_data(p->half_recv, 0);
+    pair.bytes    = p->desc.tensors[0].bytes;
+    pair.exchange = svp_pipe_exchange;
+    pair.ctx      = p;
+    if (s->next_step != p->range.begin) {
+        svp_error("sample %d arrived at step %d, this rank runs [%d, %d)", s->index,
+                  s->next_step, p->range.begin, p->range.end);
+        return SVP_ERR_MESSAGE;
+    }
+    for (step = p->range.begin; step < p->range.end; ++step) {
+        if (svp_stop_signal() != 0) {
+            return SVP_ERR_CANCELED;
+        }
+        t0     = svp_clock_now();
+        status = stage->ops->step_pair(stage->self, s, step, &pair);
+        if (status != SVP_OK) {
+            svp_error("sample %d step %d (guidance half %d) failed: %s", s->index,
+                      step, p->lane, svp_status_string(status));
+            return status;
+        }
+        dt = svp_clock_now() - t0;
+        svp_pipe_deadline_step(&p->dl, dt);
+        p->stats.busy += dt;
+        p->stats.steps_done++;
+        s->next_step = step + 1;
+        svp_trace_event(p->params->trace, "step", s->index, step,
+                        svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
+        svp_debug("sample %d step %d/%d (half %d) %.1f ms", s->index, step + 1,
+                  p->params->spec->steps, p->lane, dt * 1e3);
+    }
     return SVP_OK;
 }
 
@@ -515,11 +714,14 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     svp_status_t                 status;
 
     memset(&s, 0, sizeof(s));
-    status = svp_schedule_iter_init(&it, &p->sched, p->srank);
+    status = svp_schedule_iter_init_lane(&it, &p->sched, p->srank, p->lane);
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_slots_create(p);
+    status = svp_pipe_slots_create(p, &it.slots);
+    if (status == SVP_OK) {
+        status = svp_pipe_pair_create(p);
+    }
     while (status == SVP_OK && (a = svp_schedule_iter_next(&it)) != NULL) {
         switch (a->kind) {
         case SVP_SCHEDULE_POST_RECV:
@@ -543,6 +745,15 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             status = svp_pipe_finish(p, a, &s);
             svp_sample_cleanup(&s);
             break;
+        case SVP_SCHEDULE_PAIR_STEPS:
+            svp_stop_progress(p->stats.samples_done, 1);
+            status = svp_pipe_pair_steps(p, &s);
+            break;
+        case SVP_SCHEDULE_DROP:
+            svp_debug("sample %d: its outputs are rank %d's", s.index,
+                      p->base + p->srank * p->pairs);
+            svp_sample_cleanup(&s);
+            break;
         }
         if (status == SVP_OK && a->chain) {
             p->stats.samples_done++;
@@ -551,6 +762,12 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     }
     svp_sample_cleanup(&s);
     svp_pipe_slots_destroy(p);
+    svp_comm_frame_destroy(p->half_send);
+    svp_comm_frame_destroy(p->half_recv);
+    svp_comm_frame_destroy(p->fin_frame);
+    p->half_send = NULL;
+    p->half_recv = NULL;
+    p->fin_frame = NULL;
     return status;
 }
 
@@ -596,8 +813,9 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.stats.rank  = params->rank;
     p.stats.world = params->world;
 
-    status = svp_steps_layout(spec->steps, params->world, spec->pipeline.stages,
-                              params->rank, err, sizeof(err), &p.layout);
+    status = svp_steps_layout_pairs(spec->steps, params->world, spec->pipeline.stages,
+                                    SVP_MAX(1, spec->pipeline.guidance_parallel),
+                                    params->rank, err, sizeof(err), &p.layout);
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
@@ -606,15 +824,18 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.srank  = p.layout.stage;
     p.sworld = p.layout.stages;
     p.base   = p.layout.first;
+    p.pairs  = p.layout.pairs;
+    p.lane   = p.layout.lane;
     svp_pipe_deadline_init(&p.dl, spec, p.sworld);
     status   = svp_pipe_deal(&p);
     if (status != SVP_OK) {
         return status;
     }
     if (params->rank == 0) {
-        svp_info("%d pipeline%s x %d stage%s (%d ranks), %d steps: %d per stage, "
+        svp_info("%d pipeline%s x %d stage%s%s (%d ranks), %d steps: %d per stage, "
                  "%d samples", p.layout.groups, (p.layout.groups == 1) ? "" : "s",
-                 p.sworld, (p.sworld == 1) ? "" : "s", params->world, spec->steps,
+                 p.sworld, (p.sworld == 1) ? "" : "s",
+                 (p.pairs > 1) ? " x 2 guidance halves" : "", params->world, spec->steps,
                  spec->steps / p.sworld, svp_pipe_nsamples(params));
     }
     svp_info("rank %d of %d runs steps [%d, %d) of %d for %d samples (%s model, "
@@ -629,14 +850,15 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.sched.stages    = p.sworld;
     p.sched.samples   = p.n;
     p.sched.inflight  = spec->comm.inflight;
-    p.to_finish       = svp_schedule_finishes(&p.sched, p.srank);
+    p.sched.pairs     = p.pairs;
+    p.to_finish       = (p.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.srank);
     status            = svp_pipe_execute(&p);
     p.stats.wall = svp_clock_now() - p.t_start;
     free(p.idx);
     if (status != SVP_OK) {
         if (p.layout.groups > 1) {
             svp_error("pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
-                      p.layout.groups, p.base, p.base + p.sworld - 1,
+                      p.layout.groups, p.base, p.base + p.sworld * p.pairs - 1,
                       svp_status_string(status));
         }
         return status;

@@ -40,11 +40,30 @@
  * that every send has its receive, over the layouts the tests use).
  *
  * One rank (S = 1) is the same list without messages: begin, steps, finish.
+ *
+ * Guidance pairs (C = 2): every position is two ranks, lanes 0 and 1, and
+ * lane c runs the list above with its messages between the positions of
+ * lane c (so the latents travel twice, one copy per lane: the pair's two
+ * ranks hold the same latents, and no rank waits for the other lane's
+ * hand-off).  STEPS become PAIR_STEPS, where each step sends the lane's
+ * noise-prediction half to the other rank of the pair and receives its
+ * half:
+ *
+ *   HALF     (position r, lane c)  (r, 1 - c)  each step, after the lane's
+ *                                              UNet half
+ *
+ * Both lanes encode what lane 0 encodes (the same bits: begin() is a
+ * function of the sample).  Where the last position finishes a sample,
+ * both its ranks FINISH it (peer set: lane 1 decodes its share of the
+ * chunks and sends the frames to lane 0, which writes; stage.h).  Lane 1
+ * has no finals: where lane 0 sends a FINAL, lane 1 DROPs the sample.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include "pipe/schedule.h"
+
+#include "common/util.h"
 
 #include <string.h>
 
@@ -93,7 +112,17 @@ svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
                                     const svp_schedule_params_t *params,
                                     int rank)
 {
+    return svp_schedule_iter_init_lane(it, params, rank, 0);
+}
+
+svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
+                                         const svp_schedule_params_t *params,
+                                         int rank, int lane)
+{
+    int pairs = SVP_MAX(1, params->pairs);
+
     if (params->stages < 1 || rank < 0 || rank >= params->stages ||
+        pairs > 2 || lane < 0 || lane >= pairs ||
         params->samples < 0 || params->inflight < 1 ||
         params->inflight + 2 + SVP_SCHEDULE_FINAL_SLOTS +
         SVP_SCHEDULE_ENCODE_SLOTS > SVP_SCHEDULE_MAX_SLOTS) {
@@ -102,9 +131,14 @@ svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
     memset(it, 0, sizeof(*it));
     it->p          = *params;
     it->rank       = rank;
+    it->lane       = lane;
     it->next_enc   = -1;
     it->next_final = -1;
     svp_schedule_slots(params, rank, &it->slots);
+    if (lane > 0) {              /* lane 1 has no finals */
+        it->slots.total -= it->slots.final;
+        it->slots.final  = 0;
+    }
     it->phase      = (params->stages == 1) ? PHASE_SAMPLE : PHASE_SETUP;
     return SVP_OK;
 }
@@ -187,6 +221,26 @@ static void sched_post_input(svp_schedule_iter_t *it, int j)
     }
 }
 
+/* The finish of j where its walk ends: on a pair both ranks (peer: the
+ * position, whose other lane shares the decode), lane 0 writing. */
+static void sched_finish(svp_schedule_iter_t *it, int j, int slot)
+{
+    sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, j, slot,
+               (it->p.pairs > 1) ? it->rank : -1);
+    it->finished += (it->lane == 0);
+}
+
+/* This rank's steps of j: a pair's (one half each, exchanged) or whole. */
+static void sched_steps(svp_schedule_iter_t *it, int j, int slot)
+{
+    if (it->p.pairs > 1) {
+        sched_emit(it, SVP_SCHEDULE_PAIR_STEPS, SVP_SCHEDULE_MSG_HALF, j, slot,
+                   it->rank);
+    } else {
+        sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, j, slot, -1);
+    }
+}
+
 /* ---- phases ---------------------------------------------------------- */
 
 static void sched_setup(svp_schedule_iter_t *it)
@@ -242,8 +296,9 @@ static void sched_output(svp_schedule_iter_t *it, int i, int slot)
     if (r < S - 1) {
         sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_LATENT, i, slot, r + 1);
     } else if (sched_finisher(it, i) == r) {
-        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
-        it->finished++;
+        sched_finish(it, i, slot);
+    } else if (it->lane > 0) {
+        sched_emit(it, SVP_SCHEDULE_DROP, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
     } else {
         sched_emit(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_FINAL, i, slot,
                    sched_finisher(it, i));
@@ -258,10 +313,9 @@ static void sched_sample(svp_schedule_iter_t *it)
 
     if (S == 1) {
         sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
-        sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
-        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
+        sched_steps(it, i, -1);
+        sched_finish(it, i, -1);
         it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
-        it->finished++;
         return;
     }
     while (it->next_enc >= 0 && it->next_enc < n && it->next_enc <= i + r + 1) {
@@ -283,7 +337,7 @@ static void sched_sample(svp_schedule_iter_t *it)
     if (i + ahead < n) {
         sched_post_input(it, i + ahead);
     }
-    sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
+    sched_steps(it, i, slot);
     sched_output(it, i, slot);
     while (it->next_final >= 0 && it->next_final < n && i >= it->next_final + S - r) {
         sched_final(it, it->next_final);
@@ -345,6 +399,7 @@ const char *svp_schedule_kind_name(svp_schedule_kind_t kind)
         [SVP_SCHEDULE_POST_RECV] = "post_recv", [SVP_SCHEDULE_WAIT]   = "wait",
         [SVP_SCHEDULE_BEGIN]     = "begin",     [SVP_SCHEDULE_STEPS]  = "steps",
         [SVP_SCHEDULE_SEND]      = "send",      [SVP_SCHEDULE_FINISH] = "finish",
+        [SVP_SCHEDULE_PAIR_STEPS] = "pair_steps", [SVP_SCHEDULE_DROP] = "drop",
     };
 
     return ((unsigned)kind < sizeof(names) / sizeof(names[0])) ? names[kind] : "?";

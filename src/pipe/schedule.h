@@ -26,7 +26,11 @@ typedef enum {
     SVP_SCHEDULE_MSG_NONE   = 0,
     SVP_SCHEDULE_MSG_LATENT = 1,  /* a sample, to the next rank */
     SVP_SCHEDULE_MSG_FINAL  = 2,  /* a final latent, to the finishing rank */
-    SVP_SCHEDULE_MSG_INIT   = 3   /* an encoded sample, to rank 0 */
+    SVP_SCHEDULE_MSG_INIT   = 3,  /* an encoded sample, to rank 0 */
+    SVP_SCHEDULE_MSG_HALF   = 4,  /* a step's noise-prediction half, to the
+                                     other rank of the pair (C = 2) */
+    SVP_SCHEDULE_MSG_SHARE  = 5   /* lane 1's share of a shared finish (its
+                                     decode chunks), to lane 0 */
 } svp_schedule_msg_t;
 
 typedef enum {
@@ -38,14 +42,26 @@ typedef enum {
                                 slot -1: the rank's own memory, no frame */
     SVP_SCHEDULE_STEPS,      /* this rank's steps of j */
     SVP_SCHEDULE_SEND,       /* send j from slot to peer as msg */
-    SVP_SCHEDULE_FINISH      /* the stage's finish() of j (decode, outputs) */
+    SVP_SCHEDULE_FINISH,     /* the stage's finish() of j (decode, outputs);
+                                peer >= 0 (pairs): shared by the position's
+                                two lanes, lane 0 writing */
+    SVP_SCHEDULE_PAIR_STEPS, /* this rank's steps of j as one half of a pair:
+                                each step computes the lane's guidance half,
+                                exchanges it with the same position of the
+                                other lane (msg HALF, one message each way)
+                                and applies the guidance and Euler update */
+    SVP_SCHEDULE_DROP        /* the end of j's walk on lane 1 where lane 0
+                                sends j's FINAL to its finisher */
 } svp_schedule_kind_t;
 
 /*
- * Room for the next layout factor: guidance-parallel pairs (W = G x S x C,
- * C = 2, the pair exchanging noise-prediction halves every step) become a
- * new message kind and an exchange action inside STEPS' place, generated
- * here; the executor gains one case and the planner one cost.
+ * Guidance-parallel pairs (W = G x S x C, C = 2): each position of the group
+ * is a pair of ranks, lanes 0 and 1, and each lane runs the list of C = 1
+ * with its own messages (a peer is a position of the same lane), but for
+ * STEPS, which become PAIR_STEPS, and the finals: lane 1 neither sends,
+ * receives nor finishes a final (DROP ends its walk).  A FINISH on the last
+ * position is both lanes' (peer set).  Both lanes run the same PAIR_STEPS
+ * and shared FINISHes in the same order, so their messages pair up.
  */
 
 typedef struct {
@@ -68,6 +84,7 @@ typedef struct {
     int             stages;      /* S, the ranks of the group */
     int             samples;     /* n, the samples dealt to the group */
     int             inflight;    /* comm.inflight: receives posted ahead */
+    int             pairs;       /* C, ranks per position (0 or 1: one) */
 } svp_schedule_params_t;
 
 /* Frame slots of one rank, in three rings numbered one after the other. */
@@ -99,11 +116,13 @@ typedef enum {
 int svp_schedule_place(svp_placement_t placement, int stages, int j,
                        svp_schedule_end_t end);
 
-/* The slots of rank's list. */
+/* The slots of rank's list (of lane 0: lane 1 has no final slots, the
+ * iterator's slots say). */
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank,
                         svp_schedule_slots_t *slots_p);
 
-/* How many samples rank finishes (its progress lines count them). */
+/* How many samples rank finishes (its progress lines count them); lane 0's
+ * count: lane 1 finishes none. */
 int svp_schedule_finishes(const svp_schedule_params_t *params, int rank);
 
 /* Room for the actions of one phase (the set-up posts up to inflight). */
@@ -112,6 +131,7 @@ int svp_schedule_finishes(const svp_schedule_params_t *params, int rank);
 typedef struct {
     svp_schedule_params_t p;
     int                   rank;
+    int                   lane;        /* the rank's half of the pair */
     svp_schedule_slots_t  slots;
     int                   phase;       /* set-up, sample i, drain, end */
     int                   i;           /* the next sample of the walk */
@@ -130,6 +150,11 @@ typedef struct {
 svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
                                     const svp_schedule_params_t *params,
                                     int rank);
+
+/* The same for lane (0 .. C-1) of position rank. */
+svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
+                                         const svp_schedule_params_t *params,
+                                         int rank, int lane);
 
 /* The next action (valid until the next call), NULL after the last. */
 const svp_schedule_action_t *svp_schedule_iter_next(svp_schedule_iter_t *it);

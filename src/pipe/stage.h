@@ -46,6 +46,36 @@ svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t 
                                      const char *model, const char *params,
                                      const char *path);
 
+/*
+ * One step as one half of a guidance pair (pipeline.guidance_parallel 2):
+ * the stage computes the lane's guidance half of the noise prediction,
+ * puts it in send, calls exchange (which sends it to the other rank of the
+ * pair and receives that rank's half into recv), and applies the guidance
+ * and the update with both halves.  Host buffers of bytes each.
+ */
+typedef struct {
+    int           lane;      /* 0: the unconditioned half, 1: the conditioned */
+    void         *send;
+    void         *recv;
+    size_t        bytes;
+    svp_status_t (*exchange)(void *ctx, int sample, int step);
+    void         *ctx;
+} svp_stage_pair_t;
+
+/*
+ * A finish split over a pair (pipeline.guidance_parallel: 2, where both
+ * ranks of the finishing pair hold the final latents): each rank decodes
+ * its share of the decode chunks (lane c the chunks k with k mod 2 = c);
+ * lane 1 puts its share in buffer() and transfer() sends it to lane 0;
+ * lane 0 gets buffer() filled by transfer() and writes the outputs.
+ */
+typedef struct {
+    int           lane;
+    void       *(*buffer)(void *ctx, size_t bytes);  /* host, NULL: no memory */
+    svp_status_t (*transfer)(void *ctx, int sample);
+    void         *ctx;
+} svp_stage_finish_pair_t;
+
 typedef struct svp_stage_ops {
     const char *name;
     /* Allocates the sample's tensors with their shapes, unfilled: what a
@@ -55,8 +85,17 @@ typedef struct svp_stage_ops {
     svp_status_t (*begin)(void *self, int index, svp_sample_t *sample);
     /* Runs global step 'step' on the sample. */
     svp_status_t (*step)(void *self, svp_sample_t *sample, int step);
+    /* The same as one half of a pair (svp_stage_pair_t); the latents after
+     * it are those step() makes, bit for bit.  NULL: no guidance halves. */
+    svp_status_t (*step_pair)(void *self, svp_sample_t *sample, int step,
+                              const svp_stage_pair_t *pair);
     /* Decodes and writes the sample's outputs atomically. */
     svp_status_t (*finish)(void *self, svp_sample_t *sample);
+    /* The same as one rank of a pair (svp_stage_finish_pair_t): the outputs
+     * lane 0 writes are those finish() writes, bit for bit.  NULL: lane 0
+     * finishes alone. */
+    svp_status_t (*finish_pair)(void *self, svp_sample_t *sample,
+                                const svp_stage_finish_pair_t *pair);
     /*
      * Resume (pipe/resume.h): are sample index's outputs in output.dir
      * already, complete and made with this job's parameters?  SVP_OK: yes,

@@ -34,6 +34,7 @@
 typedef struct {
     const svp_spec_t   *spec;
     svp_dummy_h         model;
+    svp_dummy_h         half;     /* a pair's step: half the cost */
     svp_pipe_samples_t *list;
 } svp_stage_dummy_t;
 
@@ -77,13 +78,83 @@ static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
     return svp_dummy_step(st->model, s->tensors[0], step);
 }
 
+/*
+ * The stand-in of a pair's step (pipeline.guidance_parallel: 2): the same
+ * update as step() on both ranks, at half the cost (half the sleep, or half
+ * the conv's repetitions, which do not change the result), and a real
+ * exchange of a latent-sized message: each rank sends its latents as they
+ * were before the step, and a pair whose two copies differ fails here.
+ */
+static svp_status_t svp_stage_dummy_step_pair(void *self, svp_sample_t *s, int step,
+                                              const svp_stage_pair_t *pair)
+{
+    svp_stage_dummy_t *st = self;
+    svp_tensor_t      *x  = s->tensors[0];
+    svp_status_t       status;
+
+    if (pair->bytes != svp_tensor_nbytes(x)) {
+        svp_error("internal: a dummy latent is %zu bytes, the pair's message %zu",
+                  svp_tensor_nbytes(x), pair->bytes);
+        return SVP_ERR_INTERNAL;
+    }
+    memcpy(pair->send, x->data, pair->bytes);
+    status = svp_dummy_step(st->half, x, step);
+    if (status == SVP_OK) {
+        status = pair->exchange(pair->ctx, s->index, step);
+    }
+    if (status == SVP_OK && memcmp(pair->send, pair->recv, pair->bytes) != 0) {
+        svp_error("sample %d step %d: the two ranks of the pair hold different "
+                  "latents", s->index, step);
+        status = SVP_ERR_MESSAGE;
+    }
+    return status;
+}
+
+static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s);
+
 static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
 {
     svp_stage_dummy_t *st = self;
-    char               path[4096], name[256], *params;
-    svp_status_t       status;
 
     svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3);
+    return svp_stage_dummy_write(st, s);
+}
+
+/*
+ * The stand-in of a finish split over a pair: each rank sleeps half the
+ * decode; lane 1 sends its final latents, which lane 0 checks against its
+ * own before it writes them.
+ */
+static svp_status_t svp_stage_dummy_finish_pair(void *self, svp_sample_t *s,
+                                                const svp_stage_finish_pair_t *pair)
+{
+    svp_stage_dummy_t *st    = self;
+    size_t             bytes = svp_tensor_nbytes(s->tensors[0]);
+    void              *buf;
+    svp_status_t       status;
+
+    svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3 / 2);
+    buf = pair->buffer(pair->ctx, bytes);
+    if (buf == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (pair->lane == 1) {
+        memcpy(buf, s->tensors[0]->data, bytes);
+        return pair->transfer(pair->ctx, s->index);
+    }
+    status = pair->transfer(pair->ctx, s->index);
+    if (status == SVP_OK && memcmp(buf, s->tensors[0]->data, bytes) != 0) {
+        svp_error("sample %d: the two ranks of the pair finished different latents",
+                  s->index);
+        status = SVP_ERR_MESSAGE;
+    }
+    return (status == SVP_OK) ? svp_stage_dummy_write(st, s) : status;
+}
+
+static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
+{
+    char               path[4096], name[256], *params;
+    svp_status_t       status;
 
     status = svp_mkdir_p(st->spec->output.dir, 0755);
     if (status != SVP_OK) {
@@ -164,6 +235,7 @@ static void svp_stage_dummy_destroy(void *self)
     svp_stage_dummy_t *st = self;
 
     svp_dummy_destroy(st->model);
+    svp_dummy_destroy(st->half);
     svp_pipe_samples_destroy(st->list);
     free(st);
 }
@@ -173,7 +245,9 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .alloc   = svp_stage_dummy_alloc,
     .begin   = svp_stage_dummy_begin,
     .step    = svp_stage_dummy_step,
+    .step_pair = svp_stage_dummy_step_pair,
     .finish  = svp_stage_dummy_finish,
+    .finish_pair = svp_stage_dummy_finish_pair,
     .check_output = svp_stage_dummy_check_output,
     .output_bytes = svp_stage_dummy_output_bytes,
     .destroy = svp_stage_dummy_destroy,
@@ -208,7 +282,13 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
     mp.work     = spec->model.dummy.work;
     mp.step_ms  = spec->model.dummy.step_ms;
     status      = svp_dummy_create(&mp, &st->model);
+    if (status == SVP_OK && spec->pipeline.guidance_parallel > 1) {
+        mp.work    = SVP_MAX(1, mp.work / 2);
+        mp.step_ms = mp.step_ms / 2;
+        status     = svp_dummy_create(&mp, &st->half);
+    }
     if (status != SVP_OK) {
+        svp_dummy_destroy(st->model);
         svp_pipe_samples_destroy(st->list);
         free(st);
         return status;

@@ -48,7 +48,8 @@
  * One step, for global step k (CFG on when max_guidance > 1):
  *   x_in  = x / sqrt(sigma_k^2 + 1)
  *   input = [x_in | 0] and [x_in | image_latents] (8 channels, batch [u, c])
- *   v     = UNet(input, t_k, [0, embeds], ids);  v = v_u + g_f (v_c - v_u)
+ *   v     = UNet(input, t_k, [0, embeds], ids), once per half (v_u, v_c);
+ *           v = v_u + g_f (v_c - v_u)
  *   x     = Euler step (v-prediction) to sigma_{k+1}
  */
 #ifdef HAVE_CONFIG_H
@@ -185,10 +186,16 @@ void svp_stage_svd_buffers_cleanup(svp_stage_svd_t *st)
  * leaves it but for its 3 time ids; a host sample goes up and comes back
  * down around the step (a copy on the cpu backend, whose buffers are host
  * memory).
+ *
+ * The UNet runs once per guidance half (two batch-1 calls, not one batch
+ * of 2), with or without a pair: a product's blocking depends on its batch,
+ * so this is what makes a pair's latents bit for bit those of one rank.  On
+ * the CPU the two calls cost the same as the batch (bench_unet, doc/
+ * internals.md "Guidance pairs").  pair NULL: both halves here.
  */
-static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
+static svp_status_t svp_stage_svd_step_halves(svp_stage_svd_t *st, svp_sample_t *s,
+                                              int step, const svp_stage_pair_t *pair)
 {
-    svp_stage_svd_t       *st    = self;
     const svp_pipe_sample_params_t *p = &st->list->items[s->index];
     svp_ops_h              ops   = st->ops;
     int                    cfg   = svp_sched_guidance_enabled(p->max_guidance);
@@ -232,11 +239,31 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
                                   st->d_ehs + b * st->D));
     }
     svp_range_push_ctx("sample %d step %d", s->index, step);
-    status = svp_unet_forward(st->unet, batch, (int)st->F, (int)st->h, (int)st->w,
-                              st->d_in, st->t, st->d_ehs, 1, st->ids, st->d_out);
+    for (b = 0, status = SVP_OK; b < batch && status == SVP_OK; ++b) {
+        /* a pair computes its own half (without guidance there is one half,
+         * and both ranks compute it) */
+        if (cfg && pair != NULL && b != pair->lane) {
+            continue;
+        }
+        status = svp_unet_forward(st->unet, 1, (int)st->F, (int)st->h, (int)st->w,
+                                  st->d_in + (int64_t)b * st->F * 8 * plane,
+                                  st->t + b, st->d_ehs + b * st->D, 1, st->ids + 3 * b,
+                                  st->d_out + b * n);
+    }
     svp_range_pop();
     if (status != SVP_OK) {
         return status;
+    }
+    if (cfg && pair != NULL) {
+        if ((size_t)n * sizeof(float) != pair->bytes) {
+            svp_error("internal: a guidance half is %zu bytes, the pair's message %zu",
+                      (size_t)n * sizeof(float), pair->bytes);
+            return SVP_ERR_INTERNAL;
+        }
+        SVD_STEP_TRY(svp_ops_download(ops, pair->send, st->d_out + pair->lane * n, n));
+        SVD_STEP_TRY(pair->exchange(pair->ctx, s->index, step));
+        SVD_STEP_TRY(svp_ops_upload(ops, st->d_out + (1 - pair->lane) * n, pair->recv,
+                                    n));
     }
     v = st->d_out;
     if (cfg) {
@@ -259,6 +286,17 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
     return svp_ops_download(ops, s->tensors[SVD_T_LATENTS]->data, st->d_x, n);
 }
 
+static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
+{
+    return svp_stage_svd_step_halves(self, s, step, NULL);
+}
+
+static svp_status_t svp_stage_svd_step_pair(void *self, svp_sample_t *s, int step,
+                                            const svp_stage_pair_t *pair)
+{
+    return svp_stage_svd_step_halves(self, s, step, pair);
+}
+
 /* Latents, and frames as PNG and MP4 at most their raw size each. */
 static uint64_t svp_stage_svd_output_bytes(void *self)
 {
@@ -274,7 +312,9 @@ const svp_stage_ops_t svp_stage_svd_ops = {
     .alloc   = svp_stage_svd_alloc,
     .begin   = svp_stage_svd_begin,
     .step    = svp_stage_svd_step,
+    .step_pair = svp_stage_svd_step_pair,
     .finish  = svp_stage_svd_finish,
+    .finish_pair = svp_stage_svd_finish_pair,
     .check_output = svp_stage_svd_check_output,
     .output_bytes = svp_stage_svd_output_bytes,
     .destroy = svp_stage_svd_destroy,

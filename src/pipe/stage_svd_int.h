@@ -80,6 +80,8 @@ svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s);
 /* The vtable's entries that live in the other files. */
 svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s);
+svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
+                                       const svp_stage_finish_pair_t *pair);
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                         size_t len);
 void         svp_stage_svd_destroy(void *self);

@@ -27,10 +27,11 @@
 
 /* The decode with host input and output, through buffers of the ops handle
  * on every backend (as the encode, stage_svd_cond.c). */
-static svp_status_t svp_stage_svd_vae_decode(svp_stage_svd_t *st, int chunk,
-                                             const float *latents, float *frames)
+static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
+                                               int chunk, const float *latents,
+                                               float *frames)
 {
-    int64_t      in = st->F * 4 * st->h * st->w, out = st->F * 3 * st->H * st->W;
+    int64_t      in = nframes * 4 * st->h * st->w, out = nframes * 3 * st->H * st->W;
     float       *d_latents = NULL, *d_frames = NULL;
     svp_status_t status;
 
@@ -39,7 +40,7 @@ static svp_status_t svp_stage_svd_vae_decode(svp_stage_svd_t *st, int chunk,
         status = svp_stage_svd_dev_buf(st, NULL, out, &d_frames);
     }
     if (status == SVP_OK) {
-        status = svp_vae_decode(st->vae, (int)st->F, (int)st->h, (int)st->w, chunk,
+        status = svp_vae_decode(st->vae, nframes, (int)st->h, (int)st->w, chunk,
                                 d_latents, d_frames);
     }
     if (status == SVP_OK) {
@@ -137,7 +138,85 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     return status;
 }
 
+/*
+ * Decodes the chunks of lat (video.decode_chunk_size frames each) whose
+ * index k has k mod 2 = lane into dec, one call per chunk: a chunk's frames
+ * depend on its latents alone (svp_vae_decode runs the chunks one after
+ * the other the same way), so the halves of a pair make the bits one rank
+ * makes.
+ */
+static svp_status_t svp_stage_svd_decode_share(svp_stage_svd_t *st, const float *lat,
+                                               float *dec, int lane)
+{
+    int64_t      in = 4 * st->h * st->w, out = 3 * st->H * st->W;
+    int          c = st->spec->video.decode_chunk_size, f0, k, len;
+    svp_status_t status = SVP_OK;
+
+    c = (c <= 0 || c > st->F) ? (int)st->F : c;
+    for (f0 = 0, k = 0; f0 < st->F && status == SVP_OK; f0 += c, ++k) {
+        len = (st->F - f0 < c) ? (int)st->F - f0 : c;
+        if (k % 2 != lane) {
+            continue;
+        }
+        status = svp_stage_svd_vae_decode_n(st, len, len, lat + f0 * in, dec + f0 * out);
+    }
+    return status;
+}
+
+/* Copies lane 1's chunks of src into dec. */
+static void svp_stage_svd_merge_share(const svp_stage_svd_t *st, const float *src,
+                                      float *dec)
+{
+    int64_t out = 3 * st->H * st->W;
+    int     c = st->spec->video.decode_chunk_size, f0, k, len;
+
+    c = (c <= 0 || c > st->F) ? (int)st->F : c;
+    for (f0 = 0, k = 0; f0 < st->F; f0 += c, ++k) {
+        len = (st->F - f0 < c) ? (int)st->F - f0 : c;
+        if (k % 2 == 1) {
+            memcpy(dec + f0 * out, src + f0 * out, (size_t)(len * out) * sizeof(float));
+        }
+    }
+}
+
+/* Lane 1's part of a pair's finish: its chunks, decoded, to lane 0. */
+static svp_status_t svp_stage_svd_finish_share(svp_stage_svd_t *st, svp_sample_t *s,
+                                               const svp_stage_finish_pair_t *pair)
+{
+    int64_t      n = st->F * 4 * st->h * st->w, m = st->F * 3 * st->H * st->W, i;
+    float       *lat, *dec, inv;
+    svp_status_t status;
+
+    if (st->vae == NULL) {
+        return SVP_OK;      /* latents only: lane 0 writes them */
+    }
+    lat = malloc(n * sizeof(float));
+    dec = pair->buffer(pair->ctx, m * sizeof(float));
+    if (lat == NULL || dec == NULL) {
+        free(lat);
+        return SVP_ERR_NO_MEMORY;
+    }
+    inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
+    for (i = 0; i < n; ++i) {
+        lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
+    }
+    svp_range_push_ctx("sample %d decode (half)", s->index);
+    status = svp_stage_svd_decode_share(st, lat, dec, 1);
+    svp_range_pop();
+    free(lat);
+    if (status == SVP_OK) {
+        status = pair->transfer(pair->ctx, s->index);
+    }
+    return status;
+}
+
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
+{
+    return svp_stage_svd_finish_pair(self, s, NULL);
+}
+
+svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
+                                       const svp_stage_finish_pair_t *pair)
 {
     svp_stage_svd_t         *st   = self;
     const svp_spec_t        *spec = st->spec;
@@ -150,6 +229,9 @@ svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
+    if (pair != NULL && pair->lane == 1) {
+        return svp_stage_svd_finish_share(st, s, pair);
+    }
     status = svp_mkdir_p(spec->output.dir, 0755);
     if (status != SVP_OK) {
         return status;
@@ -182,8 +264,23 @@ svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
             lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
         }
         svp_range_push_ctx("sample %d decode", s->index);
-        status = svp_stage_svd_vae_decode(st, spec->video.decode_chunk_size, lat,
-                                          dec);
+        if (pair == NULL) {
+            status = svp_stage_svd_vae_decode_n(st, (int)st->F,
+                                                spec->video.decode_chunk_size, lat, dec);
+        } else {
+            /* this lane's chunks, then the other lane's from its message */
+            const float *theirs;
+
+            status = svp_stage_svd_decode_share(st, lat, dec, 0);
+            theirs = (status == SVP_OK) ? pair->buffer(pair->ctx, m * sizeof(float)) : NULL;
+            status = (status == SVP_OK && theirs == NULL) ? SVP_ERR_NO_MEMORY : status;
+            if (status == SVP_OK) {
+                status = pair->transfer(pair->ctx, s->index);
+            }
+            if (status == SVP_OK) {
+                svp_stage_svd_merge_share(st, theirs, dec);
+            }
+        }
         svp_range_pop();
         if (status != SVP_OK) {
             goto out;

@@ -66,6 +66,12 @@ typedef enum {
     SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
 } svp_placement_t;
 
+/* What `svdlaunch plan` recommends a layout for (pipeline.objective). */
+typedef enum {
+    SVP_OBJECTIVE_THROUGHPUT = 0,  /* samples per second of the job */
+    SVP_OBJECTIVE_LATENCY    = 1   /* seconds until one sample is written */
+} svp_spec_objective_t;
+
 /* cluster.container_runtime: what runs cluster.container_image */
 typedef enum {
     SVP_CONTAINER_PYXIS = 0,     /* srun --container-image (enroot) */
@@ -129,6 +135,9 @@ typedef struct svp_spec {
         int             stages;       /* ranks per pipeline (0: all,
                                          SVP_PIPE_STAGES_AUTO: the
                                          planner's, resolved by render) */
+        int             guidance_parallel; /* C: 2, the two ranks of a pair
+                                         run the two guidance halves */
+        svp_spec_objective_t objective; /* what svdlaunch plan ranks by */
     } pipeline;
 
     struct {

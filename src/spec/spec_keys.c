@@ -27,6 +27,7 @@ static const char *const svp_spec_dtypes[]      = {SVP_DTYPE_WEIGHT_NAMES NULL};
 static const char *const svp_spec_devices[]     = {SVP_OPS_DEVICE_NAMES NULL};
 static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
 static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
+static const char *const svp_spec_objectives[]  = {"throughput", "latency", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
 static const char *const svp_spec_stages_words[] = {"auto", NULL};
 static const char *const svp_spec_container_runtimes[] = {"pyxis", "apptainer",
@@ -93,6 +94,14 @@ const svp_spec_key_t svp_spec_keys[] = {
      svp_spec_stages_words,
      "ranks per pipeline S: G = W / S pipelines of S stages; 0: one pipeline of W; "
      "auto: the planner's choice, made by svdlaunch render"},
+    {"pipeline.guidance_parallel", SVP_SPEC_T_INT, OFF(pipeline.guidance_parallel),
+     "1", 1, 2, NULL,
+     "ranks per stage C: 2 runs the conditioned and unconditioned UNet halves of "
+     "each step on the two ranks of a pair (W = G x S x C; model.kind svd)"},
+    {"pipeline.objective", SVP_SPEC_T_ENUM, OFF(pipeline.objective), "throughput",
+     NOLIM, svp_spec_objectives,
+     "what svdlaunch plan recommends a layout for: throughput (samples/s) or "
+     "latency (seconds per sample)"},
     {"video.inputs", SVP_SPEC_T_STR_LIST, OFF(video.inputs), "", NOLIM, NULL,
      "images (PNG/JPEG) or directories of images"},
     {"video.seeds", SVP_SPEC_T_INT_LIST, OFF(video.seeds), "", NOLIM, NULL,

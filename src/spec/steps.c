@@ -109,6 +109,62 @@ svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
     l.stage  = rank % stages;
     l.range.begin = l.stage * (steps / stages);
     l.range.end   = (l.stage + 1) * (steps / stages);
+    l.pairs  = 1;
+    l.lane   = 0;
+    *layout_p = l;
+    return SVP_OK;
+}
+
+void svp_steps_layout_list(int steps, int world, int max_pairs, char *buf, int len)
+{
+    int c, s, n = 0;
+
+    buf[0] = '\0';
+    for (c = 1; c <= max_pairs; ++c) {
+        if (world % c != 0) {
+            continue;
+        }
+        for (s = 1; s <= world / c; ++s) {
+            if (svp_steps_layout_valid(steps, world / c, s) && n < len - 24) {
+                n += snprintf(buf + n, len - n, "%s(%d, %d, %d)", (n > 0) ? ", " : "",
+                              world / c / s, s, c);
+            }
+        }
+    }
+}
+
+svp_status_t svp_steps_layout_pairs(int steps, int world, int stages, int pairs,
+                                    int rank, char *errbuf, int errlen,
+                                    svp_steps_layout_t *layout_p)
+{
+    svp_steps_layout_t l;
+    char               valid[512];
+    svp_status_t       status;
+
+    if (pairs == 1) {
+        return svp_steps_layout(steps, world, stages, rank, errbuf, errlen, layout_p);
+    }
+    if (pairs != 2 || world % pairs != 0 || rank < 0 || rank >= world ||
+        (stages > 0 && !svp_steps_layout_valid(steps, world / pairs, stages))) {
+        if (errbuf != NULL) {
+            svp_steps_layout_list(steps, world, 2, valid, sizeof(valid));
+            snprintf(errbuf, errlen,
+                     "pipeline.guidance_parallel: C=%d with S=%d does not fit W=%d "
+                     "ranks and T=%d steps: W = G x S x C, S must divide W / C and T "
+                     "must divide by S; valid (G, S, C): %s", pairs, stages, world,
+                     steps, valid);
+        }
+        return (rank < 0 || rank >= world) ? SVP_ERR_INVALID_PARAM : SVP_ERR_SPEC;
+    }
+    /* the layout of the pairs, as if each were one rank */
+    status = svp_steps_layout(steps, world / pairs, stages, rank / pairs, errbuf,
+                              errlen, &l);
+    if (status != SVP_OK) {
+        return status;
+    }
+    l.pairs   = pairs;
+    l.lane    = rank % pairs;
+    l.first   = l.group * l.stages * pairs;
     *layout_p = l;
     return SVP_OK;
 }

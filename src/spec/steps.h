@@ -34,6 +34,9 @@ typedef struct {
     int first;           /* the group's first rank */
     int stage;           /* this rank's position in its group */
     svp_step_range_t range;
+    int pairs;           /* C: ranks per stage (pipeline.guidance_parallel) */
+    int lane;            /* this rank's guidance half: 0 unconditioned, 1
+                            conditioned (0 when C = 1) */
 } svp_steps_layout_t;
 
 /*
@@ -47,5 +50,19 @@ svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
 
 /* Whether S stages per group is valid for T steps on W ranks. */
 int svp_steps_layout_valid(int steps, int world, int stages);
+
+/*
+ * The same with C ranks per stage (pipeline.guidance_parallel): W = G x S x C.
+ * A group is S x C contiguous ranks; the C ranks of a stage are adjacent
+ * (stage s, lane c is the group's rank s * C + c), so the two halves of a
+ * pair are ring neighbours of the liveness watch.  stages 0: S = W / C.
+ * The error lists the valid (G, S, C).  C = 1 is svp_steps_layout().
+ */
+svp_status_t svp_steps_layout_pairs(int steps, int world, int stages, int pairs,
+                                    int rank, char *errbuf, int errlen,
+                                    svp_steps_layout_t *layout_p);
+
+/* Writes the valid "(G, S, C)" layouts of T steps on W ranks, C <= max_pairs. */
+void svp_steps_layout_list(int steps, int world, int max_pairs, char *buf, int len);
 
 #endif

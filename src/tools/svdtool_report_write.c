@@ -297,8 +297,9 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     char               err[512];
     const char        *basis;
     json_t            *jr;
-    double            *busy, makespan, busy_sum, rate, bubble;
-    int                q, g, stages, groups;
+    double            *busy, makespan, busy_sum, rate, bubble, first = -1, lat = 0;
+    int                q, g, c, stages, groups, pairs;
+    svp_plan_message_t msg;
 
     rdoc_h(d, 2, "Predicted against measured");
     if (in->spec == NULL) {
@@ -339,13 +340,18 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     }
     pp.placement     = in->spec->pipeline.placement;
     pp.message_bytes = r->message_bytes;
-    /* G pipelines of S stages (pipeline.stages): each group is planned as
-     * the worker deals it, position j to group j mod G */
+    /* G pipelines of S stages of C ranks (pipeline.stages and
+     * guidance_parallel): each group is planned as the worker deals it,
+     * position j to group j mod G */
+    pairs  = (in->spec->pipeline.guidance_parallel > 1 && r->world % 2 == 0) ? 2 : 1;
     stages = in->spec->pipeline.stages;
-    if (stages <= 0 || stages > r->world || r->world % stages != 0) {
-        stages = r->world;
+    if (stages <= 0 || stages > r->world / pairs || (r->world / pairs) % stages != 0) {
+        stages = r->world / pairs;
     }
-    groups = r->world / stages;
+    groups = r->world / (stages * pairs);
+    svp_plan_message(in->spec, &msg);
+    pp.pairs      = pairs;
+    pp.half_bytes = msg.latent;
     busy   = calloc((size_t)r->world, sizeof(*busy));
     if (busy == NULL) {
         rdoc_p(d, "Out of memory for the planner's figures.");
@@ -357,7 +363,7 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
 
         gp.world      = stages;
         gp.samples    = (pp.samples - g + groups - 1) / groups;
-        gp.first_rank = g * stages;
+        gp.first_rank = g * stages * pairs;
         if (svp_plan_run(&gp, &res) != SVP_OK) {
             rdoc_p(d, "The planner cannot model this run (%d ranks, %d stages, %d steps, "
                       "%d samples).", pp.world, stages, pp.steps, pp.samples);
@@ -365,9 +371,19 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
             return;
         }
         for (q = 0; q < stages; ++q) {
-            busy[g * stages + q] = res->ranks[q].busy_s;
-            busy_sum += res->ranks[q].busy_s;
+            for (c = 0; c < pairs; ++c) {
+                /* a pair's second rank runs the same steps; it shares the
+                 * decodes of the last stage and has none elsewhere */
+                double b = res->ranks[q].busy_s -
+                           (c > 0 && q < stages - 1 ?
+                            res->ranks[q].decodes * pp.costs.decode_s : 0);
+
+                busy[(g * stages + q) * pairs + c] = b;
+                busy_sum += b;
+            }
         }
+        first = (first < 0 || res->first_out_s < first) ? res->first_out_s : first;
+        lat   = (res->latency_s > lat) ? res->latency_s : lat;
         makespan = (res->makespan_s > makespan) ? res->makespan_s : makespan;
         svp_plan_result_destroy(res);
         res = NULL;
@@ -390,11 +406,16 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     rdoc_row(d, "samples/s|%.4f|%.4f|%+.1f", rate, r->samples_per_s,
              r->samples_per_s > 0 ? 100 * (rate - r->samples_per_s) / r->samples_per_s : 0);
     rdoc_row(d, "bubble %%|%.1f|%.1f|-", 100 * bubble, 100 * r->bubble);
+    rdoc_row(d, "first outputs s|%.3f|-|-", first);
+    rdoc_row(d, "latency of a sample s (steady state)|%.3f|-|-", lat);
     rdoc_table_end(d);
-    json_object_set_new(figs, "plan", json_pack("{s:s, s:i, s:i, s:f, s:f, s:f, s:o}",
+    json_object_set_new(figs, "plan", json_pack("{s:s, s:i, s:i, s:i, s:f, s:f, s:f, "
+                                                "s:f, s:f, s:o}",
                                                 "basis", basis, "stages", stages,
-                                                "groups", groups, "makespan_s", makespan,
+                                                "groups", groups, "pairs", pairs,
+                                                "makespan_s", makespan,
                                                 "samples_per_s", rate, "bubble", bubble,
+                                                "first_out_s", first, "latency_s", lat,
                                                 "ranks", jr));
     free(busy);
 }
@@ -543,7 +564,10 @@ static svp_status_t rsec_profile(rdoc_t *d, const svdtool_report_t *r,
     ops   = json_object_get(json_object_get(prof, "profile"), "ops");
     shape = json_object_get(prof, "shape");
     if (!strcmp(svdtool_report_str(prof, "kind", ""), "run")) {
-        flops = r->flops_per_step;
+        /* the SVD stage calls the UNet once per guidance half: a step's
+         * FLOPs are two calls' with guidance */
+        flops = r->flops_per_step /
+                ((in->spec != NULL && in->spec->video.max_guidance > 1.0) ? 2 : 1);
         rdoc_p(d, "Collected in the run (log.profile) on rank %d: %.0f UNet calls (%s), "
                   "%.3f s per call, %.4g counted FLOPs, %.3f TFLOP/s.",
                (int)json_integer_value(json_object_get(prof, "rank")), p.calls, p.root, p.s,

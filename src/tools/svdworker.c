@@ -328,7 +328,8 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
     /* PMIx (under srun/mpirun) or a plain rank 0 of 1 */
     rtp.field_mask = SVP_RT_PARAM_FIELD_TIMEOUT | SVP_RT_PARAM_FIELD_GROUP;
     rtp.timeout    = spec->comm.deadline;
-    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0);
+    rtp.group_size = SVP_MAX(spec->pipeline.stages, 0) *
+                     SVP_MAX(1, spec->pipeline.guidance_parallel);
     status         = svp_rt_init(&rtp, &w->rt);
     if (status != SVP_OK) {
         return status;
@@ -356,12 +357,14 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
 
     /* every rank checks, on the same spec now; rank 0 alone reports, so the
      * log says it once */
-    if (spec->pipeline.stages == 0) {
+    if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
         status = svp_steps_assign(spec->steps, w->world, w->rank, err,
                                   sizeof(err), &range);
     } else {
-        status = svp_steps_layout(spec->steps, w->world, spec->pipeline.stages,
-                                  w->rank, err, sizeof(err), &layout);
+        status = svp_steps_layout_pairs(spec->steps, w->world,
+                                        spec->pipeline.stages,
+                                        SVP_MAX(1, spec->pipeline.guidance_parallel),
+                                        w->rank, err, sizeof(err), &layout);
         range  = layout.range;
     }
     if (status != SVP_OK) {

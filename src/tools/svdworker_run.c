@@ -94,8 +94,9 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     }
     ranges = json_array();
     for (r = 0; r < world; ++r) {
-        if (svp_steps_layout(spec->steps, world, spec->pipeline.stages, r, err,
-                             sizeof(err), &layout) == SVP_OK) {
+        if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                                   SVP_MAX(1, spec->pipeline.guidance_parallel), r, err,
+                                   sizeof(err), &layout) == SVP_OK) {
             json_array_append_new(ranges, json_pack("[i, i]", layout.range.begin,
                                                     layout.range.end));
         }
@@ -104,7 +105,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         cwd[0] = '\0';
     }
     doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
-                    "s:{s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
+                    "s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
                     "s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
                     "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
                     "job", spec->name, "spec_file", spec->file, "spec", dump,
@@ -113,6 +114,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                     "layout", "steps", spec->steps, "samples", info->samples_total,
                     "samples_run", samples_run,
                     "stages", layout.stages, "groups", layout.groups,
+                    "guidance_parallel", layout.pairs,
                     "placement", svp_spec_placement_name(spec->pipeline.placement),
                     "ranges", ranges,
                     "shard", "index", info->shard.index, "count", info->shard.count,
