@@ -143,19 +143,52 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
     return SVP_OK;
 }
 
-svp_status_t svp_launch_render(const svp_spec_t *spec,
-                               const svp_launch_render_params_t *params,
-                               char *errbuf, int errlen, char **script_p)
+/* pipeline.stages: auto, as planned at render time; stages 0 when the spec
+ * names its layout */
+typedef struct {
+    svp_plan_layout_t layout;
+    char              why[256];     /* where the costs came from */
+    int               unit_costs;   /* no time model: every step one unit */
+} launch_auto_t;
+
+static svp_status_t launch_plan_auto(const svp_spec_t *spec, launch_auto_t *a,
+                                     char *errbuf, int errlen)
+{
+    svp_plan_costs_t costs;
+    svp_status_t     status;
+
+    if (spec->pipeline.stages != SVP_PIPE_STAGES_AUTO) {
+        return SVP_OK;
+    }
+    /* without a time model every step costs one unit: the choice then
+     * rests on fill, drain and balance, and the makespan is in steps */
+    if (svp_plan_costs_from_spec(spec, NULL, a->why, sizeof(a->why),
+                                 &costs) != SVP_OK) {
+        memset(&costs, 0, sizeof(costs));
+        costs.step_s = 1.0;
+        snprintf(costs.source, sizeof(costs.source), "unit step costs "
+                 "(no time model for this model without a hardware "
+                 "table)");
+        a->unit_costs = 1;
+    }
+    status = svp_plan_choose_stages(spec, &costs, &a->layout, a->why,
+                                    sizeof(a->why));
+    if (status != SVP_OK) {
+        svp_launch_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
+                        "could be planned", spec->file);
+    }
+    return status;
+}
+
+/* The checks before anything is written, the spec's container-side path
+ * (empty outside a container) and the auto layout. */
+static svp_status_t launch_render_prepare(const svp_spec_t *spec,
+                                          const svp_launch_render_params_t *params,
+                                          char *in_container, size_t size,
+                                          launch_auto_t *a,
+                                          char *errbuf, int errlen)
 {
     svp_status_t status;
-    char        *buf = NULL;
-    size_t       len = 0;
-    FILE        *f;
-    int          gpus, i;
-    svp_plan_layout_t layout = {0};
-    svp_plan_costs_t  costs;
-    char         costs_why[256] = "", in_container[4096] = "";
-    int          unit_costs = 0;
 
     status = svp_launch_validate(spec, errbuf, errlen);
     if (status != SVP_OK) {
@@ -173,37 +206,17 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
         if (status != SVP_OK) {
             return status;
         }
-        svp_launch_container_path(spec, host, in_container,
-                                  sizeof(in_container));
+        svp_launch_container_path(spec, host, in_container, size);
     }
-    if (spec->pipeline.stages == SVP_PIPE_STAGES_AUTO) {
-        /* without a time model every step costs one unit: the choice then
-         * rests on fill, drain and balance, and the makespan is in steps */
-        if (svp_plan_costs_from_spec(spec, NULL, costs_why, sizeof(costs_why),
-                                     &costs) != SVP_OK) {
-            memset(&costs, 0, sizeof(costs));
-            costs.step_s = 1.0;
-            snprintf(costs.source, sizeof(costs.source), "unit step costs "
-                     "(no time model for this model without a hardware "
-                     "table)");
-            unit_costs = 1;
-        }
-        status = svp_plan_choose_stages(spec, &costs, &layout, costs_why,
-                                        sizeof(costs_why));
-        if (status != SVP_OK) {
-            svp_launch_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
-                            "could be planned", spec->file);
-            return status;
-        }
-    }
+    return launch_plan_auto(spec, a, errbuf, errlen);
+}
 
-    f = open_memstream(&buf, &len);
-    if (f == NULL) {
-        svp_launch_errf(errbuf, errlen, "open_memstream: %s", strerror(errno));
-        return SVP_ERR_NO_MEMORY;
-    }
-
-    gpus = svp_launch_gpus_per_task(spec);
+/* #!/bin/bash, where the script came from, the auto layout and the array. */
+static void launch_put_header(FILE *f, const svp_spec_t *spec,
+                              const svp_launch_render_params_t *params,
+                              const launch_auto_t *a)
+{
+    const svp_plan_layout_t *layout = &a->layout;
 
     fputs("#!/bin/bash\n", f);
     fprintf(f, "# svdpipe job %s, rendered by svdlaunch from ",
@@ -211,25 +224,28 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     fputs(params->spec_ref, f);
     fputs(".\n# Edit the job spec and render again: changes made here are "
           "lost.\n", f);
-    if (layout.stages > 0) {
+    if (layout->stages > 0) {
         fprintf(f, "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
-                "predicted makespan ", layout.stages, layout.groups,
-                layout.groups > 1 ? "s" : "", layout.stages,
-                layout.stages > 1 ? "s" : "");
-        if (unit_costs) {
+                "predicted makespan ", layout->stages, layout->groups,
+                layout->groups > 1 ? "s" : "", layout->stages,
+                layout->stages > 1 ? "s" : "");
+        if (a->unit_costs) {
             fprintf(f, "%.0f step times (no time model: every step "
-                    "one unit, encode and decode free)\n", layout.makespan_s);
+                    "one unit, encode and decode free)\n", layout->makespan_s);
         } else {
-            fprintf(f, "%.3f s from %s\n", layout.makespan_s, costs_why);
+            fprintf(f, "%.3f s from %s\n", layout->makespan_s, a->why);
         }
     }
-
     if (svp_launch_array_tasks(spec) > 1) {
         fprintf(f, "# job array: %d tasks of %d node%s x %d ranks, each making "
                 "its share of the samples\n", svp_launch_array_tasks(spec),
                 spec->cluster.nodes, spec->cluster.nodes > 1 ? "s" : "",
                 spec->cluster.ranks_per_node);
     }
+}
+
+static void launch_put_sbatch_lines(FILE *f, const svp_spec_t *spec, int gpus)
+{
     launch_put_sbatch(f, "job-name", svp_launch_job_name(spec));
     fprintf(f, "#SBATCH --nodes=%d\n", spec->cluster.nodes);
     fprintf(f, "#SBATCH --ntasks-per-node=%d\n", spec->cluster.ranks_per_node);
@@ -259,11 +275,15 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     launch_put_sbatch(f, "mem", spec->cluster.mem);
     launch_put_sbatch(f, "mem-per-gpu", spec->cluster.mem_per_gpu);
     launch_put_sbatch(f, "signal", spec->cluster.signal);
-    for (i = 0; i < spec->cluster.sbatch_args.count; ++i) {
+    for (int i = 0; i < spec->cluster.sbatch_args.count; ++i) {
         fprintf(f, "#SBATCH %s\n", spec->cluster.sbatch_args.items[i]);
     }
+}
 
-    fputs("\nset -euo pipefail\n\n", f);
+/* cluster.env as exports, then cluster.setup verbatim. */
+static void launch_put_environment(FILE *f, const svp_spec_t *spec)
+{
+    int i;
 
     for (i = 0; i < spec->cluster.env.count; ++i) {
         const char *v = spec->cluster.env.values[i] ?
@@ -288,9 +308,11 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
         }
         fputs("set -u\n\n", f);
     }
+}
 
-    launch_put_spec_lookup(f, params);
-
+/* exec srun with its own options and cluster.srun_args. */
+static void launch_put_srun(FILE *f, const svp_spec_t *spec, int gpus)
+{
     /*
      * --kill-on-bad-exit: a rank that fails takes the job down at once
      * instead of leaving its peers waiting for their deadlines.  -W bounds a
@@ -311,7 +333,7 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
          */
         fprintf(f, " --cpus-per-task=%d", spec->cluster.cpus_per_task);
     }
-    for (i = 0; i < spec->cluster.srun_args.count; ++i) {
+    for (int i = 0; i < spec->cluster.srun_args.count; ++i) {
         const char *a = spec->cluster.srun_args.items[i];
 
         fputs(i == 0 ? " \\\n    " : " ", f);
@@ -323,8 +345,16 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
             launch_put_quoted(f, a);
         }
     }
-    if (svp_launch_in_container(spec) &&
-        spec->cluster.container_runtime == SVP_CONTAINER_PYXIS) {
+}
+
+/* The container runtime's part of the srun line: pyxis's srun options, or
+ * apptainer exec before the worker. */
+static void launch_put_container(FILE *f, const svp_spec_t *spec, int gpus)
+{
+    if (!svp_launch_in_container(spec)) {
+        return;
+    }
+    if (spec->cluster.container_runtime == SVP_CONTAINER_PYXIS) {
         fputs(" \\\n    --container-image=", f);
         launch_put_quoted(f, spec->cluster.container_image);
         if (spec->cluster.container_mounts.count > 0) {
@@ -336,24 +366,31 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
             fputs(" \\\n    --container-workdir=", f);
             launch_put_quoted(f, spec->cluster.container_workdir);
         }
-    } else if (svp_launch_in_container(spec)) {
-        /* apptainer exec: --nv binds the host's driver and the task's GPUs */
-        fputs(" \\\n    apptainer exec", f);
-        if (gpus > 0) {
-            fputs(" --nv", f);
-        }
-        if (spec->cluster.container_mounts.count > 0) {
-            fputs(" --bind ", f);
-            launch_put_mounts(f, spec);
-        }
-        if (spec->cluster.container_workdir != NULL &&
-            spec->cluster.container_workdir[0] != '\0') {
-            fputs(" --pwd ", f);
-            launch_put_quoted(f, spec->cluster.container_workdir);
-        }
-        fputc(' ', f);
-        launch_put_quoted(f, spec->cluster.container_image);
+        return;
     }
+    /* apptainer exec: --nv binds the host's driver and the task's GPUs */
+    fputs(" \\\n    apptainer exec", f);
+    if (gpus > 0) {
+        fputs(" --nv", f);
+    }
+    if (spec->cluster.container_mounts.count > 0) {
+        fputs(" --bind ", f);
+        launch_put_mounts(f, spec);
+    }
+    if (spec->cluster.container_workdir != NULL &&
+        spec->cluster.container_workdir[0] != '\0') {
+        fputs(" --pwd ", f);
+        launch_put_quoted(f, spec->cluster.container_workdir);
+    }
+    fputc(' ', f);
+    launch_put_quoted(f, spec->cluster.container_image);
+}
+
+/* The worker, its spec and the overrides: the end of the srun line. */
+static void launch_put_worker(FILE *f, const svp_spec_t *spec,
+                              const svp_launch_render_params_t *params,
+                              const char *in_container, const launch_auto_t *a)
+{
     fputs(" \\\n    ", f);
     launch_put_quoted(f, svp_launch_worker(spec));
     if (in_container[0] != '\0') {
@@ -363,14 +400,48 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     } else {
         fputs(" \"$svp_spec\"", f);
     }
-    for (i = 0; i < params->num_overrides; ++i) {
+    for (int i = 0; i < params->num_overrides; ++i) {
         fputs(" --set ", f);
         launch_put_quoted(f, params->overrides[i]);
     }
-    if (layout.stages > 0) {
-        fprintf(f, " --set pipeline.stages=%d", layout.stages);
+    if (a->layout.stages > 0) {
+        fprintf(f, " --set pipeline.stages=%d", a->layout.stages);
     }
     fputs("\n", f);
+}
+
+svp_status_t svp_launch_render(const svp_spec_t *spec,
+                               const svp_launch_render_params_t *params,
+                               char *errbuf, int errlen, char **script_p)
+{
+    svp_status_t  status;
+    char         *buf = NULL;
+    size_t        len = 0;
+    FILE         *f;
+    int           gpus;
+    launch_auto_t a = {0};
+    char          in_container[4096] = "";
+
+    status = launch_render_prepare(spec, params, in_container,
+                                   sizeof(in_container), &a, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    f = open_memstream(&buf, &len);
+    if (f == NULL) {
+        svp_launch_errf(errbuf, errlen, "open_memstream: %s", strerror(errno));
+        return SVP_ERR_NO_MEMORY;
+    }
+    gpus = svp_launch_gpus_per_task(spec);
+
+    launch_put_header(f, spec, params, &a);
+    launch_put_sbatch_lines(f, spec, gpus);
+    fputs("\nset -euo pipefail\n\n", f);
+    launch_put_environment(f, spec);
+    launch_put_spec_lookup(f, params);
+    launch_put_srun(f, spec, gpus);
+    launch_put_container(f, spec, gpus);
+    launch_put_worker(f, spec, params, in_container, &a);
 
     if (ferror(f) || fclose(f) != 0) {
         free(buf);
