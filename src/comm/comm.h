@@ -64,7 +64,7 @@
 #define SVP_COMM_MAX_TENSORS 8
 #define SVP_COMM_MAX_DIMS    6
 
-/* Limits of the tag fields (see comm.c for the tag layout). */
+/* Limits of the tag fields (see comm_int.h for the tag layout). */
 #define SVP_COMM_MAX_KIND    15
 #define SVP_COMM_MAX_SAMPLE  ((1u << 24) - 1)
 #define SVP_COMM_MAX_STEP    ((1u << 20) - 1)

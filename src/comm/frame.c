@@ -1,7 +1,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "comm/frame.h"
+#include "comm/comm_int.h"
 
 #include "common/log.h"
 #include "common/util.h"
@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(svp_comm_header_t) % SVP_COMM_ALIGN == 0,
@@ -269,4 +270,265 @@ svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
         return SVP_ERR_MESSAGE;
     }
     return SVP_OK;
+}
+
+/* ---- device frames -------------------------------------------------- */
+
+/* The path to a peer, stated once per peer. */
+void svp_comm_path_log(struct svp_comm *comm, int peer)
+{
+    if (comm->path_logged == NULL || comm->path_logged[peer]) {
+        return;
+    }
+    comm->path_logged[peer] = 1;
+    svp_info("hand-off with rank %d: device frames, %s path%s", peer,
+             svp_comm_path_name(comm->path),
+             (comm->path == SVP_COMM_PATH_DEVICE)
+             ? " (UCX moves cuda memory: cuda_ipc / GPUDirect RDMA)"
+             : (comm->device.host_alloc != NULL) ? " (through pinned host memory)"
+                                                 : " (through host memory)");
+}
+
+/* The frame seen through its host copy, for the header code of frame.c. */
+static struct svp_comm_frame svp_comm_frame_host_view(const struct svp_comm_frame *frame)
+{
+    struct svp_comm_frame view = *frame;
+
+    view.base     = frame->host;
+    view.mem_type = SVP_COMM_MEM_HOST;
+    return view;
+}
+
+/*
+ * Before a device frame is sent: its header is written in the host copy
+ * (the payload is copied there too when staged, or to checksum it); on the
+ * device path the header then goes back to the device frame, which UCX
+ * sends as it is.
+ */
+svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
+                                      struct svp_comm_frame *frame,
+                                      const svp_comm_frame_id_t *id)
+{
+    struct svp_comm_frame view = svp_comm_frame_host_view(frame);
+    size_t                hdr  = sizeof(svp_comm_header_t);
+    svp_status_t          status;
+
+    if (comm->path == SVP_COMM_PATH_STAGED || comm->checksum) {
+        status = frame->dev.to_host(frame->dev.ctx, (char *)frame->host + hdr,
+                                    (const char *)frame->base + hdr,
+                                    frame->length - hdr);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    svp_comm_frame_seal(&view, id, comm->checksum);
+    if (comm->path == SVP_COMM_PATH_DEVICE) {
+        return frame->dev.to_device(frame->dev.ctx, frame->base, frame->host, hdr);
+    }
+    return SVP_OK;
+}
+
+/*
+ * After a device frame was received: the header (and with checksums the
+ * payload) is checked in the host copy; a staged payload then goes to the
+ * device.  A frame that fails its checks is not copied.
+ */
+svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
+                                     struct svp_comm_frame *frame,
+                                     size_t length,
+                                     const svp_comm_frame_id_t *expected,
+                                     const char *where)
+{
+    struct svp_comm_frame view = svp_comm_frame_host_view(frame);
+    size_t                hdr  = sizeof(svp_comm_header_t);
+    svp_status_t          status;
+
+    if (comm->path == SVP_COMM_PATH_DEVICE) {
+        status = frame->dev.to_host(frame->dev.ctx, frame->host, frame->base,
+                                    comm->checksum ? frame->length : hdr);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    status = svp_comm_frame_check(&view, length, expected, where);
+    if (status != SVP_OK || comm->path == SVP_COMM_PATH_DEVICE) {
+        return status;
+    }
+    return frame->dev.to_device(frame->dev.ctx, (char *)frame->base + hdr,
+                                (const char *)frame->host + hdr,
+                                frame->length - hdr);
+}
+
+/* ---- frames ---------------------------------------------------------- */
+
+size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc)
+{
+    uint64_t offsets[SVP_COMM_MAX_TENSORS];
+    size_t   length;
+
+    return (svp_comm_frame_layout(desc, offsets, &length) == SVP_OK) ? length : 0;
+}
+
+/* Frees a device frame's host copy (pinned when the services pin). */
+static void svp_comm_frame_free_host_copy(struct svp_comm_frame *frame)
+{
+    if (frame->dev.host_free != NULL) {
+        frame->dev.host_free(frame->dev.ctx, frame->host);
+    } else {
+        free(frame->host);
+    }
+}
+
+/* The memory of a device frame laid out by svp_comm_frame_create(): its host
+ * copy and, unless the caller gives one, the device buffer. */
+static svp_status_t svp_comm_frame_init_device(svp_comm_h comm,
+                                               struct svp_comm_frame *frame,
+                                               void *buffer, size_t length)
+{
+    size_t       need = frame->length;
+    svp_status_t status;
+
+    if (buffer != NULL && length < need) {
+        svp_error("device frame buffer of %zu bytes is smaller than the %zu "
+                  "bytes the layout needs", length, need);
+        return SVP_ERR_INVALID_PARAM;
+    }
+    frame->dev = comm->device;
+    if (frame->dev.host_alloc != NULL) {
+        status = frame->dev.host_alloc(frame->dev.ctx, need, &frame->host);
+    } else {
+        status = (posix_memalign(&frame->host, SVP_COMM_ALIGN, need) == 0)
+                 ? SVP_OK : SVP_ERR_NO_MEMORY;
+    }
+    if (status != SVP_OK) {
+        svp_error("cannot allocate the %zu-byte host copy of a device frame", need);
+        return status;
+    }
+    memset(frame->host, 0, need);
+    if (buffer != NULL) {
+        frame->base = buffer;
+        return SVP_OK;
+    }
+    status = frame->dev.alloc(frame->dev.ctx, need, &frame->base);
+    if (status != SVP_OK) {
+        svp_error("cannot allocate a %zu-byte device frame", need);
+        goto err_free_host;
+    }
+    frame->owned = 1;
+    status = frame->dev.to_device(frame->dev.ctx, frame->base, frame->host, need);
+    if (status != SVP_OK) {
+        frame->dev.free(frame->dev.ctx, frame->base);
+        goto err_free_host;
+    }
+    return SVP_OK;
+
+err_free_host:
+    svp_comm_frame_free_host_copy(frame);
+    return status;
+}
+
+/* The memory of a host frame laid out by svp_comm_frame_create(). */
+static svp_status_t svp_comm_frame_init_host(struct svp_comm_frame *frame,
+                                             void *buffer, size_t length)
+{
+    size_t need = frame->length;
+
+    if (buffer == NULL) {
+        if (posix_memalign(&frame->base, SVP_COMM_ALIGN, need) != 0) {
+            svp_error("out of memory allocating a %zu-byte frame", need);
+            return SVP_ERR_NO_MEMORY;
+        }
+        memset(frame->base, 0, need);
+        frame->owned = 1;
+    } else if (length < need) {
+        svp_error("frame buffer of %zu bytes is smaller than the %zu bytes the "
+                  "layout needs", length, need);
+        return SVP_ERR_INVALID_PARAM;
+    } else if (((uintptr_t)buffer % SVP_COMM_ALIGN) != 0) {
+        svp_error("frame buffer %p is not %d-byte aligned", buffer,
+                  SVP_COMM_ALIGN);
+        return SVP_ERR_INVALID_PARAM;
+    } else {
+        frame->base = buffer;
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_comm_frame_create(svp_comm_h comm,
+                                   const svp_comm_frame_desc_t *desc,
+                                   void *buffer, size_t length,
+                                   svp_comm_mem_type_t mem_type,
+                                   svp_comm_frame_h *frame_p)
+{
+    struct svp_comm_frame *frame;
+    svp_status_t           status;
+    size_t                 need;
+
+    if (mem_type == SVP_COMM_MEM_CUDA && !comm->have_device) {
+        svp_error("a frame in device memory needs a comm created with device "
+                  "services");
+        return SVP_ERR_INVALID_PARAM;
+    }
+    frame = calloc(1, sizeof(*frame));
+    if (frame == NULL) {
+        svp_error("out of memory allocating a frame");
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_comm_frame_layout(desc, frame->offsets, &need);
+    if (status == SVP_OK) {
+        frame->desc     = *desc;
+        frame->length   = need;
+        frame->mem_type = mem_type;
+        status = (mem_type == SVP_COMM_MEM_CUDA)
+                 ? svp_comm_frame_init_device(comm, frame, buffer, length)
+                 : svp_comm_frame_init_host(frame, buffer, length);
+    }
+    if (status != SVP_OK) {
+        free(frame);
+        return status;
+    }
+    *frame_p = frame;
+    return SVP_OK;
+}
+
+void svp_comm_frame_free(struct svp_comm_frame *frame)
+{
+    if (frame->mem_type == SVP_COMM_MEM_CUDA) {
+        if (frame->owned) {
+            frame->dev.free(frame->dev.ctx, frame->base);
+        }
+        svp_comm_frame_free_host_copy(frame);
+    } else if (frame->owned) {
+        free(frame->base);
+    }
+    free(frame);
+}
+
+void svp_comm_frame_destroy(svp_comm_frame_h frame)
+{
+    if (frame == NULL) {
+        return;
+    }
+    if (frame->busy > 0) {
+        /* an abandoned request still lends it to UCX: freed with it */
+        frame->destroyed = 1;
+        return;
+    }
+    svp_comm_frame_free(frame);
+}
+
+void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i)
+{
+    return (i < frame->desc.num_tensors) ? (char *)frame->base + frame->offsets[i]
+                                         : NULL;
+}
+
+const svp_comm_frame_desc_t *svp_comm_frame_desc(svp_comm_frame_h frame)
+{
+    return &frame->desc;
+}
+
+size_t svp_comm_frame_length(svp_comm_frame_h frame)
+{
+    return frame->length;
 }

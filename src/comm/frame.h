@@ -1,6 +1,6 @@
 /*
  * The frame on the wire: layout, header writing and header checking.
- * Private to src/comm (comm.c sends and receives frames; nothing else
+ * Private to src/comm (comm_req.c sends and receives frames; nothing else
  * needs the wire format).
  *
  * The header is written in the sender's byte order and read as is: every

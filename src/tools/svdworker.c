@@ -97,7 +97,7 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
 
 /*
  * Seconds a rank has after SIGTERM/SIGINT before the watchdog ends it.  Most
- * of it is teardown's drain (comm.c, svp_comm_drain), which waits for the
+ * of it is teardown's drain (comm_req.c, svp_comm_drain), which waits for the
  * neighbours' goodbyes: the ranks of one scancel got their signals up to
  * 0.7 s apart on a loaded 2-core machine (3 slurmd), and a 0.7 s grace
  * left a UCX warning in 1 of 18 cancels there; 1.5 s covers that spread
