@@ -655,7 +655,7 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 /*
  * Teardown's drain (svp_comm_drain) ends at the latest this long after it
  * began, or, after a stop, SVP_COMM_DRAIN_MARGIN before the stop's watchdog
- * ends the process (common/stop.h: 1.5 s after the signal in svdworker):
+ * ends the process (common/stop.h: 0.7 s after the signal in svdworker):
  * the runtime's goodbye must be said after the drain and before that (else
  * the neighbours log a loss).  On 3 nodes the last rank of one scancel got
  * its SIGTERM 0.07 to 0.6 s after the first (18 runs), and a rank that

@@ -4,7 +4,7 @@
  * Slurm sends SIGTERM on scancel, preemption and at the time limit (and
  * SIGKILL KillWait seconds later); a person at a terminal sends SIGINT.  A
  * rank that gets one must say so, leave no partial output behind and exit
- * non-zero within two seconds, while every sample it has finished stays intact.
+ * non-zero within a second, while every sample it has finished stays intact.
  *
  * How: the handler only records the signal and makes a pipe readable (both
  * async-signal-safe).  Long waits notice: svp_comm's waits poll the pipe

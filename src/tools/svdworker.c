@@ -97,13 +97,15 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
 
 /*
  * Seconds a rank has after SIGTERM/SIGINT before the watchdog ends it.  Most
- * of it is teardown's drain (comm_req.c, svp_comm_drain), which waits for the
- * neighbours' goodbyes: the ranks of one scancel got their signals up to
- * 0.7 s apart on a loaded 2-core machine (3 slurmd), and a 0.7 s grace
- * left a UCX warning in 1 of 18 cancels there; 1.5 s covers that spread
- * twice over and still ends a stopped job well inside Slurm's KillWait.
+ * of it is teardown's drain (comm_req.c, svp_comm_drain), which waits for
+ * the neighbours' goodbyes.  A longer grace lets a drain wait for a node
+ * whose signal comes late (1.5 s: no UCX warning where 0.7 s left one in 1
+ * of 18 cancels on a loaded 2-core machine), but a rank stopped alone then
+ * says its runtime goodbye that much later, and a neighbour that first
+ * connects to it meanwhile fails with "cannot connect" (seen once in 5 runs
+ * of the lone-SIGTERM case): 0.7 s is the better of the two.
  */
-#define SVP_WORKER_STOP_GRACE 1.5
+#define SVP_WORKER_STOP_GRACE 0.7
 
 /* Reports a stop and removes this rank's own partial outputs. */
 static void svp_worker_stop(int signo, void *arg)
