@@ -115,7 +115,7 @@ static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
 
     svp_launch_escape(path, esc, sizeof(esc));
     svp_launch_mark(spec, key, path, where, sizeof(where));
-    svp_launch_errf(errbuf, errlen, "%s: %s: \"%s\" is under no mount of "
+    svp_errf(errbuf, errlen, "%s: %s: \"%s\" is under no mount of "
                     "cluster.container_mounts: the container would not see "
                     "it (add a mount SRC:DST whose DST holds it)",
                     where, key, esc);
@@ -146,7 +146,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
         char esc[512];
 
         svp_launch_escape(spec_host, esc, sizeof(esc));
-        svp_launch_errf(errbuf, errlen, "%s: cluster.container_mounts: the job "
+        svp_errf(errbuf, errlen, "%s: cluster.container_mounts: the job "
                         "spec %s is under no mount's SRC: the worker in the "
                         "container could not read it",
                         spec->file ? spec->file : "<spec>", esc);
@@ -154,7 +154,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     }
     if (wd != NULL && wd[0] != '\0') {
         if (wd[0] != '/') {
-            svp_launch_errf(errbuf, errlen, "%s: cluster.container_workdir: "
+            svp_errf(errbuf, errlen, "%s: cluster.container_workdir: "
                             "expected an absolute path in the container, found "
                             "\"%s\"", spec->file ? spec->file : "<spec>", wd);
             return SVP_ERR_SPEC;
@@ -166,7 +166,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     }
     if (out != NULL && out[0] != '\0' && out[0] != '/' &&
         (wd == NULL || wd[0] == '\0')) {
-        svp_launch_errf(errbuf, errlen, "%s: output.dir: \"%s\" is relative, "
+        svp_errf(errbuf, errlen, "%s: output.dir: \"%s\" is relative, "
                         "and in a container it would land in the image's "
                         "working directory: set cluster.container_workdir (a "
                         "mounted folder) or make output.dir absolute",

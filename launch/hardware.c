@@ -91,7 +91,7 @@ static svp_status_t hw_error(hw_reader_t *r, const yaml_node_t *node,
     char esc[128];
 
     svp_launch_escape(found, esc, sizeof(esc));
-    svp_launch_errf(r->errbuf, r->errlen, "%s:%zu:%zu: %s: expected %s, "
+    svp_errf(r->errbuf, r->errlen, "%s:%zu:%zu: %s: expected %s, "
                     "found %s", r->file, node->start_mark.line + 1,
                     node->start_mark.column + 1, path, expected, esc);
     return SVP_ERR_BAD_FILE;
@@ -286,7 +286,7 @@ static svp_status_t hw_load_string(const char *yaml, const char *file,
     yaml_parser_set_input_string(&parser, (const unsigned char *)yaml,
                                  strlen(yaml));
     if (!yaml_parser_load(&parser, &r.doc)) {
-        svp_launch_errf(errbuf, errlen, "%s:%zu:%zu: %s", file,
+        svp_errf(errbuf, errlen, "%s:%zu:%zu: %s", file,
                         parser.problem_mark.line + 1,
                         parser.problem_mark.column + 1,
                         parser.problem ? parser.problem : "malformed YAML");
@@ -296,7 +296,7 @@ static svp_status_t hw_load_string(const char *yaml, const char *file,
 
     root = yaml_document_get_root_node(&r.doc);
     if (root == NULL || root->type != YAML_MAPPING_NODE) {
-        svp_launch_errf(errbuf, errlen, "%s:1:1: (top): expected a mapping, "
+        svp_errf(errbuf, errlen, "%s:1:1: (top): expected a mapping, "
                         "found %s", file, root ? hw_node_text(root) :
                         "an empty file");
         status = SVP_ERR_BAD_FILE;
@@ -308,7 +308,7 @@ static svp_status_t hw_load_string(const char *yaml, const char *file,
     }
     for (k = 0; k < HW_NUM_KEYS; ++k) {
         if (hw_keys[k].required && !r.seen[k] && !r.partial) {
-            svp_launch_errf(errbuf, errlen, "%s:%zu:%zu: %s: expected a "
+            svp_errf(errbuf, errlen, "%s:%zu:%zu: %s: expected a "
                             "value, found nothing (the key is required)",
                             file, root->end_mark.line + 1,
                             root->end_mark.column + 1, hw_keys[k].path);
@@ -320,7 +320,7 @@ static svp_status_t hw_load_string(const char *yaml, const char *file,
     if (r.hw->svd.unet_step_s > 0 &&
         (r.hw->svd.batch == 0 || r.hw->svd.frames == 0 ||
          r.hw->svd.height == 0 || r.hw->svd.width == 0)) {
-        svp_launch_errf(errbuf, errlen, "%s: svd.reference: expected batch, "
+        svp_errf(errbuf, errlen, "%s: svd.reference: expected batch, "
                         "frames, height and width with svd.unet_step_s, found "
                         "some missing", file);
         status = SVP_ERR_BAD_FILE;
@@ -356,7 +356,7 @@ static svp_status_t hw_load_file(const char *file, int partial, char *errbuf,
 
     status = svp_file_read_all(file, &text, &len);
     if (status != SVP_OK) {
-        svp_launch_errf(errbuf, errlen, "%s: cannot read the %s (%s)", file,
+        svp_errf(errbuf, errlen, "%s: cannot read the %s (%s)", file,
                         partial ? "results file" : "hardware table",
                         svp_status_string(status));
         return status;
@@ -403,7 +403,7 @@ svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
                      strcmp(m->svd.source, "measured"))) ||
         (has_links && (m->links_source == NULL ||
                        strcmp(m->links_source, "measured")))) {
-        svp_launch_errf(errbuf, errlen, "%s: %s.source: expected measured, "
+        svp_errf(errbuf, errlen, "%s: %s.source: expected measured, "
                         "found %s (a results file holds measured figures "
                         "only)", file, has_svd && (m->svd.source == NULL ||
                         strcmp(m->svd.source, "measured")) ? "svd" : "links",
@@ -412,7 +412,7 @@ svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
         goto out;
     }
     if (!has_svd && !has_links && m->memory_gb <= 0) {
-        svp_launch_errf(errbuf, errlen, "%s: expected measured svd or links "
+        svp_errf(errbuf, errlen, "%s: expected measured svd or links "
                         "figures, found none", file);
         status = SVP_ERR_BAD_FILE;
         goto out;

@@ -8,9 +8,7 @@
 
 #include <stddef.h>
 
-/* snprintf into errbuf when errbuf != NULL. */
-void svp_launch_errf(char *errbuf, int errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#include "common/util.h" /* svp_errf: the message into errbuf */
 
 /* Copies s into out with newlines, quotes and control characters escaped. */
 void svp_launch_escape(const char *s, char *out, size_t outlen);

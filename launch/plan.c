@@ -78,7 +78,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
 
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         if (spec->model.dummy.cost != SVP_DUMMY_COST_SLEEP) {
-            svp_launch_errf(errbuf, errlen, "%s: model.dummy.cost: the planner "
+            svp_errf(errbuf, errlen, "%s: model.dummy.cost: the planner "
                             "has no time model for 'compute' (use 'sleep', or "
                             "--from-log with a measured run)", spec->file);
             return SVP_ERR_UNSUPPORTED;
@@ -92,7 +92,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
         double scale, pix, pix_ref;
 
         if (hw == NULL || hw->svd.unet_step_s <= 0) {
-            svp_launch_errf(errbuf, errlen, "%s: model svd needs a hardware "
+            svp_errf(errbuf, errlen, "%s: model svd needs a hardware "
                             "table with an svd section (--hardware)",
                             spec->file);
             return SVP_ERR_UNSUPPORTED;
@@ -105,7 +105,7 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
          */
         if (hw->svd.dtype == NULL ||
             strcmp(hw->svd.dtype, svp_dtype_short_name(spec->dtype)) != 0) {
-            svp_launch_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
+            svp_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
                             "figures for %s (its svd times are %s%s); plan "
                             "with --set dtype=%s, or time %s on the GPU with "
                             "bench/gpu-check.sh and pass its results with "
@@ -155,7 +155,7 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
 
     f = fopen(file, "r");
     if (f == NULL) {
-        svp_launch_errf(errbuf, errlen, "%s: %s", file, strerror(errno));
+        svp_errf(errbuf, errlen, "%s: %s", file, strerror(errno));
         return SVP_ERR_IO;
     }
     while (getline(&line, &cap, f) >= 0) {
@@ -191,7 +191,7 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
         v = s ? strtod(s + 3, &end) : NAN;
         if (k == NULL || i == 3 || s == NULL || end == s + 3 || !(v >= 0) ||
             !isfinite(v)) {
-            svp_launch_errf(errbuf, errlen, "%s:%ld: expected svp-cost "
+            svp_errf(errbuf, errlen, "%s:%ld: expected svp-cost "
                             "kind=step|encode|decode s=SECONDS", file, lineno);
             free(line);
             fclose(f);

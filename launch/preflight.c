@@ -76,7 +76,7 @@ static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
     if (cond != NULL && cond[0] != '\0' &&
         preflight_host_path(spec, cond, host, sizeof(host)) &&
         access(host, R_OK) != 0) {
-        svp_launch_errf(errbuf, errlen, "%s: model.conditioning: cannot read "
+        svp_errf(errbuf, errlen, "%s: model.conditioning: cannot read "
                         "%s: %s", preflight_file(spec), host, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
@@ -84,14 +84,14 @@ static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
         return SVP_OK;
     }
     if (stat(host, &sb) != 0) {
-        svp_launch_errf(errbuf, errlen, "%s: model.path: cannot open %s: %s "
+        svp_errf(errbuf, errlen, "%s: model.path: cannot open %s: %s "
                         "(relative paths in a spec are relative to the "
                         "spec's folder)", preflight_file(spec), host,
                         strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     if (!S_ISDIR(sb.st_mode)) {
-        svp_launch_errf(errbuf, errlen, "%s: model.path: %s is not a folder "
+        svp_errf(errbuf, errlen, "%s: model.path: %s is not a folder "
                         "(expected a diffusers SVD folder: unet/, vae/, "
                         "image_encoder/, ...)", preflight_file(spec), host);
         return SVP_ERR_NOT_FOUND;
@@ -100,7 +100,7 @@ static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
         flags |= SVP_CHECKPOINT_IMAGES;
     }
     if (svp_checkpoint_check(host, flags, NULL) != SVP_OK) {
-        svp_launch_errf(errbuf, errlen, "%s: model.path: %s is not a usable "
+        svp_errf(errbuf, errlen, "%s: model.path: %s is not a usable "
                         "SVD / SVD-XT folder (the reasons are above; "
                         "'svdtool check-model %s' lists every part)",
                         preflight_file(spec), host, host);
@@ -137,7 +137,7 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
             continue;
         }
         if (stat(host, &sb) != 0 || access(host, R_OK) != 0) {
-            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open "
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open "
                             "%s: %s (relative paths in a spec are relative to "
                             "the spec's folder)", preflight_file(spec), i, host,
                             strerror(errno));
@@ -148,7 +148,7 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
         }
         d = opendir(host);
         if (d == NULL) {
-            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
                             "folder %s: %s", preflight_file(spec), i, host,
                             strerror(errno));
             return SVP_ERR_NOT_FOUND;
@@ -159,7 +159,7 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
         }
         closedir(d);
         if (!found) {
-            svp_launch_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, "
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, "
                             ".jpg or .jpeg file in %s", preflight_file(spec), i,
                             host);
             return SVP_ERR_NOT_FOUND;
@@ -249,7 +249,7 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
     }
     status = SVP_OK;
     if (bad > 0) {
-        svp_launch_errf(errbuf, errlen, "%s: %s: %d of %d image%s do%s not decode: "
+        svp_errf(errbuf, errlen, "%s: %s: %d of %d image%s do%s not decode: "
                         "%s%s", preflight_file(spec),
                         (spec->video.manifest[0] != '\0') ? "video.manifest"
                                                           : "video.inputs",
@@ -279,7 +279,7 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
     }
     exists = (stat(host, &sb) == 0);
     if (exists && !S_ISDIR(sb.st_mode)) {
-        svp_launch_errf(errbuf, errlen, "%s: output.dir: %s exists and is not "
+        svp_errf(errbuf, errlen, "%s: output.dir: %s exists and is not "
                         "a folder", preflight_file(spec), host);
         return SVP_ERR_SPEC;
     }
@@ -294,7 +294,7 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
         }
         exists = (stat(host, &sb) == 0);
         if (exists && !S_ISDIR(sb.st_mode)) {
-            svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot create %s: "
+            svp_errf(errbuf, errlen, "%s: output.dir: cannot create %s: "
                             "%s is not a folder", preflight_file(spec),
                             spec->output.dir, host);
             return SVP_ERR_SPEC;
@@ -309,7 +309,7 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
     snprintf(host + len, sizeof(host) - len, "/.svdlaunch-XXXXXX");
     if (mkdtemp(host) == NULL) {
         host[len] = '\0';
-        svp_launch_errf(errbuf, errlen, "%s: output.dir: cannot write %s: "
+        svp_errf(errbuf, errlen, "%s: output.dir: cannot write %s: "
                         "nothing can be created in %s (%s)",
                         preflight_file(spec), spec->output.dir, host,
                         strerror(errno));
@@ -331,7 +331,7 @@ static svp_status_t preflight_worker(const svp_spec_t *spec, char *errbuf,
     if (strchr(worker, '/') != NULL) {
         if (preflight_host_path(spec, worker, host, sizeof(host)) &&
             access(host, X_OK) != 0) {
-            svp_launch_errf(errbuf, errlen, "%s: cluster.worker: cannot run "
+            svp_errf(errbuf, errlen, "%s: cluster.worker: cannot run "
                             "%s: %s", preflight_file(spec), host,
                             strerror(errno));
             return SVP_ERR_NOT_FOUND;
@@ -350,7 +350,7 @@ static svp_status_t preflight_worker(const svp_spec_t *spec, char *errbuf,
             return SVP_OK;
         }
     }
-    svp_launch_errf(errbuf, errlen, "%s: cluster.worker: '%s' is not on PATH "
+    svp_errf(errbuf, errlen, "%s: cluster.worker: '%s' is not on PATH "
                     "here; the job script runs it on every node, so install "
                     "svdpipe where every node finds it, or set cluster.worker "
                     "to its full path", preflight_file(spec), worker);

@@ -114,13 +114,13 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
 {
     if (params->spec_ref == NULL || *params->spec_ref == '\0' ||
         svp_launch_has_control(params->spec_ref)) {
-        svp_launch_errf(errbuf, errlen, "job spec path: expected a path "
+        svp_errf(errbuf, errlen, "job spec path: expected a path "
                         "without control characters");
         return SVP_ERR_SPEC;
     }
     if (params->spec_ref_kind == SVP_LAUNCH_SPEC_ABSOLUTE &&
         params->spec_ref[0] != '/') {
-        svp_launch_errf(errbuf, errlen, "job spec path: expected an absolute "
+        svp_errf(errbuf, errlen, "job spec path: expected an absolute "
                         "path, found \"%s\"", params->spec_ref);
         return SVP_ERR_SPEC;
     }
@@ -130,13 +130,13 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
             char esc[256];
 
             svp_launch_escape(o ? o : "", esc, sizeof(esc));
-            svp_launch_errf(errbuf, errlen, "--set: expected key=value without "
+            svp_errf(errbuf, errlen, "--set: expected key=value without "
                             "control characters, found \"%s\"", esc);
             return SVP_ERR_SPEC;
         }
     }
     if (params->spec_host != NULL && params->spec_host[0] != '/') {
-        svp_launch_errf(errbuf, errlen, "job spec host path: expected an "
+        svp_errf(errbuf, errlen, "job spec host path: expected an "
                         "absolute path, found \"%s\"", params->spec_host);
         return SVP_ERR_SPEC;
     }
@@ -174,7 +174,7 @@ static svp_status_t launch_plan_auto(const svp_spec_t *spec, launch_auto_t *a,
     status = svp_plan_choose_stages(spec, &costs, &a->layout, a->why,
                                     sizeof(a->why));
     if (status != SVP_OK) {
-        svp_launch_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
+        svp_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
                         "could be planned", spec->file);
     }
     return status;
@@ -429,7 +429,7 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     }
     f = open_memstream(&buf, &len);
     if (f == NULL) {
-        svp_launch_errf(errbuf, errlen, "open_memstream: %s", strerror(errno));
+        svp_errf(errbuf, errlen, "open_memstream: %s", strerror(errno));
         return SVP_ERR_NO_MEMORY;
     }
     gpus = svp_launch_gpus_per_task(spec);
@@ -445,7 +445,7 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
 
     if (ferror(f) || fclose(f) != 0) {
         free(buf);
-        svp_launch_errf(errbuf, errlen, "rendering the script: out of memory");
+        svp_errf(errbuf, errlen, "rendering the script: out of memory");
         return SVP_ERR_NO_MEMORY;
     }
     *script_p = buf;

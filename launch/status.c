@@ -89,7 +89,7 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
 
     doc = json_load_file(path, 0, &jerr);
     if (doc == NULL) {
-        svp_launch_errf(errbuf, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
+        svp_errf(errbuf, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
         return SVP_ERR_BAD_FILE;
     }
     if (json_unpack(doc, "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:F, s:F, s:s, s?s}",
@@ -97,7 +97,7 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
                     "samples_shard", &t->samples_shard, "skipped", &t->skipped,
                     "to_run", &t->to_run, "started", &t->started, "ended",
                     &t->ended, "state", &state, "slurm_job", &sj) != 0) {
-        svp_launch_errf(errbuf, errlen, "%s: expected a task record (job, shard, "
+        svp_errf(errbuf, errlen, "%s: expected a task record (job, shard, "
                         "samples_total, ..., state)", path);
         json_decref(doc);
         return SVP_ERR_BAD_FILE;
@@ -194,7 +194,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
 
     d = opendir(dir);
     if (d == NULL) {
-        svp_launch_errf(errbuf, errlen, "status: cannot open %s: %s", dir,
+        svp_errf(errbuf, errlen, "status: cannot open %s: %s", dir,
                         strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
@@ -212,7 +212,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
                 /* the finest split wins: a coarser one is an earlier way of
                  * running the job, its tasks' counts do not add up with it */
                 if (t.count > STATUS_MAX_TASKS) {
-                    svp_launch_errf(errbuf, errlen, "%s: %d tasks, expected at most "
+                    svp_errf(errbuf, errlen, "%s: %d tasks, expected at most "
                                     "%d", path, t.count, STATUS_MAX_TASKS);
                     status = SVP_ERR_BAD_FILE;
                     break;

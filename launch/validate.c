@@ -24,18 +24,6 @@
 
 #define LAUNCH_NAME_CHARS "_.-"
 
-void svp_launch_errf(char *errbuf, int errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (errbuf == NULL || errlen <= 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(errbuf, (size_t)errlen, fmt, ap);
-    va_end(ap);
-}
-
 void svp_launch_escape(const char *s, char *out, size_t outlen)
 {
     size_t n = 0;
@@ -91,7 +79,7 @@ static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
 
     svp_launch_escape(found, esc, sizeof(esc));
     svp_launch_mark(spec, key, found, where, sizeof(where));
-    svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
+    svp_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
                     where, key, expected, esc);
     return SVP_ERR_SPEC;
 }
@@ -104,7 +92,7 @@ static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
 
     snprintf(text, sizeof(text), "%ld", found);
     svp_launch_mark(spec, key, text, where, sizeof(where));
-    svp_launch_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
+    svp_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
                     where, key, expected, found);
     return SVP_ERR_SPEC;
 }
@@ -554,7 +542,7 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
                               errbuf, errlen);
     }
     if (!(spec->comm.deadline > 0) || spec->comm.deadline > 1e7) {
-        svp_launch_errf(errbuf, errlen, "%s: comm.deadline: expected seconds "
+        svp_errf(errbuf, errlen, "%s: comm.deadline: expected seconds "
                         "in (0, 1e7], found %g",
                         spec->file ? spec->file : "<spec>", spec->comm.deadline);
         return SVP_ERR_SPEC;
@@ -753,7 +741,7 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
                                       why, sizeof(why), &layout);
         }
         if (status != SVP_OK) {
-            svp_launch_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
+            svp_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
                             "cluster.ranks_per_node=%d; or pipeline.stages: "
                             "auto)",
                             spec->file ? spec->file : "<spec>", why,
@@ -771,7 +759,7 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
         return SVP_OK;
     }
     if (spec->model.kind == SVP_MODEL_DUMMY) {
-        svp_launch_errf(errbuf, errlen, "%s: dtype: %s: the dummy model is an "
+        svp_errf(errbuf, errlen, "%s: dtype: %s: the dummy model is an "
                         "f32 simulator (set dtype: f32)",
                         spec->file ? spec->file : "<spec>",
                         svp_dtype_short_name(spec->dtype));

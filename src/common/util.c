@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,4 +251,16 @@ int svp_threads_default(const char **from_p)
         *from_p = from;
     }
     return (int)n;
+}
+
+void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (errbuf == NULL || errlen <= 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(errbuf, (size_t)errlen, fmt, ap);
+    va_end(ap);
 }

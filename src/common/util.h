@@ -22,6 +22,15 @@
  */
 svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t len);
 
+/*
+ * Formats an error message into errbuf (errlen bytes, always terminated);
+ * nothing when errbuf is NULL or errlen is not positive.  The one shape of
+ * the "errbuf, errlen" out-parameters the spec, sample-list and launcher
+ * checks fill.
+ */
+void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Reads a whole file into a malloc'ed, NUL-terminated buffer; caller frees. */
 svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p);
 

@@ -21,21 +21,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-static void svp_samples_errf(char *errbuf, int errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void svp_samples_errf(char *errbuf, int errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (errbuf == NULL || errlen <= 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(errbuf, (size_t)errlen, fmt, ap);
-    va_end(ap);
-}
-
 static svp_pipe_samples_t *svp_samples_alloc(int count)
 {
     svp_pipe_samples_t *list = calloc(1, sizeof(*list));
@@ -136,7 +121,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
     for (i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];
         if (stat(in, &sb) != 0) {
-            svp_samples_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open %s: %s",
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open %s: %s",
                              spec->file, i, in, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
@@ -149,7 +134,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
         }
         d = opendir(in);
         if (d == NULL) {
-            svp_samples_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
                              "directory %s: %s", spec->file, i, in, strerror(errno));
             return SVP_ERR_IO;
         }
@@ -167,7 +152,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
         }
         closedir(d);
         if (list->nimages == first) {
-            svp_samples_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, .jpg or "
+            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, .jpg or "
                              ".jpeg file in %s", spec->file, i, in);
             return SVP_ERR_NOT_FOUND;
         }
@@ -243,14 +228,14 @@ static svp_status_t svp_samples_number(const char *where, const char *key,
     snprintf(path, sizeof(path), "video.%s", key);
     sk = svp_spec_key_find(path);
     if (integer ? !json_is_integer(v) : !json_is_number(v)) {
-        svp_samples_errf(errbuf, errlen, "%s: key '%s': expected %s, found %s", where,
+        svp_errf(errbuf, errlen, "%s: key '%s': expected %s, found %s", where,
                          key, integer ? "an integer" : "a number",
                          svp_samples_json_type(v));
         return SVP_ERR_SPEC;
     }
     d = json_number_value(v);
     if (sk != NULL && (d < sk->min || d > sk->max || !isfinite(d))) {
-        svp_samples_errf(errbuf, errlen, "%s: key '%s': expected a number in [%g, %g], "
+        svp_errf(errbuf, errlen, "%s: key '%s': expected a number in [%g, %g], "
                          "found %g", where, key, sk->min, sk->max, d);
         return SVP_ERR_SPEC;
     }
@@ -272,7 +257,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     svp_status_t status;
 
     if (!json_is_object(obj)) {
-        svp_samples_errf(errbuf, errlen, "%s: expected an object like "
+        svp_errf(errbuf, errlen, "%s: expected an object like "
                          "{\"image\": \"a.png\"}, found %s", where,
                          svp_samples_json_type(obj));
         return SVP_ERR_SPEC;
@@ -285,10 +270,10 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         if (!known) {
             hint = svp_samples_suggest(key);
             if (hint != NULL) {
-                svp_samples_errf(errbuf, errlen, "%s: unknown key '%s' (did you mean "
+                svp_errf(errbuf, errlen, "%s: unknown key '%s' (did you mean "
                                  "'%s'?)", where, key, hint);
             } else {
-                svp_samples_errf(errbuf, errlen, "%s: unknown key '%s' (a line takes "
+                svp_errf(errbuf, errlen, "%s: unknown key '%s' (a line takes "
                                  "image, seed, fps, motion_bucket_id, "
                                  "noise_aug_strength, min_guidance, max_guidance, "
                                  "name)", where, key);
@@ -298,12 +283,12 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     }
     v = json_object_get(obj, "image");
     if (v == NULL) {
-        svp_samples_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
+        svp_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
                          "found none", where);
         return SVP_ERR_SPEC;
     }
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        svp_samples_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
+        svp_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
                          "found %s", where, json_is_string(v) ? "an empty string"
                                                               : svp_samples_json_type(v));
         return SVP_ERR_SPEC;
@@ -315,12 +300,12 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         snprintf(path, sizeof(path), "%s/%s", folder, s);
     }
     if (stat(path, &sb) != 0) {
-        svp_samples_errf(errbuf, errlen, "%s: key 'image': cannot open %s: %s", where,
+        svp_errf(errbuf, errlen, "%s: key 'image': cannot open %s: %s", where,
                          path, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     if (S_ISDIR(sb.st_mode)) {
-        svp_samples_errf(errbuf, errlen, "%s: key 'image': expected an image file, "
+        svp_errf(errbuf, errlen, "%s: key 'image': expected an image file, "
                          "found the folder %s", where, path);
         return SVP_ERR_NOT_FOUND;
     }
@@ -332,7 +317,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
 
     if ((v = json_object_get(obj, "seed")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            svp_samples_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
+            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
                              "integer, found %s", where, json_is_integer(v) ?
                              "a negative one" : svp_samples_json_type(v));
             return SVP_ERR_SPEC;
@@ -354,14 +339,14 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     SVP_SAMPLES_NUM("max_guidance", 0, max_guidance, double)
 #undef SVP_SAMPLES_NUM
     if (p->min_guidance > p->max_guidance) {
-        svp_samples_errf(errbuf, errlen, "%s: key 'min_guidance': expected at most "
+        svp_errf(errbuf, errlen, "%s: key 'min_guidance': expected at most "
                          "max_guidance (%g), found %g", where, p->max_guidance,
                          p->min_guidance);
         return SVP_ERR_SPEC;
     }
     if ((v = json_object_get(obj, "name")) != NULL) {
         if (!json_is_string(v) || !svp_samples_name_ok(json_string_value(v))) {
-            svp_samples_errf(errbuf, errlen, "%s: key 'name': expected a file name of "
+            svp_errf(errbuf, errlen, "%s: key 'name': expected a file name of "
                              "letters, digits, '.', '-' and '_' (not starting with "
                              "'.'), found %s%s%s", where, json_is_string(v) ? "'" : "",
                              json_is_string(v) ? json_string_value(v)
@@ -427,7 +412,7 @@ static svp_status_t svp_samples_check_names(const svp_spec_t *spec,
         if (strcmp(named[i - 1].name, named[i].name) == 0) {
             const svp_pipe_sample_params_t *a = &list->items[named[i - 1].index];
             const svp_pipe_sample_params_t *b = &list->items[named[i].index];
-            svp_samples_errf(errbuf, errlen, "%s:%d: key 'name': '%s' is also the "
+            svp_errf(errbuf, errlen, "%s:%d: key 'name': '%s' is also the "
                              "output of line %d", spec->video.manifest, b->line,
                              named[i].name, a->line);
             status = SVP_ERR_SPEC;
@@ -457,7 +442,7 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
 
     f = fopen(file, "r");
     if (f == NULL) {
-        svp_samples_errf(errbuf, errlen, "%s: video.manifest: cannot open %s: %s",
+        svp_errf(errbuf, errlen, "%s: video.manifest: cannot open %s: %s",
                          spec->file, file, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
@@ -483,7 +468,7 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
         }
         snprintf(where, sizeof(where), "%s:%d", file, lineno);
         if (list->count == 1000000) {
-            svp_samples_errf(errbuf, errlen, "%s: expected at most 1000000 samples",
+            svp_errf(errbuf, errlen, "%s: expected at most 1000000 samples",
                              where);
             status = SVP_ERR_SPEC;
             break;
@@ -499,7 +484,7 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
         }
         obj = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
         if (obj == NULL) {
-            svp_samples_errf(errbuf, errlen, "%s:%d: expected one JSON object per line: "
+            svp_errf(errbuf, errlen, "%s:%d: expected one JSON object per line: "
                              "%s", where, jerr.column, jerr.text);
             status = SVP_ERR_SPEC;
             break;
@@ -518,7 +503,7 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
     free(line);
     fclose(f);
     if (status == SVP_OK && list->count == 0) {
-        svp_samples_errf(errbuf, errlen, "%s: video.manifest: %s holds no sample",
+        svp_errf(errbuf, errlen, "%s: video.manifest: %s holds no sample",
                          spec->file, file);
         status = SVP_ERR_SPEC;
     }
@@ -546,7 +531,7 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
 
     if (spec->video.manifest[0] != '\0') {
         if (spec->video.inputs.count > 0 || spec->video.seeds.count > 0) {
-            svp_samples_errf(errbuf, errlen, "%s: video.manifest: expected either a "
+            svp_errf(errbuf, errlen, "%s: video.manifest: expected either a "
                              "manifest or video.inputs/video.seeds, found both",
                              spec->file);
             return SVP_ERR_SPEC;
@@ -556,7 +541,7 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
             return status;
         }
         if (spec->samples > list->count) {
-            svp_samples_errf(errbuf, errlen, "%s: samples: expected at most the %d "
+            svp_errf(errbuf, errlen, "%s: samples: expected at most the %d "
                              "samples of the manifest %s, found %d", spec->file,
                              list->count, spec->video.manifest, spec->samples);
             svp_pipe_samples_destroy(list);
@@ -574,7 +559,7 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
 
     if (spec->video.inputs.count == 0) {
         if (spec->video.seeds.count > 0) {
-            svp_samples_errf(errbuf, errlen, "%s: video.seeds: expected video.inputs "
+            svp_errf(errbuf, errlen, "%s: video.seeds: expected video.inputs "
                              "to go with it (the seeds are per image), found none",
                              spec->file);
             return SVP_ERR_SPEC;
@@ -614,13 +599,13 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
         S = (spec->samples + I - 1) / I;
     }
     if ((int64_t)I * S > 1000000) {
-        svp_samples_errf(errbuf, errlen, "%s: video.seeds: %d images x %d seeds make "
+        svp_errf(errbuf, errlen, "%s: video.seeds: %d images x %d seeds make "
                          "more than 1000000 samples", spec->file, I, S);
         svp_pipe_samples_destroy(from);
         return SVP_ERR_SPEC;
     }
     if (spec->samples > I * S) {
-        svp_samples_errf(errbuf, errlen, "%s: samples: expected at most the %d samples "
+        svp_errf(errbuf, errlen, "%s: samples: expected at most the %d samples "
                          "%d image%s x %d seed%s make, found %d", spec->file, I * S, I,
                          I == 1 ? "" : "s", S, S == 1 ? "" : "s", spec->samples);
         svp_pipe_samples_destroy(from);
@@ -708,7 +693,7 @@ svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
             return SVP_OK;
         }
     }
-    svp_samples_errf(errbuf, errlen, "--shard: expected I/N with 0 <= I < N (task I "
+    svp_errf(errbuf, errlen, "--shard: expected I/N with 0 <= I < N (task I "
                      "of N), found '%s'", s);
     return SVP_ERR_USAGE;
 }
@@ -765,7 +750,7 @@ svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int err
     long min, max;
 
     if (svp_samples_parse_array(array, &min, &max) != 0) {
-        svp_samples_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
+        svp_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
                          "like 0-63 or 0-63%%8 (task i makes its share of the "
                          "samples), found '%s'", array);
         return SVP_ERR_SPEC;
@@ -782,7 +767,7 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
     /* the spec's range, not Slurm's MIN and MAX: one task resubmitted alone
      * (sbatch --array=5 job.sbatch) is an array of one, yet still shard 5 */
     if (svp_samples_parse_array(array, &min, &max) != 0) {
-        svp_samples_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
+        svp_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
                          "like 0-63 or 0-63%%8 (task i makes its share of the "
                          "samples), found '%s'", array);
         return SVP_ERR_USAGE;
@@ -791,7 +776,7 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
         return SVP_ERR_NOT_FOUND;
     }
     if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) != 1 || id < min || id > max) {
-        svp_samples_errf(errbuf, errlen, "SLURM_ARRAY_TASK_ID=%s: expected a task of "
+        svp_errf(errbuf, errlen, "SLURM_ARRAY_TASK_ID=%s: expected a task of "
                          "cluster.array %s", env, array);
         return SVP_ERR_USAGE;
     }
