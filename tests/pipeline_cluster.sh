@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..19"
+    echo "1..20"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -80,10 +80,35 @@ if [ "$nodes" -eq 1 ]; then
     timeout -k 5 60 srun --mpi=pmix -W 30 -n 3 "$w" "$tmp/job.yaml" --set output.dir="$tmp/bad" \
         >"$tmp/bad.log" 2>&1
     if grep -q "steps=28 is not divisible by 3 ranks: .*steps=27 or steps=30" "$tmp/bad.log" &&
-       [ ! -e "$tmp/bad" ]; then
+       ! grep -q "is gone\|was lost" "$tmp/bad.log" && [ ! -e "$tmp/bad" ]; then
         ok "steps not divisible by ranks: named before anything starts"
     else
         nok "steps not divisible by ranks" "$tmp/bad.log"
+    fi
+
+    # the same with rank 0 the slowest (nice 19 beside two busy loops): ranks
+    # 1 and 2 leave on the same verdict before rank 0's own fence callback has
+    # run; rank 0 must still name the steps, and nobody a lost rank
+    printf '0 nice -n 19 %s %s --set output.dir=%s\n1-2 %s %s --set output.dir=%s\n' \
+        "$w" "$tmp/job.yaml" "$tmp/bad" "$w" "$tmp/job.yaml" "$tmp/bad" >"$tmp/slow0.conf"
+    busy=
+    for b in 1 2; do timeout 60 sh -c 'while :; do :; done' & busy="$busy $!"; done
+    bad=0
+    for i in 1 2 3 4 5 6; do
+        timeout -k 5 60 srun --mpi=pmix -W 30 -n 3 --multi-prog "$tmp/slow0.conf" \
+            >"$tmp/slow0.log" 2>&1
+        if ! grep -q "steps=28 is not divisible by 3 ranks" "$tmp/slow0.log" ||
+           grep -q "is gone\|was lost" "$tmp/slow0.log" || [ -e "$tmp/bad" ]; then
+            bad=$i
+            break
+        fi
+    done
+    kill $busy 2>/dev/null
+    wait $busy 2>/dev/null
+    if [ $bad -eq 0 ]; then
+        ok "steps not divisible, rank 0 the slowest (6 runs): rank 0 names the steps, no rank is taken for lost"
+    else
+        nok "steps not divisible, rank 0 the slowest: run $bad" "$tmp/slow0.log"
     fi
 
     # a rank whose spec differs (a stale file on one node): the differing

@@ -188,6 +188,7 @@ typedef struct {
     char                   what[512];
     svp_pipe_params_t      pp;
     int                    have_stage;  /* pp.stage is to be destroyed */
+    int                    verdict;     /* every rank fails on the same verdict */
     svp_pipe_resume_t      resume;
     svp_worker_run_info_t  info;
     char                   trace_prefix[4096];
@@ -373,6 +374,9 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
         if (w->rank == 0) {
             svp_error("%s: %s", spec->file, err);
         }
+        /* the same spec and world give every rank this verdict: a rank that
+         * leaves first must not be taken for a loss by one still checking */
+        w->verdict = 1;
         return status;
     }
     /* the samples: every rank makes the same list from the same files */
@@ -631,7 +635,7 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
             /* a stop that unwound through an error is still the signal's
              * doing: the neighbours say "stopped by SIGTERM", not "failed" */
             svp_rt_set_leave_signal(w->rt, svp_stop_signal());
-        } else if (status != SVP_OK && w->resume.agreed_failure) {
+        } else if (status != SVP_OK && (w->verdict || w->resume.agreed_failure)) {
             /* every rank stops on the same verdict: a rank still finishing
              * the agreement's fence must not take this one's exit for a
              * loss */
