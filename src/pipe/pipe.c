@@ -446,11 +446,7 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
         s->t_begin = t0;
         svp_stop_progress(p->stats.samples_done, 1);
         status = stage->ops->begin(stage->self, i, s);
-        if (status == SVP_OK) {
-            p->stats.busy += svp_clock_now() - t0;
-            svp_pipe_cost("encode", i, svp_clock_now() - t0);
-        }
-        return status;
+        goto out;
     }
     memset(&own, 0, sizeof(own));
     status = stage->ops->begin(stage->self, i, &own);
@@ -466,6 +462,7 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
         }
     }
     svp_sample_cleanup(&own);
+out:
     p->stats.busy += svp_clock_now() - t0;
     if (status == SVP_OK) {
         svp_pipe_cost("encode", i, svp_clock_now() - t0);
