@@ -16,7 +16,9 @@
  * of its shard made since it started; the job's is the sum over running
  * tasks (tasks run side by side), or, when none runs, all outputs made by
  * the last runs over their span.  The failed samples are those of a task
- * that ended failed or stopped and are not done: running that task again
+ * that ended failed or stopped, or was lost (a "running" record not
+ * rewritten for STATUS_SILENT of its beats: killed outright), and are not
+ * done: running that task again
  * makes them (it resumes).
  */
 #ifdef HAVE_CONFIG_H
@@ -38,11 +40,16 @@
 
 #define STATUS_MAX_TASKS 4096
 
+/* Seconds of silence after which a running task is lost: 3 beats missed
+ * and one more (at most 10 s) for a shared file system's clock skew. */
+#define STATUS_SILENT(_beat) (3.0 * (_beat) + SVP_MIN((_beat), 10.0))
+
 typedef struct {
     int    index, count;            /* the shard */
     int    samples_shard, skipped, to_run;
     double started, ended;          /* Unix seconds; ended 0: running */
-    char   state[16];               /* running, done, failed, stopped */
+    double updated, beat;           /* last written; seconds between (0: unknown) */
+    char   state[16];               /* running, done, failed, stopped, lost */
     char   slurm_job[32];
     int    done;                    /* outputs of the shard found */
     int    made;                    /* of those, made since started */
@@ -92,11 +99,12 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
         svp_errf(errbuf, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
         return SVP_ERR_BAD_FILE;
     }
-    if (json_unpack(doc, "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:F, s:F, s:s, s?s}",
+    if (json_unpack(doc, "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:F, s:F, s:s, s?s, s?F, s?F}",
                     "job", &jobname, "shard", &i, &n, "samples_total", &total,
                     "samples_shard", &t->samples_shard, "skipped", &t->skipped,
                     "to_run", &t->to_run, "started", &t->started, "ended",
-                    &t->ended, "state", &state, "slurm_job", &sj) != 0) {
+                    &t->ended, "state", &state, "slurm_job", &sj, "updated",
+                    &t->updated, "beat_s", &t->beat) != 0) {
         svp_errf(errbuf, errlen, "%s: expected a task record (job, shard, "
                         "samples_total, ..., state)", path);
         json_decref(doc);
@@ -105,6 +113,12 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
     t->index = i;
     t->count = n;
     snprintf(t->state, sizeof(t->state), "%s", state);
+    if (!strcmp(state, "running") && t->beat > 0 && t->updated > 0 &&
+        svp_clock_wall() - t->updated > STATUS_SILENT(t->beat)) {
+        /* a running task rewrites its file every beat: this one was killed
+         * outright (SIGKILL, out of memory, its node lost) */
+        snprintf(t->state, sizeof(t->state), "lost");
+    }
     snprintf(t->slurm_job, sizeof(t->slurm_job), "%s", sj ? sj : "");
     snprintf(job, joblen, "%s", jobname);
     *total_p = total;
@@ -302,7 +316,8 @@ static void status_ranges(const status_t *s, char *buf, size_t len, int max, int
 #define STATUS_FAILED(_i) \
     (!s->done[_i] && s->count > 0 && s->tasks[(_i) % s->count].count > 0 && \
      (!strcmp(s->tasks[(_i) % s->count].state, "failed") || \
-      !strcmp(s->tasks[(_i) % s->count].state, "stopped")))
+      !strcmp(s->tasks[(_i) % s->count].state, "stopped") || \
+      !strcmp(s->tasks[(_i) % s->count].state, "lost")))
     buf[0] = '\0';
     while (i < s->total) {
         if (!STATUS_FAILED(i)) {
@@ -327,7 +342,7 @@ static void status_ranges(const status_t *s, char *buf, size_t len, int max, int
 /* A task's own rate: its shard's outputs made since it started. */
 static double status_task_rate(const status_task_t *t, double now)
 {
-    double end = (t->ended > 0) ? t->ended : now;
+    double end = (t->ended > 0) ? t->ended : !strcmp(t->state, "lost") ? t->updated : now;
 
     return (t->made > 0 && end > t->started) ? t->made / (end - t->started) : 0;
 }
@@ -359,7 +374,8 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
         }
         made += t->made;
         t0 = (t0 == 0 || t->started < t0) ? t->started : t0;
-        t1 = SVP_MAX(t1, (t->ended > 0) ? t->ended : now);
+        t1 = SVP_MAX(t1, (t->ended > 0) ? t->ended :
+                         !strcmp(t->state, "lost") ? t->updated : now);
     }
     if (running == 0 && made > 0 && t1 > t0) {
         rate = made / (t1 - t0);   /* the last runs, over their span */
@@ -381,10 +397,10 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                 continue;
             }
             json_array_append_new(tasks, json_pack(
-                "{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:s}", "index", t->index,
+                "{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:s}", "index", t->index,
                 "count", t->count, "state", t->state, "done", t->done, "samples",
-                t->samples_shard, "started", t->started, "ended", t->ended, "rate",
-                status_task_rate(t, now), "slurm_job", t->slurm_job));
+                t->samples_shard, "started", t->started, "ended", t->ended, "updated",
+                t->updated, "rate", status_task_rate(t, now), "slurm_job", t->slurm_job));
         }
         doc = json_pack("{s:s, s:s, s:i, s:i, s:f, s:o, s:i, s:s, s:o}", "job", s.job,
                         "dir", dir, "done", s.ndone, "total", s.total, "rate", rate,
@@ -424,6 +440,23 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
         fprintf(out, "%s, %.3f samples/s\n", t->slurm_job[0] ? ")" : "",
                 status_task_rate(t, now));
     }
+    for (i = 0; i < s.count; ++i) {
+        const status_task_t *t = &s.tasks[i];
+        if (t->count > 0 && !strcmp(t->state, "lost")) {
+            char who[64] = "the task";
+
+            if (s.count > 1) {
+                snprintf(who, sizeof(who), "task %d of %d", i, s.count);
+            }
+            fprintf(out, "%s: lost: its record says running, but it has been silent for "
+                    "%s (a running task rewrites it every %s): killed outright (SIGKILL, "
+                    "out of memory) or its node lost%s%s%s\n", who,
+                    svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
+                    svp_clock_format_duration(t->beat, b2, sizeof(b2)),
+                    t->slurm_job[0] ? "; sacct -j " : "", t->slurm_job,
+                    t->slurm_job[0] ? " says which" : "");
+        }
+    }
     if (eta >= 0) {
         fprintf(out, "rate %.3f samples/s, eta %s (%d running)\n", rate,
                 svp_clock_format_duration(eta, b1, sizeof(b1)), running);
@@ -432,7 +465,7 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                 svp_clock_format_duration(t1 - t0, b2, sizeof(b2)));
     }
     if (nfailed > 0) {
-        fprintf(out, "failed: %d sample%s not made by a failed or stopped task: %s "
+        fprintf(out, "failed: %d sample%s not made by a failed, stopped or lost task: %s "
                 "(run the task again: it resumes)\n", nfailed, nfailed == 1 ? "" : "s",
                 failed);
     }

@@ -28,7 +28,7 @@ gone() {  # waits until job $1 has left the queue
     return 1
 }
 
-echo "1..5"
+echo "1..6"
 
 # 20 samples: seeds, fps, motion buckets, noise, guidance and names differ by
 # line; lines of shard 1 (i mod 3 == 1) keep the default names the test polls
@@ -55,6 +55,7 @@ video: {manifest: m.jsonl, fps: 9}
 comm: {deadline: 20, transport: 'posix,self'}
 output: {dir: '$tmp/out'}
 cluster: {nodes: 1, ranks_per_node: 2, array: '0-2', output: '$tmp/arr-%A_%a.out'}
+log: {trace: tr}
 YAML
 "$w" "$tmp/arr.yaml" --set output.dir="$tmp/ref" --set model.dummy.step_ms=0 \
     >"$tmp/ref.log" 2>&1 ||
@@ -112,6 +113,23 @@ else
     params "$tmp/out/sample_000001.safetensors" | sed 's/^/# /'
 fi
 
+# ---- svdtool report: one report per task, picked with --run --------------
+svdtool=$bld/src/tools/svdtool
+"$svdtool" report "$tmp/out" -o "$tmp/rep" >"$tmp/rep.log" 2>&1
+rc=$?
+"$svdtool" report "$tmp/out" --run "$tmp/out/run.shard-2-of-3.json" -o "$tmp/rep2" \
+    >>"$tmp/rep.log" 2>&1
+rc2=$?
+if [ $rc -ne 0 ] && [ ! -e "$tmp/rep/report.json" ] &&
+   grep -q "the run records of 3 array tasks, one report each: add --run" "$tmp/rep.log" &&
+   grep -q "run.shard-0-of-3.json" "$tmp/rep.log" && [ $rc2 -eq 0 ] &&
+   [ "$(jq '.ranks | length' "$tmp/rep2/report.json" 2>/dev/null)" = 2 ] &&
+   [ "$(jq '.samples' "$tmp/rep2/report.json" 2>/dev/null)" = 6 ]; then
+    ok "svdtool report on the array's folder names the 3 tasks' records; with --run, task 2's report: 2 ranks, its 6 samples"
+else
+    nok "svdtool report of an array task (rc=$rc, rc2=$rc2, ranks $(jq ".ranks | length" "$tmp/rep2/report.json" 2>&1), samples $(jq .samples "$tmp/rep2/report.json" 2>&1))" "$tmp/rep.log"
+fi
+
 # ---- one task stopped halfway: status names it, then it completes ---------
 sed -i -e "s|$tmp/out|$tmp/half|" -e 's/step_ms: 20/step_ms: 150/' "$tmp/arr.yaml"
 "$launch" render "$tmp/arr.yaml" -o "$tmp/half.sh" >>"$tmp/render.log" 2>&1
@@ -134,7 +152,7 @@ if [ "$mine" -ge 2 ] && [ "$mine" -lt 7 ] && [ "$before" -eq $((13 + mine)) ] &&
    grep -q "job 'arr' in $tmp/half: $before of 20 samples done" "$tmp/status.txt" &&
    grep -q "task 1 of 3: $mine of 7 done, stopped" "$tmp/status.txt" &&
    grep -q "task 0 of 3: 7 of 7 done, done" "$tmp/status.txt" &&
-   grep -q "failed: $((7 - mine)) samples not made by a failed or stopped task" "$tmp/status.txt" &&
+   grep -q "failed: $((7 - mine)) samples not made by a failed, stopped or lost task" "$tmp/status.txt" &&
    grep -q "\"done\": $before," "$tmp/status.json" &&
    grep -q "\"failed_count\": $((7 - mine))," "$tmp/status.json"; then
     ok "task 1 stopped after $mine of its 7: status says $before of 20 done, which task, $((7 - mine)) failed"

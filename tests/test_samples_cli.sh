@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..11"
+echo "1..12"
 PATH=$tools:$PATH
 export PATH
 
@@ -116,6 +116,36 @@ done=$(ls "$tmp/running" | grep -c safetensors)
 "$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 0 ] && [ "$done" -lt 60 ] &&
    grep -q "job 'run' in $tmp/running: $done of 60 samples done" "$tmp/err" &&
-   grep -q "failed: $((60 - done)) samples not made by a failed or stopped task: $done-59 " "$tmp/err"; then
+   grep -q "failed: $((60 - done)) samples not made by a failed, stopped or lost task: $done-59 " "$tmp/err"; then
     ok "status of a stopped job: $done done, samples $done-59 named as not made"
 else nok "status after SIGTERM (rc=$rc, $done done)"; fi
+
+# killed outright (SIGKILL): no last word, but the record is rewritten every
+# beat while the task runs, and silence reads as lost
+rm -rf "$tmp/running"
+SVP_TASK_BEAT=0.2 "$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
+pid=$!
+for _ in $(seq 200); do
+    [ "$(ls "$tmp/running" 2>/dev/null | grep -c safetensors)" -ge 4 ] && break
+    sleep 0.05
+done
+u1=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
+sleep 0.5
+u2=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
+"$l" status "$tmp/running" >"$tmp/err" 2>&1
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 1
+done=$(ls "$tmp/running" | grep -c safetensors)
+"$l" status "$tmp/running" >"$tmp/err2" 2>&1; rc=$?
+"$l" status "$tmp/running" --json >"$tmp/err2.json" 2>&1
+if [ $rc -eq 0 ] && awk -v a="${u1:-0}" -v b="${u2:-0}" 'BEGIN { exit !(b > a && a > 0) }' &&
+   grep -q "(1 running)" "$tmp/err" && ! grep -q "lost" "$tmp/err" &&
+   grep -q "the task: lost: its record says running, but it has been silent for" "$tmp/err2" &&
+   grep -q "failed: $((60 - done)) samples not made by a failed, stopped or lost task: $done-59 " "$tmp/err2" &&
+   [ "$(jq -r '.tasks[0].state' "$tmp/err2.json")" = lost ] && ! grep -q "running)" "$tmp/err2"; then
+    ok "killed with SIGKILL: its record rewritten while it ran, then status says lost and names samples $done-59"
+else
+    nok "status after SIGKILL (rc=$rc, updated $u1 then $u2)"
+    sed 's/^/# /' "$tmp/err" "$tmp/err2"
+fi

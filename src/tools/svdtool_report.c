@@ -326,8 +326,6 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     r->start    = 0;
     r->end      = end;
     r->makespan = end;
-    r->samples  = max_sample + 1;
-    r->samples_per_s = (r->makespan > 0) ? r->samples / r->makespan : 0;
     r->bubble   = 1.0 - r->busy_total / (r->world * r->makespan);
 
     /* fill, steady state, drain */
@@ -355,8 +353,9 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     win = r->drain_start - r->fill_end;
     r->steady_util = (win > 0) ? steady_busy / (r->world * win) : 0;
 
-    /* a sample is complete at the end of its decode, else of its last step */
-    done = calloc(r->samples + 1, sizeof(*done));
+    /* a sample is complete at the end of its decode, else of its last step;
+     * an array task or a resumed run has only some of the indices */
+    done = calloc((size_t)max_sample + 2, sizeof(*done));
     if (done == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
@@ -368,8 +367,21 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
             }
         }
     }
-    for (i = 0; i < r->samples; ++i) {
+    r->samples = 0;
+    for (i = 0; i <= max_sample; ++i) {
+        r->samples += (done[i] > 0);
         completed += (win > 0 && done[i] > r->fill_end && done[i] <= r->drain_start);
+    }
+    r->samples_per_s = (r->makespan > 0) ? r->samples / r->makespan : 0;
+    /* the timeline's arrows: the middle three samples */
+    r->window_lo = r->window_hi = 0;
+    for (i = 0, q = 0; i <= max_sample; ++i) {
+        if (done[i] > 0 && q++ == SVP_MAX(0, r->samples / 2 - 1)) {
+            r->window_lo = i;
+        }
+        if (done[i] > 0 && q <= SVP_MAX(0, r->samples / 2 - 1) + 3) {
+            r->window_hi = i + 1;
+        }
     }
     free(done);
     r->steady_samples_per_s = (win > 0) ? completed / win : 0;

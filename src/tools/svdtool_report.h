@@ -81,7 +81,9 @@ typedef struct {
     double                 message_bytes; /* per hand-off, 0: unknown */
     /* figures */
     double                 makespan, start, end;
-    int                    samples;
+    int                    samples;       /* distinct samples the traces show */
+    int                    window_lo, window_hi; /* sample indices [lo, hi): the
+                                                  * middle three of them */
     double                 samples_per_s;
     double                 fill_end, drain_start;   /* steady window */
     double                 steady_samples_per_s;    /* 0: no steady state */

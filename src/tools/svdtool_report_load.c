@@ -69,6 +69,36 @@ svp_status_t svdtool_report_load_run(const char *file, svdtool_report_inputs_t *
     return SVP_OK;
 }
 
+/*
+ * The run record of an array task's directory: path gets its one
+ * run.shard-I-of-N.json; with several, the error lists them and says how to
+ * pick one (their traces carry the shard in their names, and ranks of
+ * different tasks would share numbers on one timeline).  None: path stays.
+ */
+static svp_status_t svdtool_report_shard_run(const char *dir, char *path, size_t len)
+{
+    char   pattern[4200];
+    glob_t g;
+    size_t i;
+
+    snprintf(pattern, sizeof(pattern), "%s/run.shard-*-of-*.json", dir);
+    if (glob(pattern, 0, NULL, &g) != 0) {
+        return SVP_OK;
+    }
+    if (g.gl_pathc == 1) {
+        snprintf(path, len, "%s", g.gl_pathv[0]);
+        globfree(&g);
+        return SVP_OK;
+    }
+    svp_error("%s: the run records of %zu array tasks, one report each: add "
+              "--run with one of them:", dir, g.gl_pathc);
+    for (i = 0; i < g.gl_pathc; ++i) {
+        svp_error("  %s", g.gl_pathv[i]);
+    }
+    globfree(&g);
+    return SVP_ERR_INVALID_PARAM;
+}
+
 /* The traces of a run directory: its run.json's log.trace prefix. */
 svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
                                      svdtool_report_inputs_t *in)
@@ -81,6 +111,14 @@ svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
     struct stat  sb;
 
     snprintf(path, sizeof(path), "%s/run.json", dir);
+    if (in->run == NULL && stat(path, &sb) != 0) {
+        /* an array job's tasks write run.shard-I-of-N.json each: one is
+         * taken as it is, of several the user picks */
+        status = svdtool_report_shard_run(dir, path, sizeof(path));
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
     if (in->run == NULL && stat(path, &sb) == 0) {
         status = svdtool_report_load_run(path, in);
         if (status != SVP_OK) {

@@ -170,8 +170,8 @@ void svdtool_report_svg_timeline(const svdtool_report_t *r, FILE *out, int xmlns
     }
 
     /* hand-off arrows for a window of three samples in the middle of the run */
-    w0 = SVP_MAX(0, r->samples / 2 - 1);
-    w1 = w0 + 3;
+    w0 = r->window_lo;
+    w1 = r->window_hi;
     for (i = 0; i < r->nhandoffs; ++i) {
         const svdtool_report_handoff_t *hf = &r->handoffs[i];
         double ys, yd;

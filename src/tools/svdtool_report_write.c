@@ -243,8 +243,7 @@ static svp_status_t rsec_timeline(rdoc_t *d, const svdtool_report_t *r)
               "the sample), E an encode, D a decode; red strips under a lane are waits "
               "for input, orange strips over it waits for a send to complete; arrows are "
               "the hand-offs of samples %d to %d. Steady state from %.3f s to %.3f s.",
-           SVP_MAX(0, r->samples / 2 - 1), SVP_MIN(r->samples, SVP_MAX(0, r->samples / 2 - 1) + 3) - 1,
-           r->fill_end, r->drain_start);
+           r->window_lo, r->window_hi - 1, r->fill_end, r->drain_start);
     return rdoc_svg(d, "timeline.svg", "timeline", rsvg_timeline, r);
 }
 

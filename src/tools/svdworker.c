@@ -189,6 +189,7 @@ typedef struct {
     svp_pipe_params_t      pp;
     int                    have_stage;  /* pp.stage is to be destroyed */
     int                    verdict;     /* every rank fails on the same verdict */
+    svp_worker_beat_t     *beat;        /* task.json's heartbeat (rank 0) */
     svp_pipe_resume_t      resume;
     svp_worker_run_info_t  info;
     char                   trace_prefix[4096];
@@ -474,6 +475,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     w->info.to_run        = w->resume.ntodo;
     w->info.trace         = "";
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, 0, "running");
+    if (w->rank == 0) {
+        w->beat = svp_worker_beat_start(spec, w->rt, &w->info, w->wall0);
+    }
     return SVP_OK;
 }
 
@@ -606,6 +610,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
                              svp_trace_now_us() * 1e-6, w->pp.nsamples);
         svp_worker_run_profile(spec, &w->shard, w->rank);
     }
+    svp_worker_beat_stop(w->beat);
+    w->beat = NULL;
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
                           (status == SVP_OK) ? "done" :
                           (svp_stop_signal() != 0) ? "stopped" : "failed");
@@ -619,6 +625,7 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
  */
 static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
 {
+    svp_worker_beat_stop(w->beat);
     svp_trace_destroy(w->pp.trace);
     svp_comm_destroy(w->pp.comm);
     svp_pipe_resume_cleanup(&w->resume);

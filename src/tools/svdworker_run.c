@@ -2,15 +2,18 @@
 #include "config.h"
 #endif
 #include "svdworker_run.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "spec/steps.h"
 #include "trace/range.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SVP_CONFIGURE_ARGS
@@ -153,6 +156,31 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     return status;
 }
 
+/* SVP_TASK_BEAT, else SVP_WORKER_TASK_BEAT_S (a bad value is named once). */
+static double svp_worker_beat_seconds(void)
+{
+    static double seconds = 0;
+    const char   *env;
+    char         *end;
+    double        v;
+
+    if (seconds > 0) {
+        return seconds;
+    }
+    seconds = SVP_WORKER_TASK_BEAT_S;
+    env     = getenv("SVP_TASK_BEAT");
+    if (env != NULL && env[0] != '\0') {
+        v = strtod(env, &end);
+        if (*end == '\0' && v >= 0.1 && v <= 3600) {
+            seconds = v;
+        } else {
+            svp_warn("SVP_TASK_BEAT='%s': expected seconds from 0.1 to 3600; "
+                     "the task file is rewritten every %.0f s", env, seconds);
+        }
+    }
+    return seconds;
+}
+
 void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                            const svp_worker_run_info_t *info, double started,
                            double ended, const char *state)
@@ -165,12 +193,13 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     if (svp_rt_rank(rt) != 0) {
         return;
     }
-    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s}",
+    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:f, s:f}",
                     "job", spec->name, "shard", info->shard.index, info->shard.count,
                     "samples_total", info->samples_total, "samples_shard",
                     info->samples_shard, "skipped", info->skipped, "to_run",
                     info->to_run, "started", started, "ended", ended, "state", state,
-                    "slurm_job", jobid ? jobid : "");
+                    "slurm_job", jobid ? jobid : "", "updated", svp_clock_wall(),
+                    "beat_s", svp_worker_beat_seconds());
     text = (doc != NULL) ? json_dumps(doc, JSON_INDENT(1)) : NULL;
     json_decref(doc);
     if (text == NULL) {
@@ -188,6 +217,82 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                  path, svp_status_string(status));
     }
     free(text);
+}
+
+struct svp_worker_beat {
+    pthread_t                    thread;
+    pthread_mutex_t              lock;
+    pthread_cond_t               cond;   /* signalled by stop */
+    int                          stop;
+    const svp_spec_t            *spec;
+    svp_rt_h                     rt;
+    const svp_worker_run_info_t *info;
+    double                       started;
+};
+
+static void *svp_worker_beat_main(void *arg)
+{
+    svp_worker_beat_t *b = arg;
+    struct timespec    due;
+    double             t;
+
+    pthread_mutex_lock(&b->lock);
+    while (!b->stop) {
+        t           = svp_clock_wall() + svp_worker_beat_seconds();
+        due.tv_sec  = (time_t)t;
+        due.tv_nsec = (long)((t - (double)due.tv_sec) * 1e9);
+        while (!b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &due) == 0) {
+        }
+        if (!b->stop) {
+            /* stop waits for this write: the last word is never a beat */
+            svp_worker_task_write(b->spec, b->rt, b->info, b->started, 0, "running");
+        }
+    }
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+svp_worker_beat_t *svp_worker_beat_start(const svp_spec_t *spec, svp_rt_h rt,
+                                         const svp_worker_run_info_t *info,
+                                         double started)
+{
+    svp_worker_beat_t *b = calloc(1, sizeof(*b));
+
+    if (b == NULL) {
+        svp_warn("out of memory for the task file's heartbeat; svdlaunch status "
+                 "cannot tell this task killed from running");
+        return NULL;
+    }
+    b->spec    = spec;
+    b->rt      = rt;
+    b->info    = info;
+    b->started = started;
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);   /* CLOCK_REALTIME, as the deadline */
+    if (pthread_create(&b->thread, NULL, svp_worker_beat_main, b) != 0) {
+        svp_warn("cannot start the task file's heartbeat; svdlaunch status "
+                 "cannot tell this task killed from running");
+        pthread_cond_destroy(&b->cond);
+        pthread_mutex_destroy(&b->lock);
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+void svp_worker_beat_stop(svp_worker_beat_t *b)
+{
+    if (b == NULL) {
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    b->stop = 1;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    pthread_join(b->thread, NULL);
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->lock);
+    free(b);
 }
 
 svp_status_t svp_worker_run_profile(const svp_spec_t *spec,

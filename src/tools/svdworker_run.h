@@ -57,12 +57,31 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
  * array task of a job is doing from the output directory alone:
  *   {"job", "shard": [I, N], "samples_total", "samples_shard", "skipped",
  *    "to_run", "started", "ended" (Unix seconds, 0 while running), "state",
- *    "slurm_job": SLURM_JOB_ID or ""}
+ *    "slurm_job": SLURM_JOB_ID or "", "updated": when written (Unix
+ *    seconds), "beat_s": the seconds between rewrites while running}
  * Other ranks do nothing; a failure to write it is logged, not fatal.
  */
 void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                            const svp_worker_run_info_t *info, double started,
                            double ended, const char *state);
+
+/*
+ * The task file's heartbeat: while the task runs, rank 0 rewrites it
+ * ("running", "updated" now) every SVP_WORKER_TASK_BEAT_S seconds from a
+ * thread of its own (SVP_TASK_BEAT in the environment sets other seconds,
+ * 0.1 to 3600).  A task killed outright (SIGKILL, the out-of-memory killer,
+ * a node lost) can write no "failed": `svdlaunch status` tells it by its
+ * silence.  Start on rank 0 after the "running" write; stop (NULL is fine)
+ * before the last write.  spec, rt and info must outlive the beat.
+ */
+#define SVP_WORKER_TASK_BEAT_S 30.0
+
+typedef struct svp_worker_beat svp_worker_beat_t;
+
+svp_worker_beat_t *svp_worker_beat_start(const svp_spec_t *spec, svp_rt_h rt,
+                                         const svp_worker_run_info_t *info,
+                                         double started);
+void svp_worker_beat_stop(svp_worker_beat_t *beat);
 
 /*
  * With log.profile, writes what the model's ranges collected on this rank
