@@ -204,8 +204,9 @@ uint64_t svp_hash_fnv1a(const void *data, size_t len, uint64_t seed)
     return h;
 }
 
-/* A thread count from an environment variable: > 0, or 0 when unset or bad. */
-static int svp_threads_env(const char *name)
+/* A thread count from an environment variable: > 0, or 0 when unset or bad
+ * (named once per process and variable: the count is asked more than once). */
+static int svp_threads_env(const char *name, int *warned)
 {
     const char *env = getenv(name);
     char       *end;
@@ -219,19 +220,23 @@ static int svp_threads_env(const char *name)
     if (n > 0 && n < 4096 && (*end == '\0' || *end == ',')) {
         return (int)n;
     }
-    svp_warn("ignoring %s='%s': not a positive thread count", name, env);
+    if (!*warned) {
+        *warned = 1;
+        svp_warn("ignoring %s='%s': not a positive thread count", name, env);
+    }
     return 0;
 }
 
 int svp_threads_default(const char **from_p)
 {
+    static int  warned_svp, warned_omp;
     const char *from;
     cpu_set_t   mask;
     long        n;
 
-    if ((n = svp_threads_env("SVP_THREADS")) > 0) {
+    if ((n = svp_threads_env("SVP_THREADS", &warned_svp)) > 0) {
         from = "SVP_THREADS";
-    } else if ((n = svp_threads_env("OMP_NUM_THREADS")) > 0) {
+    } else if ((n = svp_threads_env("OMP_NUM_THREADS", &warned_omp)) > 0) {
         from = "OMP_NUM_THREADS";
     } else if (sched_getaffinity(0, sizeof(mask), &mask) == 0 &&
                (n = CPU_COUNT(&mask)) > 0) {

@@ -85,12 +85,17 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     json_t          *doc, *ranges, *hw;
     svp_steps_layout_t layout = {0};
     char             path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
-    const char      *threads = getenv("SVP_THREADS");
+    char             threads[160];
+    const char      *from;
+    int              nthreads;
     svp_status_t     status;
 
     if (svp_rt_rank(rt) != 0) {
         return SVP_OK;
     }
+    /* rank 0's: each rank has its own (its CPU mask, its environment) */
+    nthreads = svp_threads_default(&from);
+    snprintf(threads, sizeof(threads), "%d on rank 0 (from %s)", nthreads, from);
     status = svp_spec_dump(spec, &dump);
     if (status != SVP_OK) {
         return status;
@@ -125,7 +130,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                     "run", samples_run,
                     "backend", svp_ops_backend_name(spec->device),
                     "dtype", svp_dtype_short_name(spec->dtype),
-                    "threads", threads ? threads : "default",
+                    "threads", threads,
                     "trace", info->trace, "cwd", cwd,
                     "started", started, "finished", finished);
     free(dump);

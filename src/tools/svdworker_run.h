@@ -9,7 +9,7 @@
  *    "layout": {"steps", "samples", "placement", "ranges": [[begin, end], ...]},
  *    "shard": {"index", "count", "samples", "skipped", "run"}: this task's
  *             share of the job's samples (count 1: the whole job),
- *    "backend", "dtype", "threads",
+ *    "backend", "dtype", "threads": "N on rank 0 (from WHERE)",
  *    "trace": log.trace prefix, "cwd": where relative paths start,
  *    "started", "finished": Unix seconds,
  *    "hardware": the table named by $SVP_HARDWARE (text), or absent}
