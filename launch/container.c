@@ -72,6 +72,27 @@ int svp_launch_container_path(const svp_spec_t *spec, const char *host,
     return 0;
 }
 
+int svp_launch_container_host(const svp_spec_t *spec, const char *path,
+                              char *out, size_t len)
+{
+    /* the last mount that covers a path wins, as in both runtimes */
+    for (int i = spec->cluster.container_mounts.count - 1; i >= 0; --i) {
+        const char *src, *dst;
+        size_t      src_len, dst_len;
+
+        container_mount_split(spec->cluster.container_mounts.items[i], &src,
+                              &src_len, &dst, &dst_len);
+        if (container_under(path, dst, dst_len)) {
+            const char *rest = path + (dst_len == 1 ? 0 : dst_len);
+
+            snprintf(out, len, "%.*s%s", (int)(src_len == 1 && *rest ? 0 :
+                                               src_len), src, rest);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int svp_launch_container_sees(const svp_spec_t *spec, const char *path)
 {
     for (int i = 0; i < spec->cluster.container_mounts.count; ++i) {
@@ -188,6 +209,11 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
             return container_unseen(spec, "model.conditioning",
                                     spec->model.conditioning, errbuf, errlen);
         }
+    }
+    if (spec->video.manifest != NULL && spec->video.manifest[0] != '\0' &&
+        !container_visible(spec, spec_dir, spec->video.manifest)) {
+        return container_unseen(spec, "video.manifest", spec->video.manifest,
+                                errbuf, errlen);
     }
     for (int i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];

@@ -23,6 +23,7 @@
 
 #include "common/status.h"
 #include "spec/spec.h"
+#include "pipe/samples.h"
 
 #include <stdio.h>
 
@@ -107,10 +108,19 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
                                   int errlen);
 
 /*
+ * The job's sample list as this host sees it (svp_pipe_samples_create):
+ * inside a container, the manifest and its absolute image paths are the
+ * container's, read here through the mounts, and an image no mount holds is
+ * an error naming its line.  The list keeps the paths the worker opens.
+ */
+svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen,
+                                svp_pipe_samples_t **list_p);
+
+/*
  * With cluster.container_image: that the job spec (spec_host, its absolute
  * host path; NULL: not checked) lies under a mount's SRC, and that
- * model.path, model.conditioning, every absolute video.inputs entry,
- * output.dir and cluster.container_workdir lie under a mount's DST (what
+ * model.path, model.conditioning, video.manifest, every absolute
+ * video.inputs entry, output.dir and cluster.container_workdir lie under a mount's DST (what
  * the worker opens inside the container); model and inputs may also lie
  * below the spec's own folder (relative in the spec: the worker joins them
  * to the spec's folder in the container).  A relative output.dir needs

@@ -42,6 +42,13 @@ int svp_launch_in_container(const svp_spec_t *spec);
 int svp_launch_container_path(const svp_spec_t *spec, const char *host,
                               char *out, size_t len);
 
+/*
+ * The host path of container path path, through the last mount whose DST
+ * holds it, into out; 0 when no mount covers it (container.c).
+ */
+int svp_launch_container_host(const svp_spec_t *spec, const char *path,
+                              char *out, size_t len);
+
 /* Whether container path path lies under some mount's DST. */
 int svp_launch_container_sees(const svp_spec_t *spec, const char *path);
 

@@ -33,6 +33,15 @@ static const char *preflight_file(const svp_spec_t *spec)
     return spec->file ? spec->file : "<spec>";
 }
 
+/* Whether path lies in the folder that holds file. */
+static int preflight_below(const char *path, const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    size_t      len   = slash ? (size_t)(slash - file) : 0;
+
+    return slash != NULL && strncmp(path, file, len) == 0 && path[len] == '/';
+}
+
 /*
  * The host path of a job path into host.  Returns 0 when the path cannot be
  * seen from here (inside a container, under no mount).
@@ -40,29 +49,14 @@ static const char *preflight_file(const svp_spec_t *spec)
 static int preflight_host_path(const svp_spec_t *spec, const char *path,
                                char *host, size_t len)
 {
-    int i;
-
-    if (spec->cluster.container_image == NULL ||
-        spec->cluster.container_image[0] == '\0') {
+    if (!svp_launch_in_container(spec) ||
+        (spec->file != NULL && preflight_below(path, spec->file))) {
+        /* no container, or a relative path of the spec, joined to its host
+         * folder at load (the worker joins it to the same, mounted, folder) */
         snprintf(host, len, "%s", path);
         return 1;
     }
-    for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
-        const char *m = spec->cluster.container_mounts.items[i];
-        const char *colon = strchr(m, ':'), *dst, *end;
-        size_t      src_len, dst_len;
-
-        src_len = colon ? (size_t)(colon - m) : strlen(m);
-        dst     = colon ? colon + 1 : m;
-        end     = strchr(dst, ':');
-        dst_len = end ? (size_t)(end - dst) : strlen(dst);
-        if (strncmp(path, dst, dst_len) == 0 &&
-            (path[dst_len] == '/' || path[dst_len] == '\0')) {
-            snprintf(host, len, "%.*s%s", (int)src_len, m, path + dst_len);
-            return 1;
-        }
-    }
-    return 0;
+    return svp_launch_container_host(spec, path, host, len);
 }
 
 static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
@@ -183,15 +177,61 @@ static int preflight_cmp_str(const void *a, const void *b)
  */
 #define PREFLIGHT_BAD_MAX 8
 
+typedef struct {
+    const svp_spec_t *spec;
+    const char       *manifest;   /* the manifest's host path */
+} preflight_seen_t;
+
+/*
+ * Where this host sees a manifest's image.  A relative path was joined to
+ * the manifest's host folder, and the worker joins it to the same, mounted,
+ * folder; an absolute one is the worker's: inside a container, the
+ * container's, seen here through the mount that holds it, if any.
+ */
+static int preflight_image_host(void *arg, const char *path, char *host, size_t len)
+{
+    const preflight_seen_t *s = arg;
+
+    if (!svp_launch_in_container(s->spec) || preflight_below(path, s->manifest)) {
+        snprintf(host, len, "%s", path);
+        return 1;
+    }
+    return svp_launch_container_host(s->spec, path, host, len);
+}
+
+svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen,
+                                svp_pipe_samples_t **list_p)
+{
+    svp_spec_t          copy = *spec;
+    char                manifest[PREFLIGHT_PATH_MAX];
+    preflight_seen_t    seen = {spec, manifest};
+    svp_pipe_path_map_t map  = {preflight_image_host, &seen,
+                                "is under no mount of cluster.container_mounts: "
+                                "the container would not see it"};
+
+    *list_p = NULL;
+    if (spec->video.manifest[0] == '\0') {
+        return svp_pipe_samples_create(spec, errbuf, errlen, list_p);
+    }
+    if (!preflight_host_path(spec, spec->video.manifest, manifest, sizeof(manifest))) {
+        svp_errf(errbuf, errlen, "%s: video.manifest: %s cannot be seen from this "
+                 "host (under no mount's DST)", preflight_file(spec),
+                 spec->video.manifest);
+        return SVP_ERR_NOT_FOUND;
+    }
+    copy.video.manifest = manifest;
+    return svp_pipe_samples_create_mapped(&copy, &map, errbuf, errlen, list_p);
+}
+
 static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
                                       int errlen)
 {
-    svp_spec_t          copy = *spec;
     svp_pipe_samples_t *list = NULL;
     svp_media_image_t  *img;
     char                manifest[PREFLIGHT_PATH_MAX], **paths = NULL;
     char                msg[2048];
     int                 i, n, bad = 0, used = 0;
+    preflight_seen_t    seen = {spec, manifest};
     svp_status_t        status;
 
     if (spec->cluster.array != NULL && spec->cluster.array[0] != '\0') {
@@ -208,14 +248,11 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
                                  sizeof(manifest))) {
             return SVP_OK;
         }
-        copy.video.manifest = manifest;
-    } else if (spec->video.inputs.count > 0 &&
-               spec->cluster.container_image != NULL &&
-               spec->cluster.container_image[0] != '\0') {
+    } else if (spec->video.inputs.count > 0 && svp_launch_in_container(spec)) {
         /* container paths: preflight_inputs checked what it could see */
         return SVP_OK;
     }
-    status = svp_pipe_samples_create(&copy, errbuf, errlen, &list);
+    status = svp_launch_samples(spec, errbuf, errlen, &list);
     if (status != SVP_OK || spec->model.kind != SVP_MODEL_SVD) {
         svp_pipe_samples_destroy(list);
         return status;
@@ -232,11 +269,16 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
     }
     msg[0] = '\0';
     for (i = 0, n = 0; i < list->nimages; ++i) {
+        char host[PREFLIGHT_PATH_MAX];
+
         if (i > 0 && strcmp(paths[i], paths[i - 1]) == 0) {
             continue;
         }
         ++n;
-        status = svp_media_image_load(paths[i], &img);
+        if (!preflight_image_host(&seen, paths[i], host, sizeof(host))) {
+            continue;   /* (the list was made through the same map) */
+        }
+        status = svp_media_image_load(host, &img);
         if (status == SVP_OK) {
             svp_media_image_destroy(img);
             continue;

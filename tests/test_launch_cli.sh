@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..57"
+echo "1..58"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -292,6 +292,44 @@ for rt in pyxis apptainer; do
         ok "render ($rt) passes the container-side spec path"
     else nok "render $rt (rc=$rc)"; fi
 done
+
+# a manifest in a container: its absolute image paths are the container's,
+# checked under the mounts and decoded through them; relative ones sit
+# beside it.  An image no mount covers is named, and so is one that does not
+# decode, by the path the worker would open
+mkdir -p "$tmp/share/c2" "$tmp/share/img"
+cp -r "$tmp/job/model" "$tmp/share/c2/model"
+cp "$top/etc/demo/input.png" "$tmp/share/img/a.png"
+cp "$top/etc/demo/input.png" "$tmp/share/c2/rel.png"
+echo "not a picture" >"$tmp/share/img/bad.png"
+printf '{"image": "/share/img/a.png"}\n{"image": "rel.png", "seed": 3}\n' >"$tmp/share/c2/m.jsonl"
+cat >"$tmp/share/c2/job.yaml" <<YAML
+model: {kind: svd, path: model}
+steps: 4
+video: {manifest: m.jsonl, width: 112, height: 64, num_frames: 3, decode_chunk_size: 2}
+output: {dir: /share/out}
+cluster:
+  nodes: 1
+  ranks_per_node: 2
+  container_image: img
+  container_mounts: ['$tmp/share:/share']
+  container_workdir: /share
+YAML
+"$l" check "$tmp/share/c2/job.yaml" >"$tmp/err" 2>&1; rc=$?
+echo '{"image": "/elsewhere/x.png"}' >>"$tmp/share/c2/m.jsonl"
+"$l" check "$tmp/share/c2/job.yaml" >"$tmp/err2" 2>&1; rc2=$?
+sed -i 's|/elsewhere/x.png|/share/img/bad.png|' "$tmp/share/c2/m.jsonl"
+"$l" check "$tmp/share/c2/job.yaml" >"$tmp/err3" 2>&1; rc3=$?
+"$l" check "$tmp/share/c2/job.yaml" --set video.manifest=/data/m.jsonl >"$tmp/err4" 2>&1; rc4=$?
+if [ $rc -eq 0 ] && grep -q "ok: 2 ranks .*, 2 samples" "$tmp/err" &&
+   [ $rc2 -eq 2 ] && grep -q "c2/m.jsonl:3: key 'image': /elsewhere/x.png is under no mount of cluster.container_mounts" "$tmp/err2" &&
+   [ $rc3 -eq 2 ] && grep -q "video.manifest: 1 of 3 images does not decode: /share/img/bad.png" "$tmp/err3" &&
+   [ $rc4 -eq 2 ] && grep -q "video.manifest: \"/data/m.jsonl\" is under no mount" "$tmp/err4"; then
+    ok "container: a manifest's container paths checked through the mounts; unseen and undecodable images named"
+else
+    nok "container manifest (rc=$rc, $rc2, $rc3, $rc4)"
+    sed 's/^/# /' "$tmp/err" "$tmp/err2" "$tmp/err3" "$tmp/err4"
+fi
 
 # site keys checked after parsing still name the line and column of the value
 cat >"$tmp/site.yaml" <<'YAML'

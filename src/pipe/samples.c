@@ -245,6 +245,7 @@ static svp_status_t svp_samples_number(const char *where, const char *key,
 
 /* One line of the manifest into *p (already holding the spec's values). */
 static svp_status_t svp_samples_manifest_line(const char *where, const char *folder,
+                                              const svp_pipe_path_map_t *map,
                                               json_t *obj, svp_pipe_samples_t *list,
                                               svp_pipe_sample_params_t *p,
                                               char *errbuf, int errlen)
@@ -252,7 +253,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     const char  *key, *hint, *s;
     json_t      *v;
     double       d;
-    char         path[4096];
+    char         path[4096], here[4096];
     struct stat  sb;
     svp_status_t status;
 
@@ -299,7 +300,11 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     } else {
         snprintf(path, sizeof(path), "%s/%s", folder, s);
     }
-    if (stat(path, &sb) != 0) {
+    if (map != NULL && !map->fn(map->arg, path, here, sizeof(here))) {
+        svp_errf(errbuf, errlen, "%s: key 'image': %s %s", where, path, map->unseen);
+        return SVP_ERR_SPEC;
+    }
+    if (stat((map != NULL) ? here : path, &sb) != 0) {
         svp_errf(errbuf, errlen, "%s: key 'image': cannot open %s: %s", where,
                          path, strerror(errno));
         return SVP_ERR_NOT_FOUND;
@@ -425,6 +430,7 @@ static svp_status_t svp_samples_check_names(const svp_spec_t *spec,
 }
 
 static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
+                                              const svp_pipe_path_map_t *map,
                                               svp_pipe_samples_t **list_p,
                                               char *errbuf, int errlen)
 {
@@ -492,7 +498,7 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
         svp_samples_defaults(spec, &list->items[list->count]);
         list->items[list->count].line = lineno;
         list->count++;
-        status = svp_samples_manifest_line(where, folder, obj, list,
+        status = svp_samples_manifest_line(where, folder, map, obj, list,
                                            &list->items[list->count - 1], errbuf,
                                            errlen);
         json_decref(obj);
@@ -525,6 +531,14 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
 svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
                                      int errlen, svp_pipe_samples_t **list_p)
 {
+    return svp_pipe_samples_create_mapped(spec, NULL, errbuf, errlen, list_p);
+}
+
+svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
+                                            const svp_pipe_path_map_t *map,
+                                            char *errbuf, int errlen,
+                                            svp_pipe_samples_t **list_p)
+{
     svp_pipe_samples_t *list = NULL, *from = NULL;
     svp_status_t        status;
     int                 n, i, I, S;
@@ -536,7 +550,7 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
                              spec->file);
             return SVP_ERR_SPEC;
         }
-        status = svp_samples_read_manifest(spec, &list, errbuf, errlen);
+        status = svp_samples_read_manifest(spec, map, &list, errbuf, errlen);
         if (status != SVP_OK) {
             return status;
         }

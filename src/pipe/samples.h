@@ -71,6 +71,26 @@ typedef struct {
 svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
                                      int errlen, svp_pipe_samples_t **list_p);
 
+/*
+ * Where a manifest's image path, as the worker will open it, can be looked
+ * at from here (svdlaunch check of a job that runs in a container: the
+ * manifest's absolute paths are the container's).  fn writes the path to
+ * look at into out and returns 1, or returns 0 when nothing here shows it;
+ * the error then says "FILE:LINE: key 'image': PATH <unseen>".
+ */
+typedef struct {
+    int         (*fn)(void *arg, const char *path, char *out, size_t len);
+    void         *arg;
+    const char   *unseen;
+} svp_pipe_path_map_t;
+
+/* svp_pipe_samples_create, with each manifest image checked through map
+ * (NULL: as written); the list keeps the paths as written. */
+svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
+                                            const svp_pipe_path_map_t *map,
+                                            char *errbuf, int errlen,
+                                            svp_pipe_samples_t **list_p);
+
 void svp_pipe_samples_destroy(svp_pipe_samples_t *list);
 
 /* "20 samples: 5 images x 4 seeds", "20 samples from the manifest M". */

@@ -529,7 +529,7 @@ static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
     char                err[1024];
     svp_status_t        status;
 
-    status = svp_pipe_samples_create(spec, err, sizeof(err), &list);
+    status = svp_launch_samples(spec, err, sizeof(err), &list);
     if (status == SVP_OK) {
         spec->samples = list->count;
         svp_pipe_samples_destroy(list);
