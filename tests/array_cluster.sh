@@ -57,7 +57,8 @@ output: {dir: '$tmp/out'}
 cluster: {nodes: 1, ranks_per_node: 2, array: '0-2', output: '$tmp/arr-%A_%a.out'}
 log: {trace: tr}
 YAML
-"$w" "$tmp/arr.yaml" --set output.dir="$tmp/ref" --set model.dummy.step_ms=0 \
+# (from $tmp, as the array's tasks: the spec's log.trace is relative)
+(cd "$tmp" && "$w" "$tmp/arr.yaml" --set output.dir="$tmp/ref" --set model.dummy.step_ms=0) \
     >"$tmp/ref.log" 2>&1 ||
     { echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 "$launch" render "$tmp/arr.yaml" -o "$tmp/arr.sh" >"$tmp/render.log" 2>&1 ||

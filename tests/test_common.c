@@ -59,3 +59,31 @@ Test(util, string_distance)
     cr_assert_eq(svp_str_distance("sample", "samples"), 1);
     cr_assert_eq(svp_str_distance("", "abc"), 3);
 }
+
+/* A model's config.json that is a FIFO with no writer, or a device, is
+ * refused at once instead of blocking the open or reading for ever. */
+Test(util, read_all_reads_regular_files_only, .timeout = 10)
+{
+    char   dir[] = "/tmp/svp-readall.XXXXXX", fifo[64], file[64], *data = NULL;
+    size_t len   = 0;
+    FILE  *f;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/config.json", dir);
+    snprintf(file, sizeof(file), "%s/ok.json", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_expect_eq(svp_file_read_all(fifo, &data, &len), SVP_ERR_IO);
+    cr_expect_eq(svp_file_read_all("/dev/zero", &data, &len), SVP_ERR_IO);
+    cr_expect_null(data);
+    f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fputs("{\"a\": 1}", f);
+    fclose(f);
+    cr_assert_eq(svp_file_read_all(file, &data, &len), SVP_OK);
+    cr_expect_eq(len, 8);
+    cr_expect_str_eq(data, "{\"a\": 1}");
+    free(data);
+    unlink(fifo);
+    unlink(file);
+    rmdir(dir);
+}

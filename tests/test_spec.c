@@ -183,6 +183,37 @@ Test(spec, overrides)
     svp_spec_destroy(s);
 }
 
+/* A --set list holds quoted items as YAML's flow style does: commas and
+ * spaces inside, escapes, and no quotes kept; broken quoting is refused. */
+Test(spec, override_lists_with_quotes)
+{
+    const char *ov[] = {"cluster.setup=[\"module load a b\", 'x, y', \" pad \", plain, "
+                        "'it''s', \"q\\\"d\"]"};
+    const char *bad[] = {"cluster.setup=['open", "cluster.setup=[\"a\"b]"};
+    svp_spec_t *s = NULL;
+    char        err[512];
+
+    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 1, err, sizeof(err),
+                                      &s),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(s->cluster.setup.count, 6);
+    cr_expect_str_eq(s->cluster.setup.items[0], "module load a b");
+    cr_expect_str_eq(s->cluster.setup.items[1], "x, y");
+    cr_expect_str_eq(s->cluster.setup.items[2], " pad ");
+    cr_expect_str_eq(s->cluster.setup.items[3], "plain");
+    cr_expect_str_eq(s->cluster.setup.items[4], "it's");
+    cr_expect_str_eq(s->cluster.setup.items[5], "q\"d");
+    svp_spec_destroy(s);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        s = NULL;
+        cr_expect_eq(svp_spec_load_string("steps: 4\n", "j.yaml", &bad[i], 1, err,
+                                          sizeof(err), &s),
+                     SVP_ERR_SPEC, "accepted %s", bad[i]);
+        cr_expect_not_null(strstr(err, "expected a list like [a, b]"), "%s", err);
+        svp_spec_destroy(s);
+    }
+}
+
 /*
  * One row per class of bad input: the message must say where and what.
  * Arrays, not pointers: Criterion runs each parameter in a fresh process

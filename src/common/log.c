@@ -24,6 +24,7 @@ static const char *svp_log_level_names[] = {
 static char            svp_log_host[64];
 static int             svp_log_rank = -1;   /* -1 not looked up, -2 none */
 static FILE           *svp_log_stream;
+static char            svp_log_first[256];   /* the first error's message */
 static pthread_mutex_t svp_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void svp_log_set_level(svp_log_level_t level)
@@ -127,6 +128,12 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     va_end(ap);
 
     pthread_mutex_lock(&svp_log_lock);
+    if (level == SVP_LOG_LEVEL_ERROR && svp_log_first[0] == '\0') {
+        size_t n = strnlen(msg, sizeof(svp_log_first) - 1);
+
+        memcpy(svp_log_first, msg, n);
+        svp_log_first[n] = '\0';
+    }
     if (svp_log_current_level >= SVP_LOG_LEVEL_DEBUG) {
         fprintf(out, "%s.%03dZ %s %-5s %s [%s:%d]\n", stamp,
                 (int)(tv.tv_usec / 1000), who, svp_log_level_names[level], msg,
@@ -137,4 +144,17 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     }
     fflush(out);
     pthread_mutex_unlock(&svp_log_lock);
+}
+
+int svp_log_first_error(char *buf, size_t len)
+{
+    int have;
+
+    pthread_mutex_lock(&svp_log_lock);
+    have = (svp_log_first[0] != '\0');
+    if (have && len > 0) {
+        snprintf(buf, len, "%s", svp_log_first);
+    }
+    pthread_mutex_unlock(&svp_log_lock);
+    return have;
 }

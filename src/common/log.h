@@ -66,6 +66,10 @@ const char *svp_log_hostname(void);
 #include <stdio.h>
 void svp_log_set_stream(FILE *stream);
 
+/* The message of the first error this process logged, into buf (cut to
+ * len); 0 when none was (the goodbye a failed rank sends carries it). */
+int svp_log_first_error(char *buf, size_t len);
+
 void svp_log_write(svp_log_level_t level, const char *file, int line,
                    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

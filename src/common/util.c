@@ -73,15 +73,31 @@ err_unlink:
 
 svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p)
 {
-    FILE  *f;
-    char  *buf;
-    long   size;
-    size_t got;
+    FILE       *f;
+    char       *buf;
+    long        size;
+    size_t      got;
+    struct stat st;
+    int         fd;
 
-    f = fopen(path, "rb");
-    if (f == NULL) {
+    /* O_NONBLOCK: a FIFO with no writer would block the open; only a
+     * regular file is read (a FIFO, a device or /dev/zero is refused) */
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
         svp_error("cannot open %s: %m", path);
         return (errno == ENOENT) ? SVP_ERR_NOT_FOUND : SVP_ERR_IO;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        svp_error("cannot read %s: not a regular file", path);
+        close(fd);
+        return SVP_ERR_IO;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f = fdopen(fd, "rb");
+    if (f == NULL) {
+        svp_error("cannot open %s: %m", path);
+        close(fd);
+        return SVP_ERR_IO;
     }
     if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
         fseek(f, 0, SEEK_SET) != 0) {

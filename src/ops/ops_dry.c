@@ -14,6 +14,7 @@
 #include "common/log.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 /* The mappings handed out, to unmap them with their size. */
@@ -88,6 +89,15 @@ static void svp_ops_dry_free(svp_ops_h ops, float *buf)
 static svp_status_t svp_ops_dry_copy_in_out(svp_ops_h ops, float *dst,
                                             const float *src, size_t count)
 {
+    return SVP_OK;
+}
+
+/* Nothing was computed, but a host reader of the result (the VAE's
+ * posterior) must not read uninitialised memory: zeros. */
+static svp_status_t svp_ops_dry_download(svp_ops_h ops, float *dst,
+                                         const float *src, size_t count)
+{
+    memset(dst, 0, count * sizeof(*dst));
     return SVP_OK;
 }
 
@@ -203,7 +213,7 @@ static const svp_ops_ops_t svp_ops_dry_ops = {
     .alloc              = svp_ops_dry_alloc,
     .free               = svp_ops_dry_free,
     .upload             = svp_ops_dry_copy_in_out,
-    .download           = svp_ops_dry_copy_in_out,
+    .download           = svp_ops_dry_download,
     .conv2d             = svp_ops_dry_conv2d,
     .conv_frames        = svp_ops_dry_conv_frames,
     .group_norm         = svp_ops_dry_group_norm,

@@ -285,11 +285,18 @@ static void svp_spec_enum_expected(const svp_spec_key_t *key, char *buf, int len
     }
 }
 
-/* Parses "[1, 2, 3]" or "1,2,3" (the --set forms of a list) in place. */
+/*
+ * Parses "[1, 2, 3]" or "1,2,3" (the --set forms of a list) in place.  An
+ * item may be quoted as in YAML's flow style, 'single' ('' for a quote) or
+ * "double" (\" and \\ escaped), to hold commas or spaces at its ends; the
+ * quotes are not part of it.  Returns the count, or -1 when over max or
+ * malformed (an unclosed bracket or quote, text after a closing quote).
+ */
 static int svp_spec_split_list(char *s, char **items, int max)
 {
     int   n = 0;
-    char *tok, *save = NULL, *end;
+    char *r, *w, *item, *end;
+    char  q;
 
     while (*s == ' ') {
         ++s;
@@ -302,22 +309,55 @@ static int svp_spec_split_list(char *s, char **items, int max)
         }
         *end = '\0';
     }
-    for (tok = strtok_r(s, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ') {
-            ++tok;
+    for (r = s; ; ) {
+        while (*r == ' ') {
+            ++r;
         }
-        end = tok + strlen(tok);
-        while (end > tok && end[-1] == ' ') {
-            *--end = '\0';
-        }
-        if (*tok == '\0') {
-            continue;
+        item = w = r;
+        if (*r == '\'' || *r == '"') {
+            for (q = *r++; ; ++r) {
+                if (*r == '\0') {
+                    return -1;                   /* unclosed quote */
+                } else if (q == '\'' && r[0] == '\'' && r[1] == '\'') {
+                    *w++ = *r++;
+                } else if (q == '"' && r[0] == '\\' && (r[1] == '"' || r[1] == '\\')) {
+                    *w++ = *++r;
+                } else if (*r == q) {
+                    break;
+                } else {
+                    *w++ = *r;
+                }
+            }
+            for (++r; *r == ' '; ++r) {
+            }
+            if (*r != ',' && *r != '\0') {
+                return -1;                       /* 'a'b */
+            }
+        } else {
+            while (*r != ',' && *r != '\0') {
+                *w++ = *r++;
+            }
+            while (w > item && w[-1] == ' ') {
+                --w;
+            }
+            if (w == item) {                     /* "a,,b", "a," */
+                if (*r == '\0') {
+                    break;
+                }
+                ++r;
+                continue;
+            }
         }
         if (n == max) {
             return -1;
         }
-        items[n++] = tok;
+        items[n++] = item;
+        if (*r == '\0') {
+            *w = '\0';
+            break;
+        }
+        *w = '\0';
+        ++r;
     }
     return n;
 }

@@ -648,7 +648,11 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
              * loss */
             svp_rt_set_leave_reason(w->rt, SVP_RT_LEAVE_DONE);
         } else if (status != SVP_OK) {
-            svp_rt_set_leave_error(w->rt, svp_status_string(status));
+            /* the first error line says why; the status only what kind */
+            char first[256];   /* the runtime cuts it to what a goodbye holds */
+
+            svp_rt_set_leave_error(w->rt, svp_log_first_error(first, sizeof(first)) ?
+                                              first : svp_status_string(status));
         }
         svp_rt_cleanup(w->rt);
     }
