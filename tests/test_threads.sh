@@ -11,7 +11,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/log" 2>/dev/null | head -20; }
-echo "1..6"
+echo "1..7"
 unset SVP_THREADS OMP_NUM_THREADS
 
 printf 'steps: 2\nsamples: 1\nlatent_shape: [1, 2, 2, 2, 2]\n' > "$tmp/job.yaml"
@@ -57,4 +57,29 @@ if grep -q "HAVE_OPENBLAS_GET_CORENAME 1" "$bld/config.h"; then
     fi
 else
     ok "kernels named # SKIP the BLAS is not OpenBLAS"
+fi
+
+# a family forced on a CPU that cannot run it (FMA4 and XOP went with the
+# Bulldozer line; AVX-512 is missing on most others): named, exit 2, before
+# any product dies of SIGILL; nothing is written
+fam=
+if grep -q "HAVE_OPENBLAS_GET_CORENAME 1" "$bld/config.h" && [ -r /proc/cpuinfo ]; then
+    if ! grep -qw fma4 /proc/cpuinfo; then fam=Bulldozer; isa=fma4
+    elif ! grep -qw avx512bw /proc/cpuinfo; then fam=SkylakeX; isa=avx512f
+    fi
+fi
+case "$(uname -m)" in x86_64|i?86) ;; *) fam= ;; esac
+if [ -n "$fam" ]; then
+    printf 'model: {kind: svd, path: %s/nomodel}\nsteps: 2\nvideo: {inputs: [%s/etc/demo/input.png], width: 64, height: 64, num_frames: 2}\n' \
+        "$tmp" "$top" >"$tmp/svd.yaml"
+    env OPENBLAS_CORETYPE=$fam "$w" "$tmp/svd.yaml" --set output.dir="$tmp/sigill" >"$tmp/log" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && [ ! -e "$tmp/sigill" ] &&
+       grep -q "OPENBLAS_CORETYPE=$fam: OpenBLAS [0-9.]*'s $fam kernels need $isa, which this CPU does not have" "$tmp/log"; then
+        ok "OPENBLAS_CORETYPE=$fam on a CPU without $isa: named, exit 2, not SIGILL"
+    else
+        nok "OPENBLAS_CORETYPE=$fam (rc=$rc)"
+    fi
+else
+    ok "a family this CPU cannot run # SKIP not x86 OpenBLAS, or this CPU runs them all"
 fi

@@ -139,6 +139,15 @@ void svp_ops_blas_query(svp_ops_blas_t *blas_p);
 void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len);
 
 /*
+ * SVP_ERR_UNSUPPORTED, with why in errbuf, when $OPENBLAS_CORETYPE forced
+ * a kernel family whose instructions this CPU lacks (x86: SkylakeX without
+ * AVX-512, Bulldozer's FMA4 and XOP on a Zen): OpenBLAS would load it and
+ * die of SIGILL at the first product.  SVP_OK otherwise, and where the
+ * family or the CPU is not known.
+ */
+svp_status_t svp_ops_blas_check(const svp_ops_blas_t *blas, char *errbuf, int errlen);
+
+/*
  * Where that number came from, a static phrase: "the caller" (params),
  * "SVP_THREADS", "OMP_NUM_THREADS", "the CPU affinity mask" or "the online
  * CPUs" (svp_threads_default()).

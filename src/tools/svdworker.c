@@ -429,12 +429,20 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
         const char    *from;
         int            threads = svp_threads_default(&from);
         svp_ops_blas_t blas;
-        char           line[256];
+        char           line[256], why[512];
 
         svp_ops_blas_query(&blas);
         svp_ops_blas_describe(&blas, line, sizeof(line));
         svp_info("cpu: %s; %d thread%s (from %s)", line, threads,
                  threads == 1 ? "" : "s", from);
+        /* a forced family this CPU cannot execute: named here, on the rank
+         * whose node it is, before any product dies of SIGILL */
+        if (spec->model.kind == SVP_MODEL_SVD && spec->device == SVP_OPS_BACKEND_CPU &&
+            svp_ops_blas_check(&blas, why, sizeof(why)) != SVP_OK) {
+            svp_error("rank %d on %s: %s", w->rank, svp_log_hostname(), why);
+            svp_worker_fail(w->rt, w->world, w->rank, SVP_ERR_UNSUPPORTED);
+            return SVP_ERR_UNSUPPORTED;
+        }
     }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
