@@ -20,7 +20,7 @@ if [ "$status" -ne 0 ]; then
     done
 fi
 # the determinism tests and the golden pipeline once more under OpenBLAS's
-# Haswell kernels (make check-kernels), unless the environment already
+# Haswell and Sandybridge kernels (make check-kernels), unless the environment already
 # chose a family: then the run above used it, and it is not ours to change
 if [ "$status" -eq 0 ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
     make check-kernels || status=$?
