@@ -108,6 +108,23 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
                                   int errlen);
 
 /*
+ * The comment line of a rendered script that says where the job's outputs
+ * land (output.dir, relative to the job's working directory when relative;
+ * in a container, its host path): `svdlaunch status JOBID` reads it.
+ */
+#define SVP_LAUNCH_OUTPUT_MARK "# svdpipe output.dir: "
+
+/*
+ * The output directory of Slurm job jobid ("123", "123_4"): the script
+ * `scontrol show job` names as its Command, rendered by svdlaunch, says it
+ * (SVP_LAUNCH_OUTPUT_MARK), a relative one joined to the job's WorkDir.
+ * Fails with the reason (scontrol missing, the job forgotten by Slurm, a
+ * script svdlaunch did not render) in errbuf.
+ */
+svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
+                                   char *errbuf, int errlen);
+
+/*
  * The job's sample list as this host sees it (svp_pipe_samples_create):
  * inside a container, the manifest and its absolute image paths are the
  * container's, read here through the mounts, and an image no mount holds is

@@ -211,6 +211,39 @@ static svp_status_t launch_render_prepare(const svp_spec_t *spec,
     return launch_plan_auto(spec, a, errbuf, errlen);
 }
 
+/*
+ * Where the outputs land, as the submitting side sees them, for `svdlaunch
+ * status JOBID`: output.dir as the spec has it (a relative one is the job's
+ * working directory's, for the worker too), or, in a container, its host
+ * path through the mounts.  Left out when not known, or when the path
+ * holds a line break (it must stay a comment).
+ */
+static void launch_put_output(FILE *f, const svp_spec_t *spec)
+{
+    const char *out = spec->output.dir, *wd = spec->cluster.container_workdir;
+    char        host[4096], joined[4096];
+
+    if (out == NULL || out[0] == '\0') {
+        return;
+    }
+    if (svp_launch_in_container(spec)) {
+        if (out[0] != '/') {
+            if (wd == NULL || wd[0] == '\0') {
+                return;
+            }
+            snprintf(joined, sizeof(joined), "%s/%s", wd, out);
+            out = joined;
+        }
+        if (!svp_launch_container_host(spec, out, host, sizeof(host))) {
+            return;
+        }
+        out = host;
+    }
+    if (strpbrk(out, "\n\r") == NULL) {
+        fprintf(f, "%s%s\n", SVP_LAUNCH_OUTPUT_MARK, out);
+    }
+}
+
 /* #!/bin/bash, where the script came from, the auto layout and the array. */
 static void launch_put_header(FILE *f, const svp_spec_t *spec,
                               const svp_launch_render_params_t *params,
@@ -224,6 +257,7 @@ static void launch_put_header(FILE *f, const svp_spec_t *spec,
     fputs(params->spec_ref, f);
     fputs(".\n# Edit the job spec and render again: changes made here are "
           "lost.\n", f);
+    launch_put_output(f, spec);
     if (layout->stages > 0) {
         fprintf(f, "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
                 "predicted makespan ", layout->stages, layout->groups,

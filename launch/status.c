@@ -478,3 +478,94 @@ out:
     free(s.done);
     return status;
 }
+
+/* The value of " KEY=" in scontrol's one-line record, up to the next space. */
+static int status_scontrol_field(const char *rec, const char *key, char *out,
+                                 size_t len)
+{
+    const char *p = rec;
+    size_t      klen = strlen(key), n;
+
+    while ((p = strstr(p, key)) != NULL) {
+        if ((p == rec || p[-1] == ' ') && p[klen] == '=') {
+            p += klen + 1;
+            n = strcspn(p, " \n");
+            if (n == 0 || n >= len) {
+                return 0;
+            }
+            memcpy(out, p, n);
+            out[n] = '\0';
+            return 1;
+        }
+        p += klen;
+    }
+    return 0;
+}
+
+svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
+                                   char *errbuf, int errlen)
+{
+    char    cmd[128], rec[16384], script[4096], workdir[4096], *line = NULL;
+    size_t  got = 0, cap = 0, mlen = strlen(SVP_LAUNCH_OUTPUT_MARK);
+    FILE   *p, *f;
+    int     rc, found = 0;
+
+    if (jobid[strspn(jobid, "0123456789_")] != '\0' || strlen(jobid) > 40) {
+        svp_errf(errbuf, errlen, "'%s' is neither an output directory nor a "
+                 "Slurm job id", jobid);
+        return SVP_ERR_USAGE;
+    }
+    snprintf(cmd, sizeof(cmd), "scontrol show job -o '%s' 2>&1", jobid);
+    p = popen(cmd, "r");
+    if (p != NULL) {
+        got = fread(rec, 1, sizeof(rec) - 1, p);
+        rc  = pclose(p);
+    } else {
+        rc = -1;
+    }
+    rec[got] = '\0';
+    if (rc != 0) {
+        rec[strcspn(rec, "\n")] = '\0';   /* scontrol's one-line reason */
+        svp_errf(errbuf, errlen, "job %s: scontrol show job: %s (Slurm forgets a "
+                 "finished job after MinJobAge; give its output directory)",
+                 jobid, got > 0 ? rec : "cannot run scontrol");
+        return SVP_ERR_NOT_FOUND;
+    }
+    if (!status_scontrol_field(rec, "Command", script, sizeof(script)) ||
+        !status_scontrol_field(rec, "WorkDir", workdir, sizeof(workdir))) {
+        svp_errf(errbuf, errlen, "job %s: scontrol names no batch script "
+                 "(Command=) or WorkDir=: not a job svdlaunch submitted; give "
+                 "its output directory", jobid);
+        return SVP_ERR_NOT_FOUND;
+    }
+    f = fopen(script, "r");
+    while (f != NULL && getline(&line, &cap, f) > 0) {
+        if (strncmp(line, SVP_LAUNCH_OUTPUT_MARK, mlen) == 0) {
+            line[strcspn(line, "\n")] = '\0';
+            if (line[mlen] == '/') {
+                snprintf(dir, len, "%s", line + mlen);
+            } else {
+                snprintf(dir, len, "%s/%s", workdir, line + mlen);
+            }
+            found = 1;
+            break;
+        }
+        if (line[0] != '#') {
+            break;   /* the header is over */
+        }
+    }
+    free(line);
+    if (f == NULL) {
+        svp_errf(errbuf, errlen, "job %s: cannot read its script %s: %s; give its "
+                 "output directory", jobid, script, strerror(errno));
+        return SVP_ERR_NOT_FOUND;
+    }
+    fclose(f);
+    if (!found) {
+        svp_errf(errbuf, errlen, "job %s: its script %s does not say where the "
+                 "outputs go (not rendered by this svdlaunch); give its output "
+                 "directory", jobid, script);
+        return SVP_ERR_NOT_FOUND;
+    }
+    return SVP_OK;
+}

@@ -1,6 +1,7 @@
 #!/bin/bash
 # svdpipe job sim_4rank, rendered by svdlaunch from ../etc/sim_4rank.yaml.
 # Edit the job spec and render again: changes made here are lost.
+# svdpipe output.dir: out/sim_4rank
 #SBATCH --job-name=sim_4rank
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=4

@@ -1,6 +1,7 @@
 #!/bin/bash
 # svdpipe job svd_7gpu, rendered by svdlaunch from ../etc/svd_7gpu.yaml.
 # Edit the job spec and render again: changes made here are lost.
+# svdpipe output.dir: out/svd_7gpu
 #SBATCH --job-name=svd_7gpu
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=7

@@ -258,8 +258,13 @@ SH
     "$w" "$top/etc/sim_4rank.yaml" --set output.dir="$tmp/sb_ref" >"$tmp/sb_ref.log" 2>&1
     if (cd "$tmp/sb" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
             sbatch --wait "$top/slurm/sim_4rank.sh" >"$tmp/sb.log" 2>&1) &&
-       same_outputs "$tmp/sb_ref" "$tmp/sb/out/sim_4rank" 8; then
-        ok "sbatch --wait slurm/sim_4rank.sh: bit-identical to one process"
+       same_outputs "$tmp/sb_ref" "$tmp/sb/out/sim_4rank" 8 &&
+       # the job id finds the outputs: the script names out/sim_4rank,
+       # relative to the job's working directory
+       jid=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$tmp/sb.log") &&
+       "$bld/src/tools/svdlaunch" status "$jid" >>"$tmp/sb.log" 2>&1 &&
+       grep -q "job 'sim_4rank' in $tmp/sb/out/sim_4rank: 8 of 8 samples done" "$tmp/sb.log"; then
+        ok "sbatch --wait slurm/sim_4rank.sh: bit-identical to one process; svdlaunch status JOBID finds its outputs"
     else
         cat "$tmp"/sb/*.out >>"$tmp/sb.log" 2>/dev/null
         nok "sbatch --wait slurm/sim_4rank.sh" "$tmp/sb.log"

@@ -13,7 +13,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..58"
+echo "1..59"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -288,8 +288,9 @@ for rt in pyxis apptainer; do
     "$l" render "$tmp/share/jobs/c.yaml" --no-path-check --set cluster.container_image=img \
         --set "cluster.container_mounts=[$tmp/share:/share]" --set cluster.container_workdir=/share \
         --set output.dir=/share/out --set cluster.container_runtime=$rt >"$tmp/err" 2>&1; rc=$?
-    if [ $rc -eq 0 ] && grep -q "^    'svdworker' '/share/jobs/c.yaml' " "$tmp/err"; then
-        ok "render ($rt) passes the container-side spec path"
+    if [ $rc -eq 0 ] && grep -q "^    'svdworker' '/share/jobs/c.yaml' " "$tmp/err" &&
+       grep -q "^# svdpipe output.dir: $tmp/share/out\$" "$tmp/err"; then
+        ok "render ($rt) passes the container-side spec path, and notes the outputs' host path"
     else nok "render $rt (rc=$rc)"; fi
 done
 
@@ -330,6 +331,14 @@ else
     nok "container manifest (rc=$rc, $rc2, $rc3, $rc4)"
     sed 's/^/# /' "$tmp/err" "$tmp/err2" "$tmp/err3" "$tmp/err4"
 fi
+
+# status of a job id Slurm does not know: said, with what to give instead
+"$l" status 999999 >"$tmp/err" 2>&1; rc=$?
+"$l" status no-such-dir >"$tmp/err2" 2>&1; rc2=$?
+if [ $rc -ne 0 ] && grep -q "status: job 999999: scontrol show job: .*give its output directory" "$tmp/err" &&
+   [ $rc2 -ne 0 ]; then
+    ok "status JOBID of an unknown job: scontrol's reason, and to give the output directory"
+else nok "status of an unknown job (rc=$rc, rc2=$rc2)"; sed 's/^/# /' "$tmp/err" "$tmp/err2"; fi
 
 # site keys checked after parsing still name the line and column of the value
 cat >"$tmp/site.yaml" <<'YAML'

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,7 +63,7 @@ static void launch_usage(FILE *f)
           "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
           "RESULTS]] [--from-log FILE]\n"
           "                                 [--json] [--set key=value ...]\n"
-          "       svdlaunch status OUTPUT_DIR [--json]\n"
+          "       svdlaunch status OUTPUT_DIR|JOBID [--json]\n"
           "       svdlaunch --help | --version\n"
           "\n"
           "render   write the sbatch script (stdout, or FILE atomically; a "
@@ -87,7 +88,9 @@ static void launch_usage(FILE *f)
           "status   done/total, rate, ETA and failed samples of the job writing "
           "into\n"
           "         OUTPUT_DIR, across its array tasks (--json: one JSON "
-          "object)\n"
+          "object);\n"
+          "         a JOBID of a job svdlaunch rendered finds it in the job's "
+          "script\n"
           "\n"
           "--no-path-check  skip the checks of paths and of the worker (a "
           "script for\n"
@@ -555,15 +558,35 @@ static int launch_cmd_status(int argc, char **argv)
         if (!strcmp(argv[i], "--json")) {
             as_json = 1;
         } else if (argv[i][0] == '-' || dir != NULL) {
-            svp_error("status: expected OUTPUT_DIR [--json], found '%s'", argv[i]);
+            svp_error("status: expected OUTPUT_DIR|JOBID [--json], found '%s'", argv[i]);
             return svp_status_exit_code(SVP_ERR_USAGE);
         } else {
             dir = argv[i];
         }
     }
     if (dir == NULL) {
-        svp_error("status: expected OUTPUT_DIR (the job's output.dir)");
+        svp_error("status: expected OUTPUT_DIR (the job's output.dir) or a Slurm JOBID");
         return svp_status_exit_code(SVP_ERR_USAGE);
+    }
+    {
+        /* a Slurm job id: its script says where the outputs go */
+        struct stat sb;
+        char        found[4096];
+
+        if (stat(dir, &sb) != 0 && dir[0] >= '0' && dir[0] <= '9') {
+            status = svp_launch_job_output(dir, found, sizeof(found), err,
+                                           sizeof(err));
+            if (status != SVP_OK) {
+                svp_error("status: %s", err);
+                return svp_status_exit_code(status);
+            }
+            dir = found;
+            status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
+            if (status != SVP_OK) {
+                svp_error("%s", err);
+            }
+            return svp_status_exit_code(status);
+        }
     }
     status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
     if (status != SVP_OK) {
