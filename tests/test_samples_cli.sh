@@ -123,19 +123,19 @@ else nok "status after SIGTERM (rc=$rc, $done done)"; fi
 # killed outright (SIGKILL): no last word, but the record is rewritten every
 # beat while the task runs, and silence reads as lost
 rm -rf "$tmp/running"
-SVP_TASK_BEAT=0.2 "$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
+SVP_TASK_BEAT=0.5 "$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
     [ "$(ls "$tmp/running" 2>/dev/null | grep -c safetensors)" -ge 4 ] && break
     sleep 0.05
 done
 u1=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
-sleep 0.5
+sleep 1.2
 u2=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
 "$l" status "$tmp/running" >"$tmp/err" 2>&1
 kill -KILL $pid
 wait $pid 2>/dev/null
-sleep 1
+sleep 2.5   # lost after 4 beats of silence: 2 s
 done=$(ls "$tmp/running" | grep -c safetensors)
 "$l" status "$tmp/running" >"$tmp/err2" 2>&1; rc=$?
 "$l" status "$tmp/running" --json >"$tmp/err2.json" 2>&1
