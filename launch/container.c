@@ -51,46 +51,45 @@ static int container_under(const char *path, const char *prefix, size_t len)
            (path[len] == '/' || path[len] == '\0');
 }
 
-int svp_launch_container_path(const svp_spec_t *spec, const char *host,
-                              char *out, size_t len)
+/*
+ * path, under one mount's "from" side, into out on its "to" side: host to
+ * container (SRC to DST) when inward, else back.  The last mount that
+ * covers a path wins, as in both runtimes.  0 when none covers it.
+ */
+static int container_map(const svp_spec_t *spec, const char *path, int inward,
+                         char *out, size_t len)
 {
-    /* the last mount that covers a path wins, as in both runtimes */
     for (int i = spec->cluster.container_mounts.count - 1; i >= 0; --i) {
-        const char *src, *dst;
-        size_t      src_len, dst_len;
+        const char *side[2], *from, *to;
+        size_t      side_len[2], from_len, to_len;
 
-        container_mount_split(spec->cluster.container_mounts.items[i], &src,
-                              &src_len, &dst, &dst_len);
-        if (container_under(host, src, src_len)) {
-            const char *rest = host + (src_len == 1 ? 0 : src_len);
+        container_mount_split(spec->cluster.container_mounts.items[i], &side[0],
+                              &side_len[0], &side[1], &side_len[1]);
+        from     = side[!inward];
+        from_len = side_len[!inward];
+        to       = side[inward];
+        to_len   = side_len[inward];
+        if (container_under(path, from, from_len)) {
+            const char *rest = path + (from_len == 1 ? 0 : from_len);
 
-            snprintf(out, len, "%.*s%s", (int)(dst_len == 1 && *rest ? 0 :
-                                               dst_len), dst, rest);
+            snprintf(out, len, "%.*s%s", (int)(to_len == 1 && *rest ? 0 : to_len),
+                     to, rest);
             return 1;
         }
     }
     return 0;
 }
 
+int svp_launch_container_path(const svp_spec_t *spec, const char *host,
+                              char *out, size_t len)
+{
+    return container_map(spec, host, 1, out, len);
+}
+
 int svp_launch_container_host(const svp_spec_t *spec, const char *path,
                               char *out, size_t len)
 {
-    /* the last mount that covers a path wins, as in both runtimes */
-    for (int i = spec->cluster.container_mounts.count - 1; i >= 0; --i) {
-        const char *src, *dst;
-        size_t      src_len, dst_len;
-
-        container_mount_split(spec->cluster.container_mounts.items[i], &src,
-                              &src_len, &dst, &dst_len);
-        if (container_under(path, dst, dst_len)) {
-            const char *rest = path + (dst_len == 1 ? 0 : dst_len);
-
-            snprintf(out, len, "%.*s%s", (int)(src_len == 1 && *rest ? 0 :
-                                               src_len), src, rest);
-            return 1;
-        }
-    }
-    return 0;
+    return container_map(spec, path, 0, out, len);
 }
 
 int svp_launch_container_sees(const svp_spec_t *spec, const char *path)
