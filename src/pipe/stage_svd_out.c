@@ -25,8 +25,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* The decode with host input and output, through buffers of the ops handle
- * on every backend (as the encode, stage_svd_cond.c). */
+/* The decode with host input and output: on the CPU backend straight from
+ * and into them (its memory is the host's: no copy of the frames), else
+ * through buffers of the ops handle (as the encode, stage_svd_cond.c). */
 static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
                                                int chunk, const float *latents,
                                                float *frames)
@@ -34,6 +35,11 @@ static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
     int64_t      in = nframes * 4 * st->h * st->w, out = nframes * 3 * st->H * st->W;
     float       *d_latents = NULL, *d_frames = NULL;
     svp_status_t status;
+
+    if (st->spec->device == SVP_OPS_BACKEND_CPU) {
+        return svp_vae_decode(st->vae, nframes, (int)st->h, (int)st->w, chunk,
+                              latents, frames);
+    }
 
     status = svp_stage_svd_dev_buf(st, latents, in, &d_latents);
     if (status == SVP_OK) {
