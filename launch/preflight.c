@@ -43,20 +43,28 @@ static int preflight_below(const char *path, const char *file)
 }
 
 /*
- * The host path of a job path into host.  Returns 0 when the path cannot be
- * seen from here (inside a container, under no mount).
+ * The host path of a job path into host.  Without a container it is the
+ * path; inside one, a path below the folder of file (the spec, a manifest)
+ * was a relative one joined to that host folder at load (the worker joins
+ * it to the same, mounted, folder), and any other is the container's, seen
+ * here through its mount.  Returns 0 when under no mount.
  */
-static int preflight_host_path(const svp_spec_t *spec, const char *path,
-                               char *host, size_t len)
+static int preflight_seen(const svp_spec_t *spec, const char *file,
+                          const char *path, char *host, size_t len)
 {
     if (!svp_launch_in_container(spec) ||
-        (spec->file != NULL && preflight_below(path, spec->file))) {
-        /* no container, or a relative path of the spec, joined to its host
-         * folder at load (the worker joins it to the same, mounted, folder) */
+        (file != NULL && preflight_below(path, file))) {
         snprintf(host, len, "%s", path);
         return 1;
     }
     return svp_launch_container_host(spec, path, host, len);
+}
+
+/* A path of the spec itself (relative ones were joined to its folder). */
+static int preflight_host_path(const svp_spec_t *spec, const char *path,
+                               char *host, size_t len)
+{
+    return preflight_seen(spec, spec->file, path, host, len);
 }
 
 static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
@@ -182,21 +190,13 @@ typedef struct {
     const char       *manifest;   /* the manifest's host path */
 } preflight_seen_t;
 
-/*
- * Where this host sees a manifest's image.  A relative path was joined to
- * the manifest's host folder, and the worker joins it to the same, mounted,
- * folder; an absolute one is the worker's: inside a container, the
- * container's, seen here through the mount that holds it, if any.
- */
+/* Where this host sees a manifest's image (relative ones were joined to
+ * the manifest's folder); a svp_pipe_path_map_t function. */
 static int preflight_image_host(void *arg, const char *path, char *host, size_t len)
 {
     const preflight_seen_t *s = arg;
 
-    if (!svp_launch_in_container(s->spec) || preflight_below(path, s->manifest)) {
-        snprintf(host, len, "%s", path);
-        return 1;
-    }
-    return svp_launch_container_host(s->spec, path, host, len);
+    return preflight_seen(s->spec, s->manifest, path, host, len);
 }
 
 svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen,

@@ -108,17 +108,26 @@ static int svp_pipe_peer(const svp_pipe_t *p, int pos)
     return p->base + pos * p->pairs + p->lane;
 }
 
-static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
+/*
+ * This rank's steps of the sample: the stage's step, or with pair (this
+ * lane's half of a guidance pair) its step_pair, which exchanges the halves.
+ */
+static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s,
+                                   const svp_stage_pair_t *pair)
 {
     const svp_stage_t *stage = &p->params->stage;
     svp_status_t       status;
     double             t0, dt, sum = 0, tmin = 1e30, tmax = 0;
     int                step;
+    char               half[32] = "";
 
     if (s->next_step != p->range.begin) {
         svp_error("sample %d arrived at step %d, this rank runs [%d, %d)", s->index,
                   s->next_step, p->range.begin, p->range.end);
         return SVP_ERR_MESSAGE;
+    }
+    if (pair != NULL) {
+        snprintf(half, sizeof(half), " (guidance half %d)", pair->lane);
     }
     for (step = p->range.begin; step < p->range.end; ++step) {
         if (svp_stop_signal() != 0) {
@@ -130,9 +139,10 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
             svp_comm_progress(p->params->comm);
         }
         t0     = svp_clock_now();
-        status = stage->ops->step(stage->self, s, step);
+        status = (pair == NULL) ? stage->ops->step(stage->self, s, step) :
+                                  stage->ops->step_pair(stage->self, s, step, pair);
         if (status != SVP_OK) {
-            svp_error("sample %d step %d failed: %s", s->index, step,
+            svp_error("sample %d step %d%s failed: %s", s->index, step, half,
                       svp_status_string(status));
             return status;
         }
@@ -146,8 +156,8 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
         tmax         = SVP_MAX(tmax, dt);
         svp_trace_event(p->params->trace, "step", s->index, step,
                         svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
-        svp_debug("sample %d step %d/%d %.1f ms", s->index, step + 1,
-                  p->params->spec->steps, dt * 1e3);
+        svp_debug("sample %d step %d/%d%s %.1f ms", s->index, step + 1,
+                  p->params->spec->steps, half, dt * 1e3);
     }
     svp_debug("sample %d: steps [%d, %d) in %.3fs, per step %.1f/%.1f/%.1f ms "
              "(min/mean/max)", s->index, p->range.begin, p->range.end, sum,
@@ -655,11 +665,7 @@ static svp_status_t svp_pipe_pair_create(svp_pipe_t *p)
 /* This rank's steps of the sample as its lane's half of the pair. */
 static svp_status_t svp_pipe_pair_steps(svp_pipe_t *p, svp_sample_t *s)
 {
-    const svp_stage_t *stage = &p->params->stage;
-    svp_stage_pair_t   pair;
-    svp_status_t       status;
-    double             t0, dt;
-    int                step;
+    svp_stage_pair_t pair;
 
     memset(&pair, 0, sizeof(pair));
     pair.lane     = p->lane;
@@ -668,33 +674,7 @@ static svp_status_t svp_pipe_pair_steps(svp_pipe_t *p, svp_sample_t *s)
     pair.bytes    = p->desc.tensors[0].bytes;
     pair.exchange = svp_pipe_exchange;
     pair.ctx      = p;
-    if (s->next_step != p->range.begin) {
-        svp_error("sample %d arrived at step %d, this rank runs [%d, %d)", s->index,
-                  s->next_step, p->range.begin, p->range.end);
-        return SVP_ERR_MESSAGE;
-    }
-    for (step = p->range.begin; step < p->range.end; ++step) {
-        if (svp_stop_signal() != 0) {
-            return SVP_ERR_CANCELED;
-        }
-        t0     = svp_clock_now();
-        status = stage->ops->step_pair(stage->self, s, step, &pair);
-        if (status != SVP_OK) {
-            svp_error("sample %d step %d (guidance half %d) failed: %s", s->index,
-                      step, p->lane, svp_status_string(status));
-            return status;
-        }
-        dt = svp_clock_now() - t0;
-        svp_pipe_deadline_step(&p->dl, dt);
-        p->stats.busy += dt;
-        p->stats.steps_done++;
-        s->next_step = step + 1;
-        svp_trace_event(p->params->trace, "step", s->index, step,
-                        svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
-        svp_debug("sample %d step %d/%d (half %d) %.1f ms", s->index, step + 1,
-                  p->params->spec->steps, p->lane, dt * 1e3);
-    }
-    return SVP_OK;
+    return svp_pipe_steps(p, s, &pair);
 }
 
 /*
@@ -732,7 +712,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             break;
         case SVP_SCHEDULE_STEPS:
             svp_stop_progress(p->stats.samples_done, 1);
-            status = svp_pipe_steps(p, &s);
+            status = svp_pipe_steps(p, &s, NULL);
             break;
         case SVP_SCHEDULE_SEND:
             status = svp_pipe_send(p, a, &s);

@@ -546,11 +546,12 @@ static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
     return status;
 }
 
-/* svdlaunch status OUTPUT_DIR [--json]: takes a directory, not a spec */
+/* svdlaunch status OUTPUT_DIR|JOBID [--json]: takes a directory, not a spec */
 static int launch_cmd_status(int argc, char **argv)
 {
     const char  *dir = NULL;
-    char         err[1024];
+    char         err[1024], found[4096];
+    struct stat  sb;
     int          i, as_json = 0;
     svp_status_t status;
 
@@ -568,25 +569,14 @@ static int launch_cmd_status(int argc, char **argv)
         svp_error("status: expected OUTPUT_DIR (the job's output.dir) or a Slurm JOBID");
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
-    {
+    if (stat(dir, &sb) != 0 && dir[0] >= '0' && dir[0] <= '9') {
         /* a Slurm job id: its script says where the outputs go */
-        struct stat sb;
-        char        found[4096];
-
-        if (stat(dir, &sb) != 0 && dir[0] >= '0' && dir[0] <= '9') {
-            status = svp_launch_job_output(dir, found, sizeof(found), err,
-                                           sizeof(err));
-            if (status != SVP_OK) {
-                svp_error("status: %s", err);
-                return svp_status_exit_code(status);
-            }
-            dir = found;
-            status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
-            if (status != SVP_OK) {
-                svp_error("%s", err);
-            }
+        status = svp_launch_job_output(dir, found, sizeof(found), err, sizeof(err));
+        if (status != SVP_OK) {
+            svp_error("status: %s", err);
             return svp_status_exit_code(status);
         }
+        dir = found;
     }
     status = svp_launch_status(stdout, dir, as_json, err, sizeof(err));
     if (status != SVP_OK) {
