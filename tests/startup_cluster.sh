@@ -33,7 +33,7 @@ comm: {deadline: $deadline, transport: 'tcp,self'}
 log: {level: warn}
 YAML
 
-echo "1..8"
+echo "1..9"
 
 # rank 5 does $CASE before (or instead of) the worker
 cat >"$tmp/wrap.sh" <<SH
@@ -142,26 +142,55 @@ else
     nok "scancel with 2 MB latents: no UCX warning" "$tmp/sc.log"
 fi
 
-# one rank stopped by SIGTERM alone: its neighbours say so at warn level,
-# not "failed", and the job ends (once the cancelled job has left the nodes)
-for _ in $(seq 100); do
-    [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
-    sleep 0.1
+# one rank stopped by SIGTERM alone: it tells the ring before it drains, so
+# every other rank logs the stop once at warn level, connects to it no more,
+# and ends with "ending: rank 2 was stopped by SIGTERM" in its goodbye: no
+# error line, no "said goodbye: failed", no abort.  A race (a rank first
+# connecting to the stopped one, spread placement) failed this 5 of 5 on a
+# Zen 4 and 7 of 7 runs here before the notice existed, so the case runs
+# SVP_STOP_RUNS times (default 10) under each placement.
+wait_idle() {
+    for _ in $(seq 100); do
+        [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+        sleep 0.1
+    done
+}
+runs=${SVP_STOP_RUNS:-10}
+for placement in spread ends; do
+    bad=0 worst=0 first_bad=""
+    for i in $(seq "$runs"); do
+        wait_idle
+        log=$tmp/term_${placement}_$i.log
+        out=$tmp/o_term_${placement}_$i
+        timeout -k 5 60 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 "$w" "$tmp/big.yaml" \
+            --set output.dir="$out" --set pipeline.placement=$placement >"$log" 2>&1 &
+        srun_pid=$!
+        pid=""
+        for _ in $(seq 100); do pid=$(rank_pid 2 "$out") && break; sleep 0.1; done
+        sleep 3
+        t0=$(now)
+        if [ -n "$pid" ]; then kill -TERM "$pid"; else kill -TERM "$srun_pid"; fi
+        wait "$srun_pid"; rc=$?
+        dt=$(since "$t0")
+        worst=$(awk -v a="$worst" -v b="$dt" 'BEGIN { print (b > a) ? b : a }')
+        # every rank but 2 names the stop exactly once, at warn level
+        named=0
+        for r in 0 1 3 4 5; do
+            c=$(grep -c -E ":r$r warn  rank 2 was stopped by SIGTERM$" "$log")
+            [ "$c" -eq 1 ] && named=$((named + 1))
+        done
+        if [ -n "$pid" ] && [ $rc -ne 0 ] && below "$dt" 10 && [ "$named" -eq 5 ] &&
+           grep -q -E ":r2 warn  stopping on SIGTERM" "$log" &&
+           ! grep -q -E ":r[0-9]+ error|said goodbye: failed|Aborted|process_vm_readv|UCX  (ERROR|WARN)" "$log"; then
+            :
+        else
+            bad=$((bad + 1))
+            [ -n "$first_bad" ] || first_bad="$log (pid '$pid', rc=$rc, ${dt}s, named by $named of 5)"
+        fi
+    done
+    if [ "$bad" -eq 0 ]; then
+        ok "rank 2 alone stopped by SIGTERM, placement $placement: $runs of $runs runs named by every rank once, no error, ended within ${worst}s"
+    else
+        nok "rank 2 alone stopped by SIGTERM, placement $placement: $bad of $runs runs failed; first: $first_bad" "${first_bad%% *}"
+    fi
 done
-timeout -k 5 60 srun --mpi=pmix -W 30 -N 3 --ntasks-per-node=2 "$w" "$tmp/big.yaml" \
-    --set output.dir="$tmp/o_term" >"$tmp/term.log" 2>&1 &
-srun_pid=$!
-pid=""
-for _ in $(seq 100); do pid=$(rank_pid 2 "$tmp/o_term") && break; sleep 0.1; done
-sleep 3
-t0=$(now)
-if [ -n "$pid" ]; then kill -TERM "$pid"; else kill -TERM "$srun_pid"; fi
-wait "$srun_pid"; rc=$?
-dt=$(since "$t0")
-if [ -n "$pid" ] && [ $rc -ne 0 ] && below "$dt" 10 &&
-   grep -q -E ":r[13] warn  rank 2 was stopped by SIGTERM" "$tmp/term.log" &&
-   ! grep -q "rank 2 is gone: it said goodbye: failed" "$tmp/term.log"; then
-    ok "rank 2 alone stopped by SIGTERM: neighbours log 'rank 2 was stopped by SIGTERM', job ended in ${dt}s"
-else
-    nok "rank 2 alone stopped by SIGTERM (pid '$pid', rc=$rc, ${dt}s)" "$tmp/term.log"
-fi

@@ -78,7 +78,7 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
-        if (svp_rt_watch_start(w0, 0, 1, 1, addr1, 10, on_lost, NULL) != SVP_OK) {
+        if (svp_rt_watch_start(w0, 0, 2, 1, 1, addr1, 10, on_lost, NULL) != SVP_OK) {
             _exit(1);
         }
         if (act == CHILD_STOP) {
@@ -98,7 +98,7 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
         _exit(0);
     }
     svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE, 0, NULL);  /* the child's; not started here */
-    cr_assert_eq(svp_rt_watch_start(w1, 1, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
+    cr_assert_eq(svp_rt_watch_start(w1, 1, 2, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
     *w1_p = w1;
     return pid;
 }
@@ -213,4 +213,109 @@ Test(watch, long_compute_step_keeps_the_heartbeat)
     cr_assert_eq(wait_lost(SVP_RT_WATCH_SILENT_S + 2.5), -1,
                  "a busy but live rank was reported: %s", lost_why);
     end_ring(pid, w1);
+}
+
+/* ---- notices: a ring of four in this process ------------------------- */
+
+typedef struct {
+    svp_rt_watch_t *w;
+    const char     *next_addr;
+    int             rank;
+    svp_status_t    status;
+    /* what this rank heard: the first departure */
+    pthread_mutex_t lock;
+    int             heard;
+    int             rank_heard, reason;
+    char            why[256];
+} ring_member_t;
+
+static void on_ring_lost(void *arg, int rank, svp_rt_watch_bye_t reason, const char *why)
+{
+    ring_member_t *m = arg;
+
+    pthread_mutex_lock(&m->lock);
+    if (m->heard++ == 0) {
+        m->rank_heard = rank;
+        m->reason     = (int)reason;
+        snprintf(m->why, sizeof(m->why), "%s", why);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+static void *ring_start(void *arg)
+{
+    ring_member_t *m = arg;
+
+    m->status = svp_rt_watch_start(m->w, m->rank, 4, (m->rank + 3) % 4, (m->rank + 1) % 4,
+                                   m->next_addr, 10, on_ring_lost, m);
+    return NULL;
+}
+
+static int ring_heard(ring_member_t *m)
+{
+    int n;
+
+    pthread_mutex_lock(&m->lock);
+    n = m->heard;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+Test(watch, a_stop_is_heard_by_every_rank_of_the_ring)
+{
+    ring_member_t m[4];
+    const char   *addr[4];
+    pthread_t     th[4];
+    double        until;
+    int           i;
+
+    memset(m, 0, sizeof(m));
+    for (i = 0; i < 4; ++i) {
+        cr_assert_eq(svp_rt_watch_listen(&m[i].w, &addr[i]), SVP_OK);
+        pthread_mutex_init(&m[i].lock, NULL);
+        m[i].rank = i;
+    }
+    for (i = 0; i < 4; ++i) {
+        m[i].next_addr = addr[(i + 1) % 4];
+        cr_assert_eq(pthread_create(&th[i], NULL, ring_start, &m[i]), 0);
+    }
+    for (i = 0; i < 4; ++i) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(m[i].status, SVP_OK, "rank %d's watch did not start", i);
+    }
+    /* rank 1 leaves on SIGTERM: rank 3, no neighbour of it, hears it too,
+     * through both sides of the ring, once */
+    svp_rt_watch_stop(m[1].w, SVP_RT_WATCH_BYE_SIGNAL, SIGTERM, NULL);
+    until = svp_clock_now() + 3;
+    while ((ring_heard(&m[0]) == 0 || ring_heard(&m[2]) == 0 || ring_heard(&m[3]) == 0) &&
+           svp_clock_now() < until) {
+        usleep(10000);
+    }
+    usleep(200000);     /* room for a second report, which must not come */
+    for (i = 0; i < 4; ++i) {
+        if (i == 1) {
+            continue;
+        }
+        cr_assert_eq(ring_heard(&m[i]), 1, "rank %d heard %d departures", i, ring_heard(&m[i]));
+        cr_assert_eq(m[i].rank_heard, 1);
+        cr_assert_eq(m[i].reason, SVP_RT_WATCH_BYE_SIGNAL);
+        cr_assert_str_eq(m[i].why, "stopped by SIGTERM");
+        cr_assert(svp_rt_watch_gone(m[i].w, 1), "rank %d does not hold rank 1 gone", i);
+        for (int r = 0; r < 4; ++r) {
+            cr_assert(r == 1 || !svp_rt_watch_gone(m[i].w, r),
+                      "rank %d holds rank %d gone", i, r);
+        }
+    }
+    /* an ending rank says why, and a rank that heard the stop takes it as
+     * no news (no second report of rank 1, one of rank 3 with its cause) */
+    svp_rt_watch_stop(m[3].w, SVP_RT_WATCH_BYE_ENDING, 0, "rank 1 was stopped by SIGTERM");
+    until = svp_clock_now() + 3;
+    while ((ring_heard(&m[0]) < 2 || ring_heard(&m[2]) < 2) && svp_clock_now() < until) {
+        usleep(10000);
+    }
+    cr_assert_eq(ring_heard(&m[0]), 2);
+    cr_assert_eq(ring_heard(&m[2]), 2, "rank 2 did not hear of rank 3 through rank 0");
+    cr_assert(svp_rt_watch_gone(m[2].w, 3));
+    svp_rt_watch_stop(m[0].w, SVP_RT_WATCH_BYE_DONE, 0, NULL);
+    svp_rt_watch_stop(m[2].w, SVP_RT_WATCH_BYE_DONE, 0, NULL);
 }

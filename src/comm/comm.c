@@ -399,6 +399,7 @@ err_free_comm:
 void svp_comm_destroy(svp_comm_h comm)
 {
     struct svp_comm_req *req, *next;
+    int                  stuck;
 
     if (comm == NULL) {
         return;
@@ -415,9 +416,20 @@ void svp_comm_destroy(svp_comm_h comm)
         }
     }
     svp_comm_progress(comm);
-    svp_comm_close_eps(comm);
-    ucp_worker_destroy(comm->worker);
-    ucp_cleanup(comm->context);
+    stuck = svp_comm_stuck(comm);
+    if (stuck > 0) {
+        /* a send its receiver never took (it exited, or drained and left
+         * before the message came) never completes, and destroying the
+         * worker only makes UCX warn about it ("not returned to mpool"):
+         * the process is about to exit, which reclaims the worker and its
+         * shared memory */
+        svp_debug("%d send(s) nobody took stay with UCX; its worker is left to "
+                  "the process's exit", stuck);
+    } else {
+        svp_comm_close_eps(comm);
+        ucp_worker_destroy(comm->worker);
+        ucp_cleanup(comm->context);
+    }
     /* whatever UCX never reported back is ours to free now */
     while ((req = comm->reqs) != NULL) {
         if (req->abandoned) {

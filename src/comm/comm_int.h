@@ -65,7 +65,8 @@ struct svp_comm_req {
     unsigned             kind, sample, step;
     struct svp_comm_frame *frame;
     void                *ucx_req;      /* NULL once UCX is done with it */
-    int                  withheld;     /* a receive never given to UCX */
+    int                  withheld;     /* never given to UCX (svp_comm_post) */
+    int                  forgotten;    /* a receive cancelled: its peer left */
     int                  done;
     int                  abandoned;    /* the caller gave up; UCX still has it */
     ucs_status_t         ucs_status;
@@ -154,5 +155,10 @@ svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
                                      size_t length,
                                      const svp_comm_frame_id_t *expected,
                                      const char *where);
+
+/* Sends UCX still holds after the drain: in rendezvous to a rank that left,
+ * or that did not take them within the drain's bound.  UCX cannot cancel
+ * them. */
+int svp_comm_stuck(const struct svp_comm *comm);
 
 #endif

@@ -194,12 +194,6 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     if (status != SVP_OK) {
         return status;
     }
-    /* a receive connects too: at teardown a rank says BYE to the ranks
-     * connected to it, and waits for theirs (svp_comm_drain) */
-    status = svp_comm_ep(comm, peer, &ep);
-    if (status != SVP_OK) {
-        return status;
-    }
     req = calloc(1, sizeof(*req));
     if (req == NULL) {
         svp_error("out of memory allocating a request");
@@ -212,6 +206,29 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     req->sample  = sample;
     req->step    = step;
     req->frame   = frame;
+
+    /*
+     * A peer known to be leaving or gone (svp_rt_peer_gone: its stop notice,
+     * its goodbye or its loss, heard from any rank) is not connected to,
+     * sent to or received from: it may exit at any moment, a connect to it
+     * then fails, and fetching a message it announced kills this rank (UCX
+     * 1.13, cma).  The request is withheld: it never completes, and the
+     * wait on it ends with the departure (svp_comm_wait).
+     */
+    if ((peer != comm->rank) && svp_rt_peer_gone(comm->rt, peer)) {
+        svp_debug("rank %d is leaving: %s sample %u step %u %s it withheld",
+                  peer, is_send ? "send of" : "receive of", sample, step,
+                  is_send ? "to" : "from");
+        req->withheld = 1;
+        goto posted;
+    }
+    /* a receive connects too: at teardown a rank says BYE to the ranks
+     * connected to it, and waits for theirs (svp_comm_drain) */
+    status = svp_comm_ep(comm, peer, &ep);
+    if (status != SVP_OK) {
+        free(req);
+        return status;
+    }
 
     memset(&params, 0, sizeof(params));
     params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
@@ -260,7 +277,8 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
-        if ((svp_stop_signal() != 0) || svp_comm_peer_leaving(comm, peer)) {
+        if ((svp_stop_signal() != 0) || svp_comm_peer_leaving(comm, peer) ||
+            svp_rt_peer_gone(comm->rt, peer)) {
             svp_debug("%s: sample %u step %u from rank %d is not fetched",
                       (svp_stop_signal() != 0) ? "stopping" : "its sender is leaving",
                       sample, step, peer);
@@ -298,6 +316,7 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         svp_comm_progress(comm);
     }
+posted:
     req->next = comm->reqs;
     if (comm->reqs != NULL) {
         comm->reqs->prev = req;
@@ -424,8 +443,32 @@ void svp_comm_cancel(svp_comm_h comm, svp_comm_req_h req)
     svp_comm_req_abandon(req);
 }
 
+/*
+ * Cancels the pending receives from peers that left (svp_rt_peer_gone)
+ * before anything is progressed: a rendezvous message a killed peer had
+ * announced would otherwise be fetched from a process that no longer
+ * exists, which UCX 1.13 (cma) answers by aborting this rank.  Such a
+ * receive counts as pending until the wait ends on the departure.
+ */
+static void svp_comm_forget_gone(struct svp_comm *comm)
+{
+    struct svp_comm_req *req;
+
+    for (req = comm->reqs; req != NULL; req = req->next) {
+        if (!req->is_send && !req->done && !req->withheld && !req->forgotten &&
+            (req->ucx_req != NULL) && (req->peer != comm->rank) &&
+            svp_rt_peer_gone(comm->rt, req->peer)) {
+            svp_debug("rank %d left: the receive of sample %u step %u from it "
+                      "is cancelled", req->peer, req->sample, req->step);
+            req->forgotten = 1;
+            ucp_request_cancel(comm->worker, req->ucx_req);
+        }
+    }
+}
+
 void svp_comm_progress(svp_comm_h comm)
 {
+    svp_comm_forget_gone(comm);
     while (ucp_worker_progress(comm->worker) != 0) {
     }
     svp_comm_hear(comm);
@@ -434,7 +477,7 @@ void svp_comm_progress(svp_comm_h comm)
 svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
 {
     svp_comm_progress(comm);
-    return req->done ? svp_comm_req_finish(req) : SVP_INPROGRESS;
+    return (req->done && !req->forgotten) ? svp_comm_req_finish(req) : SVP_INPROGRESS;
 }
 
 /*
@@ -535,6 +578,11 @@ static svp_status_t svp_comm_req_fail(struct svp_comm *comm,
     char where[160];
 
     svp_comm_req_where(req, where, sizeof(where));
+    if ((lost >= 0) && svp_rt_stop_cause(comm->rt, NULL, 0)) {
+        /* the consequence of a stop: the worker names its cause */
+        svp_debug("%s: rank %d left (after %.2f s)", where, lost, waited);
+        return SVP_ERR_PEER_STOPPED;
+    }
     if (lost >= 0) {
         svp_error("%s: rank %d was lost (after %.2f s)", where, lost, waited);
         return SVP_ERR_PEER_LOST;
@@ -583,7 +631,7 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
             if (reqs[i] == NULL) {
                 continue;
             }
-            if (reqs[i]->done) {
+            if (reqs[i]->done && !reqs[i]->forgotten) {
                 *index_p = i;
                 return SVP_OK;
             }
@@ -664,11 +712,43 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
 #define SVP_COMM_DRAIN_TIMEOUT  0.5
 #define SVP_COMM_DRAIN_MARGIN   0.1
 
-/* The ranks a drain talks to: those connected either way. */
+/*
+ * Whether peer left for good as far as a drain goes: a rank that ends
+ * because another was stopped (no signal of its own) drains with the ranks
+ * still there, and expects nothing of a stopped one, which exited within
+ * its own grace.  In a stop every rank got (a scancel), the others are
+ * draining too and are waited for.
+ */
+static int svp_comm_drain_gone(const struct svp_comm *comm, int peer)
+{
+    return (svp_stop_signal() == 0) && svp_rt_peer_gone(comm->rt, peer);
+}
+
+/* The ranks a drain talks to: those connected either way, still there. */
 static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
 {
     return (peer != comm->rank) &&
-           ((comm->eps[peer] != NULL) || (comm->heard[peer] & SVP_COMM_HEARD_HELLO));
+           ((comm->eps[peer] != NULL) || (comm->heard[peer] & SVP_COMM_HEARD_HELLO)) &&
+           !svp_comm_drain_gone(comm, peer);
+}
+
+/* A loss that ends the drain: any loss, unless it is the consequence of
+ * another rank's stop (then the ranks still there drain as in a scancel). */
+static int svp_comm_drain_lost(const struct svp_comm *comm)
+{
+    return (svp_rt_lost_rank(comm->rt) != -1) &&
+           !svp_rt_stop_cause(comm->rt, NULL, 0);
+}
+
+int svp_comm_stuck(const struct svp_comm *comm)
+{
+    const struct svp_comm_req *req;
+    int                        n = 0;
+
+    for (req = comm->reqs; req != NULL; req = req->next) {
+        n += req->is_send && !req->done && !req->withheld;
+    }
+    return n;
 }
 
 /*
@@ -718,7 +798,7 @@ void svp_comm_drain(struct svp_comm *comm)
     if (svp_stop_deadline() > 0) {
         until = svp_stop_deadline() - SVP_COMM_DRAIN_MARGIN;
     }
-    if (svp_rt_lost_rank(comm->rt) != -1) {
+    if (svp_comm_drain_lost(comm)) {
         svp_debug("no drain at teardown: rank %d was lost",
                   svp_rt_lost_rank(comm->rt));
         return;
@@ -743,7 +823,7 @@ void svp_comm_drain(struct svp_comm *comm)
         }
         busy = 0;
         for (req = comm->reqs; req != NULL; req = req->next) {
-            busy += !req->done && !req->withheld;
+            busy += !req->done && !req->withheld && !svp_comm_drain_gone(comm, req->peer);
         }
         waiting = 0;
         for (peer = 0; peer < comm->size; ++peer) {
@@ -754,7 +834,7 @@ void svp_comm_drain(struct svp_comm *comm)
             svp_debug("drained in %.3f s", svp_clock_now() - t0);
             return;
         }
-        if (svp_rt_lost_rank(comm->rt) != -1 || svp_clock_now() >= until) {
+        if (svp_comm_drain_lost(comm) || svp_clock_now() >= until) {
             svp_debug("drain ended after %.3f s: %d request(s) and %d discard(s) "
                       "with UCX, no BYE from %d rank(s)", svp_clock_now() - t0,
                       busy, comm->drain_ops, waiting);

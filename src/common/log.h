@@ -48,6 +48,16 @@ extern svp_log_level_t svp_log_current_level;
 #define svp_debug(_fmt, ...) svp_log(SVP_LOG_LEVEL_DEBUG, _fmt, ## __VA_ARGS__)
 #define svp_trace(_fmt, ...) svp_log(SVP_LOG_LEVEL_TRACE, _fmt, ## __VA_ARGS__)
 
+/*
+ * A failure with status _status (common/status.h): an error, but at debug
+ * level when it is the consequence of a stop, this rank's own
+ * (SVP_ERR_CANCELED) or another rank's (SVP_ERR_PEER_STOPPED): the stop is
+ * reported once, by the worker, and the lines on the way out are detail.
+ */
+#define svp_log_failure(_status, _fmt, ...) \
+    svp_log((((_status) == SVP_ERR_PEER_STOPPED) || ((_status) == SVP_ERR_CANCELED)) ? \
+            SVP_LOG_LEVEL_DEBUG : SVP_LOG_LEVEL_ERROR, _fmt, ## __VA_ARGS__)
+
 /* Sets the level; messages above it are dropped before formatting. */
 void svp_log_set_level(svp_log_level_t level);
 

@@ -35,7 +35,8 @@
     _X(SVP_ERR_MESSAGE,       -42, "unexpected message") \
     _X(SVP_ERR_RUNTIME,       -43, "launcher runtime error") \
     _X(SVP_ERR_TRANSPORT,     -44, "transport error") \
-    _X(SVP_ERR_CANCELED,      -45, "canceled")
+    _X(SVP_ERR_CANCELED,      -45, "canceled") \
+    _X(SVP_ERR_PEER_STOPPED,  -46, "another rank was stopped")
 
 typedef enum {
 #define SVP_STATUS_ENUM(_name, _value, _str) _name = _value,

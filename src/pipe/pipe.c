@@ -142,7 +142,7 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s,
         status = (pair == NULL) ? stage->ops->step(stage->self, s, step) :
                                   stage->ops->step_pair(stage->self, s, step, pair);
         if (status != SVP_OK) {
-            svp_error("sample %d step %d%s failed: %s", s->index, step, half,
+            svp_log_failure(status, "sample %d step %d%s failed: %s", s->index, step, half,
                       svp_status_string(status));
             return status;
         }
@@ -528,7 +528,7 @@ static svp_status_t svp_pipe_fin_transfer(void *ctx, int sample)
         status = svp_comm_wait(p->params->comm, req, svp_pipe_deadline_wait(&p->dl, 0, 0));
     }
     if (status != SVP_OK) {
-        svp_error("sample %d: the shared decode %s rank %d failed: %s", sample,
+        svp_log_failure(status, "sample %d: the shared decode %s rank %d failed: %s", sample,
                   (p->lane == 1) ? "to" : "from", other, svp_status_string(status));
     } else {
         svp_debug("sample %d: a share of the decode %s rank %d (%zu bytes)", sample,
@@ -575,7 +575,7 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
     }
     if (status != SVP_OK) {
         if (a->slot >= 0) {
-            svp_error("finishing sample %d failed: %s", s->index,
+            svp_log_failure(status, "finishing sample %d failed: %s", s->index,
                       svp_status_string(status));
         }
         return status;
@@ -625,7 +625,7 @@ static svp_status_t svp_pipe_exchange(void *ctx, int sample, int step)
         svp_comm_cancel(p->params->comm, rreq);
     }
     if (status != SVP_OK) {
-        svp_error("sample %d step %d: the guidance exchange with rank %d failed: %s",
+        svp_log_failure(status, "sample %d step %d: the guidance exchange with rank %d failed: %s",
                   sample, step, other, svp_status_string(status));
     }
     p->t_exchange += svp_clock_now() - t0;
@@ -834,7 +834,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     free(p.idx);
     if (status != SVP_OK) {
         if (p.layout.groups > 1) {
-            svp_error("pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
+            svp_log_failure(status, "pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
                       p.layout.groups, p.base, p.base + p.sworld * p.pairs - 1,
                       svp_status_string(status));
         }

@@ -13,6 +13,8 @@
 #include "common/clock.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -45,7 +47,11 @@ struct svp_rt {
     atomic_int   lost_rank;
     atomic_int   leave_reason;      /* svp_rt_leave_t */
     atomic_int   leave_signo;       /* with SVP_RT_LEAVE_SIGNAL */
-    char         leave_text[SVP_RT_WATCH_BYE_TEXT_MAX + 1];  /* with _ERROR */
+    char         leave_text[SVP_RT_WATCH_BYE_TEXT_MAX + 1];  /* with _ERROR, _ENDING */
+    /* "rank 2 was stopped by SIGTERM": set once, before the loss it
+     * explains is recorded, when the first loss is another rank's stop */
+    char         stop_cause[SVP_RT_WATCH_BYE_TEXT_MAX + 1];
+    atomic_int   have_cause;
     int          get_fd;            /* eventfd written by PMIx_Get_nb answers */
     struct svp_rt_get *orphans;     /* gets PMIx still owes an answer */
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
@@ -493,6 +499,35 @@ static svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
  * svp_rt_fence_wait). */
 #define SVP_RT_FENCE_GRACE 0.5
 
+/* Notes why this rank ends, if no cause is known yet: the first word wins. */
+static int svp_rt_note_cause(struct svp_rt *rt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int svp_rt_note_cause(struct svp_rt *rt, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (atomic_load(&rt->have_cause) || (svp_rt_lost_rank(rt) != -1)) {
+        return 0;
+    }
+    va_start(ap, fmt);
+    vsnprintf(rt->stop_cause, sizeof(rt->stop_cause), fmt, ap);
+    va_end(ap);
+    atomic_store(&rt->have_cause, 1);
+    return 1;
+}
+
+/*
+ * This rank ends for the cause just noted: its waits on rank end now
+ * (the loss), and the ring hears at once that this rank is ending, before
+ * its teardown, so that no rank sends to it or waits for it meanwhile.
+ */
+static void svp_rt_end_for_cause(struct svp_rt *rt, int rank)
+{
+    svp_rt_record_loss(rt, rank);
+    svp_rt_watch_tell_self(rt->watch, SVP_RT_WATCH_BYE_ENDING, rt->stop_cause);
+}
+
 static void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
                               const char *why)
 {
@@ -500,25 +535,47 @@ static void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
     int            s  = rt->group_size;
     double         until;
 
-    if (reason == SVP_RT_WATCH_BYE_SIGNAL) {
+    if ((reason == SVP_RT_WATCH_BYE_SIGNAL) || (reason == SVP_RT_WATCH_BYE_ENDING)) {
         /*
          * scancel, a preemption or a time limit signals every rank, but not
          * at once: on 3 nodes a neighbour's goodbye came up to 0.5 s before
          * this rank's own SIGTERM.  Such a stop is one event, logged once
-         * per rank by its own stop report; so the goodbye waits a moment
-         * for this rank's signal.  A neighbour stopped alone is the cause
-         * this rank ends for: named at warn level, as the consequence it
-         * is, and taken as a loss so that the waits on it end now.
+         * per rank by its own stop report; so the notice waits a moment
+         * for this rank's signal.  A rank stopped alone is the cause this
+         * rank ends for: named once at warn level, as the consequence it
+         * is, and taken as a loss so that the waits on it end now.  A rank
+         * ending for that cause (SVP_RT_WATCH_BYE_ENDING) says so in its
+         * goodbye; that is no news where the cause is known.  Meanwhile the
+         * watch has marked the rank gone: nothing connects to it, sends to
+         * it or receives from it (svp_rt_peer_gone).
          */
         until = svp_clock_now() + SVP_RT_STOP_SPREAD;
-        while ((svp_stop_signal() == 0) && (svp_clock_now() < until)) {
+        while ((svp_stop_signal() == 0) && (svp_clock_now() < until) &&
+               !atomic_load(&rt->have_cause) && (svp_rt_lost_rank(rt) == -1)) {
             usleep(10000);
         }
         if (svp_stop_signal() != 0) {
             svp_debug("rank %d was %s too", rank, why);
             return;
         }
-        svp_warn("rank %d was %s", rank, why);
+        if (reason == SVP_RT_WATCH_BYE_SIGNAL &&
+            svp_rt_note_cause(rt, "rank %d was %s", rank, why)) {
+            svp_warn("rank %d was %s", rank, why);
+            svp_rt_end_for_cause(rt, rank);
+            return;
+        } else if (reason == SVP_RT_WATCH_BYE_ENDING &&
+                   svp_rt_note_cause(rt, "%s", why)) {
+            svp_warn("rank %d is ending: %s", rank, why);
+            svp_rt_end_for_cause(rt, rank);
+            return;
+        } else {
+            svp_debug("rank %d %s: %s", rank,
+                      (reason == SVP_RT_WATCH_BYE_SIGNAL) ? "was stopped" : "is ending",
+                      why);
+        }
+    } else if (atomic_load(&rt->have_cause)) {
+        /* after a stop, other departures are its consequences */
+        svp_debug("rank %d is gone: %s", rank, why);
     } else if (s > 0 && s < rt->size) {
         svp_error("rank %d of pipeline %d (ranks %d-%d) is gone: %s; the job "
                   "ends", rank, rank / s, rank / s * s, rank / s * s + s - 1, why);
@@ -532,7 +589,8 @@ static void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
 _Static_assert((int)SVP_RT_LEAVE_EARLY == (int)SVP_RT_WATCH_BYE_EARLY &&
                (int)SVP_RT_LEAVE_DONE == (int)SVP_RT_WATCH_BYE_DONE &&
                (int)SVP_RT_LEAVE_ERROR == (int)SVP_RT_WATCH_BYE_ERROR &&
-               (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL,
+               (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL &&
+               (int)SVP_RT_LEAVE_ENDING == (int)SVP_RT_WATCH_BYE_ENDING,
                "leave reasons and goodbye codes differ");
 
 void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
@@ -557,6 +615,34 @@ void svp_rt_set_leave_error(svp_rt_h rt, const char *text)
                  text != NULL ? text : "");
         atomic_store(&rt->leave_reason, (int)SVP_RT_LEAVE_ERROR);
     }
+}
+
+void svp_rt_set_leave_ending(svp_rt_h rt, const char *cause)
+{
+    if (rt != NULL) {
+        snprintf(rt->leave_text, sizeof(rt->leave_text), "%s",
+                 cause != NULL ? cause : "");
+        atomic_store(&rt->leave_reason, (int)SVP_RT_LEAVE_ENDING);
+    }
+}
+
+int svp_rt_stop_cause(svp_rt_h rt, char *buf, size_t len)
+{
+    if ((rt == NULL) || !atomic_load(&rt->have_cause)) {
+        return 0;
+    }
+    if (len > 0) {
+        snprintf(buf, len, "%s", rt->stop_cause);
+    }
+    return 1;
+}
+
+int svp_rt_peer_gone(svp_rt_h rt, int rank)
+{
+    int lost = svp_rt_lost_rank(rt);
+
+    return (lost == rank) || (lost == SVP_RT_LOST_UNKNOWN) ||
+           svp_rt_watch_gone(rt->watch, rank);
 }
 
 /* Ranks probed for by svp_rt_name_absent, and named at most. */
@@ -733,7 +819,7 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
         return status;
     }
     ((char *)next_addr)[len > 0 ? len - 1 : 0] = '\0';
-    status = svp_rt_watch_start(rt->watch, rt->rank, prev, next, next_addr,
+    status = svp_rt_watch_start(rt->watch, rt->rank, rt->size, prev, next, next_addr,
                                 rt->timeout, svp_rt_watch_lost, rt);
     free(next_addr);
     if (status == SVP_ERR_TIMED_OUT) {
@@ -864,6 +950,7 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     rt->get_fd     = -1;
     rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
+    atomic_init(&rt->have_cause, 0);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_GROUP)) {
         rt->group_size = params->group_size;
     }
@@ -907,6 +994,7 @@ void svp_rt_cleanup(svp_rt_h rt)
     if (!rt->plain) {
         svp_rt_watch_stop(rt->watch, atomic_load(&rt->leave_reason),
                           atomic_load(&rt->leave_signo), rt->leave_text);
+        rt->watch = NULL;
         if (rt->evhdlr_registered) {
             PMIx_Deregister_event_handler(rt->evhdlr_id, NULL, NULL);
         }
@@ -1179,6 +1267,11 @@ svp_status_t svp_rt_fence(svp_rt_h rt)
     }
     if (status == SVP_OK) {
         return SVP_OK;
+    }
+    if ((svp_rt_lost_rank(rt) >= 0) && svp_rt_stop_cause(rt, NULL, 0)) {
+        svp_debug("fence of %d ranks ended: rank %d left", rt->size,
+                  svp_rt_lost_rank(rt));
+        return SVP_ERR_PEER_STOPPED;
     }
     if (svp_rt_lost_rank(rt) >= 0) {
         svp_error("fence of %d ranks failed: rank %d was lost", rt->size,

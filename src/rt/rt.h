@@ -138,7 +138,8 @@ typedef enum {
     SVP_RT_LEAVE_EARLY = 0,     /* the default: left before its work was done */
     SVP_RT_LEAVE_DONE,          /* after the last fence: the job is over */
     SVP_RT_LEAVE_ERROR,
-    SVP_RT_LEAVE_SIGNAL
+    SVP_RT_LEAVE_SIGNAL,
+    SVP_RT_LEAVE_ENDING         /* ends because another rank was stopped */
 } svp_rt_leave_t;
 
 /* Sets the reason svp_rt_cleanup() gives; the last call wins.  Safe from a
@@ -152,5 +153,27 @@ void svp_rt_set_leave_signal(svp_rt_h rt, int signo);
 /* SVP_RT_LEAVE_ERROR with the error's one-line text (copied, cut at 160
  * bytes): the neighbours log "it said goodbye: failed: <text>". */
 void svp_rt_set_leave_error(svp_rt_h rt, const char *text);
+
+/* SVP_RT_LEAVE_ENDING with its cause (svp_rt_stop_cause): the neighbours
+ * take it as the consequence of that stop, not as a failure. */
+void svp_rt_set_leave_ending(svp_rt_h rt, const char *cause);
+
+/*
+ * 1 when this rank's job ends because another rank was stopped by a signal
+ * (alone: when this rank got no signal of its own), and then writes the
+ * cause ("rank 2 was stopped by SIGTERM") into buf (may be NULL).  Known
+ * before the loss it explains is recorded (svp_rt_lost_rank), so a wait
+ * that fails on that loss can tell a stop from a failure.  Any thread.
+ */
+int svp_rt_stop_cause(svp_rt_h rt, char *buf, size_t len);
+
+/*
+ * 1 when rank is known to be leaving or gone: a stop notice, a goodbye or
+ * a loss, heard from it or from any rank of the ring (watch.h).  Nothing
+ * connects to, sends to or receives from such a rank: a stopping rank may
+ * exit at any moment, and fetching from a dead one is fatal in UCX.  Any
+ * thread.
+ */
+int svp_rt_peer_gone(svp_rt_h rt, int rank);
 
 #endif

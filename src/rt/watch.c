@@ -5,6 +5,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/stop.h"
 #include "common/util.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +28,21 @@
 #include <unistd.h>
 
 /*
- * A goodbye is 'B' and a svp_rt_watch_bye_t byte; "stopped by a signal"
- * adds the signal number (one byte), "failed" a length byte and that many
- * bytes of the error's text.  Sent in one send() of at most 163 bytes.
+ * What travels on a connection, each message in one send():
+ *   'H'                      a heartbeat
+ *   'B' body                 the sender's goodbye
+ *   'N' rank(4, big-endian) body
+ *                            a notice: that rank is leaving or gone
+ * body: a svp_rt_watch_bye_t byte (255: lost without a goodbye); "stopped
+ * by a signal" adds the signal number (one byte); "failed", "ending" and
+ * "lost" add a length byte and that many bytes of text.  A message is at
+ * most 5 + 2 + 255 bytes.
  */
-#define SVP_RT_WATCH_BYE  'B'
-#define SVP_RT_WATCH_BEAT 'H'
+#define SVP_RT_WATCH_BYE    'B'
+#define SVP_RT_WATCH_BEAT   'H'
+#define SVP_RT_WATCH_NOTICE 'N'
+#define SVP_RT_WATCH_WIRE_LOST 255
+#define SVP_RT_WATCH_MSG_MAX   (5 + 2 + 255)
 
 enum {
     SVP_RT_WATCH_PREV = 0,
@@ -47,6 +58,9 @@ struct svp_rt_watch {
     int                    stop_fd;                 /* eventfd: stop thread */
     pthread_t              thread;
     int                    thread_started;
+    int                    rank, size;
+    atomic_uchar          *gone;                    /* size entries */
+    int                    told_stop;               /* own stop announced */
     svp_rt_watch_lost_cb_t cb;
     void                  *arg;
     char                   addr[1024];
@@ -222,56 +236,96 @@ const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason)
         return "failed";
     case SVP_RT_WATCH_BYE_SIGNAL:
         return "stopped by a signal";
+    case SVP_RT_WATCH_BYE_ENDING:
+        return "ending";
     case SVP_RT_WATCH_BYE_EARLY:
     default:
         return "left before its work was done";
     }
 }
 
-/* Reports slot s lost (unless why is NULL) and closes it: nothing more is
- * to be learnt from it. */
-static void svp_rt_watch_drop(svp_rt_watch_t *watch, int s,
-                              svp_rt_watch_bye_t reason, const char *why)
+int svp_rt_watch_gone(const svp_rt_watch_t *watch, int rank)
 {
-    if (why != NULL) {
-        watch->cb(watch->arg, watch->ranks[s], reason, why);
+    if ((watch == NULL) || (watch->gone == NULL) || (rank < 0) ||
+        (rank >= watch->size)) {
+        return 0;
     }
-    close(watch->fds[s]);
-    watch->fds[s] = -1;
+    return atomic_load(&watch->gone[rank]) != 0;
 }
 
-/* Bytes a goodbye takes, as far as the first have bytes of it tell. */
-static size_t svp_rt_watch_bye_len(const unsigned char *bye, size_t have)
+/* Writes a body (see the top of this file) into buf; returns its length. */
+static size_t svp_rt_watch_body(unsigned char *buf, int reason, int signo,
+                                const char *text)
 {
-    if (have < 2) {
+    size_t len = 0, n;
+
+    buf[len++] = (reason == SVP_RT_WATCH_BYE_NONE) ? SVP_RT_WATCH_WIRE_LOST
+                                                   : (unsigned char)reason;
+    if (reason == SVP_RT_WATCH_BYE_SIGNAL) {
+        buf[len++] = (unsigned char)(((signo > 0) && (signo < 256)) ? signo : 0);
+    } else if ((reason == SVP_RT_WATCH_BYE_ERROR) ||
+               (reason == SVP_RT_WATCH_BYE_ENDING) ||
+               (reason == SVP_RT_WATCH_BYE_NONE)) {
+        n          = (text != NULL) ? SVP_MIN(strlen(text),
+                                              (size_t)SVP_RT_WATCH_BYE_TEXT_MAX) : 0;
+        buf[len++] = (unsigned char)n;
+        memcpy(buf + len, text, n);
+        len += n;
+    }
+    return len;
+}
+
+/* Bytes a body takes, as far as the first have bytes of it tell. */
+static size_t svp_rt_watch_body_len(const unsigned char *body, size_t have)
+{
+    if (have < 1) {
+        return 1;
+    }
+    switch (body[0]) {
+    case SVP_RT_WATCH_BYE_SIGNAL:
         return 2;
+    case SVP_RT_WATCH_BYE_ERROR:
+    case SVP_RT_WATCH_BYE_ENDING:
+    case SVP_RT_WATCH_WIRE_LOST:
+        return (have < 2) ? 2 : 2 + (size_t)body[1];
+    default:
+        return 1;
     }
-    if (bye[1] == SVP_RT_WATCH_BYE_SIGNAL) {
-        return 3;
+}
+
+/* Bytes the message at msg takes, as far as its first have bytes tell; 0
+ * for a byte that starts no message. */
+static size_t svp_rt_watch_msg_len(const unsigned char *msg, size_t have)
+{
+    switch (msg[0]) {
+    case SVP_RT_WATCH_BEAT:
+        return 1;
+    case SVP_RT_WATCH_BYE:
+        return 1 + svp_rt_watch_body_len(msg + 1, have - 1);
+    case SVP_RT_WATCH_NOTICE:
+        return 5 + svp_rt_watch_body_len(msg + 5, (have > 5) ? have - 5 : 0);
+    default:
+        return 0;
     }
-    if (bye[1] == SVP_RT_WATCH_BYE_ERROR) {
-        return (have < 3) ? 3 : 3 + (size_t)bye[2];
-    }
-    return 2;
 }
 
 /*
- * The rest of a goodbye whose first have bytes are in bye: it was sent in
+ * The rest of a message whose first have bytes are in buf: it was sent in
  * one send(), so it is there or about to be; 0.2 s is ample even on a loaded
- * node.  Returns the bytes held, fewer than asked when the peer sent less
+ * node.  Returns the bytes held, fewer than needed when the peer sent less
  * (then it is read as far as it goes).
  */
-static size_t svp_rt_watch_bye_rest(int fd, unsigned char *bye, size_t have)
+static size_t svp_rt_watch_msg_rest(int fd, unsigned char *buf, size_t have)
 {
     double  until = svp_clock_now() + 0.2;
     size_t  need;
     ssize_t got;
 
-    while (have < (need = svp_rt_watch_bye_len(bye, have))) {
+    while (have < (need = svp_rt_watch_msg_len(buf, have))) {
         if (svp_rt_watch_poll(fd, POLLIN, until) != 0) {
             break;
         }
-        got = recv(fd, bye + have, need - have, MSG_DONTWAIT);
+        got = recv(fd, buf + have, need - have, MSG_DONTWAIT);
         if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
             continue;
         }
@@ -295,69 +349,178 @@ static void svp_rt_watch_signal_name(char *buf, size_t len, int signo)
     }
 }
 
-/* Reads what slot s has: heartbeats, a goodbye, or end-of-file. */
+/* Sends a notice that rank left (body of blen bytes) on every open
+ * connection but slot `except` (-1: all). */
+static void svp_rt_watch_tell(svp_rt_watch_t *watch, int except, int rank,
+                              const unsigned char *body, size_t blen)
+{
+    unsigned char msg[SVP_RT_WATCH_MSG_MAX];
+    int           s;
+
+    msg[0] = SVP_RT_WATCH_NOTICE;
+    msg[1] = (unsigned char)((uint32_t)rank >> 24);
+    msg[2] = (unsigned char)((uint32_t)rank >> 16);
+    msg[3] = (unsigned char)((uint32_t)rank >> 8);
+    msg[4] = (unsigned char)rank;
+    memcpy(msg + 5, body, SVP_MIN(blen, sizeof(msg) - 5));
+    for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
+        if ((s != except) && (watch->fds[s] >= 0)) {
+            /* never blocks: a stopped peer's full buffer drops it */
+            (void)send(watch->fds[s], msg, 5 + SVP_MIN(blen, sizeof(msg) - 5),
+                       MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
+    }
+}
+
+/*
+ * A rank left (reason and its body as it came, blen bytes), heard on slot
+ * `from` (-1: found here): the first time, marks it gone, passes the notice
+ * on and reports it (unless it left with "done").
+ */
+static void svp_rt_watch_learn(svp_rt_watch_t *watch, int from, int rank,
+                               const unsigned char *body, size_t blen)
+{
+    char why[96 + SVP_RT_WATCH_BYE_TEXT_MAX], sig[32];
+    int  reason;
+    int  tlen = (blen > 2) ? (int)SVP_MIN(blen - 2, (size_t)body[1]) : 0;
+
+    if ((rank < 0) || (rank >= watch->size) || (rank == watch->rank) ||
+        (atomic_exchange(&watch->gone[rank], 1) != 0)) {
+        return;
+    }
+    svp_rt_watch_tell(watch, from, rank, body, blen);
+    reason = (blen >= 1) ? body[0] : SVP_RT_WATCH_BYE_DONE;
+    switch (reason) {
+    case SVP_RT_WATCH_BYE_DONE:
+        svp_debug("rank %d finished normally", rank);
+        return;
+    case SVP_RT_WATCH_BYE_SIGNAL:
+        svp_rt_watch_signal_name(sig, sizeof(sig), (blen >= 2) ? body[1] : 0);
+        snprintf(why, sizeof(why), "stopped by %s", sig);
+        break;
+    case SVP_RT_WATCH_BYE_ERROR:
+        snprintf(why, sizeof(why), "it said goodbye: failed: %.*s", tlen,
+                 (const char *)body + 2);
+        break;
+    case SVP_RT_WATCH_BYE_ENDING:
+        snprintf(why, sizeof(why), "%.*s", tlen, (const char *)body + 2);
+        break;
+    case SVP_RT_WATCH_WIRE_LOST:
+        snprintf(why, sizeof(why), "%.*s", tlen, (const char *)body + 2);
+        reason = SVP_RT_WATCH_BYE_NONE;
+        break;
+    default:
+        snprintf(why, sizeof(why), "it said goodbye: %s",
+                 svp_rt_watch_bye_string(reason));
+        if (reason > SVP_RT_WATCH_BYE_ENDING) {
+            reason = SVP_RT_WATCH_BYE_NONE;
+        }
+        break;
+    }
+    watch->cb(watch->arg, rank, (svp_rt_watch_bye_t)reason, why);
+}
+
+/* The neighbour in slot s is gone without a goodbye (closed, silent, or it
+ * sent what no peer sends): learnt, passed on, and the slot closed. */
+static void svp_rt_watch_lose(svp_rt_watch_t *watch, int s, const char *what)
+{
+    unsigned char body[2 + SVP_RT_WATCH_BYE_TEXT_MAX];
+    char          text[SVP_RT_WATCH_BYE_TEXT_MAX + 1];
+    int           rank = watch->ranks[s];
+
+    close(watch->fds[s]);
+    watch->fds[s] = -1;
+    snprintf(text, sizeof(text), "%s (seen by rank %d)", what, watch->rank);
+    svp_rt_watch_learn(watch, s, rank, body,
+                       svp_rt_watch_body(body, SVP_RT_WATCH_BYE_NONE, 0, text));
+}
+
+/* Reads what slot s has: heartbeats, notices, a goodbye, or end-of-file. */
 static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
 {
-    unsigned char buf[64], bye[3 + 255];
-    char          why[96 + SVP_RT_WATCH_BYE_TEXT_MAX], sig[32];
-    ssize_t       got, i;
-    size_t        have;
-    int           reason;
+    unsigned char buf[256 + SVP_RT_WATCH_MSG_MAX], *msg;
+    char          why[96];
+    ssize_t       got;
+    size_t        have, off = 0, need;
+    int           rank;
 
-    got = recv(watch->fds[s], buf, sizeof(buf), MSG_DONTWAIT);
+    got = recv(watch->fds[s], buf, 256, MSG_DONTWAIT);
     if ((got < 0) && ((errno == EINTR) || (errno == EAGAIN))) {
         return;
     }
     if (got <= 0) {
         snprintf(why, sizeof(why), "its connection closed without a goodbye (%s)",
                  got == 0 ? "end of file" : strerror(errno));
-        svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
+        svp_rt_watch_lose(watch, s, why);
         return;
     }
     watch->last[s] = now;
-    for (i = 0; i < got; ++i) {
-        if (buf[i] == SVP_RT_WATCH_BEAT) {
-            continue;
-        }
-        if (buf[i] != SVP_RT_WATCH_BYE) {
+    have = (size_t)got;
+    while (off < have) {
+        msg  = buf + off;
+        need = svp_rt_watch_msg_len(msg, have - off);
+        if (need == 0) {
             snprintf(why, sizeof(why), "it sent 0x%02x on the neighbour watch",
-                     buf[i]);
-            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
+                     msg[0]);
+            svp_rt_watch_lose(watch, s, why);
             return;
         }
-        have = SVP_MIN((size_t)(got - i), sizeof(bye));
-        memcpy(bye, buf + i, have);
-        have   = svp_rt_watch_bye_rest(watch->fds[s], bye, have);
-        /* a goodbye cut short (an old peer) counts as done, as it did
-         * before reasons were sent */
-        reason = (have >= 2) ? bye[1] : SVP_RT_WATCH_BYE_DONE;
-        if (reason == SVP_RT_WATCH_BYE_DONE) {
-            svp_debug("rank %d finished normally", watch->ranks[s]);
-            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_DONE, NULL);
-        } else if ((reason == SVP_RT_WATCH_BYE_SIGNAL) && (have >= 3)) {
-            svp_rt_watch_signal_name(sig, sizeof(sig), bye[2]);
-            snprintf(why, sizeof(why), "stopped by %s", sig);
-            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_SIGNAL, why);
-        } else if ((reason == SVP_RT_WATCH_BYE_ERROR) && (have > 3)) {
-            snprintf(why, sizeof(why), "it said goodbye: failed: %.*s",
-                     (int)SVP_MIN(have - 3, (size_t)bye[2]), (const char *)bye + 3);
-            svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_ERROR, why);
-        } else {
-            snprintf(why, sizeof(why), "it said goodbye: %s",
-                     svp_rt_watch_bye_string(reason));
-            svp_rt_watch_drop(watch, s,
-                              (reason <= SVP_RT_WATCH_BYE_SIGNAL) ? reason
-                              : SVP_RT_WATCH_BYE_NONE, why);
+        if (need > have - off) {
+            /* the rest of this message, and nothing after it: the buffer
+             * holds a whole message past what was read */
+            have = off + svp_rt_watch_msg_rest(watch->fds[s], msg, have - off);
+            need = SVP_MIN(need, have - off);
         }
+        if (msg[0] == SVP_RT_WATCH_BYE) {
+            /* a goodbye cut short (an old peer) counts as done, as it did
+             * before reasons were sent */
+            rank = watch->ranks[s];
+            close(watch->fds[s]);
+            watch->fds[s] = -1;
+            if (need >= 2) {
+                svp_rt_watch_learn(watch, s, rank, msg + 1, need - 1);
+            } else {
+                svp_rt_watch_learn(watch, s, rank,
+                                   (const unsigned char[]){ SVP_RT_WATCH_BYE_DONE }, 1);
+            }
+            return;
+        }
+        if ((msg[0] == SVP_RT_WATCH_NOTICE) && (need >= 6)) {
+            rank = (int)(((uint32_t)msg[1] << 24) | ((uint32_t)msg[2] << 16) |
+                         ((uint32_t)msg[3] << 8) | (uint32_t)msg[4]);
+            svp_rt_watch_learn(watch, s, rank, msg + 5, need - 5);
+        }
+        off += SVP_MAX(need, (size_t)1);
+    }
+}
+
+void svp_rt_watch_tell_self(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
+                            const char *text)
+{
+    unsigned char body[2 + SVP_RT_WATCH_BYE_TEXT_MAX];
+
+    if ((watch == NULL) || watch->told_stop) {
         return;
     }
+    watch->told_stop = 1;
+    svp_rt_watch_tell(watch, -1, watch->rank, body,
+                      svp_rt_watch_body(body, reason, svp_stop_signal(), text));
+    svp_debug("told the ring this rank is leaving: %s",
+              svp_rt_watch_bye_string(reason));
+}
+
+/* This rank got a stop signal: both neighbours hear it now, before the
+ * teardown (which may take most of a second) begins. */
+static void svp_rt_watch_tell_stop(svp_rt_watch_t *watch)
+{
+    svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_SIGNAL, NULL);
 }
 
 static void *svp_rt_watch_thread(void *ctx)
 {
     svp_rt_watch_t *watch = ctx;
-    struct pollfd   pfds[SVP_RT_WATCH_NUM + 1];
-    int             slot[SVP_RT_WATCH_NUM + 1];
+    struct pollfd   pfds[SVP_RT_WATCH_NUM + 2];
+    int             slot[SVP_RT_WATCH_NUM + 2];
     int             n, i, s;
     char            beat = SVP_RT_WATCH_BEAT, why[128];
     double          now, next_beat;
@@ -369,6 +532,9 @@ static void *svp_rt_watch_thread(void *ctx)
     }
     for (;;) {
         now = svp_clock_now();
+        if (!watch->told_stop && (svp_stop_signal() != 0)) {
+            svp_rt_watch_tell_stop(watch);
+        }
         if (now >= next_beat) {
             for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
                 if (watch->fds[s] >= 0) {
@@ -384,7 +550,7 @@ static void *svp_rt_watch_thread(void *ctx)
                 snprintf(why, sizeof(why),
                          "it sent no heartbeat for %.1f s (stopped or hung)",
                          now - watch->last[s]);
-                svp_rt_watch_drop(watch, s, SVP_RT_WATCH_BYE_NONE, why);
+                svp_rt_watch_lose(watch, s, why);
             }
         }
 
@@ -392,6 +558,11 @@ static void *svp_rt_watch_thread(void *ctx)
         pfds[n].fd       = watch->stop_fd;
         pfds[n].events   = POLLIN;
         slot[n++]        = -1;
+        if (!watch->told_stop && (svp_stop_fd() >= 0)) {
+            pfds[n].fd     = svp_stop_fd();
+            pfds[n].events = POLLIN;
+            slot[n++]      = -2;
+        }
         for (s = 0; s < SVP_RT_WATCH_NUM; ++s) {
             if (watch->fds[s] >= 0) {
                 pfds[n].fd     = watch->fds[s];
@@ -411,26 +582,37 @@ static void *svp_rt_watch_thread(void *ctx)
         }
         now = svp_clock_now();
         for (i = 1; i < n; ++i) {
-            if ((pfds[i].revents != 0) && (watch->fds[slot[i]] >= 0)) {
+            if ((slot[i] >= 0) && (pfds[i].revents != 0) &&
+                (watch->fds[slot[i]] >= 0)) {
                 svp_rt_watch_read(watch, slot[i], now);
             }
         }
     }
 }
 
-svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
-                                int next, const char *next_addr,
+svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
+                                int prev, int next, const char *next_addr,
                                 double timeout, svp_rt_watch_lost_cb_t cb,
                                 void *arg)
 {
     double  until = svp_clock_now() + timeout;
     int32_t id    = rank, peer_id = -1;
-    int     fd;
+    int     fd, r;
 
     watch->ranks[SVP_RT_WATCH_PREV] = prev;
     watch->ranks[SVP_RT_WATCH_NEXT] = next;
+    watch->rank                     = rank;
     watch->cb                       = cb;
     watch->arg                      = arg;
+    watch->gone = malloc(sizeof(*watch->gone) * (size_t)SVP_MAX(size, 1));
+    if (watch->gone == NULL) {
+        svp_error("out of memory allocating the neighbour watch");
+        goto err_stop;
+    }
+    watch->size = size;
+    for (r = 0; r < size; ++r) {
+        atomic_init(&watch->gone[r], 0);
+    }
 
     /* Connect first, accept second: the kernel completes a connect from the
      * listen backlog before the peer calls accept, so no rank waits on
@@ -490,22 +672,15 @@ void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
                        int signo, const char *text)
 {
     uint64_t      one = 1;
-    unsigned char bye[3 + SVP_RT_WATCH_BYE_TEXT_MAX] = { SVP_RT_WATCH_BYE,
-                                                         (unsigned char)reason };
-    size_t        len = 2, n;
+    unsigned char bye[3 + SVP_RT_WATCH_BYE_TEXT_MAX] = { SVP_RT_WATCH_BYE };
+    size_t        len;
     int           s;
 
     if (watch == NULL) {
         return;
     }
-    if ((reason == SVP_RT_WATCH_BYE_SIGNAL) && (signo > 0) && (signo < 256)) {
-        bye[len++] = (unsigned char)signo;
-    } else if ((reason == SVP_RT_WATCH_BYE_ERROR) && (text != NULL)) {
-        n          = SVP_MIN(strlen(text), (size_t)SVP_RT_WATCH_BYE_TEXT_MAX);
-        bye[len++] = (unsigned char)n;
-        memcpy(bye + len, text, n);
-        len += n;
-    }
+    len = 1 + svp_rt_watch_body(bye + 1, (reason == SVP_RT_WATCH_BYE_NONE) ?
+                                SVP_RT_WATCH_BYE_EARLY : reason, signo, text);
     if (watch->thread_started) {
         if (write(watch->stop_fd, &one, sizeof(one)) != sizeof(one)) {
             svp_warn("cannot stop the neighbour watch thread: %m");
@@ -526,5 +701,6 @@ void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
     if (watch->listen_fd >= 0) {
         close(watch->listen_fd);
     }
+    free(watch->gone);
     free(watch);
 }

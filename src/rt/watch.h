@@ -28,6 +28,15 @@
  * caught only at the receive deadline.  The thread runs beside the compute
  * thread, so a long step does not delay its heartbeats.  (A node that loses
  * power sends nothing and closes nothing: the heartbeat catches that too.)
+ *
+ * Notices: what one rank learns of a departure, every rank learns.  A rank
+ * stopped by a signal tells both neighbours at once, from this thread, before
+ * its teardown begins; a rank that hears a goodbye, a notice or the loss of
+ * a neighbour passes a notice on to its other neighbour, once per departed
+ * rank.  The ring, cut where ranks left, still reaches every rank from both
+ * ends, so each rank knows within milliseconds which ranks are leaving or
+ * gone (svp_rt_watch_gone), including ranks it never talked to: a rank that
+ * first connects to a stopping peer would otherwise fail on the connect.
  */
 #ifndef SVP_RT_WATCH_H
 #define SVP_RT_WATCH_H
@@ -50,18 +59,26 @@ typedef enum {
     SVP_RT_WATCH_BYE_EARLY = 0,     /* left before its work was done */
     SVP_RT_WATCH_BYE_DONE,          /* the job is over for everyone */
     SVP_RT_WATCH_BYE_ERROR,         /* failed */
-    SVP_RT_WATCH_BYE_SIGNAL         /* stopped by a signal */
+    SVP_RT_WATCH_BYE_SIGNAL,        /* stopped by a signal */
+    SVP_RT_WATCH_BYE_ENDING         /* ending because another rank stopped */
 } svp_rt_watch_bye_t;
 
-/* "left before its work was done", "done", "failed", "stopped by a signal" */
+/* "left before its work was done", "done", "failed", "stopped by a signal",
+ * "ending" */
 const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason);
 
 /* Longest error text a goodbye carries (longer text is cut). */
 #define SVP_RT_WATCH_BYE_TEXT_MAX 160
 
-/* Called on the watch thread, once per lost rank; why says how it was lost
- * (a string valid during the call), reason is the goodbye's reason or
- * SVP_RT_WATCH_BYE_NONE when the rank went without one (closed, silent). */
+/*
+ * Called on the watch thread, once per rank that leaves (any rank of the
+ * ring, not only the neighbours: see "Notices" above); why says how (a
+ * string valid during the call: "stopped by SIGTERM", "it said goodbye:
+ * failed: ...", for SVP_RT_WATCH_BYE_ENDING the cause the rank gave),
+ * reason is the goodbye's reason or SVP_RT_WATCH_BYE_NONE when the rank
+ * went without one (closed, silent).  A rank that leaves with "done" is
+ * not reported.
+ */
 typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank,
                                        svp_rt_watch_bye_t reason,
                                        const char *why);
@@ -77,17 +94,33 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p,
  * watch is destroyed; SVP_ERR_TIMED_OUT says prev never connected (not
  * logged: the caller names it).
  */
-svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int prev,
-                                int next, const char *next_addr,
+svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
+                                int prev, int next, const char *next_addr,
                                 double timeout, svp_rt_watch_lost_cb_t cb,
                                 void *arg);
+
+/*
+ * Whether rank is known to be leaving or gone (a goodbye, a stop notice, a
+ * loss, heard directly or passed on).  Any thread; 0 for a NULL watch.
+ */
+int svp_rt_watch_gone(const svp_rt_watch_t *watch, int rank);
+
+/*
+ * Tells the ring now that this rank leaves with reason (and text, as for
+ * svp_rt_watch_stop), before its teardown: the other ranks stop sending to
+ * it and waiting for it.  On the watch thread only, that is from the
+ * callback; once.
+ */
+void svp_rt_watch_tell_self(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
+                            const char *text);
 
 /*
  * Says goodbye to the neighbours with reason, stops the thread, closes
  * everything.  NULL is allowed.  The goodbye carries signo with
  * SVP_RT_WATCH_BYE_SIGNAL ("stopped by SIGTERM") and text (may be NULL, cut
  * at SVP_RT_WATCH_BYE_TEXT_MAX bytes) with SVP_RT_WATCH_BYE_ERROR ("failed:
- * timed out"); both are ignored with the other reasons.
+ * timed out") and SVP_RT_WATCH_BYE_ENDING (the cause: "rank 2 was stopped
+ * by SIGTERM"); both are ignored with the other reasons.
  */
 void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
                        int signo, const char *text);

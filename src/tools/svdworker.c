@@ -86,7 +86,9 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
     static int aborted;
     char       msg[256];
 
-    if (aborted || world == 1) {
+    /* a rank that ends because another was stopped aborts nothing: every
+     * rank has heard of that stop (rt.h, svp_rt_stop_cause) and ends */
+    if (aborted || world == 1 || status == SVP_ERR_PEER_STOPPED) {
         return;
     }
     aborted = 1;
@@ -622,7 +624,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     w->beat = NULL;
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
                           (status == SVP_OK) ? "done" :
-                          (svp_stop_signal() != 0) ? "stopped" : "failed");
+                          (svp_stop_signal() != 0 ||
+                           status == SVP_ERR_PEER_STOPPED) ? "stopped" : "failed");
     return status;
 }
 
@@ -633,6 +636,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
  */
 static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
 {
+    char cause[256];
+
     svp_worker_beat_stop(w->beat);
     svp_trace_destroy(w->pp.trace);
     svp_comm_destroy(w->pp.comm);
@@ -650,6 +655,11 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
             /* a stop that unwound through an error is still the signal's
              * doing: the neighbours say "stopped by SIGTERM", not "failed" */
             svp_rt_set_leave_signal(w->rt, svp_stop_signal());
+        } else if (status != SVP_OK && svp_rt_stop_cause(w->rt, cause, sizeof(cause))) {
+            /* another rank's stop ends this one: said once, and in the
+             * goodbye, so that no neighbour takes it for a failure */
+            svp_info("ending: %s", cause);
+            svp_rt_set_leave_ending(w->rt, cause);
         } else if (status != SVP_OK && (w->verdict || w->resume.agreed_failure)) {
             /* every rank stops on the same verdict: a rank still finishing
              * the agreement's fence must not take this one's exit for a
