@@ -650,12 +650,22 @@ int svp_rt_peer_gone(svp_rt_h rt, int rank)
 #define SVP_RT_ABSENT_NAMED 8
 
 /*
- * Seconds the probe waits for the ranks that did arrive to answer.  A rank
- * of this node answers at once, and under mpirun or a healthy Slurm a rank
- * of another node answers through the direct modex in a few ms; an absent
- * one never does, so this is all the time the probe adds to a failed start.
+ * Seconds the probe waits for the ranks that did arrive to answer: for
+ * their address (a rank of this node answers at once, and under mpirun or a
+ * healthy Slurm a rank of another node answers through the direct modex in
+ * a few ms), then for their presence port.  An absent one never does, so
+ * this is all the time the probe adds to a failed start.
  */
-#define SVP_RT_ABSENT_WAIT 1.5
+#define SVP_RT_ABSENT_WAIT    1.0
+#define SVP_RT_PRESENCE_WAIT  0.5
+
+/*
+ * Seconds a rank that named the absent ones waits before it ends the job
+ * (PMIx_Abort), so that the ranks of the other nodes, whose fences failed
+ * up to a launch's skew later (1 s seen on 3 nodes), name them too instead
+ * of being killed in their own probe.
+ */
+#define SVP_RT_ABORT_SPREAD   1.2
 
 /*
  * The node of rank, from PMIx's job info: this node's server holds the map
@@ -691,27 +701,49 @@ static void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len)
     free(nodes);
 }
 
+/* The watch address a get brought, NUL-terminated in place; NULL if none. */
+static char *svp_rt_get_addr(svp_rt_get_t *get)
+{
+    pmix_byte_object_t *bo;
+
+    if ((get == NULL) || (get->status != PMIX_SUCCESS) || (get->val == NULL) ||
+        (get->val->type != PMIX_BYTE_OBJECT)) {
+        return NULL;
+    }
+    bo = &get->val->data.bo;
+    if ((bo->size == 0) || (bo->bytes[bo->size - 1] != '\0')) {
+        return NULL;
+    }
+    return bo->bytes;
+}
+
 /*
- * After a start-up step failed: which ranks are missing?  The key (the
- * watch address) of every other rank is asked for at once, without
- * blocking; the ranks that answered within SVP_RT_ABSENT_WAIT arrived.  A
- * rank of this node that did not answer never started: this node's PMIx
- * server holds whatever its own ranks committed.  A rank of another node is
- * asked of that node's server, which may itself not answer: on a local
- * 3-node Slurm 22.05 cluster whose step had lost a rank before PMIx_Init,
- * no rank of another node answered, present or not.  So such a rank is
- * named as not answering, with both readings.  The others are named with
- * their node and what they were last seen doing (`seen`).  At most
- * launch failed does not flood the network.  A short list goes to list
- * (for the abort).
+ * After the first fence failed: which ranks are missing, and in which
+ * window of the start-up were they last seen?  Every rank asks, so that
+ * the error is in every node's log.
+ *  1. The address (key) of every other rank is asked for at once, without
+ *     blocking.  A rank of this node that did not answer never started (or
+ *     never published): this node's PMIx server holds whatever its own
+ *     ranks committed.  A rank of another node is asked of that node's
+ *     server, which may itself not answer: such a rank is named as not
+ *     answering, with both readings.
+ *  2. The ranks that published are asked, on their presence port, where
+ *     they are (watch.h): 'F' entered the fence; 'P' published its address
+ *     and stalled before the fence; no answer: published, then stopped or
+ *     hung before the fence (its kernel still accepts).
+ * At most SVP_RT_ABSENT_NAMED ranks are named, so a launch that failed
+ * whole does not flood the log.  A short list goes to list (for the
+ * abort).
  */
 static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
                                const char *what, const char *seen,
                                char *list, size_t len)
 {
     svp_rt_get_t *gets[SVP_RT_ABSENT_PROBE];
-    int           ranks[SVP_RT_ABSENT_PROBE];
+    char         *addrs[SVP_RT_ABSENT_PROBE];
+    int           ranks[SVP_RT_ABSENT_PROBE], answers[SVP_RT_ABSENT_PROBE];
     char          node[PMIX_MAX_NSLEN + 1], here[PMIX_MAX_NSLEN + 1];
+    const char   *window;
     size_t        used = 0;
     int           r, n = 0, i, absent = 0;
     double        until = svp_clock_now() + SVP_RT_ABSENT_WAIT;
@@ -728,24 +760,33 @@ static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
         ++n;
     }
     svp_rt_get_wait(rt, gets, n, until);
+    for (i = 0; i < n; ++i) {
+        addrs[i] = svp_rt_get_addr(gets[i]);
+    }
+    svp_rt_watch_probe(addrs, n, svp_clock_now() + SVP_RT_PRESENCE_WAIT, answers);
     svp_rt_node_of(rt, rt->rank, here, sizeof(here));
     for (i = 0; i < n; ++i) {
-        if ((gets[i] != NULL) && (gets[i]->status == PMIX_SUCCESS)) {
+        if ((addrs[i] != NULL) && (answers[i] == SVP_RT_PRESENCE_FENCE)) {
             svp_rt_get_free(gets[i]);
             continue;
+        }
+        svp_rt_node_of(rt, ranks[i], node, sizeof(node));
+        if (addrs[i] == NULL) {
+            window = (strcmp(node, here) == 0) ? "never started" :
+                     "never started or its node did not answer";
+        } else if (answers[i] == SVP_RT_PRESENCE_PUBLISHED) {
+            window = "published its address but never reached the fence";
+            seen   = "last seen between its address and the fence";
+        } else {
+            window = "published its address, then stopped answering before "
+                     "the fence (stopped or hung)";
+            seen   = "last seen publishing its address";
         }
         svp_rt_get_free(gets[i]);
         if (++absent > SVP_RT_ABSENT_NAMED) {
             continue;
         }
-        svp_rt_node_of(rt, ranks[i], node, sizeof(node));
-        if (strcmp(node, here) == 0) {
-            svp_error("rank %d on %s never started: %s (%s)", ranks[i], node,
-                      what, seen);
-        } else {
-            svp_error("rank %d on %s never started or its node did not answer: "
-                      "%s (%s)", ranks[i], node, what, seen);
-        }
+        svp_error("rank %d on %s %s: %s (%s)", ranks[i], node, window, what, seen);
         if (used < len) {
             used += snprintf(list + used, len - used, "%s%d on %s",
                              used > 0 ? ", " : "", ranks[i], node);
@@ -769,6 +810,8 @@ static void svp_rt_abort_start(struct svp_rt *rt, svp_status_t status,
     unsigned gen;
 
     if (list[0] != '\0') {
+        /* the other nodes' ranks name the absent ones themselves first */
+        usleep((useconds_t)(SVP_RT_ABORT_SPREAD * 1e6));
         snprintf(msg, sizeof(msg), "svdworker rank %d: the job did not start "
                  "within %.0f s; missing: rank(s) %s", rt->rank, rt->timeout, list);
     } else {
@@ -812,10 +855,12 @@ static svp_status_t svp_rt_init_watch(struct svp_rt *rt)
         status = svp_rt_get(rt, next, SVP_RT_WATCH_KEY, &next_addr, &len);
     }
     if (status != SVP_OK) {
+        /* the watch's presence port answers the other ranks' probes until
+         * the job is torn down */
+        svp_rt_abort_start(rt, status, list);
         svp_rt_watch_stop(rt->watch, SVP_RT_WATCH_BYE_ERROR, 0,
                           svp_status_string(status));
         rt->watch = NULL;
-        svp_rt_abort_start(rt, status, list);
         return status;
     }
     ((char *)next_addr)[len > 0 ? len - 1 : 0] = '\0';
@@ -1257,6 +1302,8 @@ svp_status_t svp_rt_fence(svp_rt_h rt)
         svp_rt_fence_free(fence);
         return status;
     }
+    /* the presence probe (svp_rt_name_absent) now finds this rank in it */
+    svp_rt_watch_set_presence(rt->watch, SVP_RT_PRESENCE_FENCE);
 
     /* one second more than PMIx's own timeout, so that PMIx says it first */
     status = svp_rt_fence_wait(rt, fence, timeout + 1.0);

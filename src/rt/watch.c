@@ -61,25 +61,36 @@ struct svp_rt_watch {
     int                    rank, size;
     atomic_uchar          *gone;                    /* size entries */
     int                    told_stop;               /* own stop announced */
+    /* presence: a socket answered by a thread until the watch starts */
+    int                    presence_fd;
+    int                    presence_stop_fd;        /* eventfd: stop it */
+    pthread_t              presence_thread;
+    int                    presence_started;
+    atomic_int             presence;                /* svp_rt_presence_t */
     svp_rt_watch_lost_cb_t cb;
     void                  *arg;
     char                   addr[1024];
 };
 
+static int   svp_rt_watch_listen_any(unsigned *port_p);
+static void *svp_rt_watch_presence_thread(void *ctx);
+static void  svp_rt_watch_presence_stop(svp_rt_watch_t *watch);
+
 /*
- * The address peers connect to: "host port ip ip ...".  The host name comes
+ * The address peers connect to: "host port probe-port ip ip ...".  The host
+ * name comes
  * first (what a cluster's nodes know each other by); the interface addresses
  * follow for machines whose name does not resolve (containers, CI runners),
  * where a job would otherwise fail at start.
  */
 static void svp_rt_watch_format_addr(char *buf, size_t len, const char *host,
-                                     unsigned port)
+                                     unsigned port, unsigned probe_port)
 {
     struct ifaddrs *ifs, *ifa;
     char            ip[INET_ADDRSTRLEN];
     size_t          n;
 
-    n = snprintf(buf, len, "%s %u", host, port);
+    n = snprintf(buf, len, "%s %u %u", host, port, probe_port);
     if (getifaddrs(&ifs) != 0) {
         return;
     }
@@ -97,11 +108,9 @@ static void svp_rt_watch_format_addr(char *buf, size_t len, const char *host,
 
 svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
 {
-    struct sockaddr_in6 sa;
-    socklen_t           len = sizeof(sa);
-    svp_rt_watch_t     *watch;
-    char                host[NI_MAXHOST];
-    int                 off = 0;
+    svp_rt_watch_t *watch;
+    char            host[NI_MAXHOST];
+    unsigned        port, probe_port;
 
     watch = calloc(1, sizeof(*watch));
     if (watch == NULL) {
@@ -109,22 +118,12 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
         return SVP_ERR_NO_MEMORY;
     }
     watch->fds[SVP_RT_WATCH_PREV] = watch->fds[SVP_RT_WATCH_NEXT] = -1;
-    watch->stop_fd = -1;
-
-    /* one IPv6 socket accepting IPv4 too, on every interface: the peers know
-     * this node by its host name, whatever address that resolves to */
-    watch->listen_fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (watch->listen_fd < 0) {
-        svp_error("socket for the neighbour watch failed: %m");
-        goto err_free;
-    }
-    setsockopt(watch->listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-    memset(&sa, 0, sizeof(sa));
-    sa.sin6_family = AF_INET6;
-    sa.sin6_addr   = in6addr_any;
-    if ((bind(watch->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) ||
-        (listen(watch->listen_fd, 4) != 0) ||
-        (getsockname(watch->listen_fd, (struct sockaddr *)&sa, &len) != 0)) {
+    watch->stop_fd          = -1;
+    watch->presence_stop_fd = -1;
+    atomic_init(&watch->presence, SVP_RT_PRESENCE_PUBLISHED);
+    watch->listen_fd   = svp_rt_watch_listen_any(&port);
+    watch->presence_fd = svp_rt_watch_listen_any(&probe_port);
+    if ((watch->listen_fd < 0) || (watch->presence_fd < 0)) {
         svp_error("neighbour watch cannot listen: %m");
         goto err_close;
     }
@@ -133,15 +132,25 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
         goto err_close;
     }
     host[sizeof(host) - 1] = '\0';
-    svp_rt_watch_format_addr(watch->addr, sizeof(watch->addr), host,
-                             ntohs(sa.sin6_port));
+    svp_rt_watch_format_addr(watch->addr, sizeof(watch->addr), host, port,
+                             probe_port);
+    watch->presence_stop_fd = eventfd(0, EFD_CLOEXEC);
+    if ((watch->presence_stop_fd < 0) ||
+        (pthread_create(&watch->presence_thread, NULL,
+                        svp_rt_watch_presence_thread, watch) != 0)) {
+        svp_error("cannot start the presence thread of the neighbour watch");
+        goto err_close;
+    }
+    watch->presence_started = 1;
     *watch_p = watch;
     *addr_p  = watch->addr;
     return SVP_OK;
 
 err_close:
-    close(watch->listen_fd);
-err_free:
+    svp_rt_watch_presence_stop(watch);
+    if (watch->listen_fd >= 0) {
+        close(watch->listen_fd);
+    }
     free(watch);
     return SVP_ERR_RUNTIME;
 }
@@ -204,16 +213,21 @@ static int svp_rt_watch_connect_one(const char *host, const char *port,
     return fd;
 }
 
-/* Tries the host name, then each address, of a "host port ip ..." string. */
-static int svp_rt_watch_connect(const char *addr, double until)
+/* Tries the host name, then each address, of a "host port probe-port ip
+ * ..." string, at its port (probe 0) or its presence port (probe 1). */
+static int svp_rt_watch_connect_to(const char *addr, int probe, double until)
 {
-    char  buf[1024], *save = NULL, *host, *port, *ip;
+    char  buf[1024], *save = NULL, *host, *port, *pport, *ip;
     int   fd;
 
     snprintf(buf, sizeof(buf), "%s", addr);
-    host = strtok_r(buf, " ", &save);
-    port = strtok_r(NULL, " ", &save);
-    if ((host == NULL) || (port == NULL)) {
+    host  = strtok_r(buf, " ", &save);
+    port  = strtok_r(NULL, " ", &save);
+    pport = strtok_r(NULL, " ", &save);
+    if (probe) {
+        port = pport;
+    }
+    if ((host == NULL) || (port == NULL) || (pport == NULL)) {
         svp_error("malformed neighbour watch address '%s'", addr);
         return -1;
     }
@@ -221,10 +235,162 @@ static int svp_rt_watch_connect(const char *addr, double until)
     while ((fd < 0) && ((ip = strtok_r(NULL, " ", &save)) != NULL)) {
         fd = svp_rt_watch_connect_one(ip, port, until);
     }
-    if (fd < 0) {
+    if ((fd < 0) && !probe) {
         svp_error("cannot connect to the neighbour watch at '%s'", addr);
     }
     return fd;
+}
+
+static int svp_rt_watch_connect(const char *addr, double until)
+{
+    return svp_rt_watch_connect_to(addr, 0, until);
+}
+
+/* ---- presence -------------------------------------------------------- */
+
+/* A listening socket on every interface; its port in *port_p; -1 if not. */
+static int svp_rt_watch_listen_any(unsigned *port_p)
+{
+    struct sockaddr_in6 sa;
+    socklen_t           len = sizeof(sa);
+    int                 fd, off = 0;
+
+    /* one IPv6 socket accepting IPv4 too, on every interface: the peers know
+     * this node by its host name, whatever address that resolves to */
+    fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+    memset(&sa, 0, sizeof(sa));
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr   = in6addr_any;
+    if ((bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) ||
+        (listen(fd, 64) != 0) ||
+        (getsockname(fd, (struct sockaddr *)&sa, &len) != 0)) {
+        close(fd);
+        return -1;
+    }
+    *port_p = ntohs(sa.sin6_port);
+    return fd;
+}
+
+/*
+ * Answers presence probes with one byte, where this rank is.  A thread of
+ * its own, so that a rank waiting in a fence answers whatever its main
+ * thread does, while one that never got there answers 'P' (stalled between
+ * its address and the fence) or nothing (stopped: the kernel accepts the
+ * connection, nobody writes).
+ */
+static void *svp_rt_watch_presence_thread(void *ctx)
+{
+    svp_rt_watch_t *watch = ctx;
+    struct pollfd   pfds[2] = { { .fd = watch->presence_stop_fd, .events = POLLIN },
+                                { .fd = watch->presence_fd, .events = POLLIN } };
+    char            state;
+    int             fd;
+
+    for (;;) {
+        if (poll(pfds, 2, -1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            return NULL;
+        }
+        if (pfds[0].revents != 0) {
+            return NULL;
+        }
+        fd = accept4(watch->presence_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            continue;
+        }
+        state = (char)atomic_load(&watch->presence);
+        (void)send(fd, &state, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+        close(fd);
+    }
+}
+
+static void svp_rt_watch_presence_stop(svp_rt_watch_t *watch)
+{
+    uint64_t one = 1;
+
+    if (watch->presence_started) {
+        if (write(watch->presence_stop_fd, &one, sizeof(one)) == sizeof(one)) {
+            pthread_join(watch->presence_thread, NULL);
+        }
+        watch->presence_started = 0;
+    }
+    if (watch->presence_fd >= 0) {
+        close(watch->presence_fd);
+        watch->presence_fd = -1;
+    }
+    if (watch->presence_stop_fd >= 0) {
+        close(watch->presence_stop_fd);
+        watch->presence_stop_fd = -1;
+    }
+}
+
+void svp_rt_watch_set_presence(svp_rt_watch_t *watch, svp_rt_presence_t state)
+{
+    if (watch != NULL) {
+        atomic_store(&watch->presence, (int)state);
+    }
+}
+
+void svp_rt_watch_probe(char *const *addrs, int n, double until, int *answers)
+{
+    struct pollfd *pfds;
+    int           *idx, i, m = 0, left;
+    char           state;
+
+    for (i = 0; i < n; ++i) {
+        answers[i] = 0;
+    }
+    pfds = calloc((size_t)SVP_MAX(n, 1), sizeof(*pfds));
+    idx  = calloc((size_t)SVP_MAX(n, 1), sizeof(*idx));
+    if ((pfds == NULL) || (idx == NULL)) {
+        free(pfds);
+        free(idx);
+        return;
+    }
+    /* a stopped process's kernel still completes the connect: the answer,
+     * not the connection, says the rank is there */
+    for (i = 0; i < n; ++i) {
+        if (addrs[i] == NULL) {
+            continue;
+        }
+        pfds[m].fd     = svp_rt_watch_connect_to(addrs[i], 1,
+                                                 SVP_MIN(until, svp_clock_now() + 0.2));
+        pfds[m].events = POLLIN;
+        idx[m]         = i;
+        m += (pfds[m].fd >= 0);
+    }
+    for (left = m; (left > 0) && (svp_clock_now() < until);) {
+        if (poll(pfds, m, (int)((until - svp_clock_now()) * 1e3) + 1) < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        for (i = 0; i < m; ++i) {
+            if ((pfds[i].fd < 0) || (pfds[i].revents == 0)) {
+                continue;
+            }
+            if (recv(pfds[i].fd, &state, 1, MSG_DONTWAIT) == 1) {
+                answers[idx[i]] = (unsigned char)state;
+            }
+            close(pfds[i].fd);
+            pfds[i].fd = -1;    /* poll skips it */
+            --left;
+        }
+    }
+    for (i = 0; i < m; ++i) {
+        if (pfds[i].fd >= 0) {
+            close(pfds[i].fd);
+        }
+    }
+    free(pfds);
+    free(idx);
 }
 
 const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason)
@@ -649,6 +815,7 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
     }
     close(watch->listen_fd);
     watch->listen_fd = -1;
+    svp_rt_watch_presence_stop(watch);
 
     watch->stop_fd = eventfd(0, EFD_CLOEXEC);
     if (watch->stop_fd < 0) {
@@ -701,6 +868,7 @@ void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
     if (watch->listen_fd >= 0) {
         close(watch->listen_fd);
     }
+    svp_rt_watch_presence_stop(watch);
     free(watch->gone);
     free(watch);
 }

@@ -83,10 +83,32 @@ typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank,
                                        svp_rt_watch_bye_t reason,
                                        const char *why);
 
-/* Opens the listening socket; *addr_p gets "host:port" for the other ranks
- * (a NUL-terminated string inside the watch, valid until stop). */
+/*
+ * Opens the listening socket, and a second one that answers presence probes
+ * (svp_rt_watch_probe) from a thread of its own until the watch starts;
+ * *addr_p gets "host port probe-port ip ..." for the other ranks (a
+ * NUL-terminated string inside the watch, valid until stop).
+ */
 svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p,
                                  const char **addr_p);
+
+/* Where a rank is in its start-up, as its presence answer says. */
+typedef enum {
+    SVP_RT_PRESENCE_PUBLISHED = 'P',   /* its address is out, no fence yet */
+    SVP_RT_PRESENCE_FENCE     = 'F'    /* it entered the first fence */
+} svp_rt_presence_t;
+
+/* Sets what this rank answers to presence probes from now on (PUBLISHED
+ * until told otherwise).  Any thread. */
+void svp_rt_watch_set_presence(svp_rt_watch_t *watch, svp_rt_presence_t state);
+
+/*
+ * Asks the presence port of each of addrs[0..n) (watch addresses; NULL
+ * entries are skipped) where that rank is, all at once, until `until`:
+ * answers[i] gets its svp_rt_presence_t, or 0 when it did not answer (a
+ * stopped or hung process: its kernel still accepts the connection).
+ */
+void svp_rt_watch_probe(char *const *addrs, int n, double until, int *answers);
 
 /*
  * Connects to next (at next_addr), accepts the connection of prev, both
