@@ -298,7 +298,7 @@ Test(watch, a_stop_is_heard_by_every_rank_of_the_ring)
         }
         cr_assert_eq(ring_heard(&m[i]), 1, "rank %d heard %d departures", i, ring_heard(&m[i]));
         cr_assert_eq(m[i].rank_heard, 1);
-        cr_assert_eq(m[i].reason, SVP_RT_WATCH_BYE_SIGNAL);
+        cr_assert_eq(m[i].reason, SVP_RT_WATCH_BYE_SIGNAL, "rank %d heard reason %d: %s", i, m[i].reason, m[i].why);
         cr_assert_str_eq(m[i].why, "stopped by SIGTERM");
         cr_assert(svp_rt_watch_gone(m[i].w, 1), "rank %d does not hold rank 1 gone", i);
         for (int r = 0; r < 4; ++r) {
