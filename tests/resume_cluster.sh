@@ -102,7 +102,7 @@ timeout -k 5 60 srun --mpi=pmix --kill-on-bad-exit=1 -W 30 -n 4 "$w" "$tmp/req.y
 rc=$?
 dt=$(since "$t0")
 if [ $rc -eq 2 ] && below "$dt" 10 &&
-   grep -q "sample_0000[0-9][0-9].safetensors was made with seed=11, this job has seed=12 (output.overwrite: true replaces it)" "$tmp/mm.log"; then
+   grep -q "sample_0000[0-9][0-9].safetensors was made with other parameters: seed: '11', this job has '12' (output.overwrite: true replaces it)" "$tmp/mm.log"; then
     ok "outputs of another seed: named, exit 2 in ${dt}s"
 else
     nok "outputs of another seed (rc=$rc, ${dt}s)" "$tmp/mm.log"

@@ -1,4 +1,5 @@
 /* Tests for src/common: status table, atomic files, string distance. */
+#include "common/sha256.h"
 #include "common/status.h"
 #include "common/util.h"
 
@@ -86,4 +87,49 @@ Test(util, read_all_reads_regular_files_only, .timeout = 10)
     unlink(fifo);
     unlink(file);
     rmdir(dir);
+}
+
+/* ---- SHA-256: FIPS 180-4's examples and a file ------------------------- */
+
+Test(sha256, known_digests)
+{
+    static const struct {
+        const char *in, *out;
+    } v[] = {
+        { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+        { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+        { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+    };
+    svp_sha256_t s;
+    char         hex[65], path[] = "/tmp/svp-sha.XXXXXX";
+    size_t       i;
+    int          fd;
+
+    for (i = 0; i < sizeof(v) / sizeof(v[0]); ++i) {
+        svp_sha256_init(&s);
+        svp_sha256_update(&s, v[i].in, strlen(v[i].in));
+        svp_sha256_final(&s, hex);
+        cr_assert_str_eq(hex, v[i].out, "'%s'", v[i].in);
+    }
+    /* a million 'a's, fed in uneven pieces, and through a file */
+    svp_sha256_init(&s);
+    fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    for (i = 0; i < 1000000;) {
+        char   a[977];
+        size_t n = (1000000 - i < sizeof(a)) ? 1000000 - i : sizeof(a);
+
+        memset(a, 'a', n);
+        svp_sha256_update(&s, a, n);
+        cr_assert_eq(write(fd, a, n), (ssize_t)n);
+        i += n;
+    }
+    close(fd);
+    svp_sha256_final(&s, hex);
+    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    cr_assert_eq(svp_sha256_file(path, hex), SVP_OK);
+    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    unlink(path);
+    cr_assert_eq(svp_sha256_file("/", hex), SVP_ERR_IO, "a directory is no file");
 }

@@ -166,7 +166,8 @@ Test(pipe, single_rank_outputs_round_trip)
         cr_assert_str_eq(svp_safetensors_metadata(st, "job"), "t");
         cr_assert_eq(atoi(svp_safetensors_metadata(st, "sample")), i);
         cr_assert_str_eq(svp_safetensors_metadata(st, "steps"), "6");
-        cr_assert_str_eq(svp_safetensors_metadata(st, "seed"), "5");
+        cr_assert_eq(atoll(svp_safetensors_metadata(st, "seed")), 5 + i,
+                     "sample i's seed is the spec's + i");
         svp_safetensors_close(st);
     }
     svp_rmtree(dir);

@@ -125,7 +125,11 @@ Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
     js = svp_pipe_samples_params_json(l, 1);
     cr_assert_not_null(js);
     cr_assert_not_null(strstr(js, "\"motion_bucket_id\":30"), "%s", js);
-    cr_assert_not_null(strstr(js, "\"manifest_line\":4"), "%s", js);
+    /* where the line sits is not the sample: no line number; the image by
+     * its resolved path and content */
+    cr_assert_null(strstr(js, "manifest_line"), "%s", js);
+    cr_assert_not_null(strstr(js, "\"image_path\":\"/"), "%s", js);
+    cr_assert_not_null(strstr(js, "\"image_sha256\":\""), "%s", js);
     free(js);
     svp_pipe_samples_describe(l, want, sizeof(want));
     cr_assert_not_null(strstr(want, "3 samples from the manifest "), "%s", want);
@@ -272,7 +276,8 @@ Test(samples, without_inputs_samples_counts_them)
     spec = spec_with("seed: 9\n");
     cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s", err);
     cr_assert_eq(l->count, SVP_PIPE_SAMPLES_DEFAULT);
-    cr_assert_eq(l->items[3].seed, 9, "the simulator: one seed, a stream per sample");
+    cr_assert_eq(l->items[0].seed, 9);
+    cr_assert_eq(l->items[3].seed, 12, "the simulator: sample i takes the seed + i");
     cr_assert_null(svp_pipe_samples_image(l, 0));
     svp_pipe_samples_destroy(l);
     svp_spec_destroy(spec);

@@ -71,7 +71,8 @@ printf '{"image": "img/a.png", "seed": 9, "fps": 5}\n{"image": "img/b.png", "mot
 if [ $rc -eq 0 ] && [ -f "$tmp/out/bee/sample.json" ] && [ -f "$tmp/out/sample_000003/sample.json" ] &&
    [ ! -e "$tmp/out/sample_000000" ] && [ ! -e "$tmp/out/sample_000002" ] &&
    grep -q '"motion_bucket_id": 40,' "$tmp/out/bee/sample.json" &&
-   grep -q '"params": {"fps":7,.*"manifest_line":2,.*"motion_bucket_id":40,"name":"bee"' "$tmp/out/bee/sample.json" &&
+   grep -q '"params": {"fps":7,.*"image_sha256":"[0-9a-f]\{64\}",.*"motion_bucket_id":40,"name":"bee"' "$tmp/out/bee/sample.json" &&
+   ! grep -q 'manifest_line' "$tmp/out/bee/sample.json" &&
    grep -q '"noise_aug_strength": 0.1,' "$tmp/out/sample_000003/sample.json" &&
    grep -q "4 samples from the manifest m3.jsonl; task 1 of 2 makes 2 of them" "$tmp/err" &&
    [ -f "$tmp/out/run.shard-1-of-2.json" ] && [ -f "$tmp/out/task.shard-1-of-2.json" ]; then

@@ -285,3 +285,13 @@ void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
     vsnprintf(errbuf, (size_t)errlen, fmt, ap);
     va_end(ap);
 }
+
+int svp_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+
+    if ((stat(a, &sa) == 0) && (stat(b, &sb) == 0)) {
+        return (sa.st_dev == sb.st_dev) && (sa.st_ino == sb.st_ino);
+    }
+    return strcmp(a, b) == 0;
+}

@@ -43,6 +43,10 @@ svp_status_t svp_rmtree(const char *path);
 /* Levenshtein distance, for "unknown key 'stpes', did you mean 'steps'?". */
 int svp_str_distance(const char *a, const char *b);
 
+/* 1 when a and b name the same file (the same device and inode; as
+ * strings where either does not exist). */
+int svp_same_file(const char *a, const char *b);
+
 /* strdup that returns NULL only when s is NULL or memory is exhausted. */
 char *svp_strdup(const char *s);
 

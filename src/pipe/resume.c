@@ -38,10 +38,14 @@ svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *pa
                                           const int64_t *shape, char *why,
                                           size_t len)
 {
+    /* the job, its steps, the sample's seed and the model decide the
+     * latent; the sample's index does not (a manifest line inserted above
+     * moves it): its parameters are the stage's to compare */
     struct {
         const char *key;
-        char        want[64];
-    } meta[5];
+        const char *want;
+    } meta[4];
+    char                   steps[24], seedtxt[24];
     svp_safetensors_info_t info;
     svp_safetensors_h      st;
     svp_status_t           status;
@@ -49,6 +53,7 @@ svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *pa
     const char            *got;
     int                    i;
 
+    (void)index;
     if (stat(path, &sb) != 0) {
         return SVP_ERR_NOT_FOUND;
     }
@@ -57,22 +62,23 @@ svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *pa
         snprintf(why, len, "%s does not open: %s", path, svp_status_string(status));
         return SVP_ERR_BAD_FILE;
     }
-    meta[0].key = "job";
-    snprintf(meta[0].want, sizeof(meta[0].want), "%s", spec->name);
-    meta[1].key = "sample";
-    snprintf(meta[1].want, sizeof(meta[1].want), "%d", index);
-    meta[2].key = "steps";
-    snprintf(meta[2].want, sizeof(meta[2].want), "%d", spec->steps);
-    meta[3].key = "seed";
-    snprintf(meta[3].want, sizeof(meta[3].want), "%" PRIu64, seed);
-    meta[4].key = "model";
-    snprintf(meta[4].want, sizeof(meta[4].want), "%s", model);
+    snprintf(steps, sizeof(steps), "%d", spec->steps);
+    snprintf(seedtxt, sizeof(seedtxt), "%" PRIu64, seed);
+    meta[0].key  = "job";
+    meta[0].want = spec->name;
+    meta[1].key  = "steps";
+    meta[1].want = steps;
+    meta[2].key  = "seed";
+    meta[2].want = seedtxt;
+    meta[3].key  = "model";
+    meta[3].want = model;
     status = SVP_OK;
-    for (i = 0; i < 5; ++i) {
+    for (i = 0; i < 4; ++i) {
         got = svp_safetensors_metadata(st, meta[i].key);
         if (got == NULL || strcmp(got, meta[i].want) != 0) {
-            snprintf(why, len, "%s was made with %s=%s, this job has %s=%s", path,
-                     meta[i].key, got ? got : "(none)", meta[i].key, meta[i].want);
+            snprintf(why, len, "%s was made with other parameters: %s: %s%s%s, this "
+                     "job has '%s'", path, meta[i].key, got ? "'" : "",
+                     got ? got : "(none)", got ? "'" : "", meta[i].want);
             status = SVP_ERR_SPEC;
             goto out;
         }

@@ -7,6 +7,7 @@
 #include "pipe/samples.h"
 #include "spec/spec_int.h"
 #include "common/log.h"
+#include "common/sha256.h"
 #include "common/util.h"
 
 #include <dirent.h>
@@ -586,10 +587,10 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
         list->total = n;
         for (i = 0; i < n; ++i) {
             svp_samples_defaults(spec, &list->items[i]);
-            /* a conditioning file's sets repeat: each round its own seed */
-            if (spec->model.kind == SVP_MODEL_SVD) {
-                list->items[i].seed = spec->seed + (uint64_t)i;
-            }
+            /* the spec gives one seed: sample i takes seed + i (a
+             * conditioning file's sets repeat, each round its own seed;
+             * the simulator's samples differ the same way) */
+            list->items[i].seed = spec->seed + (uint64_t)i;
         }
         *list_p = list;
         return SVP_OK;
@@ -816,23 +817,157 @@ void svp_pipe_shard_file(const svp_pipe_shard_t *shard, const char *base,
     }
 }
 
+/* The image's resolved path (realpath) into buf, or the path as given when
+ * it does not resolve (then the content hash decides, or nothing). */
+static void svp_samples_resolved(const char *image, char *buf, size_t len)
+{
+    char *r = realpath(image, NULL);
+
+    snprintf(buf, len, "%s", (r != NULL) ? r : image);
+    free(r);
+}
+
 char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i)
 {
     const svp_pipe_sample_params_t *p = &list->items[i];
     const char                     *image = svp_pipe_samples_image(list, i);
-    char                            name[256], *s;
+    char                            name[256], *s, path[4096], hash[65];
     json_t                         *o;
 
     svp_pipe_samples_name(list, i, name, sizeof(name));
-    o = json_pack("{s:s?, s:I, s:i, s:i, s:f, s:f, s:f, s:i, s:s}", "image", image,
+    o = json_pack("{s:s?, s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "image", image,
                   "seed", (json_int_t)p->seed, "fps", p->fps, "motion_bucket_id",
                   p->motion_bucket_id, "noise_aug_strength", p->noise_aug_strength,
                   "min_guidance", p->min_guidance, "max_guidance", p->max_guidance,
-                  "manifest_line", p->line, "name", name);
+                  "name", name);
     if (o == NULL) {
         return NULL;
+    }
+    if (image != NULL) {
+        /* what the image is wherever it is seen from: resume compares these,
+         * not the path as typed (svp_pipe_samples_params_check) */
+        svp_samples_resolved(image, path, sizeof(path));
+        json_object_set_new(o, "image_path", json_string(path));
+        if (svp_sha256_file(image, hash) == SVP_OK) {
+            json_object_set_new(o, "image_sha256", json_string(hash));
+        }
     }
     s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(9));
     json_decref(o);
     return s;
+}
+
+/* A JSON value as a short string for a message. */
+static void svp_samples_show(json_t *v, char *buf, size_t len)
+{
+    char *t;
+
+    if (v == NULL) {
+        snprintf(buf, len, "(none)");
+    } else if (json_is_string(v)) {
+        snprintf(buf, len, "'%s'", json_string_value(v));
+    } else {
+        t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(9));
+        snprintf(buf, len, "%s", (t != NULL) ? t : "?");
+        free(t);
+    }
+}
+
+/* Whether the recorded image is ours: the same resolved path, or the same
+ * bytes (another mount, another spelling, a copy); a record without either
+ * (before 0.4) by its path as typed. */
+static int svp_samples_same_image(json_t *got, const char *image)
+{
+    json_t     *path = json_object_get(got, "image_path");
+    json_t     *hash = json_object_get(got, "image_sha256");
+    json_t     *typed = json_object_get(got, "image");
+    char        mine[4096], digest[65];
+
+    if (image == NULL) {
+        return (typed == NULL) || json_is_null(typed);
+    }
+    svp_samples_resolved(image, mine, sizeof(mine));
+    if (json_is_string(path) && strcmp(json_string_value(path), mine) == 0) {
+        return 1;
+    }
+    if (json_is_string(hash)) {
+        return (svp_sha256_file(image, digest) == SVP_OK) &&
+               (strcmp(json_string_value(hash), digest) == 0);
+    }
+    return json_is_string(typed) && (strcmp(json_string_value(typed), image) == 0);
+}
+
+svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i,
+                                           const char *recorded, const char *where,
+                                           char *why, size_t len)
+{
+    static const char *const keys[] = { "seed", "fps", "motion_bucket_id",
+                                         "noise_aug_strength", "min_guidance",
+                                         "max_guidance", "name" };
+    const svp_pipe_sample_params_t *p     = &list->items[i];
+    const char                     *image = svp_pipe_samples_image(list, i);
+    char                            a[300], b[300], digest[65];
+    json_t                         *got, *want, *gv, *wv;
+    size_t                          k;
+    svp_status_t                    status = SVP_OK;
+
+    got = json_loads(recorded, 0, NULL);
+    if (!json_is_object(got)) {
+        json_decref(got);
+        snprintf(why, len, "%s: its recorded parameters do not parse", where);
+        return SVP_ERR_BAD_FILE;
+    }
+    /* this sample's own, without the image's hash (costly, and only wanted
+     * when the paths differ) */
+    svp_pipe_samples_name(list, i, a, sizeof(a));
+    want = json_pack("{s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "seed", (json_int_t)p->seed,
+                     "fps", p->fps, "motion_bucket_id", p->motion_bucket_id,
+                     "noise_aug_strength", p->noise_aug_strength, "min_guidance",
+                     p->min_guidance, "max_guidance", p->max_guidance, "name", a);
+    if (want == NULL) {
+        json_decref(got);
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (!svp_samples_same_image(got, image)) {
+        gv = json_object_get(got, "image_path");
+        svp_samples_show(gv != NULL ? gv : json_object_get(got, "image"), a, sizeof(a));
+        svp_samples_resolved(image != NULL ? image : "", b, sizeof(b));
+        if (image != NULL && json_is_string(json_object_get(got, "image_sha256")) &&
+            svp_sha256_file(image, digest) == SVP_OK) {
+            snprintf(why, len, "%s was made from another image: image: %s (sha256 "
+                     "%.12s...), this job has '%s' (sha256 %.12s...)", where, a,
+                     json_string_value(json_object_get(got, "image_sha256")), b,
+                     digest);
+        } else {
+            snprintf(why, len, "%s was made from another image: image: %s, this "
+                     "job has %s%s%s", where, a, image ? "'" : "",
+                     image ? b : "(none)", image ? "'" : "");
+        }
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+    for (k = 0; k < sizeof(keys) / sizeof(keys[0]); ++k) {
+        gv = json_object_get(got, keys[k]);
+        wv = json_object_get(want, keys[k]);
+        if (gv != NULL && json_is_number(gv) && json_is_number(wv)) {
+            /* numbers as recorded: %.9g, like every record of them */
+            snprintf(a, sizeof(a), "%.9g", json_number_value(gv));
+            snprintf(b, sizeof(b), "%.9g", json_number_value(wv));
+            if (strcmp(a, b) == 0) {
+                continue;
+            }
+        } else if (gv != NULL && json_equal(gv, wv)) {
+            continue;
+        }
+        svp_samples_show(gv, a, sizeof(a));
+        svp_samples_show(wv, b, sizeof(b));
+        snprintf(why, len, "%s was made with other parameters: %s: %s, this job "
+                 "has %s", where, keys[k], a, b);
+        status = SVP_ERR_SPEC;
+        goto out;
+    }
+out:
+    json_decref(got);
+    json_decref(want);
+    return status;
 }

@@ -2,10 +2,15 @@
  * The samples of a job: what each one is made from, and which of them an
  * array task (a shard) makes.
  *
- * A sample's index is its identity: its output's name, its noise streams and
- * resume's bookkeeping all follow from it, so the list is a pure function of
- * the spec and of the files it names (the manifest, the images in the
- * folders, taken in name order).
+ * A sample is its parameters: its image (what the file is, not how its path
+ * was typed), its seed, fps, motion bucket, noise augmentation, guidance
+ * and output name.  Its noise is drawn from its own seed alone
+ * (sched/rng.h), so two samples with the same parameters are the same
+ * video, and resume recognises an output by what made it
+ * (svp_pipe_samples_params_check).  The index orders the list: it names
+ * unnamed outputs (sample_NNNNNN), deals samples to ranks and shards, and is
+ * a pure function of the spec and of the files it names (the manifest, the
+ * images in the folders, taken in name order).
  *
  * Where the samples come from:
  *   video.manifest  one sample per line of a JSONL file: {"image": PATH,
@@ -13,15 +18,15 @@
  *                   "noise_aug_strength": X, "min_guidance": X,
  *                   "max_guidance": X, "name": NAME}; only image is
  *                   required (relative to the manifest's folder), anything
- *                   else a line leaves out is the spec's.  Sample i is line
- *                   i (blank lines and lines starting with '#' skipped).
+ *                   else a line leaves out is the spec's (a line without
+ *                   "seed" takes the spec's seed).  Sample i is line i
+ *                   (blank lines and lines starting with '#' skipped).
  *   video.inputs    every image x every seed of video.seeds (default: the
  *                   one seed): sample i is image i mod I with seed
  *                   seeds[i div I].  Without video.seeds a samples larger
  *                   than I adds rounds with seed + 1, seed + 2, ...
  *   neither         (model.kind dummy, model.conditioning) `samples` samples
- *                   (4 when 0), with the conditioning file's seed + i or the
- *                   simulator's seed.
+ *                   (4 when 0), sample i with the spec's seed + i.
  * `samples` (when not 0) caps the list: the first `samples` of it are made.
  *
  * Sharding: task i of n (svdworker --shard i/n, or Slurm's array variables)
@@ -105,12 +110,29 @@ void svp_pipe_samples_name(const svp_pipe_samples_t *list, int i, char *buf,
                            int len);
 
 /*
- * Sample i's own parameters as one line of JSON, keys sorted (image, seed,
- * fps, motion_bucket_id, noise_aug_strength, min/max_guidance,
- * manifest_line, name): what its outputs record and resume compares.  The
- * caller frees it; NULL when out of memory.
+ * Sample i's own parameters as one line of JSON, keys sorted: image (the
+ * path the worker opens), image_path (its resolved path), image_sha256
+ * (its bytes' digest), seed, fps, motion_bucket_id, noise_aug_strength,
+ * min/max_guidance, name.  What its outputs record, and what a person
+ * needs to make that one sample again.  The caller frees it; NULL when out
+ * of memory.
  */
 char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i);
+
+/*
+ * Whether an output's recorded parameters (JSON text, as params_json wrote
+ * them) are sample i's.  A sample is what determines it: its image by
+ * resolved path or, where the paths differ (another working directory, a
+ * symlink, a container's mount), by content; its seed and parameters; its
+ * name.  How a path was typed, the manifest line it sits on, and comment
+ * or blank lines around it are not part of it.  SVP_OK when they match;
+ * else SVP_ERR_SPEC with why naming the first key that differs with both
+ * values ("<where> was made with other parameters: seed: 3, this job has
+ * 4"), or SVP_ERR_BAD_FILE when the record does not parse.
+ */
+svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i,
+                                           const char *recorded, const char *where,
+                                           char *why, size_t len);
 
 /* Task `index` of `count` (count 1: the whole job). */
 typedef struct {

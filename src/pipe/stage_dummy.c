@@ -1,6 +1,6 @@
 /*
  * The simulator stage: the dummy UNet on a [B, F, C, H, W] latent.
- * begin: initial latent ~ N(0, 1) from (seed, sample) with the counter RNG,
+ * begin: initial latent ~ N(0, 1) from the sample's seed with the counter RNG,
  *        then the encode stand-in (sleep encode_ms);
  * step:  svp_dummy_step;
  * finish: the decode stand-in (sleep decode_ms), then the final latent is
@@ -62,9 +62,9 @@ static svp_status_t svp_stage_dummy_begin(void *self, int index, svp_sample_t *s
     if (status != SVP_OK) {
         return status;
     }
-    /* stream = sample index: the latent depends on (seed, sample) only */
+    /* the latent depends on the sample's seed only (sched/rng.h) */
     s->seed = st->list->items[index].seed;
-    svp_rng_normal(s->seed, (uint64_t)index, 0,
+    svp_rng_normal(s->seed, svp_rng_stream(SVP_RNG_LATENTS), 0,
                    (size_t)svp_tensor_numel(s->tensors[0]), s->tensors[0]->data);
     s->next_step = 0;
     svp_clock_sleep(st->spec->model.dummy.encode_ms * 1e-3);
@@ -181,7 +181,7 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
                                                  size_t len)
 {
     svp_stage_dummy_t *st = self;
-    char               path[4096], name[256], *params;
+    char               path[4096], name[256];
     const char        *got;
     svp_safetensors_h  f;
     svp_status_t       status;
@@ -197,24 +197,18 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
     /* the sample's own parameters: a manifest line changed since is another
      * sample (a latent written before they were recorded, 0.3, has none and
      * is judged by its seed and steps alone) */
-    params = svp_pipe_samples_params_json(st->list, index);
-    if (params == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
     status = svp_safetensors_open(path, &f);
     if (status == SVP_OK) {
         got = svp_safetensors_metadata(f, "params");
-        if (got != NULL && strcmp(got, params) != 0) {
-            snprintf(why, len, "%s was made with params %s, this job has %s", path,
-                     got, params);
-            status = SVP_ERR_SPEC;
+        if (got != NULL) {
+            status = svp_pipe_samples_params_check(st->list, index, got, path, why,
+                                                   len);
         }
         svp_safetensors_close(f);
     } else {
         snprintf(why, len, "%s does not open: %s", path, svp_status_string(status));
         status = SVP_ERR_BAD_FILE;
     }
-    free(params);
     return status;
 }
 

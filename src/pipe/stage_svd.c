@@ -35,7 +35,7 @@
  *   latents        [S, F, 4, h, w]       optional initial noise, N(0,1)
  *                                        before the scheduler's scaling
  *                                        (diffusers' `latents` argument)
- * Without `latents` the noise is drawn from (seed, sample) with the counter
+ * Without `latents` the noise is drawn from the sample's own seed with the counter
  * RNG, so it does not depend on ranks.  This also reproduces a diffusers run
  * exactly when its tensors are written into such a file.
  *

@@ -3,7 +3,7 @@
  * conditioning comes from a row of the conditioning file, or from its image
  * (VAE encode of the noise-augmented image, CLIP embedding of the original,
  * as diffusers does; stage_svd.c has the formulas), and its initial noise
- * from the file or from (seed, sample) with the counter RNG.
+ * from the file or from the sample's own seed with the counter RNG.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -112,7 +112,7 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
         goto out;
     }
     /* image + noise_aug_strength * randn, drawn from the sample's own stream */
-    svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_NOISE_AUG), 0, n, noise);
+    svp_rng_normal(seed, svp_rng_stream(SVP_RNG_NOISE_AUG), 0, n, noise);
     for (i = 0; i < n; ++i) {
         ((float *)px->data)[i] += (float)p->noise_aug_strength * noise[i];
     }
@@ -168,7 +168,7 @@ svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
         if (st->has_latents) {
             status = svp_stage_svd_row(st, "latents", set, x, n);
         } else {
-            svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+            svp_rng_normal(seed, svp_rng_stream(SVP_RNG_LATENTS), 0, n, x);
         }
         if (status == SVP_OK) {
             status = svp_stage_svd_row(st, "image_latents", set,
@@ -183,7 +183,7 @@ svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
             status = svp_stage_svd_row(st, "added_time_ids", set, ids, 3);
         }
     } else {
-        svp_rng_normal(seed, svp_rng_stream(index, SVP_RNG_LATENTS), 0, n, x);
+        svp_rng_normal(seed, svp_rng_stream(SVP_RNG_LATENTS), 0, n, x);
         svp_range_push_ctx("sample %d encode", index);
         status = svp_stage_svd_encode(st, index, seed, s);
         svp_range_pop();

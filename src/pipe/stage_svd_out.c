@@ -359,7 +359,7 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
         {"decode_chunk_size", spec->video.decode_chunk_size},
     };
     const char   *skey, *swant, *sgot;
-    char          dir[4096], path[4200], txt[64], name[256], *want, *got;
+    char          dir[4096], path[4200], txt[64], name[256], *got;
     int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
     json_error_t  jerr;
     json_t       *root, *v;
@@ -384,15 +384,18 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                  svp_pipe_samples_image(st->list, index);
     sgot  = json_string_value(json_object_get(root, "job"));
     if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
-        snprintf(why, len, "%s was made with job=%s, this job has job=%s", path,
-                 sgot ? sgot : "(none)", spec->name);
+        snprintf(why, len, "%s was made with other parameters: job: '%s', this job "
+                 "has '%s'", path, sgot ? sgot : "(none)", spec->name);
         status = SVP_ERR_SPEC;
         goto out;
     }
+    /* the image is the sample's parameters' to compare (by what it is, not
+     * how its path was typed); the conditioning file by its resolved path */
     sgot = json_string_value(json_object_get(root, skey));
-    if (sgot == NULL || strcmp(sgot, swant) != 0) {
-        snprintf(why, len, "%s was made with %s=%s, this job has %s=%s", path, skey,
-                 sgot ? sgot : "(none)", skey, swant);
+    if ((st->cond != NULL || json_object_get(root, "params") == NULL) &&
+        (sgot == NULL || !svp_same_file(sgot, swant))) {
+        snprintf(why, len, "%s was made with other parameters: %s: '%s', this job "
+                 "has '%s'", path, skey, sgot ? sgot : "(none)", swant);
         status = SVP_ERR_SPEC;
         goto out;
     }
@@ -401,30 +404,28 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
         v = json_object_get(root, nums[i].key);
         snprintf(txt, sizeof(txt), "%.9g", nums[i].want);
         if (!json_is_number(v) || json_number_value(v) != strtod(txt, NULL)) {
-            snprintf(why, len, "%s was made with %s=%.9g, this job has %s=%s", path,
-                     nums[i].key, json_is_number(v) ? json_number_value(v) : -1.0,
-                     nums[i].key, txt);
+            snprintf(why, len, "%s was made with other parameters: %s: %.9g, this "
+                     "job has %s", path, nums[i].key,
+                     json_is_number(v) ? json_number_value(v) : -1.0, txt);
             status = SVP_ERR_SPEC;
             goto out;
         }
     }
     /* the sample's own parameters, as a manifest line gave them; a sample
      * made before they were recorded (0.3) is judged by the keys above */
-    want = svp_pipe_samples_params_json(st->list, index);
-    v    = json_object_get(root, "params");
-    got  = (v != NULL) ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS |
-                                       JSON_REAL_PRECISION(9))
-                       : (want != NULL) ? svp_strdup(want) : NULL;
-    if (want == NULL || got == NULL || strcmp(want, got) != 0) {
-        snprintf(why, len, "%s was made with params %s, this job has %s", path,
-                 got ? got : "(none)", want ? want : "(none)");
-        free(want);
+    v = json_object_get(root, "params");
+    if (v != NULL) {
+        got = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(9));
+        if (got == NULL) {
+            status = SVP_ERR_NO_MEMORY;
+            goto out;
+        }
+        status = svp_pipe_samples_params_check(st->list, index, got, path, why, len);
         free(got);
-        status = SVP_ERR_SPEC;
-        goto out;
+        if (status != SVP_OK) {
+            goto out;
+        }
     }
-    free(want);
-    free(got);
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
                                           svp_stage_svd_seed(st, index), 5, shape,

@@ -13,10 +13,13 @@
 #include <stdint.h>
 
 /*
- * What a stream is drawn for.  A sample's streams are
- * svp_rng_stream(sample, purpose): the latents' stream is the sample index
- * itself, and every other purpose lives in a disjoint range, so the noise
- * added to the conditioning image never correlates with the latents.
+ * What a stream is drawn for.  A sample's streams are svp_rng_stream(purpose)
+ * under the sample's own seed: the noise depends on the seed alone, not on
+ * where the sample sits in the job's list, so two samples with the same
+ * image, seed and parameters are the same video, and a manifest line
+ * inserted above one changes nothing of it.  Every purpose has its own
+ * stream, so the noise added to the conditioning image never correlates
+ * with the latents.
  */
 typedef enum {
     SVP_RNG_LATENTS   = 0,   /* initial latents, N(0,1) before scaling */
@@ -24,10 +27,10 @@ typedef enum {
     SVP_RNG_PURPOSE_LAST
 } svp_rng_purpose_t;
 
-/* The stream of (sample, purpose); sample < 2^56. */
-static inline uint64_t svp_rng_stream(uint64_t sample, svp_rng_purpose_t purpose)
+/* The stream of a purpose. */
+static inline uint64_t svp_rng_stream(svp_rng_purpose_t purpose)
 {
-    return ((uint64_t)purpose << 56) | sample;
+    return (uint64_t)purpose << 56;
 }
 
 /*

@@ -1,0 +1,102 @@
+#!/bin/sh
+# A sample is its parameters (TAP): the same job resumes with nothing redone
+# whichever way it is started (by its absolute path, by hand from its
+# folder, from another working directory) and after a comment line is added
+# to its manifest; a mismatch names the key that differs; two identical
+# manifest lines make byte-identical videos.
+top=${SVP_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+bld=${SVP_TOP_BUILDDIR:-$top/_build}
+tools=$bld/src/tools
+w=$tools/svdworker
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+ok() { n=$((n+1)); echo "ok $n - $1"; }
+nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
+echo "1..6"
+SVP_THREADS=1
+export SVP_THREADS
+
+if "$tools/svdtool" init --model-config-dir "$top/etc/models/svd-mini" --seed 5 \
+        --output "$tmp/job/model" >"$tmp/init.log" 2>&1; then :; else
+    echo "Bail out! svdtool init failed"; cat "$tmp/init.log"; exit 1
+fi
+mkdir -p "$tmp/job/img" "$tmp/elsewhere"
+cp "$top/etc/demo/input.png" "$tmp/job/img/a.png"
+# b.png: the same picture one pixel row shorter, so another image
+cp "$top/etc/demo/input.png" "$tmp/job/img/b.png"
+printf '{"image": "img/a.png", "seed": 3, "name": "first"}\n{"image": "img/b.png", "seed": 3}\n{"image": "img/a.png", "seed": 3, "name": "again"}\n' \
+    >"$tmp/job/m.jsonl"
+cat >"$tmp/job/job.yaml" <<YAML
+model: {kind: svd, path: model}
+steps: 2
+video: {manifest: m.jsonl, width: 112, height: 64, num_frames: 3, decode_chunk_size: 3}
+output: {dir: $tmp/out}
+YAML
+
+# the outputs' modification times: a sample redone shows
+stamps() { find "$tmp/out" -name 'latents.safetensors' -newer "$tmp/stamp" | wc -l; }
+
+"$w" "$tmp/job/job.yaml" >"$tmp/first.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ -f "$tmp/out/first/sample.json" ] && [ -f "$tmp/out/again/sample.json" ] &&
+   [ -f "$tmp/out/sample_000001/sample.json" ]; then
+    ok "by its absolute path: 3 samples made"
+else
+    nok "first run (rc=$rc)" "$tmp/first.log"
+fi
+
+# identical lines (same image, seed and parameters): the same video
+same=1
+for f in "$tmp"/out/first/frame_*.png; do
+    cmp -s "$f" "$tmp/out/again/$(basename "$f")" || same=0
+done
+if [ -f "$tmp/out/first/video.mp4" ]; then
+    cmp -s "$tmp/out/first/video.mp4" "$tmp/out/again/video.mp4" || same=0
+fi
+"$tools/svdtool" compare "$tmp/out/first/latents.safetensors" \
+    "$tmp/out/again/latents.safetensors" >"$tmp/cmp.log" 2>&1 || same=0
+if [ $same -eq 1 ] && ls "$tmp"/out/first/frame_*.png >/dev/null 2>&1 &&
+   grep -q -E "(^| )0(\.0+)?(e\+?0+)?( |$)" "$tmp/cmp.log"; then
+    ok "two identical manifest lines: byte-identical frames and video, identical latents"
+else
+    nok "identical lines differ" "$tmp/cmp.log"
+fi
+
+touch "$tmp/stamp"
+sleep 1
+(cd "$tmp/job" && "$w" job.yaml) >"$tmp/byhand.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(stamps)" -eq 0 ] &&
+   grep -q "skipped 0-2 (finished by an earlier run)" "$tmp/byhand.log"; then
+    ok "by hand from its folder: all 3 skipped, nothing redone"
+else
+    nok "by hand from its folder (rc=$rc, $(stamps) redone)" "$tmp/byhand.log"
+fi
+
+(cd "$tmp/elsewhere" && "$w" ../job/job.yaml) >"$tmp/other.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(stamps)" -eq 0 ] &&
+   grep -q "skipped 0-2 (finished by an earlier run)" "$tmp/other.log"; then
+    ok "from another working directory: all 3 skipped, nothing redone"
+else
+    nok "from another working directory (rc=$rc, $(stamps) redone)" "$tmp/other.log"
+fi
+
+# a comment and a blank line above the lines: the same samples
+{ printf '# the cat pictures\n\n'; cat "$tmp/job/m.jsonl"; } >"$tmp/job/m2.jsonl"
+mv "$tmp/job/m2.jsonl" "$tmp/job/m.jsonl"
+"$w" "$tmp/job/job.yaml" >"$tmp/comment.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(stamps)" -eq 0 ] &&
+   grep -q "skipped 0-2 (finished by an earlier run)" "$tmp/comment.log"; then
+    ok "a comment line added to the manifest: all 3 skipped, nothing redone"
+else
+    nok "after a comment line (rc=$rc, $(stamps) redone)" "$tmp/comment.log"
+fi
+
+# another seed on one line: refused, the one key named with both values
+sed 's/"seed": 3, "name": "again"/"seed": 4, "name": "again"/' "$tmp/job/m.jsonl" >"$tmp/job/m3.jsonl"
+"$w" "$tmp/job/job.yaml" --set video.manifest="$tmp/job/m3.jsonl" >"$tmp/seed.log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "again/sample.json was made with other parameters: seed: 3, this job has 4" "$tmp/seed.log" &&
+   [ "$(stamps)" -eq 0 ]; then
+    ok "another seed on one line: exit 2, 'seed: 3, this job has 4' named, nothing touched"
+else
+    nok "seed mismatch (rc=$rc)" "$tmp/seed.log"
+fi
