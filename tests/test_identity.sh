@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
-echo "1..6"
+echo "1..10"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -99,4 +99,56 @@ if [ $rc -eq 2 ] && grep -q "again/sample.json was made with other parameters: s
     ok "another seed on one line: exit 2, 'seed: 3, this job has 4' named, nothing touched"
 else
     nok "seed mismatch (rc=$rc)" "$tmp/seed.log"
+fi
+
+# the reruns made nothing: the records still describe the run that did
+if [ "$(jq '.layout.samples_run' "$tmp/out/run.json")" = 3 ] &&
+   [ "$(jq '.attempts | length' "$tmp/out/run.json")" = 4 ] &&
+   [ "$(jq '[.attempts[].samples_run] | add' "$tmp/out/run.json")" = 3 ] &&
+   [ "$(jq -r '.state' "$tmp/out/task.json")" = done ] &&
+   [ "$(jq '.to_run' "$tmp/out/task.json")" = 3 ] &&
+   grep -q "still describes the run that made the samples" "$tmp/comment.log"; then
+    ok "3 reruns that made nothing: run.json and task.json still the productive run's, 4 attempts listed"
+else
+    nok "run records after reruns" "$tmp/out/run.json"
+fi
+
+# names: svdpipe's own refused where the manifest is read; a job name past
+# 64 bytes resumes; a name that is not UTF-8 refused before anything starts
+cat >"$tmp/dummy.yaml" <<YAML
+model: {kind: dummy}
+steps: 2
+samples: 2
+YAML
+bad=0
+for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.tmp.host.12; do
+    printf '{"image": "%s", "name": "%s"}\n' "$tmp/job/img/a.png" "$name" >"$tmp/names.jsonl"
+    "$w" "$tmp/dummy.yaml" --set video.manifest="$tmp/names.jsonl" \
+        --set output.dir="$tmp/names_out" >"$tmp/names.log" 2>&1; rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "names.jsonl:1: key 'name': '$name' is svdpipe's own" "$tmp/names.log" ||
+       [ -e "$tmp/names_out" ]; then
+        bad=$((bad + 1)); cp "$tmp/names.log" "$tmp/names_bad.log"
+    fi
+done
+if [ $bad -eq 0 ]; then
+    ok "sample names that are svdpipe's own (run, task, lease records, temporaries): exit 2, file:line named"
+else
+    nok "reserved names: $bad accepted" "$tmp/names_bad.log"
+fi
+
+long=$(printf 'j%.0s' $(seq 300))
+"$w" "$tmp/dummy.yaml" --set name="$long" --set output.dir="$tmp/long" >"$tmp/long1.log" 2>&1 &&
+"$w" "$tmp/dummy.yaml" --set name="$long" --set output.dir="$tmp/long" >"$tmp/long2.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "skipped 0-1 (finished by an earlier run)" "$tmp/long2.log"; then
+    ok "a 300-byte job name: the rerun resumes"
+else
+    nok "long job name (rc=$rc)" "$tmp/long2.log"
+fi
+
+"$w" "$tmp/dummy.yaml" --set name="$(printf 'ab\377cd')" --set output.dir="$tmp/utf" >"$tmp/utf.log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--set: expected UTF-8 text, found the byte 0xff at offset 7" "$tmp/utf.log" &&
+   [ ! -e "$tmp/utf" ]; then
+    ok "a job name that is not UTF-8: exit 2 before anything starts"
+else
+    nok "non-UTF-8 name (rc=$rc)" "$tmp/utf.log"
 fi

@@ -295,3 +295,45 @@ int svp_same_file(const char *a, const char *b)
     }
     return strcmp(a, b) == 0;
 }
+
+int svp_utf8_valid(const char *s, size_t len, size_t *bad_p)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t               i = 0, n, k;
+    uint32_t             cp, min;
+
+    while (i < len) {
+        if (u[i] < 0x80) {
+            ++i;
+            continue;
+        }
+        if ((u[i] & 0xe0) == 0xc0) {
+            n = 1, cp = u[i] & 0x1f, min = 0x80;
+        } else if ((u[i] & 0xf0) == 0xe0) {
+            n = 2, cp = u[i] & 0x0f, min = 0x800;
+        } else if ((u[i] & 0xf8) == 0xf0) {
+            n = 3, cp = u[i] & 0x07, min = 0x10000;
+        } else {
+            goto bad;
+        }
+        if (i + n >= len) {
+            goto bad;   /* cut short */
+        }
+        for (k = 1; k <= n; ++k) {
+            if ((u[i + k] & 0xc0) != 0x80) {
+                goto bad;
+            }
+            cp = (cp << 6) | (u[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+            goto bad;
+        }
+        i += n + 1;
+    }
+    return 1;
+bad:
+    if (bad_p != NULL) {
+        *bad_p = i;
+    }
+    return 0;
+}

@@ -43,6 +43,11 @@ svp_status_t svp_rmtree(const char *path);
 /* Levenshtein distance, for "unknown key 'stpes', did you mean 'steps'?". */
 int svp_str_distance(const char *a, const char *b);
 
+/* 1 when s[0..len) is well-formed UTF-8 (no overlong forms, surrogates or
+ * code points past U+10FFFF); else 0 with the first bad byte's offset in
+ * *bad_p (may be NULL). */
+int svp_utf8_valid(const char *s, size_t len, size_t *bad_p);
+
 /* 1 when a and b name the same file (the same device and inode; as
  * strings where either does not exist). */
 int svp_same_file(const char *a, const char *b);

@@ -200,6 +200,27 @@ static const char *svp_samples_json_type(const json_t *v)
 }
 
 /* An output name: a plain file name of letters, digits, '.', '-', '_'. */
+const char *svp_pipe_samples_name_reserved(const char *name)
+{
+    if (strncmp(name, "run.", 4) == 0 || strcmp(name, "run") == 0) {
+        return "the run records are run.json and run.*.json";
+    }
+    if (strncmp(name, "task.", 5) == 0 || strcmp(name, "task") == 0) {
+        return "the task records are task.json and task.*.json";
+    }
+    if (strncmp(name, "lease.", 6) == 0 || strcmp(name, "lease") == 0) {
+        return "an output directory's lease is lease.json (or lease.*.json)";
+    }
+    if (strstr(name, ".tmp.") != NULL || (strlen(name) >= 4 &&
+                                          strcmp(name + strlen(name) - 4, ".tmp") == 0)) {
+        return "names with '.tmp.' are a run's temporaries, removed at start";
+    }
+    if (strncmp(name, "profile", 7) == 0) {
+        return "profile files are the run's own";
+    }
+    return NULL;
+}
+
 static int svp_samples_name_ok(const char *s)
 {
     size_t i, n = strlen(s);
@@ -251,7 +272,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
                                               svp_pipe_sample_params_t *p,
                                               char *errbuf, int errlen)
 {
-    const char  *key, *hint, *s;
+    const char  *key, *hint, *s, *reserved;
     json_t      *v;
     double       d;
     char         path[4096], here[4096];
@@ -351,6 +372,12 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         return SVP_ERR_SPEC;
     }
     if ((v = json_object_get(obj, "name")) != NULL) {
+        if (json_is_string(v) &&
+            (reserved = svp_pipe_samples_name_reserved(json_string_value(v))) != NULL) {
+            svp_errf(errbuf, errlen, "%s: key 'name': '%s' is svdpipe's own: %s",
+                     where, json_string_value(v), reserved);
+            return SVP_ERR_SPEC;
+        }
         if (!json_is_string(v) || !svp_samples_name_ok(json_string_value(v))) {
             svp_errf(errbuf, errlen, "%s: key 'name': expected a file name of "
                              "letters, digits, '.', '-' and '_' (not starting with "

@@ -105,6 +105,12 @@ void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf,
 /* Sample i's image path, or NULL. */
 const char *svp_pipe_samples_image(const svp_pipe_samples_t *list, int i);
 
+/*
+ * Why a sample name is svdpipe's own (the run and task records, the lease,
+ * the temporaries), or NULL when a manifest may use it.
+ */
+const char *svp_pipe_samples_name_reserved(const char *name);
+
 /* Sample i's output name: its manifest name or sample_NNNNNN. */
 void svp_pipe_samples_name(const svp_pipe_samples_t *list, int i, char *buf,
                            int len);

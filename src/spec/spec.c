@@ -807,7 +807,14 @@ static svp_status_t svp_spec_apply_override(svp_spec_ctx_t *ctx, svp_spec_t *spe
     const char           *eq = strchr(ov, '=');
     char                  path[256], why[512], *dot;
     svp_status_t          status;
+    size_t                bad;
 
+    if (!svp_utf8_valid(ov, strlen(ov), &bad)) {
+        /* text keys (the job's name among them) go into file names,
+         * JSON records and logs: UTF-8 only, as a spec file must be */
+        return svp_spec_fail(ctx, 0, 0, "--set: expected UTF-8 text, found the "
+                             "byte 0x%02x at offset %zu", (unsigned char)ov[bad], bad);
+    }
     if (eq == NULL || eq == ov || (size_t)(eq - ov) >= sizeof(path)) {
         return svp_spec_fail(ctx, 0, 0, "--set '%s': expected key=value", ov);
     }

@@ -483,6 +483,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     w->info.samples_shard = svp_pipe_shard_size(&w->shard, w->list->count);
     w->info.skipped       = w->resume.skipped;
     w->info.to_run        = w->resume.ntodo;
+    /* a rerun of a finished job: the records stay the run's that did it */
+    w->info.keep_records  = (w->resume.ntodo == 0) &&
+                            svp_worker_task_done(spec, &w->shard);
     w->info.trace         = "";
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, 0, "running");
     if (w->rank == 0) {

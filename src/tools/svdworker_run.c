@@ -81,8 +81,9 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                                   const svp_worker_run_info_t *info,
                                   double started, double finished, int samples_run)
 {
-    int              world = svp_rt_size(rt), r;
-    json_t          *doc, *ranges, *hw;
+    int              world = svp_rt_size(rt), r, kept = 0;
+    json_t          *doc, *ranges, *hw, *old, *attempts;
+    const char      *jobid = getenv("SLURM_JOB_ID");
     svp_steps_layout_t layout = {0};
     char             path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
     char             threads[160];
@@ -141,18 +142,38 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     if (hw != NULL) {
         json_object_set_new(doc, "hardware", hw);
     }
+    svp_pipe_shard_file(&info->shard, "run", ".json", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    /* the attempts so far, and this one; a run that computed nothing adds
+     * its attempt to the record of the run that did the work, and no more */
+    old = json_load_file(path, 0, NULL);
+    attempts = json_is_array(json_object_get(old, "attempts")) ?
+               json_incref(json_object_get(old, "attempts")) : json_array();
+    json_array_append_new(attempts, json_pack("{s:f, s:f, s:i, s:s}", "started", started,
+                                              "finished", finished, "samples_run",
+                                              samples_run, "slurm_job",
+                                              jobid ? jobid : ""));
+    if (samples_run == 0 && json_is_object(old)) {
+        json_decref(doc);
+        doc = old;
+        old = NULL;
+        kept = 1;
+    }
+    json_object_set_new(doc, "attempts", attempts);
+    json_decref(old);
     text = json_dumps(doc, JSON_INDENT(1));
     json_decref(doc);
     if (text == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    svp_pipe_shard_file(&info->shard, "run", ".json", name, sizeof(name));
-    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     status = svp_mkdir_p(spec->output.dir, 0755);
     if (status == SVP_OK) {
         status = svp_file_write_atomic(path, text, strlen(text));
     }
-    if (status == SVP_OK) {
+    if (status == SVP_OK && kept) {
+        svp_info("nothing was run: %s still describes the run that made the "
+                 "samples (this attempt added to its attempts)", path);
+    } else if (status == SVP_OK) {
         svp_info("run record written to %s", path);
     } else {
         svp_error("cannot write %s: %s", path, svp_status_string(status));
@@ -195,7 +216,7 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     json_t      *doc;
     svp_status_t status;
 
-    if (svp_rt_rank(rt) != 0) {
+    if (svp_rt_rank(rt) != 0 || info->keep_records) {
         return;
     }
     doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:f, s:f}",
@@ -222,6 +243,21 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                  path, svp_status_string(status));
     }
     free(text);
+}
+
+int svp_worker_task_done(const svp_spec_t *spec, const svp_pipe_shard_t *shard)
+{
+    char    path[4096], name[64];
+    json_t *doc;
+    int     done;
+
+    svp_pipe_shard_file(shard, "task", ".json", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    doc  = json_load_file(path, 0, NULL);
+    done = json_is_string(json_object_get(doc, "state")) &&
+           strcmp(json_string_value(json_object_get(doc, "state")), "done") == 0;
+    json_decref(doc);
+    return done;
 }
 
 struct svp_worker_beat {

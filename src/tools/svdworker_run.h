@@ -34,6 +34,10 @@ typedef struct {
     int              skipped;        /* of those, finished by an earlier run */
     int              to_run;         /* of those, this run's */
     const char      *trace;          /* trace prefix this run used, "" = none */
+    /* a rerun with nothing to run, where the task's record says done: the
+     * records describe the run that made the samples and stay (its attempt
+     * is added to run.json's "attempts") */
+    int              keep_records;
 } svp_worker_run_info_t;
 
 /* Publishes this rank's host name; visible to others after the next fence. */
@@ -43,8 +47,12 @@ svp_status_t svp_worker_run_publish(svp_rt_h rt);
  * Rank 0 writes output.dir/run.json (run.shard-I-of-N.json for an array
  * task, svp_pipe_shard_file); other ranks do nothing.  started and finished
  * are Unix seconds; samples_run is how many samples this run computed
- * (fewer than its shard's when it resumed a job).  A failure is logged and
- * returned (the outputs are still good).
+ * (fewer than its shard's when it resumed a job).  Every run is one entry
+ * of the record's "attempts" list (started, finished, samples_run,
+ * slurm_job), which a new record carries over; a run that computed nothing
+ * adds its attempt to the record there and leaves the rest, which
+ * describes the run that did the work.  A failure is logged and returned
+ * (the outputs are still good).
  */
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                                   const svp_worker_run_info_t *info,
@@ -60,7 +68,12 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
  *    "slurm_job": SLURM_JOB_ID or "", "updated": when written (Unix
  *    seconds), "beat_s": the seconds between rewrites while running}
  * Other ranks do nothing; a failure to write it is logged, not fatal.
+ * Nothing is written with info->keep_records (svp_worker_task_keep).
  */
+/* Whether an existing task record of this shard says "done" (a rerun with
+ * nothing to run keeps it). */
+int svp_worker_task_done(const svp_spec_t *spec, const svp_pipe_shard_t *shard);
+
 void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                            const svp_worker_run_info_t *info, double started,
                            double ended, const char *state);
