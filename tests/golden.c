@@ -17,8 +17,9 @@
 /*
  * Where a case is: $SVP_GOLDEN_DIR (make sets it, see tests/golden-dir.sh),
  * else the larger set beside the source tree, then the compact set shipped
- * in tests/data, which holds every case the tests need but unet_small's
- * weights, clip_preprocess and image_resize's largest image.
+ * in tests/data, which holds every case the tests need, unet_small and
+ * clip_preprocess in smaller versions of their own and image_resize without
+ * its largest image (tests/data/README.md).
  */
 void golden_dir(const char *name, char *buf, size_t len)
 {

@@ -2,9 +2,10 @@
  * Tests for the CLIP image encoder (transformers'
  * CLIPVisionModelWithProjection) against transformers' golden outputs:
  * $SVP_GOLDEN_DIR/clip_tiny (image_embeds, last_hidden_state, pooler_output
- * and layer 0 in detail) and clip_preprocess (SVD's 224/14 geometry from
- * the golden pixel_values); plus quick_gelu against a plain fp64 statement
- * of the model, loader errors and the real SVD-XT image_encoder layout.
+ * and layer 0 in detail) and clip_preprocess (patch 14 at SVD's 224, 56 in
+ * the compact set, from the golden pixel_values); plus quick_gelu against
+ * a plain fp64 statement of the model, loader errors and the real SVD-XT
+ * image_encoder layout.
  *
  * Tolerance (golden README, "CLIP tolerances"): pass if
  * max|C - golden| <= 3e-6 * max|golden|.  transformers' fp32 vs fp64 gap is
@@ -221,7 +222,10 @@ Test(clip, tiny_golden, .init = setup, .fini = teardown)
     golden_captures_free(caps);
 }
 
-/* SVD's geometry (224 / 14: 257 tokens), from the golden pixel_values. */
+/*
+ * Patch 14 on the case's input size, from the golden pixel_values: SVD's
+ * 224 (257 tokens) in the larger set, 56 (17 tokens) in the compact one.
+ */
 Test(clip, preprocess_encoder_golden, .init = setup, .fini = teardown)
 {
     char              dir[1024], enc[1100];

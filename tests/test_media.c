@@ -19,6 +19,7 @@
 #include "common/util.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <png.h>
 #include <jpeglib.h>
@@ -63,8 +64,8 @@ static const char *golden_dir(void)
     return dir;
 }
 
-/* dir/rel; a skip when rel's case is not in this set (the compact set in
- * tests/data lacks the large preprocessing cases). */
+/* dir/rel; a skip when rel's case is not in this set (a set that holds
+ * only some of the cases). */
 static void golden_path(char *buf, size_t len, const char *rel)
 {
     const char *root = golden_dir();
@@ -548,13 +549,21 @@ Test(resize, jpeg_decode_matches_pillow)
 /* ---- CLIP preprocessing (golden clip_preprocess) ---------------------- */
 
 /*
+ * The CLIP input size is the case's own (params.json, interpolate.size):
+ * SVD's 224 in the larger set; 56 in the compact set in tests/data, whose
+ * images are the larger set's scaled by 56/224 where they blur, so the
+ * sigmas and kernels are the same (tests/data/README.md).
+ *
  * Tolerances, from the golden README ("CLIP tolerances (measured)"):
  *  - kernels within 1e-7 absolute;
  *  - x/255*2-1 and identity blurs exact (a [0, 1, 0] kernel is exact);
  *  - resized and clip_pixel_input within 2e-5, pixel_values within 5e-5:
  *    torch's float32 bicubic is itself up to 7.0e-6 away from float64, the
- *    division by std (about 0.27) scales that by 3.7 (measured 1.27e-5).
- *  - A real blur (576x1024, 720x240) gets the resized tolerance: torch's
+ *    division by std (about 0.27) scales that by 3.7 (pixel_values
+ *    measured 1.27e-5; in the compact set resized 7.0e-6, pixel_values
+ *    1.28e-5).
+ *  - A real blur (576x1024 and 720x240 in the larger set, 144x256 and
+ *    180x60 in the compact one) gets the resized tolerance: torch's
  *    conv2d sums in its own order, the README measures the blur as adding
  *    nothing visible next to the bicubic noise.
  */
@@ -562,6 +571,24 @@ Test(resize, jpeg_decode_matches_pillow)
 #define CLIP_TOL_RESIZED 2e-5
 #define CLIP_TOL_PIXELS  5e-5
 #define CLIP_NUM_IMAGES  5
+
+/* The case's CLIP input size, [height, width], from its params.json. */
+static void clip_target(int *h, int *w)
+{
+    char         path[512];
+    json_error_t err;
+    json_t      *root, *size;
+
+    golden_path(path, sizeof(path), "clip_preprocess/params.json");
+    root = json_load_file(path, 0, &err);
+    cr_assert_not_null(root, "%s: %s", path, err.text);
+    size = json_object_get(json_object_get(root, "interpolate"), "size");
+    cr_assert(json_array_size(size) == 2, "%s: no interpolate.size", path);
+    *h = (int)json_integer_value(json_array_get(size, 0));
+    *w = (int)json_integer_value(json_array_get(size, 1));
+    cr_assert(*h > 0 && *w > 0, "%s: interpolate.size", path);
+    json_decref(root);
+}
 
 static double max_abs_diff(const float *a, const float *b, size_t n)
 {
@@ -614,10 +641,12 @@ Test(clip_preprocess, stages_match_diffusers)
     float                  ky[SVP_MEDIA_GAUSS_MAX_TAPS];
     svp_tensor_t          *g, *raw;
     float                 *pm1, *bx, *bxy, *resized;
-    const size_t           out_n = 3 * 224 * 224;
-    int                    i;
+    size_t                 out_n;
+    int                    i, th, tw;
     size_t                 n;
 
+    clip_target(&th, &tw);
+    out_n = (size_t)3 * th * tw;
     golden_path(path, sizeof(path), "clip_preprocess/input_u8.safetensors");
     cr_assert_eq(svp_safetensors_open(path, &st_in), SVP_OK);
     golden_path(path, sizeof(path), "clip_preprocess/io.safetensors");
@@ -649,8 +678,8 @@ Test(clip_preprocess, stages_match_diffusers)
             svp_tensor_destroy(g);
         }
 
-        svp_media_gauss_for_scale(im->width, 224, &gx);
-        svp_media_gauss_for_scale(im->height, 224, &gy);
+        svp_media_gauss_for_scale(im->width, tw, &gx);
+        svp_media_gauss_for_scale(im->height, th, &gy);
         cr_assert_eq(svp_media_gauss_kernel(&gx, kx), SVP_OK);
         cr_assert_eq(svp_media_gauss_kernel(&gy, ky), SVP_OK);
         snprintf(name, sizeof(name), "image%d.kernel_x", i);
@@ -683,7 +712,7 @@ Test(clip_preprocess, stages_match_diffusers)
         svp_tensor_destroy(g);
 
         cr_assert_eq(svp_media_bicubic_resize(bxy, 3, im->height, im->width,
-                                              224, 224, resized), SVP_OK);
+                                              th, tw, resized), SVP_OK);
         snprintf(name, sizeof(name), "image%d.resized", i);
         g = golden_f32(st_io, name, out_n);
         cr_assert_not_null(g, "%s missing or wrong size", name);
@@ -708,16 +737,21 @@ Test(clip_preprocess, encoder_input_matches_diffusers)
     svp_media_clip_params_t params;
     svp_media_image_t      *im;
     svp_tensor_t           *cpi, *pv, *out;
-    const size_t            out_n = 3 * 224 * 224;
-    float                  *mine  = malloc(sizeof(float) * out_n);
-    int                     i;
+    size_t                  out_n;
+    float                  *mine;
+    int                     i, th, tw;
 
+    clip_target(&th, &tw);
+    out_n = (size_t)3 * th * tw;
+    mine  = malloc(sizeof(float) * out_n);
     golden_path(path, sizeof(path), "clip_preprocess/io.safetensors");
     cr_assert_eq(svp_safetensors_open(path, &st_io), SVP_OK);
     cpi = golden_f32(st_io, "clip_pixel_input", CLIP_NUM_IMAGES * out_n);
     pv  = golden_f32(st_io, "pixel_values", CLIP_NUM_IMAGES * out_n);
     cr_assert(cpi != NULL && pv != NULL);
     svp_media_clip_params_init(&params);
+    params.height = th;
+    params.width  = tw;
 
     for (i = 0; i < CLIP_NUM_IMAGES; ++i) {
         snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png",
@@ -725,7 +759,7 @@ Test(clip_preprocess, encoder_input_matches_diffusers)
         im = load_ok(path);
         cr_assert_eq(svp_media_clip_preprocess(im, &params, mine, &out), SVP_OK);
         cr_assert(out->ndim == 4 && out->shape[0] == 1 && out->shape[1] == 3 &&
-                  out->shape[2] == 224 && out->shape[3] == 224);
+                  out->shape[2] == th && out->shape[3] == tw);
         expect_close("clip_pixel_input", i, mine,
                      (const float *)cpi->data + i * out_n, out_n,
                      CLIP_TOL_RESIZED);

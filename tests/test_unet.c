@@ -611,7 +611,42 @@ Test(unet, forward_is_deterministic, .init = setup, .fini = teardown)
  * output exists for these, so the check is that the call succeeds with
  * finite output, and that frame 0 of a one-frame call does not depend on
  * the batch row next to it (rows are independent).
+ *
+ * The two calls differ only in the order of float32 sums, and these sizes
+ * amplify that: at a 1x1 level a GroupNorm normalises a handful of values
+ * (in the compact unet_small, with one channel per group, one per frame)
+ * whose spread can be near sqrt(eps).  diffusers' own float32 output of
+ * these calls is up to 9e-5 * max|ref| from its float64 output (1x1, on
+ * either unet_small; 2.1e-5 at 5x7 on the compact one), hence, on the
+ * compact case, UNET_ROW_TOL_NARROW (unet_row_tol).  A row that reads its neighbour's context or
+ * frames moves the output by more than 0.1 (diffusers, 5x7 and 9x3).
  */
+#define UNET_ROW_TOL_NARROW 1e-4
+
+/*
+ * The bound for a case: the round-off a row alone and a row of a batch may
+ * differ by.  The larger set's unet_small (32, 64, 96, 96) keeps the usual
+ * UNET_REL_TOL (the C code is within 1.5e-6 there); the compact one, with
+ * one channel per GroupNorm group at every level (32, 32, 32, 32), gets the
+ * float32 level measured above.
+ */
+static double unet_row_tol(const char *dir)
+{
+    char    path[1100];
+    json_t *cfg, *boc;
+    double  tol = UNET_REL_TOL;
+
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    cfg = json_load_file(path, 0, NULL);
+    boc = json_object_get(cfg, "block_out_channels");
+    if (json_is_array(boc) && json_array_size(boc) == 4 &&
+        json_integer_value(json_array_get(boc, 3)) <= 32) {
+        tol = UNET_ROW_TOL_NARROW;
+    }
+    json_decref(cfg);
+    return tol;
+}
+
 Test(unet, odd_sizes_and_row_independence, .init = setup, .fini = teardown)
 {
     static const int sizes[][2] = { { 5, 7 }, { 9, 3 }, { 1, 1 } };
@@ -642,7 +677,8 @@ Test(unet, odd_sizes_and_row_independence, .init = setup, .fini = teardown)
         /* row 1 alone gives row 1 of the batch of two */
         cr_assert_eq(svp_unet_forward(unet, 1, f, h, w, x + in_n / 2, t + 1,
                                       ctx + 64, 1, ids + 3, y1), SVP_OK);
-        assert_close("row 1 alone", y1, y + out_n / 2, out_n / 2);
+        golden_assert_close("row 1 alone", y1, y + out_n / 2, out_n / 2,
+                            unet_row_tol(dir));
         free(x);
         free(y);
         free(y1);
