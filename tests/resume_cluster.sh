@@ -123,7 +123,7 @@ pid=$!
 seen=""
 limit=$((SECONDS + 30))
 while [ $SECONDS -lt $limit ]; do  # compgen: no process per look
-    if compgen -G "$tmp/big/sample_*.safetensors.tmp.$pid" >/dev/null; then seen=1; break; fi
+    if compgen -G "$tmp/big/sample_*.safetensors.tmp.$pid@*" >/dev/null; then seen=1; break; fi
     kill -0 $pid 2>/dev/null || break
 done
 t0=$(now)

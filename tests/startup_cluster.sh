@@ -33,7 +33,7 @@ comm: {deadline: $deadline, transport: 'tcp,self'}
 log: {level: warn}
 YAML
 
-echo "1..14"
+echo "1..16"
 
 # rank 5 does $CASE before (or instead of) the worker
 cat >"$tmp/wrap.sh" <<SH
@@ -257,3 +257,57 @@ for victim in 0 1 2 3; do
         nok "SIGKILL of rank $victim of 4 (pid '$pid', rc=$rc, ${dt}s, rerun rc=$rc2)" "$log"
     fi
 done
+
+# ---- one job per output directory: a second job on a busy output.dir is
+# refused (exit 2, the holder named) before it touches anything, and the
+# first job's samples are all intact; a lease whose holder is gone is taken
+# over with a warning
+wait_idle
+cat >"$tmp/lease.yaml" <<YAML
+steps: 8
+samples: 12
+latent_shape: [1, 8, 4, 32, 32]
+model: {dummy: {cost: sleep, step_ms: 150}}
+comm: {deadline: 20}
+log: {level: warn}
+YAML
+"$w" "$tmp/lease.yaml" --set output.dir="$tmp/lease_ref" >"$tmp/lease_ref.log" 2>&1
+timeout -k 5 60 srun --mpi=pmix -W 30 -N 2 -n 2 -J svp-lease-a "$w" "$tmp/lease.yaml" \
+    --set output.dir="$tmp/lease_out" >"$tmp/lease_a.log" 2>&1 &
+a_pid=$!
+for _ in $(seq 100); do [ -f "$tmp/lease_out/lease.json" ] && break; sleep 0.1; done
+sleep 0.5
+t0=$(now)
+timeout -k 5 60 srun --mpi=pmix -W 30 -N 2 -n 2 -J svp-lease-b "$w" "$tmp/lease.yaml" \
+    --set output.dir="$tmp/lease_out/." >"$tmp/lease_b.log" 2>&1
+rc_b=$?
+dt=$(since "$t0")
+wait "$a_pid"; rc_a=$?
+same=1
+for f in "$tmp"/lease_ref/sample_*.safetensors; do
+    cmp -s "$f" "$tmp/lease_out/$(basename "$f")" || same=0
+done
+if [ $rc_b -eq 2 ] && below "$dt" 10 && [ $rc_a -eq 0 ] && [ $same -eq 1 ] &&
+   grep -q -E "error output.dir .* is in use: its lease.json is held by job 'lease' \(.*lease.yaml, Slurm job [0-9]+\) on [^ ]+, pid [0-9]+" "$tmp/lease_b.log" &&
+   ! grep -q "error" "$tmp/lease_a.log" && [ ! -e "$tmp/lease_out/lease.json" ]; then
+    ok "a second job on a busy output.dir (2 nodes each): exit 2 in ${dt}s naming the holder; the first job's 12 samples intact, its lease released"
+else
+    cat "$tmp/lease_a.log" >>"$tmp/lease_b.log"
+    nok "second job on a busy output.dir (rc b=$rc_b in ${dt}s, a=$rc_a, intact=$same)" "$tmp/lease_b.log"
+fi
+
+# a stale lease (another node, silent for 10 minutes) is taken over
+wait_idle
+rm -rf "$tmp/lease_out"
+mkdir -p "$tmp/lease_out"
+now_s=$(date +%s)
+printf '{"job": "old", "spec_file": "old.yaml", "spec_key": "x", "shard": [0, 1], "slurm_job": "1", "array_job": "", "array_task": "", "host": "gone-node", "pid": 4242, "started": %s, "renewed": %s, "beat_s": 30}\n' \
+    $((now_s - 900)) $((now_s - 600)) >"$tmp/lease_out/lease.json"
+timeout -k 5 60 srun --mpi=pmix -W 30 -N 2 -n 2 "$w" "$tmp/lease.yaml" \
+    --set output.dir="$tmp/lease_out" >"$tmp/lease_c.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "warn  output.dir .*: took over the lease of job 'old' (old.yaml, Slurm job 1) on gone-node, pid 4242" "$tmp/lease_c.log" &&
+   [ "$(ls "$tmp/lease_out" | grep -c 'sample_.*safetensors$')" -eq 12 ]; then
+    ok "a stale lease (another node, not renewed for 10 minutes): taken over with a warning, the job ran"
+else
+    nok "stale lease (rc=$rc)" "$tmp/lease_c.log"
+fi

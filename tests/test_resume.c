@@ -7,10 +7,12 @@
  */
 #include "pipe/pipe.h"
 #include "pipe/deadline.h"
+#include "pipe/lease.h"
 #include "pipe/outdir.h"
 #include "pipe/resume.h"
 #include "pipe/samples.h"
 #include "rt/rt.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/stop.h"
 #include "common/util.h"
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void quiet(void)
@@ -282,54 +285,87 @@ static int only_even(int sample, void *arg)
 /* Only the project's own temporary names go; everything else stays. */
 Test(outdir, clean_removes_only_own_temporaries)
 {
-    char dir[] = "/tmp/svp_out_XXXXXX", sub[600];
-    int  n;
+    char  dir[] = "/tmp/svp_out_XXXXXX", sub[600], name[600];
+    const char *here = svp_log_hostname();
+    pid_t live, dead;
+    int   n;
 
     cr_assert_not_null(mkdtemp(dir));
-    touch(dir, "sample_000001.safetensors.tmp.123");
-    touch(dir, "sample_000002.safetensors.tmp.99");
-    snprintf(sub, sizeof(sub), "%s/sample_000004.tmp.123", dir);
+    /* a writer of this host still running, and one that has exited */
+    live = fork();
+    cr_assert_geq(live, 0);
+    if (live == 0) {
+        pause();
+        _exit(0);
+    }
+    dead = fork();
+    cr_assert_geq(dead, 0);
+    if (dead == 0) {
+        _exit(0);
+    }
+    waitpid(dead, NULL, 0);
+
+    touch(dir, "sample_000001.safetensors.tmp.123@gone-node");
+    snprintf(name, sizeof(name), "sample_000002.safetensors.tmp.99@%s", here);
+    touch(dir, name);
+    touch(dir, "sample_000002.safetensors.tmp.99@other-node");
+    snprintf(sub, sizeof(sub), "%s/sample_000004.tmp.123@gone-node", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);
-    touch(sub, "latents.safetensors.tmp.123");
-    snprintf(sub, sizeof(sub), "%s/sample_000006.old.55", dir);
+    touch(sub, "latents.safetensors.tmp.123@gone-node");
+    snprintf(sub, sizeof(sub), "%s/sample_000006.old.55@gone-node", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000006 missing: put back */
-    snprintf(sub, sizeof(sub), "%s/sample_000008.old.55", dir);
+    snprintf(sub, sizeof(sub), "%s/sample_000008.old.55@gone-node", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);
     snprintf(sub, sizeof(sub), "%s/sample_000008", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000008 there: old removed */
+    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live, here);
+    touch(dir, name);                         /* a live writer's: stays */
+    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead, here);
+    touch(dir, name);                         /* a dead one's: goes */
     /* not ours */
-    touch(dir, "notes.tmp.123");
+    touch(dir, "notes.tmp.123@gone-node");
     touch(dir, "sample_000003.safetensors");
     touch(dir, "sample_000003.safetensors.tmp.12a");
-    touch(dir, "sample_01.tmp.123");
-    touch(dir, "sample_000005.png.tmp.123");
-    touch(dir, "sample_000005.safetensors.old.123");
+    touch(dir, "sample_01.tmp.123@gone-node");
+    touch(dir, "sample_000005.png.tmp.123@gone-node");
+    touch(dir, "sample_000005.safetensors.old.123@gone-node");
+    touch(dir, "sample_000007.safetensors.tmp.123@");
 
-    /* a stopping rank: its own pid only */
+    /* a stopping rank: its own pid of this host only */
     cr_assert_eq(svp_pipe_outdir_clean(dir, 99, NULL, NULL, &n), SVP_OK);
     cr_assert_eq(n, 1);
-    cr_assert(!exists(dir, "sample_000002.safetensors.tmp.99"));
-    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123"));
+    snprintf(name, sizeof(name), "sample_000002.safetensors.tmp.99@%s", here);
+    cr_assert(!exists(dir, name));
+    cr_assert(exists(dir, "sample_000002.safetensors.tmp.99@other-node"));
+    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
 
     /* at start, only this rank's samples */
     cr_assert_eq(svp_pipe_outdir_clean(dir, 0, only_even, NULL, &n), SVP_OK);
-    cr_assert_eq(n, 3);
-    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123"));
-    cr_assert(!exists(dir, "sample_000004.tmp.123"));
+    cr_assert_eq(n, 5);
+    cr_assert(exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
+    cr_assert(!exists(dir, "sample_000002.safetensors.tmp.99@other-node"));
+    cr_assert(!exists(dir, "sample_000004.tmp.123@gone-node"));
     cr_assert(exists(dir, "sample_000006"));
-    cr_assert(!exists(dir, "sample_000006.old.55"));
+    cr_assert(!exists(dir, "sample_000006.old.55@gone-node"));
     cr_assert(exists(dir, "sample_000008"));
-    cr_assert(!exists(dir, "sample_000008.old.55"));
+    cr_assert(!exists(dir, "sample_000008.old.55@gone-node"));
+    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live, here);
+    cr_assert(exists(dir, name), "a live writer's temporary was removed");
+    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead, here);
+    cr_assert(!exists(dir, name), "a dead writer's temporary stayed");
 
     cr_assert_eq(svp_pipe_outdir_clean(dir, 0, NULL, NULL, &n), SVP_OK);
     cr_assert_eq(n, 1);
-    cr_assert(!exists(dir, "sample_000001.safetensors.tmp.123"));
-    cr_assert(exists(dir, "notes.tmp.123"));
+    cr_assert(!exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
+    cr_assert(exists(dir, "notes.tmp.123@gone-node"));
     cr_assert(exists(dir, "sample_000003.safetensors"));
     cr_assert(exists(dir, "sample_000003.safetensors.tmp.12a"));
-    cr_assert(exists(dir, "sample_01.tmp.123"));
-    cr_assert(exists(dir, "sample_000005.png.tmp.123"));
-    cr_assert(exists(dir, "sample_000005.safetensors.old.123"));
+    cr_assert(exists(dir, "sample_01.tmp.123@gone-node"));
+    cr_assert(exists(dir, "sample_000005.png.tmp.123@gone-node"));
+    cr_assert(exists(dir, "sample_000005.safetensors.old.123@gone-node"));
+    cr_assert(exists(dir, "sample_000007.safetensors.tmp.123@"));
+    kill(live, SIGKILL);
+    waitpid(live, NULL, 0);
     svp_rmtree(dir);
 }
 
@@ -412,5 +448,79 @@ Test(stop, pipeline_stops_between_steps)
     cr_assert_eq(svp_stop_exit_code(), 143);
     cr_assert_eq(run(dir, "", NULL, 0), SVP_ERR_CANCELED);
     cr_assert(!exists(dir, "sample_000000.safetensors"));
+    svp_rmtree(dir);
+}
+
+/* ---- the output directory's lease (pipe/lease.h) --------------------- */
+
+static void write_lease(const char *dir, const char *name, const char *host, long pid,
+                        double renewed_ago, int count)
+{
+    char  path[700];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "{\"job\": \"other\", \"spec_file\": \"other.yaml\", \"spec_key\": \"k\", "
+               "\"shard\": [0, %d], \"slurm_job\": \"\", \"array_job\": \"\", "
+               "\"array_task\": \"\", \"host\": \"%s\", \"pid\": %ld, \"started\": %f, "
+               "\"renewed\": %f, \"beat_s\": 30}\n", count, host, pid,
+            svp_clock_wall() - 100, svp_clock_wall() - renewed_ago);
+    fclose(f);
+}
+
+Test(lease, one_job_per_directory)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_pipe_shard_t  one = {0, 1}, s0 = {0, 3}, s1 = {1, 3};
+    svp_pipe_lease_t *a, *b;
+    pid_t             dead;
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    cr_assert(exists(dir, "lease.json"));
+    /* a second job (here: this live process again) is refused, named */
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j2", "j2.yaml", "k2", 30, why,
+                                     sizeof(why), &b), SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(why, "is in use: its lease.json is held by job 'j' (j.yaml) on "), "%s", why);
+    cr_assert_not_null(strstr(why, "remove "), "%s", why);
+    /* an array task of this directory is another layout: refused too */
+    cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &b), SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(why, "another spec or array layout"), "%s", why);
+    svp_pipe_lease_release(a);
+    cr_assert(!exists(dir, "lease.json"), "a released lease stays");
+
+    /* siblings of one array hold their shards at once */
+    cr_assert_eq(svp_pipe_lease_take(dir, &s0, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &b), SVP_OK, "%s", why);
+    svp_pipe_lease_release(a);
+    svp_pipe_lease_release(b);
+
+    /* gone holders: a dead pid of this host, a silent other host */
+    dead = fork();
+    cr_assert_geq(dead, 0);
+    if (dead == 0) {
+        _exit(0);
+    }
+    waitpid(dead, NULL, 0);
+    write_lease(dir, "lease.json", svp_log_hostname(), (long)dead, 1, 1);
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    svp_pipe_lease_release(a);
+    write_lease(dir, "lease.json", "far-node", 4242, 5 * 30, 1);
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    svp_pipe_lease_release(a);
+    /* a live one: another host that renewed it a beat ago */
+    write_lease(dir, "lease.json", "far-node", 4242, 20, 1);
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(why, "on far-node, pid 4242"), "%s", why);
     svp_rmtree(dir);
 }

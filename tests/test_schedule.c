@@ -445,3 +445,94 @@ Test(schedule, guidance_pairs)
         cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 1), SVP_ERR_INVALID_PARAM);
     }
 }
+
+/*
+ * svp_schedule_owner against what the executor does: for every layout of
+ * the tests (G groups x S positions x C lanes, both placements), a job's
+ * run list (every sample; a shard of it; a resumed list with holes) is
+ * dealt as pipe.c deals it, each rank's list is walked as the worker walks
+ * it, and each FINISH lane 0 runs must be the sample's owner's, once.
+ */
+static void check_owner(svp_placement_t placement, int G, int S, int C,
+                        const int *run, int nrun)
+{
+    svp_schedule_layout_t l = { placement, G, S, C };
+    svp_schedule_params_t p;
+    svp_schedule_iter_t   it;
+    const svp_schedule_action_t *a;
+    int  *finished, g, pos, lane, rank, k, j, n;
+
+    finished = calloc((size_t)nrun + 1, sizeof(*finished));
+    cr_assert_not_null(finished);
+    for (g = 0; g < G; ++g) {
+        /* the group's share: k = g, g + G, ... (svp_schedule_deal) */
+        for (n = 0, k = 0; k < nrun; ++k) {
+            int gk, jk;
+            svp_schedule_deal(&l, k, &gk, &jk);
+            n += (gk == g);
+        }
+        p.placement = placement;
+        p.stages    = S;
+        p.samples   = n;
+        p.inflight  = 2;
+        p.pairs     = C;
+        for (pos = 0; pos < S; ++pos) {
+            for (lane = 0; lane < ((C > 1) ? C : 1); ++lane) {
+                rank = (g * S + pos) * ((C > 1) ? C : 1) + lane;
+                cr_assert_eq(svp_schedule_iter_init_lane(&it, &p, pos, lane), SVP_OK);
+                while ((a = svp_schedule_iter_next(&it)) != NULL) {
+                    if (a->kind != SVP_SCHEDULE_FINISH || lane != 0) {
+                        continue;
+                    }
+                    j = a->j;
+                    k = g + j * G;     /* the job's k-th sample of its run */
+                    cr_assert_lt(k, nrun);
+                    cr_assert_eq(svp_schedule_owner(&l, k), rank,
+                                 "G=%d S=%d C=%d %s: sample %d (k=%d) finished by "
+                                 "rank %d, owner says %d", G, S, C,
+                                 placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends",
+                                 run[k], k, rank, svp_schedule_owner(&l, k));
+                    ++finished[k];
+                }
+            }
+        }
+    }
+    for (k = 0; k < nrun; ++k) {
+        cr_assert_eq(finished[k], 1, "G=%d S=%d C=%d: sample %d finished %d times",
+                     G, S, C, run[k], finished[k]);
+    }
+    free(finished);
+}
+
+Test(schedule, owner_is_who_the_executor_finishes_by)
+{
+    static const struct {
+        int G, S, C;
+    } layouts[] = {
+        {1, 1, 1}, {1, 2, 1}, {1, 3, 1}, {1, 4, 1}, {1, 6, 1}, {1, 7, 1}, {2, 2, 1},
+        {2, 3, 1}, {3, 2, 1}, {4, 1, 1}, {6, 1, 1}, {1, 1, 2}, {1, 2, 2}, {2, 2, 2},
+        {4, 1, 2}, {1, 4, 2}
+    };
+    svp_placement_t pl[] = { SVP_PLACEMENT_SPREAD, SVP_PLACEMENT_ENDS };
+    int             all[40], shard[14], resumed[30], n, i, x, y;
+
+    for (i = 0; i < 40; ++i) {
+        all[i] = i;
+    }
+    for (n = 0, i = 1; i < 40; i += 3) {
+        shard[n++] = i;                 /* shard 1 of 3 */
+    }
+    for (n = 0, i = 0; i < 40; ++i) {
+        if (i % 4 != 2 && n < 30) {
+            resumed[n++] = i;           /* an earlier run finished some */
+        }
+    }
+    for (x = 0; x < (int)(sizeof(layouts) / sizeof(layouts[0])); ++x) {
+        for (y = 0; y < 2; ++y) {
+            check_owner(pl[y], layouts[x].G, layouts[x].S, layouts[x].C, all, 40);
+            check_owner(pl[y], layouts[x].G, layouts[x].S, layouts[x].C, shard, 13);
+            check_owner(pl[y], layouts[x].G, layouts[x].S, layouts[x].C, resumed, n);
+            check_owner(pl[y], layouts[x].G, layouts[x].S, layouts[x].C, all, 1);
+        }
+    }
+}

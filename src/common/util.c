@@ -22,7 +22,7 @@ svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t le
     ssize_t     n;
     int         fd;
 
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%s", path, svp_tmp_tag()) >=
         (int)sizeof(tmp)) {
         svp_error("path too long: %s", path);
         return SVP_ERR_INVALID_PARAM;
@@ -336,4 +336,17 @@ bad:
         *bad_p = i;
     }
     return 0;
+}
+
+const char *svp_tmp_tag(void)
+{
+    static char tag[300];
+    static int  pid;
+
+    /* a fork gets its own; the host does not change */
+    if (pid != (int)getpid()) {
+        snprintf(tag, sizeof(tag), "%d@%s", (int)getpid(), svp_log_hostname());
+        pid = (int)getpid();
+    }
+    return tag;
 }

@@ -15,7 +15,15 @@
 #define SVP_MAX(_a, _b)    (((_a) > (_b)) ? (_a) : (_b))
 
 /*
- * Writes len bytes to path atomically: the data goes to "path.tmp.PID" in the
+ * The tag of this process's temporaries, "<pid>@<host>": a temporary is
+ * "<final>.tmp.<tag>" (a directory moved aside, "<final>.old.<tag>"), so
+ * that a start-up tells a dead writer's leftovers from a live writer's
+ * work on another node or in another container, where pids repeat.
+ */
+const char *svp_tmp_tag(void);
+
+/*
+ * Writes len bytes to path atomically: the data goes to "path.tmp.TAG" in the
  * same directory, is fsync'ed, then renamed over path.  On failure nothing is
  * left at path (an older file there stays intact) and the temporary is
  * removed.  Errors are logged with the path and %m.

@@ -73,7 +73,7 @@ svp_status_t svp_media_sample_dir_begin(const char *path,
     }
     dir->path = svp_strdup(path);
     if (dir->path == NULL ||
-        asprintf(&dir->tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+        asprintf(&dir->tmp, "%s.tmp.%s", path, svp_tmp_tag()) < 0) {
         dir->tmp = NULL;
         status   = SVP_ERR_NO_MEMORY;
         goto err_free_dir;
@@ -126,7 +126,7 @@ svp_status_t svp_media_sample_dir_commit(svp_media_sample_dir_h dir)
      * result aside first.  The final path is absent (never partial) in
      * between. */
     if (lstat(dir->path, &st) == 0) {
-        if (asprintf(&old, "%s.old.%d", dir->path, (int)getpid()) < 0) {
+        if (asprintf(&old, "%s.old.%s", dir->path, svp_tmp_tag()) < 0) {
             old    = NULL;
             status = SVP_ERR_NO_MEMORY;
             goto err_remove_tmp;

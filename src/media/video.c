@@ -356,7 +356,7 @@ svp_status_t svp_media_video_write_mp4(const char *path,
         return SVP_ERR_INVALID_PARAM;
     }
     pthread_once(&svp_media_av_log_once, svp_media_av_log_install);
-    if (asprintf(&wr.tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
+    if (asprintf(&wr.tmp, "%s.tmp.%s", path, svp_tmp_tag()) < 0) {
         return SVP_ERR_NO_MEMORY;
     }
     wr.width  = (frames->width + 1) & ~1;

@@ -16,16 +16,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <signal.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 /*
- * Parses "sample_<digits>[.safetensors].<tag>.<digits>" where tag is "tmp"
- * (or "old", only for a directory's name without an extension).  Returns 1
- * with the sample, the pid and the final name's length; 0 otherwise.
+ * Parses "sample_<digits>[.safetensors].<kind>.<pid>[@<host>]" where kind is
+ * "tmp" (or "old", only for a directory's name without an extension) and
+ * the host is the writer's (util.h svp_tmp_tag; none before 0.4).  Returns
+ * 1 with the sample, the pid, the host (pointing into name, "" when none)
+ * and the final name's length; 0 otherwise.
  */
 static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
-                                 size_t *final_len_p, int *old_p)
+                                 const char **host_p, size_t *final_len_p,
+                                 int *old_p)
 {
     const char *p = name, *q;
     long        sample, pid;
@@ -57,13 +61,28 @@ static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
     p += 5;
     for (q = p; *q >= '0' && *q <= '9'; ++q) {
     }
-    if (q == p || *q != '\0' || q - p > 10) {
+    if (q == p || q - p > 10 || (*q != '\0' && (*q != '@' || q[1] == '\0'))) {
         return 0;
     }
     pid       = strtol(p, NULL, 10);
     *sample_p = (int)sample;
     *pid_p    = pid;
+    *host_p   = (*q == '@') ? q + 1 : "";
     return 1;
+}
+
+/*
+ * Whether a temporary's writer may still be writing it: a live process of
+ * this host other than this one.  A writer on another host is the lease's
+ * earlier holder (pipe/lease.h), gone by the time this job holds it.
+ */
+static int svp_pipe_outdir_live_writer(long pid, const char *host)
+{
+    if (host[0] != '\0' && strcmp(host, svp_log_hostname()) != 0) {
+        return 0;
+    }
+    return (pid != (long)getpid()) &&
+           ((kill((pid_t)pid, 0) == 0) || (errno == EPERM));
 }
 
 svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
@@ -75,6 +94,7 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
     DIR           *d;
     char           path[4096], final[4096];
     size_t         flen;
+    const char    *host;
     long           epid;
     int            sample, old, removed = 0;
     svp_status_t   status = SVP_OK;
@@ -87,8 +107,15 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
         return (errno == ENOENT) ? SVP_OK : SVP_ERR_IO;
     }
     while ((de = readdir(d)) != NULL) {
-        if (!svp_pipe_outdir_parse(de->d_name, &sample, &epid, &flen, &old) ||
-            (pid > 0 && epid != pid) || (own != NULL && !own(sample, arg))) {
+        if (!svp_pipe_outdir_parse(de->d_name, &sample, &epid, &host, &flen, &old) ||
+            (pid > 0 && (epid != pid || (host[0] != '\0' &&
+                                         strcmp(host, svp_log_hostname()) != 0))) ||
+            (own != NULL && !own(sample, arg))) {
+            continue;
+        }
+        if (pid == 0 && svp_pipe_outdir_live_writer(epid, host)) {
+            svp_warn("left %s/%s: its writer, process %ld of this host, is running",
+                     dir, de->d_name, epid);
             continue;
         }
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);

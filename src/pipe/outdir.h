@@ -2,10 +2,10 @@
  * The output directory, before any work: is it usable, and what did an
  * interrupted run leave in it.
  *
- * Temporaries: outputs are written as "<final>.tmp.<pid>" and renamed into
- * place (util.h svp_file_write_atomic, media/sample_dir.h); a sample
- * directory being replaced is moved aside as "<final>.old.<pid>" for a
- * moment.  A process killed in between leaves these behind.  Only names of
+ * Temporaries: outputs are written as "<final>.tmp.<pid>@<host>" and
+ * renamed into place (util.h svp_file_write_atomic and svp_tmp_tag,
+ * media/sample_dir.h); a sample directory being replaced is moved aside as
+ * "<final>.old.<pid>@<host>" for a moment.  A process killed in between leaves these behind.  Only names of
  * exactly that form for the job's own outputs (sample_NNNNNN,
  * sample_NNNNNN.safetensors) are ever touched; any other file stays.
  */
@@ -18,8 +18,10 @@
 
 /*
  * Removes the temporaries in dir, recursively for directories.  pid > 0:
- * only those of that process (a stopping rank's own); pid == 0: all (at
- * start, before any rank of the job writes).  own(i, arg), when not NULL,
+ * only those of that process of this host (a stopping rank's own); pid ==
+ * 0: all whose writer is gone (at start, before any rank of the job
+ * writes, with output.dir's lease held: pipe/lease.h), leaving, with a
+ * warning, any whose writer is a live process of this host.  own(i, arg), when not NULL,
  * limits it to the samples i for which it returns non-zero.  A moved-aside
  * "<final>.old.<pid>" is put back when <final> is missing, else removed.
  * *removed_p (may be NULL) counts what was removed or put back.  A missing

@@ -763,18 +763,24 @@ static int svp_pipe_nsamples(const svp_pipe_params_t *params)
 /* This group's share of the job's sample list: positions g, g + G, ... */
 static svp_status_t svp_pipe_deal(svp_pipe_t *p)
 {
-    const svp_pipe_params_t *pp = p->params;
-    int                      total = svp_pipe_nsamples(pp), j, g = p->layout.group;
-    int                      G = p->layout.groups;
+    const svp_pipe_params_t *pp    = p->params;
+    svp_schedule_layout_t    l     = { pp->spec->pipeline.placement, p->layout.groups,
+                                       p->layout.stages, p->layout.pairs };
+    int                      total = svp_pipe_nsamples(pp), k, g, j, n = 0;
 
-    p->n   = (total > g) ? (total - g + G - 1) / G : 0;
-    p->idx = malloc((size_t)SVP_MAX(1, p->n) * sizeof(*p->idx));
+    /* this group's samples, dealt by the schedule's rule (svp_schedule_deal) */
+    p->idx = malloc((size_t)SVP_MAX(1, total) * sizeof(*p->idx));
     if (p->idx == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    for (j = 0; j < p->n; ++j) {
-        p->idx[j] = (pp->samples != NULL) ? pp->samples[g + j * G] : g + j * G;
+    for (k = 0; k < total; ++k) {
+        svp_schedule_deal(&l, k, &g, &j);
+        if (g == p->layout.group) {
+            p->idx[j] = (pp->samples != NULL) ? pp->samples[k] : k;
+            n         = j + 1;
+        }
     }
+    p->n = n;
     return SVP_OK;
 }
 

@@ -7,6 +7,7 @@
 #include "pipe/resume.h"
 #include "pipe/samples.h"
 #include "pipe/schedule.h"
+#include "spec/steps.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -27,9 +28,25 @@ enum {
     SVP_RESUME_BAD  = 2     /* made with other parameters: the job fails */
 };
 
-int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i)
+int svp_pipe_resume_finisher(const svp_spec_t *spec, int world,
+                             const svp_pipe_shard_t *shard, int i)
 {
-    return svp_schedule_place(spec->pipeline.placement, world, i, SVP_SCHEDULE_FINISHES);
+    svp_steps_layout_t    layout;
+    svp_schedule_layout_t l;
+    char                  err[256];
+
+    if (!svp_pipe_shard_owns(shard, i) ||
+        svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                               SVP_MAX(1, spec->pipeline.guidance_parallel), 0, err,
+                               sizeof(err), &layout) != SVP_OK) {
+        return -1;
+    }
+    l.placement = spec->pipeline.placement;
+    l.groups    = layout.groups;
+    l.stages    = layout.stages;
+    l.pairs     = layout.pairs;
+    /* sample i is the (i div n)-th of shard i mod n's list */
+    return svp_schedule_owner(&l, i / shard->count);
 }
 
 svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
@@ -122,7 +139,7 @@ static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
         v[i] = SVP_RESUME_RUN;
         /* another shard's samples are that task's business, finished or not */
         if (stage->ops->check_output == NULL || !svp_pipe_shard_owns(shard, i) ||
-            svp_pipe_resume_finisher(spec, world, i) != rank) {
+            svp_pipe_resume_finisher(spec, world, shard, i) != rank) {
             continue;
         }
         why[0] = '\0';
@@ -231,7 +248,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
             }
             for (i = 0; i < n; ++i) {
                 unsigned char v = (r == rank) ? mine[i] : ((unsigned char *)data)[i];
-                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(spec, world, i) == r) {
+                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(spec, world, shard, i) == r) {
                     all[i] = v;
                 }
                 if (v == SVP_RESUME_BAD && badrank < 0) {

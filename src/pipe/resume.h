@@ -40,8 +40,15 @@ typedef struct {
     int  agreed_failure;
 } svp_pipe_resume_t;
 
-/* The rank that finishes sample i in a job of world ranks. */
-int svp_pipe_resume_finisher(const svp_spec_t *spec, int world, int i);
+/*
+ * The rank that would write sample i (of the job's list; a sample of
+ * shard) were none of the shard's samples finished yet: its position in
+ * the shard's list, dealt by the schedule (svp_schedule_owner).  The rank
+ * that checks whether it is finished.  -1 for a sample of another shard or
+ * a layout the spec does not allow.
+ */
+int svp_pipe_resume_finisher(const svp_spec_t *spec, int world,
+                             const svp_pipe_shard_t *shard, int i);
 
 /*
  * Decides, with the other ranks of rt (collective: every rank calls it), which

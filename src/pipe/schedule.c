@@ -78,6 +78,15 @@ int svp_schedule_place(svp_placement_t placement, int stages, int j,
     return (end == SVP_SCHEDULE_ENCODES) ? 0 : stages - 1;
 }
 
+int svp_schedule_owner(const svp_schedule_layout_t *l, int k)
+{
+    int C = (l->pairs > 1) ? l->pairs : 1, g, j;
+
+    svp_schedule_deal(l, k, &g, &j);
+    return (g * l->stages + svp_schedule_place(l->placement, l->stages, j,
+                                               SVP_SCHEDULE_FINISHES)) * C;
+}
+
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank,
                         svp_schedule_slots_t *slots_p)
 {

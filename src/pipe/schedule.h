@@ -116,6 +116,37 @@ typedef enum {
 int svp_schedule_place(svp_placement_t placement, int stages, int j,
                        svp_schedule_end_t end);
 
+/*
+ * The job's layout as the schedule deals samples over it: G groups of S
+ * positions of C lanes, rank = g * S * C + position * C + lane.
+ */
+typedef struct {
+    svp_placement_t placement;
+    int             groups;      /* G */
+    int             stages;      /* S */
+    int             pairs;       /* C (0 or 1: one lane) */
+} svp_schedule_layout_t;
+
+/*
+ * The dealing rule, the only place it is written: the k-th sample of the
+ * samples a job runs (in order, after its shard and resume) goes to group
+ * k mod G, as that group's sample k div G.
+ */
+static inline void svp_schedule_deal(const svp_schedule_layout_t *l, int k,
+                                     int *group_p, int *j_p)
+{
+    *group_p = k % l->groups;
+    *j_p     = k / l->groups;
+}
+
+/*
+ * Which job rank finishes (decodes, writes the outputs of) the k-th sample
+ * the job runs: its group's position svp_schedule_place(.., FINISHES), lane
+ * 0.  The one answer to "who writes sample k"; the executor's FINISH
+ * actions agree with it (tests/test_schedule.c walks the layouts).
+ */
+int svp_schedule_owner(const svp_schedule_layout_t *l, int k);
+
 /* The slots of rank's list (of lane 0: lane 1 has no final slots, the
  * iterator's slots say). */
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank,

@@ -19,10 +19,12 @@
 #include "ops/ops_gpu.h"
 #include "ops/ops.h"
 
+#include "pipe/lease.h"
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
 #include "pipe/resume.h"
 #include "pipe/samples.h"
+#include "pipe/schedule.h"
 #include "common/stop.h"
 #include "rt/rt.h"
 #include "comm/comm.h"
@@ -136,8 +138,7 @@ static int svp_worker_owns(int sample, void *arg)
 {
     const svp_worker_own_t *o = arg;
 
-    return svp_pipe_shard_owns(o->shard, sample) &&
-           svp_pipe_resume_finisher(o->spec, o->world, sample) == o->rank;
+    return svp_pipe_resume_finisher(o->spec, o->world, o->shard, sample) == o->rank;
 }
 
 /*
@@ -192,6 +193,7 @@ typedef struct {
     int                    have_stage;  /* pp.stage is to be destroyed */
     int                    verdict;     /* every rank fails on the same verdict */
     svp_worker_beat_t     *beat;        /* task.json's heartbeat (rank 0) */
+    svp_pipe_lease_t      *lease;       /* output.dir's, held by rank 0 */
     svp_pipe_resume_t      resume;
     svp_worker_run_info_t  info;
     char                   trace_prefix[4096];
@@ -399,6 +401,64 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
     return SVP_OK;
 }
 
+#define SVP_WORKER_LEASE_KEY "svp.worker.lease"
+
+/*
+ * Rank 0 takes output.dir's lease for this task (pipe/lease.h) before any
+ * rank touches the directory, and the others learn the verdict: a job
+ * refused there leaves on every rank with exit 2, having removed nothing
+ * (the holder's temporaries are a write in progress).
+ */
+static svp_status_t svp_worker_take_lease(svp_worker_t *w)
+{
+    const svp_spec_t *spec = w->spec;
+    char              why[2048], key[24], *shared = NULL;
+    unsigned char     verdict = 0, *got = NULL;
+    size_t            len;
+    svp_status_t      status = SVP_OK;
+
+    if (w->rank == 0) {
+        if (svp_spec_dump_shared(spec, &shared) != SVP_OK) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        snprintf(key, sizeof(key), "%016llx",
+                 (unsigned long long)svp_hash_fnv1a(shared, strlen(shared), 0));
+        free(shared);
+        status = svp_pipe_lease_take(spec->output.dir, &w->shard, spec->name, spec->file,
+                                     key, svp_worker_beat_seconds(), why, sizeof(why),
+                                     &w->lease);
+        if (status != SVP_OK) {
+            svp_error("%s", why);
+            verdict = 1;
+        }
+        w->info.lease = w->lease;
+    }
+    if (w->world > 1) {
+        if (w->rank == 0) {
+            status = svp_rt_put(w->rt, SVP_WORKER_LEASE_KEY, &verdict, 1);
+        }
+        if (status == SVP_OK || w->rank == 0) {
+            svp_status_t st = svp_rt_fence(w->rt);
+            status = (status != SVP_OK) ? status : st;
+        }
+        if (w->rank != 0 && status == SVP_OK) {
+            status = svp_rt_get(w->rt, 0, SVP_WORKER_LEASE_KEY, (void **)&got, &len);
+            if (status == SVP_OK) {
+                verdict = (len == 1) ? got[0] : 1;
+                free(got);
+                status = verdict ? SVP_ERR_SPEC : SVP_OK;
+            }
+        }
+    }
+    if (verdict) {
+        /* the same verdict on every rank: none takes another's exit for a
+         * loss */
+        w->verdict = 1;
+        return SVP_ERR_SPEC;
+    }
+    return status;
+}
+
 /*
  * The model and the inputs, then the output folder and the samples still
  * to run: a bad model folder or image fails here, on every rank alike,
@@ -464,6 +524,10 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     }
     w->have_stage = 1;
 
+    status = svp_worker_take_lease(w);
+    if (status != SVP_OK) {
+        return status;
+    }
     status = svp_worker_prepare_output(w->rt, spec, &w->pp.stage, w->list->count,
                                        &w->shard, w->rank, w->world, &w->resume);
     if (status != SVP_OK) {
@@ -632,6 +696,31 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     return status;
 }
 
+/* Whether this rank wrote any of this run's samples (svp_schedule_owner). */
+static int svp_worker_writes(const svp_worker_t *w)
+{
+    svp_steps_layout_t    layout;
+    svp_schedule_layout_t l;
+    char                  err[256];
+    int                   k;
+
+    if (svp_steps_layout_pairs(w->spec->steps, w->world, w->spec->pipeline.stages,
+                               SVP_MAX(1, w->spec->pipeline.guidance_parallel), 0, err,
+                               sizeof(err), &layout) != SVP_OK) {
+        return 0;
+    }
+    l.placement = w->spec->pipeline.placement;
+    l.groups    = layout.groups;
+    l.stages    = layout.stages;
+    l.pairs     = layout.pairs;
+    for (k = 0; k < w->pp.nsamples; ++k) {
+        if (svp_schedule_owner(&l, k) == w->rank) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * Releases what init made, in reverse order, whatever point it reached
  * (each release takes NULL), tells the neighbours why this rank leaves, and
@@ -645,11 +734,13 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
     svp_trace_destroy(w->pp.trace);
     svp_comm_destroy(w->pp.comm);
     svp_pipe_resume_cleanup(&w->resume);
+    /* after the last fence (or the stop): no rank of this task writes now */
+    svp_pipe_lease_release(w->lease);
+    w->lease      = NULL;
+    w->info.lease = NULL;
     if (w->have_stage) {
         w->pp.stage.ops->destroy(w->pp.stage.self);
-        if (status == SVP_OK &&
-            (w->rank == w->world - 1 ||
-             w->spec->pipeline.placement == SVP_PLACEMENT_SPREAD)) {
+        if (status == SVP_OK && svp_worker_writes(w)) {
             svp_info("outputs in %s", w->spec->output.dir);
         }
     }

@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "svdworker_run.h"
+#include "pipe/lease.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -182,8 +183,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     return status;
 }
 
-/* SVP_TASK_BEAT, else SVP_WORKER_TASK_BEAT_S (a bad value is named once). */
-static double svp_worker_beat_seconds(void)
+double svp_worker_beat_seconds(void)
 {
     static double seconds = 0;
     const char   *env;
@@ -287,6 +287,7 @@ static void *svp_worker_beat_main(void *arg)
         if (!b->stop) {
             /* stop waits for this write: the last word is never a beat */
             svp_worker_task_write(b->spec, b->rt, b->info, b->started, 0, "running");
+            svp_pipe_lease_renew(b->info->lease);
         }
     }
     pthread_mutex_unlock(&b->lock);

@@ -38,7 +38,13 @@ typedef struct {
      * records describe the run that made the samples and stay (its attempt
      * is added to run.json's "attempts") */
     int              keep_records;
+    /* output.dir's lease (rank 0), renewed with every beat */
+    struct svp_pipe_lease *lease;
 } svp_worker_run_info_t;
+
+/* Seconds between the task file's rewrites: SVP_TASK_BEAT, else
+ * SVP_WORKER_TASK_BEAT_S (a bad value is named once). */
+double svp_worker_beat_seconds(void);
 
 /* Publishes this rank's host name; visible to others after the next fence. */
 svp_status_t svp_worker_run_publish(svp_rt_h rt);

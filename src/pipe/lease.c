@@ -1,0 +1,343 @@
+/*
+ * The output directory's lease: exclusive create, renewal, takeover of a
+ * gone holder (lease.h).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "pipe/lease.h"
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+struct svp_pipe_lease {
+    char    path[4096];
+    json_t *doc;
+};
+
+static const char *svp_pipe_lease_env(const char *name)
+{
+    const char *v = getenv(name);
+
+    return (v != NULL) ? v : "";
+}
+
+/* Who this process is, as a lease says it. */
+static json_t *svp_pipe_lease_doc(const svp_pipe_shard_t *shard, const char *job,
+                                  const char *spec_file, const char *spec_key,
+                                  double beat_s)
+{
+    double now = svp_clock_wall();
+
+    return json_pack("{s:s, s:s, s:s, s:[i, i], s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:f}",
+                     "job", job, "spec_file", spec_file, "spec_key", spec_key,
+                     "shard", shard->index,
+                     shard->count, "slurm_job", svp_pipe_lease_env("SLURM_JOB_ID"),
+                     "array_job", svp_pipe_lease_env("SLURM_ARRAY_JOB_ID"),
+                     "array_task", svp_pipe_lease_env("SLURM_ARRAY_TASK_ID"),
+                     "host", svp_log_hostname(), "pid", (json_int_t)getpid(),
+                     "started", now, "renewed", now, "beat_s", beat_s);
+}
+
+static const char *svp_pipe_lease_str(json_t *doc, const char *key)
+{
+    const char *s = json_string_value(json_object_get(doc, key));
+
+    return (s != NULL) ? s : "";
+}
+
+/*
+ * Whether the holder in doc is gone; *why_p says how (a static phrase), or
+ * what makes it live.
+ */
+static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
+{
+    const char *host  = svp_pipe_lease_str(doc, "host");
+    const char *job   = svp_pipe_lease_str(doc, "slurm_job");
+    const char *task  = svp_pipe_lease_str(doc, "array_task");
+    double      beat  = json_number_value(json_object_get(doc, "beat_s"));
+    double      age   = svp_clock_wall() - json_number_value(json_object_get(doc, "renewed"));
+    pid_t       pid   = (pid_t)json_integer_value(json_object_get(doc, "pid"));
+
+    if (!json_is_object(doc) || host[0] == '\0' || pid <= 0) {
+        *why_p = "its lease does not say who holds it";
+        return 1;
+    }
+    if (job[0] != '\0' && strcmp(job, svp_pipe_lease_env("SLURM_JOB_ID")) == 0 &&
+        strcmp(task, svp_pipe_lease_env("SLURM_ARRAY_TASK_ID")) == 0) {
+        *why_p = "it was this Slurm job's earlier attempt (a requeue or a restart)";
+        return 1;
+    }
+    if (strcmp(host, svp_log_hostname()) == 0) {
+        if (kill(pid, 0) != 0 && errno == ESRCH) {
+            *why_p = "its process no longer exists on this host";
+            return 1;
+        }
+        *why_p = "its process is running on this host";
+        return 0;
+    }
+    if (beat <= 0) {
+        beat = 30;
+    }
+    if (age > SVP_PIPE_LEASE_BEATS * beat) {
+        *why_p = "it was not renewed for longer than 4 beats";
+        return 1;
+    }
+    *why_p = "it was renewed lately from another host";
+    return 0;
+}
+
+/* "job 'x' (Slurm job 123, array task 4) on n1, pid 567, started ...,
+ * renewed 3 s ago" */
+static void svp_pipe_lease_holder(json_t *doc, char *buf, size_t len)
+{
+    char        when[64] = "?", slurm[96] = "";
+    time_t      t = (time_t)json_number_value(json_object_get(doc, "started"));
+    struct tm   tm;
+    const char *job  = svp_pipe_lease_str(doc, "slurm_job");
+    const char *task = svp_pipe_lease_str(doc, "array_task");
+
+    if (gmtime_r(&t, &tm) != NULL) {
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    }
+    if (job[0] != '\0') {
+        snprintf(slurm, sizeof(slurm), ", Slurm job %s%s%s", job,
+                 task[0] ? ", array task " : "", task);
+    }
+    snprintf(buf, len, "job '%s' (%s%s) on %s, pid %lld, started %s, renewed %.0f s ago",
+             svp_pipe_lease_str(doc, "job"), svp_pipe_lease_str(doc, "spec_file"),
+             slurm, svp_pipe_lease_str(doc, "host"),
+             (long long)json_integer_value(json_object_get(doc, "pid")), when,
+             svp_clock_wall() - json_number_value(json_object_get(doc, "renewed")));
+}
+
+static svp_status_t svp_pipe_lease_write(const char *path, json_t *doc)
+{
+    char        *text = json_dumps(doc, JSON_INDENT(1));
+    svp_status_t status;
+
+    if (text == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    status = svp_file_write_atomic(path, text, strlen(text));
+    free(text);
+    return status;
+}
+
+/* Creates path exclusively with doc; 1 when created, 0 when it exists, -1
+ * on another error (errno set). */
+static int svp_pipe_lease_create(const char *path, json_t *doc)
+{
+    char   *text = json_dumps(doc, JSON_INDENT(1));
+    size_t  n;
+    ssize_t w;
+    int     fd, err;
+
+    if (text == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        err = errno;
+        free(text);
+        errno = err;
+        return (err == EEXIST) ? 0 : -1;
+    }
+    n = strlen(text);
+    w = write(fd, text, n);
+    err = errno;
+    if (w != (ssize_t)n || fsync(fd) != 0) {
+        close(fd);
+        unlink(path);
+        free(text);
+        errno = (w < 0) ? err : EIO;
+        return -1;
+    }
+    close(fd);
+    free(text);
+    return 1;
+}
+
+/*
+ * Another task's live lease in dir that excludes this one: a lease of
+ * another layout (the whole job against a shard, another N).  Siblings of
+ * the same N hold other shards at once.
+ */
+static int svp_pipe_lease_conflict(const char *dir, const char *mine,
+                                   const svp_pipe_shard_t *shard, const char *spec_key,
+                                   char *holder, size_t len)
+{
+    struct dirent *de;
+    DIR           *d = opendir(dir);
+    char           path[4096];
+    const char    *why;
+    json_t        *doc, *sh;
+    int            found = 0;
+
+    if (d == NULL) {
+        return 0;
+    }
+    while (!found && (de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "lease", 5) != 0 || strcmp(de->d_name, mine) == 0 ||
+            strstr(de->d_name, ".tmp.") != NULL ||
+            strcmp(de->d_name + strlen(de->d_name) - 5, ".json") != 0) {
+            continue;
+        }
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        doc = json_load_file(path, 0, NULL);
+        sh  = json_object_get(doc, "shard");
+        if (json_is_array(sh) &&
+            (json_integer_value(json_array_get(sh, 1)) != shard->count ||
+             strcmp(svp_pipe_lease_str(doc, "spec_key"), spec_key) != 0) &&
+            !svp_pipe_lease_gone(doc, &why)) {
+            svp_pipe_lease_holder(doc, holder, len);
+            found = 1;
+        }
+        json_decref(doc);
+    }
+    closedir(d);
+    return found;
+}
+
+svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
+                                 const char *job, const char *spec_file,
+                                 const char *spec_key, double beat_s, char *why,
+                                 size_t len, svp_pipe_lease_t **lease_p)
+{
+    svp_pipe_lease_t *lease;
+    char              name[64], holder[768];
+    const char       *gone;
+    json_t           *old, *now;
+    int               rc, tries;
+    svp_status_t      status;
+
+    status = svp_mkdir_p(dir, 0755);
+    if (status != SVP_OK) {
+        snprintf(why, len, "output directory %s cannot be created: %s", dir,
+                 strerror(errno));
+        return SVP_ERR_IO;
+    }
+    lease = calloc(1, sizeof(*lease));
+    if (lease == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    svp_pipe_shard_file(shard, "lease", ".json", name, sizeof(name));
+    snprintf(lease->path, sizeof(lease->path), "%s/%s", dir, name);
+    lease->doc = svp_pipe_lease_doc(shard, job, spec_file, spec_key, beat_s);
+    if (lease->doc == NULL) {
+        free(lease);
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (svp_pipe_lease_conflict(dir, name, shard, spec_key, holder, sizeof(holder))) {
+        snprintf(why, len, "output.dir %s is in use by %s, a job of another spec or "
+                 "array layout: one job per output directory (use another "
+                 "output.dir, or wait for that job)", dir, holder);
+        status = SVP_ERR_SPEC;
+        goto err;
+    }
+    for (tries = 0; tries < 3; ++tries) {
+        rc = svp_pipe_lease_create(lease->path, lease->doc);
+        if (rc > 0) {
+            *lease_p = lease;
+            return SVP_OK;
+        }
+        if (rc < 0) {
+            snprintf(why, len, "output directory %s: cannot create a file in it (%s): "
+                     "%s", dir, name, strerror(errno));
+            status = SVP_ERR_IO;
+            goto err;
+        }
+        old = json_load_file(lease->path, 0, NULL);
+        if (old == NULL) {
+            /* being replaced this instant, or removed: look again */
+            usleep(100000);
+            continue;
+        }
+        svp_pipe_lease_holder(old, holder, sizeof(holder));
+        if (!svp_pipe_lease_gone(old, &gone)) {
+            snprintf(why, len, "output.dir %s is in use: its %s is held by %s (%s). "
+                     "One job per output directory: wait for that job, use another "
+                     "output.dir, or, if that job is gone, remove %s", dir, name,
+                     holder, gone, lease->path);
+            json_decref(old);
+            status = SVP_ERR_SPEC;
+            goto err;
+        }
+        /* the holder is gone: take over, then read back, since another job
+         * may be taking it over at the same moment (the last rename wins) */
+        json_decref(old);
+        status = svp_pipe_lease_write(lease->path, lease->doc);
+        if (status != SVP_OK) {
+            snprintf(why, len, "output.dir %s: cannot write %s", dir, name);
+            goto err;
+        }
+        usleep(50000);
+        now = json_load_file(lease->path, 0, NULL);
+        rc  = json_equal(now, lease->doc);
+        json_decref(now);
+        if (rc) {
+            svp_warn("output.dir %s: took over the lease of %s: %s", dir, holder, gone);
+            *lease_p = lease;
+            return SVP_OK;
+        }
+    }
+    snprintf(why, len, "output.dir %s: another job took %s at the same moment", dir,
+             name);
+    status = SVP_ERR_SPEC;
+err:
+    json_decref(lease->doc);
+    free(lease);
+    return status;
+}
+
+svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)
+{
+    svp_status_t status;
+
+    if (lease == NULL) {
+        return SVP_OK;
+    }
+    json_object_set_new(lease->doc, "renewed", json_real(svp_clock_wall()));
+    status = svp_pipe_lease_write(lease->path, lease->doc);
+    if (status != SVP_OK) {
+        svp_warn("cannot renew the lease %s: another job may take the directory "
+                 "over after %d beats", lease->path, SVP_PIPE_LEASE_BEATS);
+    }
+    return status;
+}
+
+void svp_pipe_lease_release(svp_pipe_lease_t *lease)
+{
+    json_t *now;
+
+    if (lease == NULL) {
+        return;
+    }
+    /* only our own: a job that took it over after we were thought gone
+     * keeps it */
+    now = json_load_file(lease->path, 0, NULL);
+    if (now != NULL &&
+        json_integer_value(json_object_get(now, "pid")) == (json_int_t)getpid() &&
+        strcmp(svp_pipe_lease_str(now, "host"), svp_log_hostname()) == 0) {
+        if (unlink(lease->path) != 0) {
+            svp_warn("cannot remove the lease %s: %m", lease->path);
+        }
+    }
+    json_decref(now);
+    json_decref(lease->doc);
+    free(lease);
+}
