@@ -51,6 +51,8 @@ typedef struct {
     double updated, beat;           /* last written; seconds between (0: unknown) */
     char   state[16];               /* running, done, failed, stopped, lost */
     char   slurm_job[32];
+    char   name[48];                /* how Slurm names it: JOB_TASK for an
+                                       array task, else its job id; "" */
     int    done;                    /* outputs of the shard found */
     int    made;                    /* of those, made since started */
 } status_task_t;
@@ -91,7 +93,7 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
 {
     json_error_t jerr;
     json_t      *doc;
-    const char  *state = NULL, *jobname = NULL, *sj = NULL;
+    const char  *state = NULL, *jobname = NULL, *sj = NULL, *aj = NULL, *at = NULL;
     int          i = -1, n = -1, total = -1;
 
     doc = json_load_file(path, 0, &jerr);
@@ -120,6 +122,14 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
         snprintf(t->state, sizeof(t->state), "lost");
     }
     snprintf(t->slurm_job, sizeof(t->slurm_job), "%s", sj ? sj : "");
+    /* an array task as scancel and sbatch --array take it: JOB_TASK */
+    aj = json_string_value(json_object_get(doc, "array_job"));
+    at = json_string_value(json_object_get(doc, "array_task"));
+    if (aj != NULL && at != NULL && aj[0] != '\0' && at[0] != '\0') {
+        snprintf(t->name, sizeof(t->name), "%.20s_%.20s", aj, at);
+    } else {
+        snprintf(t->name, sizeof(t->name), "%s", t->slurm_job);
+    }
     snprintf(job, joblen, "%s", jobname);
     *total_p = total;
     json_decref(doc);
@@ -307,36 +317,79 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
     return SVP_OK;
 }
 
-/* "4, 7-9, 12": the failed samples (at most max ranges); *n_p counts them. */
-static void status_ranges(const status_t *s, char *buf, size_t len, int max, int *n_p)
+/* Whether task t made nothing more: it failed, was stopped or lost. */
+static int status_task_ended_short(const status_task_t *t)
 {
-    size_t used = 0;
-    int    i = 0, j, ranges = 0, n = 0;
+    return t->count > 0 && (!strcmp(t->state, "failed") || !strcmp(t->state, "stopped") ||
+                            !strcmp(t->state, "lost"));
+}
 
-#define STATUS_FAILED(_i) \
-    (!s->done[_i] && s->count > 0 && s->tasks[(_i) % s->count].count > 0 && \
-     (!strcmp(s->tasks[(_i) % s->count].state, "failed") || \
-      !strcmp(s->tasks[(_i) % s->count].state, "stopped") || \
-      !strcmp(s->tasks[(_i) % s->count].state, "lost")))
-    buf[0] = '\0';
-    while (i < s->total) {
-        if (!STATUS_FAILED(i)) {
-            ++i;
+/*
+ * The failed samples (not done, their task failed, stopped or lost), every
+ * one of them, as strided runs: a shard's samples are i, i + n, ..., so its
+ * missing ones read "23-199:3" rather than a list.  Text into *text_p
+ * (malloc'ed: "1-148:3, 2, 5-11"), JSON into *json_p (integers, and
+ * [first, last, step] for a run of three or more); *n_p counts them.
+ */
+static svp_status_t status_failed(const status_t *s, char **text_p, json_t **json_p,
+                                  int *n_p)
+{
+    int    *v, n = 0, i, j, step, k;
+    size_t  used = 0, cap = 256;
+    char   *text = malloc(cap), *grown, item[64];
+    json_t *arr = json_array();
+
+    v = malloc((size_t)SVP_MAX(s->total, 1) * sizeof(*v));
+    if (v == NULL || text == NULL || arr == NULL) {
+        free(v);
+        free(text);
+        json_decref(arr);
+        return SVP_ERR_NO_MEMORY;
+    }
+    text[0] = '\0';
+    /* task by task (their strides), in the order of the tasks */
+    for (k = 0; k < s->count; ++k) {
+        if (!status_task_ended_short(&s->tasks[k])) {
             continue;
         }
-        for (j = i; j + 1 < s->total && STATUS_FAILED(j + 1); ++j) {
+        for (i = k; i < s->total; i += s->count) {
+            if (!s->done[i]) {
+                v[n++] = i;
+            }
         }
-        n += j - i + 1;
-        if (ranges++ < max && used < len) {
-            used += (size_t)snprintf(buf + used, len - used, (i == j) ? "%s%d" : "%s%d-%d",
-                                     used ? ", " : "", i, j);
-        } else if (ranges == max + 1 && used < len) {
-            used += (size_t)snprintf(buf + used, len - used, ", ...");
-        }
-        i = j + 1;
     }
-#undef STATUS_FAILED
-    *n_p = n;
+    for (i = 0; i < n; i = j + 1) {
+        step = (i + 1 < n) ? v[i + 1] - v[i] : 0;
+        for (j = i; j + 1 < n && v[j + 1] - v[j] == step; ++j) {
+        }
+        if (j - i + 1 < 3) {
+            j = i;      /* too short for a run: one number */
+        }
+        if (j == i) {
+            snprintf(item, sizeof(item), "%d", v[i]);
+            json_array_append_new(arr, json_integer(v[i]));
+        } else {
+            snprintf(item, sizeof(item), (step == 1) ? "%d-%d" : "%d-%d:%d", v[i], v[j],
+                     step);
+            json_array_append_new(arr, json_pack("[i, i, i]", v[i], v[j], step));
+        }
+        while (used + strlen(item) + 3 > cap) {
+            grown = realloc(text, cap *= 2);
+            if (grown == NULL) {
+                free(v);
+                free(text);
+                json_decref(arr);
+                return SVP_ERR_NO_MEMORY;
+            }
+            text = grown;
+        }
+        used += (size_t)snprintf(text + used, cap - used, "%s%s", used ? ", " : "", item);
+    }
+    free(v);
+    *text_p = text;
+    *json_p = arr;
+    *n_p    = n;
+    return SVP_OK;
 }
 
 /* A task's own rate: its shard's outputs made since it started. */
@@ -352,10 +405,10 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
 {
     status_t     s;
     double       now = svp_clock_wall(), rate = 0, eta = -1, t0 = 0, t1 = 0;
-    int          i, running = 0, made = 0, nfailed = 0, remaining;
-    char         failed[1024], b1[32], b2[32];
+    int          i, running = 0, made = 0, nfailed = 0, remaining = 0, orphaned;
+    char         b1[32], b2[32], *failed = NULL;
     svp_status_t status;
-    json_t      *doc, *tasks;
+    json_t      *doc, *tasks, *jfailed = NULL;
 
     memset(&s, 0, sizeof(s));
     s.total = -1;
@@ -371,6 +424,8 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
         if (!strcmp(t->state, "running")) {
             running++;
             rate += status_task_rate(t, now);
+            /* what running tasks will still make: the ETA's work */
+            remaining += SVP_MAX(t->samples_shard - t->done, 0);
         }
         made += t->made;
         t0 = (t0 == 0 || t->started < t0) ? t->started : t0;
@@ -380,11 +435,16 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
     if (running == 0 && made > 0 && t1 > t0) {
         rate = made / (t1 - t0);   /* the last runs, over their span */
     }
-    remaining = SVP_MAX(s.total, 0) - s.ndone;
+    /* samples no running task will make: those of tasks that ended short
+     * or never started */
+    orphaned = SVP_MAX(s.total, 0) - s.ndone - remaining;
     if (running > 0 && rate > 0) {
         eta = remaining / rate;
     }
-    status_ranges(&s, failed, sizeof(failed), 16, &nfailed);
+    status = status_failed(&s, &failed, &jfailed, &nfailed);
+    if (status != SVP_OK) {
+        goto out;
+    }
 
     if (as_json) {
         tasks = json_array();
@@ -397,15 +457,18 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                 continue;
             }
             json_array_append_new(tasks, json_pack(
-                "{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:s}", "index", t->index,
-                "count", t->count, "state", t->state, "done", t->done, "samples",
-                t->samples_shard, "started", t->started, "ended", t->ended, "updated",
-                t->updated, "rate", status_task_rate(t, now), "slurm_job", t->slurm_job));
+                "{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:s, s:s}", "index",
+                t->index, "count", t->count, "state", t->state, "done", t->done,
+                "samples", t->samples_shard, "started", t->started, "ended", t->ended,
+                "updated", t->updated, "rate", status_task_rate(t, now), "slurm_job",
+                t->slurm_job, "name", t->name));
         }
-        doc = json_pack("{s:s, s:s, s:i, s:i, s:f, s:o, s:i, s:s, s:o}", "job", s.job,
-                        "dir", dir, "done", s.ndone, "total", s.total, "rate", rate,
-                        "eta_s", (eta >= 0) ? json_real(eta) : json_null(),
-                        "failed_count", nfailed, "failed", failed, "tasks", tasks);
+        doc = json_pack("{s:s, s:s, s:i, s:i, s:f, s:o, s:i, s:i, s:i, s:O, s:s, s:o}",
+                        "job", s.job, "dir", dir, "done", s.ndone, "total", s.total,
+                        "rate", rate, "eta_s", (eta >= 0) ? json_real(eta) : json_null(),
+                        "remaining", remaining, "orphaned", orphaned,
+                        "failed_count", nfailed, "failed", jfailed, "failed_ranges",
+                        failed, "tasks", tasks);
         if (doc == NULL) {
             status = SVP_ERR_NO_MEMORY;
             goto out;
@@ -435,15 +498,14 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
             continue;
         }
         fprintf(out, "  task %d of %d: %d of %d done, %s%s%s", i, s.count, t->done,
-                t->samples_shard, t->state, t->slurm_job[0] ? " (job " : "",
-                t->slurm_job[0] ? t->slurm_job : "");
-        fprintf(out, "%s, %.3f samples/s\n", t->slurm_job[0] ? ")" : "",
+                t->samples_shard, t->state, t->name[0] ? " (job " : "", t->name);
+        fprintf(out, "%s, %.3f samples/s\n", t->name[0] ? ")" : "",
                 status_task_rate(t, now));
     }
     for (i = 0; i < s.count; ++i) {
         const status_task_t *t = &s.tasks[i];
         if (t->count > 0 && !strcmp(t->state, "lost")) {
-            char who[64] = "the task";
+            char who[96] = "the task";
 
             if (s.count > 1) {
                 snprintf(who, sizeof(who), "task %d of %d", i, s.count);
@@ -453,16 +515,21 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                     "out of memory) or its node lost%s%s%s\n", who,
                     svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
                     svp_clock_format_duration(t->beat, b2, sizeof(b2)),
-                    t->slurm_job[0] ? "; sacct -j " : "", t->slurm_job,
-                    t->slurm_job[0] ? " says which" : "");
+                    t->name[0] ? "; sacct -j " : "", t->name,
+                    t->name[0] ? " says which" : "");
         }
     }
     if (eta >= 0) {
-        fprintf(out, "rate %.3f samples/s, eta %s (%d running)\n", rate,
-                svp_clock_format_duration(eta, b1, sizeof(b1)), running);
+        fprintf(out, "rate %.3f samples/s, eta %s for the %d sample%s the %d running "
+                "task%s will make\n", rate, svp_clock_format_duration(eta, b1, sizeof(b1)),
+                remaining, remaining == 1 ? "" : "s", running, running == 1 ? "" : "s");
     } else if (rate > 0) {
         fprintf(out, "rate %.3f samples/s over %s; nothing running\n", rate,
                 svp_clock_format_duration(t1 - t0, b2, sizeof(b2)));
+    }
+    if (running > 0 && orphaned > 0) {
+        fprintf(out, "%d sample%s no running task will make (their tasks ended or did "
+                "not start)\n", orphaned, orphaned == 1 ? "" : "s");
     }
     if (nfailed > 0) {
         fprintf(out, "failed: %d sample%s not made by a failed, stopped or lost task: %s "
@@ -474,6 +541,8 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                 s.nunknown == 1 ? "" : "s");
     }
 out:
+    free(failed);
+    json_decref(jfailed);
     free(s.tasks);
     free(s.done);
     return status;
@@ -502,28 +571,82 @@ static int status_scontrol_field(const char *rec, const char *key, char *out,
     return 0;
 }
 
+/* Whether s is a job id Slurm could know: N or N_T, N > 0, no leading 0. */
+static int status_is_jobid(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+
+    if (n == 0 || n > 20 || s[0] == '0') {
+        return 0;
+    }
+    if (s[n] == '\0') {
+        return 1;
+    }
+    return s[n] == '_' && s[n + 1] != '\0' && strlen(s + n + 1) <= 10 &&
+           s[n + 1 + strspn(s + n + 1, "0123456789")] == '\0';
+}
+
+/* Runs cmd and reads at most len - 1 bytes of its output into buf; the
+ * command's exit status (-1 when it cannot run). */
+static int status_run(const char *cmd, char *buf, size_t len, size_t *got_p)
+{
+    FILE  *p = popen(cmd, "r");
+    size_t got = 0;
+    int    rc;
+
+    if (p == NULL) {
+        buf[0] = '\0';
+        *got_p = 0;
+        return -1;
+    }
+    got = fread(buf, 1, len - 1, p);
+    rc  = pclose(p);
+    buf[got] = '\0';
+    *got_p   = got;
+    return rc;
+}
+
+/* The '# svdpipe output.dir:' line of a rendered script's header in text;
+ * relative to workdir.  1 when found. */
+static int status_script_output(const char *text, const char *workdir, char *dir,
+                                size_t len)
+{
+    size_t      mlen = strlen(SVP_LAUNCH_OUTPUT_MARK), n;
+    const char *line = text;
+
+    while (line != NULL && *line != '\0') {
+        n = strcspn(line, "\n");
+        if (strncmp(line, SVP_LAUNCH_OUTPUT_MARK, mlen) == 0) {
+            if (line[mlen] == '/') {
+                snprintf(dir, len, "%.*s", (int)(n - mlen), line + mlen);
+            } else {
+                snprintf(dir, len, "%s/%.*s", workdir, (int)(n - mlen), line + mlen);
+            }
+            return 1;
+        }
+        if (line[0] != '#') {
+            return 0;   /* the header is over */
+        }
+        line = (line[n] == '\n') ? line + n + 1 : NULL;
+    }
+    return 0;
+}
+
 svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
                                    char *errbuf, int errlen)
 {
-    char    cmd[128], rec[16384], script[4096], workdir[4096], *line = NULL;
-    size_t  got = 0, cap = 0, mlen = strlen(SVP_LAUNCH_OUTPUT_MARK);
-    FILE   *p, *f;
-    int     rc, found = 0;
+    char   cmd[160], rec[16384], script[4096], workdir[4096], id[64], *text = NULL;
+    size_t got = 0;
+    FILE  *f;
+    int    rc, found;
 
-    if (jobid[strspn(jobid, "0123456789_")] != '\0' || strlen(jobid) > 40) {
-        svp_errf(errbuf, errlen, "'%s' is neither an output directory nor a "
-                 "Slurm job id", jobid);
+    if (!status_is_jobid(jobid)) {
+        svp_errf(errbuf, errlen, "'%s' is neither an output directory nor a Slurm "
+                 "job id (N or N_T for an array task, N > 0)", jobid);
         return SVP_ERR_USAGE;
     }
     snprintf(cmd, sizeof(cmd), "scontrol show job -o '%s' 2>&1", jobid);
-    p = popen(cmd, "r");
-    if (p != NULL) {
-        got = fread(rec, 1, sizeof(rec) - 1, p);
-        rc  = pclose(p);
-    } else {
-        rc = -1;
-    }
-    rec[got] = '\0';
+    rc = status_run(cmd, rec, sizeof(rec), &got);
     if (rc != 0) {
         rec[strcspn(rec, "\n")] = '\0';   /* scontrol's one-line reason */
         svp_errf(errbuf, errlen, "job %s: scontrol show job: %s (Slurm forgets a "
@@ -531,40 +654,58 @@ svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
                  jobid, got > 0 ? rec : "cannot run scontrol");
         return SVP_ERR_NOT_FOUND;
     }
-    if (!status_scontrol_field(rec, "Command", script, sizeof(script)) ||
-        !status_scontrol_field(rec, "WorkDir", workdir, sizeof(workdir))) {
-        svp_errf(errbuf, errlen, "job %s: scontrol names no batch script "
-                 "(Command=) or WorkDir=: not a job svdlaunch submitted; give "
-                 "its output directory", jobid);
+    /* the record must be the job asked for: JobId=N, or ArrayJobId=N with
+     * ArrayTaskId=T for N_T */
+    if (strchr(jobid, '_') != NULL) {
+        char aj[32], at[32];
+
+        if (!status_scontrol_field(rec, "ArrayJobId", aj, sizeof(aj)) ||
+            !status_scontrol_field(rec, "ArrayTaskId", at, sizeof(at))) {
+            aj[0] = at[0] = '\0';
+        }
+        snprintf(id, sizeof(id), "%s_%s", aj, at);
+    } else if (!status_scontrol_field(rec, "JobId", id, sizeof(id))) {
+        id[0] = '\0';
+    }
+    if (strcmp(id, jobid) != 0) {
+        svp_errf(errbuf, errlen, "job %s: Slurm does not know it (give its output "
+                 "directory)", jobid);
         return SVP_ERR_NOT_FOUND;
     }
-    f = fopen(script, "r");
-    while (f != NULL && getline(&line, &cap, f) > 0) {
-        if (strncmp(line, SVP_LAUNCH_OUTPUT_MARK, mlen) == 0) {
-            line[strcspn(line, "\n")] = '\0';
-            if (line[mlen] == '/') {
-                snprintf(dir, len, "%s", line + mlen);
-            } else {
-                snprintf(dir, len, "%s/%s", workdir, line + mlen);
-            }
-            found = 1;
-            break;
-        }
-        if (line[0] != '#') {
-            break;   /* the header is over */
-        }
-    }
-    free(line);
-    if (f == NULL) {
-        svp_errf(errbuf, errlen, "job %s: cannot read its script %s: %s; give its "
-                 "output directory", jobid, script, strerror(errno));
+    if (!status_scontrol_field(rec, "WorkDir", workdir, sizeof(workdir))) {
+        svp_errf(errbuf, errlen, "job %s: scontrol names no WorkDir=: give its "
+                 "output directory", jobid);
         return SVP_ERR_NOT_FOUND;
     }
-    fclose(f);
+    if (status_scontrol_field(rec, "Command", script, sizeof(script)) &&
+        strcmp(script, "(null)") != 0 && (f = fopen(script, "r")) != NULL) {
+        text = malloc(65536);
+        got  = (text != NULL) ? fread(text, 1, 65535, f) : 0;
+        fclose(f);
+        if (text != NULL) {
+            text[got] = '\0';
+        }
+    } else {
+        /* a script piped into sbatch has no file: Slurm keeps a copy */
+        text = malloc(65536);
+        snprintf(cmd, sizeof(cmd), "scontrol write batch_script '%s' - 2>/dev/null", jobid);
+        if (text != NULL && status_run(cmd, text, 65536, &got) != 0) {
+            free(text);
+            text = NULL;
+        }
+    }
+    if (text == NULL) {
+        svp_errf(errbuf, errlen, "job %s: cannot read its batch script (neither "
+                 "its file nor scontrol write batch_script): give its output "
+                 "directory", jobid);
+        return SVP_ERR_NOT_FOUND;
+    }
+    found = status_script_output(text, workdir, dir, len);
+    free(text);
     if (!found) {
-        svp_errf(errbuf, errlen, "job %s: its script %s does not say where the "
+        svp_errf(errbuf, errlen, "job %s: its batch script does not say where the "
                  "outputs go (not rendered by this svdlaunch); give its output "
-                 "directory", jobid, script);
+                 "directory", jobid);
         return SVP_ERR_NOT_FOUND;
     }
     return SVP_OK;

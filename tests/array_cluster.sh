@@ -28,7 +28,7 @@ gone() {  # waits until job $1 has left the queue
     return 1
 }
 
-echo "1..6"
+echo "1..7"
 
 # 20 samples: seeds, fps, motion buckets, noise, guidance and names differ by
 # line; lines of shard 1 (i mod 3 == 1) keep the default names the test polls
@@ -86,8 +86,9 @@ else
     cat "$tmp"/arr-*.out 2>/dev/null | sed 's/^/# /' | tail -n 20
 fi
 
-# each output records its own line's parameters: line k of the file is
-# sample i (comment lines counted), defaults from the spec
+# each output records its own line's parameters (line k of the file is
+# sample i; comment lines are not samples), defaults from the spec; where
+# the line sits is not among them
 bad=""
 k=0
 i=0
@@ -101,14 +102,14 @@ while IFS= read -r line; do
     fps=9; [ $((i % 5)) -eq 0 ] && fps=$((3 + i))
     mb=127; [ $((i % 3)) -eq 2 ] && mb=$((10 * i))
     case $p in
-    *"\\\"fps\\\":$fps,"*"\\\"manifest_line\\\":$k,"*"\\\"motion_bucket_id\\\":$mb,"*"\\\"name\\\":\\\"$name\\\""*"\\\"seed\\\":$seed}") ;;
+    *"\\\"fps\\\":$fps,"*"\\\"motion_bucket_id\\\":$mb,"*"\\\"name\\\":\\\"$name\\\""*"\\\"seed\\\":$seed}") ;;
     *) bad="$bad $i" ;;
     esac
     if [ $((i % 7)) -eq 1 ] && ! echo "$p" | grep -qF "max_guidance\\\":2.$i,"; then bad="$bad $i(g)"; fi
     i=$((i + 1))
 done <"$tmp/m.jsonl"
 if [ $i -eq 20 ] && [ -z "$bad" ]; then
-    ok "every output carries its own manifest line's seed, fps, motion bucket, guidance, line and name"
+    ok "every output carries its own manifest line's seed, fps, motion bucket, guidance and name"
 else
     nok "outputs' parameters (lines $i, wrong:$bad)"
     params "$tmp/out/sample_000001.safetensors" | sed 's/^/# /'
@@ -141,12 +142,21 @@ for _ in $(seq 600); do  # until task 1 has made 2 of its 7 (samples 1 and 4)
     sleep 0.05
 done
 scancel "${id}_1"
+# while tasks 0 and 2 run on: the ETA counts their samples, not task 1's
+for _ in $(seq 100); do
+    grep -q '"state": "stopped"' "$tmp/half/task.shard-1-of-3.json" 2>/dev/null && break
+    sleep 0.05
+done
+"$launch" status "$tmp/half" --json >"$tmp/status_mid.json" 2>&1
 gone "$id"
 before=$(outputs "$tmp/half")
 mine=0
 for s in 1 4 7 10 13 16 19; do
     [ -e "$tmp/half/$(printf 'sample_%06d' $s).safetensors" ] && mine=$((mine + 1))
 done
+missing=$(for s in 1 4 7 10 13 16 19; do
+    [ -e "$tmp/half/$(printf 'sample_%06d' $s).safetensors" ] || printf '%s\n' "$s"
+done | jq -s -c .)
 "$launch" status "$tmp/half" >"$tmp/status.txt" 2>&1
 "$launch" status "$tmp/half" --json >"$tmp/status.json" 2>&1
 if [ "$mine" -ge 2 ] && [ "$mine" -lt 7 ] && [ "$before" -eq $((13 + mine)) ] &&
@@ -155,10 +165,30 @@ if [ "$mine" -ge 2 ] && [ "$mine" -lt 7 ] && [ "$before" -eq $((13 + mine)) ] &&
    grep -q "task 0 of 3: 7 of 7 done, done" "$tmp/status.txt" &&
    grep -q "failed: $((7 - mine)) samples not made by a failed, stopped or lost task" "$tmp/status.txt" &&
    grep -q "\"done\": $before," "$tmp/status.json" &&
-   grep -q "\"failed_count\": $((7 - mine))," "$tmp/status.json"; then
-    ok "task 1 stopped after $mine of its 7: status says $before of 20 done, which task, $((7 - mine)) failed"
+   grep -q "\"failed_count\": $((7 - mine))," "$tmp/status.json" &&
+   grep -q "task 1 of 3: $mine of 7 done, stopped (job ${id}_1)" "$tmp/status.txt" &&
+   [ "$(jq -c '[.failed[] | if type == "array" then range(.[0]; .[1] + 1; .[2]) else . end]' "$tmp/status.json")" = "$missing" ]; then
+    ok "task 1 stopped after $mine of its 7: status says $before of 20 done, which task (${id}_1), all $((7 - mine)) missing listed in its JSON"
 else
     nok "half-finished array (task 1 made $mine, $before outputs)" "$tmp/status.txt"
+fi
+
+# the status taken while tasks 0 and 2 still ran: the ETA's samples are
+# theirs, task 1's are counted apart
+mid_ok=no
+if jq -e --argjson m "$(jq length <<<"$missing")" \
+     '(.tasks[1].state == "stopped") and
+      (.remaining == ([.tasks[] | select(.state == "running") | .samples - .done] | add // 0)) and
+      (.done + .remaining + .orphaned == 20) and
+      (.orphaned >= ([.tasks[1] | .samples - .done] | add)) and
+      (.failed_count == (.tasks[1].samples - .tasks[1].done)) and
+      ((.eta_s == null) or (.remaining > 0))' "$tmp/status_mid.json" >/dev/null 2>&1; then
+    mid_ok=yes
+fi
+if [ $mid_ok = yes ]; then
+    ok "status while tasks 0 and 2 ran: its ETA counts their $(jq .remaining "$tmp/status_mid.json") samples; task 1's $(jq .orphaned "$tmp/status_mid.json") counted apart, none in the ETA"
+else
+    nok "status while the other tasks ran" "$tmp/status_mid.json"
 fi
 
 # run task 1 again, alone: its shard by the spec's range, nothing redone

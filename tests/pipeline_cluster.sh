@@ -43,7 +43,7 @@ run_srun() {  # name, ranks, extra srun args...; outputs in $tmp/$name
     echo "Bail out! the one-process reference run failed"; cat "$tmp/ref.log"; exit 1; }
 
 if [ "$nodes" -eq 1 ]; then
-    echo "1..20"
+    echo "1..21"
     for W in 1 2 4 7; do
         if run_srun "w$W" "$W" -O && same_outputs "$tmp/ref" "$tmp/w$W" 10; then
             ok "srun -n $W: final latents bit-identical to one process"
@@ -268,6 +268,26 @@ SH
     else
         cat "$tmp"/sb/*.out >>"$tmp/sb.log" 2>/dev/null
         nok "sbatch --wait slurm/sim_4rank.sh" "$tmp/sb.log"
+    fi
+
+    # the same script piped into sbatch (no file for Slurm to name): status
+    # JOBID reads Slurm's copy; job id 0 and one Slurm does not know refused
+    mkdir -p "$tmp/sbp"
+    printf '#!/bin/sh\n#SBATCH -n 1\n# svdpipe output.dir: out/piped\nexec svdworker %s --set samples=3 --set output.dir=out/piped\n' \
+        "$top/etc/sim_4rank.yaml" >"$tmp/piped.sh"
+    if (cd "$tmp/sbp" && PATH="$bld/src/tools:$PATH" timeout -k 5 120 \
+            sbatch --wait <"$tmp/piped.sh" >"$tmp/sbp.log" 2>&1) &&
+       jid=$(sed -n 's/^Submitted batch job \([0-9]*\).*/\1/p' "$tmp/sbp.log") &&
+       "$bld/src/tools/svdlaunch" status "$jid" >>"$tmp/sbp.log" 2>&1 &&
+       grep -q "job 'sim_4rank' in $tmp/sbp/out/piped: 3 of 3 samples done" "$tmp/sbp.log" &&
+       ! (cd "$tmp" && "$bld/src/tools/svdlaunch" status 0 >"$tmp/sb0.log" 2>&1) &&
+       grep -q "'0' is neither an output directory nor a Slurm job id" "$tmp/sb0.log" &&
+       ! (cd "$tmp" && "$bld/src/tools/svdlaunch" status 999999 >"$tmp/sb9.log" 2>&1) &&
+       grep -q "job 999999: " "$tmp/sb9.log"; then
+        ok "a script piped into sbatch: status JOBID finds its outputs; ids 0 and 999999 refused"
+    else
+        cat "$tmp"/sb0.log "$tmp"/sb9.log >>"$tmp/sbp.log" 2>/dev/null
+        nok "status of a piped script" "$tmp/sbp.log"
     fi
 
     # the real SVD denoiser (golden pipeline_tiny: diffusers' UNet and

@@ -109,7 +109,7 @@ for _ in $(seq 200); do
 done
 "$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 0 ] && grep -q "job 'run' in $tmp/running: [0-9]* of 60 samples done" "$tmp/err" &&
-   grep -q "^rate [0-9.]* samples/s, eta .* (1 running)" "$tmp/err"; then
+   grep -q "^rate [0-9.]* samples/s, eta .* for the [0-9]* samples the 1 running task will make" "$tmp/err"; then
     ok "status of a running job: done of 60, rate, eta"; else nok "status while running (rc=$rc)"; fi
 kill -TERM $pid
 wait $pid
@@ -141,10 +141,10 @@ done=$(ls "$tmp/running" | grep -c safetensors)
 "$l" status "$tmp/running" >"$tmp/err2" 2>&1; rc=$?
 "$l" status "$tmp/running" --json >"$tmp/err2.json" 2>&1
 if [ $rc -eq 0 ] && awk -v a="${u1:-0}" -v b="${u2:-0}" 'BEGIN { exit !(b > a && a > 0) }' &&
-   grep -q "(1 running)" "$tmp/err" && ! grep -q "lost" "$tmp/err" &&
+   grep -q "the 1 running task will make" "$tmp/err" && ! grep -q "lost" "$tmp/err" &&
    grep -q "the task: lost: its record says running, but it has been silent for" "$tmp/err2" &&
    grep -q "failed: $((60 - done)) samples not made by a failed, stopped or lost task: $done-59 " "$tmp/err2" &&
-   [ "$(jq -r '.tasks[0].state' "$tmp/err2.json")" = lost ] && ! grep -q "running)" "$tmp/err2"; then
+   [ "$(jq -r '.tasks[0].state' "$tmp/err2.json")" = lost ] && ! grep -q "running task will make" "$tmp/err2"; then
     ok "killed with SIGKILL: its record rewritten while it ran, then status says lost and names samples $done-59"
 else
     nok "status after SIGKILL (rc=$rc, updated $u1 then $u2)"

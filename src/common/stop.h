@@ -47,12 +47,14 @@ int svp_stop_signal(void);
  * -1 before svp_stop_init.  For poll() only: never read or close it. */
 int svp_stop_fd(void);
 
-/* What this rank has done so far, for the stop report. */
+/* What this rank has done so far, for the stop report: done counts the
+ * samples whose outputs this rank wrote (not the samples that passed
+ * through its steps), inflight whether one is on its way here now. */
 void svp_stop_progress(int done, int inflight);
 
 /*
  * Logs "stopping on SIGTERM: N samples done, M in flight abandoned" with the
- * last figures given to svp_stop_progress().  Once per process: later calls
+ * last figures given to svp_stop_progress(): N outputs written by this rank.  Once per process: later calls
  * do nothing.
  */
 void svp_stop_report(void);

@@ -454,7 +454,7 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
     memset(s, 0, sizeof(*s));
     if (a->slot < 0) {
         s->t_begin = t0;
-        svp_stop_progress(p->stats.samples_done, 1);
+        svp_stop_progress(p->finished, 1);
         status = stage->ops->begin(stage->self, i, s);
         goto out;
     }
@@ -711,7 +711,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             status = svp_pipe_begin(p, a, &s);
             break;
         case SVP_SCHEDULE_STEPS:
-            svp_stop_progress(p->stats.samples_done, 1);
+            svp_stop_progress(p->finished, 1);
             status = svp_pipe_steps(p, &s, NULL);
             break;
         case SVP_SCHEDULE_SEND:
@@ -723,7 +723,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             svp_sample_cleanup(&s);
             break;
         case SVP_SCHEDULE_PAIR_STEPS:
-            svp_stop_progress(p->stats.samples_done, 1);
+            svp_stop_progress(p->finished, 1);
             status = svp_pipe_pair_steps(p, &s);
             break;
         case SVP_SCHEDULE_DROP:
@@ -734,7 +734,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
         }
         if (status == SVP_OK && a->chain) {
             p->stats.samples_done++;
-            svp_stop_progress(p->stats.samples_done, 0);
+            svp_stop_progress(p->finished, 0);
         }
     }
     svp_sample_cleanup(&s);

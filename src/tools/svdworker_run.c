@@ -212,6 +212,8 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                            double ended, const char *state)
 {
     const char  *jobid = getenv("SLURM_JOB_ID");
+    const char  *ajob  = getenv("SLURM_ARRAY_JOB_ID");
+    const char  *atask = getenv("SLURM_ARRAY_TASK_ID");
     char         path[4096], name[64], *text;
     json_t      *doc;
     svp_status_t status;
@@ -219,12 +221,14 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     if (svp_rt_rank(rt) != 0 || info->keep_records) {
         return;
     }
-    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:f, s:f}",
+    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
+                    "s:f, s:f}",
                     "job", spec->name, "shard", info->shard.index, info->shard.count,
                     "samples_total", info->samples_total, "samples_shard",
                     info->samples_shard, "skipped", info->skipped, "to_run",
                     info->to_run, "started", started, "ended", ended, "state", state,
-                    "slurm_job", jobid ? jobid : "", "updated", svp_clock_wall(),
+                    "slurm_job", jobid ? jobid : "", "array_job", ajob ? ajob : "",
+                    "array_task", atask ? atask : "", "updated", svp_clock_wall(),
                     "beat_s", svp_worker_beat_seconds());
     text = (doc != NULL) ? json_dumps(doc, JSON_INDENT(1)) : NULL;
     json_decref(doc);

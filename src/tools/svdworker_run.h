@@ -71,7 +71,9 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
  * array task of a job is doing from the output directory alone:
  *   {"job", "shard": [I, N], "samples_total", "samples_shard", "skipped",
  *    "to_run", "started", "ended" (Unix seconds, 0 while running), "state",
- *    "slurm_job": SLURM_JOB_ID or "", "updated": when written (Unix
+ *    "slurm_job": SLURM_JOB_ID or "", "array_job", "array_task": the
+ *    array's job id and the task's (SLURM_ARRAY_*; "" outside an array,
+ *    svdlaunch status names the task JOB_TASK), "updated": when written (Unix
  *    seconds), "beat_s": the seconds between rewrites while running}
  * Other ranks do nothing; a failure to write it is logged, not fatal.
  * Nothing is written with info->keep_records (svp_worker_task_keep).
