@@ -16,9 +16,12 @@
 #endif
 #include "launch/launch_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The SRC and DST of mount m (DST = SRC when not given). */
 static void container_mount_split(const char *m, const char **src,
@@ -39,6 +42,23 @@ static void container_mount_split(const char *m, const char **src,
     while (*dst_len > 1 && (*dst)[*dst_len - 1] == '/') {
         --*dst_len;
     }
+}
+
+/* Whether mount m is read-only: "ro" among its FLAGS (SRC:DST:ro, or
+ * ro,... in a list). */
+static int container_mount_ro(const char *m)
+{
+    const char *c1 = strchr(m, ':'), *flags = c1 ? strchr(c1 + 1, ':') : NULL;
+    size_t      n;
+
+    for (flags = flags ? flags + 1 : NULL; flags != NULL && *flags != '\0';) {
+        n = strcspn(flags, ",");
+        if (n == 2 && strncmp(flags, "ro", 2) == 0) {
+            return 1;
+        }
+        flags += n + (flags[n] == ',');
+    }
+    return 0;
 }
 
 /* Whether path is prefix or below it ("/data" covers "/data/x", not "/database"). */
@@ -128,6 +148,88 @@ static int container_visible(const svp_spec_t *spec, const char *spec_dir,
             svp_launch_container_path(spec, path, mapped, sizeof(mapped)));
 }
 
+/* The mount that holds container path (the last that covers it), or NULL. */
+static const char *container_mount_of(const svp_spec_t *spec, const char *path)
+{
+    for (int i = spec->cluster.container_mounts.count - 1; i >= 0; --i) {
+        const char *src, *dst;
+        size_t      src_len, dst_len;
+
+        container_mount_split(spec->cluster.container_mounts.items[i], &src,
+                              &src_len, &dst, &dst_len);
+        if (container_under(path, dst, dst_len)) {
+            return spec->cluster.container_mounts.items[i];
+        }
+    }
+    return NULL;
+}
+
+/* Whether prog is an executable file in a folder of PATH. */
+static int container_on_path(const char *prog)
+{
+    const char *path = getenv("PATH"), *p;
+    char        file[4096];
+    size_t      n;
+
+    for (p = path; p != NULL && *p != '\0'; p += n + (p[n] == ':')) {
+        n = strcspn(p, ":");
+        snprintf(file, sizeof(file), "%.*s/%s", (int)(n ? n : 1), n ? p : ".", prog);
+        if (access(file, X_OK) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Apptainer: an image that is a file (not docker://, library://, oras://
+ * and the like) must exist on the host, relative ones from the spec's
+ * folder; and where this host is the cluster's (sbatch is on PATH), the
+ * runtime must be too, or every rank fails after the queue wait.
+ */
+svp_status_t svp_launch_container_host_check(const svp_spec_t *spec, char *errbuf,
+                                             int errlen)
+{
+    const char *img = spec->cluster.container_image, *slash;
+    char        path[8200], esc[512], spec_dir[4096];
+    struct stat sb;
+    int         rc;
+
+    if (!svp_launch_in_container(spec) ||
+        spec->cluster.container_runtime != SVP_CONTAINER_APPTAINER) {
+        return SVP_OK;
+    }
+    slash = (spec->file != NULL) ? strrchr(spec->file, '/') : NULL;
+    snprintf(spec_dir, sizeof(spec_dir), "%.*s", slash ? (int)(slash - spec->file) : 1,
+             slash ? spec->file : ".");
+
+    if (img != NULL && img[0] != '\0' && strstr(img, "://") == NULL) {
+        if (img[0] == '/') {
+            snprintf(path, sizeof(path), "%s", img);
+        } else {
+            snprintf(path, sizeof(path), "%s/%s", spec_dir, img);
+        }
+        rc = stat(path, &sb);
+        if (rc != 0 || !S_ISREG(sb.st_mode)) {
+            svp_launch_escape(path, esc, sizeof(esc));
+            svp_errf(errbuf, errlen, "%s: cluster.container_image: %s: %s (an "
+                     "Apptainer image is a file on the host, or a URI such as "
+                     "docker://...)", spec->file ? spec->file : "<spec>", esc,
+                     (rc != 0) ? strerror(errno) : "not a file");
+            return SVP_ERR_SPEC;
+        }
+    }
+    if (container_on_path("sbatch") && !container_on_path("apptainer") &&
+        !container_on_path("singularity")) {
+        svp_errf(errbuf, errlen, "%s: cluster.container_runtime: apptainer, but "
+                 "neither apptainer nor singularity is on PATH on this cluster host "
+                 "(module load apptainer, or add it to cluster.setup)",
+                 spec->file ? spec->file : "<spec>");
+        return SVP_ERR_SPEC;
+    }
+    return SVP_OK;
+}
+
 static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
                                      const char *path, char *errbuf, int errlen)
 {
@@ -196,6 +298,30 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     if (out != NULL && out[0] == '/' && !svp_launch_container_sees(spec, out)) {
         return container_unseen(spec, "output.dir", out, errbuf, errlen);
     }
+    if (out != NULL && out[0] != '\0') {
+        /* the mount that holds the outputs (the last that covers them, as
+         * in both runtimes) must take writes */
+        char        at[8200];
+        const char *m;
+
+        if (out[0] == '/') {
+            snprintf(at, sizeof(at), "%s", out);
+        } else {
+            snprintf(at, sizeof(at), "%s/%s", wd, out);
+        }
+        m = container_mount_of(spec, at);
+        if (m != NULL && container_mount_ro(m)) {
+            char esc[512];
+
+            svp_launch_escape(m, esc, sizeof(esc));
+            svp_errf(errbuf, errlen, "%s: output.dir: \"%s\" lies on the read-only "
+                     "mount %s of cluster.container_mounts: the worker could write "
+                     "no output (drop its :ro, or put output.dir on another mount)",
+                     spec->file ? spec->file : "<spec>", at, esc);
+            return SVP_ERR_SPEC;
+        }
+    }
+
     if (spec->model.kind == SVP_MODEL_SVD) {
         if (spec->model.path != NULL && spec->model.path[0] != '\0' &&
             !container_visible(spec, spec_dir, spec->model.path)) {

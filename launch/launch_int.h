@@ -31,6 +31,18 @@ long        svp_launch_exit_wait(const svp_spec_t *spec);      /* srun -W */
 void svp_launch_mark(const svp_spec_t *spec, const char *key,
                      const char *found, char *out, size_t len);
 
+/*
+ * The worker as the script names it (render.c): cluster.worker itself when
+ * it is absolute or a bare name (looked up on PATH); a relative path (the
+ * spec's own, which the spec reader joined to the spec's folder, or one
+ * from --set, the working directory's) made absolute from the working
+ * directory, as the job's srun runs elsewhere; in a container, that path
+ * through the mounts.  Returns 1, or 0 with what cluster.worker should be
+ * in why (no mount shows it, the working directory is unknown).
+ */
+int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
+                           char *why, size_t whylen);
+
 /* Whether the job runs in cluster.container_image. */
 int svp_launch_in_container(const svp_spec_t *spec);
 
@@ -52,8 +64,49 @@ int svp_launch_container_host(const svp_spec_t *spec, const char *path,
 /* Whether container path path lies under some mount's DST. */
 int svp_launch_container_sees(const svp_spec_t *spec, const char *path);
 
+/* The two Slurm commands whose options a spec adds to (slurm_options.c). */
+enum {
+    SVP_LAUNCH_SBATCH = 0,   /* cluster.sbatch_args: #SBATCH lines */
+    SVP_LAUNCH_SRUN   = 1    /* cluster.srun_args: the srun line */
+};
+
+/* One option of an argument, as the tool reads it. */
+typedef struct {
+    const char *name;     /* the long option it is, in full ("nodes" for
+                             "-N2", "--nod" never: ambiguous); NULL: not one
+                             of Slurm 22.05's (a plugin's, a newer Slurm's) */
+    const char *written;  /* the name as written ("ntasks-per-n", "N") */
+    size_t      len;      /* of written */
+    const char *value;    /* what follows '=' or the letter; NULL: none */
+} svp_launch_slurm_opt_t;
+
+/*
+ * The options of one argument ("--ntasks-per-n=4", "-N2", "-Hk") as tool
+ * (SVP_LAUNCH_SBATCH or SVP_LAUNCH_SRUN) reads it: a long option by its
+ * name or an unambiguous prefix of it, short options by their letters.
+ * Returns how many were written into opts (at most max), or -1 with what
+ * the argument should be in why: a prefix of several options (named), an
+ * option that takes a value written without one (the tool would take the
+ * next argument), a value given to an option that takes none.
+ */
+int svp_launch_slurm_parse(int tool, const char *arg, svp_launch_slurm_opt_t *opts,
+                           int max, char *why, size_t whylen);
+
+/* "sbatch" or "srun". */
+const char *svp_launch_slurm_tool_name(int tool);
+
 /* How many tasks a cluster.array value makes ("0-63" 64, "1,3,5-7" 5,
  * "0-15:4" 4; a "%N" throttle is left out); 0 when not set. */
 int svp_launch_array_tasks(const svp_spec_t *spec);
+
+/*
+ * The host side of a container job, a path check (skipped with
+ * --no-path-check): an Apptainer image that is a file must exist (relative:
+ * from the spec's folder), and where this host is the cluster's (sbatch on
+ * PATH) apptainer or singularity must be on PATH.  SVP_ERR_SPEC with the
+ * reason in errbuf.
+ */
+svp_status_t svp_launch_container_host_check(const svp_spec_t *spec, char *errbuf,
+                                             int errlen);
 
 #endif

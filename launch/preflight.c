@@ -211,7 +211,13 @@ svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen
 
     *list_p = NULL;
     if (spec->video.manifest[0] == '\0') {
-        return svp_pipe_samples_create(spec, errbuf, errlen, list_p);
+        if (!svp_launch_in_container(spec) || spec->video.inputs.count == 0) {
+            return svp_pipe_samples_create(spec, errbuf, errlen, list_p);
+        }
+        /* video.inputs as the container sees them, read through the
+         * mounts (a relative one was joined to the spec's folder here) */
+        seen.manifest = spec->file;
+        return svp_pipe_samples_create_mapped(spec, &map, errbuf, errlen, list_p);
     }
     if (!preflight_host_path(spec, spec->video.manifest, manifest, sizeof(manifest))) {
         svp_errf(errbuf, errlen, "%s: video.manifest: %s cannot be seen from this "
@@ -249,8 +255,8 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
             return SVP_OK;
         }
     } else if (spec->video.inputs.count > 0 && svp_launch_in_container(spec)) {
-        /* container paths: preflight_inputs checked what it could see */
-        return SVP_OK;
+        /* container paths, below the spec's folder or through the mounts */
+        seen.manifest = spec->file;
     }
     status = svp_launch_samples(spec, errbuf, errlen, &list);
     if (status != SVP_OK || spec->model.kind != SVP_MODEL_SVD) {
@@ -422,6 +428,9 @@ svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
     }
     if (status == SVP_OK) {
         status = preflight_worker(spec, errbuf, errlen);
+    }
+    if (status == SVP_OK) {
+        status = svp_launch_container_host_check(spec, errbuf, errlen);
     }
     return status;
 }

@@ -109,6 +109,7 @@ static int svp_samples_cmp_str(const void *a, const void *b)
  * order (so a folder gives the same list on every rank and every run).
  */
 static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
+                                               const svp_pipe_path_map_t *map,
                                                svp_pipe_samples_t *list,
                                                char *errbuf, int errlen)
 {
@@ -121,9 +122,20 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
 
     for (i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];
-        if (stat(in, &sb) != 0) {
+        const char *at = in;    /* where this host sees it */
+        char        seen[4096];
+
+        if (map != NULL) {
+            if (!map->fn(map->arg, in, seen, sizeof(seen))) {
+                svp_errf(errbuf, errlen, "%s: video.inputs[%d]: %s %s", spec->file, i,
+                         in, map->unseen);
+                return SVP_ERR_NOT_FOUND;
+            }
+            at = seen;
+        }
+        if (stat(at, &sb) != 0) {
             svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open %s: %s",
-                             spec->file, i, in, strerror(errno));
+                             spec->file, i, at, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
         if (!S_ISDIR(sb.st_mode)) {
@@ -133,10 +145,10 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
             }
             continue;
         }
-        d = opendir(in);
+        d = opendir(at);
         if (d == NULL) {
             svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
-                             "directory %s: %s", spec->file, i, in, strerror(errno));
+                             "directory %s: %s", spec->file, i, at, strerror(errno));
             return SVP_ERR_IO;
         }
         first = list->nimages;
@@ -154,7 +166,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
         closedir(d);
         if (list->nimages == first) {
             svp_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, .jpg or "
-                             ".jpeg file in %s", spec->file, i, in);
+                             ".jpeg file in %s", spec->file, i, at);
             return SVP_ERR_NOT_FOUND;
         }
         qsort(list->images + first, list->nimages - first, sizeof(char *),
@@ -344,9 +356,10 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
 
     if ((v = json_object_get(obj, "seed")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
-                             "integer, found %s", where, json_is_integer(v) ?
-                             "a negative one" : svp_samples_json_type(v));
+            svp_errf(errbuf, errlen, "%s: key 'seed': expected an integer in "
+                             "[0, 18446744073709551615], found %s", where,
+                             json_is_integer(v) ? "a negative one" :
+                             svp_samples_json_type(v));
             return SVP_ERR_SPEC;
         }
         p->seed = (uint64_t)json_integer_value(v);
@@ -457,6 +470,66 @@ static svp_status_t svp_samples_check_names(const svp_spec_t *spec,
     return status;
 }
 
+/*
+ * A seed is any 64-bit unsigned integer, in a manifest as in the spec; jansson
+ * reads integers as signed 64-bit and refuses the line ("too big integer")
+ * for a seed past 2^63 - 1.  Such a seed, the value of the line's top-level
+ * "seed" key written as plain digits, is read here: its digits become "0"
+ * and blanks in line (jansson reads the rest) and the value goes into
+ * *seed_p.  Returns 1 when replaced, 0 when there is none to replace, -1
+ * when the digits pass 2^64 - 1 (copied, cut, into found).
+ */
+static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
+                                size_t found_len)
+{
+    char    *p = line, *key = NULL, *digits;
+    uint64_t v = 0;
+    int      depth = 0, overflow = 0;
+
+    for (; *p != '\0'; ++p) {
+        if (*p == '"') {
+            char *start = ++p;
+
+            while (*p != '\0' && *p != '"') {
+                p += (*p == '\\' && p[1] != '\0') ? 2 : 1;
+            }
+            if (*p == '\0') {
+                return 0;
+            }
+            key = (depth == 1 && p - start == 4 && !strncmp(start, "seed", 4))
+                  ? p : NULL;
+            continue;
+        }
+        if (*p == '{' || *p == '[') {
+            ++depth;
+        } else if (*p == '}' || *p == ']') {
+            --depth;
+        } else if (*p == ':' && key != NULL) {
+            for (digits = p + 1; *digits == ' ' || *digits == '\t'; ++digits) {
+            }
+            for (p = digits; *p >= '0' && *p <= '9'; ++p) {
+                overflow |= (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10);
+                v = v * 10 + (uint64_t)(*p - '0');
+            }
+            if (p == digits || *p == '.' || *p == 'e' || *p == 'E' ||
+                (!overflow && v <= (uint64_t)INT64_MAX)) {
+                return 0;   /* jansson's to read, or to refuse */
+            }
+            if (overflow) {
+                snprintf(found, found_len, "%.*s", (int)(p - digits), digits);
+                return -1;
+            }
+            digits[0] = '0';
+            memset(digits + 1, ' ', (size_t)(p - digits - 1));
+            *seed_p = v;
+            return 1;
+        } else if (*p != ' ' && *p != '\t' && *p != ',') {
+            key = NULL;
+        }
+    }
+    return 0;
+}
+
 static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
                                               const svp_pipe_path_map_t *map,
                                               svp_pipe_samples_t **list_p,
@@ -466,6 +539,9 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
     svp_pipe_samples_t       *list;
     svp_pipe_sample_params_t *grown;
     char                      folder[4096], where[4200], *line = NULL, *slash, *s;
+    char                      found[64];
+    uint64_t                  big_seed = 0;
+    int                       big;
     size_t                    cap = 0, room = 64;
     ssize_t                   got;
     json_error_t              jerr;
@@ -516,6 +592,13 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
             list->items = grown;
             room *= 2;
         }
+        big = svp_samples_big_seed(s, &big_seed, found, sizeof(found));
+        if (big < 0) {
+            svp_errf(errbuf, errlen, "%s: key 'seed': expected an integer in "
+                     "[0, 18446744073709551615], found %s", where, found);
+            status = SVP_ERR_SPEC;
+            break;
+        }
         obj = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
         if (obj == NULL) {
             svp_errf(errbuf, errlen, "%s:%d: expected one JSON object per line: "
@@ -529,6 +612,9 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
         status = svp_samples_manifest_line(where, folder, map, obj, list,
                                            &list->items[list->count - 1], errbuf,
                                            errlen);
+        if (big > 0) {
+            list->items[list->count - 1].seed = big_seed;
+        }
         json_decref(obj);
         if (status != SVP_OK) {
             break;
@@ -628,7 +714,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
     if (from == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    status = svp_samples_collect_inputs(spec, from, errbuf, errlen);
+    status = svp_samples_collect_inputs(spec, map, from, errbuf, errlen);
     if (status != SVP_OK) {
         svp_pipe_samples_destroy(from);
         return status;

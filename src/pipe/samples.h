@@ -89,8 +89,10 @@ typedef struct {
     const char   *unseen;
 } svp_pipe_path_map_t;
 
-/* svp_pipe_samples_create, with each manifest image checked through map
- * (NULL: as written); the list keeps the paths as written. */
+/* svp_pipe_samples_create, with each manifest image, and each of
+ * video.inputs (a file, or a folder read through the map), checked through
+ * map (NULL: as written); the list keeps the paths as the worker will open
+ * them. */
 svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
                                             const svp_pipe_path_map_t *map,
                                             char *errbuf, int errlen,
