@@ -414,7 +414,8 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
 {
     const svp_plan_layout_t *l = sm->layouts, *b = &l[sm->best];
     const svp_plan_layout_t *full = &l[sm->n - 1];
-    int                      W = sm->world;
+    int                      W = sm->world, tie;
+    int                      lat = (spec->pipeline.objective == SVP_OBJECTIVE_LATENCY);
 
     /* the one pipeline of C = 1 (the pairs are listed after) */
     for (int k = sm->n - 1; k > 0 && full->pairs > 1; --k) {
@@ -453,7 +454,28 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
                 b->stages, b->groups, b->groups > 1 ? "s" : "", b->stages,
                 b->stages > 1 ? "s" : "");
     }
-    if (spec->pipeline.objective == SVP_OBJECTIVE_LATENCY) {
+    tie = -1;
+    for (int k = 0; k < sm->n; ++k) {
+        double mine = lat ? l[k].latency_s : l[k].makespan_s;
+        double best = lat ? b->latency_s : b->makespan_s;
+
+        if (k != sm->best && mine < best && (tie < 0 || mine < (lat ? l[tie].latency_s
+                                                                    : l[tie].makespan_s))) {
+            tie = k;
+        }
+    }
+    if (tie >= 0) {
+        /* a layout priced faster by less than the planner's 0.1% band: no
+         * win either way, and the fewer stages (less fill, fewer hand-offs
+         * to go wrong) take it */
+        fprintf(out, "a tie: %d stage%s is priced %.3f s %s (%.2g%%), within the "
+                "0.1%% the prediction can tell apart; the fewer stages win a tie\n",
+                l[tie].stages, l[tie].stages > 1 ? "s" : "",
+                lat ? b->latency_s - l[tie].latency_s : b->makespan_s - l[tie].makespan_s,
+                lat ? "less latency" : "shorter",
+                100 * (lat ? 1 - l[tie].latency_s / b->latency_s
+                           : 1 - l[tie].makespan_s / b->makespan_s));
+    } else if (spec->pipeline.objective == SVP_OBJECTIVE_LATENCY) {
         fprintf(out, "objective latency: a sample takes %.3f s from its start to "
                 "its outputs (the first outputs at %.3f s), against %.3f s with "
                 "%d replicas; %.4f samples/s against %.4f\n", b->latency_s,
@@ -504,7 +526,12 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
                 sm->alt.groups, sm->alt.groups > 1 ? "s" : "", sm->alt.stages,
                 sm->alt.stages > 1 ? "s" : "", sm->alt.makespan_s);
         fprintf(out, "  recommended: %s\n", sm->alt_why);
-        if (sm->alt_recommended) {
+        if (sm->alt_recommended && sm->alt.pairs > 1) {
+            /* the pairs are the layout: copying the line keeps them */
+            fprintf(out, "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
+                    "pipeline: {stages: %d, guidance_parallel: 2}\n",
+                    sm->alt_tasks - 1, sm->alt.stages);
+        } else if (sm->alt_recommended) {
             fprintf(out, "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
                     "pipeline: {stages: %d}\n", sm->alt_tasks - 1,
                     sm->alt.stages);
@@ -544,7 +571,7 @@ static void plan_print_json(FILE *out, const svp_spec_t *spec,
             "\"samples\": %d,\n", svp_spec_model_kind_name(spec->model.kind),
             svp_dtype_short_name(spec->dtype), spec->steps, spec->samples);
     fprintf(out, "  \"nodes\": %d, \"ranks_per_node\": %d, \"world\": %d, "
-            "\"array_tasks\": %d, \"samples_per_task\": %d,\n",
+            "\"spec_array_tasks\": %d, \"samples_per_task\": %d,\n",
             spec->cluster.nodes, spec->cluster.ranks_per_node, sm->world,
             sm->tasks, sm->samples);
     fprintf(out, "  \"costs\": {\"step_s\": %.6g, \"encode_s\": %.6g, "
