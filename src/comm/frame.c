@@ -1,3 +1,9 @@
+/*
+ * The wire format of a frame (comm.h): its layout (header, then the tensors
+ * at 64-byte aligned offsets), sealing a header and checksums on the way
+ * out, the field-by-field check of what arrived, and the staging of device
+ * frames through host memory.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

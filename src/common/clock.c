@@ -1,3 +1,7 @@
+/*
+ * Clocks (clock.h): a monotonic one for durations and deadlines, the wall
+ * clock for records, a sleep, and durations formatted for people.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

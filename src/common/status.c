@@ -1,3 +1,7 @@
+/*
+ * The status codes' names, strings and exit codes, from the one X-macro
+ * table in status.h.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

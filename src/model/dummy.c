@@ -1,3 +1,8 @@
+/*
+ * The simulator's stand-in for the UNet (dummy.h): a cheap deterministic
+ * step (a small 3-D convolution with seeded weights) whose cost is chosen
+ * (compute or sleep), so pipelines can be run and timed without a model.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,8 @@
+/*
+ * The profiling backend (ops_profile.h): wraps another backend's ops, times
+ * each call (waiting for the device where there is one) and counts its
+ * FLOPs, for svdtool unet --profile and log.profile.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,10 @@
+/*
+ * The executor (pipe.h): deals the job's samples to this rank's pipeline,
+ * walks the schedule's actions for this rank (schedule.h) in one loop with
+ * one switch (post, wait, begin, steps, send, finish, pair steps, drop),
+ * runs the stage's callbacks for each, and keeps the progress lines, the
+ * summary and the stop report's figures.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,10 @@
+/*
+ * The runtime (rt.h): PMIx start-up and finalize under a watchdog, the
+ * plain single-rank mode, keys published and fetched without blocking,
+ * fences against a deadline, the neighbour watch's start (watch.h) and the
+ * naming of ranks absent at start, losses and stops as every rank learns
+ * them, and the launcher's abort.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,8 @@
+/*
+ * The neighbour watch (watch.h): a TCP ring of heartbeats, goodbyes and
+ * notices that tells every rank within milliseconds which ranks are leaving
+ * or gone, and the presence port that answers start-up probes.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,8 @@
+/*
+ * The Euler discrete scheduler with Karras sigmas and v-prediction
+ * (euler.h), as diffusers' EulerDiscreteScheduler configures it for SVD:
+ * its config file, the sigmas and timesteps of a run, and one step.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

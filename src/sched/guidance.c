@@ -1,3 +1,7 @@
+/*
+ * Classifier-free guidance as SVD applies it (guidance.h): the per-frame
+ * ramp of scales from min to max, and the combination of the two halves.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

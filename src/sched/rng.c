@@ -1,3 +1,8 @@
+/*
+ * Counter-based random numbers (rng.h): Philox4x32-10 blocks, and normal and
+ * uniform draws at any offset of a stream, so that any slice of a sample's
+ * noise is the same whoever draws it.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,7 @@
+/*
+ * Tensors (tensor.h): the dtype table's names and sizes, creation with
+ * shapes and strides, and the 16-bit conversions.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -236,104 +236,77 @@ static svp_status_t svdtool_report_handoffs(svdtool_report_t *r)
     return SVP_OK;
 }
 
-svp_status_t svdtool_report_analyse(svdtool_report_t *r)
+/*
+ * One rank's totals, its events moved to the job's origin and sorted: busy,
+ * steps, waits, its own window, and the span of its steps (*first_p,
+ * *last_p) and the largest sample it worked on (*max_sample_p).
+ */
+static void svdtool_report_rank_totals(svdtool_report_rank_t *rk, double origin,
+                                       double *first_p, double *last_p,
+                                       int *max_sample_p)
 {
-    double origin = INFINITY, end = -INFINITY, win, steady_busy = 0;
-    double first_step_max = -INFINITY, last_step_min = INFINITY;
-    double *done;
-    int    q, i, have_run, max_sample = -1, completed = 0;
+    int i, have_run = 0;
 
-    if (r->world == 0) {
-        svp_error("no trace events: nothing to report");
-        return SVP_ERR_BAD_FILE;
+    *first_p = INFINITY;
+    *last_p  = -INFINITY;
+    for (i = 0; i < rk->nev; ++i) {
+        rk->ev[i].t0 -= origin;
+        rk->ev[i].t1 -= origin;
     }
-    for (q = 0; q < r->world; ++q) {
-        for (i = 0; i < r->ranks[q].nev; ++i) {
-            origin = SVP_MIN(origin, r->ranks[q].ev[i].t0);
+    qsort(rk->ev, rk->nev, sizeof(*rk->ev), svdtool_report_ev_cmp);
+    rk->start = INFINITY;
+    rk->end   = -INFINITY;
+    for (i = 0; i < rk->nev; ++i) {
+        const svdtool_report_ev_t *ev = &rk->ev[i];
+        double                     d  = ev->t1 - ev->t0;
+
+        switch (ev->kind) {
+        case SVDTOOL_REPORT_RUN:
+            rk->start = ev->t0;
+            rk->end   = ev->t1;
+            have_run  = 1;
+            break;
+        case SVDTOOL_REPORT_STEP:
+            rk->step_s += d;
+            rk->steps++;
+            *first_p = SVP_MIN(*first_p, ev->t0);
+            *last_p  = SVP_MAX(*last_p, ev->t1);
+            break;
+        case SVDTOOL_REPORT_ENCODE:
+            rk->encodes++;
+            break;
+        case SVDTOOL_REPORT_DECODE:
+            rk->decodes++;
+            break;
+        case SVDTOOL_REPORT_WAIT_RECV:
+            rk->wait_recv += d;
+            break;
+        case SVDTOOL_REPORT_WAIT_SEND:
+            rk->wait_send += d;
+            break;
+        default:
+            break;
+        }
+        if (svdtool_report_is_work(ev->kind)) {
+            rk->busy += d;
+            *max_sample_p = SVP_MAX(*max_sample_p, ev->sample);
+        }
+        if (!have_run && ev->kind != SVDTOOL_REPORT_RUN) {
+            rk->start = SVP_MIN(rk->start, ev->t0);
+            rk->end   = SVP_MAX(rk->end, ev->t1);
         }
     }
-    if (!isfinite(origin)) {
-        svp_error("the traces hold no events: nothing to report");
-        return SVP_ERR_BAD_FILE;
-    }
-    r->origin_us = origin * 1e6;
+    rk->wall = rk->end - rk->start;
+    rk->idle = rk->wall - rk->busy;
+}
 
-    for (q = 0; q < r->world; ++q) {
-        svdtool_report_rank_t *rk = &r->ranks[q];
-        double                 first_step = INFINITY, last_step = -INFINITY;
+/* The bubble split into fill, steady state and drain, and the steady
+ * state's utilisation; returns the steady window's length. */
+static double svdtool_report_bubbles(svdtool_report_t *r)
+{
+    double steady_busy = 0, win;
+    int    q;
 
-        if (rk->nev == 0) {
-            svp_error("rank %d has no events (its trace is missing?)", q);
-            return SVP_ERR_BAD_FILE;
-        }
-        for (i = 0; i < rk->nev; ++i) {
-            rk->ev[i].t0 -= origin;
-            rk->ev[i].t1 -= origin;
-        }
-        qsort(rk->ev, rk->nev, sizeof(*rk->ev), svdtool_report_ev_cmp);
-        rk->start = INFINITY;
-        rk->end   = -INFINITY;
-        have_run  = 0;
-        for (i = 0; i < rk->nev; ++i) {
-            const svdtool_report_ev_t *ev = &rk->ev[i];
-            double                     d  = ev->t1 - ev->t0;
-
-            switch (ev->kind) {
-            case SVDTOOL_REPORT_RUN:
-                rk->start = ev->t0;
-                rk->end   = ev->t1;
-                have_run  = 1;
-                break;
-            case SVDTOOL_REPORT_STEP:
-                rk->step_s += d;
-                rk->steps++;
-                first_step = SVP_MIN(first_step, ev->t0);
-                last_step  = SVP_MAX(last_step, ev->t1);
-                break;
-            case SVDTOOL_REPORT_ENCODE:
-                rk->encodes++;
-                break;
-            case SVDTOOL_REPORT_DECODE:
-                rk->decodes++;
-                break;
-            case SVDTOOL_REPORT_WAIT_RECV:
-                rk->wait_recv += d;
-                break;
-            case SVDTOOL_REPORT_WAIT_SEND:
-                rk->wait_send += d;
-                break;
-            default:
-                break;
-            }
-            if (svdtool_report_is_work(ev->kind)) {
-                rk->busy += d;
-                max_sample = SVP_MAX(max_sample, ev->sample);
-            }
-            if (!have_run && ev->kind != SVDTOOL_REPORT_RUN) {
-                rk->start = SVP_MIN(rk->start, ev->t0);
-                rk->end   = SVP_MAX(rk->end, ev->t1);
-            }
-        }
-        rk->wall = rk->end - rk->start;
-        rk->idle = rk->wall - rk->busy;
-        r->busy_total += rk->busy;
-        end = SVP_MAX(end, rk->end);
-        if (rk->steps > 0) {
-            first_step_max = SVP_MAX(first_step_max, first_step);
-            last_step_min  = SVP_MIN(last_step_min, last_step);
-        }
-    }
-    r->start    = 0;
-    r->end      = end;
-    r->makespan = end;
-    r->bubble   = 1.0 - r->busy_total / (r->world * r->makespan);
-
-    /* fill, steady state, drain */
-    r->fill_end    = isfinite(first_step_max) ? first_step_max : 0;
-    r->drain_start = isfinite(last_step_min) ? last_step_min : r->makespan;
-    if (r->drain_start < r->fill_end) {
-        r->drain_start = r->fill_end;       /* too few samples: no steady state */
-    }
     for (q = 0; q < r->world; ++q) {
         const svdtool_report_rank_t *rk = &r->ranks[q];
         double fill  = r->fill_end - svdtool_report_busy_in(rk, 0, r->fill_end);
@@ -352,9 +325,20 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     r->bubble_drain  /= r->world * r->makespan;
     win = r->drain_start - r->fill_end;
     r->steady_util = (win > 0) ? steady_busy / (r->world * win) : 0;
+    return win;
+}
 
-    /* a sample is complete at the end of its decode, else of its last step;
-     * an array task or a resumed run has only some of the indices */
+/*
+ * The samples the traces show (an array task or a resumed run has only
+ * some of the indices), the rates, and the timeline's window: a sample is
+ * complete at the end of its decode, else of its last step.
+ */
+static svp_status_t svdtool_report_samples(svdtool_report_t *r, int max_sample,
+                                           double win)
+{
+    double *done;
+    int     q, i, completed = 0;
+
     done = calloc((size_t)max_sample + 2, sizeof(*done));
     if (done == NULL) {
         return SVP_ERR_NO_MEMORY;
@@ -385,6 +369,62 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     }
     free(done);
     r->steady_samples_per_s = (win > 0) ? completed / win : 0;
+    return SVP_OK;
+}
+
+svp_status_t svdtool_report_analyse(svdtool_report_t *r)
+{
+    double       origin = INFINITY, end = -INFINITY, win;
+    double       first_step_max = -INFINITY, last_step_min = INFINITY, first, last;
+    int          q, i, max_sample = -1;
+    svp_status_t status;
+
+    if (r->world == 0) {
+        svp_error("no trace events: nothing to report");
+        return SVP_ERR_BAD_FILE;
+    }
+    for (q = 0; q < r->world; ++q) {
+        for (i = 0; i < r->ranks[q].nev; ++i) {
+            origin = SVP_MIN(origin, r->ranks[q].ev[i].t0);
+        }
+    }
+    if (!isfinite(origin)) {
+        svp_error("the traces hold no events: nothing to report");
+        return SVP_ERR_BAD_FILE;
+    }
+    r->origin_us = origin * 1e6;
+
+    for (q = 0; q < r->world; ++q) {
+        svdtool_report_rank_t *rk = &r->ranks[q];
+
+        if (rk->nev == 0) {
+            svp_error("rank %d has no events (its trace is missing?)", q);
+            return SVP_ERR_BAD_FILE;
+        }
+        svdtool_report_rank_totals(rk, origin, &first, &last, &max_sample);
+        r->busy_total += rk->busy;
+        end = SVP_MAX(end, rk->end);
+        if (rk->steps > 0) {
+            first_step_max = SVP_MAX(first_step_max, first);
+            last_step_min  = SVP_MIN(last_step_min, last);
+        }
+    }
+    r->start    = 0;
+    r->end      = end;
+    r->makespan = end;
+    r->bubble   = 1.0 - r->busy_total / (r->world * r->makespan);
+
+    /* fill, steady state, drain */
+    r->fill_end    = isfinite(first_step_max) ? first_step_max : 0;
+    r->drain_start = isfinite(last_step_min) ? last_step_min : r->makespan;
+    if (r->drain_start < r->fill_end) {
+        r->drain_start = r->fill_end;       /* too few samples: no steady state */
+    }
+    win    = svdtool_report_bubbles(r);
+    status = svdtool_report_samples(r, max_sample, win);
+    if (status != SVP_OK) {
+        return status;
+    }
 
     /* FLOPs: every step is one model call of flops_per_step */
     for (q = 0; q < r->world; ++q) {

@@ -1,3 +1,7 @@
+/*
+ * svdtool schedule: the scheduler's sigmas and timesteps for a config and a
+ * step count, as JSON (a check against diffusers' own).
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

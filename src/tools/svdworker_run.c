@@ -1,3 +1,9 @@
+/*
+ * What a run leaves in output.dir besides its samples (svdworker_run.h):
+ * run.json with its attempts, the task record that svdlaunch status reads
+ * and its heartbeat (which also renews the output directory's lease), and
+ * the per-rank profile.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,7 @@
+/*
+ * Named ranges around work (range.h): NVTX where a CUDA build has it, the
+ * nesting that log.profile sums per block and op, and the trace events.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -1,3 +1,7 @@
+/*
+ * Per-rank Chrome traces (trace.h): events with sample and step, written as
+ * JSON at the end of a run, and merged into one timeline.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
