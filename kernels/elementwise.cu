@@ -80,14 +80,6 @@ static __global__ void svp_add_kernel(int64_t n, const float *a,
     }
 }
 
-static __global__ void svp_mul_kernel(int64_t n, const float *a,
-                                      const float *b, float *y)
-{
-    SVP_CUDA_FOR(i, n) {
-        y[i] = a[i] * b[i];
-    }
-}
-
 static __global__ void svp_add_broadcast_kernel(int64_t outer, int64_t mid,
                                                 int64_t inner, float *x,
                                                 const float *v)
@@ -200,14 +192,6 @@ svp_status_t svp_ops_cuda_add(svp_ops_h ops, int64_t n, const float *a,
                               const float *b, float *y)
 {
     svp_add_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
-                     svp_cuda_stream(ops)>>>(n, a, b, y);
-    return SVP_CUDA_LAUNCHED();
-}
-
-svp_status_t svp_ops_cuda_mul(svp_ops_h ops, int64_t n, const float *a,
-                              const float *b, float *y)
-{
-    svp_mul_kernel<<<svp_cuda_grid(n), SVP_CUDA_BLOCK, 0,
                      svp_cuda_stream(ops)>>>(n, a, b, y);
     return SVP_CUDA_LAUNCHED();
 }

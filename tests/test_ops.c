@@ -450,9 +450,6 @@ Test(ops, elementwise, .init = ops_setup, .fini = ops_teardown)
     for (i = 0; i < n; i++) ref[i] = (double)a[i] + b[i];
     cr_assert_eq(svp_ops_add(ops, n, a, b, y), SVP_OK);
     assert_close("add", y, ref, n);
-    for (i = 0; i < n; i++) ref[i] = (double)a[i] * b[i];
-    cr_assert_eq(svp_ops_mul(ops, n, a, b, y), SVP_OK);
-    assert_close("mul", y, ref, n);
     for (i = 0; i < n; i++) ref[i] = 0.3 * a[i] + 0.7 * b[i];
     cr_assert_eq(svp_ops_blend(ops, n, 0.3f, a, b, y), SVP_OK);
     assert_close("blend", y, ref, n);

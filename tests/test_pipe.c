@@ -205,20 +205,6 @@ Test(pipe, reproducible)
     svp_rmtree(d3);
 }
 
-/* Stage r of a 2 x 3 layout of 12 steps gets its j-th sample after
- * (r + j) x 4 steps. */
-Test(pipe, due_steps_of_a_layout)
-{
-    svp_steps_layout_t l;
-
-    cr_assert_eq(svp_steps_layout(12, 6, 3, 5, NULL, 0, &l), SVP_OK);
-    cr_assert_eq(l.stage, 2);
-    cr_assert_eq(svp_pipe_due_steps(&l, 0), 8);
-    cr_assert_eq(svp_pipe_due_steps(&l, 3), 20);
-    cr_assert_eq(svp_steps_layout(12, 6, 1, 5, NULL, 0, &l), SVP_OK);
-    cr_assert_eq(svp_pipe_due_steps(&l, 2), 24, "replicas: one whole sample each");
-}
-
 /*
  * A sample between host and device memory (svp_stage_sample_copy), with a
  * stand-in for device memory: "device" buffers are host buffers that only

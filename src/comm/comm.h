@@ -197,9 +197,8 @@ void svp_comm_frame_destroy(svp_comm_frame_h frame);
 /* Tensor i's bytes inside the frame (64-byte aligned), NULL if out of range. */
 void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i);
 
-/* The frame's layout and total size. */
-const svp_comm_frame_desc_t *svp_comm_frame_desc(svp_comm_frame_h frame);
-size_t                       svp_comm_frame_length(svp_comm_frame_h frame);
+/* The frame's total size. */
+size_t svp_comm_frame_length(svp_comm_frame_h frame);
 
 /*
  * Starts sending frame to peer as (kind, sample, step): the header is written

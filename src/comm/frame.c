@@ -529,11 +529,6 @@ void *svp_comm_frame_data(svp_comm_frame_h frame, unsigned i)
                                          : NULL;
 }
 
-const svp_comm_frame_desc_t *svp_comm_frame_desc(svp_comm_frame_h frame)
-{
-    return &frame->desc;
-}
-
 size_t svp_comm_frame_length(svp_comm_frame_h frame)
 {
     return frame->length;

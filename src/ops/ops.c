@@ -353,13 +353,6 @@ svp_status_t svp_ops_add(svp_ops_h ops, int64_t n, const float *a,
     return ops->vt->add(ops, n, a, b, y);
 }
 
-svp_status_t svp_ops_mul(svp_ops_h ops, int64_t n, const float *a,
-                         const float *b, float *y)
-{
-    SVP_OPS_CHECK(n > 0);
-    return ops->vt->mul(ops, n, a, b, y);
-}
-
 svp_status_t svp_ops_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                    int64_t inner, float *x, const float *v)
 {

@@ -364,9 +364,6 @@ svp_status_t svp_ops_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
 /* y = a + b; y may alias a or b. */
 svp_status_t svp_ops_add(svp_ops_h ops, int64_t n, const float *a,
                          const float *b, float *y);
-/* y = a * b; y may alias a or b. */
-svp_status_t svp_ops_mul(svp_ops_h ops, int64_t n, const float *a,
-                         const float *b, float *y);
 /* x[o, m, i] += v[o, i] for x [outer, mid, inner] (a bias broadcast over m). */
 svp_status_t svp_ops_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                    int64_t inner, float *x, const float *v);

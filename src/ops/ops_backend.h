@@ -56,8 +56,6 @@ typedef struct svp_ops_ops {
     svp_status_t (*silu)(svp_ops_h ops, int64_t n, const float *x, float *y);
     svp_status_t (*add)(svp_ops_h ops, int64_t n, const float *a, const float *b,
                         float *y);
-    svp_status_t (*mul)(svp_ops_h ops, int64_t n, const float *a, const float *b,
-                        float *y);
     svp_status_t (*add_broadcast)(svp_ops_h ops, int64_t outer, int64_t mid,
                                   int64_t inner, float *x, const float *v);
     svp_status_t (*blend)(svp_ops_h ops, int64_t n, float alpha,

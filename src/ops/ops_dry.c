@@ -224,7 +224,6 @@ static const svp_ops_ops_t svp_ops_dry_ops = {
     .gelu               = svp_ops_dry_unary,
     .silu               = svp_ops_dry_unary,
     .add                = svp_ops_dry_binary,
-    .mul                = svp_ops_dry_binary,
     .add_broadcast      = svp_ops_dry_add_broadcast,
     .blend              = svp_ops_dry_blend,
     .timestep_embedding = svp_ops_dry_timestep_embedding,

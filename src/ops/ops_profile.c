@@ -124,12 +124,6 @@ static svp_status_t prof_add(svp_ops_h ops, int64_t n, const float *a, const flo
     SVP_OPS_PROF("add", 0, y, add(ops, n, a, b, y));
 }
 
-static svp_status_t prof_mul(svp_ops_h ops, int64_t n, const float *a, const float *b,
-                             float *y)
-{
-    SVP_OPS_PROF("mul", 0, y, mul(ops, n, a, b, y));
-}
-
 static svp_status_t prof_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                        int64_t inner, float *x, const float *v)
 {
@@ -215,7 +209,6 @@ svp_status_t svp_ops_profile_enable(svp_ops_h ops)
     svp_ops_prof_vt.gelu               = prof_gelu;
     svp_ops_prof_vt.silu               = prof_silu;
     svp_ops_prof_vt.add                = prof_add;
-    svp_ops_prof_vt.mul                = prof_mul;
     svp_ops_prof_vt.add_broadcast      = prof_add_broadcast;
     svp_ops_prof_vt.blend              = prof_blend;
     svp_ops_prof_vt.timestep_embedding = prof_timestep_embedding;

@@ -757,11 +757,6 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
 
 
 
-int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j)
-{
-    return (layout->stage + j) * (layout->range.end - layout->range.begin);
-}
-
 static int svp_pipe_nsamples(const svp_pipe_params_t *params)
 {
     return (params->samples != NULL) ? params->nsamples : params->spec->samples;

@@ -59,16 +59,6 @@ typedef struct {
 } svp_pipe_params_t;
 
 /*
- * When the input of the group's j-th sample (position j in the group's
- * share of the list) is due at this rank, counted in steps from the start:
- * in steady state a stage passes one sample per T/S steps, so stage r gets
- * sample j after (r + j) x T/S steps (encode and hand-off times not
- * counted).  For a deadline that counts from when the input is due rather
- * than from when the wait began: multiply by the step time.
- */
-int svp_pipe_due_steps(const svp_steps_layout_t *layout, int j);
-
-/*
  * Runs this rank's part of the job.  Logs the step range at start, per-step
  * times at debug level, a progress line per sample with an ETA, and a final
  * summary.  Fills *stats_p (may be NULL) on success.  After SIGTERM/SIGINT

@@ -78,22 +78,6 @@ svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
     return SVP_OK;
 }
 
-svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
-                             const float *b, float *y)
-{
-    int64_t i0;
-
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
-    for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
-        int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
-#pragma omp simd
-        for (i = i0; i < end; i++) {
-            y[i] = a[i] * b[i];
-        }
-    }
-    return SVP_OK;
-}
-
 svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                        int64_t inner, float *x, const float *v)
 {

@@ -107,7 +107,6 @@ static const svp_ops_ops_t svp_ops_cpu_ops = {
     .gelu               = svp_ops_cpu_gelu,
     .silu               = svp_ops_cpu_silu,
     .add                = svp_ops_cpu_add,
-    .mul                = svp_ops_cpu_mul,
     .add_broadcast      = svp_ops_cpu_add_broadcast,
     .blend              = svp_ops_cpu_blend,
     .timestep_embedding = svp_ops_cpu_timestep_embedding,

@@ -130,8 +130,6 @@ svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y
 svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
 svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
                              const float *b, float *y);
-svp_status_t svp_ops_cpu_mul(svp_ops_h ops, int64_t n, const float *a,
-                             const float *b, float *y);
 svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
                                        int64_t inner, float *x, const float *v);
 svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,

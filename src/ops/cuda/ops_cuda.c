@@ -418,7 +418,6 @@ static const svp_ops_ops_t svp_ops_cuda_ops = {
     .gelu               = svp_ops_cuda_gelu,
     .silu               = svp_ops_cuda_silu,
     .add                = svp_ops_cuda_add,
-    .mul                = svp_ops_cuda_mul,
     .add_broadcast      = svp_ops_cuda_add_broadcast,
     .blend              = svp_ops_cuda_blend,
     .timestep_embedding = svp_ops_cuda_timestep_embedding,

@@ -127,8 +127,6 @@ svp_status_t svp_ops_cuda_silu(svp_ops_h ops, int64_t n, const float *x,
                                float *y);
 svp_status_t svp_ops_cuda_add(svp_ops_h ops, int64_t n, const float *a,
                               const float *b, float *y);
-svp_status_t svp_ops_cuda_mul(svp_ops_h ops, int64_t n, const float *a,
-                              const float *b, float *y);
 svp_status_t svp_ops_cuda_add_broadcast(svp_ops_h ops, int64_t outer,
                                         int64_t mid, int64_t inner, float *x,
                                         const float *v);
