@@ -5,6 +5,7 @@
 #include "config.h"
 #endif
 #include "ops/ops_module.h"
+#include "common/install.h"
 #include "common/log.h"
 
 #include <dlfcn.h>
@@ -16,52 +17,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef SVP_MODULE_BUILDDIR
-#define SVP_MODULE_BUILDDIR ""
-#endif
-#ifndef SVP_MODULE_PKGLIBDIR
-#define SVP_MODULE_PKGLIBDIR ""
-#endif
-
-#define SVP_OPS_MODULE_MAX_DIRS 3
-
 static pthread_mutex_t svp_ops_module_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The directories to look in, in order (see ops_module.h). */
-static int svp_ops_module_dirs(const char **dirs)
-{
-    const char *env = getenv("SVP_MODULE_DIR");
-    int         n   = 0;
-
-    if (env != NULL && *env != '\0') {
-        dirs[n++] = env;
-        return n;
-    }
-    if (SVP_MODULE_BUILDDIR[0] != '\0') {
-        dirs[n++] = SVP_MODULE_BUILDDIR;
-    }
-    if (SVP_MODULE_PKGLIBDIR[0] != '\0') {
-        dirs[n++] = SVP_MODULE_PKGLIBDIR;
-    }
-    return n;
-}
 
 static svp_status_t svp_ops_module_open(const char *name,
                                         const svp_ops_module_t **module_p)
 {
-    const char               *dirs[SVP_OPS_MODULE_MAX_DIRS];
+    svp_install_dirs_t        dirs;
     char                      path[PATH_MAX];
-    char                      looked[4 * PATH_MAX] = "";
+    char                      looked[SVP_INSTALL_MAX_DIRS * PATH_MAX] = "";
     svp_ops_module_query_fn_t query;
     const svp_ops_module_t   *module;
     void                     *handle;
-    int                       ndirs, i;
+    int                       i;
 
-    ndirs = svp_ops_module_dirs(dirs);
-    for (i = 0; i < ndirs; i++) {
-        snprintf(path, sizeof(path), "%s/svdpipe_%s.so", dirs[i], name);
+    svp_install_dirs_get(SVP_INSTALL_MODULES, &dirs);
+    for (i = 0; i < dirs.count; i++) {
+        snprintf(path, sizeof(path), "%s/svdpipe_%s.so", dirs.dir[i], name);
         snprintf(looked + strlen(looked), sizeof(looked) - strlen(looked),
-                 "%s%s", (i > 0) ? ", " : "", dirs[i]);
+                 "%s%s", (i > 0) ? ", " : "", dirs.dir[i]);
         if (access(path, F_OK) != 0) {
             continue;
         }
@@ -96,8 +69,9 @@ static svp_status_t svp_ops_module_open(const char *name,
         return SVP_OK;
     }
     svp_error("%s backend module not found (looked for svdpipe_%s.so in %s%s)",
-              name, name, (ndirs > 0) ? looked : "no directory",
-              (getenv("SVP_MODULE_DIR") != NULL) ? ", from SVP_MODULE_DIR" : "");
+              name, name, (dirs.count > 0) ? looked : "no directory",
+              dirs.from_env ? ", from SVP_MODULE_DIR"
+                            : "; SVP_MODULE_DIR names the folder that holds it");
     return SVP_ERR_UNSUPPORTED;
 }
 

@@ -9,11 +9,14 @@
  * process: a loaded module is never closed (its libraries keep driver state
  * and atexit handlers that would outlive an unmapped module).
  *
- * Where a module is looked for:
+ * Where a module is looked for (common/install.h, SVP_INSTALL_MODULES):
  *   1. $SVP_MODULE_DIR, when set: there only (a test or an admin can then
  *      say exactly which module, or none, a run gets);
- *   2. the build tree (running from _build without installing);
- *   3. $(pkglibdir), where `make install` puts it.
+ *   2. the lib/svdpipe of the installed tree the program runs from, found
+ *      from its own path, so that a prefix other than the configured one
+ *      (`make install prefix=P`, a moved tree) finds its own module;
+ *   3. the build tree, for a program that runs from it;
+ *   4. the configured $(pkglibdir).
  */
 #ifndef SVP_OPS_OPS_MODULE_H
 #define SVP_OPS_OPS_MODULE_H

@@ -34,7 +34,7 @@ static const svdtool_cmd_t svdtool_cmds[] = {
     {"unet", svdtool_unet_main,
      "run the UNet: --model DIR --input IN.safetensors --output OUT.safetensors"},
     {"init", svdtool_init_main,
-     "random weights: --config CONFIG.json | --model-config-dir DIR, --seed S --output DIR"},
+     "random weights: --config CONFIG.json | --model-config-dir DIR|NAME, --seed S --output DIR"},
     {"check-model", svdtool_check_model_main,
      "validate an SVD/SVD-XT checkpoint folder without loading weights: DIR"},
     {"clip", svdtool_clip_main,
