@@ -62,6 +62,10 @@ typedef struct {
                                               through the mounts for the
                                               worker (NULL: spec_ref, which
                                               must then be absolute) */
+    int                    shard_index;    /* an independent shard job: the
+                                              worker runs --shard
+                                              shard_index/shard_count; */
+    int                    shard_count;    /* 0 or 1: the whole job */
 } svp_launch_render_params_t;
 
 /*
@@ -158,6 +162,16 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
 svp_status_t svp_launch_render(const svp_spec_t *spec,
                                const svp_launch_render_params_t *params,
                                char *errbuf, int errlen, char **script_p);
+
+/*
+ * What Slurm would make of cluster.array beside a job of `samples`
+ * samples (0: unknown): a warning into msg, naming Slurm's MaxArraySize
+ * when a task id passes the default's largest (1000), or saying how many
+ * tasks get no sample when there are more tasks than samples.  Returns 1
+ * when there is one, 0 (msg untouched) when not.
+ */
+int svp_launch_array_warning(const svp_spec_t *spec, int samples, char *msg,
+                             size_t len);
 
 /*
  * Parses a Slurm time limit ("minutes", "minutes:seconds",

@@ -13,7 +13,7 @@
 /* Copies s into out with newlines, quotes and control characters escaped. */
 void svp_launch_escape(const char *s, char *out, size_t outlen);
 
-/* Whether s holds a control character (newline, tab, DEL, ...). */
+/* Whether s holds a control character (newline, tab, DEL, a C1 control). */
 int svp_launch_has_control(const char *s);
 
 /* The effective values, defaults applied. */
@@ -94,6 +94,18 @@ int svp_launch_slurm_parse(int tool, const char *arg, svp_launch_slurm_opt_t *op
 
 /* "sbatch" or "srun". */
 const char *svp_launch_slurm_tool_name(int tool);
+
+/*
+ * For the tests that hold the table against the installed tools: the long
+ * option --name[0..len) stands for, by getopt_long's rule, or NULL; *takes_p
+ * is how it takes a value (1 none, 2 required, 3 optional), 0 for no such
+ * option, -1 for a prefix of several (named in cands, "--a, --b").  And the
+ * table's i-th option of tool, NULL past the last.
+ */
+const char *svp_launch_slurm_resolve(int tool, const char *name, size_t len,
+                                     char *cands, size_t cands_len,
+                                     int *takes_p);
+const char *svp_launch_slurm_option_name(int tool, size_t i);
 
 /* How many tasks a cluster.array value makes ("0-63" 64, "1,3,5-7" 5,
  * "0-15:4" 4; a "%N" throttle is left out); 0 when not set. */

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Writes s single-quoted: every ' becomes '\'' and nothing else is special. */
 static void launch_put_quoted(FILE *f, const char *s)
@@ -135,6 +136,12 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
             return SVP_ERR_SPEC;
         }
     }
+    if (params->shard_count > 1 &&
+        (params->shard_index < 0 || params->shard_index >= params->shard_count)) {
+        svp_errf(errbuf, errlen, "--shard: expected I/N with 0 <= I < N, "
+                 "found %d/%d", params->shard_index, params->shard_count);
+        return SVP_ERR_SPEC;
+    }
     if (params->spec_host != NULL && params->spec_host[0] != '/') {
         svp_errf(errbuf, errlen, "job spec host path: expected an "
                         "absolute path, found \"%s\"", params->spec_host);
@@ -197,6 +204,15 @@ static svp_status_t launch_render_prepare(const svp_spec_t *spec,
     status = launch_check_params(params, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
+    }
+    if (params->shard_count > 1 && spec->cluster.array != NULL &&
+        spec->cluster.array[0] != '\0') {
+        /* each array task takes its own shard already (svdworker --shard) */
+        svp_errf(errbuf, errlen, "%s: --shard %d/%d: expected a job without "
+                 "cluster.array (its tasks are the shards already), found "
+                 "cluster.array: %s", spec->file, params->shard_index,
+                 params->shard_count, spec->cluster.array);
+        return SVP_ERR_SPEC;
     }
     if (svp_launch_in_container(spec)) {
         const char *host = params->spec_host ? params->spec_host :
@@ -269,6 +285,11 @@ static void launch_put_header(FILE *f, const svp_spec_t *spec,
         } else {
             fprintf(f, "%.3f s from %s\n", layout->makespan_s, a->why);
         }
+    }
+    if (params->shard_count > 1) {
+        fprintf(f, "# shard %d of %d: this job makes the samples whose index is "
+                "%d mod %d\n", params->shard_index, params->shard_count,
+                params->shard_index, params->shard_count);
     }
     if (svp_launch_array_tasks(spec) > 1) {
         fprintf(f, "# job array: %d tasks of %d node%s x %d ranks, each making "
@@ -344,9 +365,44 @@ static void launch_put_environment(FILE *f, const svp_spec_t *spec)
     }
 }
 
+/*
+ * Whether cluster.sbatch_args holds an --export without ALL (NONE, or a
+ * list of names).  sbatch hands it on to the job as SLURM_EXPORT_ENV, and
+ * srun reads that as its own --export: the ranks would start without the
+ * environment the script exports (cluster.env, the UCX and PMIx settings).
+ */
+static int launch_sbatch_export_narrow(const svp_spec_t *spec)
+{
+    for (int i = 0; i < spec->cluster.sbatch_args.count; ++i) {
+        svp_launch_slurm_opt_t opts[16];
+        char                   why[512];
+        int                    n;
+
+        n = svp_launch_slurm_parse(SVP_LAUNCH_SBATCH,
+                                   spec->cluster.sbatch_args.items[i], opts,
+                                   (int)SVP_ARRAY_SIZE(opts), why, sizeof(why));
+        for (int j = 0; j < n; ++j) {
+            if (opts[j].name != NULL && !strcmp(opts[j].name, "export") &&
+                opts[j].value != NULL && strcmp(opts[j].value, "ALL") != 0 &&
+                strncmp(opts[j].value, "ALL,", 4) != 0) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* exec srun with its own options and cluster.srun_args. */
 static void launch_put_srun(FILE *f, const svp_spec_t *spec, int gpus)
 {
+    if (launch_sbatch_export_narrow(spec)) {
+        /* sbatch(1), --export: "to avoid steps inheriting environment
+         * export settings (e.g. NONE) from sbatch command, the environment
+         * variable SLURM_EXPORT_ENV should be set to ALL in the job script" */
+        fputs("\n# sbatch --export (cluster.sbatch_args) is for this script; "
+              "srun would inherit it\n# and start the ranks without the "
+              "exports above\nexport SLURM_EXPORT_ENV=ALL\n", f);
+    }
     /*
      * --kill-on-bad-exit: a rank that fails takes the job down at once
      * instead of leaving its peers waiting for their deadlines.  -W bounds a
@@ -420,19 +476,90 @@ static void launch_put_container(FILE *f, const svp_spec_t *spec, int gpus)
     launch_put_quoted(f, spec->cluster.container_image);
 }
 
+int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
+                           char *why, size_t whylen)
+{
+    const char *worker = svp_launch_worker(spec);
+    char        cwd[4096], host[8192];
+
+    if (worker[0] == '/' || strchr(worker, '/') == NULL) {
+        snprintf(out, len, "%s", worker);
+        return 1;
+    }
+    /*
+     * Relative: the spec reader joined a spec's own value to the spec's
+     * folder, and a --set value is the working directory's, so both name
+     * the file from here.  The job runs srun in its own working directory
+     * (sbatch's, or --chdir's), where the same text named another file
+     * ("execve(): sub/bin/svdworker: No such file or directory"): the
+     * script names it from the root.
+     */
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        snprintf(why, whylen, "an absolute path (the working directory, "
+                 "which a relative one is resolved from, is unknown: %s)",
+                 strerror(errno));
+        return 0;
+    }
+    snprintf(host, sizeof(host), "%s/%s", strcmp(cwd, "/") ? cwd : "", worker);
+    {
+        /* "sub/../bin" read once: its folder resolved where it exists, the
+         * name kept (a link named svdworker stays what is run) */
+        char  *slash = strrchr(host, '/'), dir[PATH_MAX], name[PATH_MAX];
+        size_t used;
+
+        snprintf(name, sizeof(name), "%s", slash + 1);
+        *slash = '\0';
+        used = (realpath(host, dir) == NULL) ? sizeof(host) :
+               strcmp(dir, "/") ? strlen(dir) : 0;
+        if (used + 1 + strlen(name) < sizeof(host)) {
+            memcpy(host, dir, used);
+            host[used] = '/';
+            strcpy(host + used + 1, name);
+        } else {
+            *slash = '/';   /* as joined */
+        }
+    }
+    if (!svp_launch_in_container(spec)) {
+        if (strlen(host) >= len) {
+            snprintf(why, whylen, "a path of at most %zu bytes, resolved from "
+                     "the spec's folder", len - 1);
+            return 0;
+        }
+        snprintf(out, len, "%s", host);
+        return 1;
+    }
+    /* srun starts it inside the container: the host path through a mount */
+    if (!svp_launch_container_path(spec, host, out, len)) {
+        snprintf(why, whylen, "an absolute path in the container, or a path "
+                 "relative to the spec's folder that a mount shows (%s is "
+                 "under no mount's SRC)", host);
+        return 0;
+    }
+    return 1;
+}
+
 /* The worker, its spec and the overrides: the end of the srun line. */
 static void launch_put_worker(FILE *f, const svp_spec_t *spec,
                               const svp_launch_render_params_t *params,
                               const char *in_container, const launch_auto_t *a)
 {
+    char worker[4096], why[512];
+
     fputs(" \\\n    ", f);
-    launch_put_quoted(f, svp_launch_worker(spec));
+    /* checked by svp_launch_validate: resolves here as it did there */
+    if (!svp_launch_worker_path(spec, worker, sizeof(worker), why, sizeof(why))) {
+        snprintf(worker, sizeof(worker), "%s", svp_launch_worker(spec));
+    }
+    launch_put_quoted(f, worker);
     if (in_container[0] != '\0') {
         /* the worker reads the spec inside the container, by its path there */
         fputc(' ', f);
         launch_put_quoted(f, in_container);
     } else {
         fputs(" \"$svp_spec\"", f);
+    }
+    if (params->shard_count > 1) {
+        fprintf(f, " --shard %d/%d", params->shard_index, params->shard_count);
     }
     for (int i = 0; i < params->num_overrides; ++i) {
         fputs(" --set ", f);

@@ -53,6 +53,12 @@ int svp_launch_has_control(const char *s)
         if (c < 0x20 || c == 0x7f) {
             return 1;
         }
+        /* C1 (U+0080 to U+009F): U+009B is CSI on a terminal that
+         * honours C1, and the script is printed (render to stdout) */
+        if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
+            (unsigned char)s[1] <= 0x9f) {
+            return 1;
+        }
     }
     return 0;
 }
@@ -390,53 +396,130 @@ static const launch_sbatch_check_t launch_sbatch_checks[] = {
      launch_ok_signal, LAUNCH_CLUSTER_STR(signal)},
 };
 
-/* The options the script sets from keys of their own. */
+/*
+ * The options the script sets from keys of its own, by their full long
+ * names (what svp_launch_slurm_parse resolves "-N2" and "--nod" to); the
+ * pyxis options are plugin options, matched as written.  srun's own output
+ * files are no batch output: srun_args may name them (per-rank logs,
+ * --output=rank-%t.log), so output, error and open-mode are the batch
+ * script's keys on #SBATCH lines only.
+ */
+#define LAUNCH_OWN_SBATCH 0x1u
+#define LAUNCH_OWN_SRUN   0x2u
+#define LAUNCH_OWN_BOTH   (LAUNCH_OWN_SBATCH | LAUNCH_OWN_SRUN)
+
 static const struct {
     const char *option, *key;
+    unsigned    tools;
 } launch_own_options[] = {
-    {"nodes", "cluster.nodes"}, {"N", "cluster.nodes"},
-    {"ntasks-per-node", "cluster.ranks_per_node"},
-    {"ntasks", "cluster.nodes and cluster.ranks_per_node"},
-    {"n", "cluster.nodes and cluster.ranks_per_node"},
-    {"gpus-per-task", "cluster.gpus_per_task"},
-    {"partition", "cluster.partition"}, {"p", "cluster.partition"},
-    {"account", "cluster.account"}, {"A", "cluster.account"},
-    {"qos", "cluster.qos"}, {"q", "cluster.qos"},
-    {"time", "cluster.time"}, {"t", "cluster.time"},
-    {"constraint", "cluster.constraint"}, {"C", "cluster.constraint"},
-    {"exclusive", "cluster.exclusive"},
-    {"job-name", "cluster.job_name"}, {"J", "cluster.job_name"},
-    {"output", "cluster.output"}, {"o", "cluster.output"},
-    {"error", "cluster.error"}, {"e", "cluster.error"},
-    {"requeue", "cluster.requeue"}, {"open-mode", "cluster.requeue"},
-    {"dependency", "cluster.dependency"}, {"d", "cluster.dependency"},
-    {"array", "cluster.array"}, {"a", "cluster.array"},
-    {"cpus-per-task", "cluster.cpus_per_task"}, {"c", "cluster.cpus_per_task"},
-    {"mem", "cluster.mem"}, {"mem-per-gpu", "cluster.mem_per_gpu"},
-    {"signal", "cluster.signal"},
-    {"mpi", "cluster.mpi"}, {"container-image", "cluster.container_image"},
-    {"container-mounts", "cluster.container_mounts"},
-    {"container-workdir", "cluster.container_workdir"},
-    {"kill-on-bad-exit", NULL}, {"K", NULL}, {"W", NULL}, {"wait", NULL},
-    {"gpu-bind", NULL},
+    {"nodes", "cluster.nodes", LAUNCH_OWN_BOTH},
+    {"ntasks-per-node", "cluster.ranks_per_node", LAUNCH_OWN_BOTH},
+    {"tasks-per-node", "cluster.ranks_per_node", LAUNCH_OWN_BOTH},
+    {"ntasks", "cluster.nodes and cluster.ranks_per_node", LAUNCH_OWN_BOTH},
+    {"gpus-per-task", "cluster.gpus_per_task", LAUNCH_OWN_BOTH},
+    {"partition", "cluster.partition", LAUNCH_OWN_BOTH},
+    {"account", "cluster.account", LAUNCH_OWN_BOTH},
+    {"qos", "cluster.qos", LAUNCH_OWN_BOTH},
+    {"time", "cluster.time", LAUNCH_OWN_BOTH},
+    {"constraint", "cluster.constraint", LAUNCH_OWN_BOTH},
+    {"exclusive", "cluster.exclusive", LAUNCH_OWN_BOTH},
+    {"job-name", "cluster.job_name", LAUNCH_OWN_BOTH},
+    {"output", "cluster.output", LAUNCH_OWN_SBATCH},
+    {"error", "cluster.error", LAUNCH_OWN_SBATCH},
+    {"requeue", "cluster.requeue", LAUNCH_OWN_BOTH},
+    {"open-mode", "cluster.requeue", LAUNCH_OWN_SBATCH},
+    {"dependency", "cluster.dependency", LAUNCH_OWN_BOTH},
+    {"array", "cluster.array", LAUNCH_OWN_BOTH},
+    {"cpus-per-task", "cluster.cpus_per_task", LAUNCH_OWN_BOTH},
+    {"mem", "cluster.mem", LAUNCH_OWN_BOTH},
+    {"mem-per-gpu", "cluster.mem_per_gpu", LAUNCH_OWN_BOTH},
+    {"signal", "cluster.signal", LAUNCH_OWN_BOTH},
+    {"mpi", "cluster.mpi", LAUNCH_OWN_BOTH},
+    {"container-image", "cluster.container_image", LAUNCH_OWN_BOTH},
+    {"container-mounts", "cluster.container_mounts", LAUNCH_OWN_BOTH},
+    {"container-workdir", "cluster.container_workdir", LAUNCH_OWN_BOTH},
+    {"kill-on-bad-exit", NULL, LAUNCH_OWN_BOTH},
+    {"wait", NULL, LAUNCH_OWN_BOTH},
+    {"gpu-bind", NULL, LAUNCH_OWN_BOTH},
 };
+
+/* Whether an --export value keeps the caller's environment: ALL among
+ * its names ("ALL", "ALL,X=1"); NONE, NIL or a bare list drops it. */
+static int launch_export_keeps_all(const char *value)
+{
+    for (const char *p = value; p != NULL && *p != '\0';) {
+        size_t len = strcspn(p, ",");
+
+        if (len == 3 && !strncmp(p, "ALL", 3)) {
+            return 1;
+        }
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/*
+ * What Slurm would refuse, or do to the job, for one resolved option:
+ * NULL when nothing, else the reason (for "expected ...").  Each one was
+ * seen on the local cluster (Slurm 22.05) or is in its manual.
+ */
+static const char *launch_slurm_contradiction(const svp_spec_t *spec, int tool,
+                                              const svp_launch_slurm_opt_t *o)
+{
+    int mem_set = launch_is_set(spec->cluster.mem) ||
+                  launch_is_set(spec->cluster.mem_per_gpu);
+
+    if (o->name == NULL) {
+        return NULL;
+    }
+    if (!strcmp(o->name, "mem-per-cpu") && mem_set) {
+        /* sbatch: "--mem, --mem-per-cpu, and --mem-per-gpu are mutually
+         * exclusive"; srun reads the allocation's SLURM_MEM_PER_NODE or
+         * SLURM_MEM_PER_GPU as its own and refuses the step the same way */
+        return "no --mem-per-cpu beside cluster.mem or cluster.mem_per_gpu "
+               "(Slurm takes one of --mem, --mem-per-cpu and --mem-per-gpu; "
+               "set the memory with one key)";
+    }
+    if (tool == SVP_LAUNCH_SBATCH && !strcmp(o->name, "wrap")) {
+        return "no --wrap (sbatch would run its command instead of this "
+               "script: no svdworker would start)";
+    }
+    if (tool == SVP_LAUNCH_SRUN && !strcmp(o->name, "pty")) {
+        return "no --pty (it puts task 0 on a pseudo-terminal for an "
+               "interactive shell; a batch job has no terminal, and the "
+               "ranks must all run the same way)";
+    }
+    if (tool == SVP_LAUNCH_SRUN && !strcmp(o->name, "export") &&
+        !launch_export_keeps_all(o->value)) {
+        return "no --export without ALL (--export=NONE or a list of names "
+               "starts the ranks without the environment the script exports: "
+               "cluster.env, UCX_TLS, the PMIx settings, PATH; use "
+               "--export=ALL,NAME=value)";
+    }
+    return NULL;
+}
 
 /*
  * One extra option: "--name", "--name=value" or "-x": it starts with '-',
  * and for #SBATCH lines holds no blank, quote or '#' (sbatch's tokenizer
- * does not read shell quoting).  An option the script already sets is
- * refused with the key that sets it: two values would leave the reader to
- * guess which one Slurm takes.
+ * does not read shell quoting).  It is resolved as the tool reads it
+ * (slurm_options.c), so an abbreviation is the option it stands for.  An
+ * option the script already sets is refused with the key that sets it:
+ * two values would leave the reader to guess which one Slurm takes; so is
+ * one Slurm would refuse beside the script's own, or that breaks the job.
  */
 static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
                                       const svp_spec_strlist_t *args,
-                                      int sbatch, char *errbuf, int errlen)
+                                      int tool, char *errbuf, int errlen)
 {
+    int  sbatch = (tool == SVP_LAUNCH_SBATCH);
     char key[128];
 
     for (int i = 0; i < args->count; ++i) {
-        const char *a = args->items[i], *opt;
-        size_t      n;
+        const char            *a = args->items[i], *why;
+        svp_launch_slurm_opt_t opts[16];
+        char                   reason[640];
+        int                    n;
 
         snprintf(key, sizeof(key), "cluster.%s[%d]", name, i);
         if (a[0] != '-' || a[1] == '\0' || svp_launch_has_control(a) ||
@@ -448,21 +531,41 @@ static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
                               "argument, no control characters)",
                               a, errbuf, errlen);
         }
-        opt = a + (a[1] == '-' ? 2 : 1);
-        n   = a[1] == '-' ? strcspn(opt, "=") : 1;
-        for (size_t k = 0; k < sizeof(launch_own_options) /
-                               sizeof(launch_own_options[0]); ++k) {
-            const char *own = launch_own_options[k].option;
+        n = svp_launch_slurm_parse(tool, a, opts, (int)SVP_ARRAY_SIZE(opts),
+                                   reason, sizeof(reason));
+        if (n < 0) {
+            return launch_bad(spec, key, reason, a, errbuf, errlen);
+        }
+        for (int j = 0; j < n; ++j) {
+            const svp_launch_slurm_opt_t *o = &opts[j];
 
-            if (strlen(own) == n && !strncmp(opt, own, n) &&
-                (a[1] == '-') == (n > 1)) {
-                char why[160];
+            for (size_t k = 0; k < SVP_ARRAY_SIZE(launch_own_options); ++k) {
+                const char *own = launch_own_options[k].option;
+                int         same;
 
-                snprintf(why, sizeof(why), "an option the script does not "
-                         "set already (%s%s)", launch_own_options[k].key ?
-                         "use " : "set by svdlaunch itself",
-                         launch_own_options[k].key ?
-                         launch_own_options[k].key : "");
+                if (!(launch_own_options[k].tools &
+                      (sbatch ? LAUNCH_OWN_SBATCH : LAUNCH_OWN_SRUN))) {
+                    continue;
+                }
+                same = (o->name != NULL) ? !strcmp(o->name, own) :
+                       (o->len > 1 && strlen(own) == o->len &&
+                        !strncmp(o->written, own, o->len));
+                if (!same) {
+                    continue;
+                }
+                if (launch_own_options[k].key != NULL) {
+                    snprintf(reason, sizeof(reason), "an option the script does "
+                             "not set already (--%s: use %s)", own,
+                             launch_own_options[k].key);
+                } else {
+                    snprintf(reason, sizeof(reason), "an option the script does "
+                             "not set already (--%s: set by svdlaunch itself)",
+                             own);
+                }
+                return launch_bad(spec, key, reason, a, errbuf, errlen);
+            }
+            why = launch_slurm_contradiction(spec, tool, o);
+            if (why != NULL) {
                 return launch_bad(spec, key, why, a, errbuf, errlen);
             }
         }
@@ -575,6 +678,21 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
     if (status != SVP_OK) {
         return status;
     }
+    {
+        char worker[4096], why[512];
+
+        if (!svp_launch_worker_path(spec, worker, sizeof(worker), why,
+                                    sizeof(why))) {
+            return launch_bad(spec, "cluster.worker", why,
+                              svp_launch_worker(spec), errbuf, errlen);
+        }
+    }
+    /* a comment of the script names it, for svdlaunch status JOBID */
+    status = launch_check_quoted(spec, "output.dir", spec->output.dir, errbuf,
+                                 errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
     status = launch_check_quoted(spec, "cluster.container_image",
                                  spec->cluster.container_image, errbuf, errlen);
     if (status != SVP_OK) {
@@ -633,13 +751,13 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
                               "default) to 4096", spec->cluster.cpus_per_task,
                               errbuf, errlen);
     }
-    status = launch_check_args(spec, "sbatch_args", &spec->cluster.sbatch_args, 1,
-                               errbuf, errlen);
+    status = launch_check_args(spec, "sbatch_args", &spec->cluster.sbatch_args,
+                               SVP_LAUNCH_SBATCH, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
     }
-    status = launch_check_args(spec, "srun_args", &spec->cluster.srun_args, 0,
-                               errbuf, errlen);
+    status = launch_check_args(spec, "srun_args", &spec->cluster.srun_args,
+                               SVP_LAUNCH_SRUN, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
     }
@@ -709,6 +827,85 @@ int svp_launch_array_tasks(const svp_spec_t *spec)
         }
     }
     return (int)n;
+}
+
+/* The largest task id of cluster.array (its items "A", "A-B", "A-B:S"
+ * before any "%N"), or -1 when not set or not readable. */
+static long launch_array_max_id(const char *p)
+{
+    long max = -1;
+
+    while (p != NULL && *p != '\0' && *p != '%') {
+        long a, b, step = 1;
+
+        p = launch_digits(p, &a);
+        if (p == NULL) {
+            return -1;
+        }
+        b = a;
+        if (*p == '-') {
+            p = launch_digits(p + 1, &b);
+            if (p == NULL) {
+                return -1;
+            }
+            if (*p == ':') {
+                p = launch_digits(p + 1, &step);
+                if (p == NULL || step < 1) {
+                    return -1;
+                }
+            }
+            b = a + (b - a) / step * step;   /* the last id the step reaches */
+        }
+        max = SVP_MAX(max, b);
+        if (*p == ',') {
+            ++p;
+        } else if (*p != '\0' && *p != '%') {
+            return -1;
+        }
+    }
+    return max;
+}
+
+/*
+ * Slurm's MaxArraySize (slurm.conf) bounds the task ids, not their count:
+ * the largest id must be below it.  Its default is 1001 (ids 0 to 1000);
+ * sites raise it, and only scontrol show config tells, so this is a
+ * warning: sbatch refuses the job with "Invalid job array specification"
+ * where the site kept the default.
+ */
+#define LAUNCH_MAX_ARRAY_SIZE_DEFAULT 1001
+
+int svp_launch_array_warning(const svp_spec_t *spec, int samples, char *msg,
+                             size_t len)
+{
+    int  tasks = svp_launch_array_tasks(spec);
+    long max   = launch_array_max_id(spec->cluster.array);
+
+    if (tasks < 1) {
+        return 0;
+    }
+    if (max >= LAUNCH_MAX_ARRAY_SIZE_DEFAULT) {
+        snprintf(msg, len, "%s: cluster.array: %s has task ids up to %ld, and "
+                 "Slurm's default MaxArraySize of %d allows ids up to %d: sbatch "
+                 "refuses the job unless the site raised MaxArraySize "
+                 "(scontrol show config | grep MaxArraySize)",
+                 spec->file ? spec->file : "<spec>", spec->cluster.array, max,
+                 LAUNCH_MAX_ARRAY_SIZE_DEFAULT, LAUNCH_MAX_ARRAY_SIZE_DEFAULT - 1);
+        return 1;
+    }
+    if (samples > 0 && tasks > samples) {
+        snprintf(msg, len, "%s: cluster.array: %s makes %d tasks for %d "
+                 "sample%s: %d task%s get%s no sample and end%s at once; an "
+                 "array of %d tasks does the same work (and its ids stay below "
+                 "Slurm's MaxArraySize, %d by default)",
+                 spec->file ? spec->file : "<spec>", spec->cluster.array, tasks,
+                 samples, samples == 1 ? "" : "s", tasks - samples,
+                 tasks - samples == 1 ? "" : "s", tasks - samples == 1 ? "s" : "",
+                 tasks - samples == 1 ? "s" : "", samples,
+                 LAUNCH_MAX_ARRAY_SIZE_DEFAULT);
+        return 1;
+    }
+    return 0;
 }
 
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)

@@ -2,6 +2,7 @@
 #include "common/sha256.h"
 #include "common/status.h"
 #include "common/util.h"
+#include "common/log.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -85,6 +86,82 @@ Test(util, read_all_reads_regular_files_only, .timeout = 10)
     cr_expect_str_eq(data, "{\"a\": 1}");
     free(data);
     unlink(fifo);
+    unlink(file);
+    rmdir(dir);
+}
+
+/*
+ * Messages are escaped: controls, DEL, C1, bidi controls, a BOM and bytes
+ * that are not UTF-8 become escapes; printable text (backslashes too) stays,
+ * so escaping twice changes nothing; a short buffer cuts between characters.
+ */
+Test(util, escape_for_printing)
+{
+    static const struct {
+        const char *in;
+        size_t      len;
+        const char *out;
+    } cases[] = {
+        {"plain text, caf\xc3\xa9 \\x1b", 0, "plain text, caf\xc3\xa9 \\x1b"},
+        {"\x1b[31mred\x1b]0;t\x07", 0, "\\x1b[31mred\\x1b]0;t\\x07"},
+        {"a\nb\tc\rd", 0, "a\\nb\\tc\\rd"},
+        {"nul\0x", 5, "nul\\x00x"},
+        {"del\x7f c1\xc2\x9b", 0, "del\\x7f c1\\u009b"},
+        {"\xe2\x80\xaertl \xef\xbb\xbf", 0, "\\u202ertl \\ufeff"},
+        {"bad\xff\xfe", 0, "bad\\xff\\xfe"},
+        {"cut\xe2\x82", 0, "cut\\xe2\\x82"},
+        {"overlong\xc0\xaf", 0, "overlong\\xc0\\xaf"},
+    };
+    char out[128], twice[128];
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
+        size_t n   = svp_str_escape(cases[i].in, len, out, sizeof(out));
+
+        cr_expect_str_eq(out, cases[i].out, "case %zu", i);
+        cr_expect_eq(n, strlen(out));
+        svp_str_escape(out, strlen(out), twice, sizeof(twice));
+        cr_expect_str_eq(twice, out, "escaping twice changed case %zu", i);
+    }
+    /* room for "ab" and not the escape after it: cut before the escape */
+    svp_str_escape("ab\x1b", 3, out, 5);
+    cr_expect_str_eq(out, "ab");
+    svp_str_escape("a\xc3\xa9", 3, out, 3);
+    cr_expect_str_eq(out, "a");
+    svp_errf(out, sizeof(out), "found '%s'", "\x1b[2J");
+    cr_expect_str_eq(out, "found '\\x1b[2J'");
+}
+
+/* A capped read refuses a larger file before reading it, naming the cap. */
+Test(util, read_limit_names_the_cap)
+{
+    char   dir[] = "/tmp/svp-readlim.XXXXXX", file[64], *data = NULL, log[512] = "";
+    size_t len = 0;
+    FILE  *f, *logf = tmpfile();
+
+    cr_assert_not_null(logf);
+    svp_log_set_stream(logf);
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(file, sizeof(file), "%s/config.json", dir);
+    f = fopen(file, "w");
+    cr_assert_not_null(f);
+    for (int i = 0; i < 100; ++i) {
+        fputs("0123456789", f);
+    }
+    fclose(f);
+    cr_expect_eq(svp_file_read_limit(file, 999, "a JSON config", &data, &len),
+                 SVP_ERR_BAD_FILE);
+    cr_expect_null(data);
+    cr_assert_eq(svp_file_read_limit(file, 1000, "a JSON config", &data, &len),
+                 SVP_OK);
+    cr_expect_eq(len, 1000);
+    free(data);
+    rewind(logf);
+    cr_expect_eq(fread(log, 1, sizeof(log) - 1, logf) > 0, 1);
+    cr_expect_not_null(strstr(log, "a JSON config of 1000 bytes: over the size "
+                                   "limit of 999 bytes"), "%s", log);
+    svp_log_set_stream(NULL);
+    fclose(logf);
     unlink(file);
     rmdir(dir);
 }

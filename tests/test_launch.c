@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A spec from YAML text; the test fails when it does not parse. */
@@ -1112,7 +1116,7 @@ Test(render, site_options)
         "  mem: 200G\n"
         "  signal: \"B:TERM@120\"\n"
         "  sbatch_args: [\"--gres-flags=enforce-binding\", \"--mail-type=END\"]\n"
-        "  srun_args: [\"--cpu-bind=cores\", \"--label=a b\"]\n"
+        "  srun_args: [\"--cpu-bind=cores\", \"--comment=a b\"]\n"
         "  setup: [\"module load cuda/12.4\", \"source $HOME/env.sh\"]\n"
         "  env: {TMPDIR: \"$SCRATCH/t\"}\n");
     char        err[512] = "", *script;
@@ -1125,7 +1129,7 @@ Test(render, site_options)
                                       "#SBATCH --mail-type=END\n"));
     /* srun does not inherit --cpus-per-task from the allocation */
     cr_expect_not_null(strstr(script, " --cpus-per-task=8"));
-    cr_expect_not_null(strstr(script, "--cpu-bind=cores '--label=a b'"), "%s",
+    cr_expect_not_null(strstr(script, "--cpu-bind=cores '--comment=a b'"), "%s",
                        script);
     cr_expect_not_null(strstr(script, "\nset +u\nmodule load cuda/12.4\n"
                                       "source $HOME/env.sh\nset -u\n"), "%s",
@@ -1383,6 +1387,473 @@ Test(launch, array_task_count)
         set_str(&spec->cluster.array, cases[i].array);
         cr_expect_eq(svp_launch_array_tasks(spec), cases[i].tasks, "%s",
                      cases[i].array);
+        svp_spec_destroy(spec);
+    }
+}
+
+/* ---- site options as Slurm reads them ----------------------------------- */
+
+/*
+ * sbatch_args and srun_args are resolved as sbatch and srun read them
+ * (getopt_long: a unique prefix is the option) before the checks: an
+ * abbreviation of an option the script sets is refused with its key, an
+ * ambiguous one with its candidates; what Slurm refuses beside the
+ * script's own options, or what breaks the job, is refused with the reason.
+ */
+Test(render, site_options_as_slurm_reads_them)
+{
+    static const struct {
+        const char *yaml, *expect;   /* expect NULL: accepted */
+    } cases[] = {
+        /* abbreviations of the script's own options */
+        {"cluster: {sbatch_args: [\"--ntasks-per-n=4\"]}",
+         "(--ntasks-per-node: use cluster.ranks_per_node)"},
+        {"cluster: {sbatch_args: [\"--tasks-per-node=4\"]}",
+         "use cluster.ranks_per_node"},
+        {"cluster: {sbatch_args: [\"--parti=gpu\"]}",
+         "(--partition: use cluster.partition)"},
+        {"cluster: {sbatch_args: [\"--ti=10\"]}", "--time, --time-min"},
+        {"cluster: {srun_args: [\"--mp=none\"]}", "(--mpi: use cluster.mpi)"},
+        {"cluster: {srun_args: [\"--kill-on=0\"]}", "set by svdlaunch itself"},
+        {"cluster: {srun_args: [\"-W5\"]}", "(--wait: set by svdlaunch itself)"},
+        {"cluster: {sbatch_args: [\"-Hn4\"]}", "(--ntasks: use cluster.nodes"},
+        /* ambiguous: sbatch refuses them at submit time */
+        {"cluster: {sbatch_args: [\"--nod=2\"]}",
+         "--nod is the beginning of --nodefile, --nodelist, --nodes"},
+        {"cluster: {sbatch_args: [\"--me=1G\"]}", "write the option in full"},
+        /* values: one that takes one, one that takes none */
+        {"cluster: {sbatch_args: [\"--mail-type\"]}", "--mail-type=VALUE"},
+        {"cluster: {srun_args: [\"--cpu-b\"]}", "--cpu-bind=VALUE"},
+        {"cluster: {srun_args: [\"-o\"]}", "-oVALUE or --output=VALUE"},
+        {"cluster: {sbatch_args: [\"--hold=yes\"]}", "--hold without a value"},
+        /* contradictions */
+        {"cluster: {mem: 10G, sbatch_args: [\"--mem-per-cpu=4G\"]}",
+         "no --mem-per-cpu beside cluster.mem"},
+        {"cluster: {mem_per_gpu: 10G, sbatch_args: [\"--mem-per-c=4G\"]}",
+         "no --mem-per-cpu beside cluster.mem"},
+        {"cluster: {mem: 10G, srun_args: [\"--mem-per-cpu=4G\"]}",
+         "Slurm takes one of --mem, --mem-per-cpu and --mem-per-gpu"},
+        {"cluster: {sbatch_args: [\"--wrap=hostname\"]}", "no --wrap"},
+        {"cluster: {sbatch_args: [\"--wr=hostname\"]}", "no --wrap"},
+        {"cluster: {srun_args: [\"--pty\"]}", "no --pty"},
+        {"cluster: {srun_args: [\"--export=NONE\"]}", "no --export without ALL"},
+        {"cluster: {srun_args: [\"--exp=NIL\"]}", "the PMIx settings"},
+        {"cluster: {srun_args: [\"--export=PATH,HOME\"]}", "--export=ALL,NAME=value"},
+        /* accepted */
+        {"cluster: {sbatch_args: [\"--mem-per-cpu=4G\"]}", NULL},
+        {"cluster: {sbatch_args: [\"--mail-t=END\", \"-Hk\"]}", NULL},
+        {"cluster: {sbatch_args: [\"--site-plugin-opt=1\"]}", NULL},
+        {"cluster: {sbatch_args: [\"--export=NONE\"]}", NULL},
+        {"cluster: {srun_args: [\"--export=ALL,X=1\"]}", NULL},
+        {"cluster: {srun_args: [\"--output=rank-%t.log\", \"--error=rank-%t.err\"]}",
+         NULL},
+        {"cluster: {srun_args: [\"-orank-%t.log\", \"--open-mode=append\"]}", NULL},
+        {"cluster: {srun_args: [\"--lab\", \"--cpu_bind=cores\"]}", NULL},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        char        yaml[512], err[1024] = "";
+        svp_spec_t *spec;
+
+        snprintf(yaml, sizeof(yaml), "steps: 8\n%s\n", cases[i].yaml);
+        spec = spec_from(yaml);
+        if (cases[i].expect == NULL) {
+            cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_OK,
+                         "%s: %s", cases[i].yaml, err);
+        } else {
+            cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
+                         "accepted %s", cases[i].yaml);
+            cr_expect_not_null(strstr(err, cases[i].expect), "%s: %s",
+                               cases[i].yaml, err);
+            cr_expect_not_null(strstr(err, "job.yaml: cluster."), "%s", err);
+        }
+        svp_spec_destroy(spec);
+    }
+}
+
+/* Per-rank srun output files reach srun; sbatch --export=NONE is the
+ * script's own, and srun gets the environment back. */
+Test(render, srun_output_files_and_sbatch_export)
+{
+    svp_spec_t *spec = spec_from("steps: 8\ncluster:\n"
+                                 "  srun_args: [\"--output=rank-%t.log\"]\n"
+                                 "  sbatch_args: [\"--export=NONE\"]\n");
+    char        err[512] = "", *script;
+
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    cr_expect_not_null(strstr(script, " \\\n    --output=rank-%t.log \\\n"), "%s",
+                       script);
+    cr_expect_not_null(strstr(script, "\n#SBATCH --export=NONE\n"), "%s", script);
+    cr_expect_lt(strstr(script, "\nexport SLURM_EXPORT_ENV=ALL\n"),
+                 strstr(script, "exec srun"), "%s", script);
+    free(script);
+    set_str(&spec->cluster.sbatch_args.items[0], "--export=ALL");
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    cr_expect_null(strstr(script, "SLURM_EXPORT_ENV"), "%s", script);
+    free(script);
+    svp_spec_destroy(spec);
+}
+
+/*
+ * The table is Slurm 22.05's; where sbatch and srun 22.05 are installed it
+ * is held against them: every prefix of every option, and every first
+ * letter, resolves as the tool itself resolves it (the same option, the
+ * same candidates when ambiguous, the same way of taking a value).
+ */
+typedef struct {
+    char kind;          /* 'A' ambiguous, 'N' none, 'R' requires a value,
+                           'X' takes none, 'O' accepted (optional value) */
+    char names[1024];   /* the option, or the sorted candidates */
+} real_answer_t;
+
+static long clock_gettime_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts "--b, --a" into "--a, --b" in place. */
+static void sort_names(char *list)
+{
+    char *items[256], copy[1024], *tok, *save = NULL;
+    int   n = 0;
+
+    snprintf(copy, sizeof(copy), "%s", list);
+    for (tok = strtok_r(copy, ", '", &save); tok != NULL && n < 256;
+         tok = strtok_r(NULL, ", '", &save)) {
+        items[n++] = tok;
+    }
+    qsort(items, (size_t)n, sizeof(items[0]), cmp_str);
+    list[0] = '\0';
+    for (int i = 0; i < n; ++i) {
+        strcat(list, i ? ", " : "");
+        strcat(list, items[i]);
+    }
+}
+
+/*
+ * What `tool arg` says (stdin empty, SLURM_CONF set by the caller).  An
+ * option error comes at once; a tool still silent after 3 s took its
+ * options and is talking to a controller (srun outlives SIGTERM): it is
+ * killed, and the answer is "accepted".
+ */
+static void real_answer(const char *tool, const char *arg, real_answer_t *a)
+{
+    char          out[4096];
+    int           fds[2], st, devnull;
+    ssize_t       n, got = 0;
+    pid_t         pid;
+    const char   *p;
+    struct pollfd pfd;
+    double        t0 = (double)clock_gettime_ms();
+
+    cr_assert_eq(pipe(fds), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execlp(tool, tool, arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    pfd.fd     = fds[0];
+    pfd.events = POLLIN;
+    for (;;) {
+        int left = 3000 - (int)((double)clock_gettime_ms() - t0);
+
+        if (left <= 0 || poll(&pfd, 1, left) <= 0) {
+            kill(pid, SIGKILL);
+            break;
+        }
+        n = read(fds[0], out + got, sizeof(out) - 1 - (size_t)got);
+        if (n <= 0) {
+            break;
+        }
+        got += n;
+    }
+    close(fds[0]);
+    waitpid(pid, &st, 0);
+    out[got] = '\0';
+    a->names[0] = '\0';
+    if ((p = strstr(out, "ambiguous; possibilities: ")) != NULL) {
+        a->kind = 'A';
+        snprintf(a->names, sizeof(a->names), "%.*s", (int)strcspn(p + 26, "\n"),
+                 p + 26);
+        sort_names(a->names);
+    } else if (strstr(out, "unrecognized option") != NULL) {
+        a->kind = 'N';
+    } else if ((p = strstr(out, "option '--")) != NULL &&
+               (strstr(out, "requires an argument") ||
+                strstr(out, "allow an argument"))) {
+        a->kind = strstr(out, "requires an argument") ? 'R' : 'X';
+        snprintf(a->names, sizeof(a->names), "%.*s", (int)strcspn(p + 10, "'"),
+                 p + 10);
+    } else {
+        a->kind = 'O';
+    }
+}
+
+/*
+ * Every option the tool lists for an ambiguous prefix is among ours.  The
+ * tool may list fewer: getopt_long leaves out an alias of the option found
+ * first (srun's --cpu_bind beside --cpu-bind), which is the same option.
+ */
+static void expect_listed(const char *ours, const char *real, const char *tool,
+                          const char *prefix)
+{
+    char copy[1024], *tok, *save = NULL, want[96];
+
+    snprintf(copy, sizeof(copy), "%s", real);
+    for (tok = strtok_r(copy, ", ", &save); tok != NULL;
+         tok = strtok_r(NULL, ", ", &save)) {
+        snprintf(want, sizeof(want), "%s,", tok);
+        cr_expect(strstr(ours, tok) != NULL &&
+                  (strstr(ours, want) != NULL ||
+                   !strcmp(ours + strlen(ours) - strlen(tok), tok)),
+                  "%s --%s: %s lists %s, the table does not (%s)", tool, prefix,
+                  tool, tok, ours);
+    }
+}
+
+Test(launch, slurm_option_table_is_slurm_22_05s, .timeout = 300)
+{
+    char        dir[] = "/tmp/svp_slurm_XXXXXX", conf[256], version[256] = "";
+    const char *tools[] = {"sbatch", "srun"};
+    FILE       *f;
+    int         checked = 0;
+
+    if (system("command -v sbatch >/dev/null && command -v srun >/dev/null") != 0) {
+        cr_skip_test("sbatch and srun are not installed");
+    }
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(conf, sizeof(conf), "%s/slurm.conf", dir);
+    f = fopen(conf, "w");
+    cr_assert_not_null(f);
+    /* enough for the tools to read their options; a probe that gets past
+     * them (srun --test-only) finds port 1 closed and ends at once, where
+     * a controller that does not answer kept it retrying for 18 s */
+    fputs("ClusterName=probe\nSlurmctldHost=localhost\nSlurmctldPort=1\n"
+          "MessageTimeout=1\nTCPTimeout=1\nNodeName=localhost CPUs=1\n"
+          "PartitionName=p Nodes=localhost Default=YES\n", f);
+    fclose(f);
+    setenv("SLURM_CONF", conf, 1);
+    f = popen("sbatch --version 2>/dev/null", "r");
+    if (f != NULL) {
+        if (fgets(version, sizeof(version), f) == NULL) {
+            version[0] = '\0';
+        }
+        pclose(f);
+    }
+    if (strstr(version, " 22.05.") == NULL) {
+        unlink(conf);
+        rmdir(dir);
+        cr_skip_test("the table is Slurm 22.05's; this sbatch is '%.*s'",
+                     (int)strcspn(version, "\n"), version);
+    }
+    for (int t = 0; t < 2; ++t) {
+        char        prefix[64], arg[80], cands[1024];
+        const char *name;
+        int         takes;
+
+        /* every prefix of every option (the table is sorted: a prefix the
+         * option before shares was tried with it), then every letter */
+        for (size_t i = 0; (name = svp_launch_slurm_option_name(t, i)) != NULL; ++i) {
+            const char *prev = i ? svp_launch_slurm_option_name(t, i - 1) : NULL;
+
+            for (size_t len = 1; len <= strlen(name); ++len) {
+                real_answer_t real;
+                const char   *ours;
+
+                snprintf(prefix, sizeof(prefix), "%.*s", (int)len, name);
+                if (prev != NULL && len < strlen(name) && !strncmp(prev, prefix, len)) {
+                    continue;
+                }
+                snprintf(arg, sizeof(arg), "--%s", prefix);
+                real_answer(tools[t], arg, &real);
+                ours = svp_launch_slurm_resolve(t, prefix, strlen(prefix), cands,
+                                                sizeof(cands), &takes);
+                if (real.kind == 'O') {
+                    /* a value only after '=', or none: "--name=" tells */
+                    snprintf(arg, sizeof(arg), "--%s=", prefix);
+                    real_answer(tools[t], arg, &real);
+                    if (real.kind != 'X') {
+                        real.kind = 'O';
+                    }
+                }
+                switch (real.kind) {
+                case 'A':
+                    cr_expect_eq(takes, -1, "%s %s: ambiguous to %s", tools[t], arg,
+                                 tools[t]);
+                    expect_listed(cands, real.names, tools[t], prefix);
+                    break;
+                case 'N':
+                    cr_expect_null(ours, "%s --%s: %s knows no such option", tools[t],
+                                   prefix, tools[t]);
+                    cr_expect_eq(takes, 0, "%s --%s", tools[t], prefix);
+                    break;
+                default:
+                    cr_expect_not_null(ours, "%s --%s is --%s to %s", tools[t],
+                                       prefix, real.names, tools[t]);
+                    if (ours != NULL && real.kind != 'O') {
+                        cr_expect_str_eq(ours, real.names, "%s --%s", tools[t], prefix);
+                    }
+                    cr_expect_eq(takes, real.kind == 'X' ? 1 : real.kind == 'R' ? 2 : 3,
+                                 "%s --%s (%s): how it takes a value", tools[t],
+                                 prefix, ours ? ours : "?");
+                    break;
+                }
+                ++checked;
+            }
+        }
+        /* every first letter: the candidates list every option it starts */
+        for (char c = 'a'; c <= 'z'; ++c) {
+            real_answer_t real;
+
+            snprintf(arg, sizeof(arg), "--%c", c);
+            real_answer(tools[t], arg, &real);
+            svp_launch_slurm_resolve(t, arg + 2, 1, cands, sizeof(cands), &takes);
+            if (real.kind == 'A') {
+                cr_expect_eq(takes, -1, "%s --%c", tools[t], c);
+                expect_listed(cands, real.names, tools[t], arg + 2);
+            } else if (real.kind == 'N') {
+                cr_expect_eq(takes, 0, "%s --%c: no option starts so", tools[t], c);
+            } else {
+                cr_expect_gt(takes, 0, "%s --%c: one option starts so", tools[t], c);
+            }
+            ++checked;
+        }
+    }
+    cr_expect_gt(checked, 1000);
+    unsetenv("SLURM_CONF");
+    unlink(conf);
+    rmdir(dir);
+}
+
+/*
+ * A relative cluster.worker names the file from the spec's folder (the
+ * spec reader joined it) or, from --set, from the working directory: the
+ * script names it from the root, since the job's srun runs elsewhere.  In
+ * a container, the path a mount shows; none: refused.
+ */
+Test(render, relative_worker_is_resolved)
+{
+    char        cwd[4096], want[8192], err[1024] = "", *script;
+    svp_spec_t *spec;
+
+    cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+    spec = spec_from("steps: 8\ncluster: {worker: bin/svdworker}\n");
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    snprintf(want, sizeof(want), "\n    '%s/bin/svdworker' \"$svp_spec\"\n", cwd);
+    cr_expect_not_null(strstr(script, want), "%s", script);
+    free(script);
+
+    /* a bare name is looked up on PATH; an absolute path stays */
+    set_str(&spec->cluster.worker, "svdworker");
+    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    cr_expect_not_null(strstr(script, "\n    'svdworker' \"$svp_spec\"\n"));
+    free(script);
+    svp_spec_destroy(spec);
+
+    /* in a container: through the mount that shows it, or refused */
+    if (chdir("/tmp") == 0) {
+        spec = spec_from("steps: 8\noutput: {dir: /host-tmp/out}\n"
+                         "cluster:\n  container_image: /i.sqsh\n"
+                         "  container_mounts: [\"/tmp:/host-tmp\", \"/jobs:/spec\"]\n"
+                         "  worker: svp/bin/svdworker\n");
+        script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+        cr_expect_not_null(strstr(script, "\n    '/host-tmp/svp/bin/svdworker' "
+                                          "'/spec/job.yaml'\n"), "%s", script);
+        free(script);
+        set_str(&spec->cluster.container_mounts.items[0], "/scratch:/scratch");
+        cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC);
+        cr_expect_not_null(strstr(err, "cluster.worker: expected an absolute path "
+                                        "in the container"), "%s", err);
+        cr_expect_not_null(strstr(err, "/tmp/svp/bin/svdworker is under no mount"),
+                           "%s", err);
+        svp_spec_destroy(spec);
+        cr_assert_eq(chdir(cwd), 0);
+    }
+}
+
+/* An independent shard job runs the worker with --shard I/N; not beside
+ * cluster.array, whose tasks are the shards already. */
+Test(render, shard_job)
+{
+    svp_spec_t *spec = spec_from("steps: 8\n");
+    svp_launch_render_params_t params = {
+        .spec_ref      = "/jobs/job.yaml",
+        .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
+        .shard_index   = 2,
+        .shard_count   = 3,
+    };
+    const char *sets[] = {"samples=9"};
+    char        err[512] = "", *script = NULL;
+
+    params.overrides     = sets;
+    params.num_overrides = 1;
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
+                 "%s", err);
+    cr_expect_not_null(strstr(script, "\n# shard 2 of 3: this job makes the samples "
+                                      "whose index is 2 mod 3\n"), "%s", script);
+    cr_expect_not_null(strstr(script, "'svdworker' \"$svp_spec\" --shard 2/3 --set "
+                                      "'samples=9'\n"), "%s", script);
+    free(script);
+    script = NULL;
+    params.shard_index = 3;
+    cr_expect_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_ERR_SPEC);
+    params.shard_index = 0;
+    set_str(&spec->cluster.array, "0-3");
+    cr_expect_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
+                 SVP_ERR_SPEC);
+    cr_expect_not_null(strstr(err, "expected a job without cluster.array"), "%s", err);
+    cr_expect_null(script);
+    svp_spec_destroy(spec);
+}
+
+/* Arrays past Slurm's default MaxArraySize, or with more tasks than
+ * samples, are warned about, naming MaxArraySize. */
+Test(launch, array_warnings)
+{
+    static const struct {
+        const char *array;
+        int         samples;
+        const char *expect;   /* NULL: no warning */
+    } cases[] = {
+        {"0-1000", 2000, NULL},
+        {"1-1001", 2000, "task ids up to 1001, and Slurm's default MaxArraySize of "
+                         "1001 allows ids up to 1000"},
+        {"0-2000%16", 5000, "MaxArraySize"},
+        {"0-15", 10, "0-15 makes 16 tasks for 10 samples: 6 tasks get no sample"},
+        {"0-1", 1, "1 task gets no sample and ends at once"},
+        {"0-15", 16, NULL},
+        {"0-15", 0, NULL},
+        {"", 3, NULL},
+    };
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        svp_spec_t *spec = spec_from("steps: 8\n");
+        char        msg[1024] = "";
+        int         warned;
+
+        set_str(&spec->cluster.array, cases[i].array);
+        warned = svp_launch_array_warning(spec, cases[i].samples, msg, sizeof(msg));
+        cr_expect_eq(warned, cases[i].expect != NULL, "%s: %s", cases[i].array, msg);
+        if (cases[i].expect != NULL) {
+            cr_expect_not_null(strstr(msg, cases[i].expect), "%s", msg);
+            cr_expect_not_null(strstr(msg, "MaxArraySize"), "%s", msg);
+        }
         svp_spec_destroy(spec);
     }
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # svdlaunch, svdworker and svdtool as a user meets them (TAP): nothing is
 # rendered or queued when a check fails, spec-relative paths, versions,
-# synopses, spec errors in the compiler's form.  sbatch is a stand-in that
+# synopses, spec errors in the compiler's form, site options as Slurm reads
+# them, shard jobs, and hostile bytes never printed raw.  sbatch is a stand-in that
 # records its calls: a job that reached it was queued.
 top=${SVP_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${SVP_TOP_BUILDDIR:-$top/_build}
@@ -13,7 +14,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
 skip() { n=$((n+1)); echo "ok $n - $1 # SKIP $2"; }
-echo "1..59"
+echo "1..77"
 
 mkdir -p "$tmp/bin" "$tmp/job" "$tmp/elsewhere"
 cat >"$tmp/bin/sbatch" <<EOF
@@ -361,3 +362,182 @@ else nok "cluster.sbatch_args mark (rc=$rc)"; fi
 if [ $rc -eq 2 ] && grep -q "^$tmp/site.yaml: cluster.signal: expected" "$tmp/err"; then
     ok "a bad value from --set is named without the file's line"
 else nok "--set value mark (rc=$rc)"; fi
+
+# ---- site options as Slurm reads them --------------------------------------
+# an abbreviation is the option it stands for; per-rank srun logs pass
+printf 'steps: 8\ncluster:\n  sbatch_args: ["--ntasks-per-n=4"]\n' >"$tmp/abbr.yaml"
+"$l" check "$tmp/abbr.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "abbr.yaml:3:17: cluster.sbatch_args\[0\]: .*(--ntasks-per-node: use cluster.ranks_per_node), found \"--ntasks-per-n=4\"" "$tmp/err"; then
+    ok "an abbreviated sbatch option is the option it stands for: refused with its key"
+else nok "sbatch abbreviation (rc=$rc)"; fi
+printf 'steps: 8\ncluster:\n  srun_args: ["--output=rank-%%t.log", "--label"]\n' >"$tmp/rank.yaml"
+"$l" render "$tmp/rank.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^    --output=rank-%t.log --label \\\\$" "$tmp/err"; then
+    ok "per-rank srun output files (--output=rank-%t.log) reach srun"
+else nok "srun --output (rc=$rc)"; fi
+
+# a relative cluster.worker: the spec's folder's, named from the root
+mkdir -p "$tmp/job/bin"
+printf '#!/bin/sh\n' >"$tmp/job/bin/svdworker"
+chmod +x "$tmp/job/bin/svdworker"
+printf 'steps: 4\noutput: {dir: out}\ncluster: {worker: bin/svdworker}\n' >"$tmp/job/rel.yaml"
+(cd "$tmp/elsewhere" && "$l" render ../job/rel.yaml) >"$tmp/err" 2>&1; rc=$?
+jobp=$(cd "$tmp/job" && pwd -P)
+if [ $rc -eq 0 ] && grep -q "^    '$jobp/bin/svdworker' \"\$svp_spec\"$" "$tmp/err"; then
+    ok "a relative cluster.worker is the spec folder's, named from the root in the script"
+else nok "relative worker (rc=$rc)"; fi
+(cd "$tmp/job" && "$l" check rel.yaml --set cluster.worker=nobin/svdworker) >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "cluster.worker: cannot run nobin/svdworker" "$tmp/err"; then
+    ok "a relative cluster.worker from --set is the working directory's"
+else nok "relative worker from --set (rc=$rc)"; fi
+
+# arrays Slurm would refuse, or whose tasks outnumber the samples: warned
+printf 'steps: 4\nsamples: 10\noutput: {dir: out}\ncluster: {array: "1-1500"}\n' >"$tmp/job/arr.yaml"
+"$l" check "$tmp/job/arr.yaml" --no-path-check >"$tmp/err" 2>&1; rc=$?
+"$l" check "$tmp/job/arr.yaml" --no-path-check --set cluster.array=0-15 >"$tmp/err2" 2>&1; rc2=$?
+if [ $rc -eq 0 ] && grep -q "warn .*cluster.array: 1-1500 has task ids up to 1500, and Slurm's default MaxArraySize of 1001" "$tmp/err" &&
+   [ $rc2 -eq 0 ] && grep -q "warn .*0-15 makes 16 tasks for 10 samples: 6 tasks get no sample.*MaxArraySize" "$tmp/err2"; then
+    ok "arrays past MaxArraySize's default or with more tasks than samples are warned about"
+else nok "array warnings (rc=$rc, rc2=$rc2)"; cat -v "$tmp/err2" | sed 's/^/# /'; fi
+
+# independent shard jobs: render and submit --shard I/N
+"$l" render "$tmp/job/arr.yaml" --set cluster.array= --shard 1/3 >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^# shard 1 of 3: this job makes the samples whose index is 1 mod 3$" "$tmp/err" &&
+   grep -q " \"\$svp_spec\" --shard 1/3 --set 'cluster.array='$" "$tmp/err"; then
+    ok "render --shard I/N: the worker makes shard I of N"
+else nok "render --shard (rc=$rc)"; fi
+: >"$tmp/sbatch.calls"
+(cd "$tmp/job" && "$l" submit arr.yaml --set cluster.array= --shard 2/3) >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -qx 4242 "$tmp/err" && [ -f "$tmp/job/out.shard-2-of-3.sbatch" ] &&
+   grep -q -- "--parsable out.shard-2-of-3.sbatch" "$tmp/sbatch.calls" &&
+   grep -q -- "--shard 2/3" "$tmp/job/out.shard-2-of-3.sbatch"; then
+    ok "submit --shard I/N queues its own script, OUTPUT_DIR.shard-I-of-N.sbatch"
+else nok "submit --shard (rc=$rc)"; cat "$tmp/sbatch.calls" | sed 's/^/# /'; fi
+"$l" render "$tmp/job/arr.yaml" --shard 1/3 >"$tmp/err" 2>&1; rc=$?
+"$l" check "$tmp/job/arr.yaml" --shard 1/3 >"$tmp/err2" 2>&1; rc2=$?
+if [ $rc -eq 2 ] && grep -q "expected a job without cluster.array" "$tmp/err" && [ $rc2 -eq 2 ]; then
+    ok "--shard is refused beside cluster.array, and by check"
+else nok "--shard refused (rc=$rc, rc2=$rc2)"; fi
+
+# ---- hostile bytes ---------------------------------------------------------
+# Specs, --set values and manifests holding terminal sequences (ESC, BEL,
+# CSI as C1), NUL, bidi overrides, a BOM and bytes that are not UTF-8 go
+# through all three tools; what they print (stdout and stderr) holds no byte
+# below 0x20 but newline, no DEL or C1 control, and is UTF-8: the values
+# show as escapes.  A tab is escaped too (\t): a message is one line.
+hb=$tmp/hostile
+mkdir -p "$hb/in" "$hb/out"
+: >"$hb/in/a.png"
+# printable: no control byte but newline, no C1, valid UTF-8
+hb_clean() {
+    bad=$(tr -d '\n' <"$1" | LC_ALL=C tr -d ' -~\200-\377' | wc -c)
+    [ "$bad" -eq 0 ] && iconv -f UTF-8 -t UTF-8 "$1" >/dev/null 2>&1 &&
+        ! LC_ALL=C grep -q "$(printf '\302[\200-\237]')" "$1"
+}
+# specs: YAML escapes that make raw bytes, and raw bytes libyaml refuses
+printf 'steps: "\\e[31mred\\e]0;title\\a"\n' >"$hb/s1.yaml"
+printf 'steps: 4\nname: a\033[2Jb\n' >"$hb/s2.yaml"
+printf 'steps: 4\nname: x\nseed: 5\377\376\n' >"$hb/s3.yaml"
+printf 'steps: 4\nname: x\n  seed: \000\n' >"$hb/s4.yaml"
+printf 'steps: 4\n---\n\033]0;x\007: [\n' >"$hb/s5.yaml"
+printf 'steps: 4\n"ke\\u009by\\u202e\\t": 1\n' >"$hb/s6.yaml"
+printf 'steps: 4\n"\\ufeffsteps\\x7f": 3\n' >"$hb/s7.yaml"
+printf 'steps: 4\noutput: {dir: "%s/o\\e[31m"}\n' "$hb" >"$hb/s8.yaml"
+printf 'steps: 4\nname: "job\\u009b\\u202e"\n' >"$hb/s9.yaml"
+printf 'steps: 4\ncluster: {sbatch_args: ["--comment=\\e[31m"], srun_args: ["--x=\\x01"]}\n' >"$hb/s10.yaml"
+printf 'steps: 4\nmodel: {kind: svd, path: "m\\e]0;x\\a"}\n' >"$hb/s11.yaml"
+printf 'steps: 4\ncluster: {env: {"A\\e": 1}, worker: "w\\e[1m"}\n' >"$hb/s12.yaml"
+printf '\357\273\277steps: 4\nname: "a\\x9b"\n' >"$hb/s13.yaml"
+# --set values (on a clean spec)
+printf 'steps: 4\nsamples: 2\nlatent_shape: [1, 2, 4, 8, 8]\noutput: {dir: "%s/out"}\n' \
+    "$hb" >"$hb/ok.yaml"
+sets1=$(printf 'steps=\033[31m')
+sets2=$(printf 'lo\377\376g.level=warn')
+sets3=$(printf '\033[2J=1')
+sets4=$(printf 'name=\033]0;pwned\007')
+sets5=$(printf 'cluster.env.A=\033[31m')
+sets6=$(printf 'output.dir=o\033[1m')
+sets7=$(printf 'video.inputs=[\033[31m.png]')
+sets8=$(printf 'cluster.srun_args=--x=\001')
+sets9=$(printf 'seed=\342\200\256 \t1')
+# manifests
+printf '{"image": "a\\u001b[31m.png"}\n' >"$hb/in/m1.jsonl"
+printf '{"image": "a\033[31m.png"}\n' >"$hb/in/m2.jsonl"
+printf '{"image": "\377\376.png"}\n' >"$hb/in/m3.jsonl"
+printf '{"\\u009b\\u202e": 1}\n' >"$hb/in/m4.jsonl"
+printf '{"image": "a.png", "name": "x\\u001b"}\n' >"$hb/in/m5.jsonl"
+printf '{"image": "a.png", "seed": "\\u001b]0;x\\u0007"}\n' >"$hb/in/m6.jsonl"
+printf '{"image": "a.png", "name": "ok"}\n{"image": "a.png", "name": "ok"}\n# \033[2J\n' \
+    >"$hb/in/m7.jsonl"
+printf '{"image": "a.png"}\n' >"$hb/in/$(printf 'm8\033[31m').jsonl"
+
+hb_run() {   # hb_run OUT TOOL ARGS...: stdout and stderr of one run, appended
+    o=$1; shift
+    "$@" >>"$o" 2>&1 </dev/null
+}
+hb_tools() {   # hb_tools PREFIX SPEC [--set ...]: every tool that reads a spec
+    p=$1; spec=$2; shift 2
+    hb_run "$hb/$p.worker" "$tools/svdworker" "$spec" --check "$@"
+    hb_run "$hb/$p.worker" "$tools/svdworker" "$spec" --print-spec "$@"
+    for c in check render plan; do
+        hb_run "$hb/$p.launch" "$l" "$c" "$spec" "$@"
+    done
+    hb_run "$hb/$p.launch" "$l" check "$spec" --no-path-check "$@"
+    hb_run "$hb/$p.launch" "$l" submit "$spec" --dry-run "$@"
+}
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
+    hb_tools spec "$hb/s$i.yaml"
+done
+for s in "$sets1" "$sets2" "$sets3" "$sets4" "$sets5" "$sets6" "$sets7" "$sets8" "$sets9"; do
+    hb_tools set "$hb/ok.yaml" --set "$s"
+done
+for i in 1 2 3 4 5 6 7; do
+    hb_tools manifest "$hb/ok.yaml" --set "video.manifest=$hb/in/m$i.jsonl" --set samples=0
+done
+hb_tools manifest "$hb/ok.yaml" --set "video.manifest=$hb/in/$(printf 'm8\033[31m').jsonl" \
+    --set samples=0
+# svdtool reads the spec back from a run's records: a run whose name,
+# output folder and manifest carry hostile bytes, then its report
+hbo=$hb/$(printf 'run\033[31m')
+hb_run "$hb/spec.tool" "$tools/svdworker" "$hb/ok.yaml" --set "$sets4" \
+    --set "output.dir=$hbo" --set "log.trace=$hbo/tr" \
+    --set "video.manifest=$hb/in/$(printf 'm8\033[31m').jsonl" --set samples=0
+cp "$hb/spec.tool" "$hb/manifest.tool"
+cp "$hb/spec.tool" "$hb/set.tool"
+for k in spec set manifest; do
+    hb_run "$hb/$k.tool" "$tools/svdtool" report "$hbo" -o "$hb/rep-$k"
+done
+# a run record whose spec and file name are themselves hostile
+mkdir -p "$hb/forged"
+printf '{"spec": "steps: \\"\\u001b[31m\\"\\n\\u0000", "spec_file": "\\u001b]0;x\\u0007"}\n' \
+    >"$hb/forged/run.json"
+hb_run "$hb/spec.tool" "$tools/svdtool" report "$hb/forged" -o "$hb/rep-forged"
+printf '{"_class_name": "\\u001b]0;x\\u0007", "prediction_type": "\\u009bv"}\n' \
+    >"$hb/config.json"
+hb_run "$hb/set.tool" "$tools/svdtool" schedule --config "$hb/config.json" --steps 4
+hb_run "$hb/set.tool" "$tools/svdtool" init --config "$hb/config.json" --seed 1 \
+    --output "$hb/init"
+
+for k in spec set manifest; do
+    for t in worker launch tool; do
+        if [ -s "$hb/$k.$t" ] && hb_clean "$hb/$k.$t"; then
+            ok "hostile bytes in a $k: svd$t prints none of them raw"
+        else
+            cp "$hb/$k.$t" "$tmp/err" 2>/dev/null
+            nok "hostile bytes in a $k through svd$t"
+            LC_ALL=C grep -n "$(printf '[\001-\011\013-\037\177]')" "$hb/$k.$t" |
+                cat -v | head -5 | sed 's/^/# /'
+        fi
+    done
+done
+# and they were echoed, escaped: the cases reach the messages
+cat "$hb"/*.worker "$hb"/*.launch "$hb"/*.tool >"$tmp/err"
+if grep -q 'x1b\[31mred\\x1b\]0;title\\x07' "$tmp/err" &&
+   grep -q "unknown key 'ke\\\\u009by\\\\u202e\\\\t'" "$tmp/err" &&
+   grep -q "s3.yaml:3:8: invalid YAML: .*0xff" "$tmp/err" &&
+   grep -q "s4.yaml:3:9: invalid YAML: .*0x00" "$tmp/err" &&
+   grep -q "expected UTF-8 text, found the byte 0xff" "$tmp/err" &&
+   grep -q 'm8\\x1b\[31m.jsonl' "$tmp/err" &&
+   grep -q "unknown key '\\\\u009b\\\\u202e'" "$tmp/err"; then
+    ok "hostile bytes are shown as escapes (\\x1b, \\u009b), with their line and column"
+else nok "hostile bytes escaped"; fi

@@ -3,6 +3,8 @@
 #include "spec/spec_agree.h"
 #include "spec/steps.h"
 #include "common/log.h"
+#include "common/util.h"
+#include "pipe/samples.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -1041,4 +1043,370 @@ Test(spec_limits, out_of_memory_says_so)
     cr_assert_not_null(strstr(err, "out of memory"), "%s", err);
     munmap(text, len + 1);
 #endif
+}
+
+/* ---- messages safe to print, YAML 1.2 numbers ---------------------------- */
+
+/* No byte below 0x20 (newline included: a message is one line), no DEL and
+ * no invalid UTF-8 in a message. */
+static void assert_printable(const char *msg)
+{
+    size_t bad;
+
+    for (const char *p = msg; *p != '\0'; ++p) {
+        cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p != 0x7f,
+                  "raw byte 0x%02x in '%s'", (unsigned char)*p, msg);
+    }
+    cr_assert(svp_utf8_valid(msg, strlen(msg), &bad), "invalid UTF-8 at %zu in "
+              "a message", bad);
+}
+
+/* A spec file of len bytes (NULs and bad bytes allowed) loaded; returns
+ * the status, the message in err. */
+static svp_status_t load_bytes(const char *text, size_t len, char *err, int errlen)
+{
+    char        dir[] = "/tmp/svp_spec_XXXXXX", path[256];
+    svp_spec_t *s = NULL;
+    FILE       *f;
+    svp_status_t st;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/j.yaml", dir);
+    f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(text, 1, len, f), len);
+    fclose(f);
+    st = svp_spec_load(path, NULL, 0, err, errlen, &s);
+    svp_spec_destroy(s);
+    unlink(path);
+    rmdir(dir);
+    return st;
+}
+
+/*
+ * A second document is refused at its start, whatever it holds; the
+ * document markers of a single one are fine.
+ */
+Test(spec, second_document_refused)
+{
+    static const struct {
+        const char *yaml, *mark;
+    } bad[] = {
+        {"steps: 4\n---\nsteps: 5\n", "j.yaml:2:1:"},
+        {"steps: 4\n---\n- not\n- a spec\n", "j.yaml:2:1:"},
+        {"---\nsteps: 4\n...\n---\n", "j.yaml:4:1:"},
+        {"steps: 4\n...\nnotes: [not yaml\n", "j.yaml:"},
+    };
+    static const char *good[] = {"---\nsteps: 4\n", "---\nsteps: 4\n...\n",
+                                 "steps: 4\n...\n", "steps: 4\n# --- trailing\n"};
+    char        err[1024];
+    svp_spec_t *s;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        s = NULL;
+        cr_expect_eq(svp_spec_load_string(bad[i].yaml, "j.yaml", NULL, 0, err,
+                                          sizeof(err), &s), SVP_ERR_SPEC,
+                     "accepted %s", bad[i].yaml);
+        cr_expect_null(s);
+        cr_expect_not_null(strstr(err, bad[i].mark), "%s: %s", bad[i].yaml, err);
+        if (i < 3) {
+            cr_expect_not_null(strstr(err, "a second YAML document"), "%s", err);
+        }
+    }
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); ++i) {
+        s = NULL;
+        cr_expect_eq(svp_spec_load_string(good[i], "j.yaml", NULL, 0, err,
+                                          sizeof(err), &s), SVP_OK, "%s: %s",
+                     good[i], err);
+        cr_expect_eq(s ? s->steps : 0, 4);
+        svp_spec_destroy(s);
+    }
+}
+
+/*
+ * Bytes libyaml's reader refuses (not UTF-8, control characters, NUL) are
+ * reported at their line and column, with the byte escaped; before, every
+ * one was at 1:1.
+ */
+Test(spec, encoding_errors_name_their_position)
+{
+    static const struct {
+        const char text[48];
+        size_t     len;
+        const char where[16], byte[8];
+    } cases[] = {
+        {"steps: 4\nname: x\nseed: 5\xff\n", 25, "j.yaml:3:8:", "0xff"},
+        {"steps: 4\nname: x\n  seed: \0\n", 26, "j.yaml:3:9:", "0x00"},
+        {"steps: 4\nname: a\x1b[31m\n", 22, "j.yaml:2:8:", "0x1b"},
+        {"name: \xc3\xa9t\xc3\xa9\x80\n", 14, "j.yaml:1:10:", "0x80"},
+        {"\xfe\xffsteps: 4\n", 11, "j.yaml:1:1:", "0xfe"},
+        {"steps: 4\r\nname: x\r\nseed: \x07\r\n", 27, "j.yaml:3:7:", "0x07"},
+    };
+    char err[1024];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        err[0] = '\0';
+        cr_expect_eq(load_bytes(cases[i].text, cases[i].len, err, sizeof(err)),
+                     SVP_ERR_SPEC, "case %zu accepted", i);
+        cr_expect_not_null(strstr(err, cases[i].where), "case %zu: %s", i, err);
+        cr_expect_not_null(strstr(err, cases[i].byte), "case %zu: %s", i, err);
+        assert_printable(err);
+    }
+}
+
+/*
+ * What a message quotes from the spec or --set is escaped: terminal
+ * sequences, bytes that are not UTF-8, C1 controls, bidi overrides, a BOM.
+ */
+Test(spec, hostile_text_escaped_in_messages)
+{
+    static const struct {
+        const char *yaml, *set, *shown;
+    } cases[] = {
+        {"steps: \"\\e[31mred\\e]0;title\\a\"\n", NULL, "\\x1b[31mred\\x1b]0;title\\x07"},
+        {"name: \"x\"\n\"ke\\ey\": 1\n", NULL, "unknown key 'ke\\x1by'"},
+        {"steps: \"\\u009b2J\"\n", NULL, "\\u009b2J"},
+        {"model: {kind: \"svd\\u202e\"}\n", NULL, "svd\\u202e"},
+        {"", "lo\xff\xfeg.level=warn", "the byte 0xff at offset 2"},
+        {"", "steps=\x1b[2J\x1b]0;x\x07", "\\x1b[2J\\x1b]0;x\\x07"},
+        {"", "\xef\xbb\xbfsteps=3", "unknown key '\\ufeffsteps'"},
+        {"", "cluster.env.A\nB=1", NULL},
+        {"", "name\x7f=x", "unknown key 'name\\x7f'"},
+    };
+    char        err[1024];
+    svp_spec_t *s;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        const char *ov[1] = {cases[i].set};
+
+        s = NULL;
+        err[0] = '\0';
+        if (svp_spec_load_string(cases[i].yaml, "j.yaml", ov, cases[i].set != NULL,
+                                 err, sizeof(err), &s) == SVP_OK) {
+            svp_spec_destroy(s);   /* an env name is checked by the launcher */
+            cr_expect_null(cases[i].shown, "case %zu accepted", i);
+            continue;
+        }
+        assert_printable(err);
+        if (cases[i].shown != NULL) {
+            cr_expect_not_null(strstr(err, cases[i].shown), "case %zu: %s", i, err);
+        }
+    }
+}
+
+/*
+ * Integers as YAML 1.2's core schema reads them: 010 is ten, 0o10 eight,
+ * 0x10 sixteen; a quoted value is text, not a number; no blanks, no
+ * underscores; a seed is any 64-bit unsigned integer.
+ */
+Test(spec, numbers_are_yaml_1_2_core_schema)
+{
+    static const struct {
+        const char *yaml, *set;
+        int         steps;
+        uint64_t    seed;
+        double      deadline;
+    } good[] = {
+        {"steps: 010\n", NULL, 10, 42, 120},
+        {"steps: 0o10\n", NULL, 8, 42, 120},
+        {"steps: 0x10\n", NULL, 16, 42, 120},
+        {"steps: +12\n", NULL, 12, 42, 120},
+        {"steps: 08\n", NULL, 8, 42, 120},
+        {"seed: 0xffffffffffffffff\n", NULL, 8, UINT64_MAX, 120},
+        {"seed: 18446744073709551615\n", NULL, 8, UINT64_MAX, 120},
+        {"seed: -0\n", NULL, 8, 0, 120},
+        {"comm: {deadline: 1e1}\n", NULL, 8, 42, 10},
+        {"comm: {deadline: .5}\n", NULL, 8, 42, 0.5},
+        {"comm: {deadline: 0x20}\n", NULL, 8, 42, 32},
+        {"", "steps=010", 10, 42, 120},
+        {"", "seed=18446744073709551615", 8, UINT64_MAX, 120},
+        {"pipeline: {stages: \"auto\"}\n", NULL, 8, 42, 120},
+    };
+    static const struct {
+        const char *yaml, *set, *expect;
+    } bad[] = {
+        {"seed: \" -1\"\n", NULL, "j.yaml:1:7: key 'seed': expected an integer, "
+                                  "found the quoted string ' -1'"},
+        {"steps: \"8\"\n", NULL, "found the quoted string '8'"},
+        {"steps: '8'\n", NULL, "found the quoted string '8'"},
+        {"steps: |\n  8\n", NULL, "found the quoted string"},
+        {"comm: {deadline: \"5\"}\n", NULL, "expected a number, found the quoted"},
+        {"video: {seeds: [1, \"2\"]}\n", NULL, "j.yaml:1:20:"},
+        {"latent_shape: [1, 2, '3', 4, 5]\n", NULL, "j.yaml:1:22:"},
+        {"seed: -1\n", NULL, "found '-1'"},
+        {"seed: 18446744073709551616\n", NULL, "up to 18446744073709551615"},
+        {"steps: 1_0\n", NULL, "found '1_0'"},
+        {"steps: -0x10\n", NULL, "found '-0x10'"},
+        {"steps: 0b101\n", NULL, "found '0b101'"},
+        {"comm: {deadline: 0x1p3}\n", NULL, "found '0x1p3'"},
+        {"comm: {deadline: .inf}\n", NULL, "found '.inf'"},
+        {"", "seed= -1", "found ' -1'"},
+        {"", "seed=-1", "found '-1'"},
+        {"", "steps=8 ", "found '8 '"},
+        {"", "comm.deadline= 5", "found ' 5'"},
+    };
+    char        err[1024];
+    svp_spec_t *s;
+
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); ++i) {
+        const char *ov[1] = {good[i].set};
+
+        s = NULL;
+        cr_assert_eq(svp_spec_load_string(good[i].yaml, "j.yaml", ov,
+                                          good[i].set != NULL, err, sizeof(err),
+                                          &s), SVP_OK, "%s%s: %s", good[i].yaml,
+                     good[i].set ? good[i].set : "", err);
+        cr_expect_eq(s->steps, good[i].steps, "%s", good[i].yaml);
+        cr_expect_eq(s->seed, good[i].seed, "%s", good[i].yaml);
+        cr_expect_float_eq(s->comm.deadline, good[i].deadline, 1e-12, "%s",
+                           good[i].yaml);
+        svp_spec_destroy(s);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
+        const char *ov[1] = {bad[i].set};
+
+        s = NULL;
+        err[0] = '\0';
+        cr_expect_eq(svp_spec_load_string(bad[i].yaml, "j.yaml", ov,
+                                          bad[i].set != NULL, err, sizeof(err),
+                                          &s), SVP_ERR_SPEC, "accepted %s%s",
+                     bad[i].yaml, bad[i].set ? bad[i].set : "");
+        cr_expect_not_null(strstr(err, bad[i].expect), "%s%s: %s", bad[i].yaml,
+                           bad[i].set ? bad[i].set : "", err);
+        svp_spec_destroy(s);
+    }
+}
+
+/* Every cap a spec or --set meets names itself with its value. */
+Test(spec, caps_name_their_value)
+{
+    char        set[4096], key[400], err[1024];
+    const char *ov[1] = {set};
+    svp_spec_t *s = NULL;
+    int         n;
+
+    n = snprintf(set, sizeof(set), "video.seeds=[");
+    for (int i = 0; i <= SVP_SPEC_MAX_LIST; ++i) {
+        n += snprintf(set + n, sizeof(set) - n, "%s%d", i ? "," : "", i);
+    }
+    snprintf(set + n, sizeof(set) - n, "]");
+    cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 1, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_expect_not_null(strstr(err, "over the list limit of 256"), "%s", err);
+
+    memset(key, 'k', sizeof(key));
+    snprintf(set, sizeof(set), "%.300s=1", key);
+    cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 1, err, sizeof(err), &s),
+                 SVP_ERR_SPEC);
+    cr_expect_not_null(strstr(err, "a key of 300 bytes: over the key length "
+                                   "limit of 255 bytes"), "%s", err);
+
+    {
+        char yaml[512];
+
+        snprintf(yaml, sizeof(yaml), "%.300s: 1\n", key);
+        cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err),
+                                          &s), SVP_ERR_SPEC);
+        cr_expect_not_null(strstr(err, "j.yaml:1:1: a key of 300 bytes: over the key "
+                                       "length limit of 255 bytes"), "%s", err);
+    }
+    {
+        char yaml[8192];
+        int  m = snprintf(yaml, sizeof(yaml), "cluster:\n  env:\n");
+
+        for (int i = 0; i <= SVP_SPEC_MAX_LIST; ++i) {
+            m += snprintf(yaml + m, sizeof(yaml) - m, "    V%d: x\n", i);
+        }
+        cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err),
+                                          &s), SVP_ERR_SPEC);
+        cr_expect_not_null(strstr(err, "over the mapping limit of 256"), "%s", err);
+    }
+}
+
+/* --print-spec and the run records: the dump escapes what a terminal would
+ * act on, and still reads back the same. */
+Test(spec, dump_escapes_and_parses_back)
+{
+    const char *ov[] = {"name=a\x7f" "b\xc2\x9b" "c\xe2\x80\xae" "d\te\x1b",
+                        "cluster.env.X=\xef\xbb\xbfv"};
+    svp_spec_t *a = NULL, *b = NULL;
+    char       *yaml, err[512];
+
+    cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 2, err, sizeof(err), &a),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_spec_dump(a, &yaml), SVP_OK);
+    cr_expect_not_null(strstr(yaml, "name: \"a\\x7fb\\u009bc\\u202ed\\te\\x1b\""),
+                       "%s", yaml);
+    cr_expect_not_null(strstr(yaml, "\"X\": \"\\ufeffv\""), "%s", yaml);
+    for (const char *p = yaml; *p != '\0'; ++p) {
+        cr_assert((unsigned char)*p >= 0x20 || *p == '\n', "raw 0x%02x in the dump",
+                  (unsigned char)*p);
+    }
+    cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err), &b),
+                 SVP_OK, "%s\n%s", err, yaml);
+    cr_expect_str_eq(b->name, a->name);
+    cr_expect_str_eq(b->cluster.env.values[0], a->cluster.env.values[0]);
+    free(yaml);
+    svp_spec_destroy(a);
+    svp_spec_destroy(b);
+}
+
+/* A manifest seed is any 64-bit unsigned integer, as the spec's is. */
+Test(spec, manifest_seed_takes_64_bits)
+{
+    char                dir[] = "/tmp/svp_spec_XXXXXX", path[512], err[1024];
+    const char         *lines[] = {
+        "{\"image\": \"a.png\", \"seed\": 18446744073709551615}\n"
+        "{\"seed\":9223372036854775808 , \"image\": \"a.png\"}\n"
+        "{\"image\": \"seed\", \"seed\": 7, \"name\": \"seed\"}\n",
+        "{\"image\": \"a.png\", \"seed\": 18446744073709551616}\n",
+        "{\"image\": \"a.png\", \"seed\": -1}\n",
+    };
+    svp_pipe_samples_t *list = NULL;
+    svp_spec_t         *s = NULL;
+    FILE               *f;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/a.png", dir);
+    cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_OK);
+    snprintf(path, sizeof(path), "%s/seed", dir);
+    cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_OK);
+    snprintf(path, sizeof(path), "%s/m.jsonl", dir);
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); ++i) {
+        f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fputs(lines[i], f);
+        fclose(f);
+        {
+            char set[600];
+            const char *ov[1] = {set};
+
+            snprintf(set, sizeof(set), "video.manifest=%s", path);
+            cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 1, err, sizeof(err),
+                                              &s), SVP_OK, "%s", err);
+        }
+        list = NULL;
+        if (i == 0) {
+            cr_assert_eq(svp_pipe_samples_create(s, err, sizeof(err), &list), SVP_OK,
+                         "%s", err);
+            cr_expect_eq(list->items[0].seed, UINT64_MAX);
+            cr_expect_eq(list->items[1].seed, (uint64_t)INT64_MAX + 1);
+            cr_expect_eq(list->items[2].seed, 7);
+            svp_pipe_samples_destroy(list);
+        } else {
+            cr_expect_eq(svp_pipe_samples_create(s, err, sizeof(err), &list),
+                         SVP_ERR_SPEC, "accepted %s", lines[i]);
+            cr_expect_not_null(strstr(err, ":1: key 'seed': expected a non-negative "
+                                           "integer (at most 18446744073709551615)"),
+                               "%s", err);
+        }
+        svp_spec_destroy(s);
+        s = NULL;
+    }
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/a.png", dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/seed", dir);
+    unlink(path);
+    rmdir(dir);
 }

@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..15"
+echo "1..17"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -91,3 +91,16 @@ if [ -s "$tmp/all.json" ] && grep -q '"traceEvents"' "$tmp/all.json" &&
 else
     nok "trace"
 fi
+
+# --check of one shard says what the shard makes, then the whole job
+printf 'steps: 4\nsamples: 10\n' >"$tmp/shard.yaml"
+"$w" "$tmp/shard.yaml" --shard 2/3 --check >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "shard.yaml: ok (4 steps, shard 2 of 3: 3 of 10 samples, 1 ranks" "$tmp/err"; then
+    ok "--check with --shard I/N reports the shard's sample count"; else nok "--check --shard (rc=$rc)"; fi
+
+# the --set limit is named with its value
+set --
+for i in $(seq 0 256); do set -- "$@" --set "seed=$i"; done
+"$w" "$tmp/shard.yaml" --check "$@" >"$tmp/err" 2>&1; rc=$?
+if [ $rc -eq 2 ] && grep -q "more than 256 --set options: over the limit of 256" "$tmp/err"; then
+    ok "the --set limit is named with its value"; else nok "--set limit (rc=$rc)"; fi

@@ -2,6 +2,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
+#include "common/util.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -104,7 +105,7 @@ void svp_log_set_stream(FILE *stream)
 void svp_log_write(svp_log_level_t level, const char *file, int line,
                    const char *fmt, ...)
 {
-    char           stamp[32], who[96], msg[2048];
+    char           stamp[32], who[96], raw[2048], msg[4096];
     struct timeval tv;
     struct tm      tm;
     FILE          *out = (svp_log_stream != NULL) ? svp_log_stream : stderr;
@@ -124,8 +125,10 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     }
 
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* a message quotes specs, manifests and peers: one safe line */
+    svp_str_escape(raw, strlen(raw), msg, sizeof(msg));
 
     pthread_mutex_lock(&svp_log_lock);
     if (level == SVP_LOG_LEVEL_ERROR && svp_log_first[0] == '\0') {

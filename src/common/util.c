@@ -73,6 +73,12 @@ err_unlink:
 
 svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p)
 {
+    return svp_file_read_limit(path, 0, NULL, data_p, len_p);
+}
+
+svp_status_t svp_file_read_limit(const char *path, size_t max, const char *what,
+                                 char **data_p, size_t *len_p)
+{
     FILE       *f;
     char       *buf;
     long        size;
@@ -104,6 +110,12 @@ svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p)
         svp_error("cannot size %s: %m", path);
         fclose(f);
         return SVP_ERR_IO;
+    }
+    if (max > 0 && (unsigned long)size > max) {
+        svp_error("%s: %s of %ld bytes: over the size limit of %zu bytes",
+                  path, what ? what : "a file", size, max);
+        fclose(f);
+        return SVP_ERR_BAD_FILE;
     }
     buf = malloc((size_t)size + 1);
     if (buf == NULL) {
@@ -276,14 +288,17 @@ int svp_threads_default(const char **from_p)
 
 void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
 {
+    char    raw[8192];
     va_list ap;
 
     if (errbuf == NULL || errlen <= 0) {
         return;
     }
     va_start(ap, fmt);
-    vsnprintf(errbuf, (size_t)errlen, fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* the values in a message are the user's text: safe to print */
+    svp_str_escape(raw, strlen(raw), errbuf, (size_t)errlen);
 }
 
 int svp_same_file(const char *a, const char *b)
@@ -296,46 +311,120 @@ int svp_same_file(const char *a, const char *b)
     return strcmp(a, b) == 0;
 }
 
+/*
+ * The character at u[0..len): its length in bytes with its code point in
+ * *cp_p, or 0 when u does not start with well-formed UTF-8 (a stray or
+ * missing continuation byte, an overlong form, a surrogate, a code point
+ * past U+10FFFF, or a sequence cut short by len).
+ */
+static size_t svp_utf8_decode(const unsigned char *u, size_t len, uint32_t *cp_p)
+{
+    size_t   n, k;
+    uint32_t cp, min;
+
+    if (u[0] < 0x80) {
+        *cp_p = u[0];
+        return 1;
+    }
+    if ((u[0] & 0xe0) == 0xc0) {
+        n = 1, cp = u[0] & 0x1f, min = 0x80;
+    } else if ((u[0] & 0xf0) == 0xe0) {
+        n = 2, cp = u[0] & 0x0f, min = 0x800;
+    } else if ((u[0] & 0xf8) == 0xf0) {
+        n = 3, cp = u[0] & 0x07, min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n >= len) {
+        return 0;   /* cut short */
+    }
+    for (k = 1; k <= n; ++k) {
+        if ((u[k] & 0xc0) != 0x80) {
+            return 0;
+        }
+        cp = (cp << 6) | (u[k] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+        return 0;
+    }
+    *cp_p = cp;
+    return n + 1;
+}
+
 int svp_utf8_valid(const char *s, size_t len, size_t *bad_p)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t               i = 0, n, k;
-    uint32_t             cp, min;
+    size_t               i = 0, n;
+    uint32_t             cp;
 
     while (i < len) {
-        if (u[i] < 0x80) {
-            ++i;
-            continue;
-        }
-        if ((u[i] & 0xe0) == 0xc0) {
-            n = 1, cp = u[i] & 0x1f, min = 0x80;
-        } else if ((u[i] & 0xf0) == 0xe0) {
-            n = 2, cp = u[i] & 0x0f, min = 0x800;
-        } else if ((u[i] & 0xf8) == 0xf0) {
-            n = 3, cp = u[i] & 0x07, min = 0x10000;
-        } else {
-            goto bad;
-        }
-        if (i + n >= len) {
-            goto bad;   /* cut short */
-        }
-        for (k = 1; k <= n; ++k) {
-            if ((u[i + k] & 0xc0) != 0x80) {
-                goto bad;
+        n = svp_utf8_decode(u + i, len - i, &cp);
+        if (n == 0) {
+            if (bad_p != NULL) {
+                *bad_p = i;
             }
-            cp = (cp << 6) | (u[i + k] & 0x3f);
+            return 0;
         }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            goto bad;
-        }
-        i += n + 1;
+        i += n;
     }
     return 1;
-bad:
-    if (bad_p != NULL) {
-        *bad_p = i;
+}
+
+/*
+ * Characters a terminal does not show as themselves: C0 and C1 controls
+ * and DEL act (ESC starts the sequences that recolour, retitle or clear a
+ * terminal; U+009B is CSI on a terminal that honours C1), and the
+ * invisible format characters hide or reorder the text around them (the
+ * bidirectional embeddings, overrides and isolates, the marks, the
+ * separators, U+FEFF, which a UTF-8 BOM decodes to).
+ */
+static int svp_str_hidden(uint32_t cp)
+{
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
+           cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+           (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+size_t svp_str_escape(const char *s, size_t len, char *out, size_t outlen)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t               i = 0, o = 0, n, w;
+    uint32_t             cp;
+    char                 esc[8];
+
+    if (outlen == 0) {
+        return 0;
     }
-    return 0;
+    while (i < len) {
+        n = svp_utf8_decode(u + i, len - i, &cp);
+        if (n == 0) {
+            w = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
+            n = 1;
+        } else if (cp == '\n' || cp == '\t' || cp == '\r') {
+            w = (size_t)snprintf(esc, sizeof(esc), "\\%c",
+                                 cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
+        } else if (cp < 0x80 && svp_str_hidden(cp)) {
+            w = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
+        } else if (svp_str_hidden(cp)) {
+            w = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+        } else {
+            w = 0;
+        }
+        /* whole characters and whole escapes only */
+        if (o + (w ? w : n) >= outlen) {
+            break;
+        }
+        if (w > 0) {
+            memcpy(out + o, esc, w);
+            o += w;
+        } else {
+            memcpy(out + o, u + i, n);
+            o += n;
+        }
+        i += n;
+    }
+    out[o] = '\0';
+    return o;
 }
 
 const char *svp_tmp_tag(void)

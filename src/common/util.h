@@ -34,13 +34,22 @@ svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t le
  * Formats an error message into errbuf (errlen bytes, always terminated);
  * nothing when errbuf is NULL or errlen is not positive.  The one shape of
  * the "errbuf, errlen" out-parameters the spec, sample-list and launcher
- * checks fill.
+ * checks fill.  The message is escaped (svp_str_escape): what it quotes
+ * from a spec, a manifest or a command line is printed safely.
  */
 void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Reads a whole file into a malloc'ed, NUL-terminated buffer; caller frees. */
 svp_status_t svp_file_read_all(const char *path, char **data_p, size_t *len_p);
+
+/*
+ * svp_file_read_all for a file of at most max bytes (0: no limit): a larger
+ * one is refused before it is read, SVP_ERR_BAD_FILE, with an error naming
+ * the file, what it is ("a config.json") and the limit.
+ */
+svp_status_t svp_file_read_limit(const char *path, size_t max, const char *what,
+                                 char **data_p, size_t *len_p);
 
 /* mkdir -p; existing directories are fine. */
 svp_status_t svp_mkdir_p(const char *path, int mode);
@@ -55,6 +64,20 @@ int svp_str_distance(const char *a, const char *b);
  * code points past U+10FFFF); else 0 with the first bad byte's offset in
  * *bad_p (may be NULL). */
 int svp_utf8_valid(const char *s, size_t len, size_t *bad_p);
+
+/*
+ * Copies the len bytes of s into out (outlen bytes, always terminated) as
+ * text that is safe to print on a terminal or in one log line: a byte that
+ * is not UTF-8 becomes \xHH, a control character \n, \t, \r or \xHH (C0,
+ * DEL) or \uHHHH (C1), and so do the invisible characters that hide or
+ * reorder text (bidirectional controls, U+2028/9, U+FEFF: a BOM).
+ * Everything else, backslashes included, is copied as it is, so escaping
+ * twice changes nothing.  Stops before a character or escape that would
+ * not fit.  Returns the length written.  svp_errf() and the log escape
+ * every message this way: the user's text they carry cannot reach a
+ * terminal raw.
+ */
+size_t svp_str_escape(const char *s, size_t len, char *out, size_t outlen);
 
 /* 1 when a and b name the same file (the same device and inode; as
  * strings where either does not exist). */

@@ -6,8 +6,11 @@
 #endif
 #include "media/preprocessor.h"
 #include "common/log.h"
+#include "common/util.h"
+#include "tensor/config_json.h"
 
 #include <jansson.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 /* Three numbers of key into out; std must be positive. */
@@ -112,12 +115,21 @@ svp_status_t svp_media_clip_params_load(const char *path,
     json_t                 *root;
     int                     found;
     svp_status_t            status;
+    char                   *text;
+    size_t                  len;
 
     if (access(path, R_OK) != 0) {
         svp_error("cannot open %s: %m", path);
         return SVP_ERR_NOT_FOUND;
     }
-    root = json_load_file(path, 0, &jerr);
+    /* a model folder's config: within the limit of config.json's */
+    status = svp_file_read_limit(path, SVP_CONFIG_LIMIT_BYTES, "a JSON config",
+                                 &text, &len);
+    if (status != SVP_OK) {
+        return status;
+    }
+    root = json_loadb(text, len, 0, &jerr);
+    free(text);
     if (root == NULL) {
         svp_error("%s:%d: %s", path, jerr.line, jerr.text);
         return SVP_ERR_BAD_FILE;

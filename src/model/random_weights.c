@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "sched/rng.h"
+#include "tensor/config_json.h"
 #include "tensor/tensor.h"
 #include "tensor/safetensors.h"
 
@@ -168,7 +169,8 @@ svp_status_t svp_random_weights_commit(svp_random_weights_h rw,
     if (rw->layout_only) {
         return SVP_ERR_INVALID_PARAM;
     }
-    status = svp_file_read_all(config_path, &text, &len);
+    status = svp_file_read_limit(config_path, SVP_CONFIG_LIMIT_BYTES,
+                                 "a JSON config", &text, &len);
     if (status != SVP_OK) {
         return status;
     }

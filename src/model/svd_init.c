@@ -105,7 +105,8 @@ static svp_status_t svd_init_copy(const char *config_dir, const char *dir,
 
     snprintf(src, sizeof(src), "%s/%s%s%s", config_dir, sub, *sub ? "/" : "", file);
     snprintf(dst, sizeof(dst), "%s/%s", dir, sub);
-    status = svp_file_read_all(src, &text, &len);
+    status = svp_file_read_limit(src, SVP_CONFIG_LIMIT_BYTES, "a JSON config",
+                                 &text, &len);
     if (status != SVP_OK) {
         return status;
     }

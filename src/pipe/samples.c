@@ -356,9 +356,9 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
 
     if ((v = json_object_get(obj, "seed")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            svp_errf(errbuf, errlen, "%s: key 'seed': expected an integer in "
-                             "[0, 18446744073709551615], found %s", where,
-                             json_is_integer(v) ? "a negative one" :
+            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
+                             "integer (at most 18446744073709551615), found %s",
+                             where, json_is_integer(v) ? "a negative one" :
                              svp_samples_json_type(v));
             return SVP_ERR_SPEC;
         }
@@ -594,8 +594,9 @@ static svp_status_t svp_samples_read_manifest(const svp_spec_t *spec,
         }
         big = svp_samples_big_seed(s, &big_seed, found, sizeof(found));
         if (big < 0) {
-            svp_errf(errbuf, errlen, "%s: key 'seed': expected an integer in "
-                     "[0, 18446744073709551615], found %s", where, found);
+            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
+                     "integer (at most 18446744073709551615), found %s", where,
+                     found);
             status = SVP_ERR_SPEC;
             break;
         }

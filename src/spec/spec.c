@@ -38,6 +38,8 @@ typedef struct {
     int         errlen;
     const char *base;   /* the spec file's folder: relative paths in the file
                            resolve against it; NULL or "." leaves them as is */
+    const char *text;   /* the YAML being parsed (NULL: none), for the line */
+    size_t      len;    /* and column of an encoding error */
 } svp_spec_ctx_t;
 
 /*
@@ -74,11 +76,15 @@ static svp_status_t svp_spec_fail(svp_spec_ctx_t *ctx, int line, int col,
         snprintf(full, sizeof(full), "%s: %s", ctx->file, msg);
     }
     /* a user-facing message in the compiler's form, without the log prefix:
-     * the caller that asked for it in errbuf prints it */
+     * the caller that asked for it in errbuf prints it.  It quotes the
+     * spec and --set: escaped (svp_str_escape), never raw. */
     if (ctx->errbuf != NULL && ctx->errlen > 0) {
-        snprintf(ctx->errbuf, ctx->errlen, "%s", full);
+        svp_errf(ctx->errbuf, ctx->errlen, "%s", full);
     } else {
-        fprintf(stderr, "%s\n", full);
+        char esc[4096];
+
+        svp_str_escape(full, strlen(full), esc, sizeof(esc));
+        fprintf(stderr, "%s\n", esc);
     }
     return SVP_ERR_SPEC;
 }
@@ -190,6 +196,52 @@ static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                                   yaml_node_t *map, const char *prefix,
                                   svp_spec_t *spec);
 
+/*
+ * YAML 1.2 (core schema): a quoted or block scalar is a string, whatever
+ * it spells.  A key that takes a number refuses one, rather than reading
+ * "5" or " -1" as a number the way a plain scalar is read; a word an
+ * integer key takes (pipeline.stages: "auto") is text and stays allowed.
+ */
+static int svp_spec_number_refuses(const svp_spec_key_t *key,
+                                   const yaml_node_t *node)
+{
+    const char *value = (const char *)node->data.scalar.value;
+
+    if (node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+        node->data.scalar.style == YAML_ANY_SCALAR_STYLE) {
+        return 0;
+    }
+    switch (key->type) {
+    case SVP_SPEC_T_INT:
+        for (int i = 0; key->names != NULL && key->names[i] != NULL; ++i) {
+            if (!strcmp(value, key->names[i])) {
+                return 0;
+            }
+        }
+        return 1;
+    case SVP_SPEC_T_U64:
+    case SVP_SPEC_T_DOUBLE:
+    case SVP_SPEC_T_SHAPE5:
+    case SVP_SPEC_T_INT_LIST:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static svp_status_t svp_spec_quoted_number(svp_spec_ctx_t *ctx,
+                                           const svp_spec_key_t *key,
+                                           const yaml_node_t *node)
+{
+    return svp_spec_fail(ctx, MARK_LINE(node), MARK_COL(node),
+                         "key '%s': expected %s, found the quoted string '%s' "
+                         "(quotes make text in YAML: write the number "
+                         "without them)", key->path,
+                         (key->type == SVP_SPEC_T_DOUBLE) ? "a number"
+                                                          : "an integer",
+                         (const char *)node->data.scalar.value);
+}
+
 static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                                       const svp_spec_key_t *key,
                                       yaml_node_t *value, svp_spec_t *spec)
@@ -205,6 +257,9 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
 
     switch (value->type) {
     case YAML_SCALAR_NODE:
+        if (svp_spec_number_refuses(key, value)) {
+            return svp_spec_quoted_number(ctx, key, value);
+        }
         scalar = (const char *)value->data.scalar.value;
         if (key->type == SVP_SPEC_T_STR_LIST || key->type == SVP_SPEC_T_INT_LIST) {
             /* a single scalar is a one-element list */
@@ -225,6 +280,9 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                     return svp_spec_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
                                          "key '%s': expected an integer, found %s",
                                          key->path, svp_spec_node_kind(elem));
+                }
+                if (svp_spec_number_refuses(key, elem)) {
+                    return svp_spec_quoted_number(ctx, key, elem);
                 }
                 n += snprintf(joined + n, sizeof(joined) - n, "%s%s",
                               (n > 0) ? "," : "", elem->data.scalar.value);
@@ -253,6 +311,9 @@ static svp_status_t svp_spec_set_node(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                 return svp_spec_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
                                      "key '%s': expected a list of scalars, found %s",
                                      key->path, svp_spec_node_kind(elem));
+            }
+            if (svp_spec_number_refuses(key, elem)) {
+                return svp_spec_quoted_number(ctx, key, elem);
             }
             status = svp_spec_key_append(spec, key, NULL,
                                          (const char *)elem->data.scalar.value,
@@ -313,6 +374,7 @@ static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
     const svp_spec_key_t *key;
     char                  path[256];
     svp_status_t          status;
+    int                   n;
 
     for (pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
          ++pair) {
@@ -323,8 +385,14 @@ static svp_status_t svp_spec_walk(svp_spec_ctx_t *ctx, yaml_document_t *doc,
                                  "expected a key name, found %s",
                                  svp_spec_node_kind(k));
         }
-        snprintf(path, sizeof(path), "%s%s%s", prefix, (prefix[0] != '\0') ? "." : "",
-                 (const char *)k->data.scalar.value);
+        n = snprintf(path, sizeof(path), "%s%s%s", prefix,
+                     (prefix[0] != '\0') ? "." : "",
+                     (const char *)k->data.scalar.value);
+        if ((size_t)n >= sizeof(path)) {
+            return svp_spec_fail(ctx, MARK_LINE(k), MARK_COL(k), "a key of %d "
+                                 "bytes: over the key length limit of %zu bytes",
+                                 n, sizeof(path) - 1);
+        }
 
         for (prev = map->data.mapping.pairs.start; prev < pair; ++prev) {
             pk = yaml_document_get_node(doc, prev->key);
@@ -414,11 +482,58 @@ static svp_status_t svp_spec_no_memory(svp_spec_ctx_t *ctx, int line, int col,
     return SVP_ERR_NO_MEMORY;
 }
 
+/*
+ * The line and column of byte offset in the text (1-based; the column
+ * counts characters, as libyaml's marks do).  The bytes before an encoding
+ * error are well-formed UTF-8: libyaml's reader decoded them.
+ */
+static void svp_spec_offset_mark(const svp_spec_ctx_t *ctx, size_t offset,
+                                 int *line_p, int *col_p)
+{
+    size_t i;
+    int    line = 1, col = 1;
+
+    for (i = 0; i < offset && i < ctx->len; ++i) {
+        unsigned char c = (unsigned char)ctx->text[i];
+
+        if (c == '\n' || (c == '\r' && (i + 1 >= ctx->len ||
+                                         ctx->text[i + 1] != '\n'))) {
+            ++line;
+            col = 1;
+        } else if ((c & 0xc0) != 0x80) {
+            ++col;
+        }
+    }
+    *line_p = line;
+    *col_p  = col;
+}
+
 static svp_status_t svp_spec_yaml_fail(svp_spec_ctx_t *ctx,
                                        const yaml_parser_t *parser)
 {
+    int line, col;
+
     if (parser->error == YAML_MEMORY_ERROR) {
         return svp_spec_no_memory(ctx, 0, 0, "parsing the YAML");
+    }
+    /*
+     * libyaml's reader (bytes that are not UTF-8, control characters, NUL)
+     * says where by byte offset and leaves problem_mark at 0:0: the mark is
+     * counted here from the text.  The byte itself is named, escaped.
+     */
+    if (parser->error == YAML_READER_ERROR && ctx->text != NULL) {
+        size_t off = parser->problem_offset;
+
+        svp_spec_offset_mark(ctx, off, &line, &col);
+        if (off < ctx->len) {
+            return svp_spec_fail(ctx, line, col, "invalid YAML: %s (the byte "
+                                 "0x%02x): a job spec is UTF-8 text",
+                                 parser->problem ? parser->problem : "bad input",
+                                 (unsigned char)ctx->text[off]);
+        }
+        return svp_spec_fail(ctx, line, col, "invalid YAML: %s at the end: a "
+                             "job spec is UTF-8 text",
+                             parser->problem ? parser->problem : "bad input");
     }
     /* libyaml keeps the position of the problem in problem_mark */
     return svp_spec_fail(ctx, (int)parser->problem_mark.line + 1,
@@ -714,7 +829,32 @@ static svp_status_t svp_spec_compose_close(svp_spec_composer_t *c,
 }
 
 /*
- * Composes the stream's first document into *doc (initialized here; on
+ * After the document: the stream must end.  yaml_parser_load() would read
+ * the first document and leave the rest unread, so a second one (a
+ * spec pasted twice, a "---" before notes that are not YAML) was silently
+ * ignored; it is refused, at its start.
+ */
+static svp_status_t svp_spec_compose_end(svp_spec_ctx_t *ctx,
+                                         yaml_parser_t *parser)
+{
+    yaml_event_t ev;
+    svp_status_t status = SVP_OK;
+
+    if (!yaml_parser_parse(parser, &ev)) {
+        return svp_spec_yaml_fail(ctx, parser);
+    }
+    if (ev.type != YAML_STREAM_END_EVENT) {
+        status = svp_spec_fail(ctx, EV_LINE(&ev), EV_COL(&ev),
+                               "a second YAML document: a job spec is one "
+                               "document (remove the '---' and what follows, "
+                               "or merge the two)");
+    }
+    yaml_event_delete(&ev);
+    return status;
+}
+
+/*
+ * Composes the stream's only document into *doc (initialized here; on
  * success the caller deletes it, on failure it is deleted).  An empty
  * stream gives a document with no root, as yaml_parser_load() does.
  */
@@ -750,8 +890,11 @@ static svp_status_t svp_spec_compose(svp_spec_ctx_t *ctx, yaml_parser_t *parser,
             status = svp_spec_compose_alias(&c, &ev);
             break;
         case YAML_DOCUMENT_END_EVENT:
+            status = svp_spec_compose_end(ctx, parser);
+            done   = 1;
+            break;
         case YAML_STREAM_END_EVENT:
-            done = 1; /* one document, as yaml_parser_load() reads */
+            done = 1;
             break;
         default:
             break;
@@ -815,8 +958,13 @@ static svp_status_t svp_spec_apply_override(svp_spec_ctx_t *ctx, svp_spec_t *spe
         return svp_spec_fail(ctx, 0, 0, "--set: expected UTF-8 text, found the "
                              "byte 0x%02x at offset %zu", (unsigned char)ov[bad], bad);
     }
-    if (eq == NULL || eq == ov || (size_t)(eq - ov) >= sizeof(path)) {
+    if (eq == NULL || eq == ov) {
         return svp_spec_fail(ctx, 0, 0, "--set '%s': expected key=value", ov);
+    }
+    if ((size_t)(eq - ov) >= sizeof(path)) {
+        return svp_spec_fail(ctx, 0, 0, "--set: a key of %zu bytes: over the "
+                             "key length limit of %zu bytes", (size_t)(eq - ov),
+                             sizeof(path) - 1);
     }
     memcpy(path, ov, eq - ov);
     path[eq - ov] = '\0';
@@ -894,7 +1042,7 @@ static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
                                        int num_overrides, char *errbuf,
                                        int errlen, svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t  ctx = {file, errbuf, errlen, base};
+    svp_spec_ctx_t  ctx = {file, errbuf, errlen, base, yaml, len};
     yaml_parser_t   parser;
     yaml_document_t doc;
     yaml_node_t    *root;
@@ -904,6 +1052,14 @@ static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
     if (len > SVP_SPEC_LIMIT_BYTES) {
         return svp_spec_fail(&ctx, 0, 0, "a job spec of %zu bytes: over the size "
                              "limit of %d bytes", len, SVP_SPEC_LIMIT_BYTES);
+    }
+    if (len >= 3 && !memcmp(yaml, "\xef\xbb\xbf", 3)) {
+        /* a UTF-8 BOM some editors write: not part of the text, and not
+         * counted in a column (an editor does not show it) */
+        yaml += 3;
+        len  -= 3;
+        ctx.text = yaml;
+        ctx.len  = len;
     }
     status = svp_spec_alloc_defaults(&spec);
     if (status == SVP_ERR_NO_MEMORY) {
@@ -917,6 +1073,9 @@ static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
         goto err_free_spec;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+    /* UTF-8 only (libyaml would follow a UTF-16 BOM): the text, the marks
+     * counted from it and what the messages quote are UTF-8 */
+    yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
     status = svp_spec_compose(&ctx, &parser, &doc);
     if (status != SVP_OK) {
         goto err_delete_parser;
@@ -967,7 +1126,7 @@ static svp_status_t svp_spec_load_checked(const char *yaml, size_t len,
                                           int num_overrides, char *errbuf,
                                           int errlen, svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t ctx = {file, errbuf, errlen, base};
+    svp_spec_ctx_t ctx = {file, errbuf, errlen, base, NULL, 0};
     svp_status_t   status;
 
     if (errbuf != NULL && errlen > 0) {
@@ -1067,7 +1226,7 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            int num_overrides, char *errbuf, int errlen,
                            svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t ctx = {file, errbuf, errlen, NULL};
+    svp_spec_ctx_t ctx = {file, errbuf, errlen, NULL, NULL, 0};
     char          *text = NULL, *copy;
     size_t         len = 0;
     svp_status_t   status;
@@ -1093,7 +1252,7 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
 
 svp_status_t svp_spec_defaults(svp_spec_t **spec_p)
 {
-    svp_spec_ctx_t ctx = {"<defaults>", NULL, 0, NULL};
+    svp_spec_ctx_t ctx = {"<defaults>", NULL, 0, NULL, NULL, 0};
     svp_spec_t    *spec;
     svp_status_t   status;
 
@@ -1129,20 +1288,25 @@ void svp_spec_destroy(svp_spec_t *spec)
     free(spec);
 }
 
-/* Double-quoted YAML scalar with escapes: the dump must parse back. */
+/*
+ * Double-quoted YAML scalar with escapes: the dump must parse back, and is
+ * printed (--print-spec, logs), so what svp_str_escape escapes is escaped
+ * too; its \n, \t, \r, \xHH and \uHHHH are YAML's own escapes (a spec's
+ * text is UTF-8: no byte escapes of invalid bytes reach here).
+ */
 static int svp_spec_dump_str(char *buf, size_t len, const char *s)
 {
-    size_t n = 0;
+    size_t n = 0, run;
 
     n += snprintf(buf + n, len - n, "\"");
-    for (; *s != '\0' && n + 4 < len; ++s) {
+    while (*s != '\0' && n + 8 < len) {
         if (*s == '"' || *s == '\\') {
-            n += snprintf(buf + n, len - n, "\\%c", *s);
-        } else if ((unsigned char)*s < 0x20) {
-            n += snprintf(buf + n, len - n, "\\x%02x", (unsigned char)*s);
-        } else {
-            buf[n++] = *s;
+            n += snprintf(buf + n, len - n, "\\%c", *s++);
+            continue;
         }
+        run = strcspn(s, "\"\\");
+        n += svp_str_escape(s, run, buf + n, len - n - 2);
+        s += run;
     }
     n += snprintf(buf + n, len - n, "\"");
     return (int)n;

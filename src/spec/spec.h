@@ -206,6 +206,13 @@ typedef struct {
  * it), within the SVP_SPEC_LIMIT_* above.  Running out of memory is
  * SVP_ERR_NO_MEMORY, with a message all the same: every failure leaves one.
  * The spec is freed with svp_spec_destroy().
+ *
+ * The file is one YAML document of UTF-8 text (a leading BOM is skipped; a
+ * second document, a byte that is not UTF-8 or a NUL is refused at its own
+ * line and column).  Numbers are read as YAML 1.2's core schema reads them:
+ * 010 is ten, 0o10 eight, 0x10 sixteen, and a quoted value is text, which a
+ * number key refuses.  Messages quote the spec and --set escaped
+ * (svp_str_escape): nothing of them reaches a terminal raw.
  */
 svp_status_t svp_spec_load(const char *file, const char *const *overrides,
                            int num_overrides, char *errbuf, int errlen,

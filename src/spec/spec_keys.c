@@ -241,18 +241,113 @@ static void *svp_spec_field(svp_spec_t *spec, const svp_spec_key_t *key)
     return (char *)spec + key->offset;
 }
 
-static int svp_spec_parse_int64(const char *s, int64_t *v_p)
+/*
+ * An integer as YAML 1.2's core schema reads one: [-+]?[0-9]+ in decimal
+ * (leading zeros included: 010 is ten, not C's octal eight), 0o[0-7]+ or
+ * 0x[0-9a-fA-F]+, and nothing else: no blank before or after (a quoted
+ * " -1" is text, where strtoull skipped the blank and wrapped the sign to
+ * 2^64 - 1), no underscores, no sign on 0o and 0x.  The sign into *neg_p,
+ * the magnitude (at most 2^64 - 1) into *mag_p; -1 when s is no integer.
+ */
+static int svp_spec_parse_core_int(const char *s, int *neg_p, uint64_t *mag_p)
 {
-    char     *end;
-    long long v;
+    unsigned base = 10, d;
+    uint64_t mag  = 0;
+    int      neg  = 0;
 
-    errno = 0;
-    v     = strtoll(s, &end, 0);
-    if (errno != 0 || end == s || *end != '\0') {
+    if (s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
+        base = (s[1] == 'o') ? 8 : 16;
+        s += 2;
+    } else if (s[0] == '-' || s[0] == '+') {
+        neg = (s[0] == '-');
+        ++s;
+    }
+    if (*s == '\0') {
         return -1;
     }
-    *v_p = v;
+    for (; *s != '\0'; ++s) {
+        if (*s >= '0' && *s <= '9') {
+            d = (unsigned)(*s - '0');
+        } else if (base == 16 && *s >= 'a' && *s <= 'f') {
+            d = (unsigned)(*s - 'a' + 10);
+        } else if (base == 16 && *s >= 'A' && *s <= 'F') {
+            d = (unsigned)(*s - 'A' + 10);
+        } else {
+            return -1;
+        }
+        if (d >= base || mag > (UINT64_MAX - d) / base) {
+            return -1;
+        }
+        mag = mag * base + d;
+    }
+    *neg_p = neg;
+    *mag_p = mag;
     return 0;
+}
+
+static int svp_spec_parse_int64(const char *s, int64_t *v_p)
+{
+    uint64_t mag;
+    int      neg;
+
+    if (svp_spec_parse_core_int(s, &neg, &mag) != 0 ||
+        mag > (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX)) {
+        return -1;
+    }
+    *v_p = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+    return 0;
+}
+
+/*
+ * A number as YAML 1.2's core schema reads one: an integer above, or
+ * [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?; no blanks, no hex
+ * floats, no "inf" (strtod took all three).
+ */
+static int svp_spec_parse_core_double(const char *s, double *v_p)
+{
+    const char *p = s;
+    uint64_t    mag;
+    int         neg, digits = 0;
+
+    if (s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
+        if (svp_spec_parse_core_int(s, &neg, &mag) != 0) {
+            return -1;
+        }
+        *v_p = (double)mag;
+        return 0;
+    }
+    if (*p == '-' || *p == '+') {
+        ++p;
+    }
+    for (; *p >= '0' && *p <= '9'; ++p) {
+        ++digits;
+    }
+    if (*p == '.') {
+        for (++p; *p >= '0' && *p <= '9'; ++p) {
+            ++digits;
+        }
+    }
+    if (digits == 0) {
+        return -1;
+    }
+    if (*p == 'e' || *p == 'E') {
+        ++p;
+        if (*p == '-' || *p == '+') {
+            ++p;
+        }
+        if (!(*p >= '0' && *p <= '9')) {
+            return -1;
+        }
+        while (*p >= '0' && *p <= '9') {
+            ++p;
+        }
+    }
+    if (*p != '\0') {
+        return -1;
+    }
+    errno = 0;
+    *v_p  = strtod(s, NULL);
+    return (errno == ERANGE) ? -1 : 0;
 }
 
 static int svp_spec_parse_bool(const char *s, int *v_p)
@@ -289,8 +384,9 @@ static void svp_spec_enum_expected(const svp_spec_key_t *key, char *buf, int len
  * Parses "[1, 2, 3]" or "1,2,3" (the --set forms of a list) in place.  An
  * item may be quoted as in YAML's flow style, 'single' ('' for a quote) or
  * "double" (\" and \\ escaped), to hold commas or spaces at its ends; the
- * quotes are not part of it.  Returns the count, or -1 when over max or
- * malformed (an unclosed bracket or quote, text after a closing quote).
+ * quotes are not part of it.  Returns the count, -2 when over max, or -1
+ * when malformed (an unclosed bracket or quote, text after a closing
+ * quote).
  */
 static int svp_spec_split_list(char *s, char **items, int max)
 {
@@ -349,7 +445,7 @@ static int svp_spec_split_list(char *s, char **items, int max)
             }
         }
         if (n == max) {
-            return -1;
+            return -2;
         }
         items[n++] = item;
         if (*r == '\0') {
@@ -402,8 +498,8 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
             return SVP_ERR_SPEC;
         }
         if (l->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "expected at most %d elements",
-                     SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen, "more than %d elements: over the list limit "
+                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         l->items[l->count++] = v;
@@ -412,8 +508,8 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
     case SVP_SPEC_T_STR_LIST: {
         svp_spec_strlist_t *l = field;
         if (l->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "expected at most %d elements",
-                     SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen, "more than %d elements: over the list limit "
+                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         l->items[l->count] = svp_strdup(value);
@@ -439,8 +535,8 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
             }
         }
         if (m->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "expected at most %d entries",
-                     SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen, "more than %d entries: over the mapping "
+                     "limit of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         m->keys[m->count]   = svp_strdup(map_key);
@@ -464,7 +560,7 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
                               const char *value, char *why, int whylen)
 {
     void        *field = svp_spec_field(spec, key);
-    char         expected[256], *copy, *items[SVP_SPEC_MAX_LIST], *end;
+    char         expected[256], *copy, *items[SVP_SPEC_MAX_LIST];
     int64_t      v;
     double       d;
     int          i, n, b;
@@ -488,21 +584,19 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
         *(int *)field = (int)v;
         return SVP_OK;
     case SVP_SPEC_T_U64: {
-        unsigned long long u;
-        errno = 0;
-        u     = strtoull(value, &end, 0);
-        if (errno != 0 || end == value || *end != '\0' || value[0] == '-') {
-            snprintf(why, whylen, "expected a non-negative 64-bit integer, found '%s'",
-                     value);
+        uint64_t u;
+        int      neg;
+
+        if (svp_spec_parse_core_int(value, &neg, &u) != 0 || (neg && u != 0)) {
+            snprintf(why, whylen, "expected a non-negative integer up to "
+                     "18446744073709551615 (2^64 - 1), found '%s'", value);
             return SVP_ERR_SPEC;
         }
         *(uint64_t *)field = u;
         return SVP_OK;
     }
     case SVP_SPEC_T_DOUBLE:
-        errno = 0;
-        d     = strtod(value, &end);
-        if (errno != 0 || end == value || *end != '\0' || !isfinite(d) ||
+        if (svp_spec_parse_core_double(value, &d) != 0 || !isfinite(d) ||
             d < key->min || d > key->max) {
             snprintf(why, whylen, "expected a number in [%g, %g], found '%s'",
                      key->min, key->max, value);
@@ -546,6 +640,12 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
             return SVP_ERR_NO_MEMORY;
         }
         n = svp_spec_split_list(copy, items, SVP_SPEC_MAX_LIST);
+        if (n == -2) {
+            snprintf(why, whylen, "more than %d elements: over the list limit "
+                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
+            free(copy);
+            return SVP_ERR_SPEC;
+        }
         if (n < 0) {
             snprintf(why, whylen, "expected a list like [a, b], found '%s'", value);
             free(copy);

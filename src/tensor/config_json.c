@@ -64,7 +64,8 @@ svp_status_t svp_config_load(const char *path, svp_config_h *cfg_p)
     char        *text;
     size_t       len;
 
-    status = svp_file_read_all(path, &text, &len);
+    status = svp_file_read_limit(path, SVP_CONFIG_LIMIT_BYTES, "a JSON config",
+                                 &text, &len);
     if (status != SVP_OK) {
         return status;
     }

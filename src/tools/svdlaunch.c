@@ -1,8 +1,10 @@
 /*
  * svdlaunch: turn a job spec into a Slurm job, or predict what it will cost.
  *
- *   svdlaunch render JOB.yaml [-o FILE] [--no-path-check] [--set key=value ...]
- *   svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] [--set key=value ...]
+ *   svdlaunch render JOB.yaml [-o FILE] [--shard I/N] [--no-path-check]
+ *                             [--set key=value ...]
+ *   svdlaunch submit JOB.yaml [--dry-run] [--shard I/N] [--no-path-check]
+ *                             [--set key=value ...]
  *   svdlaunch check  JOB.yaml [--no-path-check] [--set key=value ...]
  *   svdlaunch plan   JOB.yaml [--hardware FILE [--measured RESULTS]]
  *                             [--from-log FILE] [--json] [--set key=value ...]
@@ -45,6 +47,8 @@ typedef struct {
     const char *hardware;
     const char *from_log;
     const char *measured;
+    const char *shard;           /* --shard I/N, NULL: the whole job */
+    svp_pipe_shard_t shard_of;   /* parsed */
     int         dry_run;
     int         no_path_check;
     int         json;
@@ -54,10 +58,10 @@ typedef struct {
 
 static void launch_usage(FILE *f)
 {
-    fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--no-path-check] "
-          "[--set key=value ...]\n"
-          "       svdlaunch submit JOB.yaml [--dry-run] [--no-path-check] "
-          "[--set key=value ...]\n"
+    fputs("usage: svdlaunch render JOB.yaml [-o FILE] [--shard I/N] "
+          "[--no-path-check] [--set key=value ...]\n"
+          "       svdlaunch submit JOB.yaml [--dry-run] [--shard I/N] "
+          "[--no-path-check] [--set key=value ...]\n"
           "       svdlaunch check  JOB.yaml [--no-path-check] "
           "[--set key=value ...]\n"
           "       svdlaunch plan   JOB.yaml [--hardware FILE [--measured "
@@ -92,6 +96,11 @@ static void launch_usage(FILE *f)
           "         a JOBID of a job svdlaunch rendered finds it in the job's "
           "script\n"
           "\n"
+          "--shard I/N      render and submit: an independent job of shard "
+          "I of N, the\n"
+          "                 samples whose index is I mod N (svdworker --shard); "
+          "submit keeps\n"
+          "                 its script as OUTPUT_DIR.shard-I-of-N.sbatch\n"
           "--no-path-check  skip the checks of paths and of the worker (a "
           "script for\n"
           "                 another machine)\n"
@@ -109,6 +118,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
         {"hardware", required_argument, NULL, 'H'},
         {"from-log", required_argument, NULL, 'L'},
         {"measured", required_argument, NULL, 'M'},
+        {"shard",    required_argument, NULL, 'S'},
         {"dry-run",  no_argument,       NULL, 'n'},
         {"no-path-check", no_argument,  NULL, 'P'},
         {"json",     no_argument,       NULL, 'j'},
@@ -140,7 +150,8 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
             break;
         case 's':
             if (a->num_sets == LAUNCH_MAX_SET) {
-                svp_error("more than %d --set options", LAUNCH_MAX_SET);
+                svp_error("more than %d --set options: over the limit of %d",
+                          LAUNCH_MAX_SET, LAUNCH_MAX_SET);
                 return SVP_ERR_USAGE;
             }
             a->sets[a->num_sets++] = optarg;
@@ -153,6 +164,9 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
             break;
         case 'M':
             a->measured = optarg;
+            break;
+        case 'S':
+            a->shard = optarg;
             break;
         case 'n':
             a->dry_run = 1;
@@ -182,6 +196,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
 
     if ((a->output && strcmp(a->command, "render")) ||
         (a->dry_run && strcmp(a->command, "submit")) ||
+        (a->shard && strcmp(a->command, "render") && strcmp(a->command, "submit")) ||
         (a->no_path_check && !strcmp(a->command, "plan")) ||
         ((a->hardware || a->from_log || a->measured || a->json) &&
          strcmp(a->command, "plan"))) {
@@ -191,6 +206,18 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     if (a->measured && !a->hardware) {
         svp_error("plan: --measured needs --hardware (the table it refines)");
         return SVP_ERR_USAGE;
+    }
+    a->shard_of.index = 0;
+    a->shard_of.count = 1;
+    if (a->shard != NULL) {
+        char         err[512];
+        svp_status_t status = svp_pipe_shard_parse(a->shard, &a->shard_of, err,
+                                                   sizeof(err));
+
+        if (status != SVP_OK) {
+            svp_error("%s: %s", a->command, err);
+            return SVP_ERR_USAGE;
+        }
     }
     return SVP_OK;
 }
@@ -205,6 +232,8 @@ static svp_status_t launch_render_to(const svp_spec_t *spec,
         .spec_ref_kind = kind,
         .overrides     = a->sets,
         .num_overrides = a->num_sets,
+        .shard_index   = a->shard_of.index,
+        .shard_count   = a->shard_of.count,
     };
     char         err[1024], host[PATH_MAX];
     svp_status_t status;
@@ -339,8 +368,14 @@ static svp_status_t launch_cmd_submit(const svp_spec_t *spec,
     while (n > 1 && out_dir[n - 1] == '/') {
         --n;
     }
-    if (snprintf(path, sizeof(path), "%.*s.sbatch", (int)n, out_dir) >=
-        (int)sizeof(path)) {
+    if (a->shard_of.count > 1) {
+        /* the shards of one job share output.dir: a script each */
+        n = (size_t)snprintf(path, sizeof(path), "%.*s.shard-%d-of-%d.sbatch",
+                             (int)n, out_dir, a->shard_of.index, a->shard_of.count);
+    } else {
+        n = (size_t)snprintf(path, sizeof(path), "%.*s.sbatch", (int)n, out_dir);
+    }
+    if (n >= sizeof(path)) {
         svp_error("output.dir too long: %s", out_dir);
         return SVP_ERR_SPEC;
     }
@@ -397,6 +432,17 @@ static void launch_warn_deadline(const svp_spec_t *spec, const svp_plan_costs_t 
     }
 }
 
+/* What Slurm would make of cluster.array (MaxArraySize, tasks with no
+ * sample): a warning, since sites raise the limit. */
+static void launch_warn_array(const svp_spec_t *spec)
+{
+    char msg[1024];
+
+    if (svp_launch_array_warning(spec, spec->samples, msg, sizeof(msg))) {
+        svp_warn("%s", msg);
+    }
+}
+
 /* Everything that can be checked before a job is queued. */
 static svp_status_t launch_preflight(const svp_spec_t *spec,
                                      const launch_args_t *a)
@@ -427,6 +473,7 @@ static svp_status_t launch_preflight(const svp_spec_t *spec,
         /* whatever the cause, nothing was started: bad input */
         return SVP_IS_INPUT_ERROR(status) ? status : SVP_ERR_SPEC;
     }
+    launch_warn_array(spec);
     return SVP_OK;
 }
 
@@ -435,6 +482,7 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
 {
     svp_status_t status;
     int          world, stages;
+    char         file[4096];
 
     status = launch_preflight(spec, a);
     if (status != SVP_OK) {
@@ -442,15 +490,17 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
     }
     launch_warn_deadline(spec, NULL);
     world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    /* the file name is the user's text: printed escaped, as messages are */
+    svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
     if (spec->pipeline.stages < 0) {
         printf("%s: ok: %d ranks (%d x %d), layout chosen at render "
-               "(pipeline.stages: auto), %d samples\n", spec->file, world,
+               "(pipeline.stages: auto), %d samples\n", file, world,
                spec->cluster.nodes, spec->cluster.ranks_per_node, spec->samples);
         return SVP_OK;
     }
     stages = (spec->pipeline.stages == 0) ? world : spec->pipeline.stages;
     printf("%s: ok: %d ranks (%d x %d), %d pipeline%s x %d stage%s, %d steps each, "
-           "%d samples\n", spec->file, world, spec->cluster.nodes,
+           "%d samples\n", file, world, spec->cluster.nodes,
            spec->cluster.ranks_per_node, world / stages, (world / stages == 1) ? "" : "s",
            stages, (stages == 1) ? "" : "s", spec->steps / stages, spec->samples);
     return SVP_OK;
@@ -621,6 +671,14 @@ int main(int argc, char **argv)
             svp_spec_destroy(spec);
             return svp_status_exit_code(status);
         }
+    } else if (spec->cluster.array[0] != '\0') {
+        /* for the array's warning: the count when the list reads here (a
+         * bad one is preflight's to report) */
+        launch_resolve_samples(spec, 1);
+    }
+    if (a.shard_of.count > 1 && spec->samples > 0) {
+        /* a shard job plans for its own samples */
+        spec->samples = svp_pipe_shard_size(&a.shard_of, spec->samples);
     }
     if (!strcmp(a.command, "render")) {
         status = launch_preflight(spec, &a);

@@ -221,7 +221,9 @@ static int svp_worker_parse_args(svp_worker_t *w, int argc, char **argv)
         switch (c) {
         case 's':
             if (w->nsets == SVP_WORKER_MAX_SETS) {
-                fprintf(stderr, "svdworker: too many --set options\n");
+                fprintf(stderr, "svdworker: more than %d --set options: over "
+                        "the limit of %d\n", SVP_WORKER_MAX_SETS,
+                        SVP_WORKER_MAX_SETS);
                 return SVP_EXIT_BAD_INPUT;
             }
             w->sets[w->nsets++] = optarg;
@@ -269,7 +271,9 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
     } else {
         /* the built-in default job: every key at its default, named "default" */
         if (w->nsets == SVP_WORKER_MAX_SETS) {
-            fprintf(stderr, "svdworker: too many --set options\n");
+            fprintf(stderr, "svdworker: more than %d --set options: over the "
+                    "limit of %d (one is the default job's name)\n",
+                    SVP_WORKER_MAX_SETS - 1, SVP_WORKER_MAX_SETS - 1);
             return SVP_EXIT_BAD_INPUT;
         }
         memmove(w->sets + 1, w->sets, w->nsets * sizeof(w->sets[0]));
@@ -394,9 +398,19 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
     }
     svp_pipe_samples_describe(w->list, w->what, sizeof(w->what));
     if (w->check && w->rank == 0) {
-        printf("%s: ok (%d steps, %s, %d ranks, %d steps per rank)\n",
-               spec->file, spec->steps, w->what, w->world,
-               range.end - range.begin);
+        /* a shard's own count first; the file and the list's description
+         * (a manifest's name) are the user's text: escaped */
+        char file[4096], what[1024], shard[128] = "";
+
+        if (w->shard.count > 1) {
+            snprintf(shard, sizeof(shard), "shard %d of %d: %d of ",
+                     w->shard.index, w->shard.count,
+                     svp_pipe_shard_size(&w->shard, w->list->count));
+        }
+        svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
+        svp_str_escape(w->what, strlen(w->what), what, sizeof(what));
+        printf("%s: ok (%d steps, %s%s, %d ranks, %d steps per rank)\n", file,
+               spec->steps, shard, what, w->world, range.end - range.begin);
     }
     return SVP_OK;
 }
