@@ -624,6 +624,88 @@ static svp_status_t launch_check_quoted(const svp_spec_t *spec, const char *key,
     return SVP_OK;
 }
 
+/* The container keys: quoted values, mounts without commas, and nothing of
+ * a container without its image. */
+static svp_status_t launch_validate_container(const svp_spec_t *spec, char *errbuf,
+                                              int errlen)
+{
+    svp_status_t status;
+    char         key[128];
+    int          i;
+
+    status = launch_check_quoted(spec, "cluster.container_image",
+                                 spec->cluster.container_image, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
+        const char *m = spec->cluster.container_mounts.items[i];
+
+        snprintf(key, sizeof(key), "cluster.container_mounts[%d]", i);
+        /* the mounts are joined with commas into one srun option */
+        if (m == NULL || *m == '\0' || strchr(m, ',') != NULL ||
+            svp_launch_has_control(m)) {
+            return launch_bad(spec, key, "a mount SRC[:DST[:FLAGS]] without "
+                              "commas or control characters", m ? m : "",
+                              errbuf, errlen);
+        }
+    }
+    if (spec->cluster.container_mounts.count > 0 &&
+        !launch_is_set(spec->cluster.container_image)) {
+        return launch_bad(spec, "cluster.container_mounts",
+                          "cluster.container_image to be set with mounts", "",
+                          errbuf, errlen);
+    }
+    status = launch_check_quoted(spec, "cluster.container_workdir",
+                                 spec->cluster.container_workdir, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (!launch_is_set(spec->cluster.container_image) &&
+        (launch_is_set(spec->cluster.container_workdir) ||
+         spec->cluster.container_runtime != SVP_CONTAINER_PYXIS)) {
+        return launch_bad(spec, launch_is_set(spec->cluster.container_workdir) ?
+                          "cluster.container_workdir" :
+                          "cluster.container_runtime",
+                          "cluster.container_image to be set", "", errbuf,
+                          errlen);
+    }
+    return SVP_OK;
+}
+
+/* cluster.env: names a shell takes, values it can quote (or expand). */
+static svp_status_t launch_validate_env(const svp_spec_t *spec, char *errbuf,
+                                        int errlen)
+{
+    svp_status_t status;
+    char         key[300];
+    int          i;
+
+    for (i = 0; i < spec->cluster.env.count; ++i) {
+        const char *name  = spec->cluster.env.keys[i];
+        const char *value = spec->cluster.env.values[i];
+
+        if (name == NULL || !launch_env_name_ok(name)) {
+            return launch_bad(spec, "cluster.env", "environment variable names of "
+                              "[A-Za-z_][A-Za-z0-9_]*", name ? name : "",
+                              errbuf, errlen);
+        }
+        snprintf(key, sizeof(key), "cluster.env.%s", name);
+        status = launch_check_quoted(spec, key, value ? value : "", errbuf,
+                                     errlen);
+        if (status != SVP_OK) {
+            return status;
+        }
+        if (spec->cluster.env_expand && !launch_env_expandable(value ? value : "")) {
+            return launch_bad(spec, key, "with cluster.env_expand, text with "
+                              "$NAME or ${NAME} only (no $(...), backquotes, "
+                              "quotes or backslashes)", value ? value : "",
+                              errbuf, errlen);
+        }
+    }
+    return SVP_OK;
+}
+
 svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
                                  int errlen)
 {
@@ -693,52 +775,13 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
     if (status != SVP_OK) {
         return status;
     }
-    status = launch_check_quoted(spec, "cluster.container_image",
-                                 spec->cluster.container_image, errbuf, errlen);
+    status = launch_validate_container(spec, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
     }
-    for (i = 0; i < spec->cluster.container_mounts.count; ++i) {
-        const char *m = spec->cluster.container_mounts.items[i];
-
-        snprintf(key, sizeof(key), "cluster.container_mounts[%d]", i);
-        /* the mounts are joined with commas into one srun option */
-        if (m == NULL || *m == '\0' || strchr(m, ',') != NULL ||
-            svp_launch_has_control(m)) {
-            return launch_bad(spec, key, "a mount SRC[:DST[:FLAGS]] without "
-                              "commas or control characters", m ? m : "",
-                              errbuf, errlen);
-        }
-    }
-    if (spec->cluster.container_mounts.count > 0 &&
-        !launch_is_set(spec->cluster.container_image)) {
-        return launch_bad(spec, "cluster.container_mounts",
-                          "cluster.container_image to be set with mounts", "",
-                          errbuf, errlen);
-    }
-
-    for (i = 0; i < spec->cluster.env.count; ++i) {
-        const char *name  = spec->cluster.env.keys[i];
-        const char *value = spec->cluster.env.values[i];
-
-        snprintf(key, sizeof(key), "cluster.env");
-        if (name == NULL || !launch_env_name_ok(name)) {
-            return launch_bad(spec, key, "environment variable names of "
-                              "[A-Za-z_][A-Za-z0-9_]*", name ? name : "",
-                              errbuf, errlen);
-        }
-        snprintf(key, sizeof(key), "cluster.env.%s", name);
-        status = launch_check_quoted(spec, key, value ? value : "", errbuf,
-                                     errlen);
-        if (status != SVP_OK) {
-            return status;
-        }
-        if (spec->cluster.env_expand && !launch_env_expandable(value ? value : "")) {
-            return launch_bad(spec, key, "with cluster.env_expand, text with "
-                              "$NAME or ${NAME} only (no $(...), backquotes, "
-                              "quotes or backslashes)", value ? value : "",
-                              errbuf, errlen);
-        }
+    status = launch_validate_env(spec, errbuf, errlen);
+    if (status != SVP_OK) {
+        return status;
     }
 
     if (launch_is_set(spec->cluster.mem) && launch_is_set(spec->cluster.mem_per_gpu)) {
@@ -769,20 +812,6 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
             return launch_bad(spec, key, "one shell command line (no newlines "
                               "or control characters)", line, errbuf, errlen);
         }
-    }
-    status = launch_check_quoted(spec, "cluster.container_workdir",
-                                 spec->cluster.container_workdir, errbuf, errlen);
-    if (status != SVP_OK) {
-        return status;
-    }
-    if (!launch_is_set(spec->cluster.container_image) &&
-        (launch_is_set(spec->cluster.container_workdir) ||
-         spec->cluster.container_runtime != SVP_CONTAINER_PYXIS)) {
-        return launch_bad(spec, launch_is_set(spec->cluster.container_workdir) ?
-                          "cluster.container_workdir" :
-                          "cluster.container_runtime",
-                          "cluster.container_image to be set", "", errbuf,
-                          errlen);
     }
     return SVP_OK;
 }

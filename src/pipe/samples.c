@@ -5,7 +5,6 @@
 #include "config.h"
 #endif
 #include "pipe/samples.h"
-#include "spec/spec_int.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
@@ -256,11 +255,11 @@ static svp_status_t svp_samples_number(const char *where, const char *key,
                                        char *errbuf, int errlen)
 {
     char                  path[64];
-    const svp_spec_key_t *sk;
-    double                d;
+    double                d, lo = 0, hi = 0;
+    int                   limited;
 
     snprintf(path, sizeof(path), "video.%s", key);
-    sk = svp_spec_key_find(path);
+    limited = svp_spec_key_limits(path, &lo, &hi);
     if (integer ? !json_is_integer(v) : !json_is_number(v)) {
         svp_errf(errbuf, errlen, "%s: key '%s': expected %s, found %s", where,
                          key, integer ? "an integer" : "a number",
@@ -268,9 +267,9 @@ static svp_status_t svp_samples_number(const char *where, const char *key,
         return SVP_ERR_SPEC;
     }
     d = json_number_value(v);
-    if (sk != NULL && (d < sk->min || d > sk->max || !isfinite(d))) {
+    if (limited && (d < lo || d > hi || !isfinite(d))) {
         svp_errf(errbuf, errlen, "%s: key '%s': expected a number in [%g, %g], "
-                         "found %g", where, key, sk->min, sk->max, d);
+                         "found %g", where, key, lo, hi, d);
         return SVP_ERR_SPEC;
     }
     *out = d;

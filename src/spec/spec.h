@@ -237,4 +237,8 @@ svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p);
 const char *svp_spec_model_kind_name(svp_model_kind_t kind);
 const char *svp_spec_placement_name(svp_placement_t placement);
 
+/* The numeric limits of the spec key at path ("video.fps"): 1 with *min_p
+ * and *max_p set, 0 for no such key (what a manifest line is held to). */
+int svp_spec_key_limits(const char *path, double *min_p, double *max_p);
+
 #endif

@@ -756,3 +756,15 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
     }
     return SVP_OK;
 }
+
+int svp_spec_key_limits(const char *path, double *min_p, double *max_p)
+{
+    const svp_spec_key_t *key = svp_spec_key_find(path);
+
+    if (key == NULL) {
+        return 0;
+    }
+    *min_p = key->min;
+    *max_p = key->max;
+    return 1;
+}
