@@ -440,7 +440,9 @@ static size_t svp_rt_watch_body(unsigned char *buf, int reason, int signo,
         n          = (text != NULL) ? SVP_MIN(strlen(text),
                                               (size_t)SVP_RT_WATCH_BYE_TEXT_MAX) : 0;
         buf[len++] = (unsigned char)n;
-        memcpy(buf + len, text, n);
+        if (n > 0) {
+            memcpy(buf + len, text, n);
+        }
         len += n;
     }
     return len;
