@@ -28,25 +28,32 @@ enum {
     SVP_RESUME_BAD  = 2     /* made with other parameters: the job fails */
 };
 
-int svp_pipe_resume_finisher(const svp_spec_t *spec, int world,
-                             const svp_pipe_shard_t *shard, int i)
+int svp_pipe_schedule_layout(const svp_spec_t *spec, int world,
+                             svp_schedule_layout_t *layout_p)
 {
-    svp_steps_layout_t    layout;
-    svp_schedule_layout_t l;
-    char                  err[256];
+    svp_steps_layout_t layout;
+    char               err[256];
 
-    if (!svp_pipe_shard_owns(shard, i) ||
-        svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
                                SVP_MAX(1, spec->pipeline.guidance_parallel), 0, err,
                                sizeof(err), &layout) != SVP_OK) {
+        return 0;
+    }
+    layout_p->placement = spec->pipeline.placement;
+    layout_p->groups    = layout.groups;
+    layout_p->stages    = layout.stages;
+    layout_p->pairs     = layout.pairs;
+    return 1;
+}
+
+int svp_pipe_resume_finisher(const svp_schedule_layout_t *layout,
+                             const svp_pipe_shard_t *shard, int i)
+{
+    if (!svp_pipe_shard_owns(shard, i)) {
         return -1;
     }
-    l.placement = spec->pipeline.placement;
-    l.groups    = layout.groups;
-    l.stages    = layout.stages;
-    l.pairs     = layout.pairs;
     /* sample i is the (i div n)-th of shard i mod n's list */
-    return svp_schedule_owner(&l, i / shard->count);
+    return svp_schedule_owner(layout, i / shard->count);
 }
 
 svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
@@ -129,7 +136,8 @@ out:
 static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
                                          const svp_stage_t *stage, int n,
                                          const svp_pipe_shard_t *shard, int rank,
-                                         int world, unsigned char *v, int *bad_p)
+                                         const svp_schedule_layout_t *layout,
+                                         unsigned char *v, int *bad_p)
 {
     char         why[1024];
     svp_status_t status;
@@ -139,7 +147,7 @@ static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
         v[i] = SVP_RESUME_RUN;
         /* another shard's samples are that task's business, finished or not */
         if (stage->ops->check_output == NULL || !svp_pipe_shard_owns(shard, i) ||
-            svp_pipe_resume_finisher(spec, world, shard, i) != rank) {
+            svp_pipe_resume_finisher(layout, shard, i) != rank) {
             continue;
         }
         why[0] = '\0';
@@ -213,14 +221,19 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     void          *data;
     size_t         len;
     svp_status_t   status;
+    svp_schedule_layout_t layout;
 
+    if (!svp_pipe_schedule_layout(spec, world, &layout)) {
+        svp_error("internal: resume of a layout the spec does not allow");
+        return SVP_ERR_INTERNAL;
+    }
     mine = calloc((size_t)n + 1, 1);
     all  = calloc((size_t)n + 1, 1);
     if (mine == NULL || all == NULL) {
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
-    svp_pipe_resume_scan(spec, stage, n, shard, rank, world, mine, &bad);
+    svp_pipe_resume_scan(spec, stage, n, shard, rank, &layout, mine, &bad);
     if (world > 1) {
         status = svp_rt_put(rt, SVP_RESUME_KEY, mine, (size_t)n);
         if (status == SVP_OK) {
@@ -248,7 +261,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
             }
             for (i = 0; i < n; ++i) {
                 unsigned char v = (r == rank) ? mine[i] : ((unsigned char *)data)[i];
-                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(spec, world, shard, i) == r) {
+                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(&layout, shard, i) == r) {
                     all[i] = v;
                 }
                 if (v == SVP_RESUME_BAD && badrank < 0) {

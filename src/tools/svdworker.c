@@ -127,9 +127,9 @@ static void svp_worker_stop(int signo, void *arg)
 }
 
 typedef struct {
-    const svp_spec_t       *spec;
     const svp_pipe_shard_t *shard;
-    int                     rank, world;
+    svp_schedule_layout_t   layout;
+    int                     rank;
 } svp_worker_own_t;
 
 /* Sample i's outputs are this rank's to clean up (another array task's
@@ -138,7 +138,7 @@ static int svp_worker_owns(int sample, void *arg)
 {
     const svp_worker_own_t *o = arg;
 
-    return svp_pipe_resume_finisher(o->spec, o->world, o->shard, sample) == o->rank;
+    return svp_pipe_resume_finisher(&o->layout, o->shard, sample) == o->rank;
 }
 
 /*
@@ -154,9 +154,13 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
                                               const svp_pipe_shard_t *shard, int rank,
                                               int world, svp_pipe_resume_t *resume_p)
 {
-    svp_worker_own_t own = {spec, shard, rank, world};
+    svp_worker_own_t own = {.shard = shard, .rank = rank};
     svp_status_t     status;
     int              i, writes = 0, n = 0;
+
+    if (!svp_pipe_schedule_layout(spec, world, &own.layout)) {
+        return SVP_ERR_SPEC;    /* (checked before: the job would not be here) */
+    }
 
     for (i = 0; i < nsamples && !writes; ++i) {
         writes = svp_worker_owns(i, &own);
@@ -713,20 +717,12 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
 /* Whether this rank wrote any of this run's samples (svp_schedule_owner). */
 static int svp_worker_writes(const svp_worker_t *w)
 {
-    svp_steps_layout_t    layout;
     svp_schedule_layout_t l;
-    char                  err[256];
     int                   k;
 
-    if (svp_steps_layout_pairs(w->spec->steps, w->world, w->spec->pipeline.stages,
-                               SVP_MAX(1, w->spec->pipeline.guidance_parallel), 0, err,
-                               sizeof(err), &layout) != SVP_OK) {
+    if (!svp_pipe_schedule_layout(w->spec, w->world, &l)) {
         return 0;
     }
-    l.placement = w->spec->pipeline.placement;
-    l.groups    = layout.groups;
-    l.stages    = layout.stages;
-    l.pairs     = layout.pairs;
     for (k = 0; k < w->pp.nsamples; ++k) {
         if (svp_schedule_owner(&l, k) == w->rank) {
             return 1;
