@@ -104,7 +104,7 @@ YAML
 "$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
-    [ "$(ls "$tmp/running" 2>/dev/null | grep -c safetensors)" -ge 8 ] && break
+    [ "$(ls "$tmp/running" 2>/dev/null | grep -c '\.safetensors$')" -ge 8 ] && break
     sleep 0.05
 done
 "$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
@@ -113,7 +113,7 @@ if [ $rc -eq 0 ] && grep -q "job 'run' in $tmp/running: [0-9]* of 60 samples don
     ok "status of a running job: done of 60, rate, eta"; else nok "status while running (rc=$rc)"; fi
 kill -TERM $pid
 wait $pid
-done=$(ls "$tmp/running" | grep -c safetensors)
+done=$(ls "$tmp/running" | grep -c '\.safetensors$')
 "$l" status "$tmp/running" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 0 ] && [ "$done" -lt 60 ] &&
    grep -q "job 'run' in $tmp/running: $done of 60 samples done" "$tmp/err" &&
@@ -127,7 +127,7 @@ rm -rf "$tmp/running"
 SVP_TASK_BEAT=0.5 "$w" "$tmp/run.yaml" >"$tmp/run.log" 2>&1 &
 pid=$!
 for _ in $(seq 200); do
-    [ "$(ls "$tmp/running" 2>/dev/null | grep -c safetensors)" -ge 4 ] && break
+    [ "$(ls "$tmp/running" 2>/dev/null | grep -c '\.safetensors$')" -ge 4 ] && break
     sleep 0.05
 done
 u1=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
@@ -137,7 +137,7 @@ u2=$(jq '.updated' "$tmp/running/task.json" 2>/dev/null)
 kill -KILL $pid
 wait $pid 2>/dev/null
 sleep 2.5   # lost after 4 beats of silence: 2 s
-done=$(ls "$tmp/running" | grep -c safetensors)
+done=$(ls "$tmp/running" | grep -c '\.safetensors$')
 "$l" status "$tmp/running" >"$tmp/err2" 2>&1; rc=$?
 "$l" status "$tmp/running" --json >"$tmp/err2.json" 2>&1
 if [ $rc -eq 0 ] && awk -v a="${u1:-0}" -v b="${u2:-0}" 'BEGIN { exit !(b > a && a > 0) }' &&
