@@ -1,0 +1,476 @@
+/*
+ * The planner's simulation: the worker's own lists of actions run against
+ * the costs, one clock per rank (see plan.h for the model).
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/plan.h"
+#include "pipe/schedule.h"
+#include "common/log.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void svp_plan_result_destroy(svp_plan_result_t *result)
+{
+    if (result == NULL) {
+        return;
+    }
+    free(result->ranks);
+    free(result->link_msgs);
+    free(result->link_s);
+    free(result);
+}
+
+static double plan_link_s(const svp_plan_params_t *p, int from, int to)
+{
+    const svp_plan_costs_t *c = &p->costs;
+    int    C = (p->pairs > 1) ? p->pairs : 1;   /* position r is rank r * C */
+    double gbps = ((p->first_rank + from * C) / p->ranks_per_node ==
+                   (p->first_rank + to * C) / p->ranks_per_node) ?
+                  c->intra_node_gbps : c->inter_node_gbps;
+
+    return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
+}
+
+/*
+ * The simulation runs the worker's own lists (pipe/schedule.h), one iterator
+ * per rank, with a clock per rank: a begin, the steps and a finish advance
+ * it by their cost, a send puts the message on its channel with its arrival
+ * time (now + the link), a wait for a receive moves the clock to the
+ * message's arrival and a wait for a send to the send's.  A receive is
+ * matched at its wait, not at its post: the comm keeps a message that
+ * arrives before its receive is posted.  Tasks of zero cost are not counted
+ * (events, encodes, decodes), as a model that leaves them out would.
+ *
+ * Messages of a kind between two ranks arrive in the order sent, which is
+ * the order they are waited for, so each channel is a queue: a LATENT
+ * channel into each rank, an INIT channel out of each encoding rank and a
+ * FINAL channel into each finishing rank.
+ *
+ * The ranks take turns of at most PLAN_TURN actions, each until it waits
+ * for a message not yet sent; the queues then hold a few turns' messages and
+ * the work is linear in the actions, N x (a few per rank).  A pass in which
+ * no rank moves is a deadlock of the schedule: an internal error.
+ */
+#define PLAN_TURN 64
+
+typedef struct {
+    int    j;       /* the sample's position */
+    double at;      /* when it arrives */
+} plan_msg_t;
+
+typedef struct {
+    plan_msg_t *q;
+    int         head, count, capacity;
+} plan_chan_t;
+
+typedef struct {
+    svp_schedule_iter_t          it;
+    const svp_schedule_action_t *held;   /* the action it waits at, or NULL */
+    double                       t;      /* its clock */
+    double                       sent_at[SVP_SCHEDULE_MAX_SLOTS];
+    int                          done;
+} plan_rank_sim_t;
+
+typedef struct {
+    const svp_plan_params_t *p;
+    svp_plan_result_t       *res;
+    plan_rank_sim_t         *rank;       /* [W] */
+    plan_chan_t             *chan;       /* [3 W] */
+    char                    *link_used;  /* [W W] */
+    double                  *t_begin;    /* [N]: when j's begin started */
+    double                  *t_end;      /* [N]: when j's finish ended */
+} plan_sim_t;
+
+double svp_plan_pair_step_s(const svp_plan_params_t *p)
+{
+    const svp_plan_costs_t *c = &p->costs;
+
+    return c->step_s / 2 + c->latency_s +
+           (c->intra_node_gbps > 0 ? p->half_bytes / (c->intra_node_gbps * 1e9) : 0);
+}
+
+static svp_status_t plan_chan_push(plan_chan_t *c, int j, double at)
+{
+    if (c->count == c->capacity) {
+        int         cap = c->capacity > 0 ? 2 * c->capacity : 16;
+        plan_msg_t *q   = malloc((size_t)cap * sizeof(*q));
+
+        if (q == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        for (int k = 0; k < c->count; ++k) {
+            q[k] = c->q[(c->head + k) % c->capacity];
+        }
+        free(c->q);
+        c->q        = q;
+        c->head     = 0;
+        c->capacity = cap;
+    }
+    c->q[(c->head + c->count) % c->capacity] = (plan_msg_t){j, at};
+    c->count++;
+    return SVP_OK;
+}
+
+/* The channel of a message from rank `from` to rank `to`. */
+static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from,
+                              int to)
+{
+    int W = sim->p->world;
+
+    return (msg == SVP_SCHEDULE_MSG_LATENT) ? &sim->chan[to] :
+           (msg == SVP_SCHEDULE_MSG_INIT) ? &sim->chan[W + from] :
+           &sim->chan[2 * W + to];
+}
+
+/* A task of the rank: its cost on its clock, and the counts. */
+static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
+{
+    plan_rank_sim_t *rs = &sim->rank[r];
+
+    if (cost <= 0) {
+        return;
+    }
+    rs->t                       += cost;
+    sim->res->ranks[r].busy_s   += cost;
+    sim->res->ranks[r].finish_s  = rs->t;
+    sim->res->makespan_s         = fmax(sim->res->makespan_s, rs->t);
+    sim->res->events++;
+    *count += by;
+}
+
+static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_t *a)
+{
+    const svp_plan_params_t *p   = sim->p;
+    int                      W   = p->world, link = r * W + a->peer;
+    double                   hop = plan_link_s(p, r, a->peer);
+
+    if (!sim->link_used[link]) {
+        sim->link_used[link] = 1;
+        hop += p->costs.link_setup_s;
+    }
+    sim->res->link_msgs[link] += 1;
+    sim->res->link_s[link]    += hop;
+    sim->rank[r].sent_at[a->slot] = sim->rank[r].t + hop;
+    return plan_chan_push(plan_chan(sim, a->msg, r, a->peer), a->j,
+                          sim->rank[r].t + hop);
+}
+
+/* Runs one action of rank r; *blocked_p when it waits for a message not yet
+ * sent. */
+static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
+                             int *blocked_p)
+{
+    const svp_plan_costs_t *c   = &sim->p->costs;
+    plan_rank_sim_t        *rs  = &sim->rank[r];
+    svp_plan_rank_t        *out = &sim->res->ranks[r];
+    int                     k   = sim->p->steps / sim->p->world;
+    plan_chan_t            *ch;
+
+    *blocked_p = 0;
+    switch (a->kind) {
+    case SVP_SCHEDULE_POST_RECV:
+        break;
+    case SVP_SCHEDULE_WAIT:
+        if (a->msg == SVP_SCHEDULE_MSG_NONE) {
+            rs->t = fmax(rs->t, rs->sent_at[a->slot]);
+            break;
+        }
+        ch = plan_chan(sim, a->msg, a->peer, r);
+        if (ch->count == 0) {
+            *blocked_p = 1;
+            break;
+        }
+        if (ch->q[ch->head].j != a->j) {
+            svp_error("plan: rank %d waits for sample %d, sample %d came", r, a->j,
+                      ch->q[ch->head].j);
+            return SVP_ERR_INTERNAL;
+        }
+        rs->t    = fmax(rs->t, ch->q[ch->head].at);
+        ch->head = (ch->head + 1) % ch->capacity;
+        ch->count--;
+        break;
+    case SVP_SCHEDULE_BEGIN:
+        sim->t_begin[a->j] = rs->t;
+        plan_task(sim, r, c->encode_s, &out->encodes, 1);
+        break;
+    case SVP_SCHEDULE_STEPS:
+        plan_task(sim, r, k * c->step_s, &out->steps, k);
+        break;
+    case SVP_SCHEDULE_PAIR_STEPS:
+        plan_task(sim, r, k * svp_plan_pair_step_s(sim->p), &out->steps, k);
+        break;
+    case SVP_SCHEDULE_SEND:
+        return plan_send(sim, r, a);
+    case SVP_SCHEDULE_FINISH:
+        /* shared by a pair (peer set): half the chunks each, and lane 1's
+         * frames over the link (first order: the link's latency) */
+        plan_task(sim, r, (a->peer >= 0) ? c->decode_s / 2 + c->latency_s : c->decode_s,
+                  &out->decodes, 1);
+        sim->t_end[a->j] = rs->t;
+        break;
+    case SVP_SCHEDULE_DROP:    /* lane 1: not simulated */
+        break;
+    }
+    return SVP_OK;
+}
+
+/* Rank r's turn: *moved_p when it ran an action or reached its end. */
+static svp_status_t plan_turn(plan_sim_t *sim, int r, int *moved_p)
+{
+    plan_rank_sim_t *rs = &sim->rank[r];
+    svp_status_t     status;
+    int              blocked;
+
+    for (int k = 0; k < PLAN_TURN && !rs->done; ++k) {
+        if (rs->held == NULL) {
+            rs->held = svp_schedule_iter_next(&rs->it);
+            if (rs->held == NULL) {
+                rs->done = 1;
+                *moved_p = 1;
+                break;
+            }
+        }
+        status = plan_act(sim, r, rs->held, &blocked);
+        if (status != SVP_OK) {
+            return status;
+        }
+        if (blocked) {
+            break;
+        }
+        rs->held = NULL;
+        *moved_p = 1;
+    }
+    return SVP_OK;
+}
+
+static svp_status_t plan_sim_run(plan_sim_t *sim)
+{
+    const svp_plan_params_t *p = sim->p;
+    svp_schedule_params_t    sp = {
+        .placement = p->placement, .stages = p->world, .samples = p->samples,
+        .inflight  = p->inflight > 0 ? p->inflight : 2,
+        .pairs     = p->pairs > 1 ? p->pairs : 1,
+    };
+    svp_status_t             status;
+    int                      W = p->world, live = W, moved;
+
+    for (int r = 0; r < W; ++r) {
+        status = svp_schedule_iter_init(&sim->rank[r].it, &sp, r);
+        if (status != SVP_OK) {
+            return status;
+        }
+    }
+    while (live > 0) {
+        moved = 0;
+        live  = 0;
+        for (int r = 0; r < W; ++r) {
+            status = plan_turn(sim, r, &moved);
+            if (status != SVP_OK) {
+                return status;
+            }
+            live += !sim->rank[r].done;
+        }
+        if (live > 0 && !moved) {
+            svp_error("plan: the schedule of %d ranks, %d samples deadlocks", W,
+                      p->samples);
+            return SVP_ERR_INTERNAL;
+        }
+    }
+    return SVP_OK;
+}
+
+/* Runs p's lists into res's figures (ranks, links, makespan, events). */
+static svp_status_t plan_simulate(const svp_plan_params_t *p,
+                                  svp_plan_result_t *res)
+{
+    plan_sim_t   sim = {.p = p, .res = res};
+    int          W = p->world;
+    svp_status_t status = SVP_ERR_NO_MEMORY;
+
+    sim.rank      = calloc((size_t)W, sizeof(*sim.rank));
+    sim.chan      = calloc((size_t)W * 3, sizeof(*sim.chan));
+    sim.link_used = calloc((size_t)W * W, sizeof(*sim.link_used));
+    sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
+    sim.t_end     = calloc((size_t)p->samples, sizeof(*sim.t_end));
+    if (sim.rank != NULL && sim.chan != NULL && sim.link_used != NULL &&
+        sim.t_begin != NULL && sim.t_end != NULL) {
+        status = plan_sim_run(&sim);
+    }
+    if (status == SVP_OK && p->samples > 0) {
+        int    j, from = p->samples / 2;
+        double sum = 0;
+
+        res->first_out_s = sim.t_end[0];
+        for (j = 0; j < p->samples; ++j) {
+            res->first_out_s = fmin(res->first_out_s, sim.t_end[j]);
+            sum += (j >= from) ? sim.t_end[j] - sim.t_begin[j] : 0;
+        }
+        res->latency_s = sum / (p->samples - from);
+    }
+    free(sim.t_begin);
+    free(sim.t_end);
+    for (int k = 0; sim.chan != NULL && k < 3 * W; ++k) {
+        free(sim.chan[k].q);
+    }
+    free(sim.link_used);
+    free(sim.chan);
+    free(sim.rank);
+    return status;
+}
+
+/* One sample alone, end to end, hops and link set-up included. */
+static svp_status_t plan_fill(const svp_plan_params_t *p, double *fill_p)
+{
+    svp_plan_params_t one = *p;
+    svp_plan_result_t res = {.world = p->world};
+    svp_status_t      status = SVP_ERR_NO_MEMORY;
+    size_t            W = (size_t)p->world;
+
+    one.samples   = 1;
+    res.ranks     = calloc(W, sizeof(*res.ranks));
+    res.link_msgs = calloc(W * W, sizeof(*res.link_msgs));
+    res.link_s    = calloc(W * W, sizeof(*res.link_s));
+    if (res.ranks != NULL && res.link_msgs != NULL && res.link_s != NULL) {
+        status = plan_simulate(&one, &res);
+    }
+    *fill_p = res.makespan_s;
+    free(res.ranks);
+    free(res.link_msgs);
+    free(res.link_s);
+    return status;
+}
+
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p);
+
+/* Whether a and b describe the same simulation (the cost source aside). */
+static int plan_params_same(const svp_plan_params_t *a,
+                            const svp_plan_params_t *b)
+{
+    const svp_plan_costs_t *x = &a->costs, *y = &b->costs;
+
+    return a->world == b->world && a->ranks_per_node == b->ranks_per_node &&
+           a->steps == b->steps && a->samples == b->samples &&
+           a->placement == b->placement && a->inflight == b->inflight &&
+           a->message_bytes == b->message_bytes &&
+           a->first_rank == b->first_rank && a->pairs == b->pairs &&
+           a->half_bytes == b->half_bytes && x->step_s == y->step_s &&
+           x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
+           x->intra_node_gbps == y->intra_node_gbps &&
+           x->inter_node_gbps == y->inter_node_gbps &&
+           x->latency_s == y->latency_s && x->link_setup_s == y->link_setup_s;
+}
+
+static svp_status_t plan_result_copy(const svp_plan_result_t *src,
+                                     svp_plan_result_t **dst_p)
+{
+    svp_plan_result_t *d = malloc(sizeof(*d));
+    size_t             W = (size_t)src->world;
+
+    if (d == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    *d = *src;
+    d->ranks     = malloc(W * sizeof(*d->ranks));
+    d->link_msgs = malloc(W * W * sizeof(*d->link_msgs));
+    d->link_s    = malloc(W * W * sizeof(*d->link_s));
+    if (d->ranks == NULL || d->link_msgs == NULL || d->link_s == NULL) {
+        svp_plan_result_destroy(d);
+        return SVP_ERR_NO_MEMORY;
+    }
+    memcpy(d->ranks, src->ranks, W * sizeof(*d->ranks));
+    memcpy(d->link_msgs, src->link_msgs, W * W * sizeof(*d->link_msgs));
+    memcpy(d->link_s, src->link_s, W * W * sizeof(*d->link_s));
+    *dst_p = d;
+    return SVP_OK;
+}
+
+/*
+ * The last simulation of more than this many events is kept: the report
+ * asks for the same pipeline twice (its layout, then its detail), and at a
+ * million samples each run takes about a second.
+ */
+#define PLAN_MEMO_EVENTS 100000
+
+static struct {
+    svp_plan_params_t  params;
+    svp_plan_result_t *result;
+} plan_memo;
+
+svp_status_t svp_plan_run(const svp_plan_params_t *p,
+                          svp_plan_result_t **result_p)
+{
+    if (plan_memo.result != NULL && plan_params_same(&plan_memo.params, p)) {
+        return plan_result_copy(plan_memo.result, result_p);
+    }
+    return plan_run(p, result_p);
+}
+
+static svp_status_t plan_run(const svp_plan_params_t *p,
+                             svp_plan_result_t **result_p)
+{
+    svp_plan_result_t *res;
+    svp_status_t       status;
+    int                W = p->world, N = p->samples;
+    double             busy = 0;
+
+    if (W < 1 || N < 1 || p->steps < W || p->steps % W != 0 ||
+        p->ranks_per_node < 1) {
+        return SVP_ERR_INVALID_PARAM;
+    }
+
+    res = calloc(1, sizeof(*res));
+    if (res == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    res->world     = W;
+    res->ranks     = calloc((size_t)W, sizeof(*res->ranks));
+    res->link_msgs = calloc((size_t)W * W, sizeof(*res->link_msgs));
+    res->link_s    = calloc((size_t)W * W, sizeof(*res->link_s));
+    if (res->ranks == NULL || res->link_msgs == NULL || res->link_s == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto err_destroy_result;
+    }
+    status = plan_simulate(p, res);
+    if (status == SVP_OK) {
+        status = plan_fill(p, &res->fill_s);
+    }
+    if (status != SVP_OK) {
+        goto err_destroy_result;
+    }
+
+    for (int r = 0; r < W; ++r) {
+        double per_sample = res->ranks[r].busy_s / N;
+
+        busy += res->ranks[r].busy_s;
+        /* on a tie (spread balances the ranks) the first rank is named */
+        if (per_sample > res->bottleneck_s * (1 + 1e-9)) {
+            res->bottleneck_s    = per_sample;
+            res->bottleneck_rank = r;
+        }
+    }
+    res->samples_per_s = res->makespan_s > 0 ? N / res->makespan_s : 0;
+    res->bubble        = res->makespan_s > 0 ?
+                         1.0 - busy / (W * res->makespan_s) : 0;
+    res->closed_form_s = res->fill_s + (N - 1) * res->bottleneck_s;
+    if (res->events > PLAN_MEMO_EVENTS) {
+        svp_plan_result_t *keep;
+
+        if (plan_result_copy(res, &keep) == SVP_OK) {
+            svp_plan_result_destroy(plan_memo.result);
+            plan_memo.params = *p;
+            plan_memo.result = keep;
+        }
+    }
+    *result_p = res;
+    return SVP_OK;
+
+err_destroy_result:
+    svp_plan_result_destroy(res);
+    return status;
+}
+
