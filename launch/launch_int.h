@@ -10,13 +10,23 @@
 
 #include "common/util.h" /* svp_errf: the message into errbuf */
 
-/* Copies s into out with newlines, quotes and control characters escaped. */
+/*
+ * Copies s into out with newlines, quotes and control characters escaped,
+ * for a message (not JSON, not the shell: \xNN for a control character;
+ * helpers.c, as the three below).
+ */
 void svp_launch_escape(const char *s, char *out, size_t outlen);
 
 /* Whether s holds a control character (newline, tab, DEL, a C1 control). */
 int svp_launch_has_control(const char *s);
 
-/* The effective values, defaults applied. */
+/* Whether s is set: not NULL and not empty. */
+int svp_launch_is_set(const char *s);
+
+/* Reads digits into *v; returns the end, or NULL for no digits/overflow. */
+const char *svp_launch_digits(const char *s, long *v);
+
+/* The effective values, defaults applied (helpers.c). */
 const char *svp_launch_job_name(const svp_spec_t *spec);
 const char *svp_launch_mpi(const svp_spec_t *spec);
 const char *svp_launch_worker(const svp_spec_t *spec);

@@ -15,7 +15,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,45 +22,6 @@
 #include <string.h>
 
 #define LAUNCH_NAME_CHARS "_.-"
-
-void svp_launch_escape(const char *s, char *out, size_t outlen)
-{
-    size_t n = 0;
-
-    if (outlen == 0) {
-        return;
-    }
-    for (; *s != '\0' && n + 5 < outlen; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n') {
-            n += (size_t)snprintf(out + n, outlen - n, "\\n");
-        } else if (c == '"' || c == '\\') {
-            n += (size_t)snprintf(out + n, outlen - n, "\\%c", c);
-        } else if (c < 0x20 || c == 0x7f) {
-            n += (size_t)snprintf(out + n, outlen - n, "\\x%02x", c);
-        } else {
-            out[n++] = (char)c;
-        }
-    }
-    out[n] = '\0';
-}
-
-int svp_launch_has_control(const char *s)
-{
-    for (; *s != '\0'; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c < 0x20 || c == 0x7f) {
-            return 1;
-        }
-        /* C1 (U+0080 to U+009F): U+009B is CSI on a terminal that
-         * honours C1, and the script is printed (render to stdout) */
-        if (c == 0xc2 && (unsigned char)s[1] >= 0x80 &&
-            (unsigned char)s[1] <= 0x9f) {
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* Non-empty and every character alphanumeric or in extra. */
 static int launch_all_in(const char *s, const char *extra)
@@ -103,11 +63,6 @@ static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
     return SVP_ERR_SPEC;
 }
 
-static int launch_is_set(const char *s)
-{
-    return s != NULL && *s != '\0';
-}
-
 /* Comma-separated names, no empty item ("gpu,gpu-long"). */
 static int launch_name_list_ok(const char *s)
 {
@@ -136,119 +91,6 @@ static int launch_env_name_ok(const char *s)
 {
     return (isalpha((unsigned char)s[0]) || s[0] == '_') &&
            launch_all_in(s, "_");
-}
-
-const char *svp_launch_job_name(const svp_spec_t *spec)
-{
-    return launch_is_set(spec->cluster.job_name) ? spec->cluster.job_name :
-           launch_is_set(spec->name) ? spec->name : "svdpipe";
-}
-
-const char *svp_launch_mpi(const svp_spec_t *spec)
-{
-    return launch_is_set(spec->cluster.mpi) ? spec->cluster.mpi : "pmix";
-}
-
-const char *svp_launch_worker(const svp_spec_t *spec)
-{
-    return launch_is_set(spec->cluster.worker) ? spec->cluster.worker :
-           "svdworker";
-}
-
-int svp_launch_gpus_per_task(const svp_spec_t *spec)
-{
-    if (spec->device != SVP_OPS_BACKEND_CUDA) {
-        return 0;
-    }
-    return spec->cluster.gpus_per_task > 0 ? spec->cluster.gpus_per_task : 1;
-}
-
-long svp_launch_exit_wait(const svp_spec_t *spec)
-{
-    return (long)ceil(spec->comm.deadline) + SVP_LAUNCH_EXIT_GRACE_S;
-}
-
-/* Reads digits into *v; returns the end, or NULL for no digits/overflow. */
-static const char *launch_digits(const char *s, long *v)
-{
-    long n = 0;
-
-    if (!isdigit((unsigned char)*s)) {
-        return NULL;
-    }
-    for (; isdigit((unsigned char)*s); ++s) {
-        if (n > (LONG_MAX - 9) / 10) {
-            return NULL;
-        }
-        n = n * 10 + (*s - '0');
-    }
-    *v = n;
-    return s;
-}
-
-svp_status_t svp_launch_time_parse(const char *text, long *seconds_p)
-{
-    long        f[4], days = 0, secs;
-    int         nf = 0, has_days = 0;
-    const char *p = text;
-
-    if (text == NULL) {
-        return SVP_ERR_INVALID_PARAM;
-    }
-    if (!strcmp(text, "UNLIMITED") || !strcmp(text, "INFINITE")) {
-        *seconds_p = -1;
-        return SVP_OK;
-    }
-
-    p = launch_digits(p, &f[0]);
-    if (p == NULL) {
-        return SVP_ERR_INVALID_PARAM;
-    }
-    if (*p == '-') {
-        has_days = 1;
-        days     = f[0];
-        p = launch_digits(p + 1, &f[0]);
-        if (p == NULL) {
-            return SVP_ERR_INVALID_PARAM;
-        }
-    }
-    nf = 1;
-    while (*p == ':' && nf < 3) {
-        p = launch_digits(p + 1, &f[nf]);
-        if (p == NULL) {
-            return SVP_ERR_INVALID_PARAM;
-        }
-        ++nf;
-    }
-    if (*p != '\0') {
-        return SVP_ERR_INVALID_PARAM;
-    }
-
-    /* the fields after the first are minutes/seconds: below 60 */
-    for (int i = 1; i < nf; ++i) {
-        if (f[i] >= 60) {
-            return SVP_ERR_INVALID_PARAM;
-        }
-    }
-    if (has_days) {
-        /* days-hours[:minutes[:seconds]] */
-        if (f[0] >= 24) {
-            return SVP_ERR_INVALID_PARAM;
-        }
-        secs = f[0] * 3600 + (nf > 1 ? f[1] * 60 : 0) + (nf > 2 ? f[2] : 0);
-    } else if (nf == 1) {
-        secs = f[0] * 60;                            /* minutes */
-    } else if (nf == 2) {
-        secs = f[0] * 60 + f[1];                     /* minutes:seconds */
-    } else {
-        secs = f[0] * 3600 + f[1] * 60 + f[2];       /* hours:minutes:seconds */
-    }
-    /* Slurm keeps limits in minutes in 32 bits; a year is plenty */
-    if (days > 365 || secs > 366L * 86400) {
-        return SVP_ERR_INVALID_PARAM;
-    }
-    *seconds_p = days * 86400 + secs;
-    return SVP_OK;
 }
 
 /* Optional #SBATCH values, each with its own character set. */
@@ -317,7 +159,7 @@ static int launch_ok_mem(const char *s)
 {
     /* Slurm's size: a number of MB, or with a K, M, G or T suffix */
     long v;
-    const char *end = launch_digits(s, &v);
+    const char *end = svp_launch_digits(s, &v);
 
     return end != NULL && v > 0 &&
            (*end == '\0' || (strchr("KMGTkmgt", *end) != NULL && end[1] == '\0'));
@@ -357,7 +199,7 @@ static int launch_ok_signal(const char *s)
     if (*at != '@') {
         return 0;
     }
-    at = launch_digits(at + 1, &secs);
+    at = svp_launch_digits(at + 1, &secs);
     return at != NULL && *at == '\0' && secs <= 65535;
 }
 
@@ -466,8 +308,8 @@ static int launch_export_keeps_all(const char *value)
 static const char *launch_slurm_contradiction(const svp_spec_t *spec, int tool,
                                               const svp_launch_slurm_opt_t *o)
 {
-    int mem_set = launch_is_set(spec->cluster.mem) ||
-                  launch_is_set(spec->cluster.mem_per_gpu);
+    int mem_set = svp_launch_is_set(spec->cluster.mem) ||
+                  svp_launch_is_set(spec->cluster.mem_per_gpu);
 
     if (o->name == NULL) {
         return NULL;
@@ -651,7 +493,7 @@ static svp_status_t launch_validate_container(const svp_spec_t *spec, char *errb
         }
     }
     if (spec->cluster.container_mounts.count > 0 &&
-        !launch_is_set(spec->cluster.container_image)) {
+        !svp_launch_is_set(spec->cluster.container_image)) {
         return launch_bad(spec, "cluster.container_mounts",
                           "cluster.container_image to be set with mounts", "",
                           errbuf, errlen);
@@ -661,10 +503,10 @@ static svp_status_t launch_validate_container(const svp_spec_t *spec, char *errb
     if (status != SVP_OK) {
         return status;
     }
-    if (!launch_is_set(spec->cluster.container_image) &&
-        (launch_is_set(spec->cluster.container_workdir) ||
+    if (!svp_launch_is_set(spec->cluster.container_image) &&
+        (svp_launch_is_set(spec->cluster.container_workdir) ||
          spec->cluster.container_runtime != SVP_CONTAINER_PYXIS)) {
-        return launch_bad(spec, launch_is_set(spec->cluster.container_workdir) ?
+        return launch_bad(spec, svp_launch_is_set(spec->cluster.container_workdir) ?
                           "cluster.container_workdir" :
                           "cluster.container_runtime",
                           "cluster.container_image to be set", "", errbuf,
@@ -743,7 +585,7 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         }
     }
     /* what the characters allow but Slurm refuses ("5-3", "0--2") */
-    if (launch_is_set(spec->cluster.array) && svp_launch_array_tasks(spec) < 1) {
+    if (svp_launch_is_set(spec->cluster.array) && svp_launch_array_tasks(spec) < 1) {
         return launch_bad(spec, "cluster.array", "array indexes such as 0-15, "
                           "1,3,5-7, 0-15:4 or 0-99%8 (ranges low to high)",
                           spec->cluster.array, errbuf, errlen);
@@ -784,7 +626,7 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         return status;
     }
 
-    if (launch_is_set(spec->cluster.mem) && launch_is_set(spec->cluster.mem_per_gpu)) {
+    if (svp_launch_is_set(spec->cluster.mem) && svp_launch_is_set(spec->cluster.mem_per_gpu)) {
         return launch_bad(spec, "cluster.mem_per_gpu", "either cluster.mem or "
                           "cluster.mem_per_gpu (Slurm takes one)",
                           spec->cluster.mem_per_gpu, errbuf, errlen);
@@ -814,127 +656,6 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         }
     }
     return SVP_OK;
-}
-
-int svp_launch_array_tasks(const svp_spec_t *spec)
-{
-    const char *p = spec->cluster.array;
-    long        n = 0;
-
-    if (!launch_is_set(p)) {
-        return 0;
-    }
-    /* items "A", "A-B" or "A-B:S", comma-separated, before any "%N" */
-    while (*p != '\0' && *p != '%') {
-        long a, b, step = 1;
-
-        p = launch_digits(p, &a);
-        if (p == NULL) {
-            return 0;
-        }
-        b = a;
-        if (*p == '-') {
-            p = launch_digits(p + 1, &b);
-            if (p == NULL || b < a) {
-                return 0;
-            }
-            if (*p == ':') {
-                p = launch_digits(p + 1, &step);
-                if (p == NULL || step < 1) {
-                    return 0;
-                }
-            }
-        }
-        n += (b - a) / step + 1;
-        if (n > INT_MAX) {
-            return 0;
-        }
-        if (*p == ',') {
-            ++p;
-        } else if (*p != '\0' && *p != '%') {
-            return 0;
-        }
-    }
-    return (int)n;
-}
-
-/* The largest task id of cluster.array (its items "A", "A-B", "A-B:S"
- * before any "%N"), or -1 when not set or not readable. */
-static long launch_array_max_id(const char *p)
-{
-    long max = -1;
-
-    while (p != NULL && *p != '\0' && *p != '%') {
-        long a, b, step = 1;
-
-        p = launch_digits(p, &a);
-        if (p == NULL) {
-            return -1;
-        }
-        b = a;
-        if (*p == '-') {
-            p = launch_digits(p + 1, &b);
-            if (p == NULL) {
-                return -1;
-            }
-            if (*p == ':') {
-                p = launch_digits(p + 1, &step);
-                if (p == NULL || step < 1) {
-                    return -1;
-                }
-            }
-            b = a + (b - a) / step * step;   /* the last id the step reaches */
-        }
-        max = SVP_MAX(max, b);
-        if (*p == ',') {
-            ++p;
-        } else if (*p != '\0' && *p != '%') {
-            return -1;
-        }
-    }
-    return max;
-}
-
-/*
- * Slurm's MaxArraySize (slurm.conf) bounds the task ids, not their count:
- * the largest id must be below it.  Its default is 1001 (ids 0 to 1000);
- * sites raise it, and only scontrol show config tells, so this is a
- * warning: sbatch refuses the job with "Invalid job array specification"
- * where the site kept the default.
- */
-#define LAUNCH_MAX_ARRAY_SIZE_DEFAULT 1001
-
-int svp_launch_array_warning(const svp_spec_t *spec, int samples, char *msg,
-                             size_t len)
-{
-    int  tasks = svp_launch_array_tasks(spec);
-    long max   = launch_array_max_id(spec->cluster.array);
-
-    if (tasks < 1) {
-        return 0;
-    }
-    if (max >= LAUNCH_MAX_ARRAY_SIZE_DEFAULT) {
-        snprintf(msg, len, "%s: cluster.array: %s has task ids up to %ld, and "
-                 "Slurm's default MaxArraySize of %d allows ids up to %d: sbatch "
-                 "refuses the job unless the site raised MaxArraySize "
-                 "(scontrol show config | grep MaxArraySize)",
-                 spec->file ? spec->file : "<spec>", spec->cluster.array, max,
-                 LAUNCH_MAX_ARRAY_SIZE_DEFAULT, LAUNCH_MAX_ARRAY_SIZE_DEFAULT - 1);
-        return 1;
-    }
-    if (samples > 0 && tasks > samples) {
-        snprintf(msg, len, "%s: cluster.array: %s makes %d tasks for %d "
-                 "sample%s: %d task%s get%s no sample and end%s at once; an "
-                 "array of %d tasks does the same work (and its ids stay below "
-                 "Slurm's MaxArraySize, %d by default)",
-                 spec->file ? spec->file : "<spec>", spec->cluster.array, tasks,
-                 samples, samples == 1 ? "" : "s", tasks - samples,
-                 tasks - samples == 1 ? "" : "s", tasks - samples == 1 ? "s" : "",
-                 tasks - samples == 1 ? "s" : "", samples,
-                 LAUNCH_MAX_ARRAY_SIZE_DEFAULT);
-        return 1;
-    }
-    return 0;
 }
 
 svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
