@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "ops/ops_types.h"
+#include "ops/ops_list.h"
 #include "tensor/tensor.h"
 
 #include <stddef.h>
@@ -252,7 +253,7 @@ svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
 /* Bytes of matrix weights uploaded so far (as held, in the handle's dtype). */
 size_t       svp_ops_weights_bytes(svp_ops_h ops);
 
-/* ---- convolutions ---- */
+/* ---- the ops' descriptors ---- */
 
 typedef struct {
     int n, c_in, h, w;          /* input [n, c_in, h, w] */
@@ -270,24 +271,7 @@ static inline int svp_ops_conv2d_out_w(const svp_ops_conv2d_t *p)
     return (p->w + 2 * p->pad - p->kw) / p->stride + 1;
 }
 
-/* y[n, c_out, ho, wo] = conv(x) + bias; bias may be NULL. */
-svp_status_t svp_ops_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                            const float *x, const void *weight,
-                            const float *bias, float *y);
-
-/*
- * Conv3d with kernel (3,1,1), stride 1, padding (1,0,0) over the frames of
- * x [b, f, c_in, hw]: y[b, t, o] = bias[o] + sum_k W[o, :, k] . x[b, t+k-1]
- * with zero frames outside [0, f).  weight [c_out, c_in, 3] (the trailing
- * 1x1 of torch's [c_out, c_in, 3, 1, 1] is implicit).  y [b, f, c_out, hw].
- */
-svp_status_t svp_ops_conv_frames(svp_ops_h ops, int b, int f, int c_in,
-                                 int c_out, int64_t hw, const float *x,
-                                 const void *weight, const float *bias,
-                                 float *y);
-
-/* ---- normalisation ---- */
-
+/* GroupNorm (svp_ops_group_norm) */
 typedef struct {
     int     n;          /* independent items (statistics never cross them) */
     int     frames;     /* frames per item that share statistics (1: per image) */
@@ -298,32 +282,7 @@ typedef struct {
     int     silu;       /* apply SiLU to the normalised, affine output */
 } svp_ops_group_norm_t;
 
-/*
- * GroupNorm of x [n, frames, c, spatial]: mean and biased variance per
- * (item, group) over frames x c/groups x spatial, then the per-channel
- * affine gamma/beta [c].  frames = 1 is torch's GroupNorm on [N, C, H, W];
- * frames = F is GroupNorm on the [B, C, F, H, W] view of a video tensor
- * (SVD's temporal blocks).  y may alias x.
- */
-svp_status_t svp_ops_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
-                                const float *x, const float *gamma,
-                                const float *beta, float *y);
-
-/* LayerNorm over the last axis of x [rows, dim]; y may alias x. */
-svp_status_t svp_ops_layer_norm(svp_ops_h ops, int64_t rows, int dim,
-                                float eps, const float *x, const float *gamma,
-                                const float *beta, float *y);
-
-/* ---- matrix products ---- */
-
-/*
- * y[rows, out] = x[rows, in] . weight[out, in]^T + bias (bias may be NULL).
- * With accumulate set, the product is added to y instead (bias too).
- */
-svp_status_t svp_ops_linear(svp_ops_h ops, int64_t rows, int in, int out,
-                            const float *x, const void *weight,
-                            const float *bias, int accumulate, float *y);
-
+/* Multi-head attention (svp_ops_attention) */
 typedef struct {
     int     batch;          /* query batches */
     int     heads;
@@ -339,69 +298,13 @@ typedef struct {
 } svp_ops_attention_t;
 
 /*
- * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking channels
- * [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v
- * [batch / kv_batch_div, kv_len, *], out [batch, q_len, *].  The softmax is
- * fp32 and online over key tiles; scores held at once are one tile per
- * worker.  out may be q
- * itself (same strides): a query's output replaces only its own head slice,
- * after that slice has been read.
+ * ---- the ops ----
+ *
+ * One function per row of SVP_OPS_MODEL_LIST (ops/ops_list.h), where each
+ * is documented: svp_ops_<name>(ops, the row's parameters), returning
+ * svp_status_t.  The weight of linear, conv2d and conv_frames is a buffer
+ * of the handle's dtype (above).
  */
-svp_status_t svp_ops_attention(svp_ops_h ops, const svp_ops_attention_t *p,
-                               const float *q, const float *k, const float *v,
-                               float *out);
-
-/* ---- activations and elementwise ---- */
-
-/* y[rows, inner] = x[:, :inner] * gelu_erf(x[:, inner:]), x [rows, 2*inner]. */
-svp_status_t svp_ops_geglu(svp_ops_h ops, int64_t rows, int inner,
-                           const float *x, float *y);
-/* Exact (erf) GELU, y may alias x. */
-svp_status_t svp_ops_gelu(svp_ops_h ops, int64_t n, const float *x, float *y);
-/* x * sigmoid(x), y may alias x. */
-svp_status_t svp_ops_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
-
-/* y = a + b; y may alias a or b. */
-svp_status_t svp_ops_add(svp_ops_h ops, int64_t n, const float *a,
-                         const float *b, float *y);
-/* x[o, m, i] += v[o, i] for x [outer, mid, inner] (a bias broadcast over m). */
-svp_status_t svp_ops_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
-                                   int64_t inner, float *x, const float *v);
-/*
- * Learned blend: y = alpha * spatial + (1 - alpha) * temporal, alpha a host
- * scalar (sigmoid of the mix factor, chosen by the caller).  y may alias
- * either input.
- */
-svp_status_t svp_ops_blend(svp_ops_h ops, int64_t n, float alpha,
-                           const float *spatial, const float *temporal,
-                           float *y);
-
-/*
- * Sinusoidal embedding of t [n] into y [n, dim] (dim even), computed in fp32
- * like diffusers' Timesteps(dim, flip_sin_to_cos=True, shift=0):
- * w_i = exp(-ln(10000) * i / (dim/2)), y = [cos(t w), sin(t w)], cos first.
- */
-svp_status_t svp_ops_timestep_embedding(svp_ops_h ops, int n, int dim,
-                                        const float *t, float *y);
-
-/*
- * Nearest resize of x [n, c, h, w] to y [n, c, ho, wo] with
- * src = floor(dst * in / out) on each axis (x2 when ho = 2h, wo = 2w).
- */
-svp_status_t svp_ops_upsample_nearest(svp_ops_h ops, int n, int c, int h,
-                                      int w, int ho, int wo, const float *x,
-                                      float *y);
-
-/* ---- data movement ---- */
-
-/* y[a, s, r, i] = x[a, r, s, i]: swaps the two middle axes. */
-svp_status_t svp_ops_transpose(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
-                               int64_t inner, const float *x, float *y);
-/* y[n, ca + cb, inner] = concat(a[n, ca, inner], b[n, cb, inner]) on axis 1. */
-svp_status_t svp_ops_concat(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
-                            int64_t inner, const float *a, const float *b,
-                            float *y);
-/* y = x (buffers of this backend, no overlap). */
-svp_status_t svp_ops_copy(svp_ops_h ops, int64_t n, const float *x, float *y);
+SVP_OPS_MODEL_LIST(SVP_OPS_DECLARE, const void *)
 
 #endif

@@ -4,7 +4,8 @@
  * dispatching, so a backend may assume shapes are positive and consistent.
  *
  * A backend's init fills ops->vt and ops->impl; ops->vt->cleanup releases
- * what init allocated.  The entries mirror the public functions of ops.h.
+ * what init allocated.  Besides memory, the entries are the ops of
+ * ops_list.h, one slot each, generated with their types from the list.
  */
 #ifndef SVP_OPS_OPS_BACKEND_H
 #define SVP_OPS_OPS_BACKEND_H
@@ -14,6 +15,22 @@
 #include "sched/sched_math.h"
 #include "ops/ops_arena.h"
 #include "ops/ops_plan.h"
+#include "ops/ops_list.h"
+
+/*
+ * The function type of each op as a backend implements it,
+ * svp_ops_<name>_fn_t: the row's parameters after the handle, the weight of
+ * a product as the backend's operand (const float *).  A backend declares
+ * its kernels with them (svp_ops_conv2d_fn_t svp_ops_cpu_conv2d;), so that
+ * their parameter lists are written in the list and at the definitions
+ * only.
+ */
+#define SVP_OPS_FN_TYPE_(_name, _out, _flops, _checks, ...) \
+    typedef svp_status_t svp_ops_##_name##_fn_t(SVP_OPS_PARAMS(__VA_ARGS__));
+SVP_OPS_LIST(SVP_OPS_FN_TYPE_, const float *)
+
+#define SVP_OPS_SLOT_(_name, _out, _flops, _checks, ...) \
+    svp_ops_##_name##_fn_t *_name;
 
 typedef struct svp_ops_ops {
     svp_ops_backend_t backend;  /* which backend (ops_types.h) this is */
@@ -21,8 +38,8 @@ typedef struct svp_ops_ops {
     /*
      * The products of a 16-bit handle take 16-bit operands: conv2d,
      * conv_frames and linear get the weight as held (bf16/f16 bits in the
-     * buffer passed as w, never widened) and round the activation to the
-     * handle's dtype themselves (ops->product_dtype).  0: they get fp32
+     * buffer passed as weight, never widened) and round the activation to
+     * the handle's dtype themselves (ops->product_dtype).  0: they get fp32
      * weights and activations.
      */
     int          products16;
@@ -33,61 +50,8 @@ typedef struct svp_ops_ops {
     svp_status_t (*upload)(svp_ops_h ops, float *dst, const float *src, size_t count);
     svp_status_t (*download)(svp_ops_h ops, float *dst, const float *src, size_t count);
 
-    svp_status_t (*conv2d)(svp_ops_h ops, const svp_ops_conv2d_t *p, const float *x,
-                           const float *w, const float *b, float *y);
-    svp_status_t (*conv_frames)(svp_ops_h ops, int b, int f, int c_in, int c_out,
-                                int64_t hw, const float *x, const float *w,
-                                const float *bias, float *y);
-    svp_status_t (*group_norm)(svp_ops_h ops, const svp_ops_group_norm_t *p,
-                               const float *x, const float *gamma,
-                               const float *beta, float *y);
-    svp_status_t (*layer_norm)(svp_ops_h ops, int64_t rows, int dim, float eps,
-                               const float *x, const float *gamma,
-                               const float *beta, float *y);
-    svp_status_t (*linear)(svp_ops_h ops, int64_t rows, int in, int out,
-                           const float *x, const float *w, const float *b,
-                           int accumulate, float *y);
-    svp_status_t (*attention)(svp_ops_h ops, const svp_ops_attention_t *p,
-                              const float *q, const float *k, const float *v,
-                              float *out);
-    svp_status_t (*geglu)(svp_ops_h ops, int64_t rows, int inner, const float *x,
-                          float *y);
-    svp_status_t (*gelu)(svp_ops_h ops, int64_t n, const float *x, float *y);
-    svp_status_t (*silu)(svp_ops_h ops, int64_t n, const float *x, float *y);
-    svp_status_t (*add)(svp_ops_h ops, int64_t n, const float *a, const float *b,
-                        float *y);
-    svp_status_t (*add_broadcast)(svp_ops_h ops, int64_t outer, int64_t mid,
-                                  int64_t inner, float *x, const float *v);
-    svp_status_t (*blend)(svp_ops_h ops, int64_t n, float alpha,
-                          const float *spatial, const float *temporal, float *y);
-    svp_status_t (*timestep_embedding)(svp_ops_h ops, int n, int dim,
-                                       const float *t, float *y);
-    svp_status_t (*upsample_nearest)(svp_ops_h ops, int n, int c, int h, int w,
-                                     int ho, int wo, const float *x, float *y);
-    svp_status_t (*transpose)(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
-                              int64_t inner, const float *x, float *y);
-    svp_status_t (*concat)(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
-                           int64_t inner, const float *a, const float *b, float *y);
-    svp_status_t (*copy)(svp_ops_h ops, int64_t n, const float *x, float *y);
-
-    /*
-     * Widens count 16-bit weights (SVP_DTYPE_BF16 or SVP_DTYPE_F16) of a
-     * backend buffer into the fp32 backend buffer dst, exactly.  NULL: the
-     * backend holds fp32 weights only, and svp_ops_create() refuses a
-     * 16-bit dtype for it.
-     */
-    svp_status_t (*widen)(svp_ops_h ops, svp_dtype_t dtype, const void *src,
-                          size_t count, float *dst);
-    /* the scheduler's per-step arithmetic (ops_sched.h); guidance is one
-     * frame's worth with its scale g */
-    svp_status_t (*sched_scale)(svp_ops_h ops, int64_t n, float c_in,
-                                const float *x, float *y);
-    svp_status_t (*sched_guidance)(svp_ops_h ops, int64_t n, float g,
-                                   const float *uncond, const float *cond,
-                                   float *out);
-    svp_status_t (*sched_euler)(svp_ops_h ops, int64_t n,
-                                const svp_sched_euler_coef_t *coef,
-                                const float *v, const float *x, float *y);
+    /* one slot per op of the list (ops_list.h), in its order */
+    SVP_OPS_LIST(SVP_OPS_SLOT_, const float *)
 } svp_ops_ops_t;
 
 struct svp_ops {
@@ -137,5 +101,18 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops);
             return SVP_ERR_INVALID_PARAM; \
         } \
     } while (0)
+
+/*
+ * The public function of a row of the list (ops_list.h), for the files that
+ * define them (ops.c, ops_sched.c): the row's checks, which may replace a
+ * product's operands (SVP_OPS_OPERANDS, ops_weights.h), then the backend's
+ * slot.  __func__ is the public name, so a failed check names the op.
+ */
+#define SVP_OPS_DISPATCH(_name, _out, _flops, _checks, ...) \
+    svp_status_t svp_ops_##_name(SVP_OPS_PARAMS(__VA_ARGS__)) \
+    { \
+        SVP_OPS_STMTS(_checks) \
+        return ops->vt->_name(SVP_OPS_ARGS(__VA_ARGS__)); \
+    }
 
 #endif

@@ -101,111 +101,18 @@ static svp_status_t svp_ops_dry_download(svp_ops_h ops, float *dst,
     return SVP_OK;
 }
 
-static svp_status_t svp_ops_dry_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                                       const float *x, const float *w,
-                                       const float *b, float *y)
-{
-    return SVP_OK;
-}
+/* The model's ops (ops_list.h), svp_ops_dry_<name>: nothing to do.  The
+ * scheduler's ops and the widening of 16-bit weights are absent: a dry
+ * handle runs forwards only, with fp32 weights. */
+#define SVP_OPS_DRY_OP_(_name, _out, _flops, _checks, ...) \
+    static svp_status_t svp_ops_dry_##_name(SVP_OPS_PARAMS(__VA_ARGS__)) \
+    { \
+        return SVP_OK; \
+    }
+SVP_OPS_MODEL_LIST(SVP_OPS_DRY_OP_, const float *)
 
-static svp_status_t svp_ops_dry_conv_frames(svp_ops_h ops, int b, int f,
-                                            int c_in, int c_out, int64_t hw,
-                                            const float *x, const float *w,
-                                            const float *bias, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_group_norm(svp_ops_h ops,
-                                           const svp_ops_group_norm_t *p,
-                                           const float *x, const float *gamma,
-                                           const float *beta, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_layer_norm(svp_ops_h ops, int64_t rows,
-                                           int dim, float eps, const float *x,
-                                           const float *gamma,
-                                           const float *beta, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_linear(svp_ops_h ops, int64_t rows, int in,
-                                       int out, const float *x, const float *w,
-                                       const float *b, int accumulate, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_attention(svp_ops_h ops,
-                                          const svp_ops_attention_t *p,
-                                          const float *q, const float *k,
-                                          const float *v, float *out)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_rows(svp_ops_h ops, int64_t rows, int inner,
-                                     const float *x, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_unary(svp_ops_h ops, int64_t n, const float *x,
-                                      float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_binary(svp_ops_h ops, int64_t n, const float *a,
-                                       const float *b, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_add_broadcast(svp_ops_h ops, int64_t outer,
-                                              int64_t mid, int64_t inner,
-                                              float *x, const float *v)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_blend(svp_ops_h ops, int64_t n, float alpha,
-                                      const float *spatial,
-                                      const float *temporal, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_timestep_embedding(svp_ops_h ops, int n,
-                                                   int dim, const float *t,
-                                                   float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_upsample_nearest(svp_ops_h ops, int n, int c,
-                                                 int h, int w, int ho, int wo,
-                                                 const float *x, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_transpose(svp_ops_h ops, int64_t a, int64_t r,
-                                          int64_t s, int64_t inner,
-                                          const float *x, float *y)
-{
-    return SVP_OK;
-}
-
-static svp_status_t svp_ops_dry_concat(svp_ops_h ops, int64_t n, int64_t ca,
-                                       int64_t cb, int64_t inner,
-                                       const float *a, const float *b, float *y)
-{
-    return SVP_OK;
-}
+#define SVP_OPS_DRY_SLOT_(_name, _out, _flops, _checks, ...) \
+    ._name = svp_ops_dry_##_name,
 
 static const svp_ops_ops_t svp_ops_dry_ops = {
     .backend            = SVP_OPS_BACKEND_DRY,
@@ -214,23 +121,7 @@ static const svp_ops_ops_t svp_ops_dry_ops = {
     .free               = svp_ops_dry_free,
     .upload             = svp_ops_dry_copy_in_out,
     .download           = svp_ops_dry_download,
-    .conv2d             = svp_ops_dry_conv2d,
-    .conv_frames        = svp_ops_dry_conv_frames,
-    .group_norm         = svp_ops_dry_group_norm,
-    .layer_norm         = svp_ops_dry_layer_norm,
-    .linear             = svp_ops_dry_linear,
-    .attention          = svp_ops_dry_attention,
-    .geglu              = svp_ops_dry_rows,
-    .gelu               = svp_ops_dry_unary,
-    .silu               = svp_ops_dry_unary,
-    .add                = svp_ops_dry_binary,
-    .add_broadcast      = svp_ops_dry_add_broadcast,
-    .blend              = svp_ops_dry_blend,
-    .timestep_embedding = svp_ops_dry_timestep_embedding,
-    .upsample_nearest   = svp_ops_dry_upsample_nearest,
-    .transpose          = svp_ops_dry_transpose,
-    .concat             = svp_ops_dry_concat,
-    .copy               = svp_ops_dry_unary,
+    SVP_OPS_MODEL_LIST(SVP_OPS_DRY_SLOT_, const float *)
 };
 
 svp_status_t svp_ops_dry_init(svp_ops_h ops)

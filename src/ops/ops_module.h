@@ -25,7 +25,7 @@
 #include "ops/ops_backend.h"
 
 /* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
-#define SVP_OPS_MODULE_ABI    3
+#define SVP_OPS_MODULE_ABI    4
 #define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
 
 

@@ -1,5 +1,6 @@
 /*
- * The scheduler's ops (ops_sched.h): argument checks, then the backend.
+ * The scheduler's ops (ops_sched.h): argument checks, then the backend;
+ * the guidance a frame at a time.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -8,12 +9,8 @@
 #include "ops/ops_backend.h"
 #include "common/log.h"
 
-svp_status_t svp_ops_sched_scale(svp_ops_h ops, int64_t n, float c_in,
-                                 const float *x, float *y)
-{
-    SVP_OPS_CHECK(n > 0 && x != NULL && y != NULL);
-    return ops->vt->sched_scale(ops, n, c_in, x, y);
-}
+/* svp_ops_sched_scale() and svp_ops_sched_euler() */
+SVP_OPS_SCHED_LIST(SVP_OPS_DISPATCH, const void *)
 
 svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
                                     int64_t frame_elems, const float *scales,
@@ -35,13 +32,4 @@ svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
         }
     }
     return SVP_OK;
-}
-
-svp_status_t svp_ops_sched_euler(svp_ops_h ops, int64_t n,
-                                 const svp_sched_euler_coef_t *coef,
-                                 const float *v, const float *x, float *y)
-{
-    SVP_OPS_CHECK(n > 0 && coef != NULL && v != NULL && x != NULL &&
-                        y != NULL);
-    return ops->vt->sched_euler(ops, n, coef, v, x, y);
 }

@@ -16,10 +16,6 @@
 #include "ops/ops.h"
 #include "sched/sched_math.h"
 
-/* y = x / c_in (svp_sched_scale_model_input), n elements. */
-svp_status_t svp_ops_sched_scale(svp_ops_h ops, int64_t n, float c_in,
-                                 const float *x, float *y);
-
 /*
  * out = u + g_f (c - u) over [frames, frame_elems] (svp_sched_guidance_apply
  * with batch 1): frame f uses scales[f].
@@ -29,10 +25,10 @@ svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
                                     const float *uncond, const float *cond,
                                     float *out);
 
-/* y = one Euler step of x along v (svp_sched_step, coef from
- * svp_sched_euler_coef), n elements. */
-svp_status_t svp_ops_sched_euler(svp_ops_h ops, int64_t n,
-                                 const svp_sched_euler_coef_t *coef,
-                                 const float *v, const float *x, float *y);
+/*
+ * svp_ops_sched_scale() and svp_ops_sched_euler(): one function per row of
+ * SVP_OPS_SCHED_LIST (ops/ops_list.h), where each is documented.
+ */
+SVP_OPS_SCHED_LIST(SVP_OPS_DECLARE, const void *)
 
 #endif

@@ -264,3 +264,16 @@ svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
     *x_p = buf;
     return SVP_OK;
 }
+
+svp_status_t svp_ops_weights_operands(svp_ops_h ops, const void **weight_p,
+                                      size_t weight_count, const float **x_p,
+                                      size_t x_count)
+{
+    const float *w, *x;
+
+    SVP_TRY(svp_ops_weights_f32(ops, *weight_p, weight_count, &w));
+    SVP_TRY(svp_ops_weights_operand(ops, *x_p, x_count, &x));
+    *weight_p = w;
+    *x_p      = x;
+    return SVP_OK;
+}

@@ -24,6 +24,24 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
 svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
                                      size_t count, const float **x_p);
 
+/*
+ * Both operands of a product as its backend takes them: *weight_p replaced
+ * by svp_ops_weights_f32() of it, then *x_p by svp_ops_weights_operand().
+ * Nothing is replaced on failure.
+ */
+svp_status_t svp_ops_weights_operands(svp_ops_h ops, const void **weight_p,
+                                      size_t weight_count, const float **x_p,
+                                      size_t x_count);
+
+/*
+ * A product's check in the list of ops (ops_list.h): its public function
+ * passes weight and x on as the backend's operands of weight_count and
+ * x_count elements, or returns the failure.
+ */
+#define SVP_OPS_OPERANDS(_weight_count, _x_count) \
+    SVP_TRY(svp_ops_weights_operands(ops, &weight, (_weight_count), &x, \
+                                     (_x_count)))
+
 /* Releases the widening and rounding buffers (before the backend's
  * cleanup). */
 void         svp_ops_weights_cleanup(svp_ops_h ops);

@@ -71,8 +71,8 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
  * split over the OpenMP threads element by element, so no bit depends on
  * the thread count.
  */
-static svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
-                                      const void *src, size_t count, float *dst)
+svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
+                               const void *src, size_t count, float *dst)
 {
     const uint16_t *h = src;
     uint32_t       *d = (uint32_t *)(void *)dst;
@@ -89,6 +89,10 @@ static svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
     return SVP_OK;
 }
 
+/* the ops (ops_list.h): svp_ops_cpu_<name> in the slot <name> */
+#define SVP_OPS_CPU_SLOT_(_name, _out, _flops, _checks, ...) \
+    ._name = svp_ops_cpu_##_name,
+
 static const svp_ops_ops_t svp_ops_cpu_ops = {
     .backend            = SVP_OPS_BACKEND_CPU,
     .host_memory        = 1,
@@ -97,27 +101,7 @@ static const svp_ops_ops_t svp_ops_cpu_ops = {
     .free               = svp_ops_cpu_free,
     .upload             = svp_ops_cpu_memcpy,
     .download           = svp_ops_cpu_memcpy,
-    .conv2d             = svp_ops_cpu_conv2d,
-    .conv_frames        = svp_ops_cpu_conv_frames,
-    .group_norm         = svp_ops_cpu_group_norm,
-    .layer_norm         = svp_ops_cpu_layer_norm,
-    .linear             = svp_ops_cpu_linear,
-    .attention          = svp_ops_cpu_attention,
-    .geglu              = svp_ops_cpu_geglu,
-    .gelu               = svp_ops_cpu_gelu,
-    .silu               = svp_ops_cpu_silu,
-    .add                = svp_ops_cpu_add,
-    .add_broadcast      = svp_ops_cpu_add_broadcast,
-    .blend              = svp_ops_cpu_blend,
-    .timestep_embedding = svp_ops_cpu_timestep_embedding,
-    .upsample_nearest   = svp_ops_cpu_upsample_nearest,
-    .transpose          = svp_ops_cpu_transpose,
-    .concat             = svp_ops_cpu_concat,
-    .copy               = svp_ops_cpu_copy,
-    .widen              = svp_ops_cpu_widen,
-    .sched_scale        = svp_ops_cpu_sched_scale,
-    .sched_guidance     = svp_ops_cpu_sched_guidance,
-    .sched_euler        = svp_ops_cpu_sched_euler,
+    SVP_OPS_LIST(SVP_OPS_CPU_SLOT_, const float *)
 };
 
 svp_status_t svp_ops_cpu_init(svp_ops_h ops)

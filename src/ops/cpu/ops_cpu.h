@@ -83,78 +83,26 @@ static inline float *svp_ops_cpu_thread_part(float *base, int64_t per_thread)
  */
 #define SVP_OPS_CPU_BLOCK 4096
 
-svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                                const float *x, const float *w, const float *b,
-                                float *y);
+/*
+ * The ops (ops_list.h), svp_ops_cpu_<name> of the type svp_ops_<name>_fn_t
+ * each (ops_backend.h): conv.c, norm.c, gemm.c, attention.c, elementwise.c,
+ * sched.c, and the widening in ops_cpu.c.
+ */
+#define SVP_OPS_CPU_DECLARE_(_name, _out, _flops, _checks, ...) \
+    svp_ops_##_name##_fn_t svp_ops_cpu_##_name;
+SVP_OPS_LIST(SVP_OPS_CPU_DECLARE_, const float *)
+
+/* The ways conv2d and conv_frames run, which svp_ops_cpu_conv2d() and
+ * svp_ops_cpu_conv_frames() choose among. */
 /* conv.c: im2col and one gemm per batch of images, any shape */
-svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
-                                       const svp_ops_conv2d_t *p,
-                                       const float *x, const float *w,
-                                       const float *b, float *y);
+svp_ops_conv2d_fn_t svp_ops_cpu_conv2d_im2col;
 /* winograd.c: F(2x2,3x3), for 3x3 kernels at stride 1, padding 1 */
-int          svp_ops_cpu_winograd_applies(const svp_ops_conv2d_t *p);
-svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
-                                         const svp_ops_conv2d_t *p,
-                                         const float *x, const float *w,
-                                         const float *b, float *y);
+int                 svp_ops_cpu_winograd_applies(const svp_ops_conv2d_t *p);
+svp_ops_conv2d_fn_t svp_ops_cpu_conv2d_winograd;
 /* winograd.c: the same, transforms and products fused per block of tiles
  * by svp_ops_cpu_kernel_8x32 (needs AVX-512) */
-svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
-                                               const svp_ops_conv2d_t *p,
-                                               const float *x, const float *w,
-                                               const float *b, float *y);
+svp_ops_conv2d_fn_t svp_ops_cpu_conv2d_winograd_fused;
 /* winograd.c: the temporal conv by F(2,3) along the frames (needs AVX-512) */
-svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
-                                              int c_in, int c_out, int64_t hw,
-                                              const float *x, const float *w,
-                                              const float *bias, float *y);
-svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
-                                     int c_out, int64_t hw, const float *x,
-                                     const float *w, const float *bias, float *y);
-svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
-                                const float *x, const float *w, const float *b,
-                                int accumulate, float *y);
-svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p,
-                                    const float *x, const float *gamma,
-                                    const float *beta, float *y);
-svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim,
-                                    float eps, const float *x,
-                                    const float *gamma, const float *beta,
-                                    float *y);
-svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
-                                   const float *q, const float *k,
-                                   const float *v, float *out);
-svp_status_t svp_ops_cpu_geglu(svp_ops_h ops, int64_t rows, int inner,
-                               const float *x, float *y);
-svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y);
-svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y);
-svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
-                             const float *b, float *y);
-svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid,
-                                       int64_t inner, float *x, const float *v);
-svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,
-                               const float *spatial, const float *temporal,
-                               float *y);
-svp_status_t svp_ops_cpu_timestep_embedding(svp_ops_h ops, int n, int dim,
-                                            const float *t, float *y);
-svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h,
-                                          int w, int ho, int wo, const float *x,
-                                          float *y);
-svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r,
-                                   int64_t s, int64_t inner, const float *x,
-                                   float *y);
-svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca,
-                                int64_t cb, int64_t inner, const float *a,
-                                const float *b, float *y);
-svp_status_t svp_ops_cpu_copy(svp_ops_h ops, int64_t n, const float *x, float *y);
-/* sched.c */
-svp_status_t svp_ops_cpu_sched_scale(svp_ops_h ops, int64_t n, float c_in,
-                                     const float *x, float *y);
-svp_status_t svp_ops_cpu_sched_guidance(svp_ops_h ops, int64_t n, float g,
-                                        const float *uncond, const float *cond,
-                                        float *out);
-svp_status_t svp_ops_cpu_sched_euler(svp_ops_h ops, int64_t n,
-                                     const svp_sched_euler_coef_t *coef,
-                                     const float *v, const float *x, float *y);
+svp_ops_conv_frames_fn_t svp_ops_cpu_conv_frames_winograd;
 
 #endif

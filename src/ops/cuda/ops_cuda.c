@@ -400,6 +400,10 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
     return SVP_OK;
 }
 
+/* the ops (ops_list.h): svp_ops_cuda_<name> in the slot <name> */
+#define SVP_OPS_CUDA_SLOT_(_name, _out, _flops, _checks, ...) \
+    ._name = svp_ops_cuda_##_name,
+
 static const svp_ops_ops_t svp_ops_cuda_ops = {
     .backend            = SVP_OPS_BACKEND_CUDA,
     .products16         = 1,
@@ -408,27 +412,7 @@ static const svp_ops_ops_t svp_ops_cuda_ops = {
     .free               = svp_ops_cuda_free,
     .upload             = svp_ops_cuda_upload,
     .download           = svp_ops_cuda_download,
-    .conv2d             = svp_ops_cuda_conv2d,
-    .conv_frames        = svp_ops_cuda_conv_frames,
-    .group_norm         = svp_ops_cuda_group_norm,
-    .layer_norm         = svp_ops_cuda_layer_norm,
-    .linear             = svp_ops_cuda_linear,
-    .attention          = svp_ops_cuda_attention,
-    .geglu              = svp_ops_cuda_geglu,
-    .gelu               = svp_ops_cuda_gelu,
-    .silu               = svp_ops_cuda_silu,
-    .add                = svp_ops_cuda_add,
-    .add_broadcast      = svp_ops_cuda_add_broadcast,
-    .blend              = svp_ops_cuda_blend,
-    .timestep_embedding = svp_ops_cuda_timestep_embedding,
-    .upsample_nearest   = svp_ops_cuda_upsample_nearest,
-    .transpose          = svp_ops_cuda_transpose,
-    .concat             = svp_ops_cuda_concat,
-    .copy               = svp_ops_cuda_copy,
-    .widen              = svp_ops_cuda_widen,
-    .sched_scale        = svp_ops_cuda_sched_scale,
-    .sched_guidance     = svp_ops_cuda_sched_guidance,
-    .sched_euler        = svp_ops_cuda_sched_euler,
+    SVP_OPS_LIST(SVP_OPS_CUDA_SLOT_, const float *)
 };
 
 /* The device itself is chosen by the core (src/ops/ops_gpu.h): Slurm's

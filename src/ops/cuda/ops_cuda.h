@@ -10,8 +10,8 @@
  * SVP_ERR_DEVICE.  Launch errors are reported by the op itself.
  *
  * The kernels live in kernels/ (one op per .cu file); their launchers have C
- * linkage and the signatures of the table entries, declared here.  This
- * header is included from C and from CUDA C++.
+ * linkage and the types of the table entries, declared here from the list
+ * of ops.  This header is included from C and from CUDA C++.
  */
 #ifndef SVP_OPS_CUDA_OPS_CUDA_H
 #define SVP_OPS_CUDA_OPS_CUDA_H
@@ -98,66 +98,13 @@ svp_status_t svp_ops_cuda_round16(svp_ops_h ops, svp_dtype_t dtype, int64_t n,
 
 /* ---- the table entries ---- */
 
-svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                                 const float *x, const float *w, const float *b,
-                                 float *y);
-svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
-                                      int c_out, int64_t hw, const float *x,
-                                      const float *w, const float *bias,
-                                      float *y);
-svp_status_t svp_ops_cuda_linear(svp_ops_h ops, int64_t rows, int in, int out,
-                                 const float *x, const float *w, const float *b,
-                                 int accumulate, float *y);
-svp_status_t svp_ops_cuda_group_norm(svp_ops_h ops,
-                                     const svp_ops_group_norm_t *p,
-                                     const float *x, const float *gamma,
-                                     const float *beta, float *y);
-svp_status_t svp_ops_cuda_layer_norm(svp_ops_h ops, int64_t rows, int dim,
-                                     float eps, const float *x,
-                                     const float *gamma, const float *beta,
-                                     float *y);
-svp_status_t svp_ops_cuda_attention(svp_ops_h ops, const svp_ops_attention_t *p,
-                                    const float *q, const float *k,
-                                    const float *v, float *out);
-svp_status_t svp_ops_cuda_geglu(svp_ops_h ops, int64_t rows, int inner,
-                                const float *x, float *y);
-svp_status_t svp_ops_cuda_gelu(svp_ops_h ops, int64_t n, const float *x,
-                               float *y);
-svp_status_t svp_ops_cuda_silu(svp_ops_h ops, int64_t n, const float *x,
-                               float *y);
-svp_status_t svp_ops_cuda_add(svp_ops_h ops, int64_t n, const float *a,
-                              const float *b, float *y);
-svp_status_t svp_ops_cuda_add_broadcast(svp_ops_h ops, int64_t outer,
-                                        int64_t mid, int64_t inner, float *x,
-                                        const float *v);
-svp_status_t svp_ops_cuda_blend(svp_ops_h ops, int64_t n, float alpha,
-                                const float *spatial, const float *temporal,
-                                float *y);
-svp_status_t svp_ops_cuda_timestep_embedding(svp_ops_h ops, int n, int dim,
-                                             const float *t, float *y);
-svp_status_t svp_ops_cuda_upsample_nearest(svp_ops_h ops, int n, int c, int h,
-                                           int w, int ho, int wo,
-                                           const float *x, float *y);
-svp_status_t svp_ops_cuda_transpose(svp_ops_h ops, int64_t a, int64_t r,
-                                    int64_t s, int64_t inner, const float *x,
-                                    float *y);
-svp_status_t svp_ops_cuda_concat(svp_ops_h ops, int64_t n, int64_t ca,
-                                 int64_t cb, int64_t inner, const float *a,
-                                 const float *b, float *y);
-svp_status_t svp_ops_cuda_copy(svp_ops_h ops, int64_t n, const float *x,
-                               float *y);
-/* 16-bit matrix weights widened to fp32 on the device (ops_backend.h). */
-svp_status_t svp_ops_cuda_widen(svp_ops_h ops, svp_dtype_t dtype,
-                                const void *src, size_t count, float *dst);
-/* kernels/sched.cu */
-svp_status_t svp_ops_cuda_sched_scale(svp_ops_h ops, int64_t n, float c_in,
-                                      const float *x, float *y);
-svp_status_t svp_ops_cuda_sched_guidance(svp_ops_h ops, int64_t n, float g,
-                                         const float *uncond, const float *cond,
-                                         float *out);
-svp_status_t svp_ops_cuda_sched_euler(svp_ops_h ops, int64_t n,
-                                      const svp_sched_euler_coef_t *coef,
-                                      const float *v, const float *x, float *y);
+/*
+ * The ops (ops_list.h), svp_ops_cuda_<name> of the type svp_ops_<name>_fn_t
+ * each (ops_backend.h): the products in ops_cuda.c, the rest in kernels/.
+ */
+#define SVP_OPS_CUDA_DECLARE_(_name, _out, _flops, _checks, ...) \
+    svp_ops_##_name##_fn_t svp_ops_cuda_##_name;
+SVP_OPS_LIST(SVP_OPS_CUDA_DECLARE_, const float *)
 
 #ifdef __cplusplus
 }
