@@ -61,15 +61,15 @@ static svp_status_t svdtool_unet_profile_save(const char *path, svp_ops_h ops,
                                               const svp_unet_config_t *cfg, int b,
                                               int f, int h, int w, int seq, double s)
 {
-    char members[512];
+    json_t *about;
 
-    snprintf(members, sizeof(members), "\"kind\":\"unet\",\"backend\":\"%s\","
-             "\"threads\":%d,\"shape\":{\"batch\":%d,\"frames\":%d,\"height\":%d,"
-             "\"width\":%d,\"seq\":%d},\"s\":%.9g,\"flops_counted\":%.9g",
-             svp_ops_backend(ops), svp_ops_threads(ops), b, f, h, w, seq, s,
-             2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
+    about = json_pack("{s:s, s:s, s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:f, s:f}",
+                      "kind", "unet", "backend", svp_ops_backend(ops), "threads",
+                      svp_ops_threads(ops), "shape", "batch", b, "frames", f,
+                      "height", h, "width", w, "seq", seq, "s", s, "flops_counted",
+                      2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
     svp_info("profile of one call: %.3fs", s);
-    return svp_range_profile_save(path, members);
+    return svp_range_profile_save(path, about);
 }
 
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
