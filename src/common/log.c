@@ -45,11 +45,6 @@ int svp_log_level_parse(const char *name)
     return -1;
 }
 
-const char *svp_log_level_name(svp_log_level_t level)
-{
-    return (level < SVP_LOG_LEVEL_LAST) ? svp_log_level_names[level] : "?";
-}
-
 const char *svp_log_hostname(void)
 {
     char *dot;

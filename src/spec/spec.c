@@ -414,26 +414,6 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
     return status;
 }
 
-svp_status_t svp_spec_defaults(svp_spec_t **spec_p)
-{
-    svp_spec_reader_t ctx;
-    svp_spec_t       *spec;
-    svp_status_t      status;
-
-    svp_spec_reader_init(&ctx, "<defaults>", NULL, 0, NULL);
-    status = svp_spec_alloc_defaults(&spec);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_spec_finish(&ctx, spec, NULL, 0);
-    if (status != SVP_OK) {
-        svp_spec_destroy(spec);
-        return status;
-    }
-    *spec_p = spec;
-    return SVP_OK;
-}
-
 void svp_spec_destroy(svp_spec_t *spec)
 {
     int i;
