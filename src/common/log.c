@@ -1,3 +1,8 @@
+/*
+ * Logging (log.h): the level, the stream, the identity every line carries
+ * (host:rRANK, looked up once) and the first error kept for the tools'
+ * exit message.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

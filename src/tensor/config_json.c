@@ -1,3 +1,8 @@
+/*
+ * diffusers/transformers config.json files (config_json.h): loaded with
+ * jansson once, then typed lookups by key, each error naming the file, the
+ * key, what was expected and what was found.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
