@@ -7,15 +7,12 @@
 #include "config.h"
 #endif
 #include "launch/hardware.h"
-#include "launch/launch_int.h"
 #include "common/util.h"
 #include "spec/keys.h"
+#include "spec/spec.h"      /* SVP_SPEC_LIMIT_BYTES */
 #include "tensor/tensor.h"
 
-#include <errno.h>
-#include <math.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
