@@ -123,7 +123,8 @@ int main(int argc, char **argv)
             svp_ops_profile_disable(ops);
         }
         if (status != SVP_OK ||
-            svp_range_profile_save(profile, "\"kind\":\"bench_model\"") != SVP_OK) {
+            svp_range_profile_save(profile, json_pack("{s:s}", "kind",
+                                                       "bench_model")) != SVP_OK) {
             fprintf(stderr, "bench_model: cannot profile the %s call\n", kind);
             return 1;
         }

@@ -25,13 +25,16 @@
  * "measured": timed with svdpipe on that hardware (bench/gpu-check.sh);
  * "quoted": a vendor's or a third party's figure, or an estimate.
  *
- * Errors name file:line:column, the key path, what was expected and what was
- * found; an unknown key gets the nearest known one as a suggestion.
+ * The job spec's reader reads it (spec/keys.h), by the same rules and within
+ * the same limits: errors name file:line:column, the key path, what was
+ * expected and what was found; an unknown key gets the nearest known one as
+ * a suggestion.
  */
 #ifndef SVP_LAUNCH_HARDWARE_H
 #define SVP_LAUNCH_HARDWARE_H
 
 #include "common/status.h"
+#include "tensor/tensor.h"
 
 typedef struct {
     char   *file;
@@ -40,12 +43,12 @@ typedef struct {
     double  memory_gb;             /* per device; 0 = not given */
     double  peak_tflops;           /* dense peak, 1e12 FLOP/s; 0 = not given */
     struct {
-        int    batch, frames, height, width;
-        double unet_step_s;        /* 0 = not given */
-        double encode_s;
-        double decode_s;
-        char  *source;             /* "measured" | "quoted"; NULL = quoted */
-        char  *dtype;              /* NULL = not stated */
+        int         batch, frames, height, width;
+        double      unet_step_s;   /* 0 = not given */
+        double      encode_s;
+        double      decode_s;
+        char       *source;        /* "measured" | "quoted"; NULL = quoted */
+        svp_dtype_t dtype;         /* SVP_DTYPE_LAST = not stated */
     } svd;
     double  intra_node_gbps;       /* GB/s = 1e9 bytes per second */
     double  inter_node_gbps;

@@ -55,8 +55,10 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
          * states, so another dtype's figures are refused rather than scaled
          * (an f32 spec was once priced with the fp16 figures, unlabelled).
          */
-        if (hw->svd.dtype == NULL ||
-            strcmp(hw->svd.dtype, svp_dtype_short_name(spec->dtype)) != 0) {
+        if (hw->svd.dtype != spec->dtype) {
+            const char *stated = (hw->svd.dtype != SVP_DTYPE_LAST)
+                                 ? svp_dtype_short_name(hw->svd.dtype) : NULL;
+
             svp_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
                             "figures for %s (its svd times are %s%s); plan "
                             "with --set dtype=%s, or time %s on the GPU with "
@@ -66,9 +68,8 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
                             hw->file, hw->measured_file ? " with " : "",
                             hw->measured_file ? hw->measured_file : "",
                             svp_dtype_short_name(spec->dtype),
-                            hw->svd.dtype ? "for " : "of no stated dtype",
-                            hw->svd.dtype ? hw->svd.dtype : "",
-                            hw->svd.dtype ? hw->svd.dtype : "f16",
+                            stated ? "for " : "of no stated dtype",
+                            stated ? stated : "", stated ? stated : "f16",
                             svp_dtype_short_name(spec->dtype));
             return SVP_ERR_UNSUPPORTED;
         }
@@ -82,12 +83,12 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
         c.decode_s = hw->svd.decode_s * pix * spec->video.num_frames /
                      (pix_ref * hw->svd.frames);
         snprintf(c.source, sizeof(c.source), "%s (%s), UNet scaled x%.3f from "
-                 "batch %d x %d frames x %dx%d, %s%s%s%s%s", hw->file, hw->name,
+                 "batch %d x %d frames x %dx%d, %s%s%s, %s", hw->file, hw->name,
                  scale, hw->svd.batch, hw->svd.frames, hw->svd.height,
                  hw->svd.width, hw->svd.source ? hw->svd.source : "quoted",
                  hw->measured_file ? " in " : "",
                  hw->measured_file ? hw->measured_file : "",
-                 hw->svd.dtype ? ", " : "", hw->svd.dtype ? hw->svd.dtype : "");
+                 svp_dtype_short_name(hw->svd.dtype));
     }
     *costs_p = c;
     return SVP_OK;

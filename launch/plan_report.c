@@ -9,6 +9,7 @@
 #include "launch/launch_int.h"
 #include "common/util.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,22 +139,23 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
     }
 }
 
-/* Writes s as a JSON string. */
-static void plan_json_str(FILE *out, const char *s)
+/*
+ * s as a JSON string: a path or a reason may hold bytes that are not UTF-8,
+ * which jansson refuses; those go escaped (svp_str_escape) rather than
+ * losing the report.
+ */
+static json_t *plan_json_text(const char *s)
 {
-    fputc('"', out);
-    for (; s != NULL && *s != '\0'; ++s) {
-        unsigned char c = (unsigned char)*s;
+    char    esc[1024];
+    json_t *j;
 
-        if (c == '"' || c == '\\') {
-            fprintf(out, "\\%c", c);
-        } else if (c < 0x20) {
-            fprintf(out, "\\u%04x", c);
-        } else {
-            fputc(c, out);
-        }
+    s = (s != NULL) ? s : "";
+    j = json_string(s);
+    if (j == NULL) {
+        svp_str_escape(s, strlen(s), esc, sizeof(esc));
+        j = json_string(esc);
     }
-    fputc('"', out);
+    return j;
 }
 
 /*
@@ -542,84 +544,110 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
     }
 }
 
-static void plan_json_layout(FILE *out, const svp_spec_t *spec,
-                             const svp_plan_layout_t *l, int world,
-                             double bubble, double memory)
+static json_t *plan_json_layout(const svp_spec_t *spec,
+                                const svp_plan_layout_t *l, int world,
+                                double bubble, double memory)
 {
-    fprintf(out, "{\"stages\": %d, \"pairs\": %d, \"pipelines\": %d, "
-            "\"steps_per_stage\": %d, "
-            "\"samples_per_pipeline\": %d, \"makespan_s\": %.6f, "
-            "\"samples_per_s\": %.6f, \"per_gpu_samples_per_s\": %.6f, "
-            "\"first_out_s\": %.6f, \"latency_s\": %.6f",
-            l->stages, l->pairs, l->groups, spec->steps / l->stages, l->samples_max,
-            l->makespan_s, l->samples_per_s, l->samples_per_s / world,
-            l->first_out_s, l->latency_s);
-    if (bubble >= 0) {
-        fprintf(out, ", \"bubble\": %.6f, \"memory_per_gpu_bytes\": %.0f",
-                bubble, memory);
+    json_t *o;
+
+    o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}",
+                  "stages", l->stages, "pairs", l->pairs, "pipelines", l->groups,
+                  "steps_per_stage", spec->steps / l->stages,
+                  "samples_per_pipeline", l->samples_max,
+                  "makespan_s", l->makespan_s, "samples_per_s", l->samples_per_s,
+                  "per_gpu_samples_per_s", l->samples_per_s / world,
+                  "first_out_s", l->first_out_s, "latency_s", l->latency_s);
+    if (o != NULL && bubble >= 0 &&
+        (json_object_set_new(o, "bubble", json_real(bubble)) != 0 ||
+         json_object_set_new(o, "memory_per_gpu_bytes",
+                             json_integer((json_int_t)llround(memory))) != 0)) {
+        json_decref(o);
+        return NULL;
     }
-    fputc('}', out);
+    return o;
 }
 
-static void plan_print_json(FILE *out, const svp_spec_t *spec,
-                            const svp_plan_costs_t *costs,
-                            const plan_summary_t *sm)
+/* The figures that follow the layouts, in the report's order; nonzero
+ * when one could not be set (each value is consumed either way). */
+static int plan_json_tail(json_t *doc, const svp_spec_t *spec,
+                          const plan_summary_t *sm)
 {
-    fputs("{\n  \"spec\": ", out);
-    plan_json_str(out, spec->file);
-    fprintf(out, ",\n  \"model\": \"%s\", \"dtype\": \"%s\", \"steps\": %d, "
-            "\"samples\": %d,\n", svp_spec_model_kind_name(spec->model.kind),
-            svp_dtype_short_name(spec->dtype), spec->steps, spec->samples);
-    fprintf(out, "  \"nodes\": %d, \"ranks_per_node\": %d, \"world\": %d, "
-            "\"spec_array_tasks\": %d, \"samples_per_task\": %d,\n",
-            spec->cluster.nodes, spec->cluster.ranks_per_node, sm->world,
-            sm->tasks, sm->samples);
-    fprintf(out, "  \"costs\": {\"step_s\": %.6g, \"encode_s\": %.6g, "
-            "\"decode_s\": %.6g, \"source\": ", costs->step_s, costs->encode_s,
-            costs->decode_s);
-    plan_json_str(out, costs->source);
-    fprintf(out, "},\n  \"placement\": \"%s\",\n  \"spec_layout\": {\"stages\": "
-            "%d, \"valid\": %s", svp_spec_placement_name(spec->pipeline.placement),
-            sm->spec_stages == SVP_PIPE_STAGES_AUTO ?
-            sm->layouts[sm->best].stages :
-            sm->spec_stages == 0 ? sm->world : sm->spec_stages,
-            sm->spec_valid ? "true" : "false");
-    if (!sm->spec_valid) {
-        fputs(", \"why\": ", out);
-        plan_json_str(out, sm->spec_why);
-    }
-    fputs("},\n  \"layouts\": [\n", out);
-    for (int k = 0; k < sm->n; ++k) {
-        fputs("    ", out);
-        plan_json_layout(out, spec, &sm->layouts[k], sm->world, sm->bubble[k],
-                         sm->memory[k]);
-        fputs(k + 1 < sm->n ? ",\n" : "\n", out);
-    }
-    fprintf(out, "  ],\n  \"recommended_stages\": %d,\n  \"makespan_s\": %.6f,\n",
-            sm->layouts[sm->best].stages, sm->layouts[sm->used].makespan_s);
-    fprintf(out, "  \"objective\": \"%s\", \"recommended_pairs\": %d, "
-            "\"latency_s\": %.6f,\n",
-            spec->pipeline.objective == SVP_OBJECTIVE_LATENCY ? "latency" : "throughput",
-            sm->layouts[sm->best].pairs, sm->layouts[sm->used].latency_s);
-    fprintf(out, "  \"other_placement\": {\"placement\": \"%s\", \"makespan_s\": "
-            "%.6f},\n  \"one_gpu_makespan_s\": %.6f,\n",
-            svp_spec_placement_name(sm->other_placement), sm->other.makespan_s,
-            sm->one_gpu_s);
+    json_t *warnings = json_array(), *array = NULL;
+
     if (sm->alt_tasks > 0) {
-        fprintf(out, "  \"array\": {\"tasks\": %d, \"ranks_per_task\": %d, "
-                "\"samples_per_task\": %d, \"layout\": ", sm->alt_tasks,
-                sm->alt_world, sm->alt_samples);
-        plan_json_layout(out, spec, &sm->alt, sm->alt_world, -1, 0);
-        fprintf(out, ", \"recommended\": %s, \"why\": ",
-                sm->alt_recommended ? "true" : "false");
-        plan_json_str(out, sm->alt_why);
-        fputs("},\n", out);
+        array = json_pack("{s:i, s:i, s:i, s:o, s:b, s:o}", "tasks", sm->alt_tasks,
+                          "ranks_per_task", sm->alt_world,
+                          "samples_per_task", sm->alt_samples, "layout",
+                          plan_json_layout(spec, &sm->alt, sm->alt_world, -1, 0),
+                          "recommended", sm->alt_recommended, "why",
+                          plan_json_text(sm->alt_why));
     }
-    fputs("  \"warnings\": [", out);
-    if (sm->warning[0] != '\0') {
-        plan_json_str(out, sm->warning);
+    if (warnings != NULL && sm->warning[0] != '\0') {
+        json_array_append_new(warnings, plan_json_text(sm->warning));
     }
-    fputs("]\n}\n", out);
+    return json_object_set_new(doc, "recommended_stages",
+                               json_integer(sm->layouts[sm->best].stages)) |
+           json_object_set_new(doc, "makespan_s",
+                               json_real(sm->layouts[sm->used].makespan_s)) |
+           json_object_set_new(doc, "objective", json_string(
+                               spec->pipeline.objective == SVP_OBJECTIVE_LATENCY
+                               ? "latency" : "throughput")) |
+           json_object_set_new(doc, "recommended_pairs",
+                               json_integer(sm->layouts[sm->best].pairs)) |
+           json_object_set_new(doc, "latency_s",
+                               json_real(sm->layouts[sm->used].latency_s)) |
+           json_object_set_new(doc, "other_placement", json_pack(
+                               "{s:s, s:f}", "placement",
+                               svp_spec_placement_name(sm->other_placement),
+                               "makespan_s", sm->other.makespan_s)) |
+           json_object_set_new(doc, "one_gpu_makespan_s", json_real(sm->one_gpu_s)) |
+           (sm->alt_tasks > 0 && json_object_set_new(doc, "array", array)) |
+           json_object_set_new(doc, "warnings", warnings);
+}
+
+static svp_status_t plan_print_json(FILE *out, const svp_spec_t *spec,
+                                    const svp_plan_costs_t *costs,
+                                    const plan_summary_t *sm)
+{
+    json_t *doc, *layouts = json_array(), *spec_layout;
+    int     failed;
+
+    spec_layout = json_pack("{s:i, s:b}", "stages",
+                            sm->spec_stages == SVP_PIPE_STAGES_AUTO ?
+                            sm->layouts[sm->best].stages :
+                            sm->spec_stages == 0 ? sm->world : sm->spec_stages,
+                            "valid", sm->spec_valid);
+    if (spec_layout != NULL && !sm->spec_valid) {
+        json_object_set_new(spec_layout, "why", plan_json_text(sm->spec_why));
+    }
+    for (int k = 0; layouts != NULL && k < sm->n; ++k) {
+        json_array_append_new(layouts, plan_json_layout(spec, &sm->layouts[k],
+                                                        sm->world, sm->bubble[k],
+                                                        sm->memory[k]));
+    }
+    doc = json_pack("{s:o, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
+                    "s:{s:f, s:f, s:f, s:o}, s:s, s:o, s:o}",
+                    "spec", plan_json_text(spec->file),
+                    "model", svp_spec_model_kind_name(spec->model.kind),
+                    "dtype", svp_dtype_short_name(spec->dtype),
+                    "steps", spec->steps, "samples", spec->samples,
+                    "nodes", spec->cluster.nodes,
+                    "ranks_per_node", spec->cluster.ranks_per_node,
+                    "world", sm->world, "spec_array_tasks", sm->tasks,
+                    "samples_per_task", sm->samples,
+                    "costs", "step_s", costs->step_s, "encode_s", costs->encode_s,
+                    "decode_s", costs->decode_s, "source",
+                    plan_json_text(costs->source),
+                    "placement", svp_spec_placement_name(spec->pipeline.placement),
+                    "spec_layout", spec_layout, "layouts", layouts);
+    if (doc == NULL || plan_json_tail(doc, spec, sm) != 0) {
+        json_decref(doc);
+        return SVP_ERR_NO_MEMORY;
+    }
+    failed = json_dumpf(doc, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                        JSON_REAL_PRECISION(9)) != 0 || fputc('\n', out) == EOF;
+    json_decref(doc);
+    return failed ? SVP_ERR_IO : SVP_OK;
 }
 
 svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
@@ -637,7 +665,7 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
         goto out;
     }
     if (flags & SVP_PLAN_REPORT_JSON) {
-        plan_print_json(out, spec, costs, &sm);
+        status = plan_print_json(out, spec, costs, &sm);
         goto out;
     }
     u = &sm.layouts[sm.used];

@@ -780,7 +780,7 @@ Test(plan, costs_scale_from_the_hardware_reference)
                                       "min_guidance: 1.0}\n");
     svp_hw_t         hw = {.file = "h.yaml", .name = "h",
                            .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4,
-                                   .dtype = "f32"},
+                                   .dtype = SVP_DTYPE_F32},
                            .intra_node_gbps = 300, .inter_node_gbps = 25,
                            .latency_us = 10};
     svp_plan_costs_t c;
@@ -853,10 +853,12 @@ Test(hardware, reads_a_table)
     cr_assert_eq(svp_hw_load_string(
         "name: h100\nmemory_gb: 80\n"
         "svd:\n  reference: {batch: 2, frames: 25, height: 576, width: 1024}\n"
-        "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n"
+        "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n  dtype: bf16\n"
         "links: {intra_node_gbps: 300, inter_node_gbps: 25, latency_us: 10}\n",
         "h.yaml", err, sizeof(err), &hw), SVP_OK, "%s", err);
     cr_assert_str_eq(hw->name, "h100");
+    /* the dtype as the tensor layer's enum, never a string to compare */
+    cr_assert_eq(hw->svd.dtype, SVP_DTYPE_BF16);
     cr_assert_eq(hw->svd.frames, 25);
     cr_assert_float_eq(hw->svd.decode_s, 3.4, 1e-15);
     cr_assert_float_eq(hw->intra_node_gbps, 300, 0);
@@ -871,21 +873,32 @@ Test(hardware, errors_name_line_column_key_expected_found)
     } cases[] = {
         {"name: x\nlinks: {intra_node_gbps: fast, inter_node_gbps: 1, "
          "latency_us: 1}\n",
-         "h.yaml:2:26: links.intra_node_gbps: expected a number, found fast"},
+         "h.yaml:2:26: key 'links.intra_node_gbps': expected a number in "
+         "[1e-06, 1e+06], found 'fast'"},
         {"name: x\nlinks:\n  intra_node_gbps: 1\n  inter_node_gbps: 1\n"
          "  latncy_us: 1\n",
-         "h.yaml:5:3: links.latncy_us: expected a known key (did you mean "
+         "h.yaml:5:3: unknown key 'links.latncy_us' (did you mean "
          "'links.latency_us'?)"},
         {"name: x\nsvd: {reference: {frames: 2.5}}\nlinks: {intra_node_gbps: "
          "1, inter_node_gbps: 1, latency_us: 1}\n",
-         "h.yaml:2:27: svd.reference.frames: expected an integer, found 2.5"},
+         "h.yaml:2:27: key 'svd.reference.frames': expected an integer in "
+         "[1, 1024], found '2.5'"},
         {"name: x\nlinks: {intra_node_gbps: 1, inter_node_gbps: 1}\n",
-         "links.latency_us: expected a value, found nothing"},
+         "key 'links.latency_us': expected a value, found nothing"},
         {"name: x\nlinks: [1, 2]\n",
-         "h.yaml:2:8: links: expected a mapping, found a list"},
+         "h.yaml:2:8: key 'links': expected a mapping (a section), found a list"},
         {"name: x\nmemory_gb: -1\nlinks: {intra_node_gbps: 1, "
          "inter_node_gbps: 1, latency_us: 1}\n",
-         "h.yaml:2:12: memory_gb: expected a value in [0, 1e+06], found -1"},
+         "h.yaml:2:12: key 'memory_gb': expected a number in [0, 1e+06], "
+         "found '-1'"},
+        {"name: x\nsvd: {dtype: f8}\nlinks: {intra_node_gbps: 1, "
+         "inter_node_gbps: 1, latency_us: 1}\n",
+         "h.yaml:2:14: key 'svd.dtype': expected one of f32, f16, bf16, "
+         "found 'f8'"},
+        {"name: x\nlinks: {intra_node_gbps: 1, inter_node_gbps: 1, "
+         "latency_us: 1, source: guessed}\n",
+         "h.yaml:2:72: key 'links.source': expected one of measured, quoted, "
+         "found 'guessed'"},
         {"name: [x\n", "h.yaml:2:1:"},
     };
 
@@ -964,7 +977,7 @@ Test(hardware, measured_results_replace_quoted_figures)
     cr_assert_eq(hw->svd.height, 288);
     cr_assert_float_eq(hw->memory_gb, 79.6, 1e-12);
     cr_assert_str_eq(hw->svd.source, "measured");
-    cr_assert_str_eq(hw->svd.dtype, "bf16");
+    cr_assert_eq(hw->svd.dtype, SVP_DTYPE_BF16);
     cr_assert_str_eq(hw->links_source, "quoted");       /* not in the file */
     cr_assert_float_eq(hw->intra_node_gbps, 300, 0);
     /* the table's encode/decode, moved to the new reference (1/4 pixels) */
@@ -994,8 +1007,8 @@ Test(hardware, measured_results_replace_quoted_figures)
                  SVP_OK);
     cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)),
                  SVP_ERR_BAD_FILE);
-    cr_assert(strstr(err, "svd.source: expected one of measured, quoted") !=
-              NULL, "%s", err);
+    cr_assert(strstr(err, "gpu.yaml:1:15: key 'svd.source': expected one of "
+                     "measured, quoted") != NULL, "%s", err);
 
     svp_hw_destroy(hw);
     unlink(path);
@@ -1077,7 +1090,7 @@ Test(plan, costs_are_those_of_the_spec_dtype)
 {
     svp_hw_t         hw = {.file = "h.yaml", .name = "h",
                            .svd = {2, 25, 576, 1024, 0.8, 0.15, 3.4,
-                                   .dtype = "f16"}};
+                                   .dtype = SVP_DTYPE_F16}};
     svp_spec_t      *f16 = spec_from("model: {kind: svd, path: m}\n"
                                      "dtype: f16\n");
     svp_spec_t      *f32 = spec_from("model: {kind: svd, path: m}\n");
@@ -1096,7 +1109,7 @@ Test(plan, costs_are_those_of_the_spec_dtype)
     cr_assert(strstr(err, "for f16") != NULL, "%s", err);
 
     /* a table that does not say its dtype prices none */
-    hw.svd.dtype = NULL;
+    hw.svd.dtype = SVP_DTYPE_LAST;
     cr_assert_eq(svp_plan_costs_from_spec(f16, &hw, err, sizeof(err), &c),
                  SVP_ERR_UNSUPPORTED);
     cr_assert(strstr(err, "of no stated dtype") != NULL, "%s", err);

@@ -1,5 +1,5 @@
-#define _GNU_SOURCE
 /* Tests for src/pipe and the dummy model: determinism and output files. */
+#define _GNU_SOURCE
 #include "pipe/pipe.h"
 #include "model/dummy.h"
 #include "sched/rng.h"

@@ -1,10 +1,10 @@
-#define _GNU_SOURCE
 /*
  * Tests for resume (pipe/resume.h), the output directory (pipe/outdir.h),
  * fill-aware deadlines (pipe/deadline.h) and stopping (common/stop.h), in
  * one process with the dummy stage.  The cluster cases (scancel and
  * resubmit, SIGTERM to every rank, the fill) are in tests/resume_cluster.sh.
  */
+#define _GNU_SOURCE
 #include "pipe/pipe.h"
 #include "pipe/deadline.h"
 #include "pipe/lease.h"

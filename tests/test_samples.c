@@ -1,9 +1,9 @@
-#define _GNU_SOURCE
 /*
  * Tests for the sample list (pipe/samples.h): the manifest's lines and its
  * errors (file:line and the key), images x seeds, the cap, and the shards
  * of an array (together every sample, each once).
  */
+#define _GNU_SOURCE
 #include "pipe/samples.h"
 #include "common/util.h"
 

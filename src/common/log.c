@@ -1,3 +1,8 @@
+/*
+ * Logging (log.h): the level, the stream, the identity every line carries
+ * (host:rRANK, looked up once) and the first error kept for the tools'
+ * exit message.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -43,11 +48,6 @@ int svp_log_level_parse(const char *name)
         }
     }
     return -1;
-}
-
-const char *svp_log_level_name(svp_log_level_t level)
-{
-    return (level < SVP_LOG_LEVEL_LAST) ? svp_log_level_names[level] : "?";
 }
 
 const char *svp_log_hostname(void)

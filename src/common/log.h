@@ -64,8 +64,6 @@ void svp_log_set_level(svp_log_level_t level);
 /* Parses "error|warn|info|debug|trace"; returns -1 for anything else. */
 int svp_log_level_parse(const char *name);
 
-const char *svp_log_level_name(svp_log_level_t level);
-
 /* Identity in every line: host:rRANK (see above). */
 void svp_log_set_rank(int rank);
 

@@ -1,3 +1,9 @@
+/*
+ * Small helpers every layer shares (util.h): files written atomically and
+ * read within a limit, directories made and removed, UTF-8 checked and
+ * escaped for a terminal, "did you mean" distances, thread counts from the
+ * environment.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -229,17 +229,22 @@ static svp_status_t checkpoint_fit(const char *dir,
     return status;
 }
 
-#define CHECKPOINT_STEP(_what, _expr) \
-    do { \
-        svp_status_t _s = (_expr); \
-        if (_s != SVP_OK) { \
-            if (report != NULL) { \
-                fprintf(report, "  %-14s FAILED: %s\n", _what, \
-                        svp_status_string(_s)); \
-            } \
-            status = _s; \
-        } \
-    } while (0)
+/*
+ * The status of the check after one step of it: a step that failed is
+ * reported and its status kept, and the check goes on to the next step, so
+ * that the report names every part that fails.
+ */
+static svp_status_t checkpoint_step(FILE *report, const char *what,
+                                    svp_status_t step, svp_status_t status)
+{
+    if (step == SVP_OK) {
+        return status;
+    }
+    if (report != NULL) {
+        fprintf(report, "  %-14s FAILED: %s\n", what, svp_status_string(step));
+    }
+    return step;
+}
 
 /* dir/rel exists (a file or a folder). */
 static int checkpoint_has(const char *dir, const char *rel)
@@ -272,13 +277,16 @@ svp_status_t svp_checkpoint_check(const char *dir, unsigned flags,
             continue;
         }
         if (part->kind == SVP_MODEL_ARCH_UNKNOWN) {
-            CHECKPOINT_STEP(part->name, checkpoint_config(dir, part, &cfg));
+            status = checkpoint_step(report, part->name,
+                                     checkpoint_config(dir, part, &cfg), status);
         } else {
-            CHECKPOINT_STEP(part->name, checkpoint_model(dir, part, &cfg, report));
+            status = checkpoint_step(report, part->name,
+                                     checkpoint_model(dir, part, &cfg, report),
+                                     status);
         }
     }
     if (images && status == SVP_OK) {
-        CHECKPOINT_STEP("fit", checkpoint_fit(dir, &cfg));
+        status = checkpoint_step(report, "fit", checkpoint_fit(dir, &cfg), status);
     }
     return status;
 }

@@ -64,7 +64,6 @@ svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p)
     svp_clip_config_t cfg;
     svp_config_h      cj;
     const char       *act;
-    int64_t           v;
     svp_status_t      status;
 
     memset(&cfg, 0, sizeof(cfg));
@@ -72,30 +71,23 @@ svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p)
     if (status != SVP_OK) {
         return status;
     }
-#define CLIP_INT(_key, _def, _field) \
-    do { \
-        status = svp_config_get_int(cj, _key, _def, &v); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-        if (v <= 0 || v > (1 << 20)) { \
-            svp_error("%s: '%s' must be in [1, 2^20], found %ld", path, _key, \
-                      (long)v); \
-            status = SVP_ERR_BAD_FILE; \
-            goto out; \
-        } \
-        cfg._field = (int)v; \
-    } while (0)
     /* CLIPVisionConfig's defaults */
-    CLIP_INT("hidden_size", 768, hidden_size);
-    CLIP_INT("intermediate_size", 3072, intermediate_size);
-    CLIP_INT("num_hidden_layers", 12, num_layers);
-    CLIP_INT("num_attention_heads", 12, num_heads);
-    CLIP_INT("num_channels", 3, num_channels);
-    CLIP_INT("image_size", 224, image_size);
-    CLIP_INT("patch_size", 32, patch_size);
-    CLIP_INT("projection_dim", 512, projection_dim);
-#undef CLIP_INT
+    SVP_TRY_OUT(svp_config_get_count(cj, "hidden_size", 768, 1 << 20,
+                                     &cfg.hidden_size));
+    SVP_TRY_OUT(svp_config_get_count(cj, "intermediate_size", 3072, 1 << 20,
+                                     &cfg.intermediate_size));
+    SVP_TRY_OUT(svp_config_get_count(cj, "num_hidden_layers", 12, 1 << 20,
+                                     &cfg.num_layers));
+    SVP_TRY_OUT(svp_config_get_count(cj, "num_attention_heads", 12, 1 << 20,
+                                     &cfg.num_heads));
+    SVP_TRY_OUT(svp_config_get_count(cj, "num_channels", 3, 1 << 20,
+                                     &cfg.num_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "image_size", 224, 1 << 20,
+                                     &cfg.image_size));
+    SVP_TRY_OUT(svp_config_get_count(cj, "patch_size", 32, 1 << 20,
+                                     &cfg.patch_size));
+    SVP_TRY_OUT(svp_config_get_count(cj, "projection_dim", 512, 1 << 20,
+                                     &cfg.projection_dim));
     status = svp_config_get_double(cj, "layer_norm_eps", 1e-5,
                                    &cfg.layer_norm_eps);
     if (status != SVP_OK) {

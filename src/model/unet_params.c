@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "tensor/config_json.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -96,7 +97,6 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
                                             "up_block_types", NULL };
     svp_unet_config_t cfg;
     svp_config_h      cj;
-    int64_t           v;
     int               i;
     svp_status_t      status;
 
@@ -117,24 +117,14 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
     }
 
     /* Defaults are the class defaults, i.e. SVD's values. */
-#define UNET_INT(_key, _def, _field) \
-    do { \
-        status = svp_config_get_int(cj, _key, _def, &v); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-        if (v <= 0) { \
-            svp_error("%s: '%s' must be positive, found %ld", path, _key, (long)v); \
-            status = SVP_ERR_BAD_FILE; \
-            goto out; \
-        } \
-        cfg._field = (int)v; \
-    } while (0)
-    UNET_INT("in_channels", 8, in_channels);
-    UNET_INT("out_channels", 4, out_channels);
-    UNET_INT("addition_time_embed_dim", 256, addition_time_embed_dim);
-    UNET_INT("projection_class_embeddings_input_dim", 768, projection_dim);
-#undef UNET_INT
+    SVP_TRY_OUT(svp_config_get_count(cj, "in_channels", 8, INT_MAX,
+                                     &cfg.in_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "out_channels", 4, INT_MAX,
+                                     &cfg.out_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "addition_time_embed_dim", 256, INT_MAX,
+                                     &cfg.addition_time_embed_dim));
+    SVP_TRY_OUT(svp_config_get_count(cj, "projection_class_embeddings_input_dim", 768, INT_MAX,
+                                     &cfg.projection_dim));
 
     if ((status = unet_config_levels(cj, "layers_per_block", cfg.levels, 0, 2,
                                      cfg.layers)) != SVP_OK ||

@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "tensor/config_json.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -29,7 +30,6 @@ svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
     svp_vae_config_t cfg;
     svp_config_h     cj;
     const char      *types[SVP_VAE_MAX_LEVELS];
-    int64_t          v;
     int              count, i;
     svp_status_t     status;
 
@@ -70,24 +70,14 @@ svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
     }
 
     /* defaults are the class defaults (not SVD's: its file sets them all) */
-#define VAE_INT(_key, _def, _field) \
-    do { \
-        status = svp_config_get_int(cj, _key, _def, &v); \
-        if (status != SVP_OK) { \
-            goto out; \
-        } \
-        if (v <= 0) { \
-            svp_error("%s: '%s' must be positive, found %ld", path, _key, (long)v); \
-            status = SVP_ERR_BAD_FILE; \
-            goto out; \
-        } \
-        cfg._field = (int)v; \
-    } while (0)
-    VAE_INT("in_channels", 3, in_channels);
-    VAE_INT("out_channels", 3, out_channels);
-    VAE_INT("latent_channels", 4, latent_channels);
-    VAE_INT("layers_per_block", 1, layers);
-#undef VAE_INT
+    SVP_TRY_OUT(svp_config_get_count(cj, "in_channels", 3, INT_MAX,
+                                     &cfg.in_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "out_channels", 3, INT_MAX,
+                                     &cfg.out_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "latent_channels", 4, INT_MAX,
+                                     &cfg.latent_channels));
+    SVP_TRY_OUT(svp_config_get_count(cj, "layers_per_block", 1, INT_MAX,
+                                     &cfg.layers));
     status = svp_config_get_double(cj, "scaling_factor", 0.18215,
                                    &cfg.scaling_factor);
     if (status != SVP_OK) {

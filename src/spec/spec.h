@@ -225,9 +225,6 @@ svp_status_t svp_spec_load_string(const char *yaml, const char *file,
                                   int num_overrides, char *errbuf, int errlen,
                                   svp_spec_t **spec_p);
 
-/* A spec holding only the defaults (the built-in demo). */
-svp_status_t svp_spec_defaults(svp_spec_t **spec_p);
-
 void svp_spec_destroy(svp_spec_t *spec);
 
 /* Writes the effective spec as YAML (used in logs and output metadata). */

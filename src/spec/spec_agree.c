@@ -1,3 +1,8 @@
+/*
+ * Whether the ranks of a job run the same spec (spec_agree.h): the shared
+ * keys' dump published and compared with rank 0's key by key, so that a
+ * mismatch names the keys and both values.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

@@ -236,9 +236,9 @@ int svp_spec_is_section(const char *path)
     return 0;
 }
 
-static void *svp_spec_field(svp_spec_t *spec, const svp_spec_key_t *key)
+static void *svp_spec_field(void *base, const svp_spec_key_t *key)
 {
-    return (char *)spec + key->offset;
+    return (char *)base + key->offset;
 }
 
 /*
@@ -458,9 +458,9 @@ static int svp_spec_split_list(char *s, char **items, int max)
     return n;
 }
 
-void svp_spec_key_clear(svp_spec_t *spec, const svp_spec_key_t *key)
+void svp_spec_key_clear(void *base, const svp_spec_key_t *key)
 {
-    void *field = svp_spec_field(spec, key);
+    void *field = svp_spec_field(base, key);
     int   i;
 
     if (key->type == SVP_SPEC_T_STR_LIST) {
@@ -481,11 +481,11 @@ void svp_spec_key_clear(svp_spec_t *spec, const svp_spec_key_t *key)
     }
 }
 
-svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
+svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
                                  const char *map_key, const char *value,
                                  char *why, int whylen)
 {
-    void   *field = svp_spec_field(spec, key);
+    void   *field = svp_spec_field(base, key);
     int64_t v;
     int     i;
 
@@ -556,10 +556,10 @@ svp_status_t svp_spec_key_append(svp_spec_t *spec, const svp_spec_key_t *key,
     }
 }
 
-svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
+svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
                               const char *value, char *why, int whylen)
 {
-    void        *field = svp_spec_field(spec, key);
+    void        *field = svp_spec_field(base, key);
     char         expected[256], *copy, *items[SVP_SPEC_MAX_LIST];
     int64_t      v;
     double       d;
@@ -673,9 +673,9 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
             free(copy);
             return SVP_OK;
         }
-        svp_spec_key_clear(spec, key);
+        svp_spec_key_clear(base, key);
         for (i = 0; i < n; ++i) {
-            status = svp_spec_key_append(spec, key, NULL, items[i], why, whylen);
+            status = svp_spec_key_append(base, key, NULL, items[i], why, whylen);
             if (status != SVP_OK) {
                 free(copy);
                 return status;
@@ -685,7 +685,7 @@ svp_status_t svp_spec_key_set(svp_spec_t *spec, const svp_spec_key_t *key,
         return SVP_OK;
     case SVP_SPEC_T_STR_MAP:
         if (value[0] == '\0') {
-            svp_spec_key_clear(spec, key);
+            svp_spec_key_clear(base, key);
             return SVP_OK;
         }
         snprintf(why, whylen, "expected a mapping of NAME: value, found '%s'",

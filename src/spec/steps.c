@@ -1,3 +1,8 @@
+/*
+ * Step assignment (steps.h): which of the T steps a rank runs, in a
+ * pipeline of stages or of guidance pairs, and the message naming the
+ * nearest valid counts when T does not divide.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif

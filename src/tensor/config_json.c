@@ -1,3 +1,8 @@
+/*
+ * diffusers/transformers config.json files (config_json.h): loaded with
+ * jansson once, then typed lookups by key, each error naming the file, the
+ * key, what was expected and what was found.
+ */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -6,6 +11,7 @@
 #include "common/util.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +183,29 @@ svp_status_t svp_config_get_int(svp_config_h cfg, const char *key,
         return svp_config_type_error(cfg, key, "an integer", v);
     }
     *value_p = value;
+    return SVP_OK;
+}
+
+svp_status_t svp_config_get_count(svp_config_h cfg, const char *key, int def,
+                                  int max, int *value_p)
+{
+    int64_t      v;
+    svp_status_t status = svp_config_get_int(cfg, key, def, &v);
+
+    if (status != SVP_OK) {
+        return status;
+    }
+    if (v <= 0 || v > max) {
+        if (max == INT_MAX) {
+            svp_error("%s: '%s' must be positive, found %lld", cfg->path, key,
+                      (long long)v);
+        } else {
+            svp_error("%s: '%s' must be in [1, %d], found %lld", cfg->path, key,
+                      max, (long long)v);
+        }
+        return SVP_ERR_BAD_FILE;
+    }
+    *value_p = (int)v;
     return SVP_OK;
 }
 

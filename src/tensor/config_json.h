@@ -54,6 +54,15 @@ svp_status_t svp_config_require(svp_config_h cfg, const char *const *keys);
 svp_status_t svp_config_get_int(svp_config_h cfg, const char *key,
                                 int64_t def, int64_t *value_p);
 
+/*
+ * A count: an integer in [1, max] (def when absent) into *value_p; outside
+ * it, SVP_ERR_BAD_FILE and an error naming the file and the key ("must be
+ * positive" when max is INT_MAX).  The models' config readers read their
+ * sizes with it.
+ */
+svp_status_t svp_config_get_count(svp_config_h cfg, const char *key, int def,
+                                  int max, int *value_p);
+
 /* A number (integer or float). */
 svp_status_t svp_config_get_double(svp_config_h cfg, const char *key,
                                    double def, double *value_p);

@@ -61,15 +61,27 @@ static svp_status_t svdtool_unet_profile_save(const char *path, svp_ops_h ops,
                                               const svp_unet_config_t *cfg, int b,
                                               int f, int h, int w, int seq, double s)
 {
-    char members[512];
+    json_t *about;
 
-    snprintf(members, sizeof(members), "\"kind\":\"unet\",\"backend\":\"%s\","
-             "\"threads\":%d,\"shape\":{\"batch\":%d,\"frames\":%d,\"height\":%d,"
-             "\"width\":%d,\"seq\":%d},\"s\":%.9g,\"flops_counted\":%.9g",
-             svp_ops_backend(ops), svp_ops_threads(ops), b, f, h, w, seq, s,
-             2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
+    about = json_pack("{s:s, s:s, s:i, s:{s:i, s:i, s:i, s:i, s:i}, s:f, s:f}",
+                      "kind", "unet", "backend", svp_ops_backend(ops), "threads",
+                      svp_ops_threads(ops), "shape", "batch", b, "frames", f,
+                      "height", h, "width", w, "seq", seq, "s", s, "flops_counted",
+                      2.0 * (double)svp_unet_macs(cfg, b, f, h, w, seq));
     svp_info("profile of one call: %.3fs", s);
-    return svp_range_profile_save(path, members);
+    return svp_range_profile_save(path, about);
+}
+
+/* One call of the UNet on the file's inputs: sample's rows, t their
+ * timesteps. */
+static svp_status_t svdtool_unet_call(svp_unet_h unet, const svp_tensor_t *sample,
+                                      const float *t, const svp_tensor_t *ehs,
+                                      const svp_tensor_t *ids, svp_tensor_t *out)
+{
+    return svp_unet_forward(unet, (int)sample->shape[0], (int)sample->shape[1],
+                            (int)sample->shape[3], (int)sample->shape[4],
+                            sample->data, t, ehs->data, (int)ehs->shape[1],
+                            ids->data, out->data);
 }
 
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
@@ -154,12 +166,8 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     if (status != SVP_OK) {
         goto out_unet;
     }
-#define SVDTOOL_UNET_CALL() \
-    svp_unet_forward(unet, b, (int)sample->shape[1], (int)sample->shape[3], \
-                     (int)sample->shape[4], sample->data, t, ehs->data, \
-                     (int)ehs->shape[1], ids->data, out->data)
     if (svdtool_unet_profile != NULL) {
-        status = SVDTOOL_UNET_CALL();   /* warm-up */
+        status = svdtool_unet_call(unet, sample, t, ehs, ids, out);   /* warm-up */
         if (status == SVP_OK) {
             status = svp_ops_profile_enable(ops);
         }
@@ -168,7 +176,7 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
             svp_range_profile_enable(1, svp_ops_profile_sync, ops);
             svp_ops_profile_sync(ops);
             t0     = svp_clock_now();
-            status = SVDTOOL_UNET_CALL();
+            status = svdtool_unet_call(unet, sample, t, ehs, ids, out);
             svp_ops_profile_sync(ops);
             t0     = svp_clock_now() - t0;
             svp_range_profile_enable(0, NULL, NULL);
@@ -182,9 +190,8 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
                                                (int)ehs->shape[1], t0);
         }
     } else {
-        status = SVDTOOL_UNET_CALL();
+        status = svdtool_unet_call(unet, sample, t, ehs, ids, out);
     }
-#undef SVDTOOL_UNET_CALL
     if (status == SVP_OK) {
         svdtool_unet_log_arena(ops, weight_bytes);
         status = svp_safetensors_write_all(a->output, 1, names, &out);

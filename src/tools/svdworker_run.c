@@ -350,7 +350,7 @@ void svp_worker_beat_stop(svp_worker_beat_t *b)
 svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
                                     const svp_pipe_shard_t *shard, int rank)
 {
-    char path[4096], members[64], name[64], base[32];
+    char path[4096], name[64], base[32];
 
     if (!spec->log.profile) {
         return SVP_OK;
@@ -363,6 +363,6 @@ svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
     snprintf(base, sizeof(base), "profile.rank%d", rank);
     svp_pipe_shard_file(shard, base, ".json", name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
-    snprintf(members, sizeof(members), "\"kind\":\"run\",\"rank\":%d", rank);
-    return svp_range_profile_save(path, members);
+    return svp_range_profile_save(path, json_pack("{s:s, s:i}", "kind", "run",
+                                                  "rank", rank));
 }

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,68 +275,84 @@ void svp_range_op(const char *kind, double seconds, double flops)
     }
 }
 
-static void svp_range_json_string(FILE *out, const char *s)
+/* What was collected, as svp_range_profile_write writes it; NULL when out
+ * of memory. */
+static json_t *svp_range_profile_json(void)
 {
-    fputc('"', out);
-    for (; *s; ++s) {
-        if (*s == '"' || *s == '\\') {
-            fputc('\\', out);
-        }
-        if ((unsigned char)*s >= 0x20) {
-            fputc(*s, out);
-        }
+    json_t *ranges = json_array(), *ops = json_array();
+    int     i, failed = (ranges == NULL || ops == NULL);
+
+    for (i = 0; !failed && i < svp_range.nentries; ++i) {
+        const svp_range_entry_t *e = &svp_range.entries[i];
+
+        failed = json_array_append_new(ranges, json_pack(
+                     "{s:s, s:i, s:I, s:f, s:f}", "name", e->name, "depth",
+                     e->depth, "count", (json_int_t)e->count, "s", e->s,
+                     "flops", e->flops)) != 0;
     }
-    fputc('"', out);
+    for (i = 0; !failed && i < svp_range.nops; ++i) {
+        const svp_range_opkind_t *k = &svp_range.ops[i];
+
+        failed = json_array_append_new(ops, json_pack(
+                     "{s:s, s:s, s:I, s:f, s:f}", "root", k->root, "kind",
+                     k->kind, "count", (json_int_t)k->count, "s", k->s,
+                     "flops", k->flops)) != 0;
+    }
+    if (failed) {
+        json_decref(ranges);
+        json_decref(ops);
+        return NULL;
+    }
+    return json_pack("{s:o, s:o}", "ranges", ranges, "ops", ops);
 }
+
+/* One line of JSON and its newline. */
+#define SVP_RANGE_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | \
+                              JSON_REAL_PRECISION(9))
 
 svp_status_t svp_range_profile_write(FILE *out)
 {
-    int i;
+    json_t      *doc = svp_range_profile_json();
+    svp_status_t status = SVP_OK;
 
-    fprintf(out, "{\"ranges\":[");
-    for (i = 0; i < svp_range.nentries; ++i) {
-        const svp_range_entry_t *e = &svp_range.entries[i];
-        fprintf(out, "%s\n{\"name\":", i ? "," : "");
-        svp_range_json_string(out, e->name);
-        fprintf(out, ",\"depth\":%d,\"count\":%ld,\"s\":%.9g,\"flops\":%.9g}", e->depth,
-                e->count, e->s, e->flops);
-    }
-    fprintf(out, "],\n\"ops\":[");
-    for (i = 0; i < svp_range.nops; ++i) {
-        const svp_range_opkind_t *k = &svp_range.ops[i];
-        fprintf(out, "%s\n{\"root\":", i ? "," : "");
-        svp_range_json_string(out, k->root);
-        fprintf(out, ",\"kind\":");
-        svp_range_json_string(out, k->kind);
-        fprintf(out, ",\"count\":%ld,\"s\":%.9g,\"flops\":%.9g}", k->count, k->s,
-                k->flops);
-    }
-    fprintf(out, "]}\n");
-    return ferror(out) ? SVP_ERR_IO : SVP_OK;
-}
-
-svp_status_t svp_range_profile_save(const char *path, const char *members)
-{
-    char        *text = NULL;
-    size_t       len  = 0;
-    FILE        *mem  = open_memstream(&text, &len);
-    svp_status_t status;
-
-    if (mem == NULL) {
+    if (doc == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    fprintf(mem, "{%s,\n\"profile\":", members);
-    status = svp_range_profile_write(mem);
-    fprintf(mem, "}\n");
-    fclose(mem);
-    if (status == SVP_OK) {
-        status = svp_file_write_atomic(path, text, len);
+    if (json_dumpf(doc, out, SVP_RANGE_JSON_FLAGS) != 0 || fputc('\n', out) == EOF ||
+        ferror(out)) {
+        status = SVP_ERR_IO;
+    }
+    json_decref(doc);
+    return status;
+}
+
+svp_status_t svp_range_profile_save(const char *path, json_t *about)
+{
+    char        *text = NULL, *line;
+    json_t      *profile = svp_range_profile_json();
+    size_t       len;
+    svp_status_t status = SVP_ERR_NO_MEMORY;
+
+    /* json_object_set_new takes profile, set or not */
+    if (about != NULL && profile != NULL &&
+        json_object_set_new(about, "profile", profile) == 0) {
+        text = json_dumps(about, SVP_RANGE_JSON_FLAGS);
+    } else if (about == NULL) {
+        json_decref(profile);
+    }
+    len  = (text != NULL) ? strlen(text) : 0;
+    line = (text != NULL) ? realloc(text, len + 2) : NULL;
+    if (line != NULL) {
+        text      = line;
+        text[len] = '\n';
+        status    = svp_file_write_atomic(path, text, len + 1);
     }
     if (status == SVP_OK) {
         svp_info("profile written to %s", path);
     } else {
         svp_error("cannot write the profile %s: %s", path, svp_status_string(status));
     }
+    json_decref(about);
     free(text);
     return status;
 }

@@ -23,6 +23,7 @@
 
 #include "common/status.h"
 
+#include <jansson.h>
 #include <stdio.h>
 
 #define SVP_RANGE_MAX_DEPTH 32
@@ -74,10 +75,11 @@ void svp_range_op(const char *kind, double seconds, double flops);
 svp_status_t svp_range_profile_write(FILE *out);
 
 /*
- * Writes {MEMBERS,"profile":<the above>} to path, atomically; members are
- * JSON object members saying what the profile was taken on (e.g.
- * "\"kind\":\"run\",\"rank\":0").  Logs the outcome.
+ * Writes about with "profile": <the above> added to path, atomically, as
+ * one line of JSON; about is an object saying what the profile was taken
+ * on (e.g. {"kind": "run", "rank": 0}), and is taken: freed here, written
+ * or not (NULL: out of memory, reported).  Logs the outcome.
  */
-svp_status_t svp_range_profile_save(const char *path, const char *members);
+svp_status_t svp_range_profile_save(const char *path, json_t *about);
 
 #endif

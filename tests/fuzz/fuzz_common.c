@@ -1,3 +1,7 @@
+/*
+ * What the fuzz targets share (fuzz.h): the input written to a temporary
+ * file for the parsers that read a path, and their error lines kept quiet.
+ */
 #include "fuzz.h"
 #include "common/log.h"
 
