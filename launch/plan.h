@@ -86,6 +86,8 @@ typedef struct {
                                         message each way per step; 0: the
                                         model has no guidance halves (no
                                         layout with C = 2) */
+    double          share_bytes;     /* lane 1's share of a shared finish
+                                        (its decoded chunks), to lane 0 */
     svp_spec_objective_t objective;  /* what svp_plan_layouts ranks by */
 } svp_plan_params_t;
 
@@ -202,18 +204,16 @@ typedef struct {
 } svp_plan_layout_t;
 
 /*
- * The same with C ranks per stage (guidance pairs): W = G x S x C.  A pair's
- * step costs half the step (the UNet's batch of two halves, first order)
- * plus its exchange: latency + half_bytes over the intra-node link (the two
- * ranks of a pair are adjacent).  The pair's second rank runs the first's
- * list in step, so the first's clock is the pair's.  Where the pair's last
- * position finishes a sample, its two ranks share the decode: half each.
+ * The same with C ranks per stage (guidance pairs): W = G x S x C.  Both
+ * lanes' lists run: a lane's half of a step costs half the step (the UNet's
+ * batch of two halves, first order), and its HALF message crosses the link
+ * between the pair's ranks (half_bytes; they are adjacent); where the
+ * pair's last position finishes a sample, each lane decodes half and lane
+ * 1's SHARE (share_bytes) crosses to lane 0.  A position's figures are its
+ * lane 0's.
  */
 svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *params, int stages,
                                    int pairs, svp_plan_layout_t *layout_p);
-
-/* Seconds of one step of one sample on a pair (see above). */
-double svp_plan_pair_step_s(const svp_plan_params_t *params);
 
 /*
  * Costs the layout with `stages` per pipeline for params (world = W, all
@@ -245,8 +245,10 @@ svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
 
 /*
  * The longest gap between two hand-offs a rank sees in a healthy job of
- * spec with these costs: one upstream rank's steps on a sample, the encode
- * or decode it carries, and the transfer (deadline.c).
+ * spec with these costs: the most work a position of the spec's layout
+ * does between two ends of a sample's walk in its schedule (its steps, and
+ * the encodes and decodes its list places there), plus the transfer
+ * (handoff.c).
  */
 double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs);
 

@@ -38,6 +38,11 @@ static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
     p->pairs          = 1;
     p->half_bytes     = (spec->model.kind == SVP_MODEL_DUMMY ||
                          spec->video.max_guidance > 1.0) ? msg.latent : 0;
+    /* a shared finish's SHARE: the decoded frames (fp32), the dummy's
+     * stand-in its final latents */
+    p->share_bytes    = (spec->model.kind == SVP_MODEL_DUMMY) ? msg.latent :
+                        4.0 * spec->video.num_frames * 3 * spec->video.height *
+                        spec->video.width;
     p->objective      = spec->pipeline.objective;
 }
 

@@ -10,6 +10,7 @@
 #include "common/log.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,31 +25,22 @@ void svp_plan_result_destroy(svp_plan_result_t *result)
     free(result);
 }
 
-static double plan_link_s(const svp_plan_params_t *p, int from, int to)
-{
-    const svp_plan_costs_t *c = &p->costs;
-    int    C = (p->pairs > 1) ? p->pairs : 1;   /* position r is rank r * C */
-    double gbps = ((p->first_rank + from * C) / p->ranks_per_node ==
-                   (p->first_rank + to * C) / p->ranks_per_node) ?
-                  c->intra_node_gbps : c->inter_node_gbps;
-
-    return c->latency_s + (gbps > 0 ? p->message_bytes / (gbps * 1e9) : 0);
-}
-
 /*
  * The simulation runs the worker's own lists (pipe/schedule.h), one iterator
- * per rank, with a clock per rank: a begin, the steps and a finish advance
- * it by their cost, a send puts the message on its channel with its arrival
- * time (now + the link), a wait for a receive moves the clock to the
- * message's arrival and a wait for a send to the send's.  A receive is
- * matched at its wait, not at its post: the comm keeps a message that
- * arrives before its receive is posted.  Tasks of zero cost are not counted
- * (events, encodes, decodes), as a model that leaves them out would.
+ * per rank (each lane of each position: sim rank pos * C + lane, the job's
+ * rank order), with a clock per rank: a begin, the steps, a half, a share
+ * and a finish advance it by their cost, a send puts the message on its
+ * channel with its arrival time (now + the link for its bytes), a wait for
+ * a receive moves the clock to the message's arrival and a wait for a send
+ * to the send's.  A receive is matched at its wait, not at its post: the
+ * comm keeps a message that arrives before its receive is posted.  Tasks of
+ * zero cost are not counted (events, encodes, decodes), as a model that
+ * leaves them out would.
  *
  * Messages of a kind between two ranks arrive in the order sent, which is
- * the order they are waited for, so each channel is a queue: a LATENT
- * channel into each rank, an INIT channel out of each encoding rank and a
- * FINAL channel into each finishing rank.
+ * the order they are waited for, so each (kind, from, to) the actions name
+ * is a channel, a queue, made when first used: the planner knows no
+ * message of its own.  A position's figures are its lane 0's.
  *
  * The ranks take turns of at most PLAN_TURN actions, each until it waits
  * for a message not yet sent; the queues then hold a few turns' messages and
@@ -58,11 +50,12 @@ static double plan_link_s(const svp_plan_params_t *p, int from, int to)
 #define PLAN_TURN 64
 
 typedef struct {
-    int    j;       /* the sample's position */
-    double at;      /* when it arrives */
+    int    j, step;  /* the sample's position, the step (HALF) */
+    double at;       /* when it arrives */
 } plan_msg_t;
 
 typedef struct {
+    uint64_t    key;     /* kind, from, to; 0: an empty entry */
     plan_msg_t *q;
     int         head, count, capacity;
 } plan_chan_t;
@@ -78,23 +71,80 @@ typedef struct {
 typedef struct {
     const svp_plan_params_t *p;
     svp_plan_result_t       *res;
-    plan_rank_sim_t         *rank;       /* [W] */
-    plan_chan_t             *chan;       /* [3 W] */
-    char                    *link_used;  /* [W W] */
+    int                      C;          /* lanes per position */
+    int                      R;          /* ranks simulated: W x C */
+    plan_rank_sim_t         *rank;       /* [R] */
+    plan_chan_t             *chan;       /* open addressing, [nchan] */
+    int                      nchan, used;
+    char                    *link_used;  /* [R R] */
     double                  *t_begin;    /* [N]: when j's begin started */
     double                  *t_end;      /* [N]: when j's finish ended */
 } plan_sim_t;
 
-double svp_plan_pair_step_s(const svp_plan_params_t *p)
+/* The bytes of a message of kind msg. */
+static double plan_msg_bytes(const svp_plan_params_t *p, svp_schedule_msg_t msg)
 {
-    const svp_plan_costs_t *c = &p->costs;
-
-    return c->step_s / 2 + c->latency_s +
-           (c->intra_node_gbps > 0 ? p->half_bytes / (c->intra_node_gbps * 1e9) : 0);
+    return (msg == SVP_SCHEDULE_MSG_HALF) ? p->half_bytes :
+           (msg == SVP_SCHEDULE_MSG_SHARE) ? p->share_bytes : p->message_bytes;
 }
 
-static svp_status_t plan_chan_push(plan_chan_t *c, int j, double at)
+/* Seconds of a message of `bytes` from sim rank from to sim rank to. */
+static double plan_link_s(const svp_plan_params_t *p, int from, int to, double bytes)
 {
+    const svp_plan_costs_t *c = &p->costs;
+    double gbps = ((p->first_rank + from) / p->ranks_per_node ==
+                   (p->first_rank + to) / p->ranks_per_node) ?
+                  c->intra_node_gbps : c->inter_node_gbps;
+
+    return c->latency_s + (gbps > 0 ? bytes / (gbps * 1e9) : 0);
+}
+
+static uint64_t plan_chan_key(svp_schedule_msg_t msg, int from, int to)
+{
+    return ((uint64_t)msg << 56) | ((uint64_t)(uint32_t)from << 28) | (uint64_t)to | 1ULL << 62;
+}
+
+/* The channel of (msg, from, to), made when first asked for; NULL: no
+ * memory. */
+static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from, int to)
+{
+    uint64_t key = plan_chan_key(msg, from, to);
+    int      k;
+
+    if (2 * (sim->used + 1) > sim->nchan) {
+        int          n = (sim->nchan > 0) ? 2 * sim->nchan : 64;
+        plan_chan_t *t = calloc((size_t)n, sizeof(*t));
+
+        if (t == NULL) {
+            return NULL;
+        }
+        for (int i = 0; i < sim->nchan; ++i) {
+            if (sim->chan[i].key != 0) {
+                for (k = (int)(sim->chan[i].key % (uint64_t)n); t[k].key != 0; k = (k + 1) % n) {
+                }
+                t[k] = sim->chan[i];
+            }
+        }
+        free(sim->chan);
+        sim->chan  = t;
+        sim->nchan = n;
+    }
+    for (k = (int)(key % (uint64_t)sim->nchan); sim->chan[k].key != 0;
+         k = (k + 1) % sim->nchan) {
+        if (sim->chan[k].key == key) {
+            return &sim->chan[k];
+        }
+    }
+    sim->chan[k].key = key;
+    sim->used++;
+    return &sim->chan[k];
+}
+
+static svp_status_t plan_chan_push(plan_chan_t *c, int j, int step, double at)
+{
+    if (c == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
     if (c->count == c->capacity) {
         int         cap = c->capacity > 0 ? 2 * c->capacity : 16;
         plan_msg_t *q   = malloc((size_t)cap * sizeof(*q));
@@ -110,23 +160,13 @@ static svp_status_t plan_chan_push(plan_chan_t *c, int j, double at)
         c->head     = 0;
         c->capacity = cap;
     }
-    c->q[(c->head + c->count) % c->capacity] = (plan_msg_t){j, at};
+    c->q[(c->head + c->count) % c->capacity] = (plan_msg_t){j, step, at};
     c->count++;
     return SVP_OK;
 }
 
-/* The channel of a message from rank `from` to rank `to`. */
-static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from,
-                              int to)
-{
-    int W = sim->p->world;
-
-    return (msg == SVP_SCHEDULE_MSG_LATENT) ? &sim->chan[to] :
-           (msg == SVP_SCHEDULE_MSG_INIT) ? &sim->chan[W + from] :
-           &sim->chan[2 * W + to];
-}
-
-/* A task of the rank: its cost on its clock, and the counts. */
+/* A task of sim rank r: its cost on its clock, and (lane 0) the position's
+ * counts. */
 static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
 {
     plan_rank_sim_t *rs = &sim->rank[r];
@@ -134,86 +174,114 @@ static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
     if (cost <= 0) {
         return;
     }
-    rs->t                       += cost;
-    sim->res->ranks[r].busy_s   += cost;
-    sim->res->ranks[r].finish_s  = rs->t;
-    sim->res->makespan_s         = fmax(sim->res->makespan_s, rs->t);
-    sim->res->events++;
-    *count += by;
+    rs->t               += cost;
+    sim->res->makespan_s = fmax(sim->res->makespan_s, rs->t);
+    if (r % sim->C == 0) {
+        sim->res->ranks[r / sim->C].busy_s   += cost;
+        sim->res->ranks[r / sim->C].finish_s  = rs->t;
+        sim->res->events++;
+        *count += by;
+    }
+}
+
+/* The sim rank of the action's peer. */
+static int plan_peer(const plan_sim_t *sim, const svp_schedule_action_t *a)
+{
+    return a->peer * sim->C + a->peer_lane;
 }
 
 static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_t *a)
 {
-    const svp_plan_params_t *p   = sim->p;
-    int                      W   = p->world, link = r * W + a->peer;
-    double                   hop = plan_link_s(p, r, a->peer);
+    const svp_plan_params_t *p    = sim->p;
+    int                      to   = plan_peer(sim, a), R = sim->R;
+    double                   hop  = plan_link_s(p, r, to, plan_msg_bytes(p, a->msg));
+    int                      W    = p->world, pf = r / sim->C, pt = a->peer;
 
-    if (!sim->link_used[link]) {
-        sim->link_used[link] = 1;
+    if (!sim->link_used[r * R + to]) {
+        sim->link_used[r * R + to] = 1;
         hop += p->costs.link_setup_s;
     }
-    sim->res->link_msgs[link] += 1;
-    sim->res->link_s[link]    += hop;
+    if (pf != pt) {             /* the positions' links (the report's) */
+        sim->res->link_msgs[pf * W + pt] += 1;
+        sim->res->link_s[pf * W + pt]    += hop;
+    }
     sim->rank[r].sent_at[a->slot] = sim->rank[r].t + hop;
-    return plan_chan_push(plan_chan(sim, a->msg, r, a->peer), a->j,
+    return plan_chan_push(plan_chan(sim, a->msg, r, to), a->j, a->step,
                           sim->rank[r].t + hop);
 }
 
-/* Runs one action of rank r; *blocked_p when it waits for a message not yet
- * sent. */
+/* A wait for a receive: *blocked_p when the message is not sent yet. */
+static svp_status_t plan_recv(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
+                              int *blocked_p)
+{
+    plan_chan_t *ch = plan_chan(sim, a->msg, plan_peer(sim, a), r);
+
+    if (ch == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    if (ch->count == 0) {
+        *blocked_p = 1;
+        return SVP_OK;
+    }
+    if (ch->q[ch->head].j != a->j || ch->q[ch->head].step != a->step) {
+        svp_error("plan: rank %d waits for sample %d (%s), sample %d came", r, a->j,
+                  svp_schedule_msg_name(a->msg), ch->q[ch->head].j);
+        return SVP_ERR_INTERNAL;
+    }
+    sim->rank[r].t = fmax(sim->rank[r].t, ch->q[ch->head].at);
+    ch->head       = (ch->head + 1) % ch->capacity;
+    ch->count--;
+    return SVP_OK;
+}
+
+/* Runs one action of sim rank r; *blocked_p when it waits for a message
+ * not yet sent. */
 static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
                              int *blocked_p)
 {
-    const svp_plan_costs_t *c   = &sim->p->costs;
-    plan_rank_sim_t        *rs  = &sim->rank[r];
-    svp_plan_rank_t        *out = &sim->res->ranks[r];
-    int                     k   = sim->p->steps / sim->p->world;
-    plan_chan_t            *ch;
+    const svp_plan_costs_t *c    = &sim->p->costs;
+    plan_rank_sim_t        *rs   = &sim->rank[r];
+    svp_plan_rank_t        *out  = &sim->res->ranks[r / sim->C];
+    int                     k    = sim->p->steps / sim->p->world, none = 0;
 
     *blocked_p = 0;
     switch (a->kind) {
     case SVP_SCHEDULE_POST_RECV:
+    case SVP_SCHEDULE_MERGE:
+    case SVP_SCHEDULE_DROP:
         break;
     case SVP_SCHEDULE_WAIT:
         if (a->msg == SVP_SCHEDULE_MSG_NONE) {
             rs->t = fmax(rs->t, rs->sent_at[a->slot]);
             break;
         }
-        ch = plan_chan(sim, a->msg, a->peer, r);
-        if (ch->count == 0) {
-            *blocked_p = 1;
-            break;
-        }
-        if (ch->q[ch->head].j != a->j) {
-            svp_error("plan: rank %d waits for sample %d, sample %d came", r, a->j,
-                      ch->q[ch->head].j);
-            return SVP_ERR_INTERNAL;
-        }
-        rs->t    = fmax(rs->t, ch->q[ch->head].at);
-        ch->head = (ch->head + 1) % ch->capacity;
-        ch->count--;
-        break;
+        return plan_recv(sim, r, a, blocked_p);
     case SVP_SCHEDULE_BEGIN:
-        sim->t_begin[a->j] = rs->t;
+        if (r % sim->C == 0) {
+            sim->t_begin[a->j] = rs->t;
+        }
         plan_task(sim, r, c->encode_s, &out->encodes, 1);
         break;
     case SVP_SCHEDULE_STEPS:
         plan_task(sim, r, k * c->step_s, &out->steps, k);
         break;
-    case SVP_SCHEDULE_PAIR_STEPS:
-        plan_task(sim, r, k * svp_plan_pair_step_s(sim->p), &out->steps, k);
+    case SVP_SCHEDULE_HALF:
+        /* one half of the guidance batch: half a step, first order */
+        plan_task(sim, r, c->step_s / 2, &out->steps, 1);
         break;
     case SVP_SCHEDULE_SEND:
         return plan_send(sim, r, a);
+    case SVP_SCHEDULE_SHARE:
+        /* half the decode's chunks; lane 0 counts the decode */
+        plan_task(sim, r, c->decode_s / 2, &out->decodes, 1);
+        break;
     case SVP_SCHEDULE_FINISH:
-        /* shared by a pair (peer set): half the chunks each, and lane 1's
-         * frames over the link (first order: the link's latency) */
-        plan_task(sim, r, (a->peer >= 0) ? c->decode_s / 2 + c->latency_s : c->decode_s,
-                  &out->decodes, 1);
+        plan_task(sim, r, (a->slot2 >= 0) ? 0 : c->decode_s,
+                  (a->slot2 >= 0) ? &none : &out->decodes, 1);
         sim->t_end[a->j] = rs->t;
         break;
-    case SVP_SCHEDULE_DROP:    /* lane 1: not simulated */
-        break;
+    case SVP_SCHEDULE_KIND_COUNT:
+        return SVP_ERR_INTERNAL;
     }
     return SVP_OK;
 }
@@ -253,13 +321,14 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
     svp_schedule_params_t    sp = {
         .placement = p->placement, .stages = p->world, .samples = p->samples,
         .inflight  = p->inflight > 0 ? p->inflight : 2,
-        .pairs     = p->pairs > 1 ? p->pairs : 1,
+        .pairs     = sim->C, .steps = p->steps / p->world,
     };
     svp_status_t             status;
-    int                      W = p->world, live = W, moved;
+    int                      R = sim->R, live = R, moved;
 
-    for (int r = 0; r < W; ++r) {
-        status = svp_schedule_iter_init(&sim->rank[r].it, &sp, r);
+    for (int r = 0; r < R; ++r) {
+        status = svp_schedule_iter_init_lane(&sim->rank[r].it, &sp, r / sim->C,
+                                             r % sim->C);
         if (status != SVP_OK) {
             return status;
         }
@@ -267,7 +336,7 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
     while (live > 0) {
         moved = 0;
         live  = 0;
-        for (int r = 0; r < W; ++r) {
+        for (int r = 0; r < R; ++r) {
             status = plan_turn(sim, r, &moved);
             if (status != SVP_OK) {
                 return status;
@@ -275,7 +344,7 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
             live += !sim->rank[r].done;
         }
         if (live > 0 && !moved) {
-            svp_error("plan: the schedule of %d ranks, %d samples deadlocks", W,
+            svp_error("plan: the schedule of %d ranks, %d samples deadlocks", R,
                       p->samples);
             return SVP_ERR_INTERNAL;
         }
@@ -288,15 +357,15 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
                                   svp_plan_result_t *res)
 {
     plan_sim_t   sim = {.p = p, .res = res};
-    int          W = p->world;
     svp_status_t status = SVP_ERR_NO_MEMORY;
 
-    sim.rank      = calloc((size_t)W, sizeof(*sim.rank));
-    sim.chan      = calloc((size_t)W * 3, sizeof(*sim.chan));
-    sim.link_used = calloc((size_t)W * W, sizeof(*sim.link_used));
+    sim.C         = (p->pairs > 1) ? p->pairs : 1;
+    sim.R         = p->world * sim.C;
+    sim.rank      = calloc((size_t)sim.R, sizeof(*sim.rank));
+    sim.link_used = calloc((size_t)sim.R * sim.R, sizeof(*sim.link_used));
     sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
     sim.t_end     = calloc((size_t)p->samples, sizeof(*sim.t_end));
-    if (sim.rank != NULL && sim.chan != NULL && sim.link_used != NULL &&
+    if (sim.rank != NULL && sim.link_used != NULL &&
         sim.t_begin != NULL && sim.t_end != NULL) {
         status = plan_sim_run(&sim);
     }
@@ -313,7 +382,7 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     }
     free(sim.t_begin);
     free(sim.t_end);
-    for (int k = 0; sim.chan != NULL && k < 3 * W; ++k) {
+    for (int k = 0; k < sim.nchan; ++k) {
         free(sim.chan[k].q);
     }
     free(sim.link_used);
@@ -358,7 +427,8 @@ static int plan_params_same(const svp_plan_params_t *a,
            a->placement == b->placement && a->inflight == b->inflight &&
            a->message_bytes == b->message_bytes &&
            a->first_rank == b->first_rank && a->pairs == b->pairs &&
-           a->half_bytes == b->half_bytes && x->step_s == y->step_s &&
+           a->half_bytes == b->half_bytes && a->share_bytes == b->share_bytes &&
+           x->step_s == y->step_s &&
            x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
            x->intra_node_gbps == y->intra_node_gbps &&
            x->inter_node_gbps == y->inter_node_gbps &&

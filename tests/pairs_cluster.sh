@@ -1,11 +1,13 @@
 #!/bin/bash
 # Guidance pairs (pipeline.guidance_parallel: 2) under a real local Slurm
 # cluster of 2 nodes, on the tiny SVD model (golden pipeline_tiny): a pair
-# across the nodes (sharing each decode) and 2 stages of pairs on 4 ranks
-# make latents and frames bit-identical to one process; a layout that does not fit is named with
-# the valid (G, S, C); a killed rank of a pair ends the job within seconds,
-# named, and the same job again resumes to the same outputs.  Runs inside
-# with-cluster.sh --nodes 2; prints TAP.
+# across the nodes (sharing each decode) makes latents within float32's
+# round-off of one process (which runs the guidance batch in one UNet call
+# where each rank of a pair runs its half: see close() below); 2 stages of pairs on 4 ranks
+# make latents and frames bit-identical to the pair's; a layout that does
+# not fit is named with the valid (G, S, C); a killed rank of a pair ends
+# the job within seconds, named, and the same job again resumes to the
+# pair's outputs.  Runs inside with-cluster.sh --nodes 2; prints TAP.
 set -u
 top=${SVP_TOP_SRCDIR:?}
 bld=${SVP_TOP_BUILDDIR:?}
@@ -41,13 +43,27 @@ run() {  # name, srun layout args, --set args...
     timeout -k 5 150 srun --mpi=pmix --kill-on-bad-exit=1 -W 120 $lay -O "$w" "$tmp/svd.yaml" \
         --set output.dir="$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
 }
-same() {  # other dir: latents and frames of the 3 samples, against one process
+same() {  # dir, reference dir: latents and frames of the 3 samples, bit for bit
     local i d f     # (frames 0-1 are the first decode chunk, frame 2 the second)
     for i in 0 1 2; do
         d=$(printf 'sample_%06d' "$i")
         for f in latents.safetensors frame_0000.png frame_0001.png frame_0002.png; do
-            cmp -s "$tmp/one/$d/$f" "$1/$d/$f" || return 1
+            cmp -s "$2/$d/$f" "$1/$d/$f" || return 1
         done
+    done
+}
+# The bound between a pair and one process is float32's own: one UNet call
+# of the guidance batch and two calls of a half each differ in the order of
+# their sums (1.9e-6 relative on this UNet, 1.6e-6 on unet_small: the golden
+# README's float32 floor is 1.3e-6 a forward), and the golden README
+# measures the float32 and float64 trajectories of this pipeline 3.6e-6
+# apart on the final latents.
+close() {  # dir: latents of the 3 samples within float32's drift of one process's
+    local i d
+    for i in 0 1 2; do
+        d=$(printf 'sample_%06d' "$i")
+        "$bld/src/tools/svdtool" compare "$1/$d/latents.safetensors" \
+            "$tmp/one/$d/latents.safetensors" --tol 3.6e-6 >>"$tmp/close.log" 2>&1 || return 1
     done
 }
 
@@ -58,23 +74,24 @@ same() {  # other dir: latents and frames of the 3 samples, against one process
 # and the pair shares each decode (rank 1 the second chunk)
 if run pair "-N 2 --ntasks-per-node=1" --set pipeline.guidance_parallel=2 \
        --set log.level=debug &&
-   same "$tmp/pair" &&
-   [ "$(grep -c 'sample [0-2]: a share of the decode received from rank 1' "$tmp/pair.log")" -eq 3 ] &&
+   close "$tmp/pair" &&
+   [ "$(grep -c "sample [0-2]: lane 1's share of the decode received from rank 1" "$tmp/pair.log")" -eq 3 ] &&
    grep -q "1 pipeline x 1 stage x 2 guidance halves (2 ranks)" "$tmp/pair.log" &&
    grep -q "r1 .*summary: 3 samples (0 finished here), 18 steps" "$tmp/pair.log" &&
    jq -e '.layout.guidance_parallel == 2' "$tmp/pair/run.json" >/dev/null 2>&1; then
-    ok "a pair on 2 nodes, the decode shared: latents and frames bit-identical to one process"
+    ok "a pair on 2 nodes, the decode shared: latents within float32 round-off of one process (relative at most $(awk '$6 > r { r = $6 } END { print r }' "$tmp/close.log"), bound 3.6e-6)"
 else
     nok "a pair on 2 nodes" "$tmp/pair.log"
+    sed 's/^/# /' "$tmp/close.log" 2>/dev/null
 fi
 
 # 2 stages of pairs on 4 ranks (W = 1 x 2 x 2)
 if run s2c2 "-N 2 --ntasks-per-node=2" --set pipeline.guidance_parallel=2 \
        --set pipeline.stages=2 &&
-   same "$tmp/s2c2" &&
+   same "$tmp/s2c2" "$tmp/pair" &&
    grep -q "1 pipeline x 2 stages x 2 guidance halves (4 ranks), 6 steps: 3 per stage" \
        "$tmp/s2c2.log"; then
-    ok "S=2, C=2 on 4 ranks: bit-identical to one process"
+    ok "S=2, C=2 on 4 ranks: bit-identical to one pair"
 else
     nok "S=2, C=2 on 4 ranks" "$tmp/s2c2.log"
 fi
@@ -116,8 +133,8 @@ else
     nok "rank 1 of a pair killed (pid '$pid', rc=$rc, ${dt}s)" "$tmp/kill.log"
 fi
 if run kill "-n 2" --set pipeline.guidance_parallel=2 &&
-   grep -q "resum\|skip" "$tmp/kill.log" && same "$tmp/kill"; then
-    ok "the same job again resumes: outputs bit-identical to one process"
+   grep -q "resum\|skip" "$tmp/kill.log" && same "$tmp/kill" "$tmp/pair"; then
+    ok "the same job again resumes: outputs bit-identical to the pair's"
 else
     nok "the same job again resumes" "$tmp/kill.log"
 fi

@@ -400,7 +400,8 @@ Test(check, steps_must_divide_over_the_ranks)
 /*
  * comm.deadline against the hand-off gaps: the fill no longer counts (rank 3
  * of 4 waits 2.4 s for its first input with 400 ms steps, more than a 2 s
- * deadline, and the job handles it); a gap of one stage plus the encode does.
+ * deadline, and the job handles it); a gap of one stage plus the encode does,
+ * as the schedule places them, for any G x S x C.
  */
 Test(check, deadline_against_handoff_gaps)
 {
@@ -428,6 +429,22 @@ Test(check, deadline_against_handoff_gaps)
     cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &costs),
                  SVP_OK, "%s", msg);
     cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 1.6, 1e-9);
+    /* 2 pipelines of 2 stages (G = 2): 4 steps a stage, not 8 / 4; the last
+     * rank's decode the longest */
+    spec->pipeline.stages    = 2;
+    spec->pipeline.placement = SVP_PLACEMENT_ENDS;
+    cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 4 * 0.4 + 0.5, 1e-9);
+    spec->comm.deadline = 1.5;
+    cr_assert_eq(svp_plan_deadline_warning(spec, &costs, msg, sizeof(msg)), 1);
+    cr_assert_not_null(strstr(msg, "(2.1 s: 4 steps of 0.4 s"), "%s", msg);
+    /* pairs (S = 2, C = 2): a lane's half of each of its 4 steps; the last
+     * position's shared finish, half the decode each */
+    spec->pipeline.guidance_parallel = 2;
+    cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 0.3 + 4 * 0.2, 1e-9);
+    spec->model.dummy.decode_ms = 1200;
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &costs),
+                 SVP_OK, "%s", msg);
+    cr_assert_float_eq(svp_plan_handoff_gap(spec, &costs), 4 * 0.2 + 0.6, 1e-9);
     svp_spec_destroy(spec);
 }
 

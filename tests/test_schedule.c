@@ -4,19 +4,26 @@
  * (tests/pipeline_cluster.sh), W = 6 with S = 1, 2, 3, 6 and 11 samples
  * (tests/layout_cluster.sh), shards and resumed lists (fewer samples), one
  * rank (tests/test_pipe.c, test_resume.c), the benchmark's W = 7 with 20 and
- * 42 samples; both placements and several comm.inflight.  The grid below
- * holds all of them.
+ * 42 samples; both placements and several comm.inflight; and guidance
+ * pairs (C = 2) with S = 1 .. 4.  The grid below holds all of them.
  *
- * For every group the S lists are run together by a strict interpreter:
- *   - a wait for a receive blocks until the peer has sent that sample, and
- *     a wait for a send until the peer has posted its receive (a rendezvous
- *     send, the strictest the comm may be): every list must run to its end
- *     (no deadlock) with every send received and every receive sent;
- *   - a slot is posted into, begun into or sent from only when nothing is
- *     pending on it and no sample lives in it (no frame reused in flight);
- *   - sample j is begun once, on the rank the spec's placement names, runs
- *     its steps once on every rank in order, and is finished once where the
- *     placement names; each rank ends its walk of j once (chain).
+ * For every group the S x C lists are run together by a strict interpreter:
+ *   - a wait for a receive blocks until the peer has sent that message
+ *     (kind, sample, step), and a wait for a send until the peer has posted
+ *     its receive (a rendezvous send, the strictest the comm may be): every
+ *     list must run to its end (no deadlock) with every send received and
+ *     every receive sent;
+ *   - a slot is posted into, begun into, written (HALF, SHARE) or sent from
+ *     only when nothing is pending on it and nothing lives in it (no frame
+ *     reused in flight), and a received HALF or SHARE is read (MERGE,
+ *     FINISH) from the slot it came into;
+ *   - sample j is begun once per lane, on the position the spec's placement
+ *     names, runs its steps once on every position in order (a pair: each
+ *     step a HALF and a MERGE on both lanes, the steps of the position in
+ *     order, one HALF message each way), and is finished once where the
+ *     placement names (a pair's last position: both lanes decode a SHARE,
+ *     lane 1's goes to lane 0, which finishes); each rank ends its walk of
+ *     j once (chain).
  */
 #include "pipe/schedule.h"
 
@@ -25,32 +32,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_W     8
+#define MAX_W     8          /* ranks of a group: S x C */
 #define MAX_N     48
+#define MAX_K     3          /* steps per position in the pair lists */
 
-enum { SLOT_FREE, SLOT_RECV, SLOT_HOLDS, SLOT_SEND };
+enum { SLOT_FREE, SLOT_RECV, SLOT_HOLDS, SLOT_DATA, SLOT_SEND };
 
 typedef struct {
-    int state, j, msg, peer;
+    int state, j, msg, peer, key;
 } slot_t;
 
 typedef struct {
     svp_schedule_iter_t          it;
     const svp_schedule_action_t *held;
-    svp_schedule_slots_t         slots;
     slot_t                       slot[SVP_SCHEDULE_MAX_SLOTS];
     int                          done, cur;     /* the sample being worked on */
+    int                          halves;        /* HALFs of cur so far */
+    int                          merges;        /* MERGEs of cur so far */
+    int                          shared;        /* cur's SHARE decoded */
 } rank_t;
 
 typedef struct {
     svp_schedule_params_t p;
+    int                   C, k;
     rank_t                rank[MAX_W];
-    /* [msg][from][to][j]: 1 sent, 2 received */
-    unsigned char         sent[4][MAX_W][MAX_W][MAX_N];
-    unsigned char         posted[4][MAX_W][MAX_W][MAX_N];
-    int                   begun[MAX_N], finished[MAX_N], chain[MAX_W][MAX_N];
-    int                   steps[MAX_N];   /* ranks that ran j's steps so far */
-    char                  what[128];
+    /* [msg][from][to][j * MAX_K + step index]: 1 sent, 2 received */
+    unsigned char         sent[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
+    unsigned char         posted[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
+    int                   begun[2][MAX_N], finished[MAX_N], chain[MAX_W][MAX_N];
+    int                   steps[2][MAX_N]; /* positions that ran j's steps */
+    char                  what[160];
 } group_t;
 
 /* The spec's rule, as pipe.h states it (not the function under test). */
@@ -64,124 +75,272 @@ static int spec_finisher(const svp_schedule_params_t *p, int j)
     return p->placement == SVP_PLACEMENT_SPREAD ? j % p->stages : p->stages - 1;
 }
 
-static int slot_ok(group_t *g, int r, const svp_schedule_action_t *a)
+/* The message key of an action: its sample and (HALF) its step's index. */
+static int msg_key(const group_t *g, const svp_schedule_action_t *a)
 {
-    cr_assert(a->slot >= 0 && a->slot < g->rank[r].slots.total,
+    if (a->msg == SVP_SCHEDULE_MSG_HALF) {
+        cr_assert(a->step >= 0 && a->step % g->k < MAX_K, "%s: a half at step %d",
+                  g->what, a->step);
+        return a->j * MAX_K + a->step % g->k;
+    }
+    cr_assert_eq(a->step, -1, "%s: a %s message with step %d", g->what,
+                 svp_schedule_msg_name(a->msg), a->step);
+    return a->j * MAX_K;
+}
+
+static slot_t *slot_of(group_t *g, int r, int slot, const svp_schedule_action_t *a)
+{
+    cr_assert(slot >= 0 && slot < g->rank[r].it.slots.total,
               "%s rank %d: %s of %d in slot %d of %d", g->what, r,
-              svp_schedule_kind_name(a->kind), a->j, a->slot, g->rank[r].slots.total);
+              svp_schedule_kind_name(a->kind), a->j, slot, g->rank[r].it.slots.total);
+    return &g->rank[r].slot[slot];
+}
+
+/* The peer's rank in the group (position x C + lane). */
+static int peer_of(const group_t *g, int r, const svp_schedule_action_t *a)
+{
+    int pos = r / g->C, lane = r % g->C;
+
+    cr_assert(a->peer >= 0 && a->peer < g->p.stages && a->peer_lane >= 0 &&
+              a->peer_lane < g->C, "%s rank %d: peer %d lane %d", g->what, r, a->peer,
+              a->peer_lane);
+    if (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
+        /* the other lane of the same position */
+        cr_assert(a->peer == pos && a->peer_lane == 1 - lane, "%s rank %d: a %s to "
+                  "position %d lane %d", g->what, r, svp_schedule_msg_name(a->msg),
+                  a->peer, a->peer_lane);
+    } else {
+        cr_assert(a->peer_lane == lane && a->peer != pos, "%s rank %d: a %s to "
+                  "position %d lane %d", g->what, r, svp_schedule_msg_name(a->msg),
+                  a->peer, a->peer_lane);
+    }
+    return a->peer * g->C + a->peer_lane;
+}
+
+static int step_wait(group_t *g, int r, const svp_schedule_action_t *a, slot_t *s)
+{
+    rank_t *rk = &g->rank[r];
+    int     peer, key;
+
+    cr_assert(s->state == SLOT_RECV || s->state == SLOT_SEND,
+              "%s rank %d: wait on idle slot %d", g->what, r, a->slot);
+    if (s->state == SLOT_SEND) {
+        cr_assert_eq(a->msg, SVP_SCHEDULE_MSG_NONE);
+        if (g->posted[s->msg][r][s->peer][s->key] == 0) {
+            return 0;   /* rendezvous: the receive is not posted yet */
+        }
+        s->state = SLOT_FREE;
+        return 1;
+    }
+    peer = peer_of(g, r, a);
+    key  = msg_key(g, a);
+    cr_assert(a->msg == s->msg && key == s->key && peer == s->peer,
+              "%s rank %d: wait for %d does not match the receive posted (%d)",
+              g->what, r, a->j, s->j);
+    if (g->sent[a->msg][peer][r][key] == 0) {
+        return 0;
+    }
+    cr_assert_eq(g->sent[a->msg][peer][r][key], 1, "%s: received twice", g->what);
+    g->sent[a->msg][peer][r][key] = 2;
+    if (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
+        cr_assert_eq(rk->cur, a->j, "%s rank %d: a %s of %d while %d is live", g->what,
+                     r, svp_schedule_msg_name(a->msg), a->j, rk->cur);
+        s->state = SLOT_DATA;
+        return 1;
+    }
+    s->state = SLOT_HOLDS;
+    rk->cur  = a->j;
+    rk->halves = rk->merges = rk->shared = 0;
     return 1;
+}
+
+static void step_send(group_t *g, int r, const svp_schedule_action_t *a, slot_t *s)
+{
+    rank_t *rk   = &g->rank[r];
+    int     peer = peer_of(g, r, a), key = msg_key(g, a);
+    int     data = (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE);
+
+    cr_assert(s->state == (data ? SLOT_DATA : SLOT_HOLDS) && s->j == a->j && rk->cur == a->j,
+              "%s rank %d: send of %d (%s) from slot %d that does not hold it",
+              g->what, r, a->j, svp_schedule_msg_name(a->msg), a->slot);
+    cr_assert_eq(g->sent[a->msg][r][peer][key], 0, "%s: sent twice", g->what);
+    g->sent[a->msg][r][peer][key] = 1;
+    *s = (slot_t){SLOT_SEND, a->j, a->msg, peer, key};
+    if (a->msg == SVP_SCHEDULE_MSG_SHARE) {
+        /* the share ends lane 1's walk: the sample's frame is free again */
+        for (int q = 0; q < rk->it.slots.total; ++q) {
+            if (rk->slot[q].state == SLOT_HOLDS && rk->slot[q].j == a->j) {
+                rk->slot[q].state = SLOT_FREE;
+            }
+        }
+    }
+    if (!data || a->msg == SVP_SCHEDULE_MSG_SHARE) {
+        rk->cur = -1;      /* the sample has left */
+    }
+}
+
+/* A lane's steps of j on its position: whole, or a pair's k halves. */
+static void steps_done(group_t *g, int r, int j)
+{
+    int pos = r / g->C, lane = r % g->C;
+
+    cr_assert_eq(g->steps[lane][j], pos, "%s: sample %d on position %d lane %d after "
+                 "%d positions", g->what, j, pos, lane, g->steps[lane][j]);
+    cr_assert(g->begun[lane][j] == 1);
+    g->steps[lane][j]++;
+}
+
+static void step_pair(group_t *g, int r, const svp_schedule_action_t *a, slot_t *s)
+{
+    rank_t *rk  = &g->rank[r];
+    int     pos = r / g->C;
+    slot_t *in;
+
+    cr_assert(g->C == 2, "%s rank %d: a %s in a list without pairs", g->what, r,
+              svp_schedule_kind_name(a->kind));
+    cr_assert_eq(rk->cur, a->j, "%s rank %d: %s of %d, %d is live", g->what, r,
+                 svp_schedule_kind_name(a->kind), a->j, rk->cur);
+    cr_assert(s != NULL && svp_schedule_slot_frame(&rk->it.slots, a->slot) ==
+              SVP_SCHEDULE_FRAME_HALF);
+    if (a->kind == SVP_SCHEDULE_HALF) {
+        cr_assert_eq(a->step, pos * g->k + rk->halves, "%s rank %d: half of step %d, "
+                     "%d due", g->what, r, a->step, pos * g->k + rk->halves);
+        cr_assert_eq(rk->halves, rk->merges, "%s rank %d: two halves unmerged", g->what, r);
+        cr_assert_eq(s->state, SLOT_FREE, "%s rank %d: half into busy slot %d", g->what,
+                     r, a->slot);
+        *s = (slot_t){SLOT_DATA, a->j, 0, -1, 0};
+        rk->halves++;
+        return;
+    }
+    cr_assert_eq(a->step, pos * g->k + rk->merges);
+    cr_assert_eq(rk->halves, rk->merges + 1, "%s rank %d: merge without its half",
+                 g->what, r);
+    in = slot_of(g, r, a->slot2, a);
+    cr_assert(in->state == SLOT_DATA && in->msg == SVP_SCHEDULE_MSG_HALF &&
+              in->key == msg_key(g, &(svp_schedule_action_t){.msg = SVP_SCHEDULE_MSG_HALF,
+                                                               .j = a->j, .step = a->step}),
+              "%s rank %d: merge of step %d without the other half in slot %d",
+              g->what, r, a->step, a->slot2);
+    in->state = SLOT_FREE;
+    if (++rk->merges == g->k) {
+        steps_done(g, r, a->j);
+    }
 }
 
 /* One action of rank r; 0 when it must wait for another rank. */
 static int step(group_t *g, int r, const svp_schedule_action_t *a)
 {
-    rank_t *rk = &g->rank[r];
-    slot_t *s  = (a->slot >= 0 && slot_ok(g, r, a)) ? &rk->slot[a->slot] : NULL;
-    int     S  = g->p.stages;
+    rank_t *rk   = &g->rank[r];
+    slot_t *s    = (a->slot >= 0) ? slot_of(g, r, a->slot, a) : NULL;
+    int     S    = g->p.stages, pos = r / g->C, lane = r % g->C;
 
     switch (a->kind) {
     case SVP_SCHEDULE_POST_RECV:
         cr_assert(s != NULL && s->state == SLOT_FREE, "%s rank %d: receive of %d "
                   "posted into busy slot %d", g->what, r, a->j, a->slot);
-        *s = (slot_t){SLOT_RECV, a->j, a->msg, a->peer};
-        g->posted[a->msg][a->peer][r][a->j]++;
+        *s = (slot_t){SLOT_RECV, a->j, a->msg, peer_of(g, r, a), msg_key(g, a)};
+        g->posted[a->msg][s->peer][r][s->key]++;
         break;
     case SVP_SCHEDULE_WAIT:
-        cr_assert(s != NULL && (s->state == SLOT_RECV || s->state == SLOT_SEND),
-                  "%s rank %d: wait on idle slot %d", g->what, r, a->slot);
-        if (s->state == SLOT_SEND) {
-            cr_assert_eq(a->msg, SVP_SCHEDULE_MSG_NONE);
-            if (g->posted[s->msg][r][s->peer][s->j] == 0) {
-                return 0;   /* rendezvous: the receive is not posted yet */
-            }
-            s->state = SLOT_FREE;
-            break;
-        }
-        cr_assert(a->msg == s->msg && a->j == s->j && a->peer == s->peer,
-                  "%s rank %d: wait for %d does not match the receive posted "
-                  "(%d)", g->what, r, a->j, s->j);
-        if (g->sent[a->msg][a->peer][r][a->j] == 0) {
-            return 0;
-        }
-        cr_assert_eq(g->sent[a->msg][a->peer][r][a->j], 1, "%s: received twice", g->what);
-        g->sent[a->msg][a->peer][r][a->j] = 2;
-        s->state = SLOT_HOLDS;
-        rk->cur  = a->j;
-        break;
+        cr_assert(s != NULL);
+        return step_wait(g, r, a, s);
     case SVP_SCHEDULE_BEGIN:
-        cr_assert_eq(spec_encoder(&g->p, a->j), r, "%s: sample %d begun on rank %d",
-                     g->what, a->j, r);
-        cr_assert_eq(g->begun[a->j]++, 0, "%s: sample %d begun twice", g->what, a->j);
+        cr_assert_eq(spec_encoder(&g->p, a->j), pos, "%s: sample %d begun on position %d",
+                     g->what, a->j, pos);
+        cr_assert_eq(g->begun[lane][a->j]++, 0, "%s: sample %d begun twice", g->what, a->j);
         cr_assert_eq(rk->cur, -1, "%s rank %d: begin while %d is live", g->what, r, rk->cur);
         if (s != NULL) {
             cr_assert_eq(s->state, SLOT_FREE, "%s rank %d: begin into busy slot %d",
                          g->what, r, a->slot);
-            *s = (slot_t){SLOT_HOLDS, a->j, 0, -1};
+            *s = (slot_t){SLOT_HOLDS, a->j, 0, -1, 0};
         }
-        rk->cur = a->j;
+        rk->cur    = a->j;
+        rk->halves = rk->merges = rk->shared = 0;
         break;
     case SVP_SCHEDULE_STEPS:
+        cr_assert(g->C == 1, "%s rank %d: whole steps on a pair", g->what, r);
         cr_assert_eq(rk->cur, a->j, "%s rank %d: steps of %d, %d is live", g->what, r,
                      a->j, rk->cur);
-        cr_assert_eq(g->steps[a->j], r, "%s: sample %d on rank %d after %d ranks",
-                     g->what, a->j, r, g->steps[a->j]);
-        cr_assert(g->begun[a->j] == 1);
-        g->steps[a->j]++;
+        steps_done(g, r, a->j);
+        break;
+    case SVP_SCHEDULE_HALF:
+    case SVP_SCHEDULE_MERGE:
+        step_pair(g, r, a, s);
         break;
     case SVP_SCHEDULE_SEND:
-        cr_assert(s != NULL && s->state == SLOT_HOLDS && s->j == a->j && rk->cur == a->j,
-                  "%s rank %d: send of %d from slot %d that does not hold it",
-                  g->what, r, a->j, a->slot);
-        cr_assert(a->peer >= 0 && a->peer < S && a->peer != r);
-        cr_assert_eq(g->sent[a->msg][r][a->peer][a->j], 0, "%s: sent twice", g->what);
-        g->sent[a->msg][r][a->peer][a->j] = 1;
-        *s      = (slot_t){SLOT_SEND, a->j, a->msg, a->peer};
-        rk->cur = -1;
+        cr_assert(s != NULL);
+        step_send(g, r, a, s);
+        break;
+    case SVP_SCHEDULE_SHARE:
+        cr_assert(g->C == 2 && rk->cur == a->j && g->steps[lane][a->j] == S &&
+                  !rk->shared && spec_finisher(&g->p, a->j) == pos && pos == S - 1,
+                  "%s rank %d: share of %d", g->what, r, a->j);
+        cr_assert((lane == 1) == (s != NULL), "%s rank %d: lane %d's share in slot %d",
+                  g->what, r, lane, a->slot);
+        if (s != NULL) {
+            cr_assert(s->state == SLOT_FREE && svp_schedule_slot_frame(&rk->it.slots,
+                      a->slot) == SVP_SCHEDULE_FRAME_SHARE);
+            *s = (slot_t){SLOT_DATA, a->j, 0, -1, 0};
+        }
+        rk->shared = 1;
         break;
     case SVP_SCHEDULE_FINISH:
-        cr_assert_eq(spec_finisher(&g->p, a->j), r, "%s: sample %d finished on rank "
-                     "%d", g->what, a->j, r);
-        cr_assert_eq(g->steps[a->j], S, "%s: sample %d finished after %d of %d "
-                     "stages", g->what, a->j, g->steps[a->j], S);
+        cr_assert_eq(lane, 0, "%s rank %d: lane 1 finishes", g->what, r);
+        cr_assert_eq(spec_finisher(&g->p, a->j), pos, "%s: sample %d finished on position "
+                     "%d", g->what, a->j, pos);
+        cr_assert_eq(g->steps[0][a->j], S, "%s: sample %d finished after %d of %d "
+                     "stages", g->what, a->j, g->steps[0][a->j], S);
         cr_assert_eq(g->finished[a->j]++, 0, "%s: sample %d finished twice", g->what, a->j);
         cr_assert_eq(rk->cur, a->j);
+        if (a->slot2 >= 0) {
+            slot_t *in = slot_of(g, r, a->slot2, a);
+
+            cr_assert(rk->shared && in->state == SLOT_DATA &&
+                      in->msg == SVP_SCHEDULE_MSG_SHARE && in->j == a->j,
+                      "%s rank %d: a shared finish of %d without both shares", g->what,
+                      r, a->j);
+            in->state = SLOT_FREE;
+        } else {
+            /* a pair's last position shares its finishes; a final's
+             * finisher (spread) finishes alone */
+            cr_assert(g->C == 1 || pos != S - 1, "%s rank %d: the last position of a "
+                      "pair finishes %d alone", g->what, r, a->j);
+        }
         if (s != NULL) {
             cr_assert(s->state == SLOT_HOLDS && s->j == a->j);
             s->state = SLOT_FREE;
         }
         rk->cur = -1;
         break;
-    case SVP_SCHEDULE_PAIR_STEPS:
     case SVP_SCHEDULE_DROP:
-        cr_assert_fail("%s rank %d: a %s in a list without pairs", g->what, r,
-                       svp_schedule_kind_name(a->kind));
+        cr_assert(lane == 1 && rk->cur == a->j && pos == S - 1 &&
+                  spec_finisher(&g->p, a->j) != pos, "%s rank %d: drop of %d", g->what,
+                  r, a->j);
+        cr_assert(s != NULL && s->state == SLOT_HOLDS && s->j == a->j);
+        s->state = SLOT_FREE;
+        rk->cur  = -1;
         break;
+    case SVP_SCHEDULE_KIND_COUNT:
+        cr_assert_fail("%s rank %d: no such kind", g->what, r);
     }
-    if ((a->kind == SVP_SCHEDULE_SEND || a->kind == SVP_SCHEDULE_FINISH) && a->chain) {
+    if (a->chain) {
+        cr_assert(a->kind == SVP_SCHEDULE_SEND || a->kind == SVP_SCHEDULE_FINISH ||
+                  a->kind == SVP_SCHEDULE_DROP);
         cr_assert_eq(g->chain[r][a->j]++, 0, "%s rank %d: walk of %d ended twice",
                      g->what, r, a->j);
     }
     return 1;
 }
 
-static void check_group(svp_placement_t placement, int S, int n, int inflight)
+/* Runs the group's lists together to their ends. */
+static void run_group(group_t *g)
 {
-    group_t *g = calloc(1, sizeof(*g));
-    int      live = S, moved;
+    int R = g->p.stages * g->C, live = R, moved;
 
-    cr_assert_not_null(g);
-    g->p = (svp_schedule_params_t){placement, S, n, inflight, 1};
-    snprintf(g->what, sizeof(g->what), "S=%d n=%d inflight=%d %s", S, n, inflight,
-             placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends");
-    for (int r = 0; r < S; ++r) {
-        cr_assert_eq(svp_schedule_iter_init(&g->rank[r].it, &g->p, r), SVP_OK);
-        svp_schedule_slots(&g->p, r, &g->rank[r].slots);
-        g->rank[r].cur = -1;
-    }
     while (live > 0) {
         moved = 0;
         live  = 0;
-        for (int r = 0; r < S; ++r) {
+        for (int r = 0; r < R; ++r) {
             rank_t *rk = &g->rank[r];
 
             while (!rk->done) {
@@ -200,36 +359,69 @@ static void check_group(svp_placement_t placement, int S, int n, int inflight)
         }
         cr_assert(live == 0 || moved, "%s: deadlock", g->what);
     }
+}
+
+static void check_group_c(svp_placement_t placement, int S, int n, int inflight, int C,
+                          int k)
+{
+    group_t *g = calloc(1, sizeof(*g));
+    int      R = S * C, n_fin;
+
+    cr_assert_not_null(g);
+    cr_assert(R <= MAX_W && n <= MAX_N && k <= MAX_K);
+    g->p = (svp_schedule_params_t){placement, S, n, inflight, C, k};
+    g->C = C;
+    g->k = k;
+    snprintf(g->what, sizeof(g->what), "S=%d C=%d k=%d n=%d inflight=%d %s", S, C, k, n,
+             inflight, placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends");
+    for (int r = 0; r < R; ++r) {
+        cr_assert_eq(svp_schedule_iter_init_lane(&g->rank[r].it, &g->p, r / C, r % C),
+                     SVP_OK);
+        g->rank[r].cur = -1;
+    }
+    run_group(g);
     for (int j = 0; j < n; ++j) {
-        cr_assert_eq(g->begun[j], 1, "%s: sample %d never begun", g->what, j);
+        for (int lane = 0; lane < C; ++lane) {
+            cr_assert_eq(g->begun[lane][j], 1, "%s: sample %d never begun on lane %d",
+                         g->what, j, lane);
+            cr_assert_eq(g->steps[lane][j], S, "%s: sample %d: %d of %d positions ran "
+                         "its steps on lane %d", g->what, j, g->steps[lane][j], S, lane);
+        }
         cr_assert_eq(g->finished[j], 1, "%s: sample %d never finished", g->what, j);
-        for (int r = 0; r < S; ++r) {
+        for (int r = 0; r < R; ++r) {
             cr_assert_eq(g->chain[r][j], 1, "%s: rank %d's walk of %d", g->what, r, j);
         }
     }
-    for (int m = 1; m < 4; ++m) {
-        for (int a = 0; a < S; ++a) {
-            for (int b = 0; b < S; ++b) {
-                for (int j = 0; j < n; ++j) {
-                    cr_assert(g->sent[m][a][b][j] != 1, "%s: message %d of %d from "
-                              "%d to %d never received", g->what, m, j, a, b);
-                    cr_assert_eq(g->posted[m][a][b][j], g->sent[m][a][b][j] ? 1 : 0,
-                                 "%s: receive of %d from %d to %d (kind %d) without "
-                                 "its send", g->what, j, a, b, m);
+    for (int m = 1; m < SVP_SCHEDULE_MSG_COUNT; ++m) {
+        for (int a = 0; a < R; ++a) {
+            for (int b = 0; b < R; ++b) {
+                for (int x = 0; x < n * MAX_K; ++x) {
+                    cr_assert(g->sent[m][a][b][x] != 1, "%s: %s message of %d from "
+                              "%d to %d never received", g->what,
+                              svp_schedule_msg_name(m), x / MAX_K, a, b);
+                    cr_assert_eq(g->posted[m][a][b][x], g->sent[m][a][b][x] ? 1 : 0,
+                                 "%s: receive of %d from %d to %d (%s) without "
+                                 "its send", g->what, x / MAX_K, a, b,
+                                 svp_schedule_msg_name(m));
                 }
             }
         }
     }
-    for (int r = 0; r < S; ++r) {
-        for (int k = 0; k < g->rank[r].slots.total; ++k) {
-            cr_assert_eq(g->rank[r].slot[k].state, SLOT_FREE, "%s rank %d: slot %d "
-                         "still busy at the end", g->what, r, k);
+    for (int r = 0; r < R; ++r) {
+        for (int q = 0; q < g->rank[r].it.slots.total; ++q) {
+            cr_assert_eq(g->rank[r].slot[q].state, SLOT_FREE, "%s rank %d: slot %d "
+                         "still busy at the end", g->what, r, q);
         }
-        cr_assert_eq(svp_schedule_finishes(&g->p, r),
-                     (int)(placement == SVP_PLACEMENT_SPREAD ? (n - r + S - 1) / S :
-                           (r == S - 1) * n));
+        n_fin = (placement == SVP_PLACEMENT_SPREAD) ? (n - r / C + S - 1) / S :
+                (r / C == S - 1) * n;
+        cr_assert_eq(svp_schedule_finishes(&g->p, r / C), n_fin);
     }
     free(g);
+}
+
+static void check_group(svp_placement_t placement, int S, int n, int inflight)
+{
+    check_group_c(placement, S, n, inflight, 1, 1);
 }
 
 Test(schedule, every_layout_of_the_tests)
@@ -307,7 +499,7 @@ Test(schedule, one_list_by_hand)
         {SVP_SCHEDULE_WAIT, 0, -1, 2, -1, -1},
         {SVP_SCHEDULE_WAIT, 0, -1, 5, -1, -1},
     };
-    svp_schedule_params_t        p = {SVP_PLACEMENT_SPREAD, 3, 4, 1, 1};
+    svp_schedule_params_t        p = {SVP_PLACEMENT_SPREAD, 3, 4, 1, 1, 1};
     svp_schedule_iter_t          it;
     const svp_schedule_action_t *a;
 
@@ -328,7 +520,7 @@ Test(schedule, one_list_by_hand)
 Test(schedule, rejects_bad_parameters)
 {
     svp_schedule_iter_t   it;
-    svp_schedule_params_t p = {SVP_PLACEMENT_ENDS, 2, 3, 0, 1};
+    svp_schedule_params_t p = {SVP_PLACEMENT_ENDS, 2, 3, 0, 1, 1};
 
     cr_assert_eq(svp_schedule_iter_init(&it, &p, 0), SVP_ERR_INVALID_PARAM);
     p.inflight = 65;
@@ -338,88 +530,50 @@ Test(schedule, rejects_bad_parameters)
 }
 
 /*
- * Guidance pairs (C = 2): lane 0 runs the list of C = 1 with PAIR_STEPS in
- * place of STEPS, and its FINISHes on the last position shared (peer set);
- * lane 1 the same without finals (no FINAL message: a DROP where lane 0
- * sends one); both lanes run their PAIR_STEPS and shared FINISHes in the
- * same order (so each exchange finds its other half), and end each walk
- * once.
+ * Guidance pairs (C = 2), by the strict interpreter above: both lanes of
+ * every position, HALF and SHARE as actions and messages; and, beside the
+ * pair's actions, lane 0 runs the list of C = 1.
  */
-static int pair_next(svp_schedule_iter_t *it, svp_schedule_action_t *a)
+static int is_pairs_own(const svp_schedule_action_t *a, const svp_schedule_slots_t *sl)
 {
-    const svp_schedule_action_t *n = svp_schedule_iter_next(it);
-
-    if (n != NULL) {
-        *a = *n;
-    }
-    return n != NULL;
+    return a->kind == SVP_SCHEDULE_HALF || a->kind == SVP_SCHEDULE_MERGE ||
+           a->kind == SVP_SCHEDULE_SHARE || a->msg == SVP_SCHEDULE_MSG_HALF ||
+           a->msg == SVP_SCHEDULE_MSG_SHARE ||
+           (a->slot >= 0 && svp_schedule_slot_frame(sl, a->slot) != SVP_SCHEDULE_FRAME_SAMPLE);
 }
 
-static void check_pairs(svp_placement_t placement, int S, int n, int inflight)
+static void check_lane0(svp_placement_t placement, int S, int n, int inflight)
 {
-    svp_schedule_params_t p = {placement, S, n, inflight, 1};
-    svp_schedule_iter_t   one, l0, l1;
-    svp_schedule_action_t a, b;
-    int                   r, steps0[2 * MAX_N], steps1[2 * MAX_N], k0, k1, chain1, more;
-    int                   pair_steps;
+    svp_schedule_params_t        p1 = {placement, S, n, inflight, 1, 2};
+    svp_schedule_params_t        p2 = {placement, S, n, inflight, 2, 2};
+    svp_schedule_iter_t          one, l0;
+    const svp_schedule_action_t *a, *b;
 
-    for (r = 0; r < S; ++r) {
-        p.pairs = 1;
-        cr_assert_eq(svp_schedule_iter_init(&one, &p, r), SVP_OK);
-        p.pairs = 2;
-        cr_assert_eq(svp_schedule_iter_init_lane(&l0, &p, r, 0), SVP_OK);
-        cr_assert_eq(svp_schedule_iter_init_lane(&l1, &p, r, 1), SVP_OK);
-        k0 = 0;
-        while ((more = pair_next(&one, &a)) != 0) {
-            cr_assert(pair_next(&l0, &b), "S=%d n=%d rank %d: lane 0 ends early", S, n, r);
-            if (a.kind == SVP_SCHEDULE_STEPS) {
-                cr_assert(b.kind == SVP_SCHEDULE_PAIR_STEPS && b.msg == SVP_SCHEDULE_MSG_HALF &&
-                          b.peer == r && b.j == a.j && b.slot == a.slot);
-                steps0[k0++] = b.j;
-            } else if (a.kind == SVP_SCHEDULE_FINISH && b.peer >= 0) {
-                /* shared with lane 1: on the last position, where j's walk ends */
-                cr_assert(b.kind == a.kind && b.j == a.j && b.chain && r == S - 1 &&
-                          b.peer == r, "S=%d n=%d rank %d", S, n, r);
-                cr_assert(k0 < 2 * MAX_N);
-                steps0[k0++] = -1 - b.j;
-            } else {
-                cr_assert(memcmp(&a, &b, sizeof(a)) == 0, "S=%d n=%d rank %d: lane 0 "
-                          "differs from one rank's list at a %s", S, n, r,
-                          svp_schedule_kind_name(a.kind));
+    for (int r = 0; r < S; ++r) {
+        cr_assert_eq(svp_schedule_iter_init(&one, &p1, r), SVP_OK);
+        cr_assert_eq(svp_schedule_iter_init_lane(&l0, &p2, r, 0), SVP_OK);
+        while ((a = svp_schedule_iter_next(&one)) != NULL) {
+            do {
+                b = svp_schedule_iter_next(&l0);
+                cr_assert_not_null(b, "S=%d n=%d rank %d: lane 0 ends early", S, n, r);
+            } while (is_pairs_own(b, &l0.slots));
+            if (a->kind == SVP_SCHEDULE_STEPS) {
+                /* the steps are the pair's: the next of the C = 1 list follows */
+                cr_assert(b->j == a->j && b->kind != SVP_SCHEDULE_STEPS);
+                a = svp_schedule_iter_next(&one);
+                cr_assert_not_null(a);
             }
+            cr_assert(a->kind == b->kind && a->msg == b->msg && a->j == b->j &&
+                      a->slot == b->slot && a->peer == b->peer &&
+                      a->due_stages == b->due_stages && a->chain == b->chain,
+                      "S=%d n=%d rank %d: lane 0's %s of %d differs from one rank's %s",
+                      S, n, r, svp_schedule_kind_name(b->kind), b->j,
+                      svp_schedule_kind_name(a->kind));
         }
-        cr_assert(!pair_next(&l0, &b));
-        k1 = chain1 = 0;
-        while (pair_next(&l1, &b)) {
-            cr_assert(b.kind != SVP_SCHEDULE_STEPS && b.msg != SVP_SCHEDULE_MSG_FINAL &&
-                      (b.kind != SVP_SCHEDULE_FINISH || b.peer == r),
-                      "S=%d n=%d rank %d lane 1: a %s", S, n, r,
-                      svp_schedule_kind_name(b.kind));
-            cr_assert(b.slot < l1.slots.total);
-            if (b.kind == SVP_SCHEDULE_PAIR_STEPS) {
-                cr_assert(k1 < 2 * MAX_N);
-                steps1[k1++] = b.j;
-            }
-            if (b.kind == SVP_SCHEDULE_FINISH) {
-                cr_assert(k1 < 2 * MAX_N);
-                steps1[k1++] = -1 - b.j;
-            }
-            if (b.kind == SVP_SCHEDULE_DROP) {
-                cr_assert(b.chain && r == S - 1);
-            }
-            chain1 += b.chain;
+        while ((b = svp_schedule_iter_next(&l0)) != NULL) {
+            cr_assert(is_pairs_own(b, &l0.slots), "S=%d n=%d rank %d: lane 0 goes on",
+                      S, n, r);
         }
-        cr_assert_eq(l1.slots.final, 0);
-        pair_steps = 0;
-        for (int q = 0; q < k0; ++q) {
-            pair_steps += (steps0[q] >= 0);
-        }
-        cr_assert_eq(pair_steps, n);
-        cr_assert_eq(k1, k0, "S=%d n=%d rank %d: %d pair steps on lane 0, %d on lane 1",
-                     S, n, r, k0, k1);
-        cr_assert(memcmp(steps0, steps1, (size_t)k0 * sizeof(int)) == 0,
-                  "S=%d n=%d rank %d: the lanes' steps in another order", S, n, r);
-        cr_assert_eq(chain1, n, "S=%d n=%d rank %d: lane 1 ends %d walks", S, n, r, chain1);
     }
 }
 
@@ -430,19 +584,107 @@ Test(schedule, guidance_pairs)
     for (int S = 1; S <= 4; ++S) {
         for (int pl = 0; pl < 2; ++pl) {
             for (size_t k = 0; k < sizeof(samples) / sizeof(samples[0]); ++k) {
-                check_pairs(pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS, S,
-                            samples[k], 1 + (int)k % 3);
+                svp_placement_t place = pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
+
+                for (int steps = 1; steps <= MAX_K; ++steps) {
+                    check_group_c(place, S, samples[k], 1 + (int)k % 3, 2, steps);
+                }
+                check_lane0(place, S, samples[k], 1 + (int)k % 3);
             }
         }
     }
     /* a lane out of range, or more than two */
     {
-        svp_schedule_params_t p = {SVP_PLACEMENT_SPREAD, 2, 4, 2, 2};
+        svp_schedule_params_t p = {SVP_PLACEMENT_SPREAD, 2, 4, 2, 2, 1};
         svp_schedule_iter_t   it;
 
         cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 2), SVP_ERR_INVALID_PARAM);
         p.pairs = 3;
         cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 1), SVP_ERR_INVALID_PARAM);
+    }
+}
+
+/*
+ * A pair's step and shared finish, written out: position 0 of S = 1, C = 2,
+ * one sample, two steps, lanes 0 and 1 (slots: half out 0, in 1, share 2).
+ */
+Test(schedule, pair_list_by_hand)
+{
+    static const struct {
+        svp_schedule_kind_t kind; int msg, step, slot, slot2, peer_lane, chain;
+    } want[2][12] = {{
+        {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 0, 0},
+        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
+        {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 0, 0},
+        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 1, 0},
+        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
+        {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 0, 0},
+        {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 0, 0},
+        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
+        {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 0, 0},
+        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 1, 0},
+        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
+        {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 0, 0},
+    }, {
+        {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 1, 0},
+        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
+        {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 1, 0},
+        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 0, 0},
+        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
+        {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 1, 0},
+        {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 1, 0},
+        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
+        {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 1, 0},
+        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 0, 0},
+        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
+        {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 1, 0},
+    }};
+    static const struct {
+        svp_schedule_kind_t kind; int msg, slot, slot2, peer_lane, chain;
+    } fin[2][5] = {{
+        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
+        {SVP_SCHEDULE_SHARE, 0, -1, -1, 0, 0},
+        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
+        {SVP_SCHEDULE_FINISH, 0, -1, 2, 0, 1},
+        {SVP_SCHEDULE_WAIT, 0, 0, -1, 0, 0},           /* the drain: the last half */
+    }, {
+        {SVP_SCHEDULE_SHARE, 0, 2, -1, 1, 0},
+        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_SHARE, 2, -1, 0, 1},
+        {SVP_SCHEDULE_WAIT, 0, 0, -1, 1, 0},
+        {SVP_SCHEDULE_WAIT, 0, 2, -1, 1, 0},
+    }};
+    static const int             nfin[2] = {5, 4};
+    svp_schedule_params_t        p = {SVP_PLACEMENT_ENDS, 1, 1, 2, 2, 2};
+    svp_schedule_iter_t          it;
+    const svp_schedule_action_t *a;
+
+    for (int lane = 0; lane < 2; ++lane) {
+        cr_assert_eq(svp_schedule_iter_init_lane(&it, &p, 0, lane), SVP_OK);
+        cr_assert(it.slots.half == 2 && it.slots.share == 1 && it.slots.total == 3);
+        for (int k = 0; k < 12; ++k) {
+            a = svp_schedule_iter_next(&it);
+            cr_assert_not_null(a);
+            cr_expect(a->kind == want[lane][k].kind && (int)a->msg == want[lane][k].msg &&
+                      a->step == want[lane][k].step && a->slot == want[lane][k].slot &&
+                      a->slot2 == want[lane][k].slot2 &&
+                      a->peer_lane == want[lane][k].peer_lane && a->chain == want[lane][k].chain &&
+                      a->j == ((a->kind == SVP_SCHEDULE_WAIT && a->msg == 0) ? -1 : 0) &&
+                      (a->kind != SVP_SCHEDULE_WAIT || a->msg == 0 || a->due_stages == 0),
+                      "lane %d action %d: %s msg %d step %d slot %d/%d peer lane %d", lane,
+                      k, svp_schedule_kind_name(a->kind), a->msg, a->step, a->slot, a->slot2,
+                      a->peer_lane);
+        }
+        for (int k = 0; k < nfin[lane]; ++k) {
+            a = svp_schedule_iter_next(&it);
+            cr_assert_not_null(a);
+            cr_expect(a->kind == fin[lane][k].kind && (int)a->msg == fin[lane][k].msg &&
+                      a->slot == fin[lane][k].slot && a->slot2 == fin[lane][k].slot2 &&
+                      a->peer_lane == fin[lane][k].peer_lane && a->chain == fin[lane][k].chain,
+                      "lane %d finishing action %d: %s msg %d slot %d/%d peer lane %d", lane,
+                      k, svp_schedule_kind_name(a->kind), a->msg, a->slot, a->slot2,
+                      a->peer_lane);
+        }
+        cr_assert_null(svp_schedule_iter_next(&it));
     }
 }
 

@@ -1,9 +1,10 @@
 /*
  * The executor (pipe.h): deals the job's samples to this rank's pipeline,
  * walks the schedule's actions for this rank (schedule.h) in one loop with
- * one switch (post, wait, begin, steps, send, finish, pair steps, drop),
- * runs the stage's callbacks for each, and keeps the progress lines, the
- * summary and the stop report's figures.
+ * one switch (post, wait, begin, steps, half, merge, send, share, finish,
+ * drop): it posts, waits and sends what the actions name, runs the stage's
+ * callbacks for the rest, and keeps the progress lines, the summary and
+ * the stop report's figures.  It holds no protocol of its own.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -16,24 +17,11 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "tensor/safetensors.h"
 
 #include <inttypes.h>
 #include <stdio.h>
-
 #include <stdlib.h>
 #include <string.h>
-
-void svp_sample_cleanup(svp_sample_t *sample)
-{
-    int i;
-
-    for (i = 0; i < sample->ntensors; ++i) {
-        svp_tensor_destroy(sample->tensors[i]);
-        sample->tensors[i] = NULL;
-    }
-    sample->ntensors = 0;
-}
 
 /* The schedule's message kinds go on the wire as the comm's kinds. */
 _Static_assert((int)SVP_SCHEDULE_MSG_LATENT == (int)SVP_COMM_KIND_LATENT,
@@ -46,39 +34,8 @@ typedef struct {
     svp_comm_req_h   req;
     int              is_send;
     int              sample;
+    size_t           bytes;     /* a half's or share's frame: its data's */
 } svp_pipe_slot_t;
-
-svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     const char *path)
-{
-    svp_safetensors_writer_h w;
-    char                     val[64];
-    svp_status_t             status;
-
-    status = svp_safetensors_writer_create(&w);
-    if (status != SVP_OK) {
-        return status;
-    }
-    status = svp_safetensors_writer_add(w, name, tensor);
-    if (status == SVP_OK) {
-        svp_safetensors_writer_add_metadata(w, "job", spec->name);
-        snprintf(val, sizeof(val), "%d", sample->index);
-        svp_safetensors_writer_add_metadata(w, "sample", val);
-        snprintf(val, sizeof(val), "%d", spec->steps);
-        svp_safetensors_writer_add_metadata(w, "steps", val);
-        snprintf(val, sizeof(val), "%" PRIu64, sample->seed);
-        svp_safetensors_writer_add_metadata(w, "seed", val);
-        svp_safetensors_writer_add_metadata(w, "model", model);
-        if (params != NULL) {
-            svp_safetensors_writer_add_metadata(w, "params", params);
-        }
-        status = svp_safetensors_writer_commit(w, path);
-    }
-    svp_safetensors_writer_destroy(w);
-    return status;
-}
 
 typedef struct {
     const svp_pipe_params_t *params;
@@ -102,74 +59,137 @@ typedef struct {
     svp_comm_mem_type_t      frame_mem;     /* where the frames live */
     int                      pairs;         /* C: ranks per position */
     int                      lane;          /* this rank's guidance half */
-    svp_comm_frame_h         half_send;     /* C = 2: the step's halves */
-    svp_comm_frame_h         half_recv;
-    double                   t_exchange;    /* seconds in the exchanges */
-    svp_comm_frame_h         fin_frame;     /* a shared finish's message */
-    size_t                   fin_bytes;
+    svp_schedule_slots_t     rings;         /* the slots' rings */
+    double                   t_step;        /* pairs: the step's time so far */
 } svp_pipe_t;
 
-/* The rank of position pos of the group, in this rank's lane. */
-static int svp_pipe_peer(const svp_pipe_t *p, int pos)
+/* The rank of the action's peer (a position of the group, in a lane). */
+static int svp_pipe_peer(const svp_pipe_t *p, const svp_schedule_action_t *a)
 {
-    return p->base + pos * p->pairs + p->lane;
+    return p->base + a->peer * p->pairs + a->peer_lane;
+}
+
+/* A slot's frame's data (the one tensor of a half or share frame), and
+ * its bytes; slot -1: none (NULL, 0). */
+static void *svp_pipe_slot_data(const svp_pipe_t *p, int slot)
+{
+    return (slot >= 0) ? svp_comm_frame_data(p->slots[slot].frame, 0) : NULL;
+}
+
+static size_t svp_pipe_slot_bytes(const svp_pipe_t *p, int slot)
+{
+    return (slot >= 0) ? p->slots[slot].bytes : 0;
 }
 
 /*
- * This rank's steps of the sample: the stage's step, or with pair (this
- * lane's half of a guidance pair) its step_pair, which exchanges the halves.
+ * One step's bookkeeping once it is done (seconds of work in it): the
+ * deadline's figure, the counts, the trace and the debug line.
  */
-static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s,
-                                   const svp_stage_pair_t *pair)
+static void svp_pipe_step_done(svp_pipe_t *p, svp_sample_t *s, int step, double dt)
 {
-    const svp_stage_t *stage = &p->params->stage;
-    svp_status_t       status;
-    double             t0, dt, sum = 0, tmin = 1e30, tmax = 0;
-    int                step;
-    char               half[32] = "";
+    svp_pipe_deadline_step(&p->dl, dt);
+    p->stats.busy += dt;
+    p->stats.steps_done++;
+    s->next_step = step + 1;
+    svp_trace_event(p->params->trace, "step", s->index, step,
+                    svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
+    svp_debug("sample %d step %d/%d%s %.1f ms", s->index, step + 1,
+              p->params->spec->steps, (p->pairs > 1) ? " (a pair's)" : "", dt * 1e3);
+}
 
-    if (s->next_step != p->range.begin) {
+/* Before a step: a stop, hand-offs in flight go on, and a peer whose
+ * teardown began gets its unmatched messages back (comm.h). */
+static svp_status_t svp_pipe_step_check(svp_pipe_t *p, const svp_sample_t *s, int step)
+{
+    if (svp_stop_signal() != 0) {
+        return SVP_ERR_CANCELED;
+    }
+    if (step == p->range.begin && s->next_step != p->range.begin) {
         svp_error("sample %d arrived at step %d, this rank runs [%d, %d)", s->index,
                   s->next_step, p->range.begin, p->range.end);
         return SVP_ERR_MESSAGE;
     }
-    if (pair != NULL) {
-        snprintf(half, sizeof(half), " (guidance half %d)", pair->lane);
+    if (p->params->comm != NULL) {
+        svp_comm_progress(p->params->comm);
     }
+    return SVP_OK;
+}
+
+/* This rank's steps of the sample (STEPS). */
+static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_status_t       status;
+    double             t0, dt, sum = 0;
+    int                step;
+
     for (step = p->range.begin; step < p->range.end; ++step) {
-        if (svp_stop_signal() != 0) {
-            return SVP_ERR_CANCELED;
-        }
-        /* between steps: hand-offs in flight go on, and a peer whose
-         * teardown began gets its unmatched messages back (comm.h) */
-        if (p->params->comm != NULL) {
-            svp_comm_progress(p->params->comm);
-        }
-        t0     = svp_clock_now();
-        status = (pair == NULL) ? stage->ops->step(stage->self, s, step) :
-                                  stage->ops->step_pair(stage->self, s, step, pair);
+        status = svp_pipe_step_check(p, s, step);
         if (status != SVP_OK) {
-            svp_log_failure(status, "sample %d step %d%s failed: %s", s->index, step, half,
-                      svp_status_string(status));
             return status;
         }
-        dt             = svp_clock_now() - t0;
-        svp_pipe_deadline_step(&p->dl, dt);
-        p->stats.busy += dt;
-        p->stats.steps_done++;
-        s->next_step = step + 1;
-        sum         += dt;
-        tmin         = SVP_MIN(tmin, dt);
-        tmax         = SVP_MAX(tmax, dt);
-        svp_trace_event(p->params->trace, "step", s->index, step,
-                        svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
-        svp_debug("sample %d step %d/%d%s %.1f ms", s->index, step + 1,
-                  p->params->spec->steps, half, dt * 1e3);
+        t0     = svp_clock_now();
+        status = stage->ops->step(stage->self, s, step);
+        if (status != SVP_OK) {
+            svp_log_failure(status, "sample %d step %d failed: %s", s->index, step,
+                            svp_status_string(status));
+            return status;
+        }
+        dt   = svp_clock_now() - t0;
+        sum += dt;
+        svp_pipe_step_done(p, s, step, dt);
     }
-    svp_debug("sample %d: steps [%d, %d) in %.3fs, per step %.1f/%.1f/%.1f ms "
-             "(min/mean/max)", s->index, p->range.begin, p->range.end, sum,
-             tmin * 1e3, sum / SVP_MAX(1, p->range.end - p->range.begin) * 1e3,
-             tmax * 1e3);
+    svp_debug("sample %d: steps [%d, %d) in %.3fs", s->index, p->range.begin,
+              p->range.end, sum);
+    return SVP_OK;
+}
+
+/*
+ * A pair's step in its two parts (HALF, MERGE): this lane's half into the
+ * slot's frame, which the schedule then sends; the step completed with the
+ * other lane's, received into slot2.  The exchange between is the
+ * schedule's; the step's time is the two parts'.
+ */
+static svp_status_t svp_pipe_half(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                  svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_status_t       status;
+    double             t0;
+
+    status = svp_pipe_step_check(p, s, a->step);
+    if (status != SVP_OK) {
+        return status;
+    }
+    t0     = svp_clock_now();
+    status = stage->ops->half(stage->self, s, a->step, p->lane,
+                              svp_pipe_slot_data(p, a->slot),
+                              svp_pipe_slot_bytes(p, a->slot));
+    p->t_step = svp_clock_now() - t0;
+    if (status != SVP_OK) {
+        svp_log_failure(status, "sample %d step %d (guidance half %d) failed: %s",
+                        s->index, a->step, p->lane, svp_status_string(status));
+    }
+    return status;
+}
+
+static svp_status_t svp_pipe_merge(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                   svp_sample_t *s)
+{
+    const svp_stage_t *stage = &p->params->stage;
+    svp_status_t       status;
+    double             t0 = svp_clock_now();
+
+    status = stage->ops->merge(stage->self, s, a->step, p->lane,
+                               svp_pipe_slot_data(p, a->slot),
+                               svp_pipe_slot_data(p, a->slot2),
+                               svp_pipe_slot_bytes(p, a->slot2));
+    if (status != SVP_OK) {
+        svp_log_failure(status, "sample %d step %d (guidance half %d) failed: %s",
+                        s->index, a->step, p->lane, svp_status_string(status));
+        return status;
+    }
+    svp_pipe_step_done(p, s, a->step, p->t_step + svp_clock_now() - t0);
     return SVP_OK;
 }
 
@@ -230,11 +250,12 @@ static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot,
     return status;
 }
 
-/* The step a message of this kind carries the sample at. */
-static int svp_pipe_msg_step(const svp_pipe_t *p, svp_schedule_msg_t msg)
+/* The step a message is tagged with (schedule.c's table). */
+static int svp_pipe_msg_step(const svp_pipe_t *p, const svp_schedule_action_t *a)
 {
-    return (msg == SVP_SCHEDULE_MSG_LATENT) ? p->range.begin :
-           (msg == SVP_SCHEDULE_MSG_INIT) ? 0 : p->params->spec->steps;
+    return (a->msg == SVP_SCHEDULE_MSG_LATENT) ? p->range.begin :
+           (a->msg == SVP_SCHEDULE_MSG_INIT) ? 0 :
+           (a->msg == SVP_SCHEDULE_MSG_HALF) ? a->step : p->params->spec->steps;
 }
 
 static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_t *a)
@@ -248,8 +269,8 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_
     }
     slot->is_send = 0;
     slot->sample  = p->idx[a->j];
-    return svp_comm_irecv(p->params->comm, svp_pipe_peer(p, a->peer), (unsigned)a->msg,
-                          (unsigned)p->idx[a->j], (unsigned)svp_pipe_msg_step(p, a->msg),
+    return svp_comm_irecv(p->params->comm, svp_pipe_peer(p, a), (unsigned)a->msg,
+                          (unsigned)p->idx[a->j], (unsigned)svp_pipe_msg_step(p, a),
                           slot->frame, &slot->req);
 }
 
@@ -258,16 +279,21 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
 {
     svp_pipe_slot_t *slot  = &p->slots[a->slot];
     size_t           bytes = svp_comm_frame_length(slot->frame);
-    int              peer  = svp_pipe_peer(p, a->peer);
+    int              peer  = svp_pipe_peer(p, a);
+    /* a sample's message carries it where it stands (the receiver's
+     * svp_pipe_msg_step); a half or a share the step it belongs to */
+    int              step  = (a->msg == SVP_SCHEDULE_MSG_HALF ||
+                              a->msg == SVP_SCHEDULE_MSG_SHARE) ?
+                             svp_pipe_msg_step(p, a) : s->next_step;
 
-    svp_debug("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
-             s->next_step, peer,
-             (a->msg == SVP_SCHEDULE_MSG_FINAL) ? "final" :
-             (a->msg == SVP_SCHEDULE_MSG_INIT) ? "encoded" : "latent", bytes);
+    if (a->msg != SVP_SCHEDULE_MSG_HALF) {
+        svp_debug("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
+                  step, peer, svp_schedule_msg_name(a->msg), bytes);
+    }
     slot->is_send = 1;
     slot->sample  = s->index;
     return svp_comm_isend(p->params->comm, peer, (unsigned)a->msg, (unsigned)s->index,
-                          (unsigned)s->next_step, slot->frame, &slot->req);
+                          (unsigned)step, slot->frame, &slot->req);
 }
 
 /* The sample's tensors as views into the slot's frame. */
@@ -311,23 +337,35 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
         timeout = svp_pipe_deadline_wait(&p->dl, a->due_stages, a->due_first);
     }
     status = svp_pipe_settle(p, slot, timeout);
-    if (status != SVP_OK || a->msg == SVP_SCHEDULE_MSG_NONE) {
+    if (status != SVP_OK && (a->msg == SVP_SCHEDULE_MSG_HALF ||
+                             a->msg == SVP_SCHEDULE_MSG_SHARE)) {
+        svp_log_failure(status, "sample %d step %d: the %s message from rank %d: %s",
+                        p->idx[a->j], svp_pipe_msg_step(p, a),
+                        svp_schedule_msg_name(a->msg), svp_pipe_peer(p, a),
+                        svp_status_string(status));
+    }
+    if (status == SVP_OK && a->msg == SVP_SCHEDULE_MSG_SHARE) {
+        svp_debug("sample %d: lane 1's share of the decode received from rank %d "
+                  "(%zu bytes)", p->idx[a->j], svp_pipe_peer(p, a), slot->bytes);
+    }
+    if (status != SVP_OK || a->msg == SVP_SCHEDULE_MSG_NONE ||
+        a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
         return status;
     }
     if (a->msg == SVP_SCHEDULE_MSG_INIT) {
         svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[a->j],
-                 svp_pipe_peer(p, a->peer), svp_clock_now() - t0);
+                 svp_pipe_peer(p, a), svp_clock_now() - t0);
     } else if (a->msg == SVP_SCHEDULE_MSG_LATENT) {
         svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
-                 "%.3fs)", p->idx[a->j], p->range.begin, svp_pipe_peer(p, a->peer),
+                 "%.3fs)", p->idx[a->j], p->range.begin, svp_pipe_peer(p, a),
                  svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
     } else {
         svp_debug("recv final sample %d from rank %d", p->idx[a->j],
-                  svp_pipe_peer(p, a->peer));
+                  svp_pipe_peer(p, a));
     }
     status = svp_pipe_view(p, slot, p->idx[a->j], s);
     if (status == SVP_OK) {
-        s->next_step = svp_pipe_msg_step(p, a->msg);
+        s->next_step = svp_pipe_msg_step(p, a);
     }
     return status;
 }
@@ -392,6 +430,37 @@ static void svp_pipe_slots_destroy(svp_pipe_t *p)
 }
 
 /*
+ * The frame of one slot (schedule.h svp_schedule_slot_frame): a sample's,
+ * in the stage's device memory where it has one; a pair's half (the
+ * latents' layout) or share (the stage's share_bytes()) in host memory.
+ */
+static svp_status_t svp_pipe_frame_create(svp_pipe_t *p, int slot, svp_comm_frame_h *frame_p,
+                                          size_t *bytes_p)
+{
+    const svp_pipe_params_t *pp = p->params;
+    svp_comm_frame_desc_t    desc;
+    size_t                   bytes;
+
+    memset(&desc, 0, sizeof(desc));
+    desc.num_tensors = 1;
+    switch (svp_schedule_slot_frame(&p->rings, slot)) {
+    case SVP_SCHEDULE_FRAME_SAMPLE:
+        *bytes_p = 0;
+        return svp_comm_frame_create(pp->comm, &p->desc, NULL, 0, p->frame_mem, frame_p);
+    case SVP_SCHEDULE_FRAME_HALF:
+        desc.tensors[0] = p->desc.tensors[0];
+        break;
+    case SVP_SCHEDULE_FRAME_SHARE:
+        bytes           = SVP_MAX(1, pp->stage.ops->share_bytes(pp->stage.self));
+        desc.tensors[0] = (svp_comm_tensor_desc_t){
+            .dtype = SVP_DTYPE_U8, .ndim = 1, .shape = {(int64_t)bytes}, .bytes = bytes};
+        break;
+    }
+    *bytes_p = desc.tensors[0].bytes;
+    return svp_comm_frame_create(pp->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, frame_p);
+}
+
+/*
  * The frames of the schedule's slots (none on one rank).  A sample's
  * tensors are views into its frame: it is received into the frame, computed
  * on in place and sent from it, so a latent is never copied on its way
@@ -400,15 +469,23 @@ static void svp_pipe_slots_destroy(svp_pipe_t *p)
 static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slots_t *slots)
 {
     const svp_pipe_params_t *pp = p->params;
-    svp_schedule_slots_t     ns = *slots;
+    const svp_stage_ops_t   *so = pp->stage.ops;
     svp_status_t             status;
     int                      i;
 
-    if (ns.total == 0) {
+    p->rings = *slots;
+    if (p->pairs > 1 && (so->half == NULL || so->merge == NULL || so->share == NULL ||
+                         so->share_bytes == NULL || so->finish_shared == NULL)) {
+        svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance halves",
+                  so->name);
+        return SVP_ERR_SPEC;
+    }
+    if (slots->total == 0) {
         return SVP_OK;
     }
     if (pp->comm == NULL) {
-        svp_error("internal: a %d-rank pipeline without a communication layer", p->sworld);
+        svp_error("internal: a %d-rank pipeline without a communication layer",
+                  p->sworld * p->pairs);
         return SVP_ERR_INTERNAL;
     }
     status = svp_pipe_layout(p);
@@ -418,14 +495,13 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slot
     /* a stage that computes on a device keeps a sample's frame there from
      * rank to rank; how it crosses is the comm's (comm.gpu_direct) */
     p->frame_mem = (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
-    p->slots     = calloc((size_t)ns.total, sizeof(*p->slots));
+    p->slots     = calloc((size_t)slots->total, sizeof(*p->slots));
     if (p->slots == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    for (i = 0; i < ns.total; ++i) {
+    for (i = 0; i < slots->total; ++i) {
         p->slots[i].sample = -1;
-        status = svp_comm_frame_create(pp->comm, &p->desc, NULL, 0, p->frame_mem,
-                                       &p->slots[i].frame);
+        status = svp_pipe_frame_create(p, i, &p->slots[i].frame, &p->slots[i].bytes);
         p->nslots += (status == SVP_OK);
         if (status != SVP_OK) {
             svp_pipe_slots_destroy(p);
@@ -490,96 +566,63 @@ out:
     return status;
 }
 
-/* The frame of a shared finish's message (svp_stage_finish_pair_t). */
-static void *svp_pipe_fin_buffer(void *ctx, size_t bytes)
+/*
+ * Calls a stage's finishing part, which takes host tensors: a sample on the
+ * device goes through a host copy.  share: the SHARE part (out, bytes: its
+ * message, or NULL), else the finish (theirs: lane 1's share, or NULL).
+ */
+static svp_status_t svp_pipe_finish_call(svp_pipe_t *p, svp_sample_t *s, int share,
+                                         void *buf, size_t bytes)
 {
-    svp_pipe_t           *p = ctx;
-    svp_comm_frame_desc_t desc;
+    const svp_stage_t *stage = &p->params->stage;
+    const svp_stage_ops_t *so = stage->ops;
+    svp_sample_t       host, *x = s;
+    svp_status_t       status = SVP_OK;
 
-    if (p->fin_frame != NULL && p->fin_bytes == bytes) {
-        return svp_comm_frame_data(p->fin_frame, 0);
-    }
-    svp_comm_frame_destroy(p->fin_frame);
-    p->fin_frame = NULL;
-    memset(&desc, 0, sizeof(desc));
-    desc.num_tensors = 1;
-    desc.tensors[0]  = (svp_comm_tensor_desc_t){
-        .dtype = SVP_DTYPE_U8, .ndim = 1, .shape = {(int64_t)bytes}, .bytes = bytes};
-    if (svp_comm_frame_create(p->params->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                              &p->fin_frame) != SVP_OK) {
-        p->fin_frame = NULL;
-        return NULL;
-    }
-    p->fin_bytes = bytes;
-    return svp_comm_frame_data(p->fin_frame, 0);
-}
-
-/* Lane 1 sends its share of the finish to lane 0, which receives it. */
-static svp_status_t svp_pipe_fin_transfer(void *ctx, int sample)
-{
-    svp_pipe_t    *p     = ctx;
-    int            other = p->base + p->srank * p->pairs + (1 - p->lane);
-    svp_comm_req_h req   = NULL;
-    svp_status_t   status;
-
-    if (p->lane == 1) {
-        status = svp_comm_isend(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
-                                (unsigned)sample, (unsigned)p->params->spec->steps,
-                                p->fin_frame, &req);
-    } else {
-        status = svp_comm_irecv(p->params->comm, other, SVP_SCHEDULE_MSG_SHARE,
-                                (unsigned)sample, (unsigned)p->params->spec->steps,
-                                p->fin_frame, &req);
+    memset(&host, 0, sizeof(host));
+    if (s->on_device) {
+        status = so->alloc(stage->self, s->index, &host);
+        if (status == SVP_OK) {
+            status = svp_stage_sample_copy(stage, &host, s);
+        }
+        x = &host;
     }
     if (status == SVP_OK) {
-        status = svp_comm_wait(p->params->comm, req, svp_pipe_deadline_wait(&p->dl, 0, 0));
+        status = share ? so->share(stage->self, x, p->lane, buf, bytes) :
+                 (buf != NULL) ? so->finish_shared(stage->self, x, buf, bytes) :
+                                 so->finish(stage->self, x);
     }
-    if (status != SVP_OK) {
-        svp_log_failure(status, "sample %d: the shared decode %s rank %d failed: %s", sample,
-                  (p->lane == 1) ? "to" : "from", other, svp_status_string(status));
-    } else {
-        svp_debug("sample %d: a share of the decode %s rank %d (%zu bytes)", sample,
-                  (p->lane == 1) ? "sent to" : "received from", other, p->fin_bytes);
-    }
+    svp_sample_cleanup(&host);
     return status;
+}
+
+/* A pair's share of a shared finish (SHARE): lane 1's into its message. */
+static svp_status_t svp_pipe_share(svp_pipe_t *p, const svp_schedule_action_t *a,
+                                   svp_sample_t *s)
+{
+    svp_status_t status;
+    double       t0 = svp_clock_now();
+
+    status = svp_pipe_finish_call(p, s, 1, svp_pipe_slot_data(p, a->slot),
+                                  svp_pipe_slot_bytes(p, a->slot));
+    if (status != SVP_OK) {
+        svp_log_failure(status, "sample %d: decoding lane %d's share failed: %s", s->index,
+                        p->lane, svp_status_string(status));
+        return status;
+    }
+    p->stats.busy += svp_clock_now() - t0;
+    svp_pipe_cost("decode", s->index, svp_clock_now() - t0);
+    return SVP_OK;
 }
 
 static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *a,
                                     svp_sample_t *s)
 {
-    const svp_stage_t *stage = &p->params->stage;
-    svp_stage_finish_pair_t fp, *pair = NULL;
-    svp_sample_t       host;
-    svp_status_t       status;
-    double             t0 = svp_clock_now();
+    svp_status_t status;
+    double       t0 = svp_clock_now();
 
-    if (a->peer >= 0 && p->pairs > 1) {
-        if (stage->ops->finish_pair == NULL && p->lane > 0) {
-            return SVP_OK;           /* lane 0 finishes alone */
-        }
-        if (stage->ops->finish_pair != NULL) {
-            fp   = (svp_stage_finish_pair_t){.lane = p->lane, .buffer = svp_pipe_fin_buffer,
-                                             .transfer = svp_pipe_fin_transfer, .ctx = p};
-            pair = &fp;
-        }
-    }
-
-    if (s->on_device) {
-        /* finish() (decode, outputs) takes host tensors */
-        memset(&host, 0, sizeof(host));
-        status = stage->ops->alloc(stage->self, s->index, &host);
-        if (status == SVP_OK) {
-            status = svp_stage_sample_copy(stage, &host, s);
-        }
-        if (status == SVP_OK) {
-            status = (pair != NULL) ? stage->ops->finish_pair(stage->self, &host, pair)
-                                    : stage->ops->finish(stage->self, &host);
-        }
-        svp_sample_cleanup(&host);
-    } else {
-        status = (pair != NULL) ? stage->ops->finish_pair(stage->self, s, pair)
-                                : stage->ops->finish(stage->self, s);
-    }
+    status = svp_pipe_finish_call(p, s, 0, svp_pipe_slot_data(p, a->slot2),
+                                  svp_pipe_slot_bytes(p, a->slot2));
     if (status != SVP_OK) {
         if (a->slot >= 0) {
             svp_log_failure(status, "finishing sample %d failed: %s", s->index,
@@ -588,100 +631,14 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
         return status;
     }
     p->stats.busy += svp_clock_now() - t0;
-    svp_pipe_cost("decode", s->index, svp_clock_now() - t0);
+    if (a->slot2 < 0) {
+        svp_pipe_cost("decode", s->index, svp_clock_now() - t0);
+    }
     svp_trace_event(p->params->trace, "finish", s->index, -1,
                     svp_trace_now_us() - (svp_clock_now() - t0) * 1e6,
                     svp_trace_now_us());
-    if (p->lane == 0) {
-        svp_pipe_progress(p, s);
-    }
+    svp_pipe_progress(p, s);
     return SVP_OK;
-}
-
-/*
- * The exchange of a pair's step (svp_stage_pair_t.exchange): this lane's
- * half to the other rank of the pair, its half back, one message each way
- * through the comm's frames.  The other rank runs the same step at the same
- * time, so the wait is bounded by comm.deadline alone; a rank of the pair
- * that dies is the other's ring neighbour, which the liveness watch names
- * within seconds.
- */
-static svp_status_t svp_pipe_exchange(void *ctx, int sample, int step)
-{
-    svp_pipe_t    *p     = ctx;
-    int            other = p->base + p->srank * p->pairs + (1 - p->lane);
-    svp_comm_req_h rreq  = NULL, sreq = NULL;
-    svp_status_t   status, st2;
-    double         t0 = svp_clock_now();
-
-    status = svp_comm_irecv(p->params->comm, other, SVP_SCHEDULE_MSG_HALF,
-                            (unsigned)sample, (unsigned)step, p->half_recv, &rreq);
-    if (status == SVP_OK) {
-        status = svp_comm_isend(p->params->comm, other, SVP_SCHEDULE_MSG_HALF,
-                                (unsigned)sample, (unsigned)step, p->half_send, &sreq);
-    }
-    if (status == SVP_OK) {
-        status = svp_comm_wait(p->params->comm, rreq, svp_pipe_deadline_wait(&p->dl, 0, 0));
-        rreq   = NULL;
-    }
-    if (sreq != NULL) {
-        st2    = svp_comm_wait(p->params->comm, sreq, (status == SVP_OK) ? -1.0 : 0.0);
-        status = (status == SVP_OK) ? st2 : status;
-    }
-    if (rreq != NULL) {
-        svp_comm_cancel(p->params->comm, rreq);
-    }
-    if (status != SVP_OK) {
-        svp_log_failure(status, "sample %d step %d: the guidance exchange with rank %d failed: %s",
-                  sample, step, other, svp_status_string(status));
-    }
-    p->t_exchange += svp_clock_now() - t0;
-    return status;
-}
-
-/* The frames of a pair's halves: the sample's latents' layout (tensor 0). */
-static svp_status_t svp_pipe_pair_create(svp_pipe_t *p)
-{
-    svp_comm_frame_desc_t desc;
-    svp_status_t          status;
-
-    if (p->pairs < 2) {
-        return SVP_OK;
-    }
-    if (p->params->stage.ops->step_pair == NULL || p->params->comm == NULL) {
-        svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance "
-                  "halves", p->params->stage.ops->name);
-        return SVP_ERR_SPEC;
-    }
-    status = svp_pipe_layout(p);
-    if (status != SVP_OK) {
-        return status;
-    }
-    memset(&desc, 0, sizeof(desc));
-    desc.num_tensors = 1;
-    desc.tensors[0]  = p->desc.tensors[0];
-    status = svp_comm_frame_create(p->params->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                   &p->half_send);
-    if (status == SVP_OK) {
-        status = svp_comm_frame_create(p->params->comm, &desc, NULL, 0,
-                                       SVP_COMM_MEM_HOST, &p->half_recv);
-    }
-    return status;
-}
-
-/* This rank's steps of the sample as its lane's half of the pair. */
-static svp_status_t svp_pipe_pair_steps(svp_pipe_t *p, svp_sample_t *s)
-{
-    svp_stage_pair_t pair;
-
-    memset(&pair, 0, sizeof(pair));
-    pair.lane     = p->lane;
-    pair.send     = svp_comm_frame_data(p->half_send, 0);
-    pair.recv     = svp_comm_frame_data(p->half_recv, 0);
-    pair.bytes    = p->desc.tensors[0].bytes;
-    pair.exchange = svp_pipe_exchange;
-    pair.ctx      = p;
-    return svp_pipe_steps(p, s, &pair);
 }
 
 /*
@@ -703,9 +660,6 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
         return status;
     }
     status = svp_pipe_slots_create(p, &it.slots);
-    if (status == SVP_OK) {
-        status = svp_pipe_pair_create(p);
-    }
     while (status == SVP_OK && (a = svp_schedule_iter_next(&it)) != NULL) {
         switch (a->kind) {
         case SVP_SCHEDULE_POST_RECV:
@@ -719,19 +673,30 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             break;
         case SVP_SCHEDULE_STEPS:
             svp_stop_progress(p->finished, 1);
-            status = svp_pipe_steps(p, &s, NULL);
+            status = svp_pipe_steps(p, &s);
             break;
         case SVP_SCHEDULE_SEND:
             status = svp_pipe_send(p, a, &s);
-            svp_sample_cleanup(&s);
+            if (a->msg != SVP_SCHEDULE_MSG_HALF) {
+                svp_sample_cleanup(&s);   /* the sample has left */
+            }
             break;
         case SVP_SCHEDULE_FINISH:
             status = svp_pipe_finish(p, a, &s);
             svp_sample_cleanup(&s);
             break;
-        case SVP_SCHEDULE_PAIR_STEPS:
+        case SVP_SCHEDULE_HALF:
             svp_stop_progress(p->finished, 1);
-            status = svp_pipe_pair_steps(p, &s);
+            status = svp_pipe_half(p, a, &s);
+            break;
+        case SVP_SCHEDULE_MERGE:
+            status = svp_pipe_merge(p, a, &s);
+            break;
+        case SVP_SCHEDULE_SHARE:
+            status = svp_pipe_share(p, a, &s);
+            break;
+        case SVP_SCHEDULE_KIND_COUNT:
+            status = SVP_ERR_INTERNAL;
             break;
         case SVP_SCHEDULE_DROP:
             svp_debug("sample %d: its outputs are rank %d's", s.index,
@@ -746,12 +711,6 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     }
     svp_sample_cleanup(&s);
     svp_pipe_slots_destroy(p);
-    svp_comm_frame_destroy(p->half_send);
-    svp_comm_frame_destroy(p->half_recv);
-    svp_comm_frame_destroy(p->fin_frame);
-    p->half_send = NULL;
-    p->half_recv = NULL;
-    p->fin_frame = NULL;
     return status;
 }
 
@@ -836,6 +795,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.sched.samples   = p.n;
     p.sched.inflight  = spec->comm.inflight;
     p.sched.pairs     = p.pairs;
+    p.sched.steps     = p.range.end - p.range.begin;
     p.to_finish       = (p.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.srank);
     status            = svp_pipe_execute(&p);
     p.stats.wall = svp_clock_now() - p.t_start;

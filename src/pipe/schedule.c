@@ -8,6 +8,15 @@
  *   LATENT   rank r          rank r + 1      after r's steps of j
  *   FINAL    rank S-1        finisher(j)     after the last steps, when
  *                                            finisher(j) != S-1
+ *   HALF     (r, lane c)     (r, lane 1-c)   pairs: each step of j, after the
+ *                                            lane's half of the prediction
+ *   SHARE    (f, lane 1)     (f, lane 0)     pairs: j's finish on position
+ *                                            f = finisher(j) = S-1 (spread:
+ *                                            any f), after lane 1's share
+ *
+ *   A message is tagged (kind, sample, step): step is where the sample
+ *   stands (LATENT: r's first step; INIT: 0; FINAL, SHARE: T; HALF: the
+ *   step it belongs to).
  *
  *   encoder(j), finisher(j) = svp_schedule_place():
  *       ends:   0 and S-1 for every j;
@@ -45,18 +54,22 @@
  * lane c runs the list above with its messages between the positions of
  * lane c (so the latents travel twice, one copy per lane: the pair's two
  * ranks hold the same latents, and no rank waits for the other lane's
- * hand-off).  STEPS become PAIR_STEPS, where each step sends the lane's
- * noise-prediction half to the other rank of the pair and receives its
- * half:
+ * hand-off).  STEPS become, for each step of the rank's k, with the two
+ * half slots (out: h0, in: h1):
  *
- *   HALF     (position r, lane c)  (r, 1 - c)  each step, after the lane's
- *                                              UNet half
+ *   wait h0's send; post HALF from (r, 1-c) into h1; HALF (the lane's half
+ *   into h0); send HALF from h0 to (r, 1-c); wait h1 (due now); MERGE
  *
  * Both lanes encode what lane 0 encodes (the same bits: begin() is a
- * function of the sample).  Where the last position finishes a sample,
- * both its ranks FINISH it (peer set: lane 1 decodes its share of the
- * chunks and sends the frames to lane 0, which writes; stage.h).  Lane 1
- * has no finals: where lane 0 sends a FINAL, lane 1 DROPs the sample.
+ * function of the sample).  Where a position finishes a sample on a pair,
+ * the finish is shared, with the share slot s:
+ *
+ *   lane 1:  wait s's send; SHARE into s; send SHARE from s to (f, 0)
+ *   lane 0:  post SHARE from (f, 1) into s; SHARE (own memory); wait s
+ *            (due now); FINISH with s
+ *
+ * Lane 1 has no finals: where lane 0 sends a FINAL, lane 1 DROPs the
+ * sample.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -67,7 +80,7 @@
 
 #include <string.h>
 
-enum { PHASE_SETUP, PHASE_SAMPLE, PHASE_DRAIN, PHASE_END };
+enum { PHASE_SETUP, PHASE_SAMPLE, PHASE_STEPS, PHASE_DRAIN, PHASE_END };
 
 int svp_schedule_place(svp_placement_t placement, int stages, int j,
                        svp_schedule_end_t end)
@@ -87,7 +100,7 @@ int svp_schedule_owner(const svp_schedule_layout_t *l, int k)
                                                SVP_SCHEDULE_FINISHES)) * C;
 }
 
-void svp_schedule_slots(const svp_schedule_params_t *params, int rank,
+void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
                         svp_schedule_slots_t *slots_p)
 {
     int                  S = params->stages, n = params->samples;
@@ -96,14 +109,29 @@ void svp_schedule_slots(const svp_schedule_params_t *params, int rank,
 
     if (S > 1) {
         s.latent = params->inflight + 2;
-        s.final  = (spread && rank != S - 1 && rank < n) ? SVP_SCHEDULE_FINAL_SLOTS : 0;
+        s.final  = (spread && rank != S - 1 && rank < n && lane == 0)
+                   ? SVP_SCHEDULE_FINAL_SLOTS : 0;
         s.encode = (rank != 0 && rank < n &&
                     svp_schedule_place(params->placement, S, rank,
                                        SVP_SCHEDULE_ENCODES) == rank)
                    ? SVP_SCHEDULE_ENCODE_SLOTS : 0;
     }
-    s.total  = s.latent + s.final + s.encode;
+    if (params->pairs > 1 && n > 0) {
+        s.half  = 2;
+        s.share = (rank == S - 1 && svp_schedule_finishes(params, rank) > 0);
+    }
+    s.total  = s.latent + s.final + s.encode + s.half + s.share;
     *slots_p = s;
+}
+
+svp_schedule_frame_t svp_schedule_slot_frame(const svp_schedule_slots_t *slots,
+                                             int slot)
+{
+    int half0 = slots->latent + slots->final + slots->encode;
+
+    return (slot < half0) ? SVP_SCHEDULE_FRAME_SAMPLE :
+           (slot < half0 + slots->half) ? SVP_SCHEDULE_FRAME_HALF :
+                                          SVP_SCHEDULE_FRAME_SHARE;
 }
 
 int svp_schedule_finishes(const svp_schedule_params_t *params, int rank)
@@ -131,10 +159,10 @@ svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
     int pairs = SVP_MAX(1, params->pairs);
 
     if (params->stages < 1 || rank < 0 || rank >= params->stages ||
-        pairs > 2 || lane < 0 || lane >= pairs ||
+        pairs > 2 || lane < 0 || lane >= pairs || params->steps < 0 ||
         params->samples < 0 || params->inflight < 1 ||
-        params->inflight + 2 + SVP_SCHEDULE_FINAL_SLOTS +
-        SVP_SCHEDULE_ENCODE_SLOTS > SVP_SCHEDULE_MAX_SLOTS) {
+        params->inflight + 2 + SVP_SCHEDULE_FINAL_SLOTS + SVP_SCHEDULE_ENCODE_SLOTS +
+        2 + 1 > SVP_SCHEDULE_MAX_SLOTS) {
         return SVP_ERR_INVALID_PARAM;
     }
     memset(it, 0, sizeof(*it));
@@ -143,11 +171,10 @@ svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
     it->lane       = lane;
     it->next_enc   = -1;
     it->next_final = -1;
-    svp_schedule_slots(params, rank, &it->slots);
-    if (lane > 0) {              /* lane 1 has no finals */
-        it->slots.total -= it->slots.final;
-        it->slots.final  = 0;
-    }
+    it->pair_step  = -1;
+    it->p.steps    = SVP_MAX(1, params->steps);
+    it->p.pairs    = pairs;
+    svp_schedule_slots(params, rank, lane, &it->slots);
     it->phase      = (params->stages == 1) ? PHASE_SAMPLE : PHASE_SETUP;
     return SVP_OK;
 }
@@ -164,8 +191,11 @@ static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
     a->kind       = kind;
     a->msg        = msg;
     a->j          = j;
+    a->step       = -1;
     a->slot       = slot;
+    a->slot2      = -1;
     a->peer       = peer;
+    a->peer_lane  = it->lane;
     a->due_stages = -1;
     if (slot < 0) {
         return;
@@ -177,6 +207,12 @@ static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
     }
 }
 
+/* The action emitted last, to set its other fields. */
+static svp_schedule_action_t *sched_last(svp_schedule_iter_t *it)
+{
+    return &it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE];
+}
+
 /* A wait for what the slot holds, with the due time given (-1: none). */
 static void sched_wait(svp_schedule_iter_t *it, int slot, svp_schedule_msg_t msg,
                        int j, int peer, int due_stages, int due_first)
@@ -184,7 +220,7 @@ static void sched_wait(svp_schedule_iter_t *it, int slot, svp_schedule_msg_t msg
     svp_schedule_action_t *a;
 
     sched_emit(it, SVP_SCHEDULE_WAIT, msg, j, slot, peer);
-    a             = &it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE];
+    a             = sched_last(it);
     a->due_stages = due_stages;
     a->due_first  = due_first;
 }
@@ -230,21 +266,82 @@ static void sched_post_input(svp_schedule_iter_t *it, int j)
     }
 }
 
-/* The finish of j where its walk ends: on a pair both ranks (peer: the
- * position, whose other lane shares the decode), lane 0 writing. */
+/* The slots of the pair rings: the half out and in, the share. */
+static int sched_half_out(const svp_schedule_iter_t *it)
+{
+    return it->slots.latent + it->slots.final + it->slots.encode;
+}
+
+static int sched_share(const svp_schedule_iter_t *it)
+{
+    return sched_half_out(it) + it->slots.half;
+}
+
+/* A message of the pair: to or from the other lane of this position. */
+static void sched_pair_msg(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
+                           svp_schedule_msg_t msg, int j, int step, int slot)
+{
+    sched_emit(it, kind, msg, j, slot, it->rank);
+    sched_last(it)->peer_lane = 1 - it->lane;
+    sched_last(it)->step      = step;
+}
+
+/*
+ * The finish of j where its walk ends; on a pair shared by the two lanes:
+ * lane 1 decodes its share and sends it, lane 0 decodes its own while the
+ * message comes, then writes.  The last action ends the walk (chain).
+ */
 static void sched_finish(svp_schedule_iter_t *it, int j, int slot)
 {
-    sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, j, slot,
-               (it->p.pairs > 1) ? it->rank : -1);
+    int sh = sched_share(it);
+
+    if (it->p.pairs < 2) {
+        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, j, slot, -1);
+    } else if (it->lane == 1) {
+        sched_free(it, sh);
+        sched_emit(it, SVP_SCHEDULE_SHARE, SVP_SCHEDULE_MSG_NONE, j, sh, -1);
+        sched_pair_msg(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_SHARE, j, -1, sh);
+    } else {
+        sched_pair_msg(it, SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, j, -1, sh);
+        sched_emit(it, SVP_SCHEDULE_SHARE, SVP_SCHEDULE_MSG_NONE, j, -1, -1);
+        sched_wait(it, sh, SVP_SCHEDULE_MSG_SHARE, j, it->rank, 0, 0);
+        sched_last(it)->peer_lane = 1;
+        sched_emit(it, SVP_SCHEDULE_FINISH, SVP_SCHEDULE_MSG_NONE, j, slot, -1);
+        sched_last(it)->slot2 = sh;
+    }
+    sched_last(it)->chain = 1;
     it->finished += (it->lane == 0);
 }
 
-/* This rank's steps of j: a pair's (one half each, exchanged) or whole. */
+/* One step of a pair's: this lane's half out, the other's in, the merge. */
+static void sched_pair_step(svp_schedule_iter_t *it)
+{
+    int out = sched_half_out(it), in = out + 1, j = it->pair_j;
+    int step = it->pair_step;
+
+    sched_free(it, out);
+    sched_pair_msg(it, SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, j, step, in);
+    sched_emit(it, SVP_SCHEDULE_HALF, SVP_SCHEDULE_MSG_NONE, j, out, -1);
+    sched_last(it)->step = step;
+    sched_pair_msg(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, j, step, out);
+    /* the other lane runs the same step at the same time: due now */
+    sched_wait(it, in, SVP_SCHEDULE_MSG_HALF, j, it->rank, 0, 0);
+    sched_last(it)->peer_lane = 1 - it->lane;
+    sched_last(it)->step      = step;
+    sched_emit(it, SVP_SCHEDULE_MERGE, SVP_SCHEDULE_MSG_NONE, j, out, -1);
+    sched_last(it)->step  = step;
+    sched_last(it)->slot2 = in;
+}
+
+/* This rank's steps of j: whole, or on a pair step by step (PHASE_STEPS
+ * emits them, a step a call, then the rest of the sample). */
 static void sched_steps(svp_schedule_iter_t *it, int j, int slot)
 {
     if (it->p.pairs > 1) {
-        sched_emit(it, SVP_SCHEDULE_PAIR_STEPS, SVP_SCHEDULE_MSG_HALF, j, slot,
-                   it->rank);
+        it->pair_j    = j;
+        it->pair_slot = slot;
+        it->pair_step = it->rank * it->p.steps;
+        it->phase     = PHASE_STEPS;
     } else {
         sched_emit(it, SVP_SCHEDULE_STEPS, SVP_SCHEDULE_MSG_NONE, j, slot, -1);
     }
@@ -315,6 +412,23 @@ static void sched_output(svp_schedule_iter_t *it, int i, int slot)
     it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
 }
 
+/* Sample i's walk after its steps: the output, then the finals due. */
+static void sched_sample_out(svp_schedule_iter_t *it, int i, int slot)
+{
+    int S = it->p.stages, n = it->p.samples, r = it->rank;
+
+    if (S == 1) {
+        sched_finish(it, i, -1);
+        return;
+    }
+    sched_output(it, i, slot);
+    while (it->next_final >= 0 && it->next_final < n && i >= it->next_final + S - r) {
+        sched_final(it, it->next_final);
+        it->next_final += S;
+    }
+}
+
+/* Sample i's walk up to its steps (pairs: PHASE_STEPS goes on). */
 static void sched_sample(svp_schedule_iter_t *it)
 {
     int S = it->p.stages, n = it->p.samples, r = it->rank, i = it->i;
@@ -323,8 +437,9 @@ static void sched_sample(svp_schedule_iter_t *it)
     if (S == 1) {
         sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, -1, -1);
         sched_steps(it, i, -1);
-        sched_finish(it, i, -1);
-        it->queue[(it->head + it->count - 1) % SVP_SCHEDULE_QUEUE].chain = 1;
+        if (it->p.pairs < 2) {
+            sched_sample_out(it, i, -1);
+        }
         return;
     }
     while (it->next_enc >= 0 && it->next_enc < n && it->next_enc <= i + r + 1) {
@@ -347,10 +462,20 @@ static void sched_sample(svp_schedule_iter_t *it)
         sched_post_input(it, i + ahead);
     }
     sched_steps(it, i, slot);
-    sched_output(it, i, slot);
-    while (it->next_final >= 0 && it->next_final < n && i >= it->next_final + S - r) {
-        sched_final(it, it->next_final);
-        it->next_final += S;
+    if (it->p.pairs < 2) {
+        sched_sample_out(it, i, slot);
+    }
+}
+
+/* A pair's next step of the sample in hand; after the last, the rest of
+ * its walk, and back to the samples. */
+static void sched_pair_steps(svp_schedule_iter_t *it)
+{
+    sched_pair_step(it);
+    if (++it->pair_step == (it->rank + 1) * it->p.steps) {
+        sched_sample_out(it, it->pair_j, it->pair_slot);
+        it->pair_step = -1;
+        it->phase     = PHASE_SAMPLE;
     }
 }
 
@@ -367,6 +492,12 @@ static void sched_drain(svp_schedule_iter_t *it)
     }
     for (s = 0; s < it->slots.encode; ++s) {
         sched_free(it, it->slots.latent + it->slots.final + s);
+    }
+    if (it->slots.half > 0) {
+        sched_free(it, sched_half_out(it));
+    }
+    if (it->slots.share > 0) {
+        sched_free(it, sched_share(it));
     }
 }
 
@@ -388,6 +519,9 @@ const svp_schedule_action_t *svp_schedule_iter_next(svp_schedule_iter_t *it)
                 it->phase = PHASE_DRAIN;
             }
             break;
+        case PHASE_STEPS:
+            sched_pair_steps(it);
+            break;
         case PHASE_DRAIN:
             sched_drain(it);
             it->phase = PHASE_END;
@@ -404,12 +538,24 @@ const svp_schedule_action_t *svp_schedule_iter_next(svp_schedule_iter_t *it)
 
 const char *svp_schedule_kind_name(svp_schedule_kind_t kind)
 {
-    static const char *const names[] = {
+    static const char *const names[SVP_SCHEDULE_KIND_COUNT] = {
         [SVP_SCHEDULE_POST_RECV] = "post_recv", [SVP_SCHEDULE_WAIT]   = "wait",
         [SVP_SCHEDULE_BEGIN]     = "begin",     [SVP_SCHEDULE_STEPS]  = "steps",
         [SVP_SCHEDULE_SEND]      = "send",      [SVP_SCHEDULE_FINISH] = "finish",
-        [SVP_SCHEDULE_PAIR_STEPS] = "pair_steps", [SVP_SCHEDULE_DROP] = "drop",
+        [SVP_SCHEDULE_HALF]      = "half",      [SVP_SCHEDULE_MERGE]  = "merge",
+        [SVP_SCHEDULE_SHARE]     = "share",     [SVP_SCHEDULE_DROP]   = "drop",
     };
 
-    return ((unsigned)kind < sizeof(names) / sizeof(names[0])) ? names[kind] : "?";
+    return ((unsigned)kind < SVP_SCHEDULE_KIND_COUNT) ? names[kind] : "?";
+}
+
+const char *svp_schedule_msg_name(svp_schedule_msg_t msg)
+{
+    static const char *const names[SVP_SCHEDULE_MSG_COUNT] = {
+        [SVP_SCHEDULE_MSG_NONE] = "none", [SVP_SCHEDULE_MSG_LATENT] = "latent",
+        [SVP_SCHEDULE_MSG_FINAL] = "final", [SVP_SCHEDULE_MSG_INIT] = "init",
+        [SVP_SCHEDULE_MSG_HALF] = "half", [SVP_SCHEDULE_MSG_SHARE] = "share",
+    };
+
+    return ((unsigned)msg < SVP_SCHEDULE_MSG_COUNT) ? names[msg] : "?";
 }

@@ -9,72 +9,13 @@
 #define SVP_PIPE_STAGE_H
 
 #include "common/devmem.h"
+#include "pipe/sample.h"
 #include "common/status.h"
 #include "spec/spec.h"
 #include "tensor/tensor.h"
 
 #include <stdint.h>
 #include <stddef.h>
-
-#define SVP_SAMPLE_MAX_TENSORS 8
-
-/*
- * A sample in flight.  tensors[0] is the latent; the others are the sample's
- * conditioning, carried with it from rank to rank.  The sample owns its
- * tensors (svp_sample_cleanup frees them).
- */
-typedef struct {
-    int           index;         /* sample index in the job, 0..N-1 */
-    uint64_t      seed;          /* the sample's seed */
-    int           next_step;     /* first step not yet run */
-    int           ntensors;
-    svp_tensor_t *tensors[SVP_SAMPLE_MAX_TENSORS];
-    double        t_begin;       /* when it entered the pipeline (rank clock) */
-    int           on_device;     /* tensors are device memory (views into a
-                                    device frame, svp_stage_t.devmem) */
-} svp_sample_t;
-
-void svp_sample_cleanup(svp_sample_t *sample);
-
-/*
- * Writes one of a sample's tensors to path atomically, as safetensors with
- * the sample's metadata (job, sample, steps, seed, model, and params when
- * not NULL: the sample's own parameters, svp_pipe_samples_params_json).
- */
-svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     const char *path);
-
-/*
- * One step as one half of a guidance pair (pipeline.guidance_parallel 2):
- * the stage computes the lane's guidance half of the noise prediction,
- * puts it in send, calls exchange (which sends it to the other rank of the
- * pair and receives that rank's half into recv), and applies the guidance
- * and the update with both halves.  Host buffers of bytes each.
- */
-typedef struct {
-    int           lane;      /* 0: the unconditioned half, 1: the conditioned */
-    void         *send;
-    void         *recv;
-    size_t        bytes;
-    svp_status_t (*exchange)(void *ctx, int sample, int step);
-    void         *ctx;
-} svp_stage_pair_t;
-
-/*
- * A finish split over a pair (pipeline.guidance_parallel: 2, where both
- * ranks of the finishing pair hold the final latents): each rank decodes
- * its share of the decode chunks (lane c the chunks k with k mod 2 = c);
- * lane 1 puts its share in buffer() and transfer() sends it to lane 0;
- * lane 0 gets buffer() filled by transfer() and writes the outputs.
- */
-typedef struct {
-    int           lane;
-    void       *(*buffer)(void *ctx, size_t bytes);  /* host, NULL: no memory */
-    svp_status_t (*transfer)(void *ctx, int sample);
-    void         *ctx;
-} svp_stage_finish_pair_t;
 
 typedef struct svp_stage_ops {
     const char *name;
@@ -85,17 +26,36 @@ typedef struct svp_stage_ops {
     svp_status_t (*begin)(void *self, int index, svp_sample_t *sample);
     /* Runs global step 'step' on the sample. */
     svp_status_t (*step)(void *self, svp_sample_t *sample, int step);
-    /* The same as one half of a pair (svp_stage_pair_t); the latents after
-     * it are those step() makes, bit for bit.  NULL: no guidance halves. */
-    svp_status_t (*step_pair)(void *self, svp_sample_t *sample, int step,
-                              const svp_stage_pair_t *pair);
     /* Decodes and writes the sample's outputs atomically. */
     svp_status_t (*finish)(void *self, svp_sample_t *sample);
-    /* The same as one rank of a pair (svp_stage_finish_pair_t): the outputs
-     * lane 0 writes are those finish() writes, bit for bit.  NULL: lane 0
-     * finishes alone. */
-    svp_status_t (*finish_pair)(void *self, svp_sample_t *sample,
-                                const svp_stage_finish_pair_t *pair);
+    /*
+     * Guidance pairs (pipeline.guidance_parallel: 2).  A step in two calls
+     * around the exchange the schedule makes (schedule.h HALF and MERGE):
+     * half() computes lane's guidance half of step's noise prediction into
+     * out (host memory, bytes: the latents' size; without guidance both
+     * lanes compute the one prediction); merge() completes the step with
+     * the other lane's half, theirs (mine: what half() put out).  Nothing
+     * else runs on the stage between the two.  The latents after merge()
+     * are step()'s up to fp32 round-off (a batch-1 call per half where
+     * step() runs the guidance batch in one call), and bit for bit the same
+     * on every pair.  NULL: the stage has no guidance halves.
+     */
+    svp_status_t (*half)(void *self, svp_sample_t *sample, int step, int lane,
+                         void *out, size_t bytes);
+    svp_status_t (*merge)(void *self, svp_sample_t *sample, int step, int lane,
+                          const void *mine, const void *theirs, size_t bytes);
+    /*
+     * A finish shared by a pair (schedule.h SHARE): share() decodes lane's
+     * share of the decode, lane 1 into out (its message to lane 0,
+     * share_bytes() long), lane 0 into the stage's own memory (out NULL);
+     * finish_shared() writes the outputs on lane 0 with lane 1's share,
+     * theirs, and they are finish()'s bit for bit.
+     */
+    size_t       (*share_bytes)(void *self);
+    svp_status_t (*share)(void *self, svp_sample_t *sample, int lane, void *out,
+                          size_t bytes);
+    svp_status_t (*finish_shared)(void *self, svp_sample_t *sample,
+                                  const void *theirs, size_t bytes);
     /*
      * Resume (pipe/resume.h): are sample index's outputs in output.dir
      * already, complete and made with this job's parameters?  SVP_OK: yes,

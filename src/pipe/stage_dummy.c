@@ -83,31 +83,37 @@ static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
  * update as step() on both ranks, at half the cost (half the sleep, or half
  * the conv's repetitions, which do not change the result), and a real
  * exchange of a latent-sized message: each rank sends its latents as they
- * were before the step, and a pair whose two copies differ fails here.
+ * were before the step, and a pair whose two copies differ fails in
+ * merge().
  */
-static svp_status_t svp_stage_dummy_step_pair(void *self, svp_sample_t *s, int step,
-                                              const svp_stage_pair_t *pair)
+static svp_status_t svp_stage_dummy_half(void *self, svp_sample_t *s, int step, int lane,
+                                         void *out, size_t bytes)
 {
     svp_stage_dummy_t *st = self;
     svp_tensor_t      *x  = s->tensors[0];
-    svp_status_t       status;
 
-    if (pair->bytes != svp_tensor_nbytes(x)) {
+    (void)lane;
+    if (bytes != svp_tensor_nbytes(x)) {
         svp_error("internal: a dummy latent is %zu bytes, the pair's message %zu",
-                  svp_tensor_nbytes(x), pair->bytes);
+                  svp_tensor_nbytes(x), bytes);
         return SVP_ERR_INTERNAL;
     }
-    memcpy(pair->send, x->data, pair->bytes);
-    status = svp_dummy_step(st->half, x, step);
-    if (status == SVP_OK) {
-        status = pair->exchange(pair->ctx, s->index, step);
-    }
-    if (status == SVP_OK && memcmp(pair->send, pair->recv, pair->bytes) != 0) {
+    memcpy(out, x->data, bytes);
+    return svp_dummy_step(st->half, x, step);
+}
+
+static svp_status_t svp_stage_dummy_merge(void *self, svp_sample_t *s, int step, int lane,
+                                          const void *mine, const void *theirs,
+                                          size_t bytes)
+{
+    (void)self;
+    (void)lane;
+    if (memcmp(mine, theirs, bytes) != 0) {
         svp_error("sample %d step %d: the two ranks of the pair hold different "
                   "latents", s->index, step);
-        status = SVP_ERR_MESSAGE;
+        return SVP_ERR_MESSAGE;
     }
-    return status;
+    return SVP_OK;
 }
 
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s);
@@ -122,33 +128,48 @@ static svp_status_t svp_stage_dummy_finish(void *self, svp_sample_t *s)
 
 /*
  * The stand-in of a finish split over a pair: each rank sleeps half the
- * decode; lane 1 sends its final latents, which lane 0 checks against its
- * own before it writes them.
+ * decode; lane 1's share is its final latents, which lane 0 checks against
+ * its own before it writes them.
  */
-static svp_status_t svp_stage_dummy_finish_pair(void *self, svp_sample_t *s,
-                                                const svp_stage_finish_pair_t *pair)
+static size_t svp_stage_dummy_share_bytes(void *self)
 {
-    svp_stage_dummy_t *st    = self;
-    size_t             bytes = svp_tensor_nbytes(s->tensors[0]);
-    void              *buf;
-    svp_status_t       status;
+    svp_stage_dummy_t *st = self;
+    size_t             n  = 1;
+    int                d;
+
+    for (d = 0; d < 5; ++d) {
+        n *= (size_t)st->spec->latent_shape[d];
+    }
+    return n * sizeof(float);
+}
+
+static svp_status_t svp_stage_dummy_share(void *self, svp_sample_t *s, int lane, void *out,
+                                          size_t bytes)
+{
+    svp_stage_dummy_t *st = self;
 
     svp_clock_sleep(st->spec->model.dummy.decode_ms * 1e-3 / 2);
-    buf = pair->buffer(pair->ctx, bytes);
-    if (buf == NULL) {
-        return SVP_ERR_NO_MEMORY;
+    if (lane == 1) {
+        if (bytes != svp_tensor_nbytes(s->tensors[0])) {
+            return SVP_ERR_INTERNAL;
+        }
+        memcpy(out, s->tensors[0]->data, bytes);
     }
-    if (pair->lane == 1) {
-        memcpy(buf, s->tensors[0]->data, bytes);
-        return pair->transfer(pair->ctx, s->index);
-    }
-    status = pair->transfer(pair->ctx, s->index);
-    if (status == SVP_OK && memcmp(buf, s->tensors[0]->data, bytes) != 0) {
+    return SVP_OK;
+}
+
+static svp_status_t svp_stage_dummy_finish_shared(void *self, svp_sample_t *s,
+                                                  const void *theirs, size_t bytes)
+{
+    svp_stage_dummy_t *st = self;
+
+    if (bytes != svp_tensor_nbytes(s->tensors[0]) ||
+        memcmp(theirs, s->tensors[0]->data, bytes) != 0) {
         svp_error("sample %d: the two ranks of the pair finished different latents",
                   s->index);
-        status = SVP_ERR_MESSAGE;
+        return SVP_ERR_MESSAGE;
     }
-    return (status == SVP_OK) ? svp_stage_dummy_write(st, s) : status;
+    return svp_stage_dummy_write(st, s);
 }
 
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
@@ -239,9 +260,12 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .alloc   = svp_stage_dummy_alloc,
     .begin   = svp_stage_dummy_begin,
     .step    = svp_stage_dummy_step,
-    .step_pair = svp_stage_dummy_step_pair,
+    .half    = svp_stage_dummy_half,
+    .merge   = svp_stage_dummy_merge,
     .finish  = svp_stage_dummy_finish,
-    .finish_pair = svp_stage_dummy_finish_pair,
+    .share_bytes = svp_stage_dummy_share_bytes,
+    .share   = svp_stage_dummy_share,
+    .finish_shared = svp_stage_dummy_finish_shared,
     .check_output = svp_stage_dummy_check_output,
     .output_bytes = svp_stage_dummy_output_bytes,
     .destroy = svp_stage_dummy_destroy,

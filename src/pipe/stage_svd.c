@@ -48,7 +48,8 @@
  * One step, for global step k (CFG on when max_guidance > 1):
  *   x_in  = x / sqrt(sigma_k^2 + 1)
  *   input = [x_in | 0] and [x_in | image_latents] (8 channels, batch [u, c])
- *   v     = UNet(input, t_k, [0, embeds], ids), once per half (v_u, v_c);
+ *   v     = UNet(input, t_k, [0, embeds], ids), one call for the batch
+ *           (a guidance pair: one per rank, a half each); v_u, v_c;
  *           v = v_u + g_f (v_c - v_u)
  *   x     = Euler step (v-prediction) to sigma_{k+1}
  */
@@ -169,114 +170,108 @@ void svp_stage_svd_buffers_cleanup(svp_stage_svd_t *st)
     svp_ops_free(st->ops, st->d_in);
 }
 
-#define SVD_STEP_TRY(_call) \
-    do { \
-        status = (_call); \
-        if (status != SVP_OK) { \
-            return status; \
-        } \
-    } while (0)
-
 /*
- * One step, on either backend: the model input, the guidance and the Euler
- * update as ops (ops_sched.h, the CPU scheduler's arithmetic: on the cpu
- * backend the latents are bit for bit those of svp_sched_scale_model_input,
- * svp_sched_guidance_apply and svp_sched_step) on the handle's buffers.  A
- * sample on the device (a device frame) is updated in place and never
- * leaves it but for its 3 time ids; a host sample goes up and comes back
- * down around the step (a copy on the cpu backend, whose buffers are host
- * memory).
+ * A step, on either backend, in three parts: the model input, the UNet, and
+ * the guidance and Euler update, all ops (ops_sched.h, the CPU scheduler's
+ * arithmetic: on the cpu backend the latents are bit for bit those of
+ * svp_sched_scale_model_input, svp_sched_guidance_apply and svp_sched_step)
+ * on the handle's buffers.  A sample on the device (a device frame) is
+ * updated in place and never leaves it but for its 3 time ids; a host
+ * sample goes up and comes back down around the step (a copy on the cpu
+ * backend, whose buffers are host memory).
  *
- * The UNet runs once per guidance half (two batch-1 calls, not one batch
- * of 2), with or without a pair: a product's blocking depends on its batch,
- * so this is what makes a pair's latents bit for bit those of one rank.  On
- * the CPU the two calls cost the same as the batch (bench_unet, doc/
- * internals.md "Guidance pairs").  pair NULL: both halves here.
+ * One rank runs the guidance batch [unconditional, conditional] in one
+ * UNet call.  A guidance pair runs one batch-1 call per lane (half), which
+ * moves the latents by fp32 round-off against the batch (a product's
+ * blocking depends on its rows): bit for bit the same on every pair, within
+ * about 1e-6 of one rank (tests/pairs_cluster.sh; doc/internals.md
+ * "Guidance pairs").
  */
-static svp_status_t svp_stage_svd_step_halves(svp_stage_svd_t *st, svp_sample_t *s,
-                                              int step, const svp_stage_pair_t *pair)
+
+/* The latents in hand: the device frame's, or the step's copy of a host
+ * sample's (the same buffer from svp_stage_svd_step_in to _out). */
+static float *svp_stage_svd_x(svp_stage_svd_t *st, svp_sample_t *s)
 {
-    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
-    svp_ops_h              ops   = st->ops;
-    int                    cfg   = svp_sched_guidance_enabled(p->max_guidance);
-    int                    batch = cfg ? 2 : 1, b, f;
-    int64_t                plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
-    const float           *img, *emb, *v;
-    float                 *x, ids[3], c_in, last;
-    svp_sched_euler_coef_t coef;
-    svp_status_t           status;
+    return s->on_device ? s->tensors[SVD_T_LATENTS]->data : st->d_x;
+}
+
+/* [B, F, 8, h, w]: the scaled latents, then the image latents (zeros in
+ * the unconditional half); the timestep, embeddings and ids per half. */
+static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, int step,
+                                          int batch)
+{
+    svp_ops_h    ops   = st->ops;
+    int64_t      plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
+    const float *img, *emb, *x;
+    float        ids[3], c_in;
+    int          b, f;
 
     if (s->on_device) {
-        x   = s->tensors[SVD_T_LATENTS]->data;
         img = s->tensors[SVD_T_IMAGE_LATENTS]->data;
         emb = s->tensors[SVD_T_EMBEDS]->data;
-        SVD_STEP_TRY(svp_ops_download(ops, ids, s->tensors[SVD_T_IDS]->data, 3));
+        SVP_TRY(svp_ops_download(ops, ids, s->tensors[SVD_T_IDS]->data, 3));
     } else {
-        x   = st->d_x;
         img = st->d_img;
         emb = st->d_emb;
-        SVD_STEP_TRY(svp_ops_upload(ops, st->d_x, s->tensors[SVD_T_LATENTS]->data, n));
-        SVD_STEP_TRY(svp_ops_upload(ops, st->d_img,
-                                    s->tensors[SVD_T_IMAGE_LATENTS]->data, fr));
-        SVD_STEP_TRY(svp_ops_upload(ops, st->d_emb, s->tensors[SVD_T_EMBEDS]->data,
-                                    st->D));
+        SVP_TRY(svp_ops_upload(ops, st->d_x, s->tensors[SVD_T_LATENTS]->data, n));
+        SVP_TRY(svp_ops_upload(ops, st->d_img, s->tensors[SVD_T_IMAGE_LATENTS]->data, fr));
+        SVP_TRY(svp_ops_upload(ops, st->d_emb, s->tensors[SVD_T_EMBEDS]->data, st->D));
         memcpy(ids, s->tensors[SVD_T_IDS]->data, sizeof(ids));
     }
-
-    /* [B, F, 8, h, w]: scaled latents, then the image latents (zeros in the
-     * unconditional half) */
+    x    = svp_stage_svd_x(st, s);
     c_in = svp_sched_c_in(st->sched, step);
     for (b = 0; b < batch; ++b) {
-        int cond = !cfg || b == 1;
+        int cond = (batch == 1 || b == 1);
         for (f = 0; f < st->F; ++f) {
             float *dst = st->d_in + ((int64_t)b * st->F + f) * 8 * plane;
-            SVD_STEP_TRY(svp_ops_sched_scale(ops, fr, c_in, x + f * fr, dst));
-            SVD_STEP_TRY(svp_ops_copy(ops, fr, cond ? img : st->d_zero, dst + fr));
+            SVP_TRY(svp_ops_sched_scale(ops, fr, c_in, x + f * fr, dst));
+            SVP_TRY(svp_ops_copy(ops, fr, cond ? img : st->d_zero, dst + fr));
         }
         st->t[b] = svp_sched_timesteps(st->sched)[step];
         memcpy(st->ids + 3 * b, ids, sizeof(ids));
-        SVD_STEP_TRY(svp_ops_copy(ops, st->D, cond ? emb : st->d_zero,
-                                  st->d_ehs + b * st->D));
+        SVP_TRY(svp_ops_copy(ops, st->D, cond ? emb : st->d_zero, st->d_ehs + b * st->D));
     }
+    return SVP_OK;
+}
+
+/* The UNet on halves [b, b + count) of the batch svp_stage_svd_step_in made. */
+static svp_status_t svp_stage_svd_step_unet(svp_stage_svd_t *st, const svp_sample_t *s,
+                                            int step, int b, int count)
+{
+    int64_t      plane = st->h * st->w, n = st->F * 4 * plane;
+    svp_status_t status;
+
     svp_range_push_ctx("sample %d step %d", s->index, step);
-    for (b = 0, status = SVP_OK; b < batch && status == SVP_OK; ++b) {
-        /* a pair computes its own half (without guidance there is one half,
-         * and both ranks compute it) */
-        if (cfg && pair != NULL && b != pair->lane) {
-            continue;
-        }
-        status = svp_unet_forward(st->unet, 1, (int)st->F, (int)st->h, (int)st->w,
-                                  st->d_in + (int64_t)b * st->F * 8 * plane,
-                                  st->t + b, st->d_ehs + b * st->D, 1, st->ids + 3 * b,
-                                  st->d_out + b * n);
-    }
+    status = svp_unet_forward(st->unet, count, (int)st->F, (int)st->h, (int)st->w,
+                              st->d_in + (int64_t)b * st->F * 8 * plane, st->t + b,
+                              st->d_ehs + b * st->D, 1, st->ids + 3 * b,
+                              st->d_out + b * n);
     svp_range_pop();
-    if (status != SVP_OK) {
-        return status;
-    }
-    if (cfg && pair != NULL) {
-        if ((size_t)n * sizeof(float) != pair->bytes) {
-            svp_error("internal: a guidance half is %zu bytes, the pair's message %zu",
-                      (size_t)n * sizeof(float), pair->bytes);
-            return SVP_ERR_INTERNAL;
-        }
-        SVD_STEP_TRY(svp_ops_download(ops, pair->send, st->d_out + pair->lane * n, n));
-        SVD_STEP_TRY(pair->exchange(pair->ctx, s->index, step));
-        SVD_STEP_TRY(svp_ops_upload(ops, st->d_out + (1 - pair->lane) * n, pair->recv,
-                                    n));
-    }
-    v = st->d_out;
+    return status;
+}
+
+/* The guidance (cfg: d_out holds both halves) and the Euler update of the
+ * latents in hand, which go back to the sample. */
+static svp_status_t svp_stage_svd_step_out(svp_stage_svd_t *st, svp_sample_t *s, int step,
+                                           int cfg)
+{
+    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
+    svp_ops_h              ops = st->ops;
+    int64_t                fr  = 4 * st->h * st->w, n = st->F * fr;
+    float                 *x   = svp_stage_svd_x(st, s), last;
+    const float           *v   = st->d_out;
+    svp_sched_euler_coef_t coef;
+
     if (cfg) {
         /* the sample's own ramp: a manifest line may set its guidance */
         svp_sched_guidance_scales(p->min_guidance, p->max_guidance, (int)st->F,
                                   st->scales);
-        SVD_STEP_TRY(svp_ops_sched_guidance(ops, (int)st->F, fr, st->scales,
-                                            st->d_out, st->d_out + n, st->d_v));
+        SVP_TRY(svp_ops_sched_guidance(ops, (int)st->F, fr, st->scales, st->d_out,
+                                       st->d_out + n, st->d_v));
         v = st->d_v;
     }
     svp_sched_euler_coef(st->sched, step, &coef);
-    SVD_STEP_TRY(svp_ops_sched_euler(ops, n, &coef, v, x, x));
-
+    SVP_TRY(svp_ops_sched_euler(ops, n, &coef, v, x, x));
     if (s->on_device) {
         /* the ops' stream is not the one the frame is copied or sent from:
          * a download waits for it, so the latents are complete before the
@@ -286,15 +281,56 @@ static svp_status_t svp_stage_svd_step_halves(svp_stage_svd_t *st, svp_sample_t 
     return svp_ops_download(ops, s->tensors[SVD_T_LATENTS]->data, st->d_x, n);
 }
 
-static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
+static int svp_stage_svd_cfg(const svp_stage_svd_t *st, const svp_sample_t *s)
 {
-    return svp_stage_svd_step_halves(self, s, step, NULL);
+    return svp_sched_guidance_enabled(st->list->items[s->index].max_guidance);
 }
 
-static svp_status_t svp_stage_svd_step_pair(void *self, svp_sample_t *s, int step,
-                                            const svp_stage_pair_t *pair)
+static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
 {
-    return svp_stage_svd_step_halves(self, s, step, pair);
+    svp_stage_svd_t *st    = self;
+    int              cfg   = svp_stage_svd_cfg(st, s);
+    int              batch = cfg ? 2 : 1;
+
+    SVP_TRY(svp_stage_svd_step_in(st, s, step, batch));
+    SVP_TRY(svp_stage_svd_step_unet(st, s, step, 0, batch));
+    return svp_stage_svd_step_out(st, s, step, cfg);
+}
+
+/* A pair's step (stage.h): this lane's half (without guidance, the one
+ * prediction), out to the other lane; then the step with both. */
+static svp_status_t svp_stage_svd_half(void *self, svp_sample_t *s, int step, int lane,
+                                       void *out, size_t bytes)
+{
+    svp_stage_svd_t *st  = self;
+    int              cfg = svp_stage_svd_cfg(st, s), b = cfg ? lane : 0;
+    int64_t          n   = st->F * 4 * st->h * st->w;
+
+    if ((size_t)n * sizeof(float) != bytes) {
+        svp_error("internal: a guidance half is %zu bytes, the pair's message %zu",
+                  (size_t)n * sizeof(float), bytes);
+        return SVP_ERR_INTERNAL;
+    }
+    SVP_TRY(svp_stage_svd_step_in(st, s, step, cfg ? 2 : 1));
+    SVP_TRY(svp_stage_svd_step_unet(st, s, step, b, 1));
+    return svp_ops_download(st->ops, out, st->d_out + b * n, n);
+}
+
+static svp_status_t svp_stage_svd_merge(void *self, svp_sample_t *s, int step, int lane,
+                                        const void *mine, const void *theirs, size_t bytes)
+{
+    svp_stage_svd_t *st  = self;
+    int              cfg = svp_stage_svd_cfg(st, s);
+    int64_t          n   = st->F * 4 * st->h * st->w;
+
+    (void)mine;
+    if ((size_t)n * sizeof(float) != bytes) {
+        return SVP_ERR_INTERNAL;
+    }
+    if (cfg) {
+        SVP_TRY(svp_ops_upload(st->ops, st->d_out + (1 - lane) * n, theirs, n));
+    }
+    return svp_stage_svd_step_out(st, s, step, cfg);
 }
 
 /* Latents, and frames as PNG and MP4 at most their raw size each. */
@@ -312,9 +348,12 @@ const svp_stage_ops_t svp_stage_svd_ops = {
     .alloc   = svp_stage_svd_alloc,
     .begin   = svp_stage_svd_begin,
     .step    = svp_stage_svd_step,
-    .step_pair = svp_stage_svd_step_pair,
+    .half    = svp_stage_svd_half,
+    .merge   = svp_stage_svd_merge,
     .finish  = svp_stage_svd_finish,
-    .finish_pair = svp_stage_svd_finish_pair,
+    .share_bytes = svp_stage_svd_share_bytes,
+    .share   = svp_stage_svd_share,
+    .finish_shared = svp_stage_svd_finish_shared,
     .check_output = svp_stage_svd_check_output,
     .output_bytes = svp_stage_svd_output_bytes,
     .destroy = svp_stage_svd_destroy,

@@ -2,13 +2,14 @@
  * Internal to the SVD stage (stage_svd*.c) and its tests.
  *
  * The stage lives in four files:
- *   stage_svd.c       the vtable, the sample's tensors and the one step
- *   stage_svd_cond.c  begin: conditioning from a file or from an image
- *                     (CLIP, VAE encode) and the initial noise
- *   stage_svd_out.c   finish (decode, the sample directory, sample.json)
- *                     and the resume check
- *   stage_svd_init.c  create and destroy: scheduler, ops handle, models,
- *                     the step's buffers
+ *   stage_svd.c         the vtable, the sample's tensors and the step (one
+ *                       rank's, and a pair's half and merge)
+ *   stage_svd_cond.c    begin: conditioning from a file or from an image
+ *                       (CLIP, VAE encode) and the initial noise
+ *   stage_svd_out.c     finish (decode, the sample directory, sample.json),
+ *                       a pair's shared finish, and the resume check
+ *   stage_svd_create.c  create and destroy: scheduler, ops handle, models,
+ *                       the step's buffers
  */
 #ifndef SVP_PIPE_STAGE_SVD_INT_H
 #define SVP_PIPE_STAGE_SVD_INT_H
@@ -56,9 +57,13 @@ typedef struct {
      */
     float            *d_in, *d_out, *d_v, *d_ehs, *d_x, *d_img, *d_emb, *d_zero;
     float            *scales;
+    /* a shared finish (stage.h): lane 0's share of the decoded frames,
+     * and the seconds its decode took */
+    float            *share_dec;
+    double            share_decode_s;
 } svp_stage_svd_t;
 
-/* The vtable (stage_svd.c), which create (stage_svd_init.c) hands out. */
+/* The vtable (stage_svd.c), which create (stage_svd_create.c) hands out. */
 extern const svp_stage_ops_t svp_stage_svd_ops;
 
 /* A buffer of the ops handle of n floats, holding a copy of host[0, n)
@@ -80,8 +85,11 @@ svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s);
 /* The vtable's entries that live in the other files. */
 svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s);
-svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
-                                       const svp_stage_finish_pair_t *pair);
+size_t       svp_stage_svd_share_bytes(void *self);
+svp_status_t svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
+                                 size_t bytes);
+svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void *theirs,
+                                         size_t bytes);
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                         size_t len);
 void         svp_stage_svd_destroy(void *self);

@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,19 +58,10 @@ static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
     return status;
 }
 
-static void svp_stage_svd_json_str(FILE *f, const char *key, const char *val, int last)
+/* A number rounded to milliseconds, as sample.json gives timings. */
+static json_t *svp_stage_svd_json_ms(double seconds)
 {
-    fprintf(f, "  \"%s\": \"", key);
-    for (; *val != '\0'; ++val) {
-        if (*val == '"' || *val == '\\') {
-            fprintf(f, "\\%c", *val);
-        } else if ((unsigned char)*val < 0x20) {
-            fprintf(f, "\\u%04x", (unsigned char)*val);
-        } else {
-            fputc(*val, f);
-        }
-    }
-    fprintf(f, "\"%s\n", last ? "" : ",");
+    return json_real(round(seconds * 1e3) / 1e3);
 }
 
 /* sample.json: what a person needs to know what this video is. */
@@ -79,67 +71,64 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     const svp_spec_t *spec   = st->spec;
     const svp_pipe_sample_params_t *p = &st->list->items[s->index];
     const double     *timing = s->tensors[SVD_T_TIMING]->data;
-    char              path[4096], *buf = NULL, *params;
-    size_t            len = 0;
-    FILE             *f;
+    char              path[4096], *buf, *text, *params;
+    json_t           *o, *cpu, *times, *po;
+    svp_ops_blas_t    blas;
     svp_status_t      status;
 
-    f = open_memstream(&buf, &len);
-    if (f == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    fprintf(f, "{\n");
-    svp_stage_svd_json_str(f, "job", spec->name, 0);
-    fprintf(f, "  \"sample\": %d,\n", s->index);
-    if (st->cond != NULL) {
-        svp_stage_svd_json_str(f, "conditioning", spec->model.conditioning, 0);
-    } else {
-        svp_stage_svd_json_str(f, "image", svp_pipe_samples_image(st->list, s->index),
-                               0);
-    }
-    fprintf(f, "  \"seed\": %" PRId64 ",\n", *(int64_t *)s->tensors[SVD_T_SEED]->data);
-    fprintf(f, "  \"steps\": %d,\n  \"num_frames\": %lld,\n", spec->steps,
-            (long long)st->F);
-    fprintf(f, "  \"width\": %lld,\n  \"height\": %lld,\n", (long long)st->W,
-            (long long)st->H);
-    fprintf(f, "  \"fps\": %d,\n  \"motion_bucket_id\": %d,\n", p->fps,
-            p->motion_bucket_id);
-    fprintf(f, "  \"noise_aug_strength\": %.9g,\n", p->noise_aug_strength);
-    fprintf(f, "  \"min_guidance\": %.9g,\n  \"max_guidance\": %.9g,\n",
-            p->min_guidance, p->max_guidance);
     /* the sample's own parameters in one object (its manifest line, if
      * any): what resume compares, whichever keys sit beside it */
     params = svp_pipe_samples_params_json(st->list, s->index);
-    if (params == NULL) {
-        fclose(f);
-        free(buf);
+    po     = (params != NULL) ? json_loads(params, 0, NULL) : NULL;
+    free(params);
+    /* the CPU's BLAS kernels and threads, which decide its last bits */
+    svp_ops_blas_query(&blas);
+    cpu = json_pack("{s:s, s:s, s:o, s:i}", "blas", blas.library, "kernels", blas.kernels,
+                    "forced_by", (blas.forced[0] != '\0') ?
+                                 json_sprintf("OPENBLAS_CORETYPE=%s", blas.forced) : json_null(),
+                    "threads", svp_ops_threads(st->ops));
+    times = json_pack("{s:o, s:o, s:o}", "encode_s", svp_stage_svd_json_ms(timing[1]),
+                      "decode_s", svp_stage_svd_json_ms(decode_s), "end_to_end_s",
+                      svp_stage_svd_json_ms(svp_clock_wall() - timing[0]));
+    o = json_pack("{s:s, s:i}", "job", spec->name, "sample", s->index);
+    if (o == NULL || po == NULL || cpu == NULL || times == NULL) {
+        json_decref(o);
+        json_decref(po);
+        json_decref(cpu);
+        json_decref(times);
         return SVP_ERR_NO_MEMORY;
     }
-    fprintf(f, "  \"params\": %s,\n", params);
-    free(params);
-    fprintf(f, "  \"decode_chunk_size\": %d,\n", spec->video.decode_chunk_size);
-    svp_stage_svd_json_str(f, "device", svp_ops_backend(st->ops), 0);
-    svp_stage_svd_json_str(f, "dtype", svp_ops_dtype(st->ops), 0);
-    {
-        /* the CPU's BLAS kernels and threads, which decide its last bits */
-        svp_ops_blas_t blas;
-
-        svp_ops_blas_query(&blas);
-        fprintf(f, "  \"cpu\": {\"blas\": \"%s\", \"kernels\": \"%s\", "
-                   "\"forced_by\": ", blas.library, blas.kernels);
-        if (blas.forced[0] != '\0') {
-            fprintf(f, "\"OPENBLAS_CORETYPE=%s\"", blas.forced);
-        } else {
-            fprintf(f, "null");
-        }
-        fprintf(f, ", \"threads\": %d},\n", svp_ops_threads(st->ops));
+    if (st->cond != NULL) {
+        json_object_set_new(o, "conditioning", json_string(spec->model.conditioning));
+    } else {
+        json_object_set_new(o, "image",
+                            json_string(svp_pipe_samples_image(st->list, s->index)));
     }
-    fprintf(f, "  \"timings\": {\"encode_s\": %.3f, \"decode_s\": %.3f, "
-               "\"end_to_end_s\": %.3f}\n}\n",
-            timing[1], decode_s, svp_clock_wall() - timing[0]);
-    fclose(f);
+    json_object_set_new(o, "seed", json_integer(*(int64_t *)s->tensors[SVD_T_SEED]->data));
+    json_object_set_new(o, "steps", json_integer(spec->steps));
+    json_object_set_new(o, "num_frames", json_integer(st->F));
+    json_object_set_new(o, "width", json_integer(st->W));
+    json_object_set_new(o, "height", json_integer(st->H));
+    json_object_set_new(o, "fps", json_integer(p->fps));
+    json_object_set_new(o, "motion_bucket_id", json_integer(p->motion_bucket_id));
+    json_object_set_new(o, "noise_aug_strength", json_real(p->noise_aug_strength));
+    json_object_set_new(o, "min_guidance", json_real(p->min_guidance));
+    json_object_set_new(o, "max_guidance", json_real(p->max_guidance));
+    json_object_set_new(o, "params", po);
+    json_object_set_new(o, "decode_chunk_size", json_integer(spec->video.decode_chunk_size));
+    json_object_set_new(o, "device", json_string(svp_ops_backend(st->ops)));
+    json_object_set_new(o, "dtype", json_string(svp_ops_dtype(st->ops)));
+    json_object_set_new(o, "cpu", cpu);
+    json_object_set_new(o, "timings", times);
+    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    json_decref(o);
+    if (text == NULL || asprintf(&buf, "%s\n", text) < 0) {
+        free(text);
+        return SVP_ERR_NO_MEMORY;
+    }
+    free(text);
     snprintf(path, sizeof(path), "%s/sample.json", dir);
-    status = svp_file_write_atomic(path, buf, len);
+    status = svp_file_write_atomic(path, buf, strlen(buf));
     free(buf);
     return status;
 }
@@ -185,58 +174,122 @@ static void svp_stage_svd_merge_share(const svp_stage_svd_t *st, const float *sr
     }
 }
 
-/* Lane 1's part of a pair's finish: its chunks, decoded, to lane 0. */
-static svp_status_t svp_stage_svd_finish_share(svp_stage_svd_t *st, svp_sample_t *s,
-                                               const svp_stage_finish_pair_t *pair)
+/* The sample's latents / scaling_factor, the decode's input (malloc'd;
+ * NULL: no memory).  The reciprocal in double, the product in float (as
+ * diffusers does: dividing instead moves the frames by about 1e-6). */
+static float *svp_stage_svd_unscaled(const svp_stage_svd_t *st, const svp_sample_t *s)
 {
-    int64_t      n = st->F * 4 * st->h * st->w, m = st->F * 3 * st->H * st->W, i;
-    float       *lat, *dec, inv;
-    svp_status_t status;
+    int64_t      n   = st->F * 4 * st->h * st->w, i;
+    const float *x   = s->tensors[SVD_T_LATENTS]->data;
+    float       *lat = malloc(n * sizeof(float));
+    float        inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
+
+    for (i = 0; lat != NULL && i < n; ++i) {
+        lat[i] = x[i] * inv;
+    }
+    return lat;
+}
+
+/* The frames' floats, the decode's output (0 without a VAE). */
+static int64_t svp_stage_svd_frames_numel(const svp_stage_svd_t *st)
+{
+    return (st->vae != NULL) ? st->F * 3 * st->H * st->W : 0;
+}
+
+size_t svp_stage_svd_share_bytes(void *self)
+{
+    return (size_t)svp_stage_svd_frames_numel(self) * sizeof(float);
+}
+
+/*
+ * A pair's share of the decode (stage.h): lane's chunks, lane 1's into its
+ * message, lane 0's into the stage's share buffer, which the shared finish
+ * then completes with lane 1's.
+ */
+svp_status_t svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
+                                 size_t bytes)
+{
+    svp_stage_svd_t *st = self;
+    int64_t          m = svp_stage_svd_frames_numel(st);
+    float           *lat, *dec;
+    double           t0 = svp_clock_now();
+    svp_status_t     status;
 
     if (st->vae == NULL) {
         return SVP_OK;      /* latents only: lane 0 writes them */
     }
-    lat = malloc(n * sizeof(float));
-    dec = pair->buffer(pair->ctx, m * sizeof(float));
-    if (lat == NULL || dec == NULL) {
-        free(lat);
+    if (lane == 1 && bytes != (size_t)m * sizeof(float)) {
+        return SVP_ERR_INTERNAL;
+    }
+    if (lane == 0 && st->share_dec == NULL &&
+        (st->share_dec = malloc(m * sizeof(float))) == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
-    for (i = 0; i < n; ++i) {
-        lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
+    dec = (lane == 1) ? out : st->share_dec;
+    lat = svp_stage_svd_unscaled(st, s);
+    if (lat == NULL) {
+        return SVP_ERR_NO_MEMORY;
     }
-    svp_range_push_ctx("sample %d decode (half)", s->index);
-    status = svp_stage_svd_decode_share(st, lat, dec, 1);
+    svp_range_push_ctx("sample %d decode (lane %d's share)", s->index, lane);
+    status = svp_stage_svd_decode_share(st, lat, dec, lane);
     svp_range_pop();
     free(lat);
-    if (status == SVP_OK) {
-        status = pair->transfer(pair->ctx, s->index);
+    st->share_decode_s = svp_clock_now() - t0;
+    return status;
+}
+
+/*
+ * The decoded frames of the sample into dec: all of them (theirs NULL), or
+ * a shared finish's, lane 0's share (decoded by svp_stage_svd_share into
+ * the share buffer) with lane 1's from theirs.
+ */
+static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t *s,
+                                         const float *theirs, float *dec)
+{
+    int64_t      m = svp_stage_svd_frames_numel(st);
+    float       *lat;
+    svp_status_t status;
+
+    if (theirs != NULL) {
+        memcpy(dec, st->share_dec, (size_t)m * sizeof(float));
+        svp_stage_svd_merge_share(st, theirs, dec);
+        return SVP_OK;
     }
+    lat = svp_stage_svd_unscaled(st, s);
+    if (lat == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    svp_range_push_ctx("sample %d decode", s->index);
+    status = svp_stage_svd_vae_decode_n(st, (int)st->F, st->spec->video.decode_chunk_size,
+                                        lat, dec);
+    svp_range_pop();
+    free(lat);
     return status;
 }
 
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 {
-    return svp_stage_svd_finish_pair(self, s, NULL);
+    return svp_stage_svd_finish_shared(self, s, NULL, 0);
 }
 
-svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
-                                       const svp_stage_finish_pair_t *pair)
+/* The outputs of the sample: frames (decoded here, or shared: theirs set),
+ * the video, latents and sample.json, in one sample directory. */
+svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void *theirs,
+                                         size_t bytes)
 {
     svp_stage_svd_t         *st   = self;
     const svp_spec_t        *spec = st->spec;
     svp_media_sample_dir_h   dir;
     svp_media_frames_t      *frames = NULL;
     svp_media_video_params_t vp;
-    float                   *lat = NULL, *dec = NULL, inv;
-    int64_t                  n = st->F * 4 * st->h * st->w, i, m;
+    float                   *dec = NULL;
+    int64_t                  i, m = svp_stage_svd_frames_numel(st);
     char                     path[4096], file[4200], name[256];
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
-    if (pair != NULL && pair->lane == 1) {
-        return svp_stage_svd_finish_share(st, s, pair);
+    if (theirs != NULL && st->vae != NULL && bytes != (size_t)m * sizeof(float)) {
+        return SVP_ERR_INTERNAL;
     }
     status = svp_mkdir_p(spec->output.dir, 0755);
     if (status != SVP_OK) {
@@ -256,45 +309,19 @@ svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
 
     if (status == SVP_OK && st->vae != NULL) {
         t0  = svp_clock_now();
-        m   = st->F * 3 * st->H * st->W;
-        lat = malloc(n * sizeof(float));
         dec = malloc(m * sizeof(float));
-        if (lat == NULL || dec == NULL) {
+        if (dec == NULL) {
             status = SVP_ERR_NO_MEMORY;
             goto out;
         }
-        /* the reciprocal in double, the product in float (as diffusers does:
-         * dividing instead moves the frames by about 1e-6) */
-        inv = (float)(1.0 / svp_vae_config(st->vae)->scaling_factor);
-        for (i = 0; i < n; ++i) {
-            lat[i] = ((float *)s->tensors[SVD_T_LATENTS]->data)[i] * inv;
-        }
-        svp_range_push_ctx("sample %d decode", s->index);
-        if (pair == NULL) {
-            status = svp_stage_svd_vae_decode_n(st, (int)st->F,
-                                                spec->video.decode_chunk_size, lat, dec);
-        } else {
-            /* this lane's chunks, then the other lane's from its message */
-            const float *theirs;
-
-            status = svp_stage_svd_decode_share(st, lat, dec, 0);
-            theirs = (status == SVP_OK) ? pair->buffer(pair->ctx, m * sizeof(float)) : NULL;
-            status = (status == SVP_OK && theirs == NULL) ? SVP_ERR_NO_MEMORY : status;
-            if (status == SVP_OK) {
-                status = pair->transfer(pair->ctx, s->index);
-            }
-            if (status == SVP_OK) {
-                svp_stage_svd_merge_share(st, theirs, dec);
-            }
-        }
-        svp_range_pop();
+        status = svp_stage_svd_decode(st, s, theirs, dec);
         if (status != SVP_OK) {
             goto out;
         }
         for (i = 0; i < m; ++i) {
             dec[i] = dec[i] / 2.0f + 0.5f;   /* clamped to [0, 1] below */
         }
-        decode_s = svp_clock_now() - t0;
+        decode_s = svp_clock_now() - t0 + ((theirs != NULL) ? st->share_decode_s : 0);
         status   = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
                                              &frames);
         if (status == SVP_OK && spec->output.frames) {
@@ -316,7 +343,6 @@ svp_status_t svp_stage_svd_finish_pair(void *self, svp_sample_t *s,
                                           decode_s);
     }
 out:
-    free(lat);
     free(dec);
     svp_media_frames_destroy(frames);
     if (status == SVP_OK) {

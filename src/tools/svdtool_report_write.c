@@ -563,10 +563,11 @@ static svp_status_t rsec_profile(rdoc_t *d, const svdtool_report_t *r,
     ops   = json_object_get(json_object_get(prof, "profile"), "ops");
     shape = json_object_get(prof, "shape");
     if (!strcmp(svdtool_report_str(prof, "kind", ""), "run")) {
-        /* the SVD stage calls the UNet once per guidance half: a step's
-         * FLOPs are two calls' with guidance */
+        /* one call a step runs the guidance batch; a guidance pair's rank
+         * calls the UNet on its half, half a step's FLOPs */
         flops = r->flops_per_step /
-                ((in->spec != NULL && in->spec->video.max_guidance > 1.0) ? 2 : 1);
+                ((in->spec != NULL && in->spec->video.max_guidance > 1.0 &&
+                  in->spec->pipeline.guidance_parallel > 1) ? 2 : 1);
         rdoc_p(d, "Collected in the run (log.profile) on rank %d: %.0f UNet calls (%s), "
                   "%.3f s per call, %.4g counted FLOPs, %.3f TFLOP/s.",
                (int)json_integer_value(json_object_get(prof, "rank")), p.calls, p.root, p.s,

@@ -29,6 +29,7 @@ void svp_stage_svd_destroy(void *self)
 
     svp_stage_svd_buffers_cleanup(st);
     free(st->scales);
+    free(st->share_dec);
     free(st->ids);
     free(st->t);
     svp_pipe_samples_destroy(st->list);

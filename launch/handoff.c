@@ -1,0 +1,132 @@
+/*
+ * comm.deadline against the planned hand-off gaps (svdlaunch check, plan).
+ *
+ * The job's receive waits allow for the pipeline fill and about one
+ * upstream stage of measured steps (src/pipe/deadline.h); beyond that, a
+ * gap between two hand-offs longer than comm.deadline is taken for a lost
+ * peer.  The longest gap a rank sees in a healthy job is one upstream
+ * rank's work on one sample, with the encodes and decodes its list places
+ * there, plus the message's transfer.  The work is read off the schedule
+ * itself (pipe/schedule.h): each position's list of one group of the
+ * spec's layout (G x S x C), the work between two ends of a sample's walk
+ * on that position (its chain actions) costed with the planner's figures.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include "launch/launch_int.h"
+#include "launch/plan.h"
+#include "pipe/schedule.h"
+#include "spec/steps.h"
+#include "common/util.h"
+
+#include <stdio.h>
+
+/* The cost of one action of a list with k steps per position. */
+static double handoff_cost(const svp_schedule_action_t *a, const svp_plan_costs_t *c,
+                           int k)
+{
+    switch (a->kind) {
+    case SVP_SCHEDULE_BEGIN:
+        return c->encode_s;
+    case SVP_SCHEDULE_STEPS:
+        return k * c->step_s;
+    case SVP_SCHEDULE_HALF:
+        return c->step_s / 2;
+    case SVP_SCHEDULE_SHARE:
+        return c->decode_s / 2;
+    case SVP_SCHEDULE_FINISH:
+        return (a->slot2 >= 0) ? 0 : c->decode_s;
+    default:
+        return 0;
+    }
+}
+
+/* The longest work of one position between two ends of a walk. */
+static double handoff_position(const svp_schedule_params_t *sp, int pos,
+                               const svp_plan_costs_t *c)
+{
+    svp_schedule_iter_t          it;
+    const svp_schedule_action_t *a;
+    double                       work = 0, longest = 0;
+
+    if (svp_schedule_iter_init(&it, sp, pos) != SVP_OK) {
+        return 0;
+    }
+    while ((a = svp_schedule_iter_next(&it)) != NULL) {
+        work += handoff_cost(a, c, sp->steps);
+        if (a->chain) {
+            longest = SVP_MAX(longest, work);
+            work    = 0;
+        }
+    }
+    return SVP_MAX(longest, work);   /* the finals finished after the last */
+}
+
+double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs)
+{
+    svp_plan_message_t    msg;
+    svp_steps_layout_t    l;
+    svp_schedule_params_t sp;
+    int                   world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    int                   pairs = SVP_MAX(1, spec->pipeline.guidance_parallel), pos;
+    double                gap = 0, gbps;
+
+    world = SVP_MAX(1, world);
+    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages, pairs, 0, NULL,
+                               0, &l) != SVP_OK) {
+        /* an invalid layout is the check's to name; a chain of all ranks */
+        l.stages = world;
+        l.groups = 1;
+        pairs    = 1;
+    }
+    /* a group's list in its steady state: a few samples a position (a job
+     * of fewer samples has no longer gaps) */
+    sp = (svp_schedule_params_t){
+        .placement = spec->pipeline.placement, .stages = l.stages,
+        .samples = 4 * l.stages + 4,
+        .inflight = SVP_MAX(1, spec->comm.inflight), .pairs = pairs,
+        .steps = spec->steps / l.stages};
+    for (pos = 0; pos < l.stages; ++pos) {
+        gap = SVP_MAX(gap, handoff_position(&sp, pos, costs));
+    }
+    svp_plan_message(spec, &msg);
+    gbps = (spec->cluster.nodes > 1 && costs->inter_node_gbps > 0) ?
+               costs->inter_node_gbps : costs->intra_node_gbps;
+    if (gbps > 0) {
+        gap += costs->latency_s + msg.total / (gbps * 1e9);
+    }
+    return gap;
+}
+
+/* The steps of one position of the spec's layout (k = T / S). */
+static int svp_plan_handoff_steps(const svp_spec_t *spec)
+{
+    svp_steps_layout_t l;
+    int                world = SVP_MAX(1, spec->cluster.nodes * spec->cluster.ranks_per_node);
+
+    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
+                               SVP_MAX(1, spec->pipeline.guidance_parallel), 0, NULL, 0,
+                               &l) != SVP_OK) {
+        return spec->steps / world;
+    }
+    return l.range.end - l.range.begin;
+}
+
+int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
+                                char *buf, int len)
+{
+    double gap = svp_plan_handoff_gap(spec, costs);
+
+    if (!(spec->comm.deadline < gap)) {
+        return 0;
+    }
+    snprintf(buf, len, "%s: comm.deadline (%.3g s) is shorter than the longest "
+             "expected gap between hand-offs (%.3g s: %d steps of %.3g s%s): a "
+             "healthy job may time out; raise comm.deadline above %.0f s",
+             spec->file ? spec->file : "<spec>", spec->comm.deadline, gap,
+             svp_plan_handoff_steps(spec), costs->step_s,
+             (costs->encode_s > 0 || costs->decode_s > 0) ? " with encode/decode" : "",
+             gap * 2 + 1);
+    return 1;
+}
