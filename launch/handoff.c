@@ -17,7 +17,7 @@
 #include "launch/launch_int.h"
 #include "launch/plan.h"
 #include "pipe/schedule.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "common/util.h"
 
 #include <stdio.h>

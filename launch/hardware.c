@@ -1,6 +1,6 @@
 /*
  * The hardware table reader: a table of known key paths read by the spec's
- * YAML key reader (spec/keys.h), so that every value is checked where it
+ * YAML key reader (jobspec/keys.h), so that every value is checked where it
  * was found and reported with its mark, by the job spec's own rules.
  */
 #ifdef HAVE_CONFIG_H
@@ -8,8 +8,8 @@
 #endif
 #include "launch/hardware.h"
 #include "common/util.h"
-#include "spec/keys.h"
-#include "spec/spec.h"      /* SVP_SPEC_LIMIT_BYTES */
+#include "jobspec/keys.h"
+#include "jobspec/spec.h"      /* SVP_SPEC_LIMIT_BYTES */
 #include "tensor/tensor.h"
 
 #include <stddef.h>

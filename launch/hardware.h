@@ -25,7 +25,7 @@
  * "measured": timed with svdpipe on that hardware (bench/gpu-check.sh);
  * "quoted": a vendor's or a third party's figure, or an estimate.
  *
- * The job spec's reader reads it (spec/keys.h), by the same rules and within
+ * The job spec's reader reads it (jobspec/keys.h), by the same rules and within
  * the same limits: errors name file:line:column, the key path, what was
  * expected and what was found; an unknown key gets the nearest known one as
  * a suggestion.

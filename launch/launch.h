@@ -22,7 +22,7 @@
 #define SVP_LAUNCH_LAUNCH_H
 
 #include "common/status.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "pipe/samples.h"
 
 #include <stdio.h>

@@ -33,7 +33,7 @@
 
 #include "common/status.h"
 #include "launch/hardware.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "model/unet.h"
 #include "model/vae.h"
 

@@ -5,7 +5,7 @@
 #ifndef SVP_LAUNCH_PLAN_INT_H
 #define SVP_LAUNCH_PLAN_INT_H
 
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 /* Guidance doubles the UNet batch when the ramp reaches above 1. */
 static inline int svp_plan_cfg_batch(const svp_spec_t *spec)

@@ -9,7 +9,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "common/util.h"
 
 #include <ctype.h>

@@ -7,7 +7,7 @@
 #include "launch/launch.h"
 #include "launch/launch_int.h"
 #include "launch/plan.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -1,7 +1,7 @@
-/* Tests for src/spec: parsing, errors with file:line:column, overrides, steps. */
-#include "spec/spec.h"
-#include "spec/spec_agree.h"
-#include "spec/steps.h"
+/* Tests for src/jobspec: parsing, errors with file:line:column, overrides, steps. */
+#include "jobspec/spec.h"
+#include "jobspec/spec_agree.h"
+#include "jobspec/steps.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "pipe/samples.h"
@@ -490,7 +490,7 @@ Test(steps, layout_pairs)
                           "(1, 2, 2)"), "%s", err);
 }
 
-#include "spec/spec_int.h"
+#include "jobspec/spec_int.h"
 #include "common/util.h"
 
 /* The man page documents every key the parser accepts. */

@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 #include "model/dummy.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "common/clock.h"
 #include "common/log.h"
 

@@ -18,7 +18,7 @@
 #ifndef SVP_PIPE_DEADLINE_H
 #define SVP_PIPE_DEADLINE_H
 
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 /* Seconds per step assumed before any step is measured, when the stage has
  * no estimate: an SVD-XT step at 1024x576 is 1-5 s on current GPUs. */

@@ -13,7 +13,7 @@
 #include "pipe/deadline.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"

@@ -26,10 +26,10 @@
 
 #include "common/status.h"
 #include "pipe/stage.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 
 typedef struct {
     int    rank, world;

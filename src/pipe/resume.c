@@ -7,7 +7,7 @@
 #include "pipe/resume.h"
 #include "pipe/samples.h"
 #include "pipe/schedule.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"

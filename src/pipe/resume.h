@@ -26,7 +26,7 @@
 #include "pipe/schedule.h"
 #include "pipe/stage.h"
 #include "rt/rt.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #define SVP_PIPE_SAMPLE_H
 
 #include "common/status.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "tensor/tensor.h"
 
 #include <stdint.h>

@@ -38,7 +38,7 @@
 #define SVP_PIPE_SAMPLES_H
 
 #include "common/status.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <stdint.h>
 

@@ -18,7 +18,7 @@
 #define SVP_PIPE_SCHEDULE_H
 
 #include "common/status.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 /* Message kinds of the pipeline (the comm's tag keeps them apart).  LATENT
  * is SVP_COMM_KIND_LATENT (pipe.c checks it).  The protocol, who sends which

@@ -11,7 +11,7 @@
 #include "common/devmem.h"
 #include "pipe/sample.h"
 #include "common/status.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 #include "tensor/tensor.h"
 
 #include <stdint.h>

@@ -25,7 +25,7 @@
 #include "launch/hardware.h"
 #include "launch/launch.h"
 #include "launch/plan.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <errno.h>
 #include <getopt.h>

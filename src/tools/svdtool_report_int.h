@@ -10,7 +10,7 @@
 
 #include "svdtool_report.h"
 #include "launch/hardware.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <jansson.h>
 

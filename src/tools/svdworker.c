@@ -31,9 +31,9 @@
 #include "trace/trace.h"
 #include "svdworker_run.h"
 #include "common/util.h"
-#include "spec/spec.h"
-#include "spec/spec_agree.h"
-#include "spec/steps.h"
+#include "jobspec/spec.h"
+#include "jobspec/spec_agree.h"
+#include "jobspec/steps.h"
 
 #include <getopt.h>
 #include <unistd.h>

@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "trace/range.h"
 
 #include <jansson.h>

@@ -24,7 +24,7 @@
 #include "common/status.h"
 #include "pipe/samples.h"
 #include "rt/rt.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 /* What this run made of the job (for run.json and the task file). */
 typedef struct {

@@ -2,7 +2,7 @@
  * names, the cap, and what is made of a list that parses. */
 #include "fuzz.h"
 #include "pipe/samples.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* The job spec parser (YAML, keys, ranges, --set) and the spec dump. */
 #include "fuzz.h"
-#include "spec/spec.h"
-#include "spec/spec_agree.h"
+#include "jobspec/spec.h"
+#include "jobspec/spec_agree.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "spec/steps.h"
+#include "jobspec/steps.h"
 #include "common/util.h"
 
 #include <stdio.h>

@@ -6,8 +6,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "spec/spec_agree.h"
-#include "spec/spec_int.h"
+#include "jobspec/spec_agree.h"
+#include "jobspec/spec_int.h"
 
 #include "common/log.h"
 #include "common/util.h"

@@ -16,8 +16,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "spec/spec.h"
-#include "spec/spec_int.h"
+#include "jobspec/spec.h"
+#include "jobspec/spec_int.h"
 #include "common/log.h"
 #include "common/util.h"
 

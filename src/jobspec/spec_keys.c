@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "spec/spec_int.h"
+#include "jobspec/spec_int.h"
 #include "common/log.h"
 #include "common/util.h"
 

@@ -1,12 +1,12 @@
 /*
- * Private to src/spec: the key table that drives parsing, defaults, --set
+ * Private to src/jobspec: the key table that drives parsing, defaults, --set
  * overrides and the dump.
  */
 #ifndef SVP_SPEC_SPEC_INT_H
 #define SVP_SPEC_SPEC_INT_H
 
-#include "spec/spec.h"
-#include "spec/keys.h"
+#include "jobspec/spec.h"
+#include "jobspec/keys.h"
 
 #include <stddef.h>
 

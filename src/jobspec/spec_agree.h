@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "rt/rt.h"
-#include "spec/spec.h"
+#include "jobspec/spec.h"
 
 #include <stddef.h>
 #include <stdint.h>

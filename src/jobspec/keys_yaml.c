@@ -7,8 +7,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "spec/keys.h"
-#include "spec/spec.h"
+#include "jobspec/keys.h"
+#include "jobspec/spec.h"
 #include "common/util.h"
 
 #include <stdarg.h>
