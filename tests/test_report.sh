@@ -119,13 +119,15 @@ fi
 if (cd "$tmp" && SVP_THREADS=1 "$bld/src/tools/svdworker" "$top/etc/demo/demo.yaml" \
         --set model.path="$tmp/model" --set video.inputs="$top/etc/demo/input.png" \
         --set output.dir=svd --set samples=1 --set log.profile=true --set output.mp4=false \
-        --set log.trace=svd-trace >"$tmp/svd.log" 2>&1) &&
+        --set log.trace=svd-trace --set name="$(printf 'svd\033job')" >"$tmp/svd.log" 2>&1) &&
    jq -e '[.profile.ranges[] | select(.depth == 0 and (.name | startswith("unet")))] |
           length == 1 and .[0].count == 8' "$tmp/svd/profile.rank0.json" >/dev/null &&
    "$tool" report "$tmp/svd" -o "$tmp/svd-rep" >>"$tmp/svd.log" 2>&1 &&
    grep -q 'Collected in the run (log.profile) on rank 0: 8 UNet calls' "$tmp/svd-rep/report.md" &&
-   grep -q 'counted (svp_unet_macs) for batch 2, 14 frames' "$tmp/svd-rep/report.md"; then
-    ok "log.profile: 8 UNet calls (8 steps, the guidance batch in one) profiled in one entry per block; the report shows them and counts FLOPs"
+   grep -q 'counted (svp_unet_macs) for batch 2, 14 frames' "$tmp/svd-rep/report.md" &&
+   grep -qF 'svd\x1bjob' "$tmp/svd-rep/report.md" &&
+   ! grep -q "$(printf '\033')" "$tmp/svd-rep/report.md" "$tmp/svd-rep/report.html"; then
+    ok "log.profile: 8 UNet calls (8 steps, the guidance batch in one) profiled in one entry per block; the report shows them and counts FLOPs, and the job name's control byte escaped"
 else
     nok "log.profile in an svd run, and its report" "$tmp/svd.log"
 fi

@@ -328,6 +328,12 @@ Test(shard, parse_and_slurm_variables)
     cr_assert_not_null(strstr(err, "found '3/3'"));
     cr_assert_eq(svp_pipe_shard_parse("1", &s, err, sizeof(err)), SVP_ERR_USAGE);
     cr_assert_eq(svp_pipe_shard_parse("-1/2", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    /* digits only, as the task ids Slurm gives */
+    cr_assert_eq(svp_pipe_shard_parse(" 1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_pipe_shard_parse("+1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_pipe_shard_parse("1/ 3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_pipe_shard_parse("1/+3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_pipe_shard_parse("1/3 ", &s, err, sizeof(err)), SVP_ERR_USAGE);
 
     unsetenv("SLURM_ARRAY_TASK_ID");
     cr_assert_eq(svp_pipe_shard_from_env("0-2", &s, err, sizeof(err)), SVP_ERR_NOT_FOUND);

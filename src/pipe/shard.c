@@ -9,6 +9,7 @@
 #include "pipe/samples.h"
 #include "common/util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,12 +20,13 @@ svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
     char *end;
     long  i, n;
 
+    /* digits only: strtol would also take blanks and signs ahead of them */
     errno = 0;
-    i     = strtol(s, &end, 10);
-    if (errno == 0 && end != s && *end == '/') {
+    i     = isdigit((unsigned char)s[0]) ? strtol(s, &end, 10) : -1;
+    if (i >= 0 && errno == 0 && *end == '/' && isdigit((unsigned char)end[1])) {
         const char *t = end + 1;
         n = strtol(t, &end, 10);
-        if (errno == 0 && end != t && *end == '\0' && n >= 1 && n <= 1000000 &&
+        if (errno == 0 && *end == '\0' && n >= 1 && n <= 1000000 &&
             i >= 0 && i < n) {
             shard_p->index = (int)i;
             shard_p->count = (int)n;

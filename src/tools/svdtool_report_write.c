@@ -48,12 +48,14 @@ static void rdoc_h(rdoc_t *d, int level, const char *text)
 static void rdoc_p(rdoc_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void rdoc_p(rdoc_t *d, const char *fmt, ...)
 {
-    char    buf[2048];
+    char    raw[2048], buf[2048 * 4];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    /* a run's own text (its job name, paths) reaches both files escaped */
+    svp_str_escape(raw, strlen(raw), buf, sizeof(buf));
     fprintf(d->md, "%s\n\n", buf);
     fprintf(d->html, "<p>");
     rdoc_html_text(d->html, buf);
@@ -64,13 +66,14 @@ static void rdoc_p(rdoc_t *d, const char *fmt, ...)
 static void rdoc_row(rdoc_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void rdoc_row(rdoc_t *d, const char *fmt, ...)
 {
-    char    buf[2048], *cell, *save = NULL, *end;
+    char    raw[2048], buf[2048 * 4], *cell, *save = NULL, *end;
     int     n = 0, i;
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    svp_str_escape(raw, strlen(raw), buf, sizeof(buf));
     if (d->row == 0) {
         fprintf(d->html, "<table>\n");
     }
