@@ -63,31 +63,40 @@ static double handoff_position(const svp_schedule_params_t *sp, int pos,
     return SVP_MAX(longest, work);   /* the finals finished after the last */
 }
 
-double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs)
+/*
+ * The spec's layout as the schedule runs it: S positions of C lanes, k
+ * steps each.  An invalid layout is the check's to name: then one chain
+ * of all ranks.
+ */
+static void handoff_layout(const svp_spec_t *spec, svp_schedule_params_t *sp_p)
 {
-    svp_plan_message_t    msg;
-    svp_steps_layout_t    l;
-    svp_schedule_params_t sp;
-    int                   world = spec->cluster.nodes * spec->cluster.ranks_per_node;
-    int                   pairs = SVP_MAX(1, spec->pipeline.guidance_parallel), pos;
-    double                gap = 0, gbps;
+    svp_steps_layout_t l;
+    int                world = SVP_MAX(1, spec->cluster.nodes * spec->cluster.ranks_per_node);
+    int                pairs = SVP_MAX(1, spec->pipeline.guidance_parallel);
 
-    world = SVP_MAX(1, world);
     if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages, pairs, 0, NULL,
                                0, &l) != SVP_OK) {
-        /* an invalid layout is the check's to name; a chain of all ranks */
         l.stages = world;
-        l.groups = 1;
         pairs    = 1;
     }
     /* a group's list in its steady state: a few samples a position (a job
      * of fewer samples has no longer gaps) */
-    sp = (svp_schedule_params_t){
+    *sp_p = (svp_schedule_params_t){
         .placement = spec->pipeline.placement, .stages = l.stages,
         .samples = 4 * l.stages + 4,
         .inflight = SVP_MAX(1, spec->comm.inflight), .pairs = pairs,
         .steps = spec->steps / l.stages};
-    for (pos = 0; pos < l.stages; ++pos) {
+}
+
+double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs)
+{
+    svp_plan_message_t    msg;
+    svp_schedule_params_t sp;
+    int                   pos;
+    double                gap = 0, gbps;
+
+    handoff_layout(spec, &sp);
+    for (pos = 0; pos < sp.stages; ++pos) {
         gap = SVP_MAX(gap, handoff_position(&sp, pos, costs));
     }
     svp_plan_message(spec, &msg);
@@ -99,33 +108,21 @@ double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *cost
     return gap;
 }
 
-/* The steps of one position of the spec's layout (k = T / S). */
-static int svp_plan_handoff_steps(const svp_spec_t *spec)
-{
-    svp_steps_layout_t l;
-    int                world = SVP_MAX(1, spec->cluster.nodes * spec->cluster.ranks_per_node);
-
-    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
-                               SVP_MAX(1, spec->pipeline.guidance_parallel), 0, NULL, 0,
-                               &l) != SVP_OK) {
-        return spec->steps / world;
-    }
-    return l.range.end - l.range.begin;
-}
-
 int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
                                 char *buf, int len)
 {
-    double gap = svp_plan_handoff_gap(spec, costs);
+    double                gap = svp_plan_handoff_gap(spec, costs);
+    svp_schedule_params_t sp;
 
     if (!(spec->comm.deadline < gap)) {
         return 0;
     }
+    handoff_layout(spec, &sp);
     snprintf(buf, len, "%s: comm.deadline (%.3g s) is shorter than the longest "
              "expected gap between hand-offs (%.3g s: %d steps of %.3g s%s): a "
              "healthy job may time out; raise comm.deadline above %.0f s",
              spec->file ? spec->file : "<spec>", spec->comm.deadline, gap,
-             svp_plan_handoff_steps(spec), costs->step_s,
+             sp.steps, costs->step_s,
              (costs->encode_s > 0 || costs->decode_s > 0) ? " with encode/decode" : "",
              gap * 2 + 1);
     return 1;

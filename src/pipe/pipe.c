@@ -337,20 +337,16 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
         timeout = svp_pipe_deadline_wait(&p->dl, a->due_stages, a->due_first);
     }
     status = svp_pipe_settle(p, slot, timeout);
-    if (status != SVP_OK && (a->msg == SVP_SCHEDULE_MSG_HALF ||
-                             a->msg == SVP_SCHEDULE_MSG_SHARE)) {
-        svp_log_failure(status, "sample %d step %d: the %s message from rank %d: %s",
-                        p->idx[a->j], svp_pipe_msg_step(p, a),
-                        svp_schedule_msg_name(a->msg), svp_pipe_peer(p, a),
-                        svp_status_string(status));
-    }
-    if (status == SVP_OK && a->msg == SVP_SCHEDULE_MSG_SHARE) {
-        svp_debug("sample %d: lane 1's share of the decode received from rank %d "
-                  "(%zu bytes)", p->idx[a->j], svp_pipe_peer(p, a), slot->bytes);
-    }
-    if (status != SVP_OK || a->msg == SVP_SCHEDULE_MSG_NONE ||
-        a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
+    if (status != SVP_OK || a->msg == SVP_SCHEDULE_MSG_NONE) {
         return status;
+    }
+    if (svp_schedule_slot_frame(&p->rings, a->slot) != SVP_SCHEDULE_FRAME_SAMPLE) {
+        /* a half or a share: its data stays in the slot's frame */
+        if (a->msg == SVP_SCHEDULE_MSG_SHARE) {
+            svp_debug("sample %d: lane 1's share of the decode received from rank %d "
+                      "(%zu bytes)", p->idx[a->j], svp_pipe_peer(p, a), slot->bytes);
+        }
+        return SVP_OK;
     }
     if (a->msg == SVP_SCHEDULE_MSG_INIT) {
         svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[a->j],

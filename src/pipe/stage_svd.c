@@ -196,9 +196,11 @@ static float *svp_stage_svd_x(svp_stage_svd_t *st, svp_sample_t *s)
 }
 
 /* [B, F, 8, h, w]: the scaled latents, then the image latents (zeros in
- * the unconditional half); the timestep, embeddings and ids per half. */
+ * the unconditional half); the timestep, embeddings and ids per half.
+ * Halves [first, first + count) of a batch of `batch` (a pair's rank
+ * builds its own half only). */
 static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, int step,
-                                          int batch)
+                                          int batch, int first, int count)
 {
     svp_ops_h    ops   = st->ops;
     int64_t      plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
@@ -220,7 +222,7 @@ static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, 
     }
     x    = svp_stage_svd_x(st, s);
     c_in = svp_sched_c_in(st->sched, step);
-    for (b = 0; b < batch; ++b) {
+    for (b = first; b < first + count; ++b) {
         int cond = (batch == 1 || b == 1);
         for (f = 0; f < st->F; ++f) {
             float *dst = st->d_in + ((int64_t)b * st->F + f) * 8 * plane;
@@ -292,7 +294,7 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
     int              cfg   = svp_stage_svd_cfg(st, s);
     int              batch = cfg ? 2 : 1;
 
-    SVP_TRY(svp_stage_svd_step_in(st, s, step, batch));
+    SVP_TRY(svp_stage_svd_step_in(st, s, step, batch, 0, batch));
     SVP_TRY(svp_stage_svd_step_unet(st, s, step, 0, batch));
     return svp_stage_svd_step_out(st, s, step, cfg);
 }
@@ -311,7 +313,7 @@ static svp_status_t svp_stage_svd_half(void *self, svp_sample_t *s, int step, in
                   (size_t)n * sizeof(float), bytes);
         return SVP_ERR_INTERNAL;
     }
-    SVP_TRY(svp_stage_svd_step_in(st, s, step, cfg ? 2 : 1));
+    SVP_TRY(svp_stage_svd_step_in(st, s, step, cfg ? 2 : 1, b, 1));
     SVP_TRY(svp_stage_svd_step_unet(st, s, step, b, 1));
     return svp_ops_download(st->ops, out, st->d_out + b * n, n);
 }
