@@ -2,7 +2,7 @@
  * UNet forward throughput on the unet_small golden case (the real 4-level
  * SVD topology at reduced width: B=2, F=4, 16x24 latents).
  *
- *   bench_unet [--runs N] [--threads N] [MODEL_DIR IO.safetensors]
+ *   bench_unet [-r N] [-t N] [-d f32|bf16|f16] [MODEL_DIR IO.safetensors]
  *
  * Prints the median wall time of N forwards (after one warm-up), peak RSS,
  * achieved GFLOP/s (2 x the reference's MAC count, svp_unet_macs) against a
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     char              model[2048], io_path[4096], path[4096], tmp[2048] = "";
     const char       *keep = NULL;
     char              label[4200];
-    int               runs = 7, threads = 0, c, i;
+    int               runs = 7, threads = 0, dtype = SVP_DTYPE_F32, c, i;
     svp_ops_params_t  op;
     svp_ops_h         ops;
     svp_unet_h        unet;
@@ -139,14 +139,21 @@ int main(int argc, char **argv)
     int64_t           n, macs;
     struct rusage     ru;
 
-    while ((c = getopt(argc, argv, "r:t:k:")) != -1) {
+    while ((c = getopt(argc, argv, "r:t:k:d:")) != -1) {
         switch (c) {
         case 'r': runs = atoi(optarg); break;
         case 't': threads = atoi(optarg); break;
         case 'k': keep = optarg; break;
+        case 'd':
+            dtype = svp_dtype_parse_short(optarg);
+            if (dtype < 0 || !svp_dtype_is_weight((svp_dtype_t)dtype)) {
+                fprintf(stderr, "bench_unet: -d %s: not f32, bf16 or f16\n", optarg);
+                return 2;
+            }
+            break;
         default:
-            fprintf(stderr, "usage: bench_unet [-r runs] [-t threads] [-k DIR] "
-                            "[MODEL_DIR IO.safetensors]\n");
+            fprintf(stderr, "usage: bench_unet [-r runs] [-t threads] [-d dtype] "
+                            "[-k DIR] [MODEL_DIR IO.safetensors]\n");
             return 2;
         }
     }
@@ -186,7 +193,7 @@ int main(int argc, char **argv)
         runs = 1;
     }
 
-    op = (svp_ops_params_t){ .threads = threads };
+    op = (svp_ops_params_t){ .threads = threads, .dtype = (svp_dtype_t)dtype };
     if (svp_ops_create(&op, &ops) != SVP_OK ||
         svp_unet_create(ops, model, NULL, &unet) != SVP_OK ||
         svp_safetensors_open(io_path, &st) != SVP_OK) {
@@ -235,6 +242,9 @@ int main(int argc, char **argv)
            (long)sample->shape[2], (long)sample->shape[3],
            (long)sample->shape[4], svp_ops_threads(ops));
     bench_print_kernels("kernels        : ");
+    printf("products       : %s weights, products %s%s\n", svp_ops_dtype(ops),
+           svp_ops_product_units(ops) != NULL ? "in bf16 on " : "in f32",
+           svp_ops_product_units(ops) != NULL ? svp_ops_product_units(ops) : "");
     printf("time           : median %.4f s of %d runs (min %.4f, max %.4f)\n",
            median, runs, times[0], times[runs - 1]);
     printf("work           : %.3f GMAC (reference count)\n", macs / 1e9);
@@ -242,8 +252,9 @@ int main(int argc, char **argv)
            "(1024^3, same threads)\n", gflops, 100.0 * gflops / peak, peak);
     printf("peak RSS       : %.1f MiB\n", ru.ru_maxrss / 1024.0);
     if (ref != NULL) {
-        printf("error vs golden: %.3g relative (tolerance 1e-5)\n",
-               max_err / max_ref);
+        printf("error vs golden: %.3g relative (tolerance %s)\n",
+               max_err / max_ref, dtype == SVP_DTYPE_F32 ? "1e-5" :
+               "of the dtype's rounding: doc/DTYPES.md");
     } else {
         printf("error vs golden: not measured: seeded random weights (golden "
                "weights of this topology are in the larger reference set)\n");

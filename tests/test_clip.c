@@ -108,7 +108,8 @@ static float *encode(const char *dir, const svp_clip_params_t *params,
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
     svp_ops_params_t  pp = { .threads = 2,
-                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                             .f32_products = 1 };
     char              dir[1024];
     svp_ops_h         h;
     svp_clip_h        clip;

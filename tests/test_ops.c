@@ -617,7 +617,8 @@ static float round_to(const char *dtype, float v)
 static void weights_case(const char *dtype)
 {
     svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
-                                   .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
+                                   .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                                   .f32_products = 1 };
     svp_ops_conv2d_t    cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
                                .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
     svp_ops_mem_stats_t st0, st1;
@@ -702,7 +703,7 @@ static void products16_case(const char *dtype)
 {
     svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
                                 .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                                .round_activations = 1 };
+                                .round_activations = 1, .f32_products = 1 };
     svp_ops_conv2d_t cp = { .n = 2, .c_in = 5, .h = 7, .w = 6, .c_out = 4,
                             .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
     const int64_t    n_x = 2 * 5 * 7 * 6, n_w = 4 * 5 * 9, n_y = 2 * 6 * 7 * 6;
@@ -777,6 +778,221 @@ Test(ops, f16_products_round_both_operands, .init = ops_setup,
      .fini = ops_teardown)
 {
     products16_case("f16");
+}
+
+/*
+ * The bf16 products on the CPU's BF16 units (ops->native16, bf16.c).  A
+ * bf16 handle whose products are bf16 without round_activations runs them
+ * there; the CPU twin (round_activations, f32_products) computes the fp32
+ * product of the same rounded operands, so the two differ only in the
+ * order of fp32 sums.  Shapes cover what the kernel cuts: odd k (a padded
+ * pair), rows past a tile of 6 and a block of 48, columns past a panel of
+ * 64, every conv path (3x3, 1x1, strided, a batch of images) and frames.
+ */
+typedef struct {
+    svp_ops_h units, twin, held;
+} units_t;
+
+static int units_open(units_t *u, int threads)
+{
+    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = threads,
+                                .dtype = SVP_DTYPE_BF16 };
+
+    cr_assert_eq(svp_ops_create(&params, &u->units), SVP_OK);
+    if (svp_ops_product_dtype(u->units) != SVP_DTYPE_BF16) {
+        svp_ops_destroy(u->units);
+        return 0;
+    }
+    cr_assert_not_null(strstr(svp_ops_product_units(u->units), "AVX512-BF16"));
+    params.round_activations = 1;
+    params.f32_products      = 1;
+    cr_assert_eq(svp_ops_create(&params, &u->twin), SVP_OK);
+    params.round_activations = 0;
+    cr_assert_eq(svp_ops_create(&params, &u->held), SVP_OK);
+    cr_assert_eq(svp_ops_product_dtype(u->held), SVP_DTYPE_F32);
+    return 1;
+}
+
+static void units_close(units_t *u)
+{
+    svp_ops_destroy(u->units);
+    svp_ops_destroy(u->twin);
+    svp_ops_destroy(u->held);
+}
+
+#define UNITS_OR_SKIP(_u, _threads) \
+    do { \
+        if (!units_open((_u), (_threads))) { \
+            cr_skip_test("this CPU has no AVX512-BF16 units: bf16 products " \
+                         "run in f32 on it"); \
+        } \
+    } while (0)
+
+/* max |a - b| / max |b| */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0.0, m = 0.0;
+    int64_t i;
+
+    for (i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return d / m;
+}
+
+/* One op on each handle: 0 linear, 1 conv2d (cp), 2 conv_frames. */
+static void units_run(svp_ops_h h, int op, const svp_ops_conv2d_t *cp,
+                      int64_t rows, int in, int out, const float *x,
+                      const void *w, const float *bias, float *y)
+{
+    if (op == 0) {
+        cr_assert_eq(svp_ops_linear(h, rows, in, out, x, w, bias, 0, y), SVP_OK);
+    } else if (op == 1) {
+        cr_assert_eq(svp_ops_conv2d(h, cp, x, w, bias, y), SVP_OK);
+    } else {
+        /* rows frames in clips of 3 (so 2 clips when rows = 6), in -> out
+         * channels over 37 positions */
+        cr_assert_eq(svp_ops_conv_frames(h, (int)(rows / 3), 3, in, out, 37, x, w,
+                                         bias, y), SVP_OK);
+    }
+}
+
+Test(ops, bf16_units_products_match_the_twin, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    static const svp_ops_conv2d_t convs[] = {
+        { .n = 2, .c_in = 5, .h = 9, .w = 11, .c_out = 70, .kh = 3, .kw = 3,
+          .stride = 1, .pad = 1 },
+        { .n = 1, .c_in = 33, .h = 8, .w = 9, .c_out = 7, .kh = 1, .kw = 1,
+          .stride = 1, .pad = 0 },
+        { .n = 3, .c_in = 4, .h = 10, .w = 10, .c_out = 9, .kh = 3, .kw = 3,
+          .stride = 2, .pad = 1 },
+        { .n = 1, .c_in = 3, .h = 12, .w = 13, .c_out = 131, .kh = 3, .kw = 3,
+          .stride = 1, .pad = 1 },
+    };
+    static const int lin[][3] = { { 101, 67, 131 }, { 2, 320, 64 }, { 7, 11, 13 },
+                                  { 50, 128, 1 } };
+    units_t u;
+    int     c, l;
+
+    UNITS_OR_SKIP(&u, 2);
+    for (c = 0; c < 4 + 4 + 2; c++) {
+        int op = (c < 4) ? 1 : (c < 8) ? 0 : 2;
+        const svp_ops_conv2d_t *cp = (op == 1) ? &convs[c] : NULL;
+        int64_t rows = 0, n_x, n_w, n_y;
+        int     in = 0, out = 0;
+        float  *x, *w, *bias, *y_u, *y_t, *y_h;
+        void   *w_u, *w_t, *w_h;
+        double  d_twin, d_held;
+
+        if (op == 1) {
+            n_x = (int64_t)cp->n * cp->c_in * cp->h * cp->w;
+            n_w = (int64_t)cp->c_out * cp->c_in * cp->kh * cp->kw;
+            n_y = (int64_t)cp->n * cp->c_out * svp_ops_conv2d_out_h(cp) *
+                  svp_ops_conv2d_out_w(cp);
+            out = cp->c_out;
+        } else if (op == 0) {
+            l    = c - 4;
+            rows = lin[l][0], in = lin[l][1], out = lin[l][2];
+            n_x  = rows * in, n_w = (int64_t)in * out, n_y = rows * out;
+        } else {
+            rows = (c == 8) ? 6 : 3, in = (c == 8) ? 5 : 40, out = (c == 8) ? 70 : 9;
+            n_x  = rows * in * 37, n_w = (int64_t)out * in * 3, n_y = rows * out * 37;
+        }
+        x = rand_buf(n_x), w = rand_buf(n_w), bias = rand_buf(out);
+        y_u = malloc(n_y * sizeof(float)), y_t = malloc(n_y * sizeof(float));
+        y_h = malloc(n_y * sizeof(float));
+        cr_assert_eq(svp_ops_weights_upload(u.units, w, n_w, &w_u), SVP_OK);
+        cr_assert_eq(svp_ops_weights_upload(u.twin, w, n_w, &w_t), SVP_OK);
+        cr_assert_eq(svp_ops_weights_upload(u.held, w, n_w, &w_h), SVP_OK);
+        units_run(u.units, op, cp, rows, in, out, x, w_u, bias, y_u);
+        units_run(u.twin, op, cp, rows, in, out, x, w_t, bias, y_t);
+        units_run(u.held, op, cp, rows, in, out, x, w_h, bias, y_h);
+        d_twin = rel_diff(y_u, y_t, n_y);
+        d_held = rel_diff(y_u, y_h, n_y);
+        cr_log_info("case %d: units vs twin %.3g, vs weights-only %.3g", c,
+                    d_twin, d_held);
+        /* fp32 sums in another order: a few ulps of the largest terms */
+        cr_assert(d_twin <= 1e-5, "case %d (op %d): the units' product is "
+                  "%.3g from the product of the rounded operands", c, op, d_twin);
+        /* the activations were rounded: bf16's u = 2^-8 shows */
+        cr_assert(d_held >= 1e-4, "case %d (op %d): the activation was not "
+                  "rounded (%.3g from the weights-only product)", c, op, d_held);
+        svp_ops_free(u.units, w_u);
+        svp_ops_free(u.twin, w_t);
+        svp_ops_free(u.held, w_h);
+        free(x), free(w), free(bias), free(y_u), free(y_t), free(y_h);
+    }
+    units_close(&u);
+}
+
+/*
+ * Every element's sum runs in one fixed order whatever the thread count
+ * and however many rows share the call: 1, 2 and 3 threads give the same
+ * bits, and rows computed alone give the bits they get among others.
+ */
+Test(ops, bf16_units_bit_identical_across_threads_and_rows, .init = ops_setup,
+     .fini = ops_teardown)
+{
+    const int64_t    rows = 203;
+    const int        in = 96, out = 150;
+    svp_ops_conv2d_t cp = { .n = 3, .c_in = 16, .h = 9, .w = 10, .c_out = 70,
+                            .kh = 3, .kw = 3, .stride = 1, .pad = 1 };
+    const int64_t    n_cx = 3 * 16 * 90, n_cy = 3 * 70 * 90;
+    float           *x = rand_buf(rows * in), *w = rand_buf((int64_t)in * out);
+    float           *bias = rand_buf(out), *cx = rand_buf(n_cx);
+    float           *ref = malloc(rows * out * sizeof(float));
+    float           *got = malloc(rows * out * sizeof(float));
+    float           *cref = malloc(n_cy * sizeof(float));
+    float           *cgot = malloc(n_cy * sizeof(float));
+    int              threads;
+
+    for (threads = 1; threads <= 3; threads++) {
+        units_t u;
+        void   *wl, *wc;
+        int64_t r0;
+        int     i;
+
+        UNITS_OR_SKIP(&u, threads);
+        cr_assert_eq(svp_ops_weights_upload(u.units, w, (int64_t)in * out, &wl), SVP_OK);
+        cr_assert_eq(svp_ops_weights_upload(u.units, w, 70 * 16 * 9, &wc), SVP_OK);
+        cr_assert_eq(svp_ops_linear(u.units, rows, in, out, x, wl, bias, 0,
+                                    threads == 1 ? ref : got), SVP_OK);
+        cr_assert_eq(svp_ops_conv2d(u.units, &cp, cx, wc, bias,
+                                    threads == 1 ? cref : cgot), SVP_OK);
+        if (threads > 1) {
+            cr_assert(memcmp(ref, got, rows * out * sizeof(float)) == 0,
+                      "linear: %d threads give other bits than 1", threads);
+            cr_assert(memcmp(cref, cgot, n_cy * sizeof(float)) == 0,
+                      "conv2d: %d threads give other bits than 1", threads);
+        }
+        /* rows in uneven groups, images one at a time */
+        for (r0 = 0; r0 < rows; r0 += 1 + r0 % 50) {
+            int64_t m = (rows - r0 < 1 + r0 % 50) ? rows - r0 : 1 + r0 % 50;
+
+            cr_assert_eq(svp_ops_linear(u.units, m, in, out, x + r0 * in, wl, bias,
+                                        0, got + r0 * out), SVP_OK);
+        }
+        cr_assert(memcmp(ref, got, rows * out * sizeof(float)) == 0,
+                  "linear: rows in smaller calls give other bits (%d threads)",
+                  threads);
+        for (i = 0; i < 3; i++) {
+            svp_ops_conv2d_t one = cp;
+
+            one.n = 1;
+            cr_assert_eq(svp_ops_conv2d(u.units, &one, cx + i * 16 * 90, wc, bias,
+                                        cgot + i * 70 * 90), SVP_OK);
+        }
+        cr_assert(memcmp(cref, cgot, n_cy * sizeof(float)) == 0,
+                  "conv2d: images one at a time give other bits (%d threads)",
+                  threads);
+        svp_ops_free(u.units, wl);
+        svp_ops_free(u.units, wc);
+        units_close(&u);
+    }
+    free(x), free(w), free(bias), free(cx), free(ref), free(got), free(cref),
+    free(cgot);
 }
 
 /*

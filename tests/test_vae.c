@@ -221,7 +221,8 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
     svp_ops_params_t  pp = { .threads = 2,
-                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype) };
+                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                             .f32_products = 1 };
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;
@@ -292,7 +293,7 @@ static void products16_case(const char *dtype, double u, double rms_ref,
 {
     svp_ops_params_t  pp = { .threads = 2,
                              .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                             .round_activations = 1 };
+                             .round_activations = 1, .f32_products = 1 };
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;

@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$tmp/err" 2>/dev/null | head -20; }
-echo "1..17"
+echo "1..18"
 
 printf 'steps: 4\nstpes: 3\n' > "$tmp/bad.yaml"
 "$w" "$tmp/bad.yaml" --set output.dir="$tmp/out" >/dev/null 2>"$tmp/err"; rc=$?
@@ -60,14 +60,28 @@ else
 fi
 
 # weights held in bf16 on the cpu: said in the log and sample.json, and the
-# latents are those of the rounded weights, not an f32 run's
+# latents are those of the rounded weights, not an f32 run's.  Where the
+# CPU has AVX512-BF16 the products run on those units, and say so; else in
+# f32, saying why
+if grep -q -w avx512_bf16 /proc/cpuinfo 2>/dev/null && grep -q "HAVE_AVX512BF16_INTRINSICS 1" "$bld/config.h"; then
+    products="products in bf16 on the CPU's AVX512-BF16 units with fp32 accumulation"
+    pjson="bf16 on the CPU's AVX512-BF16 units"
+else
+    products="products and activations in f32 (this CPU has no AVX512-BF16 units)"
+    pjson="f32"
+fi
 SVP_THREADS=1 "$w" "$tmp/i2v.yaml" --set dtype=bf16 --set output.dir="$tmp/bf16" >"$tmp/err" 2>&1; rc=$?
 b=$tmp/bf16/sample_000001
 if [ $rc -eq 0 ] && grep -q '"dtype": "bf16"' "$b/sample.json" &&
-   grep -q "weights in bf16, products and activations in f32" "$tmp/err" &&
+   [ "$(jq -r .products "$b/sample.json")" = "$pjson" ] &&
+   grep -q "weights in bf16, $products" "$tmp/err" &&
    grep -q "UNet matrix weights .* MiB in bf16" "$tmp/err" &&
    [ -f "$b/latents.safetensors" ] && ! cmp -s "$b/latents.safetensors" "$d/latents.safetensors"; then
-    ok "dtype bf16 on the cpu backend: weights held in bf16, logged, other latents"; else nok "dtype bf16 (rc=$rc)"; fi
+    ok "dtype bf16 on the cpu backend: weights held in bf16, $pjson products, logged, other latents"; else nok "dtype bf16 (rc=$rc)"; fi
+# the same bits on 3 threads as on 1
+SVP_THREADS=3 "$w" "$tmp/i2v.yaml" --set dtype=bf16 --set output.dir="$tmp/bf16_3" >"$tmp/err3" 2>&1; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$b/latents.safetensors" "$tmp/bf16_3/sample_000001/latents.safetensors"; then
+    ok "dtype bf16 ($pjson products): 3 threads give the latents of 1, bit for bit"; else nok "dtype bf16 on 3 threads (rc=$rc)"; fi
 "$w" "$tmp/job.yaml" --set dtype=f16 --set output.dir="$tmp/f16" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "dummy model computes in f32 only" "$tmp/err" && [ ! -e "$tmp/f16" ]; then
     ok "dtype f16 with the dummy model: exit 2, nothing written"; else nok "dummy dtype f16 (rc=$rc)"; fi

@@ -172,6 +172,11 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
     /* 16-bit products: the backend's own (tensor cores), or the CPU's
      * twin of them for tests */
     ops->product_dtype = SVP_DTYPE_F32;
+    if (backend == SVP_OPS_BACKEND_CPU && ops->weight_dtype == SVP_DTYPE_BF16 &&
+        !(params != NULL && params->f32_products) && svp_ops_cpu_has_bf16()) {
+        ops->native16 = 1;
+        ops->product_dtype = SVP_DTYPE_BF16;
+    }
     if (ops->weight_dtype != SVP_DTYPE_F32 &&
         (ops->vt->products16 ||
          (params != NULL && params->round_activations &&
@@ -211,6 +216,18 @@ const char *svp_ops_dtype(svp_ops_h ops)
 svp_dtype_t svp_ops_product_dtype(svp_ops_h ops)
 {
     return ops->product_dtype;
+}
+
+const char *svp_ops_product_units(svp_ops_h ops)
+{
+    if (ops->product_dtype == SVP_DTYPE_F32) {
+        return NULL;
+    }
+    if (ops->native16) {
+        return "the CPU's AVX512-BF16 units";
+    }
+    return ops->vt->products16 ? "tensor cores"
+                               : "fp32 on the CPU (round_activations)";
 }
 
 int svp_ops_threads(svp_ops_h ops)

@@ -91,6 +91,15 @@ typedef struct {
      * without a GPU.  Ignored for f32 and on other backends.
      */
     int         round_activations;
+    /*
+     * A CPU handle of dtype bf16 runs its products on the CPU's BF16 units
+     * (AVX512-BF16: both operands bf16, the activation rounded to nearest
+     * even as round_activations rounds it, sums in fp32) wherever the CPU
+     * has them: svp_ops_product_dtype() says so.  With this set it keeps
+     * the products in f32 on the widened weights, as on a CPU without
+     * them (tests and comparisons).
+     */
+    int         f32_products;
 } svp_ops_params_t;
 
 /*
@@ -115,6 +124,12 @@ svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
  * fp32 accumulation; the CPU with round_activations).
  */
 svp_dtype_t  svp_ops_product_dtype(svp_ops_h ops);
+/*
+ * Where 16-bit products run, for logs: "tensor cores", "the CPU's
+ * AVX512-BF16 units", "fp32 on the CPU (round_activations)"; NULL when the
+ * products are f32.
+ */
+const char  *svp_ops_product_units(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 /*

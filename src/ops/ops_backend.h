@@ -73,6 +73,10 @@ struct svp_ops {
      * buffer the CPU rounds activations into when that is 16-bit
      * (round_activations), sized by the largest operand so far. */
     svp_dtype_t          product_dtype;
+    /* A host backend whose products take the 16-bit operands themselves
+     * on this CPU (the CPU backend on BF16 units, src/ops/cpu/bf16.c): as
+     * products16, for this handle. */
+    int                  native16;
     float               *round_buf;
     size_t               round_count;
 
@@ -82,8 +86,10 @@ struct svp_ops {
     svp_ops_mem_stats_t  mem;
 };
 
-/* The CPU backend (src/ops/cpu/). */
+/* The CPU backend (src/ops/cpu/); whether its bf16 products run on the
+ * CPU's BF16 units (bf16.c). */
 svp_status_t svp_ops_cpu_init(svp_ops_h ops);
+int          svp_ops_cpu_has_bf16(void);
 /* The dry backend (src/ops/ops_dry.c): no data, no work; for planning. */
 svp_status_t svp_ops_dry_init(svp_ops_h ops);
 /* The CUDA backend (src/ops/cuda/, kernels/), in builds with HAVE_CUDA. */

@@ -22,7 +22,7 @@ static svp_status_t svp_ops_widen_reserve(svp_ops_h ops, size_t count)
     float       *buf;
     svp_status_t status;
 
-    if (count <= ops->widen_count || ops->vt->products16) {
+    if (count <= ops->widen_count || ops->vt->products16 || ops->native16) {
         return SVP_OK;     /* a 16-bit product takes the weight as held */
     }
     status = ops->vt->alloc(ops, count, &buf);
@@ -205,7 +205,7 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
 {
     svp_status_t status;
 
-    if (ops->weight_dtype == SVP_DTYPE_F32 || ops->vt->products16) {
+    if (ops->weight_dtype == SVP_DTYPE_F32 || ops->vt->products16 || ops->native16) {
         *w_p = weight;
         return SVP_OK;
     }
@@ -230,7 +230,7 @@ svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
     int64_t      i;
     svp_status_t status;
 
-    if (ops->product_dtype == SVP_DTYPE_F32 || ops->vt->products16) {
+    if (ops->product_dtype == SVP_DTYPE_F32 || ops->vt->products16 || ops->native16) {
         *x_p = x;
         return SVP_OK;
     }

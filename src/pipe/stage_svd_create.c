@@ -218,14 +218,20 @@ static svp_status_t svp_stage_svd_open_ops(svp_stage_svd_t *st)
         return status;
     }
     if (svp_ops_product_dtype(st->ops) != SVP_DTYPE_F32) {
-        svp_info("svd stage: weights in %s, products in %s on tensor cores "
+        svp_info("svd stage: weights in %s, products in %s on %s "
                  "with fp32 accumulation, activations in f32, on the %s "
                  "backend (%d threads from %s)", svp_ops_dtype(st->ops),
-                 svp_ops_dtype(st->ops), svp_ops_backend(st->ops),
-                 svp_ops_threads(st->ops), svp_ops_threads_from(st->ops));
+                 svp_ops_dtype(st->ops), svp_ops_product_units(st->ops),
+                 svp_ops_backend(st->ops), svp_ops_threads(st->ops),
+                 svp_ops_threads_from(st->ops));
     } else {
-        svp_info("svd stage: weights in %s, products and activations in f32, "
+        /* a 16-bit dtype on a CPU without BF16 units: said, not hidden */
+        svp_info("svd stage: weights in %s, products and activations in f32%s, "
                  "on the %s backend (%d threads from %s)", svp_ops_dtype(st->ops),
+                 (op.dtype == SVP_DTYPE_F32) ? "" :
+                 (op.dtype == SVP_DTYPE_BF16 && op.backend == SVP_OPS_BACKEND_CPU)
+                     ? " (this CPU has no AVX512-BF16 units)" :
+                 " (the weights widened before each product)",
                  svp_ops_backend(st->ops), svp_ops_threads(st->ops),
                  svp_ops_threads_from(st->ops));
     }

@@ -118,6 +118,13 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     json_object_set_new(o, "decode_chunk_size", json_integer(spec->video.decode_chunk_size));
     json_object_set_new(o, "device", json_string(svp_ops_backend(st->ops)));
     json_object_set_new(o, "dtype", json_string(svp_ops_dtype(st->ops)));
+    /* where the products ran: their last bits depend on it */
+    json_object_set_new(o, "products",
+                        svp_ops_product_units(st->ops) != NULL ?
+                        json_sprintf("%s on %s",
+                                     svp_dtype_short_name(svp_ops_product_dtype(st->ops)),
+                                     svp_ops_product_units(st->ops)) :
+                        json_string("f32"));
     json_object_set_new(o, "cpu", cpu);
     json_object_set_new(o, "timings", times);
     text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));

@@ -22,7 +22,7 @@
 static svp_status_t svdtool_clip_run(const svdtool_io_args_t *a)
 {
     static const char *const names[] = { "image_embeds" };
-    svp_ops_params_t         op = { .threads = a->threads };
+    svp_ops_params_t         op = { .threads = a->threads, .dtype = a->dtype };
     svp_ops_h                ops;
     svp_clip_h               clip;
     svp_safetensors_h        st;
@@ -83,7 +83,7 @@ static void svdtool_clip_usage(FILE *f)
 {
     fprintf(f,
             "usage: svdtool clip --model DIR --input IN.safetensors "
-            "--output OUT.safetensors [--threads N]\n"
+            "--output OUT.safetensors [--threads N] [--dtype f32|bf16|f16]\n"
             "  runs the CLIP image encoder; IN holds pixel_values [B,3,S,S]\n"
             "  (CLIP-normalised); OUT gets image_embeds [B,P].\n");
 }

@@ -35,15 +35,16 @@ int svdtool_io_main(const char *cmd, int argc, char **argv,
         { "input",   required_argument, NULL, 'i' },
         { "output",  required_argument, NULL, 'o' },
         { "threads", required_argument, NULL, 't' },
+        { "dtype",   required_argument, NULL, 'd' },
         { "help",    no_argument,       NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    svdtool_io_args_t a = { 0 };
-    int               c;
+    svdtool_io_args_t a = { .dtype = SVP_DTYPE_F32 };
+    int               c, d;
     svp_status_t      status;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:i:o:t:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "m:i:o:t:d:h", options, NULL)) != -1) {
         switch (c) {
         case 'm': a.model = optarg; break;
         case 'i': a.input = optarg; break;
@@ -52,6 +53,15 @@ int svdtool_io_main(const char *cmd, int argc, char **argv,
             if (svdtool_io_count(cmd, "threads", optarg, 1, &a.threads) != 0) {
                 return SVP_EXIT_BAD_INPUT;
             }
+            break;
+        case 'd':
+            d = svp_dtype_parse_short(optarg);
+            if (d < 0 || !svp_dtype_is_weight((svp_dtype_t)d)) {
+                fprintf(stderr, "svdtool %s: --dtype '%s': not a weight dtype "
+                        "(f32, bf16, f16)\n", cmd, optarg);
+                return SVP_EXIT_BAD_INPUT;
+            }
+            a.dtype = (svp_dtype_t)d;
             break;
         case 'h': usage(stdout); return SVP_EXIT_OK;
         default:  usage(stderr); return SVP_EXIT_BAD_INPUT;

@@ -7,12 +7,14 @@
 #define SVP_TOOLS_SVDTOOL_IO_H
 
 #include "common/status.h"
+#include "tensor/tensor.h"
 
 #include <stdio.h>
 
 typedef struct {
     const char *model, *input, *output;
     int         threads;        /* 0: the backend's default */
+    svp_dtype_t dtype;          /* --dtype: the matrix weights' dtype (f32) */
 } svdtool_io_args_t;
 
 /*
@@ -24,7 +26,7 @@ int svdtool_io_count(const char *cmd, const char *opt, const char *arg,
 
 /*
  * The whole main() of a subcommand whose options are --model, --input,
- * --output (all required), --threads and --help: parses argv, runs run(),
+ * --output (all required), --threads, --dtype and --help: parses argv, runs run(),
  * and turns its status into an exit code.
  */
 int svdtool_io_main(const char *cmd, int argc, char **argv,

@@ -2,7 +2,10 @@
  * svdtool unet: one UNet call on tensors from a file.
  *
  *   svdtool unet --model DIR --input IN.safetensors --output OUT.safetensors
- *                [--profile PROFILE.json]
+ *                [--threads N] [--dtype f32|bf16|f16] [--profile PROFILE.json]
+ *
+ * --dtype holds the matrix weights in that dtype (ops.h); bf16 on a CPU
+ * with AVX512-BF16 runs the products on those units.
  *
  * IN holds sample [B,F,C,H,W], timestep [B] (or one value for every row),
  * encoder_hidden_states [B,S,D] and added_time_ids [B,3]; OUT gets `out`
@@ -36,7 +39,7 @@ static void svdtool_unet_usage(FILE *f)
     fprintf(f,
             "usage: svdtool unet --model DIR --input IN.safetensors "
             "--output OUT.safetensors [--threads N]\n"
-            "       [--profile PROFILE.json]\n"
+            "       [--dtype f32|bf16|f16] [--profile PROFILE.json]\n"
             "  runs one UNet forward; IN holds sample [B,F,C,H,W], timestep [B],\n"
             "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
 }
@@ -87,7 +90,7 @@ static svp_status_t svdtool_unet_call(svp_unet_h unet, const svp_tensor_t *sampl
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 {
     static const char *const names[] = { "out" };
-    svp_ops_params_t         op = { .threads = a->threads };
+    svp_ops_params_t         op = { .threads = a->threads, .dtype = a->dtype };
     double                   t0;
     svp_ops_h                ops;
     svp_unet_h               unet;

@@ -200,6 +200,13 @@ svp_status_t svp_ops_cpu_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                 const float *x, const float *w, const float *b,
                                 float *y)
 {
+    /* bf16 products: every conv as im2col and one product on the BF16
+     * units, as the CUDA backend computes it (Winograd's transforms would
+     * round other values than the activations) */
+    if (ops->native16) {
+        return svp_ops_cpu_conv2d_bf16(ops, p, x, (const uint16_t *)(const void *)w,
+                                       b, y);
+    }
     if (svp_ops_cpu_winograd_applies(p)) {
         if (svp_ops_cpu_has_kernel() &&
             (int64_t)p->c_out * p->c_in <= SVP_OPS_CPU_WINO_FUSED_MAX) {
@@ -331,6 +338,11 @@ svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                      int c_out, int64_t hw, const float *x,
                                      const float *w, const float *bias, float *y)
 {
+    if (ops->native16) {
+        return svp_ops_cpu_conv_frames_bf16(ops, b, f, c_in, c_out, hw, x,
+                                            (const uint16_t *)(const void *)w,
+                                            bias, y);
+    }
     if (hw >= SVP_OPS_CPU_FRAMES_DIRECT_HW && svp_ops_cpu_has_kernel() &&
         (int64_t)c_out * c_in <= SVP_OPS_CPU_WINO_FUSED_MAX) {
         return svp_ops_cpu_conv_frames_winograd(ops, b, f, c_in, c_out, hw, x,
@@ -367,6 +379,10 @@ svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
                 }
             }
         }
+    }
+    if (ops->native16) {
+        return svp_ops_cpu_linear_bf16(ops, rows, in, out, x,
+                                       (const uint16_t *)(const void *)w, 1, y);
     }
     return svp_ops_cpu_sgemm(ops, 1, (int)rows, out, in, x, in, w, in, 1, y, out);
 }

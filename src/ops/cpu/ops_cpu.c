@@ -18,6 +18,7 @@ static void svp_ops_cpu_cleanup(svp_ops_h ops)
     svp_ops_cpu_t *cpu = ops->impl;
 
     free(cpu->scratch);
+    svp_ops_cpu_bf16_cleanup(cpu);
     free(cpu);
 }
 

@@ -21,6 +21,11 @@
 typedef struct {
     float  *scratch;        /* grow-only workspace (im2col, scores) */
     size_t  scratch_count;
+    /* grow-only bf16 workspaces of the bf16 products (bf16.c): the packed
+     * weight, the rounded rows, the channels-last image, the reordered
+     * weight */
+    uint16_t *scratch16[4];
+    size_t    scratch16_count[4];
 } svp_ops_cpu_t;
 
 /*
@@ -91,6 +96,27 @@ static inline float *svp_ops_cpu_thread_part(float *base, int64_t per_thread)
 #define SVP_OPS_CPU_DECLARE_(_name, _out, _flops, _checks, ...) \
     svp_ops_##_name##_fn_t svp_ops_cpu_##_name;
 SVP_OPS_LIST(SVP_OPS_CPU_DECLARE_, const float *)
+
+/*
+ * bf16.c: the products of a bf16 handle on the CPU's BF16 units
+ * (ops->native16): conv2d and conv_frames as the ops list defines them
+ * (ops_list.h), with the weight as held and the activation rounded to
+ * bf16.  svp_ops_cpu_linear_bf16(): y[rows, out] (+ when
+ * accumulate)= x w^T with w [out, in] bf16 as held, x rounded.  Every sum
+ * in fp32, in one order per element whatever the shape, tiling or threads.
+ * (svp_ops_cpu_has_bf16() is declared in ops_backend.h.)
+ */
+svp_status_t svp_ops_cpu_conv2d_bf16(svp_ops_h ops, const svp_ops_conv2d_t *p,
+                                     const float *x, const uint16_t *w,
+                                     const float *bias, float *y);
+svp_status_t svp_ops_cpu_conv_frames_bf16(svp_ops_h ops, int b, int f, int c_in,
+                                          int c_out, int64_t hw, const float *x,
+                                          const uint16_t *w, const float *bias,
+                                          float *y);
+svp_status_t svp_ops_cpu_linear_bf16(svp_ops_h ops, int64_t rows, int in, int out,
+                                     const float *x, const uint16_t *w,
+                                     int accumulate, float *y);
+void         svp_ops_cpu_bf16_cleanup(svp_ops_cpu_t *cpu);
 
 /* The ways conv2d and conv_frames run, which svp_ops_cpu_conv2d() and
  * svp_ops_cpu_conv_frames() choose among. */
