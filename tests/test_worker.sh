@@ -77,11 +77,11 @@ if [ $rc -eq 0 ] && grep -q '"dtype": "bf16"' "$b/sample.json" &&
    grep -q "weights in bf16, $products" "$tmp/err" &&
    grep -q "UNet matrix weights .* MiB in bf16" "$tmp/err" &&
    [ -f "$b/latents.safetensors" ] && ! cmp -s "$b/latents.safetensors" "$d/latents.safetensors"; then
-    ok "dtype bf16 on the cpu backend: weights held in bf16, $pjson products, logged, other latents"; else nok "dtype bf16 (rc=$rc)"; fi
+    ok "dtype bf16 on the cpu backend: weights held in bf16, products \"$pjson\", logged, other latents"; else nok "dtype bf16 (rc=$rc)"; fi
 # the same bits on 3 threads as on 1
 SVP_THREADS=3 "$w" "$tmp/i2v.yaml" --set dtype=bf16 --set output.dir="$tmp/bf16_3" >"$tmp/err3" 2>&1; rc=$?
 if [ $rc -eq 0 ] && cmp -s "$b/latents.safetensors" "$tmp/bf16_3/sample_000001/latents.safetensors"; then
-    ok "dtype bf16 ($pjson products): 3 threads give the latents of 1, bit for bit"; else nok "dtype bf16 on 3 threads (rc=$rc)"; fi
+    ok "dtype bf16 (products \"$pjson\"): 3 threads give the latents of 1, bit for bit"; else nok "dtype bf16 on 3 threads (rc=$rc)"; fi
 "$w" "$tmp/job.yaml" --set dtype=f16 --set output.dir="$tmp/f16" >"$tmp/err" 2>&1; rc=$?
 if [ $rc -eq 2 ] && grep -q "dummy model computes in f32 only" "$tmp/err" && [ ! -e "$tmp/f16" ]; then
     ok "dtype f16 with the dummy model: exit 2, nothing written"; else nok "dummy dtype f16 (rc=$rc)"; fi
