@@ -17,7 +17,7 @@
 #include "launch/launch_int.h"
 #include "launch/plan.h"
 #include "pipe/schedule.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/util.h"
 
 #include <stdio.h>
@@ -70,22 +70,17 @@ static double handoff_position(const svp_schedule_params_t *sp, int pos,
  */
 static void handoff_layout(const svp_spec_t *spec, svp_schedule_params_t *sp_p)
 {
-    svp_steps_layout_t l;
-    int                world = SVP_MAX(1, spec->cluster.nodes * spec->cluster.ranks_per_node);
-    int                pairs = SVP_MAX(1, spec->pipeline.guidance_parallel);
+    int          world = svp_layout_spec_world(spec);
+    svp_layout_t l;
 
-    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages, pairs, 0, NULL,
-                               0, &l) != SVP_OK) {
-        l.stages = world;
-        pairs    = 1;
+    if (svp_layout_of_spec(spec, world, NULL, 0, &l) != SVP_OK) {
+        l = (svp_layout_t){.world = world, .groups = 1, .stages = world, .pairs = 1,
+                           .steps = spec->steps, .k = spec->steps / world,
+                           .placement = spec->pipeline.placement};
     }
     /* a group's list in its steady state: a few samples a position (a job
      * of fewer samples has no longer gaps) */
-    *sp_p = (svp_schedule_params_t){
-        .placement = spec->pipeline.placement, .stages = l.stages,
-        .samples = 4 * l.stages + 4,
-        .inflight = SVP_MAX(1, spec->comm.inflight), .pairs = pairs,
-        .steps = spec->steps / l.stages};
+    *sp_p = svp_schedule_params_of(&l, 4 * l.stages + 4, SVP_MAX(1, spec->comm.inflight));
 }
 
 double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs)

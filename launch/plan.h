@@ -69,7 +69,10 @@ typedef struct {
 } svp_plan_memory_t;
 
 typedef struct {
-    int             world;           /* W ranks */
+    int             world;           /* W ranks of the job */
+    int             stages;          /* S: the positions of the pipeline
+                                        svp_plan_run simulates; 0: world
+                                        (one pipeline of every rank) */
     int             ranks_per_node;  /* a link between nodes is slower */
     int             steps;           /* T, divisible by W */
     int             samples;         /* N */
@@ -98,7 +101,8 @@ typedef struct {
 } svp_plan_rank_t;
 
 typedef struct {
-    int              world;
+    int              stages;         /* S: the simulated pipeline's
+                                        positions (its ranks: S x C) */
     double           makespan_s;     /* first task start to last task end */
     double           samples_per_s;  /* N / makespan */
     double           bubble;         /* idle share of W * makespan */
@@ -112,10 +116,16 @@ typedef struct {
     double           latency_s;      /* a sample's begin to its outputs, the
                                         mean over the later half of the
                                         samples (steady state) */
-    svp_plan_rank_t *ranks;          /* [world] */
-    int             *link_msgs;      /* [world * world], from * world + to */
-    double          *link_s;         /* [world * world], time on the link */
+    svp_plan_rank_t *ranks;          /* [stages] */
+    int             *link_msgs;      /* [stages * stages], from * S + to */
+    double          *link_s;         /* [stages * stages], time on the link */
 } svp_plan_result_t;
+
+/* The positions of the pipeline svp_plan_run simulates for params: S. */
+static inline int svp_plan_stages(const svp_plan_params_t *params)
+{
+    return (params->stages > 0) ? params->stages : params->world;
+}
 
 /*
  * Costs of spec's model: model.dummy (cost sleep) gives step/encode/decode
@@ -175,9 +185,11 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
                      svp_placement_t placement, svp_plan_memory_t *mem_p);
 
 /*
- * Runs the model.  *result_p is allocated and owned by the caller
- * (svp_plan_result_destroy).  Errors: SVP_ERR_INVALID_PARAM (W < 1, T not
- * divisible by W, N < 1), SVP_ERR_NO_MEMORY.
+ * Runs the model of one pipeline of svp_plan_stages(params) = S positions
+ * (of params->pairs ranks) dealt params->samples samples.  *result_p is
+ * allocated and owned by the caller (svp_plan_result_destroy).  Errors:
+ * SVP_ERR_INVALID_PARAM (S < 1, T not divisible by S, N < 1),
+ * SVP_ERR_NO_MEMORY.
  */
 svp_status_t svp_plan_run(const svp_plan_params_t *params,
                           svp_plan_result_t **result_p);

@@ -202,9 +202,9 @@ double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
 /* Whether rank ever encodes (decodes): the worker's placement rule, asked
  * for sample j = rank, the first the rank would get under spread. */
 static int plan_places_on(svp_placement_t placement, int world, int rank,
-                          svp_schedule_end_t end)
+                          svp_layout_end_t end)
 {
-    return svp_schedule_place(placement, world, rank, end) == rank;
+    return svp_layout_place_of(placement, world, rank, end) == rank;
 }
 
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
@@ -213,8 +213,8 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
     svp_plan_memory_t  m = {0};
     svp_plan_message_t msg;
     double             es = plan_elem_size(spec->dtype);
-    int                enc = plan_places_on(placement, world, rank, SVP_SCHEDULE_ENCODES);
-    int                dec = plan_places_on(placement, world, rank, SVP_SCHEDULE_FINISHES);
+    int                enc = plan_places_on(placement, world, rank, SVP_LAYOUT_ENCODES);
+    int                dec = plan_places_on(placement, world, rank, SVP_LAYOUT_FINISHES);
     int                inflight = spec->comm.inflight > 0 ? spec->comm.inflight : 1;
 
     svp_plan_message(spec, &msg);

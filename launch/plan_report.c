@@ -5,6 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "jobspec/layout.h"
 #include "launch/plan.h"
 #include "launch/launch_int.h"
 #include "common/util.h"
@@ -88,15 +89,15 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
                                 const svp_plan_params_t *p,
                                 const svp_plan_result_t *res)
 {
-    int W = p->world;
+    int S = svp_plan_stages(p);     /* the simulated pipeline's positions */
 
     fprintf(out, "\nrank  node  steps/sample  steps  encodes  decodes    busy_s  "
             "per-sample_s  finish_s  idle\n");
-    for (int r = 0; r < W; ++r) {
+    for (int r = 0; r < S; ++r) {
         const svp_plan_rank_t *rk = &res->ranks[r];
 
         fprintf(out, "%4d  %4d  %12d  %5d  %7d  %7d  %8.3f  %12.3f  %8.3f  "
-                "%3.0f%%\n", r, r / p->ranks_per_node, p->steps / W, rk->steps,
+                "%3.0f%%\n", r, r / p->ranks_per_node, p->steps / S, rk->steps,
                 rk->encodes, rk->decodes, rk->busy_s, rk->busy_s / p->samples,
                 rk->finish_s, 100.0 * (1.0 - rk->busy_s / res->makespan_s));
     }
@@ -112,23 +113,23 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
             res->bottleneck_s > 0 ? 1.0 / res->bottleneck_s : 0);
 
     fprintf(out, "\nlink       messages     MB   busy_s\n");
-    for (int from = 0; from < W; ++from) {
-        for (int to = 0; to < W; ++to) {
-            int n = res->link_msgs[from * W + to];
+    for (int from = 0; from < S; ++from) {
+        for (int to = 0; to < S; ++to) {
+            int n = res->link_msgs[from * S + to];
 
             if (n > 0) {
                 fprintf(out, "%3d -> %-3d %8d %6.1f  %.6f\n", from, to, n,
-                        n * p->message_bytes / 1e6, res->link_s[from * W + to]);
+                        n * p->message_bytes / 1e6, res->link_s[from * S + to]);
             }
         }
     }
 
     fprintf(out, "\nmemory per GPU (GB)\nrank  weights  activations  buffers  "
             "total\n");
-    for (int r = 0; r < W; ++r) {
+    for (int r = 0; r < S; ++r) {
         svp_plan_memory_t m;
 
-        svp_plan_memory(spec, W, r, p->placement, &m);
+        svp_plan_memory(spec, S, r, p->placement, &m);
         fprintf(out, "%4d  %7.2f  %11.2f  %7.3f  %5.2f\n", r,
                 m.weights / PLAN_GB, m.activations / PLAN_GB,
                 m.buffers / PLAN_GB, m.total / PLAN_GB);
@@ -382,7 +383,7 @@ static svp_status_t plan_summarize(const svp_spec_t *spec,
     svp_status_t      status;
     int               N = spec->samples;
 
-    sm->world  = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    sm->world  = svp_layout_spec_world(spec);
     sm->tasks  = svp_launch_array_tasks(spec);
     sm->tasks  = sm->tasks > 0 ? sm->tasks : 1;
     /* task i of n makes every n-th sample: the busiest makes ceil(N / n) */
@@ -678,9 +679,10 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
     G = u->groups;
 
     /* the detail below is that of one pipeline (the busiest, group 0) */
-    plan_params(spec, costs, S, spec->cluster.ranks_per_node,
+    plan_params(spec, costs, sm.world, spec->cluster.ranks_per_node,
                 spec->pipeline.placement, u->samples_max, &p);
-    p.pairs = u->pairs;
+    p.stages = S;
+    p.pairs  = u->pairs;
     status = svp_plan_run(&p, &res);
     if (status != SVP_OK) {
         goto out;
@@ -744,7 +746,7 @@ svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
     svp_plan_layout_t *layouts;
     char               scratch[256];
     svp_status_t       status;
-    int                W = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    int                W = svp_layout_spec_world(spec);
     int                n = 0, best = 0;
 
     if (costs != NULL) {

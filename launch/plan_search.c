@@ -5,6 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
+#include "jobspec/layout.h"
 #include "launch/plan.h"
 
 #include <math.h>
@@ -21,27 +22,30 @@ svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages,
     /* distinct (samples, node offset) pairs seen: at most 2 x ranks_per_node */
     struct { int samples, offset; double makespan, fill, first, lat; } seen[64];
     svp_plan_layout_t l = {0};
-    int               nseen = 0, W = p->world, N = p->samples;
+    svp_layout_t      job;
+    int               nseen = 0, N = p->samples;
 
-    if (stages < 1 || pairs < 1 || pairs > 2 || W % (stages * pairs) != 0 ||
-        p->steps % stages != 0 || N < 1 || (pairs > 1 && p->half_bytes <= 0)) {
+    if (pairs > 2 || N < 1 || (pairs > 1 && p->half_bytes <= 0) || stages < 1 ||
+        svp_layout_make(p->steps, p->world, stages, pairs, p->placement, NULL, 0,
+                        &job) != SVP_OK) {
         return SVP_ERR_INVALID_PARAM;
     }
-    l.stages = stages;
-    l.pairs  = pairs;
-    l.groups = W / (stages * pairs);
+    l.stages = job.stages;
+    l.pairs  = job.pairs;
+    l.groups = job.groups;
     l.first_out_s = -1;
     for (int g = 0; g < l.groups && g < N; ++g) {
         svp_plan_params_t  gp = *p;
         svp_plan_result_t *res;
         svp_status_t       status;
         double             makespan = -1, fill = 0, first = 0, lat = 0;
-        int                n = (N - g + l.groups - 1) / l.groups, k;
+        int                n = svp_layout_group_samples(&job, N, g), k;
 
-        gp.world      = stages;
-        gp.pairs      = pairs;
+        /* group g: its S positions of C lanes, its share of the samples */
+        gp.stages     = job.stages;
+        gp.pairs      = job.pairs;
         gp.samples    = n;
-        gp.first_rank = p->first_rank + g * stages * pairs;
+        gp.first_rank = p->first_rank + svp_layout_rank(&job, g, 0, 0);
         for (k = 0; k < nseen; ++k) {
             if (seen[k].samples == n &&
                 seen[k].offset == gp.first_rank % p->ranks_per_node) {
@@ -94,7 +98,7 @@ svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
 
     for (int c = 1; c <= ((p->half_bytes > 0) ? 2 : 1); ++c) {
         for (int s = 1; s <= p->world / c; ++s) {
-            if (p->world % (s * c) != 0 || p->steps % s != 0) {
+            if (p->world % c != 0 || !svp_layout_valid(p->steps, p->world / c, s)) {
                 continue;
             }
             status = svp_plan_layout_pairs(p, s, c, &layouts[n]);

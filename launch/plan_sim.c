@@ -195,7 +195,7 @@ static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_
     const svp_plan_params_t *p    = sim->p;
     int                      to   = plan_peer(sim, a), R = sim->R;
     double                   hop  = plan_link_s(p, r, to, plan_msg_bytes(p, a->msg));
-    int                      W    = p->world, pf = r / sim->C, pt = a->peer;
+    int                      W    = svp_plan_stages(p), pf = r / sim->C, pt = a->peer;
 
     if (!sim->link_used[r * R + to]) {
         sim->link_used[r * R + to] = 1;
@@ -242,7 +242,7 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
     const svp_plan_costs_t *c    = &sim->p->costs;
     plan_rank_sim_t        *rs   = &sim->rank[r];
     svp_plan_rank_t        *out  = &sim->res->ranks[r / sim->C];
-    int                     k    = sim->p->steps / sim->p->world, none = 0;
+    int                     k    = sim->p->steps / svp_plan_stages(sim->p), none = 0;
 
     *blocked_p = 0;
     switch (a->kind) {
@@ -319,9 +319,9 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
 {
     const svp_plan_params_t *p = sim->p;
     svp_schedule_params_t    sp = {
-        .placement = p->placement, .stages = p->world, .samples = p->samples,
+        .placement = p->placement, .stages = svp_plan_stages(p), .samples = p->samples,
         .inflight  = p->inflight > 0 ? p->inflight : 2,
-        .pairs     = sim->C, .steps = p->steps / p->world,
+        .pairs     = sim->C, .steps = p->steps / svp_plan_stages(p),
     };
     svp_status_t             status;
     int                      R = sim->R, live = R, moved;
@@ -360,7 +360,7 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     svp_status_t status = SVP_ERR_NO_MEMORY;
 
     sim.C         = (p->pairs > 1) ? p->pairs : 1;
-    sim.R         = p->world * sim.C;
+    sim.R         = svp_plan_stages(p) * sim.C;
     sim.rank      = calloc((size_t)sim.R, sizeof(*sim.rank));
     sim.link_used = calloc((size_t)sim.R * sim.R, sizeof(*sim.link_used));
     sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
@@ -395,9 +395,9 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
 static svp_status_t plan_fill(const svp_plan_params_t *p, double *fill_p)
 {
     svp_plan_params_t one = *p;
-    svp_plan_result_t res = {.world = p->world};
+    svp_plan_result_t res = {.stages = svp_plan_stages(p)};
     svp_status_t      status = SVP_ERR_NO_MEMORY;
-    size_t            W = (size_t)p->world;
+    size_t            W = (size_t)svp_plan_stages(p);
 
     one.samples   = 1;
     res.ranks     = calloc(W, sizeof(*res.ranks));
@@ -422,7 +422,7 @@ static int plan_params_same(const svp_plan_params_t *a,
 {
     const svp_plan_costs_t *x = &a->costs, *y = &b->costs;
 
-    return a->world == b->world && a->ranks_per_node == b->ranks_per_node &&
+    return svp_plan_stages(a) == svp_plan_stages(b) && a->ranks_per_node == b->ranks_per_node &&
            a->steps == b->steps && a->samples == b->samples &&
            a->placement == b->placement && a->inflight == b->inflight &&
            a->message_bytes == b->message_bytes &&
@@ -439,7 +439,7 @@ static svp_status_t plan_result_copy(const svp_plan_result_t *src,
                                      svp_plan_result_t **dst_p)
 {
     svp_plan_result_t *d = malloc(sizeof(*d));
-    size_t             W = (size_t)src->world;
+    size_t             W = (size_t)src->stages;
 
     if (d == NULL) {
         return SVP_ERR_NO_MEMORY;
@@ -485,7 +485,7 @@ static svp_status_t plan_run(const svp_plan_params_t *p,
 {
     svp_plan_result_t *res;
     svp_status_t       status;
-    int                W = p->world, N = p->samples;
+    int                W = svp_plan_stages(p), N = p->samples;
     double             busy = 0;
 
     if (W < 1 || N < 1 || p->steps < W || p->steps % W != 0 ||
@@ -497,7 +497,7 @@ static svp_status_t plan_run(const svp_plan_params_t *p,
     if (res == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    res->world     = W;
+    res->stages    = W;
     res->ranks     = calloc((size_t)W, sizeof(*res->ranks));
     res->link_msgs = calloc((size_t)W * W, sizeof(*res->link_msgs));
     res->link_s    = calloc((size_t)W * W, sizeof(*res->link_s));

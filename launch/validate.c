@@ -9,7 +9,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -672,20 +672,19 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
         return launch_bad_int(spec, "samples", "at least 0", spec->samples,
                               errbuf, errlen);
     }
-    world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    world = svp_layout_spec_world(spec);
     /* auto: the planner picks among the valid layouts (S = 1 always is) */
-    for (int rank = 0; rank < world && spec->pipeline.stages >= 0; ++rank) {
-        char why[256] = "";
+    if (spec->pipeline.stages >= 0) {
+        char         why[256] = "";
+        svp_layout_t layout;
 
-        svp_steps_layout_t layout;
-
+        status = SVP_OK;
         if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
-            status = svp_steps_assign(spec->steps, world, rank, why, sizeof(why),
-                                      &range);
-        } else {
-            status = svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
-                                      SVP_MAX(1, spec->pipeline.guidance_parallel), rank,
-                                      why, sizeof(why), &layout);
+            /* one pipeline of W stages: the message speaks of ranks */
+            status = svp_layout_assign(spec->steps, world, 0, why, sizeof(why), &range);
+        }
+        if (status == SVP_OK) {
+            status = svp_layout_of_spec(spec, world, why, sizeof(why), &layout);
         }
         if (status != SVP_OK) {
             svp_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "

@@ -414,10 +414,12 @@ Test(outdir, full_and_read_only_filesystems)
 Test(deadline, counts_from_when_the_input_is_due)
 {
     svp_pipe_deadline_t d;
+    svp_layout_t        l;
     svp_spec_t         *spec = load("/tmp", "steps=8;model.dummy.cost=sleep;"
                                              "model.dummy.step_ms=400;comm.deadline=2");
 
-    svp_pipe_deadline_init(&d, spec, 4);
+    cr_assert_eq(svp_layout_make(8, 4, 4, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    svp_pipe_deadline_init(&d, spec, &l);
     /* rank 3's first input: 3 stages of 2 steps of 0.4 s, doubled, + 2 s */
     cr_assert_float_eq(svp_pipe_deadline_wait(&d, 3, 1), 2 + 2 * 3 * 2 * 0.4, 1e-9);
     /* later inputs: one stage */
@@ -428,11 +430,17 @@ Test(deadline, counts_from_when_the_input_is_due)
     cr_assert_float_eq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * 2 * 2.0, 1e-9);
     /* rank 0 waits for nothing but its encoder */
     cr_assert_float_eq(svp_pipe_deadline_wait(&d, 0, 0), 2, 1e-9);
+
+    /* 2 pipelines of 2 stages on the same 4 ranks: a stage is 4 steps (T / S,
+     * not T / W) */
+    cr_assert_eq(svp_layout_make(8, 4, 2, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    svp_pipe_deadline_init(&d, spec, &l);
+    cr_assert_float_eq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * 4 * 0.4, 1e-9);
     svp_spec_destroy(spec);
 
     /* no figure for the step time: a generous bound until measured */
     spec = load("/tmp", "steps=8;comm.deadline=2");
-    svp_pipe_deadline_init(&d, spec, 4);
+    svp_pipe_deadline_init(&d, spec, &l);
     cr_assert_geq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * SVP_PIPE_STEP_BOUND_S);
     svp_spec_destroy(spec);
 }

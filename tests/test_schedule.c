@@ -452,14 +452,14 @@ Test(schedule, every_layout_of_the_tests)
     }
 }
 
-/* The placement rule: one function, as pipe.h states it. */
+/* The placement rule: one function, the layout's (jobspec/layout.h). */
 Test(schedule, placement)
 {
-    cr_assert_eq(svp_schedule_place(SVP_PLACEMENT_ENDS, 4, 5, SVP_SCHEDULE_ENCODES), 0);
-    cr_assert_eq(svp_schedule_place(SVP_PLACEMENT_ENDS, 4, 5, SVP_SCHEDULE_FINISHES), 3);
-    cr_assert_eq(svp_schedule_place(SVP_PLACEMENT_SPREAD, 4, 5, SVP_SCHEDULE_ENCODES), 1);
-    cr_assert_eq(svp_schedule_place(SVP_PLACEMENT_SPREAD, 4, 5, SVP_SCHEDULE_FINISHES), 1);
-    cr_assert_eq(svp_schedule_place(SVP_PLACEMENT_SPREAD, 1, 5, SVP_SCHEDULE_FINISHES), 0);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_ENCODES), 0);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_FINISHES), 3);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5, SVP_LAYOUT_ENCODES), 1);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5, SVP_LAYOUT_FINISHES), 1);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 1, 5, SVP_LAYOUT_FINISHES), 0);
 }
 
 /*
@@ -689,51 +689,65 @@ Test(schedule, pair_list_by_hand)
 }
 
 /*
- * svp_schedule_owner against what the executor does: for every layout of
+ * The layout object against what the executor does: for every layout of
  * the tests (G groups x S positions x C lanes, both placements), a job's
  * run list (every sample; a shard of it; a resumed list with holes) is
- * dealt as pipe.c deals it, each rank's list is walked as the worker walks
- * it, and each FINISH lane 0 runs must be the sample's owner's, once.
+ * dealt by svp_layout_deal as pipe.c deals it, each rank's list is walked as
+ * the worker walks it, each FINISH lane 0 runs must be the sample's owner's
+ * (svp_layout_owner), once, and every message's peer must be a rank of the
+ * same group and lane, a neighbour position for a walk's LATENT.
  */
 static void check_owner(svp_placement_t placement, int G, int S, int C,
                         const int *run, int nrun)
 {
-    svp_schedule_layout_t l = { placement, G, S, C };
+    svp_layout_t          l;
     svp_schedule_params_t p;
     svp_schedule_iter_t   it;
     const svp_schedule_action_t *a;
+    svp_layout_place_t    at, peer;
     int  *finished, g, pos, lane, rank, k, j, n;
 
+    cr_assert_eq(svp_layout_make(2 * S, G * S * C, S, C, placement, NULL, 0, &l),
+                 SVP_OK);
+    cr_assert_eq(l.groups, G);
     finished = calloc((size_t)nrun + 1, sizeof(*finished));
     cr_assert_not_null(finished);
     for (g = 0; g < G; ++g) {
-        /* the group's share: k = g, g + G, ... (svp_schedule_deal) */
+        /* the group's share: k = g, g + G, ... (svp_layout_deal) */
         for (n = 0, k = 0; k < nrun; ++k) {
             int gk, jk;
-            svp_schedule_deal(&l, k, &gk, &jk);
+            svp_layout_deal(&l, k, &gk, &jk);
             n += (gk == g);
         }
-        p.placement = placement;
-        p.stages    = S;
-        p.samples   = n;
-        p.inflight  = 2;
-        p.pairs     = C;
+        cr_assert_eq(svp_layout_group_samples(&l, nrun, g), n);
+        p = svp_schedule_params_of(&l, n, 2);
         for (pos = 0; pos < S; ++pos) {
-            for (lane = 0; lane < ((C > 1) ? C : 1); ++lane) {
-                rank = (g * S + pos) * ((C > 1) ? C : 1) + lane;
+            for (lane = 0; lane < C; ++lane) {
+                rank = svp_layout_rank(&l, g, pos, lane);
+                at   = svp_layout_where(&l, rank);
+                cr_assert(at.group == g && at.position == pos && at.lane == lane);
                 cr_assert_eq(svp_schedule_iter_init_lane(&it, &p, pos, lane), SVP_OK);
                 while ((a = svp_schedule_iter_next(&it)) != NULL) {
+                    if ((a->kind == SVP_SCHEDULE_SEND || a->kind == SVP_SCHEDULE_POST_RECV) &&
+                        a->msg == SVP_SCHEDULE_MSG_LATENT) {
+                        peer = svp_layout_where(&l, svp_layout_rank(&l, g, a->peer,
+                                                                    a->peer_lane));
+                        cr_assert(peer.group == g && peer.lane == lane &&
+                                  abs(peer.position - pos) == 1,
+                                  "G=%d S=%d C=%d: rank %d's latent peer is position %d "
+                                  "lane %d", G, S, C, rank, a->peer, a->peer_lane);
+                    }
                     if (a->kind != SVP_SCHEDULE_FINISH || lane != 0) {
                         continue;
                     }
                     j = a->j;
                     k = g + j * G;     /* the job's k-th sample of its run */
                     cr_assert_lt(k, nrun);
-                    cr_assert_eq(svp_schedule_owner(&l, k), rank,
+                    cr_assert_eq(svp_layout_owner(&l, k), rank,
                                  "G=%d S=%d C=%d %s: sample %d (k=%d) finished by "
                                  "rank %d, owner says %d", G, S, C,
                                  placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends",
-                                 run[k], k, rank, svp_schedule_owner(&l, k));
+                                 run[k], k, rank, svp_layout_owner(&l, k));
                     ++finished[k];
                 }
             }

@@ -1,7 +1,7 @@
 /* Tests for src/jobspec: parsing, errors with file:line:column, overrides, steps. */
 #include "jobspec/spec.h"
 #include "jobspec/spec_agree.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "pipe/samples.h"
@@ -380,7 +380,7 @@ Test(steps, assignment_table)
     for (i = 0; i < sizeof(ok) / sizeof(ok[0]); ++i) {
         next = 0;
         for (r = 0; r < ok[i][1]; ++r) {
-            cr_assert_eq(svp_steps_assign(ok[i][0], ok[i][1], r, NULL, 0, &range), SVP_OK);
+            cr_assert_eq(svp_layout_assign(ok[i][0], ok[i][1], r, NULL, 0, &range), SVP_OK);
             cr_assert_eq(range.begin, next, "T=%d W=%d r=%d", ok[i][0], ok[i][1], r);
             cr_assert_eq(range.end - range.begin, ok[i][0] / ok[i][1]);
             next = range.end;
@@ -394,14 +394,14 @@ Test(steps, not_divisible_names_alternatives)
     char             err[512] = "";
     svp_step_range_t range    = {-7, -7};
 
-    cr_assert_eq(svp_steps_assign(25, 4, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_assign(25, 4, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
     cr_assert(strstr(err, "steps=25") && strstr(err, "4 ranks") &&
               strstr(err, "steps=24") && strstr(err, "steps=28"), "%s", err);
     cr_assert_eq(range.begin, -7, "output written on failure");
 
-    cr_assert_eq(svp_steps_assign(3, 7, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_assign(3, 7, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
     cr_assert(strstr(err, "steps=7") != NULL, "%s", err);
-    cr_assert_eq(svp_steps_assign(8, 2, 2, err, sizeof(err), &range),
+    cr_assert_eq(svp_layout_assign(8, 2, 2, err, sizeof(err), &range),
                  SVP_ERR_INVALID_PARAM);
 }
 
@@ -410,43 +410,53 @@ Test(steps, not_divisible_names_alternatives)
 Test(steps, layout_groups_cover_steps)
 {
     static const int   valid[] = {1, 2, 3, 6};
-    svp_steps_layout_t l;
+    svp_layout_t       l;
+    svp_layout_place_t at;
+    svp_step_range_t   range;
     size_t             i;
     int                r, next = 0;
 
     for (i = 0; i < sizeof(valid) / sizeof(valid[0]); ++i) {
-        cr_assert(svp_steps_layout_valid(12, 6, valid[i]));
+        cr_assert(svp_layout_valid(12, 6, valid[i]));
+        cr_assert_eq(svp_layout_make(12, 6, valid[i], 1, SVP_PLACEMENT_ENDS, NULL, 0,
+                                     &l), SVP_OK);
+        cr_assert_eq(l.groups * l.stages, 6);
+        cr_assert_eq(l.world, 6);
+        cr_assert_eq(l.k, 12 / valid[i]);
         for (r = 0; r < 6; ++r) {
-            cr_assert_eq(svp_steps_layout(12, 6, valid[i], r, NULL, 0, &l), SVP_OK);
-            cr_assert_eq(l.groups * l.stages, 6);
-            cr_assert_eq(l.group, r / valid[i]);
-            cr_assert_eq(l.first + l.stage, r);
-            next = (l.stage == 0) ? 0 : next;
-            cr_assert_eq(l.range.begin, next, "S=%d r=%d", valid[i], r);
-            cr_assert_eq(l.range.end - l.range.begin, 12 / valid[i]);
-            next = l.range.end;
-            if (l.stage == l.stages - 1) {
+            at    = svp_layout_where(&l, r);
+            range = svp_layout_range(&l, at.position);
+            cr_assert_eq(at.group, r / valid[i]);
+            cr_assert_eq(at.lane, 0);
+            cr_assert_eq(svp_layout_rank(&l, at.group, at.position, at.lane), r);
+            next = (at.position == 0) ? 0 : next;
+            cr_assert_eq(range.begin, next, "S=%d r=%d", valid[i], r);
+            cr_assert_eq(range.end - range.begin, 12 / valid[i]);
+            next = range.end;
+            if (at.position == l.stages - 1) {
                 cr_assert_eq(next, 12, "a group covers all steps");
             }
         }
     }
     /* 0 is one pipeline of all ranks */
-    cr_assert_eq(svp_steps_layout(12, 6, 0, 5, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(12, 6, 0, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
     cr_assert_eq(l.stages, 6);
     cr_assert_eq(l.groups, 1);
 }
 
 Test(steps, bad_layout_names_w_s_g_t)
 {
-    char               err[512] = "";
-    svp_steps_layout_t l        = {.stages = -7};
+    char         err[512] = "";
+    svp_layout_t l        = {.stages = -7};
 
-    cr_assert_eq(svp_steps_layout(12, 6, 4, 0, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_make(12, 6, 4, 1, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
+                 SVP_ERR_SPEC);
     cr_assert(strstr(err, "S=4") && strstr(err, "W=6") && strstr(err, "G=W/S=1.5") &&
               strstr(err, "T=12") && strstr(err, "valid S: 1, 2, 3, 6") &&
               strstr(err, "nearest: S=3"), "%s", err);
     cr_assert_eq(l.stages, -7, "output written on failure");
-    cr_assert_eq(svp_steps_layout(28, 448, 448, 0, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_make(28, 448, 448, 1, SVP_PLACEMENT_ENDS, err, sizeof(err),
+                                 &l), SVP_ERR_SPEC);
     cr_assert(strstr(err, "T must divide by S") && strstr(err, "nearest: S=28") &&
               strstr(err, "G=16"), "%s", err);
 }
@@ -455,39 +465,76 @@ Test(steps, bad_layout_names_w_s_g_t)
  * groups contiguous, and each pair covers the steps of its stage. */
 Test(steps, layout_pairs)
 {
-    svp_steps_layout_t l;
+    svp_layout_t       l;
+    svp_layout_place_t at;
+    svp_step_range_t   range;
     char               err[512] = "";
     int                r;
 
-    for (r = 0; r < 8; ++r) {       /* W = 8, S = 2, C = 2: G = 2 */
-        cr_assert_eq(svp_steps_layout_pairs(12, 8, 2, 2, r, NULL, 0, &l), SVP_OK);
-        cr_assert_eq(l.pairs, 2);
-        cr_assert_eq(l.groups, 2);
-        cr_assert_eq(l.stages, 2);
-        cr_assert_eq(l.group, r / 4);
-        cr_assert_eq(l.first, (r / 4) * 4);
-        cr_assert_eq(l.stage, (r % 4) / 2, "rank %d", r);
-        cr_assert_eq(l.lane, r % 2);
-        cr_assert_eq(l.first + l.stage * 2 + l.lane, r);
-        cr_assert_eq(l.range.begin, l.stage * 6);
-        cr_assert_eq(l.range.end, l.stage * 6 + 6);
+    /* W = 8, S = 2, C = 2: G = 2 */
+    cr_assert_eq(svp_layout_make(12, 8, 2, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(l.pairs, 2);
+    cr_assert_eq(l.groups, 2);
+    cr_assert_eq(l.stages, 2);
+    cr_assert_eq(l.k, 6);
+    for (r = 0; r < 8; ++r) {
+        at    = svp_layout_where(&l, r);
+        range = svp_layout_range(&l, at.position);
+        cr_assert_eq(at.group, r / 4);
+        cr_assert_eq(at.position, (r % 4) / 2, "rank %d", r);
+        cr_assert_eq(at.lane, r % 2);
+        cr_assert_eq(svp_layout_rank(&l, at.group, 0, 0), (r / 4) * 4);
+        cr_assert_eq(svp_layout_rank(&l, at.group, at.position, at.lane), r);
+        cr_assert_eq(range.begin, at.position * 6);
+        cr_assert_eq(range.end, at.position * 6 + 6);
     }
     /* stages 0: one pipeline of W / C pairs */
-    cr_assert_eq(svp_steps_layout_pairs(12, 6, 0, 2, 5, NULL, 0, &l), SVP_OK);
-    cr_assert(l.stages == 3 && l.groups == 1 && l.stage == 2 && l.lane == 1);
+    cr_assert_eq(svp_layout_make(12, 6, 0, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    at = svp_layout_where(&l, 5);
+    cr_assert(l.stages == 3 && l.groups == 1 && at.position == 2 && at.lane == 1);
     /* C = 1 is the plain layout */
-    cr_assert_eq(svp_steps_layout_pairs(12, 6, 3, 1, 4, NULL, 0, &l), SVP_OK);
-    cr_assert(l.pairs == 1 && l.lane == 0 && l.stage == 1 && l.groups == 2);
+    cr_assert_eq(svp_layout_make(12, 6, 3, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    at = svp_layout_where(&l, 4);
+    cr_assert(l.pairs == 1 && at.lane == 0 && at.position == 1 && l.groups == 2);
     /* an odd W, or S not dividing W / C: the valid (G, S, C) named */
-    cr_assert_eq(svp_steps_layout_pairs(12, 7, 1, 2, 0, err, sizeof(err), &l),
+    cr_assert_eq(svp_layout_make(12, 7, 1, 2, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "C=2 with S=1 does not fit W=7") &&
               strstr(err, "valid (G, S, C): (7, 1, 1)") && !strstr(err, ", 2)"),
               "%s", err);
-    cr_assert_eq(svp_steps_layout_pairs(6, 4, 4, 2, 0, err, sizeof(err), &l),
+    cr_assert_eq(svp_layout_make(6, 4, 4, 2, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "valid (G, S, C): (4, 1, 1), (2, 2, 1), (2, 1, 2), "
                           "(1, 2, 2)"), "%s", err);
+}
+
+/* The dealing of samples to groups, and where they begin and end. */
+Test(steps, layout_deals_and_places)
+{
+    svp_layout_t l;
+    int          g, j, k, n, count[3] = {0};
+
+    cr_assert_eq(svp_layout_make(12, 12, 2, 2, SVP_PLACEMENT_SPREAD, NULL, 0, &l),
+                 SVP_OK);
+    cr_assert_eq(l.groups, 3);
+    for (k = 0; k < 11; ++k) {
+        svp_layout_deal(&l, k, &g, &j);
+        cr_assert_eq(g, k % 3);
+        cr_assert_eq(j, count[g]++, "the group's samples in the job's order");
+        /* spread: position j mod S encodes and finishes; lane 0 writes */
+        cr_assert_eq(svp_layout_place(&l, j, SVP_LAYOUT_ENCODES), j % 2);
+        cr_assert_eq(svp_layout_owner(&l, k), g * 4 + (j % 2) * 2);
+    }
+    for (g = 0, n = 0; g < 3; ++g) {
+        cr_assert_eq(svp_layout_group_samples(&l, 11, g), count[g]);
+        n += count[g];
+    }
+    cr_assert_eq(n, 11);
+    cr_assert_eq(svp_layout_group_samples(&l, 2, 2), 0);
+    l.placement = SVP_PLACEMENT_ENDS;
+    cr_assert_eq(svp_layout_place(&l, 5, SVP_LAYOUT_ENCODES), 0);
+    cr_assert_eq(svp_layout_place(&l, 5, SVP_LAYOUT_FINISHES), 1);
+    cr_assert_eq(svp_layout_owner(&l, 4), 4 + 2);
 }
 
 #include "jobspec/spec_int.h"

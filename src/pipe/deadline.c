@@ -12,11 +12,11 @@
 #define SVP_PIPE_DEADLINE_SLACK 2.0
 
 void svp_pipe_deadline_init(svp_pipe_deadline_t *d, const svp_spec_t *spec,
-                            int world)
+                            const svp_layout_t *layout)
 {
     memset(d, 0, sizeof(*d));
     d->deadline       = spec->comm.deadline;
-    d->steps_per_rank = (world > 0) ? spec->steps / world : spec->steps;
+    d->steps_per_rank = layout->k;
     if (spec->model.kind == SVP_MODEL_DUMMY &&
         spec->model.dummy.cost == SVP_DUMMY_COST_SLEEP) {
         d->step_est_s   = spec->model.dummy.step_ms * 1e-3;

@@ -18,6 +18,7 @@
 #ifndef SVP_PIPE_DEADLINE_H
 #define SVP_PIPE_DEADLINE_H
 
+#include "jobspec/layout.h"
 #include "jobspec/spec.h"
 
 /* Seconds per step assumed before any step is measured, when the stage has
@@ -33,9 +34,10 @@ typedef struct {
     int    step_count;      /* ... and how many */
 } svp_pipe_deadline_t;
 
-/* Fills d from the spec (estimates for the simulator's sleep cost). */
+/* Fills d from the spec (estimates for the simulator's sleep cost) and the
+ * layout (k, the steps of one stage). */
 void svp_pipe_deadline_init(svp_pipe_deadline_t *d, const svp_spec_t *spec,
-                            int world);
+                            const svp_layout_t *layout);
 
 /* Records one measured step. */
 void svp_pipe_deadline_step(svp_pipe_deadline_t *d, double seconds);

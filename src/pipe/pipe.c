@@ -13,7 +13,7 @@
 #include "pipe/deadline.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
@@ -39,10 +39,9 @@ typedef struct {
 
 typedef struct {
     const svp_pipe_params_t *params;
-    svp_steps_layout_t       layout;
-    int                      srank;         /* position in the group */
-    int                      sworld;        /* ranks in the group (S) */
-    int                      base;          /* the group's first rank */
+    svp_layout_t             layout;        /* the job's (G, S, C, k) */
+    svp_layout_place_t       at;            /* this rank's group, position
+                                               and lane in it */
     int                      n;             /* samples of this group */
     int                     *idx;           /* their indices, in order */
     svp_step_range_t         range;
@@ -57,8 +56,6 @@ typedef struct {
     int                      nslots;
     svp_pipe_deadline_t      dl;            /* receive timeouts */
     svp_comm_mem_type_t      frame_mem;     /* where the frames live */
-    int                      pairs;         /* C: ranks per position */
-    int                      lane;          /* this rank's guidance half */
     svp_schedule_slots_t     rings;         /* the slots' rings */
     double                   t_step;        /* pairs: the step's time so far */
 } svp_pipe_t;
@@ -66,7 +63,7 @@ typedef struct {
 /* The rank of the action's peer (a position of the group, in a lane). */
 static int svp_pipe_peer(const svp_pipe_t *p, const svp_schedule_action_t *a)
 {
-    return p->base + a->peer * p->pairs + a->peer_lane;
+    return svp_layout_rank(&p->layout, p->at.group, a->peer, a->peer_lane);
 }
 
 /* A slot's frame's data (the one tensor of a half or share frame), and
@@ -94,7 +91,7 @@ static void svp_pipe_step_done(svp_pipe_t *p, svp_sample_t *s, int step, double 
     svp_trace_event(p->params->trace, "step", s->index, step,
                     svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
     svp_debug("sample %d step %d/%d%s %.1f ms", s->index, step + 1,
-              p->params->spec->steps, (p->pairs > 1) ? " (a pair's)" : "", dt * 1e3);
+              p->params->spec->steps, (p->layout.pairs > 1) ? " (a pair's)" : "", dt * 1e3);
 }
 
 /* Before a step: a stop, hand-offs in flight go on, and a peer whose
@@ -162,13 +159,13 @@ static svp_status_t svp_pipe_half(svp_pipe_t *p, const svp_schedule_action_t *a,
         return status;
     }
     t0     = svp_clock_now();
-    status = stage->ops->half(stage->self, s, a->step, p->lane,
+    status = stage->ops->half(stage->self, s, a->step, p->at.lane,
                               svp_pipe_slot_data(p, a->slot),
                               svp_pipe_slot_bytes(p, a->slot));
     p->t_step = svp_clock_now() - t0;
     if (status != SVP_OK) {
         svp_log_failure(status, "sample %d step %d (guidance half %d) failed: %s",
-                        s->index, a->step, p->lane, svp_status_string(status));
+                        s->index, a->step, p->at.lane, svp_status_string(status));
     }
     return status;
 }
@@ -180,13 +177,13 @@ static svp_status_t svp_pipe_merge(svp_pipe_t *p, const svp_schedule_action_t *a
     svp_status_t       status;
     double             t0 = svp_clock_now();
 
-    status = stage->ops->merge(stage->self, s, a->step, p->lane,
+    status = stage->ops->merge(stage->self, s, a->step, p->at.lane,
                                svp_pipe_slot_data(p, a->slot),
                                svp_pipe_slot_data(p, a->slot2),
                                svp_pipe_slot_bytes(p, a->slot2));
     if (status != SVP_OK) {
         svp_log_failure(status, "sample %d step %d (guidance half %d) failed: %s",
-                        s->index, a->step, p->lane, svp_status_string(status));
+                        s->index, a->step, p->at.lane, svp_status_string(status));
         return status;
     }
     svp_pipe_step_done(p, s, a->step, p->t_step + svp_clock_now() - t0);
@@ -470,7 +467,7 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slot
     int                      i;
 
     p->rings = *slots;
-    if (p->pairs > 1 && (so->half == NULL || so->merge == NULL || so->share == NULL ||
+    if (p->layout.pairs > 1 && (so->half == NULL || so->merge == NULL || so->share == NULL ||
                          so->share_bytes == NULL || so->finish_shared == NULL)) {
         svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance halves",
                   so->name);
@@ -481,7 +478,7 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slot
     }
     if (pp->comm == NULL) {
         svp_error("internal: a %d-rank pipeline without a communication layer",
-                  p->sworld * p->pairs);
+                  p->layout.stages * p->layout.pairs);
         return SVP_ERR_INTERNAL;
     }
     status = svp_pipe_layout(p);
@@ -584,7 +581,7 @@ static svp_status_t svp_pipe_finish_call(svp_pipe_t *p, svp_sample_t *s, int sha
         x = &host;
     }
     if (status == SVP_OK) {
-        status = share ? so->share(stage->self, x, p->lane, buf, bytes) :
+        status = share ? so->share(stage->self, x, p->at.lane, buf, bytes) :
                  (buf != NULL) ? so->finish_shared(stage->self, x, buf, bytes) :
                                  so->finish(stage->self, x);
     }
@@ -603,7 +600,7 @@ static svp_status_t svp_pipe_share(svp_pipe_t *p, const svp_schedule_action_t *a
                                   svp_pipe_slot_bytes(p, a->slot));
     if (status != SVP_OK) {
         svp_log_failure(status, "sample %d: decoding lane %d's share failed: %s", s->index,
-                        p->lane, svp_status_string(status));
+                        p->at.lane, svp_status_string(status));
         return status;
     }
     p->stats.busy += svp_clock_now() - t0;
@@ -651,7 +648,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     svp_status_t                 status;
 
     memset(&s, 0, sizeof(s));
-    status = svp_schedule_iter_init_lane(&it, &p->sched, p->srank, p->lane);
+    status = svp_schedule_iter_init_lane(&it, &p->sched, p->at.position, p->at.lane);
     if (status != SVP_OK) {
         return status;
     }
@@ -696,7 +693,9 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             break;
         case SVP_SCHEDULE_DROP:
             svp_debug("sample %d: its outputs are rank %d's", s.index,
-                      p->base + p->srank * p->pairs);
+                      svp_layout_rank(&p->layout, p->at.group,
+                                      svp_layout_place(&p->layout, a->j,
+                                                       SVP_LAYOUT_FINISHES), 0));
             svp_sample_cleanup(&s);
             break;
         }
@@ -721,18 +720,16 @@ static int svp_pipe_nsamples(const svp_pipe_params_t *params)
 static svp_status_t svp_pipe_deal(svp_pipe_t *p)
 {
     const svp_pipe_params_t *pp    = p->params;
-    svp_schedule_layout_t    l     = { pp->spec->pipeline.placement, p->layout.groups,
-                                       p->layout.stages, p->layout.pairs };
     int                      total = svp_pipe_nsamples(pp), k, g, j, n = 0;
 
-    /* this group's samples, dealt by the schedule's rule (svp_schedule_deal) */
+    /* this group's samples, dealt by the layout's rule (svp_layout_deal) */
     p->idx = malloc((size_t)SVP_MAX(1, total) * sizeof(*p->idx));
     if (p->idx == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     for (k = 0; k < total; ++k) {
-        svp_schedule_deal(&l, k, &g, &j);
-        if (g == p->layout.group) {
+        svp_layout_deal(&p->layout, k, &g, &j);
+        if (g == p->at.group) {
             p->idx[j] = (pp->samples != NULL) ? pp->samples[k] : k;
             n         = j + 1;
         }
@@ -753,20 +750,14 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.stats.rank  = params->rank;
     p.stats.world = params->world;
 
-    status = svp_steps_layout_pairs(spec->steps, params->world, spec->pipeline.stages,
-                                    SVP_MAX(1, spec->pipeline.guidance_parallel),
-                                    params->rank, err, sizeof(err), &p.layout);
+    status = svp_layout_of_spec(spec, params->world, err, sizeof(err), &p.layout);
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
     }
-    p.range  = p.layout.range;
-    p.srank  = p.layout.stage;
-    p.sworld = p.layout.stages;
-    p.base   = p.layout.first;
-    p.pairs  = p.layout.pairs;
-    p.lane   = p.layout.lane;
-    svp_pipe_deadline_init(&p.dl, spec, p.sworld);
+    p.at    = svp_layout_where(&p.layout, params->rank);
+    p.range = svp_layout_range(&p.layout, p.at.position);
+    svp_pipe_deadline_init(&p.dl, spec, &p.layout);
     status   = svp_pipe_deal(&p);
     if (status != SVP_OK) {
         return status;
@@ -774,32 +765,28 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     if (params->rank == 0) {
         svp_info("%d pipeline%s x %d stage%s%s (%d ranks), %d steps: %d per stage, "
                  "%d samples", p.layout.groups, (p.layout.groups == 1) ? "" : "s",
-                 p.sworld, (p.sworld == 1) ? "" : "s",
-                 (p.pairs > 1) ? " x 2 guidance halves" : "", params->world, spec->steps,
-                 spec->steps / p.sworld, svp_pipe_nsamples(params));
+                 p.layout.stages, (p.layout.stages == 1) ? "" : "s",
+                 (p.layout.pairs > 1) ? " x 2 guidance halves" : "", params->world, spec->steps,
+                 p.layout.k, svp_pipe_nsamples(params));
     }
     svp_info("rank %d of %d runs steps [%d, %d) of %d for %d samples (%s model, "
              "placement %s, pipeline %d of %d, stage %d of %d)", params->rank,
              params->world, p.range.begin, p.range.end, spec->steps, p.n,
              params->stage.ops->name, svp_spec_placement_name(spec->pipeline.placement),
-             p.layout.group, p.layout.groups, p.srank, p.sworld);
+             p.at.group, p.layout.groups, p.at.position, p.layout.stages);
 
     p.t_start = svp_clock_now();
     p.t_told  = p.t_start;
-    p.sched.placement = spec->pipeline.placement;
-    p.sched.stages    = p.sworld;
-    p.sched.samples   = p.n;
-    p.sched.inflight  = spec->comm.inflight;
-    p.sched.pairs     = p.pairs;
-    p.sched.steps     = p.range.end - p.range.begin;
-    p.to_finish       = (p.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.srank);
+    p.sched           = svp_schedule_params_of(&p.layout, p.n, spec->comm.inflight);
+    p.to_finish       = (p.at.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.at.position);
     status            = svp_pipe_execute(&p);
     p.stats.wall = svp_clock_now() - p.t_start;
     free(p.idx);
     if (status != SVP_OK) {
         if (p.layout.groups > 1) {
-            svp_log_failure(status, "pipeline %d of %d (ranks %d-%d) stops: %s", p.layout.group,
-                      p.layout.groups, p.base, p.base + p.sworld * p.pairs - 1,
+            svp_log_failure(status, "pipeline %d of %d (ranks %d-%d) stops: %s", p.at.group,
+                      p.layout.groups, svp_layout_rank(&p.layout, p.at.group, 0, 0),
+                      svp_layout_rank(&p.layout, p.at.group + 1, 0, 0) - 1,
                       svp_status_string(status));
         }
         return status;
@@ -814,7 +801,7 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
              p.stats.samples_done, p.finished, p.stats.steps_done, p.stats.wall,
              p.stats.busy,
              (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
-             p.stats.wait_recv, p.stats.wait_send, p.layout.group,
+             p.stats.wait_recv, p.stats.wait_send, p.at.group,
              (p.stats.wall > 0) ? p.n / p.stats.wall : 0.0);
     if (stats_p != NULL) {
         *stats_p = p.stats;

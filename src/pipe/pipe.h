@@ -29,7 +29,7 @@
 #include "jobspec/spec.h"
 #include "comm/comm.h"
 #include "trace/trace.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 
 typedef struct {
     int    rank, world;

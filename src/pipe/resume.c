@@ -7,7 +7,7 @@
 #include "pipe/resume.h"
 #include "pipe/samples.h"
 #include "pipe/schedule.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
@@ -28,32 +28,14 @@ enum {
     SVP_RESUME_BAD  = 2     /* made with other parameters: the job fails */
 };
 
-int svp_pipe_schedule_layout(const svp_spec_t *spec, int world,
-                             svp_schedule_layout_t *layout_p)
-{
-    svp_steps_layout_t layout;
-    char               err[256];
-
-    if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
-                               SVP_MAX(1, spec->pipeline.guidance_parallel), 0, err,
-                               sizeof(err), &layout) != SVP_OK) {
-        return 0;
-    }
-    layout_p->placement = spec->pipeline.placement;
-    layout_p->groups    = layout.groups;
-    layout_p->stages    = layout.stages;
-    layout_p->pairs     = layout.pairs;
-    return 1;
-}
-
-int svp_pipe_resume_finisher(const svp_schedule_layout_t *layout,
+int svp_pipe_resume_finisher(const svp_layout_t *layout,
                              const svp_pipe_shard_t *shard, int i)
 {
     if (!svp_pipe_shard_owns(shard, i)) {
         return -1;
     }
     /* sample i is the (i div n)-th of shard i mod n's list */
-    return svp_schedule_owner(layout, i / shard->count);
+    return svp_layout_owner(layout, i / shard->count);
 }
 
 svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
@@ -136,7 +118,7 @@ out:
 static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
                                          const svp_stage_t *stage, int n,
                                          const svp_pipe_shard_t *shard, int rank,
-                                         const svp_schedule_layout_t *layout,
+                                         const svp_layout_t *layout,
                                          unsigned char *v, int *bad_p)
 {
     char         why[1024];
@@ -221,9 +203,9 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     void          *data;
     size_t         len;
     svp_status_t   status;
-    svp_schedule_layout_t layout;
+    svp_layout_t   layout;
 
-    if (!svp_pipe_schedule_layout(spec, world, &layout)) {
+    if (svp_layout_of_spec(spec, world, NULL, 0, &layout) != SVP_OK) {
         svp_error("internal: resume of a layout the spec does not allow");
         return SVP_ERR_INTERNAL;
     }

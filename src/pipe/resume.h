@@ -42,19 +42,12 @@ typedef struct {
 } svp_pipe_resume_t;
 
 /*
- * The job's layout of world ranks as the schedule deals samples over it
- * (G, S, C and the placement); 0 when the spec allows no such layout.
- */
-int svp_pipe_schedule_layout(const svp_spec_t *spec, int world,
-                             svp_schedule_layout_t *layout_p);
-
-/*
  * The rank that would write sample i (of the job's list; a sample of
  * shard) were none of the shard's samples finished yet: its position in
- * the shard's list, dealt by the schedule (svp_schedule_owner).  The rank
+ * the shard's list, dealt by the layout (svp_layout_owner).  The rank
  * that checks whether it is finished.  -1 for a sample of another shard.
  */
-int svp_pipe_resume_finisher(const svp_schedule_layout_t *layout,
+int svp_pipe_resume_finisher(const svp_layout_t *layout,
                              const svp_pipe_shard_t *shard, int i);
 
 /*

@@ -18,7 +18,7 @@
  *   stands (LATENT: r's first step; INIT: 0; FINAL, SHARE: T; HALF: the
  *   step it belongs to).
  *
- *   encoder(j), finisher(j) = svp_schedule_place():
+ *   encoder(j), finisher(j) = svp_layout_place_of():
  *       ends:   0 and S-1 for every j;
  *       spread: j mod S, both.
  *
@@ -82,24 +82,6 @@
 
 enum { PHASE_SETUP, PHASE_SAMPLE, PHASE_STEPS, PHASE_DRAIN, PHASE_END };
 
-int svp_schedule_place(svp_placement_t placement, int stages, int j,
-                       svp_schedule_end_t end)
-{
-    if (placement == SVP_PLACEMENT_SPREAD) {
-        return j % stages;
-    }
-    return (end == SVP_SCHEDULE_ENCODES) ? 0 : stages - 1;
-}
-
-int svp_schedule_owner(const svp_schedule_layout_t *l, int k)
-{
-    int C = (l->pairs > 1) ? l->pairs : 1, g, j;
-
-    svp_schedule_deal(l, k, &g, &j);
-    return (g * l->stages + svp_schedule_place(l->placement, l->stages, j,
-                                               SVP_SCHEDULE_FINISHES)) * C;
-}
-
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
                         svp_schedule_slots_t *slots_p)
 {
@@ -112,8 +94,8 @@ void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
         s.final  = (spread && rank != S - 1 && rank < n && lane == 0)
                    ? SVP_SCHEDULE_FINAL_SLOTS : 0;
         s.encode = (rank != 0 && rank < n &&
-                    svp_schedule_place(params->placement, S, rank,
-                                       SVP_SCHEDULE_ENCODES) == rank)
+                    svp_layout_place_of(params->placement, S, rank,
+                                       SVP_LAYOUT_ENCODES) == rank)
                    ? SVP_SCHEDULE_ENCODE_SLOTS : 0;
     }
     if (params->pairs > 1 && n > 0) {
@@ -139,8 +121,8 @@ int svp_schedule_finishes(const svp_schedule_params_t *params, int rank)
     int j, count = 0;
 
     for (j = 0; j < params->samples; ++j) {
-        count += (svp_schedule_place(params->placement, params->stages, j,
-                                     SVP_SCHEDULE_FINISHES) == rank);
+        count += (svp_layout_place_of(params->placement, params->stages, j,
+                                     SVP_LAYOUT_FINISHES) == rank);
     }
     return count;
 }
@@ -242,12 +224,12 @@ static void sched_post(svp_schedule_iter_t *it, svp_schedule_msg_t msg, int j,
 
 static int sched_encoder(const svp_schedule_iter_t *it, int j)
 {
-    return svp_schedule_place(it->p.placement, it->p.stages, j, SVP_SCHEDULE_ENCODES);
+    return svp_layout_place_of(it->p.placement, it->p.stages, j, SVP_LAYOUT_ENCODES);
 }
 
 static int sched_finisher(const svp_schedule_iter_t *it, int j)
 {
-    return svp_schedule_place(it->p.placement, it->p.stages, j, SVP_SCHEDULE_FINISHES);
+    return svp_layout_place_of(it->p.placement, it->p.stages, j, SVP_LAYOUT_FINISHES);
 }
 
 /* The latent slot of j, and the receive that brings j to this rank (none:

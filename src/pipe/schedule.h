@@ -18,6 +18,7 @@
 #define SVP_PIPE_SCHEDULE_H
 
 #include "common/status.h"
+#include "jobspec/layout.h"
 #include "jobspec/spec.h"
 
 /* Message kinds of the pipeline (the comm's tag keeps them apart).  LATENT
@@ -107,6 +108,22 @@ typedef struct {
                                     the list has actions per step; 0: 1) */
 } svp_schedule_params_t;
 
+/* The schedule of one group of the layout, dealt `samples` samples, with
+ * `inflight` receives posted ahead. */
+static inline svp_schedule_params_t svp_schedule_params_of(const svp_layout_t *l,
+                                                           int samples, int inflight)
+{
+    svp_schedule_params_t p;
+
+    p.placement = l->placement;
+    p.stages    = l->stages;
+    p.samples   = samples;
+    p.inflight  = inflight;
+    p.pairs     = l->pairs;
+    p.steps     = l->k;
+    return p;
+}
+
 /* Frame slots of one rank, in five rings numbered one after the other. */
 typedef struct {
     int latent;   /* samples on their walk: inflight + 2 (S > 1), else 0 */
@@ -137,50 +154,6 @@ svp_schedule_frame_t svp_schedule_slot_frame(const svp_schedule_slots_t *slots,
 /* The most slots a rank has: comm.inflight is at most 64. */
 #define SVP_SCHEDULE_MAX_SLOTS    (64 + 2 + SVP_SCHEDULE_FINAL_SLOTS + \
                                    SVP_SCHEDULE_ENCODE_SLOTS + 2 + 1)
-
-/* What svp_schedule_place() is asked for. */
-typedef enum {
-    SVP_SCHEDULE_ENCODES,
-    SVP_SCHEDULE_FINISHES
-} svp_schedule_end_t;
-
-/*
- * The placement rule, the only place it is written: the position in the
- * group that encodes (begin) or finishes (decode, outputs) sample j.
- */
-int svp_schedule_place(svp_placement_t placement, int stages, int j,
-                       svp_schedule_end_t end);
-
-/*
- * The job's layout as the schedule deals samples over it: G groups of S
- * positions of C lanes, rank = g * S * C + position * C + lane.
- */
-typedef struct {
-    svp_placement_t placement;
-    int             groups;      /* G */
-    int             stages;      /* S */
-    int             pairs;       /* C (0 or 1: one lane) */
-} svp_schedule_layout_t;
-
-/*
- * The dealing rule, the only place it is written: the k-th sample of the
- * samples a job runs (in order, after its shard and resume) goes to group
- * k mod G, as that group's sample k div G.
- */
-static inline void svp_schedule_deal(const svp_schedule_layout_t *l, int k,
-                                     int *group_p, int *j_p)
-{
-    *group_p = k % l->groups;
-    *j_p     = k / l->groups;
-}
-
-/*
- * Which job rank finishes (decodes, writes the outputs of) the k-th sample
- * the job runs: its group's position svp_schedule_place(.., FINISHES), lane
- * 0.  The one answer to "who writes sample k"; the executor's FINISH
- * actions agree with it (tests/test_schedule.c walks the layouts).
- */
-int svp_schedule_owner(const svp_schedule_layout_t *l, int k);
 
 /* The slots of lane's list at position rank. */
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,

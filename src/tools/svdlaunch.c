@@ -25,6 +25,7 @@
 #include "launch/hardware.h"
 #include "launch/launch.h"
 #include "launch/plan.h"
+#include "jobspec/layout.h"
 #include "jobspec/spec.h"
 
 #include <errno.h>
@@ -489,7 +490,7 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
         return status;
     }
     launch_warn_deadline(spec, NULL);
-    world = spec->cluster.nodes * spec->cluster.ranks_per_node;
+    world = svp_layout_spec_world(spec);
     /* the file name is the user's text: printed escaped, as messages are */
     svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
     if (spec->pipeline.stages < 0) {

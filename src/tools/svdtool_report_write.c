@@ -10,6 +10,7 @@
 #include "svdtool_report_int.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "jobspec/layout.h"
 #include "launch/plan.h"
 
 #include <math.h>
@@ -301,6 +302,7 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     json_t            *jr;
     double            *busy, makespan, busy_sum, rate, bubble, first = -1, lat = 0;
     int                q, g, c, stages, groups, pairs;
+    svp_layout_t       job;
     svp_plan_message_t msg;
 
     rdoc_h(d, 2, "Predicted against measured");
@@ -345,12 +347,16 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     /* G pipelines of S stages of C ranks (pipeline.stages and
      * guidance_parallel): each group is planned as the worker deals it,
      * position j to group j mod G */
-    pairs  = (in->spec->pipeline.guidance_parallel > 1 && r->world % 2 == 0) ? 2 : 1;
-    stages = in->spec->pipeline.stages;
-    if (stages <= 0 || stages > r->world / pairs || (r->world / pairs) % stages != 0) {
-        stages = r->world / pairs;
+    if (svp_layout_of_spec(in->spec, r->world, NULL, 0, &job) != SVP_OK &&
+        svp_layout_make(in->spec->steps, r->world, 0, 1, pp.placement, NULL, 0,
+                        &job) != SVP_OK) {
+        rdoc_p(d, "The planner cannot model this run (%d ranks, %d steps).", r->world,
+               in->spec->steps);
+        return;
     }
-    groups = r->world / (stages * pairs);
+    pairs  = job.pairs;
+    stages = job.stages;
+    groups = job.groups;
     svp_plan_message(in->spec, &msg);
     pp.pairs      = pairs;
     pp.half_bytes = msg.latent;
@@ -363,9 +369,9 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
     for (g = 0; g < groups && g < pp.samples; ++g) {
         svp_plan_params_t gp = pp;
 
-        gp.world      = stages;
-        gp.samples    = (pp.samples - g + groups - 1) / groups;
-        gp.first_rank = g * stages * pairs;
+        gp.stages     = stages;
+        gp.samples    = svp_layout_group_samples(&job, pp.samples, g);
+        gp.first_rank = svp_layout_rank(&job, g, 0, 0);
         if (svp_plan_run(&gp, &res) != SVP_OK) {
             rdoc_p(d, "The planner cannot model this run (%d ranks, %d stages, %d steps, "
                       "%d samples).", pp.world, stages, pp.steps, pp.samples);
@@ -380,7 +386,7 @@ static void rsec_plan(rdoc_t *d, const svdtool_report_t *r,
                            (c > 0 && q < stages - 1 ?
                             res->ranks[q].decodes * pp.costs.decode_s : 0);
 
-                busy[(g * stages + q) * pairs + c] = b;
+                busy[svp_layout_rank(&job, g, q, c)] = b;
                 busy_sum += b;
             }
         }

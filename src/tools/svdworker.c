@@ -33,7 +33,7 @@
 #include "common/util.h"
 #include "jobspec/spec.h"
 #include "jobspec/spec_agree.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 
 #include <getopt.h>
 #include <unistd.h>
@@ -128,7 +128,7 @@ static void svp_worker_stop(int signo, void *arg)
 
 typedef struct {
     const svp_pipe_shard_t *shard;
-    svp_schedule_layout_t   layout;
+    const svp_layout_t     *layout;
     int                     rank;
 } svp_worker_own_t;
 
@@ -138,7 +138,7 @@ static int svp_worker_owns(int sample, void *arg)
 {
     const svp_worker_own_t *o = arg;
 
-    return svp_pipe_resume_finisher(&o->layout, o->shard, sample) == o->rank;
+    return svp_pipe_resume_finisher(o->layout, o->shard, sample) == o->rank;
 }
 
 /*
@@ -150,17 +150,14 @@ static int svp_worker_owns(int sample, void *arg)
  * belong to a rank of this job.
  */
 static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spec,
+                                              const svp_layout_t *layout,
                                               const svp_stage_t *stage, int nsamples,
                                               const svp_pipe_shard_t *shard, int rank,
-                                              int world, svp_pipe_resume_t *resume_p)
+                                              svp_pipe_resume_t *resume_p)
 {
-    svp_worker_own_t own = {.shard = shard, .rank = rank};
+    svp_worker_own_t own = {.shard = shard, .layout = layout, .rank = rank};
     svp_status_t     status;
     int              i, writes = 0, n = 0;
-
-    if (!svp_pipe_schedule_layout(spec, world, &own.layout)) {
-        return SVP_ERR_SPEC;    /* (checked before: the job would not be here) */
-    }
 
     for (i = 0; i < nsamples && !writes; ++i) {
         writes = svp_worker_owns(i, &own);
@@ -189,6 +186,7 @@ typedef struct {
     svp_spec_t            *spec;
     svp_rt_h               rt;
     int                    rank, world;
+    svp_layout_t           layout;      /* the job's (G, S, C, k) */
     uint64_t               job_id;
     svp_pipe_shard_t       shard;
     svp_pipe_samples_t    *list;
@@ -325,7 +323,6 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
 static svp_status_t svp_worker_init_job(svp_worker_t *w)
 {
     const svp_spec_t  *spec = w->spec;
-    svp_steps_layout_t layout;
     svp_step_range_t   range;
     svp_rt_params_t    rtp;
     svp_stop_params_t  sp;
@@ -373,15 +370,14 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
 
     /* every rank checks, on the same spec now; rank 0 alone reports, so the
      * log says it once */
+    status = SVP_OK;
     if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
-        status = svp_steps_assign(spec->steps, w->world, w->rank, err,
-                                  sizeof(err), &range);
-    } else {
-        status = svp_steps_layout_pairs(spec->steps, w->world,
-                                        spec->pipeline.stages,
-                                        SVP_MAX(1, spec->pipeline.guidance_parallel),
-                                        w->rank, err, sizeof(err), &layout);
-        range  = layout.range;
+        /* one pipeline of W stages: the message speaks of ranks */
+        status = svp_layout_assign(spec->steps, w->world, w->rank, err,
+                                   sizeof(err), &range);
+    }
+    if (status == SVP_OK) {
+        status = svp_layout_of_spec(spec, w->world, err, sizeof(err), &w->layout);
     }
     if (status != SVP_OK) {
         if (w->rank == 0) {
@@ -414,7 +410,7 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
         svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
         svp_str_escape(w->what, strlen(w->what), what, sizeof(what));
         printf("%s: ok (%d steps, %s%s, %d ranks, %d steps per rank)\n", file,
-               spec->steps, shard, what, w->world, range.end - range.begin);
+               spec->steps, shard, what, w->world, w->layout.k);
     }
     return SVP_OK;
 }
@@ -546,8 +542,8 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_worker_prepare_output(w->rt, spec, &w->pp.stage, w->list->count,
-                                       &w->shard, w->rank, w->world, &w->resume);
+    status = svp_worker_prepare_output(w->rt, spec, &w->layout, &w->pp.stage,
+                                       w->list->count, &w->shard, w->rank, &w->resume);
     if (status != SVP_OK) {
         if (status != SVP_ERR_SPEC && svp_stop_signal() == 0) {
             svp_worker_fail(w->rt, w->world, w->rank, status);
@@ -671,11 +667,11 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     if (status == SVP_OK && w->world > 1) {
         /* the others may still drain the pipeline: up to a chain's worth of
          * stages (plus those in flight) after this rank's last sample */
-        svp_pipe_deadline_init(&dl, spec, w->world);
+        svp_pipe_deadline_init(&dl, spec, &w->layout);
         if (stats.steps_done > 0) {
             svp_pipe_deadline_step(&dl, stats.busy / stats.steps_done);
         }
-        svp_rt_set_fence_timeout(w->rt, svp_pipe_deadline_wait(&dl, w->world +
+        svp_rt_set_fence_timeout(w->rt, svp_pipe_deadline_wait(&dl, w->layout.stages +
                                                                spec->comm.inflight, 1));
         /*
          * Nobody leaves before everyone is done: a rank that finished its
@@ -714,17 +710,16 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     return status;
 }
 
-/* Whether this rank wrote any of this run's samples (svp_schedule_owner). */
+/* Whether this rank wrote any of this run's samples (svp_layout_owner). */
 static int svp_worker_writes(const svp_worker_t *w)
 {
-    svp_schedule_layout_t l;
-    int                   k;
+    int k;
 
-    if (!svp_pipe_schedule_layout(w->spec, w->world, &l)) {
-        return 0;
+    if (w->layout.world == 0) {
+        return 0;       /* no layout: the job ended before it was made */
     }
     for (k = 0; k < w->pp.nsamples; ++k) {
-        if (svp_schedule_owner(&l, k) == w->rank) {
+        if (svp_layout_owner(&w->layout, k) == w->rank) {
             return 1;
         }
     }

@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "trace/range.h"
 
 #include <jansson.h>
@@ -91,7 +91,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     int              world = svp_rt_size(rt), r, kept = 0;
     json_t          *doc, *ranges, *hw, *old, *attempts;
     const char      *jobid = getenv("SLURM_JOB_ID");
-    svp_steps_layout_t layout = {0};
+    svp_layout_t     layout = {0};
     char             path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
     char             threads[160];
     const char      *from;
@@ -109,12 +109,12 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         return status;
     }
     ranges = json_array();
-    for (r = 0; r < world; ++r) {
-        if (svp_steps_layout_pairs(spec->steps, world, spec->pipeline.stages,
-                                   SVP_MAX(1, spec->pipeline.guidance_parallel), r, err,
-                                   sizeof(err), &layout) == SVP_OK) {
-            json_array_append_new(ranges, json_pack("[i, i]", layout.range.begin,
-                                                    layout.range.end));
+    if (svp_layout_of_spec(spec, world, err, sizeof(err), &layout) == SVP_OK) {
+        for (r = 0; r < world; ++r) {
+            svp_step_range_t range =
+                svp_layout_range(&layout, svp_layout_where(&layout, r).position);
+
+            json_array_append_new(ranges, json_pack("[i, i]", range.begin, range.end));
         }
     }
     if (getcwd(cwd, sizeof(cwd)) == NULL) {

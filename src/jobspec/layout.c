@@ -1,19 +1,19 @@
 /*
- * Step assignment (steps.h): which of the T steps a rank runs, in a
- * pipeline of stages or of guidance pairs, and the message naming the
- * nearest valid counts when T does not divide.
+ * The job's layout (layout.h): made and checked from the spec and the
+ * world size, with the message naming the valid layouts when T or W does
+ * not divide; the dealing of samples and the placement of their ends.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "jobspec/steps.h"
+#include "jobspec/layout.h"
 #include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-svp_status_t svp_steps_assign(int steps, int world, int rank, char *errbuf,
-                              int errlen, svp_step_range_t *range_p)
+svp_status_t svp_layout_assign(int steps, int world, int rank, char *errbuf,
+                               int errlen, svp_step_range_t *range_p)
 {
     int lower, upper, per;
 
@@ -49,18 +49,18 @@ svp_status_t svp_steps_assign(int steps, int world, int rank, char *errbuf,
     return SVP_OK;
 }
 
-int svp_steps_layout_valid(int steps, int world, int stages)
+int svp_layout_valid(int steps, int world, int stages)
 {
     return (stages >= 1) && (stages <= world) && (world % stages == 0) &&
            (steps % stages == 0);
 }
 
-svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
-                              char *errbuf, int errlen, svp_steps_layout_t *layout_p)
+/* The layout of C = 1 (each position one rank) on W ranks. */
+static svp_status_t svp_layout_single(int steps, int world, int stages, char *errbuf,
+                                      int errlen, svp_layout_t *layout_p)
 {
-    svp_steps_layout_t l;
-    char               valid[256];
-    int                s, len = 0, best = -1;
+    char valid[256];
+    int  s, len = 0, best = -1;
 
     if (stages == 0) {
         stages = world;
@@ -73,18 +73,18 @@ svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
         }
         return SVP_ERR_SPEC;
     }
-    if (world < 1 || rank < 0 || rank >= world || steps < 1 || stages < 0) {
+    if (world < 1 || steps < 1) {
         if (errbuf != NULL) {
-            snprintf(errbuf, errlen, "invalid layout: steps=%d, %d stages, rank %d of %d",
-                     steps, stages, rank, world);
+            snprintf(errbuf, errlen, "invalid layout: steps=%d, %d stages, %d ranks",
+                     steps, stages, world);
         }
         return SVP_ERR_INVALID_PARAM;
     }
-    if (!svp_steps_layout_valid(steps, world, stages)) {
+    if (!svp_layout_valid(steps, world, stages)) {
         if (errbuf != NULL) {
             valid[0] = '\0';
             for (s = 1; s <= world; ++s) {
-                if (!svp_steps_layout_valid(steps, world, s)) {
+                if (!svp_layout_valid(steps, world, s)) {
                     continue;
                 }
                 if (best < 0 || abs(s - stages) < abs(best - stages)) {
@@ -107,20 +107,16 @@ svp_status_t svp_steps_layout(int steps, int world, int stages, int rank,
         }
         return SVP_ERR_SPEC;
     }
-    l.stages = stages;
-    l.groups = world / stages;
-    l.group  = rank / stages;
-    l.first  = l.group * stages;
-    l.stage  = rank % stages;
-    l.range.begin = l.stage * (steps / stages);
-    l.range.end   = (l.stage + 1) * (steps / stages);
-    l.pairs  = 1;
-    l.lane   = 0;
-    *layout_p = l;
+    layout_p->world  = world;
+    layout_p->groups = world / stages;
+    layout_p->stages = stages;
+    layout_p->pairs  = 1;
+    layout_p->steps  = steps;
+    layout_p->k      = steps / stages;
     return SVP_OK;
 }
 
-void svp_steps_layout_list(int steps, int world, int max_pairs, char *buf, int len)
+void svp_layout_list(int steps, int world, int max_pairs, char *buf, int len)
 {
     int c, s, n = 0;
 
@@ -130,7 +126,7 @@ void svp_steps_layout_list(int steps, int world, int max_pairs, char *buf, int l
             continue;
         }
         for (s = 1; s <= world / c; ++s) {
-            if (svp_steps_layout_valid(steps, world / c, s) && n < len - 24) {
+            if (svp_layout_valid(steps, world / c, s) && n < len - 24) {
                 n += snprintf(buf + n, len - n, "%s(%d, %d, %d)", (n > 0) ? ", " : "",
                               world / c / s, s, c);
             }
@@ -138,38 +134,67 @@ void svp_steps_layout_list(int steps, int world, int max_pairs, char *buf, int l
     }
 }
 
-svp_status_t svp_steps_layout_pairs(int steps, int world, int stages, int pairs,
-                                    int rank, char *errbuf, int errlen,
-                                    svp_steps_layout_t *layout_p)
+svp_status_t svp_layout_make(int steps, int world, int stages, int pairs,
+                             svp_placement_t placement, char *errbuf, int errlen,
+                             svp_layout_t *layout_p)
 {
-    svp_steps_layout_t l;
-    char               valid[512];
-    svp_status_t       status;
+    svp_layout_t l;
+    char         valid[512];
+    svp_status_t status;
 
     if (pairs == 1) {
-        return svp_steps_layout(steps, world, stages, rank, errbuf, errlen, layout_p);
-    }
-    if (pairs != 2 || world % pairs != 0 || rank < 0 || rank >= world ||
-        (stages > 0 && !svp_steps_layout_valid(steps, world / pairs, stages))) {
+        status = svp_layout_single(steps, world, stages, errbuf, errlen, &l);
+    } else if (pairs != 2 || world < 1 || world % pairs != 0 ||
+               (stages > 0 && !svp_layout_valid(steps, world / pairs, stages))) {
         if (errbuf != NULL) {
-            svp_steps_layout_list(steps, world, 2, valid, sizeof(valid));
+            svp_layout_list(steps, world, 2, valid, sizeof(valid));
             snprintf(errbuf, errlen,
                      "pipeline.guidance_parallel: C=%d with S=%d does not fit W=%d "
                      "ranks and T=%d steps: W = G x S x C, S must divide W / C and T "
                      "must divide by S; valid (G, S, C): %s", pairs, stages, world,
                      steps, valid);
         }
-        return (rank < 0 || rank >= world) ? SVP_ERR_INVALID_PARAM : SVP_ERR_SPEC;
+        return (world < 1) ? SVP_ERR_INVALID_PARAM : SVP_ERR_SPEC;
+    } else {
+        /* the layout of the pairs, as if each were one rank */
+        status = svp_layout_single(steps, world / pairs, stages, errbuf, errlen, &l);
+        l.world = world;
+        l.pairs = pairs;
     }
-    /* the layout of the pairs, as if each were one rank */
-    status = svp_steps_layout(steps, world / pairs, stages, rank / pairs, errbuf,
-                              errlen, &l);
     if (status != SVP_OK) {
         return status;
     }
-    l.pairs   = pairs;
-    l.lane    = rank % pairs;
-    l.first   = l.group * l.stages * pairs;
-    *layout_p = l;
+    l.placement = placement;
+    *layout_p   = l;
     return SVP_OK;
+}
+
+svp_status_t svp_layout_of_spec(const svp_spec_t *spec, int world, char *errbuf,
+                                int errlen, svp_layout_t *layout_p)
+{
+    return svp_layout_make(spec->steps, world, spec->pipeline.stages,
+                           SVP_MAX(1, spec->pipeline.guidance_parallel),
+                           spec->pipeline.placement, errbuf, errlen, layout_p);
+}
+
+int svp_layout_spec_world(const svp_spec_t *spec)
+{
+    return SVP_MAX(1, spec->cluster.nodes * spec->cluster.ranks_per_node);
+}
+
+int svp_layout_place_of(svp_placement_t placement, int stages, int j,
+                        svp_layout_end_t end)
+{
+    if (placement == SVP_PLACEMENT_SPREAD) {
+        return j % stages;
+    }
+    return (end == SVP_LAYOUT_ENCODES) ? 0 : stages - 1;
+}
+
+int svp_layout_owner(const svp_layout_t *l, int k)
+{
+    int g, j;
+
+    svp_layout_deal(l, k, &g, &j);
+    return svp_layout_rank(l, g, svp_layout_place(l, j, SVP_LAYOUT_FINISHES), 0);
 }
