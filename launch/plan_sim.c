@@ -71,8 +71,9 @@ typedef struct {
 typedef struct {
     const svp_plan_params_t *p;
     svp_plan_result_t       *res;
-    int                      C;          /* lanes per position */
-    int                      R;          /* ranks simulated: W x C */
+    svp_layout_t             group;      /* the simulated pipeline: one
+                                            group of S positions of C lanes */
+    int                      R;          /* ranks simulated: S x C */
     plan_rank_sim_t         *rank;       /* [R] */
     plan_chan_t             *chan;       /* open addressing, [nchan] */
     int                      nchan, used;
@@ -176,9 +177,9 @@ static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
     }
     rs->t               += cost;
     sim->res->makespan_s = fmax(sim->res->makespan_s, rs->t);
-    if (r % sim->C == 0) {
-        sim->res->ranks[r / sim->C].busy_s   += cost;
-        sim->res->ranks[r / sim->C].finish_s  = rs->t;
+    if (svp_layout_where(&sim->group, r).lane == 0) {
+        sim->res->ranks[svp_layout_where(&sim->group, r).position].busy_s  += cost;
+        sim->res->ranks[svp_layout_where(&sim->group, r).position].finish_s = rs->t;
         sim->res->events++;
         *count += by;
     }
@@ -187,7 +188,7 @@ static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
 /* The sim rank of the action's peer. */
 static int plan_peer(const plan_sim_t *sim, const svp_schedule_action_t *a)
 {
-    return a->peer * sim->C + a->peer_lane;
+    return svp_layout_rank(&sim->group, 0, a->peer, a->peer_lane);
 }
 
 static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_t *a)
@@ -195,7 +196,8 @@ static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_
     const svp_plan_params_t *p    = sim->p;
     int                      to   = plan_peer(sim, a), R = sim->R;
     double                   hop  = plan_link_s(p, r, to, plan_msg_bytes(p, a->msg));
-    int                      W    = svp_plan_stages(p), pf = r / sim->C, pt = a->peer;
+    int                      W    = svp_plan_stages(p), pt = a->peer;
+    int                      pf   = svp_layout_where(&sim->group, r).position;
 
     if (!sim->link_used[r * R + to]) {
         sim->link_used[r * R + to] = 1;
@@ -241,7 +243,7 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
 {
     const svp_plan_costs_t *c    = &sim->p->costs;
     plan_rank_sim_t        *rs   = &sim->rank[r];
-    svp_plan_rank_t        *out  = &sim->res->ranks[r / sim->C];
+    svp_plan_rank_t        *out  = &sim->res->ranks[svp_layout_where(&sim->group, r).position];
     int                     k    = sim->p->steps / svp_plan_stages(sim->p), none = 0;
 
     *blocked_p = 0;
@@ -257,7 +259,7 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
         }
         return plan_recv(sim, r, a, blocked_p);
     case SVP_SCHEDULE_BEGIN:
-        if (r % sim->C == 0) {
+        if (svp_layout_where(&sim->group, r).lane == 0) {
             sim->t_begin[a->j] = rs->t;
         }
         plan_task(sim, r, c->encode_s, &out->encodes, 1);
@@ -318,17 +320,15 @@ static svp_status_t plan_turn(plan_sim_t *sim, int r, int *moved_p)
 static svp_status_t plan_sim_run(plan_sim_t *sim)
 {
     const svp_plan_params_t *p = sim->p;
-    svp_schedule_params_t    sp = {
-        .placement = p->placement, .stages = svp_plan_stages(p), .samples = p->samples,
-        .inflight  = p->inflight > 0 ? p->inflight : 2,
-        .pairs     = sim->C, .steps = p->steps / svp_plan_stages(p),
-    };
+    svp_schedule_params_t    sp = svp_schedule_params_of(&sim->group, p->samples,
+                                                         p->inflight > 0 ? p->inflight : 2);
     svp_status_t             status;
     int                      R = sim->R, live = R, moved;
 
     for (int r = 0; r < R; ++r) {
-        status = svp_schedule_iter_init_lane(&sim->rank[r].it, &sp, r / sim->C,
-                                             r % sim->C);
+        status = svp_schedule_iter_init_lane(&sim->rank[r].it, &sp,
+                                             svp_layout_where(&sim->group, r).position,
+                                             svp_layout_where(&sim->group, r).lane);
         if (status != SVP_OK) {
             return status;
         }
@@ -359,8 +359,11 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
     plan_sim_t   sim = {.p = p, .res = res};
     svp_status_t status = SVP_ERR_NO_MEMORY;
 
-    sim.C         = (p->pairs > 1) ? p->pairs : 1;
-    sim.R         = svp_plan_stages(p) * sim.C;
+    sim.group     = (svp_layout_t){
+        .world = svp_plan_stages(p) * ((p->pairs > 1) ? p->pairs : 1), .groups = 1,
+        .stages = svp_plan_stages(p), .pairs = (p->pairs > 1) ? p->pairs : 1,
+        .steps = p->steps, .k = p->steps / svp_plan_stages(p), .placement = p->placement};
+    sim.R         = sim.group.world;
     sim.rank      = calloc((size_t)sim.R, sizeof(*sim.rank));
     sim.link_used = calloc((size_t)sim.R * sim.R, sizeof(*sim.link_used));
     sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
