@@ -22,26 +22,6 @@
 
 #include <stdio.h>
 
-/* The cost of one action of a list with k steps per position. */
-static double handoff_cost(const svp_schedule_action_t *a, const svp_plan_costs_t *c,
-                           int k)
-{
-    switch (a->kind) {
-    case SVP_SCHEDULE_BEGIN:
-        return c->encode_s;
-    case SVP_SCHEDULE_STEPS:
-        return k * c->step_s;
-    case SVP_SCHEDULE_HALF:
-        return c->step_s / 2;
-    case SVP_SCHEDULE_SHARE:
-        return c->decode_s / 2;
-    case SVP_SCHEDULE_FINISH:
-        return (a->slot2 >= 0) ? 0 : c->decode_s;
-    default:
-        return 0;
-    }
-}
-
 /* The longest work of one position between two ends of a walk. */
 static double handoff_position(const svp_schedule_params_t *sp, int pos,
                                const svp_plan_costs_t *c)
@@ -54,7 +34,7 @@ static double handoff_position(const svp_schedule_params_t *sp, int pos,
         return 0;
     }
     while ((a = svp_schedule_iter_next(&it)) != NULL) {
-        work += handoff_cost(a, c, sp->steps);
+        work += svp_plan_action_cost(a, c, sp->steps);
         if (a->chain) {
             longest = SVP_MAX(longest, work);
             work    = 0;

@@ -36,6 +36,7 @@
 #include "jobspec/spec.h"
 #include "model/unet.h"
 #include "model/vae.h"
+#include "pipe/schedule.h"
 
 #include <stdio.h>
 
@@ -183,6 +184,14 @@ const svp_vae_config_t *svp_plan_svd_xt_vae(void);
 /* Memory of rank in a world of W under placement (W=1: one GPU does all). */
 void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
                      svp_placement_t placement, svp_plan_memory_t *mem_p);
+
+/*
+ * What one action of a position's list costs, in seconds, with k steps per
+ * position: the one price list of the planner's simulation and of the
+ * hand-off check's gaps (messages cost their link, elsewhere).
+ */
+double svp_plan_action_cost(const svp_schedule_action_t *a,
+                            const svp_plan_costs_t *costs, int k);
 
 /*
  * Runs the model of one pipeline of svp_plan_stages(params) = S positions

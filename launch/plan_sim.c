@@ -236,6 +236,28 @@ static svp_status_t plan_recv(plan_sim_t *sim, int r, const svp_schedule_action_
     return SVP_OK;
 }
 
+double svp_plan_action_cost(const svp_schedule_action_t *a, const svp_plan_costs_t *c,
+                            int k)
+{
+    switch (a->kind) {
+    case SVP_SCHEDULE_BEGIN:
+        return c->encode_s;
+    case SVP_SCHEDULE_STEPS:
+        return k * c->step_s;
+    case SVP_SCHEDULE_HALF:
+        /* one half of the guidance batch: half a step, first order */
+        return c->step_s / 2;
+    case SVP_SCHEDULE_SHARE:
+        /* half the decode's chunks */
+        return c->decode_s / 2;
+    case SVP_SCHEDULE_FINISH:
+        /* a shared finish writes what the shares decoded */
+        return (a->slot2 >= 0) ? 0 : c->decode_s;
+    default:
+        return 0;
+    }
+}
+
 /* Runs one action of sim rank r; *blocked_p when it waits for a message
  * not yet sent. */
 static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
@@ -262,23 +284,22 @@ static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t
         if (svp_layout_where(&sim->group, r).lane == 0) {
             sim->t_begin[a->j] = rs->t;
         }
-        plan_task(sim, r, c->encode_s, &out->encodes, 1);
+        plan_task(sim, r, svp_plan_action_cost(a, c, k), &out->encodes, 1);
         break;
     case SVP_SCHEDULE_STEPS:
-        plan_task(sim, r, k * c->step_s, &out->steps, k);
+        plan_task(sim, r, svp_plan_action_cost(a, c, k), &out->steps, k);
         break;
     case SVP_SCHEDULE_HALF:
-        /* one half of the guidance batch: half a step, first order */
-        plan_task(sim, r, c->step_s / 2, &out->steps, 1);
+        plan_task(sim, r, svp_plan_action_cost(a, c, k), &out->steps, 1);
         break;
     case SVP_SCHEDULE_SEND:
         return plan_send(sim, r, a);
     case SVP_SCHEDULE_SHARE:
-        /* half the decode's chunks; lane 0 counts the decode */
-        plan_task(sim, r, c->decode_s / 2, &out->decodes, 1);
+        /* lane 0 counts the decode */
+        plan_task(sim, r, svp_plan_action_cost(a, c, k), &out->decodes, 1);
         break;
     case SVP_SCHEDULE_FINISH:
-        plan_task(sim, r, (a->slot2 >= 0) ? 0 : c->decode_s,
+        plan_task(sim, r, svp_plan_action_cost(a, c, k),
                   (a->slot2 >= 0) ? &none : &out->decodes, 1);
         sim->t_end[a->j] = rs->t;
         break;

@@ -75,16 +75,28 @@ static int spec_finisher(const svp_schedule_params_t *p, int j)
     return p->placement == SVP_PLACEMENT_SPREAD ? j % p->stages : p->stages - 1;
 }
 
-/* The message key of an action: its sample and (HALF) its step's index. */
-static int msg_key(const group_t *g, const svp_schedule_action_t *a)
+/*
+ * The message key of an action: its sample and (HALF) its step's index.  A
+ * sample's message is tagged where the sample stands (schedule.c's table),
+ * the same on both ends: a LATENT out of position p at (p + 1) k, into it at
+ * p k; an INIT at 0; a FINAL or SHARE at T = S k.
+ */
+static int msg_key(const group_t *g, int r, const svp_schedule_action_t *a)
 {
+    int pos = r / g->C, due;
+
     if (a->msg == SVP_SCHEDULE_MSG_HALF) {
         cr_assert(a->step >= 0 && a->step % g->k < MAX_K, "%s: a half at step %d",
                   g->what, a->step);
         return a->j * MAX_K + a->step % g->k;
     }
-    cr_assert_eq(a->step, -1, "%s: a %s message with step %d", g->what,
-                 svp_schedule_msg_name(a->msg), a->step);
+    due = (a->msg == SVP_SCHEDULE_MSG_INIT) ? 0 :
+          (a->msg == SVP_SCHEDULE_MSG_LATENT) ?
+              (pos + (a->kind == SVP_SCHEDULE_SEND)) * g->k :
+          g->p.stages * g->k;
+    cr_assert_eq(a->step, due, "%s rank %d: %s %s of %d tagged step %d, not %d",
+                 g->what, r, svp_schedule_kind_name(a->kind),
+                 svp_schedule_msg_name(a->msg), a->j, a->step, due);
     return a->j * MAX_K;
 }
 
@@ -133,7 +145,7 @@ static int step_wait(group_t *g, int r, const svp_schedule_action_t *a, slot_t *
         return 1;
     }
     peer = peer_of(g, r, a);
-    key  = msg_key(g, a);
+    key  = msg_key(g, r, a);
     cr_assert(a->msg == s->msg && key == s->key && peer == s->peer,
               "%s rank %d: wait for %d does not match the receive posted (%d)",
               g->what, r, a->j, s->j);
@@ -157,7 +169,7 @@ static int step_wait(group_t *g, int r, const svp_schedule_action_t *a, slot_t *
 static void step_send(group_t *g, int r, const svp_schedule_action_t *a, slot_t *s)
 {
     rank_t *rk   = &g->rank[r];
-    int     peer = peer_of(g, r, a), key = msg_key(g, a);
+    int     peer = peer_of(g, r, a), key = msg_key(g, r, a);
     int     data = (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE);
 
     cr_assert(s->state == (data ? SLOT_DATA : SLOT_HOLDS) && s->j == a->j && rk->cur == a->j,
@@ -217,7 +229,7 @@ static void step_pair(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
                  g->what, r);
     in = slot_of(g, r, a->slot2, a);
     cr_assert(in->state == SLOT_DATA && in->msg == SVP_SCHEDULE_MSG_HALF &&
-              in->key == msg_key(g, &(svp_schedule_action_t){.msg = SVP_SCHEDULE_MSG_HALF,
+              in->key == msg_key(g, r, &(svp_schedule_action_t){.msg = SVP_SCHEDULE_MSG_HALF,
                                                                .j = a->j, .step = a->step}),
               "%s rank %d: merge of step %d without the other half in slot %d",
               g->what, r, a->step, a->slot2);
@@ -238,7 +250,7 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
     case SVP_SCHEDULE_POST_RECV:
         cr_assert(s != NULL && s->state == SLOT_FREE, "%s rank %d: receive of %d "
                   "posted into busy slot %d", g->what, r, a->j, a->slot);
-        *s = (slot_t){SLOT_RECV, a->j, a->msg, peer_of(g, r, a), msg_key(g, a)};
+        *s = (slot_t){SLOT_RECV, a->j, a->msg, peer_of(g, r, a), msg_key(g, r, a)};
         g->posted[a->msg][s->peer][r][s->key]++;
         break;
     case SVP_SCHEDULE_WAIT:

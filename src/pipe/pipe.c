@@ -247,14 +247,6 @@ static svp_status_t svp_pipe_settle(svp_pipe_t *p, svp_pipe_slot_t *slot,
     return status;
 }
 
-/* The step a message is tagged with (schedule.c's table). */
-static int svp_pipe_msg_step(const svp_pipe_t *p, const svp_schedule_action_t *a)
-{
-    return (a->msg == SVP_SCHEDULE_MSG_LATENT) ? p->range.begin :
-           (a->msg == SVP_SCHEDULE_MSG_INIT) ? 0 :
-           (a->msg == SVP_SCHEDULE_MSG_HALF) ? a->step : p->params->spec->steps;
-}
-
 static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_t *a)
 {
     svp_pipe_slot_t *slot = &p->slots[a->slot];
@@ -267,7 +259,7 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_
     slot->is_send = 0;
     slot->sample  = p->idx[a->j];
     return svp_comm_irecv(p->params->comm, svp_pipe_peer(p, a), (unsigned)a->msg,
-                          (unsigned)p->idx[a->j], (unsigned)svp_pipe_msg_step(p, a),
+                          (unsigned)p->idx[a->j], (unsigned)a->step,
                           slot->frame, &slot->req);
 }
 
@@ -277,12 +269,17 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
     svp_pipe_slot_t *slot  = &p->slots[a->slot];
     size_t           bytes = svp_comm_frame_length(slot->frame);
     int              peer  = svp_pipe_peer(p, a);
-    /* a sample's message carries it where it stands (the receiver's
-     * svp_pipe_msg_step); a half or a share the step it belongs to */
-    int              step  = (a->msg == SVP_SCHEDULE_MSG_HALF ||
-                              a->msg == SVP_SCHEDULE_MSG_SHARE) ?
-                             svp_pipe_msg_step(p, a) : s->next_step;
+    int              step  = a->step;     /* the message's tag (schedule.c) */
 
+    /* a sample's message carries it where it stands: the schedule's tag and
+     * the sample's own state agree, or the protocol is broken */
+    if ((a->msg == SVP_SCHEDULE_MSG_LATENT || a->msg == SVP_SCHEDULE_MSG_INIT ||
+         a->msg == SVP_SCHEDULE_MSG_FINAL) && s->next_step != step) {
+        svp_error("internal: sample %d stands at step %d, its %s to rank %d is "
+                  "tagged %d", s->index, s->next_step, svp_schedule_msg_name(a->msg),
+                  peer, step);
+        return SVP_ERR_INTERNAL;
+    }
     if (a->msg != SVP_SCHEDULE_MSG_HALF) {
         svp_debug("send sample %d step %d to rank %d (%s, %zu bytes)", s->index,
                   step, peer, svp_schedule_msg_name(a->msg), bytes);
@@ -350,7 +347,7 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
                  svp_pipe_peer(p, a), svp_clock_now() - t0);
     } else if (a->msg == SVP_SCHEDULE_MSG_LATENT) {
         svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
-                 "%.3fs)", p->idx[a->j], p->range.begin, svp_pipe_peer(p, a),
+                 "%.3fs)", p->idx[a->j], a->step, svp_pipe_peer(p, a),
                  svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
     } else {
         svp_debug("recv final sample %d from rank %d", p->idx[a->j],
@@ -358,7 +355,7 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
     }
     status = svp_pipe_view(p, slot, p->idx[a->j], s);
     if (status == SVP_OK) {
-        s->next_step = svp_pipe_msg_step(p, a);
+        s->next_step = a->step;
     }
     return status;
 }

@@ -163,6 +163,33 @@ svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
 
 /* ---- emitting -------------------------------------------------------- */
 
+/*
+ * The step a message is tagged with (the table above): where the sample
+ * stands.  LATENT into position r: r x k, out of it: (r + 1) x k; INIT: 0;
+ * FINAL and SHARE: T; a HALF's is the step it belongs to, set by its
+ * emitter.  A receive's WAIT carries its receive's.  -1 for what is not a
+ * message.
+ */
+static int sched_msg_step(const svp_schedule_iter_t *it, svp_schedule_kind_t kind,
+                          svp_schedule_msg_t msg)
+{
+    if (kind != SVP_SCHEDULE_POST_RECV && kind != SVP_SCHEDULE_SEND &&
+        kind != SVP_SCHEDULE_WAIT) {
+        return -1;
+    }
+    switch (msg) {
+    case SVP_SCHEDULE_MSG_LATENT:
+        return (it->rank + (kind == SVP_SCHEDULE_SEND)) * it->p.steps;
+    case SVP_SCHEDULE_MSG_INIT:
+        return 0;
+    case SVP_SCHEDULE_MSG_FINAL:
+    case SVP_SCHEDULE_MSG_SHARE:
+        return it->p.stages * it->p.steps;
+    default:
+        return -1;
+    }
+}
+
 static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
                        svp_schedule_msg_t msg, int j, int slot, int peer)
 {
@@ -173,7 +200,7 @@ static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
     a->kind       = kind;
     a->msg        = msg;
     a->j          = j;
-    a->step       = -1;
+    a->step       = sched_msg_step(it, kind, msg);
     a->slot       = slot;
     a->slot2      = -1;
     a->peer       = peer;
@@ -265,7 +292,9 @@ static void sched_pair_msg(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
 {
     sched_emit(it, kind, msg, j, slot, it->rank);
     sched_last(it)->peer_lane = 1 - it->lane;
-    sched_last(it)->step      = step;
+    if (step >= 0) {
+        sched_last(it)->step = step;    /* a HALF's; else the table's */
+    }
 }
 
 /*

@@ -81,8 +81,11 @@ typedef struct {
     svp_schedule_kind_t kind;
     svp_schedule_msg_t  msg;
     int                 j;          /* the sample's position in the group */
-    int                 step;       /* HALF, MERGE and HALF messages: the
-                                       global step; -1 otherwise */
+    int                 step;       /* POST_RECV, SEND, a receive's WAIT:
+                                       the step the message is tagged with
+                                       (where the sample stands; a HALF's
+                                       step); HALF, MERGE: the global step;
+                                       -1 otherwise */
     int                 slot;       /* frame slot; -1: none */
     int                 slot2;      /* MERGE, shared FINISH: the slot of the
                                        other lane's message; -1: none */
