@@ -249,10 +249,10 @@ static int svp_ops_blas_marker_ours(const char *forced, char *family_p, size_t f
 void svp_ops_blas_choose(char **argv)
 {
 #if defined(HAVE_OPENBLAS_GET_CONFIG) && defined(HAVE_OPENBLAS_GET_CORENAME)
-    const char   *forced = getenv("OPENBLAS_CORETYPE");
-    const char   *marker = getenv(SVP_OPS_BLAS_MARKER);
-    const char   *own, *better;
-    char          family[64], ownbuf[64], value[200];
+    const char     *forced = getenv("OPENBLAS_CORETYPE");
+    const char     *marker = getenv(SVP_OPS_BLAS_MARKER);
+    const char     *own, *better;
+    char            family[64], ownbuf[64], value[200], site[64];
     svp_ops_cpuid_t cpu;
 
     if (marker != NULL) {
@@ -260,20 +260,23 @@ void svp_ops_blas_choose(char **argv)
                                      sizeof(ownbuf))) {
             return;     /* re-executed: the choice is in force */
         }
-        unsetenv(SVP_OPS_BLAS_MARKER);
-        if (forced != NULL && strncasecmp(marker, forced, strlen(forced)) == 0 &&
+        if (forced != NULL && *forced != '\0' &&
+            strncasecmp(marker, forced, strlen(forced)) == 0 &&
             marker[strlen(forced)] == ':') {
             /* another svdpipe program's choice, for its own CPU: this one
              * lets the library choose again, then weighs it */
+            snprintf(site, sizeof(site), "%s", forced);
+            unsetenv(SVP_OPS_BLAS_MARKER);
             unsetenv("OPENBLAS_CORETYPE");
             execv("/proc/self/exe", argv);
             snprintf(svp_ops_blas_note, sizeof(svp_ops_blas_note),
-                     "OPENBLAS_CORETYPE=%s inherited from another svdpipe program, "
-                     "kept: re-executing %s failed: %s", forced, "/proc/self/exe",
-                     strerror(errno));
-            setenv("OPENBLAS_CORETYPE", forced, 1);
+                     "OPENBLAS_CORETYPE=%s came from another svdpipe program and stays: "
+                     "re-executing /proc/self/exe failed: %s", site, strerror(errno));
+            setenv("OPENBLAS_CORETYPE", site, 1);
             return;
         }
+        unsetenv(SVP_OPS_BLAS_MARKER);  /* stale: the variable is the site's */
+        forced = getenv("OPENBLAS_CORETYPE");
     }
     if (forced != NULL && *forced != '\0') {
         return;         /* the site's */
@@ -378,8 +381,9 @@ void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len)
                  "CPU (%s)%s%s)", blas->library, blas->kernels, blas->own, cpu,
                  blas->note[0] != '\0' ? "; " : "", blas->note);
     } else if (blas->forced[0] != '\0') {
-        snprintf(buf, len, "%s, %s kernels (OPENBLAS_CORETYPE=%s)",
-                 blas->library, blas->kernels, blas->forced);
+        snprintf(buf, len, "%s, %s kernels (OPENBLAS_CORETYPE=%s%s%s)",
+                 blas->library, blas->kernels, blas->forced,
+                 blas->note[0] != '\0' ? "; " : "", blas->note);
     } else if (blas->config[0] == '\0') {
         snprintf(buf, len, "%s, %s kernels (not reported by the BLAS)", blas->library,
                  blas->kernels);
