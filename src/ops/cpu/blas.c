@@ -122,6 +122,14 @@ void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p)
             memcpy(cpu_p->vendor + 4, &d, 4);
             memcpy(cpu_p->vendor + 8, &c, 4);
             cpu_p->vendor[12] = '\0';
+            /* a hypervisor's may hold anything: printable ASCII for JSON and logs */
+            for (a = 0; a < 12; ++a) {
+                unsigned char ch = (unsigned char)cpu_p->vendor[a];
+
+                if (ch != '\0' && (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')) {
+                    cpu_p->vendor[a] = '_';
+                }
+            }
         }
         if (__get_cpuid(1, &a, &b, &c, &d)) {
             /* the display family and model (the extended fields count
