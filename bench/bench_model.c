@@ -60,6 +60,8 @@ int main(int argc, char **argv)
     int64_t           i, n;
     int               c, runs = 3, r;
 
+    /* the BLAS kernels this CPU executes best, before argv is parsed */
+    svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "m:i:r:t:p:")) != -1) {
         switch (c) {
         case 'm': model = optarg; break;

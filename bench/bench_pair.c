@@ -86,6 +86,8 @@ int main(int argc, char **argv)
     double               *times, t_b2 = 0, t_one = 0, t_pair = 0, t_x = 0;
     int                   runs = 7, c, i, rank, k;
 
+    /* the BLAS kernels this CPU executes best, before argv is parsed */
+    svp_ops_blas_choose(argv);
     snprintf(model, sizeof(model), "%s/unet_small", golden ? golden : "../shared/golden");
     while ((c = getopt(argc, argv, "m:f:H:W:r:")) != -1) {
         switch (c) {

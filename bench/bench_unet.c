@@ -139,6 +139,8 @@ int main(int argc, char **argv)
     int64_t           n, macs;
     struct rusage     ru;
 
+    /* the BLAS kernels this CPU executes best, before argv is parsed */
+    svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "r:t:k:d:")) != -1) {
         switch (c) {
         case 'r': runs = atoi(optarg); break;

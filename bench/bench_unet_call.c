@@ -66,6 +66,8 @@ int main(int argc, char **argv)
     size_t                   planned = 0;
     float                   *sample, *ehs, *out, t[64], ids[64 * 3];
 
+    /* the BLAS kernels this CPU executes best, before argv is parsed */
+    svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "m:B:b:f:H:W:s:r:t:P:d:")) != -1) {
         switch (c) {
         case 'm': model = optarg; break;

@@ -1252,3 +1252,101 @@ Test(ops, elementwise_threads)
     }
     free(x);
 }
+
+/*
+ * The kernel family svdpipe runs in place of OpenBLAS's own choice: by the
+ * instruction sets the CPU executes, whatever its model.  A CPU newer than
+ * the library's table (Emerald Rapids, family 6 model 207, for Debian 12's
+ * 0.3.21) gets Prescott from it.
+ */
+Test(ops_blas, choice_by_instruction_set)
+{
+    const unsigned avx    = SVP_OPS_CPUID_AVX;
+    const unsigned avx2   = avx | SVP_OPS_CPUID_AVX2 | SVP_OPS_CPUID_FMA;
+    const unsigned avx512 = avx2 | SVP_OPS_CPUID_AVX512F | SVP_OPS_CPUID_AVX512BW |
+                            SVP_OPS_CPUID_AVX512VL | SVP_OPS_CPUID_AVX512DQ;
+    static const struct {
+        const char *vendor;
+        int         family, model;
+        unsigned    features;
+        const char *library;    /* OpenBLAS's own choice */
+        const char *expected;   /* svdpipe's, NULL: keep the library's */
+    } cases[] = {
+        /* Emerald Rapids, unknown to the table: with its vector features
+         * hidden (a virtual machine's CPU model), then as it is */
+        {"GenuineIntel", 6, 207, 0, "Prescott", NULL},
+        {"GenuineIntel", 6, 207, 0, "Prescott", "SkylakeX"},
+        {"GenuineIntel", 6, 207, 0, "Haswell", "SkylakeX"},
+        {"GenuineIntel", 6, 207, 0, "Sandybridge", "SkylakeX"},
+        {"GenuineIntel", 6, 207, 0, "Cooperlake", NULL},
+        {"GenuineIntel", 6, 207, 0, "SapphireRapids", NULL},
+        {"GenuineIntel", 6, 207, 0, "skylakex", NULL},
+        /* Zen 2 (AVX2 and FMA, no AVX-512), and a Zen 4 the table knows */
+        {"AuthenticAMD", 23, 49, 0, "Prescott", "Zen"},
+        {"AuthenticAMD", 23, 49, 0, "Zen", NULL},
+        {"AuthenticAMD", 23, 49, 0, "Haswell", NULL},
+        {"HygonGenuine", 24, 0, 0, "Prescott", "Zen"},
+        {"AuthenticAMD", 25, 17, 0, "Zen", "SkylakeX"},
+        {"AuthenticAMD", 25, 17, 0, "Cooperlake", NULL},
+        /* an AVX2 Intel: Haswell */
+        {"GenuineIntel", 6, 63, 0, "Nehalem", "Haswell"},
+        /* AVX without FMA */
+        {"GenuineIntel", 6, 42, 0, "Prescott", "Sandybridge"},
+        {"GenuineIntel", 6, 42, 0, "Sandybridge", NULL},
+        {"AuthenticAMD", 21, 2, 0, "Piledriver", NULL},
+        /* SSE only: nothing wider to run */
+        {"GenuineIntel", 6, 23, 0, "Prescott", NULL},
+        {"GenuineIntel", 6, 23, 0, "Penryn", NULL},
+        /* a family the table does not know: the library's call */
+        {"GenuineIntel", 6, 207, 0, "Loongson3R4", NULL},
+        {"GenuineIntel", 6, 207, 0, NULL, NULL},
+    };
+    /* the features of each case above, in order */
+    const unsigned features[] = {
+        0, avx512, avx512, avx512, avx512, avx512, avx512,
+        avx2, avx2, avx2, avx2, avx512, avx512,
+        avx2,
+        avx, avx, avx,
+        0, 0,
+        avx512, avx512,
+    };
+    size_t i;
+
+    cr_assert_eq(sizeof(features) / sizeof(features[0]), sizeof(cases) / sizeof(cases[0]));
+    for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        svp_ops_cpuid_t cpu = { .family = cases[i].family, .model = cases[i].model,
+                                .features = features[i] };
+        const char     *got;
+
+        snprintf(cpu.vendor, sizeof(cpu.vendor), "%s", cases[i].vendor);
+        got = svp_ops_blas_better(&cpu, cases[i].library);
+        if (cases[i].expected == NULL) {
+            cr_expect_null(got, "case %zu (%s %d/%d, %s): %s", i, cases[i].vendor,
+                           cases[i].family, cases[i].model,
+                           cases[i].library ? cases[i].library : "(null)", got);
+        } else {
+            cr_expect(got != NULL && !strcmp(got, cases[i].expected),
+                      "case %zu (%s %d/%d, %s): %s, expected %s", i, cases[i].vendor,
+                      cases[i].family, cases[i].model, cases[i].library,
+                      got ? got : "(null)", cases[i].expected);
+        }
+    }
+}
+
+/* Only some of AVX-512's parts (no BW/VL/DQ, as on Knights Landing) do not
+ * run SkylakeX's kernels: the AVX2 tier. */
+Test(ops_blas, avx512_needs_all_four_parts)
+{
+    svp_ops_cpuid_t cpu = { .vendor = "GenuineIntel", .family = 6, .model = 87,
+                            .features = SVP_OPS_CPUID_AVX | SVP_OPS_CPUID_AVX2 |
+                                        SVP_OPS_CPUID_FMA | SVP_OPS_CPUID_AVX512F };
+    char            buf[128];
+
+    cr_expect_str_eq(svp_ops_blas_better(&cpu, "Prescott"), "Haswell");
+    cr_expect_null(svp_ops_blas_better(&cpu, "Haswell"));
+    svp_ops_cpuid_features(&cpu, buf, sizeof(buf));
+    cr_expect_str_eq(buf, "avx512f avx2 fma avx");
+    cpu.features = 0;
+    svp_ops_cpuid_features(&cpu, buf, sizeof(buf));
+    cr_expect_str_eq(buf, "none of avx, avx2, fma, avx512");
+}

@@ -133,26 +133,97 @@ const char  *svp_ops_product_units(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
 int          svp_ops_threads(svp_ops_h ops);
 /*
+ * What this CPU executes, as the kernel choice below weighs it: vendor,
+ * family and model as /proc/cpuinfo gives them (CPUID leaves 0 and 1), and
+ * the vector features the operating system enables (SVP_OPS_CPUID_*).  Zeros
+ * and "" off x86.
+ */
+enum {
+    SVP_OPS_CPUID_AVX      = 1 << 0,
+    SVP_OPS_CPUID_AVX2     = 1 << 1,
+    SVP_OPS_CPUID_FMA      = 1 << 2,
+    SVP_OPS_CPUID_AVX512F  = 1 << 3,
+    SVP_OPS_CPUID_AVX512BW = 1 << 4,
+    SVP_OPS_CPUID_AVX512VL = 1 << 5,
+    SVP_OPS_CPUID_AVX512DQ = 1 << 6
+};
+
+typedef struct {
+    char     vendor[16];    /* "GenuineIntel", "AuthenticAMD"; "" */
+    int      family;        /* 6; 25 for Zen 3 and 4 */
+    int      model;         /* 207 (Emerald Rapids), 17 */
+    unsigned features;      /* SVP_OPS_CPUID_* */
+} svp_ops_cpuid_t;
+
+/* Fills *cpu_p from this CPU. */
+void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p);
+/* The features in cpu->features, widest first: "avx512f avx512bw ... fma" */
+void svp_ops_cpuid_features(const svp_ops_cpuid_t *cpu, char *buf, size_t len);
+
+/*
+ * The OpenBLAS kernel family to run instead of `library_choice` (its own
+ * pick, "Prescott") on `cpu`, or NULL to keep it.  Pure: a function of the
+ * CPU's features and vendor alone, so ranks on identical nodes choose the
+ * same family.  Tiers: SSE families < AVX (Sandybridge, the Bulldozer line)
+ * < AVX2 and FMA (Haswell, Zen, Excavator) < AVX-512 F, BW, VL and DQ
+ * (SkylakeX, Cooperlake, SapphireRapids).  When the library's family sits in
+ * a lower tier than the CPU's, the answer is that tier's family: SkylakeX;
+ * Zen on AMD and Hygon CPUs, Haswell on others; Sandybridge.  NULL as well
+ * for a family this table does not know.
+ */
+const char  *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library_choice);
+
+/*
+ * The first call in a program's main(), before argv is parsed: where the
+ * site set no $OPENBLAS_CORETYPE, OpenBLAS is built for many CPUs
+ * (DYNAMIC_ARCH) and its choice for this CPU is weaker than what the CPU
+ * executes (svp_ops_blas_better()), sets OPENBLAS_CORETYPE to the better
+ * family, with $SVP_OPENBLAS_CHOICE naming it, the library's own choice and
+ * this process, and re-executes the program (/proc/self/exe, the same argv):
+ * OpenBLAS reads the variable only when it is loaded.  Returns when there is
+ * nothing to change, in the re-executed process, or when the exec failed
+ * (svp_ops_blas_query() then says why).  A choice inherited from another
+ * svdpipe program (a parent on another CPU) is dropped and made afresh.
+ */
+void         svp_ops_blas_choose(char **argv);
+
+/*
  * The CPU backend's BLAS and the kernel family it runs, as the BLAS itself
- * reports them (src/ops/cpu/blas.c), in a value struct with no ownership.
+ * reports them (src/ops/cpu/blas.c), and who chose that family: the site
+ * ($OPENBLAS_CORETYPE), svdpipe (svp_ops_blas_choose()) or the BLAS.  A
+ * value struct with no ownership.
  */
 typedef struct {
     char library[64];   /* "OpenBLAS 0.3.21"; "CBLAS" for one that does not say */
     char kernels[64];   /* openblas_get_corename(): "Haswell", "Cooperlake";
                            "unknown" */
-    char forced[64];    /* $OPENBLAS_CORETYPE when set (it chose the family),
-                           else "" */
+    char forced[64];    /* the site's $OPENBLAS_CORETYPE when set (it chose
+                           the family), else "" */
+    char ours[64];      /* the family svdpipe set for this CPU, else "" */
+    char own[64];       /* the BLAS's own choice for this CPU when svdpipe
+                           replaced it, else "" */
+    char better[64];    /* the family svdpipe would run where the site's or
+                           the BLAS's own is weaker and stays, else "" */
+    char note[256];     /* why svdpipe's choice is not in use, else "" */
     char config[256];   /* openblas_get_config(), else "" */
+    svp_ops_cpuid_t cpu;  /* the CPU the choice was made for */
 } svp_ops_blas_t;
 
 /* Fills *blas_p; callable before any handle exists. */
 void svp_ops_blas_query(svp_ops_blas_t *blas_p);
 /*
  * One line for logs and benchmarks, e.g. "OpenBLAS 0.3.21, Haswell kernels
- * (OPENBLAS_CORETYPE=Haswell)" or "..., Cooperlake kernels (its choice for
- * this CPU)".
+ * (OPENBLAS_CORETYPE=Haswell)", "..., Cooperlake kernels (its choice for
+ * this CPU)" or "..., SkylakeX kernels (svdpipe's choice; OpenBLAS chose
+ * Prescott for this CPU (GenuineIntel, family 6, model 207); features:
+ * avx512f avx512bw avx512vl avx512dq avx2 fma avx)".
  */
 void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len);
+/*
+ * The CPU as the line above names it: "GenuineIntel, family 6, model 207;
+ * features: avx512f ... avx".
+ */
+void svp_ops_blas_describe_cpu(const svp_ops_blas_t *blas, char *buf, size_t len);
 
 /*
  * SVP_ERR_UNSUPPORTED, with why in errbuf, when $OPENBLAS_CORETYPE forced

@@ -71,7 +71,7 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     const svp_spec_t *spec   = st->spec;
     const svp_pipe_sample_params_t *p = &st->list->items[s->index];
     const double     *timing = s->tensors[SVD_T_TIMING]->data;
-    char              path[4096], *buf, *text, *params;
+    char              path[4096], features[128], *buf, *text, *params;
     json_t           *o, *cpu, *times, *po;
     svp_ops_blas_t    blas;
     svp_status_t      status;
@@ -81,11 +81,22 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     params = svp_pipe_samples_params_json(st->list, s->index);
     po     = (params != NULL) ? json_loads(params, 0, NULL) : NULL;
     free(params);
-    /* the CPU's BLAS kernels and threads, which decide its last bits */
+    /* the CPU's BLAS kernels and threads, which decide its last bits, and
+     * who chose the kernels: the site, svdpipe (with the library's own
+     * choice it replaced and the CPU it chose for) or the BLAS */
     svp_ops_blas_query(&blas);
-    cpu = json_pack("{s:s, s:s, s:o, s:i}", "blas", blas.library, "kernels", blas.kernels,
+    svp_ops_cpuid_features(&blas.cpu, features, sizeof(features));
+    cpu = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:s, s:i, s:i, s:s}, s:i}",
+                    "blas", blas.library, "kernels", blas.kernels,
                     "forced_by", (blas.forced[0] != '\0') ?
                                  json_sprintf("OPENBLAS_CORETYPE=%s", blas.forced) : json_null(),
+                    "chosen_by", (blas.forced[0] != '\0') ? "OPENBLAS_CORETYPE" :
+                                 (blas.ours[0] != '\0') ? "svdpipe" : "the BLAS",
+                    "blas_choice", (blas.ours[0] != '\0') ? json_string(blas.own) :
+                                   (blas.forced[0] == '\0') ? json_string(blas.kernels) :
+                                   json_null(),
+                    "processor", "vendor", blas.cpu.vendor, "family", blas.cpu.family,
+                    "model", blas.cpu.model, "features", features,
                     "threads", svp_ops_threads(st->ops));
     times = json_pack("{s:o, s:o, s:o}", "encode_s", svp_stage_svd_json_ms(timing[1]),
                       "decode_s", svp_stage_svd_json_ms(decode_s), "end_to_end_s",

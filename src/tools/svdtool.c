@@ -11,6 +11,7 @@
 #include "config.h"
 #endif
 #include "common/status.h"
+#include "ops/ops.h"
 #include "svdtool_cmds_unet.h"
 #include "svdtool_schedule.h"
 #include "svdtool_compare.h"
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
 {
     size_t i;
 
+    /* the BLAS kernels this CPU executes best, before argv is parsed (ops.h) */
+    svp_ops_blas_choose(argv);
     if (argc < 2 || !strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
         !strcmp(argv[1], "-h")) {
         svdtool_usage(argc < 2 ? stderr : stdout);

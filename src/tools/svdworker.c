@@ -519,6 +519,16 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
             svp_worker_fail(w->rt, w->world, w->rank, SVP_ERR_UNSUPPORTED);
             return SVP_ERR_UNSUPPORTED;
         }
+        /* the site's family is narrower than the CPU executes: it wins, and
+         * one rank per node says what it costs */
+        if (spec->model.kind == SVP_MODEL_SVD && spec->device == SVP_OPS_BACKEND_CPU &&
+            blas.forced[0] != '\0' && blas.better[0] != '\0' &&
+            svp_rt_local_rank(w->rt) == 0) {
+            svp_ops_blas_describe_cpu(&blas, why, sizeof(why));
+            svp_warn("cpu: OPENBLAS_CORETYPE=%s on %s runs narrower kernels than this "
+                     "CPU executes (%s): svdpipe would run %s's; unset it to let it",
+                     blas.forced, svp_log_hostname(), why, blas.better);
+        }
     }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
@@ -787,6 +797,10 @@ int main(int argc, char **argv)
     svp_status_t status;
     int          rc;
 
+    /* before anything reads argv or loads a model: the BLAS kernels this
+     * CPU executes best, by re-executing with them where OpenBLAS picked
+     * weaker ones (ops.h) */
+    svp_ops_blas_choose(argv);
     memset(&w, 0, sizeof(w));
     w.shard.count = 1;
     w.world       = 1;
