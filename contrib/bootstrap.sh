@@ -17,7 +17,7 @@ build=${SVP_BUILD_DIR:-$top/_build}
 # runtime need of Slurm: its mpi_pmix plugin dlopens the unversioned
 # libpmix.so that only the -dev package ships.
 packages="autoconf automake libtool pkg-config make gcc
-  libpmix-dev libpmix-bin libucx-dev ucx-utils libyaml-dev libjansson-dev
+  libpmix-dev libpmix-bin libucx-dev ucx-utils libyaml-dev libjansson-dev libarchive-dev
   libopenblas-dev libpng-dev libjpeg-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev

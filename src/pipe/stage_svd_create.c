@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,11 @@ void svp_stage_svd_destroy(void *self)
     free(st->ids);
     free(st->t);
     svp_pipe_samples_destroy(st->list);
+    for (int j = 0; st->wds_index != NULL && j < st->wds_shards; ++j) {
+        json_decref(st->wds_index[j]);
+    }
+    free(st->wds_index);
+    free(st->wds_state);
     if (st->cond != NULL) {
         svp_safetensors_close(st->cond);
     }
@@ -139,6 +145,20 @@ static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
+    }
+    /* a WebDataset key ends at its first dot: a name with one would be
+     * read back as another key and extension */
+    for (i = 0; spec->output.format == SVP_OUTPUT_WEBDATASET && i < st->list->count; ++i) {
+        char name[256];
+
+        svp_pipe_samples_name(st->list, i, name, sizeof(name));
+        if (strchr(name, '.') != NULL) {
+            svp_error("%s:%d: key 'name': expected a name without '.' with "
+                      "output.format webdataset (a shard's keys end at the first "
+                      "dot), found '%s'", st->list->manifest ? st->list->manifest :
+                      spec->file, st->list->items[i].line, name);
+            return SVP_ERR_SPEC;
+        }
     }
     for (i = 0; i < st->list->nimages; ++i) {
         status = svp_media_image_load(st->list->images[i], &img);
@@ -398,6 +418,8 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         return SVP_ERR_NO_MEMORY;
     }
     st->spec = spec;
+    st->task.index = 0;
+    st->task.count = 1;
     st->F    = spec->video.num_frames;
     st->H    = spec->video.height;
     st->W    = spec->video.width;

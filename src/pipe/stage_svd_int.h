@@ -61,6 +61,13 @@ typedef struct {
      * and the seconds its decode took */
     float            *share_dec;
     double            share_decode_s;
+    /* output.format webdataset (pipe/wds.h): this run's task, and per
+     * shard what resume found: 0 not looked at, 1 whole (its index in
+     * wds_index), -1 absent or damaged */
+    svp_pipe_shard_t  task;
+    signed char      *wds_state;
+    struct json_t   **wds_index;
+    int               wds_shards;
 } svp_stage_svd_t;
 
 /* The vtable (stage_svd.c), which create (stage_svd_create.c) hands out. */
@@ -93,5 +100,8 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                         size_t len);
 void         svp_stage_svd_destroy(void *self);
+void         svp_stage_svd_set_task(void *self, int index, int count);
+svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
+                                void *arg);
 
 #endif

@@ -13,6 +13,7 @@
 #include "media/sample_dir.h"
 #include "media/video.h"
 #include "pipe/resume.h"
+#include "pipe/wds.h"
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* The decode with host input and output: on the CPU backend straight from
  * and into them (its memory is the host's: no copy of the frames), else
@@ -274,6 +276,138 @@ static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t
     return status;
 }
 
+/* Where sample `name`'s directory goes: output.dir, or its staging
+ * folder with output.format webdataset. */
+static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, const char *name,
+                                     char *buf, size_t len)
+{
+    const svp_spec_t *spec = st->spec;
+
+    if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        snprintf(buf, len, "%s/%s/%s", spec->output.dir, SVP_WDS_STAGING, name);
+    } else {
+        snprintf(buf, len, "%s/%s", spec->output.dir, name);
+    }
+}
+
+void svp_stage_svd_set_task(void *self, int index, int count)
+{
+    svp_stage_svd_t *st = self;
+
+    st->task.index = index;
+    st->task.count = count;
+}
+
+/* The samples of this task's shard j, staged: their keys and directories
+ * (names and dirs hold room for the shard's samples); their count. */
+static int svp_stage_svd_shard_staged(svp_stage_svd_t *st, int j, svp_wds_sample_t *v,
+                                      char (*names)[256], char (*dirs)[4200], int *ready_p)
+{
+    const svp_spec_t *spec = st->spec;
+    int               per = spec->output.samples_per_shard, *idx, m, k;
+    char              path[4300];
+    struct stat       sb;
+
+    *ready_p = 1;
+    idx = malloc((size_t)per * sizeof(*idx));
+    if (idx == NULL) {
+        *ready_p = 0;
+        return 0;
+    }
+    m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+    for (k = 0; k < m; ++k) {
+        svp_pipe_samples_name(st->list, idx[k], names[k], 256);
+        svp_stage_svd_sample_dir(st, names[k], dirs[k], 4200);
+        v[k].key   = names[k];
+        v[k].index = idx[k];
+        v[k].dir   = dirs[k];
+        snprintf(path, sizeof(path), "%s/sample.json", dirs[k]);
+        if (stat(path, &sb) != 0) {
+            *ready_p = 0;
+        }
+    }
+    free(idx);
+    return m;
+}
+
+/*
+ * Packs this task's shard j when all its samples are staged (else nothing
+ * to do yet), then removes them from the staging folder.  Another rank
+ * that finished a sample of the shard at the same moment may pack it too:
+ * both write the same bytes, each through its own temporary.
+ */
+static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j)
+{
+    const svp_spec_t *spec = st->spec;
+    int               per = spec->output.samples_per_shard, m, ready;
+    char              name[256], why[1024];
+    char            (*names)[256] = malloc((size_t)per * sizeof(*names));
+    char            (*dirs)[4200] = malloc((size_t)per * sizeof(*dirs));
+    svp_wds_sample_t *v = malloc((size_t)per * sizeof(*v));
+    json_t           *index = NULL;
+    double            t0 = svp_clock_now();
+    svp_status_t      status = SVP_OK;
+
+    if (names == NULL || dirs == NULL || v == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+        goto out;
+    }
+    m = svp_stage_svd_shard_staged(st, j, v, names, dirs, &ready);
+    if (!ready || m == 0) {
+        goto out;
+    }
+    svp_wds_shard_name(&st->task, j, "", name, sizeof(name));
+    why[0] = '\0';
+    status = svp_wds_pack(spec->output.dir, name, v, m, spec->output.frames, why,
+                          sizeof(why));
+    if (status != SVP_OK &&
+        svp_wds_shard_check(spec->output.dir, name, &index, why, sizeof(why)) == SVP_OK) {
+        status = SVP_OK;    /* another rank packed it and took the staged samples */
+    }
+    json_decref(index);
+    if (status != SVP_OK) {
+        svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
+        goto out;
+    }
+    svp_wds_unstage(v, m);
+    /* the staging folder goes with its last sample (it stays while
+     * another shard's samples wait in it) */
+    snprintf(dirs[0], 4200, "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+    (void)rmdir(dirs[0]);
+    svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
+             svp_clock_now() - t0);
+out:
+    free(names);
+    free(dirs);
+    free(v);
+    return status;
+}
+
+svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
+{
+    svp_stage_svd_t  *st = self;
+    const svp_spec_t *spec = st->spec;
+    int               per = spec->output.samples_per_shard, j, count, m, *idx;
+    svp_status_t      status = SVP_OK;
+
+    if (spec->output.format != SVP_OUTPUT_WEBDATASET) {
+        return SVP_OK;
+    }
+    count = svp_wds_shard_count(&st->task, st->list->count, per);
+    idx   = malloc((size_t)per * sizeof(*idx));
+    if (idx == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    for (j = 0; j < count && status == SVP_OK; ++j) {
+        m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+        if (m > 0 && mine(idx[m - 1], arg)) {
+            status = svp_stage_svd_pack_shard(st, j);
+        }
+    }
+    free(idx);
+    return status;
+}
+
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 {
     return svp_stage_svd_finish_shared(self, s, NULL, 0);
@@ -303,7 +437,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
         return status;
     }
     svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
-    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    svp_stage_svd_sample_dir(st, name, path, sizeof(path));
     status = svp_media_sample_dir_begin(path, &dir);
     if (status != SVP_OK) {
         return status;
@@ -357,6 +491,10 @@ out:
         if (status == SVP_OK) {
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
+        if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+            status = svp_stage_svd_pack_shard(st, svp_wds_shard_of(&st->task,
+                                              spec->output.samples_per_shard, s->index));
+        }
     } else {
         svp_media_sample_dir_abort(dir);
     }
@@ -368,10 +506,10 @@ out:
  * sample.json names this job's parameters, its latents file opens with this
  * job's metadata, and the frames and video this job writes are there.
  */
-svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
-                                        size_t len)
+static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
+                                            const char *dir, json_t *record,
+                                            char *why, size_t len)
 {
-    svp_stage_svd_t  *st   = self;
     const svp_spec_t *spec = st->spec;
     const svp_pipe_sample_params_t *p = &st->list->items[index];
     struct {
@@ -392,7 +530,7 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
         {"decode_chunk_size", spec->video.decode_chunk_size},
     };
     const char   *skey, *swant, *sgot;
-    char          dir[4096], path[4200], txt[64], name[256], *got;
+    char          path[4200], txt[64], *got;
     int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
     json_error_t  jerr;
     json_t       *root, *v;
@@ -401,16 +539,20 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     size_t        i;
     int64_t       f;
 
-    svp_pipe_samples_name(st->list, index, name, sizeof(name));
-    snprintf(dir, sizeof(dir), "%s/%s", spec->output.dir, name);
-    if (stat(dir, &sb) != 0) {
-        return SVP_ERR_NOT_FOUND;
-    }
-    snprintf(path, sizeof(path), "%s/sample.json", dir);
-    root = json_load_file(path, 0, &jerr);
-    if (root == NULL) {
-        snprintf(why, len, "%s does not read: %s", path, jerr.text);
-        return SVP_ERR_BAD_FILE;
+    if (record != NULL) {
+        /* a packed sample: its record from the shard's index */
+        snprintf(path, sizeof(path), "%s", dir);
+        root = json_incref(record);
+    } else {
+        if (stat(dir, &sb) != 0) {
+            return SVP_ERR_NOT_FOUND;
+        }
+        snprintf(path, sizeof(path), "%s/sample.json", dir);
+        root = json_load_file(path, 0, &jerr);
+        if (root == NULL) {
+            snprintf(why, len, "%s does not read: %s", path, jerr.text);
+            return SVP_ERR_BAD_FILE;
+        }
     }
     skey  = (st->cond != NULL) ? "conditioning" : "image";
     swant = (st->cond != NULL) ? spec->model.conditioning :
@@ -459,6 +601,9 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
             goto out;
         }
     }
+    if (record != NULL) {
+        goto out;           /* its files: the shard's checksum vouches for them */
+    }
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
                                           svp_stage_svd_seed(st, index), 5, shape,
@@ -488,4 +633,82 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
 out:
     json_decref(root);
     return status;
+}
+
+/*
+ * Whether this task's shard j is whole (looked at once per run): 1 with
+ * its index, else 0 (a damaged one is named in a warning).
+ */
+static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p)
+{
+    const svp_spec_t *spec = st->spec;
+    char              name[256], why[1024];
+    svp_status_t      status;
+    int               count;
+
+    if (st->wds_state == NULL) {
+        count = svp_wds_shard_count(&st->task, st->list->count,
+                                    spec->output.samples_per_shard);
+        st->wds_state = calloc((size_t)count + 1, 1);
+        st->wds_index = calloc((size_t)count + 1, sizeof(*st->wds_index));
+        if (st->wds_state == NULL || st->wds_index == NULL) {
+            return 0;
+        }
+        st->wds_shards = count;
+    }
+    if (j >= st->wds_shards) {
+        return 0;
+    }
+    if (st->wds_state[j] == 0) {
+        svp_wds_shard_name(&st->task, j, "", name, sizeof(name));
+        why[0] = '\0';
+        status = svp_wds_shard_check(spec->output.dir, name, &st->wds_index[j], why,
+                                     sizeof(why));
+        st->wds_state[j] = (status == SVP_OK) ? 1 : -1;
+        if (status == SVP_ERR_BAD_FILE) {
+            svp_warn("%s: its samples not staged are made again", why);
+        }
+    }
+    *index_p = st->wds_index[j];
+    return st->wds_state[j] == 1;
+}
+
+/*
+ * Resume: the sample's directory (output.dir/NAME, or with output.format
+ * webdataset its staged one) is complete and this job's, or, with
+ * webdataset, its shard is whole and the index's record of it is this
+ * job's.
+ */
+svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
+                                        size_t len)
+{
+    svp_stage_svd_t  *st   = self;
+    const svp_spec_t *spec = st->spec;
+    char              name[256], dir[4200], where[4400];
+    json_t           *shard_index = NULL, *entry;
+    svp_status_t      status;
+    int               j;
+
+    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
+    status = svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
+    if (spec->output.format != SVP_OUTPUT_WEBDATASET || status != SVP_ERR_NOT_FOUND) {
+        return status;
+    }
+    j = svp_wds_shard_of(&st->task, spec->output.samples_per_shard, index);
+    if (!svp_stage_svd_shard_whole(st, j, &shard_index)) {
+        return SVP_ERR_NOT_FOUND;
+    }
+    entry = svp_wds_index_sample(shard_index, index);
+    if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
+        svp_wds_shard_name(&st->task, j, ".index.json", name, sizeof(name));
+        snprintf(why, len, "%s/%s has no record of sample %d", spec->output.dir, name,
+                 index);
+        return SVP_ERR_BAD_FILE;
+    }
+    svp_wds_shard_name(&st->task, j, ".tar", dir, sizeof(dir));
+    snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, dir,
+             json_string_value(json_object_get(entry, "key")));
+    return svp_stage_svd_check_dir(st, index, where, json_object_get(entry, "record"),
+                                   why, len);
 }

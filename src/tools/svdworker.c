@@ -23,6 +23,7 @@
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
 #include "pipe/resume.h"
+#include "pipe/wds.h"
 #include "pipe/samples.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
@@ -173,12 +174,26 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
             return status;
         }
         svp_pipe_outdir_clean(spec->output.dir, 0, svp_worker_owns, &own, &n);
+        if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
+            char staging[4200];
+            int  m = 0;
+
+            snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+            svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
+            n += m;
+        }
         if (n > 0) {
             svp_info("removed %d temporaries left in %s by an interrupted run", n,
                      spec->output.dir);
         }
     }
-    return svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
+    status = svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
+    /* shards whose samples were all finished, but not packed, by a run
+     * killed in between: packed by the rank that finishes the last one */
+    if (status == SVP_OK && writes && stage->ops->pack != NULL) {
+        status = stage->ops->pack(stage->self, svp_worker_owns, &own);
+    }
+    return status;
 }
 
 /* One rank's state, from the command line to the exit code. */
@@ -541,6 +556,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
         return status;
     }
     w->have_stage = 1;
+    if (w->pp.stage.ops->set_task != NULL) {
+        w->pp.stage.ops->set_task(w->pp.stage.self, w->shard.index, w->shard.count);
+    }
 
     status = svp_worker_take_lease(w);
     if (status != SVP_OK) {
@@ -699,6 +717,15 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
                  "ranks agreed on to the last rank's end)",
                  (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
+    }
+    if (status == SVP_OK && w->rank == 0 && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        /* after the final fence: every shard this run packs is packed */
+        status = svp_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
+                                       spec->output.samples_per_shard);
+        if (status != SVP_OK) {
+            svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
+                      svp_status_string(status));
+        }
     }
     if (status == SVP_OK) {
         svp_worker_run_write(spec, w->rt, &w->info, started * 1e-6,

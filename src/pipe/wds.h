@@ -1,0 +1,112 @@
+/*
+ * WebDataset output (output.format: webdataset): a job's samples packed
+ * into tar shards of output.samples_per_shard samples each.
+ *
+ * Shards follow the job's slicing: task t of n (pipe/samples.h) makes the
+ * samples t, t + n, t + 2n, ...; its shard j holds positions [j*S,
+ * (j+1)*S) of that list (S = output.samples_per_shard).  So array tasks
+ * never write the same shard, and a task run again alone finishes exactly
+ * its own.  A shard's members, for each sample in the order of the list:
+ *
+ *   KEY.json                   the sample's record (sample.json less the
+ *                              run's timings and CPU, which vary by run)
+ *   KEY.mp4                    the video (output.mp4, with FFmpeg)
+ *   KEY.latents.safetensors    the latents
+ *   KEY.frame_NNNN.png         the frames (output.frames)
+ *
+ * KEY is the sample's name (sample_NNNNNN or its manifest name).  Every
+ * header has mode 0644, uid and gid 0, no user or group name and mtime
+ * SVP_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
+ * not on the layout, the thread count or which rank finished what.
+ *
+ * A finished sample waits as a sample directory in output.dir/staging/
+ * until its shard is complete; the rank that finishes a shard's last
+ * sample packs it: the tar (a temporary, then a rename), then its index
+ * NAME.index.json (the tar's size and SHA-256; per sample its key, index,
+ * status, record, the run's timings and each member's name, offset and
+ * size) and its stats NAME.stats.json (samples, failures, bytes, seconds),
+ * then removes the staged directories.  Resume (pipe/resume.h) counts a
+ * staged sample or a sample of a shard whose tar matches its index as
+ * finished; a shard that does not match is named in a warning and its
+ * samples are made again.
+ */
+#ifndef SVP_PIPE_WDS_H
+#define SVP_PIPE_WDS_H
+
+#include "common/status.h"
+#include "pipe/samples.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Every member's modification time: 2000-01-01T00:00:00Z. */
+#define SVP_WDS_MTIME 946684800
+
+/* The folder in output.dir where finished samples wait for their shard. */
+#define SVP_WDS_STAGING "staging"
+
+/* Shards of task's samples of a job of n, per samples each. */
+int svp_wds_shard_count(const svp_pipe_shard_t *task, int n, int per);
+
+/* The shard (of its task) that holds sample i. */
+int svp_wds_shard_of(const svp_pipe_shard_t *task, int per, int i);
+
+/*
+ * The samples of task's shard j (a job of n): their count, and in
+ * samples[] (room for per) their indices in order.
+ */
+int svp_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
+                          int *samples);
+
+/*
+ * The file name of task's shard j with ext (".tar", ".index.json",
+ * ".stats.json"): "shard-000003.tar", or "shard-1-of-3-000003.tar" for
+ * task 1 of 3.
+ */
+void svp_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
+                        char *buf, size_t len);
+
+/* A sample of a shard to pack: its key and its staged directory. */
+typedef struct {
+    const char *key;
+    int         index;
+    const char *dir;
+} svp_wds_sample_t;
+
+/*
+ * Writes the shard at dir/name (name without ".tar") from its n staged
+ * samples, in order, then its index and stats, each atomically.  The
+ * staged directories stay (svp_wds_unstage removes them).  frames: add the
+ * frame_NNNN.png of each directory.  SVP_ERR_BAD_FILE when a member is
+ * missing or does not read (why names it), SVP_ERR_IO when the shard does
+ * not write.
+ */
+svp_status_t svp_wds_pack(const char *dir, const char *name,
+                          const svp_wds_sample_t *samples, int n, int frames,
+                          char *why, size_t len);
+
+/* Removes the staged directories of a packed shard's samples. */
+void svp_wds_unstage(const svp_wds_sample_t *samples, int n);
+
+/*
+ * Whether the shard dir/name (without ".tar") is whole: its index reads,
+ * and the tar's size and SHA-256 are the index's.  SVP_OK with the index
+ * in *index_p (the caller json_decref()s it); SVP_ERR_NOT_FOUND: no index
+ * (not packed); SVP_ERR_BAD_FILE: truncated, damaged or unreadable, why
+ * says which and how.
+ */
+svp_status_t svp_wds_shard_check(const char *dir, const char *name, json_t **index_p,
+                                 char *why, size_t len);
+
+/* The index's entry of sample index (borrowed), or NULL. */
+json_t *svp_wds_index_sample(json_t *index, int sample);
+
+/*
+ * Writes the job's listing dir/shards.json (shards.shard-1-of-3.json for
+ * task 1 of 3): each of task's shards with its samples, and, where packed,
+ * its bytes and SHA-256 from its index.  Atomic.
+ */
+svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
+                                   int n, int per);
+
+#endif
