@@ -336,7 +336,9 @@ static int svp_stage_svd_shard_staged(svp_stage_svd_t *st, int j, svp_wds_sample
  * that finished a sample of the shard at the same moment may pack it too:
  * both write the same bytes, each through its own temporary.
  */
-static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j)
+static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p);
+
+static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_start)
 {
     const svp_spec_t *spec = st->spec;
     int               per = spec->output.samples_per_shard, m, ready;
@@ -353,6 +355,12 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j)
         goto out;
     }
     m = svp_stage_svd_shard_staged(st, j, v, names, dirs, &ready);
+    if (at_start && m > 0 && svp_stage_svd_shard_whole(st, j, &index)) {
+        /* packed by an earlier run killed before it removed them all */
+        index = NULL;
+        svp_wds_unstage(v, m);
+        goto out;
+    }
     if (!ready || m == 0) {
         goto out;
     }
@@ -401,7 +409,7 @@ svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), 
     for (j = 0; j < count && status == SVP_OK; ++j) {
         m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
         if (m > 0 && mine(idx[m - 1], arg)) {
-            status = svp_stage_svd_pack_shard(st, j);
+            status = svp_stage_svd_pack_shard(st, j, 1);
         }
     }
     free(idx);
@@ -493,7 +501,7 @@ out:
         }
         if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
             status = svp_stage_svd_pack_shard(st, svp_wds_shard_of(&st->task,
-                                              spec->output.samples_per_shard, s->index));
+                                              spec->output.samples_per_shard, s->index), 0);
         }
     } else {
         svp_media_sample_dir_abort(dir);
@@ -686,18 +694,18 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     const svp_spec_t *spec = st->spec;
     char              name[256], dir[4200], where[4400];
     json_t           *shard_index = NULL, *entry;
-    svp_status_t      status;
     int               j;
 
     svp_pipe_samples_name(st->list, index, name, sizeof(name));
     svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
-    status = svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
-    if (spec->output.format != SVP_OUTPUT_WEBDATASET || status != SVP_ERR_NOT_FOUND) {
-        return status;
+    if (spec->output.format != SVP_OUTPUT_WEBDATASET) {
+        return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
     }
+    /* the shard first: a run killed while it removed a packed shard's
+     * staged samples leaves some of them half removed */
     j = svp_wds_shard_of(&st->task, spec->output.samples_per_shard, index);
     if (!svp_stage_svd_shard_whole(st, j, &shard_index)) {
-        return SVP_ERR_NOT_FOUND;
+        return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
     }
     entry = svp_wds_index_sample(shard_index, index);
     if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
