@@ -84,8 +84,9 @@ done
 if [ $bad -eq 0 ] && [ "$(jq .count "$tmp/ref/shard-000000.stats.json")" = 4 ] &&
    [ "$(jq .bytes "$tmp/ref/shard-000001.stats.json")" = "$(stat -c %s "$tmp/ref/shard-000001.tar")" ] &&
    [ "$(jq -r '[.shards[] | .status] | join(",")' "$tmp/ref/shards.json")" = "packed,packed" ] &&
-   [ "$(jq '.shards[1].first_sample' "$tmp/ref/shards.json")" = 4 ]; then
-    ok "index: every member's offset and size hold its bytes, the tar's size and SHA-256; stats; shards.json"
+   [ "$(jq '.shards[1].first_sample' "$tmp/ref/shards.json")" = 4 ] &&
+   "$tools/svdlaunch" status "$tmp/ref" 2>&1 | grep -q "6 of 6 samples done"; then
+    ok "index: every member's offset and size hold its bytes, the tar's size and SHA-256; stats; shards.json; status counts from the indexes"
 else
     nok "index, stats or listing" "$tmp/ref/shard-000000.index.json"
 fi
@@ -173,15 +174,18 @@ packed=0
 [ -f "$tmp/kill/shard-000000.index.json" ] && packed=$(jq .samples_count "$tmp/kill/shard-000000.index.json")
 # the second shard's samples staged (the first's may be left half removed)
 staged=$(ls -d "$tmp"/kill/staging/sample_00000[45] 2>/dev/null | wc -l)
+# status counts packed and staged samples alike
+counted=$("$tools/svdlaunch" status --json "$tmp/kill" 2>/dev/null | jq .done)
 "$w" "$job" --set output.dir="$tmp/kill" >"$tmp/rerun.log" 2>&1; rc=$?
 done_before=$((packed + staged))
 if [ $rc -eq 0 ] && same_shards "$tmp/kill" && [ ! -e "$tmp/kill/staging" ] &&
+   [ "$counted" = "$((packed + staged))" ] &&
    { [ $done_before -eq 0 ] ||
      grep -q "$done_before of 6 samples finished by an earlier run, $((6 - done_before)) to run" "$tmp/rerun.log"; } &&
    [ "$(grep -c 'done in' "$tmp/rerun.log")" -eq $((6 - done_before)) ]; then
-    ok "SIGKILL mid-run ($packed packed, $staged staged), rerun: each sample made once, shards byte-identical"
+    ok "SIGKILL mid-shard ($packed packed, $staged staged, as many in svdlaunch status), rerun: each sample made once, shards byte-identical"
 else
-    nok "kill and rerun (rc=$rc, $packed packed, $staged staged)" "$tmp/rerun.log"
+    nok "kill and rerun (rc=$rc, $packed packed, $staged staged, status counted $counted)" "$tmp/rerun.log"
 fi
 
 # a truncated shard: named, its samples made again, the same bytes back
