@@ -314,3 +314,32 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = 
     cr_assert_eq(json_integer_value(json_object_get(s, "first_sample")), 7);
     json_decref(o);
 }
+
+Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder, .fini = rmfolder)
+{
+    svp_pipe_shard_t task = {0, 1};
+    char             names[6][128], path[1024];
+    int              i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
+    struct stat      sb;
+    FILE            *fp;
+
+    snprintf(names[0], sizeof(names[0]), "shard-000001.tar.tmp.999999@elsewhere");     /* another host's */
+    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld", (long)getpid() + 0);
+    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld", (long)getppid());  /* live */
+    snprintf(names[3], sizeof(names[3]), "shard-1-of-3-000001.tar.tmp.999999@elsewhere"); /* task 1 of 3 */
+    snprintf(names[4], sizeof(names[4]), "shard-000001.tar");                           /* no temporary */
+    snprintf(names[5], sizeof(names[5]), "notes.tar.tmp.999999@elsewhere");             /* not a shard */
+    for (i = 0; i < 6; ++i) {
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+        fp = fopen(path, "w");
+        cr_assert_not_null(fp);
+        fclose(fp);
+    }
+    svp_wds_clean(tmpdir, &task, &removed);
+    cr_assert_eq(removed, 2);
+    for (i = 0; i < 6; ++i) {
+        snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+        cr_assert_eq(stat(path, &sb) == 0, keep[i], "%s: %s", names[i],
+                     keep[i] ? "removed" : "left");
+    }
+}

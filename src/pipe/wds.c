@@ -5,6 +5,7 @@
 #include "config.h"
 #endif
 #include "pipe/wds.h"
+#include "pipe/outdir.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -12,6 +13,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -370,6 +372,52 @@ svp_status_t svp_wds_shard_check(const char *dir, const char *name, json_t **ind
 bad:
     json_decref(index);
     return SVP_ERR_BAD_FILE;
+}
+
+/* Whether name is one of task's shard files: its prefix, then digits. */
+static int svp_wds_is_task_file(const char *name, const svp_pipe_shard_t *task)
+{
+    char        prefix[64];
+    size_t      n;
+    const char *p;
+
+    svp_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
+    n = strlen(prefix) - 6;     /* less the shard's 6 digits */
+    if (strncmp(name, prefix, n) != 0) {
+        return 0;
+    }
+    for (p = name + n; *p >= '0' && *p <= '9'; ++p) {
+    }
+    return p - (name + n) >= 6 && *p == '.';
+}
+
+void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p)
+{
+    DIR           *d = opendir(dir);
+    struct dirent *de;
+    char           path[4400];
+    int            live;
+
+    *removed_p = 0;
+    if (d == NULL) {
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        if (!svp_wds_is_task_file(de->d_name, task)) {
+            continue;
+        }
+        live = svp_pipe_outdir_tmp_live(de->d_name);
+        if (live == 1) {
+            svp_warn("left %s/%s: its writer, a process of this host, is running", dir,
+                     de->d_name);
+        } else if (live == 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            if (unlink(path) == 0) {
+                (*removed_p)++;
+            }
+        }
+    }
+    closedir(d);
 }
 
 json_t *svp_wds_index_sample(json_t *index, int sample)

@@ -98,6 +98,13 @@ void svp_wds_unstage(const svp_wds_sample_t *samples, int n);
 svp_status_t svp_wds_shard_check(const char *dir, const char *name, json_t **index_p,
                                  char *why, size_t len);
 
+/*
+ * Removes the temporaries of task's shards, indexes and stats in dir that
+ * a killed run left ("shard-000003.tar.tmp.<pid>@<host>"), leaving those
+ * whose writer is a live process of this host.  *removed_p counts them.
+ */
+void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p);
+
 /* The index's entry of sample index (borrowed), or NULL. */
 json_t *svp_wds_index_sample(json_t *index, int sample);
 

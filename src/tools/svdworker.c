@@ -181,6 +181,8 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
             snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
             svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
             n += m;
+            svp_wds_clean(spec->output.dir, shard, &m);
+            n += m;
         }
         if (n > 0) {
             svp_info("removed %d temporaries left in %s by an interrupted run", n,
