@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..14"
+echo "1..15"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -186,6 +186,24 @@ if [ $rc -eq 0 ] && same_shards "$tmp/kill" && [ ! -e "$tmp/kill/staging" ] &&
     ok "SIGKILL mid-shard ($packed packed, $staged staged, as many in svdlaunch status), rerun: each sample made once, shards byte-identical"
 else
     nok "kill and rerun (rc=$rc, $packed packed, $staged staged, status counted $counted)" "$tmp/rerun.log"
+fi
+
+# killed between a shard's last sample and its packing (all its samples
+# staged, no shard), and after packing before its staged samples were all
+# removed: the start packs the one, removes the others, and makes nothing
+mkdir -p "$tmp/half/staging"
+cp "$tmp"/ref/shard-000000.* "$tmp/half/"
+for k in sample_000000 sample_000002 sample_000004 sample_000005; do
+    cp -r "$tmp/files/$k" "$tmp/half/staging/$k"
+done
+"$w" "$job" --set output.dir="$tmp/half" >"$tmp/half.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && same_shards "$tmp/half" && [ ! -e "$tmp/half/staging" ] &&
+   grep -q "skipped 0-5 (finished by an earlier run)" "$tmp/half.log" &&
+   grep -q "packed $tmp/half/shard-000001.tar: 2 samples" "$tmp/half.log" &&
+   ! grep -q "done in" "$tmp/half.log"; then
+    ok "a shard's samples all staged, unpacked; a packed shard's samples left staged: packed and removed at start, nothing made"
+else
+    nok "staged at start (rc=$rc)" "$tmp/half.log"
 fi
 
 # a truncated shard: named, its samples made again, the same bytes back

@@ -298,70 +298,98 @@ void svp_stage_svd_set_task(void *self, int index, int count)
     st->task.count = count;
 }
 
-/* The samples of this task's shard j, staged: their keys and directories
- * (names and dirs hold room for the shard's samples); their count. */
-static int svp_stage_svd_shard_staged(svp_stage_svd_t *st, int j, svp_wds_sample_t *v,
-                                      char (*names)[256], char (*dirs)[4200], int *ready_p)
+/* The samples of this task's shard j: their keys and staged directories
+ * (malloc'd: svp_stage_svd_shard_free), their count in *m_p. */
+static svp_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, int *m_p)
 {
-    const svp_spec_t *spec = st->spec;
-    int               per = spec->output.samples_per_shard, *idx, m, k;
-    char              path[4300];
-    struct stat       sb;
+    int               per = st->spec->output.samples_per_shard, *idx, m, k;
+    char              name[256], dir[4200];
+    svp_wds_sample_t *v;
 
-    *ready_p = 1;
     idx = malloc((size_t)per * sizeof(*idx));
-    if (idx == NULL) {
-        *ready_p = 0;
-        return 0;
+    v   = calloc((size_t)per, sizeof(*v));
+    if (idx == NULL || v == NULL) {
+        free(idx);
+        free(v);
+        return NULL;
     }
     m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
     for (k = 0; k < m; ++k) {
-        svp_pipe_samples_name(st->list, idx[k], names[k], 256);
-        svp_stage_svd_sample_dir(st, names[k], dirs[k], 4200);
-        v[k].key   = names[k];
+        svp_pipe_samples_name(st->list, idx[k], name, sizeof(name));
+        svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
+        v[k].key   = svp_strdup(name);
         v[k].index = idx[k];
-        v[k].dir   = dirs[k];
-        snprintf(path, sizeof(path), "%s/sample.json", dirs[k]);
-        if (stat(path, &sb) != 0) {
-            *ready_p = 0;
-        }
+        v[k].dir   = svp_strdup(dir);
     }
     free(idx);
-    return m;
+    *m_p = m;
+    return v;
+}
+
+static void svp_stage_svd_shard_free(svp_wds_sample_t *v, int m)
+{
+    int k;
+
+    for (k = 0; v != NULL && k < m; ++k) {
+        free((char *)v[k].key);
+        free((char *)v[k].dir);
+    }
+    free(v);
+}
+
+/* Whether sample k of v is staged (its record is written last). */
+static int svp_stage_svd_is_staged(const svp_wds_sample_t *v, int k)
+{
+    char        path[4300];
+    struct stat sb;
+
+    if (v[k].dir == NULL) {
+        return 0;
+    }
+    snprintf(path, sizeof(path), "%s/sample.json", v[k].dir);
+    return stat(path, &sb) == 0;
 }
 
 /*
  * Packs this task's shard j when all its samples are staged (else nothing
  * to do yet), then removes them from the staging folder.  Another rank
  * that finished a sample of the shard at the same moment may pack it too:
- * both write the same bytes, each through its own temporary.
+ * both write the same bytes, each through its own temporary.  at_start:
+ * the run's start, where a shard packed by a run killed before it removed
+ * all its staged samples has them removed.
  */
 static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p);
 
 static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_start)
 {
     const svp_spec_t *spec = st->spec;
-    int               per = spec->output.samples_per_shard, m, ready;
-    char              name[256], why[1024];
-    char            (*names)[256] = malloc((size_t)per * sizeof(*names));
-    char            (*dirs)[4200] = malloc((size_t)per * sizeof(*dirs));
-    svp_wds_sample_t *v = malloc((size_t)per * sizeof(*v));
+    int               m = 0, k, any = 0;
+    char              name[256], why[1024], staging[4200];
+    svp_wds_sample_t *v = svp_stage_svd_shard_list(st, j, &m);
     json_t           *index = NULL;
     double            t0 = svp_clock_now();
     svp_status_t      status = SVP_OK;
 
-    if (names == NULL || dirs == NULL || v == NULL) {
-        status = SVP_ERR_NO_MEMORY;
-        goto out;
+    if (v == NULL) {
+        return SVP_ERR_NO_MEMORY;
     }
-    m = svp_stage_svd_shard_staged(st, j, v, names, dirs, &ready);
-    if (at_start && m > 0 && svp_stage_svd_shard_whole(st, j, &index)) {
-        /* packed by an earlier run killed before it removed them all */
-        index = NULL;
-        svp_wds_unstage(v, m);
-        goto out;
+    if (at_start) {
+        for (k = 0; k < m && !any; ++k) {
+            any = svp_stage_svd_is_staged(v, k);
+        }
+        if (any && svp_stage_svd_shard_whole(st, j, &index)) {
+            svp_wds_unstage(v, m);
+            goto out;
+        }
     }
-    if (!ready || m == 0) {
+    /* from the last: samples finish about in order, so while a shard
+     * fills, its last sample is missing and one look says so */
+    for (k = m - 1; k >= 0; --k) {
+        if (!svp_stage_svd_is_staged(v, k)) {
+            goto out;
+        }
+    }
+    if (m == 0) {
         goto out;
     }
     svp_wds_shard_name(&st->task, j, "", name, sizeof(name));
@@ -371,8 +399,8 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
     if (status != SVP_OK &&
         svp_wds_shard_check(spec->output.dir, name, &index, why, sizeof(why)) == SVP_OK) {
         status = SVP_OK;    /* another rank packed it and took the staged samples */
+        json_decref(index);
     }
-    json_decref(index);
     if (status != SVP_OK) {
         svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
         goto out;
@@ -380,14 +408,12 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
     svp_wds_unstage(v, m);
     /* the staging folder goes with its last sample (it stays while
      * another shard's samples wait in it) */
-    snprintf(dirs[0], 4200, "%s/%s", spec->output.dir, SVP_WDS_STAGING);
-    (void)rmdir(dirs[0]);
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+    (void)rmdir(staging);
     svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
              svp_clock_now() - t0);
 out:
-    free(names);
-    free(dirs);
-    free(v);
+    svp_stage_svd_shard_free(v, m);
     return status;
 }
 
@@ -396,10 +422,13 @@ svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), 
     svp_stage_svd_t  *st = self;
     const svp_spec_t *spec = st->spec;
     int               per = spec->output.samples_per_shard, j, count, m, *idx;
+    char              staging[4200];
+    struct stat       sb;
     svp_status_t      status = SVP_OK;
 
-    if (spec->output.format != SVP_OUTPUT_WEBDATASET) {
-        return SVP_OK;
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+    if (spec->output.format != SVP_OUTPUT_WEBDATASET || stat(staging, &sb) != 0) {
+        return SVP_OK;      /* nothing staged: nothing to pack or remove */
     }
     count = svp_wds_shard_count(&st->task, st->list->count, per);
     idx   = malloc((size_t)per * sizeof(*idx));
