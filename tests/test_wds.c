@@ -289,6 +289,7 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = 
 {
     svp_pipe_shard_t task = {1, 2};
     char             path[512];
+    int              pending = -1;
     json_t          *o, *s;
     json_error_t     jerr;
 
@@ -296,7 +297,8 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("shard-1-of-2-000000", SVP_OK);
-    cr_assert_eq(svp_wds_write_listing(tmpdir, &task, 9, 3), SVP_OK);
+    cr_assert_eq(svp_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
+    cr_assert_eq(pending, 1);
     snprintf(path, sizeof(path), "%s/shards.shard-1-of-2.json", tmpdir);
     o = json_load_file(path, 0, &jerr);
     cr_assert_not_null(o, "%s", jerr.text);

@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..15"
+echo "1..17"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -248,7 +248,32 @@ if [ $rc -eq 2 ] && grep -q "shard-000000.tar: sample_000001.json was made from 
 else
     nok "changed image (rc=$rc)" "$tmp/img.log"
 fi
+# the same with output.overwrite: the shard holding it made again whole
+"$w" "$job" --set output.dir="$tmp/img" --set output.overwrite=true >"$tmp/imgw.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "shard-000000.tar: sample 1: .*made from another image.*output.overwrite is set, the shard's 4 samples are made again" "$tmp/imgw.log" &&
+   grep -q "shard-000001.tar: sample 5: .*output.overwrite is set, the shard's 2 samples are made again" "$tmp/imgw.log" &&
+   [ "$(grep -c 'done in' "$tmp/imgw.log")" -eq 6 ] &&
+   ! cmp -s "$tmp/ref/shard-000000.tar" "$tmp/img/shard-000000.tar" &&
+   [ "$(jq -r '.samples[1].record.params.image_sha256' "$tmp/img/shard-000000.index.json")" = \
+     "$(sha256sum "$tmp/job/img/b.png" | cut -d' ' -f1)" ] && [ ! -e "$tmp/img/staging" ]; then
+    ok "output.overwrite: the shards holding the replaced image's samples made again whole"
+else
+    nok "overwrite (rc=$rc)" "$tmp/imgw.log"
+fi
 cp "$top/tests/data/clip_preprocess/input0.png" "$tmp/job/img/b.png"
+
+# a job grown from 6 to 8 samples: its last shard regrouped (4 per shard)
+cp -r "$tmp/ref" "$tmp/grown"
+"$w" "$job" --set output.dir="$tmp/grown" --set video.seeds=1,2,3,4 >"$tmp/grown.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && cmp -s "$tmp/ref/shard-000000.tar" "$tmp/grown/shard-000000.tar" &&
+   [ "$(tar tf "$tmp/grown/shard-000001.tar" | grep -c '\.json$')" -eq 4 ] &&
+   grep -q "shard-000001.tar holds 2 samples, this job's shard 1 holds 4" "$tmp/grown.log" &&
+   grep -q "4 of 8 samples finished by an earlier run, 4 to run" "$tmp/grown.log" &&
+   [ ! -e "$tmp/grown/staging" ]; then
+    ok "a job grown from 6 to 8 samples: the first shard kept, the last one made again with 4"
+else
+    nok "grown job (rc=$rc)" "$tmp/grown.log"
+fi
 
 # a reader that is not ours: Python's webdataset (optional)
 py=${SVP_PYTHON:-python3}

@@ -676,6 +676,58 @@ out:
  * Whether this task's shard j is whole (looked at once per run): 1 with
  * its index, else 0 (a damaged one is named in a warning).
  */
+static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
+                                            const char *dir, json_t *record,
+                                            char *why, size_t len);
+
+/*
+ * Whether a whole shard's index is this job's shard j: the same samples
+ * (a job grown or shrunk since regroups its last shard) and, with
+ * output.overwrite, each one's record this job's.  A shard is packed
+ * whole, so when one sample of it is to be made again all are: they are
+ * then staged and the shard packed anew.
+ */
+static int svp_stage_svd_shard_current(svp_stage_svd_t *st, int j, json_t *index)
+{
+    const svp_spec_t *spec = st->spec;
+    int               per = spec->output.samples_per_shard, *idx, m, k;
+    json_t           *list = json_object_get(index, "samples"), *e;
+    char              name[256], why[1024];
+    int               current = 1;
+
+    idx = malloc((size_t)per * sizeof(*idx));
+    if (idx == NULL) {
+        return 0;
+    }
+    svp_wds_shard_name(&st->task, j, ".tar", name, sizeof(name));
+    m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+    if (json_array_size(list) != (size_t)m) {
+        current = 0;
+    }
+    for (k = 0; current && k < m; ++k) {
+        e = json_array_get(list, (size_t)k);
+        current = (json_integer_value(json_object_get(e, "sample")) == idx[k]);
+    }
+    if (!current) {
+        svp_info("%s/%s holds %zu samples, this job's shard %d holds %d (samples %d-%d): "
+                 "its samples are made again", spec->output.dir, name,
+                 json_array_size(list), j, m, m > 0 ? idx[0] : 0,
+                 m > 0 ? idx[m - 1] : 0);
+    }
+    for (k = 0; current && spec->output.overwrite && k < m; ++k) {
+        e = json_array_get(list, (size_t)k);
+        why[0] = '\0';
+        if (svp_stage_svd_check_dir(st, idx[k], name, json_object_get(e, "record"), why,
+                                    sizeof(why)) == SVP_ERR_SPEC) {
+            svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
+                     "samples are made again", spec->output.dir, name, idx[k], why, m);
+            current = 0;
+        }
+    }
+    free(idx);
+    return current;
+}
+
 static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p)
 {
     const svp_spec_t *spec = st->spec;
@@ -704,6 +756,11 @@ static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_
         st->wds_state[j] = (status == SVP_OK) ? 1 : -1;
         if (status == SVP_ERR_BAD_FILE) {
             svp_warn("%s: its samples not staged are made again", why);
+        }
+        if (status == SVP_OK && !svp_stage_svd_shard_current(st, j, st->wds_index[j])) {
+            json_decref(st->wds_index[j]);
+            st->wds_index[j] = NULL;
+            st->wds_state[j] = -1;
         }
     }
     *index_p = st->wds_index[j];

@@ -434,7 +434,7 @@ json_t *svp_wds_index_sample(json_t *index, int sample)
 }
 
 svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                   int n, int per)
+                                   int n, int per, int *pending_p)
 {
     char         name[256], path[4200], file[256];
     json_error_t jerr;
@@ -443,6 +443,7 @@ svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task
     struct stat  sb;
     svp_status_t status;
 
+    *pending_p = 0;
     idx    = malloc(((size_t)per + 1) * sizeof(*idx));
     shards = json_array();
     o      = json_pack("{s:i, s:i, s:o}", "samples_per_shard", per, "shards_count", count,
@@ -464,6 +465,7 @@ svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task
         snprintf(path, sizeof(path), "%s/%s", dir, file);
         index = (stat(path, &sb) == 0) ? json_load_file(path, 0, &jerr) : NULL;
         json_object_set_new(s, "status", json_string(index != NULL ? "packed" : "pending"));
+        *pending_p += (index == NULL);
         if (index != NULL) {
             json_object_set(s, "bytes", json_object_get(index, "bytes"));
             json_object_set(s, "sha256", json_object_get(index, "sha256"));

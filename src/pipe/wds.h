@@ -111,9 +111,10 @@ json_t *svp_wds_index_sample(json_t *index, int sample);
 /*
  * Writes the job's listing dir/shards.json (shards.shard-1-of-3.json for
  * task 1 of 3): each of task's shards with its samples, and, where packed,
- * its bytes and SHA-256 from its index.  Atomic.
+ * its bytes and SHA-256 from its index.  Atomic.  *pending_p counts the
+ * shards not packed.
  */
 svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                   int n, int per);
+                                   int n, int per, int *pending_p);
 
 #endif

@@ -722,11 +722,20 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     }
     if (status == SVP_OK && w->rank == 0 && spec->output.format == SVP_OUTPUT_WEBDATASET) {
         /* after the final fence: every shard this run packs is packed */
+        int pending = 0;
+
         status = svp_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
-                                       spec->output.samples_per_shard);
+                                       spec->output.samples_per_shard, &pending);
         if (status != SVP_OK) {
             svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
                       svp_status_string(status));
+        } else if (pending > 0) {
+            /* every sample is done: a shard not packed had samples staged
+             * where the rank that finished its last one could not see them */
+            svp_warn("%d shards not packed in %s: their samples wait in %s/%s; "
+                     "output.dir must be one folder every rank sees (a shared "
+                     "file system) for output.format webdataset", pending,
+                     spec->output.dir, spec->output.dir, SVP_WDS_STAGING);
         }
     }
     if (status == SVP_OK) {
