@@ -351,7 +351,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
             status = status_scan_index(dir, de->d_name, &o);
             continue;
         }
-        if (strcmp(de->d_name, SVP_WDS_STAGING) == 0) {
+        if (strcmp(de->d_name, SVP_PIPE_WDS_STAGING) == 0) {
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             status = status_scan_staging(path, &o);
             continue;

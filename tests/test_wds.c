@@ -48,15 +48,15 @@ Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
                 svp_pipe_shard_t task = {t, count};
                 int              prev = -1;
 
-                for (j = 0; j < svp_wds_shard_count(&task, n, per); ++j) {
-                    m = svp_wds_shard_samples(&task, n, per, j, idx);
+                for (j = 0; j < svp_pipe_wds_shard_count(&task, n, per); ++j) {
+                    m = svp_pipe_wds_shard_samples(&task, n, per, j, idx);
                     cr_assert(m >= 1 && m <= per, "per %d, task %d/%d, shard %d: %d samples",
                               per, t, count, j, m);
                     for (k = 0; k < m; ++k) {
                         i = idx[k];
                         cr_assert(svp_pipe_shard_owns(&task, i), "sample %d is not task %d's",
                                   i, t);
-                        cr_assert_eq(svp_wds_shard_of(&task, per, i), j);
+                        cr_assert_eq(svp_pipe_wds_shard_of(&task, per, i), j);
                         cr_assert_gt(i, prev, "in the task's order");
                         prev = i;
                         seen[i]++;
@@ -78,9 +78,9 @@ Test(wds, shard_names_carry_the_task_of_an_array)
     svp_pipe_shard_t one = {0, 1}, task = {1, 3};
     char             buf[128];
 
-    svp_wds_shard_name(&one, 3, ".tar", buf, sizeof(buf));
+    svp_pipe_wds_shard_name(&one, 3, ".tar", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-000003.tar");
-    svp_wds_shard_name(&task, 12, ".index.json", buf, sizeof(buf));
+    svp_pipe_wds_shard_name(&task, 12, ".index.json", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-1-of-3-000012.index.json");
 }
 
@@ -121,11 +121,11 @@ static void stage(const char *key, int seed, time_t stamp, mode_t mode)
 static void pack_two(const char *name, svp_status_t want)
 {
     char             d0[512], d1[512], why[1024] = "";
-    svp_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+    svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
 
     snprintf(d0, sizeof(d0), "%s/staging/a", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b", tmpdir);
-    cr_assert_eq(svp_wds_pack(tmpdir, name, v, 2, 1, why, sizeof(why)), want, "%s", why);
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, why, sizeof(why)), want, "%s", why);
 }
 
 static char *slurp(const char *name, size_t *len_p)
@@ -186,10 +186,10 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
     cr_assert_eq(svp_sha256_file(path, hash), SVP_OK);
     cr_assert_str_eq(json_string_value(json_object_get(index, "sha256")), hash);
     cr_assert_eq(json_array_size(json_object_get(index, "samples")), 2);
-    cr_assert_eq(json_integer_value(json_object_get(svp_wds_index_sample(index, 2), "sample")),
+    cr_assert_eq(json_integer_value(json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
                  2);
-    cr_assert_null(svp_wds_index_sample(index, 1));
-    members = json_object_get(svp_wds_index_sample(index, 0), "members");
+    cr_assert_null(svp_pipe_wds_index_sample(index, 1));
+    members = json_object_get(svp_pipe_wds_index_sample(index, 0), "members");
     cr_assert_eq(json_array_size(members), 5);
     json_array_foreach(members, k, m) {
         json_int_t off  = json_integer_value(json_object_get(m, "offset"));
@@ -213,11 +213,11 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
         }
     }
     /* the record without what varies by run; that in "run" */
-    rec = json_object_get(svp_wds_index_sample(index, 0), "record");
+    rec = json_object_get(svp_pipe_wds_index_sample(index, 0), "record");
     cr_assert_eq(json_integer_value(json_object_get(rec, "seed")), 1);
     cr_assert_null(json_object_get(rec, "timings"));
     cr_assert_null(json_object_get(rec, "cpu"));
-    cr_assert_not_null(json_object_get(json_object_get(svp_wds_index_sample(index, 0), "run"),
+    cr_assert_not_null(json_object_get(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"),
                                        "timings"));
     json_decref(index);
     free(tar);
@@ -231,19 +231,19 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini 
     size_t  n;
     char   *tar;
 
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND, "not packed: no index");
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)), SVP_OK, "%s",
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)), SVP_OK, "%s",
                  why);
     json_decref(index);
 
     tar = slurp("s.tar", &n);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_eq(truncate(path, (off_t)n - 512), 0);
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_null(index);
     cr_assert_not_null(strstr(why, "s.tar is "), "%s", why);
@@ -255,14 +255,14 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini 
     cr_assert_not_null(fp);
     cr_assert_eq(fwrite(tar, 1, n, fp), n);
     fclose(fp);
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
     free(tar);
 
     /* gone, its index still there */
     cr_assert_eq(unlink(path), 0);
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "is missing"), "%s", why);
 }
@@ -281,7 +281,7 @@ Test(wds, a_missing_member_fails_the_pack_and_leaves_no_shard, .init = mkfolder,
     pack_two("s", SVP_ERR_BAD_FILE);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
-    cr_assert_eq(svp_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
 }
 
@@ -297,7 +297,7 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("shard-1-of-2-000000", SVP_OK);
-    cr_assert_eq(svp_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
+    cr_assert_eq(svp_pipe_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
     cr_assert_eq(pending, 1);
     snprintf(path, sizeof(path), "%s/shards.shard-1-of-2.json", tmpdir);
     o = json_load_file(path, 0, &jerr);
@@ -325,19 +325,21 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder, .fin
     struct stat      sb;
     FILE            *fp;
 
-    snprintf(names[0], sizeof(names[0]), "shard-000001.tar.tmp.999999@elsewhere");     /* another host's */
-    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld", (long)getpid() + 0);
-    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld", (long)getppid());  /* live */
-    snprintf(names[3], sizeof(names[3]), "shard-1-of-3-000001.tar.tmp.999999@elsewhere"); /* task 1 of 3 */
-    snprintf(names[4], sizeof(names[4]), "shard-000001.tar");                           /* no temporary */
-    snprintf(names[5], sizeof(names[5]), "notes.tar.tmp.999999@elsewhere");             /* not a shard */
+    /* another host's; this process's own; a live process's; task 1 of 3's;
+     * no temporary; no shard */
+    snprintf(names[0], sizeof(names[0]), "shard-000001.tar.tmp.999999@elsewhere");
+    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld", (long)getpid());
+    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld", (long)getppid());
+    snprintf(names[3], sizeof(names[3]), "shard-1-of-3-000001.tar.tmp.999999@elsewhere");
+    snprintf(names[4], sizeof(names[4]), "shard-000001.tar");
+    snprintf(names[5], sizeof(names[5]), "notes.tar.tmp.999999@elsewhere");
     for (i = 0; i < 6; ++i) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
         fp = fopen(path, "w");
         cr_assert_not_null(fp);
         fclose(fp);
     }
-    svp_wds_clean(tmpdir, &task, &removed);
+    svp_pipe_wds_clean(tmpdir, &task, &removed);
     cr_assert_eq(removed, 2);
     for (i = 0; i < 6; ++i) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);

@@ -284,7 +284,7 @@ static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, const char *name
     const svp_spec_t *spec = st->spec;
 
     if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
-        snprintf(buf, len, "%s/%s/%s", spec->output.dir, SVP_WDS_STAGING, name);
+        snprintf(buf, len, "%s/%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING, name);
     } else {
         snprintf(buf, len, "%s/%s", spec->output.dir, name);
     }
@@ -300,11 +300,11 @@ void svp_stage_svd_set_task(void *self, int index, int count)
 
 /* The samples of this task's shard j: their keys and staged directories
  * (malloc'd: svp_stage_svd_shard_free), their count in *m_p. */
-static svp_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, int *m_p)
+static svp_pipe_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, int *m_p)
 {
     int               per = st->spec->output.samples_per_shard, *idx, m, k;
     char              name[256], dir[4200];
-    svp_wds_sample_t *v;
+    svp_pipe_wds_sample_t *v;
 
     idx = malloc((size_t)per * sizeof(*idx));
     v   = calloc((size_t)per, sizeof(*v));
@@ -313,7 +313,7 @@ static svp_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, in
         free(v);
         return NULL;
     }
-    m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+    m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
     for (k = 0; k < m; ++k) {
         svp_pipe_samples_name(st->list, idx[k], name, sizeof(name));
         svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
@@ -326,7 +326,7 @@ static svp_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, in
     return v;
 }
 
-static void svp_stage_svd_shard_free(svp_wds_sample_t *v, int m)
+static void svp_stage_svd_shard_free(svp_pipe_wds_sample_t *v, int m)
 {
     int k;
 
@@ -338,7 +338,7 @@ static void svp_stage_svd_shard_free(svp_wds_sample_t *v, int m)
 }
 
 /* Whether sample k of v is staged (its record is written last). */
-static int svp_stage_svd_is_staged(const svp_wds_sample_t *v, int k)
+static int svp_stage_svd_is_staged(const svp_pipe_wds_sample_t *v, int k)
 {
     char        path[4300];
     struct stat sb;
@@ -365,7 +365,7 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
     const svp_spec_t *spec = st->spec;
     int               m = 0, k, any = 0;
     char              name[256], why[1024], staging[4200];
-    svp_wds_sample_t *v = svp_stage_svd_shard_list(st, j, &m);
+    svp_pipe_wds_sample_t *v = svp_stage_svd_shard_list(st, j, &m);
     json_t           *index = NULL;
     double            t0 = svp_clock_now();
     svp_status_t      status = SVP_OK;
@@ -378,7 +378,7 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
             any = svp_stage_svd_is_staged(v, k);
         }
         if (any && svp_stage_svd_shard_whole(st, j, &index)) {
-            svp_wds_unstage(v, m);
+            svp_pipe_wds_unstage(v, m);
             goto out;
         }
     }
@@ -392,12 +392,13 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
     if (m == 0) {
         goto out;
     }
-    svp_wds_shard_name(&st->task, j, "", name, sizeof(name));
+    svp_pipe_wds_shard_name(&st->task, j, "", name, sizeof(name));
     why[0] = '\0';
-    status = svp_wds_pack(spec->output.dir, name, v, m, spec->output.frames, why,
-                          sizeof(why));
+    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames, why,
+                               sizeof(why));
     if (status != SVP_OK &&
-        svp_wds_shard_check(spec->output.dir, name, &index, why, sizeof(why)) == SVP_OK) {
+        svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
+                                 sizeof(why)) == SVP_OK) {
         status = SVP_OK;    /* another rank packed it and took the staged samples */
         json_decref(index);
     }
@@ -405,10 +406,10 @@ static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_
         svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
         goto out;
     }
-    svp_wds_unstage(v, m);
+    svp_pipe_wds_unstage(v, m);
     /* the staging folder goes with its last sample (it stays while
      * another shard's samples wait in it) */
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
     (void)rmdir(staging);
     svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
              svp_clock_now() - t0);
@@ -426,17 +427,17 @@ svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), 
     struct stat       sb;
     svp_status_t      status = SVP_OK;
 
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
     if (spec->output.format != SVP_OUTPUT_WEBDATASET || stat(staging, &sb) != 0) {
         return SVP_OK;      /* nothing staged: nothing to pack or remove */
     }
-    count = svp_wds_shard_count(&st->task, st->list->count, per);
+    count = svp_pipe_wds_shard_count(&st->task, st->list->count, per);
     idx   = malloc((size_t)per * sizeof(*idx));
     if (idx == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     for (j = 0; j < count && status == SVP_OK; ++j) {
-        m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+        m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
         if (m > 0 && mine(idx[m - 1], arg)) {
             status = svp_stage_svd_pack_shard(st, j, 1);
         }
@@ -529,7 +530,7 @@ out:
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
         if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
-            status = svp_stage_svd_pack_shard(st, svp_wds_shard_of(&st->task,
+            status = svp_stage_svd_pack_shard(st, svp_pipe_wds_shard_of(&st->task,
                                               spec->output.samples_per_shard, s->index), 0);
         }
     } else {
@@ -692,15 +693,15 @@ static int svp_stage_svd_shard_current(svp_stage_svd_t *st, int j, json_t *index
     const svp_spec_t *spec = st->spec;
     int               per = spec->output.samples_per_shard, *idx, m, k;
     json_t           *list = json_object_get(index, "samples"), *e;
-    char              name[256], why[1024];
+    char              name[256], why[1024], where[600];
     int               current = 1;
 
     idx = malloc((size_t)per * sizeof(*idx));
     if (idx == NULL) {
         return 0;
     }
-    svp_wds_shard_name(&st->task, j, ".tar", name, sizeof(name));
-    m = svp_wds_shard_samples(&st->task, st->list->count, per, j, idx);
+    svp_pipe_wds_shard_name(&st->task, j, ".tar", name, sizeof(name));
+    m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
     if (json_array_size(list) != (size_t)m) {
         current = 0;
     }
@@ -717,7 +718,9 @@ static int svp_stage_svd_shard_current(svp_stage_svd_t *st, int j, json_t *index
     for (k = 0; current && spec->output.overwrite && k < m; ++k) {
         e = json_array_get(list, (size_t)k);
         why[0] = '\0';
-        if (svp_stage_svd_check_dir(st, idx[k], name, json_object_get(e, "record"), why,
+        snprintf(where, sizeof(where), "%s: %s.json", name,
+                 json_string_value(json_object_get(e, "key")));
+        if (svp_stage_svd_check_dir(st, idx[k], where, json_object_get(e, "record"), why,
                                     sizeof(why)) == SVP_ERR_SPEC) {
             svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
                      "samples are made again", spec->output.dir, name, idx[k], why, m);
@@ -736,8 +739,8 @@ static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_
     int               count;
 
     if (st->wds_state == NULL) {
-        count = svp_wds_shard_count(&st->task, st->list->count,
-                                    spec->output.samples_per_shard);
+        count = svp_pipe_wds_shard_count(&st->task, st->list->count,
+                                         spec->output.samples_per_shard);
         st->wds_state = calloc((size_t)count + 1, 1);
         st->wds_index = calloc((size_t)count + 1, sizeof(*st->wds_index));
         if (st->wds_state == NULL || st->wds_index == NULL) {
@@ -749,10 +752,10 @@ static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_
         return 0;
     }
     if (st->wds_state[j] == 0) {
-        svp_wds_shard_name(&st->task, j, "", name, sizeof(name));
+        svp_pipe_wds_shard_name(&st->task, j, "", name, sizeof(name));
         why[0] = '\0';
-        status = svp_wds_shard_check(spec->output.dir, name, &st->wds_index[j], why,
-                                     sizeof(why));
+        status = svp_pipe_wds_shard_check(spec->output.dir, name, &st->wds_index[j], why,
+                                          sizeof(why));
         st->wds_state[j] = (status == SVP_OK) ? 1 : -1;
         if (status == SVP_ERR_BAD_FILE) {
             svp_warn("%s: its samples not staged are made again", why);
@@ -789,18 +792,18 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     }
     /* the shard first: a run killed while it removed a packed shard's
      * staged samples leaves some of them half removed */
-    j = svp_wds_shard_of(&st->task, spec->output.samples_per_shard, index);
+    j = svp_pipe_wds_shard_of(&st->task, spec->output.samples_per_shard, index);
     if (!svp_stage_svd_shard_whole(st, j, &shard_index)) {
         return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
     }
-    entry = svp_wds_index_sample(shard_index, index);
+    entry = svp_pipe_wds_index_sample(shard_index, index);
     if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
-        svp_wds_shard_name(&st->task, j, ".index.json", name, sizeof(name));
+        svp_pipe_wds_shard_name(&st->task, j, ".index.json", name, sizeof(name));
         snprintf(why, len, "%s/%s has no record of sample %d", spec->output.dir, name,
                  index);
         return SVP_ERR_BAD_FILE;
     }
-    svp_wds_shard_name(&st->task, j, ".tar", dir, sizeof(dir));
+    svp_pipe_wds_shard_name(&st->task, j, ".tar", dir, sizeof(dir));
     snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, dir,
              json_string_value(json_object_get(entry, "key")));
     return svp_stage_svd_check_dir(st, index, where, json_object_get(entry, "record"),

@@ -24,21 +24,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int svp_wds_shard_count(const svp_pipe_shard_t *task, int n, int per)
+int svp_pipe_wds_shard_count(const svp_pipe_shard_t *task, int n, int per)
 {
     int m = svp_pipe_shard_size(task, n);
 
     return (m + per - 1) / per;
 }
 
-int svp_wds_shard_of(const svp_pipe_shard_t *task, int per, int i)
+int svp_pipe_wds_shard_of(const svp_pipe_shard_t *task, int per, int i)
 {
     /* sample i is the (i div count)-th of its task's list */
     return (i / task->count) / per;
 }
 
-int svp_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
-                          int *samples)
+int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
+                               int *samples)
 {
     int m = svp_pipe_shard_size(task, n), p, k = 0;
 
@@ -48,8 +48,8 @@ int svp_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
     return k;
 }
 
-void svp_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
-                        char *buf, size_t len)
+void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
+                             char *buf, size_t len)
 {
     if (task->count > 1) {
         snprintf(buf, len, "shard-%d-of-%d-%06d%s", task->index, task->count, j, ext);
@@ -59,9 +59,9 @@ void svp_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
 }
 
 /* One member: its header and data; its offsets into members (an array). */
-static svp_status_t svp_wds_add(struct archive *a, struct archive_entry *e,
-                                const char *name, const void *data, size_t size,
-                                json_t *members, char *why, size_t len)
+static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
+                                     const char *name, const void *data, size_t size,
+                                     json_t *members, char *why, size_t len)
 {
     /* the bytes handed on so far end at the last member's data: its
      * header starts at the next 512-byte record */
@@ -72,7 +72,7 @@ static svp_status_t svp_wds_add(struct archive *a, struct archive_entry *e,
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_WDS_MTIME, 0);
+    archive_entry_set_mtime(e, SVP_PIPE_WDS_MTIME, 0);
     archive_entry_set_uid(e, 0);
     archive_entry_set_gid(e, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
@@ -92,10 +92,10 @@ static svp_status_t svp_wds_add(struct archive *a, struct archive_entry *e,
 }
 
 /* A staged file as a member KEY.ext (optional: a missing file is skipped). */
-static svp_status_t svp_wds_add_file(struct archive *a, struct archive_entry *e,
-                                     const svp_wds_sample_t *s, const char *file,
-                                     const char *ext, int optional, json_t *members,
-                                     char *why, size_t len)
+static svp_status_t svp_pipe_wds_add_file(struct archive *a, struct archive_entry *e,
+                                          const svp_pipe_wds_sample_t *s, const char *file,
+                                          const char *ext, int optional, json_t *members,
+                                          char *why, size_t len)
 {
     char         path[4200], name[512], *data;
     size_t       size;
@@ -112,7 +112,7 @@ static svp_status_t svp_wds_add_file(struct archive *a, struct archive_entry *e,
         return SVP_ERR_BAD_FILE;
     }
     snprintf(name, sizeof(name), "%s.%s", s->key, ext);
-    status = svp_wds_add(a, e, name, data, size, members, why, len);
+    status = svp_pipe_wds_add(a, e, name, data, size, members, why, len);
     free(data);
     return status;
 }
@@ -121,9 +121,9 @@ static svp_status_t svp_wds_add_file(struct archive *a, struct archive_entry *e,
  * The sample's record as a member KEY.json: sample.json less what varies
  * from run to run (timings, cpu), which go into the index's "run".
  */
-static svp_status_t svp_wds_add_record(struct archive *a, struct archive_entry *e,
-                                       const svp_wds_sample_t *s, json_t *entry,
-                                       json_t *members, char *why, size_t len)
+static svp_status_t svp_pipe_wds_add_record(struct archive *a, struct archive_entry *e,
+                                            const svp_pipe_wds_sample_t *s, json_t *entry,
+                                            json_t *members, char *why, size_t len)
 {
     char         path[4200], name[512], *text;
     json_error_t jerr;
@@ -150,15 +150,15 @@ static svp_status_t svp_wds_add_record(struct archive *a, struct archive_entry *
         return SVP_ERR_NO_MEMORY;
     }
     snprintf(name, sizeof(name), "%s.json", s->key);
-    status = svp_wds_add(a, e, name, text, strlen(text), members, why, len);
+    status = svp_pipe_wds_add(a, e, name, text, strlen(text), members, why, len);
     free(text);
     return status;
 }
 
 /* The members of one sample, in their fixed order, and its index entry. */
-static svp_status_t svp_wds_add_sample(struct archive *a, struct archive_entry *e,
-                                       const svp_wds_sample_t *s, int frames,
-                                       json_t *entry, char *why, size_t len)
+static svp_status_t svp_pipe_wds_add_sample(struct archive *a, struct archive_entry *e,
+                                            const svp_pipe_wds_sample_t *s, int frames,
+                                            json_t *entry, char *why, size_t len)
 {
     json_t      *members = json_array();
     char         file[64], ext[64], path[4200];
@@ -167,13 +167,14 @@ static svp_status_t svp_wds_add_sample(struct archive *a, struct archive_entry *
     int          f;
 
     json_object_set_new(entry, "members", members);
-    status = svp_wds_add_record(a, e, s, entry, members, why, len);
+    status = svp_pipe_wds_add_record(a, e, s, entry, members, why, len);
     if (status == SVP_OK) {
-        status = svp_wds_add_file(a, e, s, "video.mp4", "mp4", 1, members, why, len);
+        status = svp_pipe_wds_add_file(a, e, s, "video.mp4", "mp4", 1, members, why, len);
     }
     if (status == SVP_OK) {
-        status = svp_wds_add_file(a, e, s, "latents.safetensors", "latents.safetensors",
-                                  0, members, why, len);
+        status = svp_pipe_wds_add_file(a, e, s, "latents.safetensors",
+                                       "latents.safetensors",
+                                       0, members, why, len);
     }
     for (f = 0; frames && status == SVP_OK; ++f) {
         snprintf(file, sizeof(file), "frame_%04d.png", f);
@@ -182,15 +183,16 @@ static svp_status_t svp_wds_add_sample(struct archive *a, struct archive_entry *
             break;
         }
         snprintf(ext, sizeof(ext), "frame_%04d.png", f);
-        status = svp_wds_add_file(a, e, s, file, ext, 0, members, why, len);
+        status = svp_pipe_wds_add_file(a, e, s, file, ext, 0, members, why, len);
     }
     return status;
 }
 
 /* The tar at path (through a temporary beside it); the index's samples. */
-static svp_status_t svp_wds_write_tar(const char *path, const svp_wds_sample_t *samples,
-                                      int n, int frames, json_t *list, char *why,
-                                      size_t len)
+static svp_status_t svp_pipe_wds_write_tar(const char *path,
+                                           const svp_pipe_wds_sample_t *samples, int n,
+                                           int frames, json_t *list, char *why,
+                                           size_t len)
 {
     struct archive       *a;
     struct archive_entry *e;
@@ -223,7 +225,7 @@ static svp_status_t svp_wds_write_tar(const char *path, const svp_wds_sample_t *
         entry = json_pack("{s:s, s:i, s:s}", "key", samples[i].key, "sample",
                           samples[i].index, "status", "done");
         json_array_append_new(list, entry);
-        status = svp_wds_add_sample(a, e, &samples[i], frames, entry, why, len);
+        status = svp_pipe_wds_add_sample(a, e, &samples[i], frames, entry, why, len);
     }
     if (status == SVP_OK && archive_write_close(a) != ARCHIVE_OK) {
         snprintf(why, len, "cannot write %s: %s", tmp, archive_error_string(a));
@@ -251,7 +253,7 @@ out:
 }
 
 /* A JSON document at path, atomically. */
-static svp_status_t svp_wds_write_json(const char *path, json_t *o)
+static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
 {
     char        *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                        JSON_REAL_PRECISION(9));
@@ -268,9 +270,9 @@ static svp_status_t svp_wds_write_json(const char *path, json_t *o)
     return status;
 }
 
-svp_status_t svp_wds_pack(const char *dir, const char *name,
-                          const svp_wds_sample_t *samples, int n, int frames,
-                          char *why, size_t len)
+svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
+                               const svp_pipe_wds_sample_t *samples, int n, int frames,
+                               char *why, size_t len)
 {
     char         path[4200], hash[65];
     double       t0 = svp_clock_now();
@@ -282,7 +284,7 @@ svp_status_t svp_wds_pack(const char *dir, const char *name,
         return SVP_ERR_NO_MEMORY;
     }
     snprintf(path, sizeof(path), "%s/%s.tar", dir, name);
-    status = svp_wds_write_tar(path, samples, n, frames, list, why, len);
+    status = svp_pipe_wds_write_tar(path, samples, n, frames, list, why, len);
     if (status != SVP_OK) {
         json_decref(list);
         return status;
@@ -306,10 +308,10 @@ svp_status_t svp_wds_pack(const char *dir, const char *name,
     }
     /* the index last: a shard counts as packed only once it is there */
     snprintf(path, sizeof(path), "%s/%s.stats.json", dir, name);
-    status = svp_wds_write_json(path, stats);
+    status = svp_pipe_wds_write_json(path, stats);
     if (status == SVP_OK) {
         snprintf(path, sizeof(path), "%s/%s.index.json", dir, name);
-        status = svp_wds_write_json(path, index);
+        status = svp_pipe_wds_write_json(path, index);
     }
     if (status != SVP_OK) {
         snprintf(why, len, "cannot write %s", path);
@@ -319,7 +321,7 @@ svp_status_t svp_wds_pack(const char *dir, const char *name,
     return status;
 }
 
-void svp_wds_unstage(const svp_wds_sample_t *samples, int n)
+void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
 {
     int i;
 
@@ -329,8 +331,8 @@ void svp_wds_unstage(const svp_wds_sample_t *samples, int n)
     }
 }
 
-svp_status_t svp_wds_shard_check(const char *dir, const char *name, json_t **index_p,
-                                 char *why, size_t len)
+svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name, json_t **index_p,
+                                      char *why, size_t len)
 {
     char         path[4200], tar[4200], hash[65];
     json_error_t jerr;
@@ -375,13 +377,13 @@ bad:
 }
 
 /* Whether name is one of task's shard files: its prefix, then digits. */
-static int svp_wds_is_task_file(const char *name, const svp_pipe_shard_t *task)
+static int svp_pipe_wds_is_task_file(const char *name, const svp_pipe_shard_t *task)
 {
     char        prefix[64];
     size_t      n;
     const char *p;
 
-    svp_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
+    svp_pipe_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
     n = strlen(prefix) - 6;     /* less the shard's 6 digits */
     if (strncmp(name, prefix, n) != 0) {
         return 0;
@@ -391,7 +393,7 @@ static int svp_wds_is_task_file(const char *name, const svp_pipe_shard_t *task)
     return p - (name + n) >= 6 && *p == '.';
 }
 
-void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p)
+void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p)
 {
     DIR           *d = opendir(dir);
     struct dirent *de;
@@ -403,7 +405,7 @@ void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p
         return;
     }
     while ((de = readdir(d)) != NULL) {
-        if (!svp_wds_is_task_file(de->d_name, task)) {
+        if (!svp_pipe_wds_is_task_file(de->d_name, task)) {
             continue;
         }
         live = svp_pipe_outdir_tmp_live(de->d_name);
@@ -420,7 +422,7 @@ void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p
     closedir(d);
 }
 
-json_t *svp_wds_index_sample(json_t *index, int sample)
+json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
 {
     json_t *list = json_object_get(index, "samples"), *v;
     size_t  k;
@@ -433,13 +435,13 @@ json_t *svp_wds_index_sample(json_t *index, int sample)
     return NULL;
 }
 
-svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                   int n, int per, int *pending_p)
+svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
+                                        int n, int per, int *pending_p)
 {
     char         name[256], path[4200], file[256];
     json_error_t jerr;
     json_t      *o, *shards, *s, *index;
-    int          j, count = svp_wds_shard_count(task, n, per), first, *idx;
+    int          j, count = svp_pipe_wds_shard_count(task, n, per), first, *idx;
     struct stat  sb;
     svp_status_t status;
 
@@ -454,14 +456,14 @@ svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task
         return SVP_ERR_NO_MEMORY;
     }
     for (j = 0; j < count; ++j) {
-        int m = svp_wds_shard_samples(task, n, per, j, idx);
+        int m = svp_pipe_wds_shard_samples(task, n, per, j, idx);
 
         first = (m > 0) ? idx[0] : -1;
-        svp_wds_shard_name(task, j, ".tar", name, sizeof(name));
+        svp_pipe_wds_shard_name(task, j, ".tar", name, sizeof(name));
         s = json_pack("{s:s, s:i, s:i, s:i}", "shard", name, "samples_count", m,
                       "first_sample", first, "last_sample", (m > 0) ? idx[m - 1] : -1);
         /* the index's figures, not the tar's: no read of a shard here */
-        svp_wds_shard_name(task, j, ".index.json", file, sizeof(file));
+        svp_pipe_wds_shard_name(task, j, ".index.json", file, sizeof(file));
         snprintf(path, sizeof(path), "%s/%s", dir, file);
         index = (stat(path, &sb) == 0) ? json_load_file(path, 0, &jerr) : NULL;
         json_object_set_new(s, "status", json_string(index != NULL ? "packed" : "pending"));
@@ -476,7 +478,7 @@ svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task
     free(idx);
     svp_pipe_shard_file(task, "shards", ".json", file, (int)sizeof(file));
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    status = svp_wds_write_json(path, o);
+    status = svp_pipe_wds_write_json(path, o);
     json_decref(o);
     return status;
 }

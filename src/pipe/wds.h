@@ -16,7 +16,7 @@
  *
  * KEY is the sample's name (sample_NNNNNN or its manifest name).  Every
  * header has mode 0644, uid and gid 0, no user or group name and mtime
- * SVP_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
+ * SVP_PIPE_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
  * not on the layout, the thread count or which rank finished what.
  *
  * A finished sample waits as a sample directory in output.dir/staging/
@@ -40,53 +40,53 @@
 #include <stddef.h>
 
 /* Every member's modification time: 2000-01-01T00:00:00Z. */
-#define SVP_WDS_MTIME 946684800
+#define SVP_PIPE_WDS_MTIME 946684800
 
 /* The folder in output.dir where finished samples wait for their shard. */
-#define SVP_WDS_STAGING "staging"
+#define SVP_PIPE_WDS_STAGING "staging"
 
 /* Shards of task's samples of a job of n, per samples each. */
-int svp_wds_shard_count(const svp_pipe_shard_t *task, int n, int per);
+int svp_pipe_wds_shard_count(const svp_pipe_shard_t *task, int n, int per);
 
 /* The shard (of its task) that holds sample i. */
-int svp_wds_shard_of(const svp_pipe_shard_t *task, int per, int i);
+int svp_pipe_wds_shard_of(const svp_pipe_shard_t *task, int per, int i);
 
 /*
  * The samples of task's shard j (a job of n): their count, and in
  * samples[] (room for per) their indices in order.
  */
-int svp_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
-                          int *samples);
+int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
+                               int *samples);
 
 /*
  * The file name of task's shard j with ext (".tar", ".index.json",
  * ".stats.json"): "shard-000003.tar", or "shard-1-of-3-000003.tar" for
  * task 1 of 3.
  */
-void svp_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
-                        char *buf, size_t len);
+void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
+                             char *buf, size_t len);
 
 /* A sample of a shard to pack: its key and its staged directory. */
 typedef struct {
     const char *key;
     int         index;
     const char *dir;
-} svp_wds_sample_t;
+} svp_pipe_wds_sample_t;
 
 /*
  * Writes the shard at dir/name (name without ".tar") from its n staged
  * samples, in order, then its index and stats, each atomically.  The
- * staged directories stay (svp_wds_unstage removes them).  frames: add the
+ * staged directories stay (svp_pipe_wds_unstage removes them).  frames: add the
  * frame_NNNN.png of each directory.  SVP_ERR_BAD_FILE when a member is
  * missing or does not read (why names it), SVP_ERR_IO when the shard does
  * not write.
  */
-svp_status_t svp_wds_pack(const char *dir, const char *name,
-                          const svp_wds_sample_t *samples, int n, int frames,
-                          char *why, size_t len);
+svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
+                               const svp_pipe_wds_sample_t *samples, int n, int frames,
+                               char *why, size_t len);
 
 /* Removes the staged directories of a packed shard's samples. */
-void svp_wds_unstage(const svp_wds_sample_t *samples, int n);
+void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n);
 
 /*
  * Whether the shard dir/name (without ".tar") is whole: its index reads,
@@ -95,18 +95,18 @@ void svp_wds_unstage(const svp_wds_sample_t *samples, int n);
  * (not packed); SVP_ERR_BAD_FILE: truncated, damaged or unreadable, why
  * says which and how.
  */
-svp_status_t svp_wds_shard_check(const char *dir, const char *name, json_t **index_p,
-                                 char *why, size_t len);
+svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name, json_t **index_p,
+                                      char *why, size_t len);
 
 /*
  * Removes the temporaries of task's shards, indexes and stats in dir that
  * a killed run left ("shard-000003.tar.tmp.<pid>@<host>"), leaving those
  * whose writer is a live process of this host.  *removed_p counts them.
  */
-void svp_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p);
+void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p);
 
 /* The index's entry of sample index (borrowed), or NULL. */
-json_t *svp_wds_index_sample(json_t *index, int sample);
+json_t *svp_pipe_wds_index_sample(json_t *index, int sample);
 
 /*
  * Writes the job's listing dir/shards.json (shards.shard-1-of-3.json for
@@ -114,7 +114,7 @@ json_t *svp_wds_index_sample(json_t *index, int sample);
  * its bytes and SHA-256 from its index.  Atomic.  *pending_p counts the
  * shards not packed.
  */
-svp_status_t svp_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                   int n, int per, int *pending_p);
+svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
+                                        int n, int per, int *pending_p);
 
 #endif

@@ -178,10 +178,11 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
             char staging[4200];
             int  m = 0;
 
-            snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_WDS_STAGING);
+            snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
+                     SVP_PIPE_WDS_STAGING);
             svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
             n += m;
-            svp_wds_clean(spec->output.dir, shard, &m);
+            svp_pipe_wds_clean(spec->output.dir, shard, &m);
             n += m;
         }
         if (n > 0) {
@@ -724,8 +725,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         /* after the final fence: every shard this run packs is packed */
         int pending = 0;
 
-        status = svp_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
-                                       spec->output.samples_per_shard, &pending);
+        status = svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
+                                            spec->output.samples_per_shard, &pending);
         if (status != SVP_OK) {
             svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
                       svp_status_string(status));
@@ -735,7 +736,7 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
             svp_warn("%d shards not packed in %s: their samples wait in %s/%s; "
                      "output.dir must be one folder every rank sees (a shared "
                      "file system) for output.format webdataset", pending,
-                     spec->output.dir, spec->output.dir, SVP_WDS_STAGING);
+                     spec->output.dir, spec->output.dir, SVP_PIPE_WDS_STAGING);
         }
     }
     if (status == SVP_OK) {
