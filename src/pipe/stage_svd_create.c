@@ -34,11 +34,7 @@ void svp_stage_svd_destroy(void *self)
     free(st->ids);
     free(st->t);
     svp_pipe_samples_destroy(st->list);
-    for (int j = 0; st->wds_index != NULL && j < st->wds_shards; ++j) {
-        json_decref(st->wds_index[j]);
-    }
-    free(st->wds_index);
-    free(st->wds_state);
+    svp_pipe_wds_destroy(st->wds);
     if (st->cond != NULL) {
         svp_safetensors_close(st->cond);
     }
@@ -372,6 +368,10 @@ static svp_status_t svp_stage_svd_setup(svp_stage_svd_t *st)
     if (status == SVP_OK && spec->model.conditioning[0] != '\0') {
         status = svp_stage_svd_open_conditioning(st);
     }
+    if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        status = svp_pipe_wds_create(spec, st->list, svp_stage_svd_wds_check, st,
+                                     &st->wds);
+    }
     if (status != SVP_OK) {
         return status;
     }
@@ -418,8 +418,6 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
         return SVP_ERR_NO_MEMORY;
     }
     st->spec = spec;
-    st->task.index = 0;
-    st->task.count = 1;
     st->F    = spec->video.num_frames;
     st->H    = spec->video.height;
     st->W    = spec->video.width;

@@ -276,174 +276,35 @@ static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t
     return status;
 }
 
-/* Where sample `name`'s directory goes: output.dir, or its staging
- * folder with output.format webdataset. */
-static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, const char *name,
-                                     char *buf, size_t len)
+/* Where sample i's directory goes: output.dir/NAME, or with output.format
+ * webdataset its staging folder. */
+static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, int i, char *buf,
+                                     size_t len)
 {
-    const svp_spec_t *spec = st->spec;
+    char name[256];
 
-    if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
-        snprintf(buf, len, "%s/%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING, name);
-    } else {
-        snprintf(buf, len, "%s/%s", spec->output.dir, name);
+    if (st->wds != NULL) {
+        svp_pipe_wds_staged_dir(st->wds, i, buf, len);
+        return;
     }
+    svp_pipe_samples_name(st->list, i, name, sizeof(name));
+    snprintf(buf, len, "%s/%s", st->spec->output.dir, name);
 }
 
 void svp_stage_svd_set_task(void *self, int index, int count)
 {
     svp_stage_svd_t *st = self;
 
-    st->task.index = index;
-    st->task.count = count;
-}
-
-/* The samples of this task's shard j: their keys and staged directories
- * (malloc'd: svp_stage_svd_shard_free), their count in *m_p. */
-static svp_pipe_wds_sample_t *svp_stage_svd_shard_list(svp_stage_svd_t *st, int j, int *m_p)
-{
-    int               per = st->spec->output.samples_per_shard, *idx, m, k;
-    char              name[256], dir[4200];
-    svp_pipe_wds_sample_t *v;
-
-    idx = malloc((size_t)per * sizeof(*idx));
-    v   = calloc((size_t)per, sizeof(*v));
-    if (idx == NULL || v == NULL) {
-        free(idx);
-        free(v);
-        return NULL;
+    if (st->wds != NULL) {
+        svp_pipe_wds_set_task(st->wds, index, count);
     }
-    m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
-    for (k = 0; k < m; ++k) {
-        svp_pipe_samples_name(st->list, idx[k], name, sizeof(name));
-        svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
-        v[k].key   = svp_strdup(name);
-        v[k].index = idx[k];
-        v[k].dir   = svp_strdup(dir);
-    }
-    free(idx);
-    *m_p = m;
-    return v;
-}
-
-static void svp_stage_svd_shard_free(svp_pipe_wds_sample_t *v, int m)
-{
-    int k;
-
-    for (k = 0; v != NULL && k < m; ++k) {
-        free((char *)v[k].key);
-        free((char *)v[k].dir);
-    }
-    free(v);
-}
-
-/* Whether sample k of v is staged (its record is written last). */
-static int svp_stage_svd_is_staged(const svp_pipe_wds_sample_t *v, int k)
-{
-    char        path[4300];
-    struct stat sb;
-
-    if (v[k].dir == NULL) {
-        return 0;
-    }
-    snprintf(path, sizeof(path), "%s/sample.json", v[k].dir);
-    return stat(path, &sb) == 0;
-}
-
-/*
- * Packs this task's shard j when all its samples are staged (else nothing
- * to do yet), then removes them from the staging folder.  Another rank
- * that finished a sample of the shard at the same moment may pack it too:
- * both write the same bytes, each through its own temporary.  at_start:
- * the run's start, where a shard packed by a run killed before it removed
- * all its staged samples has them removed.
- */
-static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p);
-
-static svp_status_t svp_stage_svd_pack_shard(svp_stage_svd_t *st, int j, int at_start)
-{
-    const svp_spec_t *spec = st->spec;
-    int               m = 0, k, any = 0;
-    char              name[256], why[1024], staging[4200];
-    svp_pipe_wds_sample_t *v = svp_stage_svd_shard_list(st, j, &m);
-    json_t           *index = NULL;
-    double            t0 = svp_clock_now();
-    svp_status_t      status = SVP_OK;
-
-    if (v == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    if (at_start) {
-        for (k = 0; k < m && !any; ++k) {
-            any = svp_stage_svd_is_staged(v, k);
-        }
-        if (any && svp_stage_svd_shard_whole(st, j, &index)) {
-            svp_pipe_wds_unstage(v, m);
-            goto out;
-        }
-    }
-    /* from the last: samples finish about in order, so while a shard
-     * fills, its last sample is missing and one look says so */
-    for (k = m - 1; k >= 0; --k) {
-        if (!svp_stage_svd_is_staged(v, k)) {
-            goto out;
-        }
-    }
-    if (m == 0) {
-        goto out;
-    }
-    svp_pipe_wds_shard_name(&st->task, j, "", name, sizeof(name));
-    why[0] = '\0';
-    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames, why,
-                               sizeof(why));
-    if (status != SVP_OK &&
-        svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
-                                 sizeof(why)) == SVP_OK) {
-        status = SVP_OK;    /* another rank packed it and took the staged samples */
-        json_decref(index);
-    }
-    if (status != SVP_OK) {
-        svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
-        goto out;
-    }
-    svp_pipe_wds_unstage(v, m);
-    /* the staging folder goes with its last sample (it stays while
-     * another shard's samples wait in it) */
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
-    (void)rmdir(staging);
-    svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
-             svp_clock_now() - t0);
-out:
-    svp_stage_svd_shard_free(v, m);
-    return status;
 }
 
 svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
 {
-    svp_stage_svd_t  *st = self;
-    const svp_spec_t *spec = st->spec;
-    int               per = spec->output.samples_per_shard, j, count, m, *idx;
-    char              staging[4200];
-    struct stat       sb;
-    svp_status_t      status = SVP_OK;
+    svp_stage_svd_t *st = self;
 
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
-    if (spec->output.format != SVP_OUTPUT_WEBDATASET || stat(staging, &sb) != 0) {
-        return SVP_OK;      /* nothing staged: nothing to pack or remove */
-    }
-    count = svp_pipe_wds_shard_count(&st->task, st->list->count, per);
-    idx   = malloc((size_t)per * sizeof(*idx));
-    if (idx == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    for (j = 0; j < count && status == SVP_OK; ++j) {
-        m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
-        if (m > 0 && mine(idx[m - 1], arg)) {
-            status = svp_stage_svd_pack_shard(st, j, 1);
-        }
-    }
-    free(idx);
-    return status;
+    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
 }
 
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
@@ -463,7 +324,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
     svp_media_video_params_t vp;
     float                   *dec = NULL;
     int64_t                  i, m = svp_stage_svd_frames_numel(st);
-    char                     path[4096], file[4200], name[256];
+    char                     path[4200], file[4300];
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
@@ -474,8 +335,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
     if (status != SVP_OK) {
         return status;
     }
-    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
-    svp_stage_svd_sample_dir(st, name, path, sizeof(path));
+    svp_stage_svd_sample_dir(st, s->index, path, sizeof(path));
     status = svp_media_sample_dir_begin(path, &dir);
     if (status != SVP_OK) {
         return status;
@@ -529,9 +389,8 @@ out:
         if (status == SVP_OK) {
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
-        if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
-            status = svp_stage_svd_pack_shard(st, svp_pipe_wds_shard_of(&st->task,
-                                              spec->output.samples_per_shard, s->index), 0);
+        if (status == SVP_OK && st->wds != NULL) {
+            status = svp_pipe_wds_staged(st->wds, s->index);
         }
     } else {
         svp_media_sample_dir_abort(dir);
@@ -673,139 +532,27 @@ out:
     return status;
 }
 
-/*
- * Whether this task's shard j is whole (looked at once per run): 1 with
- * its index, else 0 (a damaged one is named in a warning).
- */
-static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
-                                            const char *dir, json_t *record,
-                                            char *why, size_t len);
-
-/*
- * Whether a whole shard's index is this job's shard j: the same samples
- * (a job grown or shrunk since regroups its last shard) and, with
- * output.overwrite, each one's record this job's.  A shard is packed
- * whole, so when one sample of it is to be made again all are: they are
- * then staged and the shard packed anew.
- */
-static int svp_stage_svd_shard_current(svp_stage_svd_t *st, int j, json_t *index)
+/* The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t). */
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *record,
+                                     char *why, size_t len)
 {
-    const svp_spec_t *spec = st->spec;
-    int               per = spec->output.samples_per_shard, *idx, m, k;
-    json_t           *list = json_object_get(index, "samples"), *e;
-    char              name[256], why[1024], where[600];
-    int               current = 1;
-
-    idx = malloc((size_t)per * sizeof(*idx));
-    if (idx == NULL) {
-        return 0;
-    }
-    svp_pipe_wds_shard_name(&st->task, j, ".tar", name, sizeof(name));
-    m = svp_pipe_wds_shard_samples(&st->task, st->list->count, per, j, idx);
-    if (json_array_size(list) != (size_t)m) {
-        current = 0;
-    }
-    for (k = 0; current && k < m; ++k) {
-        e = json_array_get(list, (size_t)k);
-        current = (json_integer_value(json_object_get(e, "sample")) == idx[k]);
-    }
-    if (!current) {
-        svp_info("%s/%s holds %zu samples, this job's shard %d holds %d (samples %d-%d): "
-                 "its samples are made again", spec->output.dir, name,
-                 json_array_size(list), j, m, m > 0 ? idx[0] : 0,
-                 m > 0 ? idx[m - 1] : 0);
-    }
-    for (k = 0; current && spec->output.overwrite && k < m; ++k) {
-        e = json_array_get(list, (size_t)k);
-        why[0] = '\0';
-        snprintf(where, sizeof(where), "%s: %s.json", name,
-                 json_string_value(json_object_get(e, "key")));
-        if (svp_stage_svd_check_dir(st, idx[k], where, json_object_get(e, "record"), why,
-                                    sizeof(why)) == SVP_ERR_SPEC) {
-            svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
-                     "samples are made again", spec->output.dir, name, idx[k], why, m);
-            current = 0;
-        }
-    }
-    free(idx);
-    return current;
-}
-
-static int svp_stage_svd_shard_whole(svp_stage_svd_t *st, int j, json_t **index_p)
-{
-    const svp_spec_t *spec = st->spec;
-    char              name[256], why[1024];
-    svp_status_t      status;
-    int               count;
-
-    if (st->wds_state == NULL) {
-        count = svp_pipe_wds_shard_count(&st->task, st->list->count,
-                                         spec->output.samples_per_shard);
-        st->wds_state = calloc((size_t)count + 1, 1);
-        st->wds_index = calloc((size_t)count + 1, sizeof(*st->wds_index));
-        if (st->wds_state == NULL || st->wds_index == NULL) {
-            return 0;
-        }
-        st->wds_shards = count;
-    }
-    if (j >= st->wds_shards) {
-        return 0;
-    }
-    if (st->wds_state[j] == 0) {
-        svp_pipe_wds_shard_name(&st->task, j, "", name, sizeof(name));
-        why[0] = '\0';
-        status = svp_pipe_wds_shard_check(spec->output.dir, name, &st->wds_index[j], why,
-                                          sizeof(why));
-        st->wds_state[j] = (status == SVP_OK) ? 1 : -1;
-        if (status == SVP_ERR_BAD_FILE) {
-            svp_warn("%s: its samples not staged are made again", why);
-        }
-        if (status == SVP_OK && !svp_stage_svd_shard_current(st, j, st->wds_index[j])) {
-            json_decref(st->wds_index[j]);
-            st->wds_index[j] = NULL;
-            st->wds_state[j] = -1;
-        }
-    }
-    *index_p = st->wds_index[j];
-    return st->wds_state[j] == 1;
+    return svp_stage_svd_check_dir(arg, i, where, record, why, len);
 }
 
 /*
- * Resume: the sample's directory (output.dir/NAME, or with output.format
- * webdataset its staged one) is complete and this job's, or, with
- * webdataset, its shard is whole and the index's record of it is this
- * job's.
+ * Resume: the sample's directory output.dir/NAME is complete and this
+ * job's; with output.format webdataset, its shard's record or its staged
+ * directory (svp_pipe_wds_check_sample).
  */
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                         size_t len)
 {
-    svp_stage_svd_t  *st   = self;
-    const svp_spec_t *spec = st->spec;
-    char              name[256], dir[4200], where[4400];
-    json_t           *shard_index = NULL, *entry;
-    int               j;
+    svp_stage_svd_t *st = self;
+    char             dir[4200];
 
-    svp_pipe_samples_name(st->list, index, name, sizeof(name));
-    svp_stage_svd_sample_dir(st, name, dir, sizeof(dir));
-    if (spec->output.format != SVP_OUTPUT_WEBDATASET) {
-        return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
+    if (st->wds != NULL) {
+        return svp_pipe_wds_check_sample(st->wds, index, why, len);
     }
-    /* the shard first: a run killed while it removed a packed shard's
-     * staged samples leaves some of them half removed */
-    j = svp_pipe_wds_shard_of(&st->task, spec->output.samples_per_shard, index);
-    if (!svp_stage_svd_shard_whole(st, j, &shard_index)) {
-        return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
-    }
-    entry = svp_pipe_wds_index_sample(shard_index, index);
-    if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
-        svp_pipe_wds_shard_name(&st->task, j, ".index.json", name, sizeof(name));
-        snprintf(why, len, "%s/%s has no record of sample %d", spec->output.dir, name,
-                 index);
-        return SVP_ERR_BAD_FILE;
-    }
-    svp_pipe_wds_shard_name(&st->task, j, ".tar", dir, sizeof(dir));
-    snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, dir,
-             json_string_value(json_object_get(entry, "key")));
-    return svp_stage_svd_check_dir(st, index, where, json_object_get(entry, "record"),
-                                   why, len);
+    svp_stage_svd_sample_dir(st, index, dir, sizeof(dir));
+    return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
 }

@@ -35,6 +35,7 @@
 
 #include "common/status.h"
 #include "pipe/samples.h"
+#include "jobspec/spec.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -116,5 +117,56 @@ json_t *svp_pipe_wds_index_sample(json_t *index, int sample);
  */
 svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
                                         int n, int per, int *pending_p);
+
+/*
+ * A run's shards, for a stage that writes output.format webdataset: the
+ * stage writes each finished sample whole as a directory (at least
+ * latents.safetensors and, last, sample.json) at svp_pipe_wds_staged_dir,
+ * then calls svp_pipe_wds_staged, which packs the sample's shard once all
+ * its samples are staged.  Resume asks svp_pipe_wds_check_sample.
+ *
+ * check(arg, i, where, record, why, len) is the stage's own test of sample
+ * i: of the staged directory `where` when record is NULL (SVP_ERR_NOT_FOUND
+ * when absent), else of a packed shard's record of it (`where` names the
+ * member).  SVP_OK, SVP_ERR_SPEC (made with other parameters), or
+ * SVP_ERR_BAD_FILE / SVP_ERR_NOT_FOUND (made again), as check_output.
+ *
+ * create() keeps spec and list (which must outlive the handle); destroy()
+ * frees what the handle read (indexes) and the handle.
+ */
+typedef svp_status_t (*svp_pipe_wds_check_cb_t)(void *arg, int i, const char *where,
+                                                json_t *record, char *why, size_t len);
+typedef struct svp_pipe_wds *svp_pipe_wds_h;
+
+svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_t *list,
+                                 svp_pipe_wds_check_cb_t check, void *arg,
+                                 svp_pipe_wds_h *wds_p);
+void         svp_pipe_wds_destroy(svp_pipe_wds_h wds);
+
+/* This run's task (svdworker --shard, an array task): its shards. */
+void svp_pipe_wds_set_task(svp_pipe_wds_h wds, int index, int count);
+
+/* Where sample i is staged: output.dir/staging/NAME. */
+void svp_pipe_wds_staged_dir(svp_pipe_wds_h wds, int i, char *buf, size_t len);
+
+/* Sample i is staged: packs its shard when it is the shard's last. */
+svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h wds, int i);
+
+/*
+ * At a run's start: packs each shard whose samples are all staged (a run
+ * killed between a shard's last sample and its packing), and removes the
+ * staged samples of a shard already packed, for the shards whose last
+ * sample mine() says is this rank's.
+ */
+svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h wds,
+                                     int (*mine)(int sample, void *arg), void *arg);
+
+/*
+ * Resume's verdict on sample i (as a stage's check_output): its shard is
+ * whole, holds this job's shard's samples (and, with output.overwrite,
+ * only this job's) and its record passes check; else its staged directory
+ * passes check.
+ */
+svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h wds, int i, char *why, size_t len);
 
 #endif
