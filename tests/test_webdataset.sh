@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..17"
+echo "1..18"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -34,14 +34,17 @@ output: {dir: $tmp/ref, format: webdataset, samples_per_shard: 4}
 YAML
 job=$tmp/job/job.yaml
 
-# the spec's checks
-"$w" "$job" --set model.kind=dummy --set output.dir="$tmp/bad" >"$tmp/bad1.log" 2>&1; rc1=$?
+# the spec's checks; a sample name with a dot (a reader's key ends there)
+printf '{"image": "img/a.png", "name": "cat.v2"}\n' >"$tmp/job/dot.jsonl"
+"$w" "$job" --set video.manifest="$tmp/job/dot.jsonl" --set video.inputs= --set video.seeds= \
+    --set output.dir="$tmp/bad" >"$tmp/bad1.log" 2>&1; rc1=$?
 "$w" "$job" --set output.samples_per_shard=0 --set output.dir="$tmp/bad" >"$tmp/bad2.log" 2>&1; rc2=$?
 "$w" "$job" --set output.format=zip --set output.dir="$tmp/bad" >"$tmp/bad3.log" 2>&1; rc3=$?
-if [ $rc1 -eq 2 ] && grep -q "key 'output.format': expected files with model.kind dummy" "$tmp/bad1.log" &&
+if [ $rc1 -eq 2 ] && grep -q "dot.jsonl:1: key 'name': expected a name without '.' with output.format webdataset" "$tmp/bad1.log" &&
    [ $rc2 -eq 2 ] && grep -q "key 'output.samples_per_shard'" "$tmp/bad2.log" &&
-   [ $rc3 -eq 2 ] && grep -q "key 'output.format'" "$tmp/bad3.log" && [ ! -e "$tmp/bad" ]; then
-    ok "webdataset with the simulator, 0 samples per shard, an unknown format: exit 2, the key named"
+   [ $rc3 -eq 2 ] && grep -q "key 'output.format'" "$tmp/bad3.log" && [ ! -e "$tmp/bad/staging" ] &&
+   [ -z "$(ls "$tmp/bad" 2>/dev/null | grep -v '^lease\|^task\|^run')" ]; then
+    ok "a sample name with a dot, 0 samples per shard, an unknown format: exit 2, file:line or the key named"
 else
     nok "spec checks (rc $rc1 $rc2 $rc3)" "$tmp/bad1.log"
 fi
@@ -273,6 +276,28 @@ if [ $rc -eq 0 ] && cmp -s "$tmp/ref/shard-000000.tar" "$tmp/grown/shard-000000.
     ok "a job grown from 6 to 8 samples: the first shard kept, the last one made again with 4"
 else
     nok "grown job (rc=$rc)" "$tmp/grown.log"
+fi
+
+# the simulator: its latent and record in shards, the files run's bytes
+printf 'model: {kind: dummy}\nsteps: 3\nsamples: 10\nlatent_shape: [1, 2, 4, 4, 4]\n' >"$tmp/dummy.yaml"
+"$w" "$tmp/dummy.yaml" --set output.dir="$tmp/dw" --set output.format=webdataset \
+    --set output.samples_per_shard=4 >"$tmp/dw.log" 2>&1 &&
+"$w" "$tmp/dummy.yaml" --set output.dir="$tmp/df" >"$tmp/df.log" 2>&1 &&
+"$w" "$tmp/dummy.yaml" --set output.dir="$tmp/dw" --set output.format=webdataset \
+    --set output.samples_per_shard=4 >"$tmp/dw2.log" 2>&1; rc=$?
+mkdir -p "$tmp/xd"
+bad=0
+for t in "$tmp"/dw/shard-00000[012].tar; do tar xf "$t" -C "$tmp/xd" || bad=1; done
+for i in 0 1 2 3 4 5 6 7 8 9; do
+    k=$(printf 'sample_%06d' "$i")
+    cmp -s "$tmp/df/$k.safetensors" "$tmp/xd/$k.latents.safetensors" || bad=1
+    [ "$(jq .seed "$tmp/xd/$k.json")" = "$(jq .params.seed "$tmp/xd/$k.json")" ] || bad=1
+done
+if [ $rc -eq 0 ] && [ $bad -eq 0 ] && [ "$(ls "$tmp"/dw/*.tar | wc -l)" -eq 3 ] &&
+   grep -q "skipped 0-9 (finished by an earlier run)" "$tmp/dw2.log"; then
+    ok "the simulator: 10 samples in 3 shards, each latent the files run's bytes, a rerun skips all"
+else
+    nok "simulator webdataset (rc=$rc)" "$tmp/dw.log"
 fi
 
 # a reader that is not ours: Python's webdataset (optional)

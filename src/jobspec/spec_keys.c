@@ -728,12 +728,6 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
         snprintf(why, whylen, "expected a directory, found an empty string");
         return SVP_ERR_SPEC;
     }
-    if (spec->output.format == SVP_OUTPUT_WEBDATASET && spec->model.kind != SVP_MODEL_SVD) {
-        *key_p = "output.format";
-        snprintf(why, whylen, "expected files with model.kind dummy (the simulator "
-                 "writes one tensor file per sample), found webdataset");
-        return SVP_ERR_SPEC;
-    }
     /* on promises device memory on the wire: refused where there is none */
     if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON &&
         (spec->device != SVP_OPS_BACKEND_CUDA || spec->model.kind != SVP_MODEL_SVD)) {

@@ -18,7 +18,6 @@
 #include "common/log.h"
 #include "common/util.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,20 +140,6 @@ static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
-    }
-    /* a WebDataset key ends at its first dot: a name with one would be
-     * read back as another key and extension */
-    for (i = 0; spec->output.format == SVP_OUTPUT_WEBDATASET && i < st->list->count; ++i) {
-        char name[256];
-
-        svp_pipe_samples_name(st->list, i, name, sizeof(name));
-        if (strchr(name, '.') != NULL) {
-            svp_error("%s:%d: key 'name': expected a name without '.' with "
-                      "output.format webdataset (a shard's keys end at the first "
-                      "dot), found '%s'", st->list->manifest ? st->list->manifest :
-                      spec->file, st->list->items[i].line, name);
-            return SVP_ERR_SPEC;
-        }
     }
     for (i = 0; i < st->list->nimages; ++i) {
         status = svp_media_image_load(st->list->images[i], &img);

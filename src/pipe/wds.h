@@ -14,7 +14,8 @@
  *   KEY.latents.safetensors    the latents
  *   KEY.frame_NNNN.png         the frames (output.frames)
  *
- * KEY is the sample's name (sample_NNNNNN or its manifest name).  Every
+ * (the simulator's samples: KEY.json and KEY.latents.safetensors).  KEY is
+ * the sample's name (sample_NNNNNN or its manifest name).  Every
  * header has mode 0644, uid and gid 0, no user or group name and mtime
  * SVP_PIPE_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
  * not on the layout, the thread count or which rank finished what.

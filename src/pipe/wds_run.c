@@ -33,8 +33,23 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_
                                  svp_pipe_wds_check_cb_t check, void *arg,
                                  svp_pipe_wds_h *wds_p)
 {
-    svp_pipe_wds_h w = calloc(1, sizeof(*w));
+    svp_pipe_wds_h w;
+    char           name[256];
+    int            i;
 
+    /* a reader's key ends at the first dot of a member's name: a sample
+     * name with one would be read back as another key and extension */
+    for (i = 0; i < list->count; ++i) {
+        svp_pipe_samples_name(list, i, name, sizeof(name));
+        if (strchr(name, '.') != NULL) {
+            svp_error("%s:%d: key 'name': expected a name without '.' with "
+                      "output.format webdataset (a shard's keys end at the first "
+                      "dot), found '%s'", list->manifest ? list->manifest : spec->file,
+                      list->items[i].line, name);
+            return SVP_ERR_SPEC;
+        }
+    }
+    w = calloc(1, sizeof(*w));
     if (w == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
