@@ -342,8 +342,21 @@ out:
 
 svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h w, int i)
 {
-    return svp_pipe_wds_pack_shard(w, svp_pipe_wds_shard_of(&w->task,
-                                   w->spec->output.samples_per_shard, i), 0);
+    int         per  = w->spec->output.samples_per_shard;
+    int         j    = svp_pipe_wds_shard_of(&w->task, per, i);
+    int         size = svp_pipe_shard_size(&w->task, w->list->count);
+    int         last = SVP_MIN((j + 1) * per, size) - 1;
+    char        dir[4200], path[4300];
+    struct stat sb;
+
+    /* the shard's last sample first, without listing the shard: while the
+     * shard fills (samples finish about in order) it is missing */
+    svp_pipe_wds_staged_dir(w, last * w->task.count + w->task.index, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    if (stat(path, &sb) != 0) {
+        return SVP_OK;
+    }
+    return svp_pipe_wds_pack_shard(w, j, 0);
 }
 
 svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h w, int (*mine)(int sample, void *arg),
