@@ -22,11 +22,12 @@
  *
  * A finished sample waits as a sample directory in output.dir/staging/
  * until its shard is complete; the rank that finishes a shard's last
- * sample packs it: the tar (a temporary, then a rename), then its index
+ * sample packs it: the tar (a temporary, then a rename), its stats
+ * NAME.stats.json (samples, failures, bytes, seconds), and last its index
  * NAME.index.json (the tar's size and SHA-256; per sample its key, index,
  * status, record, the run's timings and each member's name, offset and
- * size) and its stats NAME.stats.json (samples, failures, bytes, seconds),
- * then removes the staged directories.  Resume (pipe/resume.h) counts a
+ * size), which marks the shard packed; then it removes the staged
+ * directories.  Resume (pipe/resume.h) counts a
  * staged sample or a sample of a shard whose tar matches its index as
  * finished; a shard that does not match is named in a warning and its
  * samples are made again.
