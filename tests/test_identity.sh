@@ -147,7 +147,8 @@ steps: 2
 samples: 2
 YAML
 bad=0
-for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.tmp.host.12; do
+for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.tmp.host.12 \
+        staging shard-000001 shards; do
     printf '{"image": "%s", "name": "%s"}\n' "$tmp/job/img/a.png" "$name" >"$tmp/names.jsonl"
     "$w" "$tmp/dummy.yaml" --set video.manifest="$tmp/names.jsonl" \
         --set output.dir="$tmp/names_out" >"$tmp/names.log" 2>&1; rc=$?
@@ -157,7 +158,7 @@ for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.t
     fi
 done
 if [ $bad -eq 0 ]; then
-    ok "sample names that are svdpipe's own (run, task, lease records, temporaries): exit 2, file:line named"
+    ok "sample names that are svdpipe's own (run, task, lease records, temporaries, staging, shards): exit 2, file:line named"
 else
     nok "reserved names: $bad accepted" "$tmp/names_bad.log"
 fi
