@@ -3,7 +3,9 @@
  * leaves.  latents / scaling_factor, VAE decode in chunks of
  * video.decode_chunk_size frames, clamp(x/2 + 0.5, 0, 1), then the sample
  * directory with frames, video, sample.json and latents, written whole or
- * not at all; and the check that such a directory is this job's.
+ * not at all (with output.format webdataset, staged for its shard:
+ * pipe/wds.h); and the check that such a directory, or a shard's record of
+ * the sample, is this job's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -26,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 /* The decode with host input and output: on the CPU backend straight from
  * and into them (its memory is the host's: no copy of the frames), else
