@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..18"
+echo "1..19"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -276,6 +276,17 @@ if [ $rc -eq 0 ] && cmp -s "$tmp/ref/shard-000000.tar" "$tmp/grown/shard-000000.
     ok "a job grown from 6 to 8 samples: the first shard kept, the last one made again with 4"
 else
     nok "grown job (rc=$rc)" "$tmp/grown.log"
+fi
+
+# shards packed without frames, then output.frames turned on: made again
+"$w" "$job" --set output.dir="$tmp/nof" --set output.frames=false >"$tmp/nof1.log" 2>&1 &&
+[ "$(tar tf "$tmp/nof/shard-000000.tar" | grep -c 'frame_')" -eq 0 ] &&
+"$w" "$job" --set output.dir="$tmp/nof" >"$tmp/nof.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && same_shards "$tmp/nof" &&
+   grep -q "warn .*shard-000000.tar: sample_000000.json: the shard has no sample_000000.frame_0000.png, which this job writes: the shard's 4 samples are made again" "$tmp/nof.log"; then
+    ok "shards packed without frames, output.frames on again: made again with them, byte-identical"
+else
+    nok "frames turned on (rc=$rc)" "$tmp/nof.log"
 fi
 
 # the simulator: its latent and record in shards, the files run's bytes

@@ -286,18 +286,18 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
 
 /*
  * The webdataset's check of sample i (wds.h svp_pipe_wds_check_cb_t): its
- * staged directory `where`, or a packed shard's record of it.
+ * staged directory `where`, or a packed shard's entry of it.
  */
 static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *where,
-                                              json_t *record, char *why, size_t len)
+                                              json_t *entry, char *why, size_t len)
 {
     svp_stage_dummy_t *st = arg;
     char               path[4300], *params;
     struct stat        sb;
-    json_t            *v;
+    json_t            *v, *record = json_object_get(entry, "record");
     svp_status_t       status;
 
-    if (record == NULL) {
+    if (entry == NULL) {
         if (stat(where, &sb) != 0) {
             return SVP_ERR_NOT_FOUND;
         }
@@ -308,6 +308,10 @@ static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *wher
             status = SVP_ERR_BAD_FILE;
         }
         return status;
+    }
+    if (!svp_pipe_wds_entry_has(entry, "latents.safetensors")) {
+        snprintf(why, len, "%s: the shard has no latents of it", where);
+        return SVP_ERR_BAD_FILE;
     }
     /* the record: this job, its steps and the sample's seed and parameters */
     v = json_object_get(record, "job");

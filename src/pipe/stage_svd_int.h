@@ -100,7 +100,7 @@ void         svp_stage_svd_destroy(void *self);
 void         svp_stage_svd_set_task(void *self, int index, int count);
 svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
                                 void *arg);
-svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *record,
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
                                      char *why, size_t len);
 
 #endif

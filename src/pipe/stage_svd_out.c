@@ -533,11 +533,45 @@ out:
     return status;
 }
 
-/* The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t). */
-svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *record,
+/*
+ * The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t): a
+ * staged directory as any, or a packed record and the members this job
+ * writes (a shard packed before output.frames was turned on lacks frames).
+ */
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
                                      char *why, size_t len)
 {
-    return svp_stage_svd_check_dir(arg, i, where, record, why, len);
+    svp_stage_svd_t  *st   = arg;
+    const svp_spec_t *spec = st->spec;
+    char              ext[64];
+    svp_status_t      status;
+    int64_t           f;
+    int               missing;
+
+    status = svp_stage_svd_check_dir(st, i, where,
+                                     entry ? json_object_get(entry, "record") : NULL,
+                                     why, len);
+    if (status != SVP_OK || entry == NULL) {
+        return status;
+    }
+    snprintf(ext, sizeof(ext), "latents.safetensors");
+    missing = !svp_pipe_wds_entry_has(entry, ext);
+    for (f = 0; !missing && st->vae != NULL && spec->output.frames && f < st->F; ++f) {
+        snprintf(ext, sizeof(ext), "frame_%04d.png", (int)f);
+        missing = !svp_pipe_wds_entry_has(entry, ext);
+    }
+#ifdef HAVE_FFMPEG
+    if (!missing && st->vae != NULL && spec->output.mp4) {
+        snprintf(ext, sizeof(ext), "mp4");
+        missing = !svp_pipe_wds_entry_has(entry, ext);
+    }
+#endif
+    if (missing) {
+        snprintf(why, len, "%s: the shard has no %s.%s, which this job writes", where,
+                 json_string_value(json_object_get(entry, "key")), ext);
+        return SVP_ERR_BAD_FILE;
+    }
+    return SVP_OK;
 }
 
 /*

@@ -422,6 +422,26 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *remo
     closedir(d);
 }
 
+int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
+{
+    const char *key = json_string_value(json_object_get(entry, "key")), *name;
+    size_t      k, n;
+    json_t     *m;
+
+    if (key == NULL) {
+        return 0;
+    }
+    n = strlen(key);
+    json_array_foreach(json_object_get(entry, "members"), k, m) {
+        name = json_string_value(json_object_get(m, "name"));
+        if (name != NULL && strncmp(name, key, n) == 0 && name[n] == '.' &&
+            strcmp(name + n + 1, ext) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
 {
     json_t *list = json_object_get(index, "samples"), *v;

@@ -127,9 +127,10 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
  * then calls svp_pipe_wds_staged, which packs the sample's shard once all
  * its samples are staged.  Resume asks svp_pipe_wds_check_sample.
  *
- * check(arg, i, where, record, why, len) is the stage's own test of sample
- * i: of the staged directory `where` when record is NULL (SVP_ERR_NOT_FOUND
- * when absent), else of a packed shard's record of it (`where` names the
+ * check(arg, i, where, entry, why, len) is the stage's own test of sample
+ * i: of the staged directory `where` when entry is NULL (SVP_ERR_NOT_FOUND
+ * when absent), else of a packed shard's index entry of it (its record
+ * under "record", its members' names under "members"; `where` names the
  * member).  SVP_OK, SVP_ERR_SPEC (made with other parameters), or
  * SVP_ERR_BAD_FILE / SVP_ERR_NOT_FOUND (made again), as check_output.
  *
@@ -137,7 +138,10 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
  * frees what the handle read (indexes) and the handle.
  */
 typedef svp_status_t (*svp_pipe_wds_check_cb_t)(void *arg, int i, const char *where,
-                                                json_t *record, char *why, size_t len);
+                                                json_t *entry, char *why, size_t len);
+
+/* Whether an index entry lists the member KEY.ext. */
+int svp_pipe_wds_entry_has(json_t *entry, const char *ext);
 typedef struct svp_pipe_wds *svp_pipe_wds_h;
 
 svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_t *list,

@@ -27,6 +27,9 @@ struct svp_pipe_wds {
     signed char              *state;
     json_t                  **index;
     int                       shards;
+    /* per sample of the job: its packed record passed check (looked at
+     * with its shard, so each is checked once) */
+    unsigned char            *passed;
 };
 
 svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_t *list,
@@ -72,8 +75,10 @@ static void svp_pipe_wds_forget(svp_pipe_wds_h w)
     }
     free(w->index);
     free(w->state);
+    free(w->passed);
     w->index  = NULL;
     w->state  = NULL;
+    w->passed = NULL;
     w->shards = 0;
 }
 
@@ -154,10 +159,13 @@ static int svp_pipe_wds_is_staged(const svp_pipe_wds_sample_t *v, int k)
 
 /*
  * Whether a whole shard's index is this job's shard j: the same samples
- * (a job grown or shrunk since regroups its last shard) and, with
- * output.overwrite, each one's record this job's.  A shard is packed
- * whole, so when one sample of it is to be made again all are: they are
- * then staged and the shard packed anew.
+ * (a job grown or shrunk since regroups its last shard), each one's entry
+ * whole (the members this job writes: output.frames, output.mp4 turned on
+ * since) and, with output.overwrite, made with this job's parameters.  A
+ * shard is packed whole, so when one sample of it is to be made again all
+ * are: they are then staged and the shard packed anew.  A sample made with
+ * other parameters without output.overwrite keeps the shard: resume fails
+ * on it (svp_pipe_wds_check_sample says why).
  */
 static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
 {
@@ -166,6 +174,7 @@ static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
     json_t           *list = json_object_get(index, "samples"), *e;
     char              name[256], why[1024], where[600];
     int               current = 1;
+    svp_status_t      status;
 
     idx = malloc((size_t)per * sizeof(*idx));
     if (idx == NULL) {
@@ -186,15 +195,21 @@ static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
                  json_array_size(list), j, m, m > 0 ? idx[0] : 0,
                  m > 0 ? idx[m - 1] : 0);
     }
-    for (k = 0; current && spec->output.overwrite && k < m; ++k) {
+    for (k = 0; current && k < m; ++k) {
         e = json_array_get(list, (size_t)k);
         why[0] = '\0';
         snprintf(where, sizeof(where), "%s: %s.json", name,
                  json_string_value(json_object_get(e, "key")));
-        if (w->check(w->arg, idx[k], where, json_object_get(e, "record"), why,
-                     sizeof(why)) == SVP_ERR_SPEC) {
+        status = w->check(w->arg, idx[k], where, e, why, sizeof(why));
+        if (status == SVP_OK) {
+            w->passed[idx[k]] = 1;
+        } else if (status == SVP_ERR_SPEC && spec->output.overwrite) {
             svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
                      "samples are made again", spec->output.dir, name, idx[k], why, m);
+            current = 0;
+        } else if (status != SVP_ERR_SPEC) {
+            svp_warn("%s/%s: sample %d: %s: the shard's %d samples are made again",
+                     spec->output.dir, name, idx[k], why, m);
             current = 0;
         }
     }
@@ -218,9 +233,10 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j, json_t **index_p)
     if (w->state == NULL) {
         count    = svp_pipe_wds_shard_count(&w->task, w->list->count,
                                             spec->output.samples_per_shard);
-        w->state = calloc((size_t)count + 1, 1);
-        w->index = calloc((size_t)count + 1, sizeof(*w->index));
-        if (w->state == NULL || w->index == NULL) {
+        w->state  = calloc((size_t)count + 1, 1);
+        w->index  = calloc((size_t)count + 1, sizeof(*w->index));
+        w->passed = calloc((size_t)w->list->count + 1, 1);
+        if (w->state == NULL || w->index == NULL || w->passed == NULL) {
             svp_pipe_wds_forget(w);
             return 0;
         }
@@ -262,6 +278,9 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_
     if (!svp_pipe_wds_whole(w, j, &index)) {
         return w->check(w->arg, i, dir, NULL, why, len);
     }
+    if (w->passed[i]) {
+        return SVP_OK;      /* its record passed with its shard */
+    }
     entry = svp_pipe_wds_index_sample(index, i);
     if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
         svp_pipe_wds_shard_name(&w->task, j, ".index.json", name, sizeof(name));
@@ -271,7 +290,7 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_
     svp_pipe_wds_shard_name(&w->task, j, ".tar", name, sizeof(name));
     snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, name,
              json_string_value(json_object_get(entry, "key")));
-    return w->check(w->arg, i, where, json_object_get(entry, "record"), why, len);
+    return w->check(w->arg, i, where, entry, why, len);
 }
 
 /*
