@@ -243,27 +243,41 @@ static int status_is_shard_index(const char *name)
 }
 
 /*
- * A packed shard's samples, from its index alone (one read per shard, not
- * a look at each sample), at the time the index was written.  An index
- * that does not read counts nothing: its samples are made again.
+ * A packed shard's samples (its index is there: written last, it marks the
+ * shard packed), at the time the index was written: from the shard's small
+ * stats file, which lists them, else from the index.  One read per shard,
+ * not a look at each sample.  A shard that does not read counts nothing:
+ * its samples are made again.
  */
 static svp_status_t status_scan_index(const char *dir, const char *name, status_outs_t *o)
 {
-    char         path[4096];
+    char         path[4096], stats[4096];
     json_error_t jerr;
-    json_t      *doc, *v;
+    json_t      *doc, *list, *v;
     struct stat  sb;
-    size_t       k;
+    size_t       k, n = strlen(name) - 11;     /* less ".index.json" */
+    double       mtime;
     svp_status_t status = SVP_OK;
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if (stat(path, &sb) != 0 || (doc = json_load_file(path, 0, &jerr)) == NULL) {
+    if (stat(path, &sb) != 0) {
         return SVP_OK;
     }
-    json_array_foreach(json_object_get(doc, "samples"), k, v) {
-        if (status == SVP_OK && json_is_integer(json_object_get(v, "sample"))) {
-            status = status_push(o, (int)json_integer_value(json_object_get(v, "sample")),
-                                 (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
+    mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+    snprintf(stats, sizeof(stats), "%s/%.*s.stats.json", dir, (int)n, name);
+    doc  = json_load_file(stats, 0, &jerr);
+    list = json_object_get(doc, "samples");
+    if (!json_is_array(list)) {
+        json_decref(doc);
+        doc  = json_load_file(path, 0, &jerr);
+        list = json_object_get(doc, "samples");
+    }
+    json_array_foreach(list, k, v) {
+        if (json_is_object(v)) {
+            v = json_object_get(v, "sample");     /* an index's entry */
+        }
+        if (status == SVP_OK && json_is_integer(v)) {
+            status = status_push(o, (int)json_integer_value(v), mtime);
         }
     }
     json_decref(doc);

@@ -85,6 +85,7 @@ for s in 0 1; do
     [ "$(jq -r .bytes "$tmp/ref/shard-00000$s.index.json")" = "$(stat -c %s "$t")" ] || bad=1
 done
 if [ $bad -eq 0 ] && [ "$(jq .count "$tmp/ref/shard-000000.stats.json")" = 4 ] &&
+   [ "$(jq -c .samples "$tmp/ref/shard-000001.stats.json")" = "[4,5]" ] &&
    [ "$(jq .bytes "$tmp/ref/shard-000001.stats.json")" = "$(stat -c %s "$tmp/ref/shard-000001.tar")" ] &&
    [ "$(jq -r '[.shards[] | .status] | join(",")' "$tmp/ref/shards.json")" = "packed,packed" ] &&
    [ "$(jq '.shards[1].first_sample' "$tmp/ref/shards.json")" = 4 ] &&

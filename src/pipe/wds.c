@@ -276,7 +276,8 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
 {
     char         path[4200], hash[65];
     double       t0 = svp_clock_now();
-    json_t      *list = json_array(), *index = NULL, *stats = NULL;
+    json_t      *list = json_array(), *index = NULL, *stats = NULL, *ids;
+    int          i;
     struct stat  sb;
     svp_status_t status;
 
@@ -297,10 +298,17 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
     index = json_pack("{s:s, s:I, s:s, s:i, s:o}", "shard", name, "bytes",
                       (json_int_t)sb.st_size, "sha256", hash, "samples_count", n,
                       "samples", list);
-    stats = json_pack("{s:s, s:i, s:i, s:i, s:I, s:o}", "shard", name, "count", n,
+    ids = json_array();
+    for (i = 0; ids != NULL && i < n; ++i) {
+        json_array_append_new(ids, json_integer(samples[i].index));
+    }
+    /* the samples' indices too: svdlaunch status reads these small files,
+     * not the indexes */
+    stats = json_pack("{s:s, s:i, s:i, s:i, s:I, s:o, s:o}", "shard", name, "count", n,
                       "successes", n, "failed_to_pack", 0, "bytes",
                       (json_int_t)sb.st_size, "seconds",
-                      json_real(round((svp_clock_now() - t0) * 1e3) / 1e3));
+                      json_real(round((svp_clock_now() - t0) * 1e3) / 1e3),
+                      "samples", ids);
     if (index == NULL || stats == NULL) {
         json_decref(index);
         json_decref(stats);

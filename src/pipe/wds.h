@@ -23,7 +23,8 @@
  * A finished sample waits as a sample directory in output.dir/staging/
  * until its shard is complete; the rank that finishes a shard's last
  * sample packs it: the tar (a temporary, then a rename), its stats
- * NAME.stats.json (samples, failures, bytes, seconds), and last its index
+ * NAME.stats.json (count, failures, bytes, seconds, the samples' indices),
+ * and last its index
  * NAME.index.json (the tar's size and SHA-256; per sample its key, index,
  * status, record, the run's timings and each member's name, offset and
  * size), which marks the shard packed; then it removes the staged
