@@ -22,10 +22,10 @@ struct svp_pipe_wds {
     svp_pipe_wds_check_cb_t   check;
     void                     *arg;
     svp_pipe_shard_t          task;
-    /* per shard what resume found: 0 not looked at, 1 whole (its index
-     * in index[]), -1 absent, damaged or not this job's */
+    /* per shard what resume found: 0 not looked at, 1 whole, -1 absent,
+     * damaged or not this job's (its index is read, checked and let go:
+     * a job's indexes hold every sample's record) */
     signed char              *state;
-    json_t                  **index;
     int                       shards;
     /* per sample of the job: its packed record passed check (looked at
      * with its shard, so each is checked once) */
@@ -68,15 +68,8 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_
 
 static void svp_pipe_wds_forget(svp_pipe_wds_h w)
 {
-    int j;
-
-    for (j = 0; w->index != NULL && j < w->shards; ++j) {
-        json_decref(w->index[j]);
-    }
-    free(w->index);
     free(w->state);
     free(w->passed);
-    w->index  = NULL;
     w->state  = NULL;
     w->passed = NULL;
     w->shards = 0;
@@ -219,24 +212,22 @@ static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
 
 /*
  * Whether this task's shard j is whole and this job's (looked at once per
- * run): 1 with its index (borrowed) in *index_p, else 0 (a damaged one is
- * named in a warning).
+ * run; a damaged one is named in a warning).
  */
-static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j, json_t **index_p)
+static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j)
 {
     const svp_spec_t *spec = w->spec;
     char              name[256], why[1024];
+    json_t           *index = NULL;
     svp_status_t      status;
     int               count;
 
-    *index_p = NULL;
     if (w->state == NULL) {
-        count    = svp_pipe_wds_shard_count(&w->task, w->list->count,
-                                            spec->output.samples_per_shard);
+        count     = svp_pipe_wds_shard_count(&w->task, w->list->count,
+                                             spec->output.samples_per_shard);
         w->state  = calloc((size_t)count + 1, 1);
-        w->index  = calloc((size_t)count + 1, sizeof(*w->index));
         w->passed = calloc((size_t)w->list->count + 1, 1);
-        if (w->state == NULL || w->index == NULL || w->passed == NULL) {
+        if (w->state == NULL || w->passed == NULL) {
             svp_pipe_wds_forget(w);
             return 0;
         }
@@ -248,19 +239,17 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j, json_t **index_p)
     if (w->state[j] == 0) {
         svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
         why[0] = '\0';
-        status = svp_pipe_wds_shard_check(spec->output.dir, name, &w->index[j], why,
+        status = svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
                                           sizeof(why));
         w->state[j] = (status == SVP_OK) ? 1 : -1;
         if (status == SVP_ERR_BAD_FILE) {
             svp_warn("%s: its samples not staged are made again", why);
         }
-        if (status == SVP_OK && !svp_pipe_wds_current(w, j, w->index[j])) {
-            json_decref(w->index[j]);
-            w->index[j] = NULL;
+        if (status == SVP_OK && !svp_pipe_wds_current(w, j, index)) {
             w->state[j] = -1;
         }
+        json_decref(index);
     }
-    *index_p = w->index[j];
     return w->state[j] == 1;
 }
 
@@ -268,29 +257,38 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_
 {
     const svp_spec_t *spec = w->spec;
     char              name[256], dir[4200], where[4400];
+    json_error_t      jerr;
     json_t           *index, *entry;
+    svp_status_t      status;
     int               j;
 
     svp_pipe_wds_staged_dir(w, i, dir, sizeof(dir));
     /* the shard first: a run killed while it removed a packed shard's
      * staged samples leaves some of them half removed */
     j = svp_pipe_wds_shard_of(&w->task, spec->output.samples_per_shard, i);
-    if (!svp_pipe_wds_whole(w, j, &index)) {
+    if (!svp_pipe_wds_whole(w, j)) {
         return w->check(w->arg, i, dir, NULL, why, len);
     }
     if (w->passed[i]) {
         return SVP_OK;      /* its record passed with its shard */
     }
+    /* made with other parameters (the shard was kept for it): read its
+     * record again for the message */
+    svp_pipe_wds_shard_name(&w->task, j, ".index.json", name, sizeof(name));
+    snprintf(where, sizeof(where), "%s/%s", spec->output.dir, name);
+    index = json_load_file(where, 0, &jerr);
     entry = svp_pipe_wds_index_sample(index, i);
     if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
-        svp_pipe_wds_shard_name(&w->task, j, ".index.json", name, sizeof(name));
-        snprintf(why, len, "%s/%s has no record of sample %d", spec->output.dir, name, i);
+        snprintf(why, len, "%s has no record of sample %d", where, i);
+        json_decref(index);
         return SVP_ERR_BAD_FILE;
     }
     svp_pipe_wds_shard_name(&w->task, j, ".tar", name, sizeof(name));
     snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, name,
              json_string_value(json_object_get(entry, "key")));
-    return w->check(w->arg, i, where, entry, why, len);
+    status = w->check(w->arg, i, where, entry, why, len);
+    json_decref(index);
+    return status;
 }
 
 /*
@@ -318,7 +316,7 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
         for (k = 0; k < m && !any; ++k) {
             any = svp_pipe_wds_is_staged(v, k);
         }
-        if (any && svp_pipe_wds_whole(w, j, &index)) {
+        if (any && svp_pipe_wds_whole(w, j)) {
             svp_pipe_wds_unstage(v, m);
             goto out;
         }
