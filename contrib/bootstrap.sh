@@ -13,16 +13,17 @@ build=${SVP_BUILD_DIR:-$top/_build}
 # Build tools, the libraries svdpipe links, and what the tests drive: a real
 # Slurm (slurmctld, slurmd, munge), Open MPI's mpirun as a second PMIx
 # launcher, ucx_perftest for the hand-off benchmark, jq and xmllint for
-# the report tests.  libpmix-dev is also a
+# the report tests, python3-venv for the WebDataset reader test (its venv
+# takes the webdataset package from PyPI).  libpmix-dev is also a
 # runtime need of Slurm: its mpi_pmix plugin dlopens the unversioned
 # libpmix.so that only the -dev package ships.
 packages="autoconf automake libtool pkg-config make gcc
-  libpmix-dev libpmix-bin libucx-dev ucx-utils libyaml-dev libjansson-dev
+  libpmix-dev libpmix-bin libucx-dev ucx-utils libyaml-dev libjansson-dev libarchive-dev
   libopenblas-dev libpng-dev libjpeg-dev
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev
   slurmctld slurmd slurm-client munge openmpi-bin procps iproute2
-  jq libxml2-utils"
+  jq libxml2-utils python3-venv"
 
 missing=""
 for p in $packages; do

@@ -9,6 +9,10 @@
  *                                       svdworker's rank 0 at start and end)
  *   <name>/sample.json                  an svd sample, made
  *   <name>.safetensors                  a simulator sample, made
+ *   shard-...index.json                 a WebDataset shard's samples, made
+ *                                       (pipe/wds.h: read from the index,
+ *                                       one file per shard)
+ *   staging/<name>/sample.json          an svd sample made, not yet packed
  *
  * A sample is done when its output is there (outputs are renamed into place
  * whole).  Its index comes from the name sample_NNNNNN, else from its
@@ -29,6 +33,7 @@
 #include "common/clock.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
+#include "pipe/wds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -201,6 +206,105 @@ static int status_owns(const status_task_t *t, int i)
     return i % t->count == t->index;
 }
 
+/* The outputs found: each one's sample index and time. */
+typedef struct {
+    struct {
+        int    idx;
+        double mtime;
+    }  *v;
+    int n, room;
+} status_outs_t;
+
+static svp_status_t status_push(status_outs_t *o, int idx, double mtime)
+{
+    void *grown;
+
+    if (o->n == o->room) {
+        o->room = SVP_MAX(64, 2 * o->room);
+        grown   = realloc(o->v, (size_t)o->room * sizeof(*o->v));
+        if (grown == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        o->v = grown;
+    }
+    o->v[o->n].idx   = idx;
+    o->v[o->n].mtime = mtime;
+    o->n++;
+    return SVP_OK;
+}
+
+/* A WebDataset shard's index (pipe/wds.h): shard-...index.json. */
+static int status_is_shard_index(const char *name)
+{
+    size_t n = strlen(name);
+
+    return strncmp(name, "shard-", 6) == 0 && n > 11 &&
+           strcmp(name + n - 11, ".index.json") == 0 && strstr(name, ".tmp.") == NULL;
+}
+
+/*
+ * A packed shard's samples (its index is there: written last, it marks the
+ * shard packed), at the time the index was written: from the shard's small
+ * stats file, which lists them, else from the index.  One read per shard,
+ * not a look at each sample.  A shard that does not read counts nothing:
+ * its samples are made again.
+ */
+static svp_status_t status_scan_index(const char *dir, const char *name, status_outs_t *o)
+{
+    char         path[4096], stats[4096];
+    json_error_t jerr;
+    json_t      *doc, *list, *v;
+    struct stat  sb;
+    size_t       k, n = strlen(name) - 11;     /* less ".index.json" */
+    double       mtime;
+    svp_status_t status = SVP_OK;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (stat(path, &sb) != 0) {
+        return SVP_OK;
+    }
+    mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+    snprintf(stats, sizeof(stats), "%s/%.*s.stats.json", dir, (int)n, name);
+    doc  = json_load_file(stats, 0, &jerr);
+    list = json_object_get(doc, "samples");
+    if (!json_is_array(list)) {
+        json_decref(doc);
+        doc  = json_load_file(path, 0, &jerr);
+        list = json_object_get(doc, "samples");
+    }
+    json_array_foreach(list, k, v) {
+        if (json_is_object(v)) {
+            v = json_object_get(v, "sample");     /* an index's entry */
+        }
+        if (status == SVP_OK && json_is_integer(v)) {
+            status = status_push(o, (int)json_integer_value(v), mtime);
+        }
+    }
+    json_decref(doc);
+    return status;
+}
+
+/* The samples finished and waiting for their shard in output.dir/staging. */
+static svp_status_t status_scan_staging(const char *staging, status_outs_t *o)
+{
+    DIR           *d = opendir(staging);
+    struct dirent *de;
+    double         mtime;
+    int            is_dir;
+    svp_status_t   status = SVP_OK;
+
+    if (d == NULL) {
+        return SVP_OK;
+    }
+    while (status == SVP_OK && (de = readdir(d)) != NULL) {
+        if (status_is_output(staging, de->d_name, &is_dir, &mtime) && is_dir) {
+            status = status_push(o, status_output_index(staging, de->d_name, 1), mtime);
+        }
+    }
+    closedir(d);
+    return status;
+}
+
 static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int errlen)
 {
     DIR           *d;
@@ -210,11 +314,8 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
     int            i, n, total, is_dir;
     double         mtime;
     svp_status_t   status;
-    struct {
-        int    idx;
-        double mtime;
-    }             *outs = NULL, *grown;
-    int            nouts = 0, room = 0, k;
+    status_outs_t  o = {NULL, 0, 0};
+    int            k;
 
     d = opendir(dir);
     if (d == NULL) {
@@ -260,39 +361,37 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
             }
             continue;
         }
+        if (status_is_shard_index(de->d_name)) {
+            status = status_scan_index(dir, de->d_name, &o);
+            continue;
+        }
+        if (strcmp(de->d_name, SVP_PIPE_WDS_STAGING) == 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            status = status_scan_staging(path, &o);
+            continue;
+        }
         if (!status_is_output(dir, de->d_name, &is_dir, &mtime)) {
             continue;
         }
-        if (nouts == room) {
-            room  = SVP_MAX(64, 2 * room);
-            grown = realloc(outs, (size_t)room * sizeof(*outs));
-            if (grown == NULL) {
-                status = SVP_ERR_NO_MEMORY;
-                break;
-            }
-            outs = (void *)grown;
-        }
-        outs[nouts].idx   = status_output_index(dir, de->d_name, is_dir);
-        outs[nouts].mtime = mtime;
-        nouts++;
+        status = status_push(&o, status_output_index(dir, de->d_name, is_dir), mtime);
     }
     closedir(d);
     if (status != SVP_OK) {
-        free(outs);
+        free(o.v);
         return status;
     }
     if (s->total < 0) {
-        for (k = 0; k < nouts; ++k) {
-            s->total = SVP_MAX(s->total, outs[k].idx + 1);
+        for (k = 0; k < o.n; ++k) {
+            s->total = SVP_MAX(s->total, o.v[k].idx + 1);
         }
     }
     s->done = calloc((size_t)SVP_MAX(s->total, 0) + 1, 1);
     if (s->done == NULL) {
-        free(outs);
+        free(o.v);
         return SVP_ERR_NO_MEMORY;
     }
-    for (k = 0; k < nouts; ++k) {
-        int idx = outs[k].idx;
+    for (k = 0; k < o.n; ++k) {
+        int idx = o.v[k].idx;
         if (idx < 0 || idx >= s->total) {
             s->nunknown++;
             continue;
@@ -302,18 +401,18 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
         }
         s->done[idx] = 1;
         s->ndone++;
-        s->mtime_min = (s->ndone == 1) ? outs[k].mtime : SVP_MIN(s->mtime_min, outs[k].mtime);
-        s->mtime_max = SVP_MAX(s->mtime_max, outs[k].mtime);
+        s->mtime_min = (s->ndone == 1) ? o.v[k].mtime : SVP_MIN(s->mtime_min, o.v[k].mtime);
+        s->mtime_max = SVP_MAX(s->mtime_max, o.v[k].mtime);
         for (i = 0; i < s->count; ++i) {
             status_task_t *tk = &s->tasks[i];
             if (tk->count == 0 || !status_owns(tk, idx)) {
                 continue;
             }
             tk->done++;
-            tk->made += (outs[k].mtime >= tk->started);
+            tk->made += (o.v[k].mtime >= tk->started);
         }
     }
-    free(outs);
+    free(o.v);
     return SVP_OK;
 }
 

@@ -3,7 +3,8 @@
 # whichever way it is started (by its absolute path, by hand from its
 # folder, from another working directory) and after a comment line is added
 # to its manifest; a mismatch names the key that differs; two identical
-# manifest lines make byte-identical videos.
+# manifest lines make byte-identical videos; the same folder moved resumes;
+# an image replaced under its path is a mismatch naming both digests.
 top=${SVP_TOP_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 bld=${SVP_TOP_BUILDDIR:-$top/_build}
 tools=$bld/src/tools
@@ -13,7 +14,7 @@ trap 'rm -rf "$tmp"' EXIT
 n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
-echo "1..10"
+echo "1..12"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -101,14 +102,39 @@ else
     nok "seed mismatch (rc=$rc)" "$tmp/seed.log"
 fi
 
+# the same folder moved elsewhere (same bytes, other paths): nothing redone
+mv "$tmp/job" "$tmp/moved"
+"$w" "$tmp/moved/job.yaml" >"$tmp/moved.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && [ "$(stamps)" -eq 0 ] &&
+   grep -q "skipped 0-2 (finished by an earlier run)" "$tmp/moved.log"; then
+    ok "the job's folder moved: the images' content matches, all 3 skipped, nothing redone"
+else
+    nok "moved folder (rc=$rc, $(stamps) redone)" "$tmp/moved.log"
+fi
+mv "$tmp/moved" "$tmp/job"
+
+# b.png replaced in place by another picture: the same path, other bytes
+old_sum=$(sha256sum "$tmp/job/img/b.png" | cut -d' ' -f1)
+cp "$top/tests/data/clip_preprocess/input0.png" "$tmp/job/img/b.png"
+new_sum=$(sha256sum "$tmp/job/img/b.png" | cut -d' ' -f1)
+"$w" "$tmp/job/job.yaml" >"$tmp/changed.log" 2>&1; rc=$?
+if [ $rc -eq 2 ] && [ "$(stamps)" -eq 0 ] &&
+   grep "sample_000001/sample.json was made from another image" "$tmp/changed.log" |
+   grep "img/b.png" | grep "$old_sum" | grep "$new_sum" | grep -q "output.overwrite: true"; then
+    ok "an image replaced under the same path: exit 2 naming the image, both digests and output.overwrite"
+else
+    nok "changed image (rc=$rc, $(stamps) redone)" "$tmp/changed.log"
+fi
+cp "$top/etc/demo/input.png" "$tmp/job/img/b.png"
+
 # the reruns made nothing: the records still describe the run that did
 if [ "$(jq '.layout.samples_run' "$tmp/out/run.json")" = 3 ] &&
-   [ "$(jq '.attempts | length' "$tmp/out/run.json")" = 4 ] &&
+   [ "$(jq '.attempts | length' "$tmp/out/run.json")" = 5 ] &&
    [ "$(jq '[.attempts[].samples_run] | add' "$tmp/out/run.json")" = 3 ] &&
    [ "$(jq -r '.state' "$tmp/out/task.json")" = done ] &&
    [ "$(jq '.to_run' "$tmp/out/task.json")" = 3 ] &&
    grep -q "still describes the run that made the samples" "$tmp/comment.log"; then
-    ok "3 reruns that made nothing: run.json and task.json still the productive run's, 4 attempts listed"
+    ok "4 reruns that made nothing: run.json and task.json still the productive run's, 5 attempts listed"
 else
     nok "run records after reruns" "$tmp/out/run.json"
 fi
@@ -121,7 +147,8 @@ steps: 2
 samples: 2
 YAML
 bad=0
-for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.tmp.host.12; do
+for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.tmp.host.12 \
+        staging shard-000001 shards; do
     printf '{"image": "%s", "name": "%s"}\n' "$tmp/job/img/a.png" "$name" >"$tmp/names.jsonl"
     "$w" "$tmp/dummy.yaml" --set video.manifest="$tmp/names.jsonl" \
         --set output.dir="$tmp/names_out" >"$tmp/names.log" 2>&1; rc=$?
@@ -131,7 +158,7 @@ for name in run.json task.shard-1-of-2.json lease.json sample_000003.tmp.999 x.t
     fi
 done
 if [ $bad -eq 0 ]; then
-    ok "sample names that are svdpipe's own (run, task, lease records, temporaries): exit 2, file:line named"
+    ok "sample names that are svdpipe's own (run, task, lease records, temporaries, staging, shards): exit 2, file:line named"
 else
     nok "reserved names: $bad accepted" "$tmp/names_bad.log"
 fi

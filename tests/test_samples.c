@@ -1,7 +1,8 @@
 /*
  * Tests for the sample list (pipe/samples.h): the manifest's lines and its
- * errors (file:line and the key), images x seeds, the cap, and the shards
- * of an array (together every sample, each once).
+ * errors (file:line and the key), images x seeds, the cap, the shards
+ * of an array (together every sample, each once), and an image's identity
+ * by its content (replaced in place: another; moved: the same).
  */
 #define _GNU_SOURCE
 #include "pipe/samples.h"
@@ -365,4 +366,56 @@ Test(shard, run_level_files_have_a_name_per_shard)
     cr_assert_str_eq(buf, "run.json");
     svp_pipe_shard_file(&t, "run", ".json", buf, sizeof(buf));
     cr_assert_str_eq(buf, "run.shard-1-of-3.json");
+}
+
+/* Writes text into tmpdir/rel. */
+static void put(const char *rel, const char *text)
+{
+    char  path[512];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(samples, an_image_is_its_content_under_any_path, .init = mkfolder, .fini = rmfolder)
+{
+    svp_pipe_samples_t *l = NULL, *moved = NULL;
+    char                err[1024], why[1024], path[1024], *rec;
+
+    cr_assert_eq(manifest("{\"image\": \"img/a.png\", \"seed\": 3}\n", "", err, sizeof(err),
+                          &l), SVP_OK, "%s", err);
+    rec = svp_pipe_samples_params_json(l, 0);
+    cr_assert_not_null(rec);
+    cr_assert_eq(svp_pipe_samples_params_check(l, 0, rec, "s.json", why, sizeof(why)),
+                 SVP_OK, "%s", why);
+
+    /* replaced in place by another picture: the same path, another image */
+    put("img/a.png", "another picture");
+    why[0] = '\0';
+    cr_assert_eq(svp_pipe_samples_params_check(l, 0, rec, "s.json", why, sizeof(why)),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(strstr(why, "s.json was made from another image"), "%s", why);
+    cr_assert_not_null(strstr(why, "img/a.png"), "%s", why);
+    /* both digests, in full: sha256("x") and sha256("another picture") */
+    cr_assert_not_null(strstr(why, "sha256 2d711642b726b04401627ca9fbac32f5c8530fb1903"
+                                   "cc4db02258717921a4881"), "%s", why);
+    cr_assert_not_null(strstr(why, "sha256 b2917681b4f4fee3ef345ae33557fbe7ddbee9e0851"
+                                   "efbff9cad5708ef1ad247"), "%s", why);
+    cr_assert_not_null(strstr(why, "this job has '"), "%s", why);
+    put("img/a.png", "x");
+
+    /* the folder moved (the same bytes elsewhere): the same image */
+    snprintf(path, sizeof(path), "mv '%s/img' '%s/pictures'", tmpdir, tmpdir);
+    cr_assert_eq(system(path), 0);
+    cr_assert_eq(manifest("{\"image\": \"pictures/a.png\", \"seed\": 3}\n", "", err,
+                          sizeof(err), &moved), SVP_OK, "%s", err);
+    cr_assert_eq(svp_pipe_samples_params_check(moved, 0, rec, "s.json", why, sizeof(why)),
+                 SVP_OK, "%s", why);
+    free(rec);
+    svp_pipe_samples_destroy(l);
+    svp_pipe_samples_destroy(moved);
 }

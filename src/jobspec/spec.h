@@ -78,6 +78,12 @@ typedef enum {
     SVP_CONTAINER_APPTAINER      /* srun apptainer exec IMAGE (or singularity) */
 } svp_container_runtime_t;
 
+/* output.format: how a job's samples are laid out in output.dir */
+typedef enum {
+    SVP_OUTPUT_FILES = 0,        /* a folder (or tensor file) per sample */
+    SVP_OUTPUT_WEBDATASET        /* tar shards, pipe/wds.h */
+} svp_spec_output_format_t;
+
 #define SVP_PIPE_STAGES_AUTO (-1)
 
 typedef struct {
@@ -154,6 +160,8 @@ typedef struct svp_spec {
         int   frames;                 /* write PNG frames */
         int   mp4;                    /* write MP4 (when built with FFmpeg) */
         int   overwrite;              /* replace samples made with other parameters */
+        int   format;                 /* svp_spec_output_format_t */
+        int   samples_per_shard;      /* webdataset: samples in a tar shard */
     } output;
 
     struct {

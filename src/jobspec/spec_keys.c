@@ -28,6 +28,7 @@ static const char *const svp_spec_devices[]     = {SVP_OPS_DEVICE_NAMES NULL};
 static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
 static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
 static const char *const svp_spec_objectives[]  = {"throughput", "latency", NULL};
+static const char *const svp_spec_output_formats[] = {"files", "webdataset", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
 static const char *const svp_spec_stages_words[] = {"auto", NULL};
 static const char *const svp_spec_container_runtimes[] = {"pyxis", "apptainer",
@@ -135,6 +136,10 @@ const svp_spec_key_t svp_spec_keys[] = {
      "write an MP4 per sample (when built with FFmpeg)"},
     {"output.overwrite", SVP_SPEC_T_BOOL, OFF(output.overwrite), "false", NOLIM, NULL,
      "replace samples in output.dir made with other parameters (else an error)"},
+    {"output.format", SVP_SPEC_T_ENUM, OFF(output.format), "files", NOLIM,
+     svp_spec_output_formats, "files (a folder per sample) or webdataset (tar shards)"},
+    {"output.samples_per_shard", SVP_SPEC_T_INT, OFF(output.samples_per_shard), "100", 1,
+     1000000, NULL, "samples in each tar shard (output.format: webdataset)"},
     {"log.level", SVP_SPEC_T_ENUM, OFF(log.level), "info", NOLIM,
      svp_spec_log_levels, "error, warn, info, debug or trace", SVP_SPEC_KEY_F_PER_RANK},
     {"log.trace", SVP_SPEC_T_STRING, OFF(log.trace), "", NOLIM, NULL,

@@ -181,6 +181,11 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
     if (wr->fmt->oformat->flags & AVFMT_GLOBALHEADER) {
         wr->enc->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     }
+    /* one encoder thread: libx264's frame threads under load make other
+     * bytes from the same frames (its rate control sees the frames in
+     * another order), and a video's bytes must depend on its frames alone
+     * (WebDataset shards are compared byte for byte) */
+    wr->enc->thread_count = 1;
     if (codec->id == AV_CODEC_ID_H264) {
         snprintf(crf, sizeof(crf), "%d", params->quality);
         av_opt_set(wr->enc->priv_data, "crf", crf, 0);

@@ -74,6 +74,13 @@ const char *svp_pipe_samples_name_reserved(const char *name)
     if (strncmp(name, "profile", 7) == 0) {
         return "profile files are the run's own";
     }
+    if (strcmp(name, "staging") == 0) {
+        return "staging is the folder where output.format webdataset's samples wait";
+    }
+    if (strncmp(name, "shard-", 6) == 0 || strcmp(name, "shards") == 0 ||
+        strncmp(name, "shards.", 7) == 0) {
+        return "shard-* and shards.json are output.format webdataset's shards and listing";
+    }
     return NULL;
 }
 

@@ -85,6 +85,22 @@ static int svp_pipe_outdir_live_writer(long pid, const char *host)
            ((kill((pid_t)pid, 0) == 0) || (errno == EPERM));
 }
 
+int svp_pipe_outdir_tmp_live(const char *name)
+{
+    const char *p = strstr(name, ".tmp."), *q;
+
+    if (p == NULL) {
+        return -1;
+    }
+    p += 5;
+    for (q = p; *q >= '0' && *q <= '9'; ++q) {
+    }
+    if (q == p || q - p > 10 || (*q != '\0' && (*q != '@' || q[1] == '\0'))) {
+        return -1;
+    }
+    return svp_pipe_outdir_live_writer(strtol(p, NULL, 10), (*q == '@') ? q + 1 : "");
+}
+
 svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
                                    int (*own)(int sample, void *arg), void *arg,
                                    int *removed_p)

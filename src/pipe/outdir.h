@@ -32,6 +32,13 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
                                    int *removed_p);
 
 /*
+ * Whether name, a temporary "<final>.tmp.<pid>[@<host>]", may still be
+ * being written (its writer a live process of this host other than this
+ * one): 1, else 0; -1 when name is no temporary.
+ */
+int svp_pipe_outdir_tmp_live(const char *name);
+
+/*
  * Checks that dir (created if missing) takes a new file and a rename, and
  * that its filesystem has room for `bytes` (one sample's outputs).  Logs
  * the path and what is wrong: SVP_ERR_IO.

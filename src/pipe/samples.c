@@ -388,26 +388,32 @@ static void svp_samples_show(json_t *v, char *buf, size_t len)
     }
 }
 
-/* Whether the recorded image is ours: the same resolved path, or the same
- * bytes (another mount, another spelling, a copy); a record without either
- * (before 0.4) by its path as typed. */
-static int svp_samples_same_image(json_t *got, const char *image)
+/*
+ * Whether the recorded image is ours.  Where the record has the image's
+ * digest and the image reads, its bytes decide: a picture replaced under
+ * the same path is another image, a copy under another path (another
+ * mount, a moved folder) the same.  Else the same resolved path; a record
+ * without either (before 0.4) by its path as typed.  *digest (65 bytes)
+ * holds the image's digest when it was computed, else "".
+ */
+static int svp_samples_same_image(json_t *got, const char *image, char *digest)
 {
     json_t     *path = json_object_get(got, "image_path");
     json_t     *hash = json_object_get(got, "image_sha256");
     json_t     *typed = json_object_get(got, "image");
-    char        mine[4096], digest[65];
+    char        mine[4096];
 
+    digest[0] = '\0';
     if (image == NULL) {
         return (typed == NULL) || json_is_null(typed);
     }
+    if (json_is_string(hash) && svp_sha256_file(image, digest) == SVP_OK) {
+        return strcmp(json_string_value(hash), digest) == 0;
+    }
+    digest[0] = '\0';
     svp_samples_resolved(image, mine, sizeof(mine));
     if (json_is_string(path) && strcmp(json_string_value(path), mine) == 0) {
         return 1;
-    }
-    if (json_is_string(hash)) {
-        return (svp_sha256_file(image, digest) == SVP_OK) &&
-               (strcmp(json_string_value(hash), digest) == 0);
     }
     return json_is_string(typed) && (strcmp(json_string_value(typed), image) == 0);
 }
@@ -443,14 +449,14 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
         json_decref(got);
         return SVP_ERR_NO_MEMORY;
     }
-    if (!svp_samples_same_image(got, image)) {
+    if (!svp_samples_same_image(got, image, digest)) {
         gv = json_object_get(got, "image_path");
         svp_samples_show(gv != NULL ? gv : json_object_get(got, "image"), a, sizeof(a));
         svp_samples_resolved(image != NULL ? image : "", b, sizeof(b));
         if (image != NULL && json_is_string(json_object_get(got, "image_sha256")) &&
-            svp_sha256_file(image, digest) == SVP_OK) {
+            digest[0] != '\0') {
             snprintf(why, len, "%s was made from another image: image: %s (sha256 "
-                     "%.12s...), this job has '%s' (sha256 %.12s...)", where, a,
+                     "%s), this job has '%s' (sha256 %s)", where, a,
                      json_string_value(json_object_get(got, "image_sha256")), b,
                      digest);
         } else {

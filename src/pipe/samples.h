@@ -130,8 +130,10 @@ char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i);
 /*
  * Whether an output's recorded parameters (JSON text, as params_json wrote
  * them) are sample i's.  A sample is what determines it: its image by
- * resolved path or, where the paths differ (another working directory, a
- * symlink, a container's mount), by content; its seed and parameters; its
+ * content where the record has its digest and the image reads (a picture
+ * replaced under the same path is another image; the same bytes under
+ * another path, a moved folder or a container's mount, are the same),
+ * else by resolved path; its seed and parameters; its
  * name.  How a path was typed, the manifest line it sits on, and comment
  * or blank lines around it are not part of it.  SVP_OK when they match;
  * else SVP_ERR_SPEC with why naming the first key that differs with both

@@ -6,7 +6,8 @@
  * finish: the decode stand-in (sleep decode_ms), then the final latent is
  *        written atomically as <output.dir>/sample_NNNNNN.safetensors (or
  *        the manifest's name) with metadata (job, sample, steps, seed, and
- *        the sample's own parameters).
+ *        the sample's own parameters); with output.format webdataset it is
+ *        staged with a sample.json of the same for its shard (pipe/wds.h).
  *
  * The seed is the sample list's (pipe/samples.h): the spec's seed, or a
  * manifest line's.  The simulator reads no image and has no frame rate or
@@ -19,6 +20,8 @@
 #include "pipe/stage.h"
 #include "pipe/resume.h"
 #include "pipe/samples.h"
+#include "pipe/wds.h"
+#include "media/sample_dir.h"
 #include "model/dummy.h"
 #include "sched/rng.h"
 #include "common/clock.h"
@@ -27,15 +30,18 @@
 
 #include "tensor/safetensors.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct {
     const svp_spec_t   *spec;
     svp_dummy_h         model;
     svp_dummy_h         half;     /* a pair's step: half the cost */
     svp_pipe_samples_t *list;
+    svp_pipe_wds_h      wds;      /* output.format webdataset, else NULL */
 } svp_stage_dummy_t;
 
 static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s)
@@ -172,6 +178,49 @@ static svp_status_t svp_stage_dummy_finish_shared(void *self, svp_sample_t *s,
     return svp_stage_dummy_write(st, s);
 }
 
+/*
+ * output.format webdataset: the sample staged as a directory of
+ * latents.safetensors and sample.json (job, sample, seed, steps, model and
+ * the sample's own parameters), for its shard (pipe/wds.h).
+ */
+static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s,
+                                          const char *params)
+{
+    svp_media_sample_dir_h dir;
+    char                   path[4200], file[4300], *text = NULL;
+    json_t                *o;
+    svp_status_t           status;
+
+    svp_pipe_wds_staged_dir(st->wds, s->index, path, sizeof(path));
+    status = svp_media_sample_dir_begin(path, &dir);
+    if (status != SVP_OK) {
+        return status;
+    }
+    snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
+    status = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
+                                     params, file);
+    o = json_pack("{s:s, s:i, s:I, s:i, s:s, s:o}", "job", st->spec->name, "sample",
+                  s->index, "seed", (json_int_t)s->seed, "steps", st->spec->steps,
+                  "model", "dummy", "params", json_loads(params, 0, NULL));
+    text = (o != NULL) ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                       JSON_REAL_PRECISION(9)) : NULL;
+    json_decref(o);
+    if (status == SVP_OK && text == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+    }
+    if (status == SVP_OK) {
+        snprintf(file, sizeof(file), "%s/sample.json", svp_media_sample_dir_path(dir));
+        status = svp_file_write_atomic(file, text, strlen(text));
+    }
+    free(text);
+    if (status != SVP_OK) {
+        svp_media_sample_dir_abort(dir);
+        return status;
+    }
+    status = svp_media_sample_dir_commit(dir);
+    return (status == SVP_OK) ? svp_pipe_wds_staged(st->wds, s->index) : status;
+}
+
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
 {
     char               path[4096], name[256], *params;
@@ -189,6 +238,11 @@ static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s
     }
     /* the seed travels in the sample; this rank may not be where it began */
     s->seed = st->list->items[s->index].seed;
+    if (st->wds != NULL) {
+        status = svp_stage_dummy_stage(st, s, params);
+        free(params);
+        return status;
+    }
     status  = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
                                       params, path);
     free(params);
@@ -198,17 +252,14 @@ static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s
     return status;
 }
 
-static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *why,
-                                                 size_t len)
+/* Whether the latent file at path is sample index's of this job. */
+static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
+                                               const char *path, char *why, size_t len)
 {
-    svp_stage_dummy_t *st = self;
-    char               path[4096], name[256];
     const char        *got;
     svp_safetensors_h  f;
     svp_status_t       status;
 
-    svp_pipe_samples_name(st->list, index, name, sizeof(name));
-    snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
     status = svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
                                           st->list->items[index].seed, 5,
                                           st->spec->latent_shape, why, len);
@@ -233,6 +284,98 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
     return status;
 }
 
+/*
+ * The webdataset's check of sample i (wds.h svp_pipe_wds_check_cb_t): its
+ * staged directory `where`, or a packed shard's entry of it.
+ */
+static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *where,
+                                              json_t *entry, char *why, size_t len)
+{
+    svp_stage_dummy_t *st = arg;
+    char               path[4300], *params;
+    struct stat        sb;
+    json_t            *v, *record = json_object_get(entry, "record");
+    svp_status_t       status;
+
+    if (entry == NULL) {
+        if (stat(where, &sb) != 0) {
+            return SVP_ERR_NOT_FOUND;
+        }
+        snprintf(path, sizeof(path), "%s/latents.safetensors", where);
+        status = svp_stage_dummy_check_file(st, i, path, why, len);
+        if (status == SVP_ERR_NOT_FOUND) {
+            snprintf(why, len, "%s is missing", path);
+            status = SVP_ERR_BAD_FILE;
+        }
+        return status;
+    }
+    if (!svp_pipe_wds_entry_has(entry, "latents.safetensors")) {
+        snprintf(why, len, "%s: the shard has no latents of it", where);
+        return SVP_ERR_BAD_FILE;
+    }
+    /* the record: this job, its steps and the sample's seed and parameters */
+    v = json_object_get(record, "job");
+    if (!json_is_string(v) || strcmp(json_string_value(v), st->spec->name) != 0) {
+        snprintf(why, len, "%s was made with other parameters: job: '%s', this job "
+                 "has '%s'", where, json_is_string(v) ? json_string_value(v) : "(none)",
+                 st->spec->name);
+        return SVP_ERR_SPEC;
+    }
+    v = json_object_get(record, "steps");
+    if (json_integer_value(v) != st->spec->steps) {
+        snprintf(why, len, "%s was made with other parameters: steps: %lld, this job "
+                 "has %d", where, (long long)json_integer_value(v), st->spec->steps);
+        return SVP_ERR_SPEC;
+    }
+    v = json_object_get(record, "seed");
+    if ((uint64_t)json_integer_value(v) != st->list->items[i].seed) {
+        snprintf(why, len, "%s was made with other parameters: seed: %lld, this job "
+                 "has %llu", where, (long long)json_integer_value(v),
+                 (unsigned long long)st->list->items[i].seed);
+        return SVP_ERR_SPEC;
+    }
+    params = json_dumps(json_object_get(record, "params"), JSON_COMPACT |
+                        JSON_REAL_PRECISION(9));
+    if (params == NULL) {
+        snprintf(why, len, "%s has no parameters", where);
+        return SVP_ERR_BAD_FILE;
+    }
+    status = svp_pipe_samples_params_check(st->list, i, params, where, why, len);
+    free(params);
+    return status;
+}
+
+static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *why,
+                                                 size_t len)
+{
+    svp_stage_dummy_t *st = self;
+    char               path[4096], name[256];
+
+    if (st->wds != NULL) {
+        return svp_pipe_wds_check_sample(st->wds, index, why, len);
+    }
+    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
+    return svp_stage_dummy_check_file(st, index, path, why, len);
+}
+
+static void svp_stage_dummy_set_task(void *self, int index, int count)
+{
+    svp_stage_dummy_t *st = self;
+
+    if (st->wds != NULL) {
+        svp_pipe_wds_set_task(st->wds, index, count);
+    }
+}
+
+static svp_status_t svp_stage_dummy_pack(void *self, int (*mine)(int sample, void *arg),
+                                         void *arg)
+{
+    svp_stage_dummy_t *st = self;
+
+    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+}
+
 static uint64_t svp_stage_dummy_output_bytes(void *self)
 {
     svp_stage_dummy_t *st = self;
@@ -249,6 +392,7 @@ static void svp_stage_dummy_destroy(void *self)
 {
     svp_stage_dummy_t *st = self;
 
+    svp_pipe_wds_destroy(st->wds);
     svp_dummy_destroy(st->model);
     svp_dummy_destroy(st->half);
     svp_pipe_samples_destroy(st->list);
@@ -268,6 +412,8 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .finish_shared = svp_stage_dummy_finish_shared,
     .check_output = svp_stage_dummy_check_output,
     .output_bytes = svp_stage_dummy_output_bytes,
+    .set_task = svp_stage_dummy_set_task,
+    .pack    = svp_stage_dummy_pack,
     .destroy = svp_stage_dummy_destroy,
 };
 
@@ -305,7 +451,12 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
         mp.step_ms = mp.step_ms / 2;
         status     = svp_dummy_create(&mp, &st->half);
     }
+    if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        status = svp_pipe_wds_create(spec, st->list, svp_stage_dummy_wds_check, st,
+                                     &st->wds);
+    }
     if (status != SVP_OK) {
+        svp_dummy_destroy(st->half);
         svp_dummy_destroy(st->model);
         svp_pipe_samples_destroy(st->list);
         free(st);

@@ -33,6 +33,7 @@ void svp_stage_svd_destroy(void *self)
     free(st->ids);
     free(st->t);
     svp_pipe_samples_destroy(st->list);
+    svp_pipe_wds_destroy(st->wds);
     if (st->cond != NULL) {
         svp_safetensors_close(st->cond);
     }
@@ -351,6 +352,10 @@ static svp_status_t svp_stage_svd_setup(svp_stage_svd_t *st)
     status = svp_stage_svd_collect_images(st);
     if (status == SVP_OK && spec->model.conditioning[0] != '\0') {
         status = svp_stage_svd_open_conditioning(st);
+    }
+    if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        status = svp_pipe_wds_create(spec, st->list, svp_stage_svd_wds_check, st,
+                                     &st->wds);
     }
     if (status != SVP_OK) {
         return status;

@@ -16,6 +16,7 @@
 
 #include "pipe/stage.h"
 #include "pipe/samples.h"
+#include "pipe/wds.h"
 #include "media/clip_preprocess.h"
 #include "model/clip.h"
 #include "model/unet.h"
@@ -61,6 +62,9 @@ typedef struct {
      * and the seconds its decode took */
     float            *share_dec;
     double            share_decode_s;
+    /* output.format webdataset: the run's shards (pipe/wds.h); NULL with
+     * files */
+    svp_pipe_wds_h    wds;
 } svp_stage_svd_t;
 
 /* The vtable (stage_svd.c), which create (stage_svd_create.c) hands out. */
@@ -93,5 +97,10 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
                                         size_t len);
 void         svp_stage_svd_destroy(void *self);
+void         svp_stage_svd_set_task(void *self, int index, int count);
+svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
+                                void *arg);
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
+                                     char *why, size_t len);
 
 #endif

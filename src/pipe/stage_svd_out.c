@@ -3,7 +3,9 @@
  * leaves.  latents / scaling_factor, VAE decode in chunks of
  * video.decode_chunk_size frames, clamp(x/2 + 0.5, 0, 1), then the sample
  * directory with frames, video, sample.json and latents, written whole or
- * not at all; and the check that such a directory is this job's.
+ * not at all (with output.format webdataset, staged for its shard:
+ * pipe/wds.h); and the check that such a directory, or a shard's record of
+ * the sample, is this job's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -13,6 +15,7 @@
 #include "media/sample_dir.h"
 #include "media/video.h"
 #include "pipe/resume.h"
+#include "pipe/wds.h"
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -285,6 +288,37 @@ static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t
     return status;
 }
 
+/* Where sample i's directory goes: output.dir/NAME, or with output.format
+ * webdataset its staging folder. */
+static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, int i, char *buf,
+                                     size_t len)
+{
+    char name[256];
+
+    if (st->wds != NULL) {
+        svp_pipe_wds_staged_dir(st->wds, i, buf, len);
+        return;
+    }
+    svp_pipe_samples_name(st->list, i, name, sizeof(name));
+    snprintf(buf, len, "%s/%s", st->spec->output.dir, name);
+}
+
+void svp_stage_svd_set_task(void *self, int index, int count)
+{
+    svp_stage_svd_t *st = self;
+
+    if (st->wds != NULL) {
+        svp_pipe_wds_set_task(st->wds, index, count);
+    }
+}
+
+svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
+{
+    svp_stage_svd_t *st = self;
+
+    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+}
+
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 {
     return svp_stage_svd_finish_shared(self, s, NULL, 0);
@@ -302,7 +336,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
     svp_media_video_params_t vp;
     float                   *dec = NULL;
     int64_t                  i, m = svp_stage_svd_frames_numel(st);
-    char                     path[4096], file[4200], name[256];
+    char                     path[4200], file[4300];
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
@@ -313,8 +347,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
     if (status != SVP_OK) {
         return status;
     }
-    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
-    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
+    svp_stage_svd_sample_dir(st, s->index, path, sizeof(path));
     status = svp_media_sample_dir_begin(path, &dir);
     if (status != SVP_OK) {
         return status;
@@ -368,6 +401,9 @@ out:
         if (status == SVP_OK) {
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
+        if (status == SVP_OK && st->wds != NULL) {
+            status = svp_pipe_wds_staged(st->wds, s->index);
+        }
     } else {
         svp_media_sample_dir_abort(dir);
     }
@@ -379,10 +415,10 @@ out:
  * sample.json names this job's parameters, its latents file opens with this
  * job's metadata, and the frames and video this job writes are there.
  */
-svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
-                                        size_t len)
+static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
+                                            const char *dir, json_t *record,
+                                            char *why, size_t len)
 {
-    svp_stage_svd_t  *st   = self;
     const svp_spec_t *spec = st->spec;
     const svp_pipe_sample_params_t *p = &st->list->items[index];
     struct {
@@ -403,7 +439,7 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
         {"decode_chunk_size", spec->video.decode_chunk_size},
     };
     const char   *skey, *swant, *sgot;
-    char          dir[4096], path[4200], txt[64], name[256], *got;
+    char          path[4200], txt[64], *got;
     int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
     json_error_t  jerr;
     json_t       *root, *v;
@@ -412,16 +448,20 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
     size_t        i;
     int64_t       f;
 
-    svp_pipe_samples_name(st->list, index, name, sizeof(name));
-    snprintf(dir, sizeof(dir), "%s/%s", spec->output.dir, name);
-    if (stat(dir, &sb) != 0) {
-        return SVP_ERR_NOT_FOUND;
-    }
-    snprintf(path, sizeof(path), "%s/sample.json", dir);
-    root = json_load_file(path, 0, &jerr);
-    if (root == NULL) {
-        snprintf(why, len, "%s does not read: %s", path, jerr.text);
-        return SVP_ERR_BAD_FILE;
+    if (record != NULL) {
+        /* a packed sample: its record from the shard's index */
+        snprintf(path, sizeof(path), "%s", dir);
+        root = json_incref(record);
+    } else {
+        if (stat(dir, &sb) != 0) {
+            return SVP_ERR_NOT_FOUND;
+        }
+        snprintf(path, sizeof(path), "%s/sample.json", dir);
+        root = json_load_file(path, 0, &jerr);
+        if (root == NULL) {
+            snprintf(why, len, "%s does not read: %s", path, jerr.text);
+            return SVP_ERR_BAD_FILE;
+        }
     }
     skey  = (st->cond != NULL) ? "conditioning" : "image";
     swant = (st->cond != NULL) ? spec->model.conditioning :
@@ -470,6 +510,9 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
             goto out;
         }
     }
+    if (record != NULL) {
+        goto out;           /* its files: the shard's checksum vouches for them */
+    }
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
                                           svp_stage_svd_seed(st, index), 5, shape,
@@ -499,4 +542,63 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
 out:
     json_decref(root);
     return status;
+}
+
+/*
+ * The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t): a
+ * staged directory as any, or a packed record and the members this job
+ * writes (a shard packed before output.frames was turned on lacks frames).
+ */
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
+                                     char *why, size_t len)
+{
+    svp_stage_svd_t  *st   = arg;
+    const svp_spec_t *spec = st->spec;
+    char              ext[64];
+    svp_status_t      status;
+    int64_t           f;
+    int               missing;
+
+    status = svp_stage_svd_check_dir(st, i, where,
+                                     entry ? json_object_get(entry, "record") : NULL,
+                                     why, len);
+    if (status != SVP_OK || entry == NULL) {
+        return status;
+    }
+    snprintf(ext, sizeof(ext), "latents.safetensors");
+    missing = !svp_pipe_wds_entry_has(entry, ext);
+    for (f = 0; !missing && st->vae != NULL && spec->output.frames && f < st->F; ++f) {
+        snprintf(ext, sizeof(ext), "frame_%04d.png", (int)f);
+        missing = !svp_pipe_wds_entry_has(entry, ext);
+    }
+#ifdef HAVE_FFMPEG
+    if (!missing && st->vae != NULL && spec->output.mp4) {
+        snprintf(ext, sizeof(ext), "mp4");
+        missing = !svp_pipe_wds_entry_has(entry, ext);
+    }
+#endif
+    if (missing) {
+        snprintf(why, len, "%s: the shard has no %s.%s, which this job writes", where,
+                 json_string_value(json_object_get(entry, "key")), ext);
+        return SVP_ERR_BAD_FILE;
+    }
+    return SVP_OK;
+}
+
+/*
+ * Resume: the sample's directory output.dir/NAME is complete and this
+ * job's; with output.format webdataset, its shard's record or its staged
+ * directory (svp_pipe_wds_check_sample).
+ */
+svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
+                                        size_t len)
+{
+    svp_stage_svd_t *st = self;
+    char             dir[4200];
+
+    if (st->wds != NULL) {
+        return svp_pipe_wds_check_sample(st->wds, index, why, len);
+    }
+    svp_stage_svd_sample_dir(st, index, dir, sizeof(dir));
+    return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);
 }

@@ -23,6 +23,7 @@
 #include "pipe/outdir.h"
 #include "pipe/deadline.h"
 #include "pipe/resume.h"
+#include "pipe/wds.h"
 #include "pipe/samples.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
@@ -170,12 +171,29 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
             return status;
         }
         svp_pipe_outdir_clean(spec->output.dir, 0, svp_worker_owns, &own, &n);
+        if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
+            char staging[4200];
+            int  m = 0;
+
+            snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
+                     SVP_PIPE_WDS_STAGING);
+            svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
+            n += m;
+            svp_pipe_wds_clean(spec->output.dir, shard, &m);
+            n += m;
+        }
         if (n > 0) {
             svp_info("removed %d temporaries left in %s by an interrupted run", n,
                      spec->output.dir);
         }
     }
-    return svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
+    status = svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
+    /* shards whose samples were all finished, but not packed, by a run
+     * killed in between: packed by the rank that finishes the last one */
+    if (status == SVP_OK && writes && stage->ops->pack != NULL) {
+        status = stage->ops->pack(stage->self, svp_worker_owns, &own);
+    }
+    return status;
 }
 
 /* One rank's state, from the command line to the exit code. */
@@ -547,6 +565,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
         return status;
     }
     w->have_stage = 1;
+    if (w->pp.stage.ops->set_task != NULL) {
+        w->pp.stage.ops->set_task(w->pp.stage.self, w->shard.index, w->shard.count);
+    }
 
     status = svp_worker_take_lease(w);
     if (status != SVP_OK) {
@@ -705,6 +726,24 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
                  "ranks agreed on to the last rank's end)",
                  (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
+    }
+    if (status == SVP_OK && w->rank == 0 && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+        /* after the final fence: every shard this run packs is packed */
+        int pending = 0;
+
+        status = svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
+                                            spec->output.samples_per_shard, &pending);
+        if (status != SVP_OK) {
+            svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
+                      svp_status_string(status));
+        } else if (pending > 0) {
+            /* every sample is done: a shard not packed had samples staged
+             * where the rank that finished its last one could not see them */
+            svp_warn("%d shards not packed in %s: their samples wait in %s/%s; "
+                     "output.dir must be one folder every rank sees (a shared "
+                     "file system) for output.format webdataset", pending,
+                     spec->output.dir, spec->output.dir, SVP_PIPE_WDS_STAGING);
+        }
     }
     if (status == SVP_OK) {
         svp_worker_run_write(spec, w->rt, &w->info, started * 1e-6,
