@@ -36,7 +36,7 @@ export tidy out
 # one file per clang-tidy run, each one's output kept apart so that
 # parallel runs do not interleave; SVP_LINT_CPPFLAGS is split into words
 # on purpose
-printf '%s\n' "$@" | sort -u | xargs -P "$jobs" -I{} sh -c '
+printf '%s\n' "$@" | grep '\.c$' | sort -u | xargs -P "$jobs" -I{} sh -c '
     f={}
     log="$out/$(echo "$f" | tr / _).log"
     # shellcheck disable=SC2086
@@ -50,7 +50,7 @@ if [ -s "$out/failed" ]; then
         grep -v -E '^[0-9]+ (warnings?|errors?) (generated|treated)|^Suppressed|^Use -header-filter|^Error while processing' \
             "$out/$(echo "$f" | tr / _).log" || true
     done
-    echo "lint: findings in $(wc -l <"$out/failed") of $# files" >&2
+    echo "lint: findings in $(wc -l <"$out/failed") files" >&2
     exit 1
 fi
-echo "lint: $# files, no findings"
+echo "lint: no findings"
