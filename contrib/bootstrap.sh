@@ -13,7 +13,8 @@ build=${SVP_BUILD_DIR:-$top/_build}
 # Build tools, the libraries svdpipe links, and what the tests drive: a real
 # Slurm (slurmctld, slurmd, munge), Open MPI's mpirun as a second PMIx
 # launcher, ucx_perftest for the hand-off benchmark, jq and xmllint for
-# the report tests.  libpmix-dev is also a
+# the report tests; clang, clang-format and clang-tidy for the checks CI
+# runs beside the tests (doc/HACKING.md, "Checks").  libpmix-dev is also a
 # runtime need of Slurm: its mpi_pmix plugin dlopens the unversioned
 # libpmix.so that only the -dev package ships.
 packages="autoconf automake libtool pkg-config make gcc
@@ -22,7 +23,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev
   slurmctld slurmd slurm-client munge openmpi-bin procps iproute2
-  jq libxml2-utils"
+  jq libxml2-utils
+  clang clang-format-14 clang-tidy-14"
 
 missing=""
 for p in $packages; do

@@ -514,7 +514,7 @@ int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
         if (used + 1 + strlen(name) < sizeof(host)) {
             memcpy(host, dir, used);
             host[used] = '/';
-            strcpy(host + used + 1, name);
+            memcpy(host + used + 1, name, strlen(name) + 1);
         } else {
             *slash = '/';   /* as joined */
         }
@@ -647,11 +647,10 @@ svp_status_t svp_launch_relpath(const char *dir, const char *target,
     if (rel == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    rel[0] = '\0';
     for (i = 0; i < ups; ++i) {
-        strcat(rel, "../");
+        memcpy(rel + 3 * i, "../", 3);
     }
-    strcat(rel, t);
+    memcpy(rel + 3 * ups, t, strlen(t) + 1);
     *rel_p = rel;
     return SVP_OK;
 }
