@@ -326,7 +326,6 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         status = SVP_ERR_UNSUPPORTED;
         goto err_free_comm;
     }
-    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of handles */
     comm->eps         = calloc(comm->size, sizeof(*comm->eps));
     comm->path_logged = calloc(comm->size, 1);
     comm->heard       = calloc(comm->size, 1);

@@ -642,7 +642,7 @@ static json_t *svp_safetensors_writer_header(svp_safetensors_writer_h writer,
         desc = json_pack("{s:s, s:o, s:[I,I]}", "dtype",
                          svp_dtype_name(t->dtype), "shape", shape,
                          "data_offsets", (json_int_t)offset,
-                         (json_int_t)(offset + nbytes));
+                         (json_int_t)offset + (json_int_t)nbytes);
         if (desc == NULL ||
             json_object_set_new(root, writer->entries[i].name, desc) != 0) {
             json_decref(root);
