@@ -618,7 +618,7 @@ svp_status_t svp_launch_relpath(const char *dir, const char *target,
 {
     char        rdir[PATH_MAX], rtarget[PATH_MAX];
     const char *d, *t;
-    char       *rel;
+    char       *rel, *end;
     size_t      common = 0, i, ups = 0, size;
 
     if (realpath(dir, rdir) == NULL || realpath(target, rtarget) == NULL) {
@@ -647,10 +647,11 @@ svp_status_t svp_launch_relpath(const char *dir, const char *target,
     if (rel == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
+    end = rel;
     for (i = 0; i < ups; ++i) {
-        memcpy(rel + 3 * i, "../", 3);
+        end = stpcpy(end, "../");
     }
-    memcpy(rel + 3 * ups, t, strlen(t) + 1);
+    memcpy(end, t, strlen(t) + 1);
     *rel_p = rel;
     return SVP_OK;
 }
