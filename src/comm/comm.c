@@ -326,7 +326,7 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         status = SVP_ERR_UNSUPPORTED;
         goto err_free_comm;
     }
-    comm->eps         = calloc(comm->size, sizeof(*comm->eps));
+    comm->eps         = calloc(comm->size, sizeof(*comm->eps)); /* NOLINT(bugprone-sizeof-expression): handles */
     comm->path_logged = calloc(comm->size, 1);
     comm->heard       = calloc(comm->size, 1);
     if (comm->eps == NULL || comm->path_logged == NULL || comm->heard == NULL) {

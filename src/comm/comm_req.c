@@ -652,7 +652,8 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
                     first  = (first == SVP_OK) ? status : first;
                 }
             }
-            return first;
+            /* never SVP_OK here (pending > 0): success is a done request's */
+            return (first != SVP_OK) ? first : SVP_ERR_TIMED_OUT;
         }
 
         /* Poll a little longer before sleeping: saves the wake-up latency

@@ -117,10 +117,10 @@ void svp_rt_event_handler(size_t evhdlr_registration_id,
             proc != NULL ? (int)proc->rank : -1);
 
     if ((rt != NULL) && svp_rt_event_is_loss(status)) {
-        if (status == PMIX_ERR_LOST_CONNECTION) {
-            lost = SVP_RT_LOST_UNKNOWN;
-        } else if ((proc != NULL) && PMIX_CHECK_NSPACE(proc->nspace, rt->proc.nspace) &&
-                   (proc->rank < (pmix_rank_t)rt->size)) {
+        /* a lost connection (to the server) names no rank */
+        if ((status != PMIX_ERR_LOST_CONNECTION) && (proc != NULL) &&
+            PMIX_CHECK_NSPACE(proc->nspace, rt->proc.nspace) &&
+            (proc->rank < (pmix_rank_t)rt->size)) {
             lost = (int)proc->rank;
         } else {
             lost = SVP_RT_LOST_UNKNOWN;
