@@ -190,11 +190,11 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
          * it or receives from it (svp_rt_peer_gone).
          */
         until = svp_clock_now() + SVP_RT_STOP_SPREAD;
-        while ((svp_stop_signal() == 0) && (svp_clock_now() < until) &&
+        while (!svp_stop_pending() && (svp_clock_now() < until) &&
                !atomic_load(&rt->have_cause) && (svp_rt_lost_rank(rt) == -1)) {
             usleep(10000);
         }
-        if (svp_stop_signal() != 0) {
+        if (svp_stop_pending()) {
             svp_debug("rank %d was %s too", rank, why);
             return;
         }
