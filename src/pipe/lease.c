@@ -398,16 +398,21 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
     return 0;
 }
 
-/* The lease is lost: said once at error level, and this process stops. */
+/*
+ * The lease is lost: said once, and this process stops.  The holder (rank
+ * 0) says it at error level; another rank that finds it first (its guard
+ * before a publish) at warn level, since rank 0 will say it too: one error
+ * line per cause.
+ */
 static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
 {
     if (lease->told) {
         return;
     }
     lease->told = 1;
-    svp_error("output.dir's lease is lost: %s; this job stops now and writes "
-              "nothing more there",
-              lease->why);
+    svp_log(lease->own ? SVP_LOG_LEVEL_ERROR : SVP_LOG_LEVEL_WARN,
+            "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
+            "there", lease->why, lease->own ? "job" : "rank");
     svp_stop_request(SVP_EXIT_BAD_INPUT, "the job lost output.dir's lease to another job");
 }
 
@@ -469,6 +474,13 @@ int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
     lost = !svp_pipe_lease_still_mine(lease);
     if (lost && len > 0) {
         snprintf(why, len, "%s", lease->why);
+    }
+    if (lost && lease->own && !lease->told) {
+        /* the job ends for another rank's finding: the holder still says
+         * it, once (no stop to ask for: this one is under way) */
+        lease->told = 1;
+        svp_error("output.dir's lease is lost: %s; this job stops now and writes "
+                  "nothing more there", lease->why);
     }
     pthread_mutex_unlock(&lease->lock);
     return lost;

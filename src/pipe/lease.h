@@ -90,7 +90,8 @@ svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease);
 svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease);
 
 /* 1 when the lease (read now) is no longer this job's; why (may be NULL
- * with len 0) says how.  NULL is allowed (0). */
+ * with len 0) says how.  The holder logs it, once, if renew or guard did
+ * not.  NULL is allowed (0). */
 int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len);
 
 /* Who holds it (the record's JSON text, malloc'ed), for the other ranks'
