@@ -75,7 +75,7 @@ errors=$(grep -c -E ":r[0-9]+ error" "$tmp/a.log")
 told=$(grep -E ":r[123] warn  (rank [0-9] is ending: the job lost output.dir's lease to another job|output.dir's lease is lost: .* this rank stops now)" "$tmp/a.log" |
        sed -E 's/.*:(r[0-9]+) .*/\1/' | sort -u | wc -l)
 if [ $rc_a -eq 2 ] && below "$dt" 5 && [ "$errors" -eq 1 ] &&
-   grep -q -E ":r0 error output.dir's lease is lost: this job was suspended for [0-9]+ s \(or its clock jumped\), past the takeover threshold of 4 beats of 0.25 s, and another job took the directory over: job 'job' \([^)]*job.yaml, Slurm job [0-9]+\) on [^ ]+, pid [0-9]+" "$tmp/a.log" &&
+   grep -q -E ":r0 error output.dir's lease is lost: this job was suspended for [0-9]+(\.[0-9])? s \(or its clock jumped\), past the takeover threshold of 4 beats of 0.25 s, and another job took the directory over: job 'job' \([^)]*job.yaml, Slurm job [0-9]+\) on [^ ]+, pid [0-9]+" "$tmp/a.log" &&
    [ "$told" -eq 3 ]; then
     ok "resumed after the takeover: exit 2 in ${dt}s; rank 0 names the new holder, ranks 1-3 end on its notice"
 else

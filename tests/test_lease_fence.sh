@@ -66,7 +66,7 @@ a_pid=
 wait "$b_pid"; rc_b=$?
 b_pid=
 
-if [ $rc_a -eq 2 ] && grep -q -E "error output.dir's lease is lost: this job was suspended for [0-9]+ s \(or its clock jumped\), past the takeover threshold of 4 beats of 0.25 s, and another job took the directory over: job 'fence' \([^)]*fence.yaml\) on [^ ]+, pid [0-9]+, .*; [^ ]*/out/lease.json is that job's now; this job stops now and writes nothing more there" "$tmp/a.log" &&
+if [ $rc_a -eq 2 ] && grep -q -E "error output.dir's lease is lost: this job was suspended for [0-9]+(\.[0-9])? s \(or its clock jumped\), past the takeover threshold of 4 beats of 0.25 s, and another job took the directory over: job 'fence' \([^)]*fence.yaml\) on [^ ]+, pid [0-9]+, .*; [^ ]*/out/lease.json is that job's now; this job stops now and writes nothing more there" "$tmp/a.log" &&
    [ $ms -lt 3000 ]; then
     ok "the resumed job stops: exit 2 in ${ms} ms, the new holder and the gap named"
 else

@@ -61,7 +61,9 @@ static svp_spec_t *load(const char *dir, const char *extra)
 }
 
 /* Runs the samples in list (NULL: all) of the job in dir. */
-static svp_status_t run(const char *dir, const char *extra, const int *list, int n)
+/* The job in dir, publishing under lease (may be NULL). */
+static svp_status_t run_leased(const char *dir, const char *extra, const int *list, int n,
+                               svp_pipe_lease_t *lease)
 {
     svp_spec_t       *spec = load(dir, extra);
     svp_pipe_params_t pp   = {0};
@@ -71,11 +73,17 @@ static svp_status_t run(const char *dir, const char *extra, const int *list, int
     pp.world    = 1;
     pp.samples  = list;
     pp.nsamples = n;
+    pp.lease    = lease;
     cr_assert_eq(svp_stage_dummy_create(spec, &pp.stage), SVP_OK);
     status = svp_pipe_run(&pp, NULL);
     pp.stage.ops->destroy(pp.stage.self);
     svp_spec_destroy(spec);
     return status;
+}
+
+static svp_status_t run(const char *dir, const char *extra, const int *list, int n)
+{
+    return run_leased(dir, extra, list, n, NULL);
 }
 
 static svp_rt_h plain_rt(void)
@@ -452,6 +460,29 @@ Test(stop, pipeline_stops_between_steps)
     svp_rmtree(dir);
 }
 
+/* A stop request (a lost lease) stops the pipeline as a signal does, with
+ * its own exit code; a signal after it changes nothing. */
+Test(stop, request_stops_between_steps)
+{
+    char dir[] = "/tmp/svp_res_XXXXXX";
+
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert(!svp_stop_pending());
+    svp_stop_request(2, "the job lost output.dir's lease to another job");
+    svp_stop_request(3, "a second request");
+    cr_assert(svp_stop_pending());
+    cr_assert_eq(svp_stop_signal(), 0);
+    cr_assert_eq(svp_stop_requested(), 2);
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    cr_assert_str_eq(svp_stop_request_why(), "the job lost output.dir's lease to another job");
+    svp_stop_raise_for_test(SIGTERM);
+    cr_assert_eq(svp_stop_signal(), 0, "a signal after a request took over");
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    cr_assert_eq(run(dir, "", NULL, 0), SVP_ERR_CANCELED);
+    cr_assert(!exists(dir, "sample_000000.safetensors"));
+    svp_rmtree(dir);
+}
+
 /* ---- the output directory's lease (pipe/lease.h) --------------------- */
 
 static void write_lease(const char *dir, const char *name, const char *host, long pid,
@@ -600,12 +631,38 @@ Test(lease, guard_after_a_gap)
     cr_assert_eq(svp_pipe_lease_guard(a), SVP_ERR_SPEC);
     cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
     cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
-    cr_assert_not_null(strstr(why, "this job was suspended for 0 s (or its clock jumped), "
-                                   "past the takeover threshold of 4 beats of 0.05 s, "
-                                   "and another job took the directory over: job 'other'"),
+    cr_assert_eq(strncmp(why, "this job was suspended for 0.", 29), 0, "%s", why);
+    cr_assert_not_null(strstr(why, " s (or its clock jumped), past the takeover threshold "
+                                   "of 4 beats of 0.05 s, and another job took the "
+                                   "directory over: job 'other'"),
                        "%s", why);
     svp_pipe_lease_release(a);
     cr_assert(exists(dir, "lease.json"));
+    svp_rmtree(dir);
+}
+
+/* The pipeline checks the lease before it writes a sample: after a gap past
+ * the threshold, a lease another job holds now stops it with nothing
+ * written. */
+Test(lease, pipeline_writes_nothing_after_losing_it)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_lease_t *a;
+    int               list[] = {0, 1};
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    cr_assert_eq(run_leased(dir, "", list, 1, a), SVP_OK);
+    cr_assert(exists(dir, "sample_000000.safetensors"));
+    write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
+    usleep(300000);
+    cr_assert_neq(run_leased(dir, "", list + 1, 1, a), SVP_OK);
+    cr_assert(!exists(dir, "sample_000001.safetensors"), "written into another job's directory");
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    svp_pipe_lease_release(a);
     svp_rmtree(dir);
 }
 

@@ -377,21 +377,21 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
     lease->lost = 1;
     if (now == NULL) {
         snprintf(lease->why, sizeof(lease->why), "%s was removed or cannot be read "
-                 "(this job last found it its own %.0f s ago): another job may have "
+                 "(this job last found it its own %.*f s ago): another job may have "
                  "taken the directory over and ended",
-                 lease->path, gap);
+                 lease->path, gap < 10 ? 1 : 0, gap);
     } else {
         svp_pipe_lease_holder(now, holder, sizeof(holder));
         if (gap > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
             snprintf(lease->why, sizeof(lease->why), "this job was suspended for "
-                     "%.0f s (or its clock jumped), past the takeover threshold of "
+                     "%.*f s (or its clock jumped), past the takeover threshold of "
                      "%d beats of %g s, and another job took the directory over: %s; "
                      "%s is that job's now",
-                     gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder, lease->path);
+                     gap < 10 ? 1 : 0, gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder, lease->path);
         } else {
             snprintf(lease->why, sizeof(lease->why), "another job took the directory "
-                     "over (this job last found the lease its own %.0f s ago): %s; %s "
-                     "is that job's now", gap, holder, lease->path);
+                     "over (this job last found the lease its own %.*f s ago): %s; %s "
+                     "is that job's now", gap < 10 ? 1 : 0, gap, holder, lease->path);
         }
     }
     json_decref(now);
