@@ -413,7 +413,7 @@ static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
     svp_log(lease->own ? SVP_LOG_LEVEL_ERROR : SVP_LOG_LEVEL_WARN,
             "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
             "there", lease->why, lease->own ? "job" : "rank");
-    svp_stop_request(SVP_EXIT_BAD_INPUT, "the job lost output.dir's lease to another job");
+    svp_stop_request(SVP_EXIT_BAD_INPUT, SVP_PIPE_LEASE_LOST_CAUSE);
 }
 
 svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)

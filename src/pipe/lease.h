@@ -56,6 +56,10 @@
 /* Beats without renewal after which another host's lease is stale. */
 #define SVP_PIPE_LEASE_BEATS 4
 
+/* The cause a job that lost its lease stops for (svp_stop_request), which
+ * the other ranks hear in the stop notice and end for. */
+#define SVP_PIPE_LEASE_LOST_CAUSE "the job lost output.dir's lease to another job"
+
 typedef struct svp_pipe_lease svp_pipe_lease_t;
 
 /*
@@ -89,9 +93,9 @@ svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease);
  */
 svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease);
 
-/* 1 when the lease (read now) is no longer this job's; why (may be NULL
- * with len 0) says how.  The holder logs it, once, if renew or guard did
- * not.  NULL is allowed (0). */
+/* 1 when the lease (read now) is no longer this job's (another job's, or
+ * gone); why (may be NULL with len 0) says how.  The holder logs it, once,
+ * if renew or guard did not.  NULL is allowed (0). */
 int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len);
 
 /* Who holds it (the record's JSON text, malloc'ed), for the other ranks'

@@ -775,10 +775,16 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
     svp_trace_destroy(w->pp.trace);
     svp_comm_destroy(w->pp.comm);
     svp_pipe_resume_cleanup(&w->resume);
-    /* a rank that ends because the job lost output.dir (rank 0's notice, or
-     * its own check) ends as rank 0 does: exit 2 */
+    /* a rank that ends because the job lost output.dir (its own check, or
+     * the notice of the rank that found it) ends as that rank does: exit 2;
+     * the holder says it once, also when another rank found it first */
     if (status != SVP_OK && svp_stop_signal() == 0) {
-        lost = (svp_stop_requested() != 0) || svp_pipe_lease_lost(w->lease, NULL, 0);
+        lost = (svp_stop_requested() != 0) ||
+               (svp_rt_stop_cause(w->rt, cause, sizeof(cause)) &&
+                strcmp(cause, SVP_PIPE_LEASE_LOST_CAUSE) == 0);
+        if (w->rank == 0 && svp_pipe_lease_lost(w->lease, NULL, 0)) {
+            lost = 1;
+        }
     }
     /* after the last fence (or the stop): no rank of this task writes now */
     svp_pipe_lease_release(w->lease);
