@@ -740,7 +740,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
                           (status == SVP_OK) ? "done" :
                           (svp_stop_signal() != 0 ||
-                           status == SVP_ERR_PEER_STOPPED) ? "stopped" : "failed");
+                           (status == SVP_ERR_PEER_STOPPED &&
+                            !svp_rt_cause_is_loss(w->rt))) ? "stopped" : "failed");
     return status;
 }
 
