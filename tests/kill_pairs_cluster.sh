@@ -92,11 +92,11 @@ for victim in $victims; do
             --set output.dir="$out" >"$log.rerun" 2>&1
         rc2=$?
         errors=$(grep -c -E ":r[0-9]+ error" "$log")
-        named=$(grep -c -E ":r[0-9]+ error rank $victim( of pipeline [0-9]+ \(ranks [0-9]+-[0-9]+\))? on n[0-9]+ is gone: " "$log")
-        warned=$(grep -E ":r[0-9]+ warn  (ending: rank $victim( of pipeline [^)]*\))? on n[0-9]+ is gone: |rank [0-9]+ is ending: rank $victim on n[0-9]+ was lost)" "$log" |
+        named=$(grep -c -E ":r[0-9]+ error rank $victim( of pipeline [0-9]+ \(ranks [0-9]+-[0-9]+\))? is gone: .* \(seen by rank [0-9]+\); it ran on n[0-9]+; the job ends" "$log")
+        warned=$(grep -E ":r[0-9]+ warn  (ending: rank $victim( of pipeline [^)]*\))? is gone: .*; it ran on n[0-9]+|rank [0-9]+ is ending: rank $victim on n[0-9]+ was lost)" "$log" |
                  sed -E 's/.*:(r[0-9]+) .*/\1/' | sort -u | wc -l)
-        others=$(grep -E "rank [0-9]+( of pipeline [^)]*\))?( on [^ ]+)? is gone" "$log" |
-                 grep -v -c -E "rank $victim( of pipeline [^)]*\))? on [^ ]+ is gone")
+        others=$(grep -E "rank [0-9]+( of pipeline [^)]*\))? is gone" "$log" |
+                 grep -v -c -E "rank $victim( of pipeline [^)]*\))? is gone")
         if [ -n "$pid" ] && [ $rc -ne 0 ] && below "$dt" 10 && [ "$errors" -eq 1 ] &&
            [ "$named" -eq 1 ] && [ "$warned" -eq 4 ] && [ "$others" -eq 0 ] &&
            ! grep -q -E "cannot connect|Endpoint timeout|said goodbye: failed|its connection closed without a goodbye.*rank [0-9]+ is gone" "$log" &&

@@ -207,9 +207,10 @@ static void svp_rt_end_for_loss(struct svp_rt *rt, int rank, svp_rt_watch_bye_t 
         atomic_store(&rt->cause_is_loss, 1);
     }
     if ((reason != SVP_RT_WATCH_BYE_ERROR) && ((rank + 1) % rt->size == rt->rank)) {
-        svp_error("rank %d%s on %s is gone: %s; the job ends", rank, pipeline, node, why);
+        svp_error("rank %d%s is gone: %s; it ran on %s; the job ends", rank, pipeline, why,
+                  node);
     } else {
-        svp_warn("ending: rank %d%s on %s is gone: %s", rank, pipeline, node, why);
+        svp_warn("ending: rank %d%s is gone: %s; it ran on %s", rank, pipeline, why, node);
     }
     svp_rt_end_for_cause(rt, rank);
 }
