@@ -621,7 +621,12 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
             svp_debug("wait abandoned on a stop (signal %d)", svp_stop_signal());
             return SVP_ERR_CANCELED;
         }
-        svp_comm_progress(comm);
+        /* a rank lost: no more progress either, which would go on with the
+         * transfers of the dead rank (UCX 1.13 aborts a rank whose cma
+         * transfer meets a process that no longer exists) */
+        if (svp_rt_lost_rank(comm->rt) == -1) {
+            svp_comm_progress(comm);
+        }
         /* a peer whose teardown began gets back what it sent here unmatched
          * at once: it may exit, which it must not do while its message can
          * still be fetched (svp_comm_peer_leaving) */

@@ -79,6 +79,12 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
     }
 }
 
+/* Seconds a rank ending for a lost rank waits before it has the launcher
+ * tear the job down: the notices cross the ring in milliseconds, a killed
+ * rank's last line would be lost (one of 6 ranks, 1 of 6 runs, killed 5 ms
+ * after the loss, before it logged why it ended). */
+#define SVP_WORKER_LOSS_ABORT_DELAY 0.5
+
 /*
  * A failed rank tells the launcher at once (PMIx_Abort), so the other ranks
  * are torn down now rather than finding out at their deadlines.  Once only.
@@ -89,11 +95,20 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
     char       msg[256];
 
     /* a rank that ends because another was stopped aborts nothing: every
-     * rank has heard of that stop (rt.h, svp_rt_stop_cause) and ends */
-    if (aborted || world == 1 || status == SVP_ERR_PEER_STOPPED) {
+     * rank has heard of that stop (rt.h, svp_rt_stop_cause) and ends.  A
+     * lost rank may still live (stopped, hung: silent, not closed), and only
+     * the launcher ends it: the job is torn down as for any failure, the
+     * ring having heard the cause first */
+    if (aborted || world == 1 ||
+        (status == SVP_ERR_PEER_STOPPED && !svp_rt_cause_is_loss(rt))) {
         return;
     }
     aborted = 1;
+    if (status == SVP_ERR_PEER_STOPPED) {
+        /* every rank heard of the loss within milliseconds and says once
+         * why it ends; the launcher's kill comes after that, not before */
+        svp_clock_sleep(SVP_WORKER_LOSS_ABORT_DELAY);
+    }
     snprintf(msg, sizeof(msg), "svdworker rank %d failed: %s", rank,
              svp_status_string(status));
     svp_rt_abort(rt, svp_status_exit_code(status), msg);
