@@ -64,18 +64,6 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
      * exported wins (ucp_config_read already took it from the environment).
      * Measured here with ucx_perftest, 4 MiB messages: posix,self 26-34 GB/s,
      * UCX's own choice (sysv + cma) 11-14 GB/s, tcp ~5 GB/s. */
-    if (((transport == NULL) || (transport[0] == '\0')) && (getenv("UCX_TLS") == NULL)) {
-        /*
-         * UCX's own choice, but cma: its rendezvous reads and writes the
-         * peer's memory with process_vm_readv/writev, and UCX 1.13 aborts
-         * a rank whose transfer meets a peer that died meanwhile (SIGABRT in
-         * uct_cma_ep_tx, the survivor of a SIGKILLed neighbour, 1 of 6 runs
-         * of a 6-rank pairs job).  Without it, shared memory goes through
-         * posix/sysv segments, which a dead peer cannot fail, and 4 MiB
-         * messages were faster too (above).
-         */
-        transport = "^cma";
-    }
     if ((transport != NULL) && (transport[0] != '\0')) {
         if (getenv("UCX_TLS") != NULL) {
             svp_info("UCX_TLS=%s from the environment overrides transport '%s'",
