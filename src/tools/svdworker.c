@@ -80,10 +80,11 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
 }
 
 /* Seconds a rank ending for a lost rank waits before it has the launcher
- * tear the job down: the notices cross the ring in milliseconds, a killed
- * rank's last line would be lost (one of 6 ranks, 1 of 6 runs, killed 5 ms
- * after the loss, before it logged why it ended). */
-#define SVP_WORKER_LOSS_ABORT_DELAY 0.5
+ * tear the job down: the notices cross the ring in milliseconds, and a
+ * rank killed by the launcher before it logged why it ends leaves a hole in
+ * the story (seen with no wait).  Short, since a rank that learns of the
+ * loss late may meanwhile touch the dead rank's memory (cma, UCX 1.13). */
+#define SVP_WORKER_LOSS_ABORT_DELAY 0.1
 
 /*
  * A failed rank tells the launcher at once (PMIx_Abort), so the other ranks
