@@ -14,7 +14,7 @@
 #     latents bit-identical to 1 rank; where it has none, the job must stop
 #     at start naming what UCX lacks, and auto must take the staged path.
 # The latents are the same bits on every path because the scheduler runs on
-# the device with the CPU scheduler's arithmetic (src/sched/sched_math.h).
+# the device with the CPU scheduler's arithmetic (src/noise/sched_math.h).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

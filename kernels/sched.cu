@@ -1,10 +1,10 @@
 /*
  * The scheduler's per-step arithmetic on the device (src/ops/ops_sched.h):
- * one thread per element, each evaluating src/sched/sched_math.h's function,
+ * one thread per element, each evaluating src/noise/sched_math.h's function,
  * the one the CPU scheduler runs, so the latents are the CPU's bits.
  */
 #include "kernels.cuh"
-#include "sched/sched_math.h"
+#include "noise/sched_math.h"
 
 static __global__ void svp_sched_scale_kernel(int64_t n, float c_in,
                                               const float *x, float *y)

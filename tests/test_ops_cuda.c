@@ -23,8 +23,8 @@
 #endif
 #include "ops/ops.h"
 #include "ops/ops_sched.h"
-#include "sched/euler.h"
-#include "sched/guidance.h"
+#include "noise/euler.h"
+#include "noise/guidance.h"
 #include "model/unet.h"
 #include "tensor/safetensors.h"
 

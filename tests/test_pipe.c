@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "pipe/pipe.h"
 #include "model/dummy.h"
-#include "sched/rng.h"
+#include "noise/rng.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
 #include "common/util.h"

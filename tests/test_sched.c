@@ -1,5 +1,5 @@
 /*
- * Tests for src/sched: the Euler sampler against diffusers'
+ * Tests for src/noise: the Euler sampler against diffusers'
  * EulerDiscreteScheduler (golden scheduler_svd and pipeline_tiny), the
  * per-frame guidance ramp, and the counter-based normal generator.
  *
@@ -8,9 +8,9 @@
  * results 1e-6 * max|ref| (float32 formulas).
  */
 #include "ops/ops_sched.h"
-#include "sched/euler.h"
-#include "sched/guidance.h"
-#include "sched/rng.h"
+#include "noise/euler.h"
+#include "noise/guidance.h"
+#include "noise/rng.h"
 #include "tensor/safetensors.h"
 #include "tensor/config_json.h"
 

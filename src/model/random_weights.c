@@ -7,7 +7,7 @@
 #include "model/random_weights.h"
 #include "common/log.h"
 #include "common/util.h"
-#include "sched/rng.h"
+#include "noise/rng.h"
 #include "tensor/config_json.h"
 #include "tensor/tensor.h"
 #include "tensor/safetensors.h"

@@ -12,7 +12,7 @@
 
 #include "ops/ops.h"
 #include "tensor/tensor.h"
-#include "sched/sched_math.h"
+#include "noise/sched_math.h"
 #include "ops/ops_arena.h"
 #include "ops/ops_plan.h"
 #include "ops/ops_list.h"

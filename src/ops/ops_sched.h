@@ -3,7 +3,7 @@
  * buffers are device memory updates the latents where they are: the model
  * input scaling, the classifier-free guidance combine and the Euler
  * v-prediction update.  Both backends evaluate sched_math.h's functions,
- * the ones the CPU scheduler (src/sched) uses, so they give the CPU
+ * the ones the CPU scheduler (src/noise) uses, so they give the CPU
  * scheduler's bits (tests/test_sched.c on the host, tests/test_ops_cuda.c
  * on a device).
  *
@@ -14,7 +14,7 @@
 #define SVP_OPS_OPS_SCHED_H
 
 #include "ops/ops.h"
-#include "sched/sched_math.h"
+#include "noise/sched_math.h"
 
 /*
  * out = u + g_f (c - u) over [frames, frame_elems] (svp_sched_guidance_apply

@@ -23,7 +23,7 @@
 #include "pipe/wds.h"
 #include "media/sample_dir.h"
 #include "model/dummy.h"
-#include "sched/rng.h"
+#include "noise/rng.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"

@@ -58,7 +58,7 @@
 #endif
 #include "pipe/stage_svd_int.h"
 #include "ops/ops_sched.h"
-#include "sched/guidance.h"
+#include "noise/guidance.h"
 #include "trace/range.h"
 #include "common/log.h"
 #include "common/util.h"

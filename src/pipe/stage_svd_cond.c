@@ -12,7 +12,7 @@
 #include "media/image.h"
 #include "media/preprocessor.h"
 #include "media/resize.h"
-#include "sched/rng.h"
+#include "noise/rng.h"
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"

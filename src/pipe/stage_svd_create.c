@@ -11,7 +11,7 @@
 #include "pipe/stage_svd_int.h"
 #include "media/image.h"
 #include "media/preprocessor.h"
-#include "sched/guidance.h"
+#include "noise/guidance.h"
 #include "ops/ops_module.h"
 #include "ops/ops_profile.h"
 #include "trace/range.h"

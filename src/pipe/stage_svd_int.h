@@ -22,7 +22,7 @@
 #include "model/unet.h"
 #include "model/vae.h"
 #include "ops/ops.h"
-#include "sched/euler.h"
+#include "noise/euler.h"
 #include "tensor/safetensors.h"
 
 /* The tensors of a sample's message, in order (stage_svd.c says what each

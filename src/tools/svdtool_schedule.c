@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 #include "svdtool_schedule.h"
-#include "sched/euler.h"
+#include "noise/euler.h"
 #include "common/log.h"
 
 #include <errno.h>

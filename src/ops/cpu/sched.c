@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 #include "ops/cpu/ops_cpu.h"
-#include "sched/sched_math.h"
+#include "noise/sched_math.h"
 
 svp_status_t svp_ops_cpu_sched_scale(svp_ops_h ops, int64_t n, float c_in,
                                      const float *x, float *y)

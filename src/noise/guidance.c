@@ -5,8 +5,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "sched/guidance.h"
-#include "sched/sched_math.h"
+#include "noise/guidance.h"
+#include "noise/sched_math.h"
 
 #include <stdlib.h>
 

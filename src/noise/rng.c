@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "sched/rng.h"
+#include "noise/rng.h"
 
 #include <math.h>
 

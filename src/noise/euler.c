@@ -6,8 +6,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "sched/euler.h"
-#include "sched/sched_math.h"
+#include "noise/euler.h"
+#include "noise/sched_math.h"
 #include "common/log.h"
 
 #include <math.h>

@@ -16,7 +16,7 @@
 #define SVP_SCHED_EULER_H
 
 #include "common/status.h"
-#include "sched/sched_math.h"
+#include "noise/sched_math.h"
 #include "tensor/config_json.h"
 
 #include <stddef.h>

@@ -16,7 +16,7 @@
  *
  * The latents and the scheduler stay fp32 whatever dtype the model computes
  * in, so a sample is the same bits however many ranks it crossed.
- * Internal to src/sched, src/ops and kernels/.
+ * Internal to src/noise, src/ops and kernels/.
  */
 #ifndef SVP_SCHED_SCHED_MATH_H
 #define SVP_SCHED_SCHED_MATH_H
