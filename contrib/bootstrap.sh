@@ -14,7 +14,9 @@ build=${SVP_BUILD_DIR:-$top/_build}
 # Slurm (slurmctld, slurmd, munge), Open MPI's mpirun as a second PMIx
 # launcher, ucx_perftest for the hand-off benchmark, jq and xmllint for
 # the report tests, python3-venv for the WebDataset reader test (its venv
-# takes the webdataset package from PyPI).  libpmix-dev is also a
+# takes the webdataset package from PyPI); clang, clang-format and
+# clang-tidy for the checks CI runs beside the tests (doc/HACKING.md,
+# "Checks").  libpmix-dev is also a
 # runtime need of Slurm: its mpi_pmix plugin dlopens the unversioned
 # libpmix.so that only the -dev package ships.
 packages="autoconf automake libtool pkg-config make gcc
@@ -23,7 +25,8 @@ packages="autoconf automake libtool pkg-config make gcc
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libcriterion-dev
   slurmctld slurmd slurm-client munge openmpi-bin procps iproute2
-  jq libxml2-utils python3-venv"
+  jq libxml2-utils python3-venv
+  clang clang-format-14 clang-tidy-14"
 
 missing=""
 for p in $packages; do

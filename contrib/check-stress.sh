@@ -11,6 +11,7 @@
 # tests/test_cluster_*.sh and tests/cluster/test_comm_cluster.sh; relative
 # to the source tree).  Each
 # failed run's log is kept as stress-TEST-RUN.log in the working directory.
+# SVP_CHECK_STRESS=1 is exported: a test may run more cases under it.
 # Exit status 1 when any run failed.
 set -u
 runs=10 loops=2
@@ -24,6 +25,10 @@ done
 shift $((OPTIND - 1))
 top=${SVP_TOP_SRCDIR:?run through make check-stress}
 : "${SVP_TOP_BUILDDIR:?run through make check-stress}"
+# tests with a longer set of cases for stress runs read it (e.g. every rank
+# position of tests/kill_pairs_cluster.sh instead of one)
+SVP_CHECK_STRESS=1
+export SVP_CHECK_STRESS
 if [ $# -eq 0 ]; then
     set -- "$top"/tests/cluster/test_comm_cluster.sh "$top"/tests/test_cluster_*.sh
 fi

@@ -4,8 +4,14 @@
 # ../shared/golden or $SVP_GOLDEN_DIR) and the integration tests on a
 # throwaway local Slurm cluster; the determinism tests under OpenBLAS's
 # Haswell kernels; make distcheck; then part of it under ASan and UBSan.
+# Beside the tests, the habits the tools check (doc/HACKING.md, "Checks"):
+# the build is configured with --enable-werror, and make format-check,
+# make lint and make check-clang (the tree built with clang, warnings as
+# errors) run after make check.  Each prints its time.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
+CONFIGURE_FLAGS="${CONFIGURE_FLAGS:-} --enable-werror"
+export CONFIGURE_FLAGS
 "$top/contrib/bootstrap.sh"
 cd "${SVP_BUILD_DIR:-$top/_build}"
 status=0
@@ -22,6 +28,16 @@ if [ -z "${SVP_PYTHON:-}" ]; then
         echo "run-tests: no venv with Python's webdataset: its reader test will skip"
     fi
 fi
+# one check and its wall time; a failure sets status, the others still run
+timed() {
+    name=$1
+    shift
+    t0=$(date +%s)
+    rc=0
+    "$@" || rc=$?
+    echo "==== $name: $(($(date +%s) - t0)) s, exit $rc"
+    [ "$rc" -eq 0 ] || status=$rc
+}
 make -j"$(nproc)" check || status=$?
 if [ "$status" -ne 0 ]; then
     # show what failed, not only that something did
@@ -46,6 +62,14 @@ if [ "$status" -eq 0 ] && [ -z "${OPENBLAS_CORETYPE:-}" ]; then
             fi
         done
     fi
+fi
+# the checks: formatting as .clang-format says (seconds), clang-tidy on
+# src/, launch/ and the programs (.clang-tidy), and the clang build with
+# -Werror, without its tests (SVP_CHECKS=no skips the three)
+if [ "${SVP_CHECKS:-yes}" != no ]; then
+    timed "make format-check" make format-check
+    timed "make lint" make lint LINT_JOBS="$(nproc)"
+    timed "make check-clang" make -j"$(nproc)" check-clang
 fi
 # the release tarball: complete, builds out of tree, its tests pass, it
 # installs and uninstalls (make distcheck, without the cluster tests make

@@ -24,6 +24,7 @@
  * by svp_dtype_t */
 static const char *const hw_dtypes[] = {SVP_DTYPE_WEIGHT_NAMES NULL};
 
+/* clang-format off */
 static const svp_spec_key_t hw_keys[] = {
     {"name", SVP_SPEC_T_STRING, HW_FIELD(name), NULL, HW_NOLIM, NULL,
      "the device", HW_REQUIRED},
@@ -62,6 +63,7 @@ static const svp_spec_key_t hw_keys[] = {
     {"links.source", SVP_SPEC_T_STRING, HW_FIELD(links_source), NULL, HW_NOLIM,
      NULL, "measured or quoted", 0},
 };
+/* clang-format on */
 
 #define HW_NUM_KEYS ((int)(sizeof(hw_keys) / sizeof(hw_keys[0])))
 
@@ -223,13 +225,13 @@ svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
     has_links = m->intra_node_gbps > 0 || m->inter_node_gbps > 0 ||
                 m->latency_us > 0 || m->setup_ms > 0;
     if ((has_svd && (m->svd.source == NULL ||
-                     strcmp(m->svd.source, "measured"))) ||
+                     strcmp(m->svd.source, "measured") != 0)) ||
         (has_links && (m->links_source == NULL ||
-                       strcmp(m->links_source, "measured")))) {
+                       strcmp(m->links_source, "measured") != 0))) {
         svp_errf(errbuf, errlen, "%s: %s.source: expected measured, "
                         "found %s (a results file holds measured figures "
                         "only)", file, has_svd && (m->svd.source == NULL ||
-                        strcmp(m->svd.source, "measured")) ? "svd" : "links",
+                        strcmp(m->svd.source, "measured") != 0) ? "svd" : "links",
                         "another value or nothing");
         status = SVP_ERR_BAD_FILE;
         goto out;

@@ -67,8 +67,10 @@ void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
         }
         m.latent = elems * es;
     } else {
-        double hw = (double)(spec->video.height / PLAN_VAE_FACTOR) *
-                    (spec->video.width / PLAN_VAE_FACTOR);
+        /* the latent's size: the image's divided by 8, rounded down */
+        int    lh = spec->video.height / PLAN_VAE_FACTOR;
+        int    lw = spec->video.width / PLAN_VAE_FACTOR;
+        double hw = (double)lh * lw;
 
         m.latent        = spec->video.num_frames * PLAN_LATENT_C * hw * es;
         /* the unconditional half of the guidance batch is zeros: not sent */
@@ -181,6 +183,9 @@ double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
     }
     decode = !!decode;
     if (last[decode].bytes > 0 &&
+        /* a cache key: padding that differs costs a recomputation, not a
+         * wrong answer */
+        /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c) */
         memcmp(&last[decode].cfg, &cfg, sizeof(cfg)) == 0 &&
         last[decode].n == n && last[decode].h == h && last[decode].w == w &&
         last[decode].chunk == chunk) {

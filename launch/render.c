@@ -514,7 +514,7 @@ int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
         if (used + 1 + strlen(name) < sizeof(host)) {
             memcpy(host, dir, used);
             host[used] = '/';
-            strcpy(host + used + 1, name);
+            memcpy(host + used + 1, name, strlen(name) + 1);
         } else {
             *slash = '/';   /* as joined */
         }
@@ -618,7 +618,7 @@ svp_status_t svp_launch_relpath(const char *dir, const char *target,
 {
     char        rdir[PATH_MAX], rtarget[PATH_MAX];
     const char *d, *t;
-    char       *rel;
+    char       *rel, *end;
     size_t      common = 0, i, ups = 0, size;
 
     if (realpath(dir, rdir) == NULL || realpath(target, rtarget) == NULL) {
@@ -647,11 +647,11 @@ svp_status_t svp_launch_relpath(const char *dir, const char *target,
     if (rel == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    rel[0] = '\0';
+    end = rel;
     for (i = 0; i < ups; ++i) {
-        strcat(rel, "../");
+        end = stpcpy(end, "../");
     }
-    strcat(rel, t);
+    memcpy(end, t, strlen(t) + 1);
     *rel_p = rel;
     return SVP_OK;
 }

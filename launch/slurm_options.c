@@ -45,6 +45,7 @@ typedef struct {
     unsigned char sbatch, srun;   /* LO_* */
 } launch_slurm_long_t;
 
+/* clang-format off */
 static const launch_slurm_long_t launch_slurm_long[] = {
     {"accel-bind", LO_NONE, LO_REQ}, {"account", LO_REQ, LO_REQ},
     {"acctg-freq", LO_REQ, LO_REQ}, {"array", LO_REQ, LO_NONE},
@@ -118,6 +119,7 @@ static const launch_slurm_long_t launch_slurm_long[] = {
     {"wckey", LO_REQ, LO_REQ}, {"whole", LO_NONE, LO_NO},
     {"wrap", LO_REQ, LO_NONE}, {"x11", LO_NONE, LO_OPT},
 };
+/* clang-format on */
 
 /* The short options: letter, long name (the value rule is the long one's). */
 static const char *const launch_slurm_short[2][2] = {

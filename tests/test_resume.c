@@ -19,6 +19,7 @@
 
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +61,9 @@ static svp_spec_t *load(const char *dir, const char *extra)
 }
 
 /* Runs the samples in list (NULL: all) of the job in dir. */
-static svp_status_t run(const char *dir, const char *extra, const int *list, int n)
+/* The job in dir, publishing under lease (may be NULL). */
+static svp_status_t run_leased(const char *dir, const char *extra, const int *list, int n,
+                               svp_pipe_lease_t *lease)
 {
     svp_spec_t       *spec = load(dir, extra);
     svp_pipe_params_t pp   = {0};
@@ -70,11 +73,17 @@ static svp_status_t run(const char *dir, const char *extra, const int *list, int
     pp.world    = 1;
     pp.samples  = list;
     pp.nsamples = n;
+    pp.lease    = lease;
     cr_assert_eq(svp_stage_dummy_create(spec, &pp.stage), SVP_OK);
     status = svp_pipe_run(&pp, NULL);
     pp.stage.ops->destroy(pp.stage.self);
     svp_spec_destroy(spec);
     return status;
+}
+
+static svp_status_t run(const char *dir, const char *extra, const int *list, int n)
+{
+    return run_leased(dir, extra, list, n, NULL);
 }
 
 static svp_rt_h plain_rt(void)
@@ -465,6 +474,29 @@ Test(stop, pipeline_stops_between_steps)
     svp_rmtree(dir);
 }
 
+/* A stop request (a lost lease) stops the pipeline as a signal does, with
+ * its own exit code; a signal after it changes nothing. */
+Test(stop, request_stops_between_steps)
+{
+    char dir[] = "/tmp/svp_res_XXXXXX";
+
+    cr_assert_not_null(mkdtemp(dir));
+    cr_assert(!svp_stop_pending());
+    svp_stop_request(2, "the job lost output.dir's lease to another job");
+    svp_stop_request(3, "a second request");
+    cr_assert(svp_stop_pending());
+    cr_assert_eq(svp_stop_signal(), 0);
+    cr_assert_eq(svp_stop_requested(), 2);
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    cr_assert_str_eq(svp_stop_request_why(), "the job lost output.dir's lease to another job");
+    svp_stop_raise_for_test(SIGTERM);
+    cr_assert_eq(svp_stop_signal(), 0, "a signal after a request took over");
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    cr_assert_eq(run(dir, "", NULL, 0), SVP_ERR_CANCELED);
+    cr_assert(!exists(dir, "sample_000000.safetensors"));
+    svp_rmtree(dir);
+}
+
 /* ---- the output directory's lease (pipe/lease.h) --------------------- */
 
 static void write_lease(const char *dir, const char *name, const char *host, long pid,
@@ -536,5 +568,137 @@ Test(lease, one_job_per_directory)
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
                                      sizeof(why), &a), SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "on far-node, pid 4242"), "%s", why);
+    svp_rmtree(dir);
+}
+
+/* A holder that another job took the directory from (it was suspended past
+ * the takeover) finds out at its next renewal or publish, writes nothing,
+ * and asks this process to stop with exit 2. */
+Test(lease, holder_fences_itself)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700], *who;
+    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_lease_t *a, *view, *bad = NULL;
+    json_t           *doc;
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    snprintf(path, sizeof(path), "%s/lease.json", dir);
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    who = svp_pipe_lease_identity(a);
+    cr_assert_not_null(who);
+    cr_assert_eq(svp_pipe_lease_view(dir, &one, who, &view), SVP_OK);
+    free(who);
+    cr_assert_eq(svp_pipe_lease_view(dir, &one, "[1]", &bad), SVP_ERR_MESSAGE);
+    cr_assert_null(bad);
+    cr_assert_eq(svp_pipe_lease_renew(a), SVP_OK);
+    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK);
+    cr_assert(!svp_pipe_lease_lost(view, why, sizeof(why)));
+
+    /* another host's job took it over */
+    write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
+    cr_assert(svp_pipe_lease_lost(view, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "another job took the directory over"), "%s", why);
+    cr_assert_not_null(strstr(why, "job 'other' (other.yaml) on far-node, pid 4242"),
+                       "%s", why);
+    cr_assert_eq(svp_stop_requested(), 0, "a view's check alone stops nothing");
+    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
+    cr_assert(svp_stop_pending());
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    cr_assert_not_null(strstr(svp_stop_request_why(), "lost output.dir's lease"));
+    /* the renewal wrote nothing: the new holder's record stays */
+    doc = json_load_file(path, 0, NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(doc, "host")), "far-node");
+    json_decref(doc);
+    /* lost for good, and every publish is refused */
+    cr_assert_eq(svp_pipe_lease_guard(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    /* released, it is left to its new holder */
+    svp_pipe_lease_release(view);
+    svp_pipe_lease_release(a);
+    cr_assert(exists(dir, "lease.json"), "the new holder's lease was removed");
+    svp_rmtree(dir);
+}
+
+/* A holder whose last renewal is older than the takeover threshold reads
+ * the lease again before it publishes; within the threshold it does not
+ * (a guard costs no file read per sample). */
+Test(lease, guard_after_a_gap)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_lease_t *a;
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    /* beats of 0.05 s: the threshold is 0.2 s */
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    usleep(300000);
+    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK, "its own lease, read again");
+    write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
+    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK, "read within the threshold");
+    cr_assert_eq(svp_stop_requested(), 0);
+    usleep(300000);
+    cr_assert_eq(svp_pipe_lease_guard(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
+    cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
+    cr_assert_eq(strncmp(why, "this job was suspended for 0.", 29), 0, "%s", why);
+    cr_assert_not_null(strstr(why, " s (or its clock jumped), past the takeover threshold "
+                                   "of 4 beats of 0.05 s, and another job took the "
+                                   "directory over: job 'other'"),
+                       "%s", why);
+    svp_pipe_lease_release(a);
+    cr_assert(exists(dir, "lease.json"));
+    svp_rmtree(dir);
+}
+
+/* The pipeline checks the lease before it writes a sample: after a gap past
+ * the threshold, a lease another job holds now stops it with nothing
+ * written. */
+Test(lease, pipeline_writes_nothing_after_losing_it)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_lease_t *a;
+    int               list[] = {0, 1};
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    cr_assert_eq(run_leased(dir, "", list, 1, a), SVP_OK);
+    cr_assert(exists(dir, "sample_000000.safetensors"));
+    write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
+    usleep(300000);
+    cr_assert_neq(run_leased(dir, "", list + 1, 1, a), SVP_OK);
+    cr_assert(!exists(dir, "sample_000001.safetensors"), "written into another job's directory");
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    svp_pipe_lease_release(a);
+    svp_rmtree(dir);
+}
+
+/* A lease file that is gone is lost too: only a job that took it over
+ * removes it, or a person told that its holder is gone. */
+Test(lease, removed_lease_is_lost)
+{
+    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700];
+    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_lease_t *a;
+
+    cr_assert_not_null(mkdtemp(dir));
+    unsetenv("SLURM_JOB_ID");
+    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                     sizeof(why), &a), SVP_OK, "%s", why);
+    snprintf(path, sizeof(path), "%s/lease.json", dir);
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    cr_assert(!exists(dir, "lease.json"), "a lost lease was written again");
+    cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
+    cr_assert_not_null(strstr(why, "lease.json was removed or cannot be read"), "%s", why);
+    cr_assert_eq(svp_stop_exit_code(), 2);
+    svp_pipe_lease_release(a);
     svp_rmtree(dir);
 }

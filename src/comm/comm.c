@@ -235,7 +235,7 @@ static void svp_comm_close_eps(struct svp_comm *comm)
     params.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
     /* A lost peer will never answer a flush, nor will a peer stopping on
      * the same signal as this rank: close without one. */
-    params.flags = ((svp_rt_lost_rank(comm->rt) != -1) || (svp_stop_signal() != 0))
+    params.flags = ((svp_rt_lost_rank(comm->rt) != -1) || svp_stop_pending())
                    ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     for (peer = 0; peer < comm->size; ++peer) {
         if (comm->eps[peer] == NULL) {
@@ -326,7 +326,7 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         status = SVP_ERR_UNSUPPORTED;
         goto err_free_comm;
     }
-    comm->eps         = calloc(comm->size, sizeof(*comm->eps));
+    comm->eps         = calloc(comm->size, sizeof(*comm->eps)); /* NOLINT(bugprone-sizeof-expression): handles */
     comm->path_logged = calloc(comm->size, 1);
     comm->heard       = calloc(comm->size, 1);
     if (comm->eps == NULL || comm->path_logged == NULL || comm->heard == NULL) {

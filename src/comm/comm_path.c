@@ -17,9 +17,7 @@ svp_status_t svp_comm_path_select(svp_comm_gpu_direct_t mode, int device_frames,
     if (!device_frames) {
         /* the CPU backend: nothing to choose, whatever the key says */
         path = SVP_COMM_PATH_HOST;
-    } else if (mode == SVP_COMM_GPU_DIRECT_OFF) {
-        path = SVP_COMM_PATH_STAGED;
-    } else if (ucx_cuda) {
+    } else if (ucx_cuda && mode != SVP_COMM_GPU_DIRECT_OFF) {
         path = SVP_COMM_PATH_DEVICE;
     } else if (mode == SVP_COMM_GPU_DIRECT_ON) {
         snprintf(err, err_len, "comm.gpu_direct is on but this UCX cannot move "
@@ -28,6 +26,7 @@ svp_status_t svp_comm_path_select(svp_comm_gpu_direct_t mode, int device_frames,
                  "gpu_direct: auto or off to stage through pinned host memory");
         return SVP_ERR_UNSUPPORTED;
     } else {
+        /* gpu_direct: off, or auto where UCX cannot move cuda memory */
         path = SVP_COMM_PATH_STAGED;
     }
     *path_p = path;

@@ -277,10 +277,10 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
          */
         params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
         params.cb.recv = svp_comm_recv_cb;
-        if ((svp_stop_signal() != 0) || svp_comm_peer_leaving(comm, peer) ||
+        if (svp_stop_pending() || svp_comm_peer_leaving(comm, peer) ||
             svp_rt_peer_gone(comm->rt, peer)) {
             svp_debug("%s: sample %u step %u from rank %d is not fetched",
-                      (svp_stop_signal() != 0) ? "stopping" : "its sender is leaving",
+                      svp_stop_pending() ? "stopping" : "its sender is leaving",
                       sample, step, peer);
             req->withheld = 1;
             request       = UCS_STATUS_PTR(UCS_INPROGRESS);
@@ -419,7 +419,7 @@ static void svp_comm_req_abandon(struct svp_comm_req *req)
          * (waiting here for each one also ate the stop's grace, 0.2 s a
          * slot).
          */
-        if (svp_stop_signal() != 0) {
+        if (svp_stop_pending()) {
             until = 0;
         }
         while (!req->done && (svp_clock_now() < until)) {
@@ -617,11 +617,16 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
         /* SIGTERM/SIGINT: unwind at once, the worker reports it.  Checked
          * before progress: a rendezvous message that arrives now is left to
          * the drain, which does not fetch it (svp_comm_drain). */
-        if (svp_stop_signal() != 0) {
-            svp_debug("wait abandoned on signal %d", svp_stop_signal());
+        if (svp_stop_pending()) {
+            svp_debug("wait abandoned on a stop (signal %d)", svp_stop_signal());
             return SVP_ERR_CANCELED;
         }
-        svp_comm_progress(comm);
+        /* a rank lost: no more progress either, which would go on with the
+         * transfers of the dead rank (UCX 1.13 aborts a rank whose cma
+         * transfer meets a process that no longer exists) */
+        if (svp_rt_lost_rank(comm->rt) == -1) {
+            svp_comm_progress(comm);
+        }
         /* a peer whose teardown began gets back what it sent here unmatched
          * at once: it may exit, which it must not do while its message can
          * still be fetched (svp_comm_peer_leaving) */
@@ -652,7 +657,8 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
                     first  = (first == SVP_OK) ? status : first;
                 }
             }
-            return first;
+            /* never SVP_OK here (pending > 0): success is a done request's */
+            return (first != SVP_OK) ? first : SVP_ERR_TIMED_OUT;
         }
 
         /* Poll a little longer before sleeping: saves the wake-up latency
@@ -721,7 +727,7 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
  */
 static int svp_comm_drain_gone(const struct svp_comm *comm, int peer)
 {
-    return (svp_stop_signal() == 0) && svp_rt_peer_gone(comm->rt, peer);
+    return !svp_stop_pending() && svp_rt_peer_gone(comm->rt, peer);
 }
 
 /* The ranks a drain talks to: those connected either way, still there. */

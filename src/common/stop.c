@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,13 +24,15 @@ static int                   svp_stop_reported;
 static int                   svp_stop_test;
 static svp_stop_params_t     svp_stop_params;
 static double                svp_stop_deadline_at;
+static int                   svp_stop_req_code;   /* a request's exit code */
+static char                  svp_stop_req_why[256];
 
 static void svp_stop_handler(int signo)
 {
     int  saved = errno;
     char c     = 1;
 
-    if (svp_stop_signo == 0) {
+    if (svp_stop_signo == 0 && __atomic_load_n(&svp_stop_req_code, __ATOMIC_ACQUIRE) == 0) {
         svp_stop_signo = signo;
         /* never drained: the pipe stays readable, like a level */
         if (write(svp_stop_pipe[1], &c, 1) < 0) {
@@ -59,7 +62,7 @@ static void *svp_stop_watchdog(void *arg)
     if (svp_stop_params.force != NULL) {
         svp_stop_params.force(signo, svp_stop_params.arg);
     }
-    _exit(128 + signo);
+    _exit(svp_stop_exit_code());
     return NULL;
 }
 
@@ -112,6 +115,37 @@ int svp_stop_signal(void)
     return svp_stop_signo;
 }
 
+void svp_stop_request(int exit_code, const char *why)
+{
+    static int claimed;
+    char       c = 1;
+
+    if (exit_code == 0 || svp_stop_signo != 0 ||
+        __atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL)) {
+        return;
+    }
+    snprintf(svp_stop_req_why, sizeof(svp_stop_req_why), "%s", why != NULL ? why : "");
+    __atomic_store_n(&svp_stop_req_code, exit_code, __ATOMIC_RELEASE);
+    if (svp_stop_pipe[1] >= 0 && write(svp_stop_pipe[1], &c, 1) < 0) {
+        /* the flag alone still stops the pipeline between steps */
+    }
+}
+
+int svp_stop_requested(void)
+{
+    return __atomic_load_n(&svp_stop_req_code, __ATOMIC_ACQUIRE);
+}
+
+const char *svp_stop_request_why(void)
+{
+    return svp_stop_requested() ? svp_stop_req_why : "";
+}
+
+int svp_stop_pending(void)
+{
+    return svp_stop_signo != 0 || svp_stop_requested() != 0;
+}
+
 int svp_stop_fd(void)
 {
     return svp_stop_pipe[0];
@@ -147,7 +181,7 @@ double svp_stop_deadline(void)
 
 int svp_stop_exit_code(void)
 {
-    return svp_stop_signo ? 128 + svp_stop_signo : 0;
+    return svp_stop_signo ? 128 + svp_stop_signo : svp_stop_requested();
 }
 
 void svp_stop_raise_for_test(int signo)

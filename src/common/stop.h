@@ -59,13 +59,34 @@ void svp_stop_progress(int done, int inflight);
  */
 void svp_stop_report(void);
 
-/* 128 + the signal number (the shell's convention), or 0 without a stop. */
+/* 128 + the signal number (the shell's convention), a request's exit code,
+ * or 0 without a stop. */
 int svp_stop_exit_code(void);
 
 /* When the watchdog ends the process (svp_clock_now() seconds): the stop
  * signal's arrival plus the grace.  0 before a stop.  Lets teardown work use
  * the grace without outliving it. */
 double svp_stop_deadline(void);
+
+/*
+ * A stop that is no signal: this process must end now, for why (copied,
+ * cut at 255 bytes), with exit_code (not 0).  The waits wake up as on a
+ * signal (svp_stop_fd becomes readable), the neighbour watch tells the
+ * other ranks that this rank is ending for why, and the watchdog ends the
+ * process with exit_code after the grace.  The first request wins; a
+ * request after a signal is ignored, and so is a signal after a request.
+ * Any thread; works before svp_stop_init (without a watchdog).
+ */
+void svp_stop_request(int exit_code, const char *why);
+
+/* The exit code of the request made, or 0.  Any thread. */
+int svp_stop_requested(void);
+
+/* Why the request was made ("" without one).  Any thread. */
+const char *svp_stop_request_why(void);
+
+/* 1 when this process is stopping: a signal or a request. */
+int svp_stop_pending(void);
 
 /* For tests: behaves as if signo had arrived (no watchdog exit). */
 void svp_stop_raise_for_test(int signo);

@@ -44,6 +44,7 @@ const char *const svp_spec_sections[] = {
 /* flags (the last field) are written only on the few keys that have any */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+/* clang-format off */
 const svp_spec_key_t svp_spec_keys[] = {
     {"name", SVP_SPEC_T_STRING, OFF(name), "", NOLIM, NULL,
      "job name (default: the spec file's base name)"},
@@ -213,6 +214,7 @@ const svp_spec_key_t svp_spec_keys[] = {
      OFF(cluster.container_workdir), "", NOLIM, NULL,
      "the container's working directory, where a relative output.dir lands"},
 };
+/* clang-format on */
 #pragma GCC diagnostic pop
 
 const int svp_spec_num_keys = (int)SVP_ARRAY_SIZE(svp_spec_keys);
@@ -527,6 +529,10 @@ svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
     }
     case SVP_SPEC_T_STR_MAP: {
         svp_spec_strmap_t *m = field;
+        if (map_key == NULL) { /* the callers give one for a map key: a list's is NULL */
+            snprintf(why, whylen, "a mapping entry without a name");
+            return SVP_ERR_SPEC;
+        }
         for (i = 0; i < m->count; ++i) {
             if (strcmp(m->keys[i], map_key) == 0) {
                 char *dup = svp_strdup(value);

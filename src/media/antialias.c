@@ -48,7 +48,8 @@ svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss,
         return SVP_ERR_INVALID_PARAM;
     }
     for (k = 0; k < gauss->size; ++k) {
-        float x = (float)(k - gauss->size / 2);
+        int   center = gauss->size / 2;
+        float x      = (float)(k - center);
 
         kernel[k] = expf(-(x * x) / denom);
         sum      += kernel[k];
@@ -137,6 +138,8 @@ svp_status_t svp_media_blur_y(const float *src, int planes, int height,
                                     width;
 
                 for (x = 0; x < width; ++x) {
+                    /* src (the x pass's output) is written in full */
+                    /* NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult) */
                     drow[x] += srow[x] * kernel[k];
                 }
             }

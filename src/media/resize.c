@@ -80,10 +80,10 @@ static svp_status_t svp_media_resize_axis_init(int in_size, int out_size,
     int     i, j, lo, hi;
 
     axis->taps    = taps;
-    axis->first   = malloc(sizeof(int) * out_size);
-    axis->count   = malloc(sizeof(int) * out_size);
+    axis->first   = calloc(out_size, sizeof(int));
+    axis->count   = calloc(out_size, sizeof(int));
     axis->weights = calloc((size_t)out_size * taps, sizeof(int32_t));
-    w             = malloc(sizeof(double) * taps);
+    w             = calloc(taps, sizeof(double));
     if (axis->first == NULL || axis->count == NULL || axis->weights == NULL ||
         w == NULL) {
         svp_error("no memory for %d resampling windows of %d taps", out_size,

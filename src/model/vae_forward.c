@@ -19,7 +19,7 @@
 #include <stdlib.h>
 
 /* torch's clamp of the posterior's logvar (DiagonalGaussianDistribution) */
-#define VAE_LOGVAR_MIN -30.0f
+#define VAE_LOGVAR_MIN (-30.0f)
 #define VAE_LOGVAR_MAX  20.0f
 
 static svp_status_t vae_buf(svp_vae_h v, int64_t count, float **buf_p)

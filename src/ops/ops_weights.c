@@ -186,7 +186,7 @@ svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
         }
     }
     ops->weight_bytes += count * esize;
-    *buf_p = (void *)(uintptr_t)host;
+    *buf_p = (void *)host; /* the op reads borrowed weights only */
     return SVP_OK;
 }
 
@@ -250,7 +250,9 @@ svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
         ops->round_count = count;
     }
     buf = ops->round_buf;
-    if (ops->product_dtype == SVP_DTYPE_BF16) {
+    /* the branches differ (bf16, f16): clang-tidy 14 takes two "omp
+     * parallel for" loops for clones */
+    if (ops->product_dtype == SVP_DTYPE_BF16) { /* NOLINT(bugprone-branch-clone) */
 #pragma omp parallel for schedule(static) if (count >= (1u << 16))
         for (i = 0; i < (int64_t)count; i++) {
             buf[i] = svp_math_bf16_to_f32(svp_math_f32_to_bf16(x[i]));

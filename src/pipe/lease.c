@@ -9,12 +9,14 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/stop.h"
 #include "common/util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +26,31 @@
 #include <unistd.h>
 
 struct svp_pipe_lease {
-    char    path[4096];
-    json_t *doc;
+    char            path[4096];
+    json_t         *doc;        /* the holder: this job's rank 0 */
+    int             own;        /* this process holds it (rank 0) */
+    double          beat_s;
+    pthread_mutex_t lock;       /* the beat's renewal beside the guard */
+    double          checked;    /* wall time it was last found this job's */
+    int             lost;       /* another job holds it now: never again ours */
+    int             told;       /* the loss was logged and the stop asked */
+    char            why[6144];  /* how it was lost */
 };
+
+/* The state of a handle made by take or view. */
+static void svp_pipe_lease_init(svp_pipe_lease_t *lease, double beat_s)
+{
+    pthread_mutex_init(&lease->lock, NULL);
+    lease->beat_s  = (beat_s > 0) ? beat_s : 30;
+    lease->checked = svp_clock_wall();
+}
+
+static void svp_pipe_lease_free(svp_pipe_lease_t *lease)
+{
+    pthread_mutex_destroy(&lease->lock);
+    json_decref(lease->doc);
+    free(lease);
+}
 
 static const char *svp_pipe_lease_env(const char *name)
 {
@@ -252,6 +276,8 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
     for (tries = 0; tries < 3; ++tries) {
         rc = svp_pipe_lease_create(lease->path, lease->doc);
         if (rc > 0) {
+            lease->own = 1;
+            svp_pipe_lease_init(lease, beat_s);
             *lease_p = lease;
             return SVP_OK;
         }
@@ -291,6 +317,8 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         json_decref(now);
         if (rc) {
             svp_warn("output.dir %s: took over the lease of %s: %s", dir, holder, gone);
+            lease->own = 1;
+            svp_pipe_lease_init(lease, beat_s);
             *lease_p = lease;
             return SVP_OK;
         }
@@ -304,20 +332,187 @@ err:
     return status;
 }
 
+/* Whether doc names the same holder as the lease's own record. */
+static int svp_pipe_lease_same(json_t *doc, json_t *mine)
+{
+    return json_is_object(doc) &&
+           json_integer_value(json_object_get(doc, "pid")) ==
+               json_integer_value(json_object_get(mine, "pid")) &&
+           strcmp(svp_pipe_lease_str(doc, "host"), svp_pipe_lease_str(mine, "host")) == 0 &&
+           json_number_value(json_object_get(doc, "started")) ==
+               json_number_value(json_object_get(mine, "started"));
+}
+
+/*
+ * Reads the lease file; when it is no longer this job's, marks the lease
+ * lost with why.  Called with the lock held.  Returns 1 while it is this
+ * job's.  A file that cannot be read for a moment (being replaced) is read
+ * again; a missing one is lost too: only a job that took it over removes it
+ * (when it ends), or a person who was told the holder is gone.
+ */
+static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
+{
+    json_t *now = NULL;
+    char    holder[768];
+    double  gap = svp_clock_wall() - lease->checked;
+    int     tries;
+
+    if (lease->lost) {
+        return 0;
+    }
+    for (tries = 0; tries < 5 && now == NULL; ++tries) {
+        now = json_load_file(lease->path, 0, NULL);
+        if (now == NULL && access(lease->path, F_OK) != 0 && errno == ENOENT) {
+            break;
+        }
+        if (now == NULL) {
+            usleep(20000);
+        }
+    }
+    if (svp_pipe_lease_same(now, lease->doc)) {
+        json_decref(now);
+        lease->checked = svp_clock_wall();
+        return 1;
+    }
+    lease->lost = 1;
+    if (now == NULL) {
+        snprintf(lease->why, sizeof(lease->why), "%s was removed or cannot be read "
+                 "(this job last found it its own %.*f s ago): another job may have "
+                 "taken the directory over and ended",
+                 lease->path, gap < 10 ? 1 : 0, gap);
+    } else {
+        svp_pipe_lease_holder(now, holder, sizeof(holder));
+        if (gap > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
+            snprintf(lease->why, sizeof(lease->why), "this job was suspended for "
+                     "%.*f s (or its clock jumped), past the takeover threshold of "
+                     "%d beats of %g s, and another job took the directory over: %s; "
+                     "%s is that job's now",
+                     gap < 10 ? 1 : 0, gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder, lease->path);
+        } else {
+            snprintf(lease->why, sizeof(lease->why), "another job took the directory "
+                     "over (this job last found the lease its own %.*f s ago): %s; %s "
+                     "is that job's now", gap < 10 ? 1 : 0, gap, holder, lease->path);
+        }
+    }
+    json_decref(now);
+    return 0;
+}
+
+/*
+ * The lease is lost: said once, and this process stops.  The holder (rank
+ * 0) says it at error level; another rank that finds it first (its guard
+ * before a publish) at warn level, since rank 0 will say it too: one error
+ * line per cause.
+ */
+static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
+{
+    if (lease->told) {
+        return;
+    }
+    lease->told = 1;
+    svp_log(lease->own ? SVP_LOG_LEVEL_ERROR : SVP_LOG_LEVEL_WARN,
+            "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
+            "there", lease->why, lease->own ? "job" : "rank");
+    svp_stop_request(SVP_EXIT_BAD_INPUT, SVP_PIPE_LEASE_LOST_CAUSE);
+}
+
 svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)
 {
-    svp_status_t status;
+    svp_status_t status = SVP_OK;
 
     if (lease == NULL) {
         return SVP_OK;
     }
-    json_object_set_new(lease->doc, "renewed", json_real(svp_clock_wall()));
-    status = svp_pipe_lease_write(lease->path, lease->doc);
-    if (status != SVP_OK) {
-        svp_warn("cannot renew the lease %s: another job may take the directory "
-                 "over after %d beats", lease->path, SVP_PIPE_LEASE_BEATS);
+    pthread_mutex_lock(&lease->lock);
+    if (!svp_pipe_lease_still_mine(lease)) {
+        status = SVP_ERR_SPEC;
+    } else if (lease->own) {
+        json_object_set_new(lease->doc, "renewed", json_real(svp_clock_wall()));
+        status = svp_pipe_lease_write(lease->path, lease->doc);
+        if (status != SVP_OK) {
+            svp_warn("cannot renew the lease %s: another job may take the directory "
+                     "over after %d beats", lease->path, SVP_PIPE_LEASE_BEATS);
+        } else {
+            lease->checked = svp_clock_wall();
+        }
     }
+    if (lease->lost) {
+        svp_pipe_lease_fence(lease);
+        status = SVP_ERR_SPEC;
+    }
+    pthread_mutex_unlock(&lease->lock);
     return status;
+}
+
+svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease)
+{
+    svp_status_t status = SVP_OK;
+
+    if (lease == NULL) {
+        return SVP_OK;
+    }
+    pthread_mutex_lock(&lease->lock);
+    if (lease->lost || svp_clock_wall() - lease->checked >
+                           SVP_PIPE_LEASE_BEATS * lease->beat_s) {
+        if (!svp_pipe_lease_still_mine(lease)) {
+            svp_pipe_lease_fence(lease);
+            status = SVP_ERR_SPEC;
+        }
+    }
+    pthread_mutex_unlock(&lease->lock);
+    return status;
+}
+
+int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
+{
+    int lost;
+
+    if (lease == NULL) {
+        return 0;
+    }
+    pthread_mutex_lock(&lease->lock);
+    lost = !svp_pipe_lease_still_mine(lease);
+    if (lost && len > 0) {
+        snprintf(why, len, "%s", lease->why);
+    }
+    if (lost && lease->own && !lease->told) {
+        /* the job ends for another rank's finding: the holder still says
+         * it, once (no stop to ask for: this one is under way) */
+        lease->told = 1;
+        svp_error("output.dir's lease is lost: %s; this job stops now and writes "
+                  "nothing more there", lease->why);
+    }
+    pthread_mutex_unlock(&lease->lock);
+    return lost;
+}
+
+char *svp_pipe_lease_identity(const svp_pipe_lease_t *lease)
+{
+    return (lease != NULL) ? json_dumps(lease->doc, JSON_COMPACT) : NULL;
+}
+
+svp_status_t svp_pipe_lease_view(const char *dir, const svp_pipe_shard_t *shard,
+                                 const char *identity, svp_pipe_lease_t **lease_p)
+{
+    svp_pipe_lease_t *lease;
+    char              name[64];
+    json_t           *doc = json_loads(identity, 0, NULL);
+
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        return SVP_ERR_MESSAGE;
+    }
+    lease = calloc(1, sizeof(*lease));
+    if (lease == NULL) {
+        json_decref(doc);
+        return SVP_ERR_NO_MEMORY;
+    }
+    svp_pipe_shard_file(shard, "lease", ".json", name, sizeof(name));
+    snprintf(lease->path, sizeof(lease->path), "%s/%s", dir, name);
+    lease->doc = doc;
+    svp_pipe_lease_init(lease, json_number_value(json_object_get(doc, "beat_s")));
+    *lease_p = lease;
+    return SVP_OK;
 }
 
 void svp_pipe_lease_release(svp_pipe_lease_t *lease)
@@ -329,15 +524,12 @@ void svp_pipe_lease_release(svp_pipe_lease_t *lease)
     }
     /* only our own: a job that took it over after we were thought gone
      * keeps it */
-    now = json_load_file(lease->path, 0, NULL);
-    if (now != NULL &&
-        json_integer_value(json_object_get(now, "pid")) == (json_int_t)getpid() &&
-        strcmp(svp_pipe_lease_str(now, "host"), svp_log_hostname()) == 0) {
+    now = lease->own ? json_load_file(lease->path, 0, NULL) : NULL;
+    if (now != NULL && svp_pipe_lease_same(now, lease->doc)) {
         if (unlink(lease->path) != 0) {
             svp_warn("cannot remove the lease %s: %m", lease->path);
         }
     }
     json_decref(now);
-    json_decref(lease->doc);
-    free(lease);
+    svp_pipe_lease_free(lease);
 }

@@ -33,6 +33,17 @@
  * spec_key) refuses this job too.  The lease lives
  * inside the directory, so a symlink or another spelling of it finds the
  * same file.
+ *
+ * Fencing: a holder that was suspended (SIGSTOP, Slurm's PreemptMode=SUSPEND,
+ * a node stalled on its file system) for longer than the takeover threshold
+ * may find on resuming that another job took the directory over.  So the
+ * holder is not trusted to be the holder: each renewal reads the lease
+ * first, and a rank that last found the lease its own longer ago than the
+ * threshold reads it again before it publishes anything (a sample, run.json,
+ * task.json).  A lease that is another job's now stops this job at once:
+ * nothing more is written, the error names the new holder and the gap, the
+ * other ranks learn it through the stop notice (rt/watch.h), and the job
+ * exits 2.  The lease is left to its new holder.
  */
 #ifndef SVP_PIPE_LEASE_H
 #define SVP_PIPE_LEASE_H
@@ -44,6 +55,10 @@
 
 /* Beats without renewal after which another host's lease is stale. */
 #define SVP_PIPE_LEASE_BEATS 4
+
+/* The cause a job that lost its lease stops for (svp_stop_request), which
+ * the other ranks hear in the stop notice and end for. */
+#define SVP_PIPE_LEASE_LOST_CAUSE "the job lost output.dir's lease to another job"
 
 typedef struct svp_pipe_lease svp_pipe_lease_t;
 
@@ -58,8 +73,43 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
                                  const char *spec_key, double beat_s, char *why,
                                  size_t len, svp_pipe_lease_t **lease_p);
 
-/* Writes the renewal time (atomically); logs a failure. */
+/*
+ * Reads the lease first: while it is still this job's, writes the renewal
+ * time (atomically; a failure is logged).  When another job holds it now
+ * (it took the directory over while this job was suspended: see "Fencing"
+ * above), or the file is gone, writes nothing, logs the error once and asks
+ * this process to stop (svp_stop_request, exit 2); SVP_ERR_SPEC then, and
+ * on every later call.  On a view (svp_pipe_lease_view) only the reading.
+ * NULL is allowed.
+ */
 svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease);
+
+/*
+ * Before anything is published in the directory: SVP_OK while the lease
+ * is this job's.  When it was last found this job's longer ago than
+ * SVP_PIPE_LEASE_BEATS beats (a suspended process, a clock that jumped),
+ * reads it again first.  A lost lease is handled as by renew.  Any thread;
+ * NULL is allowed.
+ */
+svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease);
+
+/* 1 when the lease (read now) is no longer this job's (another job's, or
+ * gone); why (may be NULL with len 0) says how.  The holder logs it, once,
+ * if renew or guard did not.  NULL is allowed (0). */
+int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len);
+
+/* Who holds it (the record's JSON text, malloc'ed), for the other ranks'
+ * svp_pipe_lease_view.  NULL on NULL or out of memory. */
+char *svp_pipe_lease_identity(const svp_pipe_lease_t *lease);
+
+/*
+ * The lease of shard in dir as held by identity (svp_pipe_lease_identity
+ * of its holder, rank 0), for a rank that does not hold it but publishes
+ * there: guard and lost check it; release only frees it.
+ * SVP_ERR_MESSAGE when identity is no lease record.
+ */
+svp_status_t svp_pipe_lease_view(const char *dir, const svp_pipe_shard_t *shard,
+                                 const char *identity, svp_pipe_lease_t **lease_p);
 
 /* Removes the lease if it is still this process's, and frees it.  NULL is
  * allowed. */

@@ -394,7 +394,6 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
     uint64_t                  big_seed = 0;
     int                       big;
     size_t                    cap = 0, room = 64;
-    ssize_t                   got;
     json_error_t              jerr;
     json_t                   *obj;
     FILE                     *f;
@@ -420,7 +419,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
         return SVP_ERR_NO_MEMORY;
     }
     list->count = 0;
-    while ((got = getline(&line, &cap, f)) >= 0) {
+    while (getline(&line, &cap, f) >= 0) {
         ++lineno;
         for (s = line; *s == ' ' || *s == '\t'; ++s) {
         }

@@ -10,6 +10,7 @@
 #include "config.h"
 #endif
 #include "pipe/pipe.h"
+#include "pipe/lease.h"
 #include "pipe/deadline.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
@@ -98,7 +99,7 @@ static void svp_pipe_step_done(svp_pipe_t *p, svp_sample_t *s, int step, double 
  * teardown began gets its unmatched messages back (comm.h). */
 static svp_status_t svp_pipe_step_check(svp_pipe_t *p, const svp_sample_t *s, int step)
 {
-    if (svp_stop_signal() != 0) {
+    if (svp_stop_pending()) {
         return SVP_ERR_CANCELED;
     }
     if (step == p->range.begin && s->next_step != p->range.begin) {
@@ -611,6 +612,13 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
     svp_status_t status;
     double       t0 = svp_clock_now();
 
+    /* after a gap (a suspended job), output.dir may be another job's now:
+     * nothing of this one replaces its files (lease.h, Fencing) */
+    status = svp_pipe_lease_guard(p->params->lease);
+    if (status != SVP_OK) {
+        svp_debug("sample %d: not written: output.dir's lease is lost", s->index);
+        return status;
+    }
     status = svp_pipe_finish_call(p, s, 0, svp_pipe_slot_data(p, a->slot2),
                                   svp_pipe_slot_bytes(p, a->slot2));
     if (status != SVP_OK) {

@@ -251,7 +251,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
     }
     I = from->nimages;
     S = (spec->video.seeds.count > 0) ? spec->video.seeds.count : 1;
-    if (spec->video.seeds.count == 0 && spec->samples > I) {
+    if (spec->video.seeds.count == 0 && I > 0 && spec->samples > I) {
         /* the single seed as rounds: seed, seed + 1, ... (how a spec with
          * one seed and more samples than images always read) */
         S = (spec->samples + I - 1) / I;

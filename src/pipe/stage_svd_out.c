@@ -36,7 +36,8 @@ static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
                                                int chunk, const float *latents,
                                                float *frames)
 {
-    int64_t      in = nframes * 4 * st->h * st->w, out = nframes * 3 * st->H * st->W;
+    int64_t      in  = (int64_t)nframes * 4 * st->h * st->w;
+    int64_t      out = (int64_t)nframes * 3 * st->H * st->W;
     float       *d_latents = NULL, *d_frames = NULL;
     svp_status_t status;
 

@@ -160,12 +160,21 @@ void svp_rt_set_leave_ending(svp_rt_h rt, const char *cause);
 
 /*
  * 1 when this rank's job ends because another rank was stopped by a signal
- * (alone: when this rank got no signal of its own), and then writes the
- * cause ("rank 2 was stopped by SIGTERM") into buf (may be NULL).  Known
+ * (alone: when this rank got no signal of its own) or was lost, and then
+ * writes the cause ("rank 2 was stopped by SIGTERM", "rank 4 on n3 was
+ * lost") into buf (may be NULL).  Known
  * before the loss it explains is recorded (svp_rt_lost_rank), so a wait
  * that fails on that loss can tell a stop from a failure.  Any thread.
  */
 int svp_rt_stop_cause(svp_rt_h rt, char *buf, size_t len);
+
+/*
+ * 1 when the cause svp_rt_stop_cause gives is a rank lost ("rank 4 on n3
+ * was lost": killed, crashed, silent or failed), heard first-hand or in a
+ * notice, rather than a rank stopped by a signal: the job failed.  Any
+ * thread.
+ */
+int svp_rt_cause_is_loss(svp_rt_h rt);
 
 /*
  * 1 when rank is known to be leaving or gone: a stop notice, a goodbye or

@@ -117,10 +117,10 @@ void svp_rt_event_handler(size_t evhdlr_registration_id,
             proc != NULL ? (int)proc->rank : -1);
 
     if ((rt != NULL) && svp_rt_event_is_loss(status)) {
-        if (status == PMIX_ERR_LOST_CONNECTION) {
-            lost = SVP_RT_LOST_UNKNOWN;
-        } else if ((proc != NULL) && PMIX_CHECK_NSPACE(proc->nspace, rt->proc.nspace) &&
-                   (proc->rank < (pmix_rank_t)rt->size)) {
+        /* a lost connection (to the server) names no rank */
+        if ((status != PMIX_ERR_LOST_CONNECTION) && (proc != NULL) &&
+            PMIX_CHECK_NSPACE(proc->nspace, rt->proc.nspace) &&
+            (proc->rank < (pmix_rank_t)rt->size)) {
             lost = (int)proc->rank;
         } else {
             lost = SVP_RT_LOST_UNKNOWN;
@@ -168,11 +168,57 @@ static void svp_rt_end_for_cause(struct svp_rt *rt, int rank)
     svp_rt_watch_tell_self(rt->watch, SVP_RT_WATCH_BYE_ENDING, rt->stop_cause);
 }
 
+/* The cause of an ending rank is a loss (svp_rt_end_for_loss's words). */
+static int svp_rt_is_loss_cause(svp_rt_watch_bye_t reason, const char *why)
+{
+    size_t n = strlen(why);
+
+    return (reason == SVP_RT_WATCH_BYE_ENDING) && (n > 9) &&
+           (strcmp(why + n - 9, " was lost") == 0);
+}
+
+/*
+ * The first departure this rank hears of is a rank lost (killed, crashed,
+ * silent, or failed: its goodbye says so): the cause this rank ends for.
+ * Said once per job at error level: by the rank after it in the ring, one
+ * of the two that see its end-of-file or silence (which of the two hears
+ * it first, from its own connection or from the other's notice, is a race;
+ * how it was seen and by whom is in why), and for a failed rank by that
+ * rank itself (its own error line); every other rank says at warn level
+ * that it ends for that cause.
+ * Then, as for a stop, the ring hears at once that this rank is ending for
+ * it ("rank 4 on n3 was lost"), before its teardown: no rank takes its exit
+ * for a second loss, connects to it or waits for it.
+ */
+static void svp_rt_end_for_loss(struct svp_rt *rt, int rank, svp_rt_watch_bye_t reason,
+                                const char *why)
+{
+    int  s = rt->group_size;
+    char node[128], pipeline[64] = "";
+
+    svp_rt_node_of(rt, rank, node, sizeof(node));
+    if (s > 0 && s < rt->size) {
+        snprintf(pipeline, sizeof(pipeline), " of pipeline %d (ranks %d-%d)", rank / s,
+                 rank / s * s, rank / s * s + s - 1);
+    }
+    if (!atomic_exchange(&rt->have_cause, 1)) {
+        snprintf(rt->stop_cause, sizeof(rt->stop_cause), "rank %d on %s was lost",
+                 rank, node);
+        atomic_store(&rt->cause_is_loss, 1);
+    }
+    if ((reason != SVP_RT_WATCH_BYE_ERROR) && ((rank + 1) % rt->size == rt->rank)) {
+        svp_error("rank %d%s is gone: %s; it ran on %s; the job ends", rank, pipeline, why,
+                  node);
+    } else {
+        svp_warn("ending: rank %d%s is gone: %s; it ran on %s", rank, pipeline, why, node);
+    }
+    svp_rt_end_for_cause(rt, rank);
+}
+
 void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
-                              const char *why)
+                       const char *why)
 {
     struct svp_rt *rt = arg;
-    int            s  = rt->group_size;
     double         until;
 
     if ((reason == SVP_RT_WATCH_BYE_SIGNAL) || (reason == SVP_RT_WATCH_BYE_ENDING)) {
@@ -189,12 +235,14 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
          * watch has marked the rank gone: nothing connects to it, sends to
          * it or receives from it (svp_rt_peer_gone).
          */
-        until = svp_clock_now() + SVP_RT_STOP_SPREAD;
-        while ((svp_stop_signal() == 0) && (svp_clock_now() < until) &&
+        /* (a rank ending for a loss: no signal to wait for) */
+        until = svp_clock_now() +
+                (svp_rt_is_loss_cause(reason, why) ? 0 : SVP_RT_STOP_SPREAD);
+        while (!svp_stop_pending() && (svp_clock_now() < until) &&
                !atomic_load(&rt->have_cause) && (svp_rt_lost_rank(rt) == -1)) {
             usleep(10000);
         }
-        if (svp_stop_signal() != 0) {
+        if (svp_stop_pending()) {
             svp_debug("rank %d was %s too", rank, why);
             return;
         }
@@ -205,6 +253,9 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
             return;
         } else if (reason == SVP_RT_WATCH_BYE_ENDING &&
                    svp_rt_note_cause(rt, "%s", why)) {
+            if (svp_rt_is_loss_cause(reason, why)) {
+                atomic_store(&rt->cause_is_loss, 1);
+            }
             svp_warn("rank %d is ending: %s", rank, why);
             svp_rt_end_for_cause(rt, rank);
             return;
@@ -214,13 +265,11 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
                       why);
         }
     } else if (atomic_load(&rt->have_cause)) {
-        /* after a stop, other departures are its consequences */
+        /* after a stop or a loss, other departures are its consequences */
         svp_debug("rank %d is gone: %s", rank, why);
-    } else if (s > 0 && s < rt->size) {
-        svp_error("rank %d of pipeline %d (ranks %d-%d) is gone: %s; the job "
-                  "ends", rank, rank / s, rank / s * s, rank / s * s + s - 1, why);
     } else {
-        svp_error("rank %d is gone: %s", rank, why);
+        svp_rt_end_for_loss(rt, rank, reason, why);
+        return;
     }
     svp_rt_record_loss(arg, rank);
 }
@@ -264,6 +313,11 @@ void svp_rt_set_leave_ending(svp_rt_h rt, const char *cause)
                  cause != NULL ? cause : "");
         atomic_store(&rt->leave_reason, (int)SVP_RT_LEAVE_ENDING);
     }
+}
+
+int svp_rt_cause_is_loss(svp_rt_h rt)
+{
+    return (rt != NULL) && atomic_load(&rt->have_cause) && atomic_load(&rt->cause_is_loss);
 }
 
 int svp_rt_stop_cause(svp_rt_h rt, char *buf, size_t len)

@@ -48,6 +48,7 @@ struct svp_rt {
      * explains is recorded, when the first loss is another rank's stop */
     char         stop_cause[SVP_RT_WATCH_BYE_TEXT_MAX + 1];
     atomic_int   have_cause;
+    atomic_int   cause_is_loss;     /* the cause is a rank lost, not stopped */
     int          get_fd;            /* eventfd written by PMIx_Get_nb answers */
     struct svp_rt_get *orphans;     /* gets PMIx still owes an answer */
     svp_rt_watch_t *watch;          /* NULL when plain or alone */
@@ -131,5 +132,8 @@ void svp_rt_event_handler(size_t evhdlr_registration_id, pmix_status_t status,
                           pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
 void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
                        const char *why);
+
+/* rt_start.c: the node of rank, from PMIx's job map ("?" when unknown) */
+void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len);
 
 #endif

@@ -44,7 +44,7 @@
  * of the whole job (Slurm and mpirun both register PMIX_NODE_MAP and
  * PMIX_PROC_MAP), so neither call asks another node.  "?" when unknown.
  */
-static void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len)
+void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len)
 {
     char       *nodes = NULL, *save = NULL, *node;
     pmix_proc_t *procs;

@@ -682,11 +682,17 @@ void svp_rt_watch_tell_self(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
               svp_rt_watch_bye_string(reason));
 }
 
-/* This rank got a stop signal: both neighbours hear it now, before the
- * teardown (which may take most of a second) begins. */
+/* This rank got a stop signal, or ends on a stop request (stop.h): both
+ * neighbours hear it now, before the teardown (which may take most of a
+ * second) begins; a request's cause is passed on as the cause others end
+ * for. */
 static void svp_rt_watch_tell_stop(svp_rt_watch_t *watch)
 {
-    svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_SIGNAL, NULL);
+    if (svp_stop_signal() != 0) {
+        svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_SIGNAL, NULL);
+    } else {
+        svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_ENDING, svp_stop_request_why());
+    }
 }
 
 static void *svp_rt_watch_thread(void *ctx)
@@ -705,7 +711,7 @@ static void *svp_rt_watch_thread(void *ctx)
     }
     for (;;) {
         now = svp_clock_now();
-        if (!watch->told_stop && (svp_stop_signal() != 0)) {
+        if (!watch->told_stop && svp_stop_pending()) {
             svp_rt_watch_tell_stop(watch);
         }
         if (now >= next_beat) {

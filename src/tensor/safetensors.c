@@ -212,14 +212,14 @@ static svp_status_t svp_safetensors_check_overlap(svp_safetensors_h st)
     if (st->count < 2) {
         return SVP_OK;
     }
-    order = malloc((size_t)st->count * sizeof(*order));
+    order = malloc((size_t)st->count * sizeof(*order)); /* NOLINT(bugprone-sizeof-expression): pointers */
     if (order == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     for (i = 0; i < st->count; ++i) {
         order[i] = &st->entries[i];
     }
-    qsort(order, (size_t)st->count, sizeof(*order), svp_safetensors_begin_cmp);
+    qsort(order, (size_t)st->count, sizeof(*order), svp_safetensors_begin_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
     for (i = 1; i < st->count; ++i) {
         if (order[i]->begin < order[i - 1]->end) {
             svp_error("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] "
@@ -642,7 +642,7 @@ static json_t *svp_safetensors_writer_header(svp_safetensors_writer_h writer,
         desc = json_pack("{s:s, s:o, s:[I,I]}", "dtype",
                          svp_dtype_name(t->dtype), "shape", shape,
                          "data_offsets", (json_int_t)offset,
-                         (json_int_t)(offset + nbytes));
+                         (json_int_t)offset + (json_int_t)nbytes);
         if (desc == NULL ||
             json_object_set_new(root, writer->entries[i].name, desc) != 0) {
             json_decref(root);

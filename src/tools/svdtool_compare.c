@@ -103,7 +103,7 @@ int svdtool_compare_main(int argc, char **argv)
     }
     for (i = 0; i < n; ++i) {
         d = fmax(d, fabs((double)((float *)a->data)[i] - ((float *)r->data)[i]));
-        m = fmax(m, fabs(((float *)r->data)[i]));
+        m = fmax(m, fabs((double)((float *)r->data)[i]));
     }
     rel = (m > 0) ? d / m : d;
     printf("max_abs_diff %.6g max_abs_ref %.6g rel %.6g%s\n", d, m, rel,

@@ -94,7 +94,7 @@ int svdtool_report_main(int argc, char **argv)
         }
     }
     for (i = 1; i < argc && status == SVP_OK; ++i) {
-        if (argv[i][0] == '-') {
+        if (argv[i][0] == '-') { /* NOLINT(clang-analyzer-core.NullDereference): i < argc */
             ++i;   /* an option and its value */
             continue;
         }

@@ -44,9 +44,14 @@ static void svg_sample_fill(int sample, char *buf, size_t len)
 static void svg_axis(FILE *out, double x0, double pw, double span, double y, double h)
 {
     double step = svg_tick(span), t;
+    int    k;
 
-    for (t = 0; t <= span * 1.0001; t += step) {
-        double x = x0 + t / span * pw;
+    /* the k-th tick at k * step: a running sum of steps would drift */
+    for (k = 0; k * step <= span * 1.0001; ++k) {
+        double x;
+
+        t = k * step;
+        x = x0 + t / span * pw;
         fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#ddd\"/>\n", x, y, x, y + h);
         fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" "
@@ -159,11 +164,11 @@ void svdtool_report_svg_timeline(const svdtool_report_t *r, FILE *out, int xmlns
             if (ev->kind == SVDTOOL_REPORT_STEP && wd >= 14 && ev->sample >= 0) {
                 fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
                         "text-anchor=\"middle\" fill=\"#fff\">%d</text>\n", x0 + wd / 2,
-                        y + SVG_LANE / 2 + 4, ev->sample);
+                        y + SVG_LANE / 2.0 + 4, ev->sample);
             } else if (ev->kind != SVDTOOL_REPORT_STEP && wd >= 10) {
                 fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" "
                         "text-anchor=\"middle\" fill=\"#fff\">%s</text>\n", x0 + wd / 2,
-                        y + SVG_LANE / 2 + 3, ev->kind == SVDTOOL_REPORT_ENCODE ? "E" : "D");
+                        y + SVG_LANE / 2.0 + 3, ev->kind == SVDTOOL_REPORT_ENCODE ? "E" : "D");
             }
             i = j;
         }

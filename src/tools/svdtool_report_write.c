@@ -713,7 +713,7 @@ static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
     for (q = 0; q < r->world; ++q) {
         nw += r->ranks[q].nev;
     }
-    waits = calloc(nw + 1, sizeof(*waits));
+    waits = calloc(nw + 1, sizeof(*waits)); /* NOLINT(bugprone-sizeof-expression): pointers */
     if (waits == NULL) {
         return;
     }
@@ -726,7 +726,7 @@ static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
             }
         }
     }
-    qsort(waits, nw, sizeof(*waits), rwait_cmp);
+    qsort(waits, nw, sizeof(*waits), rwait_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
     rdoc_h(d, 3, "Slowest waits");
     rdoc_row(d, "rank|waiting for|sample|at s|ms");
     for (i = 0; i < nw && i < 10; ++i) {

@@ -80,6 +80,13 @@ static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *s
     }
 }
 
+/* Seconds a rank ending for a lost rank waits before it has the launcher
+ * tear the job down: the notices cross the ring in milliseconds, and a
+ * rank killed by the launcher before it logged why it ends leaves a hole in
+ * the story (seen with no wait).  Short, since a rank that learns of the
+ * loss late may meanwhile touch the dead rank's memory (cma, UCX 1.13). */
+#define SVP_WORKER_LOSS_ABORT_DELAY 0.1
+
 /*
  * A failed rank tells the launcher at once (PMIx_Abort), so the other ranks
  * are torn down now rather than finding out at their deadlines.  Once only.
@@ -90,11 +97,20 @@ static void svp_worker_fail(svp_rt_h rt, int world, int rank, svp_status_t statu
     char       msg[256];
 
     /* a rank that ends because another was stopped aborts nothing: every
-     * rank has heard of that stop (rt.h, svp_rt_stop_cause) and ends */
-    if (aborted || world == 1 || status == SVP_ERR_PEER_STOPPED) {
+     * rank has heard of that stop (rt.h, svp_rt_stop_cause) and ends.  A
+     * lost rank may still live (stopped, hung: silent, not closed), and only
+     * the launcher ends it: the job is torn down as for any failure, the
+     * ring having heard the cause first */
+    if (aborted || world == 1 ||
+        (status == SVP_ERR_PEER_STOPPED && !svp_rt_cause_is_loss(rt))) {
         return;
     }
     aborted = 1;
+    if (status == SVP_ERR_PEER_STOPPED) {
+        /* every rank heard of the loss within milliseconds and says once
+         * why it ends; the launcher's kill comes after that, not before */
+        svp_clock_sleep(SVP_WORKER_LOSS_ABORT_DELAY);
+    }
     snprintf(msg, sizeof(msg), "svdworker rank %d failed: %s", rank,
              svp_status_string(status));
     svp_rt_abort(rt, svp_status_exit_code(status), msg);
@@ -444,9 +460,9 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
 static svp_status_t svp_worker_take_lease(svp_worker_t *w)
 {
     const svp_spec_t *spec = w->spec;
-    char              why[2048], key[24], *shared = NULL;
-    unsigned char     verdict = 0, *got = NULL;
-    size_t            len;
+    char              why[2048], key[24], *shared = NULL, *who = NULL;
+    unsigned char     verdict = 0, *got = NULL, *msg;
+    size_t            len, n;
     svp_status_t      status = SVP_OK;
 
     if (w->rank == 0) {
@@ -467,7 +483,22 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
     }
     if (w->world > 1) {
         if (w->rank == 0) {
-            status = svp_rt_put(w->rt, SVP_WORKER_LEASE_KEY, &verdict, 1);
+            /* the verdict, then who holds the lease: every rank that
+             * publishes checks it is still this job's (lease.h, Fencing) */
+            who = svp_pipe_lease_identity(w->lease);
+            n   = (who != NULL) ? strlen(who) + 1 : 0;
+            msg = malloc(1 + n);
+            if (msg == NULL) {
+                free(who);
+                return SVP_ERR_NO_MEMORY;
+            }
+            msg[0] = verdict;
+            if (n > 0) {
+                memcpy(msg + 1, who, n);
+            }
+            status = svp_rt_put(w->rt, SVP_WORKER_LEASE_KEY, msg, 1 + n);
+            free(msg);
+            free(who);
         }
         if (status == SVP_OK || w->rank == 0) {
             svp_status_t st = svp_rt_fence(w->rt);
@@ -476,12 +507,22 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
         if (w->rank != 0 && status == SVP_OK) {
             status = svp_rt_get(w->rt, 0, SVP_WORKER_LEASE_KEY, (void **)&got, &len);
             if (status == SVP_OK) {
-                verdict = (len == 1) ? got[0] : 1;
+                verdict = (len >= 1) ? got[0] : 1;
+                status  = verdict ? SVP_ERR_SPEC : SVP_OK;
+                if (!verdict && (len < 2 || got[len - 1] != '\0' ||
+                                 svp_pipe_lease_view(spec->output.dir, &w->shard,
+                                                     (const char *)got + 1,
+                                                     &w->lease) != SVP_OK)) {
+                    svp_error("rank %d on %s: rank 0's record of output.dir's lease "
+                              "(key %s) is malformed", w->rank, svp_log_hostname(),
+                              SVP_WORKER_LEASE_KEY);
+                    status = SVP_ERR_MESSAGE;
+                }
                 free(got);
-                status = verdict ? SVP_ERR_SPEC : SVP_OK;
             }
         }
     }
+    w->pp.lease = w->lease;
     if (verdict) {
         /* the same verdict on every rank: none takes another's exit for a
          * loss */
@@ -716,6 +757,11 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         /* every rank got the signal: none tears the job down for the others */
         svp_rt_set_leave_signal(w->rt, svp_stop_signal());
         svp_worker_stop(svp_stop_signal(), w->spec);
+    } else if (svp_stop_requested() != 0) {
+        /* output.dir is another job's now (lease.h, Fencing): the others
+         * heard it in this rank's notice; its own temporaries go */
+        status = SVP_ERR_SPEC;
+        svp_worker_stop(0, w->spec);
     } else if (status != SVP_OK) {
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(w->rt, w->world, w->rank, status);
@@ -755,7 +801,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
                           (status == SVP_OK) ? "done" :
                           (svp_stop_signal() != 0 ||
-                           status == SVP_ERR_PEER_STOPPED) ? "stopped" : "failed");
+                           (status == SVP_ERR_PEER_STOPPED &&
+                            !svp_rt_cause_is_loss(w->rt))) ? "stopped" : "failed");
     return status;
 }
 
@@ -783,15 +830,28 @@ static int svp_worker_writes(const svp_worker_t *w)
 static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
 {
     char cause[256];
+    int  lost = 0;
 
     svp_worker_beat_stop(w->beat);
     svp_trace_destroy(w->pp.trace);
     svp_comm_destroy(w->pp.comm);
     svp_pipe_resume_cleanup(&w->resume);
+    /* a rank that ends because the job lost output.dir (its own check, or
+     * the notice of the rank that found it) ends as that rank does: exit 2;
+     * the holder says it once, also when another rank found it first */
+    if (status != SVP_OK && svp_stop_signal() == 0) {
+        lost = (svp_stop_requested() != 0) ||
+               (svp_rt_stop_cause(w->rt, cause, sizeof(cause)) &&
+                strcmp(cause, SVP_PIPE_LEASE_LOST_CAUSE) == 0);
+        if (w->rank == 0 && svp_pipe_lease_lost(w->lease, NULL, 0)) {
+            lost = 1;
+        }
+    }
     /* after the last fence (or the stop): no rank of this task writes now */
     svp_pipe_lease_release(w->lease);
     w->lease      = NULL;
     w->info.lease = NULL;
+    w->pp.lease   = NULL;
     if (w->have_stage) {
         w->pp.stage.ops->destroy(w->pp.stage.self);
         if (status == SVP_OK && svp_worker_writes(w)) {
@@ -803,6 +863,9 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
             /* a stop that unwound through an error is still the signal's
              * doing: the neighbours say "stopped by SIGTERM", not "failed" */
             svp_rt_set_leave_signal(w->rt, svp_stop_signal());
+        } else if (svp_stop_requested() != 0) {
+            /* the cause the ring already heard (watch.h): the same again */
+            svp_rt_set_leave_ending(w->rt, svp_stop_request_why());
         } else if (status != SVP_OK && svp_rt_stop_cause(w->rt, cause, sizeof(cause))) {
             /* another rank's stop ends this one: said once, and in the
              * goodbye, so that no neighbour takes it for a failure */
@@ -826,6 +889,9 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
     svp_spec_destroy(w->spec);
     if (svp_stop_signal() != 0) {
         return svp_stop_exit_code();
+    }
+    if (lost) {
+        return SVP_EXIT_BAD_INPUT;
     }
     return svp_status_exit_code(status);
 }

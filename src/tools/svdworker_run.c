@@ -101,6 +101,11 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     if (svp_rt_rank(rt) != 0) {
         return SVP_OK;
     }
+    /* output.dir may be another job's after a gap (pipe/lease.h) */
+    status = svp_pipe_lease_guard(info->lease);
+    if (status != SVP_OK) {
+        return status;
+    }
     /* rank 0's: each rank has its own (its CPU mask, its environment) */
     nthreads = svp_threads_default(&from);
     snprintf(threads, sizeof(threads), "%d on rank 0 (from %s)", nthreads, from);
@@ -224,7 +229,9 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     json_t      *doc;
     svp_status_t status;
 
-    if (svp_rt_rank(rt) != 0 || info->keep_records) {
+    if (svp_rt_rank(rt) != 0 || info->keep_records ||
+        svp_pipe_lease_guard(info->lease) != SVP_OK) {
+        /* (a lost lease: the task file is the new holder's) */
         return;
     }
     doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
@@ -294,10 +301,12 @@ static void *svp_worker_beat_main(void *arg)
         due.tv_nsec = (long)((t - (double)due.tv_sec) * 1e9);
         while (!b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &due) == 0) {
         }
-        if (!b->stop) {
-            /* stop waits for this write: the last word is never a beat */
+        if (!b->stop &&
+            svp_pipe_lease_renew(b->info->lease) != SVP_ERR_SPEC) {
+            /* stop waits for this write: the last word is never a beat.
+             * The lease first: a job that was suspended past the takeover
+             * finds it another's, and stops without writing (lease.h) */
             svp_worker_task_write(b->spec, b->rt, b->info, b->started, 0, "running");
-            svp_pipe_lease_renew(b->info->lease);
         }
     }
     pthread_mutex_unlock(&b->lock);

@@ -64,7 +64,9 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
                 float       *ys    = y + off;
                 float        scale = rstd * gamma[c];
                 float        shift = beta[c] - (float)mean * scale;
-                if (p->silu) {
+                /* the branches differ (svp_silu): clang-tidy 14 takes two
+                 * "omp simd" loops for clones */
+                if (p->silu) { /* NOLINT(bugprone-branch-clone) */
 #pragma omp simd
                     for (s = 0; s < p->spatial; s++) {
                         ys[s] = svp_silu(xs[s] * scale + shift);
