@@ -35,6 +35,7 @@ svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_
 {
     svp_pipe_wds_stage_h h = calloc(1, sizeof(*h));
     char                *parent;
+    struct stat          sb;
     svp_status_t         status;
 
     if (h == NULL || (h->path = svp_strdup(path)) == NULL) {
@@ -49,7 +50,9 @@ svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_
     if (strrchr(parent, '/') != NULL) {
         *strrchr(parent, '/') = '\0';
     }
-    status = svp_mkdir_p(parent, 0755);
+    /* the staging folder is there but for the first sample of a run */
+    status = (stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode)) ? SVP_OK :
+                                                                svp_mkdir_p(parent, 0755);
     free(parent);
     if (status != SVP_OK) {
         svp_pipe_wds_stage_abort(h);
