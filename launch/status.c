@@ -12,7 +12,8 @@
  *   shard-...index.json                 a WebDataset shard's samples, made
  *                                       (pipe/wds.h: read from the index,
  *                                       one file per shard)
- *   staging/<name>/sample.json          an svd sample made, not yet packed
+ *   staging/<name>.tar                  a sample made, not yet packed
+ *                                       (pipe/wds.h: renamed there whole)
  *
  * A sample is done when its output is there (outputs are renamed into place
  * whole).  Its index comes from the name sample_NNNNNN, else from its
@@ -289,22 +290,61 @@ static svp_status_t status_scan_index(const char *dir, const char *name, status_
     return status;
 }
 
-/* The samples finished and waiting for their shard in output.dir/staging. */
+/* A staged sample's index: from its name, else from its sample.json. */
+static int status_staged_index(const char *staging, const char *name)
+{
+    svp_pipe_wds_member_t *v;
+    json_t                *doc;
+    char                   path[8400], why[1024];
+    int                    idx = -1, len = 0, n, k;
+
+    if (sscanf(name, "sample_%d%n", &idx, &len) == 1 && strcmp(name + len, ".tar") == 0) {
+        return idx;
+    }
+    idx = -1;
+    snprintf(path, sizeof(path), "%s/%s", staging, name);
+    if (svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
+        return -1;
+    }
+    for (k = 0; k < n; ++k) {
+        if (strcmp(v[k].name, "sample.json") == 0) {
+            doc = json_loadb(v[k].data, v[k].size, 0, NULL);
+            if (json_is_integer(json_object_get(doc, "sample"))) {
+                idx = (int)json_integer_value(json_object_get(doc, "sample"));
+            }
+            json_decref(doc);
+        }
+    }
+    svp_pipe_wds_members_free(v, n);
+    return idx;
+}
+
+/* The samples finished and waiting for their shard in output.dir/staging:
+ * each one file NAME.tar (a temporary's name has .tmp. in it). */
 static svp_status_t status_scan_staging(const char *staging, status_outs_t *o)
 {
     DIR           *d = opendir(staging);
     struct dirent *de;
-    double         mtime;
-    int            is_dir;
+    struct stat    sb;
+    char           path[8400];
+    size_t         n;
     svp_status_t   status = SVP_OK;
 
     if (d == NULL) {
         return SVP_OK;
     }
     while (status == SVP_OK && (de = readdir(d)) != NULL) {
-        if (status_is_output(staging, de->d_name, &is_dir, &mtime) && is_dir) {
-            status = status_push(o, status_output_index(staging, de->d_name, 1), mtime);
+        n = strlen(de->d_name);
+        if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp.") != NULL || n <= 4 ||
+            strcmp(de->d_name + n - 4, ".tar") != 0) {
+            continue;
         }
+        snprintf(path, sizeof(path), "%s/%s", staging, de->d_name);
+        if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            continue;
+        }
+        status = status_push(o, status_staged_index(staging, de->d_name),
+                             (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9);
     }
     closedir(d);
     return status;

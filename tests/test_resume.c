@@ -331,7 +331,10 @@ Test(outdir, clean_removes_only_own_temporaries)
     touch(dir, name);                         /* a live writer's: stays */
     snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead, here);
     touch(dir, name);                         /* a dead one's: goes */
+    touch(dir, "sample_000014.tar.tmp.123@gone-node"); /* a staged sample's: goes */
+    touch(dir, "sample_000014.tar");          /* the staged sample: stays */
     /* not ours */
+    touch(dir, "sample_000016.tar.old.123@gone-node");
     touch(dir, "notes.tmp.123@gone-node");
     touch(dir, "sample_000003.safetensors");
     touch(dir, "sample_000003.safetensors.tmp.12a");
@@ -350,7 +353,9 @@ Test(outdir, clean_removes_only_own_temporaries)
 
     /* at start, only this rank's samples */
     cr_assert_eq(svp_pipe_outdir_clean(dir, 0, only_even, NULL, &n), SVP_OK);
-    cr_assert_eq(n, 5);
+    cr_assert_eq(n, 6);
+    cr_assert(!exists(dir, "sample_000014.tar.tmp.123@gone-node"));
+    cr_assert(exists(dir, "sample_000014.tar"));
     cr_assert(exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
     cr_assert(!exists(dir, "sample_000002.safetensors.tmp.99@other-node"));
     cr_assert(!exists(dir, "sample_000004.tmp.123@gone-node"));
@@ -373,6 +378,7 @@ Test(outdir, clean_removes_only_own_temporaries)
     cr_assert(exists(dir, "sample_000005.png.tmp.123@gone-node"));
     cr_assert(exists(dir, "sample_000005.safetensors.old.123@gone-node"));
     cr_assert(exists(dir, "sample_000007.safetensors.tmp.123@"));
+    cr_assert(exists(dir, "sample_000016.tar.old.123@gone-node"));
     kill(live, SIGKILL);
     waitpid(live, NULL, 0);
     svp_rmtree(dir);

@@ -2,7 +2,8 @@
  * Tests for the WebDataset shards (pipe/wds.h): which samples a shard holds
  * for any array split, the shard's names, bytes that do not depend on the
  * staged files' times, modes or owners, an index whose offsets hold each
- * member's bytes, and the check that finds a truncated or damaged shard.
+ * member's bytes, the check that finds a truncated or damaged shard, and a
+ * staged sample: one file whose cut or damage is found.
  */
 #define _GNU_SOURCE
 #include "pipe/wds.h"
@@ -10,6 +11,7 @@
 #include "common/util.h"
 
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,48 +86,85 @@ Test(wds, shard_names_carry_the_task_of_an_array)
     cr_assert_str_eq(buf, "shard-1-of-3-000012.index.json");
 }
 
-/* A staged sample dir/key with a record, a video, latents and 2 frames;
- * files' contents derive from seed, their times and modes from stamp. */
-static void stage(const char *key, int seed, time_t stamp, mode_t mode)
+/* A member's bytes: from seed and the member's number f. */
+static void member_bytes(int seed, int f, char *buf, size_t *len_p)
 {
-    const char *files[] = {"sample.json", "video.mp4", "latents.safetensors",
-                           "frame_0000.png", "frame_0001.png"};
-    char        path[512];
-    size_t      f;
-    int         b;
-    FILE       *fp;
-    struct timeval tv[2] = {{stamp, 0}, {stamp, 0}};
+    int b, n = 700 + 37 * f + seed;     /* off the 512-byte records */
 
-    snprintf(path, sizeof(path), "%s/staging/%s", tmpdir, key);
-    cr_assert_eq(svp_mkdir_p(path, 0755), SVP_OK);
-    for (f = 0; f < sizeof(files) / sizeof(files[0]); ++f) {
-        snprintf(path, sizeof(path), "%s/staging/%s/%s", tmpdir, key, files[f]);
+    for (b = 0; b < n; ++b) {
+        buf[b] = (char)((b * 31 + seed * 7 + f) & 0xff);
+    }
+    *len_p = (size_t)n;
+}
+
+/*
+ * The staged sample staging/key.tar with a record, a video, latents and 2
+ * frames: the record and latents from memory, the others from the scratch
+ * folder (added out of order), whose files' times and modes come from
+ * stamp and mode; contents derive from seed.  latents: 0 leaves them out.
+ */
+static void stage_some(const char *key, int seed, time_t stamp, mode_t mode, int latents)
+{
+    const char          *files[] = {"sample.json", "video.mp4", "latents.safetensors",
+                                    "frame_0000.png", "frame_0001.png"};
+    const int            order[] = {4, 1, 3};
+    char                 path[512], buf[2048];
+    size_t               len;
+    size_t               k;
+    svp_pipe_wds_stage_h h;
+    const char          *scratch;
+    FILE                *fp;
+    struct timeval       tv[2] = {{stamp, 0}, {stamp, 0}};
+
+    snprintf(path, sizeof(path), "%s/staging/%s.tar", tmpdir, key);
+    cr_assert_eq(svp_pipe_wds_stage_begin(path, &h), SVP_OK);
+    scratch = svp_pipe_wds_stage_scratch(h);
+    cr_assert_not_null(scratch);
+    for (k = 0; k < sizeof(order) / sizeof(order[0]); ++k) {
+        snprintf(path, sizeof(path), "%s/%s", scratch, files[order[k]]);
+        member_bytes(seed, order[k], buf, &len);
         fp = fopen(path, "w");
         cr_assert_not_null(fp);
-        if (f == 0) {
-            fprintf(fp, "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
-                    "\"timings\": {\"decode_s\": %d.5}, \"cpu\": {\"threads\": %d}}\n",
-                    seed, seed, (int)(stamp % 97), (int)(stamp % 5));
-        } else {
-            /* sizes off the 512-byte records: padding shows in the offsets */
-            for (b = 0; b < 700 + 37 * (int)f + seed; ++b) {
-                fputc((b * 31 + seed * 7 + (int)f) & 0xff, fp);
-            }
-        }
+        cr_assert_eq(fwrite(buf, 1, len, fp), len);
         fclose(fp);
         cr_assert_eq(chmod(path, mode), 0);
         cr_assert_eq(utimes(path, tv), 0);
     }
+    if (latents) {
+        member_bytes(seed, 2, buf, &len);
+        cr_assert_eq(svp_pipe_wds_stage_add(h, files[2], buf, len), SVP_OK);
+    }
+    snprintf(buf, sizeof(buf), "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
+             "\"timings\": {\"decode_s\": %d.5}, \"cpu\": {\"threads\": %d}}\n",
+             seed, seed, (int)(stamp % 97), (int)(stamp % 5));
+    cr_assert_eq(svp_pipe_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
+    cr_assert_eq(svp_pipe_wds_stage_commit(h), SVP_OK);
+}
+
+static void stage(const char *key, int seed, time_t stamp, mode_t mode)
+{
+    stage_some(key, seed, stamp, mode, 1);
+}
+
+static void pack_two_at(const char *name, svp_status_t want, int want_bad, char *why,
+                        size_t len)
+{
+    char                  d0[512], d1[512];
+    int                   bad = -1;
+    svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+
+    snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
+    snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
+    why[0] = '\0';
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want, "%s", why);
+    cr_assert_eq(bad, want_bad);
 }
 
 static void pack_two(const char *name, svp_status_t want)
 {
-    char             d0[512], d1[512], why[1024] = "";
-    svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+    char why[1024];
 
-    snprintf(d0, sizeof(d0), "%s/staging/a", tmpdir);
-    snprintf(d1, sizeof(d1), "%s/staging/b", tmpdir);
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, why, sizeof(why)), want, "%s", why);
+    pack_two_at(name, want, -1, why, sizeof(why));
 }
 
 static char *slurp(const char *name, size_t *len_p)
@@ -169,7 +208,7 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
 {
     const char *order[] = {"a.json", "a.mp4", "a.latents.safetensors", "a.frame_0000.png",
                            "a.frame_0001.png", "b.json"};
-    char        path[512], *tar, *member, hash[65];
+    char        path[512], *tar, member[2048], hash[65];
     size_t      ntar, nmember, k;
     json_t     *index, *members, *m, *rec;
     json_error_t jerr;
@@ -203,13 +242,9 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
         cr_assert_str_eq(tar + hdr, order[k]);
         cr_assert(off + size <= (json_int_t)ntar);
         if (k > 0) {
-            snprintf(path, sizeof(path), "staging/a/%s", k == 1 ? "video.mp4" :
-                     k == 2 ? "latents.safetensors" : k == 3 ? "frame_0000.png" :
-                     "frame_0001.png");
-            member = slurp(path, &nmember);
+            member_bytes(1, (int)k, member, &nmember);
             cr_assert_eq((json_int_t)nmember, size);
             cr_assert(memcmp(tar + off, member, nmember) == 0, "%s", order[k]);
-            free(member);
         }
     }
     /* the record without what varies by run; that in "run" */
@@ -267,8 +302,121 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini 
     cr_assert_not_null(strstr(why, "is missing"), "%s", why);
 }
 
-Test(wds, a_missing_member_fails_the_pack_and_leaves_no_shard, .init = mkfolder,
+Test(wds, a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_checksum,
+     .init = mkfolder, .fini = rmfolder)
+{
+    const char            *order[] = {"sample.json", "video.mp4", "latents.safetensors",
+                                      "frame_0000.png", "frame_0001.png"};
+    char                   path[512], why[1024], buf[2048];
+    svp_pipe_wds_member_t *v;
+    json_t                *entry;
+    struct stat            sb;
+    DIR                   *d;
+    struct dirent         *de;
+    size_t                 len;
+    int                    n, k;
+
+    stage("a", 1, 1000000, 0644);
+    /* one file: no scratch folder or temporary left beside it */
+    snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert(S_ISREG(sb.st_mode));
+    snprintf(path, sizeof(path), "%s/staging", tmpdir);
+    d = opendir(path);
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        cr_assert(de->d_name[0] == '.' || strcmp(de->d_name, "a.tar") == 0,
+                  "left in staging: %s", de->d_name);
+    }
+    closedir(d);
+    snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
+    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK, "%s", why);
+    cr_assert_eq(n, 5);
+    for (k = 0; k < n; ++k) {
+        cr_assert_str_eq(v[k].name, order[k]);
+        if (k > 0) {
+            member_bytes(1, k, buf, &len);
+            cr_assert_eq(v[k].size, len);
+            cr_assert(memcmp(v[k].data, buf, len) == 0, "%s", order[k]);
+        }
+    }
+    svp_pipe_wds_members_free(v, n);
+    /* described as a shard's index entry */
+    cr_assert_eq(svp_pipe_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)), SVP_OK,
+                 "%s", why);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(entry, "record"), "seed")),
+                 1);
+    cr_assert_null(json_object_get(json_object_get(entry, "record"), "timings"));
+    cr_assert(svp_pipe_wds_entry_has(entry, "mp4"));
+    cr_assert(svp_pipe_wds_entry_has(entry, "latents.safetensors"));
+    cr_assert(svp_pipe_wds_entry_has(entry, "frame_0001.png"));
+    json_decref(entry);
+    snprintf(path, sizeof(path), "%s/staging/none.tar", tmpdir);
+    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)),
+                 SVP_ERR_NOT_FOUND);
+}
+
+Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read, .init = mkfolder,
      .fini = rmfolder)
+{
+    char                   path[512], why[1024], *whole, *data, *sum;
+    svp_pipe_wds_member_t *v;
+    size_t                 n, cut, k, end;
+    int                    m;
+    FILE                  *fp;
+
+    stage("a", 1, 1000000, 0644);
+    whole = slurp("staging/a.tar", &n);
+    snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
+    /* every cut before the checksum's last byte (the end-of-archive
+     * records after it hold nothing), at and off the 512-byte records */
+    sum = memmem(whole, n, SVP_PIPE_WDS_STAGED_SUM, strlen(SVP_PIPE_WDS_STAGED_SUM));
+    cr_assert_not_null(sum);
+    end = (size_t)(sum - whole) + 512 + 64;
+    cr_assert(end <= n);
+    for (cut = 0; cut < end; cut += (cut % 512 == 0) ? 1 : 511) {
+        fp = fopen(path, "w");
+        cr_assert_not_null(fp);
+        cr_assert_eq(fwrite(whole, 1, cut, fp), cut);
+        fclose(fp);
+        why[0] = '\0';
+        cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+                     SVP_ERR_BAD_FILE, "cut at %zu of %zu read", cut, n);
+        cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
+        cr_assert_null(v);
+    }
+    /* one byte changed in any member's name or bytes */
+    data = malloc(n);
+    cr_assert_not_null(data);
+    for (k = 0; k < n; k += 97) {
+        memcpy(data, whole, n);
+        data[k] ^= 0x20;
+        fp = fopen(path, "w");
+        cr_assert_not_null(fp);
+        cr_assert_eq(fwrite(data, 1, n, fp), n);
+        fclose(fp);
+        if (svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)) == SVP_OK) {
+            /* only bytes that are no member's: padding, unused header fields */
+            svp_pipe_wds_members_free(v, m);
+            continue;
+        }
+        cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
+    }
+    /* a changed byte of a member's data, at its middle */
+    memcpy(data, whole, n);
+    data[512 + 20] ^= 1;    /* the first member's (the record's) bytes */
+    fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fwrite(data, 1, n, fp), n);
+    fclose(fp);
+    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)), SVP_ERR_BAD_FILE);
+    cr_assert_not_null(strstr(why, "checksum"), "%s", why);
+    free(data);
+    free(whole);
+}
+
+Test(wds, a_staged_sample_cut_short_or_lacking_fails_the_pack_names_it_and_leaves_no_shard,
+     .init = mkfolder, .fini = rmfolder)
 {
     char        path[512], why[1024];
     json_t     *index;
@@ -276,13 +424,20 @@ Test(wds, a_missing_member_fails_the_pack_and_leaves_no_shard, .init = mkfolder,
 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
-    snprintf(path, sizeof(path), "%s/staging/b/latents.safetensors", tmpdir);
-    cr_assert_eq(unlink(path), 0);
-    pack_two("s", SVP_ERR_BAD_FILE);
+    snprintf(path, sizeof(path), "%s/staging/b.tar", tmpdir);
+    cr_assert_eq(stat(path, &sb), 0);
+    cr_assert_eq(truncate(path, sb.st_size / 2), 0);
+    pack_two_at("s", SVP_ERR_BAD_FILE, 1, why, sizeof(why));
+    cr_assert_not_null(strstr(why, "staging/b.tar"), "%s", why);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
     cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
+    /* whole, but without its latents */
+    stage_some("b", 2, 1000000, 0644, 0);
+    pack_two_at("s", SVP_ERR_BAD_FILE, 1, why, sizeof(why));
+    cr_assert_not_null(strstr(why, "latents"), "%s", why);
+    cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
 }
 
 Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = rmfolder)

@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..19"
+echo "1..20"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -171,13 +171,13 @@ fi
 "$w" "$job" --set output.dir="$tmp/kill" >"$tmp/kill.log" 2>&1 &
 pid=$!
 i=0
-while [ ! -d "$tmp/kill/staging/sample_000004" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+while [ ! -f "$tmp/kill/staging/sample_000004.tar" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 packed=0
 [ -f "$tmp/kill/shard-000000.index.json" ] && packed=$(jq .samples_count "$tmp/kill/shard-000000.index.json")
 # the second shard's samples staged (the first's may be left half removed)
-staged=$(ls -d "$tmp"/kill/staging/sample_00000[45] 2>/dev/null | wc -l)
+staged=$(ls "$tmp"/kill/staging/sample_00000[45].tar 2>/dev/null | wc -l)
 # status counts packed and staged samples alike
 counted=$("$tools/svdlaunch" status --json "$tmp/kill" 2>/dev/null | jq .done)
 "$w" "$job" --set output.dir="$tmp/kill" >"$tmp/rerun.log" 2>&1; rc=$?
@@ -195,10 +195,29 @@ fi
 # killed between a shard's last sample and its packing (all its samples
 # staged, no shard), and after packing before its staged samples were all
 # removed: the start packs the one, removes the others, and makes nothing
+# a staged sample made by hand from a files run's folder (pipe/wds.h): its
+# members in shard order, then staged.sha256, the SHA-256 of each member's
+# name, a NUL, its size as 8 bytes little-endian and its bytes
+stage_by_hand() {  # FOLDER OUT.tar
+    local d=$1 out=$2 m size b members=
+    for m in sample.json video.mp4 latents.safetensors $(cd "$d" && ls frame_*.png); do
+        [ -f "$d/$m" ] && members="$members $m"
+    done
+    for m in $members; do
+        size=$(stat -c %s "$d/$m")
+        printf '%s\0' "$m"
+        for b in 0 1 2 3 4 5 6 7; do
+            printf "\\$(printf %03o $(( (size >> (8 * b)) & 255 )))"
+        done
+        cat "$d/$m"
+    done | sha256sum | cut -d' ' -f1 | tr -d '\n' >"$d/staged.sha256"
+    (cd "$d" && tar cf "$out" $members staged.sha256)
+    rm -f "$d/staged.sha256"
+}
 mkdir -p "$tmp/half/staging"
 cp "$tmp"/ref/shard-000000.* "$tmp/half/"
 for k in sample_000000 sample_000002 sample_000004 sample_000005; do
-    cp -r "$tmp/files/$k" "$tmp/half/staging/$k"
+    stage_by_hand "$tmp/files/$k" "$tmp/half/staging/$k.tar"
 done
 "$w" "$job" --set output.dir="$tmp/half" >"$tmp/half.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && same_shards "$tmp/half" && [ ! -e "$tmp/half/staging" ] &&
@@ -208,6 +227,23 @@ if [ $rc -eq 0 ] && same_shards "$tmp/half" && [ ! -e "$tmp/half/staging" ] &&
     ok "a shard's samples all staged, unpacked; a packed shard's samples left staged: packed and removed at start, nothing made"
 else
     nok "staged at start (rc=$rc)" "$tmp/half.log"
+fi
+
+# a damaged staged sample: named, not packed, made again (alone)
+mkdir -p "$tmp/dmg/staging"
+cp "$tmp"/ref/shard-000000.* "$tmp/dmg/"
+for k in sample_000004 sample_000005; do
+    stage_by_hand "$tmp/files/$k" "$tmp/dmg/staging/$k.tar"
+done
+printf 'X' | dd of="$tmp/dmg/staging/sample_000005.tar" bs=1 seek=700 conv=notrunc 2>/dev/null
+"$w" "$job" --set output.dir="$tmp/dmg" >"$tmp/dmg.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && same_shards "$tmp/dmg" && [ ! -e "$tmp/dmg/staging" ] &&
+   grep -q "warn .*staged sample $tmp/dmg/staging/sample_000005.tar: .*checksum.*damaged" "$tmp/dmg.log" &&
+   grep -q "5 of 6 samples finished by an earlier run, 1 to run" "$tmp/dmg.log" &&
+   [ "$(grep -c 'done in' "$tmp/dmg.log")" -eq 1 ]; then
+    ok "a damaged staged sample: a warning names it, it alone is made again, not packed; the shard byte-identical"
+else
+    nok "damaged staged sample (rc=$rc)" "$tmp/dmg.log"
 fi
 
 # a truncated shard: named, its samples made again, the same bytes back

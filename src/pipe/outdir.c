@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 /*
- * Parses "sample_<digits>[.safetensors].<kind>.<pid>[@<host>]" where kind is
+ * Parses "sample_<digits>[.safetensors|.tar].<kind>.<pid>[@<host>]" where kind is
  * "tmp" (or "old", only for a directory's name without an extension) and
  * the host is the writer's (util.h svp_tmp_tag; none before 0.4).  Returns
  * 1 with the sample, the pid, the host (pointing into name, "" when none)
@@ -49,6 +49,9 @@ static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
     if (strncmp(p, ".safetensors", 12) == 0) {
         has_ext = 1;
         p += 12;
+    } else if (strncmp(p, ".tar.", 5) == 0) {
+        has_ext = 1;        /* a staged sample (pipe/wds.h) */
+        p += 4;
     }
     *final_len_p = (size_t)(p - name);
     if (strncmp(p, ".tmp.", 5) == 0) {

@@ -42,4 +42,10 @@ svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t 
                                      const char *model, const char *params,
                                      const char *path);
 
+/* The same file in memory (*buf_p malloc'd, *len_p bytes). */
+svp_status_t svp_sample_tensor_bytes(const svp_spec_t *spec, const svp_sample_t *sample,
+                                     const char *name, const svp_tensor_t *tensor,
+                                     const char *model, const char *params,
+                                     void **buf_p, size_t *len_p);
+
 #endif

@@ -21,7 +21,6 @@
 #include "pipe/resume.h"
 #include "pipe/samples.h"
 #include "pipe/wds.h"
-#include "media/sample_dir.h"
 #include "model/dummy.h"
 #include "noise/rng.h"
 #include "common/clock.h"
@@ -179,26 +178,31 @@ static svp_status_t svp_stage_dummy_finish_shared(void *self, svp_sample_t *s,
 }
 
 /*
- * output.format webdataset: the sample staged as a directory of
+ * output.format webdataset: the sample staged as one file of
  * latents.safetensors and sample.json (job, sample, seed, steps, model and
  * the sample's own parameters), for its shard (pipe/wds.h).
  */
 static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s,
                                           const char *params)
 {
-    svp_media_sample_dir_h dir;
-    char                   path[4200], file[4300], *text = NULL;
-    json_t                *o;
-    svp_status_t           status;
+    svp_pipe_wds_stage_h h;
+    char                 path[4200], *text = NULL;
+    void                *latents = NULL;
+    size_t               bytes = 0;
+    json_t              *o;
+    svp_status_t         status;
 
-    svp_pipe_wds_staged_dir(st->wds, s->index, path, sizeof(path));
-    status = svp_media_sample_dir_begin(path, &dir);
+    svp_pipe_wds_staged_path(st->wds, s->index, path, sizeof(path));
+    status = svp_pipe_wds_stage_begin(path, &h);
     if (status != SVP_OK) {
         return status;
     }
-    snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
-    status = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
-                                     params, file);
+    status = svp_sample_tensor_bytes(st->spec, s, "latent", s->tensors[0], "dummy",
+                                     params, &latents, &bytes);
+    if (status == SVP_OK) {
+        status = svp_pipe_wds_stage_add(h, "latents.safetensors", latents, bytes);
+    }
+    free(latents);
     o = json_pack("{s:s, s:i, s:I, s:i, s:s, s:o}", "job", st->spec->name, "sample",
                   s->index, "seed", (json_int_t)s->seed, "steps", st->spec->steps,
                   "model", "dummy", "params", json_loads(params, 0, NULL));
@@ -209,15 +213,14 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
         status = SVP_ERR_NO_MEMORY;
     }
     if (status == SVP_OK) {
-        snprintf(file, sizeof(file), "%s/sample.json", svp_media_sample_dir_path(dir));
-        status = svp_file_write_atomic(file, text, strlen(text));
+        status = svp_pipe_wds_stage_add(h, "sample.json", text, strlen(text));
     }
     free(text);
     if (status != SVP_OK) {
-        svp_media_sample_dir_abort(dir);
+        svp_pipe_wds_stage_abort(h);
         return status;
     }
-    status = svp_media_sample_dir_commit(dir);
+    status = svp_pipe_wds_stage_commit(h);
     return (status == SVP_OK) ? svp_pipe_wds_staged(st->wds, s->index) : status;
 }
 
@@ -285,30 +288,17 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
 }
 
 /*
- * The webdataset's check of sample i (wds.h svp_pipe_wds_check_cb_t): its
- * staged directory `where`, or a packed shard's entry of it.
+ * The webdataset's check of sample i (wds.h svp_pipe_wds_check_cb_t): a
+ * packed shard's entry of it, or its staged file's (`where` names either).
  */
 static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *where,
                                               json_t *entry, char *why, size_t len)
 {
     svp_stage_dummy_t *st = arg;
-    char               path[4300], *params;
-    struct stat        sb;
+    char              *params;
     json_t            *v, *record = json_object_get(entry, "record");
     svp_status_t       status;
 
-    if (entry == NULL) {
-        if (stat(where, &sb) != 0) {
-            return SVP_ERR_NOT_FOUND;
-        }
-        snprintf(path, sizeof(path), "%s/latents.safetensors", where);
-        status = svp_stage_dummy_check_file(st, i, path, why, len);
-        if (status == SVP_ERR_NOT_FOUND) {
-            snprintf(why, len, "%s is missing", path);
-            status = SVP_ERR_BAD_FILE;
-        }
-        return status;
-    }
     if (!svp_pipe_wds_entry_has(entry, "latents.safetensors")) {
         snprintf(why, len, "%s: the shard has no latents of it", where);
         return SVP_ERR_BAD_FILE;

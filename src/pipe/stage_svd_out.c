@@ -68,9 +68,11 @@ static json_t *svp_stage_svd_json_ms(double seconds)
     return json_real(round(seconds * 1e3) / 1e3);
 }
 
-/* sample.json: what a person needs to know what this video is. */
+/* sample.json: what a person needs to know what this video is; in dir, or
+ * a member of the staged sample h (output.format webdataset). */
 static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_sample_t *s,
-                                             const char *dir, double decode_s)
+                                             const char *dir, svp_pipe_wds_stage_h h,
+                                             double decode_s)
 {
     const svp_spec_t *spec   = st->spec;
     const svp_pipe_sample_params_t *p = &st->list->items[s->index];
@@ -149,8 +151,12 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
         return SVP_ERR_NO_MEMORY;
     }
     free(text);
-    snprintf(path, sizeof(path), "%s/sample.json", dir);
-    status = svp_file_write_atomic(path, buf, strlen(buf));
+    if (h != NULL) {
+        status = svp_pipe_wds_stage_add(h, "sample.json", buf, strlen(buf));
+    } else {
+        snprintf(path, sizeof(path), "%s/sample.json", dir);
+        status = svp_file_write_atomic(path, buf, strlen(buf));
+    }
     free(buf);
     return status;
 }
@@ -290,14 +296,14 @@ static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t
 }
 
 /* Where sample i's directory goes: output.dir/NAME, or with output.format
- * webdataset its staging folder. */
+ * webdataset its staged file. */
 static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, int i, char *buf,
                                      size_t len)
 {
     char name[256];
 
     if (st->wds != NULL) {
-        svp_pipe_wds_staged_dir(st->wds, i, buf, len);
+        svp_pipe_wds_staged_path(st->wds, i, buf, len);
         return;
     }
     svp_pipe_samples_name(st->list, i, name, sizeof(name));
@@ -326,18 +332,24 @@ svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
 }
 
 /* The outputs of the sample: frames (decoded here, or shared: theirs set),
- * the video, latents and sample.json, in one sample directory. */
+ * the video, latents and sample.json, in one sample directory (with
+ * output.format webdataset, one staged file: the latents and sample.json
+ * from memory, the frames and video from its scratch folder). */
 svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void *theirs,
                                          size_t bytes)
 {
     svp_stage_svd_t         *st   = self;
     const svp_spec_t        *spec = st->spec;
-    svp_media_sample_dir_h   dir;
+    svp_media_sample_dir_h   dir = NULL;
+    svp_pipe_wds_stage_h     stage = NULL;
     svp_media_frames_t      *frames = NULL;
     svp_media_video_params_t vp;
     float                   *dec = NULL;
     int64_t                  i, m = svp_stage_svd_frames_numel(st);
     char                     path[4200], file[4300];
+    const char              *where;
+    void                    *latents = NULL;
+    size_t                   latents_len = 0;
     double                   t0, decode_s = 0;
     svp_status_t             status;
 
@@ -349,15 +361,35 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
         return status;
     }
     svp_stage_svd_sample_dir(st, s->index, path, sizeof(path));
-    status = svp_media_sample_dir_begin(path, &dir);
+    if (st->wds != NULL) {
+        status = svp_pipe_wds_stage_begin(path, &stage);
+        where  = (status == SVP_OK) ? svp_pipe_wds_stage_scratch(stage) : NULL;
+        if (status == SVP_OK && where == NULL) {
+            svp_pipe_wds_stage_abort(stage);
+            status = SVP_ERR_IO;
+        }
+    } else {
+        status = svp_media_sample_dir_begin(path, &dir);
+        where  = (status == SVP_OK) ? svp_media_sample_dir_path(dir) : NULL;
+    }
     if (status != SVP_OK) {
         return status;
     }
-    snprintf(file, sizeof(file), "%s/latents.safetensors", svp_media_sample_dir_path(dir));
     /* the seed travels in the message; this rank may not be where it began */
     s->seed = (uint64_t)*(int64_t *)s->tensors[SVD_T_SEED]->data;
-    status  = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
-                                      "svd", NULL, file);
+    if (stage != NULL) {
+        status = svp_sample_tensor_bytes(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                         "svd", NULL, &latents, &latents_len);
+        if (status == SVP_OK) {
+            status = svp_pipe_wds_stage_add(stage, "latents.safetensors", latents,
+                                            latents_len);
+        }
+        free(latents);
+    } else {
+        snprintf(file, sizeof(file), "%s/latents.safetensors", where);
+        status = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                         "svd", NULL, file);
+    }
 
     if (status == SVP_OK && st->vae != NULL) {
         t0  = svp_clock_now();
@@ -377,13 +409,13 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
         status   = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
                                              &frames);
         if (status == SVP_OK && spec->output.frames) {
-            status = svp_media_frames_write_png(frames, svp_media_sample_dir_path(dir));
+            status = svp_media_frames_write_png(frames, where);
         }
 #ifdef HAVE_FFMPEG
         if (status == SVP_OK && spec->output.mp4) {
             svp_media_video_params_init(&vp);
             vp.fps = st->list->items[s->index].fps;
-            snprintf(file, sizeof(file), "%s/video.mp4", svp_media_sample_dir_path(dir));
+            snprintf(file, sizeof(file), "%s/video.mp4", where);
             status = svp_media_video_write_mp4(file, frames, &vp);
         }
 #else
@@ -391,20 +423,22 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
 #endif
     }
     if (status == SVP_OK) {
-        status = svp_stage_svd_write_json(st, s, svp_media_sample_dir_path(dir),
-                                          decode_s);
+        status = svp_stage_svd_write_json(st, s, where, stage, decode_s);
     }
 out:
     free(dec);
     svp_media_frames_destroy(frames);
     if (status == SVP_OK) {
-        status = svp_media_sample_dir_commit(dir);
+        status = (stage != NULL) ? svp_pipe_wds_stage_commit(stage) :
+                                   svp_media_sample_dir_commit(dir);
         if (status == SVP_OK) {
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
         }
         if (status == SVP_OK && st->wds != NULL) {
             status = svp_pipe_wds_staged(st->wds, s->index);
         }
+    } else if (stage != NULL) {
+        svp_pipe_wds_stage_abort(stage);
     } else {
         svp_media_sample_dir_abort(dir);
     }
@@ -512,7 +546,7 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         }
     }
     if (record != NULL) {
-        goto out;           /* its files: the shard's checksum vouches for them */
+        goto out;           /* its files: its shard's or staged file's checksum vouches */
     }
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
@@ -547,8 +581,8 @@ out:
 
 /*
  * The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t): a
- * staged directory as any, or a packed record and the members this job
- * writes (a shard packed before output.frames was turned on lacks frames).
+ * packed or staged record and the members this job writes (a shard packed
+ * before output.frames was turned on lacks frames).
  */
 svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
                                      char *why, size_t len)
@@ -560,10 +594,9 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t
     int64_t           f;
     int               missing;
 
-    status = svp_stage_svd_check_dir(st, i, where,
-                                     entry ? json_object_get(entry, "record") : NULL,
-                                     why, len);
-    if (status != SVP_OK || entry == NULL) {
+    status = svp_stage_svd_check_dir(st, i, where, json_object_get(entry, "record"), why,
+                                     len);
+    if (status != SVP_OK) {
         return status;
     }
     snprintf(ext, sizeof(ext), "latents.safetensors");

@@ -91,50 +91,31 @@ static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
     return SVP_OK;
 }
 
-/* A staged file as a member KEY.ext (optional: a missing file is skipped). */
-static svp_status_t svp_pipe_wds_add_file(struct archive *a, struct archive_entry *e,
-                                          const svp_pipe_wds_sample_t *s, const char *file,
-                                          const char *ext, int optional, json_t *members,
-                                          char *why, size_t len)
+/* A staged member's extension in a shard: KEY.mp4 for the video, else
+ * KEY.<its name in the sample>. */
+static const char *svp_pipe_wds_member_ext(const char *name)
 {
-    char         path[4200], name[512], *data;
-    size_t       size;
-    struct stat  sb;
-    svp_status_t status;
-
-    snprintf(path, sizeof(path), "%s/%s", s->dir, file);
-    if (optional && stat(path, &sb) != 0) {
-        return SVP_OK;
-    }
-    status = svp_file_read_all(path, &data, &size);
-    if (status != SVP_OK) {
-        snprintf(why, len, "%s does not read: %s", path, svp_status_string(status));
-        return SVP_ERR_BAD_FILE;
-    }
-    snprintf(name, sizeof(name), "%s.%s", s->key, ext);
-    status = svp_pipe_wds_add(a, e, name, data, size, members, why, len);
-    free(data);
-    return status;
+    return (strcmp(name, "video.mp4") == 0) ? "mp4" : name;
 }
 
 /*
- * The sample's record as a member KEY.json: sample.json less what varies
- * from run to run (timings, cpu), which go into the index's "run".
+ * The sample's record from its staged sample.json, into entry: "record"
+ * less what varies from run to run (timings, cpu), which go into "run";
+ * the record's text for the shard in *text_p (malloc'd) when not NULL.
  */
-static svp_status_t svp_pipe_wds_add_record(struct archive *a, struct archive_entry *e,
-                                            const svp_pipe_wds_sample_t *s, json_t *entry,
-                                            json_t *members, char *why, size_t len)
+static svp_status_t svp_pipe_wds_record(const char *path, const svp_pipe_wds_member_t *m,
+                                        json_t *entry, char **text_p, char *why,
+                                        size_t len)
 {
-    char         path[4200], name[512], *text;
     json_error_t jerr;
     json_t      *root, *run;
-    svp_status_t status;
+    char        *text;
 
-    snprintf(path, sizeof(path), "%s/sample.json", s->dir);
-    root = json_load_file(path, JSON_DECODE_ANY, &jerr);
+    root = json_loadb(m->data, m->size, JSON_DECODE_ANY, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);
-        snprintf(why, len, "%s does not read: %s", path, jerr.text);
+        snprintf(why, len, "staged sample %s: its sample.json does not read: %s", path,
+                 jerr.text);
         return SVP_ERR_BAD_FILE;
     }
     run = json_object();
@@ -142,17 +123,78 @@ static svp_status_t svp_pipe_wds_add_record(struct archive *a, struct archive_en
     json_object_set(run, "cpu", json_object_get(root, "cpu"));
     json_object_del(root, "timings");
     json_object_del(root, "cpu");
-    text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
     json_object_set(entry, "record", root);
     json_object_set_new(entry, "run", run);
-    json_decref(root);
-    if (text == NULL) {
-        return SVP_ERR_NO_MEMORY;
+    if (text_p != NULL) {
+        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                          JSON_REAL_PRECISION(9));
+        *text_p = text;
+        if (text == NULL) {
+            json_decref(root);
+            return SVP_ERR_NO_MEMORY;
+        }
     }
-    snprintf(name, sizeof(name), "%s.json", s->key);
-    status = svp_pipe_wds_add(a, e, name, text, strlen(text), members, why, len);
-    free(text);
-    return status;
+    json_decref(root);
+    return SVP_OK;
+}
+
+/* Whether a staged sample's members start with its record and hold its
+ * latents (what every stage stages). */
+static svp_status_t svp_pipe_wds_staged_whole(const char *path,
+                                              const svp_pipe_wds_member_t *v, int n,
+                                              char *why, size_t len)
+{
+    int k, latents = 0;
+
+    for (k = 0; k < n; ++k) {
+        latents |= (strcmp(v[k].name, "latents.safetensors") == 0);
+    }
+    if (n == 0 || strcmp(v[0].name, "sample.json") != 0 || !latents) {
+        snprintf(why, len, "staged sample %s lacks its %s", path,
+                 (n == 0 || strcmp(v[0].name, "sample.json") != 0) ? "sample.json" :
+                 "latents.safetensors");
+        return SVP_ERR_BAD_FILE;
+    }
+    return SVP_OK;
+}
+
+svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int index,
+                                       json_t **entry_p, char *why, size_t len)
+{
+    svp_pipe_wds_member_t *v;
+    json_t                *entry, *members;
+    char                   name[512];
+    int                    n, k;
+    svp_status_t           status;
+
+    *entry_p = NULL;
+    status   = svp_pipe_wds_staged_read(path, &v, &n, why, len);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_pipe_wds_staged_whole(path, v, n, why, len);
+    members = json_array();
+    entry   = json_pack("{s:s, s:i, s:s, s:o}", "key", key, "sample", index, "status",
+                        "staged", "members", members);
+    if (entry == NULL) {
+        status = SVP_ERR_NO_MEMORY;
+    }
+    if (status == SVP_OK) {
+        status = svp_pipe_wds_record(path, &v[0], entry, NULL, why, len);
+    }
+    for (k = 0; status == SVP_OK && k < n; ++k) {
+        snprintf(name, sizeof(name), "%s.%s", key,
+                 (k == 0) ? "json" : svp_pipe_wds_member_ext(v[k].name));
+        json_array_append_new(members, json_pack("{s:s, s:I}", "name", name, "size",
+                                                 (json_int_t)v[k].size));
+    }
+    svp_pipe_wds_members_free(v, n);
+    if (status != SVP_OK) {
+        json_decref(entry);
+        return status;
+    }
+    *entry_p = entry;
+    return SVP_OK;
 }
 
 /* The members of one sample, in their fixed order, and its index entry. */
@@ -160,39 +202,42 @@ static svp_status_t svp_pipe_wds_add_sample(struct archive *a, struct archive_en
                                             const svp_pipe_wds_sample_t *s, int frames,
                                             json_t *entry, char *why, size_t len)
 {
-    json_t      *members = json_array();
-    char         file[64], ext[64], path[4200];
-    struct stat  sb;
-    svp_status_t status;
-    int          f;
+    json_t                *members = json_array();
+    svp_pipe_wds_member_t *v;
+    char                   name[512], *text = NULL;
+    int                    n, k;
+    svp_status_t           status;
 
     json_object_set_new(entry, "members", members);
-    status = svp_pipe_wds_add_record(a, e, s, entry, members, why, len);
+    status = svp_pipe_wds_staged_read(s->path, &v, &n, why, len);
+    if (status != SVP_OK) {
+        return SVP_ERR_BAD_FILE;    /* missing too: the shard cannot be packed */
+    }
+    status = svp_pipe_wds_staged_whole(s->path, v, n, why, len);
     if (status == SVP_OK) {
-        status = svp_pipe_wds_add_file(a, e, s, "video.mp4", "mp4", 1, members, why, len);
+        status = svp_pipe_wds_record(s->path, &v[0], entry, &text, why, len);
     }
     if (status == SVP_OK) {
-        status = svp_pipe_wds_add_file(a, e, s, "latents.safetensors",
-                                       "latents.safetensors",
-                                       0, members, why, len);
+        snprintf(name, sizeof(name), "%s.json", s->key);
+        status = svp_pipe_wds_add(a, e, name, text, strlen(text), members, why, len);
     }
-    for (f = 0; frames && status == SVP_OK; ++f) {
-        snprintf(file, sizeof(file), "frame_%04d.png", f);
-        snprintf(path, sizeof(path), "%s/%s", s->dir, file);
-        if (stat(path, &sb) != 0) {
-            break;
+    free(text);
+    for (k = 1; status == SVP_OK && k < n; ++k) {
+        if (!frames && strncmp(v[k].name, "frame_", 6) == 0) {
+            continue;
         }
-        snprintf(ext, sizeof(ext), "frame_%04d.png", f);
-        status = svp_pipe_wds_add_file(a, e, s, file, ext, 0, members, why, len);
+        snprintf(name, sizeof(name), "%s.%s", s->key, svp_pipe_wds_member_ext(v[k].name));
+        status = svp_pipe_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
     }
+    svp_pipe_wds_members_free(v, n);
     return status;
 }
 
 /* The tar at path (through a temporary beside it); the index's samples. */
 static svp_status_t svp_pipe_wds_write_tar(const char *path,
                                            const svp_pipe_wds_sample_t *samples, int n,
-                                           int frames, json_t *list, char *why,
-                                           size_t len)
+                                           int frames, json_t *list, int *bad_p,
+                                           char *why, size_t len)
 {
     struct archive       *a;
     struct archive_entry *e;
@@ -226,6 +271,9 @@ static svp_status_t svp_pipe_wds_write_tar(const char *path,
                           samples[i].index, "status", "done");
         json_array_append_new(list, entry);
         status = svp_pipe_wds_add_sample(a, e, &samples[i], frames, entry, why, len);
+        if (status == SVP_ERR_BAD_FILE && bad_p != NULL) {
+            *bad_p = i;
+        }
     }
     if (status == SVP_OK && archive_write_close(a) != ARCHIVE_OK) {
         snprintf(why, len, "cannot write %s: %s", tmp, archive_error_string(a));
@@ -272,7 +320,7 @@ static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
 
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
                                const svp_pipe_wds_sample_t *samples, int n, int frames,
-                               char *why, size_t len)
+                               int *bad_p, char *why, size_t len)
 {
     char         path[4200], hash[65];
     double       t0 = svp_clock_now();
@@ -285,7 +333,7 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
         return SVP_ERR_NO_MEMORY;
     }
     snprintf(path, sizeof(path), "%s/%s.tar", dir, name);
-    status = svp_pipe_wds_write_tar(path, samples, n, frames, list, why, len);
+    status = svp_pipe_wds_write_tar(path, samples, n, frames, list, bad_p, why, len);
     if (status != SVP_OK) {
         json_decref(list);
         return status;
@@ -335,7 +383,7 @@ void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
 
     for (i = 0; i < n; ++i) {
         /* another rank packing the same shard may have been first */
-        (void)svp_rmtree(samples[i].dir);
+        (void)unlink(samples[i].path);
     }
 }
 

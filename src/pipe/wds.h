@@ -20,18 +20,23 @@
  * SVP_PIPE_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
  * not on the layout, the thread count or which rank finished what.
  *
- * A finished sample waits as a sample directory in output.dir/staging/
- * until its shard is complete; the rank that finishes a shard's last
- * sample packs it: the tar (a temporary, then a rename), its stats
+ * A finished sample waits in output.dir/staging/ as one file, NAME.tar:
+ * its members (sample.json, video.mp4, latents.safetensors,
+ * frame_NNNN.png) in their shard order, then a member
+ * SVP_PIPE_WDS_STAGED_SUM with the SHA-256 of their names, sizes and bytes,
+ * written as a temporary, flushed once and renamed, as the files format
+ * writes a sample's one file.  The rank that finishes a shard's last
+ * sample packs it, copying the staged samples' members: the tar (a
+ * temporary, then a rename), its stats
  * NAME.stats.json (count, failures, bytes, seconds, the samples' indices),
  * and last its index
  * NAME.index.json (the tar's size and SHA-256; per sample its key, index,
  * status, record, the run's timings and each member's name, offset and
  * size), which marks the shard packed; then it removes the staged
- * directories.  Resume (pipe/resume.h) counts a
- * staged sample or a sample of a shard whose tar matches its index as
- * finished; a shard that does not match is named in a warning and its
- * samples are made again.
+ * files.  Resume (pipe/resume.h) counts a staged sample whose checksum
+ * holds or a sample of a shard whose tar matches its index as finished; a
+ * shard that does not match, or a staged sample cut short or damaged, is
+ * named in a warning and made again.
  */
 #ifndef SVP_PIPE_WDS_H
 #define SVP_PIPE_WDS_H
@@ -48,6 +53,9 @@
 
 /* The folder in output.dir where finished samples wait for their shard. */
 #define SVP_PIPE_WDS_STAGING "staging"
+
+/* A staged sample's last member: the SHA-256 (hex) of the others. */
+#define SVP_PIPE_WDS_STAGED_SUM "staged.sha256"
 
 /* Shards of task's samples of a job of n, per samples each. */
 int svp_pipe_wds_shard_count(const svp_pipe_shard_t *task, int n, int per);
@@ -70,26 +78,68 @@ int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int
 void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
                              char *buf, size_t len);
 
-/* A sample of a shard to pack: its key and its staged directory. */
+/* A sample of a shard to pack: its key and its staged file. */
 typedef struct {
     const char *key;
     int         index;
-    const char *dir;
+    const char *path;
 } svp_pipe_wds_sample_t;
+
+/* A member of a staged sample: its name in the sample ("video.mp4"), its
+ * bytes (malloc'd, NUL-terminated past size). */
+typedef struct {
+    char  *name;
+    char  *data;
+    size_t size;
+} svp_pipe_wds_member_t;
+
+/*
+ * Staging a finished sample at path (staging/NAME.tar): members added from
+ * memory, and the files a stage writes into its scratch folder (created
+ * on the first call, beside path; its files need no flush).  commit()
+ * writes the staged file whole (a temporary, one fsync, a rename) and
+ * frees the handle, as abort() does without writing.
+ */
+typedef struct svp_pipe_wds_stage *svp_pipe_wds_stage_h;
+
+svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_p);
+svp_status_t svp_pipe_wds_stage_add(svp_pipe_wds_stage_h h, const char *name,
+                                    const void *data, size_t size);
+const char  *svp_pipe_wds_stage_scratch(svp_pipe_wds_stage_h h);
+svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h);
+void         svp_pipe_wds_stage_abort(svp_pipe_wds_stage_h h);
+
+/*
+ * The members of the staged sample at path, in order, once its checksum
+ * holds (*v_p: svp_pipe_wds_members_free).  SVP_ERR_NOT_FOUND: absent;
+ * SVP_ERR_BAD_FILE: cut short or damaged, why says which and how.
+ */
+svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **v_p,
+                                      int *n_p, char *why, size_t len);
+void         svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n);
 
 /*
  * Writes the shard at dir/name (name without ".tar") from its n staged
  * samples, in order, then its index and stats, each atomically.  The
- * staged directories stay (svp_pipe_wds_unstage removes them).  frames: add the
- * frame_NNNN.png of each directory.  SVP_ERR_BAD_FILE when a member is
- * missing or does not read (why names it), SVP_ERR_IO when the shard does
- * not write.
+ * staged files stay (svp_pipe_wds_unstage removes them).  frames: add the
+ * frame_NNNN.png of each sample.  SVP_ERR_BAD_FILE when a staged sample
+ * is missing, cut short or damaged (why names it; *bad_p, when not NULL,
+ * is its position in samples), SVP_ERR_IO when the shard does not write.
  */
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
                                const svp_pipe_wds_sample_t *samples, int n, int frames,
-                               char *why, size_t len);
+                               int *bad_p, char *why, size_t len);
 
-/* Removes the staged directories of a packed shard's samples. */
+/*
+ * Sample index's staged file at path read back, checked (its checksum, its
+ * record and latents) and described as an index entry with key: "record",
+ * "run" and "members" (KEY.json, KEY.mp4, ...) as a shard's (*entry_p:
+ * json_decref).  SVP_ERR_NOT_FOUND: absent; SVP_ERR_BAD_FILE: why says.
+ */
+svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int index,
+                                       json_t **entry_p, char *why, size_t len);
+
+/* Removes the staged files of a packed shard's samples. */
 void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n);
 
 /*
@@ -123,17 +173,19 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
 
 /*
  * A run's shards, for a stage that writes output.format webdataset: the
- * stage writes each finished sample whole as a directory (at least
- * latents.safetensors and, last, sample.json) at svp_pipe_wds_staged_dir,
- * then calls svp_pipe_wds_staged, which packs the sample's shard once all
- * its samples are staged.  Resume asks svp_pipe_wds_check_sample.
+ * stage stages each finished sample (at least latents.safetensors and
+ * sample.json) at svp_pipe_wds_staged_path with svp_pipe_wds_stage_begin
+ * ... commit, then calls svp_pipe_wds_staged, which packs the sample's
+ * shard once all its samples are staged.  Resume asks
+ * svp_pipe_wds_check_sample.
  *
  * check(arg, i, where, entry, why, len) is the stage's own test of sample
- * i: of the staged directory `where` when entry is NULL (SVP_ERR_NOT_FOUND
- * when absent), else of a packed shard's index entry of it (its record
- * under "record", its members' names under "members"; `where` names the
- * member).  SVP_OK, SVP_ERR_SPEC (made with other parameters), or
- * SVP_ERR_BAD_FILE / SVP_ERR_NOT_FOUND (made again), as check_output.
+ * i's entry: a packed shard's index entry of it, or one made from its
+ * staged file (whose checksum held): its record (sample.json, less timings
+ * and cpu for a shard's) under "record", its members' names (KEY.ext)
+ * under "members"; `where` names the member or the staged file.  SVP_OK,
+ * SVP_ERR_SPEC (made with other parameters), or SVP_ERR_BAD_FILE /
+ * SVP_ERR_NOT_FOUND (made again), as check_output.
  *
  * create() keeps spec and list (which must outlive the handle); destroy()
  * frees what the handle read (indexes) and the handle.
@@ -153,8 +205,8 @@ void         svp_pipe_wds_destroy(svp_pipe_wds_h wds);
 /* This run's task (svdworker --shard, an array task): its shards. */
 void svp_pipe_wds_set_task(svp_pipe_wds_h wds, int index, int count);
 
-/* Where sample i is staged: output.dir/staging/NAME. */
-void svp_pipe_wds_staged_dir(svp_pipe_wds_h wds, int i, char *buf, size_t len);
+/* Where sample i is staged: output.dir/staging/NAME.tar. */
+void svp_pipe_wds_staged_path(svp_pipe_wds_h wds, int i, char *buf, size_t len);
 
 /* Sample i is staged: packs its shard when it is the shard's last. */
 svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h wds, int i);
@@ -171,8 +223,8 @@ svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h wds,
 /*
  * Resume's verdict on sample i (as a stage's check_output): its shard is
  * whole, holds this job's shard's samples (and, with output.overwrite,
- * only this job's) and its record passes check; else its staged directory
- * passes check.
+ * only this job's) and its record passes check; else its staged file
+ * reads whole and passes check.
  */
 svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h wds, int i, char *why, size_t len);
 

@@ -90,15 +90,15 @@ void svp_pipe_wds_set_task(svp_pipe_wds_h w, int index, int count)
     w->task.count = count;
 }
 
-void svp_pipe_wds_staged_dir(svp_pipe_wds_h w, int i, char *buf, size_t len)
+void svp_pipe_wds_staged_path(svp_pipe_wds_h w, int i, char *buf, size_t len)
 {
     char name[256];
 
     svp_pipe_samples_name(w->list, i, name, sizeof(name));
-    snprintf(buf, len, "%s/%s/%s", w->spec->output.dir, SVP_PIPE_WDS_STAGING, name);
+    snprintf(buf, len, "%s/%s/%s.tar", w->spec->output.dir, SVP_PIPE_WDS_STAGING, name);
 }
 
-/* The samples of this task's shard j: their keys and staged directories
+/* The samples of this task's shard j: their keys and staged files
  * (malloc'd: svp_pipe_wds_list_free), their count in *m_p. */
 static svp_pipe_wds_sample_t *svp_pipe_wds_list(svp_pipe_wds_h w, int j, int *m_p)
 {
@@ -116,10 +116,10 @@ static svp_pipe_wds_sample_t *svp_pipe_wds_list(svp_pipe_wds_h w, int j, int *m_
     m = svp_pipe_wds_shard_samples(&w->task, w->list->count, per, j, idx);
     for (k = 0; k < m; ++k) {
         svp_pipe_samples_name(w->list, idx[k], name, sizeof(name));
-        svp_pipe_wds_staged_dir(w, idx[k], dir, sizeof(dir));
+        svp_pipe_wds_staged_path(w, idx[k], dir, sizeof(dir));
         v[k].key   = svp_strdup(name);
         v[k].index = idx[k];
-        v[k].dir   = svp_strdup(dir);
+        v[k].path  = svp_strdup(dir);
     }
     free(idx);
     *m_p = m;
@@ -132,22 +132,17 @@ static void svp_pipe_wds_list_free(svp_pipe_wds_sample_t *v, int m)
 
     for (k = 0; v != NULL && k < m; ++k) {
         free((char *)v[k].key);
-        free((char *)v[k].dir);
+        free((char *)v[k].path);
     }
     free(v);
 }
 
-/* Whether sample k of v is staged (its record is written last). */
+/* Whether sample k of v is staged (its file is renamed into place whole). */
 static int svp_pipe_wds_is_staged(const svp_pipe_wds_sample_t *v, int k)
 {
-    char        path[4300];
     struct stat sb;
 
-    if (v[k].dir == NULL) {
-        return 0;
-    }
-    snprintf(path, sizeof(path), "%s/sample.json", v[k].dir);
-    return stat(path, &sb) == 0;
+    return v[k].path != NULL && stat(v[k].path, &sb) == 0;
 }
 
 /*
@@ -256,18 +251,25 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j)
 svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_t len)
 {
     const svp_spec_t *spec = w->spec;
-    char              name[256], dir[4200], where[4400];
+    char              name[256], path[4200], where[4400];
     json_error_t      jerr;
     json_t           *index, *entry;
     svp_status_t      status;
     int               j;
 
-    svp_pipe_wds_staged_dir(w, i, dir, sizeof(dir));
     /* the shard first: a run killed while it removed a packed shard's
-     * staged samples leaves some of them half removed */
+     * staged samples leaves some of them staged */
     j = svp_pipe_wds_shard_of(&w->task, spec->output.samples_per_shard, i);
     if (!svp_pipe_wds_whole(w, j)) {
-        return w->check(w->arg, i, dir, NULL, why, len);
+        svp_pipe_wds_staged_path(w, i, path, sizeof(path));
+        svp_pipe_samples_name(w->list, i, name, sizeof(name));
+        status = svp_pipe_wds_staged_entry(path, name, i, &entry, why, len);
+        if (status != SVP_OK) {
+            return status;
+        }
+        status = w->check(w->arg, i, path, entry, why, len);
+        json_decref(entry);
+        return status;
     }
     if (w->passed[i]) {
         return SVP_OK;      /* its record passed with its shard */
@@ -302,7 +304,7 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_
 static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_start)
 {
     const svp_spec_t      *spec = w->spec;
-    int                    m = 0, k, any = 0;
+    int                    m = 0, k, any = 0, bad = -1;
     char                   name[256], why[1024], staging[4200];
     svp_pipe_wds_sample_t *v = svp_pipe_wds_list(w, j, &m);
     json_t                *index = NULL;
@@ -333,13 +335,21 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     }
     svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
     why[0] = '\0';
-    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames, why,
-                               sizeof(why));
+    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames, &bad,
+                               why, sizeof(why));
     if (status != SVP_OK &&
         svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
                                  sizeof(why)) == SVP_OK) {
         status = SVP_OK;    /* another rank packed it and took the staged samples */
         json_decref(index);
+    } else if (status == SVP_ERR_BAD_FILE && bad >= 0 && svp_pipe_wds_is_staged(v, bad)) {
+        /* a staged sample cut short or damaged is not packed: it goes, and
+         * is made again (by resume, the shard then packed with it) */
+        svp_warn("%s: not packed into %s/%s.tar; sample %d is made again", why,
+                 spec->output.dir, name, v[bad].index);
+        (void)unlink(v[bad].path);
+        status = SVP_OK;
+        goto out;
     }
     if (status != SVP_OK) {
         svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
@@ -363,13 +373,12 @@ svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h w, int i)
     int         j    = svp_pipe_wds_shard_of(&w->task, per, i);
     int         size = svp_pipe_shard_size(&w->task, w->list->count);
     int         last = SVP_MIN((j + 1) * per, size) - 1;
-    char        dir[4200], path[4300];
+    char        path[4300];
     struct stat sb;
 
     /* the shard's last sample first, without listing the shard: while the
      * shard fills (samples finish about in order) it is missing */
-    svp_pipe_wds_staged_dir(w, last * w->task.count + w->task.index, dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/sample.json", dir);
+    svp_pipe_wds_staged_path(w, last * w->task.count + w->task.index, path, sizeof(path));
     if (stat(path, &sb) != 0) {
         return SVP_OK;
     }

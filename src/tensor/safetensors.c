@@ -659,8 +659,9 @@ static json_t *svp_safetensors_writer_header(svp_safetensors_writer_h writer,
     return root;
 }
 
-svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
-                                           const char *path)
+svp_status_t svp_safetensors_writer_bytes(svp_safetensors_writer_h writer,
+                                          const char *path, void **buf_p,
+                                          size_t *len_p)
 {
     json_t        *root;
     char          *header;
@@ -708,10 +709,27 @@ svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
         }
         p += n;
     }
-    status = svp_file_write_atomic(path, buf, total);
-    free(buf);
+    *buf_p = buf;
+    *len_p = total;
+    status = SVP_OK;
 err_free_header:
     free(header);
+    return status;
+}
+
+svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
+                                           const char *path)
+{
+    void        *buf;
+    size_t       len;
+    svp_status_t status;
+
+    status = svp_safetensors_writer_bytes(writer, path, &buf, &len);
+    if (status != SVP_OK) {
+        return status;
+    }
+    status = svp_file_write_atomic(path, buf, len);
+    free(buf);
     return status;
 }
 

@@ -69,6 +69,13 @@ svp_status_t svp_safetensors_writer_add_metadata(svp_safetensors_writer_h writer
                                                  const char *value);
 svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
                                            const char *path);
+/*
+ * The file commit would write, in memory (*buf_p malloc'd, *len_p bytes):
+ * for a container that holds it.  path names it in messages only.
+ */
+svp_status_t svp_safetensors_writer_bytes(svp_safetensors_writer_h writer,
+                                          const char *path, void **buf_p,
+                                          size_t *len_p);
 void         svp_safetensors_writer_destroy(svp_safetensors_writer_h writer);
 
 #endif
