@@ -37,11 +37,11 @@
 #define BENCH_MAX_WINDOW 16
 
 typedef struct {
-    size_t      bytes;
-    int         iters, warmup, window, checksum;
-    double      spin;
-    const char *transport;
-    const char *device;       /* NULL: host frames; "cuda" */
+    size_t                bytes;
+    int                   iters, warmup, window, checksum;
+    double                spin;
+    const char           *transport;
+    const char           *device; /* NULL: host frames; "cuda" */
     svp_comm_gpu_direct_t gpu_direct;
 } bench_opts_t;
 
@@ -54,22 +54,22 @@ static unsigned char bench_pattern(size_t i)
 static svp_status_t bench_sender(svp_comm_h comm, svp_comm_frame_h *frames,
                                  const bench_opts_t *opts, int total)
 {
-    svp_comm_req_h reqs[BENCH_MAX_WINDOW] = { NULL };
-    svp_status_t   status = SVP_OK;
+    svp_comm_req_h reqs[BENCH_MAX_WINDOW] = {NULL};
+    svp_status_t   status                 = SVP_OK;
     int            i, slot;
 
     for (i = 0; (i < total) && (status == SVP_OK); ++i) {
         slot = i % opts->window;
         if (reqs[slot] != NULL) {
-            status = svp_comm_wait(comm, reqs[slot], -1);
+            status     = svp_comm_wait(comm, reqs[slot], -1);
             reqs[slot] = NULL;
             if (status != SVP_OK) {
                 break;
             }
         }
-        status = svp_comm_isend(comm, 1, SVP_COMM_KIND_LATENT,
-                                i % SVP_COMM_MAX_SAMPLE, 1, frames[slot],
-                                &reqs[slot]);
+        status =
+            svp_comm_isend(comm, 1, SVP_COMM_KIND_LATENT, i % SVP_COMM_MAX_SAMPLE, 1,
+                           frames[slot], &reqs[slot]);
     }
     for (slot = 0; slot < opts->window; ++slot) {
         if (reqs[slot] != NULL) {
@@ -85,13 +85,13 @@ static svp_status_t bench_receiver(svp_comm_h comm, svp_comm_frame_h *frames,
                                    const bench_opts_t *opts, int total,
                                    double *t_start_p)
 {
-    svp_comm_req_h reqs[BENCH_MAX_WINDOW] = { NULL };
-    svp_status_t   status = SVP_OK;
+    svp_comm_req_h reqs[BENCH_MAX_WINDOW] = {NULL};
+    svp_status_t   status                 = SVP_OK;
     int            i, slot;
 
     for (i = 0; (i < opts->window) && (i < total) && (status == SVP_OK); ++i) {
-        status = svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, i, 1, frames[i],
-                                &reqs[i]);
+        status =
+            svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, i, 1, frames[i], &reqs[i]);
     }
     for (i = 0; (i < total) && (status == SVP_OK); ++i) {
         slot       = i % opts->window;
@@ -116,32 +116,51 @@ static svp_status_t bench_receiver(svp_comm_h comm, svp_comm_frame_h *frames,
 
 static int bench_parse(int argc, char **argv, bench_opts_t *opts)
 {
-    static const struct option longopts[] = {
-        { "bytes",     required_argument, NULL, 'b' },
-        { "iters",     required_argument, NULL, 'n' },
-        { "warmup",    required_argument, NULL, 'w' },
-        { "window",    required_argument, NULL, 'k' },
-        { "checksum",  required_argument, NULL, 'c' },
-        { "transport", required_argument, NULL, 't' },
-        { "spin",      required_argument, NULL, 's' },
-        { "device",    required_argument, NULL, 'd' },
-        { "gpu-direct", required_argument, NULL, 'g' },
-        { NULL, 0, NULL, 0 }
-    };
+    static const struct option longopts[] =
+        {{"bytes", required_argument, NULL, 'b'},
+         {"iters", required_argument, NULL, 'n'},
+         {"warmup", required_argument, NULL, 'w'},
+         {"window", required_argument, NULL, 'k'},
+         {"checksum", required_argument, NULL, 'c'},
+         {"transport", required_argument, NULL, 't'},
+         {"spin", required_argument, NULL, 's'},
+         {"device", required_argument, NULL, 'd'},
+         {"gpu-direct", required_argument, NULL, 'g'},
+         {NULL, 0, NULL, 0}};
     int c;
 
-    *opts = (bench_opts_t){ .bytes = 2u << 20, .iters = 200, .warmup = 20,
-                            .window = 1, .checksum = 0, .transport = "" };
+    *opts = (bench_opts_t){.bytes     = 2u << 20,
+                           .iters     = 200,
+                           .warmup    = 20,
+                           .window    = 1,
+                           .checksum  = 0,
+                           .transport = ""};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
-        case 'b': opts->bytes = strtoull(optarg, NULL, 0); break;
-        case 'n': opts->iters = atoi(optarg); break;
-        case 'w': opts->warmup = atoi(optarg); break;
-        case 'k': opts->window = atoi(optarg); break;
-        case 'c': opts->checksum = atoi(optarg); break;
-        case 't': opts->transport = optarg; break;
-        case 's': opts->spin = atof(optarg); break;
-        case 'd': opts->device = optarg; break;
+        case 'b':
+            opts->bytes = strtoull(optarg, NULL, 0);
+            break;
+        case 'n':
+            opts->iters = atoi(optarg);
+            break;
+        case 'w':
+            opts->warmup = atoi(optarg);
+            break;
+        case 'k':
+            opts->window = atoi(optarg);
+            break;
+        case 'c':
+            opts->checksum = atoi(optarg);
+            break;
+        case 't':
+            opts->transport = optarg;
+            break;
+        case 's':
+            opts->spin = atof(optarg);
+            break;
+        case 'd':
+            opts->device = optarg;
+            break;
         case 'g':
             if (strcmp(optarg, "auto") == 0) {
                 opts->gpu_direct = SVP_COMM_GPU_DIRECT_AUTO;
@@ -153,7 +172,8 @@ static int bench_parse(int argc, char **argv, bench_opts_t *opts)
                 return -1;
             }
             break;
-        default: return -1;
+        default:
+            return -1;
         }
     }
     if ((opts->device != NULL) && (strcmp(opts->device, "cuda") != 0)) {
@@ -162,8 +182,10 @@ static int bench_parse(int argc, char **argv, bench_opts_t *opts)
     }
     if ((opts->window < 1) || (opts->window > BENCH_MAX_WINDOW) ||
         (opts->iters < 1) || (opts->warmup < 1)) {
-        fprintf(stderr, "bench_comm: need 1 <= window <= %d, iters >= 1, "
-                "warmup >= 1\n", BENCH_MAX_WINDOW);
+        fprintf(stderr,
+                "bench_comm: need 1 <= window <= %d, iters >= 1, "
+                "warmup >= 1\n",
+                BENCH_MAX_WINDOW);
         return -1;
     }
     return 0;
@@ -171,23 +193,23 @@ static int bench_parse(int argc, char **argv, bench_opts_t *opts)
 
 int main(int argc, char **argv)
 {
-    svp_comm_frame_h      frames[BENCH_MAX_WINDOW] = { NULL };
-    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
-    svp_comm_params_t     params;
-    bench_opts_t          opts;
-    svp_rt_h              rt;
-    svp_comm_h            comm;
-    svp_status_t          status;
-    double                t_start = 0, t_end;
-    int                   i, total, identical = -1;
-    svp_ops_params_t      op = { .backend = SVP_OPS_BACKEND_CUDA };
-    svp_ops_h             ops = NULL;
+    svp_comm_frame_h        frames[BENCH_MAX_WINDOW] = {NULL};
+    svp_comm_frame_desc_t   desc                     = {.num_tensors = 1};
+    svp_comm_params_t       params;
+    bench_opts_t            opts;
+    svp_rt_h                rt;
+    svp_comm_h              comm;
+    svp_status_t            status;
+    double                  t_start = 0, t_end;
+    int                     i, total, identical = -1;
+    svp_ops_params_t        op  = {.backend = SVP_OPS_BACKEND_CUDA};
+    svp_ops_h               ops = NULL;
     const svp_ops_module_t *module;
-    svp_devmem_t          devmem;
-    svp_comm_path_t       path = SVP_COMM_PATH_HOST;
-    unsigned char        *host = NULL;
-    char                  perr[256];
-    size_t                b;
+    svp_devmem_t            devmem;
+    svp_comm_path_t         path = SVP_COMM_PATH_HOST;
+    unsigned char          *host = NULL;
+    char                    perr[256];
+    size_t                  b;
 
     if (bench_parse(argc, argv, &opts) != 0) {
         return SVP_EXIT_BAD_INPUT;
@@ -202,12 +224,13 @@ int main(int argc, char **argv)
         goto out_cleanup_rt;
     }
     params = (svp_comm_params_t){
-        .field_mask = SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM |
-                      SVP_COMM_PARAM_FIELD_DEADLINE | SVP_COMM_PARAM_FIELD_SPIN,
-        .transport  = opts.transport,
-        .checksum   = opts.checksum,
-        .deadline   = 60.0,
-        .spin       = opts.spin,
+        .field_mask = SVP_COMM_PARAM_FIELD_TRANSPORT |
+                      SVP_COMM_PARAM_FIELD_CHECKSUM | SVP_COMM_PARAM_FIELD_DEADLINE |
+                      SVP_COMM_PARAM_FIELD_SPIN,
+        .transport = opts.transport,
+        .checksum  = opts.checksum,
+        .deadline  = 60.0,
+        .spin      = opts.spin,
     };
     if (opts.device != NULL) {
         /* the backend makes its device current; the module lends its memory */
@@ -220,8 +243,8 @@ int main(int argc, char **argv)
         }
         devmem = *module->devmem;
         params.field_mask |= SVP_COMM_PARAM_FIELD_DEVICE;
-        params.device      = &devmem;
-        params.gpu_direct  = opts.gpu_direct;
+        params.device     = &devmem;
+        params.gpu_direct = opts.gpu_direct;
     }
     status = svp_comm_create(rt, &params, &comm);
     if (status != SVP_OK) {
@@ -232,9 +255,10 @@ int main(int argc, char **argv)
                                    &path, perr, sizeof(perr));
     }
 
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = { (int64_t)(opts.bytes / 4) },
-        .bytes = opts.bytes };
+    desc.tensors[0] = (svp_comm_tensor_desc_t){.dtype = 1,
+                                               .ndim  = 1,
+                                               .shape = {(int64_t)(opts.bytes / 4)},
+                                               .bytes = opts.bytes};
     for (i = 0; (i < opts.window) && (status == SVP_OK); ++i) {
         status = svp_comm_frame_create(comm, &desc, NULL, 0,
                                        (opts.device != NULL) ? SVP_COMM_MEM_CUDA
@@ -250,8 +274,8 @@ int main(int argc, char **argv)
             host[b] = (svp_rt_rank(rt) == 0) ? bench_pattern(b) : 0;
         }
         for (i = 0; (i < opts.window) && (status == SVP_OK); ++i) {
-            status = devmem.to_device(NULL, svp_comm_frame_data(frames[i], 0),
-                                      host, opts.bytes);
+            status = devmem.to_device(NULL, svp_comm_frame_data(frames[i], 0), host,
+                                      opts.bytes);
         }
     }
     if (status == SVP_OK) {
@@ -267,9 +291,11 @@ int main(int argc, char **argv)
             t_end  = svp_clock_now();
             if ((status == SVP_OK) && (opts.device != NULL)) {
                 /* the last frame received, read back from the device */
-                status = devmem.to_host(NULL, host,
-                                        svp_comm_frame_data(frames[(total - 1) % opts.window], 0),
-                                        opts.bytes);
+                status    = devmem.to_host(NULL, host,
+                                           svp_comm_frame_data(frames[(total - 1) %
+                                                                   opts.window],
+                                                               0),
+                                           opts.bytes);
                 identical = 1;
                 for (b = 0; (status == SVP_OK) && (b < opts.bytes); ++b) {
                     if (host[b] != bench_pattern(b)) {
@@ -280,8 +306,8 @@ int main(int argc, char **argv)
             }
             if (status == SVP_OK) {
                 printf("bench_comm bytes=%zu iters=%d window=%d checksum=%d "
-                       "spin=%g seconds=%.4f GBps=%.3f", opts.bytes,
-                       opts.iters, opts.window, opts.checksum, opts.spin,
+                       "spin=%g seconds=%.4f GBps=%.3f",
+                       opts.bytes, opts.iters, opts.window, opts.checksum, opts.spin,
                        t_end - t_start,
                        (double)opts.bytes * opts.iters / (t_end - t_start) / 1e9);
                 if (opts.device != NULL) {

@@ -50,9 +50,9 @@ static svp_status_t bench_model_call(bench_model_t *bm)
 
 int main(int argc, char **argv)
 {
-    svp_ops_params_t  op = { .backend = SVP_OPS_BACKEND_CPU };
+    svp_ops_params_t  op    = {.backend = SVP_OPS_BACKEND_CPU};
     const char       *model = NULL, *io = NULL, *kind, *profile = NULL;
-    bench_model_t     bm = { 0 };
+    bench_model_t     bm = {0};
     svp_safetensors_h st;
     svp_tensor_t     *ref;
     svp_ops_h         ops;
@@ -64,12 +64,24 @@ int main(int argc, char **argv)
     svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "m:i:r:t:p:")) != -1) {
         switch (c) {
-        case 'm': model = optarg; break;
-        case 'i': io = optarg; break;
-        case 'r': runs = atoi(optarg); break;
-        case 't': op.threads = atoi(optarg); break;
-        case 'p': profile = optarg; break;
-        default: model = NULL; break;
+        case 'm':
+            model = optarg;
+            break;
+        case 'i':
+            io = optarg;
+            break;
+        case 'r':
+            runs = atoi(optarg);
+            break;
+        case 't':
+            op.threads = atoi(optarg);
+            break;
+        case 'p':
+            profile = optarg;
+            break;
+        default:
+            model = NULL;
+            break;
         }
     }
     kind = (optind < argc) ? argv[optind] : "";
@@ -126,7 +138,7 @@ int main(int argc, char **argv)
         }
         if (status != SVP_OK ||
             svp_range_profile_save(profile, json_pack("{s:s}", "kind",
-                                                       "bench_model")) != SVP_OK) {
+                                                      "bench_model")) != SVP_OK) {
             fprintf(stderr, "bench_model: cannot profile the %s call\n", kind);
             return 1;
         }

@@ -37,13 +37,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BENCH_KIND_HALF 4     /* the pipeline's HALF message kind */
+#define BENCH_KIND_HALF 4 /* the pipeline's HALF message kind */
 
 typedef struct {
     svp_unet_h unet;
     int        f, h, w;
     float     *in, *ehs, *out, t[2], ids[6];
-    int64_t    n;             /* values of one half's prediction */
+    int64_t    n; /* values of one half's prediction */
 } bench_model_t;
 
 static svp_status_t bench_call(bench_model_t *m, int batch, int half)
@@ -52,8 +52,8 @@ static svp_status_t bench_call(bench_model_t *m, int batch, int half)
     int64_t                  in1 = (int64_t)m->f * cfg->in_channels * m->h * m->w;
 
     return svp_unet_forward(m->unet, batch, m->f, m->h, m->w, m->in + half * in1,
-                            m->t + half, m->ehs + (int64_t)half * cfg->cross_dim[0], 1,
-                            m->ids + 3 * half, m->out + half * m->n);
+                            m->t + half, m->ehs + (int64_t)half * cfg->cross_dim[0],
+                            1, m->ids + 3 * half, m->out + half * m->n);
 }
 
 /* The guidance combine of the two halves, as a step does it (its cost). */
@@ -74,12 +74,12 @@ int main(int argc, char **argv)
 {
     const char           *golden = getenv("SVP_GOLDEN_DIR");
     char                  model[2048];
-    svp_ops_params_t      op = {0};
+    svp_ops_params_t      op  = {0};
     svp_ops_h             ops = NULL;
     svp_rt_h              rt;
-    svp_comm_h            comm = NULL;
-    svp_comm_params_t     cp = {0};
-    svp_comm_frame_desc_t desc = {.num_tensors = 1};
+    svp_comm_h            comm  = NULL;
+    svp_comm_params_t     cp    = {0};
+    svp_comm_frame_desc_t desc  = {.num_tensors = 1};
     svp_comm_frame_h      fsend = NULL, frecv = NULL;
     bench_model_t         m = {.f = 4, .h = 16, .w = 24};
     svp_status_t          status;
@@ -88,14 +88,25 @@ int main(int argc, char **argv)
 
     /* the BLAS kernels this CPU executes best, before argv is parsed */
     svp_ops_blas_choose(argv);
-    snprintf(model, sizeof(model), "%s/unet_small", golden ? golden : "../shared/golden");
+    snprintf(model, sizeof(model), "%s/unet_small",
+             golden ? golden : "../shared/golden");
     while ((c = getopt(argc, argv, "m:f:H:W:r:")) != -1) {
         switch (c) {
-        case 'm': snprintf(model, sizeof(model), "%s", optarg); break;
-        case 'f': m.f = atoi(optarg); break;
-        case 'H': m.h = atoi(optarg); break;
-        case 'W': m.w = atoi(optarg); break;
-        case 'r': runs = atoi(optarg); break;
+        case 'm':
+            snprintf(model, sizeof(model), "%s", optarg);
+            break;
+        case 'f':
+            m.f = atoi(optarg);
+            break;
+        case 'H':
+            m.h = atoi(optarg);
+            break;
+        case 'W':
+            m.w = atoi(optarg);
+            break;
+        case 'r':
+            runs = atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: bench_pair [-m MODEL_DIR] [-f frames] [-H h] "
                             "[-W w] [-r runs]\n");
@@ -113,7 +124,7 @@ int main(int argc, char **argv)
         status = SVP_ERR_USAGE;
         goto out;
     }
-    times = calloc((size_t)runs, sizeof(double));
+    times  = calloc((size_t)runs, sizeof(double));
     status = (times == NULL) ? SVP_ERR_NO_MEMORY : svp_ops_create(&op, &ops);
     if (status == SVP_OK) {
         status = svp_unet_create(ops, model, NULL, &m.unet);
@@ -122,10 +133,10 @@ int main(int argc, char **argv)
         const svp_unet_config_t *cfg = svp_unet_config(m.unet);
         int64_t                  nin = 2LL * m.f * cfg->in_channels * m.h * m.w;
 
-        m.n   = (int64_t)m.f * cfg->out_channels * m.h * m.w;
-        m.in  = calloc((size_t)nin, sizeof(float));
-        m.ehs = calloc(2 * (size_t)cfg->cross_dim[0], sizeof(float));
-        m.out = calloc(2 * (size_t)m.n, sizeof(float));
+        m.n    = (int64_t)m.f * cfg->out_channels * m.h * m.w;
+        m.in   = calloc((size_t)nin, sizeof(float));
+        m.ehs  = calloc(2 * (size_t)cfg->cross_dim[0], sizeof(float));
+        m.out  = calloc(2 * (size_t)m.n, sizeof(float));
         status = (m.in && m.ehs && m.out) ? SVP_OK : SVP_ERR_NO_MEMORY;
         for (i = 0; status == SVP_OK && i < nin; ++i) {
             m.in[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
@@ -143,15 +154,19 @@ int main(int argc, char **argv)
     if (status == SVP_OK) {
         cp.field_mask = SVP_COMM_PARAM_FIELD_DEADLINE;
         cp.deadline   = 600.0;
-        status = svp_comm_create(rt, &cp, &comm);
+        status        = svp_comm_create(rt, &cp, &comm);
     }
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = {m.n}, .bytes = (size_t)m.n * sizeof(float)};
+    desc.tensors[0] = (svp_comm_tensor_desc_t){.dtype = 1,
+                                               .ndim  = 1,
+                                               .shape = {m.n},
+                                               .bytes = (size_t)m.n * sizeof(float)};
     if (status == SVP_OK) {
-        status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &fsend);
+        status =
+            svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &fsend);
     }
     if (status == SVP_OK) {
-        status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &frecv);
+        status =
+            svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &frecv);
     }
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
@@ -187,9 +202,9 @@ int main(int argc, char **argv)
     if (status == SVP_OK) {
         svp_comm_req_h go = NULL;
 
-        status = (rank == 0) ?
-                 svp_comm_isend(comm, 1, BENCH_KIND_HALF, 1, 0, fsend, &go) :
-                 svp_comm_irecv(comm, 0, BENCH_KIND_HALF, 1, 0, frecv, &go);
+        status = (rank == 0)
+                     ? svp_comm_isend(comm, 1, BENCH_KIND_HALF, 1, 0, fsend, &go)
+                     : svp_comm_irecv(comm, 0, BENCH_KIND_HALF, 1, 0, frecv, &go);
         if (status == SVP_OK) {
             status = svp_comm_wait(comm, go, -1.0);
         }
@@ -204,12 +219,12 @@ int main(int argc, char **argv)
         if (status == SVP_OK) {
             memcpy(svp_comm_frame_data(fsend, 0), m.out + rank * m.n,
                    (size_t)m.n * sizeof(float));
-            status = svp_comm_irecv(comm, 1 - rank, BENCH_KIND_HALF, 0, (unsigned)(i + 1),
-                                    frecv, &rr);
+            status = svp_comm_irecv(comm, 1 - rank, BENCH_KIND_HALF, 0,
+                                    (unsigned)(i + 1), frecv, &rr);
         }
         if (status == SVP_OK) {
-            status = svp_comm_isend(comm, 1 - rank, BENCH_KIND_HALF, 0, (unsigned)(i + 1),
-                                    fsend, &sr);
+            status = svp_comm_isend(comm, 1 - rank, BENCH_KIND_HALF, 0,
+                                    (unsigned)(i + 1), fsend, &sr);
         }
         if (status == SVP_OK) {
             status = svp_comm_wait(comm, rr, -1.0);
@@ -224,7 +239,7 @@ int main(int argc, char **argv)
         }
         if (i >= 0) {
             times[i] = svp_clock_now() - t0;
-            t_x     += svp_clock_now() - tx;
+            t_x += svp_clock_now() - tx;
         }
     }
     if (status == SVP_OK) {
@@ -232,14 +247,17 @@ int main(int argc, char **argv)
     }
     if (status == SVP_OK && rank == 0) {
         printf("bench_pair: %s, latent [%d, 4, %d, %d], %d thread%s per rank, "
-               "median of %d\n", model, m.f, m.h, m.w, svp_ops_threads(ops),
+               "median of %d\n",
+               model, m.f, m.h, m.w, svp_ops_threads(ops),
                svp_ops_threads(ops) > 1 ? "s" : "", runs);
         printf("one rank step    %.4f s (the guidance batch in one call)\n", t_b2);
         printf("two batch-1      %.4f s (%.2fx the batch: a call per half, as pairs "
-               "compute)\n", t_one, t_b2 > 0 ? t_one / t_b2 : 0);
-        printf("pair step        %.4f s (exchange and combine %.4f s, mean)\n", t_pair,
-               t_x / runs);
-        printf("pair / one rank  %.2f (target <= 0.6)\n", t_b2 > 0 ? t_pair / t_b2 : 0);
+               "compute)\n",
+               t_one, t_b2 > 0 ? t_one / t_b2 : 0);
+        printf("pair step        %.4f s (exchange and combine %.4f s, mean)\n",
+               t_pair, t_x / runs);
+        printf("pair / one rank  %.2f (target <= 0.6)\n",
+               t_b2 > 0 ? t_pair / t_b2 : 0);
         fflush(stdout);
     }
     if (status == SVP_OK) {

@@ -53,9 +53,9 @@
  */
 static double bench_sgemm_peak(svp_ops_h ops, int n)
 {
-    float  *a, *b, *c;
-    double  best = 0.0, t;
-    int     i;
+    float *a, *b, *c;
+    double best = 0.0, t;
+    int    i;
 
     if (svp_ops_alloc(ops, (size_t)n * n, &a) != SVP_OK ||
         svp_ops_alloc(ops, (size_t)n * n, &b) != SVP_OK ||
@@ -72,7 +72,7 @@ static double bench_sgemm_peak(svp_ops_h ops, int n)
             exit(1);
         }
         t = svp_clock_now() - t;
-        if (i > 0) {        /* the first call pays thread and page setup */
+        if (i > 0) { /* the first call pays thread and page setup */
             best = fmax(best, 2.0 * n * n * (double)n / t / 1e9);
         }
     }
@@ -89,10 +89,10 @@ static double bench_sgemm_peak(svp_ops_h ops, int n)
  */
 static int bench_golden_is_model(const char *golden)
 {
-    char         path[4096];
-    struct stat  sb;
-    json_t      *a, *b;
-    int          same;
+    char        path[4096];
+    struct stat sb;
+    json_t     *a, *b;
+    int         same;
 
     snprintf(path, sizeof(path), "%s/unet_small/diffusion_pytorch_model.safetensors",
              golden);
@@ -105,7 +105,7 @@ static int bench_golden_is_model(const char *golden)
     }
     b = json_load_file(path, 0, NULL);
     snprintf(path, sizeof(path), "%s/unet_small/config.json", golden);
-    a = json_load_file(path, 0, NULL);
+    a    = json_load_file(path, 0, NULL);
     same = a != NULL && b != NULL && json_equal(a, b);
     json_decref(a);
     json_decref(b);
@@ -143,9 +143,15 @@ int main(int argc, char **argv)
     svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "r:t:k:d:")) != -1) {
         switch (c) {
-        case 'r': runs = atoi(optarg); break;
-        case 't': threads = atoi(optarg); break;
-        case 'k': keep = optarg; break;
+        case 'r':
+            runs = atoi(optarg);
+            break;
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 'k':
+            keep = optarg;
+            break;
         case 'd':
             dtype = svp_dtype_parse_short(optarg);
             if (dtype < 0 || !svp_dtype_is_weight((svp_dtype_t)dtype)) {
@@ -170,10 +176,9 @@ int main(int argc, char **argv)
         snprintf(io_path, sizeof(io_path), "%s/io.safetensors", model);
         if (!bench_golden_is_model(golden)) {
             /* the compact set: same config and inputs, random weights */
-            snprintf(path, sizeof(path), "%s/bench_unet_small/config.json",
+            snprintf(path, sizeof(path), "%s/bench_unet_small/config.json", golden);
+            snprintf(io_path, sizeof(io_path), "%s/bench_unet_small/io.safetensors",
                      golden);
-            snprintf(io_path, sizeof(io_path),
-                     "%s/bench_unet_small/io.safetensors", golden);
             if (keep != NULL) {
                 snprintf(tmp, sizeof(tmp), "%s", keep);
             } else {
@@ -182,8 +187,10 @@ int main(int argc, char **argv)
             if ((keep != NULL ? mkdir(tmp, 0755) != 0 && errno != EEXIST
                               : mkdtemp(tmp) == NULL) ||
                 svp_model_write_random(path, 1, tmp) != SVP_OK) {
-                fprintf(stderr, "bench_unet: cannot write random weights for "
-                        "%s\n", path);
+                fprintf(stderr,
+                        "bench_unet: cannot write random weights for "
+                        "%s\n",
+                        path);
                 return 1;
             }
             snprintf(model, sizeof(model), "%s", tmp);
@@ -195,7 +202,7 @@ int main(int argc, char **argv)
         runs = 1;
     }
 
-    op = (svp_ops_params_t){ .threads = threads, .dtype = (svp_dtype_t)dtype };
+    op = (svp_ops_params_t){.threads = threads, .dtype = (svp_dtype_t)dtype};
     if (svp_ops_create(&op, &ops) != SVP_OK ||
         svp_unet_create(ops, model, NULL, &unet) != SVP_OK ||
         svp_safetensors_open(io_path, &st) != SVP_OK) {
@@ -208,20 +215,20 @@ int main(int argc, char **argv)
     ids    = bench_load(st, "added_time_ids");
     ref    = (tmp[0] == '\0') ? bench_load(st, "out") : NULL;
     n      = svp_tensor_numel(sample) / sample->shape[2] *
-             svp_unet_config(unet)->out_channels;
-    out    = malloc(n * sizeof(float));
-    times  = calloc(runs, sizeof(double));
+        svp_unet_config(unet)->out_channels;
+    out   = malloc(n * sizeof(float));
+    times = calloc(runs, sizeof(double));
 
     for (i = -1; i < runs; i++) {
         double t = svp_clock_now();
         if (svp_unet_forward(unet, (int)sample->shape[0], (int)sample->shape[1],
                              (int)sample->shape[3], (int)sample->shape[4],
-                             sample->data, ts->data, ehs->data,
-                             (int)ehs->shape[1], ids->data, out) != SVP_OK) {
+                             sample->data, ts->data, ehs->data, (int)ehs->shape[1],
+                             ids->data, out) != SVP_OK) {
             fprintf(stderr, "bench_unet: forward failed\n");
             return 1;
         }
-        if (i >= 0) {       /* run -1 warms caches and thread pools */
+        if (i >= 0) { /* run -1 warms caches and thread pools */
             times[i] = svp_clock_now() - t;
         }
     }
@@ -239,10 +246,9 @@ int main(int argc, char **argv)
     getrusage(RUSAGE_SELF, &ru);
 
     printf("model          : %s\ninputs         : %s\n", model, io_path);
-    printf("unet forward   : %s, input [%ld,%ld,%ld,%ld,%ld], %d threads\n",
-           label, (long)sample->shape[0], (long)sample->shape[1],
-           (long)sample->shape[2], (long)sample->shape[3],
-           (long)sample->shape[4], svp_ops_threads(ops));
+    printf("unet forward   : %s, input [%ld,%ld,%ld,%ld,%ld], %d threads\n", label,
+           (long)sample->shape[0], (long)sample->shape[1], (long)sample->shape[2],
+           (long)sample->shape[3], (long)sample->shape[4], svp_ops_threads(ops));
     bench_print_kernels("kernels        : ");
     printf("products       : %s weights, products %s%s\n", svp_ops_dtype(ops),
            svp_ops_product_units(ops) != NULL ? "in bf16 on " : "in f32",
@@ -251,20 +257,23 @@ int main(int argc, char **argv)
            median, runs, times[0], times[runs - 1]);
     printf("work           : %.3f GMAC (reference count)\n", macs / 1e9);
     printf("throughput     : %.1f GFLOP/s = %.0f%% of sgemm peak %.1f GFLOP/s "
-           "(1024^3, same threads)\n", gflops, 100.0 * gflops / peak, peak);
+           "(1024^3, same threads)\n",
+           gflops, 100.0 * gflops / peak, peak);
     printf("peak RSS       : %.1f MiB\n", ru.ru_maxrss / 1024.0);
     if (ref != NULL) {
-        printf("error vs golden: %.3g relative (tolerance %s)\n",
-               max_err / max_ref, dtype == SVP_DTYPE_F32 ? "1e-5" :
-               "of the dtype's rounding: doc/DTYPES.md");
+        printf("error vs golden: %.3g relative (tolerance %s)\n", max_err / max_ref,
+               dtype == SVP_DTYPE_F32 ? "1e-5"
+                                      : "of the dtype's rounding: doc/DTYPES.md");
     } else {
         printf("error vs golden: not measured: seeded random weights (golden "
                "weights of this topology are in the larger reference set)\n");
     }
     printf("target         : diffusers on PyTorch CPU, 2 threads: %.2f-%.2f s; "
-           "this run is %s\n", BENCH_TARGET_LO, BENCH_TARGET_HI,
-           median < BENCH_TARGET_LO ? "faster" :
-           median <= BENCH_TARGET_HI ? "within the range" : "slower");
+           "this run is %s\n",
+           BENCH_TARGET_LO, BENCH_TARGET_HI,
+           median < BENCH_TARGET_LO    ? "faster"
+           : median <= BENCH_TARGET_HI ? "within the range"
+                                       : "slower");
 
     free(out);
     free(times);

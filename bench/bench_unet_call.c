@@ -33,15 +33,15 @@
 /* A backend buffer of n values in [-1, 1) from a fixed sequence. */
 static float *bench_random(svp_ops_h ops, size_t n, unsigned *seed)
 {
-    float  *host = malloc(n * sizeof(float)), *buf;
-    size_t  i;
+    float *host = malloc(n * sizeof(float)), *buf;
+    size_t i;
 
     if (host == NULL || svp_ops_alloc(ops, n, &buf) != SVP_OK) {
         fprintf(stderr, "bench_unet_call: cannot allocate %zu floats\n", n);
         exit(1);
     }
     for (i = 0; i < n; i++) {
-        *seed = *seed * 1664525u + 1013904223u;
+        *seed   = *seed * 1664525u + 1013904223u;
         host[i] = (float)(*seed >> 8) / (float)(1u << 23) - 1.0f;
     }
     if (svp_ops_upload(ops, buf, host, n) != SVP_OK) {
@@ -54,11 +54,11 @@ static float *bench_random(svp_ops_h ops, size_t n, unsigned *seed)
 int main(int argc, char **argv)
 {
     const char              *model = NULL, *dtype = "f32", *backend = "cpu";
-    svp_ops_params_t         op = { 0 };
+    svp_ops_params_t         op = {0};
     int                      b = 2, f = 25, h = 72, w = 128, seq = 1;
-    int                      runs = 5, c, i;
+    int                      runs        = 5, c, i;
     double                   peak_tflops = 0, *times, median, tflop, load_s;
-    unsigned                 seed = 1;
+    unsigned                 seed        = 1;
     svp_ops_h                ops;
     svp_unet_h               unet;
     const svp_unet_config_t *cfg;
@@ -70,22 +70,47 @@ int main(int argc, char **argv)
     svp_ops_blas_choose(argv);
     while ((c = getopt(argc, argv, "m:B:b:f:H:W:s:r:t:P:d:")) != -1) {
         switch (c) {
-        case 'm': model = optarg; break;
-        case 'B': backend = optarg; break;
-        case 'b': b = atoi(optarg); break;
-        case 'f': f = atoi(optarg); break;
-        case 'H': h = atoi(optarg); break;
-        case 'W': w = atoi(optarg); break;
-        case 's': seq = atoi(optarg); break;
-        case 'r': runs = atoi(optarg); break;
-        case 't': op.threads = atoi(optarg); break;
-        case 'P': peak_tflops = atof(optarg); break;
-        case 'd': dtype = optarg; break;
-        default: model = NULL; optind = argc; break;
+        case 'm':
+            model = optarg;
+            break;
+        case 'B':
+            backend = optarg;
+            break;
+        case 'b':
+            b = atoi(optarg);
+            break;
+        case 'f':
+            f = atoi(optarg);
+            break;
+        case 'H':
+            h = atoi(optarg);
+            break;
+        case 'W':
+            w = atoi(optarg);
+            break;
+        case 's':
+            seq = atoi(optarg);
+            break;
+        case 'r':
+            runs = atoi(optarg);
+            break;
+        case 't':
+            op.threads = atoi(optarg);
+            break;
+        case 'P':
+            peak_tflops = atof(optarg);
+            break;
+        case 'd':
+            dtype = optarg;
+            break;
+        default:
+            model  = NULL;
+            optind = argc;
+            break;
         }
     }
-    if (model == NULL || b < 1 || b > 64 || f < 1 || h < 1 || w < 1 ||
-        seq < 1 || runs < 1) {
+    if (model == NULL || b < 1 || b > 64 || f < 1 || h < 1 || w < 1 || seq < 1 ||
+        runs < 1) {
         fprintf(stderr, "usage: bench_unet_call -m MODEL_DIR [-B cpu|cuda] "
                         "[-b batch] [-f frames] [-H latent_h] [-W latent_w] "
                         "[-s seq] [-r runs] [-t threads] [-P peak_tflops]\n");
@@ -96,13 +121,16 @@ int main(int argc, char **argv)
     }
     /* an unknown name is a dtype no handle holds: svp_ops_create() says so */
     op.dtype = (svp_dtype_parse_short(dtype) >= 0)
-               ? (svp_dtype_t)svp_dtype_parse_short(dtype) : SVP_DTYPE_LAST;
+                   ? (svp_dtype_t)svp_dtype_parse_short(dtype)
+                   : SVP_DTYPE_LAST;
     switch (svp_ops_create(&op, &ops)) {
     case SVP_OK:
         break;
     case SVP_ERR_UNSUPPORTED:
-        fprintf(stderr, "bench_unet_call: the %s backend cannot hold weights "
-                        "in %s\n", backend, dtype);
+        fprintf(stderr,
+                "bench_unet_call: the %s backend cannot hold weights "
+                "in %s\n",
+                backend, dtype);
         return 3;
     default:
         return 1;
@@ -113,7 +141,7 @@ int main(int argc, char **argv)
         return 1;
     }
     load_s = svp_clock_now() - load_s;
-    cfg = svp_unet_config(unet);
+    cfg    = svp_unet_config(unet);
     sample = bench_random(ops, (size_t)b * f * cfg->in_channels * h * w, &seed);
     ehs    = bench_random(ops, (size_t)b * seq * cfg->cross_dim[0], &seed);
     if (svp_ops_alloc(ops, (size_t)b * f * cfg->out_channels * h * w, &out) !=
@@ -122,24 +150,24 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < b; i++) {
         t[i]           = 0.7f;
-        ids[3 * i]     = 6.0f;      /* fps - 1, motion bucket, noise aug */
+        ids[3 * i]     = 6.0f; /* fps - 1, motion bucket, noise aug */
         ids[3 * i + 1] = 127.0f;
         ids[3 * i + 2] = 0.02f;
     }
-    svp_ops_mem_stats(ops, &m0);    /* weights and inputs */
+    svp_ops_mem_stats(ops, &m0); /* weights and inputs */
     times = calloc(runs, sizeof(double));
     for (i = -1; i < runs; i++) {
         double t0 = svp_clock_now();
         float  probe;
 
-        if (svp_unet_forward(unet, b, f, h, w, sample, t, ehs, seq, ids, out)
-            != SVP_OK ||
-            svp_ops_download(ops, &probe, out, 1) != SVP_OK) {  /* waits */
+        if (svp_unet_forward(unet, b, f, h, w, sample, t, ehs, seq, ids, out) !=
+                SVP_OK ||
+            svp_ops_download(ops, &probe, out, 1) != SVP_OK) { /* waits */
             fprintf(stderr, "bench_unet_call: forward failed\n");
             return 1;
         }
         if (i < 0) {
-            svp_ops_mem_stats(ops, &m1);    /* the arena, sized */
+            svp_ops_mem_stats(ops, &m1); /* the arena, sized */
         } else {
             times[i] = svp_clock_now() - t0;
         }

@@ -39,28 +39,26 @@ static __device__ inline float svp_warp_sum(float v)
     return v;
 }
 
-static __global__ void svp_attention_short_kernel(svp_ops_attention_t p,
-                                                  float scale, const float *q,
-                                                  const float *k,
+static __global__ void svp_attention_short_kernel(svp_ops_attention_t p, float scale,
+                                                  const float *q, const float *k,
                                                   const float *v, float *out)
 {
     extern __shared__ float shared[];
-    int     lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int     d    = p.head_dim;
-    float  *qs   = shared + warp * (d + SVP_ATTN_SHORT_KV);
-    float  *ps   = qs + d;
-    int64_t total = (int64_t)p.batch * p.heads * p.q_len;
+    int                     lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int                     d     = p.head_dim;
+    float                  *qs    = shared + warp * (d + SVP_ATTN_SHORT_KV);
+    float                  *ps    = qs + d;
+    int64_t                 total = (int64_t)p.batch * p.heads * p.q_len;
 
-    for (int64_t row = (int64_t)blockIdx.x * SVP_ATTN_WARPS + warp;
-         row < total; row += (int64_t)gridDim.x * SVP_ATTN_WARPS) {
-        int64_t      bq = row / ((int64_t)p.heads * p.q_len);
-        int          h  = (int)((row / p.q_len) % p.heads);
-        int64_t      i  = row % p.q_len;
-        int64_t      bk = bq / p.kv_batch_div;
-        const float *qr = q + (bq * p.q_len + i) * p.q_stride + (int64_t)h * d;
-        float       *orow = out + (bq * p.q_len + i) * p.out_stride +
-                            (int64_t)h * d;
-        float        s[2] = { -INFINITY, -INFINITY };
+    for (int64_t row = (int64_t)blockIdx.x * SVP_ATTN_WARPS + warp; row < total;
+         row += (int64_t)gridDim.x * SVP_ATTN_WARPS) {
+        int64_t      bq   = row / ((int64_t)p.heads * p.q_len);
+        int          h    = (int)((row / p.q_len) % p.heads);
+        int64_t      i    = row % p.q_len;
+        int64_t      bk   = bq / p.kv_batch_div;
+        const float *qr   = q + (bq * p.q_len + i) * p.q_stride + (int64_t)h * d;
+        float       *orow = out + (bq * p.q_len + i) * p.out_stride + (int64_t)h * d;
+        float        s[2] = {-INFINITY, -INFINITY};
         float        max, sum;
 
         for (int dd = lane; dd < d; dd += 32) {
@@ -70,8 +68,8 @@ static __global__ void svp_attention_short_kernel(svp_ops_attention_t p,
         for (int c = 0; c < 2; c++) {
             int j = lane + 32 * c;
             if (j < p.kv_len) {
-                const float *kr = k + (bk * p.kv_len + j) * p.k_stride +
-                                  (int64_t)h * d;
+                const float *kr =
+                    k + (bk * p.kv_len + j) * p.k_stride + (int64_t)h * d;
                 float dot = 0.0f;
                 for (int dd = 0; dd < d; dd++) {
                     dot += qs[dd] * kr[dd];
@@ -91,14 +89,14 @@ static __global__ void svp_attention_short_kernel(svp_ops_attention_t p,
         }
         __syncwarp();
         for (int dd = lane; dd < d; dd += 32) {
-            const float *vc = v + bk * p.kv_len * p.v_stride + (int64_t)h * d + dd;
+            const float *vc  = v + bk * p.kv_len * p.v_stride + (int64_t)h * d + dd;
             float        acc = 0.0f;
             for (int j = 0; j < p.kv_len; j++) {
                 acc += ps[j] * vc[j * p.v_stride];
             }
             orow[dd] = acc;
         }
-        __syncwarp();   /* qs and ps are rewritten for the next row */
+        __syncwarp(); /* qs and ps are rewritten for the next row */
     }
 }
 
@@ -116,14 +114,14 @@ static __global__ void svp_attention_short_kernel(svp_ops_attention_t p,
 #define SVP_FLASH_MAX_D 128
 
 static __global__ void __launch_bounds__(SVP_FLASH_ROWS)
-svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
-                           const float *k, const float *v, float *out)
+    svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
+                               const float *k, const float *v, float *out)
 {
     __shared__ float ks[SVP_FLASH_KV * SVP_FLASH_MAX_D];
     __shared__ float vs[SVP_FLASH_KV * SVP_FLASH_MAX_D];
-    int     d     = p.head_dim;
-    int64_t n_qt  = (p.q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
-    int64_t items = (int64_t)p.batch * p.heads * n_qt;
+    int              d     = p.head_dim;
+    int64_t          n_qt  = (p.q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
+    int64_t          items = (int64_t)p.batch * p.heads * n_qt;
 
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         int64_t      bq   = item / ((int64_t)p.heads * n_qt);
@@ -137,18 +135,17 @@ svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
         float        m = -INFINITY, l = 0.0f;
 
         if (live) {
-            const float *qrow = q + (bq * p.q_len + i) * p.q_stride +
-                                (int64_t)h * d;
+            const float *qrow = q + (bq * p.q_len + i) * p.q_stride + (int64_t)h * d;
             for (int dd = 0; dd < d; dd++) {
                 qr[dd] = qrow[dd];
                 o[dd]  = 0.0f;
             }
         }
         for (int64_t j0 = 0; j0 < p.kv_len; j0 += SVP_FLASH_KV) {
-            int n = (int)((p.kv_len - j0 < SVP_FLASH_KV) ? p.kv_len - j0
-                                                          : SVP_FLASH_KV);
+            int n =
+                (int)((p.kv_len - j0 < SVP_FLASH_KV) ? p.kv_len - j0 : SVP_FLASH_KV);
 
-            __syncthreads();            /* the previous tile is consumed */
+            __syncthreads(); /* the previous tile is consumed */
             for (int e = threadIdx.x; e < n * d; e += blockDim.x) {
                 int jj = e / d, dd = e % d;
 
@@ -173,8 +170,7 @@ svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
         }
         if (live) {
             /* the row's q slice was copied to qr: out may alias q */
-            float *orow = out + (bq * p.q_len + i) * p.out_stride +
-                          (int64_t)h * d;
+            float *orow = out + (bq * p.q_len + i) * p.out_stride + (int64_t)h * d;
             float  inv  = svp_math_attn_finish_row(l);
 
             for (int dd = 0; dd < d; dd++) {
@@ -184,28 +180,26 @@ svp_attention_flash_kernel(svp_ops_attention_t p, float scale, const float *q,
     }
 }
 
-static svp_status_t svp_attention_long(svp_ops_h ops,
-                                       const svp_ops_attention_t *p,
-                                       float scale, const float *q,
-                                       const float *k, const float *v,
-                                       float *out)
+static svp_status_t svp_attention_long(svp_ops_h ops, const svp_ops_attention_t *p,
+                                       float scale, const float *q, const float *k,
+                                       const float *v, float *out)
 {
-    int64_t n_qt  = (p->q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
-    int64_t items = (int64_t)p->batch * p->heads * n_qt;
+    int64_t n_qt   = (p->q_len + SVP_FLASH_ROWS - 1) / SVP_FLASH_ROWS;
+    int64_t items  = (int64_t)p->batch * p->heads * n_qt;
     int64_t blocks = (items < ((int64_t)1 << 20)) ? items : ((int64_t)1 << 20);
 
     if (p->head_dim > SVP_FLASH_MAX_D) {
         svp_error("cuda attention: head_dim %d is above the fused kernel's "
-                  "%d", p->head_dim, SVP_FLASH_MAX_D);
+                  "%d",
+                  p->head_dim, SVP_FLASH_MAX_D);
         return SVP_ERR_UNSUPPORTED;
     }
     svp_attention_flash_kernel<<<(unsigned)blocks, SVP_FLASH_ROWS, 0,
-                                 svp_cuda_stream(ops)>>>(*p, scale, q, k, v,
-                                                         out);
+                                 svp_cuda_stream(ops)>>>(*p, scale, q, k, v, out);
     return SVP_CUDA_LAUNCHED();
 }
 
-extern "C" svp_status_t svp_ops_cuda_attention(svp_ops_h ops,
+extern "C" svp_status_t svp_ops_cuda_attention(svp_ops_h                  ops,
                                                const svp_ops_attention_t *p,
                                                const float *q, const float *k,
                                                const float *v, float *out)

@@ -7,12 +7,13 @@
 #include "kernels.cuh"
 #include "ops/ops_math.h"
 
-static __global__ void svp_timestep_embedding_kernel(int n, int half,
-                                                     const float *t, float *y)
+static __global__ void svp_timestep_embedding_kernel(int n, int half, const float *t,
+                                                     float *y)
 {
-    SVP_CUDA_FOR(e, (int64_t)n * half) {
-        int64_t r = e / half;
-        int     i = (int)(e % half);
+    SVP_CUDA_FOR(e, (int64_t)n * half)
+    {
+        int64_t r   = e / half;
+        int     i   = (int)(e % half);
         float   arg = svp_math_timestep_arg(t[r], i, half);
 
         y[r * 2 * half + i]        = cosf(arg);
@@ -25,7 +26,9 @@ extern "C" svp_status_t svp_ops_cuda_timestep_embedding(svp_ops_h ops, int n,
                                                         float *y)
 {
     svp_timestep_embedding_kernel<<<svp_cuda_grid((int64_t)n * (dim / 2)),
-                                    SVP_CUDA_BLOCK, 0, svp_cuda_stream(ops)>>>(
-        n, dim / 2, t, y);
+                                    SVP_CUDA_BLOCK, 0, svp_cuda_stream(ops)>>>(n,
+                                                                               dim /
+                                                                                   2,
+                                                                               t, y);
     return SVP_CUDA_LAUNCHED();
 }

@@ -28,8 +28,8 @@ static inline cudaStream_t svp_cuda_stream(svp_ops_h ops)
 }
 
 #define SVP_CUDA_FOR(_i, _n) \
-    for (int64_t _i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; \
-         _i < (_n); _i += (int64_t)gridDim.x * blockDim.x)
+    for (int64_t _i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; _i < (_n); \
+         _i += (int64_t)gridDim.x * blockDim.x)
 
 /*
  * Sum of v over the block (blockDim.x a multiple of 32, at most 1024); every

@@ -7,16 +7,15 @@
 
 #define SVP_LAYER_NORM_BLOCK 256
 
-static __global__ void svp_layer_norm_kernel(int dim, float eps,
-                                             const float *x,
-                                             const float *gamma,
-                                             const float *beta, float *y)
+static __global__ void svp_layer_norm_kernel(int dim, float eps, const float *x,
+                                             const float *gamma, const float *beta,
+                                             float *y)
 {
     __shared__ double shared[32];
-    const float *xr = x + (int64_t)blockIdx.x * dim;
-    float       *yr = y + (int64_t)blockIdx.x * dim;
-    double       sum = 0.0, sq = 0.0, mean;
-    float        rstd, m;
+    const float      *xr  = x + (int64_t)blockIdx.x * dim;
+    float            *yr  = y + (int64_t)blockIdx.x * dim;
+    double            sum = 0.0, sq = 0.0, mean;
+    float             rstd, m;
 
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         sum += xr[i];
@@ -27,7 +26,7 @@ static __global__ void svp_layer_norm_kernel(int dim, float eps,
         sq += d * d;
     }
     rstd = svp_math_norm_rstd(svp_cuda_block_sum(sq, shared) / dim, eps);
-    m = (float)mean;
+    m    = (float)mean;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
         yr[i] = svp_math_layer_norm_apply(xr[i], m, rstd, gamma[i], beta[i]);
     }
@@ -36,9 +35,8 @@ static __global__ void svp_layer_norm_kernel(int dim, float eps,
 /* Rows go on grid.x (up to 2^31 - 1 blocks); longer inputs run in parts. */
 #define SVP_LAYER_NORM_ROWS_MAX ((int64_t)1 << 30)
 
-extern "C" svp_status_t svp_ops_cuda_layer_norm(svp_ops_h ops, int64_t rows,
-                                                int dim, float eps,
-                                                const float *x,
+extern "C" svp_status_t svp_ops_cuda_layer_norm(svp_ops_h ops, int64_t rows, int dim,
+                                                float eps, const float *x,
                                                 const float *gamma,
                                                 const float *beta, float *y)
 {
@@ -48,9 +46,8 @@ extern "C" svp_status_t svp_ops_cuda_layer_norm(svp_ops_h ops, int64_t rows,
 
         part = (part < SVP_LAYER_NORM_ROWS_MAX) ? part : SVP_LAYER_NORM_ROWS_MAX;
         svp_layer_norm_kernel<<<(unsigned)part, SVP_LAYER_NORM_BLOCK, 0,
-                                svp_cuda_stream(ops)>>>(dim, eps,
-                                                        x + r0 * dim, gamma,
-                                                        beta, y + r0 * dim);
+                                svp_cuda_stream(ops)>>>(dim, eps, x + r0 * dim,
+                                                        gamma, beta, y + r0 * dim);
         status = SVP_CUDA_LAUNCHED();
         if (status != SVP_OK) {
             return status;

@@ -24,9 +24,8 @@
 #include <unistd.h>
 
 /* The SRC and DST of mount m (DST = SRC when not given). */
-static void container_mount_split(const char *m, const char **src,
-                                  size_t *src_len, const char **dst,
-                                  size_t *dst_len)
+static void container_mount_split(const char *m, const char **src, size_t *src_len,
+                                  const char **dst, size_t *dst_len)
 {
     const char *colon = strchr(m, ':'), *end;
 
@@ -100,14 +99,14 @@ static int container_map(const svp_spec_t *spec, const char *path, int inward,
     return 0;
 }
 
-int svp_launch_container_path(const svp_spec_t *spec, const char *host,
-                              char *out, size_t len)
+int svp_launch_container_path(const svp_spec_t *spec, const char *host, char *out,
+                              size_t len)
 {
     return container_map(spec, host, 1, out, len);
 }
 
-int svp_launch_container_host(const svp_spec_t *spec, const char *path,
-                              char *out, size_t len)
+int svp_launch_container_host(const svp_spec_t *spec, const char *path, char *out,
+                              size_t len)
 {
     return container_map(spec, path, 0, out, len);
 }
@@ -200,8 +199,8 @@ svp_status_t svp_launch_container_host_check(const svp_spec_t *spec, char *errbu
         return SVP_OK;
     }
     slash = (spec->file != NULL) ? strrchr(spec->file, '/') : NULL;
-    snprintf(spec_dir, sizeof(spec_dir), "%.*s", slash ? (int)(slash - spec->file) : 1,
-             slash ? spec->file : ".");
+    snprintf(spec_dir, sizeof(spec_dir), "%.*s",
+             slash ? (int)(slash - spec->file) : 1, slash ? spec->file : ".");
 
     if (img != NULL && img[0] != '\0' && strstr(img, "://") == NULL) {
         if (img[0] == '/') {
@@ -212,16 +211,19 @@ svp_status_t svp_launch_container_host_check(const svp_spec_t *spec, char *errbu
         rc = stat(path, &sb);
         if (rc != 0 || !S_ISREG(sb.st_mode)) {
             svp_launch_escape(path, esc, sizeof(esc));
-            svp_errf(errbuf, errlen, "%s: cluster.container_image: %s: %s (an "
+            svp_errf(errbuf, errlen,
+                     "%s: cluster.container_image: %s: %s (an "
                      "Apptainer image is a file on the host, or a URI such as "
-                     "docker://...)", spec->file ? spec->file : "<spec>", esc,
+                     "docker://...)",
+                     spec->file ? spec->file : "<spec>", esc,
                      (rc != 0) ? strerror(errno) : "not a file");
             return SVP_ERR_SPEC;
         }
     }
     if (container_on_path("sbatch") && !container_on_path("apptainer") &&
         !container_on_path("singularity")) {
-        svp_errf(errbuf, errlen, "%s: cluster.container_runtime: apptainer, but "
+        svp_errf(errbuf, errlen,
+                 "%s: cluster.container_runtime: apptainer, but "
                  "neither apptainer nor singularity is on PATH on this cluster host "
                  "(module load apptainer, or add it to cluster.setup)",
                  spec->file ? spec->file : "<spec>");
@@ -237,10 +239,11 @@ static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
 
     svp_launch_escape(path, esc, sizeof(esc));
     svp_launch_mark(spec, key, path, where, sizeof(where));
-    svp_errf(errbuf, errlen, "%s: %s: \"%s\" is under no mount of "
-                    "cluster.container_mounts: the container would not see "
-                    "it (add a mount SRC:DST whose DST holds it)",
-                    where, key, esc);
+    svp_errf(errbuf, errlen,
+             "%s: %s: \"%s\" is under no mount of "
+             "cluster.container_mounts: the container would not see "
+             "it (add a mount SRC:DST whose DST holds it)",
+             where, key, esc);
     return SVP_ERR_SPEC;
 }
 
@@ -268,31 +271,35 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
         char esc[512];
 
         svp_launch_escape(spec_host, esc, sizeof(esc));
-        svp_errf(errbuf, errlen, "%s: cluster.container_mounts: the job "
-                        "spec %s is under no mount's SRC: the worker in the "
-                        "container could not read it",
-                        spec->file ? spec->file : "<spec>", esc);
+        svp_errf(errbuf, errlen,
+                 "%s: cluster.container_mounts: the job "
+                 "spec %s is under no mount's SRC: the worker in the "
+                 "container could not read it",
+                 spec->file ? spec->file : "<spec>", esc);
         return SVP_ERR_SPEC;
     }
     if (wd != NULL && wd[0] != '\0') {
         if (wd[0] != '/') {
-            svp_errf(errbuf, errlen, "%s: cluster.container_workdir: "
-                            "expected an absolute path in the container, found "
-                            "\"%s\"", spec->file ? spec->file : "<spec>", wd);
+            svp_errf(errbuf, errlen,
+                     "%s: cluster.container_workdir: "
+                     "expected an absolute path in the container, found "
+                     "\"%s\"",
+                     spec->file ? spec->file : "<spec>", wd);
             return SVP_ERR_SPEC;
         }
         if (!svp_launch_container_sees(spec, wd)) {
-            return container_unseen(spec, "cluster.container_workdir", wd,
-                                    errbuf, errlen);
+            return container_unseen(spec, "cluster.container_workdir", wd, errbuf,
+                                    errlen);
         }
     }
     if (out != NULL && out[0] != '\0' && out[0] != '/' &&
         (wd == NULL || wd[0] == '\0')) {
-        svp_errf(errbuf, errlen, "%s: output.dir: \"%s\" is relative, "
-                        "and in a container it would land in the image's "
-                        "working directory: set cluster.container_workdir (a "
-                        "mounted folder) or make output.dir absolute",
-                        spec->file ? spec->file : "<spec>", out);
+        svp_errf(errbuf, errlen,
+                 "%s: output.dir: \"%s\" is relative, "
+                 "and in a container it would land in the image's "
+                 "working directory: set cluster.container_workdir (a "
+                 "mounted folder) or make output.dir absolute",
+                 spec->file ? spec->file : "<spec>", out);
         return SVP_ERR_SPEC;
     }
     if (out != NULL && out[0] == '/' && !svp_launch_container_sees(spec, out)) {
@@ -314,7 +321,8 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
             char esc[512];
 
             svp_launch_escape(m, esc, sizeof(esc));
-            svp_errf(errbuf, errlen, "%s: output.dir: \"%s\" lies on the read-only "
+            svp_errf(errbuf, errlen,
+                     "%s: output.dir: \"%s\" lies on the read-only "
                      "mount %s of cluster.container_mounts: the worker could write "
                      "no output (drop its :ro, or put output.dir on another mount)",
                      spec->file ? spec->file : "<spec>", at, esc);
@@ -325,8 +333,8 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     if (spec->model.kind == SVP_MODEL_SVD) {
         if (spec->model.path != NULL && spec->model.path[0] != '\0' &&
             !container_visible(spec, spec_dir, spec->model.path)) {
-            return container_unseen(spec, "model.path", spec->model.path,
-                                    errbuf, errlen);
+            return container_unseen(spec, "model.path", spec->model.path, errbuf,
+                                    errlen);
         }
         if (spec->model.conditioning != NULL &&
             spec->model.conditioning[0] != '\0' &&
@@ -337,8 +345,8 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
     }
     if (spec->video.manifest != NULL && spec->video.manifest[0] != '\0' &&
         !container_visible(spec, spec_dir, spec->video.manifest)) {
-        return container_unseen(spec, "video.manifest", spec->video.manifest,
-                                errbuf, errlen);
+        return container_unseen(spec, "video.manifest", spec->video.manifest, errbuf,
+                                errlen);
     }
     for (int i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];

@@ -40,7 +40,7 @@ static double handoff_position(const svp_schedule_params_t *sp, int pos,
             work    = 0;
         }
     }
-    return SVP_MAX(longest, work);   /* the finals finished after the last */
+    return SVP_MAX(longest, work); /* the finals finished after the last */
 }
 
 /*
@@ -54,13 +54,18 @@ static void handoff_layout(const svp_spec_t *spec, svp_schedule_params_t *sp_p)
     svp_layout_t l;
 
     if (svp_layout_of_spec(spec, world, NULL, 0, &l) != SVP_OK) {
-        l = (svp_layout_t){.world = world, .groups = 1, .stages = world, .pairs = 1,
-                           .steps = spec->steps, .k = spec->steps / world,
+        l = (svp_layout_t){.world     = world,
+                           .groups    = 1,
+                           .stages    = world,
+                           .pairs     = 1,
+                           .steps     = spec->steps,
+                           .k         = spec->steps / world,
                            .placement = spec->pipeline.placement};
     }
     /* a group's list in its steady state: a few samples a position (a job
      * of fewer samples has no longer gaps) */
-    *sp_p = svp_schedule_params_of(&l, 4 * l.stages + 4, SVP_MAX(1, spec->comm.inflight));
+    *sp_p = svp_schedule_params_of(&l, 4 * l.stages + 4,
+                                   SVP_MAX(1, spec->comm.inflight));
 }
 
 double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *costs)
@@ -75,8 +80,9 @@ double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *cost
         gap = SVP_MAX(gap, handoff_position(&sp, pos, costs));
     }
     svp_plan_message(spec, &msg);
-    gbps = (spec->cluster.nodes > 1 && costs->inter_node_gbps > 0) ?
-               costs->inter_node_gbps : costs->intra_node_gbps;
+    gbps = (spec->cluster.nodes > 1 && costs->inter_node_gbps > 0)
+               ? costs->inter_node_gbps
+               : costs->intra_node_gbps;
     if (gbps > 0) {
         gap += costs->latency_s + msg.total / (gbps * 1e9);
     }
@@ -84,7 +90,7 @@ double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *cost
 }
 
 int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
-                                char *buf, int len)
+                              char *buf, int len)
 {
     double                gap = svp_plan_handoff_gap(spec, costs);
     svp_schedule_params_t sp;
@@ -93,12 +99,14 @@ int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *co
         return 0;
     }
     handoff_layout(spec, &sp);
-    snprintf(buf, len, "%s: comm.deadline (%.3g s) is shorter than the longest "
+    snprintf(buf, len,
+             "%s: comm.deadline (%.3g s) is shorter than the longest "
              "expected gap between hand-offs (%.3g s: %d steps of %.3g s%s): a "
              "healthy job may time out; raise comm.deadline above %.0f s",
-             spec->file ? spec->file : "<spec>", spec->comm.deadline, gap,
-             sp.steps, costs->step_s,
-             (costs->encode_s > 0 || costs->decode_s > 0) ? " with encode/decode" : "",
+             spec->file ? spec->file : "<spec>", spec->comm.deadline, gap, sp.steps,
+             costs->step_s,
+             (costs->encode_s > 0 || costs->decode_s > 0) ? " with encode/decode"
+                                                          : "",
              gap * 2 + 1);
     return 1;
 }

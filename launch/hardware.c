@@ -9,7 +9,7 @@
 #include "launch/hardware.h"
 #include "common/util.h"
 #include "jobspec/keys.h"
-#include "jobspec/spec.h"      /* SVP_SPEC_LIMIT_BYTES */
+#include "jobspec/spec.h" /* SVP_SPEC_LIMIT_BYTES */
 #include "tensor/tensor.h"
 
 #include <stddef.h>
@@ -81,14 +81,16 @@ static svp_status_t hw_after(svp_spec_reader_t *r, const svp_spec_key_t *key,
     const char  *text;
 
     h->seen[key - hw_keys] = 1;
-    if (strcmp(key->path, "svd.source") != 0 && strcmp(key->path, "links.source") != 0) {
+    if (strcmp(key->path, "svd.source") != 0 &&
+        strcmp(key->path, "links.source") != 0) {
         return SVP_OK;
     }
     text = *(char **)((char *)r->base + key->offset);
     if (strcmp(text, "measured") != 0 && strcmp(text, "quoted") != 0) {
-        return svp_spec_reader_fail(r, line, col, "key '%s': expected one of "
-                                    "measured, quoted, found '%s'", key->path,
-                                    text);
+        return svp_spec_reader_fail(r, line, col,
+                                    "key '%s': expected one of "
+                                    "measured, quoted, found '%s'",
+                                    key->path, text);
     }
     return SVP_OK;
 }
@@ -111,10 +113,14 @@ static svp_status_t hw_load_string(const char *yaml, size_t len, const char *fil
                                    int partial, char *errbuf, int errlen,
                                    svp_hw_t **hw_p)
 {
-    svp_spec_reader_t r = {.keys = hw_keys, .num_keys = HW_NUM_KEYS,
-                           .sections = hw_sections, .what = "hardware table",
-                           .file = file, .errbuf = errbuf, .errlen = errlen,
-                           .after = hw_after};
+    svp_spec_reader_t r = {.keys     = hw_keys,
+                           .num_keys = HW_NUM_KEYS,
+                           .sections = hw_sections,
+                           .what     = "hardware table",
+                           .file     = file,
+                           .errbuf   = errbuf,
+                           .errlen   = errlen,
+                           .after    = hw_after};
     hw_reader_t       h = {{0}};
     svp_hw_t         *hw;
     svp_status_t      status;
@@ -123,7 +129,7 @@ static svp_status_t hw_load_string(const char *yaml, size_t len, const char *fil
     if (hw == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    hw->svd.dtype = SVP_DTYPE_LAST;     /* not stated */
+    hw->svd.dtype = SVP_DTYPE_LAST; /* not stated */
     hw->file      = svp_strdup(file);
     if (hw->file == NULL) {
         status = SVP_ERR_NO_MEMORY;
@@ -140,19 +146,22 @@ static svp_status_t hw_load_string(const char *yaml, size_t len, const char *fil
     }
     for (int k = 0; k < HW_NUM_KEYS && !partial; ++k) {
         if ((hw_keys[k].flags & SVP_SPEC_KEY_F_REQUIRED) && !h.seen[k]) {
-            svp_errf(errbuf, errlen, "%s: key '%s': expected a value, found "
-                     "nothing (the key is required)", file, hw_keys[k].path);
+            svp_errf(errbuf, errlen,
+                     "%s: key '%s': expected a value, found "
+                     "nothing (the key is required)",
+                     file, hw_keys[k].path);
             status = SVP_ERR_BAD_FILE;
             goto err_free_hw;
         }
     }
     /* the svd section is all or nothing: a partial one cannot be scaled */
-    if (hw->svd.unet_step_s > 0 &&
-        (hw->svd.batch == 0 || hw->svd.frames == 0 ||
-         hw->svd.height == 0 || hw->svd.width == 0)) {
-        svp_errf(errbuf, errlen, "%s: svd.reference: expected batch, "
-                        "frames, height and width with svd.unet_step_s, found "
-                        "some missing", file);
+    if (hw->svd.unet_step_s > 0 && (hw->svd.batch == 0 || hw->svd.frames == 0 ||
+                                    hw->svd.height == 0 || hw->svd.width == 0)) {
+        svp_errf(errbuf, errlen,
+                 "%s: svd.reference: expected batch, "
+                 "frames, height and width with svd.unet_step_s, found "
+                 "some missing",
+                 file);
         status = SVP_ERR_BAD_FILE;
         goto err_free_hw;
     }
@@ -164,8 +173,8 @@ err_free_hw:
     return status;
 }
 
-svp_status_t svp_hw_load_string(const char *yaml, const char *file,
-                                char *errbuf, int errlen, svp_hw_t **hw_p)
+svp_status_t svp_hw_load_string(const char *yaml, const char *file, char *errbuf,
+                                int errlen, svp_hw_t **hw_p)
 {
     return hw_load_string(yaml, strlen(yaml), file, 0, errbuf, errlen, hw_p);
 }
@@ -177,13 +186,13 @@ static svp_status_t hw_load_file(const char *file, int partial, char *errbuf,
     char        *text;
     size_t       len;
 
-    status = svp_file_read_limit(file, SVP_SPEC_LIMIT_BYTES, partial ?
-                                 "a results file" : "a hardware table", &text,
-                                 &len);
+    status = svp_file_read_limit(file, SVP_SPEC_LIMIT_BYTES,
+                                 partial ? "a results file" : "a hardware table",
+                                 &text, &len);
     if (status != SVP_OK) {
         svp_errf(errbuf, errlen, "%s: cannot read the %s (%s)", file,
-                        partial ? "results file" : "hardware table",
-                        svp_status_string(status));
+                 partial ? "results file" : "hardware table",
+                 svp_status_string(status));
         return status;
     }
     status = hw_load_string(text, len, file, partial, errbuf, errlen, hw_p);
@@ -191,8 +200,7 @@ static svp_status_t hw_load_file(const char *file, int partial, char *errbuf,
     return status;
 }
 
-svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
-                         svp_hw_t **hw_p)
+svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen, svp_hw_t **hw_p)
 {
     return hw_load_file(file, 0, errbuf, errlen, hw_p);
 }
@@ -206,39 +214,50 @@ static void hw_take_str(char **dst, char **src)
     }
 }
 
-#define HW_TAKE(_f) do { if (m->_f > 0) { hw->_f = m->_f; } } while (0)
+#define HW_TAKE(_f) \
+    do { \
+        if (m->_f > 0) { \
+            hw->_f = m->_f; \
+        } \
+    } while (0)
 
-svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
-                                     char *errbuf, int errlen)
+svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file, char *errbuf,
+                                     int errlen)
 {
-    svp_hw_t     *m;
-    char         *copy;
-    svp_status_t  status;
-    int           has_svd, has_links;
+    svp_hw_t    *m;
+    char        *copy;
+    svp_status_t status;
+    int          has_svd, has_links;
 
     status = hw_load_file(file, 1, errbuf, errlen, &m);
     if (status != SVP_OK) {
         return status;
     }
-    has_svd   = m->svd.unet_step_s > 0 || m->svd.encode_s > 0 ||
-                m->svd.decode_s > 0;
+    has_svd   = m->svd.unet_step_s > 0 || m->svd.encode_s > 0 || m->svd.decode_s > 0;
     has_links = m->intra_node_gbps > 0 || m->inter_node_gbps > 0 ||
                 m->latency_us > 0 || m->setup_ms > 0;
-    if ((has_svd && (m->svd.source == NULL ||
-                     strcmp(m->svd.source, "measured") != 0)) ||
-        (has_links && (m->links_source == NULL ||
-                       strcmp(m->links_source, "measured") != 0))) {
-        svp_errf(errbuf, errlen, "%s: %s.source: expected measured, "
-                        "found %s (a results file holds measured figures "
-                        "only)", file, has_svd && (m->svd.source == NULL ||
-                        strcmp(m->svd.source, "measured") != 0) ? "svd" : "links",
-                        "another value or nothing");
+    if ((has_svd &&
+         (m->svd.source == NULL || strcmp(m->svd.source, "measured") != 0)) ||
+        (has_links &&
+         (m->links_source == NULL || strcmp(m->links_source, "measured") != 0))) {
+        svp_errf(errbuf, errlen,
+                 "%s: %s.source: expected measured, "
+                 "found %s (a results file holds measured figures "
+                 "only)",
+                 file,
+                 has_svd && (m->svd.source == NULL ||
+                             strcmp(m->svd.source, "measured") != 0)
+                     ? "svd"
+                     : "links",
+                 "another value or nothing");
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
     if (!has_svd && !has_links && m->memory_gb <= 0) {
-        svp_errf(errbuf, errlen, "%s: expected measured svd or links "
-                        "figures, found none", file);
+        svp_errf(errbuf, errlen,
+                 "%s: expected measured svd or links "
+                 "figures, found none",
+                 file);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
@@ -257,7 +276,7 @@ svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
             hw->svd.encode_s *= pix;
             hw->svd.decode_s *= pix * m->svd.frames / hw->svd.frames;
         }
-        hw->svd.batch  = m->svd.batch;     /* whole, checked by the reader */
+        hw->svd.batch  = m->svd.batch; /* whole, checked by the reader */
         hw->svd.frames = m->svd.frames;
         hw->svd.height = m->svd.height;
         hw->svd.width  = m->svd.width;
@@ -273,8 +292,8 @@ svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
     HW_TAKE(setup_ms);
     if (has_svd) {
         hw_take_str(&hw->svd.source, &m->svd.source);
-        hw->svd.dtype = (m->svd.dtype != SVP_DTYPE_LAST) ? m->svd.dtype
-                                                          : hw->svd.dtype;
+        hw->svd.dtype =
+            (m->svd.dtype != SVP_DTYPE_LAST) ? m->svd.dtype : hw->svd.dtype;
     }
     if (has_links) {
         hw_take_str(&hw->links_source, &m->links_source);

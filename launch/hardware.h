@@ -37,25 +37,25 @@
 #include "tensor/tensor.h"
 
 typedef struct {
-    char   *file;
-    char   *name;
-    char   *description;
-    double  memory_gb;             /* per device; 0 = not given */
-    double  peak_tflops;           /* dense peak, 1e12 FLOP/s; 0 = not given */
+    char  *file;
+    char  *name;
+    char  *description;
+    double memory_gb;   /* per device; 0 = not given */
+    double peak_tflops; /* dense peak, 1e12 FLOP/s; 0 = not given */
     struct {
         int         batch, frames, height, width;
-        double      unet_step_s;   /* 0 = not given */
+        double      unet_step_s; /* 0 = not given */
         double      encode_s;
         double      decode_s;
-        char       *source;        /* "measured" | "quoted"; NULL = quoted */
-        svp_dtype_t dtype;         /* SVP_DTYPE_LAST = not stated */
+        char       *source; /* "measured" | "quoted"; NULL = quoted */
+        svp_dtype_t dtype;  /* SVP_DTYPE_LAST = not stated */
     } svd;
-    double  intra_node_gbps;       /* GB/s = 1e9 bytes per second */
-    double  inter_node_gbps;
-    double  latency_us;
-    double  setup_ms;              /* extra for a link's first message */
-    char   *links_source;          /* "measured" | "quoted"; NULL = quoted */
-    char   *measured_file;         /* the results file overlaid, or NULL */
+    double intra_node_gbps; /* GB/s = 1e9 bytes per second */
+    double inter_node_gbps;
+    double latency_us;
+    double setup_ms;      /* extra for a link's first message */
+    char  *links_source;  /* "measured" | "quoted"; NULL = quoted */
+    char  *measured_file; /* the results file overlaid, or NULL */
 } svp_hw_t;
 
 /*
@@ -68,8 +68,8 @@ svp_status_t svp_hw_load(const char *file, char *errbuf, int errlen,
                          svp_hw_t **hw_p);
 
 /* Same, from a string; file is the name used in messages. */
-svp_status_t svp_hw_load_string(const char *yaml, const char *file,
-                                char *errbuf, int errlen, svp_hw_t **hw_p);
+svp_status_t svp_hw_load_string(const char *yaml, const char *file, char *errbuf,
+                                int errlen, svp_hw_t **hw_p);
 
 void svp_hw_destroy(svp_hw_t *hw);
 
@@ -81,7 +81,7 @@ void svp_hw_destroy(svp_hw_t *hw);
  * times come whole (reference and unet_step_s) or not at all.  Errors as
  * svp_hw_load(); hw is unchanged on failure.
  */
-svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file,
-                                     char *errbuf, int errlen);
+svp_status_t svp_hw_overlay_measured(svp_hw_t *hw, const char *file, char *errbuf,
+                                     int errlen);
 
 #endif

@@ -60,8 +60,9 @@ int svp_launch_is_set(const char *s)
 }
 const char *svp_launch_job_name(const svp_spec_t *spec)
 {
-    return svp_launch_is_set(spec->cluster.job_name) ? spec->cluster.job_name :
-           svp_launch_is_set(spec->name) ? spec->name : "svdpipe";
+    return svp_launch_is_set(spec->cluster.job_name) ? spec->cluster.job_name
+           : svp_launch_is_set(spec->name)           ? spec->name
+                                                     : "svdpipe";
 }
 
 const char *svp_launch_mpi(const svp_spec_t *spec)
@@ -71,8 +72,8 @@ const char *svp_launch_mpi(const svp_spec_t *spec)
 
 const char *svp_launch_worker(const svp_spec_t *spec)
 {
-    return svp_launch_is_set(spec->cluster.worker) ? spec->cluster.worker :
-           "svdworker";
+    return svp_launch_is_set(spec->cluster.worker) ? spec->cluster.worker
+                                                   : "svdworker";
 }
 
 int svp_launch_gpus_per_task(const svp_spec_t *spec)
@@ -127,7 +128,7 @@ svp_status_t svp_launch_time_parse(const char *text, long *seconds_p)
     if (*p == '-') {
         has_days = 1;
         days     = f[0];
-        p = svp_launch_digits(p + 1, &f[0]);
+        p        = svp_launch_digits(p + 1, &f[0]);
         if (p == NULL) {
             return SVP_ERR_INVALID_PARAM;
         }
@@ -157,11 +158,11 @@ svp_status_t svp_launch_time_parse(const char *text, long *seconds_p)
         }
         secs = f[0] * 3600 + (nf > 1 ? f[1] * 60 : 0) + (nf > 2 ? f[2] : 0);
     } else if (nf == 1) {
-        secs = f[0] * 60;                            /* minutes */
+        secs = f[0] * 60; /* minutes */
     } else if (nf == 2) {
-        secs = f[0] * 60 + f[1];                     /* minutes:seconds */
+        secs = f[0] * 60 + f[1]; /* minutes:seconds */
     } else {
-        secs = f[0] * 3600 + f[1] * 60 + f[2];       /* hours:minutes:seconds */
+        secs = f[0] * 3600 + f[1] * 60 + f[2]; /* hours:minutes:seconds */
     }
     /* Slurm keeps limits in minutes in 32 bits; a year is plenty */
     if (days > 365 || secs > 366L * 86400) {
@@ -237,7 +238,7 @@ static long launch_array_max_id(const char *p)
                     return -1;
                 }
             }
-            b = a + (b - a) / step * step;   /* the last id the step reaches */
+            b = a + (b - a) / step * step; /* the last id the step reaches */
         }
         max = SVP_MAX(max, b);
         if (*p == ',') {
@@ -268,7 +269,8 @@ int svp_launch_array_warning(const svp_spec_t *spec, int samples, char *msg,
         return 0;
     }
     if (max >= LAUNCH_MAX_ARRAY_SIZE_DEFAULT) {
-        snprintf(msg, len, "%s: cluster.array: %s has task ids up to %ld, and "
+        snprintf(msg, len,
+                 "%s: cluster.array: %s has task ids up to %ld, and "
                  "Slurm's default MaxArraySize of %d allows ids up to %d: sbatch "
                  "refuses the job unless the site raised MaxArraySize "
                  "(scontrol show config | grep MaxArraySize)",
@@ -277,7 +279,8 @@ int svp_launch_array_warning(const svp_spec_t *spec, int samples, char *msg,
         return 1;
     }
     if (samples > 0 && tasks > samples) {
-        snprintf(msg, len, "%s: cluster.array: %s makes %d tasks for %d "
+        snprintf(msg, len,
+                 "%s: cluster.array: %s makes %d tasks for %d "
                  "sample%s: %d task%s get%s no sample and end%s at once; an "
                  "array of %d tasks does the same work (and its ids stay below "
                  "Slurm's MaxArraySize, %d by default)",

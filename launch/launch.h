@@ -52,20 +52,20 @@ typedef enum {
 } svp_launch_spec_ref_t;
 
 typedef struct {
-    const char            *spec_ref;       /* path of the job spec in the script */
-    svp_launch_spec_ref_t  spec_ref_kind;
-    const char *const     *overrides;      /* "key=value" passed on to the worker
+    const char           *spec_ref; /* path of the job spec in the script */
+    svp_launch_spec_ref_t spec_ref_kind;
+    const char *const    *overrides; /* "key=value" passed on to the worker
                                               as --set, NULL allowed */
-    int                    num_overrides;
-    const char            *spec_host;      /* with a container: the spec's
+    int                   num_overrides;
+    const char           *spec_host;   /* with a container: the spec's
                                               absolute host path, mapped
                                               through the mounts for the
                                               worker (NULL: spec_ref, which
                                               must then be absolute) */
-    int                    shard_index;    /* an independent shard job: the
+    int                   shard_index; /* an independent shard job: the
                                               worker runs --shard
                                               shard_index/shard_count; */
-    int                    shard_count;    /* 0 or 1: the whole job */
+    int                   shard_count; /* 0 or 1: the whole job */
 } svp_launch_render_params_t;
 
 /*
@@ -74,8 +74,7 @@ typedef struct {
  * into errbuf (when not NULL) and returns SVP_ERR_SPEC.  Logs nothing: the
  * caller decides how to report.
  */
-svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
-                                 int errlen);
+svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf, int errlen);
 
 /*
  * svp_launch_validate() plus everything the job checks before it starts
@@ -108,8 +107,7 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
  * mount covers them.  Same error convention as svp_launch_validate(); every
  * failure is an input error (exit status 2).
  */
-svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
-                                  int errlen);
+svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf, int errlen);
 
 /*
  * The comment line of a rendered script that says where the job's outputs
@@ -159,7 +157,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
  * SVP_ERR_NO_MEMORY.  The output depends only on spec and params, so
  * checked-in scripts can be compared byte for byte.
  */
-svp_status_t svp_launch_render(const svp_spec_t *spec,
+svp_status_t svp_launch_render(const svp_spec_t                 *spec,
                                const svp_launch_render_params_t *params,
                                char *errbuf, int errlen, char **script_p);
 
@@ -187,8 +185,7 @@ svp_status_t svp_launch_time_parse(const char *text, long *seconds_p);
  * The path of target relative to directory dir ("../etc/job.yaml").  Both
  * must exist (they are resolved with realpath).  *rel_p is malloc'ed.
  */
-svp_status_t svp_launch_relpath(const char *dir, const char *target,
-                                 char **rel_p);
+svp_status_t svp_launch_relpath(const char *dir, const char *target, char **rel_p);
 
 /*
  * svdlaunch status: done/total, the rate, the ETA and the failed samples of

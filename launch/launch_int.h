@@ -30,16 +30,16 @@ const char *svp_launch_digits(const char *s, long *v);
 const char *svp_launch_job_name(const svp_spec_t *spec);
 const char *svp_launch_mpi(const svp_spec_t *spec);
 const char *svp_launch_worker(const svp_spec_t *spec);
-int         svp_launch_gpus_per_task(const svp_spec_t *spec);  /* 0: no GPU */
-long        svp_launch_exit_wait(const svp_spec_t *spec);      /* srun -W */
+int         svp_launch_gpus_per_task(const svp_spec_t *spec); /* 0: no GPU */
+long        svp_launch_exit_wait(const svp_spec_t *spec);     /* srun -W */
 
 /*
  * "FILE:LINE:COLUMN" of key ("cluster.env.A", "cluster.srun_args[1]") in
  * spec's file when the file holds it with the value found (NULL: any),
  * else "FILE" (a value from --set or a default), into out (mark.c).
  */
-void svp_launch_mark(const svp_spec_t *spec, const char *key,
-                     const char *found, char *out, size_t len);
+void svp_launch_mark(const svp_spec_t *spec, const char *key, const char *found,
+                     char *out, size_t len);
 
 /*
  * The worker as the script names it (render.c): cluster.worker itself when
@@ -50,8 +50,8 @@ void svp_launch_mark(const svp_spec_t *spec, const char *key,
  * through the mounts.  Returns 1, or 0 with what cluster.worker should be
  * in why (no mount shows it, the working directory is unknown).
  */
-int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
-                           char *why, size_t whylen);
+int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len, char *why,
+                           size_t whylen);
 
 /* Whether the job runs in cluster.container_image. */
 int svp_launch_in_container(const svp_spec_t *spec);
@@ -61,33 +61,33 @@ int svp_launch_in_container(const svp_spec_t *spec);
  * cluster.container_mounts whose SRC holds it, into out; 0 when no mount
  * covers it (container.c).
  */
-int svp_launch_container_path(const svp_spec_t *spec, const char *host,
-                              char *out, size_t len);
+int svp_launch_container_path(const svp_spec_t *spec, const char *host, char *out,
+                              size_t len);
 
 /*
  * The host path of container path path, through the last mount whose DST
  * holds it, into out; 0 when no mount covers it (container.c).
  */
-int svp_launch_container_host(const svp_spec_t *spec, const char *path,
-                              char *out, size_t len);
+int svp_launch_container_host(const svp_spec_t *spec, const char *path, char *out,
+                              size_t len);
 
 /* Whether container path path lies under some mount's DST. */
 int svp_launch_container_sees(const svp_spec_t *spec, const char *path);
 
 /* The two Slurm commands whose options a spec adds to (slurm_options.c). */
 enum {
-    SVP_LAUNCH_SBATCH = 0,   /* cluster.sbatch_args: #SBATCH lines */
-    SVP_LAUNCH_SRUN   = 1    /* cluster.srun_args: the srun line */
+    SVP_LAUNCH_SBATCH = 0, /* cluster.sbatch_args: #SBATCH lines */
+    SVP_LAUNCH_SRUN   = 1  /* cluster.srun_args: the srun line */
 };
 
 /* One option of an argument, as the tool reads it. */
 typedef struct {
-    const char *name;     /* the long option it is, in full ("nodes" for
+    const char *name;    /* the long option it is, in full ("nodes" for
                              "-N2", "--nod" never: ambiguous); NULL: not one
                              of Slurm 22.05's (a plugin's, a newer Slurm's) */
-    const char *written;  /* the name as written ("ntasks-per-n", "N") */
-    size_t      len;      /* of written */
-    const char *value;    /* what follows '=' or the letter; NULL: none */
+    const char *written; /* the name as written ("ntasks-per-n", "N") */
+    size_t      len;     /* of written */
+    const char *value;   /* what follows '=' or the letter; NULL: none */
 } svp_launch_slurm_opt_t;
 
 /*
@@ -113,8 +113,7 @@ const char *svp_launch_slurm_tool_name(int tool);
  * table's i-th option of tool, NULL past the last.
  */
 const char *svp_launch_slurm_resolve(int tool, const char *name, size_t len,
-                                     char *cands, size_t cands_len,
-                                     int *takes_p);
+                                     char *cands, size_t cands_len, int *takes_p);
 const char *svp_launch_slurm_option_name(int tool, size_t i);
 
 /* How many tasks a cluster.array value makes ("0-63" 64, "1,3,5-7" 5,

@@ -24,8 +24,8 @@ static yaml_node_t *mark_lookup(yaml_document_t *doc, yaml_node_t *node,
     if (node == NULL || node->type != YAML_MAPPING_NODE) {
         return NULL;
     }
-    for (pair = node->data.mapping.pairs.start;
-         pair < node->data.mapping.pairs.top; ++pair) {
+    for (pair = node->data.mapping.pairs.start; pair < node->data.mapping.pairs.top;
+         ++pair) {
         yaml_node_t *k = yaml_document_get_node(doc, pair->key);
 
         if (k != NULL && k->type == YAML_SCALAR_NODE &&
@@ -42,22 +42,22 @@ static yaml_node_t *mark_lookup(yaml_document_t *doc, yaml_node_t *node,
  * last mapping key's value is the mark.  Returns 1 with *line_p, *col_p
  * (1-based) when the path is in the file.
  */
-static int mark_find(yaml_document_t *doc, const char *path,
-                     const char *found, int *line_p, int *col_p)
+static int mark_find(yaml_document_t *doc, const char *path, const char *found,
+                     int *line_p, int *col_p)
 {
     yaml_node_t *node = yaml_document_get_root_node(doc);
-    const char  *p = path;
+    const char  *p    = path;
 
     while (node != NULL && *p != '\0') {
         size_t len = strcspn(p, ".[");
 
         if (len > 0) {
             node = mark_lookup(doc, node, p, len);
-            p   += len;
+            p += len;
         }
         if (node != NULL && *p == '[') {
-            char         *end;
-            long          i = strtol(p + 1, &end, 10);
+            char             *end;
+            long              i = strtol(p + 1, &end, 10);
             yaml_node_item_t *item;
 
             if (*end != ']' || node->type != YAML_SEQUENCE_NODE) {
@@ -95,8 +95,8 @@ static int mark_find(yaml_document_t *doc, const char *path,
     return 1;
 }
 
-void svp_launch_mark(const svp_spec_t *spec, const char *key,
-                     const char *found, char *out, size_t len)
+void svp_launch_mark(const svp_spec_t *spec, const char *key, const char *found,
+                     char *out, size_t len)
 {
     const char     *file = spec->file ? spec->file : "<spec>";
     FILE           *f;

@@ -42,84 +42,84 @@
 
 /* What one unit of work costs, in seconds, and how fast links are. */
 typedef struct {
-    double step_s;           /* one denoising step of one sample */
-    double encode_s;         /* preprocessing, CLIP and VAE encode of a sample */
-    double decode_s;         /* VAE decode of a sample */
-    double intra_node_gbps;  /* 0: links are free */
+    double step_s;          /* one denoising step of one sample */
+    double encode_s;        /* preprocessing, CLIP and VAE encode of a sample */
+    double decode_s;        /* VAE decode of a sample */
+    double intra_node_gbps; /* 0: links are free */
     double inter_node_gbps;
     double latency_s;
-    double link_setup_s;     /* once per link, on its first message */
-    char   source[256];      /* where the figures came from, for the report */
+    double link_setup_s; /* once per link, on its first message */
+    char   source[256];  /* where the figures came from, for the report */
 } svp_plan_costs_t;
 
 /* One hand-off message (latent + conditioning), in bytes. */
 typedef struct {
-    double latent;           /* [F, C, H/8, W/8] (dummy: latent_shape) */
-    double image_latents;    /* [C, H/8, W/8], svd only */
-    double image_embeds;     /* [1, 1024], svd only */
-    double time_ids;         /* [3], svd only */
+    double latent;        /* [F, C, H/8, W/8] (dummy: latent_shape) */
+    double image_latents; /* [C, H/8, W/8], svd only */
+    double image_embeds;  /* [1, 1024], svd only */
+    double time_ids;      /* [3], svd only */
     double total;
 } svp_plan_message_t;
 
 /* Device memory one rank needs, in bytes. */
 typedef struct {
-    double weights;          /* UNet on every rank, plus the ends' models */
-    double activations;      /* largest of: UNet call, VAE decode, encode */
-    double buffers;          /* hand-off messages in flight */
+    double weights;     /* UNet on every rank, plus the ends' models */
+    double activations; /* largest of: UNet call, VAE decode, encode */
+    double buffers;     /* hand-off messages in flight */
     double total;
 } svp_plan_memory_t;
 
 typedef struct {
-    int             world;           /* W ranks of the job */
-    int             stages;          /* S: the positions of the pipeline
+    int                  world;          /* W ranks of the job */
+    int                  stages;         /* S: the positions of the pipeline
                                         svp_plan_run simulates; 0: world
                                         (one pipeline of every rank) */
-    int             ranks_per_node;  /* a link between nodes is slower */
-    int             steps;           /* T, divisible by W */
-    int             samples;         /* N */
-    svp_placement_t placement;
-    double          message_bytes;
-    svp_plan_costs_t costs;
-    int             inflight;        /* comm.inflight; 0: 2, the spec's
+    int                  ranks_per_node; /* a link between nodes is slower */
+    int                  steps;          /* T, divisible by W */
+    int                  samples;        /* N */
+    svp_placement_t      placement;
+    double               message_bytes;
+    svp_plan_costs_t     costs;
+    int                  inflight;    /* comm.inflight; 0: 2, the spec's
                                         default */
-    int             first_rank;      /* the job rank of this pipeline's
+    int                  first_rank;  /* the job rank of this pipeline's
                                         rank 0 (a group of a layout): node
                                         boundaries count from it */
-    int             pairs;           /* C, ranks per stage (0 or 1: one) */
-    double          half_bytes;      /* a noise-prediction half, the pair's
+    int                  pairs;       /* C, ranks per stage (0 or 1: one) */
+    double               half_bytes;  /* a noise-prediction half, the pair's
                                         message each way per step; 0: the
                                         model has no guidance halves (no
                                         layout with C = 2) */
-    double          share_bytes;     /* lane 1's share of a shared finish
+    double               share_bytes; /* lane 1's share of a shared finish
                                         (its decoded chunks), to lane 0 */
-    svp_spec_objective_t objective;  /* what svp_plan_layouts ranks by */
+    svp_spec_objective_t objective;   /* what svp_plan_layouts ranks by */
 } svp_plan_params_t;
 
 typedef struct {
-    int    steps, encodes, decodes;  /* totals over all samples */
-    double busy_s;                   /* time computing */
-    double finish_s;                 /* when its last task ended */
+    int    steps, encodes, decodes; /* totals over all samples */
+    double busy_s;                  /* time computing */
+    double finish_s;                /* when its last task ended */
 } svp_plan_rank_t;
 
 typedef struct {
-    int              stages;         /* S: the simulated pipeline's
+    int              stages;        /* S: the simulated pipeline's
                                         positions (its ranks: S x C) */
-    double           makespan_s;     /* first task start to last task end */
-    double           samples_per_s;  /* N / makespan */
-    double           bubble;         /* idle share of W * makespan */
-    double           fill_s;         /* one sample alone, end to end */
-    double           bottleneck_s;   /* max over ranks of busy / N */
+    double           makespan_s;    /* first task start to last task end */
+    double           samples_per_s; /* N / makespan */
+    double           bubble;        /* idle share of W * makespan */
+    double           fill_s;        /* one sample alone, end to end */
+    double           bottleneck_s;  /* max over ranks of busy / N */
     int              bottleneck_rank;
-    double           closed_form_s;  /* fill + (N-1) * bottleneck */
-    long             events;         /* tasks simulated: N x chain length
+    double           closed_form_s; /* fill + (N-1) * bottleneck */
+    long             events;        /* tasks simulated: N x chain length
                                         (the work is linear in it) */
-    double           first_out_s;    /* start to the first sample's outputs */
-    double           latency_s;      /* a sample's begin to its outputs, the
+    double           first_out_s;   /* start to the first sample's outputs */
+    double           latency_s;     /* a sample's begin to its outputs, the
                                         mean over the later half of the
                                         samples (steady state) */
-    svp_plan_rank_t *ranks;          /* [stages] */
-    int             *link_msgs;      /* [stages * stages], from * S + to */
-    double          *link_s;         /* [stages * stages], time on the link */
+    svp_plan_rank_t *ranks;         /* [stages] */
+    int             *link_msgs;     /* [stages * stages], from * S + to */
+    double          *link_s;        /* [stages * stages], time on the link */
 } svp_plan_result_t;
 
 /* The positions of the pipeline svp_plan_run simulates for params: S. */
@@ -201,7 +201,7 @@ double svp_plan_action_cost(const svp_schedule_action_t *a,
  * SVP_ERR_NO_MEMORY.
  */
 svp_status_t svp_plan_run(const svp_plan_params_t *params,
-                          svp_plan_result_t **result_p);
+                          svp_plan_result_t      **result_p);
 
 void svp_plan_result_destroy(svp_plan_result_t *result);
 
@@ -213,14 +213,14 @@ void svp_plan_result_destroy(svp_plan_result_t *result);
  */
 typedef struct {
     int    stages, groups;
-    int    pairs;                  /* C: ranks per stage */
-    int    samples_max;            /* samples of the busiest pipeline */
+    int    pairs;       /* C: ranks per stage */
+    int    samples_max; /* samples of the busiest pipeline */
     double makespan_s;
-    double samples_per_s;          /* job: N / makespan */
-    double group_samples_per_s;    /* busiest pipeline's samples / makespan */
-    double fill_s;                 /* one sample through one pipeline */
-    double first_out_s;            /* the job's first outputs */
-    double latency_s;              /* steady-state latency of a sample (the
+    double samples_per_s;       /* job: N / makespan */
+    double group_samples_per_s; /* busiest pipeline's samples / makespan */
+    double fill_s;              /* one sample through one pipeline */
+    double first_out_s;         /* the job's first outputs */
+    double latency_s;           /* steady-state latency of a sample (the
                                       slowest pipeline's) */
 } svp_plan_layout_t;
 
@@ -259,10 +259,10 @@ svp_status_t svp_plan_layouts(const svp_plan_params_t *params,
  * model, else one second a step and free ends and links: the choice then
  * rests on fill, drain and balance alone).  *why_p names the costs used.
  */
-svp_status_t svp_plan_choose_stages(const svp_spec_t *spec,
+svp_status_t svp_plan_choose_stages(const svp_spec_t       *spec,
                                     const svp_plan_costs_t *costs,
-                                    svp_plan_layout_t *best_p,
-                                    char *why, int whylen);
+                                    svp_plan_layout_t *best_p, char *why,
+                                    int whylen);
 
 /*
  * The longest gap between two hand-offs a rank sees in a healthy job of
@@ -281,7 +281,7 @@ int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *co
                               char *buf, int len);
 
 /* svp_plan_report() flags */
-#define SVP_PLAN_REPORT_JSON 0x1u   /* one JSON object instead of the text */
+#define SVP_PLAN_REPORT_JSON 0x1u /* one JSON object instead of the text */
 
 /*
  * The full report of `svdlaunch plan`: one pipeline rank by rank, then every

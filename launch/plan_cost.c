@@ -30,9 +30,11 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
 
     if (spec->model.kind == SVP_MODEL_DUMMY) {
         if (spec->model.dummy.cost != SVP_DUMMY_COST_SLEEP) {
-            svp_errf(errbuf, errlen, "%s: model.dummy.cost: the planner "
-                            "has no time model for 'compute' (use 'sleep', or "
-                            "--from-log with a measured run)", spec->file);
+            svp_errf(errbuf, errlen,
+                     "%s: model.dummy.cost: the planner "
+                     "has no time model for 'compute' (use 'sleep', or "
+                     "--from-log with a measured run)",
+                     spec->file);
             return SVP_ERR_UNSUPPORTED;
         }
         c.step_s   = spec->model.dummy.step_ms * 1e-3;
@@ -44,9 +46,10 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
         double scale, pix, pix_ref;
 
         if (hw == NULL || hw->svd.unet_step_s <= 0) {
-            svp_errf(errbuf, errlen, "%s: model svd needs a hardware "
-                            "table with an svd section (--hardware)",
-                            spec->file);
+            svp_errf(errbuf, errlen,
+                     "%s: model svd needs a hardware "
+                     "table with an svd section (--hardware)",
+                     spec->file);
             return SVP_ERR_UNSUPPORTED;
         }
         /*
@@ -57,35 +60,38 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
          */
         if (hw->svd.dtype != spec->dtype) {
             const char *stated = (hw->svd.dtype != SVP_DTYPE_LAST)
-                                 ? svp_dtype_short_name(hw->svd.dtype) : NULL;
+                                     ? svp_dtype_short_name(hw->svd.dtype)
+                                     : NULL;
 
-            svp_errf(errbuf, errlen, "%s: dtype: %s: %s%s%s has no "
-                            "figures for %s (its svd times are %s%s); plan "
-                            "with --set dtype=%s, or time %s on the GPU with "
-                            "bench/gpu-check.sh and pass its results with "
-                            "--measured",
-                            spec->file, svp_dtype_short_name(spec->dtype),
-                            hw->file, hw->measured_file ? " with " : "",
-                            hw->measured_file ? hw->measured_file : "",
-                            svp_dtype_short_name(spec->dtype),
-                            stated ? "for " : "of no stated dtype",
-                            stated ? stated : "", stated ? stated : "f16",
-                            svp_dtype_short_name(spec->dtype));
+            svp_errf(errbuf, errlen,
+                     "%s: dtype: %s: %s%s%s has no "
+                     "figures for %s (its svd times are %s%s); plan "
+                     "with --set dtype=%s, or time %s on the GPU with "
+                     "bench/gpu-check.sh and pass its results with "
+                     "--measured",
+                     spec->file, svp_dtype_short_name(spec->dtype), hw->file,
+                     hw->measured_file ? " with " : "",
+                     hw->measured_file ? hw->measured_file : "",
+                     svp_dtype_short_name(spec->dtype),
+                     stated ? "for " : "of no stated dtype", stated ? stated : "",
+                     stated ? stated : "f16", svp_dtype_short_name(spec->dtype));
             return SVP_ERR_UNSUPPORTED;
         }
         /* first order: work grows with pixels x frames x batch */
         pix     = (double)spec->video.height * spec->video.width;
         pix_ref = (double)hw->svd.height * hw->svd.width;
         scale   = pix * spec->video.num_frames * svp_plan_cfg_batch(spec) /
-                  (pix_ref * hw->svd.frames * hw->svd.batch);
+                (pix_ref * hw->svd.frames * hw->svd.batch);
         c.step_s   = hw->svd.unet_step_s * scale;
         c.encode_s = hw->svd.encode_s * pix / pix_ref;
         c.decode_s = hw->svd.decode_s * pix * spec->video.num_frames /
                      (pix_ref * hw->svd.frames);
-        snprintf(c.source, sizeof(c.source), "%s (%s), UNet scaled x%.3f from "
-                 "batch %d x %d frames x %dx%d, %s%s%s, %s", hw->file, hw->name,
-                 scale, hw->svd.batch, hw->svd.frames, hw->svd.height,
-                 hw->svd.width, hw->svd.source ? hw->svd.source : "quoted",
+        snprintf(c.source, sizeof(c.source),
+                 "%s (%s), UNet scaled x%.3f from "
+                 "batch %d x %d frames x %dx%d, %s%s%s, %s",
+                 hw->file, hw->name, scale, hw->svd.batch, hw->svd.frames,
+                 hw->svd.height, hw->svd.width,
+                 hw->svd.source ? hw->svd.source : "quoted",
                  hw->measured_file ? " in " : "",
                  hw->measured_file ? hw->measured_file : "",
                  svp_dtype_short_name(hw->svd.dtype));
@@ -97,13 +103,13 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
 svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
                                      svp_plan_costs_t *costs_p)
 {
-    static const char *kinds[] = {"encode", "step", "decode"};
-    double             sum[3] = {0}, *dst[3];
+    static const char *kinds[]  = {"encode", "step", "decode"};
+    double             sum[3]   = {0}, *dst[3];
     long               count[3] = {0};
-    svp_plan_costs_t   c = *costs_p;
-    char              *line = NULL;
-    size_t             cap = 0;
-    long               lineno = 0;
+    svp_plan_costs_t   c        = *costs_p;
+    char              *line     = NULL;
+    size_t             cap      = 0;
+    long               lineno   = 0;
     FILE              *f;
 
     f = fopen(file, "r");
@@ -125,8 +131,9 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
             double      ms;
 
             /* NOLINTNEXTLINE(cert-err34-c): only ms is used, and checked */
-            if (smp != NULL && sscanf(smp, " sample %d step %d/%d %lf ms",
-                                      &sample, &step, &steps, &ms) == 4 &&
+            if (smp != NULL &&
+                sscanf(smp, " sample %d step %d/%d %lf ms", &sample, &step, &steps,
+                       &ms) == 4 &&
                 ms >= 0 && isfinite(ms)) {
                 sum[1] += ms * 1e-3;
                 ++count[1];
@@ -145,8 +152,10 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
         v = s ? strtod(s + 3, &end) : NAN;
         if (k == NULL || i == 3 || s == NULL || end == s + 3 || !(v >= 0) ||
             !isfinite(v)) {
-            svp_errf(errbuf, errlen, "%s:%ld: expected svp-cost "
-                            "kind=step|encode|decode s=SECONDS", file, lineno);
+            svp_errf(errbuf, errlen,
+                     "%s:%ld: expected svp-cost "
+                     "kind=step|encode|decode s=SECONDS",
+                     file, lineno);
             free(line);
             fclose(f);
             return SVP_ERR_BAD_FILE;
@@ -165,8 +174,10 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
             *dst[i] = sum[i] / count[i];
         }
     }
-    snprintf(c.source, sizeof(c.source), "measured in %s (%ld steps, %ld "
-             "encodes, %ld decodes)", file, count[1], count[0], count[2]);
+    snprintf(c.source, sizeof(c.source),
+             "measured in %s (%ld steps, %ld "
+             "encodes, %ld decodes)",
+             file, count[1], count[0], count[2]);
     *costs_p = c;
     return SVP_OK;
 }

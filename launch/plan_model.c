@@ -22,16 +22,16 @@
  * vae/ split into encoder + quant_conv and decoder + post_quant_conv,
  * image_encoder/).
  */
-#define PLAN_UNET_F16      3049246164.0
-#define PLAN_VAE_ENC_F16     68327328.0
-#define PLAN_VAE_DEC_F16    127158366.0
-#define PLAN_CLIP_F16      1264153600.0
+#define PLAN_UNET_F16    3049246164.0
+#define PLAN_VAE_ENC_F16 68327328.0
+#define PLAN_VAE_DEC_F16 127158366.0
+#define PLAN_CLIP_F16    1264153600.0
 
 /* SVD's latent: 4 channels at 1/8 of the video's resolution */
-#define PLAN_LATENT_C      4
-#define PLAN_VAE_FACTOR    8
-#define PLAN_IMAGE_EMBED   1024
-#define PLAN_TIME_IDS      3
+#define PLAN_LATENT_C    4
+#define PLAN_VAE_FACTOR  8
+#define PLAN_IMAGE_EMBED 1024
+#define PLAN_TIME_IDS    3
 
 /*
  * Bytes per matrix weight in the spec's dtype.  Everything else (vectors,
@@ -57,7 +57,7 @@ static double plan_elem_size(svp_dtype_t dtype)
 
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
 {
-    svp_plan_message_t m = {0};
+    svp_plan_message_t m  = {0};
     double             es = PLAN_F32;
 
     if (spec->model.kind == SVP_MODEL_DUMMY) {
@@ -72,25 +72,31 @@ void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p)
         int    lw = spec->video.width / PLAN_VAE_FACTOR;
         double hw = (double)lh * lw;
 
-        m.latent        = spec->video.num_frames * PLAN_LATENT_C * hw * es;
+        m.latent = spec->video.num_frames * PLAN_LATENT_C * hw * es;
         /* the unconditional half of the guidance batch is zeros: not sent */
         m.image_latents = PLAN_LATENT_C * hw * es;
         m.image_embeds  = PLAN_IMAGE_EMBED * es;
         m.time_ids      = PLAN_TIME_IDS * es;
     }
     m.total = m.latent + m.image_latents + m.image_embeds + m.time_ids;
-    *msg_p = m;
+    *msg_p  = m;
 }
 
 /* SVD-XT's UNet, as etc/models/svd-xt/unet/config.json says (test_launch
  * compares the two): the model whose weight bytes are counted above. */
 static const svp_unet_config_t plan_svd_xt_unet = {
-    .in_channels = 8, .out_channels = 4, .levels = 4,
-    .block_out = {320, 640, 1280, 1280}, .layers = {2, 2, 2, 2},
-    .transformer_layers = {1, 1, 1, 1}, .heads = {5, 10, 20, 20},
-    .cross_dim = {1024, 1024, 1024, 1024},
-    .down_cross_attn = {1, 1, 1, 0}, .up_cross_attn = {0, 1, 1, 1},
-    .addition_time_embed_dim = 256, .projection_dim = 768,
+    .in_channels             = 8,
+    .out_channels            = 4,
+    .levels                  = 4,
+    .block_out               = {320, 640, 1280, 1280},
+    .layers                  = {2, 2, 2, 2},
+    .transformer_layers      = {1, 1, 1, 1},
+    .heads                   = {5, 10, 20, 20},
+    .cross_dim               = {1024, 1024, 1024, 1024},
+    .down_cross_attn         = {1, 1, 1, 0},
+    .up_cross_attn           = {0, 1, 1, 1},
+    .addition_time_embed_dim = 256,
+    .projection_dim          = 768,
 };
 
 const svp_unet_config_t *svp_plan_svd_xt_unet(void)
@@ -111,13 +117,13 @@ double svp_plan_unet_activations(const svp_spec_t *spec, int batch)
         svp_unet_config_t cfg;
         int               b, f, h, w;
         double            bytes;
-    }                   last;
-    svp_unet_config_t   cfg;
-    char                path[4096];
-    size_t              bytes = 0;
-    int                 f = spec->video.num_frames;
-    int                 h = spec->video.height / PLAN_VAE_FACTOR;
-    int                 w = spec->video.width / PLAN_VAE_FACTOR;
+    } last;
+    svp_unet_config_t cfg;
+    char              path[4096];
+    size_t            bytes = 0;
+    int               f     = spec->video.num_frames;
+    int               h     = spec->video.height / PLAN_VAE_FACTOR;
+    int               w     = spec->video.width / PLAN_VAE_FACTOR;
 
     snprintf(path, sizeof(path), "%s/unet/config.json", spec->model.path);
     if (access(path, R_OK) != 0 || svp_unet_config_load(path, &cfg) != SVP_OK) {
@@ -143,8 +149,13 @@ double svp_plan_unet_activations(const svp_spec_t *spec, int batch)
 
 /* SVD-XT's VAE, as etc/models/svd-xt/vae/config.json says. */
 static const svp_vae_config_t plan_svd_xt_vae = {
-    .in_channels = 3, .out_channels = 3, .latent_channels = 4, .levels = 4,
-    .block_out = {128, 256, 512, 512}, .layers = 2, .scaling_factor = 0.18215,
+    .in_channels     = 3,
+    .out_channels    = 3,
+    .latent_channels = 4,
+    .levels          = 4,
+    .block_out       = {128, 256, 512, 512},
+    .layers          = 2,
+    .scaling_factor  = 0.18215,
 };
 
 const svp_vae_config_t *svp_plan_svd_xt_vae(void)
@@ -163,13 +174,13 @@ double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
         svp_vae_config_t cfg;
         int              decode, n, h, w, chunk;
         double           bytes;
-    }                   last[2];
-    svp_vae_config_t    cfg;
-    char                path[4096];
-    size_t              bytes = 0;
-    int                 n = decode ? spec->video.num_frames : 1;
-    int                 h = spec->video.height, w = spec->video.width;
-    int                 chunk = decode ? spec->video.decode_chunk_size : 0;
+    } last[2];
+    svp_vae_config_t cfg;
+    char             path[4096];
+    size_t           bytes = 0;
+    int              n     = decode ? spec->video.num_frames : 1;
+    int              h = spec->video.height, w = spec->video.width;
+    int              chunk = decode ? spec->video.decode_chunk_size : 0;
 
     snprintf(path, sizeof(path), "%s/vae/config.json", spec->model.path);
     if (access(path, R_OK) != 0 || svp_vae_config_load(path, &cfg) != SVP_OK) {
@@ -186,9 +197,8 @@ double svp_plan_vae_activations(const svp_spec_t *spec, int decode)
         /* a cache key: padding that differs costs a recomputation, not a
          * wrong answer */
         /* NOLINTNEXTLINE(bugprone-suspicious-memory-comparison,cert-exp42-c,cert-flp37-c) */
-        memcmp(&last[decode].cfg, &cfg, sizeof(cfg)) == 0 &&
-        last[decode].n == n && last[decode].h == h && last[decode].w == w &&
-        last[decode].chunk == chunk) {
+        memcmp(&last[decode].cfg, &cfg, sizeof(cfg)) == 0 && last[decode].n == n &&
+        last[decode].h == h && last[decode].w == w && last[decode].chunk == chunk) {
         return last[decode].bytes;
     }
     if (svp_vae_plan_bytes(&cfg, decode, n, h, w, chunk, &bytes) != SVP_OK) {
@@ -218,9 +228,9 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
     svp_plan_memory_t  m = {0};
     svp_plan_message_t msg;
     double             es = plan_elem_size(spec->dtype);
-    int                enc = plan_places_on(placement, world, rank, SVP_LAYOUT_ENCODES);
-    int                dec = plan_places_on(placement, world, rank, SVP_LAYOUT_FINISHES);
-    int                inflight = spec->comm.inflight > 0 ? spec->comm.inflight : 1;
+    int enc      = plan_places_on(placement, world, rank, SVP_LAYOUT_ENCODES);
+    int dec      = plan_places_on(placement, world, rank, SVP_LAYOUT_FINISHES);
+    int inflight = spec->comm.inflight > 0 ? spec->comm.inflight : 1;
 
     svp_plan_message(spec, &msg);
     if (spec->model.kind == SVP_MODEL_DUMMY) {
@@ -230,10 +240,11 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
         double unet, vae_dec, vae_enc;
 
         m.weights = (PLAN_UNET_F16 + (enc ? PLAN_CLIP_F16 + PLAN_VAE_ENC_F16 : 0) +
-                     (dec ? PLAN_VAE_DEC_F16 : 0)) * es / 2.0 +
-                    (spec->dtype == SVP_DTYPE_F32 ? 0
+                     (dec ? PLAN_VAE_DEC_F16 : 0)) *
+                        es / 2.0 +
+                    (spec->dtype == SVP_DTYPE_F32           ? 0
                      : spec->device == SVP_OPS_BACKEND_CUDA ? PLAN_ROUND_BYTES
-                     : PLAN_WIDEN_BYTES);
+                                                            : PLAN_WIDEN_BYTES);
 
         /*
          * What the arena's plans of a UNet call, the decode of a sample and
@@ -242,14 +253,13 @@ void svp_plan_memory(const svp_spec_t *spec, int world, int rank,
          * skips and GEGLU projection dominate (attention is fused, its
          * scores never held); the decode grows with decode_chunk_size.
          */
-        unet    = svp_plan_unet_activations(spec, svp_plan_cfg_batch(spec));
-        vae_dec = dec ? svp_plan_vae_activations(spec, 1) : 0;
-        vae_enc = enc ? svp_plan_vae_activations(spec, 0) : 0;
+        unet          = svp_plan_unet_activations(spec, svp_plan_cfg_batch(spec));
+        vae_dec       = dec ? svp_plan_vae_activations(spec, 1) : 0;
+        vae_enc       = enc ? svp_plan_vae_activations(spec, 0) : 0;
         m.activations = fmax(unet, fmax(vae_dec, vae_enc));
     }
     /* received and outgoing messages of the samples in flight */
     m.buffers = 2.0 * inflight * msg.total;
     m.total   = m.weights + m.activations + m.buffers;
-    *mem_p = m;
+    *mem_p    = m;
 }
-

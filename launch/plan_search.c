@@ -16,11 +16,14 @@ svp_status_t svp_plan_layout(const svp_plan_params_t *p, int stages,
     return svp_plan_layout_pairs(p, stages, 1, layout_p);
 }
 
-svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages,
-                                   int pairs, svp_plan_layout_t *layout_p)
+svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages, int pairs,
+                                   svp_plan_layout_t *layout_p)
 {
     /* distinct (samples, node offset) pairs seen: at most 2 x ranks_per_node */
-    struct { int samples, offset; double makespan, fill, first, lat; } seen[64];
+    struct {
+        int    samples, offset;
+        double makespan, fill, first, lat;
+    } seen[64];
     svp_plan_layout_t l = {0};
     svp_layout_t      job;
     int               nseen = 0, N = p->samples;
@@ -30,9 +33,9 @@ svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages,
                         &job) != SVP_OK) {
         return SVP_ERR_INVALID_PARAM;
     }
-    l.stages = job.stages;
-    l.pairs  = job.pairs;
-    l.groups = job.groups;
+    l.stages      = job.stages;
+    l.pairs       = job.pairs;
+    l.groups      = job.groups;
     l.first_out_s = -1;
     for (int g = 0; g < l.groups && g < N; ++g) {
         svp_plan_params_t  gp = *p;
@@ -86,12 +89,12 @@ svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages,
         l.fill_s      = fill > l.fill_s ? fill : l.fill_s;
     }
     l.samples_per_s = l.makespan_s > 0 ? N / l.makespan_s : 0;
-    *layout_p = l;
+    *layout_p       = l;
     return SVP_OK;
 }
 
-svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
-                              svp_plan_layout_t *layouts, int *n_p, int *best_p)
+svp_status_t svp_plan_layouts(const svp_plan_params_t *p, svp_plan_layout_t *layouts,
+                              int *n_p, int *best_p)
 {
     svp_status_t status;
     int          n = 0, best = -1, lat = (p->objective == SVP_OBJECTIVE_LATENCY);
@@ -107,7 +110,8 @@ svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
             }
             if (best < 0 ||
                 (lat ? layouts[n].latency_s < layouts[best].latency_s * (1 - 1e-3)
-                     : layouts[n].makespan_s < layouts[best].makespan_s * (1 - 1e-3))) {
+                     : layouts[n].makespan_s <
+                           layouts[best].makespan_s * (1 - 1e-3))) {
                 best = n;
             }
             ++n;

@@ -50,20 +50,20 @@ void svp_plan_result_destroy(svp_plan_result_t *result)
 #define PLAN_TURN 64
 
 typedef struct {
-    int    j, step;  /* the sample's position, the step (HALF) */
-    double at;       /* when it arrives */
+    int    j, step; /* the sample's position, the step (HALF) */
+    double at;      /* when it arrives */
 } plan_msg_t;
 
 typedef struct {
-    uint64_t    key;     /* kind, from, to; 0: an empty entry */
+    uint64_t    key; /* kind, from, to; 0: an empty entry */
     plan_msg_t *q;
     int         head, count, capacity;
 } plan_chan_t;
 
 typedef struct {
     svp_schedule_iter_t          it;
-    const svp_schedule_action_t *held;   /* the action it waits at, or NULL */
-    double                       t;      /* its clock */
+    const svp_schedule_action_t *held; /* the action it waits at, or NULL */
+    double                       t;    /* its clock */
     double                       sent_at[SVP_SCHEDULE_MAX_SLOTS];
     int                          done;
 } plan_rank_sim_t;
@@ -71,43 +71,47 @@ typedef struct {
 typedef struct {
     const svp_plan_params_t *p;
     svp_plan_result_t       *res;
-    svp_layout_t             group;      /* the simulated pipeline: one
+    svp_layout_t             group; /* the simulated pipeline: one
                                             group of S positions of C lanes */
-    int                      R;          /* ranks simulated: S x C */
-    plan_rank_sim_t         *rank;       /* [R] */
-    plan_chan_t             *chan;       /* open addressing, [nchan] */
+    int                      R;     /* ranks simulated: S x C */
+    plan_rank_sim_t         *rank;  /* [R] */
+    plan_chan_t             *chan;  /* open addressing, [nchan] */
     int                      nchan, used;
-    char                    *link_used;  /* [R R] */
-    double                  *t_begin;    /* [N]: when j's begin started */
-    double                  *t_end;      /* [N]: when j's finish ended */
+    char                    *link_used; /* [R R] */
+    double                  *t_begin;   /* [N]: when j's begin started */
+    double                  *t_end;     /* [N]: when j's finish ended */
 } plan_sim_t;
 
 /* The bytes of a message of kind msg. */
 static double plan_msg_bytes(const svp_plan_params_t *p, svp_schedule_msg_t msg)
 {
-    return (msg == SVP_SCHEDULE_MSG_HALF) ? p->half_bytes :
-           (msg == SVP_SCHEDULE_MSG_SHARE) ? p->share_bytes : p->message_bytes;
+    return (msg == SVP_SCHEDULE_MSG_HALF)    ? p->half_bytes
+           : (msg == SVP_SCHEDULE_MSG_SHARE) ? p->share_bytes
+                                             : p->message_bytes;
 }
 
 /* Seconds of a message of `bytes` from sim rank from to sim rank to. */
 static double plan_link_s(const svp_plan_params_t *p, int from, int to, double bytes)
 {
-    const svp_plan_costs_t *c = &p->costs;
-    double gbps = ((p->first_rank + from) / p->ranks_per_node ==
-                   (p->first_rank + to) / p->ranks_per_node) ?
-                  c->intra_node_gbps : c->inter_node_gbps;
+    const svp_plan_costs_t *c    = &p->costs;
+    double                  gbps = ((p->first_rank + from) / p->ranks_per_node ==
+                   (p->first_rank + to) / p->ranks_per_node)
+                                       ? c->intra_node_gbps
+                                       : c->inter_node_gbps;
 
     return c->latency_s + (gbps > 0 ? bytes / (gbps * 1e9) : 0);
 }
 
 static uint64_t plan_chan_key(svp_schedule_msg_t msg, int from, int to)
 {
-    return ((uint64_t)msg << 56) | ((uint64_t)(uint32_t)from << 28) | (uint64_t)to | 1ULL << 62;
+    return ((uint64_t)msg << 56) | ((uint64_t)(uint32_t)from << 28) | (uint64_t)to |
+           1ULL << 62;
 }
 
 /* The channel of (msg, from, to), made when first asked for; NULL: no
  * memory. */
-static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from, int to)
+static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from,
+                              int to)
 {
     uint64_t key = plan_chan_key(msg, from, to);
     int      k;
@@ -121,7 +125,8 @@ static plan_chan_t *plan_chan(plan_sim_t *sim, svp_schedule_msg_t msg, int from,
         }
         for (int i = 0; i < sim->nchan; ++i) {
             if (sim->chan[i].key != 0) {
-                for (k = (int)(sim->chan[i].key % (uint64_t)n); t[k].key != 0; k = (k + 1) % n) {
+                for (k = (int)(sim->chan[i].key % (uint64_t)n); t[k].key != 0;
+                     k = (k + 1) % n) {
                 }
                 t[k] = sim->chan[i];
             }
@@ -175,10 +180,10 @@ static void plan_task(plan_sim_t *sim, int r, double cost, int *count, int by)
     if (cost <= 0) {
         return;
     }
-    rs->t               += cost;
+    rs->t += cost;
     sim->res->makespan_s = fmax(sim->res->makespan_s, rs->t);
     if (svp_layout_where(&sim->group, r).lane == 0) {
-        sim->res->ranks[svp_layout_where(&sim->group, r).position].busy_s  += cost;
+        sim->res->ranks[svp_layout_where(&sim->group, r).position].busy_s += cost;
         sim->res->ranks[svp_layout_where(&sim->group, r).position].finish_s = rs->t;
         sim->res->events++;
         *count += by;
@@ -193,19 +198,19 @@ static int plan_peer(const plan_sim_t *sim, const svp_schedule_action_t *a)
 
 static svp_status_t plan_send(plan_sim_t *sim, int r, const svp_schedule_action_t *a)
 {
-    const svp_plan_params_t *p    = sim->p;
-    int                      to   = plan_peer(sim, a), R = sim->R;
-    double                   hop  = plan_link_s(p, r, to, plan_msg_bytes(p, a->msg));
-    int                      W    = svp_plan_stages(p), pt = a->peer;
-    int                      pf   = svp_layout_where(&sim->group, r).position;
+    const svp_plan_params_t *p  = sim->p;
+    int                      to = plan_peer(sim, a), R = sim->R;
+    double                   hop = plan_link_s(p, r, to, plan_msg_bytes(p, a->msg));
+    int                      W = svp_plan_stages(p), pt = a->peer;
+    int                      pf = svp_layout_where(&sim->group, r).position;
 
     if (!sim->link_used[r * R + to]) {
         sim->link_used[r * R + to] = 1;
         hop += p->costs.link_setup_s;
     }
-    if (pf != pt) {             /* the positions' links (the report's) */
+    if (pf != pt) { /* the positions' links (the report's) */
         sim->res->link_msgs[pf * W + pt] += 1;
-        sim->res->link_s[pf * W + pt]    += hop;
+        sim->res->link_s[pf * W + pt] += hop;
     }
     sim->rank[r].sent_at[a->slot] = sim->rank[r].t + hop;
     return plan_chan_push(plan_chan(sim, a->msg, r, to), a->j, a->step,
@@ -236,8 +241,8 @@ static svp_status_t plan_recv(plan_sim_t *sim, int r, const svp_schedule_action_
     return SVP_OK;
 }
 
-double svp_plan_action_cost(const svp_schedule_action_t *a, const svp_plan_costs_t *c,
-                            int k)
+double svp_plan_action_cost(const svp_schedule_action_t *a,
+                            const svp_plan_costs_t *c, int k)
 {
     switch (a->kind) {
     case SVP_SCHEDULE_BEGIN:
@@ -263,10 +268,11 @@ double svp_plan_action_cost(const svp_schedule_action_t *a, const svp_plan_costs
 static svp_status_t plan_act(plan_sim_t *sim, int r, const svp_schedule_action_t *a,
                              int *blocked_p)
 {
-    const svp_plan_costs_t *c    = &sim->p->costs;
-    plan_rank_sim_t        *rs   = &sim->rank[r];
-    svp_plan_rank_t        *out  = &sim->res->ranks[svp_layout_where(&sim->group, r).position];
-    int                     k    = sim->p->steps / svp_plan_stages(sim->p), none = 0;
+    const svp_plan_costs_t *c  = &sim->p->costs;
+    plan_rank_sim_t        *rs = &sim->rank[r];
+    svp_plan_rank_t        *out =
+        &sim->res->ranks[svp_layout_where(&sim->group, r).position];
+    int k = sim->p->steps / svp_plan_stages(sim->p), none = 0;
 
     *blocked_p = 0;
     switch (a->kind) {
@@ -341,15 +347,17 @@ static svp_status_t plan_turn(plan_sim_t *sim, int r, int *moved_p)
 static svp_status_t plan_sim_run(plan_sim_t *sim)
 {
     const svp_plan_params_t *p = sim->p;
-    svp_schedule_params_t    sp = svp_schedule_params_of(&sim->group, p->samples,
-                                                         p->inflight > 0 ? p->inflight : 2);
-    svp_status_t             status;
-    int                      R = sim->R, live = R, moved;
+    svp_schedule_params_t    sp =
+        svp_schedule_params_of(&sim->group, p->samples,
+                               p->inflight > 0 ? p->inflight : 2);
+    svp_status_t status;
+    int          R = sim->R, live = R, moved;
 
     for (int r = 0; r < R; ++r) {
-        status = svp_schedule_iter_init_lane(&sim->rank[r].it, &sp,
-                                             svp_layout_where(&sim->group, r).position,
-                                             svp_layout_where(&sim->group, r).lane);
+        status =
+            svp_schedule_iter_init_lane(&sim->rank[r].it, &sp,
+                                        svp_layout_where(&sim->group, r).position,
+                                        svp_layout_where(&sim->group, r).lane);
         if (status != SVP_OK) {
             return status;
         }
@@ -374,23 +382,26 @@ static svp_status_t plan_sim_run(plan_sim_t *sim)
 }
 
 /* Runs p's lists into res's figures (ranks, links, makespan, events). */
-static svp_status_t plan_simulate(const svp_plan_params_t *p,
-                                  svp_plan_result_t *res)
+static svp_status_t plan_simulate(const svp_plan_params_t *p, svp_plan_result_t *res)
 {
-    plan_sim_t   sim = {.p = p, .res = res};
+    plan_sim_t   sim    = {.p = p, .res = res};
     svp_status_t status = SVP_ERR_NO_MEMORY;
 
-    sim.group     = (svp_layout_t){
-        .world = svp_plan_stages(p) * ((p->pairs > 1) ? p->pairs : 1), .groups = 1,
-        .stages = svp_plan_stages(p), .pairs = (p->pairs > 1) ? p->pairs : 1,
-        .steps = p->steps, .k = p->steps / svp_plan_stages(p), .placement = p->placement};
+    sim.group =
+        (svp_layout_t){.world = svp_plan_stages(p) * ((p->pairs > 1) ? p->pairs : 1),
+                       .groups    = 1,
+                       .stages    = svp_plan_stages(p),
+                       .pairs     = (p->pairs > 1) ? p->pairs : 1,
+                       .steps     = p->steps,
+                       .k         = p->steps / svp_plan_stages(p),
+                       .placement = p->placement};
     sim.R         = sim.group.world;
     sim.rank      = calloc((size_t)sim.R, sizeof(*sim.rank));
     sim.link_used = calloc((size_t)sim.R * sim.R, sizeof(*sim.link_used));
     sim.t_begin   = calloc((size_t)p->samples, sizeof(*sim.t_begin));
     sim.t_end     = calloc((size_t)p->samples, sizeof(*sim.t_end));
-    if (sim.rank != NULL && sim.link_used != NULL &&
-        sim.t_begin != NULL && sim.t_end != NULL) {
+    if (sim.rank != NULL && sim.link_used != NULL && sim.t_begin != NULL &&
+        sim.t_end != NULL) {
         status = plan_sim_run(&sim);
     }
     if (status == SVP_OK && p->samples > 0) {
@@ -418,10 +429,10 @@ static svp_status_t plan_simulate(const svp_plan_params_t *p,
 /* One sample alone, end to end, hops and link set-up included. */
 static svp_status_t plan_fill(const svp_plan_params_t *p, double *fill_p)
 {
-    svp_plan_params_t one = *p;
-    svp_plan_result_t res = {.stages = svp_plan_stages(p)};
+    svp_plan_params_t one    = *p;
+    svp_plan_result_t res    = {.stages = svp_plan_stages(p)};
     svp_status_t      status = SVP_ERR_NO_MEMORY;
-    size_t            W = (size_t)svp_plan_stages(p);
+    size_t            W      = (size_t)svp_plan_stages(p);
 
     one.samples   = 1;
     res.ranks     = calloc(W, sizeof(*res.ranks));
@@ -438,29 +449,27 @@ static svp_status_t plan_fill(const svp_plan_params_t *p, double *fill_p)
 }
 
 static svp_status_t plan_run(const svp_plan_params_t *p,
-                             svp_plan_result_t **result_p);
+                             svp_plan_result_t      **result_p);
 
 /* Whether a and b describe the same simulation (the cost source aside). */
-static int plan_params_same(const svp_plan_params_t *a,
-                            const svp_plan_params_t *b)
+static int plan_params_same(const svp_plan_params_t *a, const svp_plan_params_t *b)
 {
     const svp_plan_costs_t *x = &a->costs, *y = &b->costs;
 
-    return svp_plan_stages(a) == svp_plan_stages(b) && a->ranks_per_node == b->ranks_per_node &&
-           a->steps == b->steps && a->samples == b->samples &&
-           a->placement == b->placement && a->inflight == b->inflight &&
-           a->message_bytes == b->message_bytes &&
+    return svp_plan_stages(a) == svp_plan_stages(b) &&
+           a->ranks_per_node == b->ranks_per_node && a->steps == b->steps &&
+           a->samples == b->samples && a->placement == b->placement &&
+           a->inflight == b->inflight && a->message_bytes == b->message_bytes &&
            a->first_rank == b->first_rank && a->pairs == b->pairs &&
            a->half_bytes == b->half_bytes && a->share_bytes == b->share_bytes &&
-           x->step_s == y->step_s &&
-           x->encode_s == y->encode_s && x->decode_s == y->decode_s &&
-           x->intra_node_gbps == y->intra_node_gbps &&
+           x->step_s == y->step_s && x->encode_s == y->encode_s &&
+           x->decode_s == y->decode_s && x->intra_node_gbps == y->intra_node_gbps &&
            x->inter_node_gbps == y->inter_node_gbps &&
            x->latency_s == y->latency_s && x->link_setup_s == y->link_setup_s;
 }
 
 static svp_status_t plan_result_copy(const svp_plan_result_t *src,
-                                     svp_plan_result_t **dst_p)
+                                     svp_plan_result_t      **dst_p)
 {
     svp_plan_result_t *d = malloc(sizeof(*d));
     size_t             W = (size_t)src->stages;
@@ -468,7 +477,7 @@ static svp_status_t plan_result_copy(const svp_plan_result_t *src,
     if (d == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    *d = *src;
+    *d           = *src;
     d->ranks     = malloc(W * sizeof(*d->ranks));
     d->link_msgs = malloc(W * W * sizeof(*d->link_msgs));
     d->link_s    = malloc(W * W * sizeof(*d->link_s));
@@ -495,8 +504,7 @@ static struct {
     svp_plan_result_t *result;
 } plan_memo;
 
-svp_status_t svp_plan_run(const svp_plan_params_t *p,
-                          svp_plan_result_t **result_p)
+svp_status_t svp_plan_run(const svp_plan_params_t *p, svp_plan_result_t **result_p)
 {
     if (plan_memo.result != NULL && plan_params_same(&plan_memo.params, p)) {
         return plan_result_copy(plan_memo.result, result_p);
@@ -505,7 +513,7 @@ svp_status_t svp_plan_run(const svp_plan_params_t *p,
 }
 
 static svp_status_t plan_run(const svp_plan_params_t *p,
-                             svp_plan_result_t **result_p)
+                             svp_plan_result_t      **result_p)
 {
     svp_plan_result_t *res;
     svp_status_t       status;
@@ -548,8 +556,7 @@ static svp_status_t plan_run(const svp_plan_params_t *p,
         }
     }
     res->samples_per_s = res->makespan_s > 0 ? N / res->makespan_s : 0;
-    res->bubble        = res->makespan_s > 0 ?
-                         1.0 - busy / (W * res->makespan_s) : 0;
+    res->bubble = res->makespan_s > 0 ? 1.0 - busy / (W * res->makespan_s) : 0;
     res->closed_form_s = res->fill_s + (N - 1) * res->bottleneck_s;
     if (res->events > PLAN_MEMO_EVENTS) {
         svp_plan_result_t *keep;
@@ -567,4 +574,3 @@ err_destroy_result:
     svp_plan_result_destroy(res);
     return status;
 }
-

@@ -49,8 +49,8 @@ static int preflight_below(const char *path, const char *file)
  * it to the same, mounted, folder), and any other is the container's, seen
  * here through its mount.  Returns 0 when under no mount.
  */
-static int preflight_seen(const svp_spec_t *spec, const char *file,
-                          const char *path, char *host, size_t len)
+static int preflight_seen(const svp_spec_t *spec, const char *file, const char *path,
+                          char *host, size_t len)
 {
     if (!svp_launch_in_container(spec) ||
         (file != NULL && preflight_below(path, file))) {
@@ -61,51 +61,56 @@ static int preflight_seen(const svp_spec_t *spec, const char *file,
 }
 
 /* A path of the spec itself (relative ones were joined to its folder). */
-static int preflight_host_path(const svp_spec_t *spec, const char *path,
-                               char *host, size_t len)
+static int preflight_host_path(const svp_spec_t *spec, const char *path, char *host,
+                               size_t len)
 {
     return preflight_seen(spec, spec->file, path, host, len);
 }
 
-static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf,
-                                    int errlen)
+static svp_status_t preflight_model(const svp_spec_t *spec, char *errbuf, int errlen)
 {
-    const char  *cond = spec->model.conditioning;
-    char         host[PREFLIGHT_PATH_MAX];
-    struct stat  sb;
-    unsigned     flags = SVP_CHECKPOINT_FOR_JOB;
+    const char *cond = spec->model.conditioning;
+    char        host[PREFLIGHT_PATH_MAX];
+    struct stat sb;
+    unsigned    flags = SVP_CHECKPOINT_FOR_JOB;
 
     if (cond != NULL && cond[0] != '\0' &&
         preflight_host_path(spec, cond, host, sizeof(host)) &&
         access(host, R_OK) != 0) {
-        svp_errf(errbuf, errlen, "%s: model.conditioning: cannot read "
-                        "%s: %s", preflight_file(spec), host, strerror(errno));
+        svp_errf(errbuf, errlen,
+                 "%s: model.conditioning: cannot read "
+                 "%s: %s",
+                 preflight_file(spec), host, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     if (!preflight_host_path(spec, spec->model.path, host, sizeof(host))) {
         return SVP_OK;
     }
     if (stat(host, &sb) != 0) {
-        svp_errf(errbuf, errlen, "%s: model.path: cannot open %s: %s "
-                        "(relative paths in a spec are relative to the "
-                        "spec's folder)", preflight_file(spec), host,
-                        strerror(errno));
+        svp_errf(errbuf, errlen,
+                 "%s: model.path: cannot open %s: %s "
+                 "(relative paths in a spec are relative to the "
+                 "spec's folder)",
+                 preflight_file(spec), host, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     if (!S_ISDIR(sb.st_mode)) {
-        svp_errf(errbuf, errlen, "%s: model.path: %s is not a folder "
-                        "(expected a diffusers SVD folder: unet/, vae/, "
-                        "image_encoder/, ...)", preflight_file(spec), host);
+        svp_errf(errbuf, errlen,
+                 "%s: model.path: %s is not a folder "
+                 "(expected a diffusers SVD folder: unet/, vae/, "
+                 "image_encoder/, ...)",
+                 preflight_file(spec), host);
         return SVP_ERR_NOT_FOUND;
     }
     if (cond == NULL || cond[0] == '\0') {
         flags |= SVP_CHECKPOINT_IMAGES;
     }
     if (svp_checkpoint_check(host, flags, NULL) != SVP_OK) {
-        svp_errf(errbuf, errlen, "%s: model.path: %s is not a usable "
-                        "SVD / SVD-XT folder (the reasons are above; "
-                        "'svdtool check-model %s' lists every part)",
-                        preflight_file(spec), host, host);
+        svp_errf(errbuf, errlen,
+                 "%s: model.path: %s is not a usable "
+                 "SVD / SVD-XT folder (the reasons are above; "
+                 "'svdtool check-model %s' lists every part)",
+                 preflight_file(spec), host, host);
         return SVP_ERR_BAD_FILE;
     }
     return SVP_OK;
@@ -130,7 +135,7 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
     int            i, found;
 
     if (spec->model.conditioning != NULL && spec->model.conditioning[0] != '\0') {
-        return SVP_OK;   /* the conditioning file replaces the images */
+        return SVP_OK; /* the conditioning file replaces the images */
     }
     for (i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];
@@ -139,10 +144,11 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
             continue;
         }
         if (stat(host, &sb) != 0 || access(host, R_OK) != 0) {
-            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open "
-                            "%s: %s (relative paths in a spec are relative to "
-                            "the spec's folder)", preflight_file(spec), i, host,
-                            strerror(errno));
+            svp_errf(errbuf, errlen,
+                     "%s: video.inputs[%d]: cannot open "
+                     "%s: %s (relative paths in a spec are relative to "
+                     "the spec's folder)",
+                     preflight_file(spec), i, host, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
         if (!S_ISDIR(sb.st_mode)) {
@@ -150,9 +156,10 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
         }
         d = opendir(host);
         if (d == NULL) {
-            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
-                            "folder %s: %s", preflight_file(spec), i, host,
-                            strerror(errno));
+            svp_errf(errbuf, errlen,
+                     "%s: video.inputs[%d]: cannot read "
+                     "folder %s: %s",
+                     preflight_file(spec), i, host, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
         found = 0;
@@ -161,9 +168,10 @@ static svp_status_t preflight_inputs(const svp_spec_t *spec, char *errbuf,
         }
         closedir(d);
         if (!found) {
-            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, "
-                            ".jpg or .jpeg file in %s", preflight_file(spec), i,
-                            host);
+            svp_errf(errbuf, errlen,
+                     "%s: video.inputs[%d]: no .png, "
+                     ".jpg or .jpeg file in %s",
+                     preflight_file(spec), i, host);
             return SVP_ERR_NOT_FOUND;
         }
     }
@@ -187,7 +195,7 @@ static int preflight_cmp_str(const void *a, const void *b)
 
 typedef struct {
     const svp_spec_t *spec;
-    const char       *manifest;   /* the manifest's host path */
+    const char       *manifest; /* the manifest's host path */
 } preflight_seen_t;
 
 /* Where this host sees a manifest's image (relative ones were joined to
@@ -207,7 +215,7 @@ svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen
     preflight_seen_t    seen = {spec, manifest};
     svp_pipe_path_map_t map  = {preflight_image_host, &seen,
                                 "is under no mount of cluster.container_mounts: "
-                                "the container would not see it"};
+                                 "the container would not see it"};
 
     *list_p = NULL;
     if (spec->video.manifest[0] == '\0') {
@@ -219,10 +227,12 @@ svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen
         seen.manifest = spec->file;
         return svp_pipe_samples_create_mapped(spec, &map, errbuf, errlen, list_p);
     }
-    if (!preflight_host_path(spec, spec->video.manifest, manifest, sizeof(manifest))) {
-        svp_errf(errbuf, errlen, "%s: video.manifest: %s cannot be seen from this "
-                 "host (under no mount's DST)", preflight_file(spec),
-                 spec->video.manifest);
+    if (!preflight_host_path(spec, spec->video.manifest, manifest,
+                             sizeof(manifest))) {
+        svp_errf(errbuf, errlen,
+                 "%s: video.manifest: %s cannot be seen from this "
+                 "host (under no mount's DST)",
+                 preflight_file(spec), spec->video.manifest);
         return SVP_ERR_NOT_FOUND;
     }
     copy.video.manifest = manifest;
@@ -282,7 +292,7 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
         }
         ++n;
         if (!preflight_image_host(&seen, paths[i], host, sizeof(host))) {
-            continue;   /* (the list was made through the same map) */
+            continue; /* (the list was made through the same map) */
         }
         status = svp_media_image_load(host, &img);
         if (status == SVP_OK) {
@@ -290,19 +300,21 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
             continue;
         }
         if (bad++ < PREFLIGHT_BAD_MAX && used < (int)sizeof(msg)) {
-            used += snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%s (%s)",
-                             bad > 1 ? ", " : "", paths[i],
-                             svp_status_string(status));
+            used +=
+                snprintf(msg + used, sizeof(msg) - (size_t)used, "%s%s (%s)",
+                         bad > 1 ? ", " : "", paths[i], svp_status_string(status));
         }
     }
     status = SVP_OK;
     if (bad > 0) {
-        svp_errf(errbuf, errlen, "%s: %s: %d of %d image%s do%s not decode: "
-                        "%s%s", preflight_file(spec),
-                        (spec->video.manifest[0] != '\0') ? "video.manifest"
-                                                          : "video.inputs",
-                        bad, n, n == 1 ? "" : "s", bad == 1 ? "es" : "", msg,
-                        bad > PREFLIGHT_BAD_MAX ? ", ..." : "");
+        svp_errf(errbuf, errlen,
+                 "%s: %s: %d of %d image%s do%s not decode: "
+                 "%s%s",
+                 preflight_file(spec),
+                 (spec->video.manifest[0] != '\0') ? "video.manifest"
+                                                   : "video.inputs",
+                 bad, n, n == 1 ? "" : "s", bad == 1 ? "es" : "", msg,
+                 bad > PREFLIGHT_BAD_MAX ? ", ..." : "");
         status = SVP_ERR_BAD_FILE;
     }
     free(paths);
@@ -327,8 +339,10 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
     }
     exists = (stat(host, &sb) == 0);
     if (exists && !S_ISDIR(sb.st_mode)) {
-        svp_errf(errbuf, errlen, "%s: output.dir: %s exists and is not "
-                        "a folder", preflight_file(spec), host);
+        svp_errf(errbuf, errlen,
+                 "%s: output.dir: %s exists and is not "
+                 "a folder",
+                 preflight_file(spec), host);
         return SVP_ERR_SPEC;
     }
     while (!exists) {
@@ -342,9 +356,10 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
         }
         exists = (stat(host, &sb) == 0);
         if (exists && !S_ISDIR(sb.st_mode)) {
-            svp_errf(errbuf, errlen, "%s: output.dir: cannot create %s: "
-                            "%s is not a folder", preflight_file(spec),
-                            spec->output.dir, host);
+            svp_errf(errbuf, errlen,
+                     "%s: output.dir: cannot create %s: "
+                     "%s is not a folder",
+                     preflight_file(spec), spec->output.dir, host);
             return SVP_ERR_SPEC;
         }
     }
@@ -357,10 +372,10 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
     snprintf(host + len, sizeof(host) - len, "/.svdlaunch-XXXXXX");
     if (mkdtemp(host) == NULL) {
         host[len] = '\0';
-        svp_errf(errbuf, errlen, "%s: output.dir: cannot write %s: "
-                        "nothing can be created in %s (%s)",
-                        preflight_file(spec), spec->output.dir, host,
-                        strerror(errno));
+        svp_errf(errbuf, errlen,
+                 "%s: output.dir: cannot write %s: "
+                 "nothing can be created in %s (%s)",
+                 preflight_file(spec), spec->output.dir, host, strerror(errno));
         return SVP_ERR_SPEC;
     }
     rmdir(host);
@@ -369,7 +384,7 @@ static svp_status_t preflight_output(const svp_spec_t *spec, char *errbuf,
 
 /* cluster.worker is an executable path, or a name found on PATH. */
 static svp_status_t preflight_worker(const svp_spec_t *spec, char *errbuf,
-                                    int errlen)
+                                     int errlen)
 {
     const char *worker = svp_launch_worker(spec);
     const char *path   = getenv("PATH"), *p;
@@ -379,34 +394,35 @@ static svp_status_t preflight_worker(const svp_spec_t *spec, char *errbuf,
     if (strchr(worker, '/') != NULL) {
         if (preflight_host_path(spec, worker, host, sizeof(host)) &&
             access(host, X_OK) != 0) {
-            svp_errf(errbuf, errlen, "%s: cluster.worker: cannot run "
-                            "%s: %s", preflight_file(spec), host,
-                            strerror(errno));
+            svp_errf(errbuf, errlen,
+                     "%s: cluster.worker: cannot run "
+                     "%s: %s",
+                     preflight_file(spec), host, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
         return SVP_OK;
     }
     if (spec->cluster.container_image != NULL &&
         spec->cluster.container_image[0] != '\0') {
-        return SVP_OK;   /* the container's PATH, not ours */
+        return SVP_OK; /* the container's PATH, not ours */
     }
     for (p = path ? path : ""; *p != '\0'; p += len + (p[len] == ':')) {
         len = strcspn(p, ":");
-        snprintf(host, sizeof(host), "%.*s/%s", (int)len, len ? p : ".",
-                 worker);
+        snprintf(host, sizeof(host), "%.*s/%s", (int)len, len ? p : ".", worker);
         if (access(host, X_OK) == 0) {
             return SVP_OK;
         }
     }
-    svp_errf(errbuf, errlen, "%s: cluster.worker: '%s' is not on PATH "
-                    "here; the job script runs it on every node, so install "
-                    "svdpipe where every node finds it, or set cluster.worker "
-                    "to its full path", preflight_file(spec), worker);
+    svp_errf(errbuf, errlen,
+             "%s: cluster.worker: '%s' is not on PATH "
+             "here; the job script runs it on every node, so install "
+             "svdpipe where every node finds it, or set cluster.worker "
+             "to its full path",
+             preflight_file(spec), worker);
     return SVP_ERR_NOT_FOUND;
 }
 
-svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf,
-                                  int errlen)
+svp_status_t svp_launch_preflight(const svp_spec_t *spec, char *errbuf, int errlen)
 {
     svp_status_t status;
 

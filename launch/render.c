@@ -47,8 +47,7 @@ static void launch_put_sbatch(FILE *f, const char *option, const char *value)
     }
 }
 
-static void launch_put_spec_lookup(FILE *f,
-                                   const svp_launch_render_params_t *params)
+static void launch_put_spec_lookup(FILE *f, const svp_launch_render_params_t *params)
 {
     if (params->spec_ref_kind == SVP_LAUNCH_SPEC_ABSOLUTE) {
         fputs("svp_spec=", f);
@@ -65,7 +64,8 @@ static void launch_put_spec_lookup(FILE *f,
         fputs("# The job spec is named relative to this script.  sbatch runs a "
               "spooled copy\n# of the script, so when $0 does not lead to the "
               "spec, the submitted path\n# is taken from the job's Command "
-              "field.\n", f);
+              "field.\n",
+              f);
         fputs("svp_rel=", f);
         launch_put_quoted(f, params->spec_ref);
         fputs("\n"
@@ -75,12 +75,14 @@ static void launch_put_spec_lookup(FILE *f,
               "                 sed -n 's/^ *Command=//p' | head -n 1) || "
               "svp_script=\n"
               "    svp_spec=$(dirname -- \"$svp_script\")/$svp_rel\n"
-              "fi\n", f);
+              "fi\n",
+              f);
     }
     fputs("if [ ! -f \"$svp_spec\" ]; then\n"
           "    echo \"job spec not found: $svp_spec\" >&2\n"
           "    exit 2\n"
-          "fi\n", f);
+          "fi\n",
+          f);
 }
 
 /* Writes s double-quoted; validation left only $NAME and ${NAME} in it. */
@@ -115,14 +117,17 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
 {
     if (params->spec_ref == NULL || *params->spec_ref == '\0' ||
         svp_launch_has_control(params->spec_ref)) {
-        svp_errf(errbuf, errlen, "job spec path: expected a path "
-                        "without control characters");
+        svp_errf(errbuf, errlen,
+                 "job spec path: expected a path "
+                 "without control characters");
         return SVP_ERR_SPEC;
     }
     if (params->spec_ref_kind == SVP_LAUNCH_SPEC_ABSOLUTE &&
         params->spec_ref[0] != '/') {
-        svp_errf(errbuf, errlen, "job spec path: expected an absolute "
-                        "path, found \"%s\"", params->spec_ref);
+        svp_errf(errbuf, errlen,
+                 "job spec path: expected an absolute "
+                 "path, found \"%s\"",
+                 params->spec_ref);
         return SVP_ERR_SPEC;
     }
     for (int i = 0; i < params->num_overrides; ++i) {
@@ -131,20 +136,26 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
             char esc[256];
 
             svp_launch_escape(o ? o : "", esc, sizeof(esc));
-            svp_errf(errbuf, errlen, "--set: expected key=value without "
-                            "control characters, found \"%s\"", esc);
+            svp_errf(errbuf, errlen,
+                     "--set: expected key=value without "
+                     "control characters, found \"%s\"",
+                     esc);
             return SVP_ERR_SPEC;
         }
     }
     if (params->shard_count > 1 &&
         (params->shard_index < 0 || params->shard_index >= params->shard_count)) {
-        svp_errf(errbuf, errlen, "--shard: expected I/N with 0 <= I < N, "
-                 "found %d/%d", params->shard_index, params->shard_count);
+        svp_errf(errbuf, errlen,
+                 "--shard: expected I/N with 0 <= I < N, "
+                 "found %d/%d",
+                 params->shard_index, params->shard_count);
         return SVP_ERR_SPEC;
     }
     if (params->spec_host != NULL && params->spec_host[0] != '/') {
-        svp_errf(errbuf, errlen, "job spec host path: expected an "
-                        "absolute path, found \"%s\"", params->spec_host);
+        svp_errf(errbuf, errlen,
+                 "job spec host path: expected an "
+                 "absolute path, found \"%s\"",
+                 params->spec_host);
         return SVP_ERR_SPEC;
     }
     return SVP_OK;
@@ -154,8 +165,8 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
  * names its layout */
 typedef struct {
     svp_plan_layout_t layout;
-    char              why[256];     /* where the costs came from */
-    int               unit_costs;   /* no time model: every step one unit */
+    char              why[256];   /* where the costs came from */
+    int               unit_costs; /* no time model: every step one unit */
 } launch_auto_t;
 
 static svp_status_t launch_plan_auto(const svp_spec_t *spec, launch_auto_t *a,
@@ -169,31 +180,33 @@ static svp_status_t launch_plan_auto(const svp_spec_t *spec, launch_auto_t *a,
     }
     /* without a time model every step costs one unit: the choice then
      * rests on fill, drain and balance, and the makespan is in steps */
-    if (svp_plan_costs_from_spec(spec, NULL, a->why, sizeof(a->why),
-                                 &costs) != SVP_OK) {
+    if (svp_plan_costs_from_spec(spec, NULL, a->why, sizeof(a->why), &costs) !=
+        SVP_OK) {
         memset(&costs, 0, sizeof(costs));
         costs.step_s = 1.0;
-        snprintf(costs.source, sizeof(costs.source), "unit step costs "
+        snprintf(costs.source, sizeof(costs.source),
+                 "unit step costs "
                  "(no time model for this model without a hardware "
                  "table)");
         a->unit_costs = 1;
     }
-    status = svp_plan_choose_stages(spec, &costs, &a->layout, a->why,
-                                    sizeof(a->why));
+    status =
+        svp_plan_choose_stages(spec, &costs, &a->layout, a->why, sizeof(a->why));
     if (status != SVP_OK) {
-        svp_errf(errbuf, errlen, "%s: pipeline.stages: auto: no layout "
-                        "could be planned", spec->file);
+        svp_errf(errbuf, errlen,
+                 "%s: pipeline.stages: auto: no layout "
+                 "could be planned",
+                 spec->file);
     }
     return status;
 }
 
 /* The checks before anything is written, the spec's container-side path
  * (empty outside a container) and the auto layout. */
-static svp_status_t launch_render_prepare(const svp_spec_t *spec,
+static svp_status_t launch_render_prepare(const svp_spec_t                 *spec,
                                           const svp_launch_render_params_t *params,
                                           char *in_container, size_t size,
-                                          launch_auto_t *a,
-                                          char *errbuf, int errlen)
+                                          launch_auto_t *a, char *errbuf, int errlen)
 {
     svp_status_t status;
 
@@ -208,15 +221,16 @@ static svp_status_t launch_render_prepare(const svp_spec_t *spec,
     if (params->shard_count > 1 && spec->cluster.array != NULL &&
         spec->cluster.array[0] != '\0') {
         /* each array task takes its own shard already (svdworker --shard) */
-        svp_errf(errbuf, errlen, "%s: --shard %d/%d: expected a job without "
+        svp_errf(errbuf, errlen,
+                 "%s: --shard %d/%d: expected a job without "
                  "cluster.array (its tasks are the shards already), found "
-                 "cluster.array: %s", spec->file, params->shard_index,
-                 params->shard_count, spec->cluster.array);
+                 "cluster.array: %s",
+                 spec->file, params->shard_index, params->shard_count,
+                 spec->cluster.array);
         return SVP_ERR_SPEC;
     }
     if (svp_launch_in_container(spec)) {
-        const char *host = params->spec_host ? params->spec_host :
-                           params->spec_ref;
+        const char *host = params->spec_host ? params->spec_host : params->spec_ref;
 
         status = svp_launch_container_check(spec, host, errbuf, errlen);
         if (status != SVP_OK) {
@@ -263,7 +277,7 @@ static void launch_put_output(FILE *f, const svp_spec_t *spec)
 /* #!/bin/bash, where the script came from, the auto layout and the array. */
 static void launch_put_header(FILE *f, const svp_spec_t *spec,
                               const svp_launch_render_params_t *params,
-                              const launch_auto_t *a)
+                              const launch_auto_t              *a)
 {
     const svp_plan_layout_t *layout = &a->layout;
 
@@ -272,30 +286,37 @@ static void launch_put_header(FILE *f, const svp_spec_t *spec,
             svp_launch_job_name(spec));
     fputs(params->spec_ref, f);
     fputs(".\n# Edit the job spec and render again: changes made here are "
-          "lost.\n", f);
+          "lost.\n",
+          f);
     launch_put_output(f, spec);
     if (layout->stages > 0) {
-        fprintf(f, "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
-                "predicted makespan ", layout->stages, layout->groups,
-                layout->groups > 1 ? "s" : "", layout->stages,
-                layout->stages > 1 ? "s" : "");
+        fprintf(f,
+                "# pipeline.stages: auto -> %d (%d pipeline%s x %d stage%s), "
+                "predicted makespan ",
+                layout->stages, layout->groups, layout->groups > 1 ? "s" : "",
+                layout->stages, layout->stages > 1 ? "s" : "");
         if (a->unit_costs) {
-            fprintf(f, "%.0f step times (no time model: every step "
-                    "one unit, encode and decode free)\n", layout->makespan_s);
+            fprintf(f,
+                    "%.0f step times (no time model: every step "
+                    "one unit, encode and decode free)\n",
+                    layout->makespan_s);
         } else {
             fprintf(f, "%.3f s from %s\n", layout->makespan_s, a->why);
         }
     }
     if (params->shard_count > 1) {
-        fprintf(f, "# shard %d of %d: this job makes the samples whose index is "
-                "%d mod %d\n", params->shard_index, params->shard_count,
-                params->shard_index, params->shard_count);
+        fprintf(f,
+                "# shard %d of %d: this job makes the samples whose index is "
+                "%d mod %d\n",
+                params->shard_index, params->shard_count, params->shard_index,
+                params->shard_count);
     }
     if (svp_launch_array_tasks(spec) > 1) {
-        fprintf(f, "# job array: %d tasks of %d node%s x %d ranks, each making "
-                "its share of the samples\n", svp_launch_array_tasks(spec),
-                spec->cluster.nodes, spec->cluster.nodes > 1 ? "s" : "",
-                spec->cluster.ranks_per_node);
+        fprintf(f,
+                "# job array: %d tasks of %d node%s x %d ranks, each making "
+                "its share of the samples\n",
+                svp_launch_array_tasks(spec), spec->cluster.nodes,
+                spec->cluster.nodes > 1 ? "s" : "", spec->cluster.ranks_per_node);
     }
 }
 
@@ -341,8 +362,8 @@ static void launch_put_environment(FILE *f, const svp_spec_t *spec)
     int i;
 
     for (i = 0; i < spec->cluster.env.count; ++i) {
-        const char *v = spec->cluster.env.values[i] ?
-                        spec->cluster.env.values[i] : "";
+        const char *v =
+            spec->cluster.env.values[i] ? spec->cluster.env.values[i] : "";
 
         fprintf(f, "export %s=", spec->cluster.env.keys[i]);
         if (spec->cluster.env_expand) {
@@ -401,7 +422,8 @@ static void launch_put_srun(FILE *f, const svp_spec_t *spec, int gpus)
          * variable SLURM_EXPORT_ENV should be set to ALL in the job script" */
         fputs("\n# sbatch --export (cluster.sbatch_args) is for this script; "
               "srun would inherit it\n# and start the ranks without the "
-              "exports above\nexport SLURM_EXPORT_ENV=ALL\n", f);
+              "exports above\nexport SLURM_EXPORT_ENV=ALL\n",
+              f);
     }
     /*
      * --kill-on-bad-exit: a rank that fails takes the job down at once
@@ -412,8 +434,7 @@ static void launch_put_srun(FILE *f, const svp_spec_t *spec, int gpus)
             svp_launch_mpi(spec), svp_launch_exit_wait(spec));
     if (gpus > 0) {
         /* one GPU per task: CUDA_VISIBLE_DEVICES names only the task's own */
-        fprintf(f, " \\\n    --gpus-per-task=%d --gpu-bind=per_task:%d", gpus,
-                gpus);
+        fprintf(f, " \\\n    --gpus-per-task=%d --gpu-bind=per_task:%d", gpus, gpus);
     }
     if (spec->cluster.cpus_per_task > 0) {
         /*
@@ -476,8 +497,8 @@ static void launch_put_container(FILE *f, const svp_spec_t *spec, int gpus)
     launch_put_quoted(f, spec->cluster.container_image);
 }
 
-int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
-                           char *why, size_t whylen)
+int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len, char *why,
+                           size_t whylen)
 {
     const char *worker = svp_launch_worker(spec);
     char        cwd[4096], host[8192];
@@ -495,7 +516,8 @@ int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
      * script names it from the root.
      */
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
-        snprintf(why, whylen, "an absolute path (the working directory, "
+        snprintf(why, whylen,
+                 "an absolute path (the working directory, "
                  "which a relative one is resolved from, is unknown: %s)",
                  strerror(errno));
         return 0;
@@ -509,20 +531,23 @@ int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
 
         snprintf(name, sizeof(name), "%s", slash + 1);
         *slash = '\0';
-        used = (realpath(host, dir) == NULL) ? sizeof(host) :
-               strcmp(dir, "/") ? strlen(dir) : 0;
+        used   = (realpath(host, dir) == NULL) ? sizeof(host)
+                 : strcmp(dir, "/")            ? strlen(dir)
+                                               : 0;
         if (used + 1 + strlen(name) < sizeof(host)) {
             memcpy(host, dir, used);
             host[used] = '/';
             memcpy(host + used + 1, name, strlen(name) + 1);
         } else {
-            *slash = '/';   /* as joined */
+            *slash = '/'; /* as joined */
         }
     }
     if (!svp_launch_in_container(spec)) {
         if (strlen(host) >= len) {
-            snprintf(why, whylen, "a path of at most %zu bytes, resolved from "
-                     "the spec's folder", len - 1);
+            snprintf(why, whylen,
+                     "a path of at most %zu bytes, resolved from "
+                     "the spec's folder",
+                     len - 1);
             return 0;
         }
         snprintf(out, len, "%s", host);
@@ -530,9 +555,11 @@ int svp_launch_worker_path(const svp_spec_t *spec, char *out, size_t len,
     }
     /* srun starts it inside the container: the host path through a mount */
     if (!svp_launch_container_path(spec, host, out, len)) {
-        snprintf(why, whylen, "an absolute path in the container, or a path "
+        snprintf(why, whylen,
+                 "an absolute path in the container, or a path "
                  "relative to the spec's folder that a mount shows (%s is "
-                 "under no mount's SRC)", host);
+                 "under no mount's SRC)",
+                 host);
         return 0;
     }
     return 1;
@@ -571,7 +598,7 @@ static void launch_put_worker(FILE *f, const svp_spec_t *spec,
     fputs("\n", f);
 }
 
-svp_status_t svp_launch_render(const svp_spec_t *spec,
+svp_status_t svp_launch_render(const svp_spec_t                 *spec,
                                const svp_launch_render_params_t *params,
                                char *errbuf, int errlen, char **script_p)
 {
@@ -580,11 +607,11 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     size_t        len = 0;
     FILE         *f;
     int           gpus;
-    launch_auto_t a = {0};
+    launch_auto_t a                  = {0};
     char          in_container[4096] = "";
 
-    status = launch_render_prepare(spec, params, in_container,
-                                   sizeof(in_container), &a, errbuf, errlen);
+    status = launch_render_prepare(spec, params, in_container, sizeof(in_container),
+                                   &a, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
     }
@@ -613,8 +640,7 @@ svp_status_t svp_launch_render(const svp_spec_t *spec,
     return SVP_OK;
 }
 
-svp_status_t svp_launch_relpath(const char *dir, const char *target,
-                                char **rel_p)
+svp_status_t svp_launch_relpath(const char *dir, const char *target, char **rel_p)
 {
     char        rdir[PATH_MAX], rtarget[PATH_MAX];
     const char *d, *t;

@@ -34,15 +34,15 @@
 
 /* Whether a tool has the option and how it takes a value. */
 enum {
-    LO_NONE = 0,   /* not an option of this tool */
-    LO_NO,         /* no value: "--hold" */
-    LO_REQ,        /* a value: "--time=10" (or the next argument) */
-    LO_OPT         /* an optional value, only after '=': "--exclusive=user" */
+    LO_NONE = 0, /* not an option of this tool */
+    LO_NO,       /* no value: "--hold" */
+    LO_REQ,      /* a value: "--time=10" (or the next argument) */
+    LO_OPT       /* an optional value, only after '=': "--exclusive=user" */
 };
 
 typedef struct {
     const char   *name;
-    unsigned char sbatch, srun;   /* LO_* */
+    unsigned char sbatch, srun; /* LO_* */
 } launch_slurm_long_t;
 
 /* clang-format off */
@@ -123,21 +123,21 @@ static const launch_slurm_long_t launch_slurm_long[] = {
 
 /* The short options: letter, long name (the value rule is the long one's). */
 static const char *const launch_slurm_short[2][2] = {
-    [SVP_LAUNCH_SBATCH] = {
-        "aAbBcCdDeFGhHiJkLmMnNoOpqQsStvVwWx",
-        "array,account,begin,extra-node-info,cpus-per-task,constraint,"
-        "dependency,chdir,error,nodefile,gpus,help,hold,input,job-name,"
-        "no-kill,licenses,distribution,clusters,ntasks,nodes,output,"
-        "overcommit,partition,qos,quiet,oversubscribe,core-spec,time,"
-        "verbose,version,nodelist,wait,exclude"},
-    [SVP_LAUNCH_SRUN] = {
-        "AbBcCdDeEFGhHiIJkKlLmMnNoOpqQrsStTuvVwWxXZ",
-        "account,begin,extra-node-info,cpus-per-task,constraint,dependency,"
-        "chdir,error,preserve-env,nodefile,gpus,help,hold,input,immediate,"
-        "job-name,no-kill,kill-on-bad-exit,label,licenses,distribution,"
-        "clusters,ntasks,nodes,output,overcommit,partition,qos,quiet,"
-        "relative,oversubscribe,core-spec,threads,time,unbuffered,verbose,"
-        "version,nodelist,wait,exclude,disable-status,no-allocate"},
+    [SVP_LAUNCH_SBATCH] =
+        {"aAbBcCdDeFGhHiJkLmMnNoOpqQsStvVwWx",
+         "array,account,begin,extra-node-info,cpus-per-task,constraint,"
+         "dependency,chdir,error,nodefile,gpus,help,hold,input,job-name,"
+         "no-kill,licenses,distribution,clusters,ntasks,nodes,output,"
+         "overcommit,partition,qos,quiet,oversubscribe,core-spec,time,"
+         "verbose,version,nodelist,wait,exclude"},
+    [SVP_LAUNCH_SRUN] =
+        {"AbBcCdDeEFGhHiIJkKlLmMnNoOpqQrsStTuvVwWxXZ",
+         "account,begin,extra-node-info,cpus-per-task,constraint,dependency,"
+         "chdir,error,preserve-env,nodefile,gpus,help,hold,input,immediate,"
+         "job-name,no-kill,kill-on-bad-exit,label,licenses,distribution,"
+         "clusters,ntasks,nodes,output,overcommit,partition,qos,quiet,"
+         "relative,oversubscribe,core-spec,threads,time,unbuffered,verbose,"
+         "version,nodelist,wait,exclude,disable-status,no-allocate"},
 };
 
 /* How the tool takes the option's value (LO_NONE: no such option). */
@@ -190,7 +190,7 @@ static const launch_slurm_long_t *launch_slurm_letter(int tool, char c)
 static const launch_slurm_long_t *launch_slurm_prefix(int tool, const char *name,
                                                       size_t len, char *cands,
                                                       size_t cands_len,
-                                                      int *ambiguous_p)
+                                                      int   *ambiguous_p)
 {
     const launch_slurm_long_t *found = launch_slurm_exact(tool, name, len);
     size_t                     n = 0, used = 0;
@@ -203,7 +203,8 @@ static const launch_slurm_long_t *launch_slurm_prefix(int tool, const char *name
     for (size_t i = 0; i < SVP_ARRAY_SIZE(launch_slurm_long); ++i) {
         const launch_slurm_long_t *o = &launch_slurm_long[i];
 
-        if (launch_slurm_arg(o, tool) == LO_NONE || strncmp(o->name, name, len) != 0) {
+        if (launch_slurm_arg(o, tool) == LO_NONE ||
+            strncmp(o->name, name, len) != 0) {
             continue;
         }
         found = o;
@@ -221,13 +222,12 @@ static const launch_slurm_long_t *launch_slurm_prefix(int tool, const char *name
 }
 
 const char *svp_launch_slurm_resolve(int tool, const char *name, size_t len,
-                                     char *cands, size_t cands_len,
-                                     int *takes_p)
+                                     char *cands, size_t cands_len, int *takes_p)
 {
     const launch_slurm_long_t *o;
     int                        ambiguous;
 
-    o = launch_slurm_prefix(tool, name, len, cands, cands_len, &ambiguous);
+    o        = launch_slurm_prefix(tool, name, len, cands, cands_len, &ambiguous);
     *takes_p = (o != NULL) ? launch_slurm_arg(o, tool) : (ambiguous ? -1 : 0);
     return (o != NULL) ? o->name : NULL;
 }
@@ -254,29 +254,32 @@ int svp_launch_slurm_parse(int tool, const char *arg, svp_launch_slurm_opt_t *op
     }
     if (arg[1] == '-') {
         const launch_slurm_long_t *o;
-        const char *name = arg + 2, *eq = strchr(name, '=');
-        size_t      len  = eq ? (size_t)(eq - name) : strlen(name);
-        char        cands[512];
-        int         ambiguous;
+        const char                *name = arg + 2, *eq = strchr(name, '=');
+        size_t                     len = eq ? (size_t)(eq - name) : strlen(name);
+        char                       cands[512];
+        int                        ambiguous;
 
         o = launch_slurm_prefix(tool, name, len, cands, sizeof(cands), &ambiguous);
         if (ambiguous) {
-            snprintf(why, whylen, "an option %s reads as one (--%.*s is the "
-                     "beginning of %s: write the option in full)", tname,
-                     (int)len, name, cands);
+            snprintf(why, whylen,
+                     "an option %s reads as one (--%.*s is the "
+                     "beginning of %s: write the option in full)",
+                     tname, (int)len, name, cands);
             return -1;
         }
         if (o == NULL) {
             /* a newer Slurm's, or a plugin's: as written */
-            opts[0].name     = NULL;
-            opts[0].written  = name;
-            opts[0].len      = len;
-            opts[0].value    = eq ? eq + 1 : NULL;
+            opts[0].name    = NULL;
+            opts[0].written = name;
+            opts[0].len     = len;
+            opts[0].value   = eq ? eq + 1 : NULL;
             return 1;
         }
         if (launch_slurm_arg(o, tool) == LO_REQ && eq == NULL) {
-            snprintf(why, whylen, "--%s=VALUE (%s takes a value; given alone, "
-                     "it would take the next argument for it)", o->name, tname);
+            snprintf(why, whylen,
+                     "--%s=VALUE (%s takes a value; given alone, "
+                     "it would take the next argument for it)",
+                     o->name, tname);
             return -1;
         }
         if (launch_slurm_arg(o, tool) == LO_NO && eq != NULL) {
@@ -303,9 +306,11 @@ int svp_launch_slurm_parse(int tool, const char *arg, svp_launch_slurm_opt_t *op
             return n + 1;
         }
         opts[n].name = o->name;
-        if (launch_slurm_arg(o, tool) == LO_REQ || launch_slurm_arg(o, tool) == LO_OPT) {
+        if (launch_slurm_arg(o, tool) == LO_REQ ||
+            launch_slurm_arg(o, tool) == LO_OPT) {
             if (p[1] == '\0' && launch_slurm_arg(o, tool) == LO_REQ) {
-                snprintf(why, whylen, "-%cVALUE or --%s=VALUE (%s takes a value; "
+                snprintf(why, whylen,
+                         "-%cVALUE or --%s=VALUE (%s takes a value; "
                          "given alone, it would take the next argument for it)",
                          *p, o->name, tname);
                 return -1;

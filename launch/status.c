@@ -52,23 +52,23 @@
 #define STATUS_SILENT(_beat) (3.0 * (_beat) + SVP_MIN((_beat), 10.0))
 
 typedef struct {
-    int    index, count;            /* the shard */
+    int    index, count; /* the shard */
     int    samples_shard, skipped, to_run;
-    double started, ended;          /* Unix seconds; ended 0: running */
-    double updated, beat;           /* last written; seconds between (0: unknown) */
-    char   state[16];               /* running, done, failed, stopped, lost */
+    double started, ended; /* Unix seconds; ended 0: running */
+    double updated, beat;  /* last written; seconds between (0: unknown) */
+    char   state[16];      /* running, done, failed, stopped, lost */
     char   slurm_job[32];
-    char   name[48];                /* how Slurm names it: JOB_TASK for an
+    char   name[48]; /* how Slurm names it: JOB_TASK for an
                                        array task, else its job id; "" */
-    int    done;                    /* outputs of the shard found */
-    int    made;                    /* of those, made since started */
+    int    done;     /* outputs of the shard found */
+    int    made;     /* of those, made since started */
 } status_task_t;
 
 typedef struct {
     char           job[256];
-    int            total;           /* samples of the job, -1: unknown */
-    int            count;           /* shards */
-    status_task_t *tasks;           /* by shard index (count of them) */
+    int            total; /* samples of the job, -1: unknown */
+    int            count; /* shards */
+    status_task_t *tasks; /* by shard index (count of them) */
     int            ntasks_seen;
     unsigned char *done;            /* per sample index (total of them) */
     int            ndone, nunknown; /* outputs, and those without an index */
@@ -109,14 +109,16 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
         svp_errf(errbuf, errlen, "%s:%d: %s", path, jerr.line, jerr.text);
         return SVP_ERR_BAD_FILE;
     }
-    if (json_unpack(doc, "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:F, s:F, s:s, s?s, s?F, s?F}",
-                    "job", &jobname, "shard", &i, &n, "samples_total", &total,
-                    "samples_shard", &t->samples_shard, "skipped", &t->skipped,
-                    "to_run", &t->to_run, "started", &t->started, "ended",
-                    &t->ended, "state", &state, "slurm_job", &sj, "updated",
-                    &t->updated, "beat_s", &t->beat) != 0) {
-        svp_errf(errbuf, errlen, "%s: expected a task record (job, shard, "
-                        "samples_total, ..., state)", path);
+    if (json_unpack(
+            doc, "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:F, s:F, s:s, s?s, s?F, s?F}",
+            "job", &jobname, "shard", &i, &n, "samples_total", &total,
+            "samples_shard", &t->samples_shard, "skipped", &t->skipped, "to_run",
+            &t->to_run, "started", &t->started, "ended", &t->ended, "state", &state,
+            "slurm_job", &sj, "updated", &t->updated, "beat_s", &t->beat) != 0) {
+        svp_errf(errbuf, errlen,
+                 "%s: expected a task record (job, shard, "
+                 "samples_total, ..., state)",
+                 path);
         json_decref(doc);
         return SVP_ERR_BAD_FILE;
     }
@@ -147,13 +149,13 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
 /* The sample index of an output: from its name, else from its metadata. */
 static int status_output_index(const char *dir, const char *name, int is_dir)
 {
-    char         path[4096];
-    json_error_t jerr;
-    json_t      *doc;
+    char              path[4096];
+    json_error_t      jerr;
+    json_t           *doc;
     svp_safetensors_h st;
-    const char  *v;
-    long         lv;
-    int          idx = -1, len = 0;
+    const char       *v;
+    long              lv;
+    int               idx = -1, len = 0;
 
     /* NOLINTNEXTLINE(cert-err34-c): a name the worker wrote; < 0 is no sample */
     if (sscanf(name, "sample_%d%n", &idx, &len) == 1 &&
@@ -166,14 +168,14 @@ static int status_output_index(const char *dir, const char *name, int is_dir)
         doc = json_load_file(path, 0, &jerr);
         if (doc != NULL) {
             json_t *s = json_object_get(doc, "sample");
-            idx = json_is_integer(s) ? (int)json_integer_value(s) : -1;
+            idx       = json_is_integer(s) ? (int)json_integer_value(s) : -1;
             json_decref(doc);
         }
         return idx;
     }
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (svp_safetensors_open(path, &st) == SVP_OK) {
-        v = svp_safetensors_metadata(st, "sample");
+        v   = svp_safetensors_metadata(st, "sample");
         lv  = (v != NULL) ? strtol(v, NULL, 10) : -1;
         idx = (lv >= INT_MIN && lv <= INT_MAX) ? (int)lv : -1;
         svp_safetensors_close(st);
@@ -190,7 +192,7 @@ static int status_is_output(const char *dir, const char *name, int *is_dir_p,
     size_t      n = strlen(name);
 
     if (name[0] == '.' || strstr(name, ".tmp.") != NULL) {
-        return 0;   /* hidden, or a write in progress */
+        return 0; /* hidden, or a write in progress */
     }
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     if (stat(path, &sb) != 0) {
@@ -217,7 +219,7 @@ typedef struct {
     struct {
         int    idx;
         double mtime;
-    }  *v;
+    } * v;
     int n, room;
 } status_outs_t;
 
@@ -245,7 +247,8 @@ static int status_is_shard_index(const char *name)
     size_t n = strlen(name);
 
     return strncmp(name, "shard-", 6) == 0 && n > 11 &&
-           strcmp(name + n - 11, ".index.json") == 0 && strstr(name, ".tmp.") == NULL;
+           strcmp(name + n - 11, ".index.json") == 0 &&
+           strstr(name, ".tmp.") == NULL;
 }
 
 /*
@@ -255,13 +258,14 @@ static int status_is_shard_index(const char *name)
  * not a look at each sample.  A shard that does not read counts nothing:
  * its samples are made again.
  */
-static svp_status_t status_scan_index(const char *dir, const char *name, status_outs_t *o)
+static svp_status_t status_scan_index(const char *dir, const char *name,
+                                      status_outs_t *o)
 {
     char         path[4096], stats[4096];
     json_error_t jerr;
     json_t      *doc, *list, *v;
     struct stat  sb;
-    size_t       k, n = strlen(name) - 11;     /* less ".index.json" */
+    size_t       k, n = strlen(name) - 11; /* less ".index.json" */
     double       mtime;
     svp_status_t status = SVP_OK;
 
@@ -278,9 +282,10 @@ static svp_status_t status_scan_index(const char *dir, const char *name, status_
         doc  = json_load_file(path, 0, &jerr);
         list = json_object_get(doc, "samples");
     }
-    json_array_foreach(list, k, v) {
+    json_array_foreach(list, k, v)
+    {
         if (json_is_object(v)) {
-            v = json_object_get(v, "sample");     /* an index's entry */
+            v = json_object_get(v, "sample"); /* an index's entry */
         }
         if (status == SVP_OK && json_is_integer(v)) {
             status = status_push(o, (int)json_integer_value(v), mtime);
@@ -298,7 +303,8 @@ static int status_staged_index(const char *staging, const char *name)
     char                   path[8400], why[1024];
     int                    idx = -1, len = 0, n, k;
 
-    if (sscanf(name, "sample_%d%n", &idx, &len) == 1 && strcmp(name + len, ".tar") == 0) {
+    if (sscanf(name, "sample_%d%n", &idx, &len) == 1 &&
+        strcmp(name + len, ".tar") == 0) {
         return idx;
     }
     idx = -1;
@@ -350,7 +356,8 @@ static svp_status_t status_scan_staging(const char *staging, status_outs_t *o)
     return status;
 }
 
-static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int errlen)
+static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
+                                int errlen)
 {
     DIR           *d;
     struct dirent *de;
@@ -364,8 +371,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
 
     d = opendir(dir);
     if (d == NULL) {
-        svp_errf(errbuf, errlen, "status: cannot open %s: %s", dir,
-                        strerror(errno));
+        svp_errf(errbuf, errlen, "status: cannot open %s: %s", dir, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     status = SVP_OK;
@@ -373,8 +379,8 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
         if (status_is_task_file(de->d_name, &i, &n)) {
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             memset(&t, 0, sizeof(t));
-            status = status_read_task(path, &t, job, sizeof(job), &total, errbuf,
-                                      errlen);
+            status =
+                status_read_task(path, &t, job, sizeof(job), &total, errbuf, errlen);
             if (status != SVP_OK) {
                 break;
             }
@@ -382,8 +388,10 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
                 /* the finest split wins: a coarser one is an earlier way of
                  * running the job, its tasks' counts do not add up with it */
                 if (t.count > STATUS_MAX_TASKS) {
-                    svp_errf(errbuf, errlen, "%s: %d tasks, expected at most "
-                                    "%d", path, t.count, STATUS_MAX_TASKS);
+                    svp_errf(errbuf, errlen,
+                             "%s: %d tasks, expected at most "
+                             "%d",
+                             path, t.count, STATUS_MAX_TASKS);
                     status = SVP_ERR_BAD_FILE;
                     break;
                 }
@@ -418,7 +426,8 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
         if (!status_is_output(dir, de->d_name, &is_dir, &mtime)) {
             continue;
         }
-        status = status_push(&o, status_output_index(dir, de->d_name, is_dir), mtime);
+        status =
+            status_push(&o, status_output_index(dir, de->d_name, is_dir), mtime);
     }
     closedir(d);
     if (status != SVP_OK) {
@@ -446,7 +455,8 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
         }
         s->done[idx] = 1;
         s->ndone++;
-        s->mtime_min = (s->ndone == 1) ? o.v[k].mtime : SVP_MIN(s->mtime_min, o.v[k].mtime);
+        s->mtime_min =
+            (s->ndone == 1) ? o.v[k].mtime : SVP_MIN(s->mtime_min, o.v[k].mtime);
         s->mtime_max = SVP_MAX(s->mtime_max, o.v[k].mtime);
         for (i = 0; i < s->count; ++i) {
             status_task_t *tk = &s->tasks[i];
@@ -464,8 +474,9 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf, int 
 /* Whether task t made nothing more: it failed, was stopped or lost. */
 static int status_task_ended_short(const status_task_t *t)
 {
-    return t->count > 0 && (!strcmp(t->state, "failed") || !strcmp(t->state, "stopped") ||
-                            !strcmp(t->state, "lost"));
+    return t->count > 0 &&
+           (!strcmp(t->state, "failed") || !strcmp(t->state, "stopped") ||
+            !strcmp(t->state, "lost"));
 }
 
 /*
@@ -481,7 +492,7 @@ static svp_status_t status_failed(const status_t *s, char **text_p, json_t **jso
     int    *v, n = 0, i, j, step, k;
     size_t  used = 0, cap = 256;
     char   *text = malloc(cap), *grown, item[64];
-    json_t *arr = json_array();
+    json_t *arr  = json_array();
 
     v = malloc((size_t)SVP_MAX(s->total, 1) * sizeof(*v));
     if (v == NULL || text == NULL || arr == NULL) {
@@ -507,14 +518,14 @@ static svp_status_t status_failed(const status_t *s, char **text_p, json_t **jso
         for (j = i; j + 1 < n && v[j + 1] - v[j] == step; ++j) {
         }
         if (j - i + 1 < 3) {
-            j = i;      /* too short for a run: one number */
+            j = i; /* too short for a run: one number */
         }
         if (j == i) {
             snprintf(item, sizeof(item), "%d", v[i]);
             json_array_append_new(arr, json_integer(v[i]));
         } else {
-            snprintf(item, sizeof(item), (step == 1) ? "%d-%d" : "%d-%d:%d", v[i], v[j],
-                     step);
+            snprintf(item, sizeof(item), (step == 1) ? "%d-%d" : "%d-%d:%d", v[i],
+                     v[j], step);
             json_array_append_new(arr, json_pack("[i, i, i]", v[i], v[j], step));
         }
         while (used + strlen(item) + 3 > cap) {
@@ -527,7 +538,8 @@ static svp_status_t status_failed(const status_t *s, char **text_p, json_t **jso
             }
             text = grown;
         }
-        used += (size_t)snprintf(text + used, cap - used, "%s%s", used ? ", " : "", item);
+        used += (size_t)snprintf(text + used, cap - used, "%s%s", used ? ", " : "",
+                                 item);
     }
     free(v);
     *text_p = text;
@@ -539,7 +551,9 @@ static svp_status_t status_failed(const status_t *s, char **text_p, json_t **jso
 /* A task's own rate: its shard's outputs made since it started. */
 static double status_task_rate(const status_task_t *t, double now)
 {
-    double end = (t->ended > 0) ? t->ended : !strcmp(t->state, "lost") ? t->updated : now;
+    double end = (t->ended > 0)              ? t->ended
+                 : !strcmp(t->state, "lost") ? t->updated
+                                             : now;
 
     return (t->made > 0 && end > t->started) ? t->made / (end - t->started) : 0;
 }
@@ -573,11 +587,12 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
         }
         made += t->made;
         t0 = (t0 == 0 || t->started < t0) ? t->started : t0;
-        t1 = SVP_MAX(t1, (t->ended > 0) ? t->ended :
-                         !strcmp(t->state, "lost") ? t->updated : now);
+        t1 = SVP_MAX(t1, (t->ended > 0)              ? t->ended
+                         : !strcmp(t->state, "lost") ? t->updated
+                                                     : now);
     }
     if (running == 0 && made > 0 && t1 > t0) {
-        rate = made / (t1 - t0);   /* the last runs, over their span */
+        rate = made / (t1 - t0); /* the last runs, over their span */
     }
     /* samples no running task will make: those of tasks that ended short
      * or never started */
@@ -600,19 +615,22 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
                                                        "not started"));
                 continue;
             }
-            json_array_append_new(tasks, json_pack(
-                "{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:s, s:s}", "index",
-                t->index, "count", t->count, "state", t->state, "done", t->done,
-                "samples", t->samples_shard, "started", t->started, "ended", t->ended,
-                "updated", t->updated, "rate", status_task_rate(t, now), "slurm_job",
-                t->slurm_job, "name", t->name));
+            json_array_append_new(
+                tasks,
+                json_pack("{s:i, s:i, s:s, s:i, s:i, s:f, s:f, s:f, s:f, s:s, s:s}",
+                          "index", t->index, "count", t->count, "state", t->state,
+                          "done", t->done, "samples", t->samples_shard, "started",
+                          t->started, "ended", t->ended, "updated", t->updated,
+                          "rate", status_task_rate(t, now), "slurm_job",
+                          t->slurm_job, "name", t->name));
         }
-        doc = json_pack("{s:s, s:s, s:i, s:i, s:f, s:o, s:i, s:i, s:i, s:O, s:s, s:o}",
-                        "job", s.job, "dir", dir, "done", s.ndone, "total", s.total,
-                        "rate", rate, "eta_s", (eta >= 0) ? json_real(eta) : json_null(),
-                        "remaining", remaining, "orphaned", orphaned,
-                        "failed_count", nfailed, "failed", jfailed, "failed_ranges",
-                        failed, "tasks", tasks);
+        doc =
+            json_pack("{s:s, s:s, s:i, s:i, s:f, s:o, s:i, s:i, s:i, s:O, s:s, s:o}",
+                      "job", s.job, "dir", dir, "done", s.ndone, "total", s.total,
+                      "rate", rate, "eta_s",
+                      (eta >= 0) ? json_real(eta) : json_null(), "remaining",
+                      remaining, "orphaned", orphaned, "failed_count", nfailed,
+                      "failed", jfailed, "failed_ranges", failed, "tasks", tasks);
         if (doc == NULL) {
             status = SVP_ERR_NO_MEMORY;
             goto out;
@@ -624,13 +642,14 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
     }
 
     if (s.count == 0) {
-        fprintf(out, "%s: %d sample%s done; no task record (task.json): the job "
-                "has not started here, or predates them\n", dir, s.ndone,
-                s.ndone == 1 ? "" : "s");
+        fprintf(out,
+                "%s: %d sample%s done; no task record (task.json): the job "
+                "has not started here, or predates them\n",
+                dir, s.ndone, s.ndone == 1 ? "" : "s");
         goto out;
     }
-    fprintf(out, "job '%s' in %s: %d of %d samples done (%.0f%%)", s.job, dir, s.ndone,
-            s.total, s.total > 0 ? 100.0 * s.ndone / s.total : 0.0);
+    fprintf(out, "job '%s' in %s: %d of %d samples done (%.0f%%)", s.job, dir,
+            s.ndone, s.total, s.total > 0 ? 100.0 * s.ndone / s.total : 0.0);
     if (s.count > 1) {
         fprintf(out, ", %d tasks", s.count);
     }
@@ -654,31 +673,38 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
             if (s.count > 1) {
                 snprintf(who, sizeof(who), "task %d of %d", i, s.count);
             }
-            fprintf(out, "%s: lost: its record says running, but it has been silent for "
-                    "%s (a running task rewrites it every %s): killed outright (SIGKILL, "
-                    "out of memory) or its node lost%s%s%s\n", who,
-                    svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
-                    svp_clock_format_duration(t->beat, b2, sizeof(b2)),
-                    t->name[0] ? "; sacct -j " : "", t->name,
-                    t->name[0] ? " says which" : "");
+            fprintf(
+                out,
+                "%s: lost: its record says running, but it has been silent for "
+                "%s (a running task rewrites it every %s): killed outright (SIGKILL, "
+                "out of memory) or its node lost%s%s%s\n",
+                who, svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
+                svp_clock_format_duration(t->beat, b2, sizeof(b2)),
+                t->name[0] ? "; sacct -j " : "", t->name,
+                t->name[0] ? " says which" : "");
         }
     }
     if (eta >= 0) {
-        fprintf(out, "rate %.3f samples/s, eta %s for the %d sample%s the %d running "
-                "task%s will make\n", rate, svp_clock_format_duration(eta, b1, sizeof(b1)),
-                remaining, remaining == 1 ? "" : "s", running, running == 1 ? "" : "s");
+        fprintf(out,
+                "rate %.3f samples/s, eta %s for the %d sample%s the %d running "
+                "task%s will make\n",
+                rate, svp_clock_format_duration(eta, b1, sizeof(b1)), remaining,
+                remaining == 1 ? "" : "s", running, running == 1 ? "" : "s");
     } else if (rate > 0) {
         fprintf(out, "rate %.3f samples/s over %s; nothing running\n", rate,
                 svp_clock_format_duration(t1 - t0, b2, sizeof(b2)));
     }
     if (running > 0 && orphaned > 0) {
-        fprintf(out, "%d sample%s no running task will make (their tasks ended or did "
-                "not start)\n", orphaned, orphaned == 1 ? "" : "s");
+        fprintf(out,
+                "%d sample%s no running task will make (their tasks ended or did "
+                "not start)\n",
+                orphaned, orphaned == 1 ? "" : "s");
     }
     if (nfailed > 0) {
-        fprintf(out, "failed: %d sample%s not made by a failed, stopped or lost task: %s "
-                "(run the task again: it resumes)\n", nfailed, nfailed == 1 ? "" : "s",
-                failed);
+        fprintf(out,
+                "failed: %d sample%s not made by a failed, stopped or lost task: %s "
+                "(run the task again: it resumes)\n",
+                nfailed, nfailed == 1 ? "" : "s", failed);
     }
     if (s.nunknown > 0) {
         fprintf(out, "%d output%s of no sample of this job\n", s.nunknown,
@@ -696,7 +722,7 @@ out:
 static int status_scontrol_field(const char *rec, const char *key, char *out,
                                  size_t len)
 {
-    const char *p = rec;
+    const char *p    = rec;
     size_t      klen = strlen(key), n;
 
     while ((p = strstr(p, key)) != NULL) {
@@ -734,7 +760,8 @@ static int status_is_jobid(const char *s)
  * command's exit status (-1 when it cannot run). */
 static int status_run(const char *cmd, char *buf, size_t len, size_t *got_p)
 {
-    FILE  *p = popen(cmd, "r"); /* NOLINT(cert-env33-c): scontrol on a job id of digits */
+    FILE *p =
+        popen(cmd, "r"); /* NOLINT(cert-env33-c): scontrol on a job id of digits */
     size_t got = 0;
     int    rc;
 
@@ -743,8 +770,8 @@ static int status_run(const char *cmd, char *buf, size_t len, size_t *got_p)
         *got_p = 0;
         return -1;
     }
-    got = fread(buf, 1, len - 1, p);
-    rc  = pclose(p);
+    got      = fread(buf, 1, len - 1, p);
+    rc       = pclose(p);
     buf[got] = '\0';
     *got_p   = got;
     return rc;
@@ -769,7 +796,7 @@ static int status_script_output(const char *text, const char *workdir, char *dir
             return 1;
         }
         if (line[0] != '#') {
-            return 0;   /* the header is over */
+            return 0; /* the header is over */
         }
         line = (line[n] == '\n') ? line + n + 1 : NULL;
     }
@@ -785,15 +812,18 @@ svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
     int    rc, found;
 
     if (!status_is_jobid(jobid)) {
-        svp_errf(errbuf, errlen, "'%s' is neither an output directory nor a Slurm "
-                 "job id (N or N_T for an array task, N > 0)", jobid);
+        svp_errf(errbuf, errlen,
+                 "'%s' is neither an output directory nor a Slurm "
+                 "job id (N or N_T for an array task, N > 0)",
+                 jobid);
         return SVP_ERR_USAGE;
     }
     snprintf(cmd, sizeof(cmd), "scontrol show job -o '%s' 2>&1", jobid);
     rc = status_run(cmd, rec, sizeof(rec), &got);
     if (rc != 0) {
-        rec[strcspn(rec, "\n")] = '\0';   /* scontrol's one-line reason */
-        svp_errf(errbuf, errlen, "job %s: scontrol show job: %s (Slurm forgets a "
+        rec[strcspn(rec, "\n")] = '\0'; /* scontrol's one-line reason */
+        svp_errf(errbuf, errlen,
+                 "job %s: scontrol show job: %s (Slurm forgets a "
                  "finished job after MinJobAge; give its output directory)",
                  jobid, got > 0 ? rec : "cannot run scontrol");
         return SVP_ERR_NOT_FOUND;
@@ -812,13 +842,17 @@ svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
         id[0] = '\0';
     }
     if (strcmp(id, jobid) != 0) {
-        svp_errf(errbuf, errlen, "job %s: Slurm does not know it (give its output "
-                 "directory)", jobid);
+        svp_errf(errbuf, errlen,
+                 "job %s: Slurm does not know it (give its output "
+                 "directory)",
+                 jobid);
         return SVP_ERR_NOT_FOUND;
     }
     if (!status_scontrol_field(rec, "WorkDir", workdir, sizeof(workdir))) {
-        svp_errf(errbuf, errlen, "job %s: scontrol names no WorkDir=: give its "
-                 "output directory", jobid);
+        svp_errf(errbuf, errlen,
+                 "job %s: scontrol names no WorkDir=: give its "
+                 "output directory",
+                 jobid);
         return SVP_ERR_NOT_FOUND;
     }
     if (status_scontrol_field(rec, "Command", script, sizeof(script)) &&
@@ -832,24 +866,29 @@ svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
     } else {
         /* a script piped into sbatch has no file: Slurm keeps a copy */
         text = malloc(65536);
-        snprintf(cmd, sizeof(cmd), "scontrol write batch_script '%s' - 2>/dev/null", jobid);
+        snprintf(cmd, sizeof(cmd), "scontrol write batch_script '%s' - 2>/dev/null",
+                 jobid);
         if (text != NULL && status_run(cmd, text, 65536, &got) != 0) {
             free(text);
             text = NULL;
         }
     }
     if (text == NULL) {
-        svp_errf(errbuf, errlen, "job %s: cannot read its batch script (neither "
+        svp_errf(errbuf, errlen,
+                 "job %s: cannot read its batch script (neither "
                  "its file nor scontrol write batch_script): give its output "
-                 "directory", jobid);
+                 "directory",
+                 jobid);
         return SVP_ERR_NOT_FOUND;
     }
     found = status_script_output(text, workdir, dir, len);
     free(text);
     if (!found) {
-        svp_errf(errbuf, errlen, "job %s: its batch script does not say where the "
+        svp_errf(errbuf, errlen,
+                 "job %s: its batch script does not say where the "
                  "outputs go (not rendered by this svdlaunch); give its output "
-                 "directory", jobid);
+                 "directory",
+                 jobid);
         return SVP_ERR_NOT_FOUND;
     }
     return SVP_OK;

@@ -38,28 +38,28 @@ static int launch_all_in(const char *s, const char *extra)
 }
 
 static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
-                               const char *expected, const char *found,
-                               char *errbuf, int errlen)
+                               const char *expected, const char *found, char *errbuf,
+                               int errlen)
 {
     char esc[256], where[1024];
 
     svp_launch_escape(found, esc, sizeof(esc));
     svp_launch_mark(spec, key, found, where, sizeof(where));
-    svp_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"",
-                    where, key, expected, esc);
+    svp_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"", where, key,
+             expected, esc);
     return SVP_ERR_SPEC;
 }
 
 static svp_status_t launch_bad_int(const svp_spec_t *spec, const char *key,
-                                   const char *expected, long found,
-                                   char *errbuf, int errlen)
+                                   const char *expected, long found, char *errbuf,
+                                   int errlen)
 {
     char text[32], where[1024];
 
     snprintf(text, sizeof(text), "%ld", found);
     svp_launch_mark(spec, key, text, where, sizeof(where));
-    svp_errf(errbuf, errlen, "%s: %s: expected %s, found %ld",
-                    where, key, expected, found);
+    svp_errf(errbuf, errlen, "%s: %s: expected %s, found %ld", where, key, expected,
+             found);
     return SVP_ERR_SPEC;
 }
 
@@ -89,16 +89,15 @@ static int launch_name_list_ok(const char *s)
 
 static int launch_env_name_ok(const char *s)
 {
-    return (isalpha((unsigned char)s[0]) || s[0] == '_') &&
-           launch_all_in(s, "_");
+    return (isalpha((unsigned char)s[0]) || s[0] == '_') && launch_all_in(s, "_");
 }
 
 /* Optional #SBATCH values, each with its own character set. */
 typedef struct {
     const char *key;
     const char *expected;
-    int       (*ok)(const char *value);
-    size_t      offset;
+    int (*ok)(const char *value);
+    size_t offset;
 } launch_sbatch_check_t;
 
 static int launch_ok_name(const char *s)
@@ -158,7 +157,7 @@ static int launch_ok_mpi(const char *s)
 static int launch_ok_mem(const char *s)
 {
     /* Slurm's size: a number of MB, or with a K, M, G or T suffix */
-    long v;
+    long        v;
     const char *end = svp_launch_digits(s, &v);
 
     return end != NULL && v > 0 &&
@@ -208,21 +207,22 @@ static int launch_ok_signal(const char *s)
 static const launch_sbatch_check_t launch_sbatch_checks[] = {
     {"cluster.partition", "partition names of [A-Za-z0-9_.-], comma-separated",
      launch_name_list_ok, LAUNCH_CLUSTER_STR(partition)},
-    {"cluster.account", "an account name of [A-Za-z0-9_.-]",
-     launch_ok_name, LAUNCH_CLUSTER_STR(account)},
+    {"cluster.account", "an account name of [A-Za-z0-9_.-]", launch_ok_name,
+     LAUNCH_CLUSTER_STR(account)},
     {"cluster.qos", "QOS names of [A-Za-z0-9_.-], comma-separated",
      launch_name_list_ok, LAUNCH_CLUSTER_STR(qos)},
-    {"cluster.time", "a Slurm time limit (minutes, minutes:seconds, "
+    {"cluster.time",
+     "a Slurm time limit (minutes, minutes:seconds, "
      "hours:minutes:seconds, days-hours[:minutes[:seconds]] or UNLIMITED)",
      launch_ok_time, LAUNCH_CLUSTER_STR(time)},
     {"cluster.constraint", "a feature expression of [A-Za-z0-9_.-&|,*:[]()!]",
      launch_ok_constraint, LAUNCH_CLUSTER_STR(constraint)},
-    {"cluster.job_name", "a job name of [A-Za-z0-9_.-]",
-     launch_ok_name, LAUNCH_CLUSTER_STR(job_name)},
-    {"cluster.output", "a file pattern of [A-Za-z0-9_.-/%]",
-     launch_ok_filename, LAUNCH_CLUSTER_STR(output)},
-    {"cluster.error", "a file pattern of [A-Za-z0-9_.-/%]",
-     launch_ok_filename, LAUNCH_CLUSTER_STR(error)},
+    {"cluster.job_name", "a job name of [A-Za-z0-9_.-]", launch_ok_name,
+     LAUNCH_CLUSTER_STR(job_name)},
+    {"cluster.output", "a file pattern of [A-Za-z0-9_.-/%]", launch_ok_filename,
+     LAUNCH_CLUSTER_STR(output)},
+    {"cluster.error", "a file pattern of [A-Za-z0-9_.-/%]", launch_ok_filename,
+     LAUNCH_CLUSTER_STR(error)},
     {"cluster.dependency", "a dependency list such as afterok:123[:124][,singleton]",
      launch_ok_dependency, LAUNCH_CLUSTER_STR(dependency)},
     {"cluster.array", "array indexes such as 0-15, 1,3,5-7, 0-15:4 or 0-99%8",
@@ -233,7 +233,8 @@ static const launch_sbatch_check_t launch_sbatch_checks[] = {
      launch_ok_mem, LAUNCH_CLUSTER_STR(mem)},
     {"cluster.mem_per_gpu", "a size such as 64G (a number with K, M, G or T)",
      launch_ok_mem, LAUNCH_CLUSTER_STR(mem_per_gpu)},
-    {"cluster.signal", "TERM@SECONDS or INT@SECONDS, optionally after B: or "
+    {"cluster.signal",
+     "TERM@SECONDS or INT@SECONDS, optionally after B: or "
      "R: (the signals the worker stops cleanly on)",
      launch_ok_signal, LAUNCH_CLUSTER_STR(signal)},
 };
@@ -351,8 +352,8 @@ static const char *launch_slurm_contradiction(const svp_spec_t *spec, int tool,
  * one Slurm would refuse beside the script's own, or that breaks the job.
  */
 static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
-                                      const svp_spec_strlist_t *args,
-                                      int tool, char *errbuf, int errlen)
+                                      const svp_spec_strlist_t *args, int tool,
+                                      char *errbuf, int errlen)
 {
     int  sbatch = (tool == SVP_LAUNCH_SBATCH);
     char key[128];
@@ -366,15 +367,16 @@ static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
         snprintf(key, sizeof(key), "cluster.%s[%d]", name, i);
         if (a[0] != '-' || a[1] == '\0' || svp_launch_has_control(a) ||
             (sbatch && strpbrk(a, " '\"#\\") != NULL)) {
-            return launch_bad(spec, key, sbatch ?
-                              "an option such as --gres-flags=enforce-binding "
-                              "(no blanks, quotes or '#')" :
-                              "an option such as --cpu-bind=cores (one "
-                              "argument, no control characters)",
+            return launch_bad(spec, key,
+                              sbatch
+                                  ? "an option such as --gres-flags=enforce-binding "
+                                    "(no blanks, quotes or '#')"
+                                  : "an option such as --cpu-bind=cores (one "
+                                    "argument, no control characters)",
                               a, errbuf, errlen);
         }
-        n = svp_launch_slurm_parse(tool, a, opts, (int)SVP_ARRAY_SIZE(opts),
-                                   reason, sizeof(reason));
+        n = svp_launch_slurm_parse(tool, a, opts, (int)SVP_ARRAY_SIZE(opts), reason,
+                                   sizeof(reason));
         if (n < 0) {
             return launch_bad(spec, key, reason, a, errbuf, errlen);
         }
@@ -389,18 +391,20 @@ static svp_status_t launch_check_args(const svp_spec_t *spec, const char *name,
                       (sbatch ? LAUNCH_OWN_SBATCH : LAUNCH_OWN_SRUN))) {
                     continue;
                 }
-                same = (o->name != NULL) ? !strcmp(o->name, own) :
-                       (o->len > 1 && strlen(own) == o->len &&
-                        !strncmp(o->written, own, o->len));
+                same = (o->name != NULL) ? !strcmp(o->name, own)
+                                         : (o->len > 1 && strlen(own) == o->len &&
+                                            !strncmp(o->written, own, o->len));
                 if (!same) {
                     continue;
                 }
                 if (launch_own_options[k].key != NULL) {
-                    snprintf(reason, sizeof(reason), "an option the script does "
-                             "not set already (--%s: use %s)", own,
-                             launch_own_options[k].key);
+                    snprintf(reason, sizeof(reason),
+                             "an option the script does "
+                             "not set already (--%s: use %s)",
+                             own, launch_own_options[k].key);
                 } else {
-                    snprintf(reason, sizeof(reason), "an option the script does "
+                    snprintf(reason, sizeof(reason),
+                             "an option the script does "
                              "not set already (--%s: set by svdlaunch itself)",
                              own);
                 }
@@ -434,7 +438,8 @@ static int launch_env_expandable(const char *s)
             const char *end = strchr(s + 2, '}');
             char        name[128];
 
-            if (end == NULL || end == s + 2 || (size_t)(end - s - 2) >= sizeof(name)) {
+            if (end == NULL || end == s + 2 ||
+                (size_t)(end - s - 2) >= sizeof(name)) {
                 return 0;
             }
             memcpy(name, s + 2, (size_t)(end - s - 2));
@@ -456,12 +461,13 @@ static int launch_env_expandable(const char *s)
 
 /* A value that goes through the shell quoted: anything but control chars. */
 static svp_status_t launch_check_quoted(const svp_spec_t *spec, const char *key,
-                                        const char *value, char *errbuf,
-                                        int errlen)
+                                        const char *value, char *errbuf, int errlen)
 {
     if (value != NULL && svp_launch_has_control(value)) {
-        return launch_bad(spec, key, "a value without control characters "
-                          "(newlines, tabs)", value, errbuf, errlen);
+        return launch_bad(spec, key,
+                          "a value without control characters "
+                          "(newlines, tabs)",
+                          value, errbuf, errlen);
     }
     return SVP_OK;
 }
@@ -487,9 +493,10 @@ static svp_status_t launch_validate_container(const svp_spec_t *spec, char *errb
         /* the mounts are joined with commas into one srun option */
         if (m == NULL || *m == '\0' || strchr(m, ',') != NULL ||
             svp_launch_has_control(m)) {
-            return launch_bad(spec, key, "a mount SRC[:DST[:FLAGS]] without "
-                              "commas or control characters", m ? m : "",
-                              errbuf, errlen);
+            return launch_bad(spec, key,
+                              "a mount SRC[:DST[:FLAGS]] without "
+                              "commas or control characters",
+                              m ? m : "", errbuf, errlen);
         }
     }
     if (spec->cluster.container_mounts.count > 0 &&
@@ -506,11 +513,11 @@ static svp_status_t launch_validate_container(const svp_spec_t *spec, char *errb
     if (!svp_launch_is_set(spec->cluster.container_image) &&
         (svp_launch_is_set(spec->cluster.container_workdir) ||
          spec->cluster.container_runtime != SVP_CONTAINER_PYXIS)) {
-        return launch_bad(spec, svp_launch_is_set(spec->cluster.container_workdir) ?
-                          "cluster.container_workdir" :
-                          "cluster.container_runtime",
-                          "cluster.container_image to be set", "", errbuf,
-                          errlen);
+        return launch_bad(spec,
+                          svp_launch_is_set(spec->cluster.container_workdir)
+                              ? "cluster.container_workdir"
+                              : "cluster.container_runtime",
+                          "cluster.container_image to be set", "", errbuf, errlen);
     }
     return SVP_OK;
 }
@@ -528,28 +535,28 @@ static svp_status_t launch_validate_env(const svp_spec_t *spec, char *errbuf,
         const char *value = spec->cluster.env.values[i];
 
         if (name == NULL || !launch_env_name_ok(name)) {
-            return launch_bad(spec, "cluster.env", "environment variable names of "
-                              "[A-Za-z_][A-Za-z0-9_]*", name ? name : "",
-                              errbuf, errlen);
+            return launch_bad(spec, "cluster.env",
+                              "environment variable names of "
+                              "[A-Za-z_][A-Za-z0-9_]*",
+                              name ? name : "", errbuf, errlen);
         }
         snprintf(key, sizeof(key), "cluster.env.%s", name);
-        status = launch_check_quoted(spec, key, value ? value : "", errbuf,
-                                     errlen);
+        status = launch_check_quoted(spec, key, value ? value : "", errbuf, errlen);
         if (status != SVP_OK) {
             return status;
         }
         if (spec->cluster.env_expand && !launch_env_expandable(value ? value : "")) {
-            return launch_bad(spec, key, "with cluster.env_expand, text with "
+            return launch_bad(spec, key,
+                              "with cluster.env_expand, text with "
                               "$NAME or ${NAME} only (no $(...), backquotes, "
-                              "quotes or backslashes)", value ? value : "",
-                              errbuf, errlen);
+                              "quotes or backslashes)",
+                              value ? value : "", errbuf, errlen);
         }
     }
     return SVP_OK;
 }
 
-svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
-                                 int errlen)
+svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf, int errlen)
 {
     svp_status_t status;
     char         key[128];
@@ -564,19 +571,22 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
                               spec->cluster.ranks_per_node, errbuf, errlen);
     }
     if (spec->cluster.gpus_per_task < 0 || spec->cluster.gpus_per_task > 64) {
-        return launch_bad_int(spec, "cluster.gpus_per_task", "0 (one per task "
-                              "for cuda) to 64", spec->cluster.gpus_per_task,
-                              errbuf, errlen);
+        return launch_bad_int(spec, "cluster.gpus_per_task",
+                              "0 (one per task "
+                              "for cuda) to 64",
+                              spec->cluster.gpus_per_task, errbuf, errlen);
     }
     if (!(spec->comm.deadline > 0) || spec->comm.deadline > 1e7) {
-        svp_errf(errbuf, errlen, "%s: comm.deadline: expected seconds "
-                        "in (0, 1e7], found %g",
-                        spec->file ? spec->file : "<spec>", spec->comm.deadline);
+        svp_errf(errbuf, errlen,
+                 "%s: comm.deadline: expected seconds "
+                 "in (0, 1e7], found %g",
+                 spec->file ? spec->file : "<spec>", spec->comm.deadline);
         return SVP_ERR_SPEC;
     }
 
-    for (i = 0; i < (int)(sizeof(launch_sbatch_checks) /
-                          sizeof(launch_sbatch_checks[0])); ++i) {
+    for (i = 0;
+         i < (int)(sizeof(launch_sbatch_checks) / sizeof(launch_sbatch_checks[0]));
+         ++i) {
         const launch_sbatch_check_t *c = &launch_sbatch_checks[i];
         const char *value = *(char *const *)((const char *)spec + c->offset);
 
@@ -586,15 +596,17 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
     }
     /* what the characters allow but Slurm refuses ("5-3", "0--2") */
     if (svp_launch_is_set(spec->cluster.array) && svp_launch_array_tasks(spec) < 1) {
-        return launch_bad(spec, "cluster.array", "array indexes such as 0-15, "
+        return launch_bad(spec, "cluster.array",
+                          "array indexes such as 0-15, "
                           "1,3,5-7, 0-15:4 or 0-99%8 (ranges low to high)",
                           spec->cluster.array, errbuf, errlen);
     }
     /* the default job name is the spec file's base name: same rules */
     if (!launch_ok_name(svp_launch_job_name(spec))) {
-        return launch_bad(spec, "name", "a job name of [A-Za-z0-9_.-] (set "
-                          "cluster.job_name)", svp_launch_job_name(spec),
-                          errbuf, errlen);
+        return launch_bad(spec, "name",
+                          "a job name of [A-Za-z0-9_.-] (set "
+                          "cluster.job_name)",
+                          svp_launch_job_name(spec), errbuf, errlen);
     }
 
     status = launch_check_quoted(spec, "cluster.worker", spec->cluster.worker,
@@ -607,13 +619,13 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
 
         if (!svp_launch_worker_path(spec, worker, sizeof(worker), why,
                                     sizeof(why))) {
-            return launch_bad(spec, "cluster.worker", why,
-                              svp_launch_worker(spec), errbuf, errlen);
+            return launch_bad(spec, "cluster.worker", why, svp_launch_worker(spec),
+                              errbuf, errlen);
         }
     }
     /* a comment of the script names it, for svdlaunch status JOBID */
-    status = launch_check_quoted(spec, "output.dir", spec->output.dir, errbuf,
-                                 errlen);
+    status =
+        launch_check_quoted(spec, "output.dir", spec->output.dir, errbuf, errlen);
     if (status != SVP_OK) {
         return status;
     }
@@ -626,15 +638,18 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
         return status;
     }
 
-    if (svp_launch_is_set(spec->cluster.mem) && svp_launch_is_set(spec->cluster.mem_per_gpu)) {
-        return launch_bad(spec, "cluster.mem_per_gpu", "either cluster.mem or "
+    if (svp_launch_is_set(spec->cluster.mem) &&
+        svp_launch_is_set(spec->cluster.mem_per_gpu)) {
+        return launch_bad(spec, "cluster.mem_per_gpu",
+                          "either cluster.mem or "
                           "cluster.mem_per_gpu (Slurm takes one)",
                           spec->cluster.mem_per_gpu, errbuf, errlen);
     }
     if (spec->cluster.cpus_per_task < 0 || spec->cluster.cpus_per_task > 4096) {
-        return launch_bad_int(spec, "cluster.cpus_per_task", "0 (Slurm's "
-                              "default) to 4096", spec->cluster.cpus_per_task,
-                              errbuf, errlen);
+        return launch_bad_int(spec, "cluster.cpus_per_task",
+                              "0 (Slurm's "
+                              "default) to 4096",
+                              spec->cluster.cpus_per_task, errbuf, errlen);
     }
     status = launch_check_args(spec, "sbatch_args", &spec->cluster.sbatch_args,
                                SVP_LAUNCH_SBATCH, errbuf, errlen);
@@ -651,8 +666,10 @@ svp_status_t svp_launch_validate(const svp_spec_t *spec, char *errbuf,
 
         snprintf(key, sizeof(key), "cluster.setup[%d]", i);
         if (line[0] == '\0' || svp_launch_has_control(line)) {
-            return launch_bad(spec, key, "one shell command line (no newlines "
-                              "or control characters)", line, errbuf, errlen);
+            return launch_bad(spec, key,
+                              "one shell command line (no newlines "
+                              "or control characters)",
+                              line, errbuf, errlen);
         }
     }
     return SVP_OK;
@@ -669,8 +686,8 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
         return status;
     }
     if (spec->samples < 0) {
-        return launch_bad_int(spec, "samples", "at least 0", spec->samples,
-                              errbuf, errlen);
+        return launch_bad_int(spec, "samples", "at least 0", spec->samples, errbuf,
+                              errlen);
     }
     world = svp_layout_spec_world(spec);
     /* auto: the planner picks among the valid layouts (S = 1 always is) */
@@ -681,17 +698,19 @@ svp_status_t svp_launch_check(const svp_spec_t *spec, char *errbuf, int errlen)
         status = SVP_OK;
         if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
             /* one pipeline of W stages: the message speaks of ranks */
-            status = svp_layout_assign(spec->steps, world, 0, why, sizeof(why), &range);
+            status =
+                svp_layout_assign(spec->steps, world, 0, why, sizeof(why), &range);
         }
         if (status == SVP_OK) {
             status = svp_layout_of_spec(spec, world, why, sizeof(why), &layout);
         }
         if (status != SVP_OK) {
-            svp_errf(errbuf, errlen, "%s: steps: %s (cluster.nodes=%d x "
-                            "cluster.ranks_per_node=%d; or pipeline.stages: "
-                            "auto)",
-                            spec->file ? spec->file : "<spec>", why,
-                            spec->cluster.nodes, spec->cluster.ranks_per_node);
+            svp_errf(errbuf, errlen,
+                     "%s: steps: %s (cluster.nodes=%d x "
+                     "cluster.ranks_per_node=%d; or pipeline.stages: "
+                     "auto)",
+                     spec->file ? spec->file : "<spec>", why, spec->cluster.nodes,
+                     spec->cluster.ranks_per_node);
             return status;
         }
     }
@@ -705,10 +724,11 @@ svp_status_t svp_launch_check_compute(const svp_spec_t *spec, char *errbuf,
         return SVP_OK;
     }
     if (spec->model.kind == SVP_MODEL_DUMMY) {
-        svp_errf(errbuf, errlen, "%s: dtype: %s: the dummy model is an "
-                        "f32 simulator (set dtype: f32)",
-                        spec->file ? spec->file : "<spec>",
-                        svp_dtype_short_name(spec->dtype));
+        svp_errf(errbuf, errlen,
+                 "%s: dtype: %s: the dummy model is an "
+                 "f32 simulator (set dtype: f32)",
+                 spec->file ? spec->file : "<spec>",
+                 svp_dtype_short_name(spec->dtype));
         return SVP_ERR_SPEC;
     }
     return SVP_OK;

@@ -41,7 +41,8 @@ void golden_dir(const char *name, char *buf, size_t len)
     if (stat(buf, &sb) != 0) {
         cr_skip_test("golden case %s is in neither $SVP_GOLDEN_DIR (%s), "
                      "../shared/golden nor tests/data: it is in the larger "
-                     "reference set only", name, root ? root : "unset");
+                     "reference set only",
+                     name, root ? root : "unset");
     }
 }
 
@@ -73,7 +74,7 @@ double golden_rel_err(const float *got, const float *ref, int64_t n,
     *worst_p = 0;
     for (i = 0; i < n; i++) {
         double err = fabs((double)got[i] - ref[i]);
-        max_ref = fmax(max_ref, fabs(ref[i]));
+        max_ref    = fmax(max_ref, fabs(ref[i]));
         if (!(err <= max_err)) {
             max_err  = err;
             *worst_p = i;
@@ -156,7 +157,7 @@ void golden_capture_cb(const char *name, const float *data, int ndim,
 }
 
 const golden_capture_t *golden_captures_find(const golden_captures_t *caps,
-                                             const char *name)
+                                             const char              *name)
 {
     int i;
 
@@ -170,9 +171,8 @@ const golden_capture_t *golden_captures_find(const golden_captures_t *caps,
 
 /* ---- weight files ---- */
 
-void golden_rewrite_weights(const char *dir, const char *src_file,
-                            const char *tmp, const char *file,
-                            svp_dtype_t dtype, const char *skip,
+void golden_rewrite_weights(const char *dir, const char *src_file, const char *tmp,
+                            const char *file, svp_dtype_t dtype, const char *skip,
                             const char *bad)
 {
     char                     path[4096], *text;
@@ -227,8 +227,8 @@ void golden_write_hollow(const char *path, json_t *hdr, uint64_t data_bytes)
     cr_assert_not_null(text);
     len    = strlen(text);
     padded = (len + 7) / 8 * 8;
-    hlen   = padded;   /* little-endian host, as the tests' machines are */
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    hlen   = padded; /* little-endian host, as the tests' machines are */
+    fd     = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     cr_assert_geq(fd, 0, "cannot create %s", path);
     cr_assert_eq(write(fd, &hlen, 8), 8);
     cr_assert_eq(write(fd, text, len), (ssize_t)len);
@@ -246,7 +246,7 @@ int golden_write_sparse_layout(const char *tensors_json, const char *path,
     const char **names;
     const char  *key;
     json_t      *shape;
-    size_t       n = 0, i;
+    size_t       n      = 0, i;
     uint64_t     offset = 0;
     int          count;
 
@@ -255,11 +255,12 @@ int golden_write_sparse_layout(const char *tensors_json, const char *path,
     cr_assert(json_is_object(tensors));
     count = (int)json_object_size(tensors);
     names = calloc(count + 1, sizeof(*names));
-    json_object_foreach(tensors, key, shape) {
+    json_object_foreach(tensors, key, shape)
+    {
         names[n++] = key;
     }
     names[n++] = extra;
-    hdr = json_object();
+    hdr        = json_object();
     for (i = n; i-- > 0;) {
         json_t  *t = json_object(), *shp = json_object_get(tensors, names[i]);
         uint64_t numel = 1;

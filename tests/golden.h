@@ -70,7 +70,7 @@ void golden_capture_cb(const char *name, const float *data, int ndim,
 
 /* The capture called name, or NULL. */
 const golden_capture_t *golden_captures_find(const golden_captures_t *caps,
-                                             const char *name);
+                                             const char              *name);
 
 /* ---- weight files ---- */
 
@@ -79,9 +79,8 @@ const golden_capture_t *golden_captures_find(const golden_captures_t *caps,
  * out the tensor named skip (or none) and reshaping the tensor named bad
  * (if any) to one element; dir/config.json is copied too.
  */
-void golden_rewrite_weights(const char *dir, const char *src_file,
-                            const char *tmp, const char *file,
-                            svp_dtype_t dtype, const char *skip,
+void golden_rewrite_weights(const char *dir, const char *src_file, const char *tmp,
+                            const char *file, svp_dtype_t dtype, const char *skip,
                             const char *bad);
 
 /*

@@ -33,7 +33,7 @@ static svp_ops_h ops;
 
 static void setup(void)
 {
-    svp_ops_params_t params = { .threads = 2 };
+    svp_ops_params_t params = {.threads = 2};
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }
 
@@ -55,15 +55,14 @@ static void assert_close(const char *what, const float *got, const float *ref,
 static void encode_again_from_arena(svp_clip_h clip, const svp_tensor_t *pixels,
                                     const float *first)
 {
-    size_t              n = pixels->shape[0] *
-                            svp_clip_config(clip)->projection_dim;
+    size_t              n = pixels->shape[0] * svp_clip_config(clip)->projection_dim;
     svp_ops_mem_stats_t warm, again;
     float              *second = malloc(n * sizeof(float));
 
     cr_assert_not_null(second);
     svp_ops_mem_stats(ops, &warm);
-    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data,
-                                 second), SVP_OK);
+    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data, second),
+                 SVP_OK);
     svp_ops_mem_stats(ops, &again);
     cr_assert_eq(again.backend_allocs, warm.backend_allocs,
                  "clip: %llu backend allocations after warm-up",
@@ -84,8 +83,8 @@ static float *encode(const char *dir, const svp_clip_params_t *params,
     cr_assert_eq(svp_clip_create(ops, dir, params, &clip), SVP_OK);
     embeds = malloc(pixels->shape[0] * svp_clip_config(clip)->projection_dim *
                     sizeof(float));
-    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data,
-                                 embeds), SVP_OK);
+    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data, embeds),
+                 SVP_OK);
     if (params == NULL || params->capture_cb == NULL) {
         /* (a capture callback would see every tensor twice) */
         encode_again_from_arena(clip, pixels, embeds);
@@ -107,9 +106,9 @@ static float *encode(const char *dir, const svp_clip_params_t *params,
 
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
-    svp_ops_params_t  pp = { .threads = 2,
-                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                             .f32_products = 1 };
+    svp_ops_params_t  pp = {.threads = 2,
+                            .dtype   = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                            .f32_products = 1};
     char              dir[1024];
     svp_ops_h         h;
     svp_clip_h        clip;
@@ -128,13 +127,15 @@ static void roundoff_case(const char *dtype, double u, double c_ref)
     cr_assert_eq(svp_ops_create(&pp, &h), SVP_OK);
     cr_assert_eq(svp_clip_create(h, dir, NULL, &clip), SVP_OK);
     got = malloc(svp_tensor_nbytes(embeds));
-    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data,
-                                 got), SVP_OK);
+    cr_assert_eq(svp_clip_encode(clip, (int)pixels->shape[0], pixels->data, got),
+                 SVP_OK);
     err = golden_rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
     cr_log_info("clip_tiny, weights in %s: %.4g = %.3f u", dtype, err, err / u);
-    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref, "image embeds with %s "
+    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref,
+              "image embeds with %s "
               "weights: error %.3f u, transformers with the same rounding "
-              "%.3f u", dtype, err / u, c_ref);
+              "%.3f u",
+              dtype, err / u, c_ref);
     free(got);
     svp_clip_destroy(clip);
     svp_ops_destroy(h);
@@ -169,9 +170,9 @@ static void compare_capture(const golden_captures_t *caps, const char *name,
 Test(clip, tiny_golden, .init = setup, .fini = teardown)
 {
     char               dir[1024];
-    golden_captures_t *caps = golden_captures_new();
-    svp_clip_params_t  params = { .capture_cb = golden_capture_cb,
-                                  .capture_arg = caps };
+    golden_captures_t *caps   = golden_captures_new();
+    svp_clip_params_t  params = {.capture_cb  = golden_capture_cb,
+                                 .capture_arg = caps};
     svp_safetensors_h  st;
     svp_tensor_t      *pixels, *embeds, *lhs, *pooled;
     float             *got;
@@ -265,7 +266,7 @@ static void rewrite_model(const char *dir, const char *tmp, const char *file,
     svp_safetensors_h        st = golden_open(dir, "model.safetensors");
     svp_safetensors_writer_h wr;
     svp_tensor_t           **keep, *ids;
-    int64_t                  ids_shape[2] = { 1, 17 };
+    int64_t                  ids_shape[2] = {1, 17};
     int                      i, n, kept = 0;
 
     n    = svp_safetensors_count(st);
@@ -278,13 +279,16 @@ static void rewrite_model(const char *dir, const char *tmp, const char *file,
         if (skip && strcmp(info.name, skip) == 0) {
             continue;
         }
-        cr_assert_eq(svp_safetensors_load(st, info.name, dtype, &keep[kept]), SVP_OK);
+        cr_assert_eq(svp_safetensors_load(st, info.name, dtype, &keep[kept]),
+                     SVP_OK);
         cr_assert_eq(svp_safetensors_writer_add(wr, info.name, keep[kept]), SVP_OK);
         kept++;
     }
     cr_assert_eq(svp_tensor_create(SVP_DTYPE_I64, 2, ids_shape, &ids), SVP_OK);
-    cr_assert_eq(svp_safetensors_writer_add(wr, "vision_model.embeddings.position_ids",
-                                            ids), SVP_OK);
+    cr_assert_eq(svp_safetensors_writer_add(wr,
+                                            "vision_model.embeddings.position_ids",
+                                            ids),
+                 SVP_OK);
     snprintf(path, sizeof(path), "%s/%s", tmp, file);
     cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
     svp_safetensors_writer_destroy(wr);
@@ -297,8 +301,8 @@ static void rewrite_model(const char *dir, const char *tmp, const char *file,
 
     snprintf(path, sizeof(path), "%s/config.json", tmp);
     if (config_text != NULL) {
-        cr_assert_eq(svp_file_write_atomic(path, config_text,
-                                           strlen(config_text)), SVP_OK);
+        cr_assert_eq(svp_file_write_atomic(path, config_text, strlen(config_text)),
+                     SVP_OK);
     } else {
         snprintf(path, sizeof(path), "%s/config.json", dir);
         cr_assert_eq(svp_file_read_all(path, &text, &len), SVP_OK);
@@ -327,9 +331,9 @@ static char *config_with_act(const char *dir, const char *act)
 /* Runs create on tmp expecting failure; returns what was logged. */
 static char *create_fails(const char *tmp)
 {
-    char      *log = NULL;
-    size_t     len = 0;
-    FILE      *mem = open_memstream(&log, &len);
+    char      *log  = NULL;
+    size_t     len  = 0;
+    FILE      *mem  = open_memstream(&log, &len);
     svp_clip_h clip = NULL;
 
     svp_log_set_stream(mem);
@@ -379,14 +383,15 @@ Test(clip, missing_tensor_is_named, .init = setup, .fini = teardown)
     golden_make_tmp("clip", tmp, sizeof(tmp));
     rewrite_model(dir, tmp, "model.safetensors", SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
-    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s",
+                       log);
     free(log);
     svp_rmtree(tmp);
 }
 
 Test(clip, unknown_activation_is_rejected, .init = setup, .fini = teardown)
 {
-    char  dir[1024], tmp[64], *cfg, *log;
+    char dir[1024], tmp[64], *cfg, *log;
 
     golden_dir("clip_tiny", dir, sizeof(dir));
     golden_make_tmp("clip", tmp, sizeof(tmp));
@@ -442,8 +447,8 @@ static void ref_layer_norm(double *x, int rows, int d, const double *g,
 }
 
 /* y[rows, out] = x[rows, in] W^T + b (b may be NULL) */
-static void ref_linear(const double *x, int rows, int in, int out,
-                       const double *w, const double *b, double *y)
+static void ref_linear(const double *x, int rows, int in, int out, const double *w,
+                       const double *b, double *y)
 {
     int r, o, i;
 
@@ -466,22 +471,22 @@ static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
                                 const float *pixels, double *embeds)
 {
     svp_safetensors_h st = golden_open(dir, "model.safetensors");
-    int     D = cfg->hidden_size, I = cfg->intermediate_size;
-    int     p = cfg->patch_size, g = cfg->image_size / p, T = 1 + g * g;
-    int     H = cfg->num_heads, hd = D / H, S = cfg->image_size;
-    int     l, t, s, c, y, x, o, hh, i;
-    double *h = calloc((size_t)T * D, sizeof(double));
-    double *a = calloc((size_t)T * D, sizeof(double));
-    double *q = calloc((size_t)T * D, sizeof(double));
-    double *k = calloc((size_t)T * D, sizeof(double));
-    double *v = calloc((size_t)T * D, sizeof(double));
-    double *att = calloc((size_t)T * D, sizeof(double));
-    double *f = calloc((size_t)T * I, sizeof(double));
-    double *sc = calloc(T, sizeof(double));
-    double *w, *w2, *b, *b2;
+    int               D = cfg->hidden_size, I = cfg->intermediate_size;
+    int               p = cfg->patch_size, g = cfg->image_size / p, T = 1 + g * g;
+    int               H = cfg->num_heads, hd = D / H, S = cfg->image_size;
+    int               l, t, s, c, y, x, o, hh, i;
+    double           *h   = calloc((size_t)T * D, sizeof(double));
+    double           *a   = calloc((size_t)T * D, sizeof(double));
+    double           *q   = calloc((size_t)T * D, sizeof(double));
+    double           *k   = calloc((size_t)T * D, sizeof(double));
+    double           *v   = calloc((size_t)T * D, sizeof(double));
+    double           *att = calloc((size_t)T * D, sizeof(double));
+    double           *f   = calloc((size_t)T * I, sizeof(double));
+    double           *sc  = calloc(T, sizeof(double));
+    double           *w, *w2, *b, *b2;
 
-    w = ref_w(st, "vision_model.embeddings.patch_embedding.weight", 0);
-    b = ref_w(st, "vision_model.embeddings.class_embedding", 0);
+    w  = ref_w(st, "vision_model.embeddings.patch_embedding.weight", 0);
+    b  = ref_w(st, "vision_model.embeddings.class_embedding", 0);
     w2 = ref_w(st, "vision_model.embeddings.position_embedding.weight", 0);
     for (o = 0; o < D; o++) {
         h[o] = b[o] + w2[o];
@@ -501,24 +506,38 @@ static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
             h[t * D + o] = sum + w2[t * D + o];
         }
     }
-    free(w); free(b); free(w2);
+    free(w);
+    free(b);
+    free(w2);
     w = ref_w(st, "vision_model.pre_layrnorm.weight", 0);
     b = ref_w(st, "vision_model.pre_layrnorm.bias", 0);
     ref_layer_norm(h, T, D, w, b, cfg->layer_norm_eps);
-    free(w); free(b);
+    free(w);
+    free(b);
 
     for (l = 0; l < cfg->num_layers; l++) {
 #define LW(_n) ref_w(st, "vision_model.encoder.layers.%d." _n, l)
         memcpy(a, h, (size_t)T * D * sizeof(double));
-        w = LW("layer_norm1.weight"); b = LW("layer_norm1.bias");
+        w = LW("layer_norm1.weight");
+        b = LW("layer_norm1.bias");
         ref_layer_norm(a, T, D, w, b, cfg->layer_norm_eps);
-        free(w); free(b);
-        w = LW("self_attn.q_proj.weight"); b = LW("self_attn.q_proj.bias");
-        ref_linear(a, T, D, D, w, b, q); free(w); free(b);
-        w = LW("self_attn.k_proj.weight"); b = LW("self_attn.k_proj.bias");
-        ref_linear(a, T, D, D, w, b, k); free(w); free(b);
-        w = LW("self_attn.v_proj.weight"); b = LW("self_attn.v_proj.bias");
-        ref_linear(a, T, D, D, w, b, v); free(w); free(b);
+        free(w);
+        free(b);
+        w = LW("self_attn.q_proj.weight");
+        b = LW("self_attn.q_proj.bias");
+        ref_linear(a, T, D, D, w, b, q);
+        free(w);
+        free(b);
+        w = LW("self_attn.k_proj.weight");
+        b = LW("self_attn.k_proj.bias");
+        ref_linear(a, T, D, D, w, b, k);
+        free(w);
+        free(b);
+        w = LW("self_attn.v_proj.weight");
+        b = LW("self_attn.v_proj.bias");
+        ref_linear(a, T, D, D, w, b, v);
+        free(w);
+        free(b);
         for (hh = 0; hh < H; hh++) {
             for (t = 0; t < T; t++) {
                 double mx = -INFINITY, sum = 0.0;
@@ -532,7 +551,7 @@ static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
                 }
                 for (s = 0; s < T; s++) {
                     sc[s] = exp(sc[s] - mx);
-                    sum  += sc[s];
+                    sum += sc[s];
                 }
                 for (i = 0; i < hd; i++) {
                     double acc = 0.0;
@@ -543,24 +562,34 @@ static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
                 }
             }
         }
-        w = LW("self_attn.out_proj.weight"); b = LW("self_attn.out_proj.bias");
-        ref_linear(att, T, D, D, w, b, a); free(w); free(b);
+        w = LW("self_attn.out_proj.weight");
+        b = LW("self_attn.out_proj.bias");
+        ref_linear(att, T, D, D, w, b, a);
+        free(w);
+        free(b);
         for (i = 0; i < T * D; i++) {
             h[i] += a[i];
         }
         memcpy(a, h, (size_t)T * D * sizeof(double));
-        w = LW("layer_norm2.weight"); b = LW("layer_norm2.bias");
+        w = LW("layer_norm2.weight");
+        b = LW("layer_norm2.bias");
         ref_layer_norm(a, T, D, w, b, cfg->layer_norm_eps);
-        free(w); free(b);
-        w = LW("mlp.fc1.weight"); b = LW("mlp.fc1.bias");
-        w2 = LW("mlp.fc2.weight"); b2 = LW("mlp.fc2.bias");
+        free(w);
+        free(b);
+        w  = LW("mlp.fc1.weight");
+        b  = LW("mlp.fc1.bias");
+        w2 = LW("mlp.fc2.weight");
+        b2 = LW("mlp.fc2.bias");
 #undef LW
         ref_linear(a, T, D, I, w, b, f);
         for (i = 0; i < T * I; i++) {
             f[i] = f[i] / (1.0 + exp(-1.702 * f[i]));
         }
         ref_linear(f, T, I, D, w2, b2, a);
-        free(w); free(b); free(w2); free(b2);
+        free(w);
+        free(b);
+        free(w2);
+        free(b2);
         for (i = 0; i < T * D; i++) {
             h[i] += a[i];
         }
@@ -568,11 +597,19 @@ static void ref_clip_quick_gelu(const char *dir, const svp_clip_config_t *cfg,
     w = ref_w(st, "vision_model.post_layernorm.weight", 0);
     b = ref_w(st, "vision_model.post_layernorm.bias", 0);
     ref_layer_norm(h, 1, D, w, b, cfg->layer_norm_eps);
-    free(w); free(b);
+    free(w);
+    free(b);
     w = ref_w(st, "visual_projection.weight", 0);
     ref_linear(h, 1, D, cfg->projection_dim, w, NULL, embeds);
     free(w);
-    free(h); free(a); free(q); free(k); free(v); free(att); free(f); free(sc);
+    free(h);
+    free(a);
+    free(q);
+    free(k);
+    free(v);
+    free(att);
+    free(f);
+    free(sc);
     svp_safetensors_close(st);
 }
 
@@ -620,8 +657,8 @@ Test(clip, quick_gelu_matches_reference, .init = setup, .fini = teardown)
     }
     assert_close("quick_gelu image_embeds", got, want, svp_tensor_numel(embeds));
     rel = golden_rel_err(got, embeds->data, svp_tensor_numel(embeds), &worst);
-    cr_assert(rel > 1e-3 && rel < 1e-1,
-              "quick_gelu vs gelu differ by %.3g relative", rel);
+    cr_assert(rel > 1e-3 && rel < 1e-1, "quick_gelu vs gelu differ by %.3g relative",
+              rel);
 
     free(got);
     free(want);
@@ -653,8 +690,9 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
     cr_assert(json_is_object(tensors));
     count = (int)json_object_size(tensors);
     hdr   = json_object();
-    json_object_foreach(tensors, key, shape) {
-        json_t  *t = json_object();
+    json_object_foreach(tensors, key, shape)
+    {
+        json_t  *t     = json_object();
         uint64_t numel = 1;
 
         for (k = 0; k < json_array_size(shape); k++) {
@@ -669,9 +707,8 @@ static int write_sparse_layout(const char *tensors_json, const char *path)
         offset += 2 * numel;
     }
     json_object_set_new(hdr, "vision_model.embeddings.position_ids",
-                        json_pack("{s:s,s:[i,i],s:[I,I]}", "dtype", "I64",
-                                  "shape", 1, 257, "data_offsets",
-                                  (json_int_t)offset,
+                        json_pack("{s:s,s:[i,i],s:[I,I]}", "dtype", "I64", "shape",
+                                  1, 257, "data_offsets", (json_int_t)offset,
                                   (json_int_t)(offset + 8 * 257)));
     offset += 8 * 257;
     golden_write_hollow(path, hdr, offset);
@@ -733,8 +770,8 @@ Test(clip, svdtool_clip, .init = setup, .fini = teardown)
     snprintf(in, sizeof(in), "%s/io.safetensors", dir);
     snprintf(outp, sizeof(outp), "%s/out.safetensors", tmp);
     {
-        char *argv[] = { "clip", "--model", dir, "--input", in, "--output",
-                         outp, "--threads", "2", NULL };
+        char *argv[] = {"clip",     "--model", dir,         "--input", in,
+                        "--output", outp,      "--threads", "2",       NULL};
         cr_assert_eq(svdtool_clip_main(9, argv), 0);
     }
     st  = golden_open(tmp, "out.safetensors");
@@ -747,14 +784,14 @@ Test(clip, svdtool_clip, .init = setup, .fini = teardown)
 
     /* pixel_values of another geometry than the model's is bad input */
     {
-        char enc[1100];
-        char *argv[] = { "clip", "--model", enc, "--input", in, "--output",
-                         outp, NULL };
+        char  enc[1100];
+        char *argv[] = {"clip", "--model",  enc,  "--input",
+                        in,     "--output", outp, NULL};
         golden_dir("clip_preprocess/image_encoder", enc, sizeof(enc));
         cr_assert_eq(svdtool_clip_main(7, argv), SVP_EXIT_BAD_INPUT);
     }
     {
-        char *argv[] = { "clip", "--model", dir, NULL };
+        char *argv[] = {"clip", "--model", dir, NULL};
         cr_assert_eq(svdtool_clip_main(3, argv), SVP_EXIT_BAD_INPUT);
     }
     svp_tensor_destroy(embeds);

@@ -20,11 +20,10 @@ static svp_comm_h comm;
 static void setup(void)
 {
     svp_comm_params_t params = {
-        .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID |
-                      SVP_COMM_PARAM_FIELD_TRANSPORT,
+        .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT,
         .job_id     = 0x5eed,
         /* loopback over UCX's "self" transport; no shared memory segment */
-        .transport  = "self,posix",
+        .transport = "self,posix",
     };
 
     unsetenv("PMIX_NAMESPACE");
@@ -41,14 +40,17 @@ static void teardown(void)
 /* A latent-like frame: [1,14,4,9,16] floats plus a [1,1024] conditioning. */
 static svp_comm_frame_desc_t latent_desc(int64_t h)
 {
-    svp_comm_frame_desc_t desc = { .num_tensors = 2 };
+    svp_comm_frame_desc_t desc = {.num_tensors = 2};
 
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 5, .shape = { 1, 14, 4, h, 16 },
-        .bytes = 14 * 4 * h * 16 * sizeof(float) };
-    desc.tensors[1] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 2, .shape = { 1, 1024 },
-        .bytes = 1024 * sizeof(float) };
+    desc.tensors[0] =
+        (svp_comm_tensor_desc_t){.dtype = 1,
+                                 .ndim  = 5,
+                                 .shape = {1, 14, 4, h, 16},
+                                 .bytes = 14 * 4 * h * 16 * sizeof(float)};
+    desc.tensors[1] = (svp_comm_tensor_desc_t){.dtype = 1,
+                                               .ndim  = 2,
+                                               .shape = {1, 1024},
+                                               .bytes = 1024 * sizeof(float)};
     return desc;
 }
 
@@ -63,9 +65,10 @@ Test(comm, loopback_framed_message)
     size_t                i, n = desc.tensors[0].bytes / sizeof(float);
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+                                       &out),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
+                 SVP_OK);
     cr_assert_eq(svp_comm_frame_length(out), svp_comm_frame_size(&desc));
     x = svp_comm_frame_data(out, 0);
     c = svp_comm_frame_data(out, 1);
@@ -111,15 +114,16 @@ Test(comm, caller_buffer)
 
     cr_assert_gt(need, desc.tensors[0].bytes + desc.tensors[1].bytes);
     cr_assert_eq(posix_memalign(&buf, 64, need), 0);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need - 1,
-                                       SVP_COMM_MEM_HOST, &frame),
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need - 1, SVP_COMM_MEM_HOST,
+                                       &frame),
                  SVP_ERR_INVALID_PARAM);
     /* device frames need a comm with device services (test_comm_path) */
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need,
-                                       SVP_COMM_MEM_CUDA, &frame),
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need, SVP_COMM_MEM_CUDA,
+                                       &frame),
                  SVP_ERR_INVALID_PARAM);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need,
-                                       SVP_COMM_MEM_HOST, &frame), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, buf, need, SVP_COMM_MEM_HOST,
+                                       &frame),
+                 SVP_OK);
     cr_assert_geq((char *)svp_comm_frame_data(frame, 0), (char *)buf);
     cr_assert_leq((char *)svp_comm_frame_data(frame, 1) + desc.tensors[1].bytes,
                   (char *)buf + need);
@@ -137,9 +141,11 @@ Test(comm, shape_mismatch_detected)
     rdesc.tensors[0].shape[3] = 16;
     rdesc.tensors[0].shape[4] = 8;
     cr_assert_eq(svp_comm_frame_create(comm, &sdesc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
+                                       &out),
+                 SVP_OK);
     cr_assert_eq(svp_comm_frame_create(comm, &rdesc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+                                       &in),
+                 SVP_OK);
     cr_assert_eq(svp_comm_frame_length(in), svp_comm_frame_length(out));
     cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, in, &rreq),
                  SVP_OK);
@@ -159,20 +165,22 @@ Test(comm, size_mismatch_detected)
     svp_comm_req_h        sreq, rreq;
 
     cr_assert_eq(svp_comm_frame_create(comm, &big, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &fbig), SVP_OK);
+                                       &fbig),
+                 SVP_OK);
     cr_assert_eq(svp_comm_frame_create(comm, &small, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &fsmall), SVP_OK);
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, fsmall,
-                                &rreq), SVP_OK);
+                                       &fsmall),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, fsmall, &rreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, fbig, &sreq),
                  SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_ERR_MESSAGE);
     svp_comm_wait(comm, sreq, 5.0);
 
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fbig,
-                                &rreq), SVP_OK);
-    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fsmall,
-                                &sreq), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fbig, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, fsmall, &sreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_ERR_MESSAGE);
     svp_comm_frame_destroy(fsmall);
@@ -187,8 +195,8 @@ Test(comm, recv_deadline)
     svp_comm_req_h        rreq;
     double                t0, dt;
 
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
+                 SVP_OK);
     cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 9, in, &rreq),
                  SVP_OK);
     cr_assert_eq(svp_comm_test(comm, rreq), SVP_INPROGRESS);
@@ -210,9 +218,10 @@ Test(comm, wrong_sample_named)
     svp_comm_req_h        sreq, rreq;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+                                       &out),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
+                 SVP_OK);
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 6, 3, out, &sreq),
                  SVP_OK);
     cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 5, 3, in, &rreq),
@@ -234,7 +243,8 @@ Test(comm, invalid_arguments)
     svp_comm_req_h        req = NULL;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &frame), SVP_OK);
+                                       &frame),
+                 SVP_OK);
     cr_assert_eq(svp_comm_isend(comm, 1, SVP_COMM_KIND_LATENT, 0, 0, frame, &req),
                  SVP_ERR_INVALID_PARAM);
     cr_assert_eq(svp_comm_isend(comm, 0, 0, 0, 0, frame, &req),
@@ -252,16 +262,20 @@ Test(comm, invalid_arguments)
  * byte, a flipped header byte or another job's id does not. */
 Test(comm, frame_check_catches_corruption)
 {
-    svp_comm_frame_desc_t desc = latent_desc(3);
-    svp_comm_frame_id_t   id = { .job_id = 0x5eed, .kind = SVP_COMM_KIND_LATENT,
-                                 .sample = 2, .step = 5, .src_rank = 0 };
+    svp_comm_frame_desc_t desc  = latent_desc(3);
+    svp_comm_frame_id_t   id    = {.job_id   = 0x5eed,
+                                   .kind     = SVP_COMM_KIND_LATENT,
+                                   .sample   = 2,
+                                   .step     = 5,
+                                   .src_rank = 0};
     svp_comm_frame_id_t   other = id;
     svp_comm_frame_h      frame;
     unsigned char        *bytes;
     size_t                len;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &frame), SVP_OK);
+                                       &frame),
+                 SVP_OK);
     len   = svp_comm_frame_length(frame);
     bytes = svp_comm_frame_data(frame, 0);
     memset(bytes, 0x3c, desc.tensors[0].bytes);
@@ -269,7 +283,7 @@ Test(comm, frame_check_catches_corruption)
     svp_comm_frame_seal(frame, &id, 1);
     cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_OK);
 
-    bytes[desc.tensors[0].bytes - 1] ^= 0x80;       /* the payload's last bit */
+    bytes[desc.tensors[0].bytes - 1] ^= 0x80; /* the payload's last bit */
     cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_ERR_MESSAGE);
     bytes[desc.tensors[0].bytes - 1] ^= 0x80;
     cr_assert_eq(svp_comm_frame_check(frame, len, &id, "test"), SVP_OK);
@@ -279,12 +293,10 @@ Test(comm, frame_check_catches_corruption)
 
     svp_comm_frame_seal(frame, &id, 1);
     other.job_id = 0xbad;
-    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"),
-                 SVP_ERR_MESSAGE);
-    other = id;
+    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"), SVP_ERR_MESSAGE);
+    other      = id;
     other.step = 6;
-    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"),
-                 SVP_ERR_MESSAGE);
+    cr_assert_eq(svp_comm_frame_check(frame, len, &other, "test"), SVP_ERR_MESSAGE);
     cr_assert_eq(svp_comm_frame_check(frame, 100, &id, "test"), SVP_ERR_MESSAGE);
     svp_comm_frame_destroy(frame);
 }
@@ -299,12 +311,15 @@ Test(comm, wait_any)
     int                   i, index = -1;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
+                                       &out),
+                 SVP_OK);
     for (i = 0; i < 3; ++i) {
-        cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0,
-                                           SVP_COMM_MEM_HOST, &in[i]), SVP_OK);
+        cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                           &in[i]),
+                     SVP_OK);
         cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, i, 1, in[i],
-                                    &reqs[i]), SVP_OK);
+                                    &reqs[i]),
+                     SVP_OK);
     }
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 1, out, &sreq),
                  SVP_OK);
@@ -334,19 +349,21 @@ Test(comm, wait_any)
  */
 Test(comm, host_frames_go_eagerly)
 {
-    svp_comm_frame_desc_t desc = latent_desc(64);   /* ~230 KB */
+    svp_comm_frame_desc_t desc = latent_desc(64); /* ~230 KB */
     svp_comm_frame_h      out, in;
     svp_comm_req_h        sreq, rreq;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+                                       &out),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
+                 SVP_OK);
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 8, out, &sreq),
                  SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, sreq, 2.0), SVP_OK,
                  "a send with no receive posted completes: eager");
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 8, in, &rreq), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 8, in, &rreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, rreq, 2.0), SVP_OK);
     svp_comm_frame_destroy(out);
     svp_comm_frame_destroy(in);
@@ -364,13 +381,14 @@ static void setup_rndv(void)
  * freed when the comm lets go of it; valgrind shows no invalid access). */
 Test(comm, abandoned_send_keeps_frame, .init = setup_rndv)
 {
-    svp_comm_frame_desc_t desc = latent_desc(64);   /* ~230 KB */
+    svp_comm_frame_desc_t desc = latent_desc(64); /* ~230 KB */
     svp_comm_frame_h      out;
     svp_comm_req_h        sreq;
     double                t0;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
+                                       &out),
+                 SVP_OK);
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 8, 8, out, &sreq),
                  SVP_OK);
     t0 = svp_clock_now();
@@ -408,18 +426,18 @@ static int stream_has(FILE *f, const char *what)
     return 0;
 }
 
-Test(comm_teardown, leaves_nothing_with_ucx, .init = setup_quiet,
-     .fini = teardown)
+Test(comm_teardown, leaves_nothing_with_ucx, .init = setup_quiet, .fini = teardown)
 {
-    svp_comm_frame_desc_t desc = latent_desc(512);   /* ~1.8 MB */
+    svp_comm_frame_desc_t desc = latent_desc(512); /* ~1.8 MB */
     svp_comm_frame_h      out, in;
     svp_comm_req_h        sreq, rreq;
     double                t0;
 
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out), SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &in), SVP_OK);
+                                       &out),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
+                 SVP_OK);
     /* sample 3 is sent, sample 4 awaited: neither matches the other */
     cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 3, 8, out, &sreq),
                  SVP_OK);

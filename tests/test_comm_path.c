@@ -28,7 +28,8 @@ Test(comm_path, host_frames_ignore_the_key)
         for (cuda = 0; cuda < 2; ++cuda) {
             path = SVP_COMM_PATH_STAGED;
             cr_assert_eq(svp_comm_path_select(modes[m], 0, cuda, &path, err,
-                                              sizeof(err)), SVP_OK);
+                                              sizeof(err)),
+                         SVP_OK);
             cr_assert_eq(path, SVP_COMM_PATH_HOST);
         }
     }
@@ -40,17 +41,21 @@ Test(comm_path, device_frames)
     char            err[256] = "";
 
     cr_assert_eq(svp_comm_path_select(SVP_COMM_GPU_DIRECT_AUTO, 1, 1, &path, err,
-                                      sizeof(err)), SVP_OK);
+                                      sizeof(err)),
+                 SVP_OK);
     cr_assert_eq(path, SVP_COMM_PATH_DEVICE);
     cr_assert_eq(svp_comm_path_select(SVP_COMM_GPU_DIRECT_AUTO, 1, 0, &path, err,
-                                      sizeof(err)), SVP_OK);
+                                      sizeof(err)),
+                 SVP_OK);
     cr_assert_eq(path, SVP_COMM_PATH_STAGED);
     cr_assert_eq(svp_comm_path_select(SVP_COMM_GPU_DIRECT_ON, 1, 1, &path, err,
-                                      sizeof(err)), SVP_OK);
+                                      sizeof(err)),
+                 SVP_OK);
     cr_assert_eq(path, SVP_COMM_PATH_DEVICE);
     /* off stages even where UCX could move device memory */
     cr_assert_eq(svp_comm_path_select(SVP_COMM_GPU_DIRECT_OFF, 1, 1, &path, err,
-                                      sizeof(err)), SVP_OK);
+                                      sizeof(err)),
+                 SVP_OK);
     cr_assert_eq(path, SVP_COMM_PATH_STAGED);
     cr_assert_str_eq(svp_comm_path_name(SVP_COMM_PATH_STAGED), "staged");
     cr_assert_str_eq(svp_comm_path_name(SVP_COMM_PATH_DEVICE), "device");
@@ -58,13 +63,16 @@ Test(comm_path, device_frames)
 
 Test(comm_path, on_without_ucx_cuda_is_an_error)
 {
-    svp_comm_path_t path = SVP_COMM_PATH_HOST;
+    svp_comm_path_t path     = SVP_COMM_PATH_HOST;
     char            err[256] = "";
 
     cr_assert_eq(svp_comm_path_select(SVP_COMM_GPU_DIRECT_ON, 1, 0, &path, err,
-                                      sizeof(err)), SVP_ERR_UNSUPPORTED);
-    cr_assert(strstr(err, "comm.gpu_direct is on but this UCX cannot move cuda memory")
-              != NULL, "%s", err);
+                                      sizeof(err)),
+                 SVP_ERR_UNSUPPORTED);
+    cr_assert(strstr(err,
+                     "comm.gpu_direct is on but this UCX cannot move cuda memory") !=
+                  NULL,
+              "%s", err);
     cr_assert_eq(path, SVP_COMM_PATH_HOST, "path written on failure");
 }
 
@@ -73,7 +81,7 @@ Test(comm_path, on_without_ucx_cuda_is_an_error)
 Test(comm_path, ucx_reports_its_memory_types)
 {
     svp_comm_params_t params = {.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID,
-                                .job_id = 1};
+                                .job_id     = 1};
     svp_rt_h          rt;
     svp_comm_h        comm;
     FILE             *f;
@@ -150,19 +158,21 @@ static svp_comm_h device_comm(fake_dev_t *d, svp_comm_gpu_direct_t mode,
                               svp_rt_h *rt_p, svp_status_t *status_p)
 {
     static svp_devmem_t mem;
-    svp_comm_params_t            params = {
-        .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT |
-                      SVP_COMM_PARAM_FIELD_DEVICE,
-        .job_id     = 0x5eed,
-        .transport  = "self,posix",
-        .device     = &mem,
-        .gpu_direct = mode,
+    svp_comm_params_t   params = {
+          .field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT |
+                        SVP_COMM_PARAM_FIELD_DEVICE,
+          .job_id     = 0x5eed,
+          .transport  = "self,posix",
+          .device     = &mem,
+          .gpu_direct = mode,
     };
     svp_comm_h comm = NULL;
 
-    mem = (svp_devmem_t){.ctx = d, .alloc = fake_alloc, .free = fake_free,
-                                  .to_host = fake_to_host,
-                                  .to_device = fake_to_device};
+    mem = (svp_devmem_t){.ctx       = d,
+                         .alloc     = fake_alloc,
+                         .free      = fake_free,
+                         .to_host   = fake_to_host,
+                         .to_device = fake_to_device};
     unsetenv("PMIX_NAMESPACE");
     unsetenv("UCX_TLS");
     cr_assert_eq(svp_rt_init(NULL, rt_p), SVP_OK);
@@ -174,19 +184,23 @@ static svp_comm_frame_desc_t small_desc(void)
 {
     svp_comm_frame_desc_t desc = {.num_tensors = 2};
 
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 3, .shape = {2, 5, 7}, .bytes = 2 * 5 * 7 * 4};
-    desc.tensors[1] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = {33}, .bytes = 33 * 4};
+    desc.tensors[0] = (svp_comm_tensor_desc_t){.dtype = 1,
+                                               .ndim  = 3,
+                                               .shape = {2, 5, 7},
+                                               .bytes = 2 * 5 * 7 * 4};
+    desc.tensors[1] = (svp_comm_tensor_desc_t){.dtype = 1,
+                                               .ndim  = 1,
+                                               .shape = {33},
+                                               .bytes = 33 * 4};
     return desc;
 }
 
 Test(comm_path, staged_device_frames_cross_intact)
 {
-    fake_dev_t            d = {0};
-    svp_rt_h              rt;
-    svp_status_t          status;
-    svp_comm_h            comm = device_comm(&d, SVP_COMM_GPU_DIRECT_OFF, &rt, &status);
+    fake_dev_t   d = {0};
+    svp_rt_h     rt;
+    svp_status_t status;
+    svp_comm_h   comm = device_comm(&d, SVP_COMM_GPU_DIRECT_OFF, &rt, &status);
     svp_comm_frame_desc_t desc = small_desc();
     svp_comm_frame_h      out, in;
     svp_comm_req_h        sreq, rreq;
@@ -194,7 +208,8 @@ Test(comm_path, staged_device_frames_cross_intact)
     size_t                i, n = desc.tensors[0].bytes / 4;
 
     cr_assert_eq(status, SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_CUDA, &out),
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_CUDA,
+                                       &out),
                  SVP_OK);
     cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_CUDA, &in),
                  SVP_OK);
@@ -205,8 +220,10 @@ Test(comm_path, staged_device_frames_cross_intact)
         x[i] = (float)i * 0.5f - 3.0f;
     }
     d.to_host = d.to_device = 0;
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 4, in, &rreq), SVP_OK);
-    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 4, out, &sreq), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 4, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 4, out, &sreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_OK);
     /* staged: one copy down on the sender, one up on the receiver */
@@ -217,8 +234,10 @@ Test(comm_path, staged_device_frames_cross_intact)
 
     /* the same frames again: the staged payload replaces what was there */
     memset(y, 0, desc.tensors[0].bytes);
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 5, in, &rreq), SVP_OK);
-    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 5, out, &sreq), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 5, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 5, out, &sreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, rreq, 5.0), SVP_OK);
     cr_assert_eq(memcmp(x, y, desc.tensors[0].bytes), 0);
@@ -232,10 +251,10 @@ Test(comm_path, staged_device_frames_cross_intact)
 
 Test(comm_path, staged_mismatch_leaves_device_untouched)
 {
-    fake_dev_t            d = {0};
-    svp_rt_h              rt;
-    svp_status_t          status;
-    svp_comm_h            comm = device_comm(&d, SVP_COMM_GPU_DIRECT_AUTO, &rt, &status);
+    fake_dev_t   d = {0};
+    svp_rt_h     rt;
+    svp_status_t status;
+    svp_comm_h   comm = device_comm(&d, SVP_COMM_GPU_DIRECT_AUTO, &rt, &status);
     svp_comm_frame_desc_t desc = small_desc();
     svp_comm_frame_h      in;
     svp_comm_req_h        sreq, rreq;
@@ -251,12 +270,15 @@ Test(comm_path, staged_mismatch_leaves_device_untouched)
      * (named field by field) before anything is copied to the device */
     cr_assert_eq(posix_memalign(&raw, 64, len), 0);
     memset(raw, 0x5a, len);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, raw, len, SVP_COMM_MEM_HOST, &out),
+    cr_assert_eq(svp_comm_frame_create(comm, &desc, raw, len, SVP_COMM_MEM_HOST,
+                                       &out),
                  SVP_OK);
     memset(svp_comm_frame_data(in, 1), 0x11, desc.tensors[1].bytes);
     d.to_device = 0;
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, in, &rreq), SVP_OK);
-    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 3, out, &sreq), SVP_OK);
+    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 1, 2, in, &rreq),
+                 SVP_OK);
+    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 1, 3, out, &sreq),
+                 SVP_OK);
     cr_assert_eq(svp_comm_wait(comm, sreq, 5.0), SVP_OK);
     cr_assert_neq(svp_comm_wait(comm, rreq, 0.5), SVP_OK);
     cr_assert_eq(d.to_device, 0, "a refused frame reached the device");
@@ -287,8 +309,8 @@ Test(comm_path, gpu_direct_on_needs_ucx_cuda)
 Test(comm_path, device_frame_needs_device_services)
 {
     svp_comm_params_t     params = {.field_mask = SVP_COMM_PARAM_FIELD_TRANSPORT,
-                                    .transport = "self,posix"};
-    svp_comm_frame_desc_t desc = small_desc();
+                                    .transport  = "self,posix"};
+    svp_comm_frame_desc_t desc   = small_desc();
     svp_comm_frame_h      f;
     svp_rt_h              rt;
     svp_comm_h            comm;

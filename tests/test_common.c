@@ -25,11 +25,11 @@ Test(status, strings_and_exit_codes)
 
 Test(util, atomic_write_leaves_no_temporary)
 {
-    char          dir[] = "/tmp/svp_test_XXXXXX", path[256], *data = NULL;
-    size_t        len;
-    DIR          *d;
+    char           dir[] = "/tmp/svp_test_XXXXXX", path[256], *data = NULL;
+    size_t         len;
+    DIR           *d;
     struct dirent *de;
-    int           entries = 0;
+    int            entries = 0;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/out.bin", dir);
@@ -67,7 +67,7 @@ Test(util, string_distance)
 Test(util, read_all_reads_regular_files_only, .timeout = 10)
 {
     char   dir[] = "/tmp/svp-readall.XXXXXX", fifo[64], file[64], *data = NULL;
-    size_t len   = 0;
+    size_t len = 0;
     FILE  *f;
 
     cr_assert_not_null(mkdtemp(dir));
@@ -159,7 +159,8 @@ Test(util, read_limit_names_the_cap)
     rewind(logf);
     cr_expect_eq(fread(log, 1, sizeof(log) - 1, logf) > 0, 1);
     cr_expect_not_null(strstr(log, "a JSON config of 1000 bytes: over the size "
-                                   "limit of 999 bytes"), "%s", log);
+                                   "limit of 999 bytes"),
+                       "%s", log);
     svp_log_set_stream(NULL);
     fclose(logf);
     unlink(file);
@@ -173,10 +174,10 @@ Test(sha256, known_digests)
     static const struct {
         const char *in, *out;
     } v[] = {
-        { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
-        { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
-        { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-          "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+        {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+        {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
     };
     svp_sha256_t s;
     char         hex[65], path[] = "/tmp/svp-sha.XXXXXX";
@@ -204,9 +205,11 @@ Test(sha256, known_digests)
     }
     close(fd);
     svp_sha256_final(&s, hex);
-    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    cr_assert_str_eq(
+        hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     cr_assert_eq(svp_sha256_file(path, hex), SVP_OK);
-    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+    cr_assert_str_eq(
+        hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
     unlink(path);
     cr_assert_eq(svp_sha256_file("/", hex), SVP_ERR_IO, "a directory is no file");
 }

@@ -47,8 +47,8 @@ static void write_conditioning(const char *path)
                                  "added_time_ids", "latents_initial"};
     static const char *to[]   = {"image_latents", "image_embeds", "added_time_ids",
                                  "latents"};
-    char                     file[2048];
-    svp_safetensors_h        g;
+    char               file[2048];
+    svp_safetensors_h  g;
     svp_safetensors_writer_h w;
     svp_tensor_t            *t[4];
     int                      i;
@@ -59,7 +59,7 @@ static void write_conditioning(const char *path)
     for (i = 0; i < 4; ++i) {
         cr_assert_eq(svp_safetensors_load(g, from[i], SVP_DTYPE_F32, &t[i]), SVP_OK);
         if (i == 2) {
-            t[i]->shape[0] = 1;   /* both CFG rows carry the same ids */
+            t[i]->shape[0] = 1; /* both CFG rows carry the same ids */
         }
         cr_assert_eq(svp_safetensors_writer_add(w, to[i], t[i]), SVP_OK);
     }
@@ -76,15 +76,15 @@ static void write_conditioning(const char *path)
  * them): its final latents into *lat_p (malloc'ed), its frames and
  * sample.json under dir/t<threads>.
  */
-static void run_sample(const char *dir, const char *cond, int threads,
-                       float **lat_p, int64_t *n_p)
+static void run_sample(const char *dir, const char *cond, int threads, float **lat_p,
+                       int64_t *n_p)
 {
-    char          yaml[4096], err[512], num[16];
-    svp_spec_t   *spec;
-    svp_stage_t   stage;
-    svp_sample_t  s;
-    int64_t       n;
-    int           k;
+    char         yaml[4096], err[512], num[16];
+    svp_spec_t  *spec;
+    svp_stage_t  stage;
+    svp_sample_t s;
+    int64_t      n;
+    int          k;
 
     snprintf(num, sizeof(num), "%d", threads);
     cr_assert_eq(setenv("SVP_THREADS", num, 1), 0);
@@ -93,10 +93,11 @@ static void run_sample(const char *dir, const char *cond, int threads,
              "video: {width: 48, height: 32, num_frames: %d, fps: 7, "
              "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
              "max_guidance: 3.0, decode_chunk_size: 2}\n"
-             "output: {dir: '%s/t%d', mp4: false}\n", golden, cond, DET_STEPS,
-             DET_FRAMES, dir, threads);
+             "output: {dir: '%s/t%d', mp4: false}\n",
+             golden, cond, DET_STEPS, DET_FRAMES, dir, threads);
     cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
-                                      &spec), SVP_OK, "%s", err);
+                                      &spec),
+                 SVP_OK, "%s", err);
     cr_assert_eq(svp_stage_svd_create(spec, &stage), SVP_OK);
     memset(&s, 0, sizeof(s));
     cr_assert_eq(stage.ops->begin(stage.self, 0, &s), SVP_OK);
@@ -135,13 +136,13 @@ static int same_file(const char *a, const char *b)
 
 Test(determinism, pipeline_tiny_1_2_3_threads, .timeout = 300)
 {
-    char     dir[] = "/tmp/svp_det_XXXXXX", cond[2048], a[2200], b[2200];
-    char    *json = NULL;
-    json_t  *doc, *cpu;
-    size_t   len;
-    float   *lat[3];
-    int64_t  n[3];
-    int      t, k;
+    char    dir[] = "/tmp/svp_det_XXXXXX", cond[2048], a[2200], b[2200];
+    char   *json  = NULL;
+    json_t *doc, *cpu;
+    size_t  len;
+    float  *lat[3];
+    int64_t n[3];
+    int     t, k;
 
     if (golden[0] == '\0') {
         cr_skip_test("golden data not found (set SVP_GOLDEN_DIR)");

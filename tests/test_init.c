@@ -30,8 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int same_shape(int ndim_a, const int64_t *a, int ndim_b,
-                      const int64_t *b)
+static int same_shape(int ndim_a, const int64_t *a, int ndim_b, const int64_t *b)
 {
     int i;
 
@@ -57,8 +56,7 @@ static void assert_same_layout(const char *got_path, const char *ref_path)
     cr_assert_eq(svp_safetensors_open(ref_path, &ref), SVP_OK);
     cr_assert_eq(svp_safetensors_count(got), svp_safetensors_count(ref),
                  "%s has %d tensors, %s has %d", got_path,
-                 svp_safetensors_count(got), ref_path,
-                 svp_safetensors_count(ref));
+                 svp_safetensors_count(got), ref_path, svp_safetensors_count(ref));
     for (i = 0; i < svp_safetensors_count(got); i++) {
         cr_assert_eq(svp_safetensors_info(got, i, &a), SVP_OK);
         cr_assert_eq(svp_safetensors_find(ref, a.name, &b), SVP_OK,
@@ -72,9 +70,10 @@ static void assert_same_layout(const char *got_path, const char *ref_path)
 }
 
 /* The layout listed for config_path equals the golden tensors.json. */
-static void assert_layout_matches_json(
-    svp_status_t (*add_all)(const char *, svp_random_weights_h),
-    const char *config_path, const char *json_path)
+static void assert_layout_matches_json(svp_status_t (*add_all)(const char *,
+                                                               svp_random_weights_h),
+                                       const char *config_path,
+                                       const char *json_path)
 {
     svp_random_weights_h rw;
     json_error_t         jerr;
@@ -117,8 +116,8 @@ static void assert_finite_varied(const char *what, const float *x, int64_t n)
         hi = fmaxf(hi, x[i]);
     }
     cr_assert_gt(hi - lo, 1e-3f, "%s is constant (%g .. %g)", what, lo, hi);
-    cr_assert_lt(fmaxf(fabsf(lo), fabsf(hi)), 1e4f, "%s blows up (%g .. %g)",
-                 what, lo, hi);
+    cr_assert_lt(fmaxf(fabsf(lo), fabsf(hi)), 1e4f, "%s blows up (%g .. %g)", what,
+                 lo, hi);
 }
 
 static int files_equal(const char *a, const char *b)
@@ -204,7 +203,7 @@ Test(random, same_seed_same_bytes)
 
 Test(random, vae_loads_and_runs)
 {
-    svp_ops_params_t params = { .threads = 1 };
+    svp_ops_params_t params = {.threads = 1};
     svp_ops_h        ops;
     svp_vae_h        vae;
     char             dir[4096], tmp[64], cfg[4200];
@@ -239,7 +238,7 @@ Test(random, vae_loads_and_runs)
 
 Test(random, clip_loads_and_runs)
 {
-    svp_ops_params_t         params = { .threads = 1 };
+    svp_ops_params_t         params = {.threads = 1};
     svp_ops_h                ops;
     svp_clip_h               clip;
     const svp_clip_config_t *c;
@@ -276,13 +275,15 @@ static void svd_mini_dir(char *buf, size_t len)
     struct stat sb;
 
     snprintf(buf, len, "%s/etc/models/svd-mini", src ? src : "..");
-    cr_assert_eq(stat(buf, &sb), 0, "svd-mini configs not found at %s "
-                 "(set SVP_TOP_SRCDIR)", buf);
+    cr_assert_eq(stat(buf, &sb), 0,
+                 "svd-mini configs not found at %s "
+                 "(set SVP_TOP_SRCDIR)",
+                 buf);
 }
 
 Test(svd_init, model_config_dir_gives_a_loadable_folder)
 {
-    svp_ops_params_t params = { .threads = 1 };
+    svp_ops_params_t params = {.threads = 1};
     svp_ops_h        ops;
     svp_unet_h       unet;
     svp_vae_h        vae;
@@ -345,8 +346,8 @@ Test(svd_init, model_config_dir_is_idempotent_and_whole)
 
     /* a broken config: no output folder at all, no temporary */
     snprintf(a, sizeof(a), "%s/broken", tmp);
-    snprintf(cmd, sizeof(cmd), "cp -r %s %s && echo '{' > %s/vae/config.json",
-             src, a, a);
+    snprintf(cmd, sizeof(cmd), "cp -r %s %s && echo '{' > %s/vae/config.json", src,
+             a, a);
     cr_assert_eq(system(cmd), 0);
     snprintf(b, sizeof(b), "%s/out2", tmp);
     cr_assert_neq(svp_svd_write_random(a, 9, b), SVP_OK);
@@ -384,7 +385,8 @@ Test(preprocessor, svd_xt_config)
     int                     i;
 
     golden_dir("svd_xt_layout", dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json", dir);
+    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json",
+             dir);
     cr_assert_eq(svp_media_clip_params_load(path, &got), SVP_OK);
     svp_media_clip_params_init(&svd);
     cr_assert_eq(got.height, 224);
@@ -407,15 +409,18 @@ Test(preprocessor, svd_mini_size_and_errors)
     FILE                   *mem;
 
     svd_mini_dir(src, sizeof(src));
-    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json", src);
+    snprintf(path, sizeof(path), "%s/feature_extractor/preprocessor_config.json",
+             src);
     cr_assert_eq(svp_media_clip_params_load(path, &got), SVP_OK);
     cr_assert_eq(got.height, 56);
     cr_assert_eq(got.width, 56);
 
     golden_make_tmp("init", tmp, sizeof(tmp));
     snprintf(path, sizeof(path), "%s/preprocessor_config.json", tmp);
-    cr_assert_eq(svp_file_write_atomic(path, "{\"image_mean\": [0.5, 0.5], "
-                                       "\"image_std\": [1, 1, 1], \"size\": 8}", 61),
+    cr_assert_eq(svp_file_write_atomic(path,
+                                       "{\"image_mean\": [0.5, 0.5], "
+                                       "\"image_std\": [1, 1, 1], \"size\": 8}",
+                                       61),
                  SVP_OK);
     mem = open_memstream(&log, &len);
     svp_log_set_stream(mem);
@@ -457,7 +462,8 @@ static void write_sparse_component(const char *golden, const char *out,
     cr_assert_not_null(root, "%s: %s", path, jerr.text);
     tensors = json_object_get(root, "tensors");
     hdr     = json_object();
-    json_object_foreach(tensors, name, shape) {
+    json_object_foreach(tensors, name, shape)
+    {
         if (skip != NULL && strcmp(name, skip) == 0) {
             continue;
         }
@@ -465,7 +471,8 @@ static void write_sparse_component(const char *golden, const char *out,
         dims   = json_array();
         for (i = 0; i < json_array_size(shape); i++) {
             nbytes *= (uint64_t)json_integer_value(json_array_get(shape, i));
-            json_array_append_new(dims, json_integer(json_integer_value(json_array_get(shape, i))));
+            json_array_append_new(dims, json_integer(json_integer_value(
+                                            json_array_get(shape, i))));
         }
         entry = json_pack("{s:s, s:o, s:[I, I]}", "dtype", "F16", "shape", dims,
                           "data_offsets", (json_int_t)offset,
@@ -482,14 +489,14 @@ static void write_sparse_component(const char *golden, const char *out,
 static void write_sparse_svd_xt(const char *golden, const char *out,
                                 const char *skip_vae)
 {
-    char         src[4400], dst[4400], *text;
-    size_t       len;
-    const char  *copies[][2] = {
-        { "", "model_index.json" },
-        { "scheduler", "scheduler_config.json" },
-        { "feature_extractor", "preprocessor_config.json" },
+    char        src[4400], dst[4400], *text;
+    size_t      len;
+    const char *copies[][2] = {
+        {"", "model_index.json"},
+        {"scheduler", "scheduler_config.json"},
+        {"feature_extractor", "preprocessor_config.json"},
     };
-    size_t       i;
+    size_t i;
 
     for (i = 0; i < SVP_ARRAY_SIZE(copies); i++) {
         snprintf(src, sizeof(src), "%s/%s/%s", golden, copies[i][0], copies[i][1]);
@@ -511,9 +518,9 @@ static void write_sparse_svd_xt(const char *golden, const char *out,
 /* Runs check-model on dir; returns its exit code and what it logged. */
 static int run_check_model(const char *dir, char **log_p)
 {
-    char  *argv[] = { "check-model", (char *)dir, NULL };
-    size_t len = 0;
-    FILE  *mem = open_memstream(log_p, &len);
+    char  *argv[] = {"check-model", (char *)dir, NULL};
+    size_t len    = 0;
+    FILE  *mem    = open_memstream(log_p, &len);
     int    rc;
 
     svp_log_set_stream(mem);
@@ -525,8 +532,8 @@ static int run_check_model(const char *dir, char **log_p)
 
 Test(check_model, sparse_svd_xt_fp16_is_valid)
 {
-    char  golden[4096], tmp[64], *log;
-    int   rc;
+    char golden[4096], tmp[64], *log;
+    int  rc;
 
     golden_dir("svd_xt_layout", golden, sizeof(golden));
     golden_make_tmp("init", tmp, sizeof(tmp));
@@ -548,8 +555,8 @@ Test(check_model, missing_tensor_is_named)
     write_sparse_svd_xt(golden, tmp, gone);
     rc = run_check_model(tmp, &log);
     cr_assert_neq(rc, SVP_EXIT_OK);
-    cr_assert_not_null(strstr(log, gone), "the log does not name %s:\n%s",
-                       gone, log);
+    cr_assert_not_null(strstr(log, gone), "the log does not name %s:\n%s", gone,
+                       log);
     free(log);
     svp_rmtree(tmp);
 }
@@ -585,8 +592,11 @@ Test(check_model, a_job_checks_the_parts_it_reads)
     snprintf(path, sizeof(path), "%s/feature_extractor", tmp);
     cr_assert_eq(svp_rmtree(path), SVP_OK);
     cr_assert_eq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL), SVP_OK);
-    cr_assert_neq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB |
-                                       SVP_CHECKPOINT_IMAGES, NULL), SVP_OK);
+    cr_assert_neq(svp_checkpoint_check(tmp,
+                                       SVP_CHECKPOINT_FOR_JOB |
+                                           SVP_CHECKPOINT_IMAGES,
+                                       NULL),
+                  SVP_OK);
     cr_assert_neq(svp_checkpoint_check(tmp, 0, NULL), SVP_OK);
     snprintf(path, sizeof(path), "%s/vae", tmp);
     cr_assert_eq(svp_rmtree(path), SVP_OK);
@@ -598,8 +608,7 @@ Test(check_model, a_job_checks_the_parts_it_reads)
     write_sparse_svd_xt(golden, tmp, gone);
     snprintf(path, sizeof(path), "%s/image_encoder", tmp);
     cr_assert_eq(svp_rmtree(path), SVP_OK);
-    cr_assert_neq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL),
-                  SVP_OK);
+    cr_assert_neq(svp_checkpoint_check(tmp, SVP_CHECKPOINT_FOR_JOB, NULL), SVP_OK);
     svp_rmtree(tmp);
 }
 
@@ -622,8 +631,8 @@ Test(check_model, init_writes_every_part_of_the_table)
                  parts[i].dir[0] ? "/" : "", parts[i].config);
         cr_assert_eq(stat(path, &sb), 0, "%s: no %s", parts[i].name, path);
         if (parts[i].weights != NULL) {
-            snprintf(path, sizeof(path), "%s/%s/%s.safetensors", out,
-                     parts[i].dir, parts[i].weights);
+            snprintf(path, sizeof(path), "%s/%s/%s.safetensors", out, parts[i].dir,
+                     parts[i].weights);
             cr_assert_eq(stat(path, &sb), 0, "%s: no %s", parts[i].name, path);
         }
     }

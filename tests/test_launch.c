@@ -25,12 +25,12 @@
 /* A spec from YAML text; the test fails when it does not parse. */
 static svp_spec_t *spec_from(const char *yaml)
 {
-    svp_spec_t *spec = NULL;
+    svp_spec_t *spec     = NULL;
     char        err[512] = "";
 
-    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err,
-                                      sizeof(err), &spec), SVP_OK,
-                 "spec does not parse: %s", err);
+    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err, sizeof(err),
+                                      &spec),
+                 SVP_OK, "spec does not parse: %s", err);
     return spec;
 }
 
@@ -53,8 +53,7 @@ static char *render(const svp_spec_t *spec, const char *const *sets, int nsets,
     svp_status_t status;
 
     status = svp_launch_render(spec, &params, err, errlen, &script);
-    cr_assert_eq(status, expect, "render: %s (%s)", svp_status_name(status),
-                 err);
+    cr_assert_eq(status, expect, "render: %s (%s)", svp_status_name(status), err);
     return script;
 }
 
@@ -129,10 +128,10 @@ Test(render, sbatch_and_srun_lines)
         "    --container-workdir='/data/run' \\\n"
         "    '/opt/svdpipe/bin/svdworker' '/spec/job.yaml' --set 'steps=14'\n",
     };
-    static const char *sets[] = {"steps=14"};
-    svp_spec_t *spec = spec_from(full_yaml);
-    char        err[512] = "";
-    char       *script = render(spec, sets, 1, SVP_OK, err, sizeof(err));
+    static const char *sets[]   = {"steps=14"};
+    svp_spec_t        *spec     = spec_from(full_yaml);
+    char               err[512] = "";
+    char              *script   = render(spec, sets, 1, SVP_OK, err, sizeof(err));
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(expected); ++i) {
         cr_expect_not_null(strstr(script, expected[i]), "missing:\n%s\nin:\n%s",
@@ -147,10 +146,10 @@ Test(render, sbatch_and_srun_lines)
 
 Test(render, cpu_job_binds_no_gpu)
 {
-    svp_spec_t *spec = spec_from("steps: 8\ncluster: {nodes: 1, "
-                                 "ranks_per_node: 4}\n");
+    svp_spec_t *spec     = spec_from("steps: 8\ncluster: {nodes: 1, "
+                                         "ranks_per_node: 4}\n");
     char        err[512] = "";
-    char       *script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    char       *script   = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
 
     cr_assert_null(strstr(script, "gpu"), "%s", script);
     cr_assert_not_null(strstr(script, "\n#SBATCH --ntasks-per-node=4\n"));
@@ -171,32 +170,32 @@ Test(render, hostile_sbatch_values_rejected)
         const char *value;
     } cases[] = {
 #define F(_f) offsetof(svp_spec_t, cluster._f)
-        {F(partition),  "cluster.partition",  "gpu\n#SBATCH --x"},
-        {F(partition),  "cluster.partition",  "$(rm -rf /)"},
-        {F(partition),  "cluster.partition",  "gpu --x"},
-        {F(partition),  "cluster.partition",  "gpu,"},
-        {F(account),    "cluster.account",    "a'b"},
-        {F(account),    "cluster.account",    "a\"b"},
-        {F(qos),        "cluster.qos",        "`id`"},
-        {F(time),       "cluster.time",       "tomorrow"},
-        {F(time),       "cluster.time",       "1-00:00:00\n#SBATCH --x"},
-        {F(time),       "cluster.time",       "10:99"},
-        {F(time),       "cluster.time",       "1-24"},
+        {F(partition), "cluster.partition", "gpu\n#SBATCH --x"},
+        {F(partition), "cluster.partition", "$(rm -rf /)"},
+        {F(partition), "cluster.partition", "gpu --x"},
+        {F(partition), "cluster.partition", "gpu,"},
+        {F(account), "cluster.account", "a'b"},
+        {F(account), "cluster.account", "a\"b"},
+        {F(qos), "cluster.qos", "`id`"},
+        {F(time), "cluster.time", "tomorrow"},
+        {F(time), "cluster.time", "1-00:00:00\n#SBATCH --x"},
+        {F(time), "cluster.time", "10:99"},
+        {F(time), "cluster.time", "1-24"},
         {F(constraint), "cluster.constraint", "h100 #x"},
-        {F(job_name),   "cluster.job_name",   "a;b"},
-        {F(output),     "cluster.output",     "out dir/x"},
-        {F(error),      "cluster.error",      "x\r#SBATCH"},
+        {F(job_name), "cluster.job_name", "a;b"},
+        {F(output), "cluster.output", "out dir/x"},
+        {F(error), "cluster.error", "x\r#SBATCH"},
         {F(dependency), "cluster.dependency", "afterok:1;rm"},
-        {F(array),      "cluster.array",      "a-b"},
-        {F(array),      "cluster.array",      "5-3"},
-        {F(mpi),        "cluster.mpi",        "pmix --x"},
-        {F(worker),     "cluster.worker",     "svdworker\nrm -rf /"},
+        {F(array), "cluster.array", "a-b"},
+        {F(array), "cluster.array", "5-3"},
+        {F(mpi), "cluster.mpi", "pmix --x"},
+        {F(worker), "cluster.worker", "svdworker\nrm -rf /"},
         {F(container_image), "cluster.container_image", "img\n#SBATCH --x"},
 #undef F
     };
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
-        svp_spec_t *spec = spec_from("steps: 8\n");
+        svp_spec_t *spec     = spec_from("steps: 8\n");
         char        err[512] = "", *script = NULL;
         char      **field = (char **)((char *)spec + cases[i].offset);
 
@@ -214,8 +213,8 @@ Test(render, hostile_sbatch_values_rejected)
 Test(render, bad_env_names_and_values_rejected)
 {
     static const char *names[] = {"A=B", "A B", "1X", "", "X-Y", "X\nY"};
-    svp_spec_t *spec = spec_from("steps: 8\ncluster: {env: {OK: v}}\n");
-    char        err[512];
+    svp_spec_t        *spec    = spec_from("steps: 8\ncluster: {env: {OK: v}}\n");
+    char               err[512];
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(names); ++i) {
         set_str(&spec->cluster.env.keys[0], names[i]);
@@ -239,13 +238,16 @@ Test(render, bad_env_names_and_values_rejected)
 Test(render, quoted_values_reach_srun_unchanged)
 {
     static const char *tricky[] = {
-        "$(rm -rf /)", "it's \"quoted\" `id` \\ ; #SBATCH --x", "'", "a'\\''b",
+        "$(rm -rf /)",
+        "it's \"quoted\" `id` \\ ; #SBATCH --x",
+        "'",
+        "a'\\''b",
     };
-    char  dir[] = "/tmp/svp_launch_XXXXXX", path[512], cmd[2048], *got;
-    char  err[512] = "", *script;
-    const char *sets[] = {"video.inputs=['a b', \"it's\"]"};
-    size_t len;
-    FILE  *f;
+    char        dir[]    = "/tmp/svp_launch_XXXXXX", path[512], cmd[2048], *got;
+    char        err[512] = "", *script;
+    const char *sets[]   = {"video.inputs=['a b', \"it's\"]"};
+    size_t      len;
+    FILE       *f;
     svp_spec_t *spec = spec_from("steps: 8\ncluster: {env: {V0: x, V1: x, "
                                  "V2: x, V3: x}}\n");
     svp_launch_render_params_t params = {
@@ -270,8 +272,8 @@ Test(render, quoted_values_reach_srun_unchanged)
     snprintf(path, sizeof(path), "%s/it's a job.yaml", dir);
     cr_assert_eq(svp_file_write_atomic(path, "x", 1), SVP_OK);
     params.spec_ref = path;
-    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
-                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
+                 "%s", err);
     cr_assert_eq(count_lines_starting(script, "#SBATCH"), 3, "%s", script);
 
     snprintf(path, sizeof(path), "%s/job.sh", dir);
@@ -283,29 +285,45 @@ Test(render, quoted_values_reach_srun_unchanged)
     snprintf(path, sizeof(path), "%s/srun", dir);
     f = fopen(path, "w");
     cr_assert_not_null(f);
-    fprintf(f, "#!/bin/bash\nprintf '%%s\\0' \"$@\" \"$V0\" \"$V1\" \"$V2\" "
-            "\"$V3\" > '%s/args'\n", dir);
+    fprintf(f,
+            "#!/bin/bash\nprintf '%%s\\0' \"$@\" \"$V0\" \"$V1\" \"$V2\" "
+            "\"$V3\" > '%s/args'\n",
+            dir);
     fclose(f);
     chmod(path, 0755);
-    snprintf(cmd, sizeof(cmd), "cd '%s' && env -u SLURM_JOB_ID PATH='%s':\"$PATH\" "
-             "bash job.sh", dir, dir);
+    snprintf(cmd, sizeof(cmd),
+             "cd '%s' && env -u SLURM_JOB_ID PATH='%s':\"$PATH\" "
+             "bash job.sh",
+             dir, dir);
     cr_assert_eq(system(cmd), 0, "the script failed:\n%s", script);
 
     snprintf(path, sizeof(path), "%s/args", dir);
     cr_assert_eq(svp_file_read_all(path, &got, &len), SVP_OK);
     {
-        char expect_mounts[512];
+        char        expect_mounts[512];
         const char *want[] = {
-            "--mpi=pmix", "--kill-on-bad-exit=1", "-W", "150",
-            "--container-image=$(rm -rf /)", expect_mounts,
+            "--mpi=pmix",
+            "--kill-on-bad-exit=1",
+            "-W",
+            "150",
+            "--container-image=$(rm -rf /)",
+            expect_mounts,
             "--container-workdir=/c",
-            tricky[1], "/spec dir/it's a job.yaml", "--set", sets[0],
-            tricky[0], tricky[1], tricky[2], tricky[3],
+            tricky[1],
+            "/spec dir/it's a job.yaml",
+            "--set",
+            sets[0],
+            tricky[0],
+            tricky[1],
+            tricky[2],
+            tricky[3],
         };
         const char *p = got;
 
-        snprintf(expect_mounts, sizeof(expect_mounts), "--container-mounts="
-                 "/a'b:/c,%s:/spec dir", dir);
+        snprintf(expect_mounts, sizeof(expect_mounts),
+                 "--container-mounts="
+                 "/a'b:/c,%s:/spec dir",
+                 dir);
         for (size_t i = 0; i < SVP_ARRAY_SIZE(want); ++i) {
             cr_assert_lt((size_t)(p - got), len, "argument %zu missing", i);
             cr_assert_str_eq(p, want[i], "argument %zu", i);
@@ -321,8 +339,8 @@ Test(render, quoted_values_reach_srun_unchanged)
 
 Test(render, control_characters_in_overrides_rejected)
 {
-    const char *sets[] = {"steps=8\n#SBATCH --x"};
-    svp_spec_t *spec = spec_from("steps: 8\n");
+    const char *sets[]   = {"steps=8\n#SBATCH --x"};
+    svp_spec_t *spec     = spec_from("steps: 8\n");
     char        err[512] = "";
 
     cr_assert_null(render(spec, sets, 1, SVP_ERR_SPEC, err, sizeof(err)));
@@ -334,33 +352,35 @@ Test(launch, slurm_time_formats)
 {
     static const struct {
         const char *text;
-        long        seconds;   /* -2: rejected */
+        long        seconds; /* -2: rejected */
     } cases[] = {
-        {"30", 1800}, {"30:15", 1815}, {"01:00:00", 3600},
-        {"1-00:00:00", 86400}, {"2-12", 216000}, {"1-2:30", 95400},
-        {"UNLIMITED", -1}, {"INFINITE", -1},
-        {"tomorrow", -2}, {"", -2}, {"1:2:3:4", -2}, {"10:60", -2},
-        {"1-24:00:00", -2}, {"-5", -2}, {"1-", -2}, {"5 ", -2}, {"1h", -2},
-        {"999999999999999999999", -2},
+        {"30", 1800},       {"30:15", 1815},
+        {"01:00:00", 3600}, {"1-00:00:00", 86400},
+        {"2-12", 216000},   {"1-2:30", 95400},
+        {"UNLIMITED", -1},  {"INFINITE", -1},
+        {"tomorrow", -2},   {"", -2},
+        {"1:2:3:4", -2},    {"10:60", -2},
+        {"1-24:00:00", -2}, {"-5", -2},
+        {"1-", -2},         {"5 ", -2},
+        {"1h", -2},         {"999999999999999999999", -2},
     };
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
-        long secs = -3;
+        long         secs   = -3;
         svp_status_t status = svp_launch_time_parse(cases[i].text, &secs);
 
         if (cases[i].seconds == -2) {
             cr_expect_neq(status, SVP_OK, "accepted '%s'", cases[i].text);
         } else {
             cr_expect_eq(status, SVP_OK, "rejected '%s'", cases[i].text);
-            cr_expect_eq(secs, cases[i].seconds, "'%s' -> %ld", cases[i].text,
-                         secs);
+            cr_expect_eq(secs, cases[i].seconds, "'%s' -> %ld", cases[i].text, secs);
         }
     }
 }
 
 Test(launch, relative_paths)
 {
-    char  dir[] = "/tmp/svp_rel_XXXXXX", a[512], b[512], *rel;
+    char dir[] = "/tmp/svp_rel_XXXXXX", a[512], b[512], *rel;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(a, sizeof(a), "%s/slurm", dir);
@@ -385,8 +405,8 @@ Test(launch, relative_paths)
 
 Test(check, steps_must_divide_over_the_ranks)
 {
-    svp_spec_t *spec = spec_from("steps: 25\ncluster: {nodes: 1, "
-                                 "ranks_per_node: 7}\n");
+    svp_spec_t *spec     = spec_from("steps: 25\ncluster: {nodes: 1, "
+                                         "ranks_per_node: 7}\n");
     char        err[512] = "";
 
     cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_ERR_SPEC);
@@ -406,10 +426,10 @@ Test(check, steps_must_divide_over_the_ranks)
 Test(check, deadline_against_handoff_gaps)
 {
     svp_spec_t      *spec = spec_from("steps: 8\nmodel: {dummy: {cost: sleep, "
-                                      "step_ms: 400, encode_ms: 300}}\n"
-                                      "comm: {deadline: 2}\n"
-                                      "pipeline: {placement: ends}\n"
-                                      "cluster: {nodes: 1, ranks_per_node: 4}\n");
+                                           "step_ms: 400, encode_ms: 300}}\n"
+                                           "comm: {deadline: 2}\n"
+                                           "pipeline: {placement: ends}\n"
+                                           "cluster: {nodes: 1, ranks_per_node: 4}\n");
     svp_plan_costs_t costs;
     char             msg[512] = "";
 
@@ -422,9 +442,10 @@ Test(check, deadline_against_handoff_gaps)
     spec->comm.deadline = 1.0;
     cr_assert_eq(svp_plan_deadline_warning(spec, &costs, msg, sizeof(msg)), 1);
     cr_assert_not_null(strstr(msg, "comm.deadline (1 s) is shorter than the longest "
-                              "expected gap between hand-offs (1.1 s"), "%s", msg);
+                                   "expected gap between hand-offs (1.1 s"),
+                       "%s", msg);
     /* spread: one rank may encode and decode the same sample */
-    spec->pipeline.placement   = SVP_PLACEMENT_SPREAD;
+    spec->pipeline.placement    = SVP_PLACEMENT_SPREAD;
     spec->model.dummy.decode_ms = 500;
     cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, msg, sizeof(msg), &costs),
                  SVP_OK, "%s", msg);
@@ -452,7 +473,7 @@ Test(check, deadline_against_handoff_gaps)
 Test(render, checked_in_scripts_up_to_date)
 {
     static const char *jobs[] = {"svd_7gpu", "sim_4rank"};
-    const char *top = getenv("SVP_TOP_SRCDIR");
+    const char        *top    = getenv("SVP_TOP_SRCDIR");
 
     if (top == NULL) {
         cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
@@ -461,30 +482,29 @@ Test(render, checked_in_scripts_up_to_date)
         char        spec_path[1024], script_path[1024], slurm_dir[1024];
         char        err[512] = "", *rel, *script, *on_disk;
         size_t      len;
-        svp_spec_t *spec = NULL;
+        svp_spec_t *spec                  = NULL;
         svp_launch_render_params_t params = {
             .spec_ref_kind = SVP_LAUNCH_SPEC_SCRIPT_RELATIVE,
         };
 
         snprintf(spec_path, sizeof(spec_path), "%s/etc/%s.yaml", top, jobs[i]);
-        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top,
-                 jobs[i]);
+        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top, jobs[i]);
         snprintf(slurm_dir, sizeof(slurm_dir), "%s/slurm", top);
         cr_assert_eq(svp_spec_load(spec_path, NULL, 0, err, sizeof(err), &spec),
                      SVP_OK, "%s", err);
-        cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_OK, "%s",
-                     err);
+        cr_assert_eq(svp_launch_check(spec, err, sizeof(err)), SVP_OK, "%s", err);
         cr_assert_eq(svp_launch_relpath(slurm_dir, spec_path, &rel), SVP_OK);
         snprintf(script_path, sizeof(script_path), "../etc/%s.yaml", jobs[i]);
         cr_assert_str_eq(rel, script_path);
-        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top,
-                 jobs[i]);
+        snprintf(script_path, sizeof(script_path), "%s/slurm/%s.sh", top, jobs[i]);
         params.spec_ref = rel;
         cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
                      SVP_OK, "%s", err);
         cr_assert_eq(svp_file_read_all(script_path, &on_disk, &len), SVP_OK);
-        cr_expect_str_eq(on_disk, script, "slurm/%s.sh is stale: run `make "
-                         "render-slurm`", jobs[i]);
+        cr_expect_str_eq(on_disk, script,
+                         "slurm/%s.sh is stale: run `make "
+                         "render-slurm`",
+                         jobs[i]);
         cr_expect_eq(access(script_path, X_OK), 0, "slurm/%s.sh not executable",
                      jobs[i]);
         free(on_disk);
@@ -504,14 +524,19 @@ Test(render, checked_in_scripts_up_to_date)
 
 static svp_plan_result_t *plan(int world, int rpn, int steps, int samples,
                                svp_placement_t placement, double step_s,
-                               double encode_s, double decode_s,
-                               double latency_s)
+                               double encode_s, double decode_s, double latency_s)
 {
-    svp_plan_params_t  p = {
-        .world = world, .ranks_per_node = rpn, .steps = steps,
-        .samples = samples, .placement = placement, .message_bytes = 1e6,
-        .costs = {.step_s = step_s, .encode_s = encode_s,
-                  .decode_s = decode_s, .latency_s = latency_s},
+    svp_plan_params_t p = {
+        .world          = world,
+        .ranks_per_node = rpn,
+        .steps          = steps,
+        .samples        = samples,
+        .placement      = placement,
+        .message_bytes  = 1e6,
+        .costs          = {.step_s    = step_s,
+                           .encode_s  = encode_s,
+                           .decode_s  = decode_s,
+                           .latency_s = latency_s},
     };
     svp_plan_result_t *res = NULL;
 
@@ -527,8 +552,7 @@ static svp_plan_result_t *plan(int world, int rpn, int steps, int samples,
  */
 Test(plan, hand_computed_ends)
 {
-    svp_plan_result_t *r = plan(2, 2, 4, 3, SVP_PLACEMENT_ENDS, 0.010, 0,
-                                0.020, 0);
+    svp_plan_result_t *r = plan(2, 2, 4, 3, SVP_PLACEMENT_ENDS, 0.010, 0, 0.020, 0);
 
     cr_assert_float_eq(r->makespan_s, 0.140, PLAN_EPS);
     cr_assert_float_eq(r->fill_s, 0.060, PLAN_EPS);
@@ -553,10 +577,12 @@ Test(plan, hand_computed_ends)
     /* a 7 ms link setup delays the first sample only: 147 ms */
     {
         svp_plan_params_t p = {
-            .world = 2, .ranks_per_node = 2, .steps = 4, .samples = 3,
-            .placement = SVP_PLACEMENT_ENDS,
-            .costs = {.step_s = 0.010, .decode_s = 0.020,
-                      .link_setup_s = 0.007},
+            .world          = 2,
+            .ranks_per_node = 2,
+            .steps          = 4,
+            .samples        = 3,
+            .placement      = SVP_PLACEMENT_ENDS,
+            .costs = {.step_s = 0.010, .decode_s = 0.020, .link_setup_s = 0.007},
         };
 
         cr_assert_eq(svp_plan_run(&p, &r), SVP_OK);
@@ -576,8 +602,8 @@ Test(plan, hand_computed_ends)
  */
 Test(plan, hand_computed_spread)
 {
-    svp_plan_result_t *r = plan(2, 2, 4, 3, SVP_PLACEMENT_SPREAD, 0.010, 0,
-                                0.020, 0);
+    svp_plan_result_t *r =
+        plan(2, 2, 4, 3, SVP_PLACEMENT_SPREAD, 0.010, 0, 0.020, 0);
 
     cr_assert_float_eq(r->makespan_s, 0.120, PLAN_EPS);
     cr_assert_float_eq(r->ranks[0].busy_s, 0.100, PLAN_EPS);
@@ -597,8 +623,8 @@ Test(plan, hand_computed_spread)
  */
 Test(plan, spread_spreads_encodes)
 {
-    svp_plan_result_t *r = plan(2, 2, 4, 2, SVP_PLACEMENT_SPREAD, 0.010, 0.005,
-                                0.020, 0);
+    svp_plan_result_t *r =
+        plan(2, 2, 4, 2, SVP_PLACEMENT_SPREAD, 0.010, 0.005, 0.020, 0);
 
     cr_assert_float_eq(r->makespan_s, 0.085, PLAN_EPS);
     cr_assert_eq(r->ranks[0].encodes, 1);
@@ -614,17 +640,19 @@ Test(plan, ends_matches_closed_form)
     for (int w = 1; w <= 6; ++w) {
         for (int n = 1; n <= 9; n += 4) {
             double enc = 0.003 * w, dec = 0.011, step = 0.002, lat = 0.0001;
-            svp_plan_result_t *r = plan(w, 4, 12 * w, n, SVP_PLACEMENT_ENDS,
-                                        step, enc, dec, lat);
+            svp_plan_result_t *r =
+                plan(w, 4, 12 * w, n, SVP_PLACEMENT_ENDS, step, enc, dec, lat);
             double s_first = 12 * step + enc, s_last = 12 * step + dec;
-            double s_max = w == 1 ? 12 * w * step + enc + dec :
-                           fmax(s_first, s_last);
+            double s_max =
+                w == 1 ? 12 * w * step + enc + dec : fmax(s_first, s_last);
             /* free bandwidth: a hop costs its latency */
-            double expect = 12 * w * step + enc + dec + (w - 1) * lat +
-                            (n - 1) * s_max;
+            double expect =
+                12 * w * step + enc + dec + (w - 1) * lat + (n - 1) * s_max;
 
-            cr_expect_float_eq(r->makespan_s, expect, 1e-9, "W=%d N=%d: %.9f "
-                               "vs %.9f", w, n, r->makespan_s, expect);
+            cr_expect_float_eq(r->makespan_s, expect, 1e-9,
+                               "W=%d N=%d: %.9f "
+                               "vs %.9f",
+                               w, n, r->makespan_s, expect);
             cr_expect_float_eq(r->makespan_s, r->closed_form_s, 1e-9);
             svp_plan_result_destroy(r);
         }
@@ -634,8 +662,8 @@ Test(plan, ends_matches_closed_form)
 /* One GPU runs everything back to back: no bubble, N x (T t + e + d). */
 Test(plan, single_gpu)
 {
-    svp_plan_result_t *r = plan(1, 1, 25, 4, SVP_PLACEMENT_ENDS, 0.8, 0.15,
-                                3.4, 0.001);
+    svp_plan_result_t *r =
+        plan(1, 1, 25, 4, SVP_PLACEMENT_ENDS, 0.8, 0.15, 3.4, 0.001);
 
     cr_assert_float_eq(r->makespan_s, 4 * (25 * 0.8 + 0.15 + 3.4), 1e-9);
     cr_assert_float_eq(r->bubble, 0, 1e-12);
@@ -644,8 +672,10 @@ Test(plan, single_gpu)
 
 Test(plan, rejects_bad_parameters)
 {
-    svp_plan_params_t  p = {.world = 3, .ranks_per_node = 1, .steps = 8,
-                            .samples = 1};
+    svp_plan_params_t  p = {.world          = 3,
+                            .ranks_per_node = 1,
+                            .steps          = 8,
+                            .samples        = 1};
     svp_plan_result_t *r = NULL;
 
     cr_assert_eq(svp_plan_run(&p, &r), SVP_ERR_INVALID_PARAM);
@@ -667,22 +697,23 @@ Test(plan, rejects_bad_parameters)
  */
 Test(plan, svd_message_and_memory)
 {
-    svp_spec_t *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
-                                 "dtype: f16\ndevice: cuda\n"
-                                 "pipeline: {placement: ends}\n"
-                                 "video: {decode_chunk_size: 2}\n"
-                                 "cluster: {ranks_per_node: 7}\n");
+    svp_spec_t        *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                                               "dtype: f16\ndevice: cuda\n"
+                                               "pipeline: {placement: ends}\n"
+                                               "video: {decode_chunk_size: 2}\n"
+                                               "cluster: {ranks_per_node: 7}\n");
     svp_plan_message_t msg;
     svp_plan_memory_t  m0, m3, m6;
     /* activations and latents are f32 in every dtype; weights follow it,
      * plus, on CUDA, the 16-bit copy of a product's operand (64 Mi
      * elements at most) */
-    double             widen = 64.0 * 1048576 * 2;
-    size_t             planned = 0;
-    double             unet_act;
+    double widen   = 64.0 * 1048576 * 2;
+    size_t planned = 0;
+    double unet_act;
 
     cr_assert_eq(svp_unet_plan_bytes(svp_plan_svd_xt_unet(), 2, 25, 72, 128, 1,
-                                     &planned), SVP_OK);
+                                     &planned),
+                 SVP_OK);
     unet_act = (double)planned;
     cr_assert_geq(unet_act, 746496000.0 * 4);
     cr_assert_leq(unet_act, (746496000.0 + 50.0 * 9216 * 320 * 24) * 4);
@@ -696,7 +727,8 @@ Test(plan, svd_message_and_memory)
     svp_plan_memory(spec, 7, 3, SVP_PLACEMENT_ENDS, &m3);
     svp_plan_memory(spec, 7, 6, SVP_PLACEMENT_ENDS, &m6);
     cr_assert_float_eq(m3.weights, 3049246164.0 + widen, 0.5);
-    cr_assert_float_eq(m0.weights, 3049246164.0 + 1264153600 + 68327328 + widen, 0.5);
+    cr_assert_float_eq(m0.weights, 3049246164.0 + 1264153600 + 68327328 + widen,
+                       0.5);
     cr_assert_float_eq(m6.weights, 3049246164.0 + 127158366 + widen, 0.5);
     /* decode of 2 frames at a time is below one UNet call */
     cr_assert_float_eq(m3.activations, unet_act, 0.5);
@@ -737,13 +769,15 @@ Test(plan, unet_activations_follow_the_model)
 
     snprintf(path, sizeof(path), "%s/etc/models/svd-mini/unet/config.json", top);
     cr_assert_eq(svp_unet_config_load(path, &cfg), SVP_OK);
-    snprintf(yaml, sizeof(yaml), "model: {kind: svd, path: '%s/etc/models/"
+    snprintf(yaml, sizeof(yaml),
+             "model: {kind: svd, path: '%s/etc/models/"
              "svd-mini'}\nsteps: 28\nvideo: {num_frames: 6, width: 128, "
-             "height: 64, max_guidance: 1.0, min_guidance: 1.0}\n", top);
+             "height: 64, max_guidance: 1.0, min_guidance: 1.0}\n",
+             top);
     spec = spec_from(yaml);
     cr_assert_eq(svp_unet_plan_bytes(&cfg, 1, 6, 8, 16, 1, &mini), SVP_OK);
-    cr_assert_eq(svp_unet_plan_bytes(svp_plan_svd_xt_unet(), 1, 6, 8, 16, 1,
-                                     &xt), SVP_OK);
+    cr_assert_eq(svp_unet_plan_bytes(svp_plan_svd_xt_unet(), 1, 6, 8, 16, 1, &xt),
+                 SVP_OK);
     cr_assert_neq(mini, xt);
     cr_assert_float_eq(svp_plan_unet_activations(spec, 1), (double)mini, 0.5);
     svp_spec_destroy(spec);
@@ -785,26 +819,28 @@ Test(plan, vae_activations_follow_the_chunk)
     cr_assert_gt((double)dec25, svp_plan_unet_activations(spec, 2));
     cr_assert_float_eq(m6.activations, (double)dec25, 0.5);
     cr_log_info("svd-xt vae: decode of 25 frames at once %.2f GB, encode "
-                "%.2f GB", dec25 / 1e9, enc / 1e9);
+                "%.2f GB",
+                dec25 / 1e9, enc / 1e9);
     svp_spec_destroy(spec);
 }
 
 Test(plan, costs_scale_from_the_hardware_reference)
 {
     svp_spec_t      *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
-                                      "video: {num_frames: 14, width: 512, "
-                                      "height: 288, max_guidance: 1.0, "
-                                      "min_guidance: 1.0}\n");
-    svp_hw_t         hw = {.file = "h.yaml", .name = "h",
-                           .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4,
-                                   .dtype = SVP_DTYPE_F32},
-                           .intra_node_gbps = 300, .inter_node_gbps = 25,
-                           .latency_us = 10};
+                                           "video: {num_frames: 14, width: 512, "
+                                           "height: 288, max_guidance: 1.0, "
+                                           "min_guidance: 1.0}\n");
+    svp_hw_t         hw   = {.file = "h.yaml",
+                             .name = "h",
+                             .svd = {2, 25, 576, 1024, 0.8, 0.16, 3.4, .dtype = SVP_DTYPE_F32},
+                             .intra_node_gbps = 300,
+                             .inter_node_gbps = 25,
+                             .latency_us      = 10};
     svp_plan_costs_t c;
     char             err[512] = "";
 
-    cr_assert_eq(svp_plan_costs_from_spec(spec, &hw, err, sizeof(err), &c),
-                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_plan_costs_from_spec(spec, &hw, err, sizeof(err), &c), SVP_OK,
+                 "%s", err);
     /* no guidance: batch 1; 14/25 frames; a quarter of the pixels */
     cr_assert_float_eq(c.step_s, 0.8 * 0.5 * 14 / 25 * 0.25, 1e-12);
     cr_assert_float_eq(c.encode_s, 0.16 * 0.25, 1e-12);
@@ -819,8 +855,7 @@ Test(plan, costs_scale_from_the_hardware_reference)
     /* the dummy model's sleep times are taken as they are */
     spec = spec_from("model: {kind: dummy, dummy: {cost: sleep, step_ms: 7, "
                      "encode_ms: 3, decode_ms: 11}}\n");
-    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, err, sizeof(err), &c),
-                 SVP_OK);
+    cr_assert_eq(svp_plan_costs_from_spec(spec, NULL, err, sizeof(err), &c), SVP_OK);
     cr_assert_float_eq(c.step_s, 0.007, 1e-15);
     cr_assert_float_eq(c.encode_s, 0.003, 1e-15);
     cr_assert_float_eq(c.decode_s, 0.011, 1e-15);
@@ -834,8 +869,8 @@ Test(plan, costs_scale_from_the_hardware_reference)
 
 Test(plan, costs_from_a_log)
 {
-    char             dir[] = "/tmp/svp_log_XXXXXX", path[256], err[256] = "";
-    const char      *log =
+    char        dir[] = "/tmp/svp_log_XXXXXX", path[256], err[256] = "";
+    const char *log =
         "2026-11-22T06:31:14.123Z n1:r0 info  pipe: svp-cost kind=step s=0.010\n"
         "unrelated line\n"
         "n1:r1 svp-cost kind=step sample=1 s=0.030\n"
@@ -846,11 +881,11 @@ Test(plan, costs_from_a_log)
     cr_assert_not_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/run.log", dir);
     cr_assert_eq(svp_file_write_atomic(path, log, strlen(log)), SVP_OK);
-    cr_assert_eq(svp_plan_costs_from_log(path, err, sizeof(err), &c), SVP_OK,
-                 "%s", err);
+    cr_assert_eq(svp_plan_costs_from_log(path, err, sizeof(err), &c), SVP_OK, "%s",
+                 err);
     cr_assert_float_eq(c.step_s, (0.010 + 0.030 + 0.040) / 3, 1e-12);
     cr_assert_float_eq(c.decode_s, 0.5, 1e-12);
-    cr_assert_float_eq(c.encode_s, 7, 0);       /* not measured: kept */
+    cr_assert_float_eq(c.encode_s, 7, 0); /* not measured: kept */
 
     log = "ok\nsvp-cost kind=stpe s=1\n";
     cr_assert_eq(svp_file_write_atomic(path, log, strlen(log)), SVP_OK);
@@ -864,15 +899,17 @@ Test(plan, costs_from_a_log)
 
 Test(hardware, reads_a_table)
 {
-    svp_hw_t *hw = NULL;
+    svp_hw_t *hw       = NULL;
     char      err[512] = "";
 
-    cr_assert_eq(svp_hw_load_string(
-        "name: h100\nmemory_gb: 80\n"
-        "svd:\n  reference: {batch: 2, frames: 25, height: 576, width: 1024}\n"
-        "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n  dtype: bf16\n"
-        "links: {intra_node_gbps: 300, inter_node_gbps: 25, latency_us: 10}\n",
-        "h.yaml", err, sizeof(err), &hw), SVP_OK, "%s", err);
+    cr_assert_eq(
+        svp_hw_load_string(
+            "name: h100\nmemory_gb: 80\n"
+            "svd:\n  reference: {batch: 2, frames: 25, height: 576, width: 1024}\n"
+            "  unet_step_s: 0.8\n  encode_s: 0.15\n  decode_s: 3.4\n  dtype: bf16\n"
+            "links: {intra_node_gbps: 300, inter_node_gbps: 25, latency_us: 10}\n",
+            "h.yaml", err, sizeof(err), &hw),
+        SVP_OK, "%s", err);
     cr_assert_str_eq(hw->name, "h100");
     /* the dtype as the tensor layer's enum, never a string to compare */
     cr_assert_eq(hw->svd.dtype, SVP_DTYPE_BF16);
@@ -920,15 +957,14 @@ Test(hardware, errors_name_line_column_key_expected_found)
     };
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
-        svp_hw_t *hw = NULL;
+        svp_hw_t *hw       = NULL;
         char      err[512] = "";
 
-        cr_expect_eq(svp_hw_load_string(cases[i].yaml, "h.yaml", err,
-                                        sizeof(err), &hw), SVP_ERR_BAD_FILE,
-                     "case %zu accepted", i);
+        cr_expect_eq(svp_hw_load_string(cases[i].yaml, "h.yaml", err, sizeof(err),
+                                        &hw),
+                     SVP_ERR_BAD_FILE, "case %zu accepted", i);
         cr_expect_null(hw);
-        cr_expect_not_null(strstr(err, cases[i].message), "case %zu: '%s'", i,
-                           err);
+        cr_expect_not_null(strstr(err, cases[i].message), "case %zu: '%s'", i, err);
     }
 }
 
@@ -936,7 +972,7 @@ Test(hardware, errors_name_line_column_key_expected_found)
 Test(hardware, shipped_tables_read)
 {
     static const char *names[] = {"h100", "h200", "cpu-sim"};
-    const char *top = getenv("SVP_TOP_SRCDIR");
+    const char        *top     = getenv("SVP_TOP_SRCDIR");
 
     if (top == NULL) {
         cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
@@ -946,14 +982,13 @@ Test(hardware, shipped_tables_read)
         svp_hw_t *hw = NULL;
 
         snprintf(path, sizeof(path), "%s/etc/hardware/%s.yaml", top, names[i]);
-        cr_expect_eq(svp_hw_load(path, err, sizeof(err), &hw), SVP_OK, "%s",
-                     err);
+        cr_expect_eq(svp_hw_load(path, err, sizeof(err), &hw), SVP_OK, "%s", err);
         cr_expect_str_eq(hw ? hw->name : "", names[i]);
         /* every table says whether its figures are measured or quoted */
-        cr_expect(hw == NULL || hw->links_source != NULL,
-                  "%s: links.source missing", path);
-        cr_expect(hw == NULL || hw->svd.unet_step_s == 0 ||
-                  hw->svd.source != NULL, "%s: svd.source missing", path);
+        cr_expect(hw == NULL || hw->links_source != NULL, "%s: links.source missing",
+                  path);
+        cr_expect(hw == NULL || hw->svd.unet_step_s == 0 || hw->svd.source != NULL,
+                  "%s: svd.source missing", path);
         svp_hw_destroy(hw);
     }
 }
@@ -976,26 +1011,26 @@ Test(hardware, measured_results_replace_quoted_figures)
         "svd:\n  source: measured\n  dtype: bf16\n"
         "  reference: {batch: 2, frames: 25, height: 288, width: 512}\n"
         "  unet_step_s: 0.1\n";
-    char              dir[] = "/tmp/svp_meas_XXXXXX", path[512], err[512] = "";
-    svp_hw_t         *hw = NULL;
-    svp_spec_t       *spec;
-    svp_plan_costs_t  c;
+    char             dir[] = "/tmp/svp_meas_XXXXXX", path[512], err[512] = "";
+    svp_hw_t        *hw = NULL;
+    svp_spec_t      *spec;
+    svp_plan_costs_t c;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/gpu.yaml", dir);
-    cr_assert_eq(svp_hw_load_string(table, "h.yaml", err, sizeof(err), &hw),
-                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_hw_load_string(table, "h.yaml", err, sizeof(err), &hw), SVP_OK,
+                 "%s", err);
     cr_assert_str_eq(hw->svd.source, "quoted");
 
     cr_assert_eq(svp_file_write_atomic(path, results, strlen(results)), SVP_OK);
-    cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)), SVP_OK,
-                 "%s", err);
+    cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)), SVP_OK, "%s",
+                 err);
     cr_assert_float_eq(hw->svd.unet_step_s, 0.1, 1e-15);
     cr_assert_eq(hw->svd.height, 288);
     cr_assert_float_eq(hw->memory_gb, 79.6, 1e-12);
     cr_assert_str_eq(hw->svd.source, "measured");
     cr_assert_eq(hw->svd.dtype, SVP_DTYPE_BF16);
-    cr_assert_str_eq(hw->links_source, "quoted");       /* not in the file */
+    cr_assert_str_eq(hw->links_source, "quoted"); /* not in the file */
     cr_assert_float_eq(hw->intra_node_gbps, 300, 0);
     /* the table's encode/decode, moved to the new reference (1/4 pixels) */
     cr_assert_float_eq(hw->svd.encode_s, 0.15 / 4, 1e-12);
@@ -1003,29 +1038,34 @@ Test(hardware, measured_results_replace_quoted_figures)
 
     spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\ndtype: bf16\n"
                      "video: {num_frames: 25, width: 1024, height: 576}\n");
-    cr_assert_eq(svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &c),
-                 SVP_OK, "%s", err);
-    cr_assert_float_eq(c.step_s, 0.4, 1e-12);           /* 4x the pixels */
+    cr_assert_eq(svp_plan_costs_from_spec(spec, hw, err, sizeof(err), &c), SVP_OK,
+                 "%s", err);
+    cr_assert_float_eq(c.step_s, 0.4, 1e-12); /* 4x the pixels */
     cr_assert_float_eq(c.decode_s, 3.4, 1e-12);
     cr_assert(strstr(c.source, "measured in ") != NULL, "%s", c.source);
     cr_assert(strstr(c.source, path) != NULL, "%s", c.source);
     svp_spec_destroy(spec);
 
     /* a results file that calls its figures quoted is refused */
-    cr_assert_eq(svp_file_write_atomic(path, "svd:\n  source: quoted\n"
-        "  reference: {batch: 1, frames: 1, height: 64, width: 64}\n"
-        "  unet_step_s: 1\n", 97), SVP_OK);
+    cr_assert_eq(svp_file_write_atomic(
+                     path,
+                     "svd:\n  source: quoted\n"
+                     "  reference: {batch: 1, frames: 1, height: 64, width: 64}\n"
+                     "  unet_step_s: 1\n",
+                     97),
+                 SVP_OK);
     cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)),
                  SVP_ERR_BAD_FILE);
     cr_assert(strstr(err, "svd.source: expected measured") != NULL, "%s", err);
-    cr_assert_float_eq(hw->svd.unet_step_s, 0.1, 1e-15);  /* unchanged */
+    cr_assert_float_eq(hw->svd.unet_step_s, 0.1, 1e-15); /* unchanged */
     /* and a bad value is named */
     cr_assert_eq(svp_file_write_atomic(path, "svd: {source: guessed}\n", 23),
                  SVP_OK);
     cr_assert_eq(svp_hw_overlay_measured(hw, path, err, sizeof(err)),
                  SVP_ERR_BAD_FILE);
     cr_assert(strstr(err, "gpu.yaml:1:15: key 'svd.source': expected one of "
-                     "measured, quoted") != NULL, "%s", err);
+                          "measured, quoted") != NULL,
+              "%s", err);
 
     svp_hw_destroy(hw);
     unlink(path);
@@ -1038,12 +1078,17 @@ Test(hardware, measured_results_replace_quoted_figures)
  */
 Test(plan, layouts_hand_computed)
 {
-    svp_plan_params_t p = {.world = 6, .ranks_per_node = 6, .steps = 12,
-                           .samples = 12, .placement = SVP_PLACEMENT_SPREAD,
-                           .costs = {.step_s = 1.0}};
+    svp_plan_params_t p = {.world          = 6,
+                           .ranks_per_node = 6,
+                           .steps          = 12,
+                           .samples        = 12,
+                           .placement      = SVP_PLACEMENT_SPREAD,
+                           .costs          = {.step_s = 1.0}};
     svp_plan_layout_t l[6];
-    static const struct { int stages, groups, per; double makespan; } want[] = {
-        {1, 6, 2, 24}, {2, 3, 4, 30}, {3, 2, 6, 32}, {6, 1, 12, 34}};
+    static const struct {
+        int    stages, groups, per;
+        double makespan;
+    } want[] = {{1, 6, 2, 24}, {2, 3, 4, 30}, {3, 2, 6, 32}, {6, 1, 12, 34}};
     int n = 0, best = -1;
 
     cr_assert_eq(svp_plan_layouts(&p, l, &n, &best), SVP_OK);
@@ -1072,12 +1117,15 @@ Test(plan, layouts_hand_computed)
 Test(plan, auto_at_448_ranks)
 {
     svp_spec_t       *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
-                                       "samples: 4480\n"
-                                       "cluster: {nodes: 64, ranks_per_node: 7}\n"
-                                       "pipeline: {stages: auto}\n");
-    svp_plan_costs_t  c = {.step_s = 0.8, .encode_s = 0.15, .decode_s = 3.4,
-                           .intra_node_gbps = 300, .inter_node_gbps = 25,
-                           .latency_s = 10e-6};
+                                             "samples: 4480\n"
+                                             "cluster: {nodes: 64, ranks_per_node: 7}\n"
+                                             "pipeline: {stages: auto}\n");
+    svp_plan_costs_t  c    = {.step_s          = 0.8,
+                              .encode_s        = 0.15,
+                              .decode_s        = 3.4,
+                              .intra_node_gbps = 300,
+                              .inter_node_gbps = 25,
+                              .latency_s       = 10e-6};
     svp_plan_layout_t best;
     char              why[256], err[512] = "", *script, line[128];
     struct timespec   t0, t1;
@@ -1105,17 +1153,18 @@ Test(plan, auto_at_448_ranks)
 /* The table's times are for its own dtype: another is refused, never used. */
 Test(plan, costs_are_those_of_the_spec_dtype)
 {
-    svp_hw_t         hw = {.file = "h.yaml", .name = "h",
-                           .svd = {2, 25, 576, 1024, 0.8, 0.15, 3.4,
-                                   .dtype = SVP_DTYPE_F16}};
+    svp_hw_t         hw  = {.file = "h.yaml",
+                            .name = "h",
+                            .svd  = {2, 25, 576, 1024, 0.8, 0.15, 3.4,
+                                     .dtype = SVP_DTYPE_F16}};
     svp_spec_t      *f16 = spec_from("model: {kind: svd, path: m}\n"
-                                     "dtype: f16\n");
+                                          "dtype: f16\n");
     svp_spec_t      *f32 = spec_from("model: {kind: svd, path: m}\n");
     svp_plan_costs_t c;
     char             err[512] = "";
 
-    cr_assert_eq(svp_plan_costs_from_spec(f16, &hw, err, sizeof(err), &c),
-                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_plan_costs_from_spec(f16, &hw, err, sizeof(err), &c), SVP_OK,
+                 "%s", err);
     cr_assert_float_eq(c.step_s, 0.8, 1e-12);
     cr_assert(strstr(c.source, "f16") != NULL, "%s", c.source);
 
@@ -1149,10 +1198,11 @@ Test(render, site_options)
         "  srun_args: [\"--cpu-bind=cores\", \"--comment=a b\"]\n"
         "  setup: [\"module load cuda/12.4\", \"source $HOME/env.sh\"]\n"
         "  env: {TMPDIR: \"$SCRATCH/t\"}\n");
-    char        err[512] = "", *script;
+    char err[512] = "", *script;
 
     script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
-    cr_expect_not_null(strstr(script, "\n#SBATCH --cpus-per-task=8\n"), "%s", script);
+    cr_expect_not_null(strstr(script, "\n#SBATCH --cpus-per-task=8\n"), "%s",
+                       script);
     cr_expect_not_null(strstr(script, "\n#SBATCH --mem=200G\n"), "%s", script);
     cr_expect_not_null(strstr(script, "\n#SBATCH --signal=B:TERM@120\n"));
     cr_expect_not_null(strstr(script, "\n#SBATCH --gres-flags=enforce-binding\n"
@@ -1162,17 +1212,16 @@ Test(render, site_options)
     cr_expect_not_null(strstr(script, "--cpu-bind=cores '--comment=a b'"), "%s",
                        script);
     cr_expect_not_null(strstr(script, "\nset +u\nmodule load cuda/12.4\n"
-                                      "source $HOME/env.sh\nset -u\n"), "%s",
-                       script);
+                                      "source $HOME/env.sh\nset -u\n"),
+                       "%s", script);
     /* literal by default: $SCRATCH is not expanded */
-    cr_expect_not_null(strstr(script, "export TMPDIR='$SCRATCH/t'\n"), "%s",
-                       script);
+    cr_expect_not_null(strstr(script, "export TMPDIR='$SCRATCH/t'\n"), "%s", script);
     /* every #SBATCH line comes before the first command */
     cr_expect_lt(strstr(script, "#SBATCH --mail-type"), strstr(script, "set -eu"));
     free(script);
 
     spec->cluster.env_expand = 1;
-    script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
+    script                   = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
     cr_expect_not_null(strstr(script, "export TMPDIR=\"$SCRATCH/t\"\n"), "%s",
                        script);
     free(script);
@@ -1217,8 +1266,7 @@ Test(render, site_options_rejected)
         spec = spec_from(yaml);
         cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
                      "accepted %s", cases[i].yaml);
-        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].yaml,
-                           err);
+        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].yaml, err);
         cr_expect_not_null(strstr(err, "job.yaml: "), "%s", err);
         svp_spec_destroy(spec);
     }
@@ -1232,11 +1280,12 @@ Test(render, site_options_rejected)
         };
 
         for (size_t i = 0; i < SVP_ARRAY_SIZE(typed); ++i) {
-            svp_spec_t *spec = NULL;
+            svp_spec_t *spec     = NULL;
             char        err[512] = "";
 
             cr_expect_eq(svp_spec_load_string(typed[i], "job.yaml", NULL, 0, err,
-                                              sizeof(err), &spec), SVP_ERR_SPEC);
+                                              sizeof(err), &spec),
+                         SVP_ERR_SPEC);
             cr_expect_not_null(strstr(err, "job.yaml:3:"), "%s", err);
         }
     }
@@ -1263,21 +1312,22 @@ static const char *worker_line(const char *script)
 
 Test(render, pyxis_passes_the_container_side_spec)
 {
-    svp_spec_t *spec = spec_from(container_yaml);
+    svp_spec_t                *spec   = spec_from(container_yaml);
     svp_launch_render_params_t params = {
         .spec_ref      = "/lustre/proj/jobs/job.yaml",
         .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
     };
-    char        err[512] = "", *script = NULL;
+    char err[512] = "", *script = NULL;
 
-    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
-                 SVP_OK, "%s", err);
-    cr_expect_not_null(strstr(script, "--container-image='/images/svd.sqsh' "
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
+                 "%s", err);
+    cr_expect_not_null(strstr(script,
+                              "--container-image='/images/svd.sqsh' "
                               "--container-mounts='/lustre/proj:/data,/images'"),
                        "%s", script);
     cr_expect_not_null(strstr(script, "--container-workdir='/data/work'"));
-    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21),
-              "%s", script);
+    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21), "%s",
+              script);
     cr_expect_null(strstr(script, "apptainer"));
     free(script);
 
@@ -1291,32 +1341,33 @@ Test(render, pyxis_passes_the_container_side_spec)
 
 Test(render, apptainer_passes_the_container_side_spec)
 {
-    svp_spec_t *spec = spec_from(container_yaml);
+    svp_spec_t                *spec   = spec_from(container_yaml);
     svp_launch_render_params_t params = {
         .spec_ref      = "../jobs/job.yaml",
         .spec_ref_kind = SVP_LAUNCH_SPEC_SCRIPT_RELATIVE,
         .spec_host     = "/lustre/proj/jobs/job.yaml",
     };
-    char        err[512] = "", *script = NULL;
+    char err[512] = "", *script = NULL;
 
     spec->cluster.container_runtime = SVP_CONTAINER_APPTAINER;
     set_str(&spec->cluster.container_image, "/images/svd.sif");
-    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
-                 SVP_OK, "%s", err);
-    cr_expect_not_null(strstr(script, " \\\n    apptainer exec --nv --bind "
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
+                 "%s", err);
+    cr_expect_not_null(strstr(script,
+                              " \\\n    apptainer exec --nv --bind "
                               "'/lustre/proj:/data,/images' --pwd '/data/work' "
-                              "'/images/svd.sif' \\\n    'svdworker' "), "%s",
-                       script);
-    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21),
-              "%s", script);
+                              "'/images/svd.sif' \\\n    'svdworker' "),
+                       "%s", script);
+    cr_expect(!strncmp(worker_line(script), "'/data/jobs/job.yaml'\n", 21), "%s",
+              script);
     cr_expect_null(strstr(script, "--container-image"));
     free(script);
 
     /* a CPU job binds no GPU driver */
     spec->device = SVP_OPS_BACKEND_CPU;
     spec->dtype  = SVP_DTYPE_F32;
-    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
-                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
+                 "%s", err);
     cr_expect_null(strstr(script, "--nv"), "%s", script);
     free(script);
     svp_spec_destroy(spec);
@@ -1340,24 +1391,23 @@ Test(check, container_sees_its_paths)
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
         const char *sets[] = {cases[i].set};
-        svp_spec_t *spec = NULL;
+        svp_spec_t *spec   = NULL;
 
-        cr_assert_eq(svp_spec_load_string(container_yaml, "job.yaml", sets, 1,
-                                          err, sizeof(err), &spec), SVP_OK,
-                     "%s", err);
-        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml",
-                                                err, sizeof(err)),
+        cr_assert_eq(svp_spec_load_string(container_yaml, "job.yaml", sets, 1, err,
+                                          sizeof(err), &spec),
+                     SVP_OK, "%s", err);
+        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml", err,
+                                                sizeof(err)),
                      SVP_ERR_SPEC, "accepted %s", cases[i].set);
-        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].set,
-                           err);
+        cr_expect_not_null(strstr(err, cases[i].key), "%s: %s", cases[i].set, err);
         svp_spec_destroy(spec);
     }
     {
         svp_spec_t *spec = spec_from(container_yaml);
 
-        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml",
-                                                err, sizeof(err)), SVP_OK,
-                     "%s", err);
+        cr_expect_eq(svp_launch_container_check(spec, "/lustre/proj/job.yaml", err,
+                                                sizeof(err)),
+                     SVP_OK, "%s", err);
         svp_spec_destroy(spec);
     }
 }
@@ -1372,11 +1422,11 @@ Test(check, container_sees_its_paths)
 Test(plan, linear_in_samples)
 {
     const int          N = 200000, W = 7;
-    svp_plan_result_t *r = plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8, 0.15,
-                                3.4, 10e-6);
-    svp_plan_result_t *again = plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8,
-                                    0.15, 3.4, 10e-6);
-    long               steps = 0;
+    svp_plan_result_t *r =
+        plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8, 0.15, 3.4, 10e-6);
+    svp_plan_result_t *again =
+        plan(W, 7, 28, N, SVP_PLACEMENT_ENDS, 0.8, 0.15, 3.4, 10e-6);
+    long steps = 0;
 
     cr_assert_eq(r->events, (long)N * (W + 2));
     cr_expect_float_eq(r->makespan_s, r->closed_form_s, 1e-6 * r->makespan_s,
@@ -1406,9 +1456,12 @@ Test(plan, linear_in_samples)
 /* How many tasks a cluster.array makes: the planner divides the samples by it. */
 Test(launch, array_task_count)
 {
-    static const struct { const char *array; int tasks; } cases[] = {
-        {"", 0}, {"0-63", 64}, {"1,3,5-7", 5}, {"0-15:4", 4}, {"0-99%8", 100},
-        {"7", 1}, {"5-3", 0},
+    static const struct {
+        const char *array;
+        int         tasks;
+    } cases[] = {
+        {"", 0},         {"0-63", 64}, {"1,3,5-7", 5}, {"0-15:4", 4},
+        {"0-99%8", 100}, {"7", 1},     {"5-3", 0},
     };
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
@@ -1433,7 +1486,7 @@ Test(launch, array_task_count)
 Test(render, site_options_as_slurm_reads_them)
 {
     static const struct {
-        const char *yaml, *expect;   /* expect NULL: accepted */
+        const char *yaml, *expect; /* expect NULL: accepted */
     } cases[] = {
         /* abbreviations of the script's own options */
         {"cluster: {sbatch_args: [\"--ntasks-per-n=4\"]}",
@@ -1468,7 +1521,8 @@ Test(render, site_options_as_slurm_reads_them)
         {"cluster: {srun_args: [\"--pty\"]}", "no --pty"},
         {"cluster: {srun_args: [\"--export=NONE\"]}", "no --export without ALL"},
         {"cluster: {srun_args: [\"--exp=NIL\"]}", "the PMIx settings"},
-        {"cluster: {srun_args: [\"--export=PATH,HOME\"]}", "--export=ALL,NAME=value"},
+        {"cluster: {srun_args: [\"--export=PATH,HOME\"]}",
+         "--export=ALL,NAME=value"},
         /* accepted */
         {"cluster: {sbatch_args: [\"--mem-per-cpu=4G\"]}", NULL},
         {"cluster: {sbatch_args: [\"--mail-t=END\", \"-Hk\"]}", NULL},
@@ -1493,8 +1547,8 @@ Test(render, site_options_as_slurm_reads_them)
         } else {
             cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC,
                          "accepted %s", cases[i].yaml);
-            cr_expect_not_null(strstr(err, cases[i].expect), "%s: %s",
-                               cases[i].yaml, err);
+            cr_expect_not_null(strstr(err, cases[i].expect), "%s: %s", cases[i].yaml,
+                               err);
             cr_expect_not_null(strstr(err, "job.yaml: cluster."), "%s", err);
         }
         svp_spec_destroy(spec);
@@ -1505,9 +1559,9 @@ Test(render, site_options_as_slurm_reads_them)
  * script's own, and srun gets the environment back. */
 Test(render, srun_output_files_and_sbatch_export)
 {
-    svp_spec_t *spec = spec_from("steps: 8\ncluster:\n"
-                                 "  srun_args: [\"--output=rank-%t.log\"]\n"
-                                 "  sbatch_args: [\"--export=NONE\"]\n");
+    svp_spec_t *spec     = spec_from("steps: 8\ncluster:\n"
+                                         "  srun_args: [\"--output=rank-%t.log\"]\n"
+                                         "  sbatch_args: [\"--export=NONE\"]\n");
     char        err[512] = "", *script;
 
     script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
@@ -1531,9 +1585,9 @@ Test(render, srun_output_files_and_sbatch_export)
  * same candidates when ambiguous, the same way of taking a value).
  */
 typedef struct {
-    char kind;          /* 'A' ambiguous, 'N' none, 'R' requires a value,
+    char kind;        /* 'A' ambiguous, 'N' none, 'R' requires a value,
                            'X' takes none, 'O' accepted (optional value) */
-    char names[1024];   /* the option, or the sorted candidates */
+    char names[1024]; /* the option, or the sorted candidates */
 } real_answer_t;
 
 static long clock_gettime_ms(void)
@@ -1614,7 +1668,7 @@ static void real_answer(const char *tool, const char *arg, real_answer_t *a)
     }
     close(fds[0]);
     waitpid(pid, &st, 0);
-    out[got] = '\0';
+    out[got]    = '\0';
     a->names[0] = '\0';
     if ((p = strstr(out, "ambiguous; possibilities: ")) != NULL) {
         a->kind = 'A';
@@ -1649,8 +1703,8 @@ static void expect_listed(const char *ours, const char *real, const char *tool,
          tok = strtok_r(NULL, ", ", &save)) {
         snprintf(want, sizeof(want), "%s,", tok);
         cr_expect(strstr(ours, tok) != NULL &&
-                  (strstr(ours, want) != NULL ||
-                   !strcmp(ours + strlen(ours) - strlen(tok), tok)),
+                      (strstr(ours, want) != NULL ||
+                       !strcmp(ours + strlen(ours) - strlen(tok), tok)),
                   "%s --%s: %s lists %s, the table does not (%s)", tool, prefix,
                   tool, tok, ours);
     }
@@ -1675,7 +1729,8 @@ Test(launch, slurm_option_table_is_slurm_22_05s, .timeout = 300)
      * a controller that does not answer kept it retrying for 18 s */
     fputs("ClusterName=probe\nSlurmctldHost=localhost\nSlurmctldPort=1\n"
           "MessageTimeout=1\nTCPTimeout=1\nNodeName=localhost CPUs=1\n"
-          "PartitionName=p Nodes=localhost Default=YES\n", f);
+          "PartitionName=p Nodes=localhost Default=YES\n",
+          f);
     fclose(f);
     setenv("SLURM_CONF", conf, 1);
     f = popen("sbatch --version 2>/dev/null", "r");
@@ -1698,7 +1753,8 @@ Test(launch, slurm_option_table_is_slurm_22_05s, .timeout = 300)
 
         /* every prefix of every option (the table is sorted: a prefix the
          * option before shares was tried with it), then every letter */
-        for (size_t i = 0; (name = svp_launch_slurm_option_name(t, i)) != NULL; ++i) {
+        for (size_t i = 0; (name = svp_launch_slurm_option_name(t, i)) != NULL;
+             ++i) {
             const char *prev = i ? svp_launch_slurm_option_name(t, i - 1) : NULL;
 
             for (size_t len = 1; len <= strlen(name); ++len) {
@@ -1706,7 +1762,8 @@ Test(launch, slurm_option_table_is_slurm_22_05s, .timeout = 300)
                 const char   *ours;
 
                 snprintf(prefix, sizeof(prefix), "%.*s", (int)len, name);
-                if (prev != NULL && len < strlen(name) && !strncmp(prev, prefix, len)) {
+                if (prev != NULL && len < strlen(name) &&
+                    !strncmp(prev, prefix, len)) {
                     continue;
                 }
                 snprintf(arg, sizeof(arg), "--%s", prefix);
@@ -1728,17 +1785,21 @@ Test(launch, slurm_option_table_is_slurm_22_05s, .timeout = 300)
                     expect_listed(cands, real.names, tools[t], prefix);
                     break;
                 case 'N':
-                    cr_expect_null(ours, "%s --%s: %s knows no such option", tools[t],
-                                   prefix, tools[t]);
+                    cr_expect_null(ours, "%s --%s: %s knows no such option",
+                                   tools[t], prefix, tools[t]);
                     cr_expect_eq(takes, 0, "%s --%s", tools[t], prefix);
                     break;
                 default:
                     cr_expect_not_null(ours, "%s --%s is --%s to %s", tools[t],
                                        prefix, real.names, tools[t]);
                     if (ours != NULL && real.kind != 'O') {
-                        cr_expect_str_eq(ours, real.names, "%s --%s", tools[t], prefix);
+                        cr_expect_str_eq(ours, real.names, "%s --%s", tools[t],
+                                         prefix);
                     }
-                    cr_expect_eq(takes, real.kind == 'X' ? 1 : real.kind == 'R' ? 2 : 3,
+                    cr_expect_eq(takes,
+                                 real.kind == 'X'   ? 1
+                                 : real.kind == 'R' ? 2
+                                                    : 3,
                                  "%s --%s (%s): how it takes a value", tools[t],
                                  prefix, ours ? ours : "?");
                     break;
@@ -1782,7 +1843,7 @@ Test(render, relative_worker_is_resolved)
     svp_spec_t *spec;
 
     cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
-    spec = spec_from("steps: 8\ncluster: {worker: bin/svdworker}\n");
+    spec   = spec_from("steps: 8\ncluster: {worker: bin/svdworker}\n");
     script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
     snprintf(want, sizeof(want), "\n    '%s/bin/svdworker' \"$svp_spec\"\n", cwd);
     cr_expect_not_null(strstr(script, want), "%s", script);
@@ -1797,18 +1858,21 @@ Test(render, relative_worker_is_resolved)
 
     /* in a container: through the mount that shows it, or refused */
     if (chdir("/tmp") == 0) {
-        spec = spec_from("steps: 8\noutput: {dir: /host-tmp/out}\n"
-                         "cluster:\n  container_image: /i.sqsh\n"
-                         "  container_mounts: [\"/tmp:/host-tmp\", \"/jobs:/spec\"]\n"
-                         "  worker: svp/bin/svdworker\n");
+        spec =
+            spec_from("steps: 8\noutput: {dir: /host-tmp/out}\n"
+                      "cluster:\n  container_image: /i.sqsh\n"
+                      "  container_mounts: [\"/tmp:/host-tmp\", \"/jobs:/spec\"]\n"
+                      "  worker: svp/bin/svdworker\n");
         script = render(spec, NULL, 0, SVP_OK, err, sizeof(err));
         cr_expect_not_null(strstr(script, "\n    '/host-tmp/svp/bin/svdworker' "
-                                          "'/spec/job.yaml'\n"), "%s", script);
+                                          "'/spec/job.yaml'\n"),
+                           "%s", script);
         free(script);
         set_str(&spec->cluster.container_mounts.items[0], "/scratch:/scratch");
         cr_expect_eq(svp_launch_validate(spec, err, sizeof(err)), SVP_ERR_SPEC);
         cr_expect_not_null(strstr(err, "cluster.worker: expected an absolute path "
-                                        "in the container"), "%s", err);
+                                       "in the container"),
+                           "%s", err);
         cr_expect_not_null(strstr(err, "/tmp/svp/bin/svdworker is under no mount"),
                            "%s", err);
         svp_spec_destroy(spec);
@@ -1820,14 +1884,14 @@ Test(render, relative_worker_is_resolved)
  * cluster.array, whose tasks are the shards already. */
 Test(render, shard_job)
 {
-    svp_spec_t *spec = spec_from("steps: 8\n");
+    svp_spec_t                *spec   = spec_from("steps: 8\n");
     svp_launch_render_params_t params = {
         .spec_ref      = "/jobs/job.yaml",
         .spec_ref_kind = SVP_LAUNCH_SPEC_ABSOLUTE,
         .shard_index   = 2,
         .shard_count   = 3,
     };
-    const char *sets[] = {"samples=9"};
+    const char *sets[]   = {"samples=9"};
     char        err[512] = "", *script = NULL;
 
     params.overrides     = sets;
@@ -1835,11 +1899,13 @@ Test(render, shard_job)
     cr_assert_eq(svp_launch_render(spec, &params, err, sizeof(err), &script), SVP_OK,
                  "%s", err);
     cr_expect_not_null(strstr(script, "\n# shard 2 of 3: this job makes the samples "
-                                      "whose index is 2 mod 3\n"), "%s", script);
+                                      "whose index is 2 mod 3\n"),
+                       "%s", script);
     cr_expect_not_null(strstr(script, "'svdworker' \"$svp_spec\" --shard 2/3 --set "
-                                      "'samples=9'\n"), "%s", script);
+                                      "'samples=9'\n"),
+                       "%s", script);
     free(script);
-    script = NULL;
+    script             = NULL;
     params.shard_index = 3;
     cr_expect_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
                  SVP_ERR_SPEC);
@@ -1847,7 +1913,8 @@ Test(render, shard_job)
     set_str(&spec->cluster.array, "0-3");
     cr_expect_eq(svp_launch_render(spec, &params, err, sizeof(err), &script),
                  SVP_ERR_SPEC);
-    cr_expect_not_null(strstr(err, "expected a job without cluster.array"), "%s", err);
+    cr_expect_not_null(strstr(err, "expected a job without cluster.array"), "%s",
+                       err);
     cr_expect_null(script);
     svp_spec_destroy(spec);
 }
@@ -1859,11 +1926,12 @@ Test(launch, array_warnings)
     static const struct {
         const char *array;
         int         samples;
-        const char *expect;   /* NULL: no warning */
+        const char *expect; /* NULL: no warning */
     } cases[] = {
         {"0-1000", 2000, NULL},
-        {"1-1001", 2000, "task ids up to 1001, and Slurm's default MaxArraySize of "
-                         "1001 allows ids up to 1000"},
+        {"1-1001", 2000,
+         "task ids up to 1001, and Slurm's default MaxArraySize of "
+         "1001 allows ids up to 1000"},
         {"0-2000%16", 5000, "MaxArraySize"},
         {"0-15", 10, "0-15 makes 16 tasks for 10 samples: 6 tasks get no sample"},
         {"0-1", 1, "1 task gets no sample and ends at once"},
@@ -1873,7 +1941,7 @@ Test(launch, array_warnings)
     };
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
-        svp_spec_t *spec = spec_from("steps: 8\n");
+        svp_spec_t *spec      = spec_from("steps: 8\n");
         char        msg[1024] = "";
         int         warned;
 

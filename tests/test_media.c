@@ -73,7 +73,8 @@ static void golden_path(char *buf, size_t len, const char *rel)
     snprintf(buf, len, "%s/%.*s", root, (int)strcspn(rel, "/"), rel);
     if (access(buf, R_OK) != 0) {
         cr_skip_test("golden case %.*s is not in %s: it is in the larger "
-                     "reference set only", (int)strcspn(rel, "/"), rel, root);
+                     "reference set only",
+                     (int)strcspn(rel, "/"), rel, root);
     }
     snprintf(buf, len, "%s/%s", root, rel);
 }
@@ -81,7 +82,7 @@ static void golden_path(char *buf, size_t len, const char *rel)
 /* Number of entries in a directory, "." and ".." excluded. */
 static int dir_entries(const char *path)
 {
-    char cmd[512];
+    char  cmd[512];
     FILE *p;
     int   n = -1;
 
@@ -97,8 +98,8 @@ static int dir_entries(const char *path)
 
 /* Writes a w x h PNG of the given libpng colour type and depth from raw
  * packed rows; palette/trns may be NULL. */
-static void write_raw_png(const char *path, int w, int h, int color_type,
-                          int depth, const uint8_t *rows, size_t stride,
+static void write_raw_png(const char *path, int w, int h, int color_type, int depth,
+                          const uint8_t *rows, size_t stride,
                           const png_color *palette, int npalette,
                           const uint8_t *trns, int ntrns)
 {
@@ -136,19 +137,18 @@ static svp_media_image_t *load_ok(const char *path)
 {
     svp_media_image_t *image = NULL;
 
-    cr_assert_eq(svp_media_image_load(path, &image), SVP_OK, "cannot load %s",
-                 path);
+    cr_assert_eq(svp_media_image_load(path, &image), SVP_OK, "cannot load %s", path);
     return image;
 }
 
-static void assert_pixel(const svp_media_image_t *im, int x, int y, int r,
-                         int g, int b)
+static void assert_pixel(const svp_media_image_t *im, int x, int y, int r, int g,
+                         int b)
 {
     const uint8_t *p = im->pixels + ((size_t)y * im->width + x) * 3;
 
     cr_assert(p[0] == r && p[1] == g && p[2] == b,
-              "pixel (%d,%d) is (%d,%d,%d), expected (%d,%d,%d)", x, y, p[0],
-              p[1], p[2], r, g, b);
+              "pixel (%d,%d) is (%d,%d,%d), expected (%d,%d,%d)", x, y, p[0], p[1],
+              p[2], r, g, b);
 }
 
 TestSuite(image, .init = setup_dir, .fini = teardown_dir);
@@ -170,8 +170,8 @@ Test(image, png_gray_and_gray_alpha)
 
     /* alpha is dropped, not composited (PIL LA -> RGB) */
     snprintf(path, sizeof(path), "%s/gray_alpha.png", test_dir);
-    write_raw_png(path, 4, 1, PNG_COLOR_TYPE_GRAY_ALPHA, 8, gray_a, 8, NULL, 0,
-                  NULL, 0);
+    write_raw_png(path, 4, 1, PNG_COLOR_TYPE_GRAY_ALPHA, 8, gray_a, 8, NULL, 0, NULL,
+                  0);
     im = load_ok(path);
     assert_pixel(im, 0, 0, 10, 10, 10);
     assert_pixel(im, 3, 0, 40, 40, 40);
@@ -181,7 +181,7 @@ Test(image, png_gray_and_gray_alpha)
 Test(image, png_low_bit_gray_scales_to_full_range)
 {
     /* 2-bit gray 0,1,2,3 -> 0,85,170,255 (PIL "L;2") */
-    uint8_t            row[1] = {0x1b};  /* 00 01 10 11 */
+    uint8_t            row[1] = {0x1b}; /* 00 01 10 11 */
     char               path[128];
     svp_media_image_t *im;
 
@@ -204,11 +204,10 @@ Test(image, png_palette_ignores_transparency)
     svp_media_image_t *im;
 
     snprintf(path, sizeof(path), "%s/pal.png", test_dir);
-    write_raw_png(path, 3, 1, PNG_COLOR_TYPE_PALETTE, 8, idx, 3, pal, 3, trns,
-                  3);
+    write_raw_png(path, 3, 1, PNG_COLOR_TYPE_PALETTE, 8, idx, 3, pal, 3, trns, 3);
     im = load_ok(path);
     assert_pixel(im, 0, 0, 1, 2, 3);
-    assert_pixel(im, 1, 0, 255, 0, 0);   /* fully transparent: colour kept */
+    assert_pixel(im, 1, 0, 255, 0, 0); /* fully transparent: colour kept */
     assert_pixel(im, 2, 0, 0, 128, 0);
     svp_media_image_destroy(im);
 }
@@ -217,8 +216,8 @@ Test(image, png_rgba_and_16bit)
 {
     uint8_t rgba[2 * 4] = {1, 2, 3, 0, 250, 251, 252, 9};
     /* 16-bit big-endian samples: the high byte survives (PIL "RGB;16B") */
-    uint8_t rgb16[2 * 6] = {0x12, 0xff, 0x34, 0x00, 0x56, 0x80,
-                            0xff, 0xff, 0x00, 0xff, 0x80, 0x7f};
+    uint8_t            rgb16[2 * 6] = {0x12, 0xff, 0x34, 0x00, 0x56, 0x80,
+                                       0xff, 0xff, 0x00, 0xff, 0x80, 0x7f};
     char               path[128];
     svp_media_image_t *im;
 
@@ -230,8 +229,7 @@ Test(image, png_rgba_and_16bit)
     svp_media_image_destroy(im);
 
     snprintf(path, sizeof(path), "%s/rgb16.png", test_dir);
-    write_raw_png(path, 2, 1, PNG_COLOR_TYPE_RGB, 16, rgb16, 12, NULL, 0, NULL,
-                  0);
+    write_raw_png(path, 2, 1, PNG_COLOR_TYPE_RGB, 16, rgb16, 12, NULL, 0, NULL, 0);
     im = load_ok(path);
     assert_pixel(im, 0, 0, 0x12, 0x34, 0x56);
     assert_pixel(im, 1, 0, 0xff, 0x00, 0x80);
@@ -253,7 +251,7 @@ static void write_jpeg(const char *path, const svp_media_image_t *im, int gray)
 {
     struct jpeg_compress_struct cinfo;
     struct jpeg_error_mgr       jerr;
-    FILE                       *f = fopen(path, "wb");
+    FILE                       *f   = fopen(path, "wb");
     uint8_t                    *row = malloc((size_t)im->width * 3);
     JSAMPROW                    rp  = row;
     int                         x;
@@ -273,8 +271,8 @@ static void write_jpeg(const char *path, const svp_media_image_t *im, int gray)
     cinfo.comp_info[0].v_samp_factor = 1;
     jpeg_start_compress(&cinfo, TRUE);
     while (cinfo.next_scanline < cinfo.image_height) {
-        const uint8_t *src = im->pixels +
-                             (size_t)cinfo.next_scanline * im->width * 3;
+        const uint8_t *src =
+            im->pixels + (size_t)cinfo.next_scanline * im->width * 3;
 
         for (x = 0; x < im->width; ++x) {
             row[x] = src[x * 3];
@@ -394,15 +392,14 @@ static int resize_case_present(const char *name)
     }
     while (!found && fgets(line, sizeof(line), f) != NULL) {
         line[strcspn(line, "\n")] = '\0';
-        found = (strcmp(line, name) == 0);
+        found                     = (strcmp(line, name) == 0);
     }
     fclose(f);
     return found;
 }
 
 /* Largest |a - b| over n bytes, and how many differ. */
-static int u8_max_diff(const uint8_t *a, const uint8_t *b, size_t n,
-                       size_t *ndiff_p)
+static int u8_max_diff(const uint8_t *a, const uint8_t *b, size_t n, size_t *ndiff_p)
 {
     size_t i, ndiff = 0;
     int    worst = 0, d;
@@ -410,7 +407,7 @@ static int u8_max_diff(const uint8_t *a, const uint8_t *b, size_t n,
     for (i = 0; i < n; ++i) {
         d = abs((int)a[i] - (int)b[i]);
         ndiff += (d != 0);
-        worst  = SVP_MAX(worst, d);
+        worst = SVP_MAX(worst, d);
     }
     *ndiff_p = ndiff;
     return worst;
@@ -451,18 +448,18 @@ Test(resize, matches_pillow_lanczos)
         raw   = raw_tensor(st, name);
         worst = u8_max_diff(dst->pixels, raw->data, n, &ndiff);
         svp_tensor_destroy(raw);
-        cr_expect_eq(worst, 0, "%s: %zu of %zu bytes differ from Pillow, "
-                     "by up to %d", resize_cases[i], ndiff, n, worst);
+        cr_expect_eq(worst, 0,
+                     "%s: %zu of %zu bytes differ from Pillow, "
+                     "by up to %d",
+                     resize_cases[i], ndiff, n, worst);
 
         /* [-1, 1] as diffusers maps it: float32 all the way, exact */
         snprintf(name, sizeof(name), "%s.pixel_values", resize_cases[i]);
-        cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &pv),
+        cr_assert_eq(svp_safetensors_load(st, name, SVP_DTYPE_F32, &pv), SVP_OK);
+        cr_assert_eq(svp_media_vae_preprocess(src, dst->width, dst->height, &mine),
                      SVP_OK);
-        cr_assert_eq(svp_media_vae_preprocess(src, dst->width, dst->height,
-                                              &mine), SVP_OK);
-        cr_assert(mine->ndim == 4 && mine->shape[0] == 1 &&
-                  mine->shape[1] == 3 && mine->shape[2] == dst->height &&
-                  mine->shape[3] == dst->width);
+        cr_assert(mine->ndim == 4 && mine->shape[0] == 1 && mine->shape[1] == 3 &&
+                  mine->shape[2] == dst->height && mine->shape[3] == dst->width);
         cr_assert_eq((size_t)svp_tensor_numel(pv), n);
         cr_expect_arr_eq(mine->data, pv->data, n * sizeof(float),
                          "%s: pixel_values differ", resize_cases[i]);
@@ -476,8 +473,7 @@ Test(resize, matches_pillow_lanczos)
 
 Test(resize, one_axis_and_flat_images)
 {
-    static const int   sizes[][2] = {{30, 20}, {13, 20}, {30, 7}, {64, 41},
-                                     {5, 90}};
+    static const int   sizes[][2] = {{30, 20}, {13, 20}, {30, 7}, {64, 41}, {5, 90}};
     svp_media_image_t *src, *dst;
     size_t             i, p;
     int                x, y;
@@ -487,11 +483,12 @@ Test(resize, one_axis_and_flat_images)
     cr_assert_eq(svp_media_image_create(30, 20, &src), SVP_OK);
     memset(src->pixels, 173, 30 * 20 * 3);
     for (i = 0; i < SVP_ARRAY_SIZE(sizes); ++i) {
-        cr_assert_eq(svp_media_image_resize_lanczos(src, sizes[i][0],
-                                                    sizes[i][1], &dst), SVP_OK);
+        cr_assert_eq(svp_media_image_resize_lanczos(src, sizes[i][0], sizes[i][1],
+                                                    &dst),
+                     SVP_OK);
         for (p = 0; p < (size_t)dst->width * dst->height * 3; ++p) {
-            cr_assert_eq(dst->pixels[p], 173, "%dx%d: byte %zu is %d",
-                         sizes[i][0], sizes[i][1], p, dst->pixels[p]);
+            cr_assert_eq(dst->pixels[p], 173, "%dx%d: byte %zu is %d", sizes[i][0],
+                         sizes[i][1], p, dst->pixels[p]);
         }
         svp_media_image_destroy(dst);
     }
@@ -505,8 +502,8 @@ Test(resize, one_axis_and_flat_images)
     }
     cr_assert_eq(svp_media_image_resize_lanczos(src, 30, 9, &dst), SVP_OK);
     for (y = 0; y < 9; ++y) {
-        cr_assert_arr_eq(dst->pixels + (size_t)y * 30 * 3, src->pixels,
-                         30 * 3, "row %d", y);
+        cr_assert_arr_eq(dst->pixels + (size_t)y * 30 * 3, src->pixels, 30 * 3,
+                         "row %d", y);
     }
     svp_media_image_destroy(dst);
     svp_media_image_destroy(src);
@@ -605,8 +602,7 @@ static double max_abs_diff(const float *a, const float *b, size_t n)
 
 /* Loads name as F32 and checks its element count; NULL when the golden
  * file does not store it (stated per image in params.json). */
-static svp_tensor_t *golden_f32(svp_safetensors_h st, const char *name,
-                                size_t numel)
+static svp_tensor_t *golden_f32(svp_safetensors_h st, const char *name, size_t numel)
 {
     svp_safetensors_info_t info;
     svp_tensor_t          *t;
@@ -624,10 +620,10 @@ static void expect_close(const char *what, int index, const float *got,
 {
     double d = max_abs_diff(got, want, n);
 
-    cr_log_info("image%d.%s: max |C - golden| = %.3g (tolerance %.3g)",
-                index, what, d, tol);
-    cr_expect(d <= tol, "image%d.%s: max |C - golden| = %.3g > %.3g", index,
-              what, d, tol);
+    cr_log_info("image%d.%s: max |C - golden| = %.3g (tolerance %.3g)", index, what,
+                d, tol);
+    cr_expect(d <= tol, "image%d.%s: max |C - golden| = %.3g > %.3g", index, what, d,
+              tol);
 }
 
 Test(clip_preprocess, stages_match_diffusers)
@@ -657,8 +653,8 @@ Test(clip_preprocess, stages_match_diffusers)
 
     for (i = 0; i < CLIP_NUM_IMAGES; ++i) {
         /* our PNG decoder gives np.array(PIL image) */
-        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png",
-                 golden_dir(), i);
+        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png", golden_dir(),
+                 i);
         im = load_ok(path);
         snprintf(name, sizeof(name), "image%d.u8", i);
         cr_assert_eq(svp_safetensors_find(st_in, name, &info), SVP_OK);
@@ -693,10 +689,12 @@ Test(clip_preprocess, stages_match_diffusers)
         expect_close("kernel_y", i, ky, g->data, gy.size, CLIP_TOL_KERNEL);
         svp_tensor_destroy(g);
 
-        cr_assert_eq(svp_media_blur_x(pm1, 3, im->height, im->width, kx,
-                                      gx.size, bx), SVP_OK);
-        cr_assert_eq(svp_media_blur_y(bx, 3, im->height, im->width, ky,
-                                      gy.size, bxy), SVP_OK);
+        cr_assert_eq(svp_media_blur_x(pm1, 3, im->height, im->width, kx, gx.size,
+                                      bx),
+                     SVP_OK);
+        cr_assert_eq(svp_media_blur_y(bx, 3, im->height, im->width, ky, gy.size,
+                                      bxy),
+                     SVP_OK);
         snprintf(name, sizeof(name), "image%d.blur_x", i);
         if ((g = golden_f32(st_mid, name, n)) != NULL) {
             expect_close("blur_x", i, bx, g->data, n,
@@ -707,12 +705,13 @@ Test(clip_preprocess, stages_match_diffusers)
         g = golden_f32(st_mid, name, n);
         cr_assert_not_null(g, "%s missing or wrong size", name);
         expect_close("blurred", i, bxy, g->data, n,
-                     (gx.sigma == 0.001 && gy.sigma == 0.001) ?
-                             0.0 : CLIP_TOL_RESIZED);
+                     (gx.sigma == 0.001 && gy.sigma == 0.001) ? 0.0
+                                                              : CLIP_TOL_RESIZED);
         svp_tensor_destroy(g);
 
-        cr_assert_eq(svp_media_bicubic_resize(bxy, 3, im->height, im->width,
-                                              th, tw, resized), SVP_OK);
+        cr_assert_eq(svp_media_bicubic_resize(bxy, 3, im->height, im->width, th, tw,
+                                              resized),
+                     SVP_OK);
         snprintf(name, sizeof(name), "image%d.resized", i);
         g = golden_f32(st_io, name, out_n);
         cr_assert_not_null(g, "%s missing or wrong size", name);
@@ -754,18 +753,16 @@ Test(clip_preprocess, encoder_input_matches_diffusers)
     params.width  = tw;
 
     for (i = 0; i < CLIP_NUM_IMAGES; ++i) {
-        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png",
-                 golden_dir(), i);
+        snprintf(path, sizeof(path), "%s/clip_preprocess/input%d.png", golden_dir(),
+                 i);
         im = load_ok(path);
         cr_assert_eq(svp_media_clip_preprocess(im, &params, mine, &out), SVP_OK);
         cr_assert(out->ndim == 4 && out->shape[0] == 1 && out->shape[1] == 3 &&
                   out->shape[2] == th && out->shape[3] == tw);
         expect_close("clip_pixel_input", i, mine,
-                     (const float *)cpi->data + i * out_n, out_n,
-                     CLIP_TOL_RESIZED);
+                     (const float *)cpi->data + i * out_n, out_n, CLIP_TOL_RESIZED);
         expect_close("pixel_values", i, out->data,
-                     (const float *)pv->data + i * out_n, out_n,
-                     CLIP_TOL_PIXELS);
+                     (const float *)pv->data + i * out_n, out_n, CLIP_TOL_PIXELS);
         svp_tensor_destroy(out);
         svp_media_image_destroy(im);
     }
@@ -815,10 +812,10 @@ static svp_media_frames_t *pattern_frames(int num_frames, int height, int width)
     for (f = 0; f < num_frames; ++f) {
         for (y = 0; y < height; ++y) {
             for (x = 0; x < width; ++x) {
-                uint8_t *p = frames->pixels +
-                             (((size_t)f * height + y) * width + x) * 3;
-                int      in_square = (x - 4 * f >= 8 && x - 4 * f < 24 &&
-                                      y >= 8 && y < 24);
+                uint8_t *p =
+                    frames->pixels + (((size_t)f * height + y) * width + x) * 3;
+                int in_square =
+                    (x - 4 * f >= 8 && x - 4 * f < 24 && y >= 8 && y < 24);
 
                 p[0] = (uint8_t)(x * 255 / SVP_MAX(width - 1, 1));
                 p[1] = (uint8_t)(y * 255 / SVP_MAX(height - 1, 1));
@@ -834,16 +831,15 @@ TestSuite(frames, .init = setup_dir, .fini = teardown_dir);
 Test(frames, f32_to_u8_like_numpy_round)
 {
     /* [F=1, 3, H=1, W=4] */
-    float               data[12] = {-0.5f, 0.0f, 1.0f, 7.0f,
-                                    NAN,   0.2f, 0.5f, 1.0f / 255.0f,
-                                    1.0f,  0.0f, 0.999f, 0.25f};
+    float               data[12] = {-0.5f, 0.0f,          1.0f, 7.0f, NAN,    0.2f,
+                                    0.5f,  1.0f / 255.0f, 1.0f, 0.0f, 0.999f, 0.25f};
     svp_media_frames_t *frames;
     svp_media_image_t   view;
     int                 k, ties = 0;
 
     cr_assert_eq(svp_media_frames_from_f32(data, 1, 1, 4, &frames), SVP_OK);
     svp_media_frames_view(frames, 0, &view);
-    assert_pixel(&view, 0, 0, 0, 0, 255);     /* clamped; NaN -> 0 */
+    assert_pixel(&view, 0, 0, 0, 0, 255); /* clamped; NaN -> 0 */
     assert_pixel(&view, 1, 0, 0, 51, 0);
     assert_pixel(&view, 2, 0, 255, 128, 255); /* 127.5 -> 128 (even) */
     assert_pixel(&view, 3, 0, 255, 1, 64);    /* 63.75 -> 64 */
@@ -857,7 +853,8 @@ Test(frames, f32_to_u8_like_numpy_round)
             continue;
         }
         cr_assert_eq(svp_media_frames_from_f32((float[3]){x, x, x}, 1, 1, 1,
-                                               &frames), SVP_OK);
+                                               &frames),
+                     SVP_OK);
         cr_assert_eq(frames->pixels[0], (k % 2 == 0) ? k : k + 1,
                      "%d.5 rounded to %d", k, frames->pixels[0]);
         svp_media_frames_destroy(frames);
@@ -918,8 +915,7 @@ Test(sample_dir, commit_publishes_and_replaces)
 
     snprintf(final, sizeof(final), "%s/sample_0000", test_dir);
     cr_assert_eq(svp_media_sample_dir_begin(final, &dir), SVP_OK);
-    cr_assert_eq(svp_media_frames_write_png(frames,
-                                            svp_media_sample_dir_path(dir)),
+    cr_assert_eq(svp_media_frames_write_png(frames, svp_media_sample_dir_path(dir)),
                  SVP_OK);
     cr_assert_eq(svp_media_sample_dir_commit(dir), SVP_OK);
     cr_assert_eq(dir_entries(final), 2);
@@ -945,7 +941,7 @@ Test(sample_dir, whole_sample_or_nothing)
 
     snprintf(final, sizeof(final), "%s/s0", test_dir);
     svp_media_video_params_init(&params);
-    params.encoder = "no-such-encoder";     /* fails after the PNGs */
+    params.encoder = "no-such-encoder"; /* fails after the PNGs */
     cr_assert_neq(svp_media_sample_write(final, frames, &params), SVP_OK);
     cr_assert_eq(dir_entries(test_dir), 0, "a partial sample was left");
 
@@ -985,8 +981,7 @@ static void write_and_probe(int num_frames, int height, int width, int fps,
 
 /* Decodes frame `index` of a video file to RGB24 with libav* directly
  * (independently of the writer), into a malloc'ed w x h x 3 buffer. */
-static uint8_t *decode_frame_rgb(const char *path, int index, int *w_p,
-                                 int *h_p)
+static uint8_t *decode_frame_rgb(const char *path, int index, int *w_p, int *h_p)
 {
     AVFormatContext   *fmt = NULL;
     AVCodecContext    *dec;
@@ -1006,23 +1001,23 @@ static uint8_t *decode_frame_rgb(const char *path, int index, int *w_p,
     cr_assert_eq(avcodec_open2(dec, codec, NULL), 0);
     while (rgb == NULL) {
         ret = av_read_frame(fmt, pkt);
-        avcodec_send_packet(dec, (ret >= 0 && pkt->stream_index == stream) ?
-                                         pkt : NULL);
+        avcodec_send_packet(dec,
+                            (ret >= 0 && pkt->stream_index == stream) ? pkt : NULL);
         av_packet_unref(pkt);
         while (rgb == NULL && avcodec_receive_frame(dec, frame) == 0) {
             if (seen++ != index) {
                 continue;
             }
-            *w_p   = frame->width;
-            *h_p   = frame->height;
+            *w_p      = frame->width;
+            *h_p      = frame->height;
             stride[0] = frame->width * 3;
             rgb       = malloc((size_t)stride[0] * frame->height);
             dst[0]    = rgb;
-            sws = sws_getContext(frame->width, frame->height, frame->format,
-                                 frame->width, frame->height, AV_PIX_FMT_RGB24,
-                                 SWS_BICUBIC, NULL, NULL, NULL);
-            sws_scale(sws, (const uint8_t *const *)frame->data,
-                      frame->linesize, 0, frame->height, dst, stride);
+            sws       = sws_getContext(frame->width, frame->height, frame->format,
+                                       frame->width, frame->height, AV_PIX_FMT_RGB24,
+                                       SWS_BICUBIC, NULL, NULL, NULL);
+            sws_scale(sws, (const uint8_t *const *)frame->data, frame->linesize, 0,
+                      frame->height, dst, stride);
             sws_freeContext(sws);
         }
         cr_assert(rgb != NULL || ret >= 0, "frame %d not found", index);
@@ -1071,12 +1066,12 @@ Test(video, decoded_frames_look_like_the_input)
         for (y = 0; y < 46; ++y) {
             for (x = 0; x < 82; ++x) {
                 /* the padding repeats the last row and column */
-                const uint8_t *want = view.pixels +
-                        ((size_t)SVP_MIN(y, 44) * 81 + SVP_MIN(x, 80)) * 3;
+                const uint8_t *want =
+                    view.pixels + ((size_t)SVP_MIN(y, 44) * 81 + SVP_MIN(x, 80)) * 3;
 
                 for (c = 0; c < 3; ++c) {
-                    sum += abs((int)rgb[((size_t)y * 82 + x) * 3 + c] -
-                               (int)want[c]);
+                    sum +=
+                        abs((int)rgb[((size_t)y * 82 + x) * 3 + c] - (int)want[c]);
                 }
             }
         }
@@ -1100,8 +1095,8 @@ Test(video, mp4_header_is_valid)
     write_and_probe(14, 48, 64, 7, &info);
     cr_assert_eq(info.num_streams, 1);
     cr_assert_eq(info.num_frames, 14);
-    cr_assert(info.width == 64 && info.height == 48, "size %dx%d",
-              info.width, info.height);
+    cr_assert(info.width == 64 && info.height == 48, "size %dx%d", info.width,
+              info.height);
     cr_assert_float_eq(info.fps, 7.0, 1e-9);
     /* Debian's libavcodec has libx264: expect H.264, not the fallback */
     cr_assert_str_eq(info.codec, "h264");

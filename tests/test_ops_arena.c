@@ -17,7 +17,7 @@ static svp_ops_h ops;
 
 static void arena_setup(void)
 {
-    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 1 };
+    svp_ops_params_t params = {.backend = SVP_OPS_BACKEND_CPU, .threads = 1};
 
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }
@@ -30,9 +30,9 @@ static void arena_teardown(void)
 #define ARENA_MAX_LIVE 64
 
 typedef struct {
-    float  *buf;
-    size_t  count;
-    float   value;
+    float *buf;
+    size_t count;
+    float  value;
 } arena_buf_t;
 
 typedef struct {
@@ -61,8 +61,10 @@ static void arena_check(const arena_buf_t *b)
     size_t i;
 
     for (i = 0; i < b->count; i++) {
-        cr_assert_eq(b->buf[i], b->value, "buffer of value %g (%zu floats) "
-                     "overwritten at %zu: %g", b->value, b->count, i, b->buf[i]);
+        cr_assert_eq(b->buf[i], b->value,
+                     "buffer of value %g (%zu floats) "
+                     "overwritten at %zu: %g",
+                     b->value, b->count, i, b->buf[i]);
     }
 }
 
@@ -99,10 +101,10 @@ static uint64_t arena_rand(uint64_t *state)
  */
 static void arena_pass(const char *name, uint64_t seed, int steps)
 {
-    static const size_t sizes[] = { 4096, 1000, 16384, 333, 8192, 64, 5000 };
-    arena_set_t         s = { .n = 0, .next_value = 1.0f };
-    uint64_t            st = seed;
-    int64_t             dims[1] = { (int64_t)seed };
+    static const size_t sizes[] = {4096, 1000, 16384, 333, 8192, 64, 5000};
+    arena_set_t         s       = {.n = 0, .next_value = 1.0f};
+    uint64_t            st      = seed;
+    int64_t             dims[1] = {(int64_t)seed};
     int                 i;
 
     svp_ops_pass_begin(ops, name, 1, dims);
@@ -157,8 +159,7 @@ Test(arena, pass_replays_from_slab, .init = arena_setup, .fini = arena_teardown)
         st = arena_stats();
         cr_assert_eq(st.backend_allocs, first.backend_allocs,
                      "pass %d: %llu backend allocations after warm-up", pass,
-                     (unsigned long long)(st.backend_allocs -
-                                          first.backend_allocs));
+                     (unsigned long long)(st.backend_allocs - first.backend_allocs));
         cr_assert_eq(st.reserved_bytes, first.reserved_bytes);
         cr_assert_leq(st.peak_live_bytes, st.slab_bytes);
     }
@@ -169,12 +170,11 @@ Test(arena, pass_replays_from_slab, .init = arena_setup, .fini = arena_teardown)
  * fits): served correctly outside the slab, and planned anew, so that
  * the pass after it allocates nothing again.
  */
-Test(arena, changed_sequence_replans, .init = arena_setup,
-     .fini = arena_teardown)
+Test(arena, changed_sequence_replans, .init = arena_setup, .fini = arena_teardown)
 {
     svp_ops_mem_stats_t warm, st;
-    int64_t             dims[1] = { 7 };
-    arena_set_t         s = { .n = 0, .next_value = 1.0f };
+    int64_t             dims[1] = {7};
+    arena_set_t         s       = {.n = 0, .next_value = 1.0f};
 
     arena_pass("model", 7, 400);
     arena_pass("model", 7, 400);
@@ -214,26 +214,25 @@ Test(arena, changed_sequence_replans, .init = arena_setup,
  * since a was freed before c was asked for; here a is still alive then.
  * c must not land on a.
  */
-Test(arena, same_sizes_other_lifetimes, .init = arena_setup,
-     .fini = arena_teardown)
+Test(arena, same_sizes_other_lifetimes, .init = arena_setup, .fini = arena_teardown)
 {
-    arena_set_t s = { .n = 0, .next_value = 1.0f };
+    arena_set_t s = {.n = 0, .next_value = 1.0f};
     int         round;
 
     for (round = 0; round < 2; round++) {
         svp_ops_pass_begin(ops, "lifetimes", 0, NULL);
-        arena_take(&s, 1000);           /* a */
-        arena_take(&s, 1000);           /* b */
-        arena_give(&s, 0);              /* a: live[0] is b now */
-        arena_take(&s, 1000);           /* c */
+        arena_take(&s, 1000); /* a */
+        arena_take(&s, 1000); /* b */
+        arena_give(&s, 0);    /* a: live[0] is b now */
+        arena_take(&s, 1000); /* c */
         arena_give_all(&s);
         svp_ops_pass_end(ops);
     }
     svp_ops_pass_begin(ops, "lifetimes", 0, NULL);
-    arena_take(&s, 1000);               /* a */
-    arena_take(&s, 1000);               /* b */
-    arena_give(&s, 1);                  /* b, not a */
-    arena_take(&s, 1000);               /* c: a is alive */
+    arena_take(&s, 1000); /* a */
+    arena_take(&s, 1000); /* b */
+    arena_give(&s, 1);    /* b, not a */
+    arena_take(&s, 1000); /* c: a is alive */
     cr_assert_neq(s.live[0].buf, s.live[1].buf);
     arena_give_all(&s);
     svp_ops_pass_end(ops);
@@ -249,17 +248,19 @@ Test(arena, same_sizes_other_lifetimes, .init = arena_setup,
 Test(arena, kinds_share_the_slab, .init = arena_setup, .fini = arena_teardown)
 {
     svp_ops_mem_stats_t big, warm, st;
-    arena_set_t         keep = { .n = 0, .next_value = 1000.0f };
-    int64_t             dims[1] = { 1 };
+    arena_set_t         keep    = {.n = 0, .next_value = 1000.0f};
+    int64_t             dims[1] = {1};
     int                 round;
 
-    arena_take(&keep, 12345);           /* a weight */
+    arena_take(&keep, 12345); /* a weight */
     arena_pass("big", 11, 600);
     big = arena_stats();
     arena_pass("small", 3, 40);
     st = arena_stats();
-    cr_assert_eq(st.slab_bytes, big.slab_bytes, "the slab grew for a smaller "
-                 "pass: %zu -> %zu", big.slab_bytes, st.slab_bytes);
+    cr_assert_eq(st.slab_bytes, big.slab_bytes,
+                 "the slab grew for a smaller "
+                 "pass: %zu -> %zu",
+                 big.slab_bytes, st.slab_bytes);
 
     for (round = 0; round < 3; round++) {
         if (round == 1) {
@@ -308,8 +309,8 @@ Test(arena, placement_is_disjoint)
 {
     enum { N = 300 };
     svp_ops_plan_buf_t bufs[N];
-    svp_ops_plan_t     plan = { bufs, N, 0, 0 };
-    uint64_t           st = 42;
+    svp_ops_plan_t     plan = {bufs, N, 0, 0};
+    uint64_t           st   = 42;
     size_t             i, j;
     uint32_t           t = 0;
 
@@ -318,8 +319,9 @@ Test(arena, placement_is_disjoint)
         bufs[i].first = t;
         t += 2;
         /* a tenth never freed: they get no place */
-        bufs[i].last = (i % 10 == 9) ? UINT32_MAX
-                                     : bufs[i].first + 1 + 2 * (arena_rand(&st) % 40);
+        bufs[i].last = (i % 10 == 9)
+                           ? UINT32_MAX
+                           : bufs[i].first + 1 + 2 * (arena_rand(&st) % 40);
     }
     cr_assert_eq(svp_ops_plan_place(&plan), SVP_OK);
     for (i = 0; i < N; i++) {
@@ -334,12 +336,12 @@ Test(arena, placement_is_disjoint)
         for (j = i + 1; j < N; j++) {
             size_t aj = svp_ops_plan_aligned(bufs[j].count);
 
-            if (bufs[j].last == UINT32_MAX ||
-                bufs[i].last <= bufs[j].first || bufs[j].last <= bufs[i].first) {
+            if (bufs[j].last == UINT32_MAX || bufs[i].last <= bufs[j].first ||
+                bufs[j].last <= bufs[i].first) {
                 continue;
             }
             cr_assert(bufs[i].offset + ai <= bufs[j].offset ||
-                      bufs[j].offset + aj <= bufs[i].offset,
+                          bufs[j].offset + aj <= bufs[i].offset,
                       "buffers %zu and %zu are alive together and overlap", i, j);
         }
     }
@@ -357,7 +359,7 @@ Test(arena, placement_is_disjoint)
 Test(arena, recording_holds_what_is_live, .init = arena_setup,
      .fini = arena_teardown)
 {
-    arena_set_t         s = { .n = 0, .next_value = 1.0f };
+    arena_set_t         s = {.n = 0, .next_value = 1.0f};
     svp_ops_mem_stats_t st;
     uint64_t            r = 5;
     int                 i;
@@ -373,8 +375,8 @@ Test(arena, recording_holds_what_is_live, .init = arena_setup,
         }
         st = arena_stats();
         cr_assert_eq(st.reserved_bytes, st.live_bytes,
-                     "step %d: %zu bytes held for %zu in use", i,
-                     st.reserved_bytes, st.live_bytes);
+                     "step %d: %zu bytes held for %zu in use", i, st.reserved_bytes,
+                     st.live_bytes);
     }
     arena_give_all(&s);
     svp_ops_pass_end(ops);
@@ -390,10 +392,10 @@ Test(arena, recording_holds_what_is_live, .init = arena_setup,
  */
 Test(arena, kept_buffers_stay_kept, .init = arena_setup, .fini = arena_teardown)
 {
-    arena_set_t         s = { .n = 0, .next_value = 1.0f };
+    arena_set_t         s = {.n = 0, .next_value = 1.0f};
     svp_ops_mem_stats_t kept, st;
 
-    arena_take(&s, 7777);               /* a latent, outside any pass */
+    arena_take(&s, 7777); /* a latent, outside any pass */
     arena_give(&s, 0);
     kept = arena_stats();
     svp_ops_pass_begin(ops, "borrows", 0, NULL);

@@ -10,13 +10,17 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-static svp_status_t select_gpu(const char *visible, const char *requested,
-                               int lr, int ls, int count, int share,
-                               svp_ops_gpu_choice_t *c, char *err)
+static svp_status_t select_gpu(const char *visible, const char *requested, int lr,
+                               int ls, int count, int share, svp_ops_gpu_choice_t *c,
+                               char *err)
 {
     svp_ops_gpu_select_params_t p = {
-        .visible = visible, .requested = requested, .local_rank = lr,
-        .local_size = ls, .device_count = count, .share_gpu = share,
+        .visible      = visible,
+        .requested    = requested,
+        .local_rank   = lr,
+        .local_size   = ls,
+        .device_count = count,
+        .share_gpu    = share,
     };
 
     memset(c, 0xff, sizeof(*c));
@@ -32,7 +36,8 @@ Test(ops_gpu, local_rank_modulo_visible_devices)
 
     /* 4 ranks on a node with 4 GPUs, no binding: rank r takes device r */
     for (lr = 0; lr < 4; ++lr) {
-        cr_assert_eq(select_gpu(NULL, NULL, lr, 4, 4, 0, &c, err), SVP_OK, "%s", err);
+        cr_assert_eq(select_gpu(NULL, NULL, lr, 4, 4, 0, &c, err), SVP_OK, "%s",
+                     err);
         cr_assert_eq(c.device, lr);
         cr_assert_eq(c.per_task, 0);
         cr_assert_eq(c.shared, 0);
@@ -69,7 +74,8 @@ Test(ops_gpu, sharing_refused_unless_allowed)
 
     /* 4 ranks, 2 GPUs, nothing bound per task: ranks 0 and 2 would share */
     cr_assert_eq(select_gpu(NULL, NULL, 2, 4, 2, 0, &c, err), SVP_ERR_DEVICE);
-    cr_assert(strstr(err, "4 ranks on this node but 2 cuda devices") != NULL, "%s", err);
+    cr_assert(strstr(err, "4 ranks on this node but 2 cuda devices") != NULL, "%s",
+              err);
     cr_assert(strstr(err, "cluster.share_gpu") != NULL, "%s", err);
     cr_assert_eq(c.device, -1, "choice written on failure");
     /* the same with every rank seeing both GPUs listed */
@@ -86,7 +92,8 @@ Test(ops_gpu, no_device)
     char                 err[512];
 
     cr_assert_eq(select_gpu(NULL, NULL, 0, 1, 0, 0, &c, err), SVP_ERR_DEVICE);
-    cr_assert(strstr(err, "no cuda device is visible to local rank 0") != NULL, "%s", err);
+    cr_assert(strstr(err, "no cuda device is visible to local rank 0") != NULL, "%s",
+              err);
     cr_assert(strstr(err, "unset") != NULL, "%s", err);
     /* CUDA_VISIBLE_DEVICES="" hides every device */
     cr_assert_eq(select_gpu("", NULL, 0, 1, 1, 0, &c, err), SVP_ERR_DEVICE);
@@ -101,7 +108,9 @@ Test(ops_gpu, explicit_device)
     cr_assert_eq(select_gpu(NULL, "3", 0, 1, 4, 0, &c, err), SVP_OK, "%s", err);
     cr_assert_eq(c.device, 3);
     cr_assert_eq(select_gpu(NULL, "4", 0, 1, 4, 0, &c, err), SVP_ERR_DEVICE);
-    cr_assert(strstr(err, "SVP_CUDA_DEVICE='4' is not a device index in [0, 4)") != NULL, "%s", err);
+    cr_assert(strstr(err, "SVP_CUDA_DEVICE='4' is not a device index in [0, 4)") !=
+                  NULL,
+              "%s", err);
     cr_assert_eq(select_gpu(NULL, "x1", 0, 1, 4, 0, &c, err), SVP_ERR_DEVICE);
 }
 

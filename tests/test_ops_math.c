@@ -25,8 +25,9 @@ static svp_ops_h ops;
 
 static void ops_setup(void)
 {
-    svp_ops_params_t params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2,
-                                .attn_max_scores = 1000 };
+    svp_ops_params_t params = {.backend         = SVP_OPS_BACKEND_CPU,
+                               .threads         = 2,
+                               .attn_max_scores = 1000};
 
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }
@@ -46,8 +47,8 @@ static float *rand_buf(int64_t n, float scale)
     cr_assert_not_null(buf);
     for (i = 0; i < n; i++) {
         rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-        buf[i] = ((float)((rng_state >> 40) / (double)(1ull << 24)) * 2.0f -
-                  1.0f) * scale;
+        buf[i] = ((float)((rng_state >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f) *
+                 scale;
     }
     return buf;
 }
@@ -64,7 +65,7 @@ static void assert_close(const char *what, const float *got, const float *ref,
                          int64_t n, double tol)
 {
     double  max_ref = 1.0, max_err = 0.0;
-    int64_t i, worst = 0;
+    int64_t i, worst               = 0;
 
     for (i = 0; i < n; i++) {
         max_ref = fmax(max_ref, fabs(ref[i]));
@@ -80,8 +81,7 @@ static void assert_close(const char *what, const float *got, const float *ref,
     }
     cr_assert(max_err <= tol * max_ref,
               "%s: max error %.3g at %ld (got %.9g, want %.9g), tolerance %.3g",
-              what, max_err, (long)worst, got[worst], ref[worst],
-              tol * max_ref);
+              what, max_err, (long)worst, got[worst], ref[worst], tol * max_ref);
 }
 
 TestSuite(ops_math, .init = ops_setup, .fini = ops_teardown);
@@ -110,14 +110,14 @@ Test(ops_math, bf16_f16_round_to_nearest_even)
     for (u = 0; u < (1ull << 32); u += 65521) {
         float f = bits_f32((uint32_t)u);
 
-        cr_assert_eq(svp_math_f32_to_bf16(f), svp_f32_to_bf16(f),
-                     "bf16 of 0x%08x", (unsigned)u);
+        cr_assert_eq(svp_math_f32_to_bf16(f), svp_f32_to_bf16(f), "bf16 of 0x%08x",
+                     (unsigned)u);
         if (isnan(f)) {
             cr_assert(isnan(svp_f16_to_f32(svp_math_f32_to_f16(f))));
             continue;
         }
-        cr_assert_eq(svp_math_f32_to_f16(f), svp_f32_to_f16(f),
-                     "f16 of 0x%08x (%g)", (unsigned)u, f);
+        cr_assert_eq(svp_math_f32_to_f16(f), svp_f32_to_f16(f), "f16 of 0x%08x (%g)",
+                     (unsigned)u, f);
     }
     for (h = 0; h < 65536; h++) {
         float a = svp_math_f16_to_f32((uint16_t)h);
@@ -127,8 +127,10 @@ Test(ops_math, bf16_f16_round_to_nearest_even)
                   "f16 0x%04x widens to %g, tensor layer %g", h, a, b);
         a = svp_math_bf16_to_f32((uint16_t)h);
         b = svp_bf16_to_f32((uint16_t)h);
-        cr_assert(memcmp(&a, &b, 4) == 0, "bf16 0x%04x widens to %g, "
-                  "tensor layer %g", h, a, b);
+        cr_assert(memcmp(&a, &b, 4) == 0,
+                  "bf16 0x%04x widens to %g, "
+                  "tensor layer %g",
+                  h, a, b);
     }
     /* 1 + 2^-8 is halfway between two bf16 values: to the even one, 1.0 */
     cr_assert_eq(svp_math_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
@@ -141,7 +143,7 @@ Test(ops_math, bf16_f16_round_to_nearest_even)
     cr_assert_eq(svp_math_f32_to_f16(65520.0f), 0x7c00);
     cr_assert_eq(svp_math_f32_to_f16(65519.0f), 0x7bff);
     cr_assert_eq(svp_math_f32_to_f16(0x1p-24f), 0x0001);
-    cr_assert_eq(svp_math_f32_to_f16(0x1p-25f), 0x0000);    /* tie to even 0 */
+    cr_assert_eq(svp_math_f32_to_f16(0x1p-25f), 0x0000); /* tie to even 0 */
     cr_assert_eq(svp_math_f32_to_f16(-3 * 0x1p-25f), 0x8002);
 }
 
@@ -154,18 +156,18 @@ static void twin_attention(const svp_ops_attention_t *p, const float *q,
                            const float *k, const float *v, float *out)
 {
     float   scale = 1.0f / sqrtf((float)p->head_dim);
-    int     d = p->head_dim;
+    int     d     = p->head_dim;
     int64_t bq, i;
     int     h;
 
     for (bq = 0; bq < p->batch; bq++) {
         for (h = 0; h < p->heads; h++) {
             for (i = 0; i < p->q_len; i++) {
-                int64_t      bk = bq / p->kv_batch_div;
-                const float *qr = q + (bq * p->q_len + i) * p->q_stride + h * d;
-                const float *kh = k + bk * p->kv_len * p->k_stride + h * d;
-                const float *vh = v + bk * p->kv_len * p->v_stride + h * d;
-                float        o[128] = { 0 }, s[TILE_KV], m = -INFINITY, l = 0;
+                int64_t      bk     = bq / p->kv_batch_div;
+                const float *qr     = q + (bq * p->q_len + i) * p->q_stride + h * d;
+                const float *kh     = k + bk * p->kv_len * p->k_stride + h * d;
+                const float *vh     = v + bk * p->kv_len * p->v_stride + h * d;
+                float        o[128] = {0}, s[TILE_KV], m = -INFINITY, l = 0;
                 float        inv;
                 int64_t      j0;
                 int          dd;
@@ -183,8 +185,8 @@ static void twin_attention(const svp_ops_attention_t *p, const float *q,
                         s[jj] = dot * scale;
                     }
                     corr = svp_math_attn_tile_row(s, n, &m, &l);
-                    svp_math_attn_acc_row(o, d, corr, s, n,
-                                          vh + j0 * p->v_stride, p->v_stride);
+                    svp_math_attn_acc_row(o, d, corr, s, n, vh + j0 * p->v_stride,
+                                          p->v_stride);
                 }
                 inv = svp_math_attn_finish_row(l);
                 for (dd = 0; dd < d; dd++) {
@@ -205,25 +207,40 @@ static void twin_attention(const svp_ops_attention_t *p, const float *q,
 Test(ops_math, attention_tiles_match_cpu)
 {
     static const svp_ops_attention_t shapes[] = {
-        { .batch = 2, .heads = 2, .head_dim = 24, .q_len = 70, .kv_len = 101,
-          .kv_batch_div = 2, .q_stride = 50, .k_stride = 48, .v_stride = 52,
-          .out_stride = 50 },
-        { .batch = 1, .heads = 3, .head_dim = 8, .q_len = 130, .kv_len = 65,
-          .kv_batch_div = 1, .q_stride = 24, .k_stride = 24, .v_stride = 24,
-          .out_stride = 24 },
+        {.batch        = 2,
+         .heads        = 2,
+         .head_dim     = 24,
+         .q_len        = 70,
+         .kv_len       = 101,
+         .kv_batch_div = 2,
+         .q_stride     = 50,
+         .k_stride     = 48,
+         .v_stride     = 52,
+         .out_stride   = 50},
+        {.batch        = 1,
+         .heads        = 3,
+         .head_dim     = 8,
+         .q_len        = 130,
+         .kv_len       = 65,
+         .kv_batch_div = 1,
+         .q_stride     = 24,
+         .k_stride     = 24,
+         .v_stride     = 24,
+         .out_stride   = 24},
     };
     size_t i;
 
     for (i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
-        const svp_ops_attention_t *p = &shapes[i];
-        int64_t nq  = (int64_t)p->batch * p->q_len * p->q_stride;
-        int64_t nkv = (int64_t)(p->batch / p->kv_batch_div) * p->kv_len *
-                      p->k_stride;
-        float  *q   = rand_buf(nq, 4.0f);
-        float  *k   = rand_buf(nkv, 4.0f);
-        float  *v   = rand_buf((int64_t)(p->batch / p->kv_batch_div) *
-                               p->kv_len * p->v_stride, 1.0f);
-        float  *got = zbuf(nq), *ref = zbuf(nq);
+        const svp_ops_attention_t *p  = &shapes[i];
+        int64_t                    nq = (int64_t)p->batch * p->q_len * p->q_stride;
+        int64_t                    nkv =
+            (int64_t)(p->batch / p->kv_batch_div) * p->kv_len * p->k_stride;
+        float *q = rand_buf(nq, 4.0f);
+        float *k = rand_buf(nkv, 4.0f);
+        float *v =
+            rand_buf((int64_t)(p->batch / p->kv_batch_div) * p->kv_len * p->v_stride,
+                     1.0f);
+        float *got = zbuf(nq), *ref = zbuf(nq);
 
         twin_attention(p, q, k, v, got);
         cr_assert_eq(svp_ops_attention(ops, p, q, k, v, ref), SVP_OK);
@@ -239,9 +256,9 @@ Test(ops_math, attention_tiles_match_cpu)
 /* The rescaling alone: two tiles give the one-tile softmax. */
 Test(ops_math, attn_tile_rescale)
 {
-    float s_all[6] = { 0.5f, 3.0f, -1.0f, 7.0f, 2.0f, 6.5f };
+    float s_all[6] = {0.5f, 3.0f, -1.0f, 7.0f, 2.0f, 6.5f};
     float s[6], m = -INFINITY, l = 0.0f, m1 = -INFINITY, l1 = 0.0f, corr;
-    float v[6] = { 1, 2, 3, 4, 5, 6 }, o = 0.0f, o1 = 0.0f;
+    float v[6] = {1, 2, 3, 4, 5, 6}, o = 0.0f, o1 = 0.0f;
 
     memcpy(s, s_all, sizeof(s));
     corr = svp_math_attn_tile_row(s, 6, &m1, &l1);
@@ -264,44 +281,47 @@ Test(ops_math, attn_tile_rescale)
 
 Test(ops_math, group_norm_matches_cpu)
 {
-    svp_ops_group_norm_t p = { .n = 2, .frames = 3, .c = 6, .spatial = 10,
-                               .groups = 3, .eps = 1e-5f, .silu = 1 };
-    int64_t n = (int64_t)p.n * p.frames * p.c * p.spatial;
-    int64_t count = (int64_t)p.frames * (p.c / p.groups) * p.spatial;
-    float  *x = rand_buf(n, 2.0f), *gamma = rand_buf(p.c, 1.0f);
-    float  *beta = rand_buf(p.c, 1.0f), *got = zbuf(n), *ref = zbuf(n);
-    int     item, silu;
+    svp_ops_group_norm_t p     = {.n       = 2,
+                                  .frames  = 3,
+                                  .c       = 6,
+                                  .spatial = 10,
+                                  .groups  = 3,
+                                  .eps     = 1e-5f,
+                                  .silu    = 1};
+    int64_t              n     = (int64_t)p.n * p.frames * p.c * p.spatial;
+    int64_t              count = (int64_t)p.frames * (p.c / p.groups) * p.spatial;
+    float               *x = rand_buf(n, 2.0f), *gamma = rand_buf(p.c, 1.0f);
+    float               *beta = rand_buf(p.c, 1.0f), *got = zbuf(n), *ref = zbuf(n);
+    int                  item, silu;
 
     for (silu = 0; silu < 2; silu++) {
         p.silu = silu;
         /* as kernels/group_norm.cu: one block per (item, group) */
         for (item = 0; item < p.n * p.groups; item++) {
-            int64_t in = item / p.groups, e;
-            int     g = item % p.groups, ch;
+            int64_t in  = item / p.groups, e;
+            int     g   = item % p.groups, ch;
             double  sum = 0.0, sq = 0.0, mean;
             float   rstd, scale, shift;
 
             for (e = 0; e < count; e++) {
-                sum += x[svp_math_group_norm_off(e, in, g, p.frames, p.c,
-                                                 p.spatial, p.groups, &ch)];
+                sum += x[svp_math_group_norm_off(e, in, g, p.frames, p.c, p.spatial,
+                                                 p.groups, &ch)];
             }
             mean = sum / (double)count;
             for (e = 0; e < count; e++) {
                 double dv = x[svp_math_group_norm_off(e, in, g, p.frames, p.c,
-                                                      p.spatial, p.groups,
-                                                      &ch)] - mean;
+                                                      p.spatial, p.groups, &ch)] -
+                            mean;
                 sq += dv * dv;
             }
             rstd = svp_math_norm_rstd(sq / (double)count, p.eps);
             for (e = 0; e < count; e++) {
                 int64_t off = svp_math_group_norm_off(e, in, g, p.frames, p.c,
-                                                      p.spatial, p.groups,
-                                                      &ch);
+                                                      p.spatial, p.groups, &ch);
 
-                svp_math_group_norm_coef((float)mean, rstd, gamma[ch],
-                                         beta[ch], &scale, &shift);
-                got[off] = svp_math_group_norm_apply(x[off], scale, shift,
-                                                     p.silu);
+                svp_math_group_norm_coef((float)mean, rstd, gamma[ch], beta[ch],
+                                         &scale, &shift);
+                got[off] = svp_math_group_norm_apply(x[off], scale, shift, p.silu);
             }
         }
         cr_assert_eq(svp_ops_group_norm(ops, &p, x, gamma, beta, ref), SVP_OK);
@@ -316,10 +336,10 @@ Test(ops_math, group_norm_matches_cpu)
 
 Test(ops_math, layer_norm_matches_cpu)
 {
-    int     rows = 7, dim = 40, r, i;
-    float  *x = rand_buf(rows * dim, 3.0f), *gamma = rand_buf(dim, 1.0f);
-    float  *beta = rand_buf(dim, 1.0f);
-    float  *got = zbuf(rows * dim), *ref = zbuf(rows * dim);
+    int    rows = 7, dim = 40, r, i;
+    float *x = rand_buf(rows * dim, 3.0f), *gamma = rand_buf(dim, 1.0f);
+    float *beta = rand_buf(dim, 1.0f);
+    float *got = zbuf(rows * dim), *ref = zbuf(rows * dim);
 
     for (r = 0; r < rows; r++) {
         double sum = 0.0, sq = 0.0, mean;
@@ -334,13 +354,12 @@ Test(ops_math, layer_norm_matches_cpu)
         }
         rstd = svp_math_norm_rstd(sq / dim, 1e-5f);
         for (i = 0; i < dim; i++) {
-            got[r * dim + i] = svp_math_layer_norm_apply(x[r * dim + i],
-                                                         (float)mean, rstd,
-                                                         gamma[i], beta[i]);
+            got[r * dim + i] = svp_math_layer_norm_apply(x[r * dim + i], (float)mean,
+                                                         rstd, gamma[i], beta[i]);
         }
     }
-    cr_assert_eq(svp_ops_layer_norm(ops, rows, dim, 1e-5f, x, gamma, beta,
-                                    ref), SVP_OK);
+    cr_assert_eq(svp_ops_layer_norm(ops, rows, dim, 1e-5f, x, gamma, beta, ref),
+                 SVP_OK);
     assert_close("layer_norm twin vs cpu", got, ref, rows * dim, 2e-6);
     free(x);
     free(gamma);
@@ -373,8 +392,8 @@ Test(ops_math, activations_match_cpu)
 
 Test(ops_math, timestep_embedding_matches_cpu)
 {
-    float t[3] = { 0.0f, 17.25f, 999.0f };
-    int   dim = 320, half = dim / 2, r, i;
+    float  t[3] = {0.0f, 17.25f, 999.0f};
+    int    dim = 320, half = dim / 2, r, i;
     float *got = zbuf(3 * dim), *ref = zbuf(3 * dim);
 
     /* as kernels/embedding.cu: one element per frequency, cos and sin */
@@ -397,15 +416,14 @@ Test(ops_math, timestep_embedding_matches_cpu)
 Test(ops_math, upsample_index_matches_cpu)
 {
     int     n = 2, c = 3, h = 5, w = 7, ho = 11, wo = 10;
-    int64_t no = (int64_t)n * c * ho * wo, e;
-    float  *x = rand_buf((int64_t)n * c * h * w, 1.0f);
+    int64_t no  = (int64_t)n * c * ho * wo, e;
+    float  *x   = rand_buf((int64_t)n * c * h * w, 1.0f);
     float  *got = zbuf(no), *ref = zbuf(no);
 
     for (e = 0; e < no; e++) {
         got[e] = x[svp_math_upsample_src(e, h, w, ho, wo)];
     }
-    cr_assert_eq(svp_ops_upsample_nearest(ops, n, c, h, w, ho, wo, x, ref),
-                 SVP_OK);
+    cr_assert_eq(svp_ops_upsample_nearest(ops, n, c, h, w, ho, wo, x, ref), SVP_OK);
     cr_assert_eq(memcmp(got, ref, no * sizeof(float)), 0,
                  "upsample twin differs from cpu");
     free(x);
@@ -416,20 +434,27 @@ Test(ops_math, upsample_index_matches_cpu)
 /* conv2d through the kernel's im2col and a plain product. */
 Test(ops_math, im2col_index_matches_cpu_conv)
 {
-    svp_ops_conv2d_t p = { .n = 2, .c_in = 3, .h = 9, .w = 6, .c_out = 4,
-                           .kh = 3, .kw = 3, .stride = 2, .pad = 1 };
-    int     ho = svp_ops_conv2d_out_h(&p), wo = svp_ops_conv2d_out_w(&p);
-    int64_t k = (int64_t)p.c_in * p.kh * p.kw, howo = (int64_t)ho * wo;
-    int64_t ncol = p.n * k * howo, ny = (int64_t)p.n * p.c_out * howo, e;
-    float  *x = rand_buf((int64_t)p.n * p.c_in * p.h * p.w, 1.0f);
-    float  *wt = rand_buf(p.c_out * k, 1.0f), *bias = rand_buf(p.c_out, 1.0f);
-    float  *col = zbuf(ncol), *got = zbuf(ny), *ref = zbuf(ny);
-    int     img, o;
+    svp_ops_conv2d_t p  = {.n      = 2,
+                           .c_in   = 3,
+                           .h      = 9,
+                           .w      = 6,
+                           .c_out  = 4,
+                           .kh     = 3,
+                           .kw     = 3,
+                           .stride = 2,
+                           .pad    = 1};
+    int              ho = svp_ops_conv2d_out_h(&p), wo = svp_ops_conv2d_out_w(&p);
+    int64_t          k = (int64_t)p.c_in * p.kh * p.kw, howo = (int64_t)ho * wo;
+    int64_t          ncol = p.n * k * howo, ny = (int64_t)p.n * p.c_out * howo, e;
+    float           *x = rand_buf((int64_t)p.n * p.c_in * p.h * p.w, 1.0f);
+    float *wt = rand_buf(p.c_out * k, 1.0f), *bias = rand_buf(p.c_out, 1.0f);
+    float *col = zbuf(ncol), *got = zbuf(ny), *ref = zbuf(ny);
+    int    img, o;
 
     for (e = 0; e < ncol; e++) {
-        int64_t src = svp_math_im2col_src(e, p.c_in, p.h, p.w, p.kh, p.kw,
-                                          p.stride, p.pad, ho, wo);
-        col[e] = (src >= 0) ? x[src] : 0.0f;
+        int64_t src = svp_math_im2col_src(e, p.c_in, p.h, p.w, p.kh, p.kw, p.stride,
+                                          p.pad, ho, wo);
+        col[e]      = (src >= 0) ? x[src] : 0.0f;
     }
     for (img = 0; img < p.n; img++) {
         for (o = 0; o < p.c_out; o++) {
@@ -459,7 +484,7 @@ Test(ops_math, frames_col_index_matches_cpu_conv)
 {
     int     b = 2, f = 5, c_in = 3, c_out = 4, hw = 6, bt0, t, o;
     int64_t rows = 3 * (int64_t)c_in, ny = (int64_t)b * f * c_out * hw, e;
-    float  *x = rand_buf((int64_t)b * f * c_in * hw, 1.0f);
+    float  *x  = rand_buf((int64_t)b * f * c_in * hw, 1.0f);
     float  *wt = rand_buf(c_out * rows, 1.0f), *bias = rand_buf(c_out, 1.0f);
     float  *col = zbuf(2 * rows * hw), *got = zbuf(ny), *ref = zbuf(ny);
 
@@ -468,7 +493,7 @@ Test(ops_math, frames_col_index_matches_cpu_conv)
 
         for (e = 0; e < count * rows * hw; e++) {
             int64_t src = svp_math_frames_col_src(e, f, c_in, hw, bt0);
-            col[e] = (src >= 0) ? x[src] : 0.0f;
+            col[e]      = (src >= 0) ? x[src] : 0.0f;
         }
         for (t = 0; t < count; t++) {
             for (o = 0; o < c_out; o++) {
@@ -486,8 +511,8 @@ Test(ops_math, frames_col_index_matches_cpu_conv)
             }
         }
     }
-    cr_assert_eq(svp_ops_conv_frames(ops, b, f, c_in, c_out, hw, x, wt, bias,
-                                     ref), SVP_OK);
+    cr_assert_eq(svp_ops_conv_frames(ops, b, f, c_in, c_out, hw, x, wt, bias, ref),
+                 SVP_OK);
     assert_close("frames_col twin conv vs cpu", got, ref, ny, 2e-6);
     free(x);
     free(wt);

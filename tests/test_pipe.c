@@ -38,7 +38,8 @@ Test(dummy, deterministic_and_step_dependent)
 {
     svp_dummy_params_t p = {.seed = 7, .channels = 4, .cost = 0, .work = 1};
     svp_dummy_h        m1, m2;
-    svp_tensor_t      *a = make_latent(1, 0), *b = make_latent(1, 0), *c = make_latent(1, 0);
+    svp_tensor_t      *a = make_latent(1, 0), *b = make_latent(1, 0),
+                 *c = make_latent(1, 0);
 
     cr_assert_eq(svp_dummy_create(&p, &m1), SVP_OK);
     p.work = 3; /* the cost knob must not change the result */
@@ -80,7 +81,11 @@ Test(dummy, seed_changes_weights_and_shape_checked)
 
 Test(dummy, sleep_cost_takes_wall_time)
 {
-    svp_dummy_params_t p = {.seed = 7, .channels = 4, .cost = 1, .work = 1, .step_ms = 30};
+    svp_dummy_params_t p = {.seed     = 7,
+                            .channels = 4,
+                            .cost     = 1,
+                            .work     = 1,
+                            .step_ms  = 30};
     svp_dummy_h        m;
     svp_tensor_t      *a = make_latent(1, 0);
     struct timespec    t0, t1;
@@ -133,8 +138,10 @@ static void run_job(const char *dir, const char *extra, svp_pipe_stats_t *stats)
 
     snprintf(yaml, sizeof(yaml),
              "steps: 6\nsamples: 3\nseed: 5\nlatent_shape: [1, 3, 4, 5, 6]\n"
-             "output: {dir: '%s'}\n%s", dir, extra);
-    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err), &spec),
+             "output: {dir: '%s'}\n%s",
+             dir, extra);
+    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
+                                      &spec),
                  SVP_OK, "%s", err);
     pp.spec  = spec;
     pp.world = 1;
@@ -176,11 +183,11 @@ Test(pipe, single_rank_outputs_round_trip)
 /* The same job twice gives bit-identical latents; another seed does not. */
 Test(pipe, reproducible)
 {
-    char              d1[] = "/tmp/svp_pipe_XXXXXX", d2[] = "/tmp/svp_pipe_XXXXXX",
-                      d3[] = "/tmp/svp_pipe_XXXXXX", p1[512], p2[512], p3[512];
-    char             *a, *b, *c;
-    size_t            la, lb, lc;
-    svp_pipe_stats_t  stats;
+    char d1[] = "/tmp/svp_pipe_XXXXXX", d2[] = "/tmp/svp_pipe_XXXXXX",
+         d3[] = "/tmp/svp_pipe_XXXXXX", p1[512], p2[512], p3[512];
+    char            *a, *b, *c;
+    size_t           la, lb, lc;
+    svp_pipe_stats_t stats;
 
     cr_assert_not_null(mkdtemp(d1));
     cr_assert_not_null(mkdtemp(d2));
@@ -233,24 +240,26 @@ static svp_status_t fake_to_device(void *ctx, void *dev, const void *host, size_
 
 Test(pipe, sample_copy_between_host_and_device)
 {
-    fake_dev_t         d = {0};
-    svp_devmem_t       mem = {.ctx = &d, .to_host = fake_to_host,
-                              .to_device = fake_to_device};
-    svp_stage_t        stage = {0};
-    svp_sample_t       host = {0}, dev = {0}, back = {0}, odd = {0};
-    svp_spec_t        *spec;
-    char               err[256];
-    size_t             bytes = 0;
-    int                k;
+    fake_dev_t   d     = {0};
+    svp_devmem_t mem   = {.ctx       = &d,
+                          .to_host   = fake_to_host,
+                          .to_device = fake_to_device};
+    svp_stage_t  stage = {0};
+    svp_sample_t host = {0}, dev = {0}, back = {0}, odd = {0};
+    svp_spec_t  *spec;
+    char         err[256];
+    size_t       bytes = 0;
+    int          k;
 
     cr_assert_eq(svp_spec_load_string("latent_shape: [1, 3, 4, 5, 6]\n", "t.yaml",
-                                      NULL, 0, err, sizeof(err), &spec), SVP_OK);
+                                      NULL, 0, err, sizeof(err), &spec),
+                 SVP_OK);
     cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
     cr_assert_null(stage.devmem, "the dummy stage computes on the host");
     cr_assert_eq(stage.ops->begin(stage.self, 2, &host), SVP_OK);
     cr_assert_eq(stage.ops->alloc(stage.self, 2, &dev), SVP_OK);
     cr_assert_eq(stage.ops->alloc(stage.self, 2, &back), SVP_OK);
-    dev.on_device = 1;
+    dev.on_device  = 1;
     host.next_step = 3;
 
     /* a device sample needs the services */
@@ -266,7 +275,8 @@ Test(pipe, sample_copy_between_host_and_device)
     for (k = 0; k < host.ntensors; ++k) {
         bytes += svp_tensor_nbytes(host.tensors[k]);
         cr_assert_eq(memcmp(back.tensors[k]->data, host.tensors[k]->data,
-                            svp_tensor_nbytes(host.tensors[k])), 0, "tensor %d", k);
+                            svp_tensor_nbytes(host.tensors[k])),
+                     0, "tensor %d", k);
     }
     cr_assert_eq(d.bytes, 2 * bytes);
     cr_assert_eq(back.next_step, 3);

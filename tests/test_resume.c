@@ -48,7 +48,8 @@ static svp_spec_t *load(const char *dir, const char *extra)
 
     snprintf(yaml, sizeof(yaml),
              "steps: 6\nsamples: 5\nseed: 5\nlatent_shape: [1, 3, 4, 5, 6]\n"
-             "output: {dir: '%s'}\n", dir);
+             "output: {dir: '%s'}\n",
+             dir);
     snprintf(copy, sizeof(copy), "%s", extra);
     for (tok = strtok_r(copy, ";", &save); tok != NULL && n < 8;
          tok = strtok_r(NULL, ";", &save)) {
@@ -62,8 +63,8 @@ static svp_spec_t *load(const char *dir, const char *extra)
 
 /* Runs the samples in list (NULL: all) of the job in dir. */
 /* The job in dir, publishing under lease (may be NULL). */
-static svp_status_t run_leased(const char *dir, const char *extra, const int *list, int n,
-                               svp_pipe_lease_t *lease)
+static svp_status_t run_leased(const char *dir, const char *extra, const int *list,
+                               int n, svp_pipe_lease_t *lease)
 {
     svp_spec_t       *spec = load(dir, extra);
     svp_pipe_params_t pp   = {0};
@@ -100,15 +101,15 @@ static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t 
 {
     svp_spec_t         *spec = load(dir, extra);
     svp_stage_t         stage;
-    svp_rt_h            rt = plain_rt();
+    svp_rt_h            rt    = plain_rt();
     svp_pipe_shard_t    whole = {0, 1};
     svp_pipe_samples_t *list;
     char                err[1024];
     svp_status_t        status;
 
     cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &list), SVP_OK, "%s",
-                 err);
+    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &list), SVP_OK,
+                 "%s", err);
     status = svp_pipe_resume_agree(rt, spec, &stage, list->count, &whole, r);
     svp_pipe_samples_destroy(list);
     stage.ops->destroy(stage.self);
@@ -170,7 +171,8 @@ Test(resume, skips_finished_samples_and_runs_the_rest_bit_identical)
     for (i = 0; i < 5; ++i) {
         path_of(a, sizeof(a), ref, i);
         path_of(b, sizeof(b), dir, i);
-        cr_expect(same_file(a, b), "sample %d differs from the uninterrupted run", i);
+        cr_expect(same_file(a, b), "sample %d differs from the uninterrupted run",
+                  i);
     }
     /* nothing left to do */
     cr_assert_eq(agree(dir, "", &r), SVP_OK);
@@ -207,15 +209,17 @@ static void write_manifest(const char *dir, int fps)
     FILE *f;
 
     snprintf(path, sizeof(path), "%s/a.png", dir);
-    f = fopen(path, "w");   /* the simulator reads no image; it must exist */
+    f = fopen(path, "w"); /* the simulator reads no image; it must exist */
     cr_assert_not_null(f);
     fclose(f);
     snprintf(path, sizeof(path), "%s/m.jsonl", dir);
     f = fopen(path, "w");
     cr_assert_not_null(f);
-    fprintf(f, "{\"image\": \"a.png\", \"seed\": 3}\n"
-               "{\"image\": \"a.png\", \"fps\": %d}\n"
-               "{\"image\": \"a.png\", \"name\": \"third\"}\n", fps);
+    fprintf(f,
+            "{\"image\": \"a.png\", \"seed\": 3}\n"
+            "{\"image\": \"a.png\", \"fps\": %d}\n"
+            "{\"image\": \"a.png\", \"name\": \"third\"}\n",
+            fps);
     fclose(f);
 }
 
@@ -294,10 +298,10 @@ static int only_even(int sample, void *arg)
 /* Only the project's own temporary names go; everything else stays. */
 Test(outdir, clean_removes_only_own_temporaries)
 {
-    char  dir[] = "/tmp/svp_out_XXXXXX", sub[600], name[600];
-    const char *here = svp_log_hostname();
-    pid_t live, dead;
-    int   n;
+    char        dir[] = "/tmp/svp_out_XXXXXX", sub[600], name[600];
+    const char *here  = svp_log_hostname();
+    pid_t       live, dead;
+    int         n;
 
     cr_assert_not_null(mkdtemp(dir));
     /* a writer of this host still running, and one that has exited */
@@ -322,17 +326,19 @@ Test(outdir, clean_removes_only_own_temporaries)
     cr_assert_eq(mkdir(sub, 0755), 0);
     touch(sub, "latents.safetensors.tmp.123@gone-node");
     snprintf(sub, sizeof(sub), "%s/sample_000006.old.55@gone-node", dir);
-    cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000006 missing: put back */
+    cr_assert_eq(mkdir(sub, 0755), 0); /* sample_000006 missing: put back */
     snprintf(sub, sizeof(sub), "%s/sample_000008.old.55@gone-node", dir);
     cr_assert_eq(mkdir(sub, 0755), 0);
     snprintf(sub, sizeof(sub), "%s/sample_000008", dir);
-    cr_assert_eq(mkdir(sub, 0755), 0);        /* sample_000008 there: old removed */
-    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live, here);
-    touch(dir, name);                         /* a live writer's: stays */
-    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead, here);
-    touch(dir, name);                         /* a dead one's: goes */
+    cr_assert_eq(mkdir(sub, 0755), 0); /* sample_000008 there: old removed */
+    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live,
+             here);
+    touch(dir, name); /* a live writer's: stays */
+    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead,
+             here);
+    touch(dir, name);                                  /* a dead one's: goes */
     touch(dir, "sample_000014.tar.tmp.123@gone-node"); /* a staged sample's: goes */
-    touch(dir, "sample_000014.tar");          /* the staged sample: stays */
+    touch(dir, "sample_000014.tar");                   /* the staged sample: stays */
     /* not ours */
     touch(dir, "sample_000016.tar.old.123@gone-node");
     touch(dir, "notes.tmp.123@gone-node");
@@ -363,9 +369,11 @@ Test(outdir, clean_removes_only_own_temporaries)
     cr_assert(!exists(dir, "sample_000006.old.55@gone-node"));
     cr_assert(exists(dir, "sample_000008"));
     cr_assert(!exists(dir, "sample_000008.old.55@gone-node"));
-    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live, here);
+    snprintf(name, sizeof(name), "sample_000010.safetensors.tmp.%d@%s", (int)live,
+             here);
     cr_assert(exists(dir, name), "a live writer's temporary was removed");
-    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead, here);
+    snprintf(name, sizeof(name), "sample_000012.safetensors.tmp.%d@%s", (int)dead,
+             here);
     cr_assert(!exists(dir, name), "a dead writer's temporary stayed");
 
     cr_assert_eq(svp_pipe_outdir_clean(dir, 0, NULL, NULL, &n), SVP_OK);
@@ -410,7 +418,8 @@ Test(outdir, full_and_read_only_filesystems)
     char dir[] = "/tmp/svp_out_XXXXXX", cmd[700];
 
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null", dir);
+    snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=64k tmpfs '%s' 2>/dev/null",
+             dir);
     if (system(cmd) != 0) {
         rmdir(dir);
         cr_skip_test("cannot mount a tmpfs here (not root?)");
@@ -431,9 +440,10 @@ Test(deadline, counts_from_when_the_input_is_due)
     svp_pipe_deadline_t d;
     svp_layout_t        l;
     svp_spec_t         *spec = load("/tmp", "steps=8;model.dummy.cost=sleep;"
-                                             "model.dummy.step_ms=400;comm.deadline=2");
+                                                    "model.dummy.step_ms=400;comm.deadline=2");
 
-    cr_assert_eq(svp_layout_make(8, 4, 4, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(8, 4, 4, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     svp_pipe_deadline_init(&d, spec, &l);
     /* rank 3's first input: 3 stages of 2 steps of 0.4 s, doubled, + 2 s */
     cr_assert_float_eq(svp_pipe_deadline_wait(&d, 3, 1), 2 + 2 * 3 * 2 * 0.4, 1e-9);
@@ -448,7 +458,8 @@ Test(deadline, counts_from_when_the_input_is_due)
 
     /* 2 pipelines of 2 stages on the same 4 ranks: a stage is 4 steps (T / S,
      * not T / W) */
-    cr_assert_eq(svp_layout_make(8, 4, 2, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(8, 4, 2, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     svp_pipe_deadline_init(&d, spec, &l);
     cr_assert_float_eq(svp_pipe_deadline_wait(&d, 1, 0), 2 + 2 * 4 * 0.4, 1e-9);
     svp_spec_destroy(spec);
@@ -488,7 +499,8 @@ Test(stop, request_stops_between_steps)
     cr_assert_eq(svp_stop_signal(), 0);
     cr_assert_eq(svp_stop_requested(), 2);
     cr_assert_eq(svp_stop_exit_code(), 2);
-    cr_assert_str_eq(svp_stop_request_why(), "the job lost output.dir's lease to another job");
+    cr_assert_str_eq(svp_stop_request_why(),
+                     "the job lost output.dir's lease to another job");
     svp_stop_raise_for_test(SIGTERM);
     cr_assert_eq(svp_stop_signal(), 0, "a signal after a request took over");
     cr_assert_eq(svp_stop_exit_code(), 2);
@@ -499,8 +511,8 @@ Test(stop, request_stops_between_steps)
 
 /* ---- the output directory's lease (pipe/lease.h) --------------------- */
 
-static void write_lease(const char *dir, const char *name, const char *host, long pid,
-                        double renewed_ago, int count)
+static void write_lease(const char *dir, const char *name, const char *host,
+                        long pid, double renewed_ago, int count)
 {
     char  path[700];
     FILE *f;
@@ -508,11 +520,13 @@ static void write_lease(const char *dir, const char *name, const char *host, lon
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     f = fopen(path, "w");
     cr_assert_not_null(f);
-    fprintf(f, "{\"job\": \"other\", \"spec_file\": \"other.yaml\", \"spec_key\": \"k\", "
-               "\"shard\": [0, %d], \"slurm_job\": \"\", \"array_job\": \"\", "
-               "\"array_task\": \"\", \"host\": \"%s\", \"pid\": %ld, \"started\": %f, "
-               "\"renewed\": %f, \"beat_s\": 30}\n", count, host, pid,
-            svp_clock_wall() - 100, svp_clock_wall() - renewed_ago);
+    fprintf(
+        f,
+        "{\"job\": \"other\", \"spec_file\": \"other.yaml\", \"spec_key\": \"k\", "
+        "\"shard\": [0, %d], \"slurm_job\": \"\", \"array_job\": \"\", "
+        "\"array_task\": \"\", \"host\": \"%s\", \"pid\": %ld, \"started\": %f, "
+        "\"renewed\": %f, \"beat_s\": 30}\n",
+        count, host, pid, svp_clock_wall() - 100, svp_clock_wall() - renewed_ago);
     fclose(f);
 }
 
@@ -526,25 +540,32 @@ Test(lease, one_job_per_directory)
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     cr_assert(exists(dir, "lease.json"));
     /* a second job (here: this live process again) is refused, named */
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j2", "j2.yaml", "k2", 30, why,
-                                     sizeof(why), &b), SVP_ERR_SPEC);
-    cr_assert_not_null(strstr(why, "is in use: its lease.json is held by job 'j' (j.yaml) on "), "%s", why);
+                                     sizeof(why), &b),
+                 SVP_ERR_SPEC);
+    cr_assert_not_null(
+        strstr(why, "is in use: its lease.json is held by job 'j' (j.yaml) on "),
+        "%s", why);
     cr_assert_not_null(strstr(why, "remove "), "%s", why);
     /* an array task of this directory is another layout: refused too */
     cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &b), SVP_ERR_SPEC);
+                                     sizeof(why), &b),
+                 SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "another spec or array layout"), "%s", why);
     svp_pipe_lease_release(a);
     cr_assert(!exists(dir, "lease.json"), "a released lease stays");
 
     /* siblings of one array hold their shards at once */
     cr_assert_eq(svp_pipe_lease_take(dir, &s0, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &b), SVP_OK, "%s", why);
+                                     sizeof(why), &b),
+                 SVP_OK, "%s", why);
     svp_pipe_lease_release(a);
     svp_pipe_lease_release(b);
 
@@ -557,16 +578,19 @@ Test(lease, one_job_per_directory)
     waitpid(dead, NULL, 0);
     write_lease(dir, "lease.json", svp_log_hostname(), (long)dead, 1, 1);
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     svp_pipe_lease_release(a);
     write_lease(dir, "lease.json", "far-node", 4242, 5 * 30, 1);
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     svp_pipe_lease_release(a);
     /* a live one: another host that renewed it a beat ago */
     write_lease(dir, "lease.json", "far-node", 4242, 20, 1);
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_ERR_SPEC);
+                                     sizeof(why), &a),
+                 SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "on far-node, pid 4242"), "%s", why);
     svp_rmtree(dir);
 }
@@ -577,7 +601,7 @@ Test(lease, one_job_per_directory)
 Test(lease, holder_fences_itself)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700], *who;
-    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1};
     svp_pipe_lease_t *a, *view, *bad = NULL;
     json_t           *doc;
 
@@ -585,7 +609,8 @@ Test(lease, holder_fences_itself)
     unsetenv("SLURM_JOB_ID");
     snprintf(path, sizeof(path), "%s/lease.json", dir);
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     who = svp_pipe_lease_identity(a);
     cr_assert_not_null(who);
     cr_assert_eq(svp_pipe_lease_view(dir, &one, who, &view), SVP_OK);
@@ -599,7 +624,8 @@ Test(lease, holder_fences_itself)
     /* another host's job took it over */
     write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
     cr_assert(svp_pipe_lease_lost(view, why, sizeof(why)));
-    cr_assert_not_null(strstr(why, "another job took the directory over"), "%s", why);
+    cr_assert_not_null(strstr(why, "another job took the directory over"), "%s",
+                       why);
     cr_assert_not_null(strstr(why, "job 'other' (other.yaml) on far-node, pid 4242"),
                        "%s", why);
     cr_assert_eq(svp_stop_requested(), 0, "a view's check alone stops nothing");
@@ -628,14 +654,15 @@ Test(lease, holder_fences_itself)
 Test(lease, guard_after_a_gap)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1};
     svp_pipe_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     /* beats of 0.05 s: the threshold is 0.2 s */
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     usleep(300000);
     cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK, "its own lease, read again");
     write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
@@ -646,10 +673,11 @@ Test(lease, guard_after_a_gap)
     cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
     cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
     cr_assert_eq(strncmp(why, "this job was suspended for 0.", 29), 0, "%s", why);
-    cr_assert_not_null(strstr(why, " s (or its clock jumped), past the takeover threshold "
-                                   "of 4 beats of 0.05 s, and another job took the "
-                                   "directory over: job 'other'"),
-                       "%s", why);
+    cr_assert_not_null(
+        strstr(why, " s (or its clock jumped), past the takeover threshold "
+                    "of 4 beats of 0.05 s, and another job took the "
+                    "directory over: job 'other'"),
+        "%s", why);
     svp_pipe_lease_release(a);
     cr_assert(exists(dir, "lease.json"));
     svp_rmtree(dir);
@@ -661,20 +689,22 @@ Test(lease, guard_after_a_gap)
 Test(lease, pipeline_writes_nothing_after_losing_it)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1};
     svp_pipe_lease_t *a;
     int               list[] = {0, 1};
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     cr_assert_eq(run_leased(dir, "", list, 1, a), SVP_OK);
     cr_assert(exists(dir, "sample_000000.safetensors"));
     write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
     usleep(300000);
     cr_assert_neq(run_leased(dir, "", list + 1, 1, a), SVP_OK);
-    cr_assert(!exists(dir, "sample_000001.safetensors"), "written into another job's directory");
+    cr_assert(!exists(dir, "sample_000001.safetensors"),
+              "written into another job's directory");
     cr_assert_eq(svp_stop_exit_code(), 2);
     svp_pipe_lease_release(a);
     svp_rmtree(dir);
@@ -685,19 +715,21 @@ Test(lease, pipeline_writes_nothing_after_losing_it)
 Test(lease, removed_lease_is_lost)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700];
-    svp_pipe_shard_t  one = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1};
     svp_pipe_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a), SVP_OK, "%s", why);
+                                     sizeof(why), &a),
+                 SVP_OK, "%s", why);
     snprintf(path, sizeof(path), "%s/lease.json", dir);
     cr_assert_eq(unlink(path), 0);
     cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
     cr_assert(!exists(dir, "lease.json"), "a lost lease was written again");
     cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
-    cr_assert_not_null(strstr(why, "lease.json was removed or cannot be read"), "%s", why);
+    cr_assert_not_null(strstr(why, "lease.json was removed or cannot be read"), "%s",
+                       why);
     cr_assert_eq(svp_stop_exit_code(), 2);
     svp_pipe_lease_release(a);
     svp_rmtree(dir);

@@ -35,7 +35,7 @@ Test(rt, plain_start_is_rank_0_of_1)
 
 Test(rt, plain_put_get)
 {
-    svp_rt_h rt = plain_rt();
+    svp_rt_h rt   = plain_rt();
     void    *data = (void *)0x1;
     size_t   len  = 7;
 

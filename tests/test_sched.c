@@ -81,7 +81,7 @@ static void assert_close_rel(const float *got, const float *ref, size_t n,
                              double rel, const char *what)
 {
     double tol = rel * max_abs(ref, n), worst = 0.0;
-    size_t i, at = 0;
+    size_t i, at                              = 0;
 
     for (i = 0; i < n; ++i) {
         double d = fabs((double)got[i] - (double)ref[i]);
@@ -91,9 +91,10 @@ static void assert_close_rel(const float *got, const float *ref, size_t n,
             at    = i;
         }
     }
-    cr_assert(worst <= tol, "%s: max |diff| %.3g at %zu (got %.9g ref %.9g), "
-              "tolerance %.3g", what, worst, at, (double)got[at],
-              (double)ref[at], tol);
+    cr_assert(worst <= tol,
+              "%s: max |diff| %.3g at %zu (got %.9g ref %.9g), "
+              "tolerance %.3g",
+              what, worst, at, (double)got[at], (double)ref[at], tol);
 }
 
 static svp_sched_h golden_sched(int steps)
@@ -160,8 +161,8 @@ ParameterizedTest(int *steps, euler, golden_schedule)
     cr_assert_eq(s[n], 0.0f);
     for (i = 0; i < n; ++i) {
         cr_assert(fabsf(t[i] - fdata(ts)[i]) <= 1e-6f,
-                  "n=%d timestep[%d] = %.9g, diffusers %.9g", n, i,
-                  (double)t[i], (double)fdata(ts)[i]);
+                  "n=%d timestep[%d] = %.9g, diffusers %.9g", n, i, (double)t[i],
+                  (double)fdata(ts)[i]);
     }
     cr_assert(ulps(svp_sched_init_noise_sigma(sched), fdata(init)[0]) <= 1,
               "init_noise_sigma %.9g, diffusers %.9g",
@@ -184,20 +185,17 @@ typedef struct {
 ParameterizedTestParameters(euler, golden_single_step)
 {
     static step_case_t cases[] = {
-        {25, 0}, {25, 1}, {25, 12}, {25, 23}, {25, 24},
-        {14, 0}, {14, 7}, {14, 13},
+        {25, 0}, {25, 1}, {25, 12}, {25, 23}, {25, 24}, {14, 0}, {14, 7}, {14, 13},
     };
 
-    return cr_make_param_array(step_case_t, cases,
-                               sizeof(cases) / sizeof(cases[0]));
+    return cr_make_param_array(step_case_t, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 ParameterizedTest(step_case_t *c, euler, golden_single_step)
 {
     svp_safetensors_h st;
     svp_sched_h       sched;
-    svp_tensor_t     *sample, *v, *ref_in, *ref_prev, *ref_x0, *sigma, *next,
-                     *t;
+    svp_tensor_t     *sample, *v, *ref_in, *ref_prev, *ref_x0, *sigma, *next, *t;
     float            *scaled, *prev, *x0;
     char              path[1024], what[64];
     size_t            n;
@@ -295,8 +293,9 @@ static svp_status_t read_config(const char *text)
     return status;
 }
 
-#define SVD_KEYS "\"sigma_min\": 0.002, \"sigma_max\": 700.0, " \
-                 "\"timestep_spacing\": \"leading\""
+#define SVD_KEYS \
+    "\"sigma_min\": 0.002, \"sigma_max\": 700.0, " \
+    "\"timestep_spacing\": \"leading\""
 
 Test(euler, rejects_unsupported_configs)
 {
@@ -327,8 +326,7 @@ Test(euler, rejects_unsupported_configs)
     cr_assert_eq(read_config("{\"prediction_type\": \"v_prediction\", "
                              "\"timestep_type\": \"continuous\", "
                              "\"use_karras_sigmas\": true, "
-                             "\"final_sigmas_type\": \"sigma_min\", "
-                             SVD_KEYS "}"),
+                             "\"final_sigmas_type\": \"sigma_min\", " SVD_KEYS "}"),
                  SVP_ERR_UNSUPPORTED);
     cr_assert_eq(read_config("{\"prediction_type\": \"v_prediction\", "
                              "\"timestep_type\": \"continuous\", "
@@ -356,8 +354,7 @@ Test(euler, golden_pipeline_steps)
     int                k, f;
     size_t             n, i;
 
-    golden_path("pipeline_tiny/scheduler/scheduler_config.json", path,
-                sizeof(path));
+    golden_path("pipeline_tiny/scheduler/scheduler_config.json", path, sizeof(path));
     cr_assert_eq(svp_sched_config_load(path, &config), SVP_OK);
     cr_assert_eq(svp_sched_create(&config, 4, &sched), SVP_OK);
     golden_path("pipeline_tiny/pipeline.safetensors", path, sizeof(path));
@@ -394,13 +391,14 @@ Test(euler, golden_pipeline_steps)
         assert_close_rel(buf, fdata(scaled), n, 1e-6, what);
         assert_close_rel(buf, fdata(scaled) + n, n, 1e-6, what);
 
-        cr_assert_eq(svp_sched_guidance_apply(fdata(u), fdata(c), 1, 3, n / 3,
-                                              1.0, 3.0, buf), SVP_OK);
+        cr_assert_eq(svp_sched_guidance_apply(fdata(u), fdata(c), 1, 3, n / 3, 1.0,
+                                              3.0, buf),
+                     SVP_OK);
         snprintf(what, sizeof(what), "step%d noise_pred", k);
         assert_close_rel(buf, fdata(pred), n, 1e-6, what);
 
-        svp_sched_step(sched, k, fdata(pred), fdata(before), buf + n,
-                       buf + 2 * n, n);
+        svp_sched_step(sched, k, fdata(pred), fdata(before), buf + n, buf + 2 * n,
+                       n);
         snprintf(what, sizeof(what), "step%d latents_after", k);
         assert_close_rel(buf + n, fdata(after), n, 1e-6, what);
         snprintf(what, sizeof(what), "step%d pred_original_sample", k);
@@ -454,8 +452,7 @@ Test(guidance, applies_scale_of_each_frame)
         u[e] = 1.0f;
         c[e] = 2.0f + (float)e;
     }
-    cr_assert_eq(svp_sched_guidance_apply(u, c, 2, 3, 2, 1.0, 3.0, out),
-                 SVP_OK);
+    cr_assert_eq(svp_sched_guidance_apply(u, c, 2, 3, 2, 1.0, 3.0, out), SVP_OK);
     for (b = 0; b < 2; ++b) {
         for (f = 0; f < 3; ++f) {
             for (e = 0; e < 2; ++e) {
@@ -481,8 +478,8 @@ Test(guidance, applies_scale_of_each_frame)
  * them (diffusers' order, plain float expressions): the shared functions,
  * which the CUDA kernels also run, must give these bits exactly.
  */
-static void ref_step(const float *sigmas, int step, const float *v,
-                     const float *x, float *prev, float *denoised_out, size_t n)
+static void ref_step(const float *sigmas, int step, const float *v, const float *x,
+                     float *prev, float *denoised_out, size_t n)
 {
     float  sigma = sigmas[step];
     float  dt    = sigmas[step + 1] - sigma;
@@ -524,7 +521,7 @@ static svp_sched_h svd_sched(int steps)
     return sched;
 }
 
-#define MATH_N 4099   /* odd: no vector width divides it */
+#define MATH_N 4099 /* odd: no vector width divides it */
 
 /* latents and model outputs as a run sees them: N(0,1) scaled over the
  * range of the schedule's sigmas, with exact zeros and tiny values mixed in */
@@ -548,10 +545,12 @@ Test(sched_math, euler_step_matches_the_reference_bit_for_bit)
 {
     static const int steps_list[] = {1, 4, 25};
     svp_sched_h      sched;
-    float           *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
-    float           *got = malloc(MATH_N * sizeof(float)), *ref = malloc(MATH_N * sizeof(float));
-    float           *den = malloc(MATH_N * sizeof(float)), *rden = malloc(MATH_N * sizeof(float));
-    int              k, step, steps;
+    float *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
+    float *got  = malloc(MATH_N * sizeof(float)),
+          *ref  = malloc(MATH_N * sizeof(float));
+    float *den  = malloc(MATH_N * sizeof(float)),
+          *rden = malloc(MATH_N * sizeof(float));
+    int k, step, steps;
 
     for (k = 0; k < 3; ++k) {
         steps = steps_list[k];
@@ -576,15 +575,20 @@ Test(sched_math, euler_step_matches_the_reference_bit_for_bit)
         }
         svp_sched_destroy(sched);
     }
-    free(x); free(v); free(got); free(ref); free(den); free(rden);
+    free(x);
+    free(v);
+    free(got);
+    free(ref);
+    free(den);
+    free(rden);
 }
 
 Test(sched_math, guidance_matches_the_reference_bit_for_bit)
 {
-    float *u = malloc(MATH_N * sizeof(float)), *c = malloc(MATH_N * sizeof(float));
-    float  g[3], ref[MATH_N], got[MATH_N];
+    float  *u = malloc(MATH_N * sizeof(float)), *c = malloc(MATH_N * sizeof(float));
+    float   g[3], ref[MATH_N], got[MATH_N];
     int64_t fe = MATH_N / 3;
-    int    f, i;
+    int     f, i;
 
     math_inputs(u, c, 3.0f);
     svp_sched_guidance_scales(1.0, 3.0, 3, g);
@@ -612,11 +616,12 @@ Test(sched_math, cpu_ops_give_the_scheduler_bits)
     svp_ops_h              ops;
     svp_sched_h            sched = svd_sched(25);
     svp_sched_euler_coef_t coef;
-    float                 *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
-    float                 *got = malloc(MATH_N * sizeof(float)), *ref = malloc(MATH_N * sizeof(float));
-    float                  g[2];
-    int64_t                fe = MATH_N / 2;
-    int                    step;
+    float *x = malloc(MATH_N * sizeof(float)), *v = malloc(MATH_N * sizeof(float));
+    float *got = malloc(MATH_N * sizeof(float)),
+          *ref = malloc(MATH_N * sizeof(float));
+    float   g[2];
+    int64_t fe = MATH_N / 2;
+    int     step;
 
     cr_assert_eq(svp_ops_create(&op, &ops), SVP_OK);
     for (step = 0; step < 25; step += 6) {
@@ -627,8 +632,9 @@ Test(sched_math, cpu_ops_give_the_scheduler_bits)
         cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0, "step %d", step);
 
         svp_sched_scale_model_input(sched, step, x, ref, MATH_N);
-        cr_assert_eq(svp_ops_sched_scale(ops, MATH_N, svp_sched_c_in(sched, step),
-                                         x, got), SVP_OK);
+        cr_assert_eq(svp_ops_sched_scale(ops, MATH_N, svp_sched_c_in(sched, step), x,
+                                         got),
+                     SVP_OK);
         cr_assert_eq(memcmp(got, ref, MATH_N * sizeof(float)), 0, "step %d", step);
     }
     svp_sched_guidance_scales(1.0, 3.0, 2, g);
@@ -636,12 +642,16 @@ Test(sched_math, cpu_ops_give_the_scheduler_bits)
     cr_assert_eq(svp_ops_sched_guidance(ops, 2, fe, g, x, v, got), SVP_OK);
     cr_assert_eq(memcmp(got, ref, 2 * fe * sizeof(float)), 0);
     /* nothing computed on bad arguments */
-    cr_assert_eq(svp_ops_sched_euler(ops, 0, &coef, v, x, got), SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_ops_sched_euler(ops, 0, &coef, v, x, got),
+                 SVP_ERR_INVALID_PARAM);
     cr_assert_eq(svp_ops_sched_guidance(ops, 0, fe, g, x, v, got),
                  SVP_ERR_INVALID_PARAM);
     svp_ops_destroy(ops);
     svp_sched_destroy(sched);
-    free(x); free(v); free(got); free(ref);
+    free(x);
+    free(v);
+    free(got);
+    free(ref);
 }
 
 /* ---- random numbers ---------------------------------------------------- */
@@ -654,8 +664,7 @@ Test(rng, philox_known_answers)
     static const struct {
         uint32_t ctr[4], key[2], out[4];
     } kat[] = {
-        {{0, 0, 0, 0}, {0, 0},
-         {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+        {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
         {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
          {0xffffffff, 0xffffffff},
          {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
@@ -672,8 +681,8 @@ Test(rng, philox_known_answers)
                        ((uint64_t)kat[i].ctr[3] << 32) | kat[i].ctr[2],
                        ((uint64_t)kat[i].ctr[1] << 32) | kat[i].ctr[0], out);
         for (j = 0; j < 4; ++j) {
-            cr_assert_eq(out[j], kat[i].out[j], "vector %zu word %d: %08x", i,
-                         j, out[j]);
+            cr_assert_eq(out[j], kat[i].out[j], "vector %zu word %d: %08x", i, j,
+                         out[j]);
         }
     }
 }
@@ -709,9 +718,9 @@ Test(rng, independent_of_how_it_is_split)
 Test(rng, standard_normal_statistics)
 {
     enum { N = 1 << 20 };
-    float  *z = malloc(N * sizeof(float));
-    double  m1 = 0, m2 = 0, m3 = 0, m4 = 0, var;
-    size_t  i, beyond2 = 0;
+    float *z  = malloc(N * sizeof(float));
+    double m1 = 0, m2 = 0, m3 = 0, m4 = 0, var;
+    size_t i, beyond2 = 0;
 
     cr_assert_not_null(z);
     svp_rng_normal(20261122, 0, 0, N, z);
@@ -743,9 +752,9 @@ Test(rng, standard_normal_statistics)
 Test(rng, uniform_range_and_mean)
 {
     enum { N = 1 << 16 };
-    float  *u = malloc(N * sizeof(float));
-    double  mean = 0;
-    size_t  i;
+    float *u    = malloc(N * sizeof(float));
+    double mean = 0;
+    size_t i;
 
     cr_assert_not_null(u);
     svp_rng_uniform(5, 1, 3, N, u);

@@ -32,9 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_W     8          /* ranks of a group: S x C */
-#define MAX_N     48
-#define MAX_K     3          /* steps per position in the pair lists */
+#define MAX_W 8 /* ranks of a group: S x C */
+#define MAX_N 48
+#define MAX_K 3 /* steps per position in the pair lists */
 
 enum { SLOT_FREE, SLOT_RECV, SLOT_HOLDS, SLOT_DATA, SLOT_SEND };
 
@@ -46,10 +46,10 @@ typedef struct {
     svp_schedule_iter_t          it;
     const svp_schedule_action_t *held;
     slot_t                       slot[SVP_SCHEDULE_MAX_SLOTS];
-    int                          done, cur;     /* the sample being worked on */
-    int                          halves;        /* HALFs of cur so far */
-    int                          merges;        /* MERGEs of cur so far */
-    int                          shared;        /* cur's SHARE decoded */
+    int                          done, cur; /* the sample being worked on */
+    int                          halves;    /* HALFs of cur so far */
+    int                          merges;    /* MERGEs of cur so far */
+    int                          shared;    /* cur's SHARE decoded */
 } rank_t;
 
 typedef struct {
@@ -57,11 +57,11 @@ typedef struct {
     int                   C, k;
     rank_t                rank[MAX_W];
     /* [msg][from][to][j * MAX_K + step index]: 1 sent, 2 received */
-    unsigned char         sent[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
-    unsigned char         posted[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
-    int                   begun[2][MAX_N], finished[MAX_N], chain[MAX_W][MAX_N];
-    int                   steps[2][MAX_N]; /* positions that ran j's steps */
-    char                  what[160];
+    unsigned char sent[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
+    unsigned char posted[SVP_SCHEDULE_MSG_COUNT][MAX_W][MAX_W][MAX_N * MAX_K];
+    int           begun[2][MAX_N], finished[MAX_N], chain[MAX_W][MAX_N];
+    int           steps[2][MAX_N]; /* positions that ran j's steps */
+    char          what[160];
 } group_t;
 
 /* The spec's rule, as pipe.h states it (not the function under test). */
@@ -90,10 +90,10 @@ static int msg_key(const group_t *g, int r, const svp_schedule_action_t *a)
                   g->what, a->step);
         return a->j * MAX_K + a->step % g->k;
     }
-    due = (a->msg == SVP_SCHEDULE_MSG_INIT) ? 0 :
-          (a->msg == SVP_SCHEDULE_MSG_LATENT) ?
-              (pos + (a->kind == SVP_SCHEDULE_SEND)) * g->k :
-          g->p.stages * g->k;
+    due = (a->msg == SVP_SCHEDULE_MSG_INIT) ? 0
+          : (a->msg == SVP_SCHEDULE_MSG_LATENT)
+              ? (pos + (a->kind == SVP_SCHEDULE_SEND)) * g->k
+              : g->p.stages * g->k;
     cr_assert_eq(a->step, due, "%s rank %d: %s %s of %d tagged step %d, not %d",
                  g->what, r, svp_schedule_kind_name(a->kind),
                  svp_schedule_msg_name(a->msg), a->j, a->step, due);
@@ -104,7 +104,8 @@ static slot_t *slot_of(group_t *g, int r, int slot, const svp_schedule_action_t 
 {
     cr_assert(slot >= 0 && slot < g->rank[r].it.slots.total,
               "%s rank %d: %s of %d in slot %d of %d", g->what, r,
-              svp_schedule_kind_name(a->kind), a->j, slot, g->rank[r].it.slots.total);
+              svp_schedule_kind_name(a->kind), a->j, slot,
+              g->rank[r].it.slots.total);
     return &g->rank[r].slot[slot];
 }
 
@@ -114,17 +115,19 @@ static int peer_of(const group_t *g, int r, const svp_schedule_action_t *a)
     int pos = r / g->C, lane = r % g->C;
 
     cr_assert(a->peer >= 0 && a->peer < g->p.stages && a->peer_lane >= 0 &&
-              a->peer_lane < g->C, "%s rank %d: peer %d lane %d", g->what, r, a->peer,
-              a->peer_lane);
+                  a->peer_lane < g->C,
+              "%s rank %d: peer %d lane %d", g->what, r, a->peer, a->peer_lane);
     if (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
         /* the other lane of the same position */
-        cr_assert(a->peer == pos && a->peer_lane == 1 - lane, "%s rank %d: a %s to "
-                  "position %d lane %d", g->what, r, svp_schedule_msg_name(a->msg),
-                  a->peer, a->peer_lane);
+        cr_assert(a->peer == pos && a->peer_lane == 1 - lane,
+                  "%s rank %d: a %s to "
+                  "position %d lane %d",
+                  g->what, r, svp_schedule_msg_name(a->msg), a->peer, a->peer_lane);
     } else {
-        cr_assert(a->peer_lane == lane && a->peer != pos, "%s rank %d: a %s to "
-                  "position %d lane %d", g->what, r, svp_schedule_msg_name(a->msg),
-                  a->peer, a->peer_lane);
+        cr_assert(a->peer_lane == lane && a->peer != pos,
+                  "%s rank %d: a %s to "
+                  "position %d lane %d",
+                  g->what, r, svp_schedule_msg_name(a->msg), a->peer, a->peer_lane);
     }
     return a->peer * g->C + a->peer_lane;
 }
@@ -139,7 +142,7 @@ static int step_wait(group_t *g, int r, const svp_schedule_action_t *a, slot_t *
     if (s->state == SLOT_SEND) {
         cr_assert_eq(a->msg, SVP_SCHEDULE_MSG_NONE);
         if (g->posted[s->msg][r][s->peer][s->key] == 0) {
-            return 0;   /* rendezvous: the receive is not posted yet */
+            return 0; /* rendezvous: the receive is not posted yet */
         }
         s->state = SLOT_FREE;
         return 1;
@@ -155,13 +158,13 @@ static int step_wait(group_t *g, int r, const svp_schedule_action_t *a, slot_t *
     cr_assert_eq(g->sent[a->msg][peer][r][key], 1, "%s: received twice", g->what);
     g->sent[a->msg][peer][r][key] = 2;
     if (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE) {
-        cr_assert_eq(rk->cur, a->j, "%s rank %d: a %s of %d while %d is live", g->what,
-                     r, svp_schedule_msg_name(a->msg), a->j, rk->cur);
+        cr_assert_eq(rk->cur, a->j, "%s rank %d: a %s of %d while %d is live",
+                     g->what, r, svp_schedule_msg_name(a->msg), a->j, rk->cur);
         s->state = SLOT_DATA;
         return 1;
     }
-    s->state = SLOT_HOLDS;
-    rk->cur  = a->j;
+    s->state   = SLOT_HOLDS;
+    rk->cur    = a->j;
     rk->halves = rk->merges = rk->shared = 0;
     return 1;
 }
@@ -170,14 +173,15 @@ static void step_send(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
 {
     rank_t *rk   = &g->rank[r];
     int     peer = peer_of(g, r, a), key = msg_key(g, r, a);
-    int     data = (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE);
+    int data = (a->msg == SVP_SCHEDULE_MSG_HALF || a->msg == SVP_SCHEDULE_MSG_SHARE);
 
-    cr_assert(s->state == (data ? SLOT_DATA : SLOT_HOLDS) && s->j == a->j && rk->cur == a->j,
+    cr_assert(s->state == (data ? SLOT_DATA : SLOT_HOLDS) && s->j == a->j &&
+                  rk->cur == a->j,
               "%s rank %d: send of %d (%s) from slot %d that does not hold it",
               g->what, r, a->j, svp_schedule_msg_name(a->msg), a->slot);
     cr_assert_eq(g->sent[a->msg][r][peer][key], 0, "%s: sent twice", g->what);
     g->sent[a->msg][r][peer][key] = 1;
-    *s = (slot_t){SLOT_SEND, a->j, a->msg, peer, key};
+    *s                            = (slot_t){SLOT_SEND, a->j, a->msg, peer, key};
     if (a->msg == SVP_SCHEDULE_MSG_SHARE) {
         /* the share ends lane 1's walk: the sample's frame is free again */
         for (int q = 0; q < rk->it.slots.total; ++q) {
@@ -187,7 +191,7 @@ static void step_send(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
         }
     }
     if (!data || a->msg == SVP_SCHEDULE_MSG_SHARE) {
-        rk->cur = -1;      /* the sample has left */
+        rk->cur = -1; /* the sample has left */
     }
 }
 
@@ -196,8 +200,10 @@ static void steps_done(group_t *g, int r, int j)
 {
     int pos = r / g->C, lane = r % g->C;
 
-    cr_assert_eq(g->steps[lane][j], pos, "%s: sample %d on position %d lane %d after "
-                 "%d positions", g->what, j, pos, lane, g->steps[lane][j]);
+    cr_assert_eq(g->steps[lane][j], pos,
+                 "%s: sample %d on position %d lane %d after "
+                 "%d positions",
+                 g->what, j, pos, lane, g->steps[lane][j]);
     cr_assert(g->begun[lane][j] == 1);
     g->steps[lane][j]++;
 }
@@ -213,13 +219,16 @@ static void step_pair(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
     cr_assert_eq(rk->cur, a->j, "%s rank %d: %s of %d, %d is live", g->what, r,
                  svp_schedule_kind_name(a->kind), a->j, rk->cur);
     cr_assert(s != NULL && svp_schedule_slot_frame(&rk->it.slots, a->slot) ==
-              SVP_SCHEDULE_FRAME_HALF);
+                               SVP_SCHEDULE_FRAME_HALF);
     if (a->kind == SVP_SCHEDULE_HALF) {
-        cr_assert_eq(a->step, pos * g->k + rk->halves, "%s rank %d: half of step %d, "
-                     "%d due", g->what, r, a->step, pos * g->k + rk->halves);
-        cr_assert_eq(rk->halves, rk->merges, "%s rank %d: two halves unmerged", g->what, r);
-        cr_assert_eq(s->state, SLOT_FREE, "%s rank %d: half into busy slot %d", g->what,
-                     r, a->slot);
+        cr_assert_eq(a->step, pos * g->k + rk->halves,
+                     "%s rank %d: half of step %d, "
+                     "%d due",
+                     g->what, r, a->step, pos * g->k + rk->halves);
+        cr_assert_eq(rk->halves, rk->merges, "%s rank %d: two halves unmerged",
+                     g->what, r);
+        cr_assert_eq(s->state, SLOT_FREE, "%s rank %d: half into busy slot %d",
+                     g->what, r, a->slot);
         *s = (slot_t){SLOT_DATA, a->j, 0, -1, 0};
         rk->halves++;
         return;
@@ -229,8 +238,11 @@ static void step_pair(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
                  g->what, r);
     in = slot_of(g, r, a->slot2, a);
     cr_assert(in->state == SLOT_DATA && in->msg == SVP_SCHEDULE_MSG_HALF &&
-              in->key == msg_key(g, r, &(svp_schedule_action_t){.msg = SVP_SCHEDULE_MSG_HALF,
-                                                               .j = a->j, .step = a->step}),
+                  in->key ==
+                      msg_key(g, r,
+                              &(svp_schedule_action_t){.msg  = SVP_SCHEDULE_MSG_HALF,
+                                                       .j    = a->j,
+                                                       .step = a->step}),
               "%s rank %d: merge of step %d without the other half in slot %d",
               g->what, r, a->step, a->slot2);
     in->state = SLOT_FREE;
@@ -242,14 +254,16 @@ static void step_pair(group_t *g, int r, const svp_schedule_action_t *a, slot_t 
 /* One action of rank r; 0 when it must wait for another rank. */
 static int step(group_t *g, int r, const svp_schedule_action_t *a)
 {
-    rank_t *rk   = &g->rank[r];
-    slot_t *s    = (a->slot >= 0) ? slot_of(g, r, a->slot, a) : NULL;
-    int     S    = g->p.stages, pos = r / g->C, lane = r % g->C;
+    rank_t *rk = &g->rank[r];
+    slot_t *s  = (a->slot >= 0) ? slot_of(g, r, a->slot, a) : NULL;
+    int     S = g->p.stages, pos = r / g->C, lane = r % g->C;
 
     switch (a->kind) {
     case SVP_SCHEDULE_POST_RECV:
-        cr_assert(s != NULL && s->state == SLOT_FREE, "%s rank %d: receive of %d "
-                  "posted into busy slot %d", g->what, r, a->j, a->slot);
+        cr_assert(s != NULL && s->state == SLOT_FREE,
+                  "%s rank %d: receive of %d "
+                  "posted into busy slot %d",
+                  g->what, r, a->j, a->slot);
         *s = (slot_t){SLOT_RECV, a->j, a->msg, peer_of(g, r, a), msg_key(g, r, a)};
         g->posted[a->msg][s->peer][r][s->key]++;
         break;
@@ -257,10 +271,12 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
         cr_assert(s != NULL);
         return step_wait(g, r, a, s);
     case SVP_SCHEDULE_BEGIN:
-        cr_assert_eq(spec_encoder(&g->p, a->j), pos, "%s: sample %d begun on position %d",
-                     g->what, a->j, pos);
-        cr_assert_eq(g->begun[lane][a->j]++, 0, "%s: sample %d begun twice", g->what, a->j);
-        cr_assert_eq(rk->cur, -1, "%s rank %d: begin while %d is live", g->what, r, rk->cur);
+        cr_assert_eq(spec_encoder(&g->p, a->j), pos,
+                     "%s: sample %d begun on position %d", g->what, a->j, pos);
+        cr_assert_eq(g->begun[lane][a->j]++, 0, "%s: sample %d begun twice", g->what,
+                     a->j);
+        cr_assert_eq(rk->cur, -1, "%s rank %d: begin while %d is live", g->what, r,
+                     rk->cur);
         if (s != NULL) {
             cr_assert_eq(s->state, SLOT_FREE, "%s rank %d: begin into busy slot %d",
                          g->what, r, a->slot);
@@ -271,8 +287,8 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
         break;
     case SVP_SCHEDULE_STEPS:
         cr_assert(g->C == 1, "%s rank %d: whole steps on a pair", g->what, r);
-        cr_assert_eq(rk->cur, a->j, "%s rank %d: steps of %d, %d is live", g->what, r,
-                     a->j, rk->cur);
+        cr_assert_eq(rk->cur, a->j, "%s rank %d: steps of %d, %d is live", g->what,
+                     r, a->j, rk->cur);
         steps_done(g, r, a->j);
         break;
     case SVP_SCHEDULE_HALF:
@@ -285,38 +301,48 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
         break;
     case SVP_SCHEDULE_SHARE:
         cr_assert(g->C == 2 && rk->cur == a->j && g->steps[lane][a->j] == S &&
-                  !rk->shared && spec_finisher(&g->p, a->j) == pos && pos == S - 1,
+                      !rk->shared && spec_finisher(&g->p, a->j) == pos &&
+                      pos == S - 1,
                   "%s rank %d: share of %d", g->what, r, a->j);
-        cr_assert((lane == 1) == (s != NULL), "%s rank %d: lane %d's share in slot %d",
-                  g->what, r, lane, a->slot);
+        cr_assert((lane == 1) == (s != NULL),
+                  "%s rank %d: lane %d's share in slot %d", g->what, r, lane,
+                  a->slot);
         if (s != NULL) {
-            cr_assert(s->state == SLOT_FREE && svp_schedule_slot_frame(&rk->it.slots,
-                      a->slot) == SVP_SCHEDULE_FRAME_SHARE);
+            cr_assert(s->state == SLOT_FREE &&
+                      svp_schedule_slot_frame(&rk->it.slots, a->slot) ==
+                          SVP_SCHEDULE_FRAME_SHARE);
             *s = (slot_t){SLOT_DATA, a->j, 0, -1, 0};
         }
         rk->shared = 1;
         break;
     case SVP_SCHEDULE_FINISH:
         cr_assert_eq(lane, 0, "%s rank %d: lane 1 finishes", g->what, r);
-        cr_assert_eq(spec_finisher(&g->p, a->j), pos, "%s: sample %d finished on position "
-                     "%d", g->what, a->j, pos);
-        cr_assert_eq(g->steps[0][a->j], S, "%s: sample %d finished after %d of %d "
-                     "stages", g->what, a->j, g->steps[0][a->j], S);
-        cr_assert_eq(g->finished[a->j]++, 0, "%s: sample %d finished twice", g->what, a->j);
+        cr_assert_eq(spec_finisher(&g->p, a->j), pos,
+                     "%s: sample %d finished on position "
+                     "%d",
+                     g->what, a->j, pos);
+        cr_assert_eq(g->steps[0][a->j], S,
+                     "%s: sample %d finished after %d of %d "
+                     "stages",
+                     g->what, a->j, g->steps[0][a->j], S);
+        cr_assert_eq(g->finished[a->j]++, 0, "%s: sample %d finished twice", g->what,
+                     a->j);
         cr_assert_eq(rk->cur, a->j);
         if (a->slot2 >= 0) {
             slot_t *in = slot_of(g, r, a->slot2, a);
 
             cr_assert(rk->shared && in->state == SLOT_DATA &&
-                      in->msg == SVP_SCHEDULE_MSG_SHARE && in->j == a->j,
-                      "%s rank %d: a shared finish of %d without both shares", g->what,
-                      r, a->j);
+                          in->msg == SVP_SCHEDULE_MSG_SHARE && in->j == a->j,
+                      "%s rank %d: a shared finish of %d without both shares",
+                      g->what, r, a->j);
             in->state = SLOT_FREE;
         } else {
             /* a pair's last position shares its finishes; a final's
              * finisher (spread) finishes alone */
-            cr_assert(g->C == 1 || pos != S - 1, "%s rank %d: the last position of a "
-                      "pair finishes %d alone", g->what, r, a->j);
+            cr_assert(g->C == 1 || pos != S - 1,
+                      "%s rank %d: the last position of a "
+                      "pair finishes %d alone",
+                      g->what, r, a->j);
         }
         if (s != NULL) {
             cr_assert(s->state == SLOT_HOLDS && s->j == a->j);
@@ -326,8 +352,8 @@ static int step(group_t *g, int r, const svp_schedule_action_t *a)
         break;
     case SVP_SCHEDULE_DROP:
         cr_assert(lane == 1 && rk->cur == a->j && pos == S - 1 &&
-                  spec_finisher(&g->p, a->j) != pos, "%s rank %d: drop of %d", g->what,
-                  r, a->j);
+                      spec_finisher(&g->p, a->j) != pos,
+                  "%s rank %d: drop of %d", g->what, r, a->j);
         cr_assert(s != NULL && s->state == SLOT_HOLDS && s->j == a->j);
         s->state = SLOT_FREE;
         rk->cur  = -1;
@@ -356,7 +382,8 @@ static void run_group(group_t *g)
             rank_t *rk = &g->rank[r];
 
             while (!rk->done) {
-                if (rk->held == NULL && (rk->held = svp_schedule_iter_next(&rk->it)) == NULL) {
+                if (rk->held == NULL &&
+                    (rk->held = svp_schedule_iter_next(&rk->it)) == NULL) {
                     rk->done = 1;
                     moved    = 1;
                     break;
@@ -373,8 +400,8 @@ static void run_group(group_t *g)
     }
 }
 
-static void check_group_c(svp_placement_t placement, int S, int n, int inflight, int C,
-                          int k)
+static void check_group_c(svp_placement_t placement, int S, int n, int inflight,
+                          int C, int k)
 {
     group_t *g = calloc(1, sizeof(*g));
     int      R = S * C, n_fin;
@@ -384,48 +411,55 @@ static void check_group_c(svp_placement_t placement, int S, int n, int inflight,
     g->p = (svp_schedule_params_t){placement, S, n, inflight, C, k};
     g->C = C;
     g->k = k;
-    snprintf(g->what, sizeof(g->what), "S=%d C=%d k=%d n=%d inflight=%d %s", S, C, k, n,
-             inflight, placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends");
+    snprintf(g->what, sizeof(g->what), "S=%d C=%d k=%d n=%d inflight=%d %s", S, C, k,
+             n, inflight, placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends");
     for (int r = 0; r < R; ++r) {
-        cr_assert_eq(svp_schedule_iter_init_lane(&g->rank[r].it, &g->p, r / C, r % C),
+        cr_assert_eq(svp_schedule_iter_init_lane(&g->rank[r].it, &g->p, r / C,
+                                                 r % C),
                      SVP_OK);
         g->rank[r].cur = -1;
     }
     run_group(g);
     for (int j = 0; j < n; ++j) {
         for (int lane = 0; lane < C; ++lane) {
-            cr_assert_eq(g->begun[lane][j], 1, "%s: sample %d never begun on lane %d",
-                         g->what, j, lane);
-            cr_assert_eq(g->steps[lane][j], S, "%s: sample %d: %d of %d positions ran "
-                         "its steps on lane %d", g->what, j, g->steps[lane][j], S, lane);
+            cr_assert_eq(g->begun[lane][j], 1,
+                         "%s: sample %d never begun on lane %d", g->what, j, lane);
+            cr_assert_eq(g->steps[lane][j], S,
+                         "%s: sample %d: %d of %d positions ran "
+                         "its steps on lane %d",
+                         g->what, j, g->steps[lane][j], S, lane);
         }
         cr_assert_eq(g->finished[j], 1, "%s: sample %d never finished", g->what, j);
         for (int r = 0; r < R; ++r) {
-            cr_assert_eq(g->chain[r][j], 1, "%s: rank %d's walk of %d", g->what, r, j);
+            cr_assert_eq(g->chain[r][j], 1, "%s: rank %d's walk of %d", g->what, r,
+                         j);
         }
     }
     for (int m = 1; m < SVP_SCHEDULE_MSG_COUNT; ++m) {
         for (int a = 0; a < R; ++a) {
             for (int b = 0; b < R; ++b) {
                 for (int x = 0; x < n * MAX_K; ++x) {
-                    cr_assert(g->sent[m][a][b][x] != 1, "%s: %s message of %d from "
-                              "%d to %d never received", g->what,
-                              svp_schedule_msg_name(m), x / MAX_K, a, b);
+                    cr_assert(g->sent[m][a][b][x] != 1,
+                              "%s: %s message of %d from "
+                              "%d to %d never received",
+                              g->what, svp_schedule_msg_name(m), x / MAX_K, a, b);
                     cr_assert_eq(g->posted[m][a][b][x], g->sent[m][a][b][x] ? 1 : 0,
                                  "%s: receive of %d from %d to %d (%s) without "
-                                 "its send", g->what, x / MAX_K, a, b,
-                                 svp_schedule_msg_name(m));
+                                 "its send",
+                                 g->what, x / MAX_K, a, b, svp_schedule_msg_name(m));
                 }
             }
         }
     }
     for (int r = 0; r < R; ++r) {
         for (int q = 0; q < g->rank[r].it.slots.total; ++q) {
-            cr_assert_eq(g->rank[r].slot[q].state, SLOT_FREE, "%s rank %d: slot %d "
-                         "still busy at the end", g->what, r, q);
+            cr_assert_eq(g->rank[r].slot[q].state, SLOT_FREE,
+                         "%s rank %d: slot %d "
+                         "still busy at the end",
+                         g->what, r, q);
         }
-        n_fin = (placement == SVP_PLACEMENT_SPREAD) ? (n - r / C + S - 1) / S :
-                (r / C == S - 1) * n;
+        n_fin = (placement == SVP_PLACEMENT_SPREAD) ? (n - r / C + S - 1) / S
+                                                    : (r / C == S - 1) * n;
         cr_assert_eq(svp_schedule_finishes(&g->p, r / C), n_fin);
     }
     free(g);
@@ -438,7 +472,7 @@ static void check_group(svp_placement_t placement, int S, int n, int inflight)
 
 Test(schedule, every_layout_of_the_tests)
 {
-    static const int samples[] = {0, 1, 2, 3, 5, 7, 10, 11, 20, 40, 42};
+    static const int samples[]   = {0, 1, 2, 3, 5, 7, 10, 11, 20, 40, 42};
     static const int inflights[] = {1, 2, 3, 8};
 
     for (int W = 1; W <= MAX_W; ++W) {
@@ -448,12 +482,14 @@ Test(schedule, every_layout_of_the_tests)
             }
             for (int pl = 0; pl < 2; ++pl) {
                 for (size_t k = 0; k < sizeof(samples) / sizeof(samples[0]); ++k) {
-                    for (size_t f = 0; f < sizeof(inflights) / sizeof(inflights[0]); ++f) {
+                    for (size_t f = 0; f < sizeof(inflights) / sizeof(inflights[0]);
+                         ++f) {
                         int G = W / S, N = samples[k];
 
                         /* the worker deals position j to group j mod G */
                         for (int grp = 0; grp < G; ++grp) {
-                            check_group(pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS,
+                            check_group(pl ? SVP_PLACEMENT_SPREAD
+                                           : SVP_PLACEMENT_ENDS,
                                         S, (N > grp) ? (N - grp + G - 1) / G : 0,
                                         inflights[f]);
                         }
@@ -467,11 +503,18 @@ Test(schedule, every_layout_of_the_tests)
 /* The placement rule: one function, the layout's (jobspec/layout.h). */
 Test(schedule, placement)
 {
-    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_ENCODES), 0);
-    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_FINISHES), 3);
-    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5, SVP_LAYOUT_ENCODES), 1);
-    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5, SVP_LAYOUT_FINISHES), 1);
-    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 1, 5, SVP_LAYOUT_FINISHES), 0);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_ENCODES),
+                 0);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_ENDS, 4, 5, SVP_LAYOUT_FINISHES),
+                 3);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5, SVP_LAYOUT_ENCODES),
+                 1);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 4, 5,
+                                     SVP_LAYOUT_FINISHES),
+                 1);
+    cr_assert_eq(svp_layout_place_of(SVP_PLACEMENT_SPREAD, 1, 5,
+                                     SVP_LAYOUT_FINISHES),
+                 0);
 }
 
 /*
@@ -482,7 +525,10 @@ Test(schedule, placement)
  */
 Test(schedule, one_list_by_hand)
 {
-    static const struct { svp_schedule_kind_t kind; int msg, j, slot, peer, due; } want[] = {
+    static const struct {
+        svp_schedule_kind_t kind;
+        int                 msg, j, slot, peer, due;
+    } want[] = {
         {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_FINAL, 1, 3, 2, -1},
         {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_LATENT, 0, 0, 0, -1},
         {SVP_SCHEDULE_BEGIN, 0, 1, 5, -1, -1},
@@ -520,8 +566,8 @@ Test(schedule, one_list_by_hand)
         a = svp_schedule_iter_next(&it);
         cr_assert_not_null(a);
         cr_expect(a->kind == want[k].kind && (int)a->msg == want[k].msg &&
-                  a->j == want[k].j && a->slot == want[k].slot &&
-                  a->peer == want[k].peer && a->due_stages == want[k].due,
+                      a->j == want[k].j && a->slot == want[k].slot &&
+                      a->peer == want[k].peer && a->due_stages == want[k].due,
                   "action %zu: %s msg %d j %d slot %d peer %d due %d", k,
                   svp_schedule_kind_name(a->kind), a->msg, a->j, a->slot, a->peer,
                   a->due_stages);
@@ -546,12 +592,14 @@ Test(schedule, rejects_bad_parameters)
  * every position, HALF and SHARE as actions and messages; and, beside the
  * pair's actions, lane 0 runs the list of C = 1.
  */
-static int is_pairs_own(const svp_schedule_action_t *a, const svp_schedule_slots_t *sl)
+static int is_pairs_own(const svp_schedule_action_t *a,
+                        const svp_schedule_slots_t  *sl)
 {
     return a->kind == SVP_SCHEDULE_HALF || a->kind == SVP_SCHEDULE_MERGE ||
            a->kind == SVP_SCHEDULE_SHARE || a->msg == SVP_SCHEDULE_MSG_HALF ||
            a->msg == SVP_SCHEDULE_MSG_SHARE ||
-           (a->slot >= 0 && svp_schedule_slot_frame(sl, a->slot) != SVP_SCHEDULE_FRAME_SAMPLE);
+           (a->slot >= 0 &&
+            svp_schedule_slot_frame(sl, a->slot) != SVP_SCHEDULE_FRAME_SAMPLE);
 }
 
 static void check_lane0(svp_placement_t placement, int S, int n, int inflight)
@@ -567,7 +615,8 @@ static void check_lane0(svp_placement_t placement, int S, int n, int inflight)
         while ((a = svp_schedule_iter_next(&one)) != NULL) {
             do {
                 b = svp_schedule_iter_next(&l0);
-                cr_assert_not_null(b, "S=%d n=%d rank %d: lane 0 ends early", S, n, r);
+                cr_assert_not_null(b, "S=%d n=%d rank %d: lane 0 ends early", S, n,
+                                   r);
             } while (is_pairs_own(b, &l0.slots));
             if (a->kind == SVP_SCHEDULE_STEPS) {
                 /* the steps are the pair's: the next of the C = 1 list follows */
@@ -575,16 +624,17 @@ static void check_lane0(svp_placement_t placement, int S, int n, int inflight)
                 a = svp_schedule_iter_next(&one);
                 cr_assert_not_null(a);
             }
-            cr_assert(a->kind == b->kind && a->msg == b->msg && a->j == b->j &&
-                      a->slot == b->slot && a->peer == b->peer &&
-                      a->due_stages == b->due_stages && a->chain == b->chain,
-                      "S=%d n=%d rank %d: lane 0's %s of %d differs from one rank's %s",
-                      S, n, r, svp_schedule_kind_name(b->kind), b->j,
-                      svp_schedule_kind_name(a->kind));
+            cr_assert(
+                a->kind == b->kind && a->msg == b->msg && a->j == b->j &&
+                    a->slot == b->slot && a->peer == b->peer &&
+                    a->due_stages == b->due_stages && a->chain == b->chain,
+                "S=%d n=%d rank %d: lane 0's %s of %d differs from one rank's %s", S,
+                n, r, svp_schedule_kind_name(b->kind), b->j,
+                svp_schedule_kind_name(a->kind));
         }
         while ((b = svp_schedule_iter_next(&l0)) != NULL) {
-            cr_assert(is_pairs_own(b, &l0.slots), "S=%d n=%d rank %d: lane 0 goes on",
-                      S, n, r);
+            cr_assert(is_pairs_own(b, &l0.slots),
+                      "S=%d n=%d rank %d: lane 0 goes on", S, n, r);
         }
     }
 }
@@ -596,7 +646,8 @@ Test(schedule, guidance_pairs)
     for (int S = 1; S <= 4; ++S) {
         for (int pl = 0; pl < 2; ++pl) {
             for (size_t k = 0; k < sizeof(samples) / sizeof(samples[0]); ++k) {
-                svp_placement_t place = pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
+                svp_placement_t place =
+                    pl ? SVP_PLACEMENT_SPREAD : SVP_PLACEMENT_ENDS;
 
                 for (int steps = 1; steps <= MAX_K; ++steps) {
                     check_group_c(place, S, samples[k], 1 + (int)k % 3, 2, steps);
@@ -610,9 +661,11 @@ Test(schedule, guidance_pairs)
         svp_schedule_params_t p = {SVP_PLACEMENT_SPREAD, 2, 4, 2, 2, 1};
         svp_schedule_iter_t   it;
 
-        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 2), SVP_ERR_INVALID_PARAM);
+        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 2),
+                     SVP_ERR_INVALID_PARAM);
         p.pairs = 3;
-        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 1), SVP_ERR_INVALID_PARAM);
+        cr_expect_eq(svp_schedule_iter_init_lane(&it, &p, 0, 1),
+                     SVP_ERR_INVALID_PARAM);
     }
 }
 
@@ -623,50 +676,56 @@ Test(schedule, guidance_pairs)
 Test(schedule, pair_list_by_hand)
 {
     static const struct {
-        svp_schedule_kind_t kind; int msg, step, slot, slot2, peer_lane, chain;
-    } want[2][12] = {{
-        {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 0, 0},
-        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
-        {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 0, 0},
-        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 1, 0},
-        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
-        {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 0, 0},
-        {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 0, 0},
-        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
-        {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 0, 0},
-        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 1, 0},
-        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
-        {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 0, 0},
-    }, {
-        {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 1, 0},
-        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
-        {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 1, 0},
-        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 0, 0},
-        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
-        {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 1, 0},
-        {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 1, 0},
-        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
-        {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 1, 0},
-        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 0, 0},
-        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
-        {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 1, 0},
-    }};
+        svp_schedule_kind_t kind;
+        int                 msg, step, slot, slot2, peer_lane, chain;
+    } want[2][12] =
+        {{
+             {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 0, 0},
+             {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
+             {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 0, 0},
+             {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 1, 0},
+             {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 1, 0},
+             {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 0, 0},
+             {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 0, 0},
+             {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
+             {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 0, 0},
+             {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 1, 0},
+             {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 1, 0},
+             {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 0, 0},
+         },
+         {
+             {SVP_SCHEDULE_BEGIN, 0, -1, -1, -1, 1, 0},
+             {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
+             {SVP_SCHEDULE_HALF, 0, 0, 0, -1, 1, 0},
+             {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 0, 0, -1, 0, 0},
+             {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 0, 1, -1, 0, 0},
+             {SVP_SCHEDULE_MERGE, 0, 0, 0, 1, 1, 0},
+             {SVP_SCHEDULE_WAIT, 0, -1, 0, -1, 1, 0},
+             {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
+             {SVP_SCHEDULE_HALF, 0, 1, 0, -1, 1, 0},
+             {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_HALF, 1, 0, -1, 0, 0},
+             {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_HALF, 1, 1, -1, 0, 0},
+             {SVP_SCHEDULE_MERGE, 0, 1, 0, 1, 1, 0},
+         }};
     static const struct {
-        svp_schedule_kind_t kind; int msg, slot, slot2, peer_lane, chain;
-    } fin[2][5] = {{
-        {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
-        {SVP_SCHEDULE_SHARE, 0, -1, -1, 0, 0},
-        {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
-        {SVP_SCHEDULE_FINISH, 0, -1, 2, 0, 1},
-        {SVP_SCHEDULE_WAIT, 0, 0, -1, 0, 0},           /* the drain: the last half */
-    }, {
-        {SVP_SCHEDULE_SHARE, 0, 2, -1, 1, 0},
-        {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_SHARE, 2, -1, 0, 1},
-        {SVP_SCHEDULE_WAIT, 0, 0, -1, 1, 0},
-        {SVP_SCHEDULE_WAIT, 0, 2, -1, 1, 0},
-    }};
+        svp_schedule_kind_t kind;
+        int                 msg, slot, slot2, peer_lane, chain;
+    } fin[2][5]                          = {{
+                                                {SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
+                                                {SVP_SCHEDULE_SHARE, 0, -1, -1, 0, 0},
+                                                {SVP_SCHEDULE_WAIT, SVP_SCHEDULE_MSG_SHARE, 2, -1, 1, 0},
+                                                {SVP_SCHEDULE_FINISH, 0, -1, 2, 0, 1},
+                                                {SVP_SCHEDULE_WAIT, 0, 0, -1, 0,
+                                                 0}, /* the drain: the last half */
+                   },
+                                            {
+                                                {SVP_SCHEDULE_SHARE, 0, 2, -1, 1, 0},
+                                                {SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_SHARE, 2, -1, 0, 1},
+                                                {SVP_SCHEDULE_WAIT, 0, 0, -1, 1, 0},
+                                                {SVP_SCHEDULE_WAIT, 0, 2, -1, 1, 0},
+                   }};
     static const int             nfin[2] = {5, 4};
-    svp_schedule_params_t        p = {SVP_PLACEMENT_ENDS, 1, 1, 2, 2, 2};
+    svp_schedule_params_t        p       = {SVP_PLACEMENT_ENDS, 1, 1, 2, 2, 2};
     svp_schedule_iter_t          it;
     const svp_schedule_action_t *a;
 
@@ -676,25 +735,33 @@ Test(schedule, pair_list_by_hand)
         for (int k = 0; k < 12; ++k) {
             a = svp_schedule_iter_next(&it);
             cr_assert_not_null(a);
-            cr_expect(a->kind == want[lane][k].kind && (int)a->msg == want[lane][k].msg &&
-                      a->step == want[lane][k].step && a->slot == want[lane][k].slot &&
-                      a->slot2 == want[lane][k].slot2 &&
-                      a->peer_lane == want[lane][k].peer_lane && a->chain == want[lane][k].chain &&
-                      a->j == ((a->kind == SVP_SCHEDULE_WAIT && a->msg == 0) ? -1 : 0) &&
-                      (a->kind != SVP_SCHEDULE_WAIT || a->msg == 0 || a->due_stages == 0),
-                      "lane %d action %d: %s msg %d step %d slot %d/%d peer lane %d", lane,
-                      k, svp_schedule_kind_name(a->kind), a->msg, a->step, a->slot, a->slot2,
-                      a->peer_lane);
+            cr_expect(a->kind == want[lane][k].kind &&
+                          (int)a->msg == want[lane][k].msg &&
+                          a->step == want[lane][k].step &&
+                          a->slot == want[lane][k].slot &&
+                          a->slot2 == want[lane][k].slot2 &&
+                          a->peer_lane == want[lane][k].peer_lane &&
+                          a->chain == want[lane][k].chain &&
+                          a->j == ((a->kind == SVP_SCHEDULE_WAIT && a->msg == 0)
+                                       ? -1
+                                       : 0) &&
+                          (a->kind != SVP_SCHEDULE_WAIT || a->msg == 0 ||
+                           a->due_stages == 0),
+                      "lane %d action %d: %s msg %d step %d slot %d/%d peer lane %d",
+                      lane, k, svp_schedule_kind_name(a->kind), a->msg, a->step,
+                      a->slot, a->slot2, a->peer_lane);
         }
         for (int k = 0; k < nfin[lane]; ++k) {
             a = svp_schedule_iter_next(&it);
             cr_assert_not_null(a);
-            cr_expect(a->kind == fin[lane][k].kind && (int)a->msg == fin[lane][k].msg &&
-                      a->slot == fin[lane][k].slot && a->slot2 == fin[lane][k].slot2 &&
-                      a->peer_lane == fin[lane][k].peer_lane && a->chain == fin[lane][k].chain,
-                      "lane %d finishing action %d: %s msg %d slot %d/%d peer lane %d", lane,
-                      k, svp_schedule_kind_name(a->kind), a->msg, a->slot, a->slot2,
-                      a->peer_lane);
+            cr_expect(
+                a->kind == fin[lane][k].kind && (int)a->msg == fin[lane][k].msg &&
+                    a->slot == fin[lane][k].slot && a->slot2 == fin[lane][k].slot2 &&
+                    a->peer_lane == fin[lane][k].peer_lane &&
+                    a->chain == fin[lane][k].chain,
+                "lane %d finishing action %d: %s msg %d slot %d/%d peer lane %d",
+                lane, k, svp_schedule_kind_name(a->kind), a->msg, a->slot, a->slot2,
+                a->peer_lane);
         }
         cr_assert_null(svp_schedule_iter_next(&it));
     }
@@ -712,12 +779,12 @@ Test(schedule, pair_list_by_hand)
 static void check_owner(svp_placement_t placement, int G, int S, int C,
                         const int *run, int nrun)
 {
-    svp_layout_t          l;
-    svp_schedule_params_t p;
-    svp_schedule_iter_t   it;
+    svp_layout_t                 l;
+    svp_schedule_params_t        p;
+    svp_schedule_iter_t          it;
     const svp_schedule_action_t *a;
-    svp_layout_place_t    at, peer;
-    int  *finished, g, pos, lane, rank, k, j, n;
+    svp_layout_place_t           at, peer;
+    int                         *finished, g, pos, lane, rank, k, j, n;
 
     cr_assert_eq(svp_layout_make(2 * S, G * S * C, S, C, placement, NULL, 0, &l),
                  SVP_OK);
@@ -738,27 +805,33 @@ static void check_owner(svp_placement_t placement, int G, int S, int C,
                 rank = svp_layout_rank(&l, g, pos, lane);
                 at   = svp_layout_where(&l, rank);
                 cr_assert(at.group == g && at.position == pos && at.lane == lane);
-                cr_assert_eq(svp_schedule_iter_init_lane(&it, &p, pos, lane), SVP_OK);
+                cr_assert_eq(svp_schedule_iter_init_lane(&it, &p, pos, lane),
+                             SVP_OK);
                 while ((a = svp_schedule_iter_next(&it)) != NULL) {
-                    if ((a->kind == SVP_SCHEDULE_SEND || a->kind == SVP_SCHEDULE_POST_RECV) &&
+                    if ((a->kind == SVP_SCHEDULE_SEND ||
+                         a->kind == SVP_SCHEDULE_POST_RECV) &&
                         a->msg == SVP_SCHEDULE_MSG_LATENT) {
                         peer = svp_layout_where(&l, svp_layout_rank(&l, g, a->peer,
                                                                     a->peer_lane));
-                        cr_assert(peer.group == g && peer.lane == lane &&
-                                  abs(peer.position - pos) == 1,
-                                  "G=%d S=%d C=%d: rank %d's latent peer is position %d "
-                                  "lane %d", G, S, C, rank, a->peer, a->peer_lane);
+                        cr_assert(
+                            peer.group == g && peer.lane == lane &&
+                                abs(peer.position - pos) == 1,
+                            "G=%d S=%d C=%d: rank %d's latent peer is position %d "
+                            "lane %d",
+                            G, S, C, rank, a->peer, a->peer_lane);
                     }
                     if (a->kind != SVP_SCHEDULE_FINISH || lane != 0) {
                         continue;
                     }
                     j = a->j;
-                    k = g + j * G;     /* the job's k-th sample of its run */
+                    k = g + j * G; /* the job's k-th sample of its run */
                     cr_assert_lt(k, nrun);
                     cr_assert_eq(svp_layout_owner(&l, k), rank,
                                  "G=%d S=%d C=%d %s: sample %d (k=%d) finished by "
-                                 "rank %d, owner says %d", G, S, C,
-                                 placement == SVP_PLACEMENT_SPREAD ? "spread" : "ends",
+                                 "rank %d, owner says %d",
+                                 G, S, C,
+                                 placement == SVP_PLACEMENT_SPREAD ? "spread"
+                                                                   : "ends",
                                  run[k], k, rank, svp_layout_owner(&l, k));
                     ++finished[k];
                 }
@@ -776,23 +849,21 @@ Test(schedule, owner_is_who_the_executor_finishes_by)
 {
     static const struct {
         int G, S, C;
-    } layouts[] = {
-        {1, 1, 1}, {1, 2, 1}, {1, 3, 1}, {1, 4, 1}, {1, 6, 1}, {1, 7, 1}, {2, 2, 1},
-        {2, 3, 1}, {3, 2, 1}, {4, 1, 1}, {6, 1, 1}, {1, 1, 2}, {1, 2, 2}, {2, 2, 2},
-        {4, 1, 2}, {1, 4, 2}
-    };
-    svp_placement_t pl[] = { SVP_PLACEMENT_SPREAD, SVP_PLACEMENT_ENDS };
+    } layouts[] = {{1, 1, 1}, {1, 2, 1}, {1, 3, 1}, {1, 4, 1}, {1, 6, 1}, {1, 7, 1},
+                   {2, 2, 1}, {2, 3, 1}, {3, 2, 1}, {4, 1, 1}, {6, 1, 1}, {1, 1, 2},
+                   {1, 2, 2}, {2, 2, 2}, {4, 1, 2}, {1, 4, 2}};
+    svp_placement_t pl[] = {SVP_PLACEMENT_SPREAD, SVP_PLACEMENT_ENDS};
     int             all[40], shard[14], resumed[30], n, i, x, y;
 
     for (i = 0; i < 40; ++i) {
         all[i] = i;
     }
     for (n = 0, i = 1; i < 40; i += 3) {
-        shard[n++] = i;                 /* shard 1 of 3 */
+        shard[n++] = i; /* shard 1 of 3 */
     }
     for (n = 0, i = 0; i < 40; ++i) {
         if (i % 4 != 2 && n < 30) {
-            resumed[n++] = i;           /* an earlier run finished some */
+            resumed[n++] = i; /* an earlier run finished some */
         }
     }
     for (x = 0; x < (int)(sizeof(layouts) / sizeof(layouts[0])); ++x) {

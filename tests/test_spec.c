@@ -29,30 +29,30 @@ TestSuite(spec_limits, .init = quiet);
 
 Test(spec, valid_full_spec)
 {
-    const char *yaml =
-        "name: demo\n"
-        "model:\n"
-        "  kind: dummy\n"
-        "  dummy: {cost: sleep, step_ms: 12.5, decode_ms: 40}\n"
-        "steps: 28\n"
-        "samples: 10\n"
-        "seed: 1234\n"
-        "latent_shape: [1, 25, 4, 72, 128]\n"
-        "comm: {deadline: 30, transport: 'posix,self', inflight: 3}\n"
-        "pipeline: {placement: ends}\n"
-        "video:\n"
-        "  inputs: [a.png, b.jpg]\n"
-        "  seeds: [1, 2]\n"
-        "output: {dir: /tmp/x, mp4: false}\n"
-        "log: {level: debug}\n"
-        "cluster:\n"
-        "  nodes: 2\n"
-        "  ranks_per_node: 7\n"
-        "  env: {UCX_TLS: 'rc,cuda_copy', OMP_NUM_THREADS: '4'}\n";
+    const char *yaml      = "name: demo\n"
+                            "model:\n"
+                            "  kind: dummy\n"
+                            "  dummy: {cost: sleep, step_ms: 12.5, decode_ms: 40}\n"
+                            "steps: 28\n"
+                            "samples: 10\n"
+                            "seed: 1234\n"
+                            "latent_shape: [1, 25, 4, 72, 128]\n"
+                            "comm: {deadline: 30, transport: 'posix,self', inflight: 3}\n"
+                            "pipeline: {placement: ends}\n"
+                            "video:\n"
+                            "  inputs: [a.png, b.jpg]\n"
+                            "  seeds: [1, 2]\n"
+                            "output: {dir: /tmp/x, mp4: false}\n"
+                            "log: {level: debug}\n"
+                            "cluster:\n"
+                            "  nodes: 2\n"
+                            "  ranks_per_node: 7\n"
+                            "  env: {UCX_TLS: 'rc,cuda_copy', OMP_NUM_THREADS: '4'}\n";
     char        err[1024] = "";
     svp_spec_t *s         = NULL;
 
-    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(yaml, "job.yaml", NULL, 0, err, sizeof(err),
+                                      &s),
                  SVP_OK, "%s", err);
     cr_assert_str_eq(s->name, "demo");
     cr_assert_eq(s->model.kind, SVP_MODEL_DUMMY);
@@ -117,21 +117,21 @@ Test(spec, dtype_and_device_are_the_layers_enums)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         s = NULL;
         cr_assert_eq(svp_spec_load_string(cases[i].yaml, "j.yaml", NULL, 0, err,
-                                          sizeof(err), &s), SVP_OK,
-                     "%s: %s", cases[i].yaml, err);
+                                          sizeof(err), &s),
+                     SVP_OK, "%s: %s", cases[i].yaml, err);
         cr_assert_eq(s->dtype, cases[i].dtype, "%s", cases[i].yaml);
         cr_assert_eq(s->device, cases[i].device, "%s", cases[i].yaml);
         svp_spec_destroy(s);
     }
     s = NULL;
     cr_assert_neq(svp_spec_load_string("dtype: f64\n", "j.yaml", NULL, 0, err,
-                                       sizeof(err), &s), SVP_OK,
-                  "f64 holds no weights");
+                                       sizeof(err), &s),
+                  SVP_OK, "f64 holds no weights");
     cr_assert_null(s);
     cr_assert(strstr(err, "one of f32, f16, bf16") != NULL, "%s", err);
     cr_assert_neq(svp_spec_load_string("device: dry\n", "j.yaml", NULL, 0, err,
-                                       sizeof(err), &s), SVP_OK,
-                  "dry is no device a job runs on");
+                                       sizeof(err), &s),
+                  SVP_OK, "dry is no device a job runs on");
     cr_assert(strstr(err, "one of cpu, cuda") != NULL, "%s", err);
 }
 
@@ -157,8 +157,8 @@ Test(spec, gpu_direct_values)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         s = NULL;
         cr_assert_eq(svp_spec_load_string(cases[i].yaml, "j.yaml", NULL, 0, err,
-                                          sizeof(err), &s), SVP_OK,
-                     "%s: %s", cases[i].yaml, err);
+                                          sizeof(err), &s),
+                     SVP_OK, "%s: %s", cases[i].yaml, err);
         cr_assert_eq(s->comm.gpu_direct, cases[i].want, "%s", cases[i].yaml);
         svp_spec_destroy(s);
     }
@@ -166,14 +166,17 @@ Test(spec, gpu_direct_values)
 
 Test(spec, overrides)
 {
-    const char *ov[] = {"steps=28", "samples=10", "comm.deadline=2.5",
-                        "latent_shape=[2,3,4,5,6]", "cluster.env.UCX_TLS=tcp",
+    const char *ov[] = {"steps=28",
+                        "samples=10",
+                        "comm.deadline=2.5",
+                        "latent_shape=[2,3,4,5,6]",
+                        "cluster.env.UCX_TLS=tcp",
                         "video.inputs=x.png,y.png"};
     svp_spec_t *s    = NULL;
     char        err[512];
 
-    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 6, err, sizeof(err),
-                                      &s),
+    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 6, err,
+                                      sizeof(err), &s),
                  SVP_OK, "%s", err);
     cr_assert_eq(s->steps, 28);
     cr_assert_eq(s->samples, 10);
@@ -189,14 +192,15 @@ Test(spec, overrides)
  * spaces inside, escapes, and no quotes kept; broken quoting is refused. */
 Test(spec, override_lists_with_quotes)
 {
-    const char *ov[] = {"cluster.setup=[\"module load a b\", 'x, y', \" pad \", plain, "
-                        "'it''s', \"q\\\"d\"]"};
+    const char *ov[] = {
+        "cluster.setup=[\"module load a b\", 'x, y', \" pad \", plain, "
+        "'it''s', \"q\\\"d\"]"};
     const char *bad[] = {"cluster.setup=['open", "cluster.setup=[\"a\"b]"};
-    svp_spec_t *s = NULL;
+    svp_spec_t *s     = NULL;
     char        err[512];
 
-    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 1, err, sizeof(err),
-                                      &s),
+    cr_assert_eq(svp_spec_load_string("steps: 4\n", "j.yaml", ov, 1, err,
+                                      sizeof(err), &s),
                  SVP_OK, "%s", err);
     cr_assert_eq(s->cluster.setup.count, 6);
     cr_expect_str_eq(s->cluster.setup.items[0], "module load a b");
@@ -228,56 +232,76 @@ typedef struct {
 } bad_case_t;
 
 static bad_case_t bad_cases[] = {
-    {"steps: 8\nstpes: 3\n", "",
+    {"steps: 8\nstpes: 3\n",
+     "",
      {"j.yaml:2:1:", "unknown key 'stpes'", "did you mean 'steps'"}},
-    {"comm:\n  deadlin: 3\n", "",
+    {"comm:\n  deadlin: 3\n",
+     "",
      {"j.yaml:2:3:", "'comm.deadlin'", "did you mean 'comm.deadline'"}},
-    {"steps: many\n", "",
-     {"j.yaml:1:8:", "key 'steps'", "expected an integer in [1, 10000], found 'many'"}},
+    {"steps: many\n",
+     "",
+     {"j.yaml:1:8:", "key 'steps'",
+      "expected an integer in [1, 10000], found 'many'"}},
     {"steps: 0\n", "", {"j.yaml:1:8:", "key 'steps'", "found '0'"}},
-    {"comm:\n  deadline: soon\n", "",
+    {"comm:\n  deadline: soon\n",
+     "",
      {"j.yaml:2:13:", "key 'comm.deadline'", "expected a number"}},
-    {"model:\n  kind: sdxl\n", "",
-     {"j.yaml:2:9:", "key 'model.kind'", "expected one of dummy, svd, found 'sdxl'"}},
-    {"latent_shape: [1, 2, 3]\n", "",
+    {"model:\n  kind: sdxl\n",
+     "",
+     {"j.yaml:2:9:", "key 'model.kind'",
+      "expected one of dummy, svd, found 'sdxl'"}},
+    {"latent_shape: [1, 2, 3]\n",
+     "",
      {"j.yaml:1:15:", "key 'latent_shape'", "expected 5 integers"}},
-    {"steps: [1, 2]\n", "", {"j.yaml:1:8:", "key 'steps'", "expected a scalar, found a list"}},
+    {"steps: [1, 2]\n",
+     "",
+     {"j.yaml:1:8:", "key 'steps'", "expected a scalar, found a list"}},
     {"comm: 5\n", "", {"j.yaml:1:7:", "key 'comm'", "expected a mapping"}},
     {"steps: 8\nsteps: 9\n", "", {"j.yaml:2:1:", "duplicate key 'steps'", "line 1"}},
     {"steps: [8\n", "", {"j.yaml:", "invalid YAML", ""}},
     {"- a\n- b\n", "", {"j.yaml:1:1:", "expected a mapping of keys at the top", ""}},
-    {"model: {kind: svd}\n", "", {"j.yaml:", "key 'model.path'", "expected a model folder"}},
-    {"output: {mp4: maybe}\n", "", {"j.yaml:1:15:", "key 'output.mp4'", "expected true or false"}},
-    {"", "sampels=3", {"j.yaml:", "unknown key 'sampels'", "did you mean 'samples'"}},
+    {"model: {kind: svd}\n",
+     "",
+     {"j.yaml:", "key 'model.path'", "expected a model folder"}},
+    {"output: {mp4: maybe}\n",
+     "",
+     {"j.yaml:1:15:", "key 'output.mp4'", "expected true or false"}},
+    {"",
+     "sampels=3",
+     {"j.yaml:", "unknown key 'sampels'", "did you mean 'samples'"}},
     {"", "steps", {"j.yaml:", "--set 'steps': expected key=value", ""}},
     {"", "seed=-1", {"j.yaml:", "key 'seed'", "non-negative"}},
-    {"video: {min_guidance: 4, max_guidance: 3}\n", "",
+    {"video: {min_guidance: 4, max_guidance: 3}\n",
+     "",
      {"j.yaml:", "video.min_guidance", "max_guidance"}},
-    {"comm: {gpu_direct: yes}\n", "",
+    {"comm: {gpu_direct: yes}\n",
+     "",
      {"j.yaml:1:20:", "key 'comm.gpu_direct'", "expected one of auto, on, off"}},
-    {"comm: {gpu_direct: on}\n", "",
+    {"comm: {gpu_direct: on}\n",
+     "",
      {"j.yaml:", "key 'comm.gpu_direct'", "auto or off with device cpu"}},
-    {"", "comm.gpu_direct=on",
-     {"j.yaml:", "key 'comm.gpu_direct'", "found on"}},
-    {"device: cuda\ncomm: {gpu_direct: on}\n", "",
+    {"", "comm.gpu_direct=on", {"j.yaml:", "key 'comm.gpu_direct'", "found on"}},
+    {"device: cuda\ncomm: {gpu_direct: on}\n",
+     "",
      {"j.yaml:", "key 'comm.gpu_direct'", "with model.kind dummy"}},
 };
 
 ParameterizedTestParameters(spec, bad_input)
 {
-    return cr_make_param_array(bad_case_t, bad_cases, sizeof(bad_cases) / sizeof(bad_cases[0]));
+    return cr_make_param_array(bad_case_t, bad_cases,
+                               sizeof(bad_cases) / sizeof(bad_cases[0]));
 }
 
 ParameterizedTest(bad_case_t *c, spec, bad_input)
 {
-    svp_spec_t *s = NULL;
+    svp_spec_t *s         = NULL;
     char        err[1024] = "";
     const char *ov[1]     = {c->override};
     int         nov       = (c->override[0] != '\0');
     int         i;
 
-    cr_assert_eq(svp_spec_load_string(c->yaml, "j.yaml", ov, nov, err,
-                                      sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(c->yaml, "j.yaml", ov, nov, err, sizeof(err),
+                                      &s),
                  SVP_ERR_SPEC, "accepted: %s", c->yaml);
     cr_assert_null(s, "output written on failure");
     for (i = 0; i < 3; ++i) {
@@ -288,10 +312,11 @@ ParameterizedTest(bad_case_t *c, spec, bad_input)
 
 Test(spec, missing_file_names_it)
 {
-    svp_spec_t *s = NULL;
+    svp_spec_t *s        = NULL;
     char        err[512] = "";
 
-    cr_assert_eq(svp_spec_load("/nonexistent/job.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load("/nonexistent/job.yaml", NULL, 0, err, sizeof(err),
+                               &s),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "/nonexistent/job.yaml") != NULL, "%s", err);
 }
@@ -302,7 +327,7 @@ Test(spec, missing_file_names_it)
  */
 Test(spec, relative_paths_resolve_against_the_spec_folder)
 {
-    const char *ov[] = {"model.conditioning=c.safetensors"};
+    const char *ov[]  = {"model.conditioning=c.safetensors"};
     char        dir[] = "/tmp/svp_spec_XXXXXX", path[512], err[512] = "";
     svp_spec_t *s = NULL;
     FILE       *f;
@@ -315,10 +340,11 @@ Test(spec, relative_paths_resolve_against_the_spec_folder)
           "video: {inputs: [a.png, /abs/b.png, imgs]}\n"
           "output: {dir: out}\n"
           "log: {trace: tr}\n"
-          "cluster: {worker: ../bin/svdworker}\n", f);
+          "cluster: {worker: ../bin/svdworker}\n",
+          f);
     fclose(f);
-    cr_assert_eq(svp_spec_load(path, ov, 1, err, sizeof(err), &s), SVP_OK,
-                 "%s", err);
+    cr_assert_eq(svp_spec_load(path, ov, 1, err, sizeof(err), &s), SVP_OK, "%s",
+                 err);
     snprintf(path, sizeof(path), "%s/models/svd", dir);
     cr_assert_str_eq(s->model.path, path);
     snprintf(path, sizeof(path), "%s/a.png", dir);
@@ -353,7 +379,8 @@ Test(spec, dump_parses_back)
     svp_spec_t *a = NULL, *b = NULL;
     char       *yaml, *yaml2, err[512];
 
-    cr_assert_eq(svp_spec_load_string("steps: 12\n", "j.yaml", ov, 3, err, sizeof(err), &a),
+    cr_assert_eq(svp_spec_load_string("steps: 12\n", "j.yaml", ov, 3, err,
+                                      sizeof(err), &a),
                  SVP_OK, "%s", err);
     cr_assert_eq(svp_spec_dump(a, &yaml), SVP_OK);
     cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err), &b),
@@ -371,8 +398,8 @@ Test(spec, dump_parses_back)
 /* Step assignment over a table of (T, W). */
 Test(steps, assignment_table)
 {
-    static const int ok[][2] = {{8, 1}, {8, 2}, {8, 4}, {8, 8}, {28, 7}, {28, 4},
-                                {25, 5}, {25, 1}, {30, 3}, {1, 1}};
+    static const int ok[][2] = {{8, 1},  {8, 2},  {8, 4},  {8, 8},  {28, 7},
+                                {28, 4}, {25, 5}, {25, 1}, {30, 3}, {1, 1}};
     size_t           i;
     int              r, next;
     svp_step_range_t range;
@@ -380,7 +407,8 @@ Test(steps, assignment_table)
     for (i = 0; i < sizeof(ok) / sizeof(ok[0]); ++i) {
         next = 0;
         for (r = 0; r < ok[i][1]; ++r) {
-            cr_assert_eq(svp_layout_assign(ok[i][0], ok[i][1], r, NULL, 0, &range), SVP_OK);
+            cr_assert_eq(svp_layout_assign(ok[i][0], ok[i][1], r, NULL, 0, &range),
+                         SVP_OK);
             cr_assert_eq(range.begin, next, "T=%d W=%d r=%d", ok[i][0], ok[i][1], r);
             cr_assert_eq(range.end - range.begin, ok[i][0] / ok[i][1]);
             next = range.end;
@@ -394,9 +422,11 @@ Test(steps, not_divisible_names_alternatives)
     char             err[512] = "";
     svp_step_range_t range    = {-7, -7};
 
-    cr_assert_eq(svp_layout_assign(25, 4, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_assign(25, 4, 0, err, sizeof(err), &range),
+                 SVP_ERR_SPEC);
     cr_assert(strstr(err, "steps=25") && strstr(err, "4 ranks") &&
-              strstr(err, "steps=24") && strstr(err, "steps=28"), "%s", err);
+                  strstr(err, "steps=24") && strstr(err, "steps=28"),
+              "%s", err);
     cr_assert_eq(range.begin, -7, "output written on failure");
 
     cr_assert_eq(svp_layout_assign(3, 7, 0, err, sizeof(err), &range), SVP_ERR_SPEC);
@@ -419,7 +449,8 @@ Test(steps, layout_groups_cover_steps)
     for (i = 0; i < sizeof(valid) / sizeof(valid[0]); ++i) {
         cr_assert(svp_layout_valid(12, 6, valid[i]));
         cr_assert_eq(svp_layout_make(12, 6, valid[i], 1, SVP_PLACEMENT_ENDS, NULL, 0,
-                                     &l), SVP_OK);
+                                     &l),
+                     SVP_OK);
         cr_assert_eq(l.groups * l.stages, 6);
         cr_assert_eq(l.world, 6);
         cr_assert_eq(l.k, 12 / valid[i]);
@@ -439,7 +470,8 @@ Test(steps, layout_groups_cover_steps)
         }
     }
     /* 0 is one pipeline of all ranks */
-    cr_assert_eq(svp_layout_make(12, 6, 0, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(12, 6, 0, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     cr_assert_eq(l.stages, 6);
     cr_assert_eq(l.groups, 1);
 }
@@ -449,16 +481,20 @@ Test(steps, bad_layout_names_w_s_g_t)
     char         err[512] = "";
     svp_layout_t l        = {.stages = -7};
 
-    cr_assert_eq(svp_layout_make(12, 6, 4, 1, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
+    cr_assert_eq(svp_layout_make(12, 6, 4, 1, SVP_PLACEMENT_ENDS, err, sizeof(err),
+                                 &l),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "S=4") && strstr(err, "W=6") && strstr(err, "G=W/S=1.5") &&
-              strstr(err, "T=12") && strstr(err, "valid S: 1, 2, 3, 6") &&
-              strstr(err, "nearest: S=3"), "%s", err);
+                  strstr(err, "T=12") && strstr(err, "valid S: 1, 2, 3, 6") &&
+                  strstr(err, "nearest: S=3"),
+              "%s", err);
     cr_assert_eq(l.stages, -7, "output written on failure");
-    cr_assert_eq(svp_layout_make(28, 448, 448, 1, SVP_PLACEMENT_ENDS, err, sizeof(err),
-                                 &l), SVP_ERR_SPEC);
+    cr_assert_eq(svp_layout_make(28, 448, 448, 1, SVP_PLACEMENT_ENDS, err,
+                                 sizeof(err), &l),
+                 SVP_ERR_SPEC);
     cr_assert(strstr(err, "T must divide by S") && strstr(err, "nearest: S=28") &&
-              strstr(err, "G=16"), "%s", err);
+                  strstr(err, "G=16"),
+              "%s", err);
 }
 
 /* Guidance pairs (W = G x S x C): a stage's two ranks are adjacent, the
@@ -472,7 +508,8 @@ Test(steps, layout_pairs)
     int                r;
 
     /* W = 8, S = 2, C = 2: G = 2 */
-    cr_assert_eq(svp_layout_make(12, 8, 2, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(12, 8, 2, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     cr_assert_eq(l.pairs, 2);
     cr_assert_eq(l.groups, 2);
     cr_assert_eq(l.stages, 2);
@@ -489,23 +526,28 @@ Test(steps, layout_pairs)
         cr_assert_eq(range.end, at.position * 6 + 6);
     }
     /* stages 0: one pipeline of W / C pairs */
-    cr_assert_eq(svp_layout_make(12, 6, 0, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(12, 6, 0, 2, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     at = svp_layout_where(&l, 5);
     cr_assert(l.stages == 3 && l.groups == 1 && at.position == 2 && at.lane == 1);
     /* C = 1 is the plain layout */
-    cr_assert_eq(svp_layout_make(12, 6, 3, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l), SVP_OK);
+    cr_assert_eq(svp_layout_make(12, 6, 3, 1, SVP_PLACEMENT_ENDS, NULL, 0, &l),
+                 SVP_OK);
     at = svp_layout_where(&l, 4);
     cr_assert(l.pairs == 1 && at.lane == 0 && at.position == 1 && l.groups == 2);
     /* an odd W, or S not dividing W / C: the valid (G, S, C) named */
-    cr_assert_eq(svp_layout_make(12, 7, 1, 2, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
+    cr_assert_eq(svp_layout_make(12, 7, 1, 2, SVP_PLACEMENT_ENDS, err, sizeof(err),
+                                 &l),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "C=2 with S=1 does not fit W=7") &&
-              strstr(err, "valid (G, S, C): (7, 1, 1)") && !strstr(err, ", 2)"),
+                  strstr(err, "valid (G, S, C): (7, 1, 1)") && !strstr(err, ", 2)"),
               "%s", err);
-    cr_assert_eq(svp_layout_make(6, 4, 4, 2, SVP_PLACEMENT_ENDS, err, sizeof(err), &l),
+    cr_assert_eq(svp_layout_make(6, 4, 4, 2, SVP_PLACEMENT_ENDS, err, sizeof(err),
+                                 &l),
                  SVP_ERR_SPEC);
     cr_assert(strstr(err, "valid (G, S, C): (4, 1, 1), (2, 2, 1), (2, 1, 2), "
-                          "(1, 2, 2)"), "%s", err);
+                          "(1, 2, 2)"),
+              "%s", err);
 }
 
 /* The dealing of samples to groups, and where they begin and end. */
@@ -567,8 +609,10 @@ Test(spec, shared_dump_diff_names_keys_and_skips_per_rank_keys)
     svp_spec_t *a, *b;
     char        err[256], diff[512], *ta, *tb;
 
-    cr_assert_eq(svp_spec_load_string("", "a.yaml", a_sets, 4, err, sizeof(err), &a), SVP_OK);
-    cr_assert_eq(svp_spec_load_string("", "b.yaml", b_sets, 4, err, sizeof(err), &b), SVP_OK);
+    cr_assert_eq(svp_spec_load_string("", "a.yaml", a_sets, 4, err, sizeof(err), &a),
+                 SVP_OK);
+    cr_assert_eq(svp_spec_load_string("", "b.yaml", b_sets, 4, err, sizeof(err), &b),
+                 SVP_OK);
     cr_assert_eq(svp_spec_dump_shared(a, &ta), SVP_OK);
     cr_assert_eq(svp_spec_dump_shared(b, &tb), SVP_OK);
     cr_assert_null(strstr(ta, "log.level"), "per-rank key in the shared dump");
@@ -681,7 +725,8 @@ static void expect_refused(text_t *t, const char *where, const char *limit)
         cr_assert_lt(dt, 1.0, "refused after %.2f s: %s", dt, err);
         cr_assert_lt(maxrss_kb() - rss0, 100 * 1024, "parsing took %ld MB more",
                      (maxrss_kb() - rss0) / 1024);
-        cr_assert_not_null(strstr(err, limit), "message '%s' lacks '%s'", err, limit);
+        cr_assert_not_null(strstr(err, limit), "message '%s' lacks '%s'", err,
+                           limit);
         if (from_file) {
             cr_assert_eq(strncmp(err, path, strlen(path)), 0, "%s", err);
             cr_assert_not_null(strstr(err, where + strlen("j.yaml")), "%s", err);
@@ -709,14 +754,15 @@ Test(spec_limits, deep_nesting_2mb)
 
 Test(spec_limits, depth_at_the_limit_reaches_the_keys)
 {
-    text_t      t = {0};
+    text_t      t        = {0};
     char        err[512] = "";
-    svp_spec_t *s = NULL;
+    svp_spec_t *s        = NULL;
 
     text_add(&t, "steps: ", 1);
     text_add(&t, "[", 31);
     text_add(&t, "]", 31);
-    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err),
+                                      &s),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(err, "key 'steps': expected a scalar, found a list"),
                        "%s", err);
@@ -738,7 +784,8 @@ Test(spec_limits, alias_of_a_1mb_value)
     text_add(&t, "*a]\n  seeds: [", 1);
     text_add(&t, "*a, ", 255);
     text_add(&t, "*a]\n", 1);
-    expect_refused(&t, "j.yaml:2:12:", "over the string length limit of 16384 bytes");
+    expect_refused(&t,
+                   "j.yaml:2:12:", "over the string length limit of 16384 bytes");
 }
 
 /* Within the string limit: 64 anchors of 15,000 bytes (a 1 MB spec), used
@@ -758,16 +805,19 @@ Test(spec_limits, alias_amplification_1mb)
         text_add(&t, "\n", 1);
     }
     for (l = 0; l < 3; ++l) {
-        text_add(&t, (l == 0) ? "  container_mounts: [" : (l == 1) ? "video:\n  inputs: ["
-                                                                   : "  seeds: [", 1);
+        text_add(&t,
+                 (l == 0)   ? "  container_mounts: ["
+                 : (l == 1) ? "video:\n  inputs: ["
+                            : "  seeds: [",
+                 1);
         for (i = 0; i < 256; ++i) {
             snprintf(item, sizeof(item), "*a%d%s", i % 64, (i < 255) ? ", " : "]\n");
             text_add(&t, item, 1);
         }
     }
     cr_assert_gt(t.len, 960000);
-    expect_refused(&t, "j.yaml:67:",
-                   "over the alias expansion limit of 262144 bytes");
+    expect_refused(&t,
+                   "j.yaml:67:", "over the alias expansion limit of 262144 bytes");
 }
 
 /* Billion laughs in lists: each level is ten aliases of the one before. */
@@ -775,11 +825,13 @@ Test(spec_limits, nested_aliases_hit_the_node_limit)
 {
     text_t t = {0};
 
-    text_add(&t, "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
-                 "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-                 "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
-                 "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-                 "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n", 1);
+    text_add(&t,
+             "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+             "b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+             "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+             "d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+             "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n",
+             1);
     expect_refused(&t, "j.yaml:5:", "over the node limit of 16384");
 }
 
@@ -845,7 +897,7 @@ Test(spec_limits, long_lists_and_mappings)
 
 Test(spec_limits, long_strings)
 {
-    text_t      t = {0};
+    text_t      t        = {0};
     char        err[512] = "", *ov;
     const char *sets[1];
     svp_spec_t *s = NULL;
@@ -859,20 +911,23 @@ Test(spec_limits, long_strings)
     memset(&t, 0, sizeof(t));
     text_add(&t, "name: ", 1);
     text_fill(&t, 'n', 1 << 20);
-    expect_refused(&t, "j.yaml:1:7:", "a value of 1048576 bytes: over the string "
-                                      "length limit of 16384 bytes");
+    expect_refused(&t, "j.yaml:1:7:",
+                   "a value of 1048576 bytes: over the string "
+                   "length limit of 16384 bytes");
 
     /* at the limit, accepted; one more, refused */
     memset(&t, 0, sizeof(t));
     text_add(&t, "name: ", 1);
     text_fill(&t, 'n', 16384);
-    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err),
+                                      &s),
                  SVP_OK, "%s", err);
     cr_assert_eq(strlen(s->name), 16384);
     svp_spec_destroy(s);
     s = NULL;
     text_add(&t, "n", 1);
-    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err),
+                                      &s),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(err, "16385 bytes"), "%s", err);
     free(t.text);
@@ -887,7 +942,8 @@ Test(spec_limits, long_strings)
     cr_assert_eq(svp_spec_load_string("", "j.yaml", sets, 1, err, sizeof(err), &s),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(err, "--set name: a value of 19994 bytes: over the "
-                                   "string length limit of 16384"), "%s", err);
+                                   "string length limit of 16384"),
+                       "%s", err);
     free(ov);
 }
 
@@ -895,9 +951,9 @@ Test(spec_limits, long_strings)
  * a 4 KB stack buffer. */
 Test(spec_limits, long_values_in_a_shape)
 {
-    text_t      t = {0};
+    text_t      t        = {0};
     char        err[512] = "";
-    svp_spec_t *s = NULL;
+    svp_spec_t *s        = NULL;
 
     text_add(&t, "latent_shape: [", 1);
     text_fill(&t, '1', 3000);
@@ -906,10 +962,12 @@ Test(spec_limits, long_values_in_a_shape)
     text_add(&t, ", ", 1);
     text_fill(&t, '3', 3000);
     text_add(&t, "]\n", 1);
-    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err), &s),
+    cr_assert_eq(svp_spec_load_string(t.text, "j.yaml", NULL, 0, err, sizeof(err),
+                                      &s),
                  SVP_ERR_SPEC);
-    cr_assert_not_null(strstr(err, "j.yaml:1:15: key 'latent_shape': expected 5 integers"),
-                       "%s", err);
+    cr_assert_not_null(
+        strstr(err, "j.yaml:1:15: key 'latent_shape': expected 5 integers"), "%s",
+        err);
     free(t.text);
 }
 
@@ -919,7 +977,8 @@ Test(spec_limits, composer_errors_keep_libyaml_words)
         {"name: *nope\n", "j.yaml:1:7: invalid YAML: found undefined alias"},
         {"a: &x 1\nb: &x 2\n", "j.yaml:2:4: invalid YAML: found duplicate anchor "
                                "(first at line 1)"},
-        {"video: {inputs: &l [a, *l]}\n", "j.yaml:1:24: alias *l inside the node it names"},
+        {"video: {inputs: &l [a, *l]}\n",
+         "j.yaml:1:24: alias *l inside the node it names"},
     };
     char        err[512];
     svp_spec_t *s = NULL;
@@ -928,7 +987,8 @@ Test(spec_limits, composer_errors_keep_libyaml_words)
     for (i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         err[0] = '\0';
         cr_assert_eq(svp_spec_load_string(cases[i][0], "j.yaml", NULL, 0, err,
-                                          sizeof(err), &s), SVP_ERR_SPEC);
+                                          sizeof(err), &s),
+                     SVP_ERR_SPEC);
         cr_assert_str_eq(err, cases[i][1]);
     }
     /* an alias within the limits reads as its anchor's value */
@@ -957,7 +1017,8 @@ Test(spec_limits, man_page_states_the_limits)
     snprintf(needle[2], 64, " %d bytes\n", SVP_SPEC_LIMIT_STRING);
     snprintf(needle[3], 64, "mapping                  %d\n", SVP_SPEC_LIMIT_ENTRIES);
     snprintf(needle[4], 64, "used)    %d\n", SVP_SPEC_LIMIT_NODES);
-    snprintf(needle[5], 64, "(*name)                         %d\n", SVP_SPEC_LIMIT_ALIASES);
+    snprintf(needle[5], 64, "(*name)                         %d\n",
+             SVP_SPEC_LIMIT_ALIASES);
     snprintf(needle[6], 64, "(%d bytes)\n", SVP_SPEC_LIMIT_ALIAS_BYTES);
     snprintf(needle[7], 64, "at most %d entries", SVP_SPEC_MAX_LIST);
     snprintf(needle[8], 64, "(&name)                                 %d\n",
@@ -972,8 +1033,8 @@ Test(spec_limits, man_page_states_the_limits)
 static void expect_not_regular(const char *file, const char *kind)
 {
     char        err[512] = "";
-    svp_spec_t *s = NULL;
-    double      t0 = now_s();
+    svp_spec_t *s        = NULL;
+    double      t0       = now_s();
 
     cr_assert_eq(svp_spec_load(file, NULL, 0, err, sizeof(err), &s), SVP_ERR_SPEC);
     cr_assert_lt(now_s() - t0, 1.0);
@@ -1079,7 +1140,8 @@ Test(spec_limits, out_of_memory_says_so)
                      "a 1 MB limit: an emulator such as qemu-user maps its memory)");
     }
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "the child exited %d (1: the spec loaded within 1 MB)", WEXITSTATUS(status));
+              "the child exited %d (1: the spec loaded within 1 MB)",
+              WEXITSTATUS(status));
     cr_assert_gt(n, 0);
     err[n] = '\0';
     for (i = 0; i < n; ++i) {
@@ -1104,17 +1166,19 @@ static void assert_printable(const char *msg)
         cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p != 0x7f,
                   "raw byte 0x%02x in '%s'", (unsigned char)*p, msg);
     }
-    cr_assert(svp_utf8_valid(msg, strlen(msg), &bad), "invalid UTF-8 at %zu in "
-              "a message", bad);
+    cr_assert(svp_utf8_valid(msg, strlen(msg), &bad),
+              "invalid UTF-8 at %zu in "
+              "a message",
+              bad);
 }
 
 /* A spec file of len bytes (NULs and bad bytes allowed) loaded; returns
  * the status, the message in err. */
 static svp_status_t load_bytes(const char *text, size_t len, char *err, int errlen)
 {
-    char        dir[] = "/tmp/svp_spec_XXXXXX", path[256];
-    svp_spec_t *s = NULL;
-    FILE       *f;
+    char         dir[] = "/tmp/svp_spec_XXXXXX", path[256];
+    svp_spec_t  *s     = NULL;
+    FILE        *f;
     svp_status_t st;
 
     cr_assert_not_null(mkdtemp(dir));
@@ -1146,14 +1210,14 @@ Test(spec, second_document_refused)
     };
     static const char *good[] = {"---\nsteps: 4\n", "---\nsteps: 4\n...\n",
                                  "steps: 4\n...\n", "steps: 4\n# --- trailing\n"};
-    char        err[1024];
-    svp_spec_t *s;
+    char               err[1024];
+    svp_spec_t        *s;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         s = NULL;
         cr_expect_eq(svp_spec_load_string(bad[i].yaml, "j.yaml", NULL, 0, err,
-                                          sizeof(err), &s), SVP_ERR_SPEC,
-                     "accepted %s", bad[i].yaml);
+                                          sizeof(err), &s),
+                     SVP_ERR_SPEC, "accepted %s", bad[i].yaml);
         cr_expect_null(s);
         cr_expect_not_null(strstr(err, bad[i].mark), "%s: %s", bad[i].yaml, err);
         if (i < 3) {
@@ -1163,8 +1227,8 @@ Test(spec, second_document_refused)
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); ++i) {
         s = NULL;
         cr_expect_eq(svp_spec_load_string(good[i], "j.yaml", NULL, 0, err,
-                                          sizeof(err), &s), SVP_OK, "%s: %s",
-                     good[i], err);
+                                          sizeof(err), &s),
+                     SVP_OK, "%s: %s", good[i], err);
         cr_expect_eq(s ? s->steps : 0, 4);
         svp_spec_destroy(s);
     }
@@ -1210,7 +1274,8 @@ Test(spec, hostile_text_escaped_in_messages)
     static const struct {
         const char *yaml, *set, *shown;
     } cases[] = {
-        {"steps: \"\\e[31mred\\e]0;title\\a\"\n", NULL, "\\x1b[31mred\\x1b]0;title\\x07"},
+        {"steps: \"\\e[31mred\\e]0;title\\a\"\n", NULL,
+         "\\x1b[31mred\\x1b]0;title\\x07"},
         {"name: \"x\"\n\"ke\\ey\": 1\n", NULL, "unknown key 'ke\\x1by'"},
         {"steps: \"\\u009b2J\"\n", NULL, "\\u009b2J"},
         {"model: {kind: \"svd\\u202e\"}\n", NULL, "svd\\u202e"},
@@ -1226,11 +1291,11 @@ Test(spec, hostile_text_escaped_in_messages)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
         const char *ov[1] = {cases[i].set};
 
-        s = NULL;
+        s      = NULL;
         err[0] = '\0';
         if (svp_spec_load_string(cases[i].yaml, "j.yaml", ov, cases[i].set != NULL,
                                  err, sizeof(err), &s) == SVP_OK) {
-            svp_spec_destroy(s);   /* an env name is checked by the launcher */
+            svp_spec_destroy(s); /* an env name is checked by the launcher */
             cr_expect_null(cases[i].shown, "case %zu accepted", i);
             continue;
         }
@@ -1272,8 +1337,9 @@ Test(spec, numbers_are_yaml_1_2_core_schema)
     static const struct {
         const char *yaml, *set, *expect;
     } bad[] = {
-        {"seed: \" -1\"\n", NULL, "j.yaml:1:7: key 'seed': expected an integer, "
-                                  "found the quoted string ' -1'"},
+        {"seed: \" -1\"\n", NULL,
+         "j.yaml:1:7: key 'seed': expected an integer, "
+         "found the quoted string ' -1'"},
         {"steps: \"8\"\n", NULL, "found the quoted string '8'"},
         {"steps: '8'\n", NULL, "found the quoted string '8'"},
         {"steps: |\n  8\n", NULL, "found the quoted string"},
@@ -1300,8 +1366,8 @@ Test(spec, numbers_are_yaml_1_2_core_schema)
 
         s = NULL;
         cr_assert_eq(svp_spec_load_string(good[i].yaml, "j.yaml", ov,
-                                          good[i].set != NULL, err, sizeof(err),
-                                          &s), SVP_OK, "%s%s: %s", good[i].yaml,
+                                          good[i].set != NULL, err, sizeof(err), &s),
+                     SVP_OK, "%s%s: %s", good[i].yaml,
                      good[i].set ? good[i].set : "", err);
         cr_expect_eq(s->steps, good[i].steps, "%s", good[i].yaml);
         cr_expect_eq(s->seed, good[i].seed, "%s", good[i].yaml);
@@ -1312,12 +1378,12 @@ Test(spec, numbers_are_yaml_1_2_core_schema)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); ++i) {
         const char *ov[1] = {bad[i].set};
 
-        s = NULL;
+        s      = NULL;
         err[0] = '\0';
         cr_expect_eq(svp_spec_load_string(bad[i].yaml, "j.yaml", ov,
-                                          bad[i].set != NULL, err, sizeof(err),
-                                          &s), SVP_ERR_SPEC, "accepted %s%s",
-                     bad[i].yaml, bad[i].set ? bad[i].set : "");
+                                          bad[i].set != NULL, err, sizeof(err), &s),
+                     SVP_ERR_SPEC, "accepted %s%s", bad[i].yaml,
+                     bad[i].set ? bad[i].set : "");
         cr_expect_not_null(strstr(err, bad[i].expect), "%s%s: %s", bad[i].yaml,
                            bad[i].set ? bad[i].set : "", err);
         svp_spec_destroy(s);
@@ -1329,7 +1395,7 @@ Test(spec, caps_name_their_value)
 {
     char        set[4096], key[400], err[1024];
     const char *ov[1] = {set};
-    svp_spec_t *s = NULL;
+    svp_spec_t *s     = NULL;
     int         n;
 
     n = snprintf(set, sizeof(set), "video.seeds=[");
@@ -1346,16 +1412,20 @@ Test(spec, caps_name_their_value)
     cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 1, err, sizeof(err), &s),
                  SVP_ERR_SPEC);
     cr_expect_not_null(strstr(err, "a key of 300 bytes: over the key length "
-                                   "limit of 255 bytes"), "%s", err);
+                                   "limit of 255 bytes"),
+                       "%s", err);
 
     {
         char yaml[512];
 
         snprintf(yaml, sizeof(yaml), "%.300s: 1\n", key);
         cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err),
-                                          &s), SVP_ERR_SPEC);
-        cr_expect_not_null(strstr(err, "j.yaml:1:1: a key of 300 bytes: over the key "
-                                       "length limit of 255 bytes"), "%s", err);
+                                          &s),
+                     SVP_ERR_SPEC);
+        cr_expect_not_null(strstr(err,
+                                  "j.yaml:1:1: a key of 300 bytes: over the key "
+                                  "length limit of 255 bytes"),
+                           "%s", err);
     }
     {
         char yaml[8192];
@@ -1365,7 +1435,8 @@ Test(spec, caps_name_their_value)
             m += snprintf(yaml + m, sizeof(yaml) - m, "    V%d: x\n", i);
         }
         cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err),
-                                          &s), SVP_ERR_SPEC);
+                                          &s),
+                     SVP_ERR_SPEC);
         cr_expect_not_null(strstr(err, "over the mapping limit of 256"), "%s", err);
     }
 }
@@ -1374,7 +1445,10 @@ Test(spec, caps_name_their_value)
  * act on, and still reads back the same. */
 Test(spec, dump_escapes_and_parses_back)
 {
-    const char *ov[] = {"name=a\x7f" "b\xc2\x9b" "c\xe2\x80\xae" "d\te\x1b",
+    const char *ov[] = {"name=a\x7f"
+                        "b\xc2\x9b"
+                        "c\xe2\x80\xae"
+                        "d\te\x1b",
                         "cluster.env.X=\xef\xbb\xbfv"};
     svp_spec_t *a = NULL, *b = NULL;
     char       *yaml, err[512];
@@ -1401,8 +1475,8 @@ Test(spec, dump_escapes_and_parses_back)
 /* A manifest seed is any 64-bit unsigned integer, as the spec's is. */
 Test(spec, manifest_seed_takes_64_bits)
 {
-    char                dir[] = "/tmp/svp_spec_XXXXXX", path[512], err[1024];
-    const char         *lines[] = {
+    char        dir[]   = "/tmp/svp_spec_XXXXXX", path[512], err[1024];
+    const char *lines[] = {
         "{\"image\": \"a.png\", \"seed\": 18446744073709551615}\n"
         "{\"seed\":9223372036854775808 , \"image\": \"a.png\"}\n"
         "{\"image\": \"seed\", \"seed\": 7, \"name\": \"seed\"}\n",
@@ -1410,7 +1484,7 @@ Test(spec, manifest_seed_takes_64_bits)
         "{\"image\": \"a.png\", \"seed\": -1}\n",
     };
     svp_pipe_samples_t *list = NULL;
-    svp_spec_t         *s = NULL;
+    svp_spec_t         *s    = NULL;
     FILE               *f;
 
     cr_assert_not_null(mkdtemp(dir));
@@ -1425,12 +1499,13 @@ Test(spec, manifest_seed_takes_64_bits)
         fputs(lines[i], f);
         fclose(f);
         {
-            char set[600];
+            char        set[600];
             const char *ov[1] = {set};
 
             snprintf(set, sizeof(set), "video.manifest=%s", path);
             cr_assert_eq(svp_spec_load_string("", "j.yaml", ov, 1, err, sizeof(err),
-                                              &s), SVP_OK, "%s", err);
+                                              &s),
+                         SVP_OK, "%s", err);
         }
         list = NULL;
         if (i == 0) {

@@ -67,7 +67,7 @@ static void write_conditioning(svp_safetensors_h g, const char *path)
     for (i = 0; i < 4; ++i) {
         cr_assert_eq(svp_safetensors_load(g, from[i], SVP_DTYPE_F32, &t[i]), SVP_OK);
         if (i == 2) {
-            t[i]->shape[0] = 1;   /* both CFG rows carry the same ids */
+            t[i]->shape[0] = 1; /* both CFG rows carry the same ids */
         }
         cr_assert_eq(svp_safetensors_writer_add(w, to[i], t[i]), SVP_OK);
     }
@@ -80,8 +80,7 @@ static void write_conditioning(svp_safetensors_h g, const char *path)
 
 Test(stage_svd, reproduces_diffusers_step_by_step)
 {
-    char              dir[] = "/tmp/svp_svd_XXXXXX", cond[2048], yaml[4096], name[64],
-                      err[512];
+    char dir[] = "/tmp/svp_svd_XXXXXX", cond[2048], yaml[4096], name[64], err[512];
     svp_safetensors_h g;
     svp_spec_t       *spec;
     svp_stage_t       stage;
@@ -105,14 +104,17 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
              "video: {width: 48, height: 32, num_frames: 3, fps: 7, "
              "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
              "max_guidance: 3.0, decode_chunk_size: 2}\n"
-             "output: {dir: '%s/out', mp4: false}\n", golden, cond, dir);
-    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err), &spec),
+             "output: {dir: '%s/out', mp4: false}\n",
+             golden, cond, dir);
+    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
+                                      &spec),
                  SVP_OK, "%s", err);
     cr_assert_eq(svp_stage_svd_create(spec, &stage), SVP_OK);
 
     memset(&s, 0, sizeof(s));
     cr_assert_eq(stage.ops->begin(stage.self, 0, &s), SVP_OK);
-    cr_assert_eq(svp_safetensors_load(g, "latents_initial_scaled", SVP_DTYPE_F32, &ref),
+    cr_assert_eq(svp_safetensors_load(g, "latents_initial_scaled", SVP_DTYPE_F32,
+                                      &ref),
                  SVP_OK);
     e = rel_err(s.tensors[0]->data, ref);
     cr_expect(e <= 1e-6, "initial latents: rel err %g", e);
@@ -123,10 +125,12 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
         snprintf(name, sizeof(name), "step%d.latents_after", k);
         cr_assert_eq(svp_safetensors_load(g, name, SVP_DTYPE_F32, &ref), SVP_OK);
         e = rel_err(s.tensors[0]->data, ref);
-        cr_expect(e <= PIPE_TOL, "%s: max|C-ref|/max|ref| = %g > %g", name, e, PIPE_TOL);
+        cr_expect(e <= PIPE_TOL, "%s: max|C-ref|/max|ref| = %g > %g", name, e,
+                  PIPE_TOL);
         svp_tensor_destroy(ref);
     }
-    cr_assert_eq(svp_safetensors_load(g, "latents_final", SVP_DTYPE_F32, &ref), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(g, "latents_final", SVP_DTYPE_F32, &ref),
+                 SVP_OK);
     e = rel_err(s.tensors[0]->data, ref);
     cr_expect(e <= PIPE_TOL, "final latents: rel err %g", e);
     svp_tensor_destroy(ref);
@@ -150,14 +154,16 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
         for (c = 0; c < 3; ++c) {
             for (y = 0; y < 32; ++y) {
                 for (x = 0; x < 48; ++x) {
-                    double want = 255.0 * ((float *)ref->data)[(k * 3 + c) * plane +
-                                                                y * 48 + x];
-                    double got  = img->pixels[(y * 48 + x) * 3 + c];
-                    worst       = fmax(worst, fabs(want - got));
+                    double want =
+                        255.0 *
+                        ((float *)ref->data)[(k * 3 + c) * plane + y * 48 + x];
+                    double got = img->pixels[(y * 48 + x) * 3 + c];
+                    worst      = fmax(worst, fabs(want - got));
                 }
             }
         }
-        cr_expect(worst <= 1.0, "frame %d: %.2f levels from diffusers' frames", k, worst);
+        cr_expect(worst <= 1.0, "frame %d: %.2f levels from diffusers' frames", k,
+                  worst);
         svp_media_image_destroy(img);
     }
     svp_tensor_destroy(ref);
@@ -166,29 +172,31 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
     {
         char why[1024] = "";
 
-        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)), SVP_OK,
-                     "%s", why);
+        cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
+                     SVP_OK, "%s", why);
         cr_expect_eq(stage.ops->check_output(stage.self, 1, why, sizeof(why)),
                      SVP_ERR_NOT_FOUND);
         /* a job of another motion bucket: the stage's sample list holds
          * each sample's parameters from when it was made */
         {
-            const char  *set[] = {"video.motion_bucket_id=100"};
-            svp_spec_t  *other;
-            svp_stage_t  ostage;
+            const char *set[] = {"video.motion_bucket_id=100"};
+            svp_spec_t *other;
+            svp_stage_t ostage;
 
-            cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", set, 1, err, sizeof(err),
-                                              &other), SVP_OK, "%s", err);
+            cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", set, 1, err,
+                                              sizeof(err), &other),
+                         SVP_OK, "%s", err);
             cr_assert_eq(svp_stage_svd_create(other, &ostage), SVP_OK);
             cr_expect_eq(ostage.ops->check_output(ostage.self, 0, why, sizeof(why)),
                          SVP_ERR_SPEC);
-            cr_expect_not_null(strstr(why, "was made with other parameters: "
+            cr_expect_not_null(strstr(why,
+                                      "was made with other parameters: "
                                       "motion_bucket_id: 127, this job has 100"),
                                "%s", why);
             ostage.ops->destroy(ostage.self);
             svp_spec_destroy(other);
         }
-        spec->steps                  = 5;
+        spec->steps = 5;
         cr_expect_eq(stage.ops->check_output(stage.self, 0, why, sizeof(why)),
                      SVP_ERR_SPEC, "%s", why);
         spec->steps = 4;
@@ -208,8 +216,8 @@ Test(stage_svd, reproduces_diffusers_step_by_step)
 /* 1 when the two files hold the same bytes. */
 static int same_file(const char *a, const char *b)
 {
-    FILE  *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
-    int    ca, cb, same = (fa != NULL && fb != NULL);
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    int   ca, cb, same = (fa != NULL && fb != NULL);
 
     while (same) {
         ca   = fgetc(fa);
@@ -241,8 +249,8 @@ static int same_file(const char *a, const char *b)
  */
 Test(stage_svd, ops_path_gives_the_host_path_bits)
 {
-    char              dir[] = "/tmp/svp_svd_XXXXXX", cond[2048], yaml[4096], err[512],
-                      a[2300], b[2300];
+    char dir[] = "/tmp/svp_svd_XXXXXX", cond[2048], yaml[4096], err[512], a[2300],
+         b[2300];
     svp_safetensors_h g;
     svp_spec_t       *spec[2];
     svp_stage_t       host, ops;
@@ -260,14 +268,17 @@ Test(stage_svd, ops_path_gives_the_host_path_bits)
     write_conditioning(g, cond);
     svp_safetensors_close(g);
     for (i = 0; i < 2; ++i) {
-        snprintf(yaml, sizeof(yaml),
-                 "model: {kind: svd, path: '%s', conditioning: '%s'}\nsteps: 4\n"
-                 "video: {width: 48, height: 32, num_frames: 3, fps: 7, "
-                 "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
-                 "max_guidance: 3.0, decode_chunk_size: 2}\n"
-                 "output: {dir: '%s/out%d', mp4: false}\n", golden, cond, dir, i);
+        snprintf(
+            yaml, sizeof(yaml),
+            "model: {kind: svd, path: '%s', conditioning: '%s'}\nsteps: 4\n"
+            "video: {width: 48, height: 32, num_frames: 3, fps: 7, "
+            "motion_bucket_id: 127, noise_aug_strength: 0.02, min_guidance: 1.0, "
+            "max_guidance: 3.0, decode_chunk_size: 2}\n"
+            "output: {dir: '%s/out%d', mp4: false}\n",
+            golden, cond, dir, i);
         cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
-                                          &spec[i]), SVP_OK, "%s", err);
+                                          &spec[i]),
+                     SVP_OK, "%s", err);
     }
     cr_assert_eq(svp_stage_svd_create(spec[0], &host), SVP_OK);
     cr_assert_eq(svp_stage_svd_create(spec[1], &ops), SVP_OK);
@@ -282,12 +293,12 @@ Test(stage_svd, ops_path_gives_the_host_path_bits)
         bytes = svp_tensor_nbytes(sh.tensors[i]);
         /* all but the last, the wall-clock timing */
         cr_assert(i == sh.ntensors - 1 ||
-                  memcmp(sh.tensors[i]->data, so.tensors[i]->data, bytes) == 0,
+                      memcmp(sh.tensors[i]->data, so.tensors[i]->data, bytes) == 0,
                   "tensor %d after begin", i);
         memcpy(sd.tensors[i]->data, so.tensors[i]->data, bytes);
     }
-    sd.on_device = 1;     /* on this backend "device" memory is host memory */
-    bytes = svp_tensor_nbytes(sh.tensors[0]);
+    sd.on_device = 1; /* on this backend "device" memory is host memory */
+    bytes        = svp_tensor_nbytes(sh.tensors[0]);
     for (k = 0; k < 4; ++k) {
         cr_assert_eq(host.ops->step(host.self, &sh, k), SVP_OK);
         cr_assert_eq(ops.ops->step(ops.self, &so, k), SVP_OK);
@@ -300,7 +311,8 @@ Test(stage_svd, ops_path_gives_the_host_path_bits)
     /* the conditioning is read, never written */
     for (i = 1; i < sh.ntensors - 1; ++i) {
         cr_assert_eq(memcmp(sh.tensors[i]->data, sd.tensors[i]->data,
-                            svp_tensor_nbytes(sh.tensors[i])), 0, "tensor %d", i);
+                            svp_tensor_nbytes(sh.tensors[i])),
+                     0, "tensor %d", i);
     }
 
     cr_assert_eq(host.ops->finish(host.self, &sh), SVP_OK);
@@ -326,12 +338,12 @@ Test(stage_svd, ops_path_gives_the_host_path_bits)
 
 Test(stage_svd, bad_conditioning_is_named)
 {
-    char              dir[] = "/tmp/svp_svd_XXXXXX", cond[512], yaml[1024], err[512];
+    char dir[] = "/tmp/svp_svd_XXXXXX", cond[512], yaml[1024], err[512];
     svp_safetensors_writer_h w;
-    svp_tensor_t     *t;
-    int64_t           shape[4] = {1, 4, 2, 3};
-    svp_spec_t       *spec;
-    svp_stage_t       stage;
+    svp_tensor_t            *t;
+    int64_t                  shape[4] = {1, 4, 2, 3};
+    svp_spec_t              *spec;
+    svp_stage_t              stage;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(cond, sizeof(cond), "%s/cond.safetensors", dir);
@@ -342,9 +354,10 @@ Test(stage_svd, bad_conditioning_is_named)
     svp_safetensors_writer_destroy(w);
     svp_tensor_destroy(t);
 
-    snprintf(yaml, sizeof(yaml), "model: {kind: svd, path: '%s', conditioning: '%s'}\n",
-             dir, cond);
-    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err), &spec),
+    snprintf(yaml, sizeof(yaml),
+             "model: {kind: svd, path: '%s', conditioning: '%s'}\n", dir, cond);
+    cr_assert_eq(svp_spec_load_string(yaml, "t.yaml", NULL, 0, err, sizeof(err),
+                                      &spec),
                  SVP_OK, "%s", err);
     cr_assert_eq(svp_stage_svd_create(spec, &stage), SVP_ERR_BAD_FILE,
                  "a conditioning file without image_embeds must be refused");
@@ -381,7 +394,8 @@ Test(stage_svd, conditioning_image_encodes_like_diffusers)
     for (i = 0; i < svp_tensor_numel(px); ++i) {
         ((float *)px->data)[i] += 0.02f * ((float *)noise->data)[i];
     }
-    cr_assert_eq(svp_safetensors_load(g, "vae_encode_input", SVP_DTYPE_F32, &ref), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(g, "vae_encode_input", SVP_DTYPE_F32, &ref),
+                 SVP_OK);
     e = rel_err(px->data, ref);
     cr_expect(e <= 1e-6, "VAE input: rel err %g", e);
     svp_tensor_destroy(ref);
@@ -390,7 +404,8 @@ Test(stage_svd, conditioning_image_encodes_like_diffusers)
     snprintf(path, sizeof(path), "%s/vae", golden);
     cr_assert_eq(svp_vae_create(ops, path, NULL, &vae), SVP_OK);
     cr_assert_eq(svp_vae_encode(vae, 1, 32, 48, px->data, lat, NULL, NULL), SVP_OK);
-    cr_assert_eq(svp_safetensors_load(g, "image_latents", SVP_DTYPE_F32, &ref), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(g, "image_latents", SVP_DTYPE_F32, &ref),
+                 SVP_OK);
     e = rel_err(lat, ref);
     cr_expect(e <= 1e-5, "image latents: rel err %g", e);
 

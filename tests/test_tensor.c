@@ -140,7 +140,7 @@ Test(dtype, f16_bulk_widening_matches_scalar)
 
     cr_assert(src != NULL && dst != NULL);
     for (i = 0; i <= N; ++i) {
-        src[i] = (uint16_t)(i * 40503u);       /* every value, shuffled */
+        src[i] = (uint16_t)(i * 40503u); /* every value, shuffled */
     }
     for (off = 0; off < 2; ++off) {
         memset(dst, 0xff, (N + 1) * sizeof(*dst));
@@ -155,8 +155,10 @@ Test(dtype, f16_bulk_widening_matches_scalar)
             f = svp_f16_to_f32(h);
             memcpy(&want, &f, 4);
             memcpy(&got, (char *)dst + 4 * off + 4 * i, 4);
-            cr_assert_eq(got, want, "offset %d, element %lld: f16 0x%04x -> 0x%08x, "
-                         "want 0x%08x", off, (long long)i, h, got, want);
+            cr_assert_eq(got, want,
+                         "offset %d, element %lld: f16 0x%04x -> 0x%08x, "
+                         "want 0x%08x",
+                         off, (long long)i, h, got, want);
         }
     }
     free(src);
@@ -177,12 +179,12 @@ static void check_nearest(float f, uint16_t h, float (*to_f32)(uint16_t),
     }
     if (!isnan(fu) && !isinf(fu) && (fu > 0) == (got > 0)) {
         cr_assert(err < fabs(fu - (double)f) ||
-                  (err == fabs(fu - (double)f) && (h & 1) == 0),
+                      (err == fabs(fu - (double)f) && (h & 1) == 0),
                   "%s of %a not nearest even", what, (double)f);
     }
     if ((h & 0x7fff) != 0 && !isnan(fd) && (fd > 0) == (got > 0)) {
         cr_assert(err < fabs(fd - (double)f) ||
-                  (err == fabs(fd - (double)f) && (h & 1) == 0),
+                      (err == fabs(fd - (double)f) && (h & 1) == 0),
                   "%s of %a not nearest even", what, (double)f);
     }
 }
@@ -311,12 +313,9 @@ Test(safetensors, round_trip_dtypes_and_metadata, .init = setup_dir,
     cr_assert_eq(svp_safetensors_writer_add(wr, "m.f16", h), SVP_OK);
     cr_assert_eq(svp_safetensors_writer_add(wr, "b.bf16", b), SVP_OK);
     cr_assert_eq(svp_safetensors_writer_add(wr, "a.u8", u), SVP_OK);
-    cr_assert_eq(svp_safetensors_writer_add(wr, "a.u8", u),
-                 SVP_ERR_INVALID_PARAM);
-    cr_assert_eq(svp_safetensors_writer_add_metadata(wr, "num_frames", "3"),
-                 SVP_OK);
-    cr_assert_eq(svp_safetensors_writer_add_metadata(wr, "note", "x\"y"),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_writer_add(wr, "a.u8", u), SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_safetensors_writer_add_metadata(wr, "num_frames", "3"), SVP_OK);
+    cr_assert_eq(svp_safetensors_writer_add_metadata(wr, "note", "x\"y"), SVP_OK);
     snprintf(path, sizeof(path), "%s/rt.safetensors", test_dir);
     cr_assert_eq(svp_safetensors_writer_commit(wr, path), SVP_OK);
     svp_safetensors_writer_destroy(wr);
@@ -346,24 +345,20 @@ Test(safetensors, round_trip_dtypes_and_metadata, .init = setup_dir,
     svp_tensor_destroy(raw);
     cr_assert_eq(svp_safetensors_find(st, "nope", &info), SVP_ERR_NOT_FOUND);
 
-    cr_assert_eq(svp_safetensors_load(st, "z.f32", SVP_DTYPE_F32, &loaded),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "z.f32", SVP_DTYPE_F32, &loaded), SVP_OK);
     cr_assert_eq(memcmp(loaded->data, a->data, 60), 0, "F32 not bit exact");
     svp_tensor_destroy(loaded);
-    cr_assert_eq(svp_safetensors_load(st, "m.f16", SVP_DTYPE_F16, &loaded),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "m.f16", SVP_DTYPE_F16, &loaded), SVP_OK);
     cr_assert_eq(memcmp(loaded->data, h->data, 30), 0, "F16 not bit exact");
     svp_tensor_destroy(loaded);
     /* F16 file data loaded as F32 equals the exact f16 values */
-    cr_assert_eq(svp_safetensors_load(st, "m.f16", SVP_DTYPE_F32, &loaded),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "m.f16", SVP_DTYPE_F32, &loaded), SVP_OK);
     for (i = 0; i < 15; ++i) {
         cr_assert_eq(((float *)loaded->data)[i],
                      svp_f16_to_f32(((uint16_t *)h->data)[i]));
     }
     svp_tensor_destroy(loaded);
-    cr_assert_eq(svp_safetensors_load(st, "b.bf16", SVP_DTYPE_F32, &loaded),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "b.bf16", SVP_DTYPE_F32, &loaded), SVP_OK);
     cr_assert_eq(((float *)loaded->data)[5], -7.5f);
     svp_tensor_destroy(loaded);
     cr_assert_eq(svp_safetensors_load(st, "z.f32", SVP_DTYPE_U8, &loaded),
@@ -399,8 +394,8 @@ Test(safetensors, header_is_sorted_and_padded, .init = setup_dir,
     memcpy(&hlen, data, 8);
     cr_assert_eq(hlen % 8, 0);
     cr_assert_eq(len, 8 + hlen + 8);
-    cr_assert(strstr(data + 8, "{\"a\":") == data + 8, "header: %.*s",
-              (int)hlen, data + 8);
+    cr_assert(strstr(data + 8, "{\"a\":") == data + 8, "header: %.*s", (int)hlen,
+              data + 8);
     cr_assert_eq(data[8 + hlen - 1] == ' ' || data[8 + hlen - 1] == '}', 1);
     free(data);
 }
@@ -426,8 +421,7 @@ Test(safetensors, golden_unet_io)
     cr_assert_eq(info.shape[3], 8);
     cr_assert_eq(info.shape[4], 12);
     cr_assert_str_eq(svp_safetensors_metadata(st, "case"), "unet_tiny");
-    cr_assert_eq(svp_safetensors_load(st, "timestep", SVP_DTYPE_F64, &t),
-                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "timestep", SVP_DTYPE_F64, &t), SVP_OK);
     cr_assert_eq(t->ndim, 1);
     cr_assert(isfinite(((double *)t->data)[0]));
     svp_tensor_destroy(t);
@@ -458,8 +452,7 @@ Test(safetensors, golden_unaligned_tensors)
             continue;
         }
         ++unaligned;
-        cr_assert_eq(svp_safetensors_load(st, info.name, SVP_DTYPE_F32, &t),
-                     SVP_OK);
+        cr_assert_eq(svp_safetensors_load(st, info.name, SVP_DTYPE_F32, &t), SVP_OK);
         /* the bytes at that offset, read by hand */
         raw8 = malloc(info.nbytes);
         cr_assert(raw8 != NULL);
@@ -481,8 +474,7 @@ Test(safetensors, golden_unaligned_tensors)
  * this costs no disk.  Offsets follow registration order, not name order, so
  * the reader must not rely on the order of keys.
  */
-Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir,
-     .fini = teardown_dir)
+Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir, .fini = teardown_dir)
 {
     const char            *dir = golden_dir();
     json_t                *layout, *tensors, *shape, *header, *dim;
@@ -503,15 +495,16 @@ Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir,
     cr_assert_not_null(layout, "%s: %s", path, jerr.text);
     tensors = json_object_get(layout, "tensors");
     header  = json_object();
-    json_object_foreach(tensors, name, shape) {
+    json_object_foreach(tensors, name, shape)
+    {
         numel = 1;
-        json_array_foreach(shape, d, dim) {
+        json_array_foreach(shape, d, dim)
+        {
             numel *= json_integer_value(dim);
         }
         json_object_set_new(header, name,
-                            json_pack("{s:s, s:O, s:[I,I]}", "dtype", "F16",
-                                      "shape", shape, "data_offsets",
-                                      (json_int_t)offset,
+                            json_pack("{s:s, s:O, s:[I,I]}", "dtype", "F16", "shape",
+                                      shape, "data_offsets", (json_int_t)offset,
                                       (json_int_t)(offset + 2 * numel)));
         offset += 2 * (uint64_t)numel;
     }
@@ -532,14 +525,15 @@ Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir,
 
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
     cr_assert_eq(svp_safetensors_count(st),
-                 json_integer_value(json_object_get(
-                     json_object_get(layout, "totals"), "tensors")));
+                 json_integer_value(
+                     json_object_get(json_object_get(layout, "totals"), "tensors")));
     for (i = 0; i < svp_safetensors_count(st); ++i) {
         cr_assert_eq(svp_safetensors_info(st, i, &info), SVP_OK);
         total += info.nbytes;
     }
-    cr_assert_eq(total, json_integer_value(json_object_get(
-                            json_object_get(layout, "totals"), "bytes_fp16")));
+    cr_assert_eq(total, json_integer_value(
+                            json_object_get(json_object_get(layout, "totals"),
+                                            "bytes_fp16")));
     cr_assert_eq(svp_safetensors_find(st, "conv_in.weight", &info), SVP_OK);
     cr_assert_eq(info.ndim, 4);
     cr_assert_eq(info.shape[0], 320);
@@ -558,13 +552,13 @@ Test(safetensors, golden_svd_xt_unet_layout, .init = setup_dir,
 
 /* Writes a file: u64 header length (hlen_override when >= 0), the header
  * text, then ndata bytes of data. */
-static void write_raw(const char *path, const char *header,
-                      long long hlen_override, size_t ndata)
+static void write_raw(const char *path, const char *header, long long hlen_override,
+                      size_t ndata)
 {
     FILE    *f = fopen(path, "wb");
-    uint64_t hlen = hlen_override >= 0 ? (uint64_t)hlen_override
-                                       : (uint64_t)strlen(header);
-    size_t   i;
+    uint64_t hlen =
+        hlen_override >= 0 ? (uint64_t)hlen_override : (uint64_t)strlen(header);
+    size_t i;
 
     cr_assert_not_null(f);
     cr_assert_eq(fwrite(&hlen, 8, 1, f), 1);
@@ -624,47 +618,68 @@ Test(safetensors, hostile_files, .init = setup_dir, .fini = teardown_dir)
     cr_assert_eq(open_raw(GOOD "xx", -1, 8), SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
                           "\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\","
-                          "\"shape\":[1],\"data_offsets\":[4,8]}}", -1, 8),
+                          "\"shape\":[1],\"data_offsets\":[4,8]}}",
+                          -1, 8),
                  SVP_ERR_BAD_FILE);
     /* offsets out of range, reversed, negative, not integers */
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-                          "\"data_offsets\":[8,16]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[8,16]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[0],"
-                          "\"data_offsets\":[8,0]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[8,0]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-                          "\"data_offsets\":[-8,0]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[-8,0]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-                          "\"data_offsets\":[0.0,8]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0.0,8]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
-                          "\"data_offsets\":[0,18446744073709551615]}}", -1, 8),
+                          "\"data_offsets\":[0,18446744073709551615]}}",
+                          -1, 8),
                  SVP_ERR_BAD_FILE);
     /* overlapping tensors */
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],"
                           "\"data_offsets\":[0,8]},\"b\":{\"dtype\":\"F32\","
-                          "\"shape\":[1],\"data_offsets\":[4,8]}}", -1, 8),
+                          "\"shape\":[1],\"data_offsets\":[4,8]}}",
+                          -1, 8),
                  SVP_ERR_BAD_FILE);
     /* size mismatch, negative dim, overflowing shape, too many dims */
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[3],"
-                          "\"data_offsets\":[0,8]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0,8]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],"
-                          "\"data_offsets\":[0,8]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0,8]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,"
-                          "4294967296,4],\"data_offsets\":[0,0]}}", -1, 8),
+                          "4294967296,4],\"data_offsets\":[0,0]}}",
+                          -1, 8),
                  SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"U8\",\"shape\":[1,1,1,1,1,1,1,1,1],"
-                          "\"data_offsets\":[0,1]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0,1]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     /* unknown dtype, missing field, extra field */
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F8_E5M2\",\"shape\":[8],"
-                          "\"data_offsets\":[0,8]}}", -1, 8), SVP_ERR_BAD_FILE);
-    cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}",
-                          -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0,8]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,8]}}", -1,
+                          8),
+                 SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"x\":1,"
-                          "\"data_offsets\":[0,8]}}", -1, 8), SVP_ERR_BAD_FILE);
+                          "\"data_offsets\":[0,8]}}",
+                          -1, 8),
+                 SVP_ERR_BAD_FILE);
     /* metadata must be an object of strings */
-    cr_assert_eq(open_raw("{\"__metadata__\":{\"k\":1}}", -1, 0),
-                 SVP_ERR_BAD_FILE);
-    cr_assert_eq(open_raw("{\"__metadata__\":[\"k\"]}", -1, 0),
-                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(open_raw("{\"__metadata__\":{\"k\":1}}", -1, 0), SVP_ERR_BAD_FILE);
+    cr_assert_eq(open_raw("{\"__metadata__\":[\"k\"]}", -1, 0), SVP_ERR_BAD_FILE);
     cr_assert_eq(open_raw("{\"__metadata__\":{\"k\":\"v\"}}", -1, 0), SVP_OK);
 }
 
@@ -688,7 +703,7 @@ Test(safetensors, every_header_byte_corrupted, .init = setup_dir,
 
             strcpy(mutated, header);
             mutated[i] = subst[k];
-            status = open_raw(mutated, -1, 11);
+            status     = open_raw(mutated, -1, 11);
             cr_assert(status == SVP_OK || status == SVP_ERR_BAD_FILE,
                       "byte %zu -> 0x%02x gave %s", i, subst[k],
                       svp_status_name(status));
@@ -707,11 +722,11 @@ Test(config, typed_getters_and_defaults)
         " \"types\": [\"A\", \"B\"]}";
     static const char *const required[] = {"in_channels", "name", NULL};
     static const char *const missing[]  = {"in_channels", "trained_betas", NULL};
-    svp_config_h cfg;
-    int64_t      i64, arr[4];
-    double       d;
-    int          b, n;
-    const char  *s, *strs[4];
+    svp_config_h             cfg;
+    int64_t                  i64, arr[4];
+    double                   d;
+    int                      b, n;
+    const char              *s, *strs[4];
 
     cr_assert_eq(svp_config_parse(text, "t.json", &cfg), SVP_OK);
     cr_assert_str_eq(svp_config_path(cfg), "t.json");
@@ -729,8 +744,7 @@ Test(config, typed_getters_and_defaults)
     cr_assert_eq(b, 1);
     cr_assert_eq(svp_config_get_string(cfg, "name", NULL, &s), SVP_OK);
     cr_assert_str_eq(s, "Euler");
-    cr_assert_eq(svp_config_get_string(cfg, "trained_betas", "dflt", &s),
-                 SVP_OK);
+    cr_assert_eq(svp_config_get_string(cfg, "trained_betas", "dflt", &s), SVP_OK);
     cr_assert_str_eq(s, "dflt", "null means the default");
     cr_assert_eq(svp_config_has(cfg, "trained_betas"), 0);
     cr_assert_eq(svp_config_require(cfg, required), SVP_OK);
@@ -746,22 +760,18 @@ Test(config, typed_getters_and_defaults)
     cr_assert_eq(n, 0);
     cr_assert_eq(svp_config_get_int_array(cfg, "blocks", arr, 1, &n),
                  SVP_ERR_BAD_FILE);
-    cr_assert_eq(svp_config_get_string_array(cfg, "types", strs, 4, &n),
-                 SVP_OK);
+    cr_assert_eq(svp_config_get_string_array(cfg, "types", strs, 4, &n), SVP_OK);
     cr_assert_eq(n, 2);
     cr_assert_str_eq(strs[1], "B");
 
     /* wrong types: errors, outputs untouched */
     i64 = -7;
-    cr_assert_eq(svp_config_get_int(cfg, "sigma_min", 0, &i64),
-                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_int(cfg, "sigma_min", 0, &i64), SVP_ERR_BAD_FILE);
     cr_assert_eq(i64, -7);
     cr_assert_eq(svp_config_get_int(cfg, "name", 0, &i64), SVP_ERR_BAD_FILE);
     cr_assert_eq(svp_config_get_double(cfg, "name", 0, &d), SVP_ERR_BAD_FILE);
-    cr_assert_eq(svp_config_get_bool(cfg, "in_channels", 0, &b),
-                 SVP_ERR_BAD_FILE);
-    cr_assert_eq(svp_config_get_string(cfg, "blocks", NULL, &s),
-                 SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_bool(cfg, "in_channels", 0, &b), SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_config_get_string(cfg, "blocks", NULL, &s), SVP_ERR_BAD_FILE);
     cr_assert_eq(svp_config_get_int_array(cfg, "types", arr, 4, &n),
                  SVP_ERR_BAD_FILE);
     cr_assert_eq(svp_config_get_string_array(cfg, "blocks", strs, 4, &n),
@@ -794,14 +804,14 @@ Test(config, golden_unet_config)
 
     snprintf(path, sizeof(path), "%s/pipeline_tiny/unet/config.json", dir);
     cr_assert_eq(svp_config_load(path, &cfg), SVP_OK);
-    cr_assert_eq(svp_config_get_int_array(cfg, "block_out_channels", blocks, 8,
-                                          &n), SVP_OK);
+    cr_assert_eq(svp_config_get_int_array(cfg, "block_out_channels", blocks, 8, &n),
+                 SVP_OK);
     cr_assert_gt(n, 0);
-    cr_assert_eq(svp_config_get_int_array(cfg, "num_attention_heads", heads, 8,
-                                          &nh), SVP_OK);
+    cr_assert_eq(svp_config_get_int_array(cfg, "num_attention_heads", heads, 8, &nh),
+                 SVP_OK);
     cr_assert(nh == 1 || nh == n);
-    cr_assert_eq(svp_config_get_string_array(cfg, "down_block_types", types, 8,
-                                             &nt), SVP_OK);
+    cr_assert_eq(svp_config_get_string_array(cfg, "down_block_types", types, 8, &nt),
+                 SVP_OK);
     cr_assert_eq(nt, n);
     cr_assert(strstr(types[0], "SpatioTemporal") != NULL);
     svp_config_destroy(cfg);
@@ -820,7 +830,7 @@ Test(safetensors, truncated_after_open_no_sigbus, .init = setup_dir,
     svp_safetensors_h        st;
     svp_safetensors_info_t   ia, ib;
     svp_tensor_t            *a, *b, *loaded = NULL;
-    int64_t                  sa[1] = {65536};     /* 256 KiB: many pages */
+    int64_t                  sa[1] = {65536}; /* 256 KiB: many pages */
     char                     path[128];
     int                      i;
 
@@ -889,10 +899,11 @@ Test(config, size_limit_named, .init = setup_dir, .fini = teardown_dir)
     }
     free(text);
     rewind(logf);
-    n = fread(log, 1, sizeof(log) - 1, logf);
+    n      = fread(log, 1, sizeof(log) - 1, logf);
     log[n] = '\0';
     cr_expect_not_null(strstr(log, "a JSON config of 1048577 bytes: over the "
-                                   "size limit of 1048576 bytes"), "%s", log);
+                                   "size limit of 1048576 bytes"),
+                       "%s", log);
     svp_log_set_stream(NULL);
     fclose(logf);
 }

@@ -30,7 +30,7 @@ static svp_ops_h ops;
 
 static void setup(void)
 {
-    svp_ops_params_t params = { .threads = 2 };
+    svp_ops_params_t params = {.threads = 2};
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }
 
@@ -58,10 +58,15 @@ static void io_load(const char *path, unet_io_t *io)
     svp_safetensors_h st;
 
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK, "cannot open %s", path);
-    cr_assert_eq(svp_safetensors_load(st, "sample", SVP_DTYPE_F32, &io->sample), SVP_OK);
-    cr_assert_eq(svp_safetensors_load(st, "timestep", SVP_DTYPE_F32, &io->timestep), SVP_OK);
-    cr_assert_eq(svp_safetensors_load(st, "encoder_hidden_states", SVP_DTYPE_F32, &io->ehs), SVP_OK);
-    cr_assert_eq(svp_safetensors_load(st, "added_time_ids", SVP_DTYPE_F32, &io->ids), SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "sample", SVP_DTYPE_F32, &io->sample),
+                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "timestep", SVP_DTYPE_F32, &io->timestep),
+                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "encoder_hidden_states", SVP_DTYPE_F32,
+                                      &io->ehs),
+                 SVP_OK);
+    cr_assert_eq(svp_safetensors_load(st, "added_time_ids", SVP_DTYPE_F32, &io->ids),
+                 SVP_OK);
     cr_assert_eq(svp_safetensors_load(st, "out", SVP_DTYPE_F32, &io->out), SVP_OK);
     svp_safetensors_close(st);
 }
@@ -78,32 +83,31 @@ static void io_free(unet_io_t *io)
 /* Runs unet on io; returns the output (caller frees). */
 static float *run_forward(svp_unet_h unet, const unet_io_t *io)
 {
-    const int64_t *s = io->sample->shape;
+    const int64_t *s   = io->sample->shape;
     float         *out = malloc(svp_tensor_nbytes(io->out));
 
     cr_assert_not_null(out);
-    cr_assert_eq(svp_unet_forward(unet, (int)s[0], (int)s[1], (int)s[3],
-                                  (int)s[4], io->sample->data,
-                                  io->timestep->data, io->ehs->data,
-                                  (int)io->ehs->shape[1], io->ids->data, out),
+    cr_assert_eq(svp_unet_forward(unet, (int)s[0], (int)s[1], (int)s[3], (int)s[4],
+                                  io->sample->data, io->timestep->data,
+                                  io->ehs->data, (int)io->ehs->shape[1],
+                                  io->ids->data, out),
                  SVP_OK);
     return out;
 }
 
 /* Compares every capture that intermediates.safetensors also holds. */
-static void compare_intermediates(const char *dir,
-                                  const golden_captures_t *caps,
+static void compare_intermediates(const char *dir, const golden_captures_t *caps,
                                   const char *const *required)
 {
-    char               path[4096];
-    svp_safetensors_h  st;
-    svp_tensor_t      *ref;
-    int                i, compared = 0;
+    char              path[4096];
+    svp_safetensors_h st;
+    svp_tensor_t     *ref;
+    int               i, compared = 0;
 
     snprintf(path, sizeof(path), "%s/intermediates.safetensors", dir);
     cr_assert_eq(svp_safetensors_open(path, &st), SVP_OK);
     for (i = 0; i < caps->n; i++) {
-        svp_safetensors_info_t info;
+        svp_safetensors_info_t  info;
         const golden_capture_t *c = &caps->items[i];
 
         if (svp_safetensors_find(st, c->name, &info) != SVP_OK) {
@@ -181,17 +185,18 @@ static void plan_matches_arena(svp_unet_h unet, const unet_io_t *io,
                                const svp_ops_mem_stats_t *loaded,
                                const svp_ops_mem_stats_t *first)
 {
-    const int64_t *s = io->sample->shape;
+    const int64_t *s       = io->sample->shape;
     size_t         planned = 0, grown, workspace;
 
     cr_assert_eq(svp_unet_plan_bytes(svp_unet_config(unet), (int)s[0], (int)s[1],
                                      (int)s[3], (int)s[4], (int)io->ehs->shape[1],
-                                     &planned), SVP_OK);
+                                     &planned),
+                 SVP_OK);
     workspace = first->workspace_bytes - loaded->workspace_bytes;
     grown     = first->reserved_bytes - loaded->reserved_bytes - workspace;
     cr_log_info("unet plan: %zu bytes planned, the forward reserved %zu for "
-                "buffers (%.3f) and %zu of workspace", planned, grown,
-                (double)planned / (double)grown, workspace);
+                "buffers (%.3f) and %zu of workspace",
+                planned, grown, (double)planned / (double)grown, workspace);
     cr_assert_gt(grown, 0);
     cr_assert_leq(fabs((double)planned - (double)grown), 0.10 * (double)grown,
                   "planned %zu bytes, the forward reserved %zu", planned, grown);
@@ -203,18 +208,25 @@ static void plan_matches_arena(svp_unet_h unet, const unet_io_t *io,
 static void golden_case(const char *name, const char *io_file, int intermediates)
 {
     static const char *const required[] = {
-        "out.time_embedding", "emb", "out.conv_in", "out.down_blocks.0",
-        "out.down_blocks.0.resnets.0", "out.down_blocks.0.attentions.0",
-        "out.mid_block", "out.up_blocks.0", "out.up_blocks.1",
-        "out.conv_norm_out", NULL,
+        "out.time_embedding",
+        "emb",
+        "out.conv_in",
+        "out.down_blocks.0",
+        "out.down_blocks.0.resnets.0",
+        "out.down_blocks.0.attentions.0",
+        "out.mid_block",
+        "out.up_blocks.0",
+        "out.up_blocks.1",
+        "out.conv_norm_out",
+        NULL,
     };
-    char               dir[1024], path[4096];
-    golden_captures_t *caps = golden_captures_new();
-    svp_unet_params_t  params = { .capture_cb = golden_capture_cb,
-                                  .capture_arg = caps };
-    svp_unet_h         unet;
-    unet_io_t          io;
-    float             *out;
+    char                dir[1024], path[4096];
+    golden_captures_t  *caps   = golden_captures_new();
+    svp_unet_params_t   params = {.capture_cb  = golden_capture_cb,
+                                  .capture_arg = caps};
+    svp_unet_h          unet;
+    unet_io_t           io;
+    float              *out;
     svp_ops_mem_stats_t loaded, first;
 
     golden_dir(name, dir, sizeof(dir));
@@ -269,14 +281,13 @@ enum { PRODUCTS_F32 = 0, PRODUCTS_TWIN = 1, PRODUCTS_UNITS = 2 };
  * when not NULL, gets the bytes those weights take.  mapped: the file holds
  * dtype, so its matrix weights must be used in place, not copied.
  */
-static float *forward_in(const char *dtype, int products,
-                         const char *dir, int mapped, const unet_io_t *io,
-                         size_t *weight_bytes_p)
+static float *forward_in(const char *dtype, int products, const char *dir,
+                         int mapped, const unet_io_t *io, size_t *weight_bytes_p)
 {
-    svp_ops_params_t params = { .threads = 2,
-                                .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                                .round_activations = (products == PRODUCTS_TWIN),
-                                .f32_products = (products != PRODUCTS_UNITS) };
+    svp_ops_params_t params = {.threads = 2,
+                               .dtype   = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                               .round_activations = (products == PRODUCTS_TWIN),
+                               .f32_products      = (products != PRODUCTS_UNITS)};
     svp_ops_h        h;
     svp_unet_h       unet;
     float           *out;
@@ -288,9 +299,10 @@ static float *forward_in(const char *dtype, int products,
     /* a file already in the handle's dtype is mapped, not copied: only the
      * fp32 vectors (biases, norms) are in the arena */
     svp_ops_mem_stats(h, &st);
-    cr_assert((st.live_bytes < svp_ops_weights_bytes(h)) == mapped, "%s: %zu "
-              "bytes in the arena, %zu of matrix weights (mapped: %d)", dtype,
-              st.live_bytes, svp_ops_weights_bytes(h), mapped);
+    cr_assert((st.live_bytes < svp_ops_weights_bytes(h)) == mapped,
+              "%s: %zu "
+              "bytes in the arena, %zu of matrix weights (mapped: %d)",
+              dtype, st.live_bytes, svp_ops_weights_bytes(h), mapped);
     out = run_forward(unet, io);
     if (weight_bytes_p != NULL) {
         *weight_bytes_p = svp_ops_weights_bytes(h);
@@ -331,13 +343,16 @@ static void roundoff_case(const char *dtype, double u, double c_ref)
     free(forward_in("f32", PRODUCTS_F32, dir, 1, &io, &bytes32));
     out = forward_in(dtype, PRODUCTS_F32, dir, 0, &io, &bytes);
     err = golden_rel_err(out, io.out->data, svp_tensor_numel(io.out), &worst);
-    cr_log_info("unet_tiny, weights in %s: max|err|/max|ref| = %.3g = %.3f u",
-                dtype, err, err / u);
-    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref, "weights in %s: error "
-              "%.3f u, diffusers with the same rounding %.3f u", dtype,
-              err / u, c_ref);
-    cr_assert_eq(2 * bytes, bytes32, "%s weights take half the bytes of f32 "
-                 "(%zu vs %zu)", dtype, bytes, bytes32);
+    cr_log_info("unet_tiny, weights in %s: max|err|/max|ref| = %.3g = %.3f u", dtype,
+                err, err / u);
+    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref,
+              "weights in %s: error "
+              "%.3f u, diffusers with the same rounding %.3f u",
+              dtype, err / u, c_ref);
+    cr_assert_eq(2 * bytes, bytes32,
+                 "%s weights take half the bytes of f32 "
+                 "(%zu vs %zu)",
+                 dtype, bytes, bytes32);
     free(out);
     io_free(&io);
 }
@@ -376,12 +391,12 @@ Test(unet, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
  *     (UNET_PRODUCTS16_MAX_*), widened by 10% on each side.
  * Attention's own products (QK^T, PV) stay fp32 on both sides.
  */
-#define UNET_PRODUCTS16_RMS_BF16     3.154
-#define UNET_PRODUCTS16_MAX_BF16_LO  3.081
-#define UNET_PRODUCTS16_MAX_BF16_HI  4.929
-#define UNET_PRODUCTS16_RMS_F16      3.114
-#define UNET_PRODUCTS16_MAX_F16_LO   2.856
-#define UNET_PRODUCTS16_MAX_F16_HI   4.254
+#define UNET_PRODUCTS16_RMS_BF16    3.154
+#define UNET_PRODUCTS16_MAX_BF16_LO 3.081
+#define UNET_PRODUCTS16_MAX_BF16_HI 4.929
+#define UNET_PRODUCTS16_RMS_F16     3.114
+#define UNET_PRODUCTS16_MAX_F16_LO  2.856
+#define UNET_PRODUCTS16_MAX_F16_HI  4.254
 
 static void products16_case(const char *dtype, int products, double u,
                             double rms_ref, double max_lo, double max_hi)
@@ -405,14 +420,15 @@ static void products16_case(const char *dtype, int products, double u,
     n   = svp_tensor_numel(ref64);
     err = golden_rel_err(out, ref64->data, n, &worst) / u;
     rms = golden_rms_err(out, ref64->data, n) / u;
-    cr_log_info("unet_tiny, %s products: rms %.3f u, max %.3f u", dtype, rms,
-                err);
-    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref, "%s products: relative "
+    cr_log_info("unet_tiny, %s products: rms %.3f u, max %.3f u", dtype, rms, err);
+    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref,
+              "%s products: relative "
               "rms error %.3f u, diffusers with the same roundings %.3f u",
               dtype, rms, rms_ref);
-    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi, "%s products: "
-              "max|err|/max|ref| %.3f u, diffusers %.3f to %.3f u", dtype,
-              err, max_lo, max_hi);
+    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi,
+              "%s products: "
+              "max|err|/max|ref| %.3f u, diffusers %.3f to %.3f u",
+              dtype, err, max_lo, max_hi);
     free(out);
     svp_tensor_destroy(ref64);
     io_free(&io);
@@ -436,10 +452,9 @@ Test(unet, products_in_f16_within_roundoff, .init = setup, .fini = teardown)
  * pairs summed by the units in fp32, so the same reference figures bound
  * it.  Elsewhere it skips, saying why.
  */
-Test(unet, products_on_bf16_units_within_roundoff, .init = setup,
-     .fini = teardown)
+Test(unet, products_on_bf16_units_within_roundoff, .init = setup, .fini = teardown)
 {
-    svp_ops_params_t params = { .threads = 1, .dtype = SVP_DTYPE_BF16 };
+    svp_ops_params_t params = {.threads = 1, .dtype = SVP_DTYPE_BF16};
     svp_ops_h        h;
     svp_dtype_t      pd;
 
@@ -491,8 +506,10 @@ static void half_precision_case(svp_dtype_t dtype, const char *file)
     for (i = 0; i < n; i++) {
         cr_assert(isfinite(a[i]));
         cr_assert_eq(a[i], b[i], "%s weights: element %ld differs", file, (long)i);
-        cr_assert_eq(a[i], c[i], "%s weights held in 16 bits: element %ld "
-                     "differs", file, (long)i);
+        cr_assert_eq(a[i], c[i],
+                     "%s weights held in 16 bits: element %ld "
+                     "differs",
+                     file, (long)i);
     }
     free(a);
     free(b);
@@ -515,10 +532,10 @@ Test(unet, loads_bf16, .init = setup, .fini = teardown)
 /* Runs create on tmp expecting failure; returns what was logged. */
 static char *create_fails(const char *tmp)
 {
-    char       *log = NULL;
-    size_t      len = 0;
-    FILE       *mem = open_memstream(&log, &len);
-    svp_unet_h  unet = NULL;
+    char      *log  = NULL;
+    size_t     len  = 0;
+    FILE      *mem  = open_memstream(&log, &len);
+    svp_unet_h unet = NULL;
 
     svp_log_set_stream(mem);
     cr_assert_eq(svp_unet_create(ops, tmp, NULL, &unet), SVP_ERR_BAD_FILE);
@@ -530,14 +547,16 @@ static char *create_fails(const char *tmp)
 
 Test(unet, missing_tensor_is_named, .init = setup, .fini = teardown)
 {
-    const char *victim = "mid_block.attentions.0.temporal_transformer_blocks.0.attn2.to_k.weight";
-    char        dir[1024], tmp[64], *log;
+    const char *victim =
+        "mid_block.attentions.0.temporal_transformer_blocks.0.attn2.to_k.weight";
+    char dir[1024], tmp[64], *log;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
     golden_make_tmp("unet", tmp, sizeof(tmp));
     golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
-    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s",
+                       log);
     cr_assert_not_null(strstr(log, "missing"), "%s", log);
     free(log);
     svp_rmtree(tmp);
@@ -545,15 +564,18 @@ Test(unet, missing_tensor_is_named, .init = setup, .fini = teardown)
 
 Test(unet, wrong_shape_is_named, .init = setup, .fini = teardown)
 {
-    const char *victim = "up_blocks.1.resnets.0.spatial_res_block.conv_shortcut.weight";
-    char        dir[1024], tmp[64], *log;
+    const char *victim =
+        "up_blocks.1.resnets.0.spatial_res_block.conv_shortcut.weight";
+    char dir[1024], tmp[64], *log;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
     golden_make_tmp("unet", tmp, sizeof(tmp));
     golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
     log = create_fails(tmp);
-    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
-    cr_assert_not_null(strstr(log, "[32,96,1,1]"), "the expected shape is not given: %s", log);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s",
+                       log);
+    cr_assert_not_null(strstr(log, "[32,96,1,1]"),
+                       "the expected shape is not given: %s", log);
     free(log);
     svp_rmtree(tmp);
 }
@@ -562,13 +584,13 @@ Test(unet, wrong_shape_is_named, .init = setup, .fini = teardown)
 
 Test(unet, random_init_loads_and_is_deterministic, .init = setup, .fini = teardown)
 {
-    char        dir[1024], cfg[4096], a[64], b[64], pa[4096], pb[128];
-    char       *da, *db;
-    size_t      la, lb;
-    svp_unet_h  unet;
-    unet_io_t   io;
-    float      *out;
-    int64_t     i;
+    char       dir[1024], cfg[4096], a[64], b[64], pa[4096], pb[128];
+    char      *da, *db;
+    size_t     la, lb;
+    svp_unet_h unet;
+    unet_io_t  io;
+    float     *out;
+    int64_t    i;
 
     golden_dir("unet_tiny", dir, sizeof(dir));
     snprintf(cfg, sizeof(cfg), "%s/config.json", dir);
@@ -681,19 +703,21 @@ static double unet_row_tol(const char *dir)
 
 Test(unet, odd_sizes_and_row_independence, .init = setup, .fini = teardown)
 {
-    static const int sizes[][2] = { { 5, 7 }, { 9, 3 }, { 1, 1 } };
-    char       dir[1024];
-    svp_unet_h unet;
-    size_t     k;
+    static const int sizes[][2] = {{5, 7}, {9, 3}, {1, 1}};
+    char             dir[1024];
+    svp_unet_h       unet;
+    size_t           k;
 
     golden_dir("unet_small", dir, sizeof(dir));
     cr_assert_eq(svp_unet_create(ops, dir, NULL, &unet), SVP_OK);
     for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         int     h = sizes[k][0], w = sizes[k][1], b = 2, f = 2, i;
-        int64_t in_n = (int64_t)b * f * 8 * h * w, out_n = (int64_t)b * f * 4 * h * w;
-        float  *x = malloc(in_n * sizeof(float)), *y = malloc(out_n * sizeof(float));
-        float  *y1 = malloc(out_n / 2 * sizeof(float));
-        float   t[2] = { 0.5f, 0.5f }, ctx[2 * 64], ids[6] = { 6, 127, 0.02f, 6, 127, 0.02f };
+        int64_t in_n  = (int64_t)b * f * 8 * h * w,
+                out_n = (int64_t)b * f * 4 * h * w;
+        float *x = malloc(in_n * sizeof(float)), *y = malloc(out_n * sizeof(float));
+        float *y1    = malloc(out_n / 2 * sizeof(float));
+        float  t[2]  = {0.5f, 0.5f}, ctx[2 * 64],
+              ids[6] = {6, 127, 0.02f, 6, 127, 0.02f};
 
         for (i = 0; i < in_n; i++) {
             x[i] = sinf(0.37f * i);
@@ -701,14 +725,15 @@ Test(unet, odd_sizes_and_row_independence, .init = setup, .fini = teardown)
         for (i = 0; i < 2 * 64; i++) {
             ctx[i] = cosf(0.11f * i);
         }
-        cr_assert_eq(svp_unet_forward(unet, b, f, h, w, x, t, ctx, 1, ids, y), SVP_OK,
-                     "%dx%d", h, w);
+        cr_assert_eq(svp_unet_forward(unet, b, f, h, w, x, t, ctx, 1, ids, y),
+                     SVP_OK, "%dx%d", h, w);
         for (i = 0; i < out_n; i++) {
             cr_assert(isfinite(y[i]), "%dx%d: element %d", h, w, i);
         }
         /* row 1 alone gives row 1 of the batch of two */
         cr_assert_eq(svp_unet_forward(unet, 1, f, h, w, x + in_n / 2, t + 1,
-                                      ctx + 64, 1, ids + 3, y1), SVP_OK);
+                                      ctx + 64, 1, ids + 3, y1),
+                     SVP_OK);
         golden_assert_close("row 1 alone", y1, y + out_n / 2, out_n / 2,
                             unet_row_tol(dir));
         free(x);
@@ -751,13 +776,13 @@ Test(unet, svd_xt_layout_accepted, .init = setup, .fini = teardown)
 /* MACs per call equal the reference's count for SVD-XT (activations.json). */
 Test(unet, svd_xt_macs, .init = setup, .fini = teardown)
 {
-    static const char *const settings[] = { "b2_f25_72x128", "b2_f14_72x128",
-                                            "b1_f14_72x128", "b1_f25_72x128" };
-    char              dir[1024], path[4096];
-    svp_unet_config_t cfg;
-    json_error_t      err;
-    json_t           *root;
-    size_t            i;
+    static const char *const settings[] = {"b2_f25_72x128", "b2_f14_72x128",
+                                           "b1_f14_72x128", "b1_f25_72x128"};
+    char                     dir[1024], path[4096];
+    svp_unet_config_t        cfg;
+    json_error_t             err;
+    json_t                  *root;
+    size_t                   i;
 
     golden_dir("svd_xt_layout", dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/unet/config.json", dir);
@@ -766,14 +791,15 @@ Test(unet, svd_xt_macs, .init = setup, .fini = teardown)
     root = json_load_file(path, 0, &err);
     cr_assert_not_null(root, "%s: %s", path, err.text);
     for (i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
-        json_t *u = json_object_get(json_object_get(root, "unet"), settings[i]);
+        json_t *u  = json_object_get(json_object_get(root, "unet"), settings[i]);
         json_t *hw = json_object_get(u, "latent_hw");
-        int64_t want = json_integer_value(json_object_get(json_object_get(u, "macs"), "total"));
-        int64_t got = svp_unet_macs(&cfg,
-                                    (int)json_integer_value(json_object_get(u, "batch")),
-                                    (int)json_integer_value(json_object_get(u, "frames")),
-                                    (int)json_integer_value(json_array_get(hw, 0)),
-                                    (int)json_integer_value(json_array_get(hw, 1)), 1);
+        int64_t want =
+            json_integer_value(json_object_get(json_object_get(u, "macs"), "total"));
+        int64_t got =
+            svp_unet_macs(&cfg, (int)json_integer_value(json_object_get(u, "batch")),
+                          (int)json_integer_value(json_object_get(u, "frames")),
+                          (int)json_integer_value(json_array_get(hw, 0)),
+                          (int)json_integer_value(json_array_get(hw, 1)), 1);
         cr_assert_eq(got, want, "%s: %ld MACs, the reference counts %ld",
                      settings[i], (long)got, (long)want);
     }

@@ -32,7 +32,7 @@ static svp_ops_h ops;
 
 static void setup(void)
 {
-    svp_ops_params_t params = { .threads = 2 };
+    svp_ops_params_t params = {.threads = 2};
     cr_assert_eq(svp_ops_create(&params, &ops), SVP_OK);
 }
 
@@ -53,15 +53,14 @@ static void assert_close(const char *what, const float *got, const float *ref,
  * intermediates.safetensors, and checks that each golden tensor matching it
  * was captured and that at least min_count were compared.
  */
-static void compare_intermediates(const char *dir,
-                                  const golden_captures_t *caps,
+static void compare_intermediates(const char *dir, const golden_captures_t *caps,
                                   const char *pattern, int min_count)
 {
     svp_safetensors_h st = golden_open(dir, "intermediates.safetensors");
     int               i, j, golden = 0, compared = 0;
 
     for (i = 0; i < caps->n; i++) {
-        svp_safetensors_info_t info;
+        svp_safetensors_info_t  info;
         const golden_capture_t *c = &caps->items[i];
         svp_tensor_t           *ref;
 
@@ -100,14 +99,13 @@ Test(vae, tiny_encode_golden, .init = setup, .fini = teardown)
 {
     char               dir[1024];
     golden_captures_t *caps = golden_captures_new();
-    svp_vae_params_t   params = { .capture_cb = golden_capture_cb,
-                                  .capture_arg = caps };
-    svp_vae_h          vae;
-    svp_safetensors_h  st;
-    svp_tensor_t      *image, *mean, *logvar, *std;
-    float             *m, *lv, *sd;
-    int                lh, lw;
-    int64_t            n;
+    svp_vae_params_t params = {.capture_cb = golden_capture_cb, .capture_arg = caps};
+    svp_vae_h        vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *image, *mean, *logvar, *std;
+    float            *m, *lv, *sd;
+    int               lh, lw;
+    int64_t           n;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
     st     = golden_open(dir, "io.safetensors");
@@ -137,8 +135,8 @@ Test(vae, tiny_encode_golden, .init = setup, .fini = teardown)
 
     /* logvar and std are optional outputs; mean does not depend on them */
     cr_assert_eq(svp_vae_encode(vae, (int)image->shape[0], (int)image->shape[2],
-                                (int)image->shape[3], image->data, lv, NULL,
-                                NULL), SVP_OK);
+                                (int)image->shape[3], image->data, lv, NULL, NULL),
+                 SVP_OK);
     cr_assert_eq(memcmp(m, lv, n * sizeof(float)), 0);
 
     free(m);
@@ -156,13 +154,12 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 {
     char               dir[1024];
     golden_captures_t *caps = golden_captures_new();
-    svp_vae_params_t   params = { .capture_cb = golden_capture_cb,
-                                  .capture_arg = caps };
-    svp_vae_h          vae;
-    svp_safetensors_h  st;
-    svp_tensor_t      *latent, *decoded;
-    float             *out;
-    const int64_t     *s;
+    svp_vae_params_t params = {.capture_cb = golden_capture_cb, .capture_arg = caps};
+    svp_vae_h        vae;
+    svp_safetensors_h st;
+    svp_tensor_t     *latent, *decoded;
+    float            *out;
+    const int64_t    *s;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
     st      = golden_open(dir, "io.safetensors");
@@ -176,7 +173,8 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
     out = malloc(svp_tensor_nbytes(decoded));
     /* one video of num_frames = 3 frames, one chunk */
     cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
-                                latent->data, out), SVP_OK);
+                                latent->data, out),
+                 SVP_OK);
     compare_intermediates(dir, caps, ".decoder.", 12);
     assert_close("decoded", out, decoded->data, svp_tensor_numel(decoded));
 
@@ -188,7 +186,8 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
         cr_assert_not_null(second);
         svp_ops_mem_stats(ops, &warm);
         cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
-                                    latent->data, second), SVP_OK);
+                                    latent->data, second),
+                     SVP_OK);
         svp_ops_mem_stats(ops, &again);
         cr_assert_eq(again.backend_allocs, warm.backend_allocs,
                      "vae: %llu backend allocations after warm-up",
@@ -220,9 +219,9 @@ Test(vae, tiny_decode_golden, .init = setup, .fini = teardown)
 
 static void roundoff_case(const char *dtype, double u, double c_ref)
 {
-    svp_ops_params_t  pp = { .threads = 2,
-                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                             .f32_products = 1 };
+    svp_ops_params_t  pp = {.threads = 2,
+                            .dtype   = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                            .f32_products = 1};
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;
@@ -244,13 +243,15 @@ static void roundoff_case(const char *dtype, double u, double c_ref)
     s   = latent->shape;
     out = malloc(svp_tensor_nbytes(decoded));
     cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
-                                latent->data, out), SVP_OK);
+                                latent->data, out),
+                 SVP_OK);
     err = golden_rel_err(out, decoded->data, svp_tensor_numel(decoded), &worst);
     cr_log_info("vae_tiny decode, weights in %s: %.4g = %.3f u", dtype, err,
                 err / u);
-    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref, "decode with %s weights: "
-              "error %.3f u, diffusers with the same rounding %.3f u", dtype,
-              err / u, c_ref);
+    cr_assert(fabs(err / u - c_ref) <= 0.1 * c_ref,
+              "decode with %s weights: "
+              "error %.3f u, diffusers with the same rounding %.3f u",
+              dtype, err / u, c_ref);
     free(out);
     svp_vae_destroy(vae);
     svp_ops_destroy(h);
@@ -281,19 +282,20 @@ Test(vae, weights_in_f16_within_roundoff, .init = setup, .fini = teardown)
  * bf16, 1.28 u f16), max|err| / max|ref| within the range of the 24 runs
  * widened by 10%.  Attention's QK^T and PV stay fp32.
  */
-#define VAE_PRODUCTS16_RMS_BF16     2.061
-#define VAE_PRODUCTS16_MAX_BF16_LO  1.933
-#define VAE_PRODUCTS16_MAX_BF16_HI  2.733
-#define VAE_PRODUCTS16_RMS_F16      1.896
-#define VAE_PRODUCTS16_MAX_F16_LO   1.563
-#define VAE_PRODUCTS16_MAX_F16_HI   2.279
+#define VAE_PRODUCTS16_RMS_BF16    2.061
+#define VAE_PRODUCTS16_MAX_BF16_LO 1.933
+#define VAE_PRODUCTS16_MAX_BF16_HI 2.733
+#define VAE_PRODUCTS16_RMS_F16     1.896
+#define VAE_PRODUCTS16_MAX_F16_LO  1.563
+#define VAE_PRODUCTS16_MAX_F16_HI  2.279
 
 static void products16_case(const char *dtype, double u, double rms_ref,
                             double max_lo, double max_hi)
 {
-    svp_ops_params_t  pp = { .threads = 2,
-                             .dtype = (svp_dtype_t)svp_dtype_parse_short(dtype),
-                             .round_activations = 1, .f32_products = 1 };
+    svp_ops_params_t  pp = {.threads = 2,
+                            .dtype   = (svp_dtype_t)svp_dtype_parse_short(dtype),
+                            .round_activations = 1,
+                            .f32_products      = 1};
     char              dir[1024];
     svp_ops_h         h;
     svp_vae_h         vae;
@@ -308,8 +310,8 @@ static void products16_case(const char *dtype, double u, double rms_ref,
     st     = golden_open(dir, "io.safetensors");
     latent = golden_load(st, "latent");
     svp_safetensors_close(st);
-    st     = golden_open(dir, "reference_f64.safetensors");
-    ref64  = golden_load(st, "decoded");
+    st    = golden_open(dir, "reference_f64.safetensors");
+    ref64 = golden_load(st, "decoded");
     svp_safetensors_close(st);
 
     cr_assert_eq(svp_ops_create(&pp, &h), SVP_OK);
@@ -319,15 +321,19 @@ static void products16_case(const char *dtype, double u, double rms_ref,
     n   = svp_tensor_numel(ref64);
     out = malloc(n * sizeof(float));
     cr_assert_eq(svp_vae_decode(vae, (int)s[0], (int)s[2], (int)s[3], 0,
-                                latent->data, out), SVP_OK);
+                                latent->data, out),
+                 SVP_OK);
     err = golden_rel_err(out, ref64->data, n, &worst) / u;
     rms = golden_rms_err(out, ref64->data, n) / u;
-    cr_log_info("vae_tiny decode, %s products: rms %.3f u, max %.3f u", dtype,
-                rms, err);
-    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref, "decode with %s products: "
+    cr_log_info("vae_tiny decode, %s products: rms %.3f u, max %.3f u", dtype, rms,
+                err);
+    cr_assert(fabs(rms - rms_ref) <= 0.1 * rms_ref,
+              "decode with %s products: "
               "relative rms error %.3f u, diffusers with the same roundings "
-              "%.3f u", dtype, rms, rms_ref);
-    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi, "decode with %s "
+              "%.3f u",
+              dtype, rms, rms_ref);
+    cr_assert(err >= 0.9 * max_lo && err <= 1.1 * max_hi,
+              "decode with %s "
               "products: max|err|/max|ref| %.3f u, diffusers %.3f to %.3f u",
               dtype, err, max_lo, max_hi);
     free(out);
@@ -358,12 +364,12 @@ Test(vae, products_in_f16_within_roundoff, .init = setup, .fini = teardown)
 static void vae_plan_check(const char *dir, int decode, int n, int h, int w,
                            int chunk, size_t n_in, size_t n_out)
 {
-    svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_CPU, .threads = 2 };
+    svp_ops_params_t    params = {.backend = SVP_OPS_BACKEND_CPU, .threads = 2};
     svp_ops_mem_stats_t loaded, first;
     svp_ops_h           own;
     svp_vae_h           vae;
-    float              *in = calloc(n_in, sizeof(float));
-    float              *out = malloc(n_out * sizeof(float));
+    float              *in      = calloc(n_in, sizeof(float));
+    float              *out     = malloc(n_out * sizeof(float));
     size_t              planned = 0, grown;
 
     cr_assert(in != NULL && out != NULL);
@@ -375,7 +381,8 @@ static void vae_plan_check(const char *dir, int decode, int n, int h, int w,
                  SVP_OK);
     svp_ops_mem_stats(own, &first);
     cr_assert_eq(svp_vae_plan_bytes(svp_vae_config(vae), decode, n, h, w, chunk,
-                                    &planned), SVP_OK);
+                                    &planned),
+                 SVP_OK);
     grown = first.reserved_bytes - loaded.reserved_bytes -
             (first.workspace_bytes - loaded.workspace_bytes);
     cr_log_info("vae %s: %zu bytes planned, the call reserved %zu (%.3f)",
@@ -392,10 +399,10 @@ static void vae_plan_check(const char *dir, int decode, int n, int h, int w,
 
 Test(vae, plan_matches_arena)
 {
-    char                    dir[1024];
-    svp_vae_config_t        cfg;
-    char                    path[1100];
-    int                     up, lh, lw;
+    char             dir[1024];
+    svp_vae_config_t cfg;
+    char             path[1100];
+    int              up, lh, lw;
 
     golden_dir("vae_tiny", dir, sizeof(dir));
     snprintf(path, sizeof(path), "%s/config.json", dir);
@@ -460,18 +467,19 @@ Test(vae, pipeline_chunked_decode_golden, .init = setup, .fini = teardown)
      * torch does with a Python float); it must equal the chunks' inputs bit
      * for bit.
      */
-    frames = (int)final->shape[1];
-    h      = (int)final->shape[3];
-    w      = (int)final->shape[4];
+    frames = (int) final->shape[1];
+    h      = (int) final->shape[3];
+    w      = (int) final->shape[4];
     nz     = svp_tensor_numel(final);
     z      = malloc(nz * sizeof(float));
     inv    = (float)(1.0 / 0.18215);
     for (i = 0; i < nz; i++) {
-        z[i] = ((const float *)final->data)[i] * inv;
+        z[i] = ((const float *) final->data)[i] * inv;
     }
     cr_assert_eq(memcmp(z, in0->data, svp_tensor_nbytes(in0)), 0);
     cr_assert_eq(memcmp(z + svp_tensor_numel(in0), in1->data,
-                        svp_tensor_nbytes(in1)), 0);
+                        svp_tensor_nbytes(in1)),
+                 0);
 
     snprintf(vdir, sizeof(vdir), "%s/vae", dir);
     cr_assert_eq(svp_vae_create(ops, vdir, NULL, &vae), SVP_OK);
@@ -529,7 +537,8 @@ Test(vae, missing_tensor_is_named, .init = setup, .fini = teardown)
     golden_make_tmp("vae", tmp, sizeof(tmp));
     golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, victim, NULL);
     log = create_fails(tmp);
-    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s",
+                       log);
     cr_assert_not_null(strstr(log, "missing"), "%s", log);
     free(log);
     svp_rmtree(tmp);
@@ -544,8 +553,10 @@ Test(vae, wrong_shape_is_named, .init = setup, .fini = teardown)
     golden_make_tmp("vae", tmp, sizeof(tmp));
     golden_rewrite_weights(dir, ST_FILE, tmp, ST_FILE, SVP_DTYPE_F32, NULL, victim);
     log = create_fails(tmp);
-    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s", log);
-    cr_assert_not_null(strstr(log, "[64,32,1,1]"), "the expected shape is not given: %s", log);
+    cr_assert_not_null(strstr(log, victim), "the error does not name the tensor: %s",
+                       log);
+    cr_assert_not_null(strstr(log, "[64,32,1,1]"),
+                       "the expected shape is not given: %s", log);
     free(log);
     svp_rmtree(tmp);
 }
@@ -568,8 +579,8 @@ Test(vae, loads_fp16_variant, .init = setup, .fini = teardown)
     golden_dir("vae_tiny", dir, sizeof(dir));
     golden_make_tmp("vae", tmp, sizeof(tmp));
     golden_rewrite_weights(dir, ST_FILE, tmp,
-                           "diffusion_pytorch_model.fp16.safetensors",
-                           SVP_DTYPE_F16, NULL, NULL);
+                           "diffusion_pytorch_model.fp16.safetensors", SVP_DTYPE_F16,
+                           NULL, NULL);
     st      = golden_open(dir, "io.safetensors");
     latent  = golden_load(st, "latent");
     decoded = golden_load(st, "decoded");
@@ -642,7 +653,7 @@ Test(vae, svd_xt_layout_accepted, .init = setup, .fini = teardown, .timeout = 12
 
 /* Writes the given tensors to dir/file; returns the path (static buffer). */
 static const char *write_input(const char *dir, const char *file, int count,
-                               const char *const *names,
+                               const char *const   *names,
                                svp_tensor_t *const *tensors)
 {
     static char              path[4096];
@@ -677,8 +688,8 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
     char              dir[1024], tmp[64], in[4096], outp[4096];
     svp_safetensors_h st;
     svp_tensor_t     *latent, *decoded, *mean, *nf, *got;
-    int64_t           one = 1;
-    const char       *names[2] = { "latents", "num_frames" };
+    int64_t           one      = 1;
+    const char       *names[2] = {"latents", "num_frames"};
     svp_tensor_t     *tensors[2];
 
     golden_dir("vae_tiny", dir, sizeof(dir));
@@ -693,8 +704,8 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
     snprintf(in, sizeof(in), "%s/io.safetensors", dir);
     snprintf(outp, sizeof(outp), "%s/enc.safetensors", tmp);
     {
-        const char *args[] = { "vae-encode", "--model", dir, "--input", in,
-                               "--output", outp, "--threads", "2", NULL };
+        const char *args[] = {"vae-encode", "--model", dir,         "--input", in,
+                              "--output",   outp,      "--threads", "2",       NULL};
         cr_assert_eq(run_tool(svdtool_vae_encode_main, args), 0);
     }
     st  = golden_open(tmp, "enc.safetensors");
@@ -707,13 +718,14 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
     /* decode: 4-D latents, the frame count from a num_frames tensor */
     cr_assert_eq(svp_tensor_create(SVP_DTYPE_F32, 1, &one, &nf), SVP_OK);
     *(float *)nf->data = 3.0f;
-    tensors[0] = latent;
-    tensors[1] = nf;
-    snprintf(in, sizeof(in), "%s", write_input(tmp, "lat.safetensors", 2, names, tensors));
+    tensors[0]         = latent;
+    tensors[1]         = nf;
+    snprintf(in, sizeof(in), "%s",
+             write_input(tmp, "lat.safetensors", 2, names, tensors));
     snprintf(outp, sizeof(outp), "%s/dec.safetensors", tmp);
     {
-        const char *args[] = { "vae-decode", "--model", dir, "--input", in,
-                               "--output", outp, NULL };
+        const char *args[] = {"vae-decode", "--model",  dir,  "--input",
+                              in,           "--output", outp, NULL};
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
     }
     st  = golden_open(tmp, "dec.safetensors");
@@ -726,18 +738,18 @@ Test(vae, svdtool_encode_and_decode, .init = setup, .fini = teardown)
 
     /* a frame count that does not divide the latents is bad input */
     {
-        const char *args[] = { "vae-decode", "--model", dir, "--input", in,
-                               "--output", outp, "--frames", "2", NULL };
+        const char *args[] = {"vae-decode", "--model", dir,        "--input", in,
+                              "--output",   outp,      "--frames", "2",       NULL};
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), SVP_EXIT_BAD_INPUT);
     }
     /* usage errors: a missing option, an option of the other command */
     {
-        const char *args[] = { "vae-decode", "--model", dir, "--input", in, NULL };
+        const char *args[] = {"vae-decode", "--model", dir, "--input", in, NULL};
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), SVP_EXIT_BAD_INPUT);
     }
     {
-        const char *args[] = { "vae-encode", "--model", dir, "--input", in,
-                               "--output", outp, "--chunk", "2", NULL };
+        const char *args[] = {"vae-encode", "--model", dir,       "--input", in,
+                              "--output",   outp,      "--chunk", "2",       NULL};
         cr_assert_eq(run_tool(svdtool_vae_encode_main, args), SVP_EXIT_BAD_INPUT);
     }
 
@@ -754,7 +766,7 @@ Test(vae, svdtool_decode_pipeline_latents, .init = setup, .fini = teardown)
     char              dir[1024], vdir[1100], tmp[64], in[4096], outp[4096];
     svp_safetensors_h st;
     svp_tensor_t     *final, *raw, *got;
-    const char       *names[1] = { "latents" };
+    const char       *names[1] = {"latents"};
 
     golden_dir("pipeline_tiny", dir, sizeof(dir));
     golden_make_tmp("vae", tmp, sizeof(tmp));
@@ -763,12 +775,13 @@ Test(vae, svdtool_decode_pipeline_latents, .init = setup, .fini = teardown)
     raw   = golden_load(st, "decoded_raw");
     svp_safetensors_close(st);
     snprintf(vdir, sizeof(vdir), "%s/vae", dir);
-    snprintf(in, sizeof(in), "%s", write_input(tmp, "lat.safetensors", 1, names, &final));
+    snprintf(in, sizeof(in), "%s",
+             write_input(tmp, "lat.safetensors", 1, names, &final));
     snprintf(outp, sizeof(outp), "%s/dec.safetensors", tmp);
     {
-        const char *args[] = { "vae-decode", "--model", vdir, "--input", in,
-                               "--output", outp, "--unscale", "--chunk", "2",
-                               NULL };
+        const char *args[] = {"vae-decode", "--model",  vdir, "--input",
+                              in,           "--output", outp, "--unscale",
+                              "--chunk",    "2",        NULL};
         cr_assert_eq(run_tool(svdtool_vae_decode_main, args), 0);
     }
     st  = golden_open(tmp, "dec.safetensors");
@@ -863,7 +876,6 @@ Test(vae, bad_config_and_shapes_are_rejected, .init = setup, .fini = teardown)
     /* one pixel cannot go through a downsampler; a negative chunk is no size */
     cr_assert_eq(svp_vae_encode(vae, 1, 1, 1, buf, buf, NULL, NULL),
                  SVP_ERR_INVALID_PARAM);
-    cr_assert_eq(svp_vae_decode(vae, 1, 1, 1, -1, buf, buf),
-                 SVP_ERR_INVALID_PARAM);
+    cr_assert_eq(svp_vae_decode(vae, 1, 1, 1, -1, buf, buf), SVP_ERR_INVALID_PARAM);
     svp_vae_destroy(vae);
 }

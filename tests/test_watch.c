@@ -28,7 +28,7 @@ static void on_lost(void *arg, int rank, svp_rt_watch_bye_t reason, const char *
     (void)arg;
     pthread_mutex_lock(&lost_lock);
     if (lost_rank < 0) {
-        lost_rank = rank;
+        lost_rank   = rank;
         lost_reason = (int)reason;
         snprintf(lost_why, sizeof(lost_why), "%s", why);
         lost_at = svp_clock_now();
@@ -89,7 +89,7 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
         until = svp_clock_now() + after_s;
         while (svp_clock_now() < until) {
             if (act == CHILD_COMPUTE) {
-                x += 1.0;       /* the main thread never sleeps */
+                x += 1.0; /* the main thread never sleeps */
             } else {
                 usleep(10000);
             }
@@ -97,8 +97,10 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
         svp_rt_watch_stop(w0, reason, child_signo, child_text);
         _exit(0);
     }
-    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE, 0, NULL);  /* the child's; not started here */
-    cr_assert_eq(svp_rt_watch_start(w1, 1, 2, 0, 0, addr0, 10, on_lost, NULL), SVP_OK);
+    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE, 0,
+                      NULL); /* the child's; not started here */
+    cr_assert_eq(svp_rt_watch_start(w1, 1, 2, 0, 0, addr0, 10, on_lost, NULL),
+                 SVP_OK);
     *w1_p = w1;
     return pid;
 }
@@ -118,7 +120,8 @@ Test(watch, early_goodbye_is_named_at_once)
     double          t0  = svp_clock_now();
 
     cr_assert_eq(wait_lost(3), 0, "the early goodbye of rank 0 was not reported");
-    cr_assert(strstr(lost_why, "left before its work was done") != NULL, "%s", lost_why);
+    cr_assert(strstr(lost_why, "left before its work was done") != NULL, "%s",
+              lost_why);
     cr_assert_lt(lost_at - t0, 1.5, "reported %.2f s after start", lost_at - t0);
     end_ring(pid, w1);
 }
@@ -158,8 +161,9 @@ Test(watch, error_goodbye_text_is_cut_at_its_limit)
     child_text = text;
     pid        = start_ring(CHILD_LEAVE, 0.2, SVP_RT_WATCH_BYE_ERROR, &w1);
     cr_assert_eq(wait_lost(3), 0);
-    cr_assert_eq(strlen(lost_why), strlen("it said goodbye: failed: ") +
-                 SVP_RT_WATCH_BYE_TEXT_MAX, "%s", lost_why);
+    cr_assert_eq(strlen(lost_why),
+                 strlen("it said goodbye: failed: ") + SVP_RT_WATCH_BYE_TEXT_MAX,
+                 "%s", lost_why);
     end_ring(pid, w1);
 }
 
@@ -229,7 +233,8 @@ typedef struct {
     char            why[256];
 } ring_member_t;
 
-static void on_ring_lost(void *arg, int rank, svp_rt_watch_bye_t reason, const char *why)
+static void on_ring_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
+                         const char *why)
 {
     ring_member_t *m = arg;
 
@@ -246,8 +251,9 @@ static void *ring_start(void *arg)
 {
     ring_member_t *m = arg;
 
-    m->status = svp_rt_watch_start(m->w, m->rank, 4, (m->rank + 3) % 4, (m->rank + 1) % 4,
-                                   m->next_addr, 10, on_ring_lost, m);
+    m->status =
+        svp_rt_watch_start(m->w, m->rank, 4, (m->rank + 3) % 4, (m->rank + 1) % 4,
+                           m->next_addr, 10, on_ring_lost, m);
     return NULL;
 }
 
@@ -287,20 +293,24 @@ Test(watch, a_stop_is_heard_by_every_rank_of_the_ring)
      * through both sides of the ring, once */
     svp_rt_watch_stop(m[1].w, SVP_RT_WATCH_BYE_SIGNAL, SIGTERM, NULL);
     until = svp_clock_now() + 3;
-    while ((ring_heard(&m[0]) == 0 || ring_heard(&m[2]) == 0 || ring_heard(&m[3]) == 0) &&
+    while ((ring_heard(&m[0]) == 0 || ring_heard(&m[2]) == 0 ||
+            ring_heard(&m[3]) == 0) &&
            svp_clock_now() < until) {
         usleep(10000);
     }
-    usleep(200000);     /* room for a second report, which must not come */
+    usleep(200000); /* room for a second report, which must not come */
     for (i = 0; i < 4; ++i) {
         if (i == 1) {
             continue;
         }
-        cr_assert_eq(ring_heard(&m[i]), 1, "rank %d heard %d departures", i, ring_heard(&m[i]));
+        cr_assert_eq(ring_heard(&m[i]), 1, "rank %d heard %d departures", i,
+                     ring_heard(&m[i]));
         cr_assert_eq(m[i].rank_heard, 1);
-        cr_assert_eq(m[i].reason, SVP_RT_WATCH_BYE_SIGNAL, "rank %d heard reason %d: %s", i, m[i].reason, m[i].why);
+        cr_assert_eq(m[i].reason, SVP_RT_WATCH_BYE_SIGNAL,
+                     "rank %d heard reason %d: %s", i, m[i].reason, m[i].why);
         cr_assert_str_eq(m[i].why, "stopped by SIGTERM");
-        cr_assert(svp_rt_watch_gone(m[i].w, 1), "rank %d does not hold rank 1 gone", i);
+        cr_assert(svp_rt_watch_gone(m[i].w, 1), "rank %d does not hold rank 1 gone",
+                  i);
         for (int r = 0; r < 4; ++r) {
             cr_assert(r == 1 || !svp_rt_watch_gone(m[i].w, r),
                       "rank %d holds rank %d gone", i, r);
@@ -308,13 +318,16 @@ Test(watch, a_stop_is_heard_by_every_rank_of_the_ring)
     }
     /* an ending rank says why, and a rank that heard the stop takes it as
      * no news (no second report of rank 1, one of rank 3 with its cause) */
-    svp_rt_watch_stop(m[3].w, SVP_RT_WATCH_BYE_ENDING, 0, "rank 1 was stopped by SIGTERM");
+    svp_rt_watch_stop(m[3].w, SVP_RT_WATCH_BYE_ENDING, 0,
+                      "rank 1 was stopped by SIGTERM");
     until = svp_clock_now() + 3;
-    while ((ring_heard(&m[0]) < 2 || ring_heard(&m[2]) < 2) && svp_clock_now() < until) {
+    while ((ring_heard(&m[0]) < 2 || ring_heard(&m[2]) < 2) &&
+           svp_clock_now() < until) {
         usleep(10000);
     }
     cr_assert_eq(ring_heard(&m[0]), 2);
-    cr_assert_eq(ring_heard(&m[2]), 2, "rank 2 did not hear of rank 3 through rank 0");
+    cr_assert_eq(ring_heard(&m[2]), 2,
+                 "rank 2 did not hear of rank 3 through rank 0");
     cr_assert(svp_rt_watch_gone(m[2].w, 3));
     svp_rt_watch_stop(m[0].w, SVP_RT_WATCH_BYE_DONE, 0, NULL);
     svp_rt_watch_stop(m[2].w, SVP_RT_WATCH_BYE_DONE, 0, NULL);

@@ -52,12 +52,13 @@ Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
 
                 for (j = 0; j < svp_pipe_wds_shard_count(&task, n, per); ++j) {
                     m = svp_pipe_wds_shard_samples(&task, n, per, j, idx);
-                    cr_assert(m >= 1 && m <= per, "per %d, task %d/%d, shard %d: %d samples",
-                              per, t, count, j, m);
+                    cr_assert(m >= 1 && m <= per,
+                              "per %d, task %d/%d, shard %d: %d samples", per, t,
+                              count, j, m);
                     for (k = 0; k < m; ++k) {
                         i = idx[k];
-                        cr_assert(svp_pipe_shard_owns(&task, i), "sample %d is not task %d's",
-                                  i, t);
+                        cr_assert(svp_pipe_shard_owns(&task, i),
+                                  "sample %d is not task %d's", i, t);
                         cr_assert_eq(svp_pipe_wds_shard_of(&task, per, i), j);
                         cr_assert_gt(i, prev, "in the task's order");
                         prev = i;
@@ -68,8 +69,8 @@ Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
             }
             cr_assert_eq(total, n);
             for (i = 0; i < n; ++i) {
-                cr_assert_eq(seen[i], 1, "per %d, %d tasks: sample %d in %d shards", per,
-                             count, i, seen[i]);
+                cr_assert_eq(seen[i], 1, "per %d, %d tasks: sample %d in %d shards",
+                             per, count, i, seen[i]);
             }
         }
     }
@@ -89,7 +90,7 @@ Test(wds, shard_names_carry_the_task_of_an_array)
 /* A member's bytes: from seed and the member's number f. */
 static void member_bytes(int seed, int f, char *buf, size_t *len_p)
 {
-    int b, n = 700 + 37 * f + seed;     /* off the 512-byte records */
+    int b, n = 700 + 37 * f + seed; /* off the 512-byte records */
 
     for (b = 0; b < n; ++b) {
         buf[b] = (char)((b * 31 + seed * 7 + f) & 0xff);
@@ -103,14 +104,15 @@ static void member_bytes(int seed, int f, char *buf, size_t *len_p)
  * folder (added out of order), whose files' times and modes come from
  * stamp and mode; contents derive from seed.  latents: 0 leaves them out.
  */
-static void stage_some(const char *key, int seed, time_t stamp, mode_t mode, int latents)
+static void stage_some(const char *key, int seed, time_t stamp, mode_t mode,
+                       int latents)
 {
-    const char          *files[] = {"sample.json", "video.mp4", "latents.safetensors",
-                                    "frame_0000.png", "frame_0001.png"};
-    const int            order[] = {4, 1, 3};
-    char                 path[512], buf[2048];
-    size_t               len;
-    size_t               k;
+    const char *files[] = {"sample.json", "video.mp4", "latents.safetensors",
+                           "frame_0000.png", "frame_0001.png"};
+    const int   order[] = {4, 1, 3};
+    char        path[512], buf[2048];
+    size_t      len;
+    size_t      k;
     svp_pipe_wds_stage_h h;
     const char          *scratch;
     FILE                *fp;
@@ -134,7 +136,8 @@ static void stage_some(const char *key, int seed, time_t stamp, mode_t mode, int
         member_bytes(seed, 2, buf, &len);
         cr_assert_eq(svp_pipe_wds_stage_add(h, files[2], buf, len), SVP_OK);
     }
-    snprintf(buf, sizeof(buf), "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
+    snprintf(buf, sizeof(buf),
+             "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
              "\"timings\": {\"decode_s\": %d.5}, \"cpu\": {\"threads\": %d}}\n",
              seed, seed, (int)(stamp % 97), (int)(stamp % 5));
     cr_assert_eq(svp_pipe_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
@@ -150,13 +153,14 @@ static void pack_two_at(const char *name, svp_status_t want, int want_bad, char 
                         size_t len)
 {
     char                  d0[512], d1[512];
-    int                   bad = -1;
+    int                   bad  = -1;
     svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
 
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want, "%s", why);
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want,
+                 "%s", why);
     cr_assert_eq(bad, want_bad);
 }
 
@@ -169,14 +173,15 @@ static void pack_two(const char *name, svp_status_t want)
 
 static char *slurp(const char *name, size_t *len_p)
 {
-    char  path[512], *data;
+    char path[512], *data;
 
     snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
     cr_assert_eq(svp_file_read_all(path, &data, len_p), SVP_OK, "%s", path);
     return data;
 }
 
-Test(wds, a_shards_bytes_depend_on_the_samples_alone, .init = mkfolder, .fini = rmfolder)
+Test(wds, a_shards_bytes_depend_on_the_samples_alone, .init = mkfolder,
+     .fini = rmfolder)
 {
     char  *x, *y;
     size_t nx, ny;
@@ -206,11 +211,15 @@ Test(wds, a_shards_bytes_depend_on_the_samples_alone, .init = mkfolder, .fini = 
 Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
      .init = mkfolder, .fini = rmfolder)
 {
-    const char *order[] = {"a.json", "a.mp4", "a.latents.safetensors", "a.frame_0000.png",
-                           "a.frame_0001.png", "b.json"};
-    char        path[512], *tar, member[2048], hash[65];
-    size_t      ntar, nmember, k;
-    json_t     *index, *members, *m, *rec;
+    const char  *order[] = {"a.json",
+                            "a.mp4",
+                            "a.latents.safetensors",
+                            "a.frame_0000.png",
+                            "a.frame_0001.png",
+                            "b.json"};
+    char         path[512], *tar, member[2048], hash[65];
+    size_t       ntar, nmember, k;
+    json_t      *index, *members, *m, *rec;
     json_error_t jerr;
 
     stage("a", 1, 1000000, 0644);
@@ -220,17 +229,20 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
     snprintf(path, sizeof(path), "%s/s.index.json", tmpdir);
     index = json_load_file(path, 0, &jerr);
     cr_assert_not_null(index, "%s", jerr.text);
-    cr_assert_eq(json_integer_value(json_object_get(index, "bytes")), (json_int_t)ntar);
+    cr_assert_eq(json_integer_value(json_object_get(index, "bytes")),
+                 (json_int_t)ntar);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_eq(svp_sha256_file(path, hash), SVP_OK);
     cr_assert_str_eq(json_string_value(json_object_get(index, "sha256")), hash);
     cr_assert_eq(json_array_size(json_object_get(index, "samples")), 2);
-    cr_assert_eq(json_integer_value(json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
+    cr_assert_eq(json_integer_value(
+                     json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
                  2);
     cr_assert_null(svp_pipe_wds_index_sample(index, 1));
     members = json_object_get(svp_pipe_wds_index_sample(index, 0), "members");
     cr_assert_eq(json_array_size(members), 5);
-    json_array_foreach(members, k, m) {
+    json_array_foreach(members, k, m)
+    {
         json_int_t off  = json_integer_value(json_object_get(m, "offset"));
         json_int_t size = json_integer_value(json_object_get(m, "size"));
         json_int_t hdr  = json_integer_value(json_object_get(m, "header"));
@@ -252,13 +264,15 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
     cr_assert_eq(json_integer_value(json_object_get(rec, "seed")), 1);
     cr_assert_null(json_object_get(rec, "timings"));
     cr_assert_null(json_object_get(rec, "cpu"));
-    cr_assert_not_null(json_object_get(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"),
-                                       "timings"));
+    cr_assert_not_null(
+        json_object_get(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"),
+                        "timings"));
     json_decref(index);
     free(tar);
 }
 
-Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini = rmfolder)
+Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
+     .fini = rmfolder)
 {
     char    path[512], why[1024];
     json_t *index;
@@ -271,8 +285,8 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)), SVP_OK, "%s",
-                 why);
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+                 SVP_OK, "%s", why);
     json_decref(index);
 
     tar = slurp("s.tar", &n);
@@ -302,12 +316,13 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder, .fini 
     cr_assert_not_null(strstr(why, "is missing"), "%s", why);
 }
 
-Test(wds, a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_checksum,
+Test(wds,
+     a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_checksum,
      .init = mkfolder, .fini = rmfolder)
 {
-    const char            *order[] = {"sample.json", "video.mp4", "latents.safetensors",
-                                      "frame_0000.png", "frame_0001.png"};
-    char                   path[512], why[1024], buf[2048];
+    const char *order[] = {"sample.json", "video.mp4", "latents.safetensors",
+                           "frame_0000.png", "frame_0001.png"};
+    char        path[512], why[1024], buf[2048];
     svp_pipe_wds_member_t *v;
     json_t                *entry;
     struct stat            sb;
@@ -330,7 +345,8 @@ Test(wds, a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_ch
     }
     closedir(d);
     snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK, "%s", why);
+    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK,
+                 "%s", why);
     cr_assert_eq(n, 5);
     for (k = 0; k < n; ++k) {
         cr_assert_str_eq(v[k].name, order[k]);
@@ -342,9 +358,10 @@ Test(wds, a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_ch
     }
     svp_pipe_wds_members_free(v, n);
     /* described as a shard's index entry */
-    cr_assert_eq(svp_pipe_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)), SVP_OK,
-                 "%s", why);
-    cr_assert_eq(json_integer_value(json_object_get(json_object_get(entry, "record"), "seed")),
+    cr_assert_eq(svp_pipe_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)),
+                 SVP_OK, "%s", why);
+    cr_assert_eq(json_integer_value(
+                     json_object_get(json_object_get(entry, "record"), "seed")),
                  1);
     cr_assert_null(json_object_get(json_object_get(entry, "record"), "timings"));
     cr_assert(svp_pipe_wds_entry_has(entry, "mp4"));
@@ -356,8 +373,8 @@ Test(wds, a_staged_sample_is_one_file_of_its_members_in_shard_order_and_their_ch
                  SVP_ERR_NOT_FOUND);
 }
 
-Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read, .init = mkfolder,
-     .fini = rmfolder)
+Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
+     .init = mkfolder, .fini = rmfolder)
 {
     char                   path[512], why[1024], *whole, *data, *sum;
     svp_pipe_wds_member_t *v;
@@ -404,19 +421,22 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read, .init = m
     }
     /* a changed byte of a member's data, at its middle */
     memcpy(data, whole, n);
-    data[512 + 20] ^= 1;    /* the first member's (the record's) bytes */
+    data[512 + 20] ^= 1; /* the first member's (the record's) bytes */
     fp = fopen(path, "w");
     cr_assert_not_null(fp);
     cr_assert_eq(fwrite(data, 1, n, fp), n);
     fclose(fp);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)), SVP_ERR_BAD_FILE);
+    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+                 SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "checksum"), "%s", why);
     free(data);
     free(whole);
 }
 
-Test(wds, a_staged_sample_cut_short_or_lacking_fails_the_pack_names_it_and_leaves_no_shard,
-     .init = mkfolder, .fini = rmfolder)
+Test(
+    wds,
+    a_staged_sample_cut_short_or_lacking_fails_the_pack_names_it_and_leaves_no_shard,
+    .init = mkfolder, .fini = rmfolder)
 {
     char        path[512], why[1024];
     json_t     *index;
@@ -440,7 +460,8 @@ Test(wds, a_staged_sample_cut_short_or_lacking_fails_the_pack_names_it_and_leave
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
 }
 
-Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = rmfolder)
+Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder,
+     .fini = rmfolder)
 {
     svp_pipe_shard_t task = {1, 2};
     char             path[512];
@@ -472,7 +493,8 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder, .fini = 
     json_decref(o);
 }
 
-Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder, .fini = rmfolder)
+Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
+     .fini = rmfolder)
 {
     svp_pipe_shard_t task = {0, 1};
     char             names[6][128], path[1024];
@@ -483,9 +505,12 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder, .fin
     /* another host's; this process's own; a live process's; task 1 of 3's;
      * no temporary; no shard */
     snprintf(names[0], sizeof(names[0]), "shard-000001.tar.tmp.999999@elsewhere");
-    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld", (long)getpid());
-    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld", (long)getppid());
-    snprintf(names[3], sizeof(names[3]), "shard-1-of-3-000001.tar.tmp.999999@elsewhere");
+    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld",
+             (long)getpid());
+    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld",
+             (long)getppid());
+    snprintf(names[3], sizeof(names[3]),
+             "shard-1-of-3-000001.tar.tmp.999999@elsewhere");
     snprintf(names[4], sizeof(names[4]), "shard-000001.tar");
     snprintf(names[5], sizeof(names[5]), "notes.tar.tmp.999999@elsewhere");
     for (i = 0; i < 6; ++i) {

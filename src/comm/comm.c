@@ -48,8 +48,7 @@ svp_status_t svp_comm_status_from_ucs(ucs_status_t status)
 
 /* ---- context, worker, endpoints ------------------------------------- */
 
-static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
-                                      const char *transport)
+static svp_status_t svp_comm_init_ucx(struct svp_comm *comm, const char *transport)
 {
     ucp_config_t       *config;
     ucp_params_t        ctx_params;
@@ -69,8 +68,8 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
             svp_info("UCX_TLS=%s from the environment overrides transport '%s'",
                      getenv("UCX_TLS"), transport);
         } else {
-            status = SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "TLS",
-                                                             transport));
+            status =
+                SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "TLS", transport));
             if (status != SVP_OK) {
                 svp_error("invalid transport list '%s'", transport);
                 goto out_release_config;
@@ -88,8 +87,8 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
      * "Comm").  Device frames keep UCX's rendezvous (cuda_ipc).
      */
     if (!comm->have_device && getenv("UCX_RNDV_THRESH") == NULL) {
-        status = SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "RNDV_THRESH",
-                                                         "inf"));
+        status =
+            SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "RNDV_THRESH", "inf"));
         if (status != SVP_OK) {
             goto out_release_config;
         }
@@ -99,7 +98,7 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
     ctx_params.field_mask = UCP_PARAM_FIELD_FEATURES;
     /* WAKEUP: waits sleep on the worker's event fd.  Busy polling with 4
      * ranks on 2 cores collapsed a ring from ~19 GB/s to 0.1 GB/s. */
-    ctx_params.features   = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
+    ctx_params.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
     status = SVP_COMM_UCS_FUNC_ERR(ucp_init(&ctx_params, config, &comm->context));
     if (status != SVP_OK) {
         goto out_release_config;
@@ -108,13 +107,13 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm,
     memset(&wrk_params, 0, sizeof(wrk_params));
     wrk_params.field_mask  = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     wrk_params.thread_mode = UCS_THREAD_MODE_SINGLE;
-    status = SVP_COMM_UCS_FUNC_ERR(ucp_worker_create(comm->context, &wrk_params,
-                                                     &comm->worker));
+    status                 = SVP_COMM_UCS_FUNC_ERR(
+                        ucp_worker_create(comm->context, &wrk_params, &comm->worker));
     if (status != SVP_OK) {
         goto err_cleanup_context;
     }
-    status = SVP_COMM_UCS_FUNC_ERR(ucp_worker_get_efd(comm->worker,
-                                                      &comm->event_fd));
+    status =
+        SVP_COMM_UCS_FUNC_ERR(ucp_worker_get_efd(comm->worker, &comm->event_fd));
     if (status != SVP_OK) {
         goto err_destroy_worker;
     }
@@ -155,15 +154,15 @@ void svp_comm_say(struct svp_comm *comm, int peer, unsigned word)
     void               *request;
 
     if (comm->eps[peer] == NULL) {
-        return;     /* no endpoint could be made: logged there */
+        return; /* no endpoint could be made: logged there */
     }
     memset(&params, 0, sizeof(params));
     params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     params.cb.send      = svp_comm_drain_send_cb;
     params.user_data    = comm;
-    request = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
-                               svp_comm_tag(SVP_COMM_KIND_WORD, comm->rank, 0, word),
-                               &params);
+    request             = ucp_tag_send_nbx(comm->eps[peer], comm->scratch, 0,
+                                           svp_comm_tag(SVP_COMM_KIND_WORD, comm->rank, 0, word),
+                                           &params);
     if (UCS_PTR_IS_ERR(request)) {
         svp_debug("word %u to rank %d: %s", word, peer,
                   ucs_status_string(UCS_PTR_STATUS(request)));
@@ -198,17 +197,17 @@ svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
         return status;
     }
     memset(&params, 0, sizeof(params));
-    params.field_mask      = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                             UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-    params.address         = address;
+    params.field_mask =
+        UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    params.address = address;
     /* Not UCP_ERR_HANDLING_MODE_PEER: it reports a dead peer within ~10 ms,
      * but only because it rules out the shared-memory transports, which
      * cannot support it, and falls back to TCP (a 4-rank ring went from
      * ~19 GB/s to ~3 GB/s).  Dead peers are learnt from the runtime's
      * process-termination events instead, whatever the transport. */
-    params.err_mode        = UCP_ERR_HANDLING_MODE_NONE;
-    status = SVP_COMM_UCS_FUNC_ERR(ucp_ep_create(comm->worker, &params,
-                                                 &comm->eps[peer]));
+    params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    status          = SVP_COMM_UCS_FUNC_ERR(
+                 ucp_ep_create(comm->worker, &params, &comm->eps[peer]));
     free(address);
     if (status != SVP_OK) {
         svp_error("cannot connect to rank %d", peer);
@@ -253,13 +252,15 @@ static void svp_comm_close_eps(struct svp_comm *comm)
     /* A lost peer will never answer a flush, nor will a peer stopping on
      * the same signal as this rank: close without one. */
     params.flags = ((svp_rt_lost_rank(comm->rt) != -1) || svp_stop_pending())
-                   ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+                       ? UCP_EP_CLOSE_FLAG_FORCE
+                       : 0;
     for (peer = 0; peer < comm->size; ++peer) {
         if (comm->eps[peer] == NULL) {
             continue;
         }
-        status = svp_comm_wait_plain(comm, ucp_ep_close_nbx(comm->eps[peer], &params),
-                                     SVP_COMM_CLOSE_TIMEOUT);
+        status =
+            svp_comm_wait_plain(comm, ucp_ep_close_nbx(comm->eps[peer], &params),
+                                SVP_COMM_CLOSE_TIMEOUT);
         if (status == UCS_INPROGRESS) {
             svp_warn("endpoint to rank %d did not close within %.1f s", peer,
                      SVP_COMM_CLOSE_TIMEOUT);
@@ -294,14 +295,14 @@ static double svp_comm_default_spin(svp_rt_h rt)
 svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
                              svp_comm_h *comm_p)
 {
-    struct svp_comm *comm;
-    const char      *transport = NULL;
-    ucp_address_t   *address;
-    size_t           address_len;
-    svp_status_t     status;
-    int              neighbours[3], i;
+    struct svp_comm      *comm;
+    const char           *transport = NULL;
+    ucp_address_t        *address;
+    size_t                address_len;
+    svp_status_t          status;
+    int                   neighbours[3], i;
     svp_comm_gpu_direct_t gpu_direct = SVP_COMM_GPU_DIRECT_AUTO;
-    char             path_err[256];
+    char                  path_err[256];
 
     comm = calloc(1, sizeof(*comm));
     if (comm == NULL) {
@@ -343,7 +344,9 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         status = SVP_ERR_UNSUPPORTED;
         goto err_free_comm;
     }
-    comm->eps         = calloc(comm->size, sizeof(*comm->eps)); /* NOLINT(bugprone-sizeof-expression): handles */
+    comm->eps =
+        calloc(comm->size,
+               sizeof(*comm->eps)); /* NOLINT(bugprone-sizeof-expression): handles */
     comm->path_logged = calloc(comm->size, 1);
     comm->heard       = calloc(comm->size, 1);
     if (comm->eps == NULL || comm->path_logged == NULL || comm->heard == NULL) {
@@ -365,8 +368,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
         goto err_cleanup_ucx;
     }
 
-    status = SVP_COMM_UCS_FUNC_ERR(ucp_worker_get_address(comm->worker, &address,
-                                                          &address_len));
+    status = SVP_COMM_UCS_FUNC_ERR(
+        ucp_worker_get_address(comm->worker, &address, &address_len));
     if (status != SVP_OK) {
         goto err_cleanup_ucx;
     }
@@ -395,7 +398,8 @@ svp_status_t svp_comm_create(svp_rt_h rt, const svp_comm_params_t *params,
     }
 
     svp_debug("comm up: %d ranks, worker address %zu bytes, polling %.0f us "
-              "before sleeping", comm->size, address_len, comm->spin * 1e6);
+              "before sleeping",
+              comm->size, address_len, comm->spin * 1e6);
     *comm_p = comm;
     return SVP_OK;
 
@@ -441,7 +445,8 @@ void svp_comm_destroy(svp_comm_h comm)
          * the process is about to exit, which reclaims the worker and its
          * shared memory */
         svp_debug("%d send(s) nobody took stay with UCX; its worker is left to "
-                  "the process's exit", stuck);
+                  "the process's exit",
+                  stuck);
     } else {
         svp_comm_close_eps(comm);
         ucp_worker_destroy(comm->worker);

@@ -65,20 +65,20 @@
 #define SVP_COMM_MAX_DIMS    6
 
 /* Limits of the tag fields (see comm_int.h for the tag layout). */
-#define SVP_COMM_MAX_KIND    15
-#define SVP_COMM_MAX_SAMPLE  ((1u << 24) - 1)
-#define SVP_COMM_MAX_STEP    ((1u << 20) - 1)
-#define SVP_COMM_MAX_RANKS   (1 << 16)
+#define SVP_COMM_MAX_KIND   15
+#define SVP_COMM_MAX_SAMPLE ((1u << 24) - 1)
+#define SVP_COMM_MAX_STEP   ((1u << 20) - 1)
+#define SVP_COMM_MAX_RANKS  (1 << 16)
 
 /* What a message is; the tag keeps kinds apart.  1..SVP_COMM_MAX_KIND. */
 typedef enum {
-    SVP_COMM_KIND_LATENT = 1        /* a sample's latent and conditioning */
+    SVP_COMM_KIND_LATENT = 1 /* a sample's latent and conditioning */
 } svp_comm_kind_t;
 
 /* Where a frame's memory lives. */
 typedef enum {
     SVP_COMM_MEM_HOST = 0,
-    SVP_COMM_MEM_CUDA               /* device memory: needs params->device */
+    SVP_COMM_MEM_CUDA /* device memory: needs params->device */
 } svp_comm_mem_type_t;
 
 
@@ -87,7 +87,7 @@ typedef struct {
     uint32_t dtype;
     uint32_t ndim;
     int64_t  shape[SVP_COMM_MAX_DIMS];
-    uint64_t bytes;                 /* payload bytes of this tensor */
+    uint64_t bytes; /* payload bytes of this tensor */
 } svp_comm_tensor_desc_t;
 
 /* The layout of a frame: which tensors, in order. */
@@ -111,26 +111,26 @@ enum {
 };
 
 typedef struct {
-    unsigned    field_mask;
+    unsigned field_mask;
     /* Every frame carries it; a frame of another job is a mismatch. */
-    uint64_t    job_id;
+    uint64_t job_id;
     /* UCX_TLS to use ("posix,self", "tcp", ...) when the environment does not
      * set UCX_TLS itself; NULL or "" leaves the choice to UCX. */
     const char *transport;
     /* Seconds svp_comm_wait() gives an operation when the caller passes a
      * negative timeout (default SVP_COMM_DEFAULT_DEADLINE). */
-    double      deadline;
+    double deadline;
     /* 1 (default): the payload is checksummed by the sender and checked by
      * the receiver (a word-wise FNV-1a, see frame.c); 0: only the header is.
      * Costs one read of the payload on each side. */
-    int         checksum;
+    int checksum;
     /* Seconds a wait keeps polling UCX after the last wake-up before it
      * sleeps on the event fd.  Default: 50e-6 when this node's ranks do not
      * outnumber the cores this process may run on, else 0 (sleep at once):
      * polling saves wake-up latency, but ranks that share cores steal each
      * other's time with it (500 us on a busy 2-core machine collapsed a
      * 2 MB hand-off to 0.07 GB/s). */
-    double      spin;
+    double spin;
     /*
      * Frames in device memory (SVP_COMM_PARAM_FIELD_DEVICE): the services
      * (copied; ctx must outlive the comm and its frames) and how they cross
@@ -180,10 +180,9 @@ size_t svp_comm_frame_size(const svp_comm_frame_desc_t *desc);
  * also holds a host copy for the header and staging; a comm created without
  * device services refuses it.
  */
-svp_status_t svp_comm_frame_create(svp_comm_h comm,
-                                   const svp_comm_frame_desc_t *desc,
-                                   void *buffer, size_t length,
-                                   svp_comm_mem_type_t mem_type,
+svp_status_t svp_comm_frame_create(svp_comm_h                   comm,
+                                   const svp_comm_frame_desc_t *desc, void *buffer,
+                                   size_t length, svp_comm_mem_type_t mem_type,
                                    svp_comm_frame_h *frame_p);
 
 /*
@@ -207,8 +206,8 @@ size_t svp_comm_frame_length(svp_comm_frame_h frame);
  * svp_comm_test()/svp_comm_wait() that returns its final status.
  */
 svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step,
-                            svp_comm_frame_h frame, svp_comm_req_h *req_p);
+                            unsigned sample, unsigned step, svp_comm_frame_h frame,
+                            svp_comm_req_h *req_p);
 
 /*
  * Posts a receive for exactly (kind, sample, step) from peer into frame,
@@ -218,8 +217,8 @@ svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
  * UCX 1.13): it never completes, as if the message never came.
  */
 svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step,
-                            svp_comm_frame_h frame, svp_comm_req_h *req_p);
+                            unsigned sample, unsigned step, svp_comm_frame_h frame,
+                            svp_comm_req_h *req_p);
 
 /*
  * Progresses once and reports: SVP_INPROGRESS (req stays valid), or the final

@@ -33,8 +33,9 @@
 #define SVP_COMM_TAG_SAMPLE_SHIFT 20
 #define SVP_COMM_TAG_KIND_MASK    (0xfull << SVP_COMM_TAG_KIND_SHIFT)
 #define SVP_COMM_TAG_SRC_MASK     (0xffffull << SVP_COMM_TAG_SRC_SHIFT)
-#define SVP_COMM_TAG_SAMPLE_MASK  ((uint64_t)SVP_COMM_MAX_SAMPLE << SVP_COMM_TAG_SAMPLE_SHIFT)
-#define SVP_COMM_TAG_STEP_MASK    ((uint64_t)SVP_COMM_MAX_STEP)
+#define SVP_COMM_TAG_SAMPLE_MASK \
+    ((uint64_t)SVP_COMM_MAX_SAMPLE << SVP_COMM_TAG_SAMPLE_SHIFT)
+#define SVP_COMM_TAG_STEP_MASK ((uint64_t)SVP_COMM_MAX_STEP)
 
 #define SVP_COMM_ADDR_KEY "svp.comm.worker_address"
 
@@ -49,28 +50,28 @@
  * when the endpoint to it is made; BYE, when teardown begins, says that
  * nothing new comes from this rank (svp_comm_drain).
  */
-#define SVP_COMM_KIND_WORD      0
-#define SVP_COMM_WORD_BYE       0
-#define SVP_COMM_WORD_HELLO     1
+#define SVP_COMM_KIND_WORD  0
+#define SVP_COMM_WORD_BYE   0
+#define SVP_COMM_WORD_HELLO 1
 
 /* What a rank heard from a peer (svp_comm.heard, by rank). */
-#define SVP_COMM_HEARD_HELLO    1
-#define SVP_COMM_HEARD_BYE      2
+#define SVP_COMM_HEARD_HELLO 1
+#define SVP_COMM_HEARD_BYE   2
 
 struct svp_comm_req {
-    struct svp_comm     *comm;
-    struct svp_comm_req *prev, *next;  /* comm->reqs: every live request */
-    int                  is_send;
-    int                  peer;
-    unsigned             kind, sample, step;
+    struct svp_comm       *comm;
+    struct svp_comm_req   *prev, *next; /* comm->reqs: every live request */
+    int                    is_send;
+    int                    peer;
+    unsigned               kind, sample, step;
     struct svp_comm_frame *frame;
-    void                *ucx_req;      /* NULL once UCX is done with it */
-    int                  withheld;     /* never given to UCX (svp_comm_post) */
-    int                  forgotten;    /* a receive cancelled: its peer left */
-    int                  done;
-    int                  abandoned;    /* the caller gave up; UCX still has it */
-    ucs_status_t         ucs_status;
-    size_t               length;       /* bytes received */
+    void                  *ucx_req;   /* NULL once UCX is done with it */
+    int                    withheld;  /* never given to UCX (svp_comm_post) */
+    int                    forgotten; /* a receive cancelled: its peer left */
+    int                    done;
+    int                    abandoned; /* the caller gave up; UCX still has it */
+    ucs_status_t           ucs_status;
+    size_t                 length; /* bytes received */
 };
 
 struct svp_comm {
@@ -82,19 +83,19 @@ struct svp_comm {
     int                  checksum;
     ucp_context_h        context;
     ucp_worker_h         worker;
-    int                  event_fd;     /* the worker's, for poll() */
-    ucp_ep_h            *eps;          /* by rank, NULL until first use */
+    int                  event_fd; /* the worker's, for poll() */
+    ucp_ep_h            *eps;      /* by rank, NULL until first use */
     struct svp_comm_req *reqs;
     /* device frames (comm_path.h) */
-    int                  have_device;
-    svp_devmem_t         device;
-    svp_comm_path_t      path;
-    char                *path_logged;  /* by rank: path stated in the log */
+    int             have_device;
+    svp_devmem_t    device;
+    svp_comm_path_t path;
+    char           *path_logged; /* by rank: path stated in the log */
     /* teardown's drain (svp_comm_drain) */
-    char                *heard;        /* by rank: SVP_COMM_HEARD_* */
-    int                  drain_ops;    /* words and discards UCX still has */
-    int                  draining;     /* in svp_comm_drain */
-    char                 scratch[64];  /* what discarded messages land in */
+    char *heard;       /* by rank: SVP_COMM_HEARD_* */
+    int   drain_ops;   /* words and discards UCX still has */
+    int   draining;    /* in svp_comm_drain */
+    char  scratch[64]; /* what discarded messages land in */
 };
 
 /*
@@ -122,22 +123,22 @@ static inline uint64_t svp_comm_tag(unsigned kind, int src, unsigned sample,
            ((uint64_t)sample << SVP_COMM_TAG_SAMPLE_SHIFT) | (uint64_t)step;
 }
 
-static inline void svp_comm_tag_decode(uint64_t tag, unsigned *kind_p,
-                                       int *src_p, unsigned *sample_p,
-                                       unsigned *step_p)
+static inline void svp_comm_tag_decode(uint64_t tag, unsigned *kind_p, int *src_p,
+                                       unsigned *sample_p, unsigned *step_p)
 {
-    *kind_p   = (unsigned)((tag & SVP_COMM_TAG_KIND_MASK) >> SVP_COMM_TAG_KIND_SHIFT);
-    *src_p    = (int)((tag & SVP_COMM_TAG_SRC_MASK) >> SVP_COMM_TAG_SRC_SHIFT);
-    *sample_p = (unsigned)((tag & SVP_COMM_TAG_SAMPLE_MASK) >> SVP_COMM_TAG_SAMPLE_SHIFT);
-    *step_p   = (unsigned)(tag & SVP_COMM_TAG_STEP_MASK);
+    *kind_p = (unsigned)((tag & SVP_COMM_TAG_KIND_MASK) >> SVP_COMM_TAG_KIND_SHIFT);
+    *src_p  = (int)((tag & SVP_COMM_TAG_SRC_MASK) >> SVP_COMM_TAG_SRC_SHIFT);
+    *sample_p =
+        (unsigned)((tag & SVP_COMM_TAG_SAMPLE_MASK) >> SVP_COMM_TAG_SAMPLE_SHIFT);
+    *step_p = (unsigned)(tag & SVP_COMM_TAG_STEP_MASK);
 }
 
 /* comm.c */
 svp_status_t svp_comm_status_from_ucs(ucs_status_t status);
 svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p);
-void svp_comm_say(struct svp_comm *comm, int peer, unsigned word);
-void svp_comm_drain_recv_cb(void *request, ucs_status_t status,
-                            const ucp_tag_recv_info_t *info, void *user_data);
+void         svp_comm_say(struct svp_comm *comm, int peer, unsigned word);
+void         svp_comm_drain_recv_cb(void *request, ucs_status_t status,
+                                    const ucp_tag_recv_info_t *info, void *user_data);
 
 /* comm_req.c */
 void svp_comm_req_release(struct svp_comm_req *req);
@@ -145,16 +146,15 @@ void svp_comm_req_drop(struct svp_comm_req *req);
 void svp_comm_drain(struct svp_comm *comm);
 
 /* frame.c */
-void svp_comm_frame_free(struct svp_comm_frame *frame);
-void svp_comm_path_log(struct svp_comm *comm, int peer);
-svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
-                                      struct svp_comm_frame *frame,
+void         svp_comm_frame_free(struct svp_comm_frame *frame);
+void         svp_comm_path_log(struct svp_comm *comm, int peer);
+svp_status_t svp_comm_frame_stage_out(struct svp_comm           *comm,
+                                      struct svp_comm_frame     *frame,
                                       const svp_comm_frame_id_t *id);
-svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
-                                     struct svp_comm_frame *frame,
-                                     size_t length,
+svp_status_t svp_comm_frame_stage_in(struct svp_comm       *comm,
+                                     struct svp_comm_frame *frame, size_t length,
                                      const svp_comm_frame_id_t *expected,
-                                     const char *where);
+                                     const char                *where);
 
 /* Sends UCX still holds after the drain: in rendezvous to a rank that left,
  * or that did not take them within the drain's bound.  UCX cannot cancel

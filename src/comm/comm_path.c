@@ -9,8 +9,8 @@
 #include <stdio.h>
 
 svp_status_t svp_comm_path_select(svp_comm_gpu_direct_t mode, int device_frames,
-                                  int ucx_cuda, svp_comm_path_t *path_p,
-                                  char *err, size_t err_len)
+                                  int ucx_cuda, svp_comm_path_t *path_p, char *err,
+                                  size_t err_len)
 {
     svp_comm_path_t path;
 
@@ -20,7 +20,8 @@ svp_status_t svp_comm_path_select(svp_comm_gpu_direct_t mode, int device_frames,
     } else if (ucx_cuda && mode != SVP_COMM_GPU_DIRECT_OFF) {
         path = SVP_COMM_PATH_DEVICE;
     } else if (mode == SVP_COMM_GPU_DIRECT_ON) {
-        snprintf(err, err_len, "comm.gpu_direct is on but this UCX cannot move "
+        snprintf(err, err_len,
+                 "comm.gpu_direct is on but this UCX cannot move "
                  "cuda memory (no cuda among its memory types: built without "
                  "CUDA, or UCX_TLS leaves out cuda_copy/cuda_ipc); use "
                  "gpu_direct: auto or off to stage through pinned host memory");

@@ -40,8 +40,8 @@ typedef enum {
  * *path_p is written only on success.
  */
 svp_status_t svp_comm_path_select(svp_comm_gpu_direct_t mode, int device_frames,
-                                  int ucx_cuda, svp_comm_path_t *path_p,
-                                  char *err, size_t err_len);
+                                  int ucx_cuda, svp_comm_path_t *path_p, char *err,
+                                  size_t err_len);
 
 /* "host", "device" or "staged". */
 const char *svp_comm_path_name(svp_comm_path_t path);

@@ -99,8 +99,8 @@ static int svp_comm_discard(struct svp_comm *comm, uint64_t tag, uint64_t mask)
     memset(&params, 0, sizeof(params));
     params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
                           UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-    params.cb.recv      = svp_comm_drain_recv_cb;
-    params.user_data    = comm;
+    params.cb.recv   = svp_comm_drain_recv_cb;
+    params.user_data = comm;
     while ((msg = ucp_tag_probe_nb(comm->worker, tag, mask, 1, &info)) != NULL) {
         ++found;
         svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
@@ -116,8 +116,8 @@ static int svp_comm_discard(struct svp_comm *comm, uint64_t tag, uint64_t mask)
             continue;
         }
         if (kind != SVP_COMM_KIND_WORD) {
-            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)",
-                      sample, step, src, info.length);
+            svp_debug("discarded sample %u step %u from rank %d (%zu bytes)", sample,
+                      step, src, info.length);
         } else if (step == SVP_COMM_WORD_BYE) {
             comm->heard[src] |= SVP_COMM_HEARD_BYE;
             svp_comm_discard(comm, svp_comm_tag(0, src, 0, 0),
@@ -156,24 +156,24 @@ static int svp_comm_peer_leaving(struct svp_comm *comm, int peer)
     if (peer == comm->rank) {
         return 0;
     }
-    svp_comm_progress(comm);    /* hears the words that came */
+    svp_comm_progress(comm); /* hears the words that came */
     return (comm->heard[peer] & SVP_COMM_HEARD_BYE) != 0;
 }
 
-static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer,
-                                      unsigned kind, unsigned sample,
-                                      unsigned step, svp_comm_frame_h frame)
+static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer, unsigned kind,
+                                      unsigned sample, unsigned step,
+                                      svp_comm_frame_h frame)
 {
-    if ((kind < 1) || (kind > SVP_COMM_MAX_KIND) ||
-        (sample > SVP_COMM_MAX_SAMPLE) || (step > SVP_COMM_MAX_STEP)) {
+    if ((kind < 1) || (kind > SVP_COMM_MAX_KIND) || (sample > SVP_COMM_MAX_SAMPLE) ||
+        (step > SVP_COMM_MAX_STEP)) {
         svp_error("message kind %u sample %u step %u out of range (kind 1..%d, "
-                  "sample <= %u, step <= %u)", kind, sample, step,
-                  SVP_COMM_MAX_KIND, SVP_COMM_MAX_SAMPLE, SVP_COMM_MAX_STEP);
+                  "sample <= %u, step <= %u)",
+                  kind, sample, step, SVP_COMM_MAX_KIND, SVP_COMM_MAX_SAMPLE,
+                  SVP_COMM_MAX_STEP);
         return SVP_ERR_INVALID_PARAM;
     }
     if ((peer < 0) || (peer >= comm->size) || (frame == NULL)) {
-        svp_error("invalid peer %d (ranks 0..%d) or no frame", peer,
-                  comm->size - 1);
+        svp_error("invalid peer %d (ranks 0..%d) or no frame", peer, comm->size - 1);
         return SVP_ERR_INVALID_PARAM;
     }
     return SVP_OK;
@@ -216,8 +216,8 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
      * wait on it ends with the departure (svp_comm_wait).
      */
     if ((peer != comm->rank) && svp_rt_peer_gone(comm->rt, peer)) {
-        svp_debug("rank %d is leaving: %s sample %u step %u %s it withheld",
-                  peer, is_send ? "send of" : "receive of", sample, step,
+        svp_debug("rank %d is leaving: %s sample %u step %u %s it withheld", peer,
+                  is_send ? "send of" : "receive of", sample, step,
                   is_send ? "to" : "from");
         req->withheld = 1;
         goto posted;
@@ -231,14 +231,12 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     }
 
     memset(&params, 0, sizeof(params));
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
-                          UCP_OP_ATTR_FIELD_USER_DATA |
-                          UCP_OP_ATTR_FIELD_DATATYPE |
-                          UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    params.datatype     = ucp_dt_make_contig(1);
-    params.user_data    = req;
-    params.memory_type  = UCS_MEMORY_TYPE_HOST;
-    wire                = frame->base;
+    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                          UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    params.datatype    = ucp_dt_make_contig(1);
+    params.user_data   = req;
+    params.memory_type = UCS_MEMORY_TYPE_HOST;
+    wire               = frame->base;
     if (frame->mem_type == SVP_COMM_MEM_CUDA) {
         svp_comm_path_log(comm, peer);
         if (comm->path == SVP_COMM_PATH_DEVICE) {
@@ -264,9 +262,9 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
             svp_comm_frame_seal(frame, &id, comm->checksum);
         }
         params.cb.send = svp_comm_send_cb;
-        request = ucp_tag_send_nbx(ep, wire, frame->length,
-                                   svp_comm_tag(kind, comm->rank, sample, step),
-                                   &params);
+        request =
+            ucp_tag_send_nbx(ep, wire, frame->length,
+                             svp_comm_tag(kind, comm->rank, sample, step), &params);
     } else {
         /*
          * UCX 1.13 (Debian 12) does not fill recv_info when a receive
@@ -327,8 +325,8 @@ posted:
 }
 
 svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step,
-                            svp_comm_frame_h frame, svp_comm_req_h *req_p)
+                            unsigned sample, unsigned step, svp_comm_frame_h frame,
+                            svp_comm_req_h *req_p)
 {
     svp_status_t status;
 
@@ -339,15 +337,14 @@ svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
 }
 
 svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step,
-                            svp_comm_frame_h frame, svp_comm_req_h *req_p)
+                            unsigned sample, unsigned step, svp_comm_frame_h frame,
+                            svp_comm_req_h *req_p)
 {
     return svp_comm_post(comm, 0, peer, kind, sample, step, frame, req_p);
 }
 
 /* "rank 2 on n1 receiving sample 4 step 12 from rank 1" */
-static void svp_comm_req_where(const struct svp_comm_req *req, char *buf,
-                               size_t len)
+static void svp_comm_req_where(const struct svp_comm_req *req, char *buf, size_t len)
 {
     snprintf(buf, len, "rank %d on %s %s sample %u step %u %s rank %d",
              req->comm->rank, svp_rt_hostname(req->comm->rt),
@@ -365,7 +362,8 @@ static svp_status_t svp_comm_req_finish(struct svp_comm_req *req)
     svp_comm_req_where(req, where, sizeof(where));
     if (req->ucs_status == UCS_ERR_MESSAGE_TRUNCATED) {
         svp_error("%s: message larger than the expected %zu bytes (sender's "
-                  "frame layout differs)", where, req->frame->length);
+                  "frame layout differs)",
+                  where, req->frame->length);
         status = SVP_ERR_MESSAGE;
     } else if (req->ucs_status != UCS_OK) {
         svp_error("%s: %s", where, ucs_status_string(req->ucs_status));
@@ -382,8 +380,7 @@ static svp_status_t svp_comm_req_finish(struct svp_comm_req *req)
             status = svp_comm_frame_stage_in(req->comm, req->frame, req->length,
                                              &expected, where);
         } else {
-            status = svp_comm_frame_check(req->frame, req->length, &expected,
-                                          where);
+            status = svp_comm_frame_check(req->frame, req->length, &expected, where);
         }
     }
     svp_comm_req_release(req);
@@ -459,7 +456,8 @@ static void svp_comm_forget_gone(struct svp_comm *comm)
             (req->ucx_req != NULL) && (req->peer != comm->rank) &&
             svp_rt_peer_gone(comm->rt, req->peer)) {
             svp_debug("rank %d left: the receive of sample %u step %u from it "
-                      "is cancelled", req->peer, req->sample, req->step);
+                      "is cancelled",
+                      req->peer, req->sample, req->step);
             req->forgotten = 1;
             ucp_request_cancel(comm->worker, req->ucx_req);
         }
@@ -477,7 +475,8 @@ void svp_comm_progress(svp_comm_h comm)
 svp_status_t svp_comm_test(svp_comm_h comm, svp_comm_req_h req)
 {
     svp_comm_progress(comm);
-    return (req->done && !req->forgotten) ? svp_comm_req_finish(req) : SVP_INPROGRESS;
+    return (req->done && !req->forgotten) ? svp_comm_req_finish(req)
+                                          : SVP_INPROGRESS;
 }
 
 /*
@@ -526,9 +525,8 @@ static void svp_comm_sleep(struct svp_comm *comm, double until, int stop_wakes)
  * step), or did another rank send what we wait for?  Either way the bug is
  * a mismatch, not a slow peer, and the log says who sent what.
  */
-static int svp_comm_probe_mismatch(struct svp_comm *comm,
-                                   const struct svp_comm_req *req,
-                                   const char *where)
+static int svp_comm_probe_mismatch(struct svp_comm           *comm,
+                                   const struct svp_comm_req *req, const char *where)
 {
     ucp_tag_recv_info_t info;
     ucp_tag_message_h   msg;
@@ -536,34 +534,37 @@ static int svp_comm_probe_mismatch(struct svp_comm *comm,
     int                 src;
     char                diff[128];
 
-    msg = ucp_tag_probe_nb(comm->worker,
-                           svp_comm_tag(req->kind, req->peer, 0, 0),
-                           SVP_COMM_TAG_KIND_MASK | SVP_COMM_TAG_SRC_MASK, 0,
-                           &info);
+    msg = ucp_tag_probe_nb(comm->worker, svp_comm_tag(req->kind, req->peer, 0, 0),
+                           SVP_COMM_TAG_KIND_MASK | SVP_COMM_TAG_SRC_MASK, 0, &info);
     if (msg != NULL) {
         svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
         if (sample == req->sample) {
             snprintf(diff, sizeof(diff), "step: expected %u, got %u", req->step,
                      step);
         } else if (step == req->step) {
-            snprintf(diff, sizeof(diff), "sample: expected %u, got %u",
-                     req->sample, sample);
+            snprintf(diff, sizeof(diff), "sample: expected %u, got %u", req->sample,
+                     sample);
         } else {
-            snprintf(diff, sizeof(diff), "sample: expected %u, got %u; step: "
-                     "expected %u, got %u", req->sample, sample, req->step, step);
+            snprintf(diff, sizeof(diff),
+                     "sample: expected %u, got %u; step: "
+                     "expected %u, got %u",
+                     req->sample, sample, req->step, step);
         }
         svp_error("%s: message does not match: %s (rank %d sent a %zu-byte "
-                  "message that nobody expects)", where, diff, src, info.length);
+                  "message that nobody expects)",
+                  where, diff, src, info.length);
         return 1;
     }
     msg = ucp_tag_probe_nb(comm->worker,
                            svp_comm_tag(req->kind, 0, req->sample, req->step),
                            SVP_COMM_TAG_KIND_MASK | SVP_COMM_TAG_SAMPLE_MASK |
-                           SVP_COMM_TAG_STEP_MASK, 0, &info);
+                               SVP_COMM_TAG_STEP_MASK,
+                           0, &info);
     if (msg != NULL) {
         svp_comm_tag_decode(info.sender_tag, &kind, &src, &sample, &step);
         svp_error("%s: message does not match: source rank: expected %d, got "
-                  "%d", where, req->peer, src);
+                  "%d",
+                  where, req->peer, src);
         return 1;
     }
     return 0;
@@ -571,7 +572,7 @@ static int svp_comm_probe_mismatch(struct svp_comm *comm,
 
 /* Logs why reqs[i] cannot complete: a lost rank, a mismatched message or
  * plain silence; returns the status that goes with it. */
-static svp_status_t svp_comm_req_fail(struct svp_comm *comm,
+static svp_status_t svp_comm_req_fail(struct svp_comm           *comm,
                                       const struct svp_comm_req *req, int lost,
                                       double waited)
 {
@@ -603,12 +604,11 @@ static svp_status_t svp_comm_req_fail(struct svp_comm *comm,
  * reqs[*index_p] is done; otherwise every pending request is logged and the
  * first failure's status returned, all requests left as they are.
  */
-static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
-                                       svp_comm_req_h *reqs, int n,
-                                       double timeout, int *index_p)
+static svp_status_t svp_comm_wait_loop(struct svp_comm *comm, svp_comm_req_h *reqs,
+                                       int n, double timeout, int *index_p)
 {
-    double       t0    = svp_clock_now();
-    double       until = t0 + ((timeout < 0) ? comm->deadline : timeout);
+    double       t0         = svp_clock_now();
+    double       until      = t0 + ((timeout < 0) ? comm->deadline : timeout);
     double       last_event = t0;
     svp_status_t status, first;
     int          lost, i, pending;
@@ -652,9 +652,9 @@ static svp_status_t svp_comm_wait_loop(struct svp_comm *comm,
             first = SVP_OK;
             for (i = 0; i < n; ++i) {
                 if (reqs[i] != NULL) {
-                    status = svp_comm_req_fail(comm, reqs[i], lost,
-                                               svp_clock_now() - t0);
-                    first  = (first == SVP_OK) ? status : first;
+                    status =
+                        svp_comm_req_fail(comm, reqs[i], lost, svp_clock_now() - t0);
+                    first = (first == SVP_OK) ? status : first;
                 }
             }
             /* never SVP_OK here (pending > 0): success is a done request's */
@@ -676,8 +676,9 @@ svp_status_t svp_comm_wait(svp_comm_h comm, svp_comm_req_h req, double timeout)
     svp_status_t status;
     int          index;
 
-    svp_range_push_ctx("wait %s sample %u step %u %s %d", req->is_send ? "send" : "recv",
-                   req->sample, req->step, req->is_send ? "to" : "from", req->peer);
+    svp_range_push_ctx("wait %s sample %u step %u %s %d",
+                       req->is_send ? "send" : "recv", req->sample, req->step,
+                       req->is_send ? "to" : "from", req->peer);
     status = svp_comm_wait_loop(comm, &req, 1, timeout, &index);
     svp_range_pop();
     if (status != SVP_OK) {
@@ -698,9 +699,9 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
     if (status != SVP_OK) {
         return status;
     }
-    req          = reqs[index];
-    reqs[index]  = NULL;
-    *index_p     = index;
+    req         = reqs[index];
+    reqs[index] = NULL;
+    *index_p    = index;
     return svp_comm_req_finish(req);
 }
 
@@ -715,8 +716,8 @@ svp_status_t svp_comm_wait_any(svp_comm_h comm, svp_comm_req_h *reqs, int n,
  * its SIGTERM 0.07 to 0.6 s after the first (18 runs), and a rank that
  * drained must stay until a late neighbour has heard its BYE.
  */
-#define SVP_COMM_DRAIN_TIMEOUT  0.5
-#define SVP_COMM_DRAIN_MARGIN   0.1
+#define SVP_COMM_DRAIN_TIMEOUT 0.5
+#define SVP_COMM_DRAIN_MARGIN  0.1
 
 /*
  * Whether peer left for good as far as a drain goes: a rank that ends
@@ -734,7 +735,8 @@ static int svp_comm_drain_gone(const struct svp_comm *comm, int peer)
 static int svp_comm_drain_peer(const struct svp_comm *comm, int peer)
 {
     return (peer != comm->rank) &&
-           ((comm->eps[peer] != NULL) || (comm->heard[peer] & SVP_COMM_HEARD_HELLO)) &&
+           ((comm->eps[peer] != NULL) ||
+            (comm->heard[peer] & SVP_COMM_HEARD_HELLO)) &&
            !svp_comm_drain_gone(comm, peer);
 }
 
@@ -829,7 +831,8 @@ void svp_comm_drain(struct svp_comm *comm)
         }
         busy = 0;
         for (req = comm->reqs; req != NULL; req = req->next) {
-            busy += !req->done && !req->withheld && !svp_comm_drain_gone(comm, req->peer);
+            busy += !req->done && !req->withheld &&
+                    !svp_comm_drain_gone(comm, req->peer);
         }
         waiting = 0;
         for (peer = 0; peer < comm->size; ++peer) {
@@ -842,11 +845,10 @@ void svp_comm_drain(struct svp_comm *comm)
         }
         if (svp_comm_drain_lost(comm) || svp_clock_now() >= until) {
             svp_debug("drain ended after %.3f s: %d request(s) and %d discard(s) "
-                      "with UCX, no BYE from %d rank(s)", svp_clock_now() - t0,
-                      busy, comm->drain_ops, waiting);
+                      "with UCX, no BYE from %d rank(s)",
+                      svp_clock_now() - t0, busy, comm->drain_ops, waiting);
             return;
         }
         svp_comm_sleep(comm, until, 0);
     }
 }
-

@@ -51,7 +51,7 @@ static uint64_t svp_comm_payload_hash(const void *data, size_t len)
     for (; i + sizeof(w) <= len; i += sizeof(w)) {
         memcpy(w, p + i, sizeof(w));
         for (l = 0; l < 4; ++l) {
-            h[l]  = (h[l] ^ w[l]) * prime;
+            h[l] = (h[l] ^ w[l]) * prime;
             h[l] ^= h[l] >> 29;
         }
     }
@@ -85,20 +85,21 @@ svp_status_t svp_comm_frame_layout(const svp_comm_frame_desc_t *desc,
         for (d = 0; d < t->ndim; ++d) {
             if (t->shape[d] < 0) {
                 svp_error("tensor %u of a frame has a negative extent %" PRId64
-                          " in dimension %u", i, t->shape[d], d);
+                          " in dimension %u",
+                          i, t->shape[d], d);
                 return SVP_ERR_INVALID_PARAM;
             }
         }
         end        = svp_comm_align_up(end);
         offsets[i] = end;
-        end       += t->bytes;
+        end += t->bytes;
     }
     *length_p = end;
     return SVP_OK;
 }
 
-void svp_comm_frame_seal(struct svp_comm_frame *frame,
-                         const svp_comm_frame_id_t *id, int checksum)
+void svp_comm_frame_seal(struct svp_comm_frame *frame, const svp_comm_frame_id_t *id,
+                         int checksum)
 {
     svp_comm_header_t *hdr = frame->base;
     unsigned           i;
@@ -115,21 +116,21 @@ void svp_comm_frame_seal(struct svp_comm_frame *frame,
     hdr->num_tensors   = frame->desc.num_tensors;
     hdr->payload_bytes = frame->length - sizeof(*hdr);
     for (i = 0; i < frame->desc.num_tensors; ++i) {
-        hdr->tensors[i].dtype  = frame->desc.tensors[i].dtype;
-        hdr->tensors[i].ndim   = frame->desc.tensors[i].ndim;
+        hdr->tensors[i].dtype = frame->desc.tensors[i].dtype;
+        hdr->tensors[i].ndim  = frame->desc.tensors[i].ndim;
         memcpy(hdr->tensors[i].shape, frame->desc.tensors[i].shape,
                sizeof(hdr->tensors[i].shape));
         hdr->tensors[i].offset = frame->offsets[i];
         hdr->tensors[i].bytes  = frame->desc.tensors[i].bytes;
     }
     if (checksum) {
-        hdr->flags           |= SVP_COMM_FLAG_PAYLOAD_CHECKSUM;
-        hdr->payload_checksum = svp_comm_payload_hash((char *)frame->base +
-                                                      sizeof(*hdr),
-                                                      hdr->payload_bytes);
+        hdr->flags |= SVP_COMM_FLAG_PAYLOAD_CHECKSUM;
+        hdr->payload_checksum =
+            svp_comm_payload_hash((char *)frame->base + sizeof(*hdr),
+                                  hdr->payload_bytes);
     }
-    hdr->header_checksum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED,
-                                          SVP_COMM_HEADER_SEED);
+    hdr->header_checksum =
+        svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED, SVP_COMM_HEADER_SEED);
 }
 
 /* The list of differences found by svp_comm_frame_check, one line. */
@@ -151,8 +152,8 @@ static void svp_comm_diff_add(svp_comm_diff_t *diff, const char *fmt, ...)
         return;
     }
     if (diff->count++ > 0) {
-        diff->len += snprintf(diff->buf + diff->len, sizeof(diff->buf) - diff->len,
-                              "; ");
+        diff->len +=
+            snprintf(diff->buf + diff->len, sizeof(diff->buf) - diff->len, "; ");
         if (diff->len >= (int)sizeof(diff->buf) - 1) {
             return;
         }
@@ -188,11 +189,11 @@ static void svp_comm_format_shape(char *buf, size_t len, uint32_t ndim,
 
 static void svp_comm_check_tensor(svp_comm_diff_t *diff, unsigned i,
                                   const svp_comm_tensor_desc_t *want,
-                                  uint64_t want_offset,
+                                  uint64_t                      want_offset,
                                   const svp_comm_wire_tensor_t *got)
 {
-    char name[48], a[128], b[128];
-    int  shape_differs = (want->ndim != got->ndim);
+    char     name[48], a[128], b[128];
+    int      shape_differs = (want->ndim != got->ndim);
     unsigned d;
 
     for (d = 0; !shape_differs && (d < want->ndim); ++d) {
@@ -212,34 +213,35 @@ static void svp_comm_check_tensor(svp_comm_diff_t *diff, unsigned i,
 }
 
 svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
-                                  size_t received,
-                                  const svp_comm_frame_id_t *expected,
-                                  const char *where)
+                                  size_t                       received,
+                                  const svp_comm_frame_id_t   *expected,
+                                  const char                  *where)
 {
-    const svp_comm_header_t *hdr = frame->base;
-    svp_comm_diff_t          diff = { .len = 0, .count = 0 };
+    const svp_comm_header_t *hdr  = frame->base;
+    svp_comm_diff_t          diff = {.len = 0, .count = 0};
     uint64_t                 sum;
     unsigned                 i;
 
     diff.buf[0] = '\0';
     if (received < sizeof(*hdr)) {
         svp_error("%s: message of %zu bytes is shorter than a frame header "
-                  "(%zu bytes)", where, received, sizeof(*hdr));
+                  "(%zu bytes)",
+                  where, received, sizeof(*hdr));
         return SVP_ERR_MESSAGE;
     }
     if ((hdr->magic != SVP_COMM_MAGIC) || (hdr->version != SVP_COMM_VERSION) ||
         (hdr->header_bytes != sizeof(*hdr))) {
         svp_error("%s: not an svdpipe frame: magic 0x%08x version %u header "
                   "%u bytes (expected 0x%08x version %u header %zu bytes)",
-                  where, hdr->magic, hdr->version, hdr->header_bytes,
-                  SVP_COMM_MAGIC, SVP_COMM_VERSION, sizeof(*hdr));
+                  where, hdr->magic, hdr->version, hdr->header_bytes, SVP_COMM_MAGIC,
+                  SVP_COMM_VERSION, sizeof(*hdr));
         return SVP_ERR_MESSAGE;
     }
     sum = svp_hash_fnv1a(hdr, SVP_COMM_HEADER_HASHED, SVP_COMM_HEADER_SEED);
     if (sum != hdr->header_checksum) {
-        svp_error("%s: header checksum: expected 0x%016" PRIx64 ", got 0x%016"
-                  PRIx64 " (header corrupted)", where, hdr->header_checksum,
-                  sum);
+        svp_error("%s: header checksum: expected 0x%016" PRIx64 ", got 0x%016" PRIx64
+                  " (header corrupted)",
+                  where, hdr->header_checksum, sum);
         return SVP_ERR_MESSAGE;
     }
 
@@ -251,9 +253,10 @@ svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
     SVP_COMM_DIFF_U64(&diff, "tensor count", frame->desc.num_tensors,
                       hdr->num_tensors);
     for (i = 0; i < SVP_MIN(frame->desc.num_tensors, hdr->num_tensors) &&
-                (i < SVP_COMM_MAX_TENSORS); ++i) {
-        svp_comm_check_tensor(&diff, i, &frame->desc.tensors[i],
-                              frame->offsets[i], &hdr->tensors[i]);
+                (i < SVP_COMM_MAX_TENSORS);
+         ++i) {
+        svp_comm_check_tensor(&diff, i, &frame->desc.tensors[i], frame->offsets[i],
+                              &hdr->tensors[i]);
     }
     SVP_COMM_DIFF_U64(&diff, "payload bytes", frame->length - sizeof(*hdr),
                       hdr->payload_bytes);
@@ -264,7 +267,8 @@ svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
         sum = svp_comm_payload_hash((const char *)frame->base + sizeof(*hdr),
                                     hdr->payload_bytes);
         if (sum != hdr->payload_checksum) {
-            svp_comm_diff_add(&diff, "payload checksum: expected 0x%016" PRIx64
+            svp_comm_diff_add(&diff,
+                              "payload checksum: expected 0x%016" PRIx64
                               ", got 0x%016" PRIx64 " (payload corrupted)",
                               hdr->payload_checksum, sum);
         }
@@ -290,13 +294,14 @@ void svp_comm_path_log(struct svp_comm *comm, int peer)
     svp_info("hand-off with rank %d: device frames, %s path%s", peer,
              svp_comm_path_name(comm->path),
              (comm->path == SVP_COMM_PATH_DEVICE)
-             ? " (UCX moves cuda memory: cuda_ipc / GPUDirect RDMA)"
+                 ? " (UCX moves cuda memory: cuda_ipc / GPUDirect RDMA)"
              : (comm->device.host_alloc != NULL) ? " (through pinned host memory)"
                                                  : " (through host memory)");
 }
 
 /* The frame seen through its host copy, for the header code of frame.c. */
-static struct svp_comm_frame svp_comm_frame_host_view(const struct svp_comm_frame *frame)
+static struct svp_comm_frame
+svp_comm_frame_host_view(const struct svp_comm_frame *frame)
 {
     struct svp_comm_frame view = *frame;
 
@@ -311,8 +316,8 @@ static struct svp_comm_frame svp_comm_frame_host_view(const struct svp_comm_fram
  * device path the header then goes back to the device frame, which UCX
  * sends as it is.
  */
-svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
-                                      struct svp_comm_frame *frame,
+svp_status_t svp_comm_frame_stage_out(struct svp_comm           *comm,
+                                      struct svp_comm_frame     *frame,
                                       const svp_comm_frame_id_t *id)
 {
     struct svp_comm_frame view = svp_comm_frame_host_view(frame);
@@ -320,9 +325,9 @@ svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
     svp_status_t          status;
 
     if (comm->path == SVP_COMM_PATH_STAGED || comm->checksum) {
-        status = frame->dev.to_host(frame->dev.ctx, (char *)frame->host + hdr,
-                                    (const char *)frame->base + hdr,
-                                    frame->length - hdr);
+        status =
+            frame->dev.to_host(frame->dev.ctx, (char *)frame->host + hdr,
+                               (const char *)frame->base + hdr, frame->length - hdr);
         if (status != SVP_OK) {
             return status;
         }
@@ -339,11 +344,10 @@ svp_status_t svp_comm_frame_stage_out(struct svp_comm *comm,
  * payload) is checked in the host copy; a staged payload then goes to the
  * device.  A frame that fails its checks is not copied.
  */
-svp_status_t svp_comm_frame_stage_in(struct svp_comm *comm,
-                                     struct svp_comm_frame *frame,
-                                     size_t length,
+svp_status_t svp_comm_frame_stage_in(struct svp_comm       *comm,
+                                     struct svp_comm_frame *frame, size_t length,
                                      const svp_comm_frame_id_t *expected,
-                                     const char *where)
+                                     const char                *where)
 {
     struct svp_comm_frame view = svp_comm_frame_host_view(frame);
     size_t                hdr  = sizeof(svp_comm_header_t);
@@ -387,7 +391,7 @@ static void svp_comm_frame_free_host_copy(struct svp_comm_frame *frame)
 
 /* The memory of a device frame laid out by svp_comm_frame_create(): its host
  * copy and, unless the caller gives one, the device buffer. */
-static svp_status_t svp_comm_frame_init_device(svp_comm_h comm,
+static svp_status_t svp_comm_frame_init_device(svp_comm_h             comm,
                                                struct svp_comm_frame *frame,
                                                void *buffer, size_t length)
 {
@@ -396,7 +400,8 @@ static svp_status_t svp_comm_frame_init_device(svp_comm_h comm,
 
     if (buffer != NULL && length < need) {
         svp_error("device frame buffer of %zu bytes is smaller than the %zu "
-                  "bytes the layout needs", length, need);
+                  "bytes the layout needs",
+                  length, need);
         return SVP_ERR_INVALID_PARAM;
     }
     frame->dev = comm->device;
@@ -404,7 +409,8 @@ static svp_status_t svp_comm_frame_init_device(svp_comm_h comm,
         status = frame->dev.host_alloc(frame->dev.ctx, need, &frame->host);
     } else {
         status = (posix_memalign(&frame->host, SVP_COMM_ALIGN, need) == 0)
-                 ? SVP_OK : SVP_ERR_NO_MEMORY;
+                     ? SVP_OK
+                     : SVP_ERR_NO_MEMORY;
     }
     if (status != SVP_OK) {
         svp_error("cannot allocate the %zu-byte host copy of a device frame", need);
@@ -448,11 +454,11 @@ static svp_status_t svp_comm_frame_init_host(struct svp_comm_frame *frame,
         frame->owned = 1;
     } else if (length < need) {
         svp_error("frame buffer of %zu bytes is smaller than the %zu bytes the "
-                  "layout needs", length, need);
+                  "layout needs",
+                  length, need);
         return SVP_ERR_INVALID_PARAM;
     } else if (((uintptr_t)buffer % SVP_COMM_ALIGN) != 0) {
-        svp_error("frame buffer %p is not %d-byte aligned", buffer,
-                  SVP_COMM_ALIGN);
+        svp_error("frame buffer %p is not %d-byte aligned", buffer, SVP_COMM_ALIGN);
         return SVP_ERR_INVALID_PARAM;
     } else {
         frame->base = buffer;
@@ -460,10 +466,9 @@ static svp_status_t svp_comm_frame_init_host(struct svp_comm_frame *frame,
     return SVP_OK;
 }
 
-svp_status_t svp_comm_frame_create(svp_comm_h comm,
-                                   const svp_comm_frame_desc_t *desc,
-                                   void *buffer, size_t length,
-                                   svp_comm_mem_type_t mem_type,
+svp_status_t svp_comm_frame_create(svp_comm_h                   comm,
+                                   const svp_comm_frame_desc_t *desc, void *buffer,
+                                   size_t length, svp_comm_mem_type_t mem_type,
                                    svp_comm_frame_h *frame_p)
 {
     struct svp_comm_frame *frame;
@@ -485,9 +490,9 @@ svp_status_t svp_comm_frame_create(svp_comm_h comm,
         frame->desc     = *desc;
         frame->length   = need;
         frame->mem_type = mem_type;
-        status = (mem_type == SVP_COMM_MEM_CUDA)
-                 ? svp_comm_frame_init_device(comm, frame, buffer, length)
-                 : svp_comm_frame_init_host(frame, buffer, length);
+        status          = (mem_type == SVP_COMM_MEM_CUDA)
+                              ? svp_comm_frame_init_device(comm, frame, buffer, length)
+                              : svp_comm_frame_init_host(frame, buffer, length);
     }
     if (status != SVP_OK) {
         free(frame);

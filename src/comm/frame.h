@@ -12,9 +12,10 @@
 
 #include "comm/comm.h"
 
-#define SVP_COMM_MAGIC     0x4d505653u  /* "SVPM" in memory, little-endian */
-#define SVP_COMM_VERSION   1
-#define SVP_COMM_ALIGN     64           /* tensor offsets: cache line, and
+#define SVP_COMM_MAGIC   0x4d505653u /* "SVPM" in memory, little-endian */
+#define SVP_COMM_VERSION 1
+#define SVP_COMM_ALIGN \
+    64 /* tensor offsets: cache line, and
                                            enough for any vector load */
 
 /* Header flags. */
@@ -24,7 +25,7 @@ typedef struct {
     uint32_t dtype;
     uint32_t ndim;
     int64_t  shape[SVP_COMM_MAX_DIMS];
-    uint64_t offset;                 /* from the start of the frame */
+    uint64_t offset; /* from the start of the frame */
     uint64_t bytes;
 } svp_comm_wire_tensor_t;
 
@@ -35,11 +36,11 @@ typedef struct {
     uint64_t               job_id;
     uint32_t               kind;
     uint32_t               sample;
-    uint32_t               step;      /* index of the next step to run */
+    uint32_t               step; /* index of the next step to run */
     uint32_t               src_rank;
     uint32_t               num_tensors;
     uint32_t               flags;
-    uint64_t               payload_bytes;  /* frame length - header */
+    uint64_t               payload_bytes; /* frame length - header */
     uint64_t               payload_checksum;
     svp_comm_wire_tensor_t tensors[SVP_COMM_MAX_TENSORS];
     uint64_t               header_checksum; /* FNV-1a of all fields above */
@@ -54,12 +55,12 @@ typedef struct {
 } svp_comm_frame_id_t;
 
 struct svp_comm_frame {
-    void                 *base;
-    size_t                length;
-    int                   owned;      /* base was allocated by the comm */
-    int                   busy;       /* abandoned requests still using it */
-    int                   destroyed;  /* its owner is done with it */
-    svp_comm_mem_type_t   mem_type;
+    void               *base;
+    size_t              length;
+    int                 owned;     /* base was allocated by the comm */
+    int                 busy;      /* abandoned requests still using it */
+    int                 destroyed; /* its owner is done with it */
+    svp_comm_mem_type_t mem_type;
     /* SVP_COMM_MEM_CUDA: a host copy of the whole frame (header checks,
      * checksums, staging) and the services that move bytes between them */
     void                 *host;
@@ -74,8 +75,8 @@ svp_status_t svp_comm_frame_layout(const svp_comm_frame_desc_t *desc,
                                    uint64_t *offsets, size_t *length_p);
 
 /* Writes the header of frame for id; checksums the payload when asked. */
-void svp_comm_frame_seal(struct svp_comm_frame *frame,
-                         const svp_comm_frame_id_t *id, int checksum);
+void svp_comm_frame_seal(struct svp_comm_frame *frame, const svp_comm_frame_id_t *id,
+                         int checksum);
 
 /*
  * Checks a received frame (received bytes arrived) against the expected id
@@ -84,8 +85,8 @@ void svp_comm_frame_seal(struct svp_comm_frame *frame,
  * "expected X, got Y"; returns SVP_ERR_MESSAGE.
  */
 svp_status_t svp_comm_frame_check(const struct svp_comm_frame *frame,
-                                  size_t received,
-                                  const svp_comm_frame_id_t *expected,
-                                  const char *where);
+                                  size_t                       received,
+                                  const svp_comm_frame_id_t   *expected,
+                                  const char                  *where);
 
 #endif

@@ -14,13 +14,13 @@
 #include <stddef.h>
 
 typedef struct {
-    void        *ctx;
+    void *ctx;
     svp_status_t (*alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*free)(void *ctx, void *ptr);
+    void (*free)(void *ctx, void *ptr);
     svp_status_t (*to_host)(void *ctx, void *host, const void *dev, size_t bytes);
     svp_status_t (*to_device)(void *ctx, void *dev, const void *host, size_t bytes);
     svp_status_t (*host_alloc)(void *ctx, size_t bytes, void **ptr_p);
-    void         (*host_free)(void *ctx, void *ptr);
+    void (*host_free)(void *ctx, void *ptr);
 } svp_devmem_t;
 
 #endif

@@ -156,8 +156,7 @@ void svp_install_dirs_get(svp_install_kind_t kind, svp_install_dirs_t *dirs_p)
     }
     configured = (kind == SVP_INSTALL_MODULES) ? SVP_INSTALL_PKGLIBDIR
                                                : SVP_INSTALL_PKGDATADIR;
-    build      = (kind == SVP_INSTALL_MODULES) ? SVP_BUILD_MODULEDIR
-                                               : SVP_BUILD_SRCDIR;
+    build = (kind == SVP_INSTALL_MODULES) ? SVP_BUILD_MODULEDIR : SVP_BUILD_SRCDIR;
     if (install_exe_dir(exe_dir, sizeof(exe_dir)) &&
         install_relocate(exe_dir, SVP_INSTALL_BINDIR, configured, here,
                          sizeof(here))) {
@@ -171,8 +170,8 @@ void svp_install_dirs_get(svp_install_kind_t kind, svp_install_dirs_t *dirs_p)
 }
 
 svp_status_t svp_install_find(svp_install_kind_t kind, const char *relpath,
-                              char *path, size_t len,
-                              char *looked, size_t looked_len)
+                              char *path, size_t len, char *looked,
+                              size_t looked_len)
 {
     svp_install_dirs_t dirs;
     size_t             used = 0;
@@ -185,8 +184,8 @@ svp_status_t svp_install_find(svp_install_kind_t kind, const char *relpath,
     for (i = 0; i < dirs.count; i++) {
         char candidate[PATH_MAX];
 
-        if (snprintf(candidate, sizeof(candidate), "%s/%s", dirs.dir[i],
-                     relpath) >= (int)sizeof(candidate)) {
+        if (snprintf(candidate, sizeof(candidate), "%s/%s", dirs.dir[i], relpath) >=
+            (int)sizeof(candidate)) {
             continue;
         }
         if (access(candidate, F_OK) == 0) {

@@ -43,7 +43,7 @@ typedef enum {
  * svp_install_dirs_get(); nothing to free. */
 typedef struct svp_install_dirs {
     int  count;
-    int  from_env;           /* dir[0] is the environment variable's, alone */
+    int  from_env; /* dir[0] is the environment variable's, alone */
     char dir[SVP_INSTALL_MAX_DIRS][PATH_MAX];
 } svp_install_dirs_t;
 
@@ -61,7 +61,7 @@ void svp_install_dirs_get(svp_install_kind_t kind, svp_install_dirs_t *dirs_p);
  * that the caller's message can say where it looked.  Logs nothing.
  */
 svp_status_t svp_install_find(svp_install_kind_t kind, const char *relpath,
-                              char *path, size_t len,
-                              char *looked, size_t looked_len);
+                              char *path, size_t len, char *looked,
+                              size_t looked_len);
 
 #endif

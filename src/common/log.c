@@ -20,17 +20,15 @@
 svp_log_level_t svp_log_current_level = SVP_LOG_LEVEL_INFO;
 
 static const char *svp_log_level_names[] = {
-    [SVP_LOG_LEVEL_ERROR] = "error",
-    [SVP_LOG_LEVEL_WARN]  = "warn",
-    [SVP_LOG_LEVEL_INFO]  = "info",
-    [SVP_LOG_LEVEL_DEBUG] = "debug",
+    [SVP_LOG_LEVEL_ERROR] = "error", [SVP_LOG_LEVEL_WARN] = "warn",
+    [SVP_LOG_LEVEL_INFO] = "info",   [SVP_LOG_LEVEL_DEBUG] = "debug",
     [SVP_LOG_LEVEL_TRACE] = "trace",
 };
 
 static char            svp_log_host[64];
-static int             svp_log_rank = -1;   /* -1 not looked up, -2 none */
+static int             svp_log_rank = -1; /* -1 not looked up, -2 none */
 static FILE           *svp_log_stream;
-static char            svp_log_first[256];   /* the first error's message */
+static char            svp_log_first[256]; /* the first error's message */
 static pthread_mutex_t svp_log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void svp_log_set_level(svp_log_level_t level)
@@ -59,7 +57,7 @@ const char *svp_log_hostname(void)
             strcpy(svp_log_host, "unknown");
         }
         svp_log_host[sizeof(svp_log_host) - 1] = '\0';
-        dot = strchr(svp_log_host, '.');
+        dot                                    = strchr(svp_log_host, '.');
         if (dot != NULL) {
             *dot = '\0';
         }
@@ -74,7 +72,7 @@ const char *svp_log_hostname(void)
  */
 static int svp_log_launcher_rank(void)
 {
-    const char *names[] = { "PMIX_RANK", "SLURM_PROCID" };
+    const char *names[] = {"PMIX_RANK", "SLURM_PROCID"};
     const char *val;
     char       *end;
     long        r;
@@ -139,11 +137,11 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     }
     if (svp_log_current_level >= SVP_LOG_LEVEL_DEBUG) {
         fprintf(out, "%s.%03dZ %s %-5s %s [%s:%d]\n", stamp,
-                (int)(tv.tv_usec / 1000), who, svp_log_level_names[level], msg,
-                file, line);
+                (int)(tv.tv_usec / 1000), who, svp_log_level_names[level], msg, file,
+                line);
     } else {
-        fprintf(out, "%s.%03dZ %s %-5s %s\n", stamp, (int)(tv.tv_usec / 1000),
-                who, svp_log_level_names[level], msg);
+        fprintf(out, "%s.%03dZ %s %-5s %s\n", stamp, (int)(tv.tv_usec / 1000), who,
+                svp_log_level_names[level], msg);
     }
     fflush(out);
     pthread_mutex_unlock(&svp_log_lock);

@@ -38,15 +38,15 @@ extern svp_log_level_t svp_log_current_level;
 #define svp_log(_level, _fmt, ...) \
     do { \
         if (svp_log_enabled(_level)) { \
-            svp_log_write((_level), __FILE__, __LINE__, _fmt, ## __VA_ARGS__); \
+            svp_log_write((_level), __FILE__, __LINE__, _fmt, ##__VA_ARGS__); \
         } \
     } while (0)
 
-#define svp_error(_fmt, ...) svp_log(SVP_LOG_LEVEL_ERROR, _fmt, ## __VA_ARGS__)
-#define svp_warn(_fmt, ...)  svp_log(SVP_LOG_LEVEL_WARN,  _fmt, ## __VA_ARGS__)
-#define svp_info(_fmt, ...)  svp_log(SVP_LOG_LEVEL_INFO,  _fmt, ## __VA_ARGS__)
-#define svp_debug(_fmt, ...) svp_log(SVP_LOG_LEVEL_DEBUG, _fmt, ## __VA_ARGS__)
-#define svp_trace(_fmt, ...) svp_log(SVP_LOG_LEVEL_TRACE, _fmt, ## __VA_ARGS__)
+#define svp_error(_fmt, ...) svp_log(SVP_LOG_LEVEL_ERROR, _fmt, ##__VA_ARGS__)
+#define svp_warn(_fmt, ...)  svp_log(SVP_LOG_LEVEL_WARN, _fmt, ##__VA_ARGS__)
+#define svp_info(_fmt, ...)  svp_log(SVP_LOG_LEVEL_INFO, _fmt, ##__VA_ARGS__)
+#define svp_debug(_fmt, ...) svp_log(SVP_LOG_LEVEL_DEBUG, _fmt, ##__VA_ARGS__)
+#define svp_trace(_fmt, ...) svp_log(SVP_LOG_LEVEL_TRACE, _fmt, ##__VA_ARGS__)
 
 /*
  * A failure with status _status (common/status.h): an error, but at debug
@@ -55,8 +55,11 @@ extern svp_log_level_t svp_log_current_level;
  * reported once, by the worker, and the lines on the way out are detail.
  */
 #define svp_log_failure(_status, _fmt, ...) \
-    svp_log((((_status) == SVP_ERR_PEER_STOPPED) || ((_status) == SVP_ERR_CANCELED)) ? \
-            SVP_LOG_LEVEL_DEBUG : SVP_LOG_LEVEL_ERROR, _fmt, ## __VA_ARGS__)
+    svp_log((((_status) == SVP_ERR_PEER_STOPPED) || \
+             ((_status) == SVP_ERR_CANCELED)) \
+                ? SVP_LOG_LEVEL_DEBUG \
+                : SVP_LOG_LEVEL_ERROR, \
+            _fmt, ##__VA_ARGS__)
 
 /* Sets the level; messages above it are dropped before formatting. */
 void svp_log_set_level(svp_log_level_t level);

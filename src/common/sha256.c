@@ -15,19 +15,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const uint32_t svp_sha256_k[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
-    0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-    0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-    0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
-    0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-    0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-    0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-    0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2
-};
+static const uint32_t svp_sha256_k[64] =
+    {0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
+     0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
+     0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+     0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+     0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147,
+     0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+     0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+     0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+     0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
+     0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 static uint32_t svp_sha256_ror(uint32_t x, int n)
 {
@@ -50,24 +49,43 @@ static void svp_sha256_block(svp_sha256_t *s, const uint8_t *p)
                (svp_sha256_ror(w[i - 2], 17) ^ svp_sha256_ror(w[i - 2], 19) ^
                 (w[i - 2] >> 10));
     }
-    a = s->h[0]; b = s->h[1]; c = s->h[2]; d = s->h[3];
-    e = s->h[4]; f = s->h[5]; g = s->h[6]; h = s->h[7];
+    a = s->h[0];
+    b = s->h[1];
+    c = s->h[2];
+    d = s->h[3];
+    e = s->h[4];
+    f = s->h[5];
+    g = s->h[6];
+    h = s->h[7];
     for (i = 0; i < 64; ++i) {
-        t1 = h + (svp_sha256_ror(e, 6) ^ svp_sha256_ror(e, 11) ^ svp_sha256_ror(e, 25)) +
+        t1 = h +
+             (svp_sha256_ror(e, 6) ^ svp_sha256_ror(e, 11) ^ svp_sha256_ror(e, 25)) +
              ((e & f) ^ (~e & g)) + svp_sha256_k[i] + w[i];
         t2 = (svp_sha256_ror(a, 2) ^ svp_sha256_ror(a, 13) ^ svp_sha256_ror(a, 22)) +
              ((a & b) ^ (a & c) ^ (b & c));
-        h = g; g = f; f = e; e = d + t1;
-        d = c; c = b; b = a; a = t1 + t2;
+        h = g;
+        g = f;
+        f = e;
+        e = d + t1;
+        d = c;
+        c = b;
+        b = a;
+        a = t1 + t2;
     }
-    s->h[0] += a; s->h[1] += b; s->h[2] += c; s->h[3] += d;
-    s->h[4] += e; s->h[5] += f; s->h[6] += g; s->h[7] += h;
+    s->h[0] += a;
+    s->h[1] += b;
+    s->h[2] += c;
+    s->h[3] += d;
+    s->h[4] += e;
+    s->h[5] += f;
+    s->h[6] += g;
+    s->h[7] += h;
 }
 
 void svp_sha256_init(svp_sha256_t *s)
 {
-    static const uint32_t h0[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+    static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 
     memcpy(s->h, h0, sizeof(h0));
     s->bytes = 0;
@@ -85,8 +103,8 @@ void svp_sha256_update(svp_sha256_t *s, const void *data, size_t len)
         n = (len < n) ? len : n;
         memcpy(s->block + s->fill, p, n);
         s->fill += n;
-        p       += n;
-        len     -= n;
+        p += n;
+        len -= n;
         if (s->fill == 64) {
             svp_sha256_block(s, s->block);
             s->fill = 0;
@@ -97,7 +115,7 @@ void svp_sha256_update(svp_sha256_t *s, const void *data, size_t len)
 void svp_sha256_final(svp_sha256_t *s, char hex[65])
 {
     uint64_t bits = s->bytes * 8;
-    uint8_t  pad  = 0x80, zero = 0, len[8];
+    uint8_t  pad = 0x80, zero = 0, len[8];
     int      i;
 
     svp_sha256_update(s, &pad, 1);

@@ -14,9 +14,9 @@
 
 typedef struct {
     uint32_t h[8];
-    uint64_t bytes;           /* hashed so far */
+    uint64_t bytes; /* hashed so far */
     uint8_t  block[64];
-    size_t   fill;            /* bytes of block in use */
+    size_t   fill; /* bytes of block in use */
 } svp_sha256_t;
 
 void svp_sha256_init(svp_sha256_t *s);

@@ -10,8 +10,10 @@
 const char *svp_status_string(svp_status_t status)
 {
     switch (status) {
-#define SVP_STATUS_CASE(_name, _value, _str) case _name: return _str;
-    SVP_STATUS_TABLE(SVP_STATUS_CASE)
+#define SVP_STATUS_CASE(_name, _value, _str) \
+    case _name: \
+        return _str;
+        SVP_STATUS_TABLE(SVP_STATUS_CASE)
 #undef SVP_STATUS_CASE
     }
     return "unknown status";
@@ -20,8 +22,10 @@ const char *svp_status_string(svp_status_t status)
 const char *svp_status_name(svp_status_t status)
 {
     switch (status) {
-#define SVP_STATUS_CASE(_name, _value, _str) case _name: return #_name;
-    SVP_STATUS_TABLE(SVP_STATUS_CASE)
+#define SVP_STATUS_CASE(_name, _value, _str) \
+    case _name: \
+        return #_name;
+        SVP_STATUS_TABLE(SVP_STATUS_CASE)
 #undef SVP_STATUS_CASE
     }
     return "SVP_ERR_UNKNOWN";

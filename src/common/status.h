@@ -17,26 +17,26 @@
 #define SVP_COMMON_STATUS_H
 
 #define SVP_STATUS_TABLE(_X) \
-    _X(SVP_OK,                  0, "success") \
-    _X(SVP_INPROGRESS,          1, "operation in progress") \
-    _X(SVP_ERR_INVALID_PARAM,  -1, "invalid parameter") \
-    _X(SVP_ERR_SPEC,           -2, "invalid job spec") \
-    _X(SVP_ERR_USAGE,          -3, "invalid command line") \
-    _X(SVP_ERR_BAD_FILE,       -4, "malformed input file") \
-    _X(SVP_ERR_NOT_FOUND,      -5, "no such file or item") \
-    _X(SVP_ERR_UNSUPPORTED,    -6, "not supported") \
-    _X(SVP_ERR_SHAPE,          -7, "shape mismatch") \
-    _X(SVP_ERR_NO_MEMORY,     -20, "out of memory") \
-    _X(SVP_ERR_IO,            -21, "input/output error") \
-    _X(SVP_ERR_DEVICE,        -22, "device error") \
-    _X(SVP_ERR_INTERNAL,      -23, "internal error") \
-    _X(SVP_ERR_TIMED_OUT,     -40, "timed out") \
-    _X(SVP_ERR_PEER_LOST,     -41, "peer lost") \
-    _X(SVP_ERR_MESSAGE,       -42, "unexpected message") \
-    _X(SVP_ERR_RUNTIME,       -43, "launcher runtime error") \
-    _X(SVP_ERR_TRANSPORT,     -44, "transport error") \
-    _X(SVP_ERR_CANCELED,      -45, "canceled") \
-    _X(SVP_ERR_PEER_STOPPED,  -46, "another rank was stopped")
+    _X(SVP_OK, 0, "success") \
+    _X(SVP_INPROGRESS, 1, "operation in progress") \
+    _X(SVP_ERR_INVALID_PARAM, -1, "invalid parameter") \
+    _X(SVP_ERR_SPEC, -2, "invalid job spec") \
+    _X(SVP_ERR_USAGE, -3, "invalid command line") \
+    _X(SVP_ERR_BAD_FILE, -4, "malformed input file") \
+    _X(SVP_ERR_NOT_FOUND, -5, "no such file or item") \
+    _X(SVP_ERR_UNSUPPORTED, -6, "not supported") \
+    _X(SVP_ERR_SHAPE, -7, "shape mismatch") \
+    _X(SVP_ERR_NO_MEMORY, -20, "out of memory") \
+    _X(SVP_ERR_IO, -21, "input/output error") \
+    _X(SVP_ERR_DEVICE, -22, "device error") \
+    _X(SVP_ERR_INTERNAL, -23, "internal error") \
+    _X(SVP_ERR_TIMED_OUT, -40, "timed out") \
+    _X(SVP_ERR_PEER_LOST, -41, "peer lost") \
+    _X(SVP_ERR_MESSAGE, -42, "unexpected message") \
+    _X(SVP_ERR_RUNTIME, -43, "launcher runtime error") \
+    _X(SVP_ERR_TRANSPORT, -44, "transport error") \
+    _X(SVP_ERR_CANCELED, -45, "canceled") \
+    _X(SVP_ERR_PEER_STOPPED, -46, "another rank was stopped")
 
 typedef enum {
 #define SVP_STATUS_ENUM(_name, _value, _str) _name = _value,
@@ -44,9 +44,9 @@ typedef enum {
 #undef SVP_STATUS_ENUM
 } svp_status_t;
 
-#define SVP_IS_INPUT_ERROR(_s)     ((_s) <= -1 && (_s) >= -19)
-#define SVP_IS_RANK_FATAL(_s)      ((_s) <= -20 && (_s) >= -39)
-#define SVP_IS_JOB_FATAL(_s)       ((_s) <= -40)
+#define SVP_IS_INPUT_ERROR(_s) ((_s) <= -1 && (_s) >= -19)
+#define SVP_IS_RANK_FATAL(_s)  ((_s) <= -20 && (_s) >= -39)
+#define SVP_IS_JOB_FATAL(_s)   ((_s) <= -40)
 
 /*
  * The two ways a function gives up on a failed call.  SVP_TRY returns the
@@ -73,8 +73,8 @@ typedef enum {
 
 /* exit codes of the tools, by blast radius */
 #define SVP_EXIT_OK        0
-#define SVP_EXIT_FAILURE   1   /* rank-fatal */
-#define SVP_EXIT_BAD_INPUT 2   /* nothing was started */
+#define SVP_EXIT_FAILURE   1 /* rank-fatal */
+#define SVP_EXIT_BAD_INPUT 2 /* nothing was started */
 #define SVP_EXIT_JOB_FATAL 3
 
 /* A static string naming the status; never NULL. */

@@ -24,7 +24,7 @@ static int                   svp_stop_reported;
 static int                   svp_stop_test;
 static svp_stop_params_t     svp_stop_params;
 static double                svp_stop_deadline_at;
-static int                   svp_stop_req_code;   /* a request's exit code */
+static int                   svp_stop_req_code; /* a request's exit code */
 static char                  svp_stop_req_why[256];
 
 static void svp_stop_handler(int signo)
@@ -32,7 +32,8 @@ static void svp_stop_handler(int signo)
     int  saved = errno;
     char c     = 1;
 
-    if (svp_stop_signo == 0 && __atomic_load_n(&svp_stop_req_code, __ATOMIC_ACQUIRE) == 0) {
+    if (svp_stop_signo == 0 &&
+        __atomic_load_n(&svp_stop_req_code, __ATOMIC_ACQUIRE) == 0) {
         svp_stop_signo = signo;
         /* never drained: the pipe stays readable, like a level */
         if (write(svp_stop_pipe[1], &c, 1) < 0) {
@@ -124,7 +125,8 @@ void svp_stop_request(int exit_code, const char *why)
         __atomic_exchange_n(&claimed, 1, __ATOMIC_ACQ_REL)) {
         return;
     }
-    snprintf(svp_stop_req_why, sizeof(svp_stop_req_why), "%s", why != NULL ? why : "");
+    snprintf(svp_stop_req_why, sizeof(svp_stop_req_why), "%s",
+             why != NULL ? why : "");
     __atomic_store_n(&svp_stop_req_code, exit_code, __ATOMIC_RELEASE);
     if (svp_stop_pipe[1] >= 0 && write(svp_stop_pipe[1], &c, 1) < 0) {
         /* the flag alone still stops the pipeline between steps */
@@ -165,8 +167,9 @@ void svp_stop_report(void)
         return;
     }
     svp_warn("stopping on %s: %d samples done, %d in flight abandoned",
-             (signo == SIGTERM) ? "SIGTERM" : (signo == SIGINT) ? "SIGINT" :
-                                                                  "a signal",
+             (signo == SIGTERM)  ? "SIGTERM"
+             : (signo == SIGINT) ? "SIGINT"
+                                 : "a signal",
              __atomic_load_n(&svp_stop_done, __ATOMIC_RELAXED),
              __atomic_load_n(&svp_stop_inflight, __ATOMIC_RELAXED));
 }

@@ -31,7 +31,7 @@ typedef struct {
      * remove temporaries.  May be NULL.  Runs on the watchdog thread while
      * the main thread is still running. */
     void (*force)(int signo, void *arg);
-    void  *arg;
+    void *arg;
 } svp_stop_params_t;
 
 /*

@@ -49,7 +49,7 @@ svp_status_t svp_file_write_atomic(const char *path, const void *data, size_t le
             svp_error("write to %s failed: %m", tmp);
             goto err_unlink;
         }
-        p   += n;
+        p += n;
         len -= (size_t)n;
     }
 
@@ -118,8 +118,8 @@ svp_status_t svp_file_read_limit(const char *path, size_t max, const char *what,
         return SVP_ERR_IO;
     }
     if (max > 0 && (unsigned long)size > max) {
-        svp_error("%s: %s of %ld bytes: over the size limit of %zu bytes",
-                  path, what ? what : "a file", size, max);
+        svp_error("%s: %s of %ld bytes: over the size limit of %zu bytes", path,
+                  what ? what : "a file", size, max);
         fclose(f);
         return SVP_ERR_BAD_FILE;
     }
@@ -209,10 +209,10 @@ int svp_str_distance(const char *a, const char *b)
         prev   = row[0];
         row[0] = (int)i;
         for (j = 1; j <= lb; ++j) {
-            tmp  = row[j];
-            best = prev + (a[i - 1] != b[j - 1]);
-            best = SVP_MIN(best, row[j] + 1);
-            best = SVP_MIN(best, row[j - 1] + 1);
+            tmp    = row[j];
+            best   = prev + (a[i - 1] != b[j - 1]);
+            best   = SVP_MIN(best, row[j] + 1);
+            best   = SVP_MIN(best, row[j - 1] + 1);
             row[j] = best;
             prev   = tmp;
         }
@@ -342,7 +342,7 @@ static size_t svp_utf8_decode(const unsigned char *u, size_t len, uint32_t *cp_p
         return 0;
     }
     if (n >= len) {
-        return 0;   /* cut short */
+        return 0; /* cut short */
     }
     for (k = 1; k <= n; ++k) {
         if ((u[k] & 0xc0) != 0x80) {
@@ -386,8 +386,8 @@ int svp_utf8_valid(const char *s, size_t len, size_t *bad_p)
  */
 static int svp_str_hidden(uint32_t cp)
 {
-    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c ||
-           cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+    return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c || cp == 0x200e ||
+           cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
            (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
 }
 
@@ -408,7 +408,9 @@ size_t svp_str_escape(const char *s, size_t len, char *out, size_t outlen)
             n = 1;
         } else if (cp == '\n' || cp == '\t' || cp == '\r') {
             w = (size_t)snprintf(esc, sizeof(esc), "\\%c",
-                                 cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
+                                 cp == '\n'   ? 'n'
+                                 : cp == '\t' ? 't'
+                                              : 'r');
         } else if (cp < 0x80 && svp_str_hidden(cp)) {
             w = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
         } else if (svp_str_hidden(cp)) {

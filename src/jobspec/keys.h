@@ -24,22 +24,22 @@ typedef enum {
     SVP_SPEC_T_DOUBLE,
     SVP_SPEC_T_STRING,
     SVP_SPEC_T_BOOL,
-    SVP_SPEC_T_ENUM,       /* int: the index of the name in names */
-    SVP_SPEC_T_SHAPE5,     /* exactly five positive integers */
-    SVP_SPEC_T_INT_LIST,   /* svp_spec_intlist_t */
-    SVP_SPEC_T_STR_LIST,   /* svp_spec_strlist_t */
-    SVP_SPEC_T_STR_MAP     /* svp_spec_strmap_t: a mapping of scalars */
+    SVP_SPEC_T_ENUM,     /* int: the index of the name in names */
+    SVP_SPEC_T_SHAPE5,   /* exactly five positive integers */
+    SVP_SPEC_T_INT_LIST, /* svp_spec_intlist_t */
+    SVP_SPEC_T_STR_LIST, /* svp_spec_strlist_t */
+    SVP_SPEC_T_STR_MAP   /* svp_spec_strmap_t: a mapping of scalars */
 } svp_spec_type_t;
 
 typedef struct {
-    const char        *path;       /* "comm.deadline" */
+    const char        *path; /* "comm.deadline" */
     svp_spec_type_t    type;
-    size_t             offset;     /* into the struct read */
-    const char        *def;        /* default, parsed like a YAML scalar */
-    double             min, max;   /* numeric limits (inclusive) */
-    const char *const *names;      /* enum names, NULL-terminated */
-    const char        *doc;        /* one line, for the man page and errors */
-    unsigned           flags;      /* SVP_SPEC_KEY_F_* */
+    size_t             offset;   /* into the struct read */
+    const char        *def;      /* default, parsed like a YAML scalar */
+    double             min, max; /* numeric limits (inclusive) */
+    const char *const *names;    /* enum names, NULL-terminated */
+    const char        *doc;      /* one line, for the man page and errors */
+    unsigned           flags;    /* SVP_SPEC_KEY_F_* */
 } svp_spec_key_t;
 
 /* The key cannot change results or the pipeline's shape (log level, trace
@@ -60,8 +60,8 @@ svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
 /* Appends one element to a list key, or one entry to a map key; why as for
  * svp_spec_key_set(). */
 svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
-                                 const char *map_key, const char *value,
-                                 char *why, int whylen);
+                                 const char *map_key, const char *value, char *why,
+                                 int whylen);
 
 /* Clears a list or map (before a sequence replaces the default). */
 void svp_spec_key_clear(void *base, const svp_spec_key_t *key);
@@ -69,24 +69,24 @@ void svp_spec_key_clear(void *base, const svp_spec_key_t *key);
 typedef struct svp_spec_reader svp_spec_reader_t;
 
 /* Called after a key was set from the file, with the mark of its value. */
-typedef svp_status_t (*svp_spec_reader_cb_t)(svp_spec_reader_t *r,
-                                             const svp_spec_key_t *key,
-                                             int line, int col);
+typedef svp_status_t (*svp_spec_reader_cb_t)(svp_spec_reader_t    *r,
+                                             const svp_spec_key_t *key, int line,
+                                             int col);
 
 /* One read: the caller fills in the first fields, the reader the rest. */
 struct svp_spec_reader {
-    const svp_spec_key_t *keys;      /* the table */
+    const svp_spec_key_t *keys; /* the table */
     int                   num_keys;
-    const char *const    *sections;  /* mappings that hold keys, NULL-ended */
-    const char           *what;      /* "job spec": for messages */
-    const char           *file;      /* the name in messages */
-    char                 *errbuf;    /* the message; NULL: on stderr */
+    const char *const    *sections; /* mappings that hold keys, NULL-ended */
+    const char           *what;     /* "job spec": for messages */
+    const char           *file;     /* the name in messages */
+    char                 *errbuf;   /* the message; NULL: on stderr */
     int                   errlen;
-    void                 *base;      /* the struct the offsets are into */
-    svp_spec_reader_cb_t  after;     /* NULL: nothing */
-    void                 *arg;       /* for after */
-    const char           *text;      /* the YAML being read, for the line */
-    size_t                len;       /* and column of an encoding error */
+    void                 *base;  /* the struct the offsets are into */
+    svp_spec_reader_cb_t  after; /* NULL: nothing */
+    void                 *arg;   /* for after */
+    const char           *text;  /* the YAML being read, for the line */
+    size_t                len;   /* and column of an encoding error */
 };
 
 /*

@@ -51,7 +51,7 @@ static const char *svp_spec_suggest(const svp_spec_reader_t *ctx, const char *pa
     const char *best = NULL, *cand;
     int         i, d, best_d = 4;
 
-    for (i = 0; ; ++i) {
+    for (i = 0;; ++i) {
         if (i < ctx->num_keys) {
             cand = ctx->keys[i].path;
         } else if (ctx->sections[i - ctx->num_keys] != NULL) {
@@ -74,15 +74,17 @@ svp_status_t svp_spec_reader_unknown(svp_spec_reader_t *ctx, int line, int col,
     const char *hint = svp_spec_suggest(ctx, path);
 
     if (hint != NULL) {
-        return svp_spec_reader_fail(ctx, line, col, "unknown key '%s' (did you "
-                                    "mean '%s'?)", path, hint);
+        return svp_spec_reader_fail(ctx, line, col,
+                                    "unknown key '%s' (did you "
+                                    "mean '%s'?)",
+                                    path, hint);
     }
     return svp_spec_reader_fail(ctx, line, col, "unknown key '%s'", path);
 }
 
 /* The table's key at path, or NULL. */
 static const svp_spec_key_t *svp_spec_reader_key(const svp_spec_reader_t *ctx,
-                                                 const char *path)
+                                                 const char              *path)
 {
     for (int i = 0; i < ctx->num_keys; ++i) {
         if (!strcmp(ctx->keys[i].path, path)) {
@@ -103,22 +105,27 @@ static int svp_spec_reader_section(const svp_spec_reader_t *ctx, const char *pat
 }
 
 /* After a key was set: the caller's hook. */
-static svp_status_t svp_spec_reader_after(svp_spec_reader_t *ctx,
+static svp_status_t svp_spec_reader_after(svp_spec_reader_t    *ctx,
                                           const svp_spec_key_t *key,
-                                          const yaml_node_t *value)
+                                          const yaml_node_t    *value)
 {
-    return (ctx->after != NULL) ? ctx->after(ctx, key, (int)value->start_mark.line + 1,
-                                             (int)value->start_mark.column + 1)
-                                : SVP_OK;
+    return (ctx->after != NULL)
+               ? ctx->after(ctx, key, (int)value->start_mark.line + 1,
+                            (int)value->start_mark.column + 1)
+               : SVP_OK;
 }
 
 static const char *svp_spec_node_kind(const yaml_node_t *node)
 {
     switch (node->type) {
-    case YAML_SCALAR_NODE:   return "a scalar";
-    case YAML_SEQUENCE_NODE: return "a list";
-    case YAML_MAPPING_NODE:  return "a mapping";
-    default:                 return "nothing";
+    case YAML_SCALAR_NODE:
+        return "a scalar";
+    case YAML_SEQUENCE_NODE:
+        return "a list";
+    case YAML_MAPPING_NODE:
+        return "a mapping";
+    default:
+        return "nothing";
     }
 }
 
@@ -126,8 +133,7 @@ static const char *svp_spec_node_kind(const yaml_node_t *node)
 #define MARK_COL(_n)  ((int)(_n)->start_mark.column + 1)
 
 static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
-                                  yaml_node_t *map, const char *prefix,
-                                  void *base);
+                                  yaml_node_t *map, const char *prefix, void *base);
 
 /*
  * YAML 1.2 (core schema): a quoted or block scalar is a string, whatever
@@ -136,7 +142,7 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
  * integer key takes (pipeline.stages: "auto") is text and stays allowed.
  */
 static int svp_spec_number_refuses(const svp_spec_key_t *key,
-                                   const yaml_node_t *node)
+                                   const yaml_node_t    *node)
 {
     const char *value = (const char *)node->data.scalar.value;
 
@@ -162,31 +168,31 @@ static int svp_spec_number_refuses(const svp_spec_key_t *key,
     }
 }
 
-static svp_status_t svp_spec_quoted_number(svp_spec_reader_t *ctx,
+static svp_status_t svp_spec_quoted_number(svp_spec_reader_t    *ctx,
                                            const svp_spec_key_t *key,
-                                           const yaml_node_t *node)
+                                           const yaml_node_t    *node)
 {
-    return svp_spec_reader_fail(ctx, MARK_LINE(node), MARK_COL(node),
-                         "key '%s': expected %s, found the quoted string '%s' "
-                         "(quotes make text in YAML: write the number "
-                         "without them)", key->path,
-                         (key->type == SVP_SPEC_T_DOUBLE) ? "a number"
-                                                          : "an integer",
-                         (const char *)node->data.scalar.value);
+    return svp_spec_reader_fail(
+        ctx, MARK_LINE(node), MARK_COL(node),
+        "key '%s': expected %s, found the quoted string '%s' "
+        "(quotes make text in YAML: write the number "
+        "without them)",
+        key->path, (key->type == SVP_SPEC_T_DOUBLE) ? "a number" : "an integer",
+        (const char *)node->data.scalar.value);
 }
 
 static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *doc,
-                                      const svp_spec_key_t *key,
-                                      yaml_node_t *value, void *base)
+                                      const svp_spec_key_t *key, yaml_node_t *value,
+                                      void *base)
 {
-    char                why[512];
-    const char         *scalar;
-    yaml_node_item_t   *item;
-    yaml_node_pair_t   *pair;
-    yaml_node_t        *elem, *k, *v;
-    svp_status_t        status;
-    char                joined[4096];
-    int                 n;
+    char              why[512];
+    const char       *scalar;
+    yaml_node_item_t *item;
+    yaml_node_pair_t *pair;
+    yaml_node_t      *elem, *k, *v;
+    svp_status_t      status;
+    char              joined[4096];
+    int               n;
 
     switch (value->type) {
     case YAML_SCALAR_NODE:
@@ -204,15 +210,16 @@ static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *d
         break;
     case YAML_SEQUENCE_NODE:
         if (key->type == SVP_SPEC_T_SHAPE5) {
-            n = 0;
+            n         = 0;
             joined[0] = '\0';
             for (item = value->data.sequence.items.start;
                  item < value->data.sequence.items.top; ++item) {
                 elem = yaml_document_get_node(doc, *item);
                 if (elem->type != YAML_SCALAR_NODE) {
-                    return svp_spec_reader_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
-                                         "key '%s': expected an integer, found %s",
-                                         key->path, svp_spec_node_kind(elem));
+                    return svp_spec_reader_fail(
+                        ctx, MARK_LINE(elem), MARK_COL(elem),
+                        "key '%s': expected an integer, found %s", key->path,
+                        svp_spec_node_kind(elem));
                 }
                 if (svp_spec_number_refuses(key, elem)) {
                     return svp_spec_quoted_number(ctx, key, elem);
@@ -222,10 +229,11 @@ static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *d
                 if (n >= (int)sizeof(joined)) {
                     /* five integers never come near: stop before writing
                      * past the end */
-                    return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value),
-                                         "key '%s': expected 5 integers [B, F, C, H, W], "
-                                         "found a list of %d bytes or more",
-                                         key->path, n);
+                    return svp_spec_reader_fail(
+                        ctx, MARK_LINE(value), MARK_COL(value),
+                        "key '%s': expected 5 integers [B, F, C, H, W], "
+                        "found a list of %d bytes or more",
+                        key->path, n);
                 }
             }
             status = svp_spec_key_set(base, key, joined, why, sizeof(why));
@@ -233,39 +241,41 @@ static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *d
         }
         if (key->type != SVP_SPEC_T_STR_LIST && key->type != SVP_SPEC_T_INT_LIST) {
             return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value),
-                                 "key '%s': expected a scalar, found a list",
-                                 key->path);
+                                        "key '%s': expected a scalar, found a list",
+                                        key->path);
         }
         svp_spec_key_clear(base, key);
         for (item = value->data.sequence.items.start;
              item < value->data.sequence.items.top; ++item) {
             elem = yaml_document_get_node(doc, *item);
             if (elem->type != YAML_SCALAR_NODE) {
-                return svp_spec_reader_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
-                                     "key '%s': expected a list of scalars, found %s",
-                                     key->path, svp_spec_node_kind(elem));
+                return svp_spec_reader_fail(
+                    ctx, MARK_LINE(elem), MARK_COL(elem),
+                    "key '%s': expected a list of scalars, found %s", key->path,
+                    svp_spec_node_kind(elem));
             }
             if (svp_spec_number_refuses(key, elem)) {
                 return svp_spec_quoted_number(ctx, key, elem);
             }
             status = svp_spec_key_append(base, key, NULL,
-                                         (const char *)elem->data.scalar.value,
-                                         why, sizeof(why));
+                                         (const char *)elem->data.scalar.value, why,
+                                         sizeof(why));
             if (status != SVP_OK) {
                 return svp_spec_reader_fail(ctx, MARK_LINE(elem), MARK_COL(elem),
-                                     "key '%s': %s", key->path, why);
+                                            "key '%s': %s", key->path, why);
             }
         }
         return svp_spec_reader_after(ctx, key, value);
     case YAML_MAPPING_NODE:
         if (key->type != SVP_SPEC_T_STR_MAP) {
             return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value),
-                                 "key '%s': expected %s, found a mapping",
-                                 key->path,
-                                 (key->type == SVP_SPEC_T_STR_LIST ||
-                                  key->type == SVP_SPEC_T_INT_LIST ||
-                                  key->type == SVP_SPEC_T_SHAPE5) ? "a list"
-                                                                  : "a scalar");
+                                        "key '%s': expected %s, found a mapping",
+                                        key->path,
+                                        (key->type == SVP_SPEC_T_STR_LIST ||
+                                         key->type == SVP_SPEC_T_INT_LIST ||
+                                         key->type == SVP_SPEC_T_SHAPE5)
+                                            ? "a list"
+                                            : "a scalar");
         }
         svp_spec_key_clear(base, key);
         for (pair = value->data.mapping.pairs.start;
@@ -273,34 +283,36 @@ static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *d
             k = yaml_document_get_node(doc, pair->key);
             v = yaml_document_get_node(doc, pair->value);
             if (k->type != YAML_SCALAR_NODE || v->type != YAML_SCALAR_NODE) {
-                return svp_spec_reader_fail(ctx, MARK_LINE(v), MARK_COL(v),
-                                     "key '%s': expected NAME: value pairs, found %s",
-                                     key->path, svp_spec_node_kind(v));
+                return svp_spec_reader_fail(
+                    ctx, MARK_LINE(v), MARK_COL(v),
+                    "key '%s': expected NAME: value pairs, found %s", key->path,
+                    svp_spec_node_kind(v));
             }
-            status = svp_spec_key_append(base, key, (const char *)k->data.scalar.value,
-                                         (const char *)v->data.scalar.value, why,
-                                         sizeof(why));
+            status =
+                svp_spec_key_append(base, key, (const char *)k->data.scalar.value,
+                                    (const char *)v->data.scalar.value, why,
+                                    sizeof(why));
             if (status != SVP_OK) {
-                return svp_spec_reader_fail(ctx, MARK_LINE(v), MARK_COL(v), "key '%s.%s': %s",
-                                     key->path, k->data.scalar.value, why);
+                return svp_spec_reader_fail(ctx, MARK_LINE(v), MARK_COL(v),
+                                            "key '%s.%s': %s", key->path,
+                                            k->data.scalar.value, why);
             }
         }
         return SVP_OK;
     default:
         return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value),
-                             "key '%s': unexpected YAML node", key->path);
+                                    "key '%s': unexpected YAML node", key->path);
     }
 
     if (status != SVP_OK) {
-        return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value), "key '%s': %s",
-                             key->path, why);
+        return svp_spec_reader_fail(ctx, MARK_LINE(value), MARK_COL(value),
+                                    "key '%s': %s", key->path, why);
     }
     return svp_spec_reader_after(ctx, key, value);
 }
 
 static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
-                                  yaml_node_t *map, const char *prefix,
-                                  void *base)
+                                  yaml_node_t *map, const char *prefix, void *base)
 {
     yaml_node_pair_t     *pair, *prev;
     yaml_node_t          *k, *v, *pk;
@@ -315,16 +327,18 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
         v = yaml_document_get_node(doc, pair->value);
         if (k->type != YAML_SCALAR_NODE) {
             return svp_spec_reader_fail(ctx, MARK_LINE(k), MARK_COL(k),
-                                 "expected a key name, found %s",
-                                 svp_spec_node_kind(k));
+                                        "expected a key name, found %s",
+                                        svp_spec_node_kind(k));
         }
         n = snprintf(path, sizeof(path), "%s%s%s", prefix,
                      (prefix[0] != '\0') ? "." : "",
                      (const char *)k->data.scalar.value);
         if ((size_t)n >= sizeof(path)) {
-            return svp_spec_reader_fail(ctx, MARK_LINE(k), MARK_COL(k), "a key of %d "
-                                 "bytes: over the key length limit of %zu bytes",
-                                 n, sizeof(path) - 1);
+            return svp_spec_reader_fail(
+                ctx, MARK_LINE(k), MARK_COL(k),
+                "a key of %d "
+                "bytes: over the key length limit of %zu bytes",
+                n, sizeof(path) - 1);
         }
 
         for (prev = map->data.mapping.pairs.start; prev < pair; ++prev) {
@@ -333,8 +347,8 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
                 strcmp((const char *)pk->data.scalar.value,
                        (const char *)k->data.scalar.value) == 0) {
                 return svp_spec_reader_fail(ctx, MARK_LINE(k), MARK_COL(k),
-                                     "duplicate key '%s' (first at line %d)", path,
-                                     MARK_LINE(pk));
+                                            "duplicate key '%s' (first at line %d)",
+                                            path, MARK_LINE(pk));
             }
         }
 
@@ -344,9 +358,10 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
                 if (v->type == YAML_SCALAR_NODE && v->data.scalar.length == 0) {
                     continue;
                 }
-                return svp_spec_reader_fail(ctx, MARK_LINE(v), MARK_COL(v),
-                                     "key '%s': expected a mapping (a section), found %s",
-                                     path, svp_spec_node_kind(v));
+                return svp_spec_reader_fail(
+                    ctx, MARK_LINE(v), MARK_COL(v),
+                    "key '%s': expected a mapping (a section), found %s", path,
+                    svp_spec_node_kind(v));
             }
             status = svp_spec_walk(ctx, doc, v, path, base);
         } else if ((key = svp_spec_reader_key(ctx, path)) != NULL) {
@@ -375,25 +390,25 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
  */
 typedef struct {
     yaml_char_t *name;
-    uint64_t     hash;    /* of name: compared first, names may be long */
+    uint64_t     hash; /* of name: compared first, names may be long */
     int          node;
-    size_t       nodes;   /* nodes under it, itself included */
-    size_t       bytes;   /* value bytes under it */
+    size_t       nodes; /* nodes under it, itself included */
+    size_t       bytes; /* value bytes under it */
 } svp_spec_anchor_t;
 
 /* A list or mapping still open: its anchor is registered when it closes,
  * with what it holds, which an alias repeats. */
 typedef struct {
     int          node;
-    int          events;  /* children so far: items, or keys and values */
-    int          key;     /* a mapping's key waiting for its value */
+    int          events;       /* children so far: items, or keys and values */
+    int          key;          /* a mapping's key waiting for its value */
     size_t       nodes, bytes; /* the composer's counts when it opened */
-    yaml_char_t *anchor;  /* owned */
-    yaml_mark_t  mark;    /* where it opened */
+    yaml_char_t *anchor;       /* owned */
+    yaml_mark_t  mark;         /* where it opened */
 } svp_spec_open_t;
 
 typedef struct {
-    svp_spec_reader_t    *ctx;
+    svp_spec_reader_t *ctx;
     yaml_document_t   *doc;
     svp_spec_open_t    open[SVP_SPEC_LIMIT_DEPTH];
     int                depth;
@@ -429,8 +444,8 @@ static void svp_spec_offset_mark(const svp_spec_reader_t *ctx, size_t offset,
     for (i = 0; i < offset && i < ctx->len; ++i) {
         unsigned char c = (unsigned char)ctx->text[i];
 
-        if (c == '\n' || (c == '\r' && (i + 1 >= ctx->len ||
-                                         ctx->text[i + 1] != '\n'))) {
+        if (c == '\n' ||
+            (c == '\r' && (i + 1 >= ctx->len || ctx->text[i + 1] != '\n'))) {
             ++line;
             col = 1;
         } else if ((c & 0xc0) != 0x80) {
@@ -441,7 +456,7 @@ static void svp_spec_offset_mark(const svp_spec_reader_t *ctx, size_t offset,
     *col_p  = col;
 }
 
-static svp_status_t svp_spec_yaml_fail(svp_spec_reader_t *ctx,
+static svp_status_t svp_spec_yaml_fail(svp_spec_reader_t   *ctx,
                                        const yaml_parser_t *parser)
 {
     int line, col;
@@ -459,35 +474,38 @@ static svp_status_t svp_spec_yaml_fail(svp_spec_reader_t *ctx,
 
         svp_spec_offset_mark(ctx, off, &line, &col);
         if (off < ctx->len) {
-            return svp_spec_reader_fail(ctx, line, col, "invalid YAML: %s (the byte "
-                                 "0x%02x): a %s is UTF-8 text",
-                                 parser->problem ? parser->problem : "bad input",
-                                 (unsigned char)ctx->text[off], ctx->what);
+            return svp_spec_reader_fail(ctx, line, col,
+                                        "invalid YAML: %s (the byte "
+                                        "0x%02x): a %s is UTF-8 text",
+                                        parser->problem ? parser->problem
+                                                        : "bad input",
+                                        (unsigned char)ctx->text[off], ctx->what);
         }
-        return svp_spec_reader_fail(ctx, line, col, "invalid YAML: %s at the end: a "
-                             "%s is UTF-8 text",
-                             parser->problem ? parser->problem : "bad input",
-                             ctx->what);
+        return svp_spec_reader_fail(ctx, line, col,
+                                    "invalid YAML: %s at the end: a "
+                                    "%s is UTF-8 text",
+                                    parser->problem ? parser->problem : "bad input",
+                                    ctx->what);
     }
     /* libyaml keeps the position of the problem in problem_mark */
     return svp_spec_reader_fail(ctx, (int)parser->problem_mark.line + 1,
-                         (int)parser->problem_mark.column + 1,
-                         "invalid YAML: %s%s%s",
-                         parser->problem ? parser->problem : "parse error",
-                         parser->context ? " " : "",
-                         parser->context ? parser->context : "");
+                                (int)parser->problem_mark.column + 1,
+                                "invalid YAML: %s%s%s",
+                                parser->problem ? parser->problem : "parse error",
+                                parser->context ? " " : "",
+                                parser->context ? parser->context : "");
 }
 
 /* Counts one node (or an alias's expansion) against the limits. */
 static svp_status_t svp_spec_compose_count(svp_spec_composer_t *c,
-                                           const yaml_event_t *ev,
-                                           size_t nodes, size_t bytes)
+                                           const yaml_event_t *ev, size_t nodes,
+                                           size_t bytes)
 {
     if (nodes > SVP_SPEC_LIMIT_NODES - c->nodes) {
         return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "more than %d YAML nodes (aliases counted each "
-                             "time used): over the node limit of %d",
-                             SVP_SPEC_LIMIT_NODES, SVP_SPEC_LIMIT_NODES);
+                                    "more than %d YAML nodes (aliases counted each "
+                                    "time used): over the node limit of %d",
+                                    SVP_SPEC_LIMIT_NODES, SVP_SPEC_LIMIT_NODES);
     }
     c->nodes += nodes;
     c->bytes += bytes;
@@ -510,17 +528,19 @@ static svp_status_t svp_spec_compose_attach(svp_spec_composer_t *c,
     if (parent->type == YAML_SEQUENCE_NODE) {
         if (top->events == SVP_SPEC_LIMIT_ENTRIES) {
             return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                 "a list of more than %d entries: over the "
-                                 "list length limit of %d",
-                                 SVP_SPEC_LIMIT_ENTRIES, SVP_SPEC_LIMIT_ENTRIES);
+                                        "a list of more than %d entries: over the "
+                                        "list length limit of %d",
+                                        SVP_SPEC_LIMIT_ENTRIES,
+                                        SVP_SPEC_LIMIT_ENTRIES);
         }
         ok = yaml_document_append_sequence_item(c->doc, top->node, id);
     } else if (top->events % 2 == 0) {
         if (top->events / 2 == SVP_SPEC_LIMIT_ENTRIES) {
-            return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                 "a mapping of more than %d entries: over the "
-                                 "list length limit of %d",
-                                 SVP_SPEC_LIMIT_ENTRIES, SVP_SPEC_LIMIT_ENTRIES);
+            return svp_spec_reader_fail(
+                c->ctx, EV_LINE(ev), EV_COL(ev),
+                "a mapping of more than %d entries: over the "
+                "list length limit of %d",
+                SVP_SPEC_LIMIT_ENTRIES, SVP_SPEC_LIMIT_ENTRIES);
         }
         top->key = id;
         ok       = 1;
@@ -529,21 +549,22 @@ static svp_status_t svp_spec_compose_attach(svp_spec_composer_t *c,
     }
     if (!ok) {
         return svp_spec_reader_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                  "composing the YAML");
+                                         "composing the YAML");
     }
     top->events++;
     return SVP_OK;
 }
 
 static svp_status_t svp_spec_compose_check_name(svp_spec_composer_t *c,
-                                                const yaml_event_t *ev,
-                                                const yaml_char_t *name)
+                                                const yaml_event_t  *ev,
+                                                const yaml_char_t   *name)
 {
     if (name != NULL && strlen((const char *)name) > SVP_SPEC_LIMIT_STRING) {
         return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "an anchor name of %zu bytes: over the string "
-                             "length limit of %d bytes",
-                             strlen((const char *)name), SVP_SPEC_LIMIT_STRING);
+                                    "an anchor name of %zu bytes: over the string "
+                                    "length limit of %d bytes",
+                                    strlen((const char *)name),
+                                    SVP_SPEC_LIMIT_STRING);
     }
     return SVP_OK;
 }
@@ -562,8 +583,8 @@ static uint64_t svp_spec_name_hash(const yaml_char_t *name)
 }
 
 static const svp_spec_anchor_t *svp_spec_anchor_find(const svp_spec_composer_t *c,
-                                                     const yaml_char_t *name,
-                                                     uint64_t hash)
+                                                     const yaml_char_t         *name,
+                                                     uint64_t                   hash)
 {
     int i;
 
@@ -577,9 +598,9 @@ static const svp_spec_anchor_t *svp_spec_anchor_find(const svp_spec_composer_t *
 }
 
 /* Registers an anchor; takes name. */
-static svp_status_t svp_spec_compose_anchor(svp_spec_composer_t *c,
-                                            yaml_mark_t mark, yaml_char_t *name,
-                                            int node, size_t nodes, size_t bytes)
+static svp_status_t svp_spec_compose_anchor(svp_spec_composer_t *c, yaml_mark_t mark,
+                                            yaml_char_t *name, int node,
+                                            size_t nodes, size_t bytes)
 {
     const svp_spec_anchor_t *dup;
     svp_spec_anchor_t       *grown;
@@ -589,35 +610,38 @@ static svp_status_t svp_spec_compose_anchor(svp_spec_composer_t *c,
     if (dup != NULL) {
         free(name);
         return svp_spec_reader_fail(c->ctx, (int)mark.line + 1, (int)mark.column + 1,
-                             "invalid YAML: found duplicate anchor (first at "
-                             "line %d)",
-                             MARK_LINE(yaml_document_get_node(c->doc, dup->node)));
+                                    "invalid YAML: found duplicate anchor (first at "
+                                    "line %d)",
+                                    MARK_LINE(
+                                        yaml_document_get_node(c->doc, dup->node)));
     }
     /* also bounds the lookups: each anchor and alias is looked up among all
      * the anchors */
     if (c->num_anchors == SVP_SPEC_LIMIT_ANCHORS) {
         free(name);
-        return svp_spec_reader_fail(c->ctx, (int)mark.line + 1, (int)mark.column + 1,
-                             "more than %d anchors: over the anchor limit of %d",
-                             SVP_SPEC_LIMIT_ANCHORS, SVP_SPEC_LIMIT_ANCHORS);
+        return svp_spec_reader_fail(
+            c->ctx, (int)mark.line + 1, (int)mark.column + 1,
+            "more than %d anchors: over the anchor limit of %d",
+            SVP_SPEC_LIMIT_ANCHORS, SVP_SPEC_LIMIT_ANCHORS);
     }
     if (c->num_anchors == c->max_anchors) {
         grown = realloc(c->anchors, (c->max_anchors * 2 + 8) * sizeof(*grown));
         if (grown == NULL) {
             free(name);
             return svp_spec_reader_no_memory(c->ctx, (int)mark.line + 1,
-                                      (int)mark.column + 1, "composing the YAML");
+                                             (int)mark.column + 1,
+                                             "composing the YAML");
         }
         c->anchors     = grown;
         c->max_anchors = c->max_anchors * 2 + 8;
     }
-    c->anchors[c->num_anchors++] = (svp_spec_anchor_t){name, hash, node, nodes,
-                                                       bytes};
+    c->anchors[c->num_anchors++] =
+        (svp_spec_anchor_t){name, hash, node, nodes, bytes};
     return SVP_OK;
 }
 
 static svp_status_t svp_spec_compose_alias(svp_spec_composer_t *c,
-                                           const yaml_event_t *ev)
+                                           const yaml_event_t  *ev)
 {
     const char              *name = (const char *)ev->data.alias.anchor;
     const svp_spec_anchor_t *a;
@@ -631,25 +655,27 @@ static svp_status_t svp_spec_compose_alias(svp_spec_composer_t *c,
             if (c->open[i].anchor != NULL &&
                 !strcmp((const char *)c->open[i].anchor, name)) {
                 return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                     "alias *%.64s inside the node it names",
-                                     name);
+                                            "alias *%.64s inside the node it names",
+                                            name);
             }
         }
         return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "invalid YAML: found undefined alias");
+                                    "invalid YAML: found undefined alias");
     }
     if (c->aliases == SVP_SPEC_LIMIT_ALIASES) {
-        return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "alias *%.64s: more than %d uses of aliases: over "
-                             "the alias limit of %d", name,
-                             SVP_SPEC_LIMIT_ALIASES, SVP_SPEC_LIMIT_ALIASES);
+        return svp_spec_reader_fail(
+            c->ctx, EV_LINE(ev), EV_COL(ev),
+            "alias *%.64s: more than %d uses of aliases: over "
+            "the alias limit of %d",
+            name, SVP_SPEC_LIMIT_ALIASES, SVP_SPEC_LIMIT_ALIASES);
     }
     if (a->bytes > SVP_SPEC_LIMIT_ALIAS_BYTES - c->alias_bytes) {
-        return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "alias *%.64s: aliases repeat more than %d bytes "
-                             "of values: over the alias expansion limit of %d "
-                             "bytes", name, SVP_SPEC_LIMIT_ALIAS_BYTES,
-                             SVP_SPEC_LIMIT_ALIAS_BYTES);
+        return svp_spec_reader_fail(
+            c->ctx, EV_LINE(ev), EV_COL(ev),
+            "alias *%.64s: aliases repeat more than %d bytes "
+            "of values: over the alias expansion limit of %d "
+            "bytes",
+            name, SVP_SPEC_LIMIT_ALIAS_BYTES, SVP_SPEC_LIMIT_ALIAS_BYTES);
     }
     status = svp_spec_compose_count(c, ev, a->nodes, a->bytes);
     if (status != SVP_OK) {
@@ -660,8 +686,7 @@ static svp_status_t svp_spec_compose_alias(svp_spec_composer_t *c,
     return svp_spec_compose_attach(c, ev, a->node);
 }
 
-static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c,
-                                            yaml_event_t *ev)
+static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c, yaml_event_t *ev)
 {
     size_t       len = ev->data.scalar.length;
     svp_status_t status;
@@ -669,8 +694,9 @@ static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c,
 
     if (len > SVP_SPEC_LIMIT_STRING) {
         return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "a value of %zu bytes: over the string length "
-                             "limit of %d bytes", len, SVP_SPEC_LIMIT_STRING);
+                                    "a value of %zu bytes: over the string length "
+                                    "limit of %d bytes",
+                                    len, SVP_SPEC_LIMIT_STRING);
     }
     status = svp_spec_compose_check_name(c, ev, ev->data.scalar.anchor);
     if (status == SVP_OK) {
@@ -684,7 +710,7 @@ static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c,
                                   ev->data.scalar.style);
     if (id == 0) {
         return svp_spec_reader_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                  "composing the YAML");
+                                         "composing the YAML");
     }
     yaml_document_get_node(c->doc, id)->start_mark = ev->start_mark;
     yaml_document_get_node(c->doc, id)->end_mark   = ev->end_mark;
@@ -699,21 +725,20 @@ static svp_status_t svp_spec_compose_scalar(svp_spec_composer_t *c,
     return svp_spec_compose_attach(c, ev, id);
 }
 
-static svp_status_t svp_spec_compose_open(svp_spec_composer_t *c,
-                                          yaml_event_t *ev)
+static svp_status_t svp_spec_compose_open(svp_spec_composer_t *c, yaml_event_t *ev)
 {
-    int              is_seq = (ev->type == YAML_SEQUENCE_START_EVENT);
-    yaml_char_t    **anchor = is_seq ? &ev->data.sequence_start.anchor
-                                     : &ev->data.mapping_start.anchor;
+    int           is_seq = (ev->type == YAML_SEQUENCE_START_EVENT);
+    yaml_char_t **anchor =
+        is_seq ? &ev->data.sequence_start.anchor : &ev->data.mapping_start.anchor;
     svp_spec_open_t *top;
     svp_status_t     status;
     int              id;
 
     if (c->depth == SVP_SPEC_LIMIT_DEPTH) {
         return svp_spec_reader_fail(c->ctx, EV_LINE(ev), EV_COL(ev),
-                             "lists and mappings nested more than %d deep: "
-                             "over the nesting depth limit of %d",
-                             SVP_SPEC_LIMIT_DEPTH, SVP_SPEC_LIMIT_DEPTH);
+                                    "lists and mappings nested more than %d deep: "
+                                    "over the nesting depth limit of %d",
+                                    SVP_SPEC_LIMIT_DEPTH, SVP_SPEC_LIMIT_DEPTH);
     }
     status = svp_spec_compose_check_name(c, ev, *anchor);
     if (status == SVP_OK) {
@@ -722,13 +747,13 @@ static svp_status_t svp_spec_compose_open(svp_spec_composer_t *c,
     if (status != SVP_OK) {
         return status;
     }
-    id = is_seq ? yaml_document_add_sequence(c->doc, NULL,
-                                             ev->data.sequence_start.style)
-                : yaml_document_add_mapping(c->doc, NULL,
-                                            ev->data.mapping_start.style);
+    id =
+        is_seq
+            ? yaml_document_add_sequence(c->doc, NULL, ev->data.sequence_start.style)
+            : yaml_document_add_mapping(c->doc, NULL, ev->data.mapping_start.style);
     if (id == 0) {
         return svp_spec_reader_no_memory(c->ctx, EV_LINE(ev), EV_COL(ev),
-                                  "composing the YAML");
+                                         "composing the YAML");
     }
     yaml_document_get_node(c->doc, id)->start_mark = ev->start_mark;
     status = svp_spec_compose_attach(c, ev, id);
@@ -748,9 +773,9 @@ static svp_status_t svp_spec_compose_open(svp_spec_composer_t *c,
 }
 
 static svp_status_t svp_spec_compose_close(svp_spec_composer_t *c,
-                                           const yaml_event_t *ev)
+                                           const yaml_event_t  *ev)
 {
-    svp_spec_open_t *top = &c->open[--c->depth];
+    svp_spec_open_t *top    = &c->open[--c->depth];
     yaml_char_t     *anchor = top->anchor;
 
     yaml_document_get_node(c->doc, top->node)->end_mark = ev->end_mark;
@@ -769,7 +794,7 @@ static svp_status_t svp_spec_compose_close(svp_spec_composer_t *c,
  * ignored; it is refused, at its start.
  */
 static svp_status_t svp_spec_compose_end(svp_spec_reader_t *ctx,
-                                         yaml_parser_t *parser)
+                                         yaml_parser_t     *parser)
 {
     yaml_event_t ev;
     svp_status_t status = SVP_OK;
@@ -779,9 +804,10 @@ static svp_status_t svp_spec_compose_end(svp_spec_reader_t *ctx,
     }
     if (ev.type != YAML_STREAM_END_EVENT) {
         status = svp_spec_reader_fail(ctx, EV_LINE(&ev), EV_COL(&ev),
-                               "a second YAML document: a %s is one "
-                               "document (remove the '---' and what follows, "
-                               "or merge the two)", ctx->what);
+                                      "a second YAML document: a %s is one "
+                                      "document (remove the '---' and what follows, "
+                                      "or merge the two)",
+                                      ctx->what);
     }
     yaml_event_delete(&ev);
     return status;
@@ -798,7 +824,7 @@ static svp_status_t svp_spec_compose(svp_spec_reader_t *ctx, yaml_parser_t *pars
     svp_spec_composer_t c = {.ctx = ctx, .doc = doc};
     yaml_event_t        ev;
     svp_status_t        status = SVP_OK;
-    int                 done = 0, i;
+    int                 done   = 0, i;
 
     if (!yaml_document_initialize(doc, NULL, NULL, NULL, 1, 1)) {
         return svp_spec_reader_no_memory(ctx, 0, 0, "composing the YAML");
@@ -860,9 +886,10 @@ svp_status_t svp_spec_reader_read(svp_spec_reader_t *ctx, const char *yaml,
     ctx->text = yaml;
     ctx->len  = len;
     if (len > SVP_SPEC_LIMIT_BYTES) {
-        return svp_spec_reader_fail(ctx, 0, 0, "a %s of %zu bytes: over the size "
-                                    "limit of %d bytes", ctx->what, len,
-                                    SVP_SPEC_LIMIT_BYTES);
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "a %s of %zu bytes: over the size "
+                                    "limit of %d bytes",
+                                    ctx->what, len, SVP_SPEC_LIMIT_BYTES);
     }
     if (len >= 3 && !memcmp(yaml, "\xef\xbb\xbf", 3)) {
         /* a UTF-8 BOM some editors write: not part of the text, and not
@@ -884,12 +911,13 @@ svp_status_t svp_spec_reader_read(svp_spec_reader_t *ctx, const char *yaml,
         return status;
     }
     root = yaml_document_get_root_node(&doc);
-    if (root != NULL && !(root->type == YAML_SCALAR_NODE &&
-                          root->data.scalar.length == 0)) {
+    if (root != NULL &&
+        !(root->type == YAML_SCALAR_NODE && root->data.scalar.length == 0)) {
         if (root->type != YAML_MAPPING_NODE) {
             status = svp_spec_reader_fail(ctx, MARK_LINE(root), MARK_COL(root),
                                           "expected a mapping of keys at the "
-                                          "top, found %s", svp_spec_node_kind(root));
+                                          "top, found %s",
+                                          svp_spec_node_kind(root));
         } else {
             status = svp_spec_walk(ctx, &doc, root, "", ctx->base);
         }

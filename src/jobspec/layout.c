@@ -19,8 +19,9 @@ svp_status_t svp_layout_assign(int steps, int world, int rank, char *errbuf,
 
     if (world < 1 || rank < 0 || rank >= world || steps < 1) {
         if (errbuf != NULL) {
-            snprintf(errbuf, errlen, "invalid step assignment: steps=%d rank %d of %d",
-                     steps, rank, world);
+            snprintf(errbuf, errlen,
+                     "invalid step assignment: steps=%d rank %d of %d", steps, rank,
+                     world);
         }
         return SVP_ERR_INVALID_PARAM;
     }
@@ -43,9 +44,9 @@ svp_status_t svp_layout_assign(int steps, int world, int rank, char *errbuf,
         }
         return SVP_ERR_SPEC;
     }
-    per             = steps / world;
-    range_p->begin  = rank * per;
-    range_p->end    = (rank + 1) * per;
+    per            = steps / world;
+    range_p->begin = rank * per;
+    range_p->end   = (rank + 1) * per;
     return SVP_OK;
 }
 
@@ -67,7 +68,8 @@ static svp_status_t svp_layout_single(int steps, int world, int stages, char *er
     }
     if (stages < 0) {
         if (errbuf != NULL) {
-            snprintf(errbuf, errlen, "pipeline.stages: auto is chosen by svdlaunch "
+            snprintf(errbuf, errlen,
+                     "pipeline.stages: auto is chosen by svdlaunch "
                      "render (the rendered script passes the number); run that "
                      "script, or give a number");
         }
@@ -95,15 +97,16 @@ static svp_status_t svp_layout_single(int steps, int world, int stages, char *er
                                     (len > 0) ? ", " : "", s);
                 }
             }
-            snprintf(errbuf, errlen,
-                     "pipeline.stages: S=%d does not fit W=%d ranks (G=W/S=%.4g) and "
-                     "T=%d steps: %s; valid S: %s (nearest: S=%d, G=%d pipelines, "
-                     "%d steps per stage)",
-                     stages, world, (double)world / stages, steps,
-                     (world % stages != 0 || stages > world)
-                         ? "S must divide W (G = W / S groups)"
-                         : "T must divide by S",
-                     valid, best, world / best, steps / best);
+            snprintf(
+                errbuf, errlen,
+                "pipeline.stages: S=%d does not fit W=%d ranks (G=W/S=%.4g) and "
+                "T=%d steps: %s; valid S: %s (nearest: S=%d, G=%d pipelines, "
+                "%d steps per stage)",
+                stages, world, (double)world / stages, steps,
+                (world % stages != 0 || stages > world)
+                    ? "S must divide W (G = W / S groups)"
+                    : "T must divide by S",
+                valid, best, world / best, steps / best);
         }
         return SVP_ERR_SPEC;
     }
@@ -127,8 +130,8 @@ void svp_layout_list(int steps, int world, int max_pairs, char *buf, int len)
         }
         for (s = 1; s <= world / c; ++s) {
             if (svp_layout_valid(steps, world / c, s) && n < len - 24) {
-                n += snprintf(buf + n, len - n, "%s(%d, %d, %d)", (n > 0) ? ", " : "",
-                              world / c / s, s, c);
+                n += snprintf(buf + n, len - n, "%s(%d, %d, %d)",
+                              (n > 0) ? ", " : "", world / c / s, s, c);
             }
         }
     }
@@ -148,11 +151,12 @@ svp_status_t svp_layout_make(int steps, int world, int stages, int pairs,
                (stages > 0 && !svp_layout_valid(steps, world / pairs, stages))) {
         if (errbuf != NULL) {
             svp_layout_list(steps, world, 2, valid, sizeof(valid));
-            snprintf(errbuf, errlen,
-                     "pipeline.guidance_parallel: C=%d with S=%d does not fit W=%d "
-                     "ranks and T=%d steps: W = G x S x C, S must divide W / C and T "
-                     "must divide by S; valid (G, S, C): %s", pairs, stages, world,
-                     steps, valid);
+            snprintf(
+                errbuf, errlen,
+                "pipeline.guidance_parallel: C=%d with S=%d does not fit W=%d "
+                "ranks and T=%d steps: W = G x S x C, S must divide W / C and T "
+                "must divide by S; valid (G, S, C): %s",
+                pairs, stages, world, steps, valid);
         }
         return (world < 1) ? SVP_ERR_INVALID_PARAM : SVP_ERR_SPEC;
     } else {

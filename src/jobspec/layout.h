@@ -17,33 +17,30 @@
 #include "jobspec/spec.h"
 
 typedef struct {
-    int begin;   /* first step this rank runs */
-    int end;     /* one past the last */
+    int begin; /* first step this rank runs */
+    int end;   /* one past the last */
 } svp_step_range_t;
 
 typedef struct {
-    int             world;       /* W = G x S x C ranks */
-    int             groups;      /* G pipelines */
-    int             stages;      /* S positions per pipeline */
-    int             pairs;       /* C ranks per position: 1, or 2 with
+    int             world;     /* W = G x S x C ranks */
+    int             groups;    /* G pipelines */
+    int             stages;    /* S positions per pipeline */
+    int             pairs;     /* C ranks per position: 1, or 2 with
                                     pipeline.guidance_parallel */
-    int             steps;       /* T */
-    int             k;           /* T / S: the steps each position runs */
-    svp_placement_t placement;   /* who encodes and finishes a sample */
+    int             steps;     /* T */
+    int             k;         /* T / S: the steps each position runs */
+    svp_placement_t placement; /* who encodes and finishes a sample */
 } svp_layout_t;
 
 /* Where a rank stands in the layout. */
 typedef struct {
-    int group;      /* its pipeline, 0 .. G-1 */
-    int position;   /* its stage in the pipeline, 0 .. S-1 */
-    int lane;       /* its guidance half: 0 unconditioned, 1 conditioned */
+    int group;    /* its pipeline, 0 .. G-1 */
+    int position; /* its stage in the pipeline, 0 .. S-1 */
+    int lane;     /* its guidance half: 0 unconditioned, 1 conditioned */
 } svp_layout_place_t;
 
 /* What svp_layout_place() is asked for. */
-typedef enum {
-    SVP_LAYOUT_ENCODES,
-    SVP_LAYOUT_FINISHES
-} svp_layout_end_t;
+typedef enum { SVP_LAYOUT_ENCODES, SVP_LAYOUT_FINISHES } svp_layout_end_t;
 
 /*
  * Makes the layout of T steps on W ranks with S stages per pipeline (0: one
@@ -127,7 +124,8 @@ static inline int svp_layout_group_samples(const svp_layout_t *l, int n, int g)
 int svp_layout_place_of(svp_placement_t placement, int stages, int j,
                         svp_layout_end_t end);
 
-static inline int svp_layout_place(const svp_layout_t *l, int j, svp_layout_end_t end)
+static inline int svp_layout_place(const svp_layout_t *l, int j,
+                                   svp_layout_end_t end)
 {
     return svp_layout_place_of(l->placement, l->stages, j, end);
 }

@@ -58,10 +58,12 @@ static void svp_spec_reader_init(svp_spec_reader_t *r, const char *file,
  * cluster.worker is a path only when it has a '/': a bare name is looked up
  * on PATH.
  */
-static const char *const svp_spec_path_keys[] = {
-    "model.path", "model.conditioning", "video.inputs", "video.manifest",
-    "cluster.worker", NULL
-};
+static const char *const svp_spec_path_keys[] = {"model.path",
+                                                 "model.conditioning",
+                                                 "video.inputs",
+                                                 "video.manifest",
+                                                 "cluster.worker",
+                                                 NULL};
 
 /* base/rel into a new string, or rel unchanged (absolute, empty, no base). */
 static svp_status_t svp_spec_join(const svp_spec_reader_t *ctx, int bare_ok,
@@ -89,7 +91,7 @@ static svp_status_t svp_spec_join(const svp_spec_reader_t *ctx, int bare_ok,
 
 /* After a path key was set from the file: resolve it against the file's
  * folder (the reader's after hook). */
-static svp_status_t svp_spec_resolve(svp_spec_reader_t *ctx,
+static svp_status_t svp_spec_resolve(svp_spec_reader_t    *ctx,
                                      const svp_spec_key_t *key, int line, int col)
 {
     void               *field = (char *)ctx->base + key->offset;
@@ -161,23 +163,27 @@ static svp_status_t svp_spec_apply_override(svp_spec_reader_t *ctx, svp_spec_t *
     if (!svp_utf8_valid(ov, strlen(ov), &bad)) {
         /* text keys (the job's name among them) go into file names,
          * JSON records and logs: UTF-8 only, as a spec file must be */
-        return svp_spec_reader_fail(ctx, 0, 0, "--set: expected UTF-8 text, found the "
-                             "byte 0x%02x at offset %zu", (unsigned char)ov[bad], bad);
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "--set: expected UTF-8 text, found the "
+                                    "byte 0x%02x at offset %zu",
+                                    (unsigned char)ov[bad], bad);
     }
     if (eq == NULL || eq == ov) {
         return svp_spec_reader_fail(ctx, 0, 0, "--set '%s': expected key=value", ov);
     }
     if ((size_t)(eq - ov) >= sizeof(path)) {
-        return svp_spec_reader_fail(ctx, 0, 0, "--set: a key of %zu bytes: over the "
-                             "key length limit of %zu bytes", (size_t)(eq - ov),
-                             sizeof(path) - 1);
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "--set: a key of %zu bytes: over the "
+                                    "key length limit of %zu bytes",
+                                    (size_t)(eq - ov), sizeof(path) - 1);
     }
     memcpy(path, ov, eq - ov);
     path[eq - ov] = '\0';
     if (strlen(eq + 1) > SVP_SPEC_LIMIT_STRING) {
-        return svp_spec_reader_fail(ctx, 0, 0, "--set %s: a value of %zu bytes: over the "
-                             "string length limit of %d bytes", path,
-                             strlen(eq + 1), SVP_SPEC_LIMIT_STRING);
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "--set %s: a value of %zu bytes: over the "
+                                    "string length limit of %d bytes",
+                                    path, strlen(eq + 1), SVP_SPEC_LIMIT_STRING);
     }
 
     key = svp_spec_key_find(path);
@@ -194,13 +200,15 @@ static svp_status_t svp_spec_apply_override(svp_spec_reader_t *ctx, svp_spec_t *
             *dot = '.';
         }
         if (svp_spec_is_section(path)) {
-            return svp_spec_reader_fail(ctx, 0, 0, "--set %s: '%s' is a section, not a key",
-                                 ov, path);
+            return svp_spec_reader_fail(ctx, 0, 0,
+                                        "--set %s: '%s' is a section, not a key", ov,
+                                        path);
         }
         return svp_spec_reader_unknown(ctx, 0, 0, path);
     }
     if (status != SVP_OK) {
-        return svp_spec_reader_fail(ctx, 0, 0, "--set %s: key '%s': %s", ov, path, why);
+        return svp_spec_reader_fail(ctx, 0, 0, "--set %s: key '%s': %s", ov, path,
+                                    why);
     }
     return SVP_OK;
 }
@@ -245,8 +253,8 @@ static svp_status_t svp_spec_finish(svp_spec_reader_t *ctx, svp_spec_t *spec,
 static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
                                        const char *file, const char *base,
                                        const char *const *overrides,
-                                       int num_overrides, char *errbuf,
-                                       int errlen, svp_spec_t **spec_p)
+                                       int num_overrides, char *errbuf, int errlen,
+                                       svp_spec_t **spec_p)
 {
     svp_spec_reader_t ctx;
     svp_spec_t       *spec;
@@ -265,7 +273,7 @@ static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
     }
     ctx.base  = spec;
     ctx.after = svp_spec_resolve;
-    status = svp_spec_reader_read(&ctx, yaml, len);
+    status    = svp_spec_reader_read(&ctx, yaml, len);
     if (status == SVP_OK) {
         status = svp_spec_finish(&ctx, spec, overrides, num_overrides);
     }
@@ -313,11 +321,12 @@ svp_status_t svp_spec_load_string(const char *yaml, const char *file,
 
 static const char *svp_spec_file_kind(mode_t mode)
 {
-    return S_ISDIR(mode)  ? "a directory" :
-           S_ISFIFO(mode) ? "a FIFO" :
-           S_ISCHR(mode)  ? "a character device" :
-           S_ISBLK(mode)  ? "a block device" :
-           S_ISSOCK(mode) ? "a socket" : "not a file";
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "not a file";
 }
 
 /*
@@ -339,24 +348,27 @@ static svp_status_t svp_spec_read_file(svp_spec_reader_t *ctx, char **text_p,
     fd = open(ctx->file, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         return svp_spec_reader_fail(ctx, 0, 0, "cannot read the job spec: %s",
-                             strerror(errno));
+                                    strerror(errno));
     }
     if (fstat(fd, &st) != 0) {
         err = errno;
         close(fd);
         return svp_spec_reader_fail(ctx, 0, 0, "cannot read the job spec: %s",
-                             strerror(err));
+                                    strerror(err));
     }
     if (!S_ISREG(st.st_mode)) {
         close(fd);
-        return svp_spec_reader_fail(ctx, 0, 0, "cannot read the job spec: not a regular "
-                             "file (%s)", svp_spec_file_kind(st.st_mode));
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "cannot read the job spec: not a regular "
+                                    "file (%s)",
+                                    svp_spec_file_kind(st.st_mode));
     }
     if (st.st_size > SVP_SPEC_LIMIT_BYTES) {
         close(fd);
-        return svp_spec_reader_fail(ctx, 0, 0, "a job spec of %lld bytes: over the size "
-                             "limit of %d bytes", (long long)st.st_size,
-                             SVP_SPEC_LIMIT_BYTES);
+        return svp_spec_reader_fail(ctx, 0, 0,
+                                    "a job spec of %lld bytes: over the size "
+                                    "limit of %d bytes",
+                                    (long long)st.st_size, SVP_SPEC_LIMIT_BYTES);
     }
     text = malloc((size_t)st.st_size + 1);
     if (text == NULL) {
@@ -374,7 +386,8 @@ static svp_status_t svp_spec_read_file(svp_spec_reader_t *ctx, char **text_p,
             close(fd);
             free(text);
             return svp_spec_reader_fail(ctx, 0, 0, "cannot read the job spec: %s",
-                                 err ? strerror(err) : "it shrank while read");
+                                        err ? strerror(err)
+                                            : "it shrank while read");
         }
         got += (size_t)n;
     }
@@ -391,7 +404,7 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
 {
     svp_spec_reader_t ctx;
     char             *text = NULL, *copy;
-    size_t            len = 0;
+    size_t            len  = 0;
     svp_status_t      status;
 
     svp_spec_reader_init(&ctx, file, errbuf, errlen, NULL);
@@ -470,12 +483,13 @@ svp_status_t svp_spec_dump(const svp_spec_t *spec, char **yaml_p)
     out[0] = '\0';
     for (i = 0; i < svp_spec_num_keys && n + 8192 < cap; ++i) {
         const svp_spec_key_t *key = &svp_spec_keys[i];
-        field = (const char *)spec + key->offset;
-        val[0] = '\0';
+        field                     = (const char *)spec + key->offset;
+        val[0]                    = '\0';
         switch (key->type) {
         case SVP_SPEC_T_INT:
             if (*(const int *)field < 0 && key->names != NULL) {
-                snprintf(val, sizeof(val), "%s", key->names[-*(const int *)field - 1]);
+                snprintf(val, sizeof(val), "%s",
+                         key->names[-*(const int *)field - 1]);
             } else {
                 snprintf(val, sizeof(val), "%d", *(const int *)field);
             }

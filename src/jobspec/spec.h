@@ -35,121 +35,118 @@
  * (at most the text plus SVP_SPEC_LIMIT_ALIAS_BYTES) bound what a parse
  * holds.
  */
-#define SVP_SPEC_LIMIT_BYTES       (4 << 20) /* size of the spec's text */
-#define SVP_SPEC_LIMIT_DEPTH       32        /* nested lists and mappings */
-#define SVP_SPEC_LIMIT_STRING      16384     /* bytes of one value, key, anchor */
-#define SVP_SPEC_LIMIT_ENTRIES     4096      /* entries of one list or mapping */
-#define SVP_SPEC_LIMIT_NODES       16384     /* nodes, an alias's each time used */
-#define SVP_SPEC_LIMIT_ANCHORS     256       /* anchors defined (&name) */
-#define SVP_SPEC_LIMIT_ALIASES     256       /* uses of an alias (*name) */
+#define SVP_SPEC_LIMIT_BYTES       (4 << 20)   /* size of the spec's text */
+#define SVP_SPEC_LIMIT_DEPTH       32          /* nested lists and mappings */
+#define SVP_SPEC_LIMIT_STRING      16384       /* bytes of one value, key, anchor */
+#define SVP_SPEC_LIMIT_ENTRIES     4096        /* entries of one list or mapping */
+#define SVP_SPEC_LIMIT_NODES       16384       /* nodes, an alias's each time used */
+#define SVP_SPEC_LIMIT_ANCHORS     256         /* anchors defined (&name) */
+#define SVP_SPEC_LIMIT_ALIASES     256         /* uses of an alias (*name) */
 #define SVP_SPEC_LIMIT_ALIAS_BYTES (256 << 10) /* value bytes aliases repeat */
 
-typedef enum {
-    SVP_MODEL_DUMMY = 0,
-    SVP_MODEL_SVD
-} svp_model_kind_t;
+typedef enum { SVP_MODEL_DUMMY = 0, SVP_MODEL_SVD } svp_model_kind_t;
 
 typedef enum {
-    SVP_DUMMY_COST_COMPUTE = 0,  /* real CPU work, repeated 'work' times */
-    SVP_DUMMY_COST_SLEEP         /* fixed wall time per step, no CPU used */
+    SVP_DUMMY_COST_COMPUTE = 0, /* real CPU work, repeated 'work' times */
+    SVP_DUMMY_COST_SLEEP        /* fixed wall time per step, no CPU used */
 } svp_dummy_cost_t;
 
 /* comm.gpu_direct: how device frames cross (src/comm/comm_path.h) */
 typedef enum {
-    SVP_GPU_DIRECT_AUTO = 0,     /* device path when UCX can move cuda memory */
-    SVP_GPU_DIRECT_ON,           /* device path or an error at start */
-    SVP_GPU_DIRECT_OFF           /* staged through pinned host memory */
+    SVP_GPU_DIRECT_AUTO = 0, /* device path when UCX can move cuda memory */
+    SVP_GPU_DIRECT_ON,       /* device path or an error at start */
+    SVP_GPU_DIRECT_OFF       /* staged through pinned host memory */
 } svp_spec_gpu_direct_t;
 
 typedef enum {
-    SVP_PLACEMENT_ENDS = 0,      /* encode on rank 0, decode on rank W-1 */
-    SVP_PLACEMENT_SPREAD         /* sample i encoded/decoded by rank i mod W */
+    SVP_PLACEMENT_ENDS = 0, /* encode on rank 0, decode on rank W-1 */
+    SVP_PLACEMENT_SPREAD    /* sample i encoded/decoded by rank i mod W */
 } svp_placement_t;
 
 /* What `svdlaunch plan` recommends a layout for (pipeline.objective). */
 typedef enum {
-    SVP_OBJECTIVE_THROUGHPUT = 0,  /* samples per second of the job */
-    SVP_OBJECTIVE_LATENCY    = 1   /* seconds until one sample is written */
+    SVP_OBJECTIVE_THROUGHPUT = 0, /* samples per second of the job */
+    SVP_OBJECTIVE_LATENCY    = 1  /* seconds until one sample is written */
 } svp_spec_objective_t;
 
 /* cluster.container_runtime: what runs cluster.container_image */
 typedef enum {
-    SVP_CONTAINER_PYXIS = 0,     /* srun --container-image (enroot) */
-    SVP_CONTAINER_APPTAINER      /* srun apptainer exec IMAGE (or singularity) */
+    SVP_CONTAINER_PYXIS = 0, /* srun --container-image (enroot) */
+    SVP_CONTAINER_APPTAINER  /* srun apptainer exec IMAGE (or singularity) */
 } svp_container_runtime_t;
 
 /* output.format: how a job's samples are laid out in output.dir */
 typedef enum {
-    SVP_OUTPUT_FILES = 0,        /* a folder (or tensor file) per sample */
-    SVP_OUTPUT_WEBDATASET        /* tar shards, pipe/wds.h */
+    SVP_OUTPUT_FILES = 0, /* a folder (or tensor file) per sample */
+    SVP_OUTPUT_WEBDATASET /* tar shards, pipe/wds.h */
 } svp_spec_output_format_t;
 
 #define SVP_PIPE_STAGES_AUTO (-1)
 
 typedef struct {
-    int    count;
-    char  *items[SVP_SPEC_MAX_LIST];
+    int   count;
+    char *items[SVP_SPEC_MAX_LIST];
 } svp_spec_strlist_t;
 
 typedef struct {
-    int    count;
-    char  *keys[SVP_SPEC_MAX_LIST];
-    char  *values[SVP_SPEC_MAX_LIST];
+    int   count;
+    char *keys[SVP_SPEC_MAX_LIST];
+    char *values[SVP_SPEC_MAX_LIST];
 } svp_spec_strmap_t;
 
 typedef struct {
-    int      count;
-    int64_t  items[SVP_SPEC_MAX_LIST];
+    int     count;
+    int64_t items[SVP_SPEC_MAX_LIST];
 } svp_spec_intlist_t;
 
 typedef struct svp_spec {
-    char *file;                       /* the YAML it came from ("<defaults>") */
-    char *name;                       /* job name, default: file's base name */
+    char *file; /* the YAML it came from ("<defaults>") */
+    char *name; /* job name, default: file's base name */
 
     struct {
         svp_model_kind_t kind;
-        char            *path;        /* svd: diffusers folder (unet/, vae/, ...) */
-        char            *conditioning;/* svd: safetensors with per-sample
+        char            *path;         /* svd: diffusers folder (unet/, vae/, ...) */
+        char            *conditioning; /* svd: safetensors with per-sample
                                          conditioning / initial latents */
         struct {
             svp_dummy_cost_t cost;
-            double           step_ms; /* sleep: wall time per step */
-            int              work;    /* compute: repetitions of the conv */
-            double           encode_ms;  /* sleep stand-ins for the ends */
+            double           step_ms;   /* sleep: wall time per step */
+            int              work;      /* compute: repetitions of the conv */
+            double           encode_ms; /* sleep stand-ins for the ends */
             double           decode_ms;
         } dummy;
     } model;
 
-    int               steps;          /* T */
-    int               samples;        /* N */
+    int               steps;   /* T */
+    int               samples; /* N */
     uint64_t          seed;
-    int64_t           latent_shape[5];/* dummy: [B, F, C, H, W] */
-    svp_dtype_t       dtype;          /* F32, F16 or BF16 (the weights') */
-    svp_ops_backend_t device;         /* CPU or CUDA */
+    int64_t           latent_shape[5]; /* dummy: [B, F, C, H, W] */
+    svp_dtype_t       dtype;           /* F32, F16 or BF16 (the weights') */
+    svp_ops_backend_t device;          /* CPU or CUDA */
 
     struct {
-        double deadline;              /* seconds any wait may take */
-        char  *transport;             /* UCX_TLS hint, "" = UCX's choice */
-        int    inflight;              /* samples in flight per rank */
-        int    checksum;              /* checksum every payload (not only
+        double                deadline;  /* seconds any wait may take */
+        char                 *transport; /* UCX_TLS hint, "" = UCX's choice */
+        int                   inflight;  /* samples in flight per rank */
+        int                   checksum;  /* checksum every payload (not only
                                          the header) */
         svp_spec_gpu_direct_t gpu_direct;
     } comm;
 
     struct {
-        svp_placement_t placement;    /* where encode/decode run */
-        int             stages;       /* ranks per pipeline (0: all,
+        svp_placement_t      placement;         /* where encode/decode run */
+        int                  stages;            /* ranks per pipeline (0: all,
                                          SVP_PIPE_STAGES_AUTO: the
                                          planner's, resolved by render) */
-        int             guidance_parallel; /* C: 2, the two ranks of a pair
+        int                  guidance_parallel; /* C: 2, the two ranks of a pair
                                          run the two guidance halves */
-        svp_spec_objective_t objective; /* what svdlaunch plan ranks by */
+        svp_spec_objective_t objective;         /* what svdlaunch plan ranks by */
     } pipeline;
 
     struct {
-        svp_spec_strlist_t inputs;    /* images or directories */
-        svp_spec_intlist_t seeds;     /* each image with each seed (pipe/samples.h) */
-        char              *manifest;  /* JSONL of samples, "" = none */
+        svp_spec_strlist_t inputs;   /* images or directories */
+        svp_spec_intlist_t seeds;    /* each image with each seed (pipe/samples.h) */
+        char              *manifest; /* JSONL of samples, "" = none */
         int                width, height, num_frames, fps, motion_bucket_id;
         double             noise_aug_strength, min_guidance, max_guidance;
         int                decode_chunk_size;
@@ -157,17 +154,17 @@ typedef struct svp_spec {
 
     struct {
         char *dir;
-        int   frames;                 /* write PNG frames */
-        int   mp4;                    /* write MP4 (when built with FFmpeg) */
-        int   overwrite;              /* replace samples made with other parameters */
-        int   format;                 /* svp_spec_output_format_t */
-        int   samples_per_shard;      /* webdataset: samples in a tar shard */
+        int   frames;            /* write PNG frames */
+        int   mp4;               /* write MP4 (when built with FFmpeg) */
+        int   overwrite;         /* replace samples made with other parameters */
+        int   format;            /* svp_spec_output_format_t */
+        int   samples_per_shard; /* webdataset: samples in a tar shard */
     } output;
 
     struct {
-        int   level;                  /* svp_log_level_t */
-        char *trace;                  /* per-rank Chrome trace file, "" = off */
-        int   profile;                /* per-block profile of the model calls */
+        int   level;   /* svp_log_level_t */
+        char *trace;   /* per-rank Chrome trace file, "" = off */
+        int   profile; /* per-block profile of the model calls */
     } log;
 
     struct {
@@ -182,14 +179,14 @@ typedef struct svp_spec {
         int                requeue;
         char              *dependency, *array;
         char              *mpi;
-        char              *worker;    /* path of svdworker in the script */
+        char              *worker; /* path of svdworker in the script */
         int                gpus_per_task;
         int                share_gpu;
         int                cpus_per_task; /* 0: Slurm's default */
         char              *mem, *mem_per_gpu, *signal;
         svp_spec_strlist_t sbatch_args, srun_args;
-        svp_spec_strlist_t setup;     /* shell lines run before srun */
-        int                env_expand;/* cluster.env values expand $NAME */
+        svp_spec_strlist_t setup;             /* shell lines run before srun */
+        int                env_expand;        /* cluster.env values expand $NAME */
         int                container_runtime; /* svp_container_runtime_t */
         char              *container_workdir;
     } cluster;
@@ -197,7 +194,7 @@ typedef struct svp_spec {
 
 /* Where a key was found, for error messages after parsing. */
 typedef struct {
-    int line, column;                 /* 1-based; 0 = from defaults/--set */
+    int line, column; /* 1-based; 0 = from defaults/--set */
 } svp_spec_mark_t;
 
 /*
@@ -229,9 +226,8 @@ svp_status_t svp_spec_load(const char *file, const char *const *overrides,
 /* Same, from a string (file is the name used in messages; relative paths
  * are kept as given). */
 svp_status_t svp_spec_load_string(const char *yaml, const char *file,
-                                  const char *const *overrides,
-                                  int num_overrides, char *errbuf, int errlen,
-                                  svp_spec_t **spec_p);
+                                  const char *const *overrides, int num_overrides,
+                                  char *errbuf, int errlen, svp_spec_t **spec_p);
 
 void svp_spec_destroy(svp_spec_t *spec);
 

@@ -112,14 +112,15 @@ int svp_spec_diff(const char *mine, const char *theirs, char *buf, size_t len)
         if ((a == NULL) && (b == NULL)) {
             continue;
         }
-        if ((a != NULL) && (b != NULL) && (alen == blen) && (memcmp(a, b, alen) == 0)) {
+        if ((a != NULL) && (b != NULL) && (alen == blen) &&
+            (memcmp(a, b, alen) == 0)) {
             continue;
         }
         ++count;
         if (n < len) {
-            n += snprintf(buf + n, len - n, "%s%s: %.*s vs %.*s", count > 1 ? "; " : "",
-                          path, (int)alen, a != NULL ? a : "", (int)blen,
-                          b != NULL ? b : "");
+            n += snprintf(buf + n, len - n, "%s%s: %.*s vs %.*s",
+                          count > 1 ? "; " : "", path, (int)alen, a != NULL ? a : "",
+                          (int)blen, b != NULL ? b : "");
         }
     }
     return count;
@@ -145,8 +146,10 @@ svp_status_t svp_spec_agree(const svp_spec_t *spec, svp_rt_h rt, uint64_t *job_i
         if (status == SVP_OK) {
             ((char *)theirs)[len > 0 ? len - 1 : 0] = '\0';
             if (svp_spec_diff(mine, theirs, diff, sizeof(diff)) > 0) {
-                svp_error("%s: rank %d's job spec differs from rank 0's (this rank vs "
-                          "rank 0): %s", spec->file, svp_rt_rank(rt), diff);
+                svp_error(
+                    "%s: rank %d's job spec differs from rank 0's (this rank vs "
+                    "rank 0): %s",
+                    spec->file, svp_rt_rank(rt), diff);
                 status = SVP_ERR_SPEC;
             }
             free(theirs);

@@ -12,7 +12,7 @@
 
 extern const svp_spec_key_t svp_spec_keys[];
 extern const int            svp_spec_num_keys;
-extern const char *const    svp_spec_sections[];   /* NULL-terminated */
+extern const char *const    svp_spec_sections[]; /* NULL-terminated */
 
 const svp_spec_key_t *svp_spec_key_find(const char *path);
 int                   svp_spec_is_section(const char *path);

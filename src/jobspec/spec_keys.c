@@ -23,23 +23,22 @@
 static const char *const svp_spec_model_kinds[] = {"dummy", "svd", NULL};
 static const char *const svp_spec_dummy_costs[] = {"compute", "sleep", NULL};
 /* the tensor layer's and the ops layer's tables, indexed by their enums */
-static const char *const svp_spec_dtypes[]      = {SVP_DTYPE_WEIGHT_NAMES NULL};
-static const char *const svp_spec_devices[]     = {SVP_OPS_DEVICE_NAMES NULL};
-static const char *const svp_spec_placements[]  = {"ends", "spread", NULL};
-static const char *const svp_spec_gpu_direct[]  = {"auto", "on", "off", NULL};
-static const char *const svp_spec_objectives[]  = {"throughput", "latency", NULL};
+static const char *const svp_spec_dtypes[]         = {SVP_DTYPE_WEIGHT_NAMES NULL};
+static const char *const svp_spec_devices[]        = {SVP_OPS_DEVICE_NAMES NULL};
+static const char *const svp_spec_placements[]     = {"ends", "spread", NULL};
+static const char *const svp_spec_gpu_direct[]     = {"auto", "on", "off", NULL};
+static const char *const svp_spec_objectives[]     = {"throughput", "latency", NULL};
 static const char *const svp_spec_output_formats[] = {"files", "webdataset", NULL};
 /* words an integer key also takes: names[k] stands for -(k + 1) */
-static const char *const svp_spec_stages_words[] = {"auto", NULL};
+static const char *const svp_spec_stages_words[]       = {"auto", NULL};
 static const char *const svp_spec_container_runtimes[] = {"pyxis", "apptainer",
-                                                         NULL};
-static const char *const svp_spec_log_levels[]  = {"error", "warn", "info",
-                                                   "debug", "trace", NULL};
+                                                          NULL};
+static const char *const svp_spec_log_levels[]         = {"error", "warn",  "info",
+                                                          "debug", "trace", NULL};
 
-const char *const svp_spec_sections[] = {
-    "model", "model.dummy", "comm", "pipeline", "video", "output", "log",
-    "cluster", NULL
-};
+const char *const svp_spec_sections[] = {"model",    "model.dummy", "comm",
+                                         "pipeline", "video",       "output",
+                                         "log",      "cluster",     NULL};
 
 /* flags (the last field) are written only on the few keys that have any */
 #pragma GCC diagnostic push
@@ -382,8 +381,7 @@ static void svp_spec_enum_expected(const svp_spec_key_t *key, char *buf, int len
 
     n += snprintf(buf + n, len - n, "one of");
     for (i = 0; key->names[i] != NULL && n < len; ++i) {
-        n += snprintf(buf + n, len - n, "%s %s", (i == 0) ? "" : ",",
-                      key->names[i]);
+        n += snprintf(buf + n, len - n, "%s %s", (i == 0) ? "" : ",", key->names[i]);
     }
 }
 
@@ -412,18 +410,19 @@ static int svp_spec_split_list(char *s, char **items, int max)
         }
         *end = '\0';
     }
-    for (r = s; ; ) {
+    for (r = s;;) {
         while (*r == ' ') {
             ++r;
         }
         item = w = r;
         if (*r == '\'' || *r == '"') {
-            for (q = *r++; ; ++r) {
+            for (q = *r++;; ++r) {
                 if (*r == '\0') {
-                    return -1;                   /* unclosed quote */
+                    return -1; /* unclosed quote */
                 } else if (q == '\'' && r[0] == '\'' && r[1] == '\'') {
                     *w++ = *r++;
-                } else if (q == '"' && r[0] == '\\' && (r[1] == '"' || r[1] == '\\')) {
+                } else if (q == '"' && r[0] == '\\' &&
+                           (r[1] == '"' || r[1] == '\\')) {
                     *w++ = *++r;
                 } else if (*r == q) {
                     break;
@@ -434,7 +433,7 @@ static int svp_spec_split_list(char *s, char **items, int max)
             for (++r; *r == ' '; ++r) {
             }
             if (*r != ',' && *r != '\0') {
-                return -1;                       /* 'a'b */
+                return -1; /* 'a'b */
             }
         } else {
             while (*r != ',' && *r != '\0') {
@@ -443,7 +442,7 @@ static int svp_spec_split_list(char *s, char **items, int max)
             while (w > item && w[-1] == ' ') {
                 --w;
             }
-            if (w == item) {                     /* "a,,b", "a," */
+            if (w == item) { /* "a,,b", "a," */
                 if (*r == '\0') {
                     break;
                 }
@@ -489,8 +488,8 @@ void svp_spec_key_clear(void *base, const svp_spec_key_t *key)
 }
 
 svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
-                                 const char *map_key, const char *value,
-                                 char *why, int whylen)
+                                 const char *map_key, const char *value, char *why,
+                                 int whylen)
 {
     void   *field = svp_spec_field(base, key);
     int64_t v;
@@ -505,8 +504,10 @@ svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
             return SVP_ERR_SPEC;
         }
         if (l->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "more than %d elements: over the list limit "
-                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen,
+                     "more than %d elements: over the list limit "
+                     "of %d",
+                     SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         l->items[l->count++] = v;
@@ -515,8 +516,10 @@ svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
     case SVP_SPEC_T_STR_LIST: {
         svp_spec_strlist_t *l = field;
         if (l->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "more than %d elements: over the list limit "
-                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen,
+                     "more than %d elements: over the list limit "
+                     "of %d",
+                     SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         l->items[l->count] = svp_strdup(value);
@@ -529,7 +532,8 @@ svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
     }
     case SVP_SPEC_T_STR_MAP: {
         svp_spec_strmap_t *m = field;
-        if (map_key == NULL) { /* the callers give one for a map key: a list's is NULL */
+        if (map_key ==
+            NULL) { /* the callers give one for a map key: a list's is NULL */
             snprintf(why, whylen, "a mapping entry without a name");
             return SVP_ERR_SPEC;
         }
@@ -546,8 +550,10 @@ svp_status_t svp_spec_key_append(void *base, const svp_spec_key_t *key,
             }
         }
         if (m->count == SVP_SPEC_MAX_LIST) {
-            snprintf(why, whylen, "more than %d entries: over the mapping "
-                     "limit of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen,
+                     "more than %d entries: over the mapping "
+                     "limit of %d",
+                     SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             return SVP_ERR_SPEC;
         }
         m->keys[m->count]   = svp_strdup(map_key);
@@ -585,10 +591,10 @@ svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
                 return SVP_OK;
             }
         }
-        if (svp_spec_parse_int64(value, &v) != 0 || v < key->min ||
-            v > key->max) {
-            snprintf(why, whylen, "expected an integer in [%.0f, %.0f]%s%s, found '%s'",
-                     key->min, key->max, key->names != NULL ? " or " : "",
+        if (svp_spec_parse_int64(value, &v) != 0 || v < key->min || v > key->max) {
+            snprintf(why, whylen,
+                     "expected an integer in [%.0f, %.0f]%s%s, found '%s'", key->min,
+                     key->max, key->names != NULL ? " or " : "",
                      key->names != NULL ? key->names[0] : "", value);
             return SVP_ERR_SPEC;
         }
@@ -599,8 +605,10 @@ svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
         int      neg;
 
         if (svp_spec_parse_core_int(value, &neg, &u) != 0 || (neg && u != 0)) {
-            snprintf(why, whylen, "expected a non-negative integer up to "
-                     "18446744073709551615 (2^64 - 1), found '%s'", value);
+            snprintf(why, whylen,
+                     "expected a non-negative integer up to "
+                     "18446744073709551615 (2^64 - 1), found '%s'",
+                     value);
             return SVP_ERR_SPEC;
         }
         *(uint64_t *)field = u;
@@ -652,8 +660,10 @@ svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
         }
         n = svp_spec_split_list(copy, items, SVP_SPEC_MAX_LIST);
         if (n == -2) {
-            snprintf(why, whylen, "more than %d elements: over the list limit "
-                     "of %d", SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
+            snprintf(why, whylen,
+                     "more than %d elements: over the list limit "
+                     "of %d",
+                     SVP_SPEC_MAX_LIST, SVP_SPEC_MAX_LIST);
             free(copy);
             return SVP_ERR_SPEC;
         }
@@ -665,8 +675,8 @@ svp_status_t svp_spec_key_set(void *base, const svp_spec_key_t *key,
         if (key->type == SVP_SPEC_T_SHAPE5) {
             int64_t *shape = field, tmp[5];
             if (n != 5) {
-                snprintf(why, whylen, "expected 5 integers [B, F, C, H, W], found '%s'",
-                         value);
+                snprintf(why, whylen,
+                         "expected 5 integers [B, F, C, H, W], found '%s'", value);
                 free(copy);
                 return SVP_ERR_SPEC;
             }
@@ -713,7 +723,8 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
 
     if (spec->model.kind == SVP_MODEL_SVD && spec->model.path[0] == '\0') {
         *key_p = "model.path";
-        snprintf(why, whylen, "expected a model folder for model.kind svd, found none");
+        snprintf(why, whylen,
+                 "expected a model folder for model.kind svd, found none");
         return SVP_ERR_SPEC;
     }
     if (spec->video.min_guidance > spec->video.max_guidance) {
@@ -736,24 +747,28 @@ svp_status_t svp_spec_validate(const svp_spec_t *spec, char *why, int whylen,
     }
     /* on promises device memory on the wire: refused where there is none */
     if (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON &&
-        (spec->device != SVP_OPS_BACKEND_CUDA || spec->model.kind != SVP_MODEL_SVD)) {
+        (spec->device != SVP_OPS_BACKEND_CUDA ||
+         spec->model.kind != SVP_MODEL_SVD)) {
         *key_p = "comm.gpu_direct";
-        snprintf(why, whylen, "expected auto or off with %s (its latents are "
+        snprintf(why, whylen,
+                 "expected auto or off with %s (its latents are "
                  "host memory, there is no device memory to send), found on",
                  (spec->device != SVP_OPS_BACKEND_CUDA) ? "device cpu"
-                                                   : "model.kind dummy");
+                                                        : "model.kind dummy");
         return SVP_ERR_SPEC;
     }
     if (spec->video.manifest[0] != '\0' &&
         (spec->video.inputs.count > 0 || spec->video.seeds.count > 0)) {
         *key_p = "video.manifest";
-        snprintf(why, whylen, "expected either a manifest or video.inputs and "
+        snprintf(why, whylen,
+                 "expected either a manifest or video.inputs and "
                  "video.seeds, found both");
         return SVP_ERR_SPEC;
     }
     if (spec->video.manifest[0] != '\0' && spec->model.conditioning[0] != '\0') {
         *key_p = "video.manifest";
-        snprintf(why, whylen, "expected either a manifest or model.conditioning, "
+        snprintf(why, whylen,
+                 "expected either a manifest or model.conditioning, "
                  "found both");
         return SVP_ERR_SPEC;
     }

@@ -22,8 +22,7 @@
  * uses -0.5). */
 #define SVP_MEDIA_CUBIC_A (-0.75)
 
-void svp_media_gauss_for_scale(int in_size, int out_size,
-                               svp_media_gauss_t *gauss_p)
+void svp_media_gauss_for_scale(int in_size, int out_size, svp_media_gauss_t *gauss_p)
 {
     double factor = (double)in_size / out_size;
     double sigma  = fmax((factor - 1.0) / 2.0, 0.001);
@@ -33,8 +32,7 @@ void svp_media_gauss_for_scale(int in_size, int out_size,
     gauss_p->size  = (size % 2 == 0) ? size + 1 : size;
 }
 
-svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss,
-                                    float *kernel)
+svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss, float *kernel)
 {
     float sigma = (float)gauss->sigma;
     float denom = 2.0f * (sigma * sigma);
@@ -52,7 +50,7 @@ svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss,
         float x      = (float)(k - center);
 
         kernel[k] = expf(-(x * x) / denom);
-        sum      += kernel[k];
+        sum += kernel[k];
     }
     for (k = 0; k < gauss->size; ++k) {
         kernel[k] /= sum;
@@ -73,8 +71,7 @@ static inline int svp_media_reflect(int i, int n)
     return i;
 }
 
-static svp_status_t svp_media_blur_check(int axis_len, int size,
-                                         const char *axis)
+static svp_status_t svp_media_blur_check(int axis_len, int size, const char *axis)
 {
     if (size < 1 || size % 2 == 0 || (size - 1) / 2 >= axis_len) {
         svp_error("cannot blur %d samples along %s with a %d-tap kernel: "
@@ -85,9 +82,8 @@ static svp_status_t svp_media_blur_check(int axis_len, int size,
     return SVP_OK;
 }
 
-svp_status_t svp_media_blur_x(const float *src, int planes, int height,
-                              int width, const float *kernel, int size,
-                              float *dst)
+svp_status_t svp_media_blur_x(const float *src, int planes, int height, int width,
+                              const float *kernel, int size, float *dst)
 {
     int    pad = (size - 1) / 2;
     int    x, k;
@@ -112,9 +108,8 @@ svp_status_t svp_media_blur_x(const float *src, int planes, int height,
     return SVP_OK;
 }
 
-svp_status_t svp_media_blur_y(const float *src, int planes, int height,
-                              int width, const float *kernel, int size,
-                              float *dst)
+svp_status_t svp_media_blur_y(const float *src, int planes, int height, int width,
+                              const float *kernel, int size, float *dst)
 {
     int pad = (size - 1) / 2;
     int p, y, x, k;
@@ -134,8 +129,7 @@ svp_status_t svp_media_blur_y(const float *src, int planes, int height,
             }
             for (k = 0; k < size; ++k) {
                 const float *srow =
-                        s + (size_t)svp_media_reflect(y - pad + k, height) *
-                                    width;
+                    s + (size_t)svp_media_reflect(y - pad + k, height) * width;
 
                 for (x = 0; x < width; ++x) {
                     /* src (the x pass's output) is written in full */
@@ -151,18 +145,18 @@ svp_status_t svp_media_blur_y(const float *src, int planes, int height,
 /* For one axis: per output sample, the four clamped source indices and
  * their float32 Keys weights (torch's compute_indices_weights_cubic). */
 typedef struct {
-    int   (*idx)[4];
+    int (*idx)[4];
     float (*w)[4];
 } svp_media_cubic_axis_t;
 
-static double svp_media_cubic_near(double x)     /* |x| <= 1 */
+static double svp_media_cubic_near(double x) /* |x| <= 1 */
 {
     const double a = SVP_MEDIA_CUBIC_A;
 
     return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
 }
 
-static double svp_media_cubic_far(double x)      /* 1 < |x| < 2 */
+static double svp_media_cubic_far(double x) /* 1 < |x| < 2 */
 {
     const double a = SVP_MEDIA_CUBIC_A;
 
@@ -185,9 +179,9 @@ static svp_status_t svp_media_cubic_axis_init(int in_size, int out_size,
                                               svp_media_cubic_axis_t *ax)
 {
     /* align_corners=True: the first and last samples of both grids meet */
-    float scale = (out_size > 1) ? (float)(in_size - 1) / (float)(out_size - 1)
-                                 : 0.0f;
-    int   i, j, base, tap;
+    float scale =
+        (out_size > 1) ? (float)(in_size - 1) / (float)(out_size - 1) : 0.0f;
+    int i, j, base, tap;
 
     ax->idx = malloc(sizeof(*ax->idx) * out_size);
     ax->w   = malloc(sizeof(*ax->w) * out_size);
@@ -201,15 +195,15 @@ static svp_status_t svp_media_cubic_axis_init(int in_size, int out_size,
         double src = (double)scale * i;
         double t;
 
-        base = (int)floor(src);
-        t    = src - base;
+        base        = (int)floor(src);
+        t           = src - base;
         ax->w[i][0] = (float)svp_media_cubic_far(t + 1.0);
         ax->w[i][1] = (float)svp_media_cubic_near(t);
         ax->w[i][2] = (float)svp_media_cubic_near(1.0 - t);
         ax->w[i][3] = (float)svp_media_cubic_far(2.0 - t);
         for (j = 0; j < 4; ++j) {
-            tap = base - 1 + j;
-            tap = (tap < 0) ? 0 : (tap > in_size - 1) ? in_size - 1 : tap;
+            tap           = base - 1 + j;
+            tap           = (tap < 0) ? 0 : (tap > in_size - 1) ? in_size - 1 : tap;
             ax->idx[i][j] = tap;
         }
     }
@@ -222,9 +216,9 @@ static void svp_media_cubic_axis_cleanup(svp_media_cubic_axis_t *ax)
     free(ax->w);
 }
 
-svp_status_t svp_media_bicubic_resize(const float *src, int planes,
-                                      int height, int width, int out_height,
-                                      int out_width, float *dst)
+svp_status_t svp_media_bicubic_resize(const float *src, int planes, int height,
+                                      int width, int out_height, int out_width,
+                                      float *dst)
 {
     svp_media_cubic_axis_t ax_x, ax_y;
     float                 *rows;
@@ -275,12 +269,12 @@ svp_status_t svp_media_bicubic_resize(const float *src, int planes,
             float *drow = d + (size_t)y * out_width;
 
             for (x = 0; x < out_width; ++x) {
-                float acc = rows[(size_t)ax_y.idx[y][0] * out_width + x] *
-                            ax_y.w[y][0];
+                float acc =
+                    rows[(size_t)ax_y.idx[y][0] * out_width + x] * ax_y.w[y][0];
 
                 for (j = 1; j < 4; ++j) {
-                    acc += rows[(size_t)ax_y.idx[y][j] * out_width + x] *
-                           ax_y.w[y][j];
+                    acc +=
+                        rows[(size_t)ax_y.idx[y][j] * out_width + x] * ax_y.w[y][j];
                 }
                 drow[x] = acc;
             }
@@ -295,9 +289,9 @@ out_cleanup_x:
     return status;
 }
 
-svp_status_t svp_media_antialias_resize(const float *src, int planes,
-                                        int height, int width, int out_height,
-                                        int out_width, float *dst)
+svp_status_t svp_media_antialias_resize(const float *src, int planes, int height,
+                                        int width, int out_height, int out_width,
+                                        float *dst)
 {
     svp_media_gauss_t gx, gy;
     float             kx[SVP_MEDIA_GAUSS_MAX_TAPS], ky[SVP_MEDIA_GAUSS_MAX_TAPS];
@@ -331,8 +325,8 @@ svp_status_t svp_media_antialias_resize(const float *src, int planes,
     if (status != SVP_OK) {
         goto out_free;
     }
-    status = svp_media_bicubic_resize(blurred, planes, height, width,
-                                      out_height, out_width, dst);
+    status = svp_media_bicubic_resize(blurred, planes, height, width, out_height,
+                                      out_width, dst);
 
 out_free:
     free(blurred);

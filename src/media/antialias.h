@@ -34,8 +34,7 @@ void svp_media_gauss_for_scale(int in_size, int out_size,
  * float32 with sigma first rounded to float32 (kornia's _gaussian on a
  * float32 tensor).  size must be odd and at most SVP_MEDIA_GAUSS_MAX_TAPS.
  */
-svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss,
-                                    float *kernel);
+svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss, float *kernel);
 
 /*
  * One-dimensional convolution along width (svp_media_blur_x) or height
@@ -44,12 +43,10 @@ svp_status_t svp_media_gauss_kernel(const svp_media_gauss_t *gauss,
  * axis (torch refuses it too): SVP_ERR_INVALID_PARAM otherwise.  dst must
  * not overlap src.
  */
-svp_status_t svp_media_blur_x(const float *src, int planes, int height,
-                              int width, const float *kernel, int size,
-                              float *dst);
-svp_status_t svp_media_blur_y(const float *src, int planes, int height,
-                              int width, const float *kernel, int size,
-                              float *dst);
+svp_status_t svp_media_blur_x(const float *src, int planes, int height, int width,
+                              const float *kernel, int size, float *dst);
+svp_status_t svp_media_blur_y(const float *src, int planes, int height, int width,
+                              const float *kernel, int size, float *dst);
 
 /*
  * torch.nn.functional.interpolate(mode="bicubic", align_corners=True) on
@@ -57,13 +54,13 @@ svp_status_t svp_media_blur_y(const float *src, int planes, int height,
  * A = -0.75, taps clamped to the image, rows of four taps combined after the
  * columns, all in float32.  No clamping of the overshoot.
  */
-svp_status_t svp_media_bicubic_resize(const float *src, int planes,
-                                      int height, int width, int out_height,
-                                      int out_width, float *dst);
+svp_status_t svp_media_bicubic_resize(const float *src, int planes, int height,
+                                      int width, int out_height, int out_width,
+                                      float *dst);
 
 /* Blur along x, then along y, then bicubic: _resize_with_antialiasing(). */
-svp_status_t svp_media_antialias_resize(const float *src, int planes,
-                                        int height, int width, int out_height,
-                                        int out_width, float *dst);
+svp_status_t svp_media_antialias_resize(const float *src, int planes, int height,
+                                        int width, int out_height, int out_width,
+                                        float *dst);
 
 #endif

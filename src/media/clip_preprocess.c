@@ -22,9 +22,9 @@ void svp_media_clip_params_init(svp_media_clip_params_t *params)
     memcpy(params->std, std, sizeof(std));
 }
 
-svp_status_t svp_media_clip_preprocess(const svp_media_image_t *image,
+svp_status_t svp_media_clip_preprocess(const svp_media_image_t       *image,
                                        const svp_media_clip_params_t *params,
-                                       float *clip_pixel_input,
+                                       float         *clip_pixel_input,
                                        svp_tensor_t **pixel_values_p)
 {
     int64_t       shape[4] = {1, 3, params->height, params->width};
@@ -42,8 +42,8 @@ svp_status_t svp_media_clip_preprocess(const svp_media_image_t *image,
     }
     pm1 = malloc(sizeof(float) * 3 * (size_t)image->width * image->height);
     if (pm1 == NULL) {
-        svp_error("clip preprocessing: no memory for a %dx%d image",
-                  image->width, image->height);
+        svp_error("clip preprocessing: no memory for a %dx%d image", image->width,
+                  image->height);
         return SVP_ERR_NO_MEMORY;
     }
     status = svp_tensor_create(SVP_DTYPE_F32, 4, shape, &out);

@@ -17,9 +17,9 @@
 #include "tensor/tensor.h"
 
 typedef struct {
-    int   height;    /* encoder input size: the encoder config's image_size */
+    int   height; /* encoder input size: the encoder config's image_size */
     int   width;
-    float mean[3];   /* per channel, applied as (x - mean) / std */
+    float mean[3]; /* per channel, applied as (x - mean) / std */
     float std[3];
 } svp_media_clip_params_t;
 
@@ -33,9 +33,9 @@ void svp_media_clip_params_init(svp_media_clip_params_t *params);
  * the [0, 1] image before normalisation (3 * height * width floats, the
  * caller's buffer).
  */
-svp_status_t svp_media_clip_preprocess(const svp_media_image_t *image,
+svp_status_t svp_media_clip_preprocess(const svp_media_image_t       *image,
                                        const svp_media_clip_params_t *params,
-                                       float *clip_pixel_input,
+                                       float         *clip_pixel_input,
                                        svp_tensor_t **pixel_values_p);
 
 #endif

@@ -15,8 +15,8 @@ typedef struct {
 } svp_media_rgb_t;
 
 /* a + (b - a) * num / den, per channel */
-static svp_media_rgb_t svp_media_mix(svp_media_rgb_t a, svp_media_rgb_t b,
-                                     int num, int den)
+static svp_media_rgb_t svp_media_mix(svp_media_rgb_t a, svp_media_rgb_t b, int num,
+                                     int den)
 {
     svp_media_rgb_t out = {
         a.r + (b.r - a.r) * num / den,
@@ -53,20 +53,21 @@ static int svp_media_ridge(int x, int cx, int top, int drop, int half)
 static svp_media_rgb_t svp_media_demo_pixel(int x, int y, int w, int h)
 {
     const svp_media_rgb_t sky_top = {52, 110, 190}, sky_low = {196, 222, 240};
-    const svp_media_rgb_t sun = {255, 214, 110};
+    const svp_media_rgb_t sun      = {255, 214, 110};
     const svp_media_rgb_t far_hill = {96, 138, 112};
     const svp_media_rgb_t near_top = {88, 150, 58}, near_low = {40, 96, 34};
     const svp_media_rgb_t wall = {186, 70, 52}, roof = {92, 40, 36};
     const svp_media_rgb_t window = {250, 228, 140}, door = {70, 44, 30};
     svp_media_rgb_t       c;
-    int horizon  = h * 3 / 5;
-    int far_y    = svp_media_ridge(x, w * 3 / 10, h * 2 / 5, h / 4, w / 2);
-    int near_y   = svp_media_ridge(x, w * 3 / 4, h / 2, h / 3, w * 2 / 3);
-    int sun_x    = w * 6 / 7, sun_y = h / 5, sun_r = h / 9 + 1;
-    int dx       = x - sun_x, dy = y - sun_y, d2 = dx * dx + dy * dy;
+    int                   horizon = h * 3 / 5;
+    int far_y  = svp_media_ridge(x, w * 3 / 10, h * 2 / 5, h / 4, w / 2);
+    int near_y = svp_media_ridge(x, w * 3 / 4, h / 2, h / 3, w * 2 / 3);
+    int sun_x = w * 6 / 7, sun_y = h / 5, sun_r = h / 9 + 1;
+    int dx = x - sun_x, dy = y - sun_y, d2 = dx * dx + dy * dy;
     int house_x0 = w * 5 / 8, house_x1 = w * 5 / 8 + w / 6;
-    int house_y1 = svp_media_ridge((house_x0 + house_x1) / 2, w * 3 / 4,
-                                   h / 2, h / 3, w * 2 / 3) + 1;
+    int house_y1 = svp_media_ridge((house_x0 + house_x1) / 2, w * 3 / 4, h / 2,
+                                   h / 3, w * 2 / 3) +
+                   1;
     int house_y0 = house_y1 - h / 7 - 1;
     int roof_h   = (house_x1 - house_x0) / 2 + 1;
     int grain;
@@ -82,7 +83,7 @@ static svp_media_rgb_t svp_media_demo_pixel(int x, int y, int w, int h)
         c = svp_media_mix(far_hill, sky_low, 1, 4);
     }
     if (y >= near_y) {
-        c = svp_media_mix(near_top, near_low, y - near_y, h - near_y + 1);
+        c     = svp_media_mix(near_top, near_low, y - near_y, h - near_y + 1);
         grain = svp_media_hash(x, y) / 16 - 8;
         c.r += grain;
         c.g += grain;
@@ -102,8 +103,8 @@ static svp_media_rgb_t svp_media_demo_pixel(int x, int y, int w, int h)
         }
     }
     if (y < house_y0 && y >= house_y0 - roof_h) {
-        int up = house_y0 - y;                  /* 1 .. roof_h */
-        int cx = (house_x0 + house_x1) / 2;
+        int up   = house_y0 - y; /* 1 .. roof_h */
+        int cx   = (house_x0 + house_x1) / 2;
         int half = (house_x1 - house_x0) / 2 + 1 - up + 1;
 
         if (x >= cx - half && x <= cx + half - 1) {
@@ -125,8 +126,7 @@ svp_status_t svp_media_demo_image_create(int width, int height,
     int                x, y;
 
     if (width < 8 || height < 8) {
-        svp_error("demo image %dx%d: both sides must be at least 8", width,
-                  height);
+        svp_error("demo image %dx%d: both sides must be at least 8", width, height);
         return SVP_ERR_INVALID_PARAM;
     }
     status = svp_media_image_create(width, height, &image);

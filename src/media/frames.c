@@ -24,7 +24,7 @@ svp_status_t svp_media_frames_create(int num_frames, int height, int width,
         return SVP_ERR_INVALID_PARAM;
     }
     frame_bytes = (size_t)height * (size_t)width * 3;
-    frames = malloc(sizeof(*frames));
+    frames      = malloc(sizeof(*frames));
     if (frames == NULL) {
         goto err;
     }
@@ -49,7 +49,7 @@ err:
 static uint8_t svp_media_unit_to_u8(float x)
 {
     if (!(x > 0.0f)) {
-        return 0;              /* also NaN */
+        return 0; /* also NaN */
     }
     if (x >= 1.0f) {
         return 255;
@@ -57,9 +57,8 @@ static uint8_t svp_media_unit_to_u8(float x)
     return (uint8_t)rintf(x * 255.0f);
 }
 
-svp_status_t svp_media_frames_from_f32(const float *data, int num_frames,
-                                       int height, int width,
-                                       svp_media_frames_t **frames_p)
+svp_status_t svp_media_frames_from_f32(const float *data, int num_frames, int height,
+                                       int width, svp_media_frames_t **frames_p)
 {
     svp_media_frames_t *frames;
     size_t              plane = (size_t)height * (size_t)width;
@@ -99,12 +98,12 @@ void svp_media_frames_view(const svp_media_frames_t *frames, int index,
 {
     view_p->width  = frames->width;
     view_p->height = frames->height;
-    view_p->pixels = frames->pixels +
-                     (size_t)index * frames->height * frames->width * 3;
+    view_p->pixels =
+        frames->pixels + (size_t)index * frames->height * frames->width * 3;
 }
 
 svp_status_t svp_media_frames_write_png(const svp_media_frames_t *frames,
-                                        const char *dir)
+                                        const char               *dir)
 {
     svp_media_image_t view;
     char              path[4096];

@@ -20,7 +20,7 @@ typedef struct svp_media_frames {
     int      num_frames;
     int      height;
     int      width;
-    uint8_t *pixels;    /* [num_frames][height][width][3] RGB; owned */
+    uint8_t *pixels; /* [num_frames][height][width][3] RGB; owned */
 } svp_media_frames_t;
 
 /* num_frames zero-filled frames of width x height. */
@@ -29,9 +29,8 @@ svp_status_t svp_media_frames_create(int num_frames, int height, int width,
 
 /* Converts float [num_frames, 3, height, width] (values clamped to [0, 1]
  * first; NaN becomes 0) to 8-bit frames. */
-svp_status_t svp_media_frames_from_f32(const float *data, int num_frames,
-                                       int height, int width,
-                                       svp_media_frames_t **frames_p);
+svp_status_t svp_media_frames_from_f32(const float *data, int num_frames, int height,
+                                       int width, svp_media_frames_t **frames_p);
 
 void svp_media_frames_destroy(svp_media_frames_t *frames);
 
@@ -47,6 +46,6 @@ void svp_media_frames_view(const svp_media_frames_t *frames, int index,
  * sample directory (media/sample_dir.h).
  */
 svp_status_t svp_media_frames_write_png(const svp_media_frames_t *frames,
-                                        const char *dir);
+                                        const char               *dir);
 
 #endif

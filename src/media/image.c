@@ -12,9 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint8_t svp_media_png_magic[8] = {
-    0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'
-};
+static const uint8_t svp_media_png_magic[8] = {0x89, 'P',  'N',  'G',
+                                               '\r', '\n', 0x1a, '\n'};
 /* SOI marker followed by the first marker's 0xff */
 static const uint8_t svp_media_jpeg_magic[3] = {0xff, 0xd8, 0xff};
 
@@ -97,8 +96,7 @@ svp_status_t svp_media_image_load(const char *path, svp_media_image_t **image_p)
         !memcmp(magic, svp_media_png_magic, sizeof(svp_media_png_magic))) {
         status = svp_media_png_read(file, path, image_p);
     } else if (got >= sizeof(svp_media_jpeg_magic) &&
-               !memcmp(magic, svp_media_jpeg_magic,
-                       sizeof(svp_media_jpeg_magic))) {
+               !memcmp(magic, svp_media_jpeg_magic, sizeof(svp_media_jpeg_magic))) {
         status = svp_media_jpeg_read(file, path, image_p);
     } else {
         svp_error("%s: not a PNG or JPEG file (%s)", path,
@@ -120,7 +118,7 @@ void svp_media_image_to_pm1(const svp_media_image_t *image, float *dst)
     for (c = 0; c < 3; ++c) {
         for (i = 0; i < plane; ++i) {
             /* two float32 roundings, in this order, as numpy/torch do */
-            float v = (float)image->pixels[i * 3 + c] / 255.0f;
+            float v                    = (float)image->pixels[i * 3 + c] / 255.0f;
             dst[(size_t)c * plane + i] = v * 2.0f - 1.0f;
         }
     }

@@ -30,7 +30,7 @@
 typedef struct svp_media_image {
     int      width;
     int      height;
-    uint8_t *pixels;    /* height * width * 3 bytes, RGB, row-major; owned */
+    uint8_t *pixels; /* height * width * 3 bytes, RGB, row-major; owned */
 } svp_media_image_t;
 
 /* Largest width or height accepted from a file: keeps w * h * 3 far from
@@ -57,7 +57,7 @@ svp_status_t svp_media_image_load(const char *path, svp_media_image_t **image_p)
  * temporary name in the same directory, are fsync'ed, then renamed to path.
  * On failure nothing new is left at path.
  */
-svp_status_t svp_media_image_write_png(const char *path,
+svp_status_t svp_media_image_write_png(const char              *path,
                                        const svp_media_image_t *image);
 
 /*

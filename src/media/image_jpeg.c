@@ -27,7 +27,7 @@
 #include <string.h>
 
 typedef struct {
-    struct jpeg_error_mgr pub;     /* first: libjpeg casts cinfo->err to it */
+    struct jpeg_error_mgr pub; /* first: libjpeg casts cinfo->err to it */
     jmp_buf               jmp;
     const char           *path;
 } svp_media_jpeg_error_t;
@@ -36,7 +36,7 @@ typedef struct {
     struct jpeg_decompress_struct cinfo;
     svp_media_jpeg_error_t        err;
     svp_media_image_t            *image;
-    svp_status_t                  status;  /* the failure, when decode fails */
+    svp_status_t                  status; /* the failure, when decode fails */
 } svp_media_jpeg_reader_t;
 
 static void svp_media_jpeg_error_exit(j_common_ptr cinfo)
@@ -55,7 +55,7 @@ static void svp_media_jpeg_emit_message(j_common_ptr cinfo, int level)
     char                    msg[JMSG_LENGTH_MAX];
 
     if (level >= 0) {
-        return;                 /* trace messages */
+        return; /* trace messages */
     }
     if (cinfo->err->msg_code == JWRN_JPEG_EOF) {
         svp_error("%s: JPEG file is truncated", err->path);
@@ -78,10 +78,10 @@ static int svp_media_jpeg_decode(svp_media_jpeg_reader_t *rd, FILE *file)
     jpeg_stdio_src(cinfo, file);
     jpeg_read_header(cinfo, TRUE);
 
-    if (cinfo->jpeg_color_space == JCS_CMYK ||
-        cinfo->jpeg_color_space == JCS_YCCK) {
+    if (cinfo->jpeg_color_space == JCS_CMYK || cinfo->jpeg_color_space == JCS_YCCK) {
         svp_error("%s: CMYK JPEG images are not supported; convert the image "
-                  "to RGB", rd->err.path);
+                  "to RGB",
+                  rd->err.path);
         rd->status = SVP_ERR_UNSUPPORTED;
         return -1;
     }
@@ -90,14 +90,14 @@ static int svp_media_jpeg_decode(svp_media_jpeg_reader_t *rd, FILE *file)
     cinfo->out_color_space = JCS_RGB;
     jpeg_start_decompress(cinfo);
     if (cinfo->output_components != 3) {
-        svp_error("%s: JPEG decodes to %d components, expected 3",
-                  rd->err.path, cinfo->output_components);
+        svp_error("%s: JPEG decodes to %d components, expected 3", rd->err.path,
+                  cinfo->output_components);
         return -1;
     }
 
-    rd->status = svp_media_image_alloc((int)cinfo->output_width,
-                                       (int)cinfo->output_height,
-                                       rd->err.path, &rd->image);
+    rd->status =
+        svp_media_image_alloc((int)cinfo->output_width, (int)cinfo->output_height,
+                              rd->err.path, &rd->image);
     if (rd->status != SVP_OK) {
         return -1;
     }
@@ -118,9 +118,9 @@ svp_status_t svp_media_jpeg_read(FILE *file, const char *path,
     svp_media_jpeg_reader_t rd;
 
     memset(&rd, 0, sizeof(rd));
-    rd.status   = SVP_ERR_BAD_FILE;
-    rd.err.path = path;
-    rd.cinfo.err = jpeg_std_error(&rd.err.pub);
+    rd.status               = SVP_ERR_BAD_FILE;
+    rd.err.path             = path;
+    rd.cinfo.err            = jpeg_std_error(&rd.err.pub);
     rd.err.pub.error_exit   = svp_media_jpeg_error_exit;
     rd.err.pub.emit_message = svp_media_jpeg_emit_message;
 

@@ -23,11 +23,11 @@ typedef struct {
     const char        *path;
     png_structp        png;
     png_infop          info;
-    uint8_t           *rows;      /* decoded rows, channels bytes per pixel */
+    uint8_t           *rows; /* decoded rows, channels bytes per pixel */
     png_bytep         *row_ptrs;
     svp_media_image_t *image;
     int                channels;
-    svp_status_t       status;    /* the failure, when decode returns -1 */
+    svp_status_t       status; /* the failure, when decode returns -1 */
 } svp_media_png_reader_t;
 
 static void svp_media_png_error_cb(png_structp png, png_const_charp msg)
@@ -40,14 +40,12 @@ static void svp_media_png_error_cb(png_structp png, png_const_charp msg)
 
 static void svp_media_png_warning_cb(png_structp png, png_const_charp msg)
 {
-    svp_debug("%s: libpng warning: %s", (const char *)png_get_error_ptr(png),
-              msg);
+    svp_debug("%s: libpng warning: %s", (const char *)png_get_error_ptr(png), msg);
 }
 
 /* libpng's stock reader says only "Read Error" at end of file; say what
  * happened. */
-static void svp_media_png_read_cb(png_structp png, png_bytep data,
-                                  png_size_t len)
+static void svp_media_png_read_cb(png_structp png, png_bytep data, png_size_t len)
 {
     FILE *file = png_get_io_ptr(png);
 
@@ -70,14 +68,14 @@ static int svp_media_png_decode(svp_media_png_reader_t *rd, FILE *file)
 
     png_set_read_fn(rd->png, file, svp_media_png_read_cb);
     png_read_info(rd->png, rd->info);
-    png_get_IHDR(rd->png, rd->info, &width, &height, &bit_depth, &color_type,
-                 NULL, NULL, NULL);
+    png_get_IHDR(rd->png, rd->info, &width, &height, &bit_depth, &color_type, NULL,
+                 NULL, NULL);
 
     /* Only what is needed to reach 8-bit gray, gray+alpha, RGB or RGBA; the
      * last step to RGB is ours, below.  No gamma or background handling:
      * PIL applies neither. */
     if (bit_depth == 16) {
-        png_set_strip_16(rd->png);       /* keeps the high byte, like PIL */
+        png_set_strip_16(rd->png); /* keeps the high byte, like PIL */
     }
     if (color_type == PNG_COLOR_TYPE_PALETTE) {
         png_set_palette_to_rgb(rd->png); /* may add alpha from tRNS */
@@ -90,17 +88,18 @@ static int svp_media_png_decode(svp_media_png_reader_t *rd, FILE *file)
 
     rd->channels = png_get_channels(rd->png, rd->info);
     stride       = png_get_rowbytes(rd->png, rd->info);
-    rd->status = svp_media_image_alloc(
-            (int)SVP_MIN(width, (png_uint_32)INT32_MAX),
-            (int)SVP_MIN(height, (png_uint_32)INT32_MAX), rd->path, &rd->image);
+    rd->status   = svp_media_image_alloc((int)SVP_MIN(width, (png_uint_32)INT32_MAX),
+                                         (int)SVP_MIN(height, (png_uint_32)INT32_MAX),
+                                         rd->path, &rd->image);
     if (rd->status != SVP_OK) {
         return -1;
     }
     rd->status = SVP_ERR_BAD_FILE;
-    if (stride != (size_t)width * (size_t)rd->channels ||
-        rd->channels < 1 || rd->channels > 4) {
+    if (stride != (size_t)width * (size_t)rd->channels || rd->channels < 1 ||
+        rd->channels > 4) {
         svp_error("%s: unexpected PNG layout after conversion (%d channels, "
-                  "%zu bytes per row)", rd->path, rd->channels, stride);
+                  "%zu bytes per row)",
+                  rd->path, rd->channels, stride);
         return -1;
     }
     rd->rows     = malloc(stride * height);
@@ -141,9 +140,9 @@ svp_status_t svp_media_png_read(FILE *file, const char *path,
     svp_media_png_reader_t rd = {.path = path, .status = SVP_ERR_BAD_FILE};
     svp_status_t           status;
 
-    rd.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, (png_voidp)path,
-                                    svp_media_png_error_cb,
-                                    svp_media_png_warning_cb);
+    rd.png =
+        png_create_read_struct(PNG_LIBPNG_VER_STRING, (png_voidp)path,
+                               svp_media_png_error_cb, svp_media_png_warning_cb);
     if (rd.png == NULL) {
         svp_error("%s: cannot create libpng reader", path);
         return SVP_ERR_NO_MEMORY;
@@ -171,8 +170,7 @@ out_free_rows:
     free(rd.row_ptrs);
     free(rd.rows);
 out_destroy_png:
-    png_destroy_read_struct(&rd.png, (rd.info != NULL) ? &rd.info : NULL,
-                            NULL);
+    png_destroy_read_struct(&rd.png, (rd.info != NULL) ? &rd.info : NULL, NULL);
     return status;
 }
 
@@ -182,21 +180,20 @@ typedef struct {
     const char *path;
     png_structp png;
     png_infop   info;
-    uint8_t    *buf;       /* the encoded file, grown by the write callback */
+    uint8_t    *buf; /* the encoded file, grown by the write callback */
     size_t      len;
     size_t      cap;
     int         oom;
 } svp_media_png_writer_t;
 
-static void svp_media_png_write_cb(png_structp png, png_bytep data,
-                                   png_size_t len)
+static void svp_media_png_write_cb(png_structp png, png_bytep data, png_size_t len)
 {
     svp_media_png_writer_t *wr = png_get_io_ptr(png);
     uint8_t                *grown;
     size_t                  cap;
 
     if (wr->len + len > wr->cap) {
-        cap = SVP_MAX(wr->cap * 2, wr->len + len + 4096);
+        cap   = SVP_MAX(wr->cap * 2, wr->len + len + 4096);
         grown = realloc(wr->buf, cap);
         if (grown == NULL) {
             wr->oom = 1;
@@ -213,7 +210,7 @@ static void svp_media_png_flush_cb(png_structp png)
 {
 }
 
-static int svp_media_png_encode(svp_media_png_writer_t *wr,
+static int svp_media_png_encode(svp_media_png_writer_t  *wr,
                                 const svp_media_image_t *image)
 {
     int y;
@@ -221,30 +218,28 @@ static int svp_media_png_encode(svp_media_png_writer_t *wr,
     if (setjmp(png_jmpbuf(wr->png))) {
         return -1;
     }
-    png_set_write_fn(wr->png, wr, svp_media_png_write_cb,
-                     svp_media_png_flush_cb);
+    png_set_write_fn(wr->png, wr, svp_media_png_write_cb, svp_media_png_flush_cb);
     png_set_IHDR(wr->png, wr->info, (png_uint_32)image->width,
                  (png_uint_32)image->height, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                  PNG_FILTER_TYPE_DEFAULT);
     png_write_info(wr->png, wr->info);
     for (y = 0; y < image->height; ++y) {
-        png_write_row(wr->png,
-                      image->pixels + (size_t)y * (size_t)image->width * 3);
+        png_write_row(wr->png, image->pixels + (size_t)y * (size_t)image->width * 3);
     }
     png_write_end(wr->png, NULL);
     return 0;
 }
 
-svp_status_t svp_media_image_write_png(const char *path,
+svp_status_t svp_media_image_write_png(const char              *path,
                                        const svp_media_image_t *image)
 {
     svp_media_png_writer_t wr = {.path = path};
     svp_status_t           status;
 
-    wr.png = png_create_write_struct(PNG_LIBPNG_VER_STRING, (png_voidp)path,
-                                     svp_media_png_error_cb,
-                                     svp_media_png_warning_cb);
+    wr.png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, (png_voidp)path,
+                                svp_media_png_error_cb, svp_media_png_warning_cb);
     if (wr.png == NULL) {
         svp_error("%s: cannot create libpng writer", path);
         return SVP_ERR_NO_MEMORY;

@@ -15,8 +15,7 @@
 
 /* Three numbers of key into out; std must be positive. */
 static svp_status_t preprocessor_triple(const char *path, json_t *root,
-                                        const char *key, int positive,
-                                        float out[3])
+                                        const char *key, int positive, float out[3])
 {
     json_t *arr = json_object_get(root, key), *v;
     size_t  i;
@@ -38,9 +37,8 @@ static svp_status_t preprocessor_triple(const char *path, json_t *root,
 }
 
 /* A positive integer member of obj, or -1 when absent. */
-static svp_status_t preprocessor_dim(const char *path, const char *key,
-                                     json_t *obj, const char *member,
-                                     int *value_p)
+static svp_status_t preprocessor_dim(const char *path, const char *key, json_t *obj,
+                                     const char *member, int *value_p)
 {
     json_t *v = json_object_get(obj, member);
 
@@ -99,15 +97,15 @@ static svp_status_t preprocessor_size(const char *path, json_t *root,
     } else if (edge > 0 && h < 0 && w < 0) {
         *h_p = *w_p = edge;
     } else {
-        svp_error("%s: '%s' needs 'height' and 'width', or 'shortest_edge'",
-                  path, key);
+        svp_error("%s: '%s' needs 'height' and 'width', or 'shortest_edge'", path,
+                  key);
         return SVP_ERR_BAD_FILE;
     }
     *found_p = 1;
     return SVP_OK;
 }
 
-svp_status_t svp_media_clip_params_load(const char *path,
+svp_status_t svp_media_clip_params_load(const char              *path,
                                         svp_media_clip_params_t *params_p)
 {
     svp_media_clip_params_t params;
@@ -148,8 +146,8 @@ svp_status_t svp_media_clip_params_load(const char *path,
                                    &params.width, &found);
     }
     if (status == SVP_OK && !found) {
-        status = preprocessor_size(path, root, "size", &params.height,
-                                   &params.width, &found);
+        status = preprocessor_size(path, root, "size", &params.height, &params.width,
+                                   &found);
     }
     if (status == SVP_OK && !found) {
         svp_error("%s: neither 'crop_size' nor 'size' gives the input size", path);

@@ -20,7 +20,7 @@
  * three numbers each, the std positive.  A missing or malformed key is
  * SVP_ERR_BAD_FILE, logged with the file and the key.
  */
-svp_status_t svp_media_clip_params_load(const char *path,
+svp_status_t svp_media_clip_params_load(const char              *path,
                                         svp_media_clip_params_t *params_p);
 
 #endif

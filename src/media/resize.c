@@ -72,7 +72,7 @@ static void svp_media_resize_axis_cleanup(svp_media_resize_axis_t *axis)
 static svp_status_t svp_media_resize_axis_init(int in_size, int out_size,
                                                svp_media_resize_axis_t *axis)
 {
-    double  scale = (double)in_size / out_size;
+    double  scale   = (double)in_size / out_size;
     double  stretch = (scale < 1.0) ? 1.0 : scale;
     double  support = SVP_MEDIA_LANCZOS_SUPPORT * stretch;
     double *w;
@@ -86,8 +86,7 @@ static svp_status_t svp_media_resize_axis_init(int in_size, int out_size,
     w             = calloc(taps, sizeof(double));
     if (axis->first == NULL || axis->count == NULL || axis->weights == NULL ||
         w == NULL) {
-        svp_error("no memory for %d resampling windows of %d taps", out_size,
-                  taps);
+        svp_error("no memory for %d resampling windows of %d taps", out_size, taps);
         free(w);
         svp_media_resize_axis_cleanup(axis);
         return SVP_ERR_NO_MEMORY;
@@ -105,14 +104,14 @@ static svp_status_t svp_media_resize_axis_init(int in_size, int out_size,
 
         for (j = lo; j < hi; ++j) {
             w[j - lo] = svp_media_lanczos3((j - center + 0.5) / stretch);
-            sum      += w[j - lo];
+            sum += w[j - lo];
         }
         for (j = 0; j < hi - lo; ++j) {
-            double v = (sum != 0.0) ? w[j] / sum : w[j];
+            double v     = (sum != 0.0) ? w[j] / sum : w[j];
             double fixed = v * (double)(1 << SVP_MEDIA_RESIZE_PREC_BITS);
 
             axis->weights[(size_t)i * taps + j] =
-                    (int32_t)((v < 0.0) ? fixed - 0.5 : fixed + 0.5);
+                (int32_t)((v < 0.0) ? fixed - 0.5 : fixed + 0.5);
         }
         axis->first[i] = lo;
         axis->count[i] = hi - lo;
@@ -134,9 +133,9 @@ static uint8_t svp_media_resize_clip(int64_t acc)
 
 /* dst[y][x] = sum_k src[y][first(x) + k] * w(x, k), for rows 0..rows-1 of
  * dst taken from rows row0.. of src; both RGB8. */
-static void svp_media_resize_x(const uint8_t *src, int src_w, int row0,
-                               int rows, const svp_media_resize_axis_t *ax,
-                               int dst_w, uint8_t *dst)
+static void svp_media_resize_x(const uint8_t *src, int src_w, int row0, int rows,
+                               const svp_media_resize_axis_t *ax, int dst_w,
+                               uint8_t *dst)
 {
     int y, x, k, c;
 
@@ -145,8 +144,8 @@ static void svp_media_resize_x(const uint8_t *src, int src_w, int row0,
         uint8_t       *drow = dst + (size_t)y * dst_w * 3;
 
         for (x = 0; x < dst_w; ++x) {
-            const int32_t *w   = ax->weights + (size_t)x * ax->taps;
-            const uint8_t *s   = srow + (size_t)ax->first[x] * 3;
+            const int32_t *w = ax->weights + (size_t)x * ax->taps;
+            const uint8_t *s = srow + (size_t)ax->first[x] * 3;
             int64_t        acc[3];
 
             for (c = 0; c < 3; ++c) {
@@ -189,13 +188,12 @@ static void svp_media_resize_y(const uint8_t *src, int width, int row0,
     }
 }
 
-svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
-                                            int width, int height,
-                                            svp_media_image_t **dst_p)
+svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src, int width,
+                                            int height, svp_media_image_t **dst_p)
 {
     svp_media_resize_axis_t ax_x, ax_y;
     svp_media_image_t      *dst;
-    uint8_t                *tmp = NULL;
+    uint8_t                *tmp  = NULL;
     int                     row0 = 0, nrows = src->height;
     svp_status_t            status;
 
@@ -240,8 +238,7 @@ svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
 
     if (height != src->height) {
         svp_media_resize_y((tmp != NULL) ? tmp : src->pixels, width,
-                           (tmp != NULL) ? row0 : 0, &ax_y, height,
-                           dst->pixels);
+                           (tmp != NULL) ? row0 : 0, &ax_y, height, dst->pixels);
         svp_media_resize_axis_cleanup(&ax_y);
     }
     free(tmp);
@@ -257,9 +254,8 @@ err_destroy_dst:
     return status;
 }
 
-svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image,
-                                      int width, int height,
-                                      svp_tensor_t **pixel_values_p)
+svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image, int width,
+                                      int height, svp_tensor_t **pixel_values_p)
 {
     int64_t            shape[4] = {1, 3, height, width};
     svp_media_image_t *resized;

@@ -17,9 +17,8 @@
  * A new width x height image resampled from src with Pillow's LANCZOS
  * filter (a = 3).  The caller destroys *dst_p.  Equal sizes give a copy.
  */
-svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
-                                            int width, int height,
-                                            svp_media_image_t **dst_p);
+svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src, int width,
+                                            int height, svp_media_image_t **dst_p);
 
 /*
  * The VAE's conditioning image as diffusers' VaeImageProcessor.preprocess
@@ -27,8 +26,7 @@ svp_status_t svp_media_image_resize_lanczos(const svp_media_image_t *src,
  * x / 255 * 2 - 1.  A new [1, 3, height, width] F32 tensor the caller
  * destroys.
  */
-svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image,
-                                      int width, int height,
-                                      svp_tensor_t **pixel_values_p);
+svp_status_t svp_media_vae_preprocess(const svp_media_image_t *image, int width,
+                                      int height, svp_tensor_t **pixel_values_p);
 
 #endif

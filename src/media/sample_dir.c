@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 struct svp_media_sample_dir {
-    char *path;     /* the final name */
-    char *tmp;      /* "<path>.tmp.<pid>" */
+    char *path; /* the final name */
+    char *tmp;  /* "<path>.tmp.<pid>" */
 };
 
 static void svp_media_sample_dir_free(svp_media_sample_dir_h dir)
@@ -60,7 +60,7 @@ static svp_status_t svp_media_fsync_parent(const char *path)
     return status;
 }
 
-svp_status_t svp_media_sample_dir_begin(const char *path,
+svp_status_t svp_media_sample_dir_begin(const char             *path,
                                         svp_media_sample_dir_h *dir_p)
 {
     svp_media_sample_dir_h dir;
@@ -172,8 +172,8 @@ void svp_media_sample_dir_abort(svp_media_sample_dir_h dir)
     svp_media_sample_dir_free(dir);
 }
 
-svp_status_t svp_media_sample_write(const char *path,
-                                    const svp_media_frames_t *frames,
+svp_status_t svp_media_sample_write(const char                     *path,
+                                    const svp_media_frames_t       *frames,
                                     const svp_media_video_params_t *video)
 {
     svp_media_sample_dir_h dir;

@@ -24,7 +24,7 @@ typedef struct svp_media_sample_dir *svp_media_sample_dir_h;
 
 /* Creates the temporary directory (and the parents of path).  A leftover
  * temporary of this same pid is removed first. */
-svp_status_t svp_media_sample_dir_begin(const char *path,
+svp_status_t svp_media_sample_dir_begin(const char             *path,
                                         svp_media_sample_dir_h *dir_p);
 
 /* The directory to write into; valid until commit or abort. */
@@ -50,8 +50,8 @@ void svp_media_sample_dir_abort(svp_media_sample_dir_h dir);
  * video.mp4 encoded with those parameters, into a sample directory that is
  * committed at path only when everything was written.
  */
-svp_status_t svp_media_sample_write(const char *path,
-                                    const svp_media_frames_t *frames,
+svp_status_t svp_media_sample_write(const char                     *path,
+                                    const svp_media_frames_t       *frames,
                                     const svp_media_video_params_t *video);
 
 #endif

@@ -53,17 +53,16 @@ void svp_media_video_params_init(svp_media_video_params_t *params)
  * once, as an error, where the call returns), info as debug.  The callback
  * is process-wide, so it is installed once.
  */
-static void svp_media_av_log_cb(void *avcl, int level, const char *fmt,
-                                va_list ap)
+static void svp_media_av_log_cb(void *avcl, int level, const char *fmt, va_list ap)
 {
     static __thread int prefix = 1;
     svp_log_level_t     ours;
     char                line[1024];
     size_t              len;
 
-    ours = (level <= AV_LOG_WARNING) ? SVP_LOG_LEVEL_WARN :
-           (level <= AV_LOG_INFO)    ? SVP_LOG_LEVEL_DEBUG :
-                                       SVP_LOG_LEVEL_TRACE;
+    ours = (level <= AV_LOG_WARNING) ? SVP_LOG_LEVEL_WARN
+           : (level <= AV_LOG_INFO)  ? SVP_LOG_LEVEL_DEBUG
+                                     : SVP_LOG_LEVEL_TRACE;
     if (level > AV_LOG_DEBUG || !svp_log_enabled(ours)) {
         return;
     }
@@ -84,8 +83,7 @@ static void svp_media_av_log_install(void)
     av_log_set_callback(svp_media_av_log_cb);
 }
 
-static svp_status_t svp_media_av_status(int ret, const char *call,
-                                        const char *path)
+static svp_status_t svp_media_av_status(int ret, const char *call, const char *path)
 {
     char msg[AV_ERROR_MAX_STRING_SIZE];
 
@@ -98,26 +96,24 @@ static svp_status_t svp_media_av_status(int ret, const char *call,
 }
 
 /* Runs an FFmpeg call returning an int, converting a negative result. */
-#define SVP_MEDIA_AV_FUNC(_path, _call) \
-    svp_media_av_status((_call), #_call, (_path))
+#define SVP_MEDIA_AV_FUNC(_path, _call) svp_media_av_status((_call), #_call, (_path))
 
 typedef struct {
-    const char        *path;      /* final name, for messages */
-    char              *tmp;       /* the file actually written */
+    const char        *path; /* final name, for messages */
+    char              *tmp;  /* the file actually written */
     AVFormatContext   *fmt;
     AVCodecContext    *enc;
     AVStream          *stream;
     AVFrame           *frame;
     AVPacket          *pkt;
     struct SwsContext *sws;
-    uint8_t           *padded;    /* even-sized RGB copy of one frame, with
+    uint8_t           *padded; /* even-sized RGB copy of one frame, with
                                      SVP_MEDIA_SWS_SLACK bytes after it */
-    int                width;     /* encoded (even) size */
+    int                width;  /* encoded (even) size */
     int                height;
 } svp_media_mp4_writer_t;
 
-static const AVCodec *svp_media_pick_encoder(const char *name,
-                                             const char *path)
+static const AVCodec *svp_media_pick_encoder(const char *name, const char *path)
 {
     const AVCodec *codec;
 
@@ -141,7 +137,7 @@ static const AVCodec *svp_media_pick_encoder(const char *name,
     return codec;
 }
 
-static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
+static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t         *wr,
                                        const svp_media_video_params_t *params)
 {
     const AVCodec *codec;
@@ -152,8 +148,9 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
     if (codec == NULL) {
         return SVP_ERR_UNSUPPORTED;
     }
-    status = SVP_MEDIA_AV_FUNC(wr->path,
-            avformat_alloc_output_context2(&wr->fmt, NULL, "mp4", wr->tmp));
+    status =
+        SVP_MEDIA_AV_FUNC(wr->path, avformat_alloc_output_context2(&wr->fmt, NULL,
+                                                                   "mp4", wr->tmp));
     if (status != SVP_OK) {
         return status;
     }
@@ -167,12 +164,12 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
         return SVP_ERR_NO_MEMORY;
     }
 
-    wr->enc->width           = wr->width;
-    wr->enc->height          = wr->height;
-    wr->enc->pix_fmt         = AV_PIX_FMT_YUV420P;
-    wr->enc->time_base       = (AVRational){1, params->fps};
-    wr->enc->framerate       = (AVRational){params->fps, 1};
-    wr->enc->gop_size        = params->fps;
+    wr->enc->width     = wr->width;
+    wr->enc->height    = wr->height;
+    wr->enc->pix_fmt   = AV_PIX_FMT_YUV420P;
+    wr->enc->time_base = (AVRational){1, params->fps};
+    wr->enc->framerate = (AVRational){params->fps, 1};
+    wr->enc->gop_size  = params->fps;
     /* what libswscale's default RGB -> YUV matrix produces */
     wr->enc->color_range     = AVCOL_RANGE_MPEG;
     wr->enc->colorspace      = AVCOL_SPC_SMPTE170M;
@@ -190,7 +187,7 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
         snprintf(crf, sizeof(crf), "%d", params->quality);
         av_opt_set(wr->enc->priv_data, "crf", crf, 0);
     } else {
-        wr->enc->flags         |= AV_CODEC_FLAG_QSCALE;
+        wr->enc->flags |= AV_CODEC_FLAG_QSCALE;
         wr->enc->global_quality = FF_QP2LAMBDA * (params->quality / 6 + 1);
     }
 
@@ -199,7 +196,8 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
         return status;
     }
     status = SVP_MEDIA_AV_FUNC(wr->path,
-            avcodec_parameters_from_context(wr->stream->codecpar, wr->enc));
+                               avcodec_parameters_from_context(wr->stream->codecpar,
+                                                               wr->enc));
     if (status != SVP_OK) {
         return status;
     }
@@ -213,17 +211,17 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
     if (status != SVP_OK) {
         return status;
     }
-    wr->sws = sws_getContext(wr->width, wr->height, AV_PIX_FMT_RGB24,
-                             wr->width, wr->height, AV_PIX_FMT_YUV420P,
-                             SWS_BICUBIC, NULL, NULL, NULL);
+    wr->sws = sws_getContext(wr->width, wr->height, AV_PIX_FMT_RGB24, wr->width,
+                             wr->height, AV_PIX_FMT_YUV420P, SWS_BICUBIC, NULL, NULL,
+                             NULL);
     if (wr->sws == NULL) {
-        svp_error("%s: sws_getContext failed for %dx%d RGB24 -> yuv420p",
-                  wr->path, wr->width, wr->height);
+        svp_error("%s: sws_getContext failed for %dx%d RGB24 -> yuv420p", wr->path,
+                  wr->width, wr->height);
         return SVP_ERR_INTERNAL;
     }
 
     status = SVP_MEDIA_AV_FUNC(wr->path,
-            avio_open(&wr->fmt->pb, wr->tmp, AVIO_FLAG_WRITE));
+                               avio_open(&wr->fmt->pb, wr->tmp, AVIO_FLAG_WRITE));
     if (status != SVP_OK) {
         return status;
     }
@@ -231,8 +229,7 @@ static svp_status_t svp_media_mp4_open(svp_media_mp4_writer_t *wr,
 }
 
 /* Sends one frame (NULL: flush) and writes every packet that comes out. */
-static svp_status_t svp_media_mp4_encode(svp_media_mp4_writer_t *wr,
-                                         AVFrame *frame)
+static svp_status_t svp_media_mp4_encode(svp_media_mp4_writer_t *wr, AVFrame *frame)
 {
     svp_status_t status;
     int          ret;
@@ -250,12 +247,11 @@ static svp_status_t svp_media_mp4_encode(svp_media_mp4_writer_t *wr,
         if (status != SVP_OK) {
             return status;
         }
-        av_packet_rescale_ts(wr->pkt, wr->enc->time_base,
-                             wr->stream->time_base);
+        av_packet_rescale_ts(wr->pkt, wr->enc->time_base, wr->stream->time_base);
         wr->pkt->stream_index = wr->stream->index;
         /* takes the packet's reference, leaves pkt blank */
         status = SVP_MEDIA_AV_FUNC(wr->path,
-                av_interleaved_write_frame(wr->fmt, wr->pkt));
+                                   av_interleaved_write_frame(wr->fmt, wr->pkt));
         if (status != SVP_OK) {
             return status;
         }
@@ -265,20 +261,19 @@ static svp_status_t svp_media_mp4_encode(svp_media_mp4_writer_t *wr,
 /* The RGB source of frame f at the encoded size, copied into our own
  * buffer: the last column and row are repeated when a side is odd, and the
  * buffer ends in slack that libswscale's vector input loops may read. */
-static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t *wr,
-                                           const svp_media_frames_t *frames,
-                                           int f)
+static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t   *wr,
+                                           const svp_media_frames_t *frames, int f)
 {
-    const uint8_t *src = frames->pixels +
-                         (size_t)f * frames->height * frames->width * 3;
-    size_t         in_stride  = (size_t)frames->width * 3;
-    size_t         out_stride = (size_t)wr->width * 3;
-    int            y;
+    const uint8_t *src =
+        frames->pixels + (size_t)f * frames->height * frames->width * 3;
+    size_t in_stride  = (size_t)frames->width * 3;
+    size_t out_stride = (size_t)wr->width * 3;
+    int    y;
 
     for (y = 0; y < wr->height; ++y) {
-        const uint8_t *srow = src + (size_t)SVP_MIN(y, frames->height - 1) *
-                                            in_stride;
-        uint8_t       *drow = wr->padded + (size_t)y * out_stride;
+        const uint8_t *srow =
+            src + (size_t)SVP_MIN(y, frames->height - 1) * in_stride;
+        uint8_t *drow = wr->padded + (size_t)y * out_stride;
 
         memcpy(drow, srow, in_stride);
         if (wr->width > frames->width) {
@@ -288,7 +283,7 @@ static const uint8_t *svp_media_mp4_source(svp_media_mp4_writer_t *wr,
     return wr->padded;
 }
 
-static svp_status_t svp_media_mp4_write_frames(svp_media_mp4_writer_t *wr,
+static svp_status_t svp_media_mp4_write_frames(svp_media_mp4_writer_t   *wr,
                                                const svp_media_frames_t *frames)
 {
     /* sws_scale reads four plane pointers and strides whatever the format:
@@ -307,7 +302,7 @@ static svp_status_t svp_media_mp4_write_frames(svp_media_mp4_writer_t *wr,
         sws_scale(wr->sws, src, stride, 0, wr->height, wr->frame->data,
                   wr->frame->linesize);
         wr->frame->pts = f;
-        status = svp_media_mp4_encode(wr, wr->frame);
+        status         = svp_media_mp4_encode(wr, wr->frame);
         if (status != SVP_OK) {
             return status;
         }
@@ -347,8 +342,8 @@ static void svp_media_mp4_cleanup(svp_media_mp4_writer_t *wr)
     free(wr->padded);
 }
 
-svp_status_t svp_media_video_write_mp4(const char *path,
-                                       const svp_media_frames_t *frames,
+svp_status_t svp_media_video_write_mp4(const char                     *path,
+                                       const svp_media_frames_t       *frames,
                                        const svp_media_video_params_t *params)
 {
     svp_media_mp4_writer_t wr = {.path = path};
@@ -366,8 +361,7 @@ svp_status_t svp_media_video_write_mp4(const char *path,
     }
     wr.width  = (frames->width + 1) & ~1;
     wr.height = (frames->height + 1) & ~1;
-    wr.padded = calloc((size_t)wr.width * wr.height * 3 + SVP_MEDIA_SWS_SLACK,
-                       1);
+    wr.padded = calloc((size_t)wr.width * wr.height * 3 + SVP_MEDIA_SWS_SLACK, 1);
     if (wr.padded == NULL) {
         status = SVP_ERR_NO_MEMORY;
         goto err_remove_tmp;
@@ -405,8 +399,7 @@ err_remove_tmp:
     return status;
 }
 
-svp_status_t svp_media_video_probe(const char *path,
-                                   svp_media_video_info_t *info_p)
+svp_status_t svp_media_video_probe(const char *path, svp_media_video_info_t *info_p)
 {
     AVFormatContext       *fmt = NULL;
     AVPacket              *pkt;
@@ -462,20 +455,17 @@ out_close:
 
 #else /* !HAVE_FFMPEG */
 
-svp_status_t svp_media_video_write_mp4(const char *path,
-                                       const svp_media_frames_t *frames,
+svp_status_t svp_media_video_write_mp4(const char                     *path,
+                                       const svp_media_frames_t       *frames,
                                        const svp_media_video_params_t *params)
 {
-    svp_error("%s: cannot write MP4: built without FFmpeg's libraries",
-              path);
+    svp_error("%s: cannot write MP4: built without FFmpeg's libraries", path);
     return SVP_ERR_UNSUPPORTED;
 }
 
-svp_status_t svp_media_video_probe(const char *path,
-                                   svp_media_video_info_t *info_p)
+svp_status_t svp_media_video_probe(const char *path, svp_media_video_info_t *info_p)
 {
-    svp_error("%s: cannot read video: built without FFmpeg's libraries",
-              path);
+    svp_error("%s: cannot read video: built without FFmpeg's libraries", path);
     return SVP_ERR_UNSUPPORTED;
 }
 

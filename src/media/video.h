@@ -19,10 +19,10 @@
 #include "media/frames.h"
 
 typedef struct {
-    int         fps;      /* frames per second (diffusers' export: 7) */
-    int         quality;  /* libx264 CRF 0..51 (lower is better); mpeg4
+    int         fps;     /* frames per second (diffusers' export: 7) */
+    int         quality; /* libx264 CRF 0..51 (lower is better); mpeg4
                              uses quality / 6 + 1 as its fixed quantiser */
-    const char *encoder;  /* libavcodec encoder name, NULL: libx264 if
+    const char *encoder; /* libavcodec encoder name, NULL: libx264 if
                              available, else mpeg4 */
 } svp_media_video_params_t;
 
@@ -34,21 +34,20 @@ void svp_media_video_params_init(svp_media_video_params_t *params);
  * as "<path>.tmp.<pid>", fsync'ed and renamed.  On failure nothing is left
  * at path and an older file there is untouched.
  */
-svp_status_t svp_media_video_write_mp4(const char *path,
-                                       const svp_media_frames_t *frames,
+svp_status_t svp_media_video_write_mp4(const char                     *path,
+                                       const svp_media_frames_t       *frames,
                                        const svp_media_video_params_t *params);
 
 typedef struct {
     int    num_streams;
-    int    width;         /* of the first video stream */
+    int    width; /* of the first video stream */
     int    height;
-    int    num_frames;    /* its packets, counted by demuxing the file */
-    double fps;           /* its average frame rate */
-    char   codec[32];     /* its codec name, e.g. "h264" */
+    int    num_frames; /* its packets, counted by demuxing the file */
+    double fps;        /* its average frame rate */
+    char   codec[32];  /* its codec name, e.g. "h264" */
 } svp_media_video_info_t;
 
 /* Opens a video file and describes its first video stream. */
-svp_status_t svp_media_video_probe(const char *path,
-                                   svp_media_video_info_t *info_p);
+svp_status_t svp_media_video_probe(const char *path, svp_media_video_info_t *info_p);
 
 #endif

@@ -22,26 +22,20 @@
 #define CHECK_PATH_MAX 4096
 
 static const svp_checkpoint_part_t checkpoint_parts[] = {
-    { "model_index",   "",                  "model_index.json",
-      NULL,                      SVP_MODEL_ARCH_UNKNOWN,
-      SVP_CHECKPOINT_JOB_PRESENT },
+    {"model_index", "", "model_index.json", NULL, SVP_MODEL_ARCH_UNKNOWN,
+     SVP_CHECKPOINT_JOB_PRESENT},
     /* a job without scheduler/ uses SVD's settings */
-    { "scheduler",     "scheduler",         "scheduler_config.json",
-      NULL,                      SVP_MODEL_ARCH_UNKNOWN,
-      SVP_CHECKPOINT_JOB_PRESENT },
-    { "feature_extr.", "feature_extractor", "preprocessor_config.json",
-      NULL,                      SVP_MODEL_ARCH_UNKNOWN,
-      SVP_CHECKPOINT_JOB_IMAGES },
-    { "unet",          "unet",              "config.json",
-      "diffusion_pytorch_model", SVP_MODEL_ARCH_UNET,
-      SVP_CHECKPOINT_JOB_ALWAYS },
+    {"scheduler", "scheduler", "scheduler_config.json", NULL, SVP_MODEL_ARCH_UNKNOWN,
+     SVP_CHECKPOINT_JOB_PRESENT},
+    {"feature_extr.", "feature_extractor", "preprocessor_config.json", NULL,
+     SVP_MODEL_ARCH_UNKNOWN, SVP_CHECKPOINT_JOB_IMAGES},
+    {"unet", "unet", "config.json", "diffusion_pytorch_model", SVP_MODEL_ARCH_UNET,
+     SVP_CHECKPOINT_JOB_ALWAYS},
     /* with a conditioning file the VAE only decodes, and may be absent */
-    { "vae",           "vae",               "config.json",
-      "diffusion_pytorch_model", SVP_MODEL_ARCH_VAE,
-      SVP_CHECKPOINT_JOB_IMAGES | SVP_CHECKPOINT_JOB_PRESENT },
-    { "image_encoder", "image_encoder",     "config.json",
-      "model",                   SVP_MODEL_ARCH_CLIP,
-      SVP_CHECKPOINT_JOB_IMAGES },
+    {"vae", "vae", "config.json", "diffusion_pytorch_model", SVP_MODEL_ARCH_VAE,
+     SVP_CHECKPOINT_JOB_IMAGES | SVP_CHECKPOINT_JOB_PRESENT},
+    {"image_encoder", "image_encoder", "config.json", "model", SVP_MODEL_ARCH_CLIP,
+     SVP_CHECKPOINT_JOB_IMAGES},
 };
 
 #define CHECKPOINT_PART_COUNT \
@@ -74,9 +68,8 @@ static void checkpoint_sub(const char *dir, const svp_checkpoint_part_t *part,
 
 /* The weights file the loaders would pick: the fp32 file, else the .fp16
  * variant. */
-static svp_status_t checkpoint_weights_path(const char *dir,
-                                            const char *stem, char *path,
-                                            size_t len)
+static svp_status_t checkpoint_weights_path(const char *dir, const char *stem,
+                                            char *path, size_t len)
 {
     snprintf(path, len, "%s/%s.safetensors", dir, stem);
     if (access(path, F_OK) == 0) {
@@ -91,15 +84,15 @@ static svp_status_t checkpoint_weights_path(const char *dir,
 }
 
 /* One line per component: file, tensors, dtypes, parameters, bytes. */
-static svp_status_t checkpoint_summary(const char *component,
-                                       const char *path, FILE *report)
+static svp_status_t checkpoint_summary(const char *component, const char *path,
+                                       FILE *report)
 {
     svp_safetensors_h      st;
     svp_safetensors_info_t info;
     char                   dtypes[128] = "";
     const char            *name;
     int64_t                params = 0, numel;
-    size_t                 bytes = 0;
+    size_t                 bytes  = 0;
     int                    i, j;
     svp_status_t           status;
 
@@ -116,8 +109,8 @@ static svp_status_t checkpoint_summary(const char *component,
             numel *= info.shape[j];
         }
         params += numel;
-        bytes  += info.nbytes;
-        name    = svp_dtype_name(info.dtype);
+        bytes += info.nbytes;
+        name = svp_dtype_name(info.dtype);
         if (strstr(dtypes, name) == NULL) {
             snprintf(dtypes + strlen(dtypes), sizeof(dtypes) - strlen(dtypes),
                      "%s%s", dtypes[0] ? "," : "", name);
@@ -126,17 +119,18 @@ static svp_status_t checkpoint_summary(const char *component,
     if (report == NULL) {
         goto out;
     }
-    fprintf(report, "  %-14s %-42s %5d tensors  %-8s %12lld params  "
-            "%8.1f MiB\n", component, strrchr(path, '/') + 1,
-            svp_safetensors_count(st), dtypes, (long long)params,
-            bytes / 1048576.0);
+    fprintf(report,
+            "  %-14s %-42s %5d tensors  %-8s %12lld params  "
+            "%8.1f MiB\n",
+            component, strrchr(path, '/') + 1, svp_safetensors_count(st), dtypes,
+            (long long)params, bytes / 1048576.0);
 out:
     svp_safetensors_close(st);
     return status;
 }
 
 /* A model part: its config, every tensor it implies, and its summary. */
-static svp_status_t checkpoint_model(const char *dir,
+static svp_status_t checkpoint_model(const char                  *dir,
                                      const svp_checkpoint_part_t *part,
                                      checkpoint_configs_t *cfg, FILE *report)
 {
@@ -176,17 +170,16 @@ static svp_status_t checkpoint_model(const char *dir,
 
 /* A part without weights: its config parses (the feature extractor's is
  * kept for the fit). */
-static svp_status_t checkpoint_config(const char *dir,
+static svp_status_t checkpoint_config(const char                  *dir,
                                       const svp_checkpoint_part_t *part,
-                                      checkpoint_configs_t *cfg)
+                                      checkpoint_configs_t        *cfg)
 {
     char         path[CHECK_PATH_MAX + 64];
     svp_config_h cj;
     svp_status_t status;
 
     checkpoint_sub(dir, part, path, CHECK_PATH_MAX);
-    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s",
-             part->config);
+    snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%s", part->config);
     if (strcmp(part->dir, "feature_extractor") == 0) {
         return svp_media_clip_params_load(path, &cfg->pre);
     }
@@ -198,32 +191,31 @@ static svp_status_t checkpoint_config(const char *dir,
 }
 
 /* The components must fit together the way the SVD pipeline joins them. */
-static svp_status_t checkpoint_fit(const char *dir,
-                                   const checkpoint_configs_t *cfg)
+static svp_status_t checkpoint_fit(const char *dir, const checkpoint_configs_t *cfg)
 {
-    const svp_unet_config_t       *unet = &cfg->unet;
-    const svp_vae_config_t        *vae = &cfg->vae;
-    const svp_clip_config_t       *clip = &cfg->clip;
-    const svp_media_clip_params_t *pre = &cfg->pre;
-    svp_status_t status = SVP_OK;
+    const svp_unet_config_t       *unet   = &cfg->unet;
+    const svp_vae_config_t        *vae    = &cfg->vae;
+    const svp_clip_config_t       *clip   = &cfg->clip;
+    const svp_media_clip_params_t *pre    = &cfg->pre;
+    svp_status_t                   status = SVP_OK;
 
     if (unet->in_channels != 2 * vae->latent_channels ||
         unet->out_channels != vae->latent_channels) {
         svp_error("%s: the UNet takes %d and gives %d channels, the VAE's "
-                  "latents have %d (SVD: 2 x latent in, latent out)", dir,
-                  unet->in_channels, unet->out_channels, vae->latent_channels);
+                  "latents have %d (SVD: 2 x latent in, latent out)",
+                  dir, unet->in_channels, unet->out_channels, vae->latent_channels);
         status = SVP_ERR_BAD_FILE;
     }
     if (unet->cross_dim[0] != clip->projection_dim) {
         svp_error("%s: unet cross_attention_dim %d != image_encoder "
-                  "projection_dim %d", dir, unet->cross_dim[0],
-                  clip->projection_dim);
+                  "projection_dim %d",
+                  dir, unet->cross_dim[0], clip->projection_dim);
         status = SVP_ERR_BAD_FILE;
     }
     if (pre->height != clip->image_size || pre->width != clip->image_size) {
         svp_error("%s: feature_extractor size %dx%d != image_encoder "
-                  "image_size %d", dir, pre->height, pre->width,
-                  clip->image_size);
+                  "image_size %d",
+                  dir, pre->height, pre->width, clip->image_size);
         status = SVP_ERR_BAD_FILE;
     }
     return status;
@@ -255,11 +247,10 @@ static int checkpoint_has(const char *dir, const char *rel)
     return access(path, F_OK) == 0;
 }
 
-svp_status_t svp_checkpoint_check(const char *dir, unsigned flags,
-                                  FILE *report)
+svp_status_t svp_checkpoint_check(const char *dir, unsigned flags, FILE *report)
 {
     checkpoint_configs_t cfg;
-    int                  all = !(flags & SVP_CHECKPOINT_FOR_JOB);
+    int                  all    = !(flags & SVP_CHECKPOINT_FOR_JOB);
     int                  images = all || (flags & SVP_CHECKPOINT_IMAGES);
     int                  i;
     svp_status_t         status = SVP_OK;
@@ -270,8 +261,7 @@ svp_status_t svp_checkpoint_check(const char *dir, unsigned flags,
         int wanted = all || (part->job & SVP_CHECKPOINT_JOB_ALWAYS) ||
                      (images && (part->job & SVP_CHECKPOINT_JOB_IMAGES)) ||
                      ((part->job & SVP_CHECKPOINT_JOB_PRESENT) &&
-                      checkpoint_has(dir, part->dir[0] ? part->dir
-                                                       : part->config));
+                      checkpoint_has(dir, part->dir[0] ? part->dir : part->config));
 
         if (!wanted) {
             continue;
@@ -280,9 +270,9 @@ svp_status_t svp_checkpoint_check(const char *dir, unsigned flags,
             status = checkpoint_step(report, part->name,
                                      checkpoint_config(dir, part, &cfg), status);
         } else {
-            status = checkpoint_step(report, part->name,
-                                     checkpoint_model(dir, part, &cfg, report),
-                                     status);
+            status =
+                checkpoint_step(report, part->name,
+                                checkpoint_model(dir, part, &cfg, report), status);
         }
     }
     if (images && status == SVP_OK) {

@@ -13,25 +13,25 @@
 
 typedef enum {
     SVP_MODEL_ARCH_UNKNOWN = 0,
-    SVP_MODEL_ARCH_UNET,        /* UNetSpatioTemporalConditionModel */
-    SVP_MODEL_ARCH_VAE,         /* AutoencoderKLTemporalDecoder */
-    SVP_MODEL_ARCH_CLIP         /* CLIPVisionModelWithProjection */
+    SVP_MODEL_ARCH_UNET, /* UNetSpatioTemporalConditionModel */
+    SVP_MODEL_ARCH_VAE,  /* AutoencoderKLTemporalDecoder */
+    SVP_MODEL_ARCH_CLIP  /* CLIPVisionModelWithProjection */
 } svp_model_arch_t;
 
 /* When a job needs a part (svp_checkpoint_part_t.job). */
 enum {
-    SVP_CHECKPOINT_JOB_ALWAYS  = 1u << 0,  /* every job */
-    SVP_CHECKPOINT_JOB_IMAGES  = 1u << 1,  /* a job that encodes images */
-    SVP_CHECKPOINT_JOB_PRESENT = 1u << 2   /* checked when it is there */
+    SVP_CHECKPOINT_JOB_ALWAYS  = 1u << 0, /* every job */
+    SVP_CHECKPOINT_JOB_IMAGES  = 1u << 1, /* a job that encodes images */
+    SVP_CHECKPOINT_JOB_PRESENT = 1u << 2  /* checked when it is there */
 };
 
 typedef struct {
-    const char      *name;      /* as check-model reports it */
-    const char      *dir;       /* its folder in the checkpoint; "": the top */
-    const char      *config;    /* its config file in that folder */
-    const char      *weights;   /* the weights' file stem; NULL: none */
-    svp_model_arch_t kind;      /* the model it holds; UNKNOWN: configs only */
-    unsigned         job;       /* SVP_CHECKPOINT_JOB_* */
+    const char      *name;    /* as check-model reports it */
+    const char      *dir;     /* its folder in the checkpoint; "": the top */
+    const char      *config;  /* its config file in that folder */
+    const char      *weights; /* the weights' file stem; NULL: none */
+    svp_model_arch_t kind;    /* the model it holds; UNKNOWN: configs only */
+    unsigned         job;     /* SVP_CHECKPOINT_JOB_* */
 } svp_checkpoint_part_t;
 
 /*
@@ -48,7 +48,7 @@ enum {
      * when present */
     SVP_CHECKPOINT_FOR_JOB = 1u << 0,
     /* the job encodes images: the parts marked JOB_IMAGES */
-    SVP_CHECKPOINT_IMAGES  = 1u << 1
+    SVP_CHECKPOINT_IMAGES = 1u << 1
 };
 
 /*
@@ -59,7 +59,6 @@ enum {
  * checkpoint.  One line per part goes to report (NULL: none); the reasons
  * for a failure are logged.
  */
-svp_status_t svp_checkpoint_check(const char *dir, unsigned flags,
-                                  FILE *report);
+svp_status_t svp_checkpoint_check(const char *dir, unsigned flags, FILE *report);
 
 #endif

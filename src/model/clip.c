@@ -30,8 +30,13 @@
 /* quick_gelu(x) = x * sigmoid(1.702 x) (OpenAI CLIP's approximation) */
 #define CLIP_QUICK_GELU_SCALE 1.702f
 
-typedef struct { void *w; float *b; } clip_linear_t;  /* w in the ops dtype, b may be NULL */
-typedef struct { float *g, *b; } clip_norm_t;
+typedef struct {
+    void  *w;
+    float *b;
+} clip_linear_t; /* w in the ops dtype, b may be NULL */
+typedef struct {
+    float *g, *b;
+} clip_norm_t;
 
 typedef struct {
     clip_norm_t   layer_norm1, layer_norm2;
@@ -40,18 +45,18 @@ typedef struct {
 } clip_layer_t;
 
 struct svp_clip {
-    svp_ops_h          ops;             /* borrowed */
-    svp_clip_config_t  cfg;
-    int                tokens;          /* 1 + patches */
+    svp_ops_h         ops; /* borrowed */
+    svp_clip_config_t cfg;
+    int               tokens; /* 1 + patches */
 
-    float             *class_embedding;     /* [D] */
-    void              *patch_embedding;     /* [D, C, p, p], ops dtype */
-    float             *position_embedding;  /* [T, D] */
-    clip_norm_t        pre_layrnorm, post_layernorm;
-    clip_layer_t      *layers;
-    void              *visual_projection;   /* [proj, D], ops dtype */
+    float        *class_embedding;    /* [D] */
+    void         *patch_embedding;    /* [D, C, p, p], ops dtype */
+    float        *position_embedding; /* [T, D] */
+    clip_norm_t   pre_layrnorm, post_layernorm;
+    clip_layer_t *layers;
+    void         *visual_projection; /* [proj, D], ops dtype */
 
-    svp_weight_bufs_t  weights;         /* every backend buffer, to free */
+    svp_weight_bufs_t weights; /* every backend buffer, to free */
 
     svp_clip_capture_cb_t capture_cb;
     void                 *capture_arg;
@@ -72,24 +77,23 @@ svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p)
         return status;
     }
     /* CLIPVisionConfig's defaults */
-    SVP_TRY_OUT(svp_config_get_count(cj, "hidden_size", 768, 1 << 20,
-                                     &cfg.hidden_size));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "hidden_size", 768, 1 << 20, &cfg.hidden_size));
     SVP_TRY_OUT(svp_config_get_count(cj, "intermediate_size", 3072, 1 << 20,
                                      &cfg.intermediate_size));
-    SVP_TRY_OUT(svp_config_get_count(cj, "num_hidden_layers", 12, 1 << 20,
-                                     &cfg.num_layers));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "num_hidden_layers", 12, 1 << 20, &cfg.num_layers));
     SVP_TRY_OUT(svp_config_get_count(cj, "num_attention_heads", 12, 1 << 20,
                                      &cfg.num_heads));
-    SVP_TRY_OUT(svp_config_get_count(cj, "num_channels", 3, 1 << 20,
-                                     &cfg.num_channels));
-    SVP_TRY_OUT(svp_config_get_count(cj, "image_size", 224, 1 << 20,
-                                     &cfg.image_size));
-    SVP_TRY_OUT(svp_config_get_count(cj, "patch_size", 32, 1 << 20,
-                                     &cfg.patch_size));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "num_channels", 3, 1 << 20, &cfg.num_channels));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "image_size", 224, 1 << 20, &cfg.image_size));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "patch_size", 32, 1 << 20, &cfg.patch_size));
     SVP_TRY_OUT(svp_config_get_count(cj, "projection_dim", 512, 1 << 20,
                                      &cfg.projection_dim));
-    status = svp_config_get_double(cj, "layer_norm_eps", 1e-5,
-                                   &cfg.layer_norm_eps);
+    status = svp_config_get_double(cj, "layer_norm_eps", 1e-5, &cfg.layer_norm_eps);
     if (status != SVP_OK) {
         goto out;
     }
@@ -108,21 +112,21 @@ svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p)
     } else if (strcmp(act, "quick_gelu") == 0) {
         cfg.hidden_act = SVP_CLIP_ACT_QUICK_GELU;
     } else {
-        svp_error("%s: 'hidden_act' is '%s', expected 'gelu' or 'quick_gelu'",
-                  path, act);
+        svp_error("%s: 'hidden_act' is '%s', expected 'gelu' or 'quick_gelu'", path,
+                  act);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
     if (cfg.hidden_size % cfg.num_heads != 0) {
         svp_error("%s: 'hidden_size' %d is not divisible by "
-                  "'num_attention_heads' %d", path, cfg.hidden_size,
-                  cfg.num_heads);
+                  "'num_attention_heads' %d",
+                  path, cfg.hidden_size, cfg.num_heads);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
     if (cfg.image_size % cfg.patch_size != 0) {
-        svp_error("%s: 'image_size' %d is not a multiple of 'patch_size' %d",
-                  path, cfg.image_size, cfg.patch_size);
+        svp_error("%s: 'image_size' %d is not a multiple of 'patch_size' %d", path,
+                  cfg.image_size, cfg.patch_size);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
@@ -152,12 +156,14 @@ static svp_status_t clip_load_linear(svp_model_walker_t *wk, clip_linear_t *l,
                                      int in, int out, int bias, float wscale,
                                      float bscale, const char *prefix)
 {
-    int64_t      wshape[2] = { out, in }, bshape[1] = { out };
+    int64_t      wshape[2] = {out, in}, bshape[1] = {out};
     svp_status_t status;
 
-    status = svp_model_walk_matrix(wk, &l->w, wscale, 2, wshape, "%s.weight", prefix);
+    status =
+        svp_model_walk_matrix(wk, &l->w, wscale, 2, wshape, "%s.weight", prefix);
     if (status == SVP_OK && bias) {
-        status = svp_model_walk_param(wk, &l->b, bscale, 1, bshape, "%s.bias", prefix);
+        status =
+            svp_model_walk_param(wk, &l->b, bscale, 1, bshape, "%s.bias", prefix);
     }
     return status;
 }
@@ -165,7 +171,7 @@ static svp_status_t clip_load_linear(svp_model_walker_t *wk, clip_linear_t *l,
 static svp_status_t clip_load_norm(svp_model_walker_t *wk, clip_norm_t *n, int c,
                                    const char *prefix)
 {
-    int64_t      shape[1] = { c };
+    int64_t      shape[1] = {c};
     svp_status_t status;
 
     status = svp_model_walk_param(wk, &n->g, 1.0f, 1, shape, "%s.weight", prefix);
@@ -188,11 +194,11 @@ static svp_status_t clip_load_all(struct svp_clip *c, svp_model_walker_t *wk)
     int                      D = cfg->hidden_size, I = cfg->intermediate_size;
     int                      p = cfg->patch_size, g = cfg->image_size / p;
     int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
-    float                    up = quick ? CLIP_QUICK_GELU_SCALE : 1.0f;
-    float                    down = quick ? 1.0f / CLIP_QUICK_GELU_SCALE : 1.0f;
-    int64_t                  s_class[1] = { D };
-    int64_t                  s_patch[4] = { D, cfg->num_channels, p, p };
-    int64_t                  s_pos[2] = { 1 + g * g, D };
+    float                    up    = quick ? CLIP_QUICK_GELU_SCALE : 1.0f;
+    float                    down  = quick ? 1.0f / CLIP_QUICK_GELU_SCALE : 1.0f;
+    int64_t                  s_class[1] = {D};
+    int64_t                  s_patch[4] = {D, cfg->num_channels, p, p};
+    int64_t                  s_pos[2]   = {1 + g * g, D};
     char                     pre[CLIP_NAME_MAX];
     int                      i;
 
@@ -201,28 +207,35 @@ static svp_status_t clip_load_all(struct svp_clip *c, svp_model_walker_t *wk)
                                  "vision_model.embeddings.class_embedding"));
     SVP_TRY(svp_model_walk_matrix(wk, &c->patch_embedding, 1.0f, 4, s_patch,
                                   "vision_model.embeddings.patch_embedding.weight"));
-    SVP_TRY(svp_model_walk_param(wk, &c->position_embedding, 1.0f, 2, s_pos,
-                                 "vision_model.embeddings.position_embedding.weight"));
+    SVP_TRY(
+        svp_model_walk_param(wk, &c->position_embedding, 1.0f, 2, s_pos,
+                             "vision_model.embeddings.position_embedding.weight"));
     SVP_TRY(clip_load_norm(wk, &c->pre_layrnorm, D, "vision_model.pre_layrnorm"));
     for (i = 0; i < cfg->num_layers; i++) {
         clip_layer_t *l = &c->layers[i];
 
-#define P(_what) (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
+#define P(_what) \
+    (snprintf(pre, sizeof(pre), "vision_model.encoder.layers.%d." _what, i), pre)
         SVP_TRY(clip_load_norm(wk, &l->layer_norm1, D, P("layer_norm1")));
-        SVP_TRY(clip_load_linear(wk, &l->q_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.q_proj")));
-        SVP_TRY(clip_load_linear(wk, &l->k_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.k_proj")));
-        SVP_TRY(clip_load_linear(wk, &l->v_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.v_proj")));
-        SVP_TRY(clip_load_linear(wk, &l->out_proj, D, D, 1, 1.0f, 1.0f, P("self_attn.out_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->q_proj, D, D, 1, 1.0f, 1.0f,
+                                 P("self_attn.q_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->k_proj, D, D, 1, 1.0f, 1.0f,
+                                 P("self_attn.k_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->v_proj, D, D, 1, 1.0f, 1.0f,
+                                 P("self_attn.v_proj")));
+        SVP_TRY(clip_load_linear(wk, &l->out_proj, D, D, 1, 1.0f, 1.0f,
+                                 P("self_attn.out_proj")));
         SVP_TRY(clip_load_norm(wk, &l->layer_norm2, D, P("layer_norm2")));
         SVP_TRY(clip_load_linear(wk, &l->fc1, D, I, 1, up, up, P("mlp.fc1")));
         SVP_TRY(clip_load_linear(wk, &l->fc2, I, D, 1, down, 1.0f, P("mlp.fc2")));
 #undef P
     }
-    SVP_TRY(clip_load_norm(wk, &c->post_layernorm, D, "vision_model.post_layernorm"));
+    SVP_TRY(
+        clip_load_norm(wk, &c->post_layernorm, D, "vision_model.post_layernorm"));
     {
-        clip_linear_t proj = { NULL, NULL };
-        SVP_TRY(clip_load_linear(wk, &proj, D, cfg->projection_dim, 0, 1.0f,
-                                 1.0f, "visual_projection"));
+        clip_linear_t proj = {NULL, NULL};
+        SVP_TRY(clip_load_linear(wk, &proj, D, cfg->projection_dim, 0, 1.0f, 1.0f,
+                                 "visual_projection"));
         c->visual_projection = proj.w;
     }
     return SVP_OK;
@@ -266,8 +279,7 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
     }
     svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, params ? params->weights_file : NULL,
-                              "model", ops, check_only ? NULL : &c->weights,
-                              &fwk.w);
+                              "model", ops, check_only ? NULL : &c->weights, &fwk.w);
     if (status != SVP_OK) {
         goto err_free_clip;
     }
@@ -277,8 +289,8 @@ static svp_status_t clip_open(svp_ops_h ops, const char *model_dir,
     }
     /* position_ids is a non-persistent buffer some files still carry */
     svp_weights_log_unused(&fwk.w, "the image encoder");
-    svp_debug("clip: %d layers, %d tensors from %s", c->cfg.num_layers,
-              fwk.w.used, svp_weights_path(&fwk.w));
+    svp_debug("clip: %d layers, %d tensors from %s", c->cfg.num_layers, fwk.w.used,
+              svp_weights_path(&fwk.w));
     svp_weights_close(&fwk.w);
     if (mapped_p != NULL) {
         *mapped_p = fwk.w.used;
@@ -294,15 +306,13 @@ err_free_clip:
 }
 
 svp_status_t svp_clip_create(svp_ops_h ops, const char *model_dir,
-                             const svp_clip_params_t *params,
-                             svp_clip_h *clip_p)
+                             const svp_clip_params_t *params, svp_clip_h *clip_p)
 {
     return clip_open(ops, model_dir, params, 0, clip_p, NULL);
 }
 
-svp_status_t svp_clip_check_weights(const char *model_dir,
-                                    const svp_clip_params_t *params,
-                                    int *mapped_p)
+svp_status_t svp_clip_check_weights(const char              *model_dir,
+                                    const svp_clip_params_t *params, int *mapped_p)
 {
     struct svp_clip *c;
     svp_status_t     status;
@@ -351,8 +361,8 @@ svp_status_t svp_clip_write_random(const char *config_path, uint64_t seed,
     rwk.tensor = clip_random_tensor;
     status     = clip_load_all(&c, &rwk.base);
     if (status == SVP_OK) {
-        status = svp_random_weights_commit(rw, config_path, out_dir,
-                                           "model.safetensors");
+        status =
+            svp_random_weights_commit(rw, config_path, out_dir, "model.safetensors");
     }
     svp_random_weights_destroy(rw);
 out_free_layers:
@@ -365,8 +375,8 @@ out_free_layers:
 static void clip_capture(struct svp_clip *c, const char *name, const float *x,
                          int ndim, int64_t d0, int64_t d1, int64_t d2)
 {
-    int64_t shape[3] = { d0, d1, d2 };
-    int64_t count = d0 * d1 * (ndim == 3 ? d2 : 1);
+    int64_t shape[3] = {d0, d1, d2};
+    int64_t count    = d0 * d1 * (ndim == 3 ? d2 : 1);
     float  *host;
 
     if (c->capture_cb == NULL) {
@@ -386,8 +396,8 @@ static void clip_capture(struct svp_clip *c, const char *name, const float *x,
 #define CLIP_CAPTURE_LAYER(_c, _i, _what, _x, _d2) \
     do { \
         if ((_c)->capture_cb != NULL && (_i) == 0) { \
-            clip_capture((_c), "out.vision_model.encoder.layers.0." _what, \
-                         (_x), 3, batch, T, (_d2)); \
+            clip_capture((_c), "out.vision_model.encoder.layers.0." _what, (_x), 3, \
+                         batch, T, (_d2)); \
         } \
     } while (0)
 
@@ -401,18 +411,22 @@ static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
                                        float *v, float *f)
 {
     const svp_clip_config_t *cfg = &c->cfg;
-    const clip_layer_t      *l = &c->layers[li];
+    const clip_layer_t      *l   = &c->layers[li];
     svp_ops_h                ops = c->ops;
     int                      D = cfg->hidden_size, I = cfg->intermediate_size;
-    int                      T = c->tokens;
-    int64_t                  rows = (int64_t)batch * T;
-    float                    eps = (float)cfg->layer_norm_eps;
-    svp_ops_attention_t      p = { .batch = batch, .heads = cfg->num_heads,
-                                   .head_dim = D / cfg->num_heads,
-                                   .q_len = T, .kv_len = T,
-                                   .kv_batch_div = 1, .q_stride = D,
-                                   .k_stride = D, .v_stride = D,
-                                   .out_stride = D };
+    int                      T     = c->tokens;
+    int64_t                  rows  = (int64_t)batch * T;
+    float                    eps   = (float)cfg->layer_norm_eps;
+    svp_ops_attention_t      p     = {.batch        = batch,
+                                      .heads        = cfg->num_heads,
+                                      .head_dim     = D / cfg->num_heads,
+                                      .q_len        = T,
+                                      .kv_len       = T,
+                                      .kv_batch_div = 1,
+                                      .q_stride     = D,
+                                      .k_stride     = D,
+                                      .v_stride     = D,
+                                      .out_stride   = D};
     int                      quick = (cfg->hidden_act == SVP_CLIP_ACT_QUICK_GELU);
     svp_status_t             status;
 
@@ -427,8 +441,8 @@ static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
     CLIP_CAPTURE_LAYER(c, li, "self_attn.v_proj", v, D);
     /* heads are contiguous channel blocks; the output overwrites q */
     SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, v, q));
-    SVP_TRY_OUT(svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b,
-                               0, a));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, rows, D, D, q, l->out_proj.w, l->out_proj.b, 0, a));
     CLIP_CAPTURE_LAYER(c, li, "self_attn", a, D);
     SVP_TRY_OUT(svp_ops_add(ops, rows * D, h, a, h));
 
@@ -443,8 +457,8 @@ static svp_status_t clip_layer_forward(struct svp_clip *c, int li, int batch,
         CLIP_CAPTURE_LAYER(c, li, "mlp.fc1", f, I);
         SVP_TRY_OUT(svp_ops_gelu(ops, rows * I, f, f));
         if (c->capture_cb != NULL && li == 0) {
-            clip_capture(c, "in.vision_model.encoder.layers.0.mlp.fc2", f, 3,
-                         batch, T, I);
+            clip_capture(c, "in.vision_model.encoder.layers.0.mlp.fc2", f, 3, batch,
+                         T, I);
         }
     }
     SVP_TRY_OUT(svp_ops_linear(ops, rows, I, D, f, l->fc2.w, l->fc2.b, 0, a));
@@ -462,12 +476,15 @@ static svp_status_t clip_embeddings(struct svp_clip *c, int batch,
     const svp_clip_config_t *cfg = &c->cfg;
     svp_ops_h                ops = c->ops;
     int                      D = cfg->hidden_size, T = c->tokens, i;
-    svp_ops_conv2d_t         conv = { .n = batch, .c_in = cfg->num_channels,
-                                      .h = cfg->image_size,
-                                      .w = cfg->image_size, .c_out = D,
-                                      .kh = cfg->patch_size,
-                                      .kw = cfg->patch_size,
-                                      .stride = cfg->patch_size, .pad = 0 };
+    svp_ops_conv2d_t         conv = {.n      = batch,
+                                     .c_in   = cfg->num_channels,
+                                     .h      = cfg->image_size,
+                                     .w      = cfg->image_size,
+                                     .c_out  = D,
+                                     .kh     = cfg->patch_size,
+                                     .kw     = cfg->patch_size,
+                                     .stride = cfg->patch_size,
+                                     .pad    = 0};
     svp_status_t             status;
 
     /* a = conv [batch, D, T-1] -> b = patch tokens [batch, T-1, D] */
@@ -490,7 +507,7 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
     svp_ops_h                ops = c->ops;
     int                      D = cfg->hidden_size, T = c->tokens, i;
     int64_t                  rows = (int64_t)batch * T;
-    float                    eps = (float)cfg->layer_norm_eps;
+    float                    eps  = (float)cfg->layer_norm_eps;
     float                   *h = NULL, *a = NULL, *q = NULL, *k = NULL;
     float                   *v = NULL, *f = NULL;
     svp_status_t             status;
@@ -501,7 +518,8 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
         svp_error("clip: invalid batch %d", batch);
         return SVP_ERR_INVALID_PARAM;
     }
-    pass[0] = (int64_t)(intptr_t)c; pass[1] = batch;
+    pass[0] = (int64_t)(intptr_t)c;
+    pass[1] = batch;
     svp_ops_pass_begin(ops, "clip", 2, pass);
     rdepth = svp_range_push("clip b%d", batch);
 #define CLIP_BUF(_p, _n) SVP_TRY_OUT(svp_ops_alloc(ops, (size_t)(_n), &(_p)))
@@ -530,7 +548,8 @@ svp_status_t svp_clip_encode(svp_clip_h c, int batch, const float *pixels,
 
     /* pooler_output: post_layernorm of the CLS tokens only */
     for (i = 0; i < batch; i++) {
-        SVP_TRY_OUT(svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
+        SVP_TRY_OUT(
+            svp_ops_copy(ops, D, h + (int64_t)i * T * D, a + (int64_t)i * D));
     }
     SVP_TRY_OUT(svp_ops_layer_norm(ops, batch, D, eps, a, c->post_layernorm.g,
                                    c->post_layernorm.b, a));

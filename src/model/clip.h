@@ -21,22 +21,22 @@
 #include <stdint.h>
 
 typedef enum {
-    SVP_CLIP_ACT_GELU = 0,      /* "gelu": exact erf form (SVD's) */
-    SVP_CLIP_ACT_QUICK_GELU     /* "quick_gelu": x * sigmoid(1.702 x) */
+    SVP_CLIP_ACT_GELU = 0,  /* "gelu": exact erf form (SVD's) */
+    SVP_CLIP_ACT_QUICK_GELU /* "quick_gelu": x * sigmoid(1.702 x) */
 } svp_clip_act_t;
 
 /* What config.json says, after CLIPVisionConfig's defaults. */
 typedef struct {
-    int            hidden_size;         /* SVD: 1280 */
-    int            intermediate_size;   /* 5120 */
-    int            num_layers;          /* num_hidden_layers, 32 */
-    int            num_heads;           /* num_attention_heads, 16 */
-    int            num_channels;        /* 3 */
-    int            image_size;          /* 224 */
-    int            patch_size;          /* 14 */
-    int            projection_dim;      /* 1024 */
+    int            hidden_size;       /* SVD: 1280 */
+    int            intermediate_size; /* 5120 */
+    int            num_layers;        /* num_hidden_layers, 32 */
+    int            num_heads;         /* num_attention_heads, 16 */
+    int            num_channels;      /* 3 */
+    int            image_size;        /* 224 */
+    int            patch_size;        /* 14 */
+    int            projection_dim;    /* 1024 */
     svp_clip_act_t hidden_act;
-    double         layer_norm_eps;      /* 1e-5 */
+    double         layer_norm_eps; /* 1e-5 */
 } svp_clip_config_t;
 
 /*
@@ -54,16 +54,15 @@ svp_status_t svp_clip_config_load(const char *path, svp_clip_config_t *cfg_p);
  * "out.visual_projection"), data in host memory valid only during the call.
  * Token tensors are [B, T, D].
  */
-typedef void (*svp_clip_capture_cb_t)(const char *name, const float *data,
-                                      int ndim, const int64_t *shape,
-                                      void *arg);
+typedef void (*svp_clip_capture_cb_t)(const char *name, const float *data, int ndim,
+                                      const int64_t *shape, void *arg);
 
 typedef struct {
     /* The weights file in the directory; NULL tries model.safetensors, then
      * model.fp16.safetensors. */
-    const char            *weights_file;
-    svp_clip_capture_cb_t  capture_cb;      /* NULL: no captures */
-    void                  *capture_arg;
+    const char           *weights_file;
+    svp_clip_capture_cb_t capture_cb; /* NULL: no captures */
+    void                 *capture_arg;
 } svp_clip_params_t;
 
 typedef struct svp_clip *svp_clip_h;
@@ -76,8 +75,7 @@ typedef struct svp_clip *svp_clip_h;
  * nothing is left allocated and *clip_p is untouched.
  */
 svp_status_t svp_clip_create(svp_ops_h ops, const char *model_dir,
-                             const svp_clip_params_t *params,
-                             svp_clip_h *clip_p);
+                             const svp_clip_params_t *params, svp_clip_h *clip_p);
 void         svp_clip_destroy(svp_clip_h clip);
 
 /*
@@ -87,9 +85,8 @@ void         svp_clip_destroy(svp_clip_h clip);
  * *mapped_p (may be NULL) receives how many of the file's tensors the model
  * uses.
  */
-svp_status_t svp_clip_check_weights(const char *model_dir,
-                                    const svp_clip_params_t *params,
-                                    int *mapped_p);
+svp_status_t svp_clip_check_weights(const char              *model_dir,
+                                    const svp_clip_params_t *params, int *mapped_p);
 
 const svp_clip_config_t *svp_clip_config(svp_clip_h clip);
 
@@ -97,8 +94,8 @@ const svp_clip_config_t *svp_clip_config(svp_clip_h clip);
  * pixel_values [batch, num_channels, image_size, image_size] (already
  * CLIP-normalised) -> image_embeds [batch, projection_dim].
  */
-svp_status_t svp_clip_encode(svp_clip_h clip, int batch,
-                             const float *pixel_values, float *image_embeds);
+svp_status_t svp_clip_encode(svp_clip_h clip, int batch, const float *pixel_values,
+                             float *image_embeds);
 
 /*
  * Writes an image encoder with seeded random weights for the config at

@@ -17,9 +17,9 @@
 
 struct svp_dummy {
     svp_dummy_params_t params;
-    float             *weight;   /* [C_out, C_in, 3, 3, 3] */
-    float             *bias;     /* [C] */
-    float             *scratch;  /* one batch item [C, F, H, W] */
+    float             *weight;  /* [C_out, C_in, 3, 3, 3] */
+    float             *bias;    /* [C] */
+    float             *scratch; /* one batch item [C, F, H, W] */
     size_t             scratch_len;
 };
 
@@ -27,8 +27,8 @@ struct svp_dummy {
 static uint64_t svp_dummy_mix(uint64_t x)
 {
     x += 0x9e3779b97f4a7c15ULL;
-    x  = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x  = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
     return x ^ (x >> 31);
 }
 

@@ -24,14 +24,15 @@ typedef struct svp_dummy *svp_dummy_h;
 
 typedef struct {
     uint64_t seed;
-    int64_t  channels;      /* C of the [B, F, C, H, W] latent */
-    int      cost;          /* svp_dummy_cost_t */
-    int      work;          /* compute: forward repetitions per step */
-    double   step_ms;       /* sleep: wall time per step */
+    int64_t  channels; /* C of the [B, F, C, H, W] latent */
+    int      cost;     /* svp_dummy_cost_t */
+    int      work;     /* compute: forward repetitions per step */
+    double   step_ms;  /* sleep: wall time per step */
 } svp_dummy_params_t;
 
 /* Allocates the model and its weights; destroy with svp_dummy_destroy(). */
-svp_status_t svp_dummy_create(const svp_dummy_params_t *params, svp_dummy_h *model_p);
+svp_status_t svp_dummy_create(const svp_dummy_params_t *params,
+                              svp_dummy_h              *model_p);
 void         svp_dummy_destroy(svp_dummy_h model);
 
 /*

@@ -21,7 +21,7 @@ typedef struct {
     char         *name;
     int           ndim;
     int64_t       shape[SVP_TENSOR_MAX_DIMS];
-    svp_tensor_t *tensor;   /* NULL when layout only; borrowed by the writer */
+    svp_tensor_t *tensor; /* NULL when layout only; borrowed by the writer */
 } random_entry_t;
 
 struct svp_random_weights {
@@ -70,8 +70,8 @@ void svp_random_weights_destroy(svp_random_weights_h rw)
 }
 
 svp_status_t svp_random_weights_add(svp_random_weights_h rw, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    double mean, double std, float *first_p)
+                                    int ndim, const int64_t *shape, double mean,
+                                    double std, float *first_p)
 {
     uint64_t        stream = svp_hash_fnv1a(name, strlen(name), 0);
     random_entry_t *entries, *e;
@@ -126,7 +126,7 @@ svp_status_t svp_random_weights_add_default(svp_random_weights_h rw,
                                             const char *name, int ndim,
                                             const int64_t *shape)
 {
-    size_t  len = strlen(name);
+    size_t  len    = strlen(name);
     int64_t fan_in = 1;
     int     i;
 
@@ -158,8 +158,7 @@ void svp_random_weights_entry(svp_random_weights_h rw, int index,
 }
 
 svp_status_t svp_random_weights_commit(svp_random_weights_h rw,
-                                       const char *config_path,
-                                       const char *out_dir,
+                                       const char *config_path, const char *out_dir,
                                        const char *weights_name)
 {
     char         path[4096], *text = NULL;

@@ -31,8 +31,8 @@ void         svp_random_weights_destroy(svp_random_weights_h rw);
  * *first_p (may be NULL) receives its first value (0 when layout only).
  */
 svp_status_t svp_random_weights_add(svp_random_weights_h rw, const char *name,
-                                    int ndim, const int64_t *shape,
-                                    double mean, double std, float *first_p);
+                                    int ndim, const int64_t *shape, double mean,
+                                    double std, float *first_p);
 
 /*
  * The default scheme, which keeps activations O(1) through residual
@@ -57,15 +57,14 @@ void svp_random_weights_entry(svp_random_weights_h rw, int index,
  * a copy of config_path as out_dir/config.json (atomically).
  */
 svp_status_t svp_random_weights_commit(svp_random_weights_h rw,
-                                       const char *config_path,
-                                       const char *out_dir,
+                                       const char *config_path, const char *out_dir,
                                        const char *weights_name);
 
 /*
  * Adds every parameter of the VAE the config at config_path describes,
  * drawn as svp_vae_write_random() draws them.
  */
-svp_status_t svp_vae_random_add_all(const char *config_path,
+svp_status_t svp_vae_random_add_all(const char          *config_path,
                                     svp_random_weights_h rw);
 
 #endif

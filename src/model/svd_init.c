@@ -21,16 +21,15 @@
 
 #define SVD_INIT_PATH_MAX 4096
 /* a path under the folder: room for a part's folder and file names */
-#define SVD_INIT_SUB_MAX  (SVD_INIT_PATH_MAX + 128)
+#define SVD_INIT_SUB_MAX (SVD_INIT_PATH_MAX + 128)
 
-svp_status_t svp_model_config_kind(const char *config_path,
-                                   svp_model_arch_t *kind_p)
+svp_status_t svp_model_config_kind(const char *config_path, svp_model_arch_t *kind_p)
 {
-    svp_config_h cj;
-    const char  *cls = NULL, *type = NULL, *archs[8];
-    int          n_archs = 0, i;
-    svp_model_arch_t kind = SVP_MODEL_ARCH_UNKNOWN;
-    svp_status_t status;
+    svp_config_h     cj;
+    const char      *cls = NULL, *type = NULL, *archs[8];
+    int              n_archs = 0, i;
+    svp_model_arch_t kind    = SVP_MODEL_ARCH_UNKNOWN;
+    svp_status_t     status;
 
     status = svp_config_load(config_path, &cj);
     if (status != SVP_OK) {
@@ -62,8 +61,8 @@ svp_status_t svp_model_config_kind(const char *config_path,
     if (kind == SVP_MODEL_ARCH_UNKNOWN) {
         svp_error("%s: not a UNetSpatioTemporalConditionModel, "
                   "AutoencoderKLTemporalDecoder or CLIPVisionModelWithProjection "
-                  "config (_class_name '%s', model_type '%s')", config_path,
-                  cls ? cls : "", type ? type : "");
+                  "config (_class_name '%s', model_type '%s')",
+                  config_path, cls ? cls : "", type ? type : "");
         status = SVP_ERR_UNSUPPORTED;
         goto out;
     }
@@ -105,8 +104,8 @@ static svp_status_t svd_init_copy(const char *config_dir, const char *dir,
 
     snprintf(src, sizeof(src), "%s/%s%s%s", config_dir, sub, *sub ? "/" : "", file);
     snprintf(dst, sizeof(dst), "%s/%s", dir, sub);
-    status = svp_file_read_limit(src, SVP_CONFIG_LIMIT_BYTES, "a JSON config",
-                                 &text, &len);
+    status = svp_file_read_limit(src, SVP_CONFIG_LIMIT_BYTES, "a JSON config", &text,
+                                 &len);
     if (status != SVP_OK) {
         return status;
     }
@@ -142,8 +141,7 @@ static svp_status_t svd_init_model(const char *config_dir, const char *dir,
         svp_error("%s: not the config of the model '%s' holds", cfg, sub);
         return SVP_ERR_BAD_FILE;
     }
-    return svp_model_write_random(cfg, svp_hash_fnv1a(sub, strlen(sub), seed),
-                                  out);
+    return svp_model_write_random(cfg, svp_hash_fnv1a(sub, strlen(sub), seed), out);
 }
 
 svp_status_t svp_svd_write_random(const char *config_dir, uint64_t seed,
@@ -167,11 +165,10 @@ svp_status_t svp_svd_write_random(const char *config_dir, uint64_t seed,
     parts = svp_checkpoint_parts(&count);
     for (i = 0; i < count && status == SVP_OK; i++) {
         if (parts[i].kind == SVP_MODEL_ARCH_UNKNOWN) {
-            status = svd_init_copy(config_dir, tmp, parts[i].dir,
-                                   parts[i].config);
+            status = svd_init_copy(config_dir, tmp, parts[i].dir, parts[i].config);
         } else {
-            status = svd_init_model(config_dir, tmp, parts[i].dir, seed,
-                                    parts[i].kind);
+            status =
+                svd_init_model(config_dir, tmp, parts[i].dir, seed, parts[i].kind);
         }
     }
     if (status != SVP_OK) {

@@ -18,7 +18,7 @@
  * ["CLIPVisionModelWithProjection"].  Anything else is SVP_ERR_UNSUPPORTED,
  * logged with the file and what it names.
  */
-svp_status_t svp_model_config_kind(const char *config_path,
+svp_status_t svp_model_config_kind(const char       *config_path,
                                    svp_model_arch_t *kind_p);
 
 /*

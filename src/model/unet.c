@@ -30,8 +30,7 @@ static const char *unet_weights_file(const svp_unet_params_t *params)
 }
 
 svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
-                             const svp_unet_params_t *params,
-                             svp_unet_h *unet_p)
+                             const svp_unet_params_t *params, svp_unet_h *unet_p)
 {
     svp_model_file_walker_t fwk;
     struct svp_unet        *u;
@@ -55,8 +54,7 @@ svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
     }
     svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, unet_weights_file(params),
-                              "diffusion_pytorch_model", ops, &u->weights,
-                              &fwk.w);
+                              "diffusion_pytorch_model", ops, &u->weights, &fwk.w);
     if (status != SVP_OK) {
         goto err_free_unet;
     }
@@ -78,7 +76,7 @@ err_free_unet:
     return status;
 }
 
-svp_status_t svp_unet_check_weights(const char *model_dir,
+svp_status_t svp_unet_check_weights(const char              *model_dir,
                                     const svp_unet_params_t *params)
 {
     svp_model_file_walker_t fwk;
@@ -146,8 +144,7 @@ void unet_capture(unet_fwd_t *fw, const char *name, const float *x, int ndim,
         count *= shape[i];
     }
     host = malloc(count * sizeof(float));
-    if (host == NULL ||
-        svp_ops_download(fw->unet->ops, host, x, count) != SVP_OK) {
+    if (host == NULL || svp_ops_download(fw->unet->ops, host, x, count) != SVP_OK) {
         svp_warn("unet: cannot capture '%s'", name);
         free(host);
         return;
@@ -156,11 +153,11 @@ void unet_capture(unet_fwd_t *fw, const char *name, const float *x, int ndim,
     free(host);
 }
 
-static void unet_capture_image(unet_fwd_t *fw, const float *x, int c, int h,
-                               int w, const char *fmt, int a, int b)
+static void unet_capture_image(unet_fwd_t *fw, const float *x, int c, int h, int w,
+                               const char *fmt, int a, int b)
 {
     char    name[128];
-    int64_t shape[4] = { (int64_t)fw->batch * fw->frames, c, h, w };
+    int64_t shape[4] = {(int64_t)fw->batch * fw->frames, c, h, w};
 
     if (fw->unet->capture_cb != NULL) {
         snprintf(name, sizeof(name), fmt, a, b);
@@ -178,11 +175,11 @@ static void unet_capture_image(unet_fwd_t *fw, const float *x, int c, int h,
 static svp_status_t unet_embedding(unet_fwd_t *fw, const float *timestep,
                                    const float *time_ids, float **emb_silu_p)
 {
-    struct svp_unet *u = fw->unet;
+    struct svp_unet *u   = fw->unet;
     svp_ops_h        ops = u->ops;
     int              b = fw->batch, td = u->temb_dim, c0 = u->cfg.block_out[0];
     int              n_ids = u->cfg.projection_dim / u->cfg.addition_time_embed_dim;
-    int64_t          shape[2] = { b, td };
+    int64_t          shape[2] = {b, td};
     float           *t = NULL, *sin = NULL, *mid = NULL, *emb = NULL;
     float           *rep = NULL;
     int              i;
@@ -220,7 +217,7 @@ static svp_status_t unet_embedding(unet_fwd_t *fw, const float *timestep,
                                  rep + (int64_t)i * td));
     }
     *emb_silu_p = rep;
-    rep = NULL;
+    rep         = NULL;
 out:
     unet_buf_free(fw, t);
     unet_buf_free(fw, sin);
@@ -238,9 +235,8 @@ typedef struct {
 
 #define UNET_MAX_SKIPS (1 + SVP_UNET_MAX_LEVELS * 65)
 
-svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
-                              int w, const float *sample,
-                              const float *timestep,
+svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h, int w,
+                              const float *sample, const float *timestep,
                               const float *encoder_hidden_states, int seq,
                               const float *added_time_ids, float *out)
 {
@@ -248,25 +244,27 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     svp_ops_h                ops = u->ops;
     int                      L = cfg->levels, n = batch * frames, i, j;
     int                      c, ch = h, cw = w;
-    unet_fwd_t               fw = { .unet = u, .batch = batch,
-                                    .frames = frames, .seq = seq,
-                                    .context = encoder_hidden_states };
+    unet_fwd_t               fw = {.unet    = u,
+                                   .batch   = batch,
+                                   .frames  = frames,
+                                   .seq     = seq,
+                                   .context = encoder_hidden_states};
     unet_skip_t             *skips;
-    int                      n_skips = 0;
+    int                      n_skips  = 0;
     float                   *emb_silu = NULL, *x = NULL, *y = NULL, *cat = NULL;
-    svp_ops_conv2d_t         conv = { .n = n, .kh = 3, .kw = 3, .stride = 1,
-                                      .pad = 1 };
-    svp_ops_group_norm_t     gn = { .n = n, .frames = 1, .groups = 32,
-                                    .eps = u->conv_norm_out.eps };
-    svp_status_t             status;
-    int                      rdepth;
+    svp_ops_conv2d_t     conv = {.n = n, .kh = 3, .kw = 3, .stride = 1, .pad = 1};
+    svp_ops_group_norm_t gn   = {.n      = n,
+                                 .frames = 1,
+                                 .groups = 32,
+                                 .eps    = u->conv_norm_out.eps};
+    svp_status_t         status;
+    int                  rdepth;
     /* this UNet at this shape: one kind of pass of the memory plan */
-    int64_t                  pass[6] = { (int64_t)(intptr_t)u, batch, frames,
-                                         h, w, seq };
+    int64_t pass[6] = {(int64_t)(intptr_t)u, batch, frames, h, w, seq};
 
     if (batch < 1 || frames < 1 || h < 1 || w < 1 || seq < 1) {
-        svp_error("unet: invalid input shape batch %d frames %d %dx%d seq %d",
-                  batch, frames, h, w, seq);
+        svp_error("unet: invalid input shape batch %d frames %d %dx%d seq %d", batch,
+                  frames, h, w, seq);
         return SVP_ERR_INVALID_PARAM;
     }
     skips = calloc(UNET_MAX_SKIPS, sizeof(*skips));
@@ -275,7 +273,7 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     }
     fw.emb_silu = NULL;
     svp_ops_pass_begin(ops, "unet", 6, pass);
-    rdepth      = svp_range_push("unet b%d f%d %dx%d", batch, frames, h, w);
+    rdepth = svp_range_push("unet b%d f%d %dx%d", batch, frames, h, w);
     svp_range_push("embedding");
     SVP_TRY_OUT(unet_embedding(&fw, timestep, added_time_ids, &emb_silu));
     fw.emb_silu = emb_silu;
@@ -284,12 +282,15 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
 
     /* conv_in: the first skip */
     svp_range_push("conv_in");
-    c = cfg->block_out[0];
-    conv.c_in = cfg->in_channels; conv.c_out = c; conv.h = h; conv.w = w;
+    c          = cfg->block_out[0];
+    conv.c_in  = cfg->in_channels;
+    conv.c_out = c;
+    conv.h     = h;
+    conv.w     = w;
     SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * h * w, &x));
     SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
     unet_capture_image(&fw, x, c, h, w, "out.conv_in", 0, 0);
-    skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+    skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
     svp_range_pop();
 
     /* down: every resnet(+transformer) output and every downsample is a skip */
@@ -298,32 +299,40 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
 
         svp_range_push("down.%d", i);
         for (j = 0; j < blk->n_resnets; j++) {
-            SVP_TRY_OUT(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
+            SVP_TRY_OUT(
+                unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
             c = blk->resnets[j].spatial.conv1.out;
-            unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i, j);
+            unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i,
+                               j);
             if (blk->attentions) {
                 float *a;
-                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, y, &a));
+                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch,
+                                                     cw, y, &a));
                 unet_buf_free(&fw, y);
                 y = a;
-                unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.attentions.%d", i, j);
+                unet_capture_image(&fw, y, c, ch, cw,
+                                   "out.down_blocks.%d.attentions.%d", i, j);
             }
-            x = y;
-            y = NULL;
-            skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+            x                = y;
+            y                = NULL;
+            skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
         }
         if (blk->has_sampler) {
             svp_range_push("downsample");
-            conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
+            conv.c_in   = c;
+            conv.c_out  = c;
+            conv.h      = ch;
+            conv.w      = cw;
             conv.stride = 2;
-            ch = svp_ops_conv2d_out_h(&conv);
-            cw = svp_ops_conv2d_out_w(&conv);
+            ch          = svp_ops_conv2d_out_h(&conv);
+            cw          = svp_ops_conv2d_out_w(&conv);
             SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &y));
-            SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
-            conv.stride = 1;
-            x = y;
-            y = NULL;
-            skips[n_skips++] = (unet_skip_t){ x, c, ch, cw };
+            SVP_TRY_OUT(
+                svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
+            conv.stride      = 1;
+            x                = y;
+            y                = NULL;
+            skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
             svp_range_pop();
         }
         svp_range_pop();
@@ -334,7 +343,8 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     {
         float *a = NULL;
         svp_range_push("mid");
-        SVP_TRY_OUT(unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
+        SVP_TRY_OUT(
+            unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
         unet_capture_image(&fw, y, c, ch, cw, "out.mid_block.resnets.0", 0, 0);
         status = unet_transformer_forward(&fw, &u->mid_attention, ch, cw, y, &a);
         unet_buf_free(&fw, y);
@@ -362,21 +372,26 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
             unet_skip_t sk = skips[--n_skips];
 
             SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
-            SVP_TRY_OUT(svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
+            SVP_TRY_OUT(
+                svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
             unet_buf_free(&fw, sk.x);
             unet_buf_free(&fw, x);
             x = NULL;
-            SVP_TRY_OUT(unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
+            SVP_TRY_OUT(
+                unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
             unet_buf_free(&fw, cat);
             cat = NULL;
-            c = blk->resnets[j].spatial.conv1.out;
-            unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i, j);
+            c   = blk->resnets[j].spatial.conv1.out;
+            unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i,
+                               j);
             if (blk->attentions) {
-                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch, cw, x, &y));
+                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch,
+                                                     cw, x, &y));
                 unet_buf_free(&fw, x);
                 x = y;
                 y = NULL;
-                unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.attentions.%d", i, j);
+                unet_capture_image(&fw, x, c, ch, cw,
+                                   "out.up_blocks.%d.attentions.%d", i, j);
             }
         }
         if (blk->has_sampler) {
@@ -385,14 +400,19 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
 
             svp_range_push("upsample");
             SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
-            SVP_TRY_OUT(svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
+            SVP_TRY_OUT(
+                svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
             unet_buf_free(&fw, x);
-            x = NULL;
-            ch = next->h;
-            cw = next->w;
-            conv.c_in = c; conv.c_out = c; conv.h = ch; conv.w = cw;
+            x          = NULL;
+            ch         = next->h;
+            cw         = next->w;
+            conv.c_in  = c;
+            conv.c_out = c;
+            conv.h     = ch;
+            conv.w     = cw;
             SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &x));
-            SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
+            SVP_TRY_OUT(
+                svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
             unet_buf_free(&fw, y);
             y = NULL;
             svp_range_pop();
@@ -402,13 +422,17 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h,
     }
 
     /* GroupNorm, SiLU, conv_out straight into [B, F, out, H, W] */
-    gn.c = c; gn.spatial = (int64_t)ch * cw;
+    gn.c       = c;
+    gn.spatial = (int64_t)ch * cw;
     svp_range_push("conv_out");
-    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g,
-                                   u->conv_norm_out.b, x));
+    SVP_TRY_OUT(
+        svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g, u->conv_norm_out.b, x));
     unet_capture_image(&fw, x, c, ch, cw, "out.conv_norm_out", 0, 0);
     SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * ch * cw, x, x));
-    conv.c_in = c; conv.c_out = cfg->out_channels; conv.h = ch; conv.w = cw;
+    conv.c_in  = c;
+    conv.c_out = cfg->out_channels;
+    conv.h     = ch;
+    conv.w     = cw;
     SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
 
 out:

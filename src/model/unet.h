@@ -24,18 +24,18 @@
 
 /* What config.json says, after defaults and per-level broadcasting. */
 typedef struct {
-    int in_channels;                        /* 8 in SVD: noisy + image latents */
-    int out_channels;                       /* 4 */
-    int levels;                             /* len(block_out_channels) */
+    int in_channels;  /* 8 in SVD: noisy + image latents */
+    int out_channels; /* 4 */
+    int levels;       /* len(block_out_channels) */
     int block_out[SVP_UNET_MAX_LEVELS];
-    int layers[SVP_UNET_MAX_LEVELS];        /* layers_per_block */
+    int layers[SVP_UNET_MAX_LEVELS]; /* layers_per_block */
     int transformer_layers[SVP_UNET_MAX_LEVELS];
-    int heads[SVP_UNET_MAX_LEVELS];         /* num_attention_heads */
-    int cross_dim[SVP_UNET_MAX_LEVELS];     /* cross_attention_dim */
+    int heads[SVP_UNET_MAX_LEVELS];           /* num_attention_heads */
+    int cross_dim[SVP_UNET_MAX_LEVELS];       /* cross_attention_dim */
     int down_cross_attn[SVP_UNET_MAX_LEVELS]; /* CrossAttnDown vs Down */
     int up_cross_attn[SVP_UNET_MAX_LEVELS];   /* CrossAttnUp vs Up */
-    int addition_time_embed_dim;            /* 256 in SVD */
-    int projection_dim;                     /* projection_class_embeddings_input_dim */
+    int addition_time_embed_dim;              /* 256 in SVD */
+    int projection_dim; /* projection_class_embeddings_input_dim */
 } svp_unet_config_t;
 
 /*
@@ -50,18 +50,17 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p);
  * intermediates ("out.down_blocks.0", "emb", ...), the data in host memory
  * valid only during the call.  4-D image tensors are [B*F, C, H, W].
  */
-typedef void (*svp_unet_capture_cb_t)(const char *name, const float *data,
-                                      int ndim, const int64_t *shape,
-                                      void *arg);
+typedef void (*svp_unet_capture_cb_t)(const char *name, const float *data, int ndim,
+                                      const int64_t *shape, void *arg);
 
 typedef struct {
     /*
      * The weights file inside the model directory; NULL tries
      * diffusion_pytorch_model.safetensors, then the .fp16 variant.
      */
-    const char            *weights_file;
-    svp_unet_capture_cb_t  capture_cb;      /* NULL: no captures */
-    void                  *capture_arg;
+    const char           *weights_file;
+    svp_unet_capture_cb_t capture_cb; /* NULL: no captures */
+    void                 *capture_arg;
 } svp_unet_params_t;
 
 typedef struct svp_unet *svp_unet_h;
@@ -73,8 +72,7 @@ typedef struct svp_unet *svp_unet_h;
  * On failure nothing is left allocated and *unet_p is untouched.
  */
 svp_status_t svp_unet_create(svp_ops_h ops, const char *model_dir,
-                             const svp_unet_params_t *params,
-                             svp_unet_h *unet_p);
+                             const svp_unet_params_t *params, svp_unet_h *unet_p);
 void         svp_unet_destroy(svp_unet_h unet);
 
 /*
@@ -83,7 +81,7 @@ void         svp_unet_destroy(svp_unet_h unet);
  * dtype (what svp_unet_create() would check first; errors are the same).
  * Cheap even for SVD-XT: only the safetensors header is parsed.
  */
-svp_status_t svp_unet_check_weights(const char *model_dir,
+svp_status_t svp_unet_check_weights(const char              *model_dir,
                                     const svp_unet_params_t *params);
 
 const svp_unet_config_t *svp_unet_config(svp_unet_h unet);
@@ -99,9 +97,8 @@ const svp_unet_config_t *svp_unet_config(svp_unet_h unet);
  * Any h, w >= 1 works: odd sizes follow diffusers (the up path resizes to
  * each skip's size).
  */
-svp_status_t svp_unet_forward(svp_unet_h unet, int batch, int frames, int h,
-                              int w, const float *sample,
-                              const float *timestep,
+svp_status_t svp_unet_forward(svp_unet_h unet, int batch, int frames, int h, int w,
+                              const float *sample, const float *timestep,
                               const float *encoder_hidden_states, int seq,
                               const float *added_time_ids, float *out);
 
@@ -111,8 +108,8 @@ svp_status_t svp_unet_forward(svp_unet_h unet, int batch, int frames, int h,
  * which is the basis for throughput figures; this implementation skips some
  * redundant products).
  */
-int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
-                      int h, int w, int seq);
+int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames, int h,
+                      int w, int seq);
 
 /*
  * Bytes of the memory plan of one forward call of this shape: the slab the
@@ -121,9 +118,8 @@ int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
  * by running the call on the dry backend, without weights or a device, in
  * milliseconds even for SVD-XT.  The launch planner's activation figure.
  */
-svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
-                                 int frames, int h, int w, int seq,
-                                 size_t *bytes_p);
+svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch, int frames,
+                                 int h, int w, int seq, size_t *bytes_p);
 
 /*
  * Writes a UNet with seeded random weights for the config at config_path

@@ -22,39 +22,44 @@
  * plus x (through the 1x1 shortcut when channels change).
  */
 static svp_status_t unet_resnet_forward(unet_fwd_t *fw, const unet_resnet_t *rn,
-                                        int temporal, int h, int w,
-                                        const float *x, float **y_p)
+                                        int temporal, int h, int w, const float *x,
+                                        float **y_p)
 {
     svp_ops_h            ops = fw->unet->ops;
-    int                  n = fw->batch * fw->frames;
-    int64_t              hw = (int64_t)h * w;
+    int                  n   = fw->batch * fw->frames;
+    int64_t              hw  = (int64_t)h * w;
     int                  cin = rn->norm1.c, cout = rn->conv1.out;
-    svp_ops_group_norm_t gn = { .n = temporal ? fw->batch : n,
-                                .frames = temporal ? fw->frames : 1,
-                                .spatial = hw, .groups = 32, .silu = 1 };
-    svp_ops_conv2d_t     conv = { .n = n, .h = h, .w = w, .kh = 3, .kw = 3,
-                                  .stride = 1, .pad = 1 };
-    float               *a = NULL, *b = NULL, *t = NULL, *sc = NULL;
-    svp_status_t         status;
+    svp_ops_group_norm_t gn = {.n       = temporal ? fw->batch : n,
+                               .frames  = temporal ? fw->frames : 1,
+                               .spatial = hw,
+                               .groups  = 32,
+                               .silu    = 1};
+    svp_ops_conv2d_t     conv =
+        {.n = n, .h = h, .w = w, .kh = 3, .kw = 3, .stride = 1, .pad = 1};
+    float       *a = NULL, *b = NULL, *t = NULL, *sc = NULL;
+    svp_status_t status;
 
     SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cin * hw, &a));
     SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout * hw, &b));
     SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout, &t));
 
-    gn.c = cin; gn.eps = rn->norm1.eps;
+    gn.c   = cin;
+    gn.eps = rn->norm1.eps;
     SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
     if (temporal) {
-        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cin, cout, hw,
-                                        a, rn->conv1.w, rn->conv1.b, b));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cin, cout, hw, a,
+                                        rn->conv1.w, rn->conv1.b, b));
     } else {
-        conv.c_in = cin; conv.c_out = cout;
+        conv.c_in  = cin;
+        conv.c_out = cout;
         SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, a, rn->conv1.w, rn->conv1.b, b));
     }
     SVP_TRY_OUT(svp_ops_linear(ops, n, rn->time_emb_proj.in, cout, fw->emb_silu,
                                rn->time_emb_proj.w, rn->time_emb_proj.b, 0, t));
     SVP_TRY_OUT(svp_ops_add_broadcast(ops, (int64_t)n * cout, hw, 1, b, t));
 
-    gn.c = cout; gn.eps = rn->norm2.eps;
+    gn.c   = cout;
+    gn.eps = rn->norm2.eps;
     SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
     /* a is free again and large enough when cin >= cout; else regrow */
     if (cin < cout) {
@@ -63,16 +68,23 @@ static svp_status_t unet_resnet_forward(unet_fwd_t *fw, const unet_resnet_t *rn,
         SVP_TRY_OUT(unet_buf(fw, (int64_t)n * cout * hw, &a));
     }
     if (temporal) {
-        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cout, cout,
-                                        hw, b, rn->conv2.w, rn->conv2.b, a));
+        SVP_TRY_OUT(svp_ops_conv_frames(ops, fw->batch, fw->frames, cout, cout, hw,
+                                        b, rn->conv2.w, rn->conv2.b, a));
     } else {
-        conv.c_in = cout; conv.c_out = cout;
+        conv.c_in  = cout;
+        conv.c_out = cout;
         SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, b, rn->conv2.w, rn->conv2.b, a));
     }
 
     if (rn->has_shortcut) {
-        svp_ops_conv2d_t pw = { .n = n, .c_in = cin, .h = h, .w = w,
-                                .c_out = cout, .kh = 1, .kw = 1, .stride = 1 };
+        svp_ops_conv2d_t pw = {.n      = n,
+                               .c_in   = cin,
+                               .h      = h,
+                               .w      = w,
+                               .c_out  = cout,
+                               .kh     = 1,
+                               .kw     = 1,
+                               .stride = 1};
         SVP_TRY_OUT(svp_ops_conv2d(ops, &pw, x, rn->conv_shortcut.w,
                                    rn->conv_shortcut.b, b));
         sc = b;
@@ -80,7 +92,7 @@ static svp_status_t unet_resnet_forward(unet_fwd_t *fw, const unet_resnet_t *rn,
     SVP_TRY_OUT(svp_ops_add(ops, (int64_t)n * cout * hw, a, sc ? sc : x, a));
 
     *y_p = a;
-    a = NULL;
+    a    = NULL;
 out:
     unet_buf_free(fw, a);
     unet_buf_free(fw, b);
@@ -88,13 +100,11 @@ out:
     return status;
 }
 
-svp_status_t unet_st_resblock_forward(unet_fwd_t *fw,
-                                      const unet_st_resblock_t *rb, int h,
-                                      int w, const float *x, float **y_p)
+svp_status_t unet_st_resblock_forward(unet_fwd_t *fw, const unet_st_resblock_t *rb,
+                                      int h, int w, const float *x, float **y_p)
 {
-    int64_t      count = (int64_t)fw->batch * fw->frames * rb->spatial.conv1.out *
-                         h * w;
-    float       *s = NULL, *t = NULL;
+    int64_t count = (int64_t)fw->batch * fw->frames * rb->spatial.conv1.out * h * w;
+    float  *s = NULL, *t = NULL;
     svp_status_t status;
     int          rdepth = svp_range_push("resnet");
 
@@ -107,7 +117,7 @@ svp_status_t unet_st_resblock_forward(unet_fwd_t *fw,
     /* alpha weighs the spatial branch (UNet; the VAE decoder is opposite) */
     SVP_TRY_OUT(svp_ops_blend(fw->unet->ops, count, rb->alpha, s, t, t));
     *y_p = t;
-    t = NULL;
+    t    = NULL;
 out:
     svp_range_pop_to(rdepth);
     unet_buf_free(fw, s);
@@ -121,35 +131,37 @@ out:
  * ctx [kv_batches * kv_len, kv_dim], query batch i using context
  * i / kv_div.
  */
-static svp_status_t unet_attention_apply(unet_fwd_t *fw,
-                                         const unet_attention_t *at, int batch,
-                                         int q_len, const float *xq,
-                                         const float *ctx, int kv_len,
-                                         int kv_div, float *h)
+static svp_status_t unet_attention_apply(unet_fwd_t *fw, const unet_attention_t *at,
+                                         int batch, int q_len, const float *xq,
+                                         const float *ctx, int kv_len, int kv_div,
+                                         float *h)
 {
-    svp_ops_h           ops = fw->unet->ops;
-    int64_t             rows = (int64_t)batch * q_len;
+    svp_ops_h           ops     = fw->unet->ops;
+    int64_t             rows    = (int64_t)batch * q_len;
     int64_t             kv_rows = ctx ? (int64_t)batch / kv_div * kv_len : rows;
-    const float        *src = ctx ? ctx : xq;
+    const float        *src     = ctx ? ctx : xq;
     float              *q = NULL, *k = NULL, *v = NULL;
-    svp_ops_attention_t p = { .batch = batch, .heads = at->heads,
-                              .head_dim = at->dim / at->heads,
-                              .q_len = q_len,
-                              .kv_len = ctx ? kv_len : q_len,
-                              .kv_batch_div = ctx ? kv_div : 1,
-                              .q_stride = at->dim, .k_stride = at->dim,
-                              .v_stride = at->dim, .out_stride = at->dim };
+    svp_ops_attention_t p = {.batch        = batch,
+                             .heads        = at->heads,
+                             .head_dim     = at->dim / at->heads,
+                             .q_len        = q_len,
+                             .kv_len       = ctx ? kv_len : q_len,
+                             .kv_batch_div = ctx ? kv_div : 1,
+                             .q_stride     = at->dim,
+                             .k_stride     = at->dim,
+                             .v_stride     = at->dim,
+                             .out_stride   = at->dim};
     svp_status_t        status;
 
     SVP_TRY_OUT(unet_buf(fw, rows * at->dim, &q));
     SVP_TRY_OUT(unet_buf(fw, kv_rows * at->dim, &k));
     SVP_TRY_OUT(unet_buf(fw, kv_rows * at->dim, &v));
-    SVP_TRY_OUT(svp_ops_linear(ops, rows, at->dim, at->dim, xq, at->to_q.w, NULL,
-                               0, q));
-    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_k.in, at->dim, src,
-                               at->to_k.w, NULL, 0, k));
-    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_v.in, at->dim, src,
-                               at->to_v.w, NULL, 0, v));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, rows, at->dim, at->dim, xq, at->to_q.w, NULL, 0, q));
+    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_k.in, at->dim, src, at->to_k.w,
+                               NULL, 0, k));
+    SVP_TRY_OUT(svp_ops_linear(ops, kv_rows, at->to_v.in, at->dim, src, at->to_v.w,
+                               NULL, 0, v));
     /* the output overwrites q (allowed by the op: see ops.h) */
     SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, v, q));
     SVP_TRY_OUT(svp_ops_linear(ops, rows, at->dim, at->dim, q, at->to_out.w,
@@ -162,8 +174,8 @@ out:
 }
 
 /* h [rows, dim] += ff(xn): GEGLU projection, then the output linear. */
-static svp_status_t unet_ff_apply(unet_fwd_t *fw, const unet_ff_t *ff,
-                                  int64_t rows, const float *xn, float *h)
+static svp_status_t unet_ff_apply(unet_fwd_t *fw, const unet_ff_t *ff, int64_t rows,
+                                  const float *xn, float *h)
 {
     svp_ops_h    ops = fw->unet->ops;
     int          dim = ff->out.out;
@@ -175,8 +187,8 @@ static svp_status_t unet_ff_apply(unet_fwd_t *fw, const unet_ff_t *ff,
     SVP_TRY_OUT(svp_ops_linear(ops, rows, dim, 2 * ff->inner, xn, ff->proj.w,
                                ff->proj.b, 0, p));
     SVP_TRY_OUT(svp_ops_geglu(ops, rows, ff->inner, p, g));
-    SVP_TRY_OUT(svp_ops_linear(ops, rows, ff->inner, dim, g, ff->out.w, ff->out.b,
-                               1, h));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, rows, ff->inner, dim, g, ff->out.w, ff->out.b, 1, h));
 out:
     unet_buf_free(fw, p);
     unet_buf_free(fw, g);
@@ -184,9 +196,9 @@ out:
 }
 
 /* BasicTransformerBlock on h [N*S, C], in place; scratch [N*S, C]. */
-static svp_status_t unet_spatial_block(unet_fwd_t *fw,
-                                       const unet_spatial_block_t *blk,
-                                       int64_t s, float *h, float *scratch)
+static svp_status_t unet_spatial_block(unet_fwd_t                 *fw,
+                                       const unet_spatial_block_t *blk, int64_t s,
+                                       float *h, float *scratch)
 {
     svp_ops_h    ops = fw->unet->ops;
     int          n = fw->batch * fw->frames, c = blk->norm1.c;
@@ -195,8 +207,8 @@ static svp_status_t unet_spatial_block(unet_fwd_t *fw,
 
     SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, h, blk->norm1.g,
                                    blk->norm1.b, scratch));
-    SVP_TRY_OUT(unet_attention_apply(fw, &blk->attn1, n, (int)s, scratch, NULL,
-                                     0, 1, h));
+    SVP_TRY_OUT(
+        unet_attention_apply(fw, &blk->attn1, n, (int)s, scratch, NULL, 0, 1, h));
     SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm2.eps, h, blk->norm2.g,
                                    blk->norm2.b, scratch));
     /* the context of frame f of item b is item b's: one per F frames */
@@ -214,18 +226,18 @@ out:
  * attention context is the first frame's encoder_hidden_states of each item
  * (all frames carry the same), shared by the item's S pixel sequences.
  */
-static svp_status_t unet_temporal_block(unet_fwd_t *fw,
-                                        const unet_temporal_block_t *blk,
-                                        int64_t s, float *t, float *scratch)
+static svp_status_t unet_temporal_block(unet_fwd_t                  *fw,
+                                        const unet_temporal_block_t *blk, int64_t s,
+                                        float *t, float *scratch)
 {
-    svp_ops_h    ops = fw->unet->ops;
-    int          c = blk->norm1.c;
+    svp_ops_h    ops  = fw->unet->ops;
+    int          c    = blk->norm1.c;
     int          seqs = (int)(fw->batch * s);
     int64_t      rows = (int64_t)seqs * fw->frames;
     svp_status_t status;
 
-    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm_in.eps, t,
-                                   blk->norm_in.g, blk->norm_in.b, scratch));
+    SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm_in.eps, t, blk->norm_in.g,
+                                   blk->norm_in.b, scratch));
     SVP_TRY_OUT(unet_ff_apply(fw, &blk->ff_in, rows, scratch, t));
     SVP_TRY_OUT(svp_ops_layer_norm(ops, rows, c, blk->norm1.eps, t, blk->norm1.g,
                                    blk->norm1.b, scratch));
@@ -246,9 +258,8 @@ out:
  * Frame position embedding time_pos_embed(Timesteps(C)(f)) for every row
  * n = b*F + f: [B*F, C].
  */
-static svp_status_t unet_frame_embedding(unet_fwd_t *fw,
-                                         const unet_transformer_t *tr,
-                                         float **emb_p)
+static svp_status_t unet_frame_embedding(unet_fwd_t               *fw,
+                                         const unet_transformer_t *tr, float **emb_p)
 {
     svp_ops_h    ops = fw->unet->ops;
     int          n = fw->batch * fw->frames, c = tr->channels, i;
@@ -274,7 +285,7 @@ static svp_status_t unet_frame_embedding(unet_fwd_t *fw,
     SVP_TRY_OUT(svp_ops_linear(ops, n, 4 * c, c, mid, tr->time_pos_embed2.w,
                                tr->time_pos_embed2.b, 0, emb));
     *emb_p = emb;
-    emb = NULL;
+    emb    = NULL;
 out:
     free(idx_host);
     unet_buf_free(fw, idx);
@@ -284,15 +295,18 @@ out:
     return status;
 }
 
-svp_status_t unet_transformer_forward(unet_fwd_t *fw,
-                                      const unet_transformer_t *tr, int h,
-                                      int w, const float *x, float **y_p)
+svp_status_t unet_transformer_forward(unet_fwd_t *fw, const unet_transformer_t *tr,
+                                      int h, int w, const float *x, float **y_p)
 {
     svp_ops_h            ops = fw->unet->ops;
     int                  n = fw->batch * fw->frames, c = tr->channels, l;
     int64_t              s = (int64_t)h * w, count = (int64_t)n * c * s;
-    svp_ops_group_norm_t gn = { .n = n, .frames = 1, .c = c, .spatial = s,
-                                .groups = 32, .eps = tr->norm.eps };
+    svp_ops_group_norm_t gn = {.n       = n,
+                               .frames  = 1,
+                               .c       = c,
+                               .spatial = s,
+                               .groups  = 32,
+                               .eps     = tr->norm.eps};
     float               *a = NULL, *b = NULL, *hid = NULL, *mix = NULL;
     float               *femb = NULL;
     svp_status_t         status;
@@ -306,8 +320,8 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     /* GroupNorm, [N, C, S] -> [N, S, C] tokens, proj_in (a Linear in SVD) */
     SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, tr->norm.g, tr->norm.b, a));
     SVP_TRY_OUT(svp_ops_transpose(ops, n, c, s, 1, a, b));
-    SVP_TRY_OUT(svp_ops_linear(ops, n * s, c, c, b, tr->proj_in.w, tr->proj_in.b,
-                               0, hid));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, n * s, c, c, b, tr->proj_in.w, tr->proj_in.b, 0, hid));
     SVP_TRY_OUT(unet_frame_embedding(fw, tr, &femb));
 
     for (l = 0; l < tr->layers; l++) {
@@ -328,12 +342,12 @@ svp_status_t unet_transformer_forward(unet_fwd_t *fw,
     }
 
     /* proj_out, back to [N, C, S], plus the block input */
-    SVP_TRY_OUT(svp_ops_linear(ops, n * s, c, c, hid, tr->proj_out.w,
-                               tr->proj_out.b, 0, a));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, n * s, c, c, hid, tr->proj_out.w, tr->proj_out.b, 0, a));
     SVP_TRY_OUT(svp_ops_transpose(ops, n, s, c, 1, a, b));
     SVP_TRY_OUT(svp_ops_add(ops, count, b, x, b));
     *y_p = b;
-    b = NULL;
+    b    = NULL;
 out:
     svp_range_pop_to(rdepth);
     unet_buf_free(fw, a);

@@ -24,17 +24,16 @@ static int64_t macs_resblock(int64_t n, int64_t hw, int64_t in, int64_t out,
     int64_t m = n * out * hw * in * 9 + n * out * hw * out * 9 + n * temb * out;
 
     if (in != out) {
-        m += n * out * hw * in;                      /* 1x1 shortcut */
+        m += n * out * hw * in; /* 1x1 shortcut */
     }
-    return m + 2 * n * out * hw * out * 3 + n * temb * out;  /* temporal */
+    return m + 2 * n * out * hw * out * 3 + n * temb * out; /* temporal */
 }
 
-static int64_t macs_transformer(const svp_unet_config_t *cfg, int level,
-                                int64_t b, int64_t f, int64_t seq, int64_t s,
-                                int64_t c)
+static int64_t macs_transformer(const svp_unet_config_t *cfg, int level, int64_t b,
+                                int64_t f, int64_t seq, int64_t s, int64_t c)
 {
     int64_t n = b * f, rows = n * s, d = cfg->cross_dim[level];
-    int64_t m = 2 * rows * c * c + n * 8 * c * c;    /* proj in/out, pos emb */
+    int64_t m = 2 * rows * c * c + n * 8 * c * c; /* proj in/out, pos emb */
     int     l;
 
     for (l = 0; l < cfg->transformer_layers[level]; l++) {
@@ -53,8 +52,8 @@ static int64_t macs_transformer(const svp_unet_config_t *cfg, int level,
     return m;
 }
 
-int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
-                      int h, int w, int seq)
+int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames, int h,
+                      int w, int seq)
 {
     int64_t n = (int64_t)batch * frames, c0 = cfg->block_out[0];
     int64_t temb = 4 * c0, m = 0;
@@ -69,7 +68,7 @@ int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
         int64_t out = cfg->block_out[i], in = (i == 0) ? c0 : cfg->block_out[i - 1];
         int64_t hw;
 
-        hs[i] = (i == 0) ? h : (hs[i - 1] + 1) / 2;  /* conv 3x3 s2 p1 */
+        hs[i] = (i == 0) ? h : (hs[i - 1] + 1) / 2; /* conv 3x3 s2 p1 */
         ws[i] = (i == 0) ? w : (ws[i - 1] + 1) / 2;
         hw    = hs[i] * ws[i];
         for (j = 0; j < cfg->layers[i]; j++) {
@@ -90,12 +89,12 @@ int64_t svp_unet_macs(const svp_unet_config_t *cfg, int batch, int frames,
     }
 
     for (i = 0; i < L; i++) {
-        int     rev = L - 1 - i;
-        int64_t out = cfg->block_out[rev];
+        int     rev  = L - 1 - i;
+        int64_t out  = cfg->block_out[rev];
         int64_t prev = (i == 0) ? cfg->block_out[L - 1] : cfg->block_out[rev + 1];
-        int64_t in = cfg->block_out[rev > 0 ? rev - 1 : 0];
-        int64_t hw = hs[rev] * ws[rev];
-        int     nr = cfg->layers[rev] + 1;
+        int64_t in   = cfg->block_out[rev > 0 ? rev - 1 : 0];
+        int64_t hw   = hs[rev] * ws[rev];
+        int     nr   = cfg->layers[rev] + 1;
 
         for (j = 0; j < nr; j++) {
             int64_t skip = (j == nr - 1) ? in : out;

@@ -23,16 +23,14 @@
 /* ---- config.json ---- */
 
 /* A per-level int list: a single value is broadcast to every level. */
-static svp_status_t unet_config_levels(svp_config_h cj, const char *key,
-                                       int levels, int required, int def,
-                                       int *out)
+static svp_status_t unet_config_levels(svp_config_h cj, const char *key, int levels,
+                                       int required, int def, int *out)
 {
     int64_t      values[SVP_UNET_MAX_LEVELS];
     int          count, i;
     svp_status_t status;
 
-    status = svp_config_get_int_array(cj, key, values, SVP_UNET_MAX_LEVELS,
-                                      &count);
+    status = svp_config_get_int_array(cj, key, values, SVP_UNET_MAX_LEVELS, &count);
     if (status != SVP_OK) {
         return status;
     }
@@ -50,8 +48,8 @@ static svp_status_t unet_config_levels(svp_config_h cj, const char *key,
     for (i = 0; i < levels; i++) {
         out[i] = (int)values[(count == 1) ? 0 : i];
         if (out[i] <= 0) {
-            svp_error("%s: '%s' must be positive, found %d",
-                      svp_config_path(cj), key, out[i]);
+            svp_error("%s: '%s' must be positive, found %d", svp_config_path(cj),
+                      key, out[i]);
             return SVP_ERR_BAD_FILE;
         }
     }
@@ -66,8 +64,8 @@ static svp_status_t unet_config_block_types(svp_config_h cj, const char *key,
     int          count, i;
     svp_status_t status;
 
-    status = svp_config_get_string_array(cj, key, types, SVP_UNET_MAX_LEVELS,
-                                         &count);
+    status =
+        svp_config_get_string_array(cj, key, types, SVP_UNET_MAX_LEVELS, &count);
     if (status != SVP_OK) {
         return status;
     }
@@ -92,13 +90,12 @@ static svp_status_t unet_config_block_types(svp_config_h cj, const char *key,
 
 svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
 {
-    static const char *const required[] = { "block_out_channels",
-                                            "down_block_types",
-                                            "up_block_types", NULL };
-    svp_unet_config_t cfg;
-    svp_config_h      cj;
-    int               i;
-    svp_status_t      status;
+    static const char *const required[] = {"block_out_channels", "down_block_types",
+                                           "up_block_types", NULL};
+    svp_unet_config_t        cfg;
+    svp_config_h             cj;
+    int                      i;
+    svp_status_t             status;
 
     memset(&cfg, 0, sizeof(cfg));
     status = svp_config_load(path, &cj);
@@ -110,31 +107,30 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
         goto out;
     }
 
-    status = svp_weights_config_channels(cj, path, SVP_UNET_MAX_LEVELS, cfg.block_out,
-                                         &cfg.levels);
+    status = svp_weights_config_channels(cj, path, SVP_UNET_MAX_LEVELS,
+                                         cfg.block_out, &cfg.levels);
     if (status != SVP_OK) {
         goto out;
     }
 
     /* Defaults are the class defaults, i.e. SVD's values. */
-    SVP_TRY_OUT(svp_config_get_count(cj, "in_channels", 8, INT_MAX,
-                                     &cfg.in_channels));
-    SVP_TRY_OUT(svp_config_get_count(cj, "out_channels", 4, INT_MAX,
-                                     &cfg.out_channels));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "in_channels", 8, INT_MAX, &cfg.in_channels));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "out_channels", 4, INT_MAX, &cfg.out_channels));
     SVP_TRY_OUT(svp_config_get_count(cj, "addition_time_embed_dim", 256, INT_MAX,
                                      &cfg.addition_time_embed_dim));
-    SVP_TRY_OUT(svp_config_get_count(cj, "projection_class_embeddings_input_dim", 768, INT_MAX,
-                                     &cfg.projection_dim));
+    SVP_TRY_OUT(svp_config_get_count(cj, "projection_class_embeddings_input_dim",
+                                     768, INT_MAX, &cfg.projection_dim));
 
     if ((status = unet_config_levels(cj, "layers_per_block", cfg.levels, 0, 2,
                                      cfg.layers)) != SVP_OK ||
-        (status = unet_config_levels(cj, "transformer_layers_per_block",
-                                     cfg.levels, 0, 1,
-                                     cfg.transformer_layers)) != SVP_OK ||
-        (status = unet_config_levels(cj, "num_attention_heads", cfg.levels, 0,
-                                     0, cfg.heads)) != SVP_OK ||
-        (status = unet_config_levels(cj, "cross_attention_dim", cfg.levels, 0,
-                                     1024, cfg.cross_dim)) != SVP_OK ||
+        (status = unet_config_levels(cj, "transformer_layers_per_block", cfg.levels,
+                                     0, 1, cfg.transformer_layers)) != SVP_OK ||
+        (status = unet_config_levels(cj, "num_attention_heads", cfg.levels, 0, 0,
+                                     cfg.heads)) != SVP_OK ||
+        (status = unet_config_levels(cj, "cross_attention_dim", cfg.levels, 0, 1024,
+                                     cfg.cross_dim)) != SVP_OK ||
         (status = unet_config_block_types(cj, "down_block_types", cfg.levels,
                                           "DownBlockSpatioTemporal",
                                           "CrossAttnDownBlockSpatioTemporal",
@@ -147,10 +143,11 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
     }
     if (!svp_config_has(cj, "num_attention_heads")) {
         /* the class default, SVD's (5, 10, 20, 20), fits only 4 levels */
-        static const int svd_heads[4] = { 5, 10, 20, 20 };
+        static const int svd_heads[4] = {5, 10, 20, 20};
         if (cfg.levels != 4) {
             svp_error("%s: 'num_attention_heads' is required for %d levels "
-                      "(the default has 4)", path, cfg.levels);
+                      "(the default has 4)",
+                      path, cfg.levels);
             status = SVP_ERR_BAD_FILE;
             goto out;
         }
@@ -159,16 +156,16 @@ svp_status_t svp_unet_config_load(const char *path, svp_unet_config_t *cfg_p)
     for (i = 0; i < cfg.levels; i++) {
         if (cfg.block_out[i] % cfg.heads[i] != 0) {
             svp_error("%s: block_out_channels[%d] = %d is not divisible by "
-                      "num_attention_heads[%d] = %d", path, i, cfg.block_out[i],
-                      i, cfg.heads[i]);
+                      "num_attention_heads[%d] = %d",
+                      path, i, cfg.block_out[i], i, cfg.heads[i]);
             status = SVP_ERR_BAD_FILE;
             goto out;
         }
     }
     if (cfg.projection_dim % cfg.addition_time_embed_dim != 0) {
         svp_error("%s: projection_class_embeddings_input_dim %d is not a "
-                  "multiple of addition_time_embed_dim %d", path,
-                  cfg.projection_dim, cfg.addition_time_embed_dim);
+                  "multiple of addition_time_embed_dim %d",
+                  path, cfg.projection_dim, cfg.addition_time_embed_dim);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
@@ -184,10 +181,9 @@ out:
 #define UNET_NAME_MAX 256
 
 static svp_status_t unet_walk_linear(svp_model_walker_t *wk, unet_linear_t *l,
-                                     int in, int out, int bias,
-                                     const char *prefix)
+                                     int in, int out, int bias, const char *prefix)
 {
-    int64_t wshape[2] = { out, in }, bshape[1] = { out };
+    int64_t wshape[2] = {out, in}, bshape[1] = {out};
 
     l->in  = in;
     l->out = out;
@@ -200,10 +196,9 @@ static svp_status_t unet_walk_linear(svp_model_walker_t *wk, unet_linear_t *l,
 
 /* k x k conv (frames = 0) or the (3,1,1) temporal conv (frames = 1). */
 static svp_status_t unet_walk_conv(svp_model_walker_t *wk, unet_conv_t *c, int in,
-                                   int out, int k, int frames,
-                                   const char *prefix)
+                                   int out, int k, int frames, const char *prefix)
 {
-    int64_t wshape[5] = { out, in, k, k, 1 }, bshape[1] = { out };
+    int64_t wshape[5] = {out, in, k, k, 1}, bshape[1] = {out};
 
     if (frames) {
         wshape[2] = 3;
@@ -221,7 +216,7 @@ static svp_status_t unet_walk_conv(svp_model_walker_t *wk, unet_conv_t *c, int i
 static svp_status_t unet_walk_norm(svp_model_walker_t *wk, unet_norm_t *n, int c,
                                    float eps, const char *prefix)
 {
-    int64_t shape[1] = { c };
+    int64_t shape[1] = {c};
 
     n->c   = c;
     n->eps = eps;
@@ -244,31 +239,34 @@ static svp_status_t unet_walk_mix(svp_model_walker_t *wk, float *alpha,
 }
 
 static svp_status_t unet_walk_st_resblock(svp_model_walker_t *wk, int temb,
-                                          unet_st_resblock_t *rb, int in,
-                                          int out, float eps,
-                                          const char *prefix)
+                                          unet_st_resblock_t *rb, int in, int out,
+                                          float eps, const char *prefix)
 {
     char           p[UNET_NAME_MAX];
     unet_resnet_t *s = &rb->spatial, *t = &rb->temporal;
 
 #define P(_fmt) (snprintf(p, sizeof(p), "%s." _fmt, prefix), p)
     SVP_TRY(unet_walk_norm(wk, &s->norm1, in, eps, P("spatial_res_block.norm1")));
-    SVP_TRY(unet_walk_conv(wk, &s->conv1, in, out, 3, 0, P("spatial_res_block.conv1")));
+    SVP_TRY(
+        unet_walk_conv(wk, &s->conv1, in, out, 3, 0, P("spatial_res_block.conv1")));
     SVP_TRY(unet_walk_linear(wk, &s->time_emb_proj, temb, out, 1,
                              P("spatial_res_block.time_emb_proj")));
     SVP_TRY(unet_walk_norm(wk, &s->norm2, out, eps, P("spatial_res_block.norm2")));
-    SVP_TRY(unet_walk_conv(wk, &s->conv2, out, out, 3, 0, P("spatial_res_block.conv2")));
+    SVP_TRY(
+        unet_walk_conv(wk, &s->conv2, out, out, 3, 0, P("spatial_res_block.conv2")));
     s->has_shortcut = (in != out);
     if (s->has_shortcut) {
         SVP_TRY(unet_walk_conv(wk, &s->conv_shortcut, in, out, 1, 0,
                                P("spatial_res_block.conv_shortcut")));
     }
     SVP_TRY(unet_walk_norm(wk, &t->norm1, out, eps, P("temporal_res_block.norm1")));
-    SVP_TRY(unet_walk_conv(wk, &t->conv1, out, out, 1, 1, P("temporal_res_block.conv1")));
+    SVP_TRY(unet_walk_conv(wk, &t->conv1, out, out, 1, 1,
+                           P("temporal_res_block.conv1")));
     SVP_TRY(unet_walk_linear(wk, &t->time_emb_proj, temb, out, 1,
                              P("temporal_res_block.time_emb_proj")));
     SVP_TRY(unet_walk_norm(wk, &t->norm2, out, eps, P("temporal_res_block.norm2")));
-    SVP_TRY(unet_walk_conv(wk, &t->conv2, out, out, 1, 1, P("temporal_res_block.conv2")));
+    SVP_TRY(unet_walk_conv(wk, &t->conv2, out, out, 1, 1,
+                           P("temporal_res_block.conv2")));
 #undef P
     return unet_walk_mix(wk, &rb->alpha, prefix);
 }
@@ -309,46 +307,60 @@ static svp_status_t unet_walk_ff(svp_model_walker_t *wk, unet_ff_t *ff, int dim,
  * (golden README, norm_layers.json).
  */
 static svp_status_t unet_walk_transformer(svp_model_walker_t *wk,
-                                          unet_transformer_t *tr, int c,
-                                          int heads, int layers, int cross,
-                                          const char *prefix)
+                                          unet_transformer_t *tr, int c, int heads,
+                                          int layers, int cross, const char *prefix)
 {
     char p[UNET_NAME_MAX];
     int  l;
 
-    tr->channels = c;
-    tr->heads    = heads;
-    tr->layers   = layers;
-    tr->blocks   = calloc(layers, sizeof(*tr->blocks));
+    tr->channels        = c;
+    tr->heads           = heads;
+    tr->layers          = layers;
+    tr->blocks          = calloc(layers, sizeof(*tr->blocks));
     tr->temporal_blocks = calloc(layers, sizeof(*tr->temporal_blocks));
     if (tr->blocks == NULL || tr->temporal_blocks == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-#define P(_fmt, ...) (snprintf(p, sizeof(p), "%s." _fmt, prefix, ## __VA_ARGS__), p)
+#define P(_fmt, ...) (snprintf(p, sizeof(p), "%s." _fmt, prefix, ##__VA_ARGS__), p)
     SVP_TRY(unet_walk_norm(wk, &tr->norm, c, 1e-6f, P("norm")));
     SVP_TRY(unet_walk_linear(wk, &tr->proj_in, c, c, 1, P("proj_in")));
     for (l = 0; l < layers; l++) {
         unet_spatial_block_t  *b = &tr->blocks[l];
         unet_temporal_block_t *t = &tr->temporal_blocks[l];
 
-        SVP_TRY(unet_walk_norm(wk, &b->norm1, c, 1e-5f, P("transformer_blocks.%d.norm1", l)));
-        SVP_TRY(unet_walk_attention(wk, &b->attn1, c, c, heads, P("transformer_blocks.%d.attn1", l)));
-        SVP_TRY(unet_walk_norm(wk, &b->norm2, c, 1e-5f, P("transformer_blocks.%d.norm2", l)));
-        SVP_TRY(unet_walk_attention(wk, &b->attn2, c, cross, heads, P("transformer_blocks.%d.attn2", l)));
-        SVP_TRY(unet_walk_norm(wk, &b->norm3, c, 1e-5f, P("transformer_blocks.%d.norm3", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm1, c, 1e-5f,
+                               P("transformer_blocks.%d.norm1", l)));
+        SVP_TRY(unet_walk_attention(wk, &b->attn1, c, c, heads,
+                                    P("transformer_blocks.%d.attn1", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm2, c, 1e-5f,
+                               P("transformer_blocks.%d.norm2", l)));
+        SVP_TRY(unet_walk_attention(wk, &b->attn2, c, cross, heads,
+                                    P("transformer_blocks.%d.attn2", l)));
+        SVP_TRY(unet_walk_norm(wk, &b->norm3, c, 1e-5f,
+                               P("transformer_blocks.%d.norm3", l)));
         SVP_TRY(unet_walk_ff(wk, &b->ff, c, P("transformer_blocks.%d.ff", l)));
 
-        SVP_TRY(unet_walk_norm(wk, &t->norm_in, c, 1e-5f, P("temporal_transformer_blocks.%d.norm_in", l)));
-        SVP_TRY(unet_walk_ff(wk, &t->ff_in, c, P("temporal_transformer_blocks.%d.ff_in", l)));
-        SVP_TRY(unet_walk_norm(wk, &t->norm1, c, 1e-5f, P("temporal_transformer_blocks.%d.norm1", l)));
-        SVP_TRY(unet_walk_attention(wk, &t->attn1, c, c, heads, P("temporal_transformer_blocks.%d.attn1", l)));
-        SVP_TRY(unet_walk_norm(wk, &t->norm2, c, 1e-5f, P("temporal_transformer_blocks.%d.norm2", l)));
-        SVP_TRY(unet_walk_attention(wk, &t->attn2, c, cross, heads, P("temporal_transformer_blocks.%d.attn2", l)));
-        SVP_TRY(unet_walk_norm(wk, &t->norm3, c, 1e-5f, P("temporal_transformer_blocks.%d.norm3", l)));
-        SVP_TRY(unet_walk_ff(wk, &t->ff, c, P("temporal_transformer_blocks.%d.ff", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm_in, c, 1e-5f,
+                               P("temporal_transformer_blocks.%d.norm_in", l)));
+        SVP_TRY(unet_walk_ff(wk, &t->ff_in, c,
+                             P("temporal_transformer_blocks.%d.ff_in", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm1, c, 1e-5f,
+                               P("temporal_transformer_blocks.%d.norm1", l)));
+        SVP_TRY(unet_walk_attention(wk, &t->attn1, c, c, heads,
+                                    P("temporal_transformer_blocks.%d.attn1", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm2, c, 1e-5f,
+                               P("temporal_transformer_blocks.%d.norm2", l)));
+        SVP_TRY(unet_walk_attention(wk, &t->attn2, c, cross, heads,
+                                    P("temporal_transformer_blocks.%d.attn2", l)));
+        SVP_TRY(unet_walk_norm(wk, &t->norm3, c, 1e-5f,
+                               P("temporal_transformer_blocks.%d.norm3", l)));
+        SVP_TRY(
+            unet_walk_ff(wk, &t->ff, c, P("temporal_transformer_blocks.%d.ff", l)));
     }
-    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed1, c, 4 * c, 1, P("time_pos_embed.linear_1")));
-    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed2, 4 * c, c, 1, P("time_pos_embed.linear_2")));
+    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed1, c, 4 * c, 1,
+                             P("time_pos_embed.linear_1")));
+    SVP_TRY(unet_walk_linear(wk, &tr->time_pos_embed2, 4 * c, c, 1,
+                             P("time_pos_embed.linear_2")));
     SVP_TRY(unet_walk_linear(wk, &tr->proj_out, c, c, 1, P("proj_out")));
 #undef P
     return unet_walk_mix(wk, &tr->alpha, prefix);
@@ -385,11 +397,14 @@ svp_status_t unet_params_walk(struct svp_unet *u, svp_model_walker_t *wk)
 
     u->temb_dim = temb;
     SVP_TRY(unet_walk_conv(wk, &u->conv_in, cfg->in_channels, c0, 3, 0, "conv_in"));
-    SVP_TRY(unet_walk_linear(wk, &u->time_linear1, c0, temb, 1, "time_embedding.linear_1"));
-    SVP_TRY(unet_walk_linear(wk, &u->time_linear2, temb, temb, 1, "time_embedding.linear_2"));
+    SVP_TRY(unet_walk_linear(wk, &u->time_linear1, c0, temb, 1,
+                             "time_embedding.linear_1"));
+    SVP_TRY(unet_walk_linear(wk, &u->time_linear2, temb, temb, 1,
+                             "time_embedding.linear_2"));
     SVP_TRY(unet_walk_linear(wk, &u->add_linear1, cfg->projection_dim, temb, 1,
                              "add_embedding.linear_1"));
-    SVP_TRY(unet_walk_linear(wk, &u->add_linear2, temb, temb, 1, "add_embedding.linear_2"));
+    SVP_TRY(unet_walk_linear(wk, &u->add_linear2, temb, temb, 1,
+                             "add_embedding.linear_2"));
 
     for (i = 0; i < L; i++) {
         unet_block_t *blk = &u->down[i];
@@ -417,28 +432,30 @@ svp_status_t unet_params_walk(struct svp_unet *u, svp_model_walker_t *wk)
         }
     }
 
-    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[0], cfg->block_out[L - 1],
-                                  cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.0"));
+    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[0],
+                                  cfg->block_out[L - 1], cfg->block_out[L - 1],
+                                  1e-5f, "mid_block.resnets.0"));
     SVP_TRY(unet_walk_transformer(wk, &u->mid_attention, cfg->block_out[L - 1],
                                   cfg->heads[L - 1], cfg->transformer_layers[L - 1],
                                   cfg->cross_dim[L - 1], "mid_block.attentions.0"));
-    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[1], cfg->block_out[L - 1],
-                                  cfg->block_out[L - 1], 1e-5f, "mid_block.resnets.1"));
+    SVP_TRY(unet_walk_st_resblock(wk, temb, &u->mid_resnets[1],
+                                  cfg->block_out[L - 1], cfg->block_out[L - 1],
+                                  1e-5f, "mid_block.resnets.1"));
 
     for (i = 0; i < L; i++) {
-        unet_block_t *blk  = &u->up[i];
-        int           rev  = L - 1 - i;
-        int           out  = cfg->block_out[rev];
-        int           prev = (i == 0) ? cfg->block_out[L - 1] : cfg->block_out[rev + 1];
-        int           in   = cfg->block_out[rev > 0 ? rev - 1 : 0];
+        unet_block_t *blk = &u->up[i];
+        int           rev = L - 1 - i;
+        int           out = cfg->block_out[rev];
+        int prev = (i == 0) ? cfg->block_out[L - 1] : cfg->block_out[rev + 1];
+        int in   = cfg->block_out[rev > 0 ? rev - 1 : 0];
 
         SVP_TRY(unet_block_alloc(blk, cfg->layers[rev] + 1, cfg->up_cross_attn[i]));
         for (j = 0; j < blk->n_resnets; j++) {
             int skip = (j == blk->n_resnets - 1) ? in : out;
             snprintf(p, sizeof(p), "up_blocks.%d.resnets.%d", i, j);
             SVP_TRY(unet_walk_st_resblock(wk, temb, &blk->resnets[j],
-                                          (j == 0 ? prev : out) + skip, out,
-                                          1e-6f, p));
+                                          (j == 0 ? prev : out) + skip, out, 1e-6f,
+                                          p));
             if (blk->attentions) {
                 snprintf(p, sizeof(p), "up_blocks.%d.attentions.%d", i, j);
                 SVP_TRY(unet_walk_transformer(wk, &blk->attentions[j], out,
@@ -455,7 +472,8 @@ svp_status_t unet_params_walk(struct svp_unet *u, svp_model_walker_t *wk)
     }
 
     SVP_TRY(unet_walk_norm(wk, &u->conv_norm_out, c0, 1e-5f, "conv_norm_out"));
-    SVP_TRY(unet_walk_conv(wk, &u->conv_out, c0, cfg->out_channels, 3, 0, "conv_out"));
+    SVP_TRY(
+        unet_walk_conv(wk, &u->conv_out, c0, cfg->out_channels, 3, 0, "conv_out"));
     return SVP_OK;
 }
 

@@ -13,12 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
-                                 int frames, int h, int w, int seq,
-                                 size_t *bytes_p)
+svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch, int frames,
+                                 int h, int w, int seq, size_t *bytes_p)
 {
     svp_model_walker_t  wk;
-    svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_DRY, .threads = 1 };
+    svp_ops_params_t    params = {.backend = SVP_OPS_BACKEND_DRY, .threads = 1};
     svp_ops_mem_stats_t mem;
     struct svp_unet    *u;
     svp_ops_h           ops;
@@ -39,7 +38,8 @@ svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
     u->ops = ops;
     u->cfg = *cfg;
     n_ids  = cfg->addition_time_embed_dim > 0
-             ? cfg->projection_dim / cfg->addition_time_embed_dim : 1;
+                 ? cfg->projection_dim / cfg->addition_time_embed_dim
+                 : 1;
     t      = calloc(batch, sizeof(*t));
     ids    = calloc((size_t)batch * (n_ids > 0 ? n_ids : 1), sizeof(*ids));
     if (t == NULL || ids == NULL) {
@@ -55,16 +55,16 @@ svp_status_t svp_unet_plan_bytes(const svp_unet_config_t *cfg, int batch,
     status = svp_ops_alloc(ops, (size_t)batch * frames * cfg->in_channels * h * w,
                            &sample);
     if (status == SVP_OK) {
-        status = svp_ops_alloc(ops, (size_t)batch * seq * cfg->cross_dim[0],
-                               &ehs);
+        status = svp_ops_alloc(ops, (size_t)batch * seq * cfg->cross_dim[0], &ehs);
     }
     if (status == SVP_OK) {
-        status = svp_ops_alloc(ops, (size_t)batch * frames * cfg->out_channels *
-                                    h * w, &out);
+        status =
+            svp_ops_alloc(ops, (size_t)batch * frames * cfg->out_channels * h * w,
+                          &out);
     }
     if (status == SVP_OK) {
-        status = svp_unet_forward(u, batch, frames, h, w, sample, t, ehs, seq,
-                                  ids, out);
+        status =
+            svp_unet_forward(u, batch, frames, h, w, sample, t, ehs, seq, ids, out);
     }
     if (status == SVP_OK) {
         svp_ops_mem_stats(ops, &mem);

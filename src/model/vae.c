@@ -26,12 +26,12 @@
 
 svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
 {
-    static const char *const required[] = { "block_out_channels", NULL };
-    svp_vae_config_t cfg;
-    svp_config_h     cj;
-    const char      *types[SVP_VAE_MAX_LEVELS];
-    int              count, i;
-    svp_status_t     status;
+    static const char *const required[] = {"block_out_channels", NULL};
+    svp_vae_config_t         cfg;
+    svp_config_h             cj;
+    const char              *types[SVP_VAE_MAX_LEVELS];
+    int                      count, i;
+    svp_status_t             status;
 
     memset(&cfg, 0, sizeof(cfg));
     status = svp_config_load(path, &cj);
@@ -56,30 +56,32 @@ svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p)
     }
     if (count != 0 && count != cfg.levels) {
         svp_error("%s: 'down_block_types' has %d entries, expected %d "
-                  "(len(block_out_channels))", path, count, cfg.levels);
+                  "(len(block_out_channels))",
+                  path, count, cfg.levels);
         status = SVP_ERR_BAD_FILE;
         goto out;
     }
     for (i = 0; i < count; i++) {
         if (strcmp(types[i], "DownEncoderBlock2D") != 0) {
             svp_error("%s: down_block_types[%d] is '%s', expected "
-                      "'DownEncoderBlock2D'", path, i, types[i]);
+                      "'DownEncoderBlock2D'",
+                      path, i, types[i]);
             status = SVP_ERR_BAD_FILE;
             goto out;
         }
     }
 
     /* defaults are the class defaults (not SVD's: its file sets them all) */
-    SVP_TRY_OUT(svp_config_get_count(cj, "in_channels", 3, INT_MAX,
-                                     &cfg.in_channels));
-    SVP_TRY_OUT(svp_config_get_count(cj, "out_channels", 3, INT_MAX,
-                                     &cfg.out_channels));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "in_channels", 3, INT_MAX, &cfg.in_channels));
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "out_channels", 3, INT_MAX, &cfg.out_channels));
     SVP_TRY_OUT(svp_config_get_count(cj, "latent_channels", 4, INT_MAX,
                                      &cfg.latent_channels));
-    SVP_TRY_OUT(svp_config_get_count(cj, "layers_per_block", 1, INT_MAX,
-                                     &cfg.layers));
-    status = svp_config_get_double(cj, "scaling_factor", 0.18215,
-                                   &cfg.scaling_factor);
+    SVP_TRY_OUT(
+        svp_config_get_count(cj, "layers_per_block", 1, INT_MAX, &cfg.layers));
+    status =
+        svp_config_get_double(cj, "scaling_factor", 0.18215, &cfg.scaling_factor);
     if (status != SVP_OK) {
         goto out;
     }
@@ -100,7 +102,7 @@ out:
 static svp_status_t vae_walk_linear(svp_model_walker_t *wk, vae_linear_t *l, int in,
                                     int out, const char *prefix)
 {
-    int64_t wshape[2] = { out, in }, bshape[1] = { out };
+    int64_t wshape[2] = {out, in}, bshape[1] = {out};
 
     l->in  = in;
     l->out = out;
@@ -110,10 +112,9 @@ static svp_status_t vae_walk_linear(svp_model_walker_t *wk, vae_linear_t *l, int
 
 /* k x k conv, or the (3,1,1) conv over frames when frames is set. */
 static svp_status_t vae_walk_conv(svp_model_walker_t *wk, vae_conv_t *c, int in,
-                                  int out, int k, int frames,
-                                  const char *prefix)
+                                  int out, int k, int frames, const char *prefix)
 {
-    int64_t wshape[5] = { out, in, k, k, 1 }, bshape[1] = { out };
+    int64_t wshape[5] = {out, in, k, k, 1}, bshape[1] = {out};
 
     if (frames) {
         wshape[2] = 3;
@@ -129,7 +130,7 @@ static svp_status_t vae_walk_conv(svp_model_walker_t *wk, vae_conv_t *c, int in,
 static svp_status_t vae_walk_norm(svp_model_walker_t *wk, vae_norm_t *n, int c,
                                   float eps, const char *prefix)
 {
-    int64_t shape[1] = { c };
+    int64_t shape[1] = {c};
 
     n->c   = c;
     n->eps = eps;
@@ -155,8 +156,8 @@ static svp_status_t vae_walk_resnet(svp_model_walker_t *wk, vae_resnet_t *r, int
     SVP_TRY(vae_walk_conv(wk, &r->conv2, out, out, 3, temporal, P("conv2")));
     r->has_shortcut = (in != out);
     if (r->has_shortcut) {
-        SVP_TRY(vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0,
-                              P("conv_shortcut")));
+        SVP_TRY(
+            vae_walk_conv(wk, &r->conv_shortcut, in, out, 1, 0, P("conv_shortcut")));
     }
 #undef P
     return SVP_OK;
@@ -164,8 +165,8 @@ static svp_status_t vae_walk_resnet(svp_model_walker_t *wk, vae_resnet_t *r, int
 
 /* Spatial eps 1e-6, temporal eps 1e-5 (golden README, VAE decoder). */
 static svp_status_t vae_walk_st_resblock(svp_model_walker_t *wk,
-                                         vae_st_resblock_t *rb, int in,
-                                         int out, const char *prefix)
+                                         vae_st_resblock_t *rb, int in, int out,
+                                         const char *prefix)
 {
     char  p[VAE_NAME_MAX];
     float mix, temporal_weight;
@@ -210,8 +211,8 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, svp_model_walker_t *wk)
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels,
-                          cfg->block_out[0], 3, 0, "encoder.conv_in"));
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_in, cfg->in_channels, cfg->block_out[0],
+                          3, 0, "encoder.conv_in"));
     for (i = 0; i < L; i++) {
         vae_down_block_t *blk = &v->down[i];
         int               in  = (i == 0) ? cfg->block_out[0] : cfg->block_out[i - 1];
@@ -224,8 +225,8 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, svp_model_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "encoder.down_blocks.%d.resnets.%d", i, j);
-            SVP_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out,
-                                    out, 0, 1e-6f, p));
+            SVP_TRY(vae_walk_resnet(wk, &blk->resnets[j], j == 0 ? in : out, out, 0,
+                                    1e-6f, p));
         }
         blk->has_downsampler = (i < L - 1);
         if (blk->has_downsampler) {
@@ -238,13 +239,12 @@ static svp_status_t vae_walk_encoder(struct svp_vae *v, svp_model_walker_t *wk)
                                "encoder.mid_block.attentions.0"));
     for (j = 0; j < 2; j++) {
         snprintf(p, sizeof(p), "encoder.mid_block.resnets.%d", j);
-        SVP_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0,
-                                1e-6f, p));
+        SVP_TRY(vae_walk_resnet(wk, &v->enc_mid_resnets[j], top, top, 0, 1e-6f, p));
     }
-    SVP_TRY(vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f,
-                          "encoder.conv_norm_out"));
-    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels,
-                          3, 0, "encoder.conv_out"));
+    SVP_TRY(
+        vae_walk_norm(wk, &v->enc_norm_out, top, 1e-6f, "encoder.conv_norm_out"));
+    SVP_TRY(vae_walk_conv(wk, &v->enc_conv_out, top, 2 * cfg->latent_channels, 3, 0,
+                          "encoder.conv_out"));
     return vae_walk_conv(wk, &v->quant_conv, 2 * cfg->latent_channels,
                          2 * cfg->latent_channels, 1, 0, "quant_conv");
 }
@@ -256,8 +256,8 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, svp_model_walker_t *wk)
     int                     i, j;
     char                    p[VAE_NAME_MAX];
 
-    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3,
-                          0, "decoder.conv_in"));
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_in, cfg->latent_channels, top, 3, 0,
+                          "decoder.conv_in"));
 
     v->n_dec_mid_resnets = cfg->layers;
     v->dec_mid_resnets   = calloc(cfg->layers, sizeof(*v->dec_mid_resnets));
@@ -283,8 +283,8 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, svp_model_walker_t *wk)
         }
         for (j = 0; j < blk->n_resnets; j++) {
             snprintf(p, sizeof(p), "decoder.up_blocks.%d.resnets.%d", i, j);
-            SVP_TRY(vae_walk_st_resblock(wk, &blk->resnets[j],
-                                         j == 0 ? in : out, out, p));
+            SVP_TRY(vae_walk_st_resblock(wk, &blk->resnets[j], j == 0 ? in : out,
+                                         out, p));
         }
         blk->has_upsampler = (i < L - 1);
         if (blk->has_upsampler) {
@@ -294,10 +294,10 @@ static svp_status_t vae_walk_decoder(struct svp_vae *v, svp_model_walker_t *wk)
     }
     SVP_TRY(vae_walk_norm(wk, &v->dec_norm_out, cfg->block_out[0], 1e-6f,
                           "decoder.conv_norm_out"));
-    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0],
-                          cfg->out_channels, 3, 0, "decoder.conv_out"));
-    return vae_walk_conv(wk, &v->time_conv_out, cfg->out_channels,
-                         cfg->out_channels, 3, 1, "decoder.time_conv_out");
+    SVP_TRY(vae_walk_conv(wk, &v->dec_conv_out, cfg->block_out[0], cfg->out_channels,
+                          3, 0, "decoder.conv_out"));
+    return vae_walk_conv(wk, &v->time_conv_out, cfg->out_channels, cfg->out_channels,
+                         3, 1, "decoder.time_conv_out");
 }
 
 svp_status_t vae_params_walk(struct svp_vae *v, svp_model_walker_t *wk)
@@ -358,8 +358,7 @@ svp_status_t svp_vae_create(svp_ops_h ops, const char *model_dir,
     }
     svp_model_file_walker_init(&fwk);
     status = svp_weights_open(model_dir, vae_weights_file(params),
-                              "diffusion_pytorch_model", ops, &v->weights,
-                              &fwk.w);
+                              "diffusion_pytorch_model", ops, &v->weights, &fwk.w);
     if (status != SVP_OK) {
         goto err_free_vae;
     }
@@ -381,9 +380,8 @@ err_free_vae:
     return status;
 }
 
-svp_status_t svp_vae_check_weights(const char *model_dir,
-                                   const svp_vae_params_t *params,
-                                   int *mapped_p)
+svp_status_t svp_vae_check_weights(const char             *model_dir,
+                                   const svp_vae_params_t *params, int *mapped_p)
 {
     svp_model_file_walker_t fwk;
     struct svp_vae          v;
@@ -426,8 +424,8 @@ const svp_vae_config_t *svp_vae_config(svp_vae_h vae)
     return &vae->cfg;
 }
 
-void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w,
-                         int *lh_p, int *lw_p)
+void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w, int *lh_p,
+                         int *lw_p)
 {
     int i;
 

@@ -29,13 +29,13 @@
 
 /* What config.json says, after defaults. */
 typedef struct {
-    int    in_channels;                     /* 3 */
-    int    out_channels;                    /* 3 */
-    int    latent_channels;                 /* 4 */
-    int    levels;                          /* len(block_out_channels) */
-    int    block_out[SVP_VAE_MAX_LEVELS];   /* SVD: 128, 256, 512, 512 */
-    int    layers;                          /* layers_per_block, SVD: 2 */
-    double scaling_factor;                  /* 0.18215 */
+    int    in_channels;                   /* 3 */
+    int    out_channels;                  /* 3 */
+    int    latent_channels;               /* 4 */
+    int    levels;                        /* len(block_out_channels) */
+    int    block_out[SVP_VAE_MAX_LEVELS]; /* SVD: 128, 256, 512, 512 */
+    int    layers;                        /* layers_per_block, SVD: 2 */
+    double scaling_factor;                /* 0.18215 */
 } svp_vae_config_t;
 
 /*
@@ -52,18 +52,17 @@ svp_status_t svp_vae_config_load(const char *path, svp_vae_config_t *cfg_p);
  * decoder's 5-D tensors (temporal_res_block, time_conv_out) are reported in
  * torch's [B, C, F, H, W] view.
  */
-typedef void (*svp_vae_capture_cb_t)(const char *name, const float *data,
-                                     int ndim, const int64_t *shape,
-                                     void *arg);
+typedef void (*svp_vae_capture_cb_t)(const char *name, const float *data, int ndim,
+                                     const int64_t *shape, void *arg);
 
 typedef struct {
     /*
      * The weights file inside the model directory; NULL tries
      * diffusion_pytorch_model.safetensors, then the .fp16 variant.
      */
-    const char           *weights_file;
-    svp_vae_capture_cb_t  capture_cb;       /* NULL: no captures */
-    void                 *capture_arg;
+    const char          *weights_file;
+    svp_vae_capture_cb_t capture_cb; /* NULL: no captures */
+    void                *capture_arg;
 } svp_vae_params_t;
 
 typedef struct svp_vae *svp_vae_h;
@@ -85,9 +84,8 @@ void         svp_vae_destroy(svp_vae_h vae);
  * *mapped_p (may be NULL) receives how many of the file's tensors the model
  * uses; the others are logged at debug level.
  */
-svp_status_t svp_vae_check_weights(const char *model_dir,
-                                   const svp_vae_params_t *params,
-                                   int *mapped_p);
+svp_status_t svp_vae_check_weights(const char             *model_dir,
+                                   const svp_vae_params_t *params, int *mapped_p);
 
 const svp_vae_config_t *svp_vae_config(svp_vae_h vae);
 
@@ -96,8 +94,8 @@ const svp_vae_config_t *svp_vae_config(svp_vae_h vae);
  * (pad right and bottom by one, 3x3 conv, stride 2) maps n to floor(n / 2),
  * so SVD's 576 x 1024 gives 72 x 128.
  */
-void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w,
-                         int *lh_p, int *lw_p);
+void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w, int *lh_p,
+                         int *lw_p);
 
 /*
  * Encodes n images [n, in_channels, h, w] (values in [-1, 1]) into the
@@ -105,9 +103,8 @@ void svp_vae_latent_size(const svp_vae_config_t *cfg, int h, int w,
  * each [n, latent_channels, lh, lw] (svp_vae_latent_size()).  logvar and std
  * may be NULL when not wanted.  h and w must be at least 2^(levels-1).
  */
-svp_status_t svp_vae_encode(svp_vae_h vae, int n, int h, int w,
-                            const float *image, float *mean, float *logvar,
-                            float *std);
+svp_status_t svp_vae_encode(svp_vae_h vae, int n, int h, int w, const float *image,
+                            float *mean, float *logvar, float *std);
 
 /*
  * Decodes one video: latents [frames, latent_channels, h, w] (already
@@ -117,8 +114,8 @@ svp_status_t svp_vae_encode(svp_vae_h vae, int n, int h, int w,
  * decode_chunk_size; the temporal layers only see the frames of their chunk,
  * so the result depends on chunk.  Memory grows with the chunk size.
  */
-svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w,
-                            int chunk, const float *latents, float *out);
+svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w, int chunk,
+                            const float *latents, float *out);
 
 /*
  * Bytes of the memory plan of one call (the slab the ops arena makes for its
@@ -127,9 +124,8 @@ svp_status_t svp_vae_decode(svp_vae_h vae, int frames, int h, int w,
  * svp_vae_decode() of n latent frames of h x w in chunks of chunk; else
  * svp_vae_encode() of n images of h x w.
  */
-svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode,
-                                int n, int h, int w, int chunk,
-                                size_t *bytes_p);
+svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode, int n,
+                                int h, int w, int chunk, size_t *bytes_p);
 
 /*
  * Writes a VAE with seeded random weights for the config at config_path:

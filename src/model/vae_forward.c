@@ -20,7 +20,7 @@
 
 /* torch's clamp of the posterior's logvar (DiagonalGaussianDistribution) */
 #define VAE_LOGVAR_MIN (-30.0f)
-#define VAE_LOGVAR_MAX  20.0f
+#define VAE_LOGVAR_MAX 20.0f
 
 static svp_status_t vae_buf(svp_vae_h v, int64_t count, float **buf_p)
 {
@@ -38,8 +38,8 @@ static void vae_buf_free(svp_vae_h v, float *buf)
  * Reports x [n, c, h, w] as "name"; with video set, x is [F, c, h*w] of one
  * video and is reported in torch's [1, c, F, h, w] view.
  */
-static void vae_capture(svp_vae_h v, const char *name, const float *x, int n,
-                        int c, int h, int w, int video)
+static void vae_capture(svp_vae_h v, const char *name, const float *x, int n, int c,
+                        int h, int w, int video)
 {
     int64_t count = (int64_t)n * c * h * w;
     int64_t shape[5];
@@ -63,10 +63,17 @@ static void vae_capture(svp_vae_h v, const char *name, const float *x, int n,
         goto err;
     }
     if (video) {
-        shape[0] = 1; shape[1] = c; shape[2] = n; shape[3] = h; shape[4] = w;
+        shape[0] = 1;
+        shape[1] = c;
+        shape[2] = n;
+        shape[3] = h;
+        shape[4] = w;
         v->capture_cb(name, host, 5, shape, v->capture_arg);
     } else {
-        shape[0] = n; shape[1] = c; shape[2] = h; shape[3] = w;
+        shape[0] = n;
+        shape[1] = c;
+        shape[2] = h;
+        shape[3] = w;
         v->capture_cb(name, host, 4, shape, v->capture_arg);
     }
     vae_buf_free(v, t);
@@ -80,12 +87,18 @@ err:
 
 /* ---- blocks ---- */
 
-static svp_status_t vae_conv(svp_vae_h v, const vae_conv_t *cv, int k, int n,
-                             int h, int w, const float *x, float *y)
+static svp_status_t vae_conv(svp_vae_h v, const vae_conv_t *cv, int k, int n, int h,
+                             int w, const float *x, float *y)
 {
-    svp_ops_conv2d_t p = { .n = n, .c_in = cv->in, .h = h, .w = w,
-                           .c_out = cv->out, .kh = k, .kw = k, .stride = 1,
-                           .pad = k / 2 };
+    svp_ops_conv2d_t p = {.n      = n,
+                          .c_in   = cv->in,
+                          .h      = h,
+                          .w      = w,
+                          .c_out  = cv->out,
+                          .kh     = k,
+                          .kw     = k,
+                          .stride = 1,
+                          .pad    = k / 2};
 
     return svp_ops_conv2d(v->ops, &p, x, cv->w, cv->b, y);
 }
@@ -101,18 +114,21 @@ static svp_status_t vae_resnet_forward(svp_vae_h v, const vae_resnet_t *rn,
                                        const float *x, float **y_p)
 {
     svp_ops_h            ops = v->ops;
-    int64_t              hw = (int64_t)h * w;
+    int64_t              hw  = (int64_t)h * w;
     int                  cin = rn->norm1.c, cout = rn->conv1.out;
-    svp_ops_group_norm_t gn = { .n = frames ? 1 : n,
-                                .frames = frames ? frames : 1,
-                                .spatial = hw, .groups = 32, .silu = 1 };
+    svp_ops_group_norm_t gn = {.n       = frames ? 1 : n,
+                               .frames  = frames ? frames : 1,
+                               .spatial = hw,
+                               .groups  = 32,
+                               .silu    = 1};
     float               *a = NULL, *b = NULL;
     svp_status_t         status;
 
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * SVP_MAX(cin, cout) * hw, &a));
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * cout * hw, &b));
 
-    gn.c = cin; gn.eps = rn->norm1.eps;
+    gn.c   = cin;
+    gn.eps = rn->norm1.eps;
     SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, rn->norm1.g, rn->norm1.b, a));
     if (frames) {
         SVP_TRY_OUT(svp_ops_conv_frames(ops, 1, frames, cin, cout, hw, a,
@@ -120,7 +136,8 @@ static svp_status_t vae_resnet_forward(svp_vae_h v, const vae_resnet_t *rn,
     } else {
         SVP_TRY_OUT(vae_conv(v, &rn->conv1, 3, n, h, w, a, b));
     }
-    gn.c = cout; gn.eps = rn->norm2.eps;
+    gn.c   = cout;
+    gn.eps = rn->norm2.eps;
     SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, b, rn->norm2.g, rn->norm2.b, b));
     if (frames) {
         SVP_TRY_OUT(svp_ops_conv_frames(ops, 1, frames, cout, cout, hw, b,
@@ -134,7 +151,7 @@ static svp_status_t vae_resnet_forward(svp_vae_h v, const vae_resnet_t *rn,
     }
     SVP_TRY_OUT(svp_ops_add(ops, (int64_t)n * cout * hw, x, a, a));
     *y_p = a;
-    a = NULL;
+    a    = NULL;
 out:
     vae_buf_free(v, a);
     vae_buf_free(v, b);
@@ -145,10 +162,9 @@ out:
  * The decoder's SpatioTemporalResBlock on one video of n frames: spatial
  * resnet, temporal resnet on its output, then the learned blend.
  */
-static svp_status_t vae_st_resblock_forward(svp_vae_h v,
-                                            const vae_st_resblock_t *rb,
-                                            const char *name, int n, int h,
-                                            int w, const float *x, float **y_p)
+static svp_status_t vae_st_resblock_forward(svp_vae_h v, const vae_st_resblock_t *rb,
+                                            const char *name, int n, int h, int w,
+                                            const float *x, float **y_p)
 {
     int          c = rb->spatial.conv1.out;
     char         cap[128];
@@ -165,11 +181,11 @@ static svp_status_t vae_st_resblock_forward(svp_vae_h v,
         snprintf(cap, sizeof(cap), "%s.temporal_res_block", name);
         vae_capture(v, cap, t, n, c, h, w, 1);
     }
-    SVP_TRY_OUT(svp_ops_blend(v->ops, (int64_t)n * c * h * w, rb->spatial_weight,
-                              s, t, t));
+    SVP_TRY_OUT(
+        svp_ops_blend(v->ops, (int64_t)n * c * h * w, rb->spatial_weight, s, t, t));
     vae_capture(v, name, t, n, c, h, w, 0);
     *y_p = t;
-    t = NULL;
+    t    = NULL;
 out:
     vae_buf_free(v, s);
     vae_buf_free(v, t);
@@ -180,21 +196,29 @@ out:
  * diffusers' Attention with one head over the h*w positions of each image,
  * GroupNorm first and the input added back: x [n, c, h, w] -> *y_p.
  */
-static svp_status_t vae_attention_forward(svp_vae_h v,
-                                          const vae_attention_t *at, int n,
-                                          int h, int w, const float *x,
+static svp_status_t vae_attention_forward(svp_vae_h v, const vae_attention_t *at,
+                                          int n, int h, int w, const float *x,
                                           float **y_p)
 {
     svp_ops_h            ops = v->ops;
-    int                  c = at->c;
+    int                  c   = at->c;
     int64_t              hw = (int64_t)h * w, rows = n * hw;
-    svp_ops_group_norm_t gn = { .n = n, .frames = 1, .c = c, .spatial = hw,
-                                .groups = 32, .eps = at->group_norm.eps };
-    svp_ops_attention_t  p = { .batch = n, .heads = 1, .head_dim = c,
-                               .q_len = (int)hw, .kv_len = (int)hw,
-                               .kv_batch_div = 1, .q_stride = c,
-                               .k_stride = c, .v_stride = c,
-                               .out_stride = c };
+    svp_ops_group_norm_t gn = {.n       = n,
+                               .frames  = 1,
+                               .c       = c,
+                               .spatial = hw,
+                               .groups  = 32,
+                               .eps     = at->group_norm.eps};
+    svp_ops_attention_t  p  = {.batch        = n,
+                               .heads        = 1,
+                               .head_dim     = c,
+                               .q_len        = (int)hw,
+                               .kv_len       = (int)hw,
+                               .kv_batch_div = 1,
+                               .q_stride     = c,
+                               .k_stride     = c,
+                               .v_stride     = c,
+                               .out_stride   = c};
     float               *a = NULL, *tok = NULL, *q = NULL, *k = NULL;
     float               *val = NULL;
     svp_status_t         status;
@@ -205,20 +229,21 @@ static svp_status_t vae_attention_forward(svp_vae_h v,
     SVP_TRY_OUT(vae_buf(v, rows * c, &k));
     SVP_TRY_OUT(vae_buf(v, rows * c, &val));
 
-    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, at->group_norm.g,
-                                   at->group_norm.b, a));
+    SVP_TRY_OUT(
+        svp_ops_group_norm(ops, &gn, x, at->group_norm.g, at->group_norm.b, a));
     /* [n, c, hw] -> tokens [n, hw, c] */
     SVP_TRY_OUT(svp_ops_transpose(ops, n, c, hw, 1, a, tok));
     SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_q.w, at->to_q.b, 0, q));
     SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_k.w, at->to_k.b, 0, k));
-    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, tok, at->to_v.w, at->to_v.b, 0, val));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, rows, c, c, tok, at->to_v.w, at->to_v.b, 0, val));
     SVP_TRY_OUT(svp_ops_attention(ops, &p, q, k, val, q));
-    SVP_TRY_OUT(svp_ops_linear(ops, rows, c, c, q, at->to_out.w, at->to_out.b, 0,
-                               tok));
+    SVP_TRY_OUT(
+        svp_ops_linear(ops, rows, c, c, q, at->to_out.w, at->to_out.b, 0, tok));
     SVP_TRY_OUT(svp_ops_transpose(ops, n, hw, c, 1, tok, a));
     SVP_TRY_OUT(svp_ops_add(ops, rows * c, a, x, a));
     *y_p = a;
-    a = NULL;
+    a    = NULL;
 out:
     vae_buf_free(v, a);
     vae_buf_free(v, tok);
@@ -235,16 +260,22 @@ out:
  * concatenations with zeros: each row gets a zero column ([n*c*h, w] ++
  * [n*c*h, 1]), then each image a zero row ([n*c, h, w+1] ++ [n*c, 1, w+1]).
  */
-static svp_status_t vae_downsample(svp_vae_h v, const vae_conv_t *cv, int n,
-                                   int h, int w, const float *x, float **y_p,
-                                   int *ho_p, int *wo_p)
+static svp_status_t vae_downsample(svp_vae_h v, const vae_conv_t *cv, int n, int h,
+                                   int w, const float *x, float **y_p, int *ho_p,
+                                   int *wo_p)
 {
-    svp_ops_h        ops = v->ops;
+    svp_ops_h        ops    = v->ops;
     int64_t          planes = (int64_t)n * cv->in;
-    int64_t          nzero = planes * SVP_MAX(h, w + 1);
-    svp_ops_conv2d_t p = { .n = n, .c_in = cv->in, .h = h + 1, .w = w + 1,
-                           .c_out = cv->out, .kh = 3, .kw = 3, .stride = 2,
-                           .pad = 0 };
+    int64_t          nzero  = planes * SVP_MAX(h, w + 1);
+    svp_ops_conv2d_t p      = {.n      = n,
+                               .c_in   = cv->in,
+                               .h      = h + 1,
+                               .w      = w + 1,
+                               .c_out  = cv->out,
+                               .kh     = 3,
+                               .kw     = 3,
+                               .stride = 2,
+                               .pad    = 0};
     float           *zeros = NULL, *host = NULL, *padw = NULL, *padded = NULL;
     float           *y = NULL;
     svp_status_t     status;
@@ -261,8 +292,10 @@ static svp_status_t vae_downsample(svp_vae_h v, const vae_conv_t *cv, int n,
     SVP_TRY_OUT(svp_ops_concat(ops, planes * h, w, 1, 1, x, zeros, padw));
     SVP_TRY_OUT(svp_ops_concat(ops, planes, h, 1, w + 1, padw, zeros, padded));
 
-    SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->out * svp_ops_conv2d_out_h(&p) *
-                           svp_ops_conv2d_out_w(&p), &y));
+    SVP_TRY_OUT(vae_buf(v,
+                        (int64_t)n * cv->out * svp_ops_conv2d_out_h(&p) *
+                            svp_ops_conv2d_out_w(&p),
+                        &y));
     SVP_TRY_OUT(svp_ops_conv2d(ops, &p, padded, cv->w, cv->b, y));
     *ho_p = svp_ops_conv2d_out_h(&p);
     *wo_p = svp_ops_conv2d_out_w(&p);
@@ -278,19 +311,19 @@ out:
 }
 
 /* Upsample2D: nearest x2, then a 3x3 conv. */
-static svp_status_t vae_upsample(svp_vae_h v, const vae_conv_t *cv, int n,
-                                 int h, int w, const float *x, float **y_p)
+static svp_status_t vae_upsample(svp_vae_h v, const vae_conv_t *cv, int n, int h,
+                                 int w, const float *x, float **y_p)
 {
     float       *u = NULL, *y = NULL;
     svp_status_t status;
 
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->in * 4 * h * w, &u));
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * cv->out * 4 * h * w, &y));
-    SVP_TRY_OUT(svp_ops_upsample_nearest(v->ops, n, cv->in, h, w, 2 * h, 2 * w, x,
-                                         u));
+    SVP_TRY_OUT(
+        svp_ops_upsample_nearest(v->ops, n, cv->in, h, w, 2 * h, 2 * w, x, u));
     SVP_TRY_OUT(vae_conv(v, cv, 3, n, 2 * h, 2 * w, u, y));
     *y_p = y;
-    y = NULL;
+    y    = NULL;
 out:
     vae_buf_free(v, u);
     vae_buf_free(v, y);
@@ -313,10 +346,10 @@ static void vae_swap(svp_vae_h v, float **x_p, float **y_p)
  * tensors are small (latent size), so this runs on the host for any backend.
  */
 static svp_status_t vae_posterior(svp_vae_h v, int n, int64_t hw,
-                                  const float *moments, float *mean,
-                                  float *logvar, float *std)
+                                  const float *moments, float *mean, float *logvar,
+                                  float *std)
 {
-    int          lat = v->cfg.latent_channels;
+    int          lat  = v->cfg.latent_channels;
     int64_t      half = (int64_t)lat * hw, i;
     float       *host, *lv;
     int          k;
@@ -326,7 +359,7 @@ static svp_status_t vae_posterior(svp_vae_h v, int n, int64_t hw,
     if (host == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    lv = host + (int64_t)n * 2 * half;
+    lv     = host + (int64_t)n * 2 * half;
     status = svp_ops_download(v->ops, host, moments, (size_t)n * 2 * half);
     if (status != SVP_OK) {
         goto out;
@@ -334,8 +367,8 @@ static svp_status_t vae_posterior(svp_vae_h v, int n, int64_t hw,
     for (k = 0; k < n; k++) {
         const float *m = host + (int64_t)k * 2 * half;
         for (i = 0; i < half; i++) {
-            lv[k * half + i] = fminf(fmaxf(m[half + i], VAE_LOGVAR_MIN),
-                                     VAE_LOGVAR_MAX);
+            lv[k * half + i] =
+                fminf(fmaxf(m[half + i], VAE_LOGVAR_MIN), VAE_LOGVAR_MAX);
         }
         SVP_TRY_OUT(svp_ops_upload(v->ops, mean + k * half, m, half));
     }
@@ -353,16 +386,15 @@ out:
     return status;
 }
 
-svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
-                            const float *image, float *mean, float *logvar,
-                            float *std)
+svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w, const float *image,
+                            float *mean, float *logvar, float *std)
 {
     const svp_vae_config_t *cfg = &v->cfg;
     svp_ops_h               ops = v->ops;
     int                     L = cfg->levels, c = cfg->block_out[0];
     int                     i, j, lat2 = 2 * cfg->latent_channels;
     char                    name[96];
-    svp_ops_group_norm_t    gn = { .n = n, .frames = 1, .groups = 32 };
+    svp_ops_group_norm_t    gn = {.n = n, .frames = 1, .groups = 32};
     float                  *x = NULL, *y = NULL;
     svp_status_t            status;
     int                     rdepth;
@@ -370,10 +402,14 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
 
     if (n < 1 || h < (1 << (L - 1)) || w < (1 << (L - 1))) {
         svp_error("vae: cannot encode %d images of %dx%d (at least %d pixels "
-                  "per side)", n, h, w, 1 << (L - 1));
+                  "per side)",
+                  n, h, w, 1 << (L - 1));
         return SVP_ERR_INVALID_PARAM;
     }
-    pass[0] = (int64_t)(intptr_t)v; pass[1] = n; pass[2] = h; pass[3] = w;
+    pass[0] = (int64_t)(intptr_t)v;
+    pass[1] = n;
+    pass[2] = h;
+    pass[3] = w;
     svp_ops_pass_begin(ops, "vae encode", 4, pass);
     rdepth = svp_range_push("vae encode n%d %dx%d", n, h, w);
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * c * h * w, &x));
@@ -389,7 +425,8 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
             c = blk->resnets[j].conv1.out;
         }
         if (blk->has_downsampler) {
-            SVP_TRY_OUT(vae_downsample(v, &blk->downsampler, n, h, w, x, &y, &h, &w));
+            SVP_TRY_OUT(
+                vae_downsample(v, &blk->downsampler, n, h, w, x, &y, &h, &w));
             vae_swap(v, &x, &y);
         }
         snprintf(name, sizeof(name), "out.encoder.down_blocks.%d", i);
@@ -406,9 +443,11 @@ svp_status_t svp_vae_encode(svp_vae_h v, int n, int h, int w,
     vae_capture(v, "out.encoder.mid_block", x, n, c, h, w, 0);
 
     /* the GroupNorm alone is the module conv_norm_out; SiLU follows */
-    gn.c = c; gn.spatial = (int64_t)h * w; gn.eps = v->enc_norm_out.eps;
-    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, v->enc_norm_out.g,
-                                   v->enc_norm_out.b, x));
+    gn.c       = c;
+    gn.spatial = (int64_t)h * w;
+    gn.eps     = v->enc_norm_out.eps;
+    SVP_TRY_OUT(
+        svp_ops_group_norm(ops, &gn, x, v->enc_norm_out.g, v->enc_norm_out.b, x));
     vae_capture(v, "out.encoder.conv_norm_out", x, n, c, h, w, 0);
     SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * lat2 * h * w, &y));
@@ -439,7 +478,7 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
     int                     L = cfg->levels, c = cfg->block_out[L - 1];
     int                     i, j, oc = cfg->out_channels;
     char                    name[96];
-    svp_ops_group_norm_t    gn = { .n = n, .frames = 1, .groups = 32 };
+    svp_ops_group_norm_t    gn = {.n = n, .frames = 1, .groups = 32};
     float                  *x = NULL, *y = NULL;
     svp_status_t            status;
 
@@ -462,8 +501,8 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
         vae_swap(v, &x, &y);
         vae_capture(v, "out.decoder.mid_block.attentions.0", x, n, c, h, w, 0);
         SVP_TRY_OUT(vae_st_resblock_forward(v, &v->dec_mid_resnets[1],
-                                            "out.decoder.mid_block.resnets.1", n,
-                                            h, w, x, &y));
+                                            "out.decoder.mid_block.resnets.1", n, h,
+                                            w, x, &y));
         vae_swap(v, &x, &y);
     }
     vae_capture(v, "out.decoder.mid_block", x, n, c, h, w, 0);
@@ -472,10 +511,10 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
         const vae_up_block_t *blk = &v->up[i];
 
         for (j = 0; j < blk->n_resnets; j++) {
-            snprintf(name, sizeof(name), "out.decoder.up_blocks.%d.resnets.%d",
-                     i, j);
-            SVP_TRY_OUT(vae_st_resblock_forward(v, &blk->resnets[j], name, n, h, w,
-                                                x, &y));
+            snprintf(name, sizeof(name), "out.decoder.up_blocks.%d.resnets.%d", i,
+                     j);
+            SVP_TRY_OUT(
+                vae_st_resblock_forward(v, &blk->resnets[j], name, n, h, w, x, &y));
             vae_swap(v, &x, &y);
             c = blk->resnets[j].spatial.conv1.out;
         }
@@ -489,9 +528,11 @@ static svp_status_t vae_decode_video(svp_vae_h v, int n, int h, int w,
         vae_capture(v, name, x, n, c, h, w, 0);
     }
 
-    gn.c = c; gn.spatial = (int64_t)h * w; gn.eps = v->dec_norm_out.eps;
-    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, x, v->dec_norm_out.g,
-                                   v->dec_norm_out.b, x));
+    gn.c       = c;
+    gn.spatial = (int64_t)h * w;
+    gn.eps     = v->dec_norm_out.eps;
+    SVP_TRY_OUT(
+        svp_ops_group_norm(ops, &gn, x, v->dec_norm_out.g, v->dec_norm_out.b, x));
     vae_capture(v, "out.decoder.conv_norm_out", x, n, c, h, w, 0);
     SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * h * w, x, x));
     SVP_TRY_OUT(vae_buf(v, (int64_t)n * oc * h * w, &y));
@@ -510,24 +551,26 @@ out:
 svp_status_t svp_vae_decode(svp_vae_h v, int frames, int h, int w, int chunk,
                             const float *latents, float *out)
 {
-    const svp_vae_config_t *cfg = &v->cfg;
-    int                     up = 1 << (cfg->levels - 1), f0, len;
-    int64_t                 in_frame = (int64_t)cfg->latent_channels * h * w;
-    int64_t                 out_frame = (int64_t)cfg->out_channels * h * up *
-                                        w * up;
+    const svp_vae_config_t *cfg       = &v->cfg;
+    int                     up        = 1 << (cfg->levels - 1), f0, len;
+    int64_t                 in_frame  = (int64_t)cfg->latent_channels * h * w;
+    int64_t                 out_frame = (int64_t)cfg->out_channels * h * up * w * up;
     svp_status_t            status;
     int64_t                 pass[5];
 
     if (frames < 1 || h < 1 || w < 1 || chunk < 0) {
-        svp_error("vae: cannot decode %d frames of %dx%d in chunks of %d",
-                  frames, h, w, chunk);
+        svp_error("vae: cannot decode %d frames of %dx%d in chunks of %d", frames, h,
+                  w, chunk);
         return SVP_ERR_INVALID_PARAM;
     }
     if (chunk == 0 || chunk > frames) {
         chunk = frames;
     }
-    pass[0] = (int64_t)(intptr_t)v; pass[1] = frames; pass[2] = h;
-    pass[3] = w; pass[4] = chunk;
+    pass[0] = (int64_t)(intptr_t)v;
+    pass[1] = frames;
+    pass[2] = h;
+    pass[3] = w;
+    pass[4] = chunk;
     svp_ops_pass_begin(v->ops, "vae decode", 5, pass);
     status = SVP_OK;
     for (f0 = 0; f0 < frames && status == SVP_OK; f0 += chunk) {

@@ -12,8 +12,7 @@
 
 #include <string.h>
 
-svp_status_t svp_vae_random_add_all(const char *config_path,
-                                    svp_random_weights_h rw)
+svp_status_t svp_vae_random_add_all(const char *config_path, svp_random_weights_h rw)
 {
     svp_model_random_walker_t iw;
     struct svp_vae            v;

@@ -14,9 +14,21 @@
 #include "model/weights.h"
 
 /* w: a matrix weight, held in the ops handle's dtype (ops.h); b: fp32. */
-typedef struct { void *w; float *b; int in, out; } vae_linear_t;
-typedef struct { void *w; float *b; int in, out; } vae_conv_t;  /* 1x1, 3x3 or 3x1x1 */
-typedef struct { float *g, *b; int c; float eps; } vae_norm_t;
+typedef struct {
+    void  *w;
+    float *b;
+    int    in, out;
+} vae_linear_t;
+typedef struct {
+    void  *w;
+    float *b;
+    int    in, out;
+} vae_conv_t; /* 1x1, 3x3 or 3x1x1 */
+typedef struct {
+    float *g, *b;
+    int    c;
+    float  eps;
+} vae_norm_t;
 
 /*
  * ResnetBlock2D without time embedding (spatial: 3x3 convs, a 1x1 shortcut
@@ -51,41 +63,41 @@ typedef struct {
 typedef struct {
     int           n_resnets;
     vae_resnet_t *resnets;
-    vae_conv_t    downsampler;              /* pad (0,1,0,1), 3x3, stride 2 */
+    vae_conv_t    downsampler; /* pad (0,1,0,1), 3x3, stride 2 */
     int           has_downsampler;
 } vae_down_block_t;
 
 typedef struct {
     int                n_resnets;
     vae_st_resblock_t *resnets;
-    vae_conv_t         upsampler;           /* nearest x2, then 3x3 */
+    vae_conv_t         upsampler; /* nearest x2, then 3x3 */
     int                has_upsampler;
 } vae_up_block_t;
 
 struct svp_vae {
-    svp_ops_h          ops;                 /* borrowed */
-    svp_vae_config_t   cfg;
+    svp_ops_h        ops; /* borrowed */
+    svp_vae_config_t cfg;
 
     /* encoder */
-    vae_conv_t         enc_conv_in;
-    vae_down_block_t   down[SVP_VAE_MAX_LEVELS];
-    vae_resnet_t       enc_mid_resnets[2];
-    vae_attention_t    enc_mid_attention;
-    vae_norm_t         enc_norm_out;
-    vae_conv_t         enc_conv_out;
-    vae_conv_t         quant_conv;
+    vae_conv_t       enc_conv_in;
+    vae_down_block_t down[SVP_VAE_MAX_LEVELS];
+    vae_resnet_t     enc_mid_resnets[2];
+    vae_attention_t  enc_mid_attention;
+    vae_norm_t       enc_norm_out;
+    vae_conv_t       enc_conv_out;
+    vae_conv_t       quant_conv;
 
     /* temporal decoder */
     vae_conv_t         dec_conv_in;
-    int                n_dec_mid_resnets;   /* layers_per_block */
+    int                n_dec_mid_resnets; /* layers_per_block */
     vae_st_resblock_t *dec_mid_resnets;
     vae_attention_t    dec_mid_attention;
     vae_up_block_t     up[SVP_VAE_MAX_LEVELS];
     vae_norm_t         dec_norm_out;
     vae_conv_t         dec_conv_out;
-    vae_conv_t         time_conv_out;       /* Conv3d (3,1,1) over frames */
+    vae_conv_t         time_conv_out; /* Conv3d (3,1,1) over frames */
 
-    svp_weight_bufs_t  weights;             /* every backend buffer, to free */
+    svp_weight_bufs_t weights; /* every backend buffer, to free */
 
     svp_vae_capture_cb_t capture_cb;
     void                *capture_arg;

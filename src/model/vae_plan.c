@@ -10,12 +10,11 @@
 
 #include <stdlib.h>
 
-svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode,
-                                int n, int h, int w, int chunk,
-                                size_t *bytes_p)
+svp_status_t svp_vae_plan_bytes(const svp_vae_config_t *cfg, int decode, int n,
+                                int h, int w, int chunk, size_t *bytes_p)
 {
     svp_model_walker_t  wk;
-    svp_ops_params_t    params = { .backend = SVP_OPS_BACKEND_DRY, .threads = 1 };
+    svp_ops_params_t    params = {.backend = SVP_OPS_BACKEND_DRY, .threads = 1};
     svp_ops_mem_stats_t mem;
     struct svp_vae     *v;
     svp_ops_h           ops;

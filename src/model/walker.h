@@ -34,19 +34,16 @@ struct svp_model_walker {
     svp_status_t (*matrix)(svp_model_walker_t *wk, const char *name, int ndim,
                            const int64_t *shape, float scale, void **buf_p);
     /* a mix factor: a host scalar */
-    svp_status_t (*scalar)(svp_model_walker_t *wk, const char *name,
-                           float *value_p);
+    svp_status_t (*scalar)(svp_model_walker_t *wk, const char *name, float *value_p);
 };
 
 /* wk->param() / wk->matrix() on the name printf formats from fmt. */
-svp_status_t svp_model_walk_param(svp_model_walker_t *wk, float **buf_p,
-                                  float scale, int ndim, const int64_t *shape,
-                                  const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-svp_status_t svp_model_walk_matrix(svp_model_walker_t *wk, void **buf_p,
-                                   float scale, int ndim, const int64_t *shape,
-                                   const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+svp_status_t svp_model_walk_param(svp_model_walker_t *wk, float **buf_p, float scale,
+                                  int ndim, const int64_t *shape, const char *fmt,
+                                  ...) __attribute__((format(printf, 6, 7)));
+svp_status_t svp_model_walk_matrix(svp_model_walker_t *wk, void **buf_p, float scale,
+                                   int ndim, const int64_t *shape, const char *fmt,
+                                   ...) __attribute__((format(printf, 6, 7)));
 
 /* Loads (or checks) every tensor from w, which the caller opens with
  * svp_weights_open() after svp_model_file_walker_init() (which zeroes fw)
@@ -67,12 +64,12 @@ void svp_model_file_walker_init(svp_model_file_walker_t *fw);
 typedef struct {
     svp_model_walker_t   base;
     svp_random_weights_h rw;
-    svp_status_t       (*tensor)(svp_random_weights_h rw, const char *name,
-                                 int ndim, const int64_t *shape);
+    svp_status_t (*tensor)(svp_random_weights_h rw, const char *name, int ndim,
+                           const int64_t *shape);
 } svp_model_random_walker_t;
 
 void svp_model_random_walker_init(svp_model_random_walker_t *rwk,
-                                  svp_random_weights_h rw);
+                                  svp_random_weights_h       rw);
 
 /* Leaves every weight NULL and every mix factor 0: no op of the dry
  * backend reads them. */

@@ -35,8 +35,8 @@ void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs)
 static svp_status_t weight_bufs_add(svp_weights_t *w, float *buf)
 {
     svp_weight_bufs_t *bufs = w->keep;
-    float **grown;
-    int     cap;
+    float            **grown;
+    int                cap;
 
     if (bufs->count == bufs->cap) {
         cap   = SVP_MAX(256, 2 * bufs->cap);
@@ -56,26 +56,24 @@ svp_status_t svp_weights_open(const char *model_dir, const char *weights_file,
                               const char *stem, svp_ops_h ops,
                               svp_weight_bufs_t *keep, svp_weights_t *w_p)
 {
-    static const char *const suffixes[] = { ".safetensors",
-                                            ".fp16.safetensors" };
-    svp_weights_t w = { .ops = ops, .keep = keep };
-    char          path[4096];
-    size_t        i;
-    svp_status_t  status;
+    static const char *const suffixes[] = {".safetensors", ".fp16.safetensors"};
+    svp_weights_t            w          = {.ops = ops, .keep = keep};
+    char                     path[4096];
+    size_t                   i;
+    svp_status_t             status;
 
     if (weights_file != NULL) {
         snprintf(path, sizeof(path), "%s/%s", model_dir, weights_file);
     } else {
         for (i = 0; i < SVP_ARRAY_SIZE(suffixes); i++) {
-            snprintf(path, sizeof(path), "%s/%s%s", model_dir, stem,
-                     suffixes[i]);
+            snprintf(path, sizeof(path), "%s/%s%s", model_dir, stem, suffixes[i]);
             if (access(path, F_OK) == 0) {
                 break;
             }
         }
         if (i == SVP_ARRAY_SIZE(suffixes)) {
-            svp_error("%s: no %s%s or %s%s", model_dir, stem, suffixes[0],
-                      stem, suffixes[1]);
+            svp_error("%s: no %s%s or %s%s", model_dir, stem, suffixes[0], stem,
+                      suffixes[1]);
             return SVP_ERR_NOT_FOUND;
         }
     }
@@ -89,7 +87,7 @@ svp_status_t svp_weights_open(const char *model_dir, const char *weights_file,
 void svp_weights_close(svp_weights_t *w)
 {
     if (w->map != NULL && (w->keep == NULL || w->keep->map != w->map)) {
-        munmap(w->map, w->map_len);     /* nothing was borrowed from it */
+        munmap(w->map, w->map_len); /* nothing was borrowed from it */
     }
     w->map = NULL;
     svp_safetensors_close(w->st);
@@ -134,8 +132,8 @@ svp_status_t svp_weights_find(svp_weights_t *w, const char *name, int ndim,
 }
 
 /* The tensor as fp32 on the host, times scale. */
-static svp_status_t svp_weights_read(svp_weights_t *w, const char *name,
-                                     float scale, svp_tensor_t **t_p)
+static svp_status_t svp_weights_read(svp_weights_t *w, const char *name, float scale,
+                                     svp_tensor_t **t_p)
 {
     svp_tensor_t *t;
     float        *data;
@@ -158,8 +156,7 @@ static svp_status_t svp_weights_read(svp_weights_t *w, const char *name,
 }
 
 svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
-                              const int64_t *shape, float scale,
-                              float **buf_p)
+                              const int64_t *shape, float scale, float **buf_p)
 {
     svp_tensor_t *t;
     float        *buf;
@@ -198,7 +195,7 @@ out_destroy:
  * backend takes host memory; SVP_ERR_UNSUPPORTED when it cannot be (the
  * caller reads and uploads it).
  */
-static svp_status_t svp_weights_borrow(svp_weights_t *w,
+static svp_status_t svp_weights_borrow(svp_weights_t                *w,
                                        const svp_safetensors_info_t *info,
                                        float scale, void **buf_p)
 {
@@ -211,7 +208,7 @@ static svp_status_t svp_weights_borrow(svp_weights_t *w,
     }
     if (w->map_state == 0) {
         w->map_state = -1;
-        if (w->keep->map != NULL ||     /* one mapped file per model */
+        if (w->keep->map != NULL || /* one mapped file per model */
             svp_safetensors_map(w->st, &w->map, &w->map_len) != SVP_OK) {
             return SVP_ERR_UNSUPPORTED;
         }
@@ -219,13 +216,13 @@ static svp_status_t svp_weights_borrow(svp_weights_t *w,
     }
     if (info->offset + info->nbytes > w->map_len ||
         info->offset % svp_dtype_size(info->dtype) != 0) {
-        return SVP_ERR_UNSUPPORTED;     /* shrunk: the read path says so */
+        return SVP_ERR_UNSUPPORTED; /* shrunk: the read path says so */
     }
-    status = svp_ops_weights_borrow(w->ops, (const char *)w->map + info->offset,
-                                    info->nbytes / svp_dtype_size(info->dtype),
-                                    &buf);
+    status =
+        svp_ops_weights_borrow(w->ops, (const char *)w->map + info->offset,
+                               info->nbytes / svp_dtype_size(info->dtype), &buf);
     if (status == SVP_ERR_UNSUPPORTED) {
-        munmap(w->map, w->map_len);     /* a device backend: upload instead */
+        munmap(w->map, w->map_len); /* a device backend: upload instead */
         w->map       = NULL;
         w->map_state = -1;
         return status;
@@ -233,15 +230,14 @@ static svp_status_t svp_weights_borrow(svp_weights_t *w,
     if (status != SVP_OK) {
         return status;
     }
-    w->keep->map     = w->map;          /* the model keeps the file mapped */
+    w->keep->map     = w->map; /* the model keeps the file mapped */
     w->keep->map_len = w->map_len;
-    *buf_p = buf;
+    *buf_p           = buf;
     return SVP_OK;
 }
 
-svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     float scale, void **buf_p)
+svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name, int ndim,
+                                     const int64_t *shape, float scale, void **buf_p)
 {
     svp_safetensors_info_t info;
     svp_tensor_t          *t;
@@ -271,12 +267,12 @@ svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
         if (status != SVP_OK) {
             return status;
         }
-        status = svp_ops_weights_upload(w->ops, t->data,
-                                        (size_t)svp_tensor_numel(t), &buf);
+        status = svp_ops_weights_upload(w->ops, t->data, (size_t)svp_tensor_numel(t),
+                                        &buf);
     }
     if (status == SVP_ERR_INVALID_PARAM) {
-        svp_error("%s: tensor '%s' cannot be held in %s",
-                  svp_weights_path(w), name, svp_ops_dtype(w->ops));
+        svp_error("%s: tensor '%s' cannot be held in %s", svp_weights_path(w), name,
+                  svp_ops_dtype(w->ops));
     }
     if (status == SVP_OK) {
         status = weight_bufs_add(w, buf);
@@ -288,10 +284,9 @@ svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
     return status;
 }
 
-svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name,
-                                float *value_p)
+svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name, float *value_p)
 {
-    int64_t       shape[1] = { 1 };
+    int64_t       shape[1] = {1};
     svp_tensor_t *t;
     svp_status_t  status;
 
@@ -343,8 +338,8 @@ svp_status_t svp_weights_config_channels(svp_config_h cj, const char *path, int 
     for (i = 0; i < count; i++) {
         if (values[i] <= 0 || values[i] % 32 != 0) {
             svp_error("%s: block_out_channels[%d] = %lld is not a positive "
-                      "multiple of 32 (GroupNorm uses 32 groups)", path, i,
-                      (long long)values[i]);
+                      "multiple of 32 (GroupNorm uses 32 groups)",
+                      path, i, (long long)values[i]);
             return SVP_ERR_BAD_FILE;
         }
     }

@@ -29,7 +29,7 @@
 typedef struct {
     float **bufs;
     int     count, cap;
-    void   *map;            /* one mapped weights file, or NULL */
+    void   *map; /* one mapped weights file, or NULL */
     size_t  map_len;
 } svp_weight_bufs_t;
 
@@ -38,12 +38,12 @@ void svp_weight_bufs_free(svp_ops_h ops, svp_weight_bufs_t *bufs);
 
 typedef struct {
     svp_safetensors_h  st;
-    svp_ops_h          ops;     /* where tensors are uploaded */
-    svp_weight_bufs_t *keep;    /* NULL: check mode, the header only */
-    int                used;    /* tensors found so far */
-    void              *map;     /* the file mapped, while loading */
+    svp_ops_h          ops;  /* where tensors are uploaded */
+    svp_weight_bufs_t *keep; /* NULL: check mode, the header only */
+    int                used; /* tensors found so far */
+    void              *map;  /* the file mapped, while loading */
     size_t             map_len;
-    int                map_state;   /* 0: not tried, 1: mapped, -1: not used */
+    int                map_state; /* 0: not tried, 1: mapped, -1: not used */
 } svp_weights_t;
 
 /*
@@ -74,8 +74,7 @@ svp_status_t svp_weights_find(svp_weights_t *w, const char *name, int ndim,
  * w->keep.  *buf_p is written only when a buffer was uploaded.
  */
 svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
-                              const int64_t *shape, float scale,
-                              float **buf_p);
+                              const int64_t *shape, float scale, float **buf_p);
 
 /*
  * svp_weights_load() for the weight of a linear or convolution, held in the
@@ -87,13 +86,12 @@ svp_status_t svp_weights_load(svp_weights_t *w, const char *name, int ndim,
  * svp_ops_weights_upload() (an error names the tensor when a value is
  * beyond the dtype's range).
  */
-svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name,
-                                     int ndim, const int64_t *shape,
-                                     float scale, void **buf_p);
+svp_status_t svp_weights_load_matrix(svp_weights_t *w, const char *name, int ndim,
+                                     const int64_t *shape, float scale,
+                                     void **buf_p);
 
 /* A one-element tensor read on the host; 0 in check mode. */
-svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name,
-                                float *value_p);
+svp_status_t svp_weights_scalar(svp_weights_t *w, const char *name, float *value_p);
 
 /*
  * Logs (debug) how many of the file's tensors were not used by what.

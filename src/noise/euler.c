@@ -16,8 +16,8 @@
 
 struct svp_sched {
     int    num_steps;
-    float *sigmas;       /* num_steps + 1 */
-    float *timesteps;    /* num_steps */
+    float *sigmas;    /* num_steps + 1 */
+    float *timesteps; /* num_steps */
     float  init_noise_sigma;
 };
 
@@ -68,8 +68,7 @@ static svp_status_t svp_sched_expect_bool(svp_config_h cfg, const char *key,
     return SVP_OK;
 }
 
-svp_status_t svp_sched_config_read(svp_config_h cfg,
-                                   svp_sched_config_t *config_p)
+svp_status_t svp_sched_config_read(svp_config_h cfg, svp_sched_config_t *config_p)
 {
     static const char *const required[] = {"sigma_min", "sigma_max", NULL};
     svp_sched_config_t       config;
@@ -80,15 +79,15 @@ svp_status_t svp_sched_config_read(svp_config_h cfg,
 
     /* Defaults below are diffusers' class defaults, so a file that leaves a
      * key out means what it means to diffusers. */
-    if ((status = svp_sched_expect_string(cfg, "_class_name",
-                                          "EulerDiscreteScheduler",
-                                          "EulerDiscreteScheduler")) ||
+    if ((status =
+             svp_sched_expect_string(cfg, "_class_name", "EulerDiscreteScheduler",
+                                     "EulerDiscreteScheduler")) ||
         (status = svp_sched_expect_string(cfg, "prediction_type", "epsilon",
                                           "v_prediction")) ||
         (status = svp_sched_expect_string(cfg, "timestep_type", "discrete",
                                           "continuous")) ||
-        (status = svp_sched_expect_string(cfg, "final_sigmas_type", "zero",
-                                          "zero")) ||
+        (status =
+             svp_sched_expect_string(cfg, "final_sigmas_type", "zero", "zero")) ||
         (status = svp_sched_expect_bool(cfg, "use_karras_sigmas", 0, 1)) ||
         (status = svp_sched_expect_bool(cfg, "use_exponential_sigmas", 0, 0)) ||
         (status = svp_sched_expect_bool(cfg, "use_beta_sigmas", 0, 0))) {
@@ -112,8 +111,7 @@ svp_status_t svp_sched_config_read(svp_config_h cfg,
         return SVP_ERR_BAD_FILE;
     }
 
-    status = svp_config_get_string(cfg, "timestep_spacing", "linspace",
-                                   &spacing);
+    status = svp_config_get_string(cfg, "timestep_spacing", "linspace", &spacing);
     if (status != SVP_OK) {
         return status;
     }
@@ -123,7 +121,8 @@ svp_status_t svp_sched_config_read(svp_config_h cfg,
         config.init_sigma_plus_one = 1;
     } else {
         svp_error("%s: timestep_spacing \"%s\" is not supported (leading, "
-                  "linspace or trailing)", svp_config_path(cfg), spacing);
+                  "linspace or trailing)",
+                  svp_config_path(cfg), spacing);
         return SVP_ERR_UNSUPPORTED;
     }
 
@@ -131,8 +130,7 @@ svp_status_t svp_sched_config_read(svp_config_h cfg,
     return SVP_OK;
 }
 
-svp_status_t svp_sched_config_load(const char *path,
-                                   svp_sched_config_t *config_p)
+svp_status_t svp_sched_config_load(const char *path, svp_sched_config_t *config_p)
 {
     svp_config_h cfg;
     svp_status_t status;
@@ -184,9 +182,9 @@ svp_status_t svp_sched_create(const svp_sched_config_t *config, int num_steps,
     ramp_step   = (num_steps > 1) ? 1.0 / (double)(num_steps - 1) : 0.0;
     for (i = 0; i < num_steps; ++i) {
         ramp = (num_steps > 1 && i == num_steps - 1) ? 1.0 : i * ramp_step;
-        sched->sigmas[i] = (float)pow(max_inv_rho +
-                                      ramp * (min_inv_rho - max_inv_rho),
-                                      config->rho);
+        sched->sigmas[i] =
+            (float)pow(max_inv_rho + ramp * (min_inv_rho - max_inv_rho),
+                       config->rho);
     }
     sched->sigmas[num_steps] = 0.0f;
 
@@ -248,8 +246,8 @@ float svp_sched_c_in(svp_sched_h sched, int step)
     return sqrtf(s2);
 }
 
-void svp_sched_scale_model_input(svp_sched_h sched, int step,
-                                 const float *sample, float *out, size_t n)
+void svp_sched_scale_model_input(svp_sched_h sched, int step, const float *sample,
+                                 float *out, size_t n)
 {
     float  c_in = svp_sched_c_in(sched, step);
     size_t i;
@@ -284,6 +282,7 @@ void svp_sched_step(svp_sched_h sched, int step, const float *model_output,
     for (i = 0; i < n; ++i) {
         prev_sample[i] = svp_sched_math_euler(&coef, model_output[i], sample[i],
                                               pred_original_sample != NULL
-                                              ? &pred_original_sample[i] : NULL);
+                                                  ? &pred_original_sample[i]
+                                                  : NULL);
     }
 }

@@ -22,18 +22,18 @@
 #include <stddef.h>
 
 typedef enum {
-    SVP_SCHED_PREDICTION_V = 0,       /* "v_prediction", the only one SVD uses */
+    SVP_SCHED_PREDICTION_V = 0, /* "v_prediction", the only one SVD uses */
     SVP_SCHED_PREDICTION_LAST
 } svp_sched_prediction_t;
 
 typedef struct {
-    double                 sigma_min;   /* 0.002 for SVD */
-    double                 sigma_max;   /* 700 for SVD */
-    double                 rho;         /* Karras exponent, 7 */
+    double                 sigma_min; /* 0.002 for SVD */
+    double                 sigma_max; /* 700 for SVD */
+    double                 rho;       /* Karras exponent, 7 */
     svp_sched_prediction_t prediction;
     /* 1 when init_noise_sigma = sqrt(sigma_max^2 + 1) (timestep_spacing
      * "leading", SVD's); 0 for "linspace"/"trailing" (= sigma_max). */
-    int                    init_sigma_plus_one;
+    int init_sigma_plus_one;
 } svp_sched_config_t;
 
 typedef struct svp_sched *svp_sched_h;
@@ -48,32 +48,30 @@ void svp_sched_config_default(svp_sched_config_t *config);
  * final_sigmas_type other than "zero", ...) are SVP_ERR_UNSUPPORTED, logged
  * with the file, the key and the value.  Malformed values: SVP_ERR_BAD_FILE.
  */
-svp_status_t svp_sched_config_read(svp_config_h cfg,
-                                   svp_sched_config_t *config_p);
+svp_status_t svp_sched_config_read(svp_config_h cfg, svp_sched_config_t *config_p);
 
 /* svp_sched_config_read() on the file at path. */
-svp_status_t svp_sched_config_load(const char *path,
-                                   svp_sched_config_t *config_p);
+svp_status_t svp_sched_config_load(const char *path, svp_sched_config_t *config_p);
 
 /* Computes the schedule for num_steps >= 1 steps; free with destroy. */
 svp_status_t svp_sched_create(const svp_sched_config_t *config, int num_steps,
                               svp_sched_h *sched_p);
 void         svp_sched_destroy(svp_sched_h sched);
 
-int          svp_sched_num_steps(svp_sched_h sched);
+int svp_sched_num_steps(svp_sched_h sched);
 /* num_steps + 1 values, the last one 0; valid until destroy. */
 const float *svp_sched_sigmas(svp_sched_h sched);
 /* num_steps values, 0.25 * ln(sigma_k): what the UNet gets as time. */
 const float *svp_sched_timesteps(svp_sched_h sched);
 /* The factor the initial N(0,1) noise is multiplied by. */
-float        svp_sched_init_noise_sigma(svp_sched_h sched);
+float svp_sched_init_noise_sigma(svp_sched_h sched);
 
 /* sqrt(sigma_step^2 + 1): what the model input is divided by. */
 float svp_sched_c_in(svp_sched_h sched, int step);
 
 /* out = sample / sqrt(sigma_step^2 + 1); out may equal sample. */
-void svp_sched_scale_model_input(svp_sched_h sched, int step,
-                                 const float *sample, float *out, size_t n);
+void svp_sched_scale_model_input(svp_sched_h sched, int step, const float *sample,
+                                 float *out, size_t n);
 
 /*
  * One Euler step from sigma_step to sigma_{step+1} for a v-prediction

@@ -19,8 +19,8 @@ int svp_sched_guidance_enabled(double max_scale)
     return max_scale > 1.0;
 }
 
-void svp_sched_guidance_scales(double min_scale, double max_scale,
-                               int num_frames, float *scales)
+void svp_sched_guidance_scales(double min_scale, double max_scale, int num_frames,
+                               float *scales)
 {
     float start = (float)min_scale, end = (float)max_scale, step;
     int   i, halfway;
@@ -38,9 +38,8 @@ void svp_sched_guidance_scales(double min_scale, double max_scale,
 }
 
 svp_status_t svp_sched_guidance_apply(const float *uncond, const float *cond,
-                                      int batch, int num_frames,
-                                      size_t frame_elems, double min_scale,
-                                      double max_scale, float *out)
+                                      int batch, int num_frames, size_t frame_elems,
+                                      double min_scale, double max_scale, float *out)
 {
     float  stack[SVP_SCHED_GUIDANCE_STACK_FRAMES], *g = stack;
     size_t i, base;

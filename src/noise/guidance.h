@@ -20,8 +20,8 @@ int svp_sched_guidance_enabled(double max_scale);
 /* scales[0..num_frames) = linspace(min_scale, max_scale, num_frames), in
  * float32 the way torch.linspace evaluates it (forward from the start for
  * the first half, backward from the end for the second). */
-void svp_sched_guidance_scales(double min_scale, double max_scale,
-                               int num_frames, float *scales);
+void svp_sched_guidance_scales(double min_scale, double max_scale, int num_frames,
+                               float *scales);
 
 /*
  * out = uncond + g_f * (cond - uncond) over latents laid out [B, F, ...]:
@@ -29,8 +29,8 @@ void svp_sched_guidance_scales(double min_scale, double max_scale,
  * out may equal uncond or cond.  SVP_ERR_INVALID_PARAM for num_frames < 1.
  */
 svp_status_t svp_sched_guidance_apply(const float *uncond, const float *cond,
-                                      int batch, int num_frames,
-                                      size_t frame_elems, double min_scale,
-                                      double max_scale, float *out);
+                                      int batch, int num_frames, size_t frame_elems,
+                                      double min_scale, double max_scale,
+                                      float *out);
 
 #endif

@@ -61,7 +61,7 @@ void svp_rng_normal(uint64_t seed, uint64_t stream, uint64_t offset, size_t n,
     /* each block of 4 words gives 2 normals; position p lives in block p/2 */
     while (i < n) {
         uint64_t pos = offset + i;
-        block = pos / 2;
+        block        = pos / 2;
         svp_rng_philox(seed, stream, block, r);
         rad   = sqrt(-2.0 * log(svp_rng_open01(r[0], r[1])));
         theta = 2.0 * M_PI * (svp_rng_open01(r[2], r[3]) - 0.5);

@@ -22,8 +22,8 @@
  * with the latents.
  */
 typedef enum {
-    SVP_RNG_LATENTS   = 0,   /* initial latents, N(0,1) before scaling */
-    SVP_RNG_NOISE_AUG = 1,   /* noise added to the conditioning image */
+    SVP_RNG_LATENTS   = 0, /* initial latents, N(0,1) before scaling */
+    SVP_RNG_NOISE_AUG = 1, /* noise added to the conditioning image */
     SVP_RNG_PURPOSE_LAST
 } svp_rng_purpose_t;
 

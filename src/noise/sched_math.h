@@ -61,12 +61,12 @@ typedef struct {
  * each operation in diffusers' order so the float rounding matches.
  * *denoised_p may be NULL.
  */
-SVP_SCHED_HD float svp_sched_math_euler(const svp_sched_euler_coef_t *c,
-                                        float v, float x, float *denoised_p)
+SVP_SCHED_HD float svp_sched_math_euler(const svp_sched_euler_coef_t *c, float v,
+                                        float x, float *denoised_p)
 {
-    float denoised = SVP_SCHED_ADD(SVP_SCHED_MUL(v, c->c_out),
-                                   SVP_SCHED_DIV(x, c->s2));
-    float deriv    = SVP_SCHED_DIV(SVP_SCHED_SUB(x, denoised), c->sigma);
+    float denoised =
+        SVP_SCHED_ADD(SVP_SCHED_MUL(v, c->c_out), SVP_SCHED_DIV(x, c->s2));
+    float deriv = SVP_SCHED_DIV(SVP_SCHED_SUB(x, denoised), c->sigma);
 
     if (denoised_p != 0) {
         *denoised_p = denoised;

@@ -50,7 +50,7 @@ static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
     sel.local_rank = bind.local_rank;
     sel.local_size = bind.local_size;
     sel.share_gpu  = bind.share_gpu;
-    status = module->device_count(&sel.device_count);
+    status         = module->device_count(&sel.device_count);
     if (status == SVP_OK) {
         status = svp_ops_gpu_select(&sel, &choice, err, sizeof(err));
         if (status != SVP_OK) {
@@ -65,7 +65,8 @@ static svp_status_t svp_ops_module_init(const char *name, svp_ops_h ops)
     }
     if (status == SVP_ERR_DEVICE) {
         svp_error("%s backend: no usable %s driver or device on this node "
-                  "(see above)", name, name);
+                  "(see above)",
+                  name, name);
     }
     return status;
 }
@@ -82,22 +83,23 @@ static svp_status_t svp_ops_check_dtype(svp_ops_h ops)
         return SVP_OK;
     }
     svp_error("ops backend '%s' cannot hold weights in %s (it holds f32 "
-              "weights only): set dtype: f32", svp_ops_backend(ops),
-              svp_dtype_short_name(ops->weight_dtype));
+              "weights only): set dtype: f32",
+              svp_ops_backend(ops), svp_dtype_short_name(ops->weight_dtype));
     return SVP_ERR_UNSUPPORTED;
 }
 
 static const char *const svp_ops_backend_names[] = {
-    SVP_OPS_BACKEND_TABLE(SVP_OPS_BACKEND_NAME_)
-};
+    SVP_OPS_BACKEND_TABLE(SVP_OPS_BACKEND_NAME_)};
 
 _Static_assert(sizeof(svp_ops_backend_names) / sizeof(svp_ops_backend_names[0]) ==
-               SVP_OPS_BACKEND_LAST, "one name per backend");
+                   SVP_OPS_BACKEND_LAST,
+               "one name per backend");
 
 const char *svp_ops_backend_name(svp_ops_backend_t backend)
 {
-    return ((unsigned)backend < SVP_OPS_BACKEND_LAST) ? svp_ops_backend_names[backend]
-                                                      : "?";
+    return ((unsigned)backend < SVP_OPS_BACKEND_LAST)
+               ? svp_ops_backend_names[backend]
+               : "?";
 }
 
 svp_status_t svp_ops_backend_parse(const char *name, svp_ops_backend_t *backend_p)
@@ -139,9 +141,9 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
         ops->threads = svp_threads_default(&ops->threads_from);
     }
     ops->attn_max_scores = (params && params->attn_max_scores > 0)
-                           ? params->attn_max_scores
-                           : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
-    ops->weight_dtype = dtype;
+                               ? params->attn_max_scores
+                               : SVP_OPS_ATTN_MAX_SCORES_DEFAULT;
+    ops->weight_dtype    = dtype;
 
     switch (backend) {
     case SVP_OPS_BACKEND_CPU:
@@ -174,13 +176,12 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p)
     ops->product_dtype = SVP_DTYPE_F32;
     if (backend == SVP_OPS_BACKEND_CPU && ops->weight_dtype == SVP_DTYPE_BF16 &&
         !(params != NULL && params->f32_products) && svp_ops_cpu_has_bf16()) {
-        ops->native16 = 1;
+        ops->native16      = 1;
         ops->product_dtype = SVP_DTYPE_BF16;
     }
     if (ops->weight_dtype != SVP_DTYPE_F32 &&
         (ops->vt->products16 ||
-         (params != NULL && params->round_activations &&
-          ops->vt->host_memory))) {
+         (params != NULL && params->round_activations && ops->vt->host_memory))) {
         ops->product_dtype = ops->weight_dtype;
     }
 

@@ -55,14 +55,14 @@ typedef struct {
      * Worker threads; 0: $SVP_THREADS, else $OMP_NUM_THREADS, else the CPUs
      * of the process's affinity mask (svp_threads_default()).
      */
-    int         threads;
+    int threads;
     /*
      * Upper bound on one attention score tile, in elements (0: the
      * default).  Attention is tiled (online softmax): each worker holds one
      * tile of queries x keys, never q_len x kv_len; a smaller bound means
      * smaller key tiles, the same result up to rounding.
      */
-    size_t      attn_max_scores;
+    size_t attn_max_scores;
     /*
      * The dtype the matrix weights (of linear, conv2d, conv_frames) are
      * held in: SVP_DTYPE_F32 (the default: 0), SVP_DTYPE_BF16 or
@@ -90,7 +90,7 @@ typedef struct {
      * to fp32 summation order, so that their error is measured and tested
      * without a GPU.  Ignored for f32 and on other backends.
      */
-    int         round_activations;
+    int round_activations;
     /*
      * A CPU handle of dtype bf16 runs its products on the CPU's BF16 units
      * (AVX512-BF16: both operands bf16, the activation rounded to nearest
@@ -99,7 +99,7 @@ typedef struct {
      * the products in f32 on the widened weights, as on a CPU without
      * them (tests and comparisons).
      */
-    int         f32_products;
+    int f32_products;
 } svp_ops_params_t;
 
 /*
@@ -110,12 +110,12 @@ svp_status_t svp_ops_create(const svp_ops_params_t *params, svp_ops_h *ops_p);
 void         svp_ops_destroy(svp_ops_h ops);
 
 /* The backend's name, "cpu" or "cuda" (svp_ops_backend_name()). */
-const char  *svp_ops_backend(svp_ops_h ops);
+const char *svp_ops_backend(svp_ops_h ops);
 /* The name of the dtype the handle holds matrix weights in ("f32", "bf16",
  * "f16": svp_dtype_short_name()). */
-const char  *svp_ops_dtype(svp_ops_h ops);
+const char *svp_ops_dtype(svp_ops_h ops);
 /* The same as a tensor dtype: SVP_DTYPE_F32, SVP_DTYPE_BF16, SVP_DTYPE_F16. */
-svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
+svp_dtype_t svp_ops_weights_dtype(svp_ops_h ops);
 /*
  * The dtype both operands of the matrix products (linear, conv2d,
  * conv_frames) are rounded to: SVP_DTYPE_F32 (products in fp32 with the
@@ -123,15 +123,15 @@ svp_dtype_t  svp_ops_weights_dtype(svp_ops_h ops);
  * or the handle's 16-bit dtype (tensor-core products on the CUDA backend,
  * fp32 accumulation; the CPU with round_activations).
  */
-svp_dtype_t  svp_ops_product_dtype(svp_ops_h ops);
+svp_dtype_t svp_ops_product_dtype(svp_ops_h ops);
 /*
  * Where 16-bit products run, for logs: "tensor cores", "the CPU's
  * AVX512-BF16 units", "fp32 on the CPU (round_activations)"; NULL when the
  * products are f32.
  */
-const char  *svp_ops_product_units(svp_ops_h ops);
+const char *svp_ops_product_units(svp_ops_h ops);
 /* The number of worker threads the handle uses. */
-int          svp_ops_threads(svp_ops_h ops);
+int svp_ops_threads(svp_ops_h ops);
 /*
  * What this CPU executes, as the kernel choice below weighs it: vendor,
  * family and model as /proc/cpuinfo gives them (CPUID leaves 0 and 1), and
@@ -149,10 +149,10 @@ enum {
 };
 
 typedef struct {
-    char     vendor[16];    /* "GenuineIntel", "AuthenticAMD"; "" */
-    int      family;        /* 6; 25 for Zen 3 and 4 */
-    int      model;         /* 207 (Emerald Rapids), 17 */
-    unsigned features;      /* SVP_OPS_CPUID_* */
+    char     vendor[16]; /* "GenuineIntel", "AuthenticAMD"; "" */
+    int      family;     /* 6; 25 for Zen 3 and 4 */
+    int      model;      /* 207 (Emerald Rapids), 17 */
+    unsigned features;   /* SVP_OPS_CPUID_* */
 } svp_ops_cpuid_t;
 
 /* Fills *cpu_p from this CPU. */
@@ -171,7 +171,8 @@ void svp_ops_cpuid_features(const svp_ops_cpuid_t *cpu, char *buf, size_t len);
  * Zen on AMD and Hygon CPUs, Haswell on others; Sandybridge.  NULL as well
  * for a family this table does not know.
  */
-const char  *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library_choice);
+const char *svp_ops_blas_better(const svp_ops_cpuid_t *cpu,
+                                const char            *library_choice);
 
 /*
  * The first call in a program's main(), before argv is parsed: where the
@@ -185,7 +186,7 @@ const char  *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library
  * (svp_ops_blas_query() then says why).  A choice inherited from another
  * svdpipe program (a parent on another CPU) is dropped and made afresh.
  */
-void         svp_ops_blas_choose(char **argv);
+void svp_ops_blas_choose(char **argv);
 
 /*
  * The CPU backend's BLAS and the kernel family it runs, as the BLAS itself
@@ -194,19 +195,19 @@ void         svp_ops_blas_choose(char **argv);
  * value struct with no ownership.
  */
 typedef struct {
-    char library[64];   /* "OpenBLAS 0.3.21"; "CBLAS" for one that does not say */
-    char kernels[64];   /* openblas_get_corename(): "Haswell", "Cooperlake";
+    char library[64];    /* "OpenBLAS 0.3.21"; "CBLAS" for one that does not say */
+    char kernels[64];    /* openblas_get_corename(): "Haswell", "Cooperlake";
                            "unknown" */
-    char forced[64];    /* the site's $OPENBLAS_CORETYPE when set (it chose
+    char forced[64];     /* the site's $OPENBLAS_CORETYPE when set (it chose
                            the family), else "" */
-    char ours[64];      /* the family svdpipe set for this CPU, else "" */
-    char own[64];       /* the BLAS's own choice for this CPU when svdpipe
+    char ours[64];       /* the family svdpipe set for this CPU, else "" */
+    char own[64];        /* the BLAS's own choice for this CPU when svdpipe
                            replaced it, else "" */
-    char better[64];    /* the family svdpipe would run where the site's or
+    char better[64];     /* the family svdpipe would run where the site's or
                            the BLAS's own is weaker and stays, else "" */
-    char note[256];     /* why svdpipe's choice is not in use, else "" */
-    char config[256];   /* openblas_get_config(), else "" */
-    svp_ops_cpuid_t cpu;  /* the CPU the choice was made for */
+    char note[256];      /* why svdpipe's choice is not in use, else "" */
+    char config[256];    /* openblas_get_config(), else "" */
+    svp_ops_cpuid_t cpu; /* the CPU the choice was made for */
 } svp_ops_blas_t;
 
 /* Fills *blas_p; callable before any handle exists. */
@@ -232,14 +233,15 @@ void svp_ops_blas_describe_cpu(const svp_ops_blas_t *blas, char *buf, size_t len
  * die of SIGILL at the first product.  SVP_OK otherwise, and where the
  * family or the CPU is not known.
  */
-svp_status_t svp_ops_blas_check(const svp_ops_blas_t *blas, char *errbuf, int errlen);
+svp_status_t svp_ops_blas_check(const svp_ops_blas_t *blas, char *errbuf,
+                                int errlen);
 
 /*
  * Where that number came from, a static phrase: "the caller" (params),
  * "SVP_THREADS", "OMP_NUM_THREADS", "the CPU affinity mask" or "the online
  * CPUs" (svp_threads_default()).
  */
-const char  *svp_ops_threads_from(svp_ops_h ops);
+const char *svp_ops_threads_from(svp_ops_h ops);
 
 /*
  * Memory of the backend, count fp32 elements.  free(NULL) is a no-op.
@@ -272,9 +274,9 @@ void         svp_ops_free(svp_ops_h ops, float *buf);
  * Passes nest: only the outermost counts.  Neither call can fail; when the
  * slab cannot be allocated (logged), passes are served buffer by buffer.
  */
-void         svp_ops_pass_begin(svp_ops_h ops, const char *name, int ndims,
-                                const int64_t *dims);
-void         svp_ops_pass_end(svp_ops_h ops);
+void svp_ops_pass_begin(svp_ops_h ops, const char *name, int ndims,
+                        const int64_t *dims);
+void svp_ops_pass_end(svp_ops_h ops);
 
 typedef struct {
     /* Backend allocations since the handle was created: buffers, slabs and
@@ -282,20 +284,20 @@ typedef struct {
     uint64_t backend_allocs;
     /* Bytes the arena holds from the backend (buffers, the slab and
      * workspace). */
-    size_t   reserved_bytes;
+    size_t reserved_bytes;
     /* Bytes of buffers handed out now, and the most ever at once. */
-    size_t   live_bytes;
-    size_t   peak_live_bytes;
+    size_t live_bytes;
+    size_t peak_live_bytes;
     /* Bytes of the slab (part of reserved_bytes), and the most bytes alive
      * at once in the largest planned pass: what no slab could go below. */
-    size_t   slab_bytes;
-    size_t   pass_peak_bytes;
+    size_t slab_bytes;
+    size_t pass_peak_bytes;
     /* Bytes of the backend's own workspace (im2col, attention tiles; part
      * of reserved_bytes): it depends on the backend and its threads. */
-    size_t   workspace_bytes;
+    size_t workspace_bytes;
 } svp_ops_mem_stats_t;
 
-void         svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats);
+void svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats);
 /* Starts a new peak: peak_live_bytes becomes live_bytes. */
 void         svp_ops_mem_reset_peak(svp_ops_h ops);
 svp_status_t svp_ops_upload(svp_ops_h ops, float *dst, const float *host_src,
@@ -333,18 +335,18 @@ svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
  * unchanged while the handle uses it, and is never freed by ops (do not
  * pass *buf_p to svp_ops_free()).
  */
-svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
-                                    size_t count, void **buf_p);
+svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host, size_t count,
+                                    void **buf_p);
 
 /* Bytes of matrix weights uploaded so far (as held, in the handle's dtype). */
-size_t       svp_ops_weights_bytes(svp_ops_h ops);
+size_t svp_ops_weights_bytes(svp_ops_h ops);
 
 /* ---- the ops' descriptors ---- */
 
 typedef struct {
-    int n, c_in, h, w;          /* input [n, c_in, h, w] */
-    int c_out, kh, kw;          /* weight [c_out, c_in, kh, kw] */
-    int stride, pad;            /* same on both axes, zero padding */
+    int n, c_in, h, w; /* input [n, c_in, h, w] */
+    int c_out, kh, kw; /* weight [c_out, c_in, kh, kw] */
+    int stride, pad;   /* same on both axes, zero padding */
 } svp_ops_conv2d_t;
 
 /* Output height/width of a conv2d descriptor. */
@@ -359,26 +361,26 @@ static inline int svp_ops_conv2d_out_w(const svp_ops_conv2d_t *p)
 
 /* GroupNorm (svp_ops_group_norm) */
 typedef struct {
-    int     n;          /* independent items (statistics never cross them) */
-    int     frames;     /* frames per item that share statistics (1: per image) */
-    int     c;          /* channels */
-    int64_t spatial;    /* elements per channel per frame (H*W) */
-    int     groups;     /* c % groups == 0 */
+    int     n;       /* independent items (statistics never cross them) */
+    int     frames;  /* frames per item that share statistics (1: per image) */
+    int     c;       /* channels */
+    int64_t spatial; /* elements per channel per frame (H*W) */
+    int     groups;  /* c % groups == 0 */
     float   eps;
-    int     silu;       /* apply SiLU to the normalised, affine output */
+    int     silu; /* apply SiLU to the normalised, affine output */
 } svp_ops_group_norm_t;
 
 /* Multi-head attention (svp_ops_attention) */
 typedef struct {
-    int     batch;          /* query batches */
-    int     heads;
-    int     head_dim;       /* scale is 1/sqrt(head_dim) */
-    int     q_len, kv_len;
+    int batch; /* query batches */
+    int heads;
+    int head_dim; /* scale is 1/sqrt(head_dim) */
+    int q_len, kv_len;
     /*
      * Query batch i attends to key/value batch i / kv_batch_div, so a
      * context shared by F frames (or by H*W positions) is stored once.
      */
-    int     kv_batch_div;
+    int kv_batch_div;
     /* Row strides, in elements, of q, k, v and out (>= heads*head_dim). */
     int64_t q_stride, k_stride, v_stride, out_stride;
 } svp_ops_attention_t;

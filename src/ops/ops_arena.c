@@ -62,9 +62,9 @@ static svp_status_t svp_ops_arena_block(svp_ops_h ops, size_t count,
         }
         ops->mem.backend_allocs++;
         ops->mem.reserved_bytes += count * sizeof(float);
-        block           = &a->blocks[a->num_blocks++];
-        block->buf      = buf;
-        block->count    = count;
+        block        = &a->blocks[a->num_blocks++];
+        block->buf   = buf;
+        block->count = count;
         /* a buffer kept from outside a pass stays kept */
         block->pass_buf = (a->depth > 0);
     }
@@ -114,7 +114,7 @@ static float *svp_ops_arena_from_slab(svp_ops_h ops, size_t count)
         goto deviate;
     }
     if (b->offset == SVP_OPS_PLAN_NONE) {
-        return NULL;                    /* recorded as outliving the pass */
+        return NULL; /* recorded as outliving the pass */
     }
     if (b->offset + count > a->slab_count ||
         svp_ops_arena_slab_busy(a, b->offset, count)) {
@@ -129,13 +129,13 @@ static float *svp_ops_arena_from_slab(svp_ops_h ops, size_t count)
         a->live     = live;
         a->max_live = max;
     }
-    a->live[a->num_live++] = (svp_ops_slab_use_t){ b->offset, count,
-                                                   SIZE_MAX };
+    a->live[a->num_live++] = (svp_ops_slab_use_t){b->offset, count, SIZE_MAX};
     return a->slab + b->offset;
 
 deviate:
     svp_debug("ops: request %zu of a pass (%zu floats) is not its plan's; "
-              "served outside the slab", a->cursor, count);
+              "served outside the slab",
+              a->cursor, count);
     a->deviated = 1;
     return NULL;
 }
@@ -155,8 +155,8 @@ static size_t svp_ops_arena_record(svp_ops_arena_t *a, size_t count)
         a->rec     = rec;
         a->rec_max = max;
     }
-    a->rec[a->rec_n] = (svp_ops_plan_buf_t){ count, SVP_OPS_PLAN_NONE,
-                                             a->time++, UINT32_MAX };
+    a->rec[a->rec_n] =
+        (svp_ops_plan_buf_t){count, SVP_OPS_PLAN_NONE, a->time++, UINT32_MAX};
     return a->rec_n++;
 }
 
@@ -178,7 +178,7 @@ svp_status_t svp_ops_alloc(svp_ops_h ops, size_t count, float **buf_p)
         status = svp_ops_arena_block(ops, count, &block);
         if (status != SVP_OK) {
             if (rec != SIZE_MAX) {
-                a->rec_n--;             /* never handed out */
+                a->rec_n--; /* never handed out */
             }
             return status;
         }
@@ -246,12 +246,11 @@ void svp_ops_free(svp_ops_h ops, float *buf)
         }
     }
     svp_error("ops: freeing %p, which is not a live buffer of this handle",
-              (void*)buf);
+              (void *)buf);
 }
 
 /* FNV-1a of the pass's name and shape. */
-static uint64_t svp_ops_pass_key(const char *name, int ndims,
-                                 const int64_t *dims)
+static uint64_t svp_ops_pass_key(const char *name, int ndims, const int64_t *dims)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     size_t   i, len = strlen(name);
@@ -260,13 +259,12 @@ static uint64_t svp_ops_pass_key(const char *name, int ndims,
         h = (h ^ (unsigned char)name[i]) * 0x100000001b3ull;
     }
     for (i = 0; i < (size_t)ndims * sizeof(*dims); i++) {
-        h = (h ^ ((const unsigned char*)dims)[i]) * 0x100000001b3ull;
+        h = (h ^ ((const unsigned char *)dims)[i]) * 0x100000001b3ull;
     }
     return h;
 }
 
-static svp_ops_pass_plan_t *svp_ops_arena_plan_find(svp_ops_arena_t *a,
-                                                    uint64_t key)
+static svp_ops_pass_plan_t *svp_ops_arena_plan_find(svp_ops_arena_t *a, uint64_t key)
 {
     size_t i;
 
@@ -312,7 +310,8 @@ static void svp_ops_arena_slab_fit(svp_ops_h ops)
     svp_ops_arena_slab_release(ops);
     if (ops->vt->alloc(ops, count, &slab) != SVP_OK) {
         svp_warn("ops: no slab of %zu bytes for the memory plan; passes are "
-                 "served buffer by buffer", count * sizeof(float));
+                 "served buffer by buffer",
+                 count * sizeof(float));
         return;
     }
     ops->mem.backend_allocs++;
@@ -329,7 +328,7 @@ static void svp_ops_arena_plan_store(svp_ops_h ops)
 {
     svp_ops_arena_t     *a = &ops->arena;
     svp_ops_pass_plan_t *p;
-    svp_ops_plan_t       plan = { a->rec, a->rec_n, 0, 0 };
+    svp_ops_plan_t       plan = {a->rec, a->rec_n, 0, 0};
     size_t               i;
 
     if (svp_ops_plan_place(&plan) != SVP_OK) {
@@ -341,8 +340,8 @@ static void svp_ops_arena_plan_store(svp_ops_h ops)
         if (p == NULL) {
             return;
         }
-        a->plans = p;
-        p        = &a->plans[a->num_plans++];
+        a->plans     = p;
+        p            = &a->plans[a->num_plans++];
         p->plan.bufs = NULL;
     } else if (p == NULL) {
         p = &a->plans[0];
@@ -353,10 +352,10 @@ static void svp_ops_arena_plan_store(svp_ops_h ops)
         }
     }
     free(p->plan.bufs);
-    p->key   = a->key;
-    p->used  = a->clock;
-    p->plan  = plan;
-    a->rec     = NULL;               /* now the plan's */
+    p->key     = a->key;
+    p->used    = a->clock;
+    p->plan    = plan;
+    a->rec     = NULL; /* now the plan's */
     a->rec_max = 0;
     svp_debug("ops: a pass of %zu buffers planned in %zu bytes (peak %zu live)",
               plan.n, plan.size * sizeof(float), plan.peak * sizeof(float));
@@ -442,8 +441,8 @@ void svp_ops_mem_stats(svp_ops_h ops, svp_ops_mem_stats_t *stats)
     for (i = 0; i < a->num_blocks; i++) {
         held += a->blocks[i].count;
     }
-    *stats                 = ops->mem;
-    stats->slab_bytes      = a->slab_count * sizeof(float);
+    *stats            = ops->mem;
+    stats->slab_bytes = a->slab_count * sizeof(float);
     /* the rest of what the backend gave is its own */
     stats->workspace_bytes = ops->mem.reserved_bytes - held * sizeof(float);
 }

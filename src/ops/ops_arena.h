@@ -16,24 +16,24 @@
 /* One buffer of the arena outside the slab: a backend allocation, in use
  * or free. */
 typedef struct {
-    float  *buf;
-    size_t  count;
-    int     in_use;
-    int     pass_buf;   /* taken by a pass: given back when a pass frees it */
-    size_t  rec;        /* its record in the current pass, or SIZE_MAX */
+    float *buf;
+    size_t count;
+    int    in_use;
+    int    pass_buf; /* taken by a pass: given back when a pass frees it */
+    size_t rec;      /* its record in the current pass, or SIZE_MAX */
 } svp_ops_block_t;
 
 /* A buffer handed out from the slab: where, and its record in the pass. */
 typedef struct {
-    size_t  offset, count;
-    size_t  rec;
+    size_t offset, count;
+    size_t rec;
 } svp_ops_slab_use_t;
 
 /* The plan of one kind of pass (a model's forward at one shape). */
 typedef struct {
-    uint64_t        key;
-    uint64_t        used;       /* when last begun, to evict the oldest */
-    svp_ops_plan_t  plan;
+    uint64_t       key;
+    uint64_t       used; /* when last begun, to evict the oldest */
+    svp_ops_plan_t plan;
 } svp_ops_pass_plan_t;
 
 /*
@@ -43,27 +43,27 @@ typedef struct {
  * pass with no plan yet, or one that left its plan, leaves a new plan.
  */
 typedef struct {
-    svp_ops_block_t     *blocks;
-    size_t               num_blocks;
-    size_t               max_blocks;
+    svp_ops_block_t *blocks;
+    size_t           num_blocks;
+    size_t           max_blocks;
 
-    float               *slab;
-    size_t               slab_count;
-    svp_ops_slab_use_t  *live;          /* slab buffers in use */
-    size_t               num_live, max_live;
+    float              *slab;
+    size_t              slab_count;
+    svp_ops_slab_use_t *live; /* slab buffers in use */
+    size_t              num_live, max_live;
 
     svp_ops_pass_plan_t *plans;
     size_t               num_plans;
-    uint64_t             clock;         /* passes begun */
+    uint64_t             clock; /* passes begun */
 
-    int                  depth;         /* nested begins; 0: no pass */
+    int                  depth; /* nested begins; 0: no pass */
     uint64_t             key;
-    svp_ops_pass_plan_t *replay;        /* the plan followed, NULL: none */
-    int                  deviated;      /* the pass left its plan */
-    size_t               cursor;        /* requests of the pass so far */
-    svp_ops_plan_buf_t  *rec;           /* the pass as it happens */
+    svp_ops_pass_plan_t *replay;   /* the plan followed, NULL: none */
+    int                  deviated; /* the pass left its plan */
+    size_t               cursor;   /* requests of the pass so far */
+    svp_ops_plan_buf_t  *rec;      /* the pass as it happens */
     size_t               rec_n, rec_max;
-    uint32_t             time;          /* events of the pass so far */
+    uint32_t             time; /* events of the pass so far */
 } svp_ops_arena_t;
 
 /*

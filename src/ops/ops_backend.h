@@ -33,8 +33,8 @@ SVP_OPS_LIST(SVP_OPS_FN_TYPE_, const float *)
     svp_ops_##_name##_fn_t *_name;
 
 typedef struct svp_ops_ops {
-    svp_ops_backend_t backend;  /* which backend (ops_types.h) this is */
-    int          host_memory;   /* buffers are plain host memory */
+    svp_ops_backend_t backend;     /* which backend (ops_types.h) this is */
+    int               host_memory; /* buffers are plain host memory */
     /*
      * The products of a 16-bit handle take 16-bit operands: conv2d,
      * conv_frames and linear get the weight as held (bf16/f16 bits in the
@@ -42,13 +42,15 @@ typedef struct svp_ops_ops {
      * the handle's dtype themselves (ops->product_dtype).  0: they get fp32
      * weights and activations.
      */
-    int          products16;
-    void         (*cleanup)(svp_ops_h ops);
+    int products16;
+    void (*cleanup)(svp_ops_h ops);
 
     svp_status_t (*alloc)(svp_ops_h ops, size_t count, float **buf_p);
-    void         (*free)(svp_ops_h ops, float *buf);
-    svp_status_t (*upload)(svp_ops_h ops, float *dst, const float *src, size_t count);
-    svp_status_t (*download)(svp_ops_h ops, float *dst, const float *src, size_t count);
+    void (*free)(svp_ops_h ops, float *buf);
+    svp_status_t (*upload)(svp_ops_h ops, float *dst, const float *src,
+                           size_t count);
+    svp_status_t (*download)(svp_ops_h ops, float *dst, const float *src,
+                             size_t count);
 
     /* one slot per op of the list (ops_list.h), in its order */
     SVP_OPS_LIST(SVP_OPS_SLOT_, const float *)
@@ -56,34 +58,34 @@ typedef struct svp_ops_ops {
 
 struct svp_ops {
     const svp_ops_ops_t *vt;
-    void                *impl;              /* the backend's own state */
+    void                *impl; /* the backend's own state */
     int                  threads;
-    const char          *threads_from;      /* static: where threads came from */
+    const char          *threads_from; /* static: where threads came from */
     size_t               attn_max_scores;
-    int                  device;            /* device backends: which one */
-    svp_dtype_t          weight_dtype;      /* F32, F16 or BF16 */
+    int                  device;       /* device backends: which one */
+    svp_dtype_t          weight_dtype; /* F32, F16 or BF16 */
 
     /* Matrix weights (ops_weights.c): bytes uploaded, and the fp32 buffer
      * a 16-bit weight is widened into before its product, sized by the
      * largest weight uploaded. */
-    size_t               weight_bytes;
-    float               *widen_buf;
-    size_t               widen_count;
+    size_t weight_bytes;
+    float *widen_buf;
+    size_t widen_count;
     /* The dtype the products' operands are rounded to (ops.h), and the
      * buffer the CPU rounds activations into when that is 16-bit
      * (round_activations), sized by the largest operand so far. */
-    svp_dtype_t          product_dtype;
+    svp_dtype_t product_dtype;
     /* A host backend whose products take the 16-bit operands themselves
      * on this CPU (the CPU backend on BF16 units, src/ops/cpu/bf16.c): as
      * products16, for this handle. */
-    int                  native16;
-    float               *round_buf;
-    size_t               round_count;
+    int    native16;
+    float *round_buf;
+    size_t round_count;
 
     /* The arena (ops_arena.c).  A backend that grows its own workspace counts
      * that in mem.backend_allocs and mem.reserved_bytes too. */
-    svp_ops_arena_t      arena;
-    svp_ops_mem_stats_t  mem;
+    svp_ops_arena_t     arena;
+    svp_ops_mem_stats_t mem;
 };
 
 /* The CPU backend (src/ops/cpu/); whether its bf16 products run on the

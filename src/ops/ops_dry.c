@@ -19,8 +19,8 @@
 
 /* The mappings handed out, to unmap them with their size. */
 typedef struct {
-    void   *addr;
-    size_t  len;
+    void  *addr;
+    size_t len;
 } svp_ops_dry_map_t;
 
 typedef struct {
@@ -42,8 +42,7 @@ static void svp_ops_dry_cleanup(svp_ops_h ops)
 
 /* Reserves addresses only: PROT_NONE and no swap reservation, so a slab the
  * size of SVD-XT's activations costs nothing. */
-static svp_status_t svp_ops_dry_alloc(svp_ops_h ops, size_t count,
-                                      float **buf_p)
+static svp_status_t svp_ops_dry_alloc(svp_ops_h ops, size_t count, float **buf_p)
 {
     svp_ops_dry_t     *dry = ops->impl;
     svp_ops_dry_map_t *maps;
@@ -60,15 +59,14 @@ static svp_status_t svp_ops_dry_alloc(svp_ops_h ops, size_t count,
         dry->maps = maps;
         dry->max  = max;
     }
-    addr = mmap(NULL, len, PROT_NONE,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    addr = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                -1, 0);
     if (addr == MAP_FAILED) {
-        svp_error("dry backend: cannot reserve %zu bytes of address space: %m",
-                  len);
+        svp_error("dry backend: cannot reserve %zu bytes of address space: %m", len);
         return SVP_ERR_NO_MEMORY;
     }
-    dry->maps[dry->n++] = (svp_ops_dry_map_t){ addr, len };
-    *buf_p = addr;
+    dry->maps[dry->n++] = (svp_ops_dry_map_t){addr, len};
+    *buf_p              = addr;
     return SVP_OK;
 }
 
@@ -78,7 +76,7 @@ static void svp_ops_dry_free(svp_ops_h ops, float *buf)
     size_t         i;
 
     for (i = dry->n; i-- > 0;) {
-        if (dry->maps[i].addr == (void*)buf) {
+        if (dry->maps[i].addr == (void *)buf) {
             munmap(dry->maps[i].addr, dry->maps[i].len);
             dry->maps[i] = dry->maps[--dry->n];
             return;
@@ -94,8 +92,8 @@ static svp_status_t svp_ops_dry_copy_in_out(svp_ops_h ops, float *dst,
 
 /* Nothing was computed, but a host reader of the result (the VAE's
  * posterior) must not read uninitialised memory: zeros. */
-static svp_status_t svp_ops_dry_download(svp_ops_h ops, float *dst,
-                                         const float *src, size_t count)
+static svp_status_t svp_ops_dry_download(svp_ops_h ops, float *dst, const float *src,
+                                         size_t count)
 {
     memset(dst, 0, count * sizeof(*dst));
     return SVP_OK;
@@ -114,15 +112,14 @@ SVP_OPS_MODEL_LIST(SVP_OPS_DRY_OP_, const float *)
 #define SVP_OPS_DRY_SLOT_(_name, _out, _flops, _checks, ...) \
     ._name = svp_ops_dry_##_name,
 
-static const svp_ops_ops_t svp_ops_dry_ops = {
-    .backend            = SVP_OPS_BACKEND_DRY,
-    .cleanup            = svp_ops_dry_cleanup,
-    .alloc              = svp_ops_dry_alloc,
-    .free               = svp_ops_dry_free,
-    .upload             = svp_ops_dry_copy_in_out,
-    .download           = svp_ops_dry_download,
-    SVP_OPS_MODEL_LIST(SVP_OPS_DRY_SLOT_, const float *)
-};
+static const svp_ops_ops_t svp_ops_dry_ops = {.backend  = SVP_OPS_BACKEND_DRY,
+                                              .cleanup  = svp_ops_dry_cleanup,
+                                              .alloc    = svp_ops_dry_alloc,
+                                              .free     = svp_ops_dry_free,
+                                              .upload   = svp_ops_dry_copy_in_out,
+                                              .download = svp_ops_dry_download,
+                                              SVP_OPS_MODEL_LIST(SVP_OPS_DRY_SLOT_,
+                                                                 const float *)};
 
 svp_status_t svp_ops_dry_init(svp_ops_h ops)
 {

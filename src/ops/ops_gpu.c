@@ -64,9 +64,10 @@ svp_status_t svp_ops_gpu_select(const svp_ops_gpu_select_params_t *p,
         nvis = svp_ops_gpu_visible_entry(p->visible, 0, entry, sizeof(entry));
     }
     if (p->device_count <= 0 || nvis == 0) {
-        snprintf(err, err_len, "no cuda device is visible to local rank %d "
-                 "(CUDA_VISIBLE_DEVICES=%s%s%s)", lr,
-                 (p->visible != NULL) ? "'" : "",
+        snprintf(err, err_len,
+                 "no cuda device is visible to local rank %d "
+                 "(CUDA_VISIBLE_DEVICES=%s%s%s)",
+                 lr, (p->visible != NULL) ? "'" : "",
                  (p->visible != NULL) ? p->visible : "unset",
                  (p->visible != NULL) ? "'" : "");
         return SVP_ERR_DEVICE;
@@ -75,8 +76,10 @@ svp_status_t svp_ops_gpu_select(const svp_ops_gpu_select_params_t *p,
     if (p->requested != NULL && *p->requested != '\0') {
         req = strtol(p->requested, &end, 10);
         if (*end != '\0' || req < 0 || req >= p->device_count) {
-            snprintf(err, err_len, "SVP_CUDA_DEVICE='%s' is not a device index "
-                     "in [0, %d)", p->requested, p->device_count);
+            snprintf(err, err_len,
+                     "SVP_CUDA_DEVICE='%s' is not a device index "
+                     "in [0, %d)",
+                     p->requested, p->device_count);
             return SVP_ERR_DEVICE;
         }
         c.device = (int)req;
@@ -91,16 +94,19 @@ svp_status_t svp_ops_gpu_select(const svp_ops_gpu_select_params_t *p,
     } else {
         c.device = lr % p->device_count;
         c.shared = (ls > p->device_count);
-        snprintf(c.how, sizeof(c.how), "local rank %d of %d mod %d visible "
-                 "device%s", lr, ls, p->device_count,
-                 (p->device_count == 1) ? "" : "s");
+        snprintf(c.how, sizeof(c.how),
+                 "local rank %d of %d mod %d visible "
+                 "device%s",
+                 lr, ls, p->device_count, (p->device_count == 1) ? "" : "s");
         if (c.shared && !p->share_gpu) {
-            snprintf(err, err_len, "%d ranks on this node but %d cuda device%s "
+            snprintf(err, err_len,
+                     "%d ranks on this node but %d cuda device%s "
                      "visible: ranks would share a gpu (local rank %d on device "
                      "%d); bind one gpu per task (srun --gpus-per-task=1 "
                      "--gpu-bind=per_task:1), run fewer ranks per node, or set "
-                     "cluster.share_gpu: true", ls, p->device_count,
-                     (p->device_count == 1) ? " is" : "s are", lr, c.device);
+                     "cluster.share_gpu: true",
+                     ls, p->device_count, (p->device_count == 1) ? " is" : "s are",
+                     lr, c.device);
             return SVP_ERR_DEVICE;
         }
     }

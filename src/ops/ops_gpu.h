@@ -25,14 +25,14 @@
 
 /* Where this process sits on its node; set once by the worker (PMIx). */
 typedef struct {
-    int local_rank;           /* 0-based rank among the ranks on this node */
-    int local_size;           /* ranks on this node */
-    int share_gpu;            /* cluster.share_gpu: ranks may share a device */
+    int local_rank; /* 0-based rank among the ranks on this node */
+    int local_size; /* ranks on this node */
+    int share_gpu;  /* cluster.share_gpu: ranks may share a device */
 } svp_ops_gpu_bind_t;
 
 typedef struct {
-    const char *visible;      /* CUDA_VISIBLE_DEVICES, NULL when unset */
-    const char *requested;    /* SVP_CUDA_DEVICE (an index), NULL when unset */
+    const char *visible;   /* CUDA_VISIBLE_DEVICES, NULL when unset */
+    const char *requested; /* SVP_CUDA_DEVICE (an index), NULL when unset */
     int         local_rank;
     int         local_size;
     int         device_count; /* what the runtime reports */
@@ -40,10 +40,10 @@ typedef struct {
 } svp_ops_gpu_select_params_t;
 
 typedef struct {
-    int  device;              /* index for cudaSetDevice */
-    int  per_task;            /* bound per task by the launcher */
-    int  shared;              /* another local rank uses the same device */
-    char how[160];            /* why this device, for the log */
+    int  device;   /* index for cudaSetDevice */
+    int  per_task; /* bound per task by the launcher */
+    int  shared;   /* another local rank uses the same device */
+    char how[160]; /* why this device, for the log */
 } svp_ops_gpu_choice_t;
 
 /*

@@ -51,13 +51,12 @@
     /* ---- convolutions ---- */ \
     /* y[n, c_out, ho, wo] = conv(x) + bias; bias may be NULL. */ \
     _X(conv2d, y, \
-       2.0 * p->n * p->c_out * svp_ops_conv2d_out_h(p) * \
-           svp_ops_conv2d_out_w(p) * p->c_in * p->kh * p->kw, \
+       2.0 * p->n * p->c_out * svp_ops_conv2d_out_h(p) * svp_ops_conv2d_out_w(p) * \
+           p->c_in * p->kh * p->kw, \
        (SVP_OPS_CHECK(p->n > 0 && p->c_in > 0 && p->h > 0 && p->w > 0); \
         SVP_OPS_CHECK(p->c_out > 0 && p->kh > 0 && p->kw > 0); \
         SVP_OPS_CHECK(p->stride > 0 && p->pad >= 0); \
-        SVP_OPS_CHECK(svp_ops_conv2d_out_h(p) > 0 && \
-                      svp_ops_conv2d_out_w(p) > 0); \
+        SVP_OPS_CHECK(svp_ops_conv2d_out_h(p) > 0 && svp_ops_conv2d_out_w(p) > 0); \
         SVP_OPS_OPERANDS((size_t)p->c_out * p->c_in * p->kh * p->kw, \
                          (size_t)p->n * p->c_in * p->h * p->w)), \
        (const svp_ops_conv2d_t *, p), (const float *, x), (_W, weight), \
@@ -73,8 +72,7 @@
     _X(conv_frames, y, 2.0 * b * f * c_out * (double)hw * c_in * 3, \
        (SVP_OPS_CHECK(b > 0 && f > 0 && c_in > 0 && c_out > 0 && hw > 0); \
         SVP_OPS_CHECK(x != y); \
-        SVP_OPS_OPERANDS((size_t)c_out * c_in * 3, \
-                         (size_t)b * f * c_in * hw)), \
+        SVP_OPS_OPERANDS((size_t)c_out * c_in * 3, (size_t)b * f * c_in * hw)), \
        (int, b), (int, f), (int, c_in), (int, c_out), (int64_t, hw), \
        (const float *, x), (_W, weight), (const float *, bias), (float *, y)) \
     /* ---- normalisation ---- */ \
@@ -86,15 +84,12 @@
      * a video tensor (SVD's temporal blocks).  y may alias x. \
      */ \
     _X(group_norm, y, 0, \
-       (SVP_OPS_CHECK(p->n > 0 && p->frames > 0 && p->c > 0 && \
-                      p->spatial > 0); \
-        SVP_OPS_CHECK(p->groups > 0 && p->c % p->groups == 0 && \
-                      p->eps > 0)), \
+       (SVP_OPS_CHECK(p->n > 0 && p->frames > 0 && p->c > 0 && p->spatial > 0); \
+        SVP_OPS_CHECK(p->groups > 0 && p->c % p->groups == 0 && p->eps > 0)), \
        (const svp_ops_group_norm_t *, p), (const float *, x), \
        (const float *, gamma), (const float *, beta), (float *, y)) \
     /* LayerNorm over the last axis of x [rows, dim]; y may alias x. */ \
-    _X(layer_norm, y, 0, \
-       (SVP_OPS_CHECK(rows > 0 && dim > 0 && eps > 0)), \
+    _X(layer_norm, y, 0, (SVP_OPS_CHECK(rows > 0 && dim > 0 && eps > 0)), \
        (int64_t, rows), (int, dim), (float, eps), (const float *, x), \
        (const float *, gamma), (const float *, beta), (float *, y)) \
     /* ---- matrix products ---- */ \
@@ -106,8 +101,8 @@
     _X(linear, y, 2.0 * rows * in * out, \
        (SVP_OPS_CHECK(rows > 0 && in > 0 && out > 0 && x != y); \
         SVP_OPS_OPERANDS((size_t)in * out, (size_t)rows * in)), \
-       (int64_t, rows), (int, in), (int, out), (const float *, x), \
-       (_W, weight), (const float *, bias), (int, accumulate), (float *, y)) \
+       (int64_t, rows), (int, in), (int, out), (const float *, x), (_W, weight), \
+       (const float *, bias), (int, accumulate), (float *, y)) \
     /* \
      * Multi-head attention softmax(q k^T / sqrt(d)) v, head h taking \
      * channels [h*d, (h+1)*d) of each row.  q [batch, q_len, *], k and v \
@@ -122,34 +117,28 @@
        (int64_t width = (int64_t)p->heads * p->head_dim; \
         SVP_OPS_CHECK(p->batch > 0 && p->heads > 0 && p->head_dim > 0); \
         SVP_OPS_CHECK(p->q_len > 0 && p->kv_len > 0); \
-        SVP_OPS_CHECK(p->kv_batch_div > 0 && \
-                      p->batch % p->kv_batch_div == 0); \
+        SVP_OPS_CHECK(p->kv_batch_div > 0 && p->batch % p->kv_batch_div == 0); \
         SVP_OPS_CHECK(p->q_stride >= width && p->k_stride >= width && \
                       p->v_stride >= width && p->out_stride >= width)), \
-       (const svp_ops_attention_t *, p), (const float *, q), \
-       (const float *, k), (const float *, v), (float *, out)) \
+       (const svp_ops_attention_t *, p), (const float *, q), (const float *, k), \
+       (const float *, v), (float *, out)) \
     /* ---- activations and elementwise ---- */ \
     /* y[rows, inner] = x[:, :inner] * gelu_erf(x[:, inner:]), \
      * x [rows, 2*inner]. */ \
-    _X(geglu, y, 0, \
-       (SVP_OPS_CHECK(rows > 0 && inner > 0 && x != y)), \
+    _X(geglu, y, 0, (SVP_OPS_CHECK(rows > 0 && inner > 0 && x != y)), \
        (int64_t, rows), (int, inner), (const float *, x), (float *, y)) \
     /* Exact (erf) GELU, y may alias x. */ \
-    _X(gelu, y, 0, \
-       (SVP_OPS_CHECK(n > 0)), \
-       (int64_t, n), (const float *, x), (float *, y)) \
+    _X(gelu, y, 0, (SVP_OPS_CHECK(n > 0)), (int64_t, n), (const float *, x), \
+       (float *, y)) \
     /* x * sigmoid(x), y may alias x. */ \
-    _X(silu, y, 0, \
-       (SVP_OPS_CHECK(n > 0)), \
-       (int64_t, n), (const float *, x), (float *, y)) \
+    _X(silu, y, 0, (SVP_OPS_CHECK(n > 0)), (int64_t, n), (const float *, x), \
+       (float *, y)) \
     /* y = a + b; y may alias a or b. */ \
-    _X(add, y, 0, \
-       (SVP_OPS_CHECK(n > 0)), \
-       (int64_t, n), (const float *, a), (const float *, b), (float *, y)) \
+    _X(add, y, 0, (SVP_OPS_CHECK(n > 0)), (int64_t, n), (const float *, a), \
+       (const float *, b), (float *, y)) \
     /* x[o, m, i] += v[o, i] for x [outer, mid, inner] (a bias broadcast \
      * over m). */ \
-    _X(add_broadcast, x, 0, \
-       (SVP_OPS_CHECK(outer > 0 && mid > 0 && inner > 0)), \
+    _X(add_broadcast, x, 0, (SVP_OPS_CHECK(outer > 0 && mid > 0 && inner > 0)), \
        (int64_t, outer), (int64_t, mid), (int64_t, inner), (float *, x), \
        (const float *, v)) \
     /* \
@@ -157,18 +146,15 @@
      * host scalar (sigmoid of the mix factor, chosen by the caller).  y may \
      * alias either input. \
      */ \
-    _X(blend, y, 0, \
-       (SVP_OPS_CHECK(n > 0)), \
-       (int64_t, n), (float, alpha), (const float *, spatial), \
-       (const float *, temporal), (float *, y)) \
+    _X(blend, y, 0, (SVP_OPS_CHECK(n > 0)), (int64_t, n), (float, alpha), \
+       (const float *, spatial), (const float *, temporal), (float *, y)) \
     /* \
      * Sinusoidal embedding of t [n] into y [n, dim] (dim even), computed in \
      * fp32 like diffusers' Timesteps(dim, flip_sin_to_cos=True, shift=0): \
      * w_i = exp(-ln(10000) * i / (dim/2)), y = [cos(t w), sin(t w)], cos \
      * first. \
      */ \
-    _X(timestep_embedding, y, 0, \
-       (SVP_OPS_CHECK(n > 0 && dim > 0 && dim % 2 == 0)), \
+    _X(timestep_embedding, y, 0, (SVP_OPS_CHECK(n > 0 && dim > 0 && dim % 2 == 0)), \
        (int, n), (int, dim), (const float *, t), (float *, y)) \
     /* \
      * Nearest resize of x [n, c, h, w] to y [n, c, ho, wo] with \
@@ -193,9 +179,8 @@
        (int64_t, n), (int64_t, ca), (int64_t, cb), (int64_t, inner), \
        (const float *, a), (const float *, b), (float *, y)) \
     /* y = x (buffers of this backend, no overlap). */ \
-    _X(copy, y, 0, \
-       (SVP_OPS_CHECK(n > 0)), \
-       (int64_t, n), (const float *, x), (float *, y))
+    _X(copy, y, 0, (SVP_OPS_CHECK(n > 0)), (int64_t, n), (const float *, x), \
+       (float *, y))
 
 /*
  * The scheduler's per-step arithmetic (ops_sched.h): both backends evaluate
@@ -204,16 +189,15 @@
  */
 #define SVP_OPS_SCHED_LIST(_X, _W) \
     /* y = x / c_in (svp_sched_scale_model_input), n elements. */ \
-    _X(sched_scale, y, 0, \
-       (SVP_OPS_CHECK(n > 0 && x != NULL && y != NULL)), \
+    _X(sched_scale, y, 0, (SVP_OPS_CHECK(n > 0 && x != NULL && y != NULL)), \
        (int64_t, n), (float, c_in), (const float *, x), (float *, y)) \
     /* y = one Euler step of x along v (svp_sched_step, coef from \
      * svp_sched_euler_coef), n elements. */ \
     _X(sched_euler, y, 0, \
        (SVP_OPS_CHECK(n > 0 && coef != NULL && v != NULL && x != NULL && \
                       y != NULL)), \
-       (int64_t, n), (const svp_sched_euler_coef_t *, coef), \
-       (const float *, v), (const float *, x), (float *, y))
+       (int64_t, n), (const svp_sched_euler_coef_t *, coef), (const float *, v), \
+       (const float *, x), (float *, y))
 
 /*
  * Ops a backend implements that have no public function of their own.
@@ -223,9 +207,8 @@
      * out = uncond + g (cond - uncond), n elements: one frame's guidance \
      * with its scale g (svp_ops_sched_guidance() calls it per frame). \
      */ \
-    _X(sched_guidance, out, 0, (), \
-       (int64_t, n), (float, g), (const float *, uncond), \
-       (const float *, cond), (float *, out)) \
+    _X(sched_guidance, out, 0, (), (int64_t, n), (float, g), \
+       (const float *, uncond), (const float *, cond), (float *, out)) \
     /* \
      * Widens count 16-bit weights (SVP_DTYPE_BF16 or SVP_DTYPE_F16) of a \
      * backend buffer into the fp32 backend buffer dst, exactly \
@@ -233,9 +216,8 @@
      * is NULL holds fp32 weights only, and svp_ops_create() refuses a \
      * 16-bit dtype for it. \
      */ \
-    _X(widen, dst, 0, (), \
-       (svp_dtype_t, dtype), (const void *, src), (size_t, count), \
-       (float *, dst))
+    _X(widen, dst, 0, (), (svp_dtype_t, dtype), (const void *, src), \
+       (size_t, count), (float *, dst))
 
 #define SVP_OPS_LIST(_X, _W) \
     SVP_OPS_MODEL_LIST(_X, _W) \
@@ -248,8 +230,7 @@
  * the arguments "ops, name, ..." passing them on, SVP_OPS_STMTS((checks))
  * the checks' statements.
  */
-#define SVP_OPS_PARAMS(...) \
-    svp_ops_h ops, SVP_OPS_MAP_(SVP_OPS_PARAM_, __VA_ARGS__)
+#define SVP_OPS_PARAMS(...)    svp_ops_h ops, SVP_OPS_MAP_(SVP_OPS_PARAM_, __VA_ARGS__)
 #define SVP_OPS_ARGS(...)      ops, SVP_OPS_MAP_(SVP_OPS_ARG_, __VA_ARGS__)
 #define SVP_OPS_STMTS(_checks) SVP_OPS_STMTS_ _checks
 
@@ -267,17 +248,17 @@
 #define SVP_OPS_COUNT_(...) \
     SVP_OPS_COUNT_AT_(__VA_ARGS__, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define SVP_OPS_COUNT_AT_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _n, ...) _n
-#define SVP_OPS_CAT_(_a, _b)  SVP_OPS_CAT2_(_a, _b)
-#define SVP_OPS_CAT2_(_a, _b) _a##_b
-#define SVP_OPS_MAP_1(_m, _p)       _m _p
-#define SVP_OPS_MAP_2(_m, _p, ...)  _m _p, SVP_OPS_MAP_1(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_3(_m, _p, ...)  _m _p, SVP_OPS_MAP_2(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_4(_m, _p, ...)  _m _p, SVP_OPS_MAP_3(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_5(_m, _p, ...)  _m _p, SVP_OPS_MAP_4(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_6(_m, _p, ...)  _m _p, SVP_OPS_MAP_5(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_7(_m, _p, ...)  _m _p, SVP_OPS_MAP_6(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_8(_m, _p, ...)  _m _p, SVP_OPS_MAP_7(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_9(_m, _p, ...)  _m _p, SVP_OPS_MAP_8(_m, __VA_ARGS__)
-#define SVP_OPS_MAP_10(_m, _p, ...) _m _p, SVP_OPS_MAP_9(_m, __VA_ARGS__)
+#define SVP_OPS_CAT_(_a, _b)                                                SVP_OPS_CAT2_(_a, _b)
+#define SVP_OPS_CAT2_(_a, _b)                                               _a##_b
+#define SVP_OPS_MAP_1(_m, _p)                                               _m _p
+#define SVP_OPS_MAP_2(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_1(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_3(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_2(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_4(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_3(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_5(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_4(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_6(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_5(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_7(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_6(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_8(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_7(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_9(_m, _p, ...)                                          _m _p, SVP_OPS_MAP_8(_m, __VA_ARGS__)
+#define SVP_OPS_MAP_10(_m, _p, ...)                                         _m _p, SVP_OPS_MAP_9(_m, __VA_ARGS__)
 
 #endif

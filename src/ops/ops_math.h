@@ -25,7 +25,10 @@
 
 SVP_HD uint32_t svp_math_f32_bits(float f)
 {
-    union { float f; uint32_t u; } c;
+    union {
+        float    f;
+        uint32_t u;
+    } c;
 
     c.f = f;
     return c.u;
@@ -33,7 +36,10 @@ SVP_HD uint32_t svp_math_f32_bits(float f)
 
 SVP_HD float svp_math_bits_f32(uint32_t u)
 {
-    union { float f; uint32_t u; } c;
+    union {
+        float    f;
+        uint32_t u;
+    } c;
 
     c.u = u;
     return c.f;
@@ -43,7 +49,7 @@ SVP_HD uint16_t svp_math_f32_to_bf16(float f)
 {
     uint32_t bits = svp_math_f32_bits(f);
 
-    if ((bits & 0x7fffffffu) > 0x7f800000u) {       /* NaN stays quiet */
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { /* NaN stays quiet */
         return (uint16_t)((bits >> 16) | 0x40u);
     }
     bits += 0x7fffu + ((bits >> 16) & 1u);
@@ -64,17 +70,17 @@ SVP_HD uint16_t svp_math_f32_to_f16(float f)
     int32_t  exp;
     uint32_t mant, half, rest, round;
 
-    if (absb > 0x7f800000u) {                       /* NaN */
+    if (absb > 0x7f800000u) { /* NaN */
         return (uint16_t)(sign | 0x7e00u);
     }
-    if (absb >= 0x47800000u) {                      /* >= 65536: inf */
+    if (absb >= 0x47800000u) { /* >= 65536: inf */
         /* 65520 and above round to infinity; below, to 65504 */
         return (uint16_t)(sign | ((absb >= 0x477ff000u) ? 0x7c00u : 0x7bffu));
     }
     exp  = (int32_t)(absb >> 23) - 127 + 15;
     mant = (absb & 0x7fffffu) | 0x800000u;
-    if (exp <= 0) {                                 /* subnormal or zero */
-        int shift = 14 - exp;                       /* 24-bit mantissa -> 10 */
+    if (exp <= 0) {           /* subnormal or zero */
+        int shift = 14 - exp; /* 24-bit mantissa -> 10 */
 
         if (shift > 24) {
             return sign;
@@ -90,7 +96,7 @@ SVP_HD uint16_t svp_math_f32_to_f16(float f)
     half = ((uint32_t)exp << 10) | ((mant >> 13) & 0x3ffu);
     rest = mant & 0x1fffu;
     if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) {
-        half++;                                     /* may carry into exp */
+        half++; /* may carry into exp */
     }
     return (uint16_t)(sign | half);
 }
@@ -104,7 +110,7 @@ SVP_HD float svp_math_f16_to_f32(uint16_t h)
     if (exp == 0x1fu) {
         return svp_math_bits_f32(sign | 0x7f800000u | (mant << 13));
     }
-    if (exp == 0) {                                 /* subnormal: m * 2^-24 */
+    if (exp == 0) { /* subnormal: m * 2^-24 */
         float v = (float)mant * 5.9604644775390625e-8f;
         return (sign != 0) ? -v : v;
     }
@@ -143,8 +149,8 @@ SVP_HD float svp_math_attn_tile_row(float *s, int n, float *m_p, float *l_p)
 }
 
 /* o[d] = o * corr + sum_j p[j] v[j * v_stride + :d]. */
-SVP_HD void svp_math_attn_acc_row(float *o, int d, float corr, const float *p,
-                                  int n, const float *v, int64_t v_stride)
+SVP_HD void svp_math_attn_acc_row(float *o, int d, float corr, const float *p, int n,
+                                  const float *v, int64_t v_stride)
 {
     int dd, j;
 
@@ -171,9 +177,8 @@ SVP_HD float svp_math_silu(float x)
 }
 
 /* GroupNorm: y = x * scale + shift per channel, then SiLU when asked. */
-SVP_HD void svp_math_group_norm_coef(float mean, float rstd, float gamma,
-                                     float beta, float *scale_p,
-                                     float *shift_p)
+SVP_HD void svp_math_group_norm_coef(float mean, float rstd, float gamma, float beta,
+                                     float *scale_p, float *shift_p)
 {
     float scale = rstd * gamma;
 
@@ -181,8 +186,7 @@ SVP_HD void svp_math_group_norm_coef(float mean, float rstd, float gamma,
     *shift_p = beta - mean * scale;
 }
 
-SVP_HD float svp_math_group_norm_apply(float x, float scale, float shift,
-                                       int silu)
+SVP_HD float svp_math_group_norm_apply(float x, float scale, float shift, int silu)
 {
     float y = x * scale + shift;
 
@@ -190,8 +194,8 @@ SVP_HD float svp_math_group_norm_apply(float x, float scale, float shift,
 }
 
 /* LayerNorm: (x - mean) * rstd * gamma + beta. */
-SVP_HD float svp_math_layer_norm_apply(float x, float mean, float rstd,
-                                       float gamma, float beta)
+SVP_HD float svp_math_layer_norm_apply(float x, float mean, float rstd, float gamma,
+                                       float beta)
 {
     return (x - mean) * rstd * gamma + beta;
 }
@@ -218,10 +222,9 @@ SVP_HD float svp_math_gelu(float x)
  */
 SVP_HD float svp_math_timestep_arg(float t, int i, int half)
 {
-    const float neg_log_period = -9.210340371976184f;   /* -ln(10000) */
+    const float neg_log_period = -9.210340371976184f; /* -ln(10000) */
 #ifdef __CUDA_ARCH__
-    float exponent = __fdiv_rn(__fmul_rn(neg_log_period, (float)i),
-                               (float)half);
+    float exponent = __fdiv_rn(__fmul_rn(neg_log_period, (float)i), (float)half);
 
     return __fmul_rn(t, expf(exponent));
 #else
@@ -247,17 +250,17 @@ SVP_HD int64_t svp_math_upsample_src(int64_t e, int h, int w, int ho, int wo)
  * im2col of count images: col [count, c_in*kh*kw, ho*wo], row r =
  * (ci, ky, kx); element e reads x [count, c_in, h, w] at the returned index.
  */
-SVP_HD int64_t svp_math_im2col_src(int64_t e, int c_in, int h, int w, int kh,
-                                   int kw, int stride, int pad, int ho, int wo)
+SVP_HD int64_t svp_math_im2col_src(int64_t e, int c_in, int h, int w, int kh, int kw,
+                                   int stride, int pad, int ho, int wo)
 {
     int64_t howo = (int64_t)ho * wo;
     int64_t k    = (int64_t)c_in * kh * kw;
     int64_t img  = e / (k * howo);
     int64_t r    = (e / howo) % k;
-    int     oh   = (int)((e % howo) / wo), ow = (int)(e % wo);
-    int     ci   = (int)(r / (kh * kw));
-    int     i    = (int)((r / kw) % kh), j = (int)(r % kw);
-    int     iy   = oh * stride - pad + i, ix = ow * stride - pad + j;
+    int     oh = (int)((e % howo) / wo), ow = (int)(e % wo);
+    int     ci = (int)(r / (kh * kw));
+    int     i = (int)((r / kw) % kh), j = (int)(r % kw);
+    int     iy = oh * stride - pad + i, ix = ow * stride - pad + j;
 
     if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
         return -1;
@@ -292,8 +295,7 @@ SVP_HD int64_t svp_math_frames_col_src(int64_t e, int f, int c_in, int64_t hw,
  * its channel.
  */
 SVP_HD int64_t svp_math_group_norm_off(int64_t e, int64_t n, int g, int frames,
-                                       int c, int64_t spatial, int groups,
-                                       int *ch_p)
+                                       int c, int64_t spatial, int groups, int *ch_p)
 {
     int     cpg  = c / groups;
     int64_t run  = (int64_t)cpg * spatial;

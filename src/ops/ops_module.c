@@ -19,7 +19,7 @@
 
 static pthread_mutex_t svp_ops_module_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static svp_status_t svp_ops_module_open(const char *name,
+static svp_status_t svp_ops_module_open(const char              *name,
                                         const svp_ops_module_t **module_p)
 {
     svp_install_dirs_t        dirs;
@@ -33,8 +33,8 @@ static svp_status_t svp_ops_module_open(const char *name,
     svp_install_dirs_get(SVP_INSTALL_MODULES, &dirs);
     for (i = 0; i < dirs.count; i++) {
         snprintf(path, sizeof(path), "%s/svdpipe_%s.so", dirs.dir[i], name);
-        snprintf(looked + strlen(looked), sizeof(looked) - strlen(looked),
-                 "%s%s", (i > 0) ? ", " : "", dirs.dir[i]);
+        snprintf(looked + strlen(looked), sizeof(looked) - strlen(looked), "%s%s",
+                 (i > 0) ? ", " : "", dirs.dir[i]);
         if (access(path, F_OK) != 0) {
             continue;
         }
@@ -44,14 +44,14 @@ static svp_status_t svp_ops_module_open(const char *name,
         handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
         if (handle == NULL) {
             svp_error("cannot load the %s backend module %s: %s (no %s "
-                      "driver or runtime on this node?)", name, path,
-                      dlerror(), name);
+                      "driver or runtime on this node?)",
+                      name, path, dlerror(), name);
             return SVP_ERR_DEVICE;
         }
         query = (svp_ops_module_query_fn_t)dlsym(handle, SVP_OPS_MODULE_QUERY);
         if (query == NULL) {
-            svp_error("%s is not an svdpipe backend module: no symbol %s",
-                      path, SVP_OPS_MODULE_QUERY);
+            svp_error("%s is not an svdpipe backend module: no symbol %s", path,
+                      SVP_OPS_MODULE_QUERY);
             dlclose(handle);
             return SVP_ERR_DEVICE;
         }
@@ -59,8 +59,8 @@ static svp_status_t svp_ops_module_open(const char *name,
         if (module == NULL || module->abi != SVP_OPS_MODULE_ABI ||
             module->name == NULL || strcmp(module->name, name) != 0) {
             svp_error("%s was built for another svdpipe (module abi %u, "
-                      "expected %u): rebuild or reinstall it", path,
-                      (module != NULL) ? module->abi : 0, SVP_OPS_MODULE_ABI);
+                      "expected %u): rebuild or reinstall it",
+                      path, (module != NULL) ? module->abi : 0, SVP_OPS_MODULE_ABI);
             dlclose(handle);
             return SVP_ERR_DEVICE;
         }
@@ -68,15 +68,14 @@ static svp_status_t svp_ops_module_open(const char *name,
         *module_p = module;
         return SVP_OK;
     }
-    svp_error("%s backend module not found (looked for svdpipe_%s.so in %s%s)",
-              name, name, (dirs.count > 0) ? looked : "no directory",
+    svp_error("%s backend module not found (looked for svdpipe_%s.so in %s%s)", name,
+              name, (dirs.count > 0) ? looked : "no directory",
               dirs.from_env ? ", from SVP_MODULE_DIR"
                             : "; SVP_MODULE_DIR names the folder that holds it");
     return SVP_ERR_UNSUPPORTED;
 }
 
-svp_status_t svp_ops_module_load(const char *name,
-                                 const svp_ops_module_t **module_p)
+svp_status_t svp_ops_module_load(const char *name, const svp_ops_module_t **module_p)
 {
     /* one slot: the only module today is cuda */
     static const svp_ops_module_t *loaded;

@@ -25,13 +25,13 @@
 #include "ops/ops_backend.h"
 
 /* Bumped whenever svp_ops_module_t or svp_ops_ops_t changes layout. */
-#define SVP_OPS_MODULE_ABI    4
-#define SVP_OPS_MODULE_QUERY  "svp_ops_module_query"
+#define SVP_OPS_MODULE_ABI   4
+#define SVP_OPS_MODULE_QUERY "svp_ops_module_query"
 
 
 typedef struct svp_ops_module {
-    unsigned    abi;          /* SVP_OPS_MODULE_ABI of the module's build */
-    const char *name;         /* "cuda" */
+    unsigned    abi;  /* SVP_OPS_MODULE_ABI of the module's build */
+    const char *name; /* "cuda" */
     /* Devices the runtime shows this process (after CUDA_VISIBLE_DEVICES).
      * SVP_ERR_DEVICE, logged, when there is no driver. */
     svp_status_t (*device_count)(int *count_p);
@@ -52,7 +52,7 @@ typedef const svp_ops_module_t *(*svp_ops_module_query_fn_t)(void);
  * (typically a missing libcudart or driver), when it is found but cannot be
  * loaded.  *module_p is written only on success.
  */
-svp_status_t svp_ops_module_load(const char *name,
+svp_status_t svp_ops_module_load(const char              *name,
                                  const svp_ops_module_t **module_p);
 
 #endif

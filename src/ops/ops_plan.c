@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 typedef struct {
-    size_t   size;      /* aligned */
+    size_t   size; /* aligned */
     uint32_t first;
     size_t   index;
 } svp_ops_plan_key_t;
@@ -53,10 +53,10 @@ static svp_status_t svp_ops_plan_peak(svp_ops_plan_t *plan, const size_t *idx,
     for (i = 0; i < n; i++) {
         const svp_ops_plan_buf_t *b = &plan->bufs[idx[i]];
 
-        ev[2 * i]     = (svp_ops_plan_event_t){ b->first, 1,
-                                                svp_ops_plan_aligned(b->count) };
-        ev[2 * i + 1] = (svp_ops_plan_event_t){ b->last, 0,
-                                                svp_ops_plan_aligned(b->count) };
+        ev[2 * i] =
+            (svp_ops_plan_event_t){b->first, 1, svp_ops_plan_aligned(b->count)};
+        ev[2 * i + 1] =
+            (svp_ops_plan_event_t){b->last, 0, svp_ops_plan_aligned(b->count)};
     }
     /* every event of a pass has its own time: no ties to order */
     qsort(ev, 2 * n, sizeof(*ev), svp_ops_plan_by_time);
@@ -92,8 +92,9 @@ svp_status_t svp_ops_plan_place(svp_ops_plan_t *plan)
     for (i = 0; i < plan->n; i++) {
         plan->bufs[i].offset = SVP_OPS_PLAN_NONE;
         if (plan->bufs[i].last != UINT32_MAX) {
-            keys[n++] = (svp_ops_plan_key_t){
-                svp_ops_plan_aligned(plan->bufs[i].count), plan->bufs[i].first, i };
+            keys[n++] =
+                (svp_ops_plan_key_t){svp_ops_plan_aligned(plan->bufs[i].count),
+                                     plan->bufs[i].first, i};
         }
     }
     qsort(keys, n, sizeof(*keys), svp_ops_plan_by_size);
@@ -108,7 +109,7 @@ svp_status_t svp_ops_plan_place(svp_ops_plan_t *plan)
      * gaps for the big buffers), else the end of the last one.
      */
     for (k = 0; k < n; k++) {
-        svp_ops_plan_buf_t *b = &plan->bufs[order[k]];
+        svp_ops_plan_buf_t *b    = &plan->bufs[order[k]];
         size_t              need = svp_ops_plan_aligned(b->count);
         size_t              end = 0, best = SVP_OPS_PLAN_NONE;
         size_t              best_gap = SVP_OPS_PLAN_NONE, j, at;
@@ -118,7 +119,7 @@ svp_status_t svp_ops_plan_place(svp_ops_plan_t *plan)
             size_t                    p_end;
 
             if (p->last <= b->first || b->last <= p->first) {
-                continue;           /* never alive together */
+                continue; /* never alive together */
             }
             if (p->offset >= end && p->offset - end >= need &&
                 p->offset - end < best_gap) {
@@ -135,15 +136,15 @@ svp_status_t svp_ops_plan_place(svp_ops_plan_t *plan)
             size = b->offset + need;
         }
         /* insert into placed[], by offset */
-        for (at = n_placed; at > 0 &&
-             plan->bufs[placed[at - 1]].offset > b->offset; at--) {
+        for (at = n_placed; at > 0 && plan->bufs[placed[at - 1]].offset > b->offset;
+             at--) {
             placed[at] = placed[at - 1];
         }
         placed[at] = order[k];
         n_placed++;
     }
     plan->size = size;
-    status = svp_ops_plan_peak(plan, order, n);
+    status     = svp_ops_plan_peak(plan, order, n);
 
 out:
     free(keys);

@@ -29,17 +29,17 @@
 #define SVP_OPS_PLAN_NONE SIZE_MAX
 
 typedef struct {
-    size_t   count;     /* floats asked for */
-    size_t   offset;    /* floats from the slab's start, or SVP_OPS_PLAN_NONE */
-    uint32_t first;     /* event of the alloc */
-    uint32_t last;      /* event of the free; UINT32_MAX: never freed */
+    size_t   count;  /* floats asked for */
+    size_t   offset; /* floats from the slab's start, or SVP_OPS_PLAN_NONE */
+    uint32_t first;  /* event of the alloc */
+    uint32_t last;   /* event of the free; UINT32_MAX: never freed */
 } svp_ops_plan_buf_t;
 
 typedef struct {
     svp_ops_plan_buf_t *bufs;
     size_t              n;
-    size_t              size;   /* floats the slab needs */
-    size_t              peak;   /* the most floats (aligned) live at once */
+    size_t              size; /* floats the slab needs */
+    size_t              peak; /* the most floats (aligned) live at once */
 } svp_ops_plan_t;
 
 /*

@@ -13,10 +13,10 @@
 
 #include <string.h>
 
-static const svp_ops_ops_t *svp_ops_prof_inner;  /* the wrapped backend */
+static const svp_ops_ops_t *svp_ops_prof_inner; /* the wrapped backend */
 static svp_ops_ops_t        svp_ops_prof_vt;
-static int                  svp_ops_prof_async;  /* not the CPU backend */
-static float               *svp_ops_prof_one;    /* device scratch for syncs */
+static int                  svp_ops_prof_async; /* not the CPU backend */
+static float               *svp_ops_prof_one;   /* device scratch for syncs */
 
 /* The last result must be there before the clock is read. */
 static void svp_ops_prof_wait(svp_ops_h ops, const float *y)
@@ -60,8 +60,8 @@ SVP_OPS_LIST(SVP_OPS_PROF_OP_, const float *)
 /* A slot the wrapped backend lacks (the widening of an fp32-only one)
  * stays NULL. */
 #define SVP_OPS_PROF_SLOT_(_name, _out, _flops, _checks, ...) \
-    svp_ops_prof_vt._name = (svp_ops_prof_inner->_name != NULL) ? prof_##_name \
-                                                                : NULL;
+    svp_ops_prof_vt._name = \
+        (svp_ops_prof_inner->_name != NULL) ? prof_##_name : NULL;
 
 svp_status_t svp_ops_profile_enable(svp_ops_h ops)
 {

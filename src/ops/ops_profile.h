@@ -21,7 +21,7 @@
 #include "ops/ops.h"
 
 svp_status_t svp_ops_profile_enable(svp_ops_h ops);
-void svp_ops_profile_disable(svp_ops_h ops);
+void         svp_ops_profile_disable(svp_ops_h ops);
 
 /* Makes ops' device catch up (for range time stamps); arg is the handle. */
 void svp_ops_profile_sync(void *ops);

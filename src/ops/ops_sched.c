@@ -12,10 +12,9 @@
 /* svp_ops_sched_scale() and svp_ops_sched_euler() */
 SVP_OPS_SCHED_LIST(SVP_OPS_DISPATCH, const void *)
 
-svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
-                                    int64_t frame_elems, const float *scales,
-                                    const float *uncond, const float *cond,
-                                    float *out)
+svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames, int64_t frame_elems,
+                                    const float *scales, const float *uncond,
+                                    const float *cond, float *out)
 {
     svp_status_t status;
     int64_t      off;

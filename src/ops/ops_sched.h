@@ -20,10 +20,9 @@
  * out = u + g_f (c - u) over [frames, frame_elems] (svp_sched_guidance_apply
  * with batch 1): frame f uses scales[f].
  */
-svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames,
-                                    int64_t frame_elems, const float *scales,
-                                    const float *uncond, const float *cond,
-                                    float *out);
+svp_status_t svp_ops_sched_guidance(svp_ops_h ops, int frames, int64_t frame_elems,
+                                    const float *scales, const float *uncond,
+                                    const float *cond, float *out);
 
 /*
  * svp_ops_sched_scale() and svp_ops_sched_euler(): one function per row of

@@ -13,18 +13,17 @@
 #include "common/status.h"
 
 #define SVP_OPS_DEVICE_TABLE(_X) \
-    _X(CPU,  "cpu") \
+    _X(CPU, "cpu") \
     _X(CUDA, "cuda")
 #define SVP_OPS_BACKEND_TABLE(_X) \
     SVP_OPS_DEVICE_TABLE(_X) \
-    _X(DRY,  "dry")
+    _X(DRY, "dry")
 
 #define SVP_OPS_BACKEND_ENUM_(_e, _name) SVP_OPS_BACKEND_##_e,
 #define SVP_OPS_BACKEND_NAME_(_e, _name) _name,
 
 typedef enum {
-    SVP_OPS_BACKEND_TABLE(SVP_OPS_BACKEND_ENUM_)
-    SVP_OPS_BACKEND_LAST
+    SVP_OPS_BACKEND_TABLE(SVP_OPS_BACKEND_ENUM_) SVP_OPS_BACKEND_LAST
 } svp_ops_backend_t;
 
 /* "cpu", "cuda": initialisers of a list of the devices' names, in the
@@ -32,7 +31,7 @@ typedef enum {
 #define SVP_OPS_DEVICE_NAMES SVP_OPS_DEVICE_TABLE(SVP_OPS_BACKEND_NAME_)
 
 /* "cpu", "cuda", "dry"; "?" for an invalid value. */
-const char  *svp_ops_backend_name(svp_ops_backend_t backend);
+const char *svp_ops_backend_name(svp_ops_backend_t backend);
 
 /* A backend by its name; SVP_ERR_UNSUPPORTED, logged with the names this
  * build has, when there is none.  *backend_p is written only on success. */

@@ -23,7 +23,7 @@ static svp_status_t svp_ops_widen_reserve(svp_ops_h ops, size_t count)
     svp_status_t status;
 
     if (count <= ops->widen_count || ops->vt->products16 || ops->native16) {
-        return SVP_OK;     /* a 16-bit product takes the weight as held */
+        return SVP_OK; /* a 16-bit product takes the weight as held */
     }
     status = ops->vt->alloc(ops, count, &buf);
     if (status != SVP_OK) {
@@ -66,8 +66,8 @@ static svp_status_t svp_ops_weights_round(svp_dtype_t dtype, const float *src,
     for (i = 0; i < (int64_t)count; i++) {
         uint16_t h = (dtype == SVP_DTYPE_BF16) ? svp_f32_to_bf16(src[i])
                                                : svp_f32_to_f16(src[i]);
-        float    back = (dtype == SVP_DTYPE_BF16) ? svp_bf16_to_f32(h)
-                                                  : svp_f16_to_f32(h);
+        float    back =
+            (dtype == SVP_DTYPE_BF16) ? svp_bf16_to_f32(h) : svp_f16_to_f32(h);
 
         if (isfinite(src[i]) && !isfinite(back)) {
 #pragma omp critical(svp_ops_weights_round)
@@ -127,7 +127,7 @@ svp_status_t svp_ops_weights_upload(svp_ops_h ops, const float *host_src,
 svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
                                          size_t count, void **buf_p)
 {
-    size_t       units = (count + 1) / 2;
+    size_t       units  = (count + 1) / 2;
     uint16_t    *padded = NULL;
     float       *buf;
     svp_status_t status;
@@ -151,8 +151,7 @@ svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
         status = svp_ops_alloc(ops, units, &buf);
     }
     if (status == SVP_OK) {
-        status = ops->vt->upload(ops, buf, (const float *)(const void *)bits,
-                                 units);
+        status = ops->vt->upload(ops, buf, (const float *)(const void *)bits, units);
         if (status != SVP_OK) {
             svp_ops_free(ops, buf);
         }
@@ -165,8 +164,8 @@ svp_status_t svp_ops_weights_upload_bits(svp_ops_h ops, const uint16_t *bits,
     return status;
 }
 
-svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host,
-                                    size_t count, void **buf_p)
+svp_status_t svp_ops_weights_borrow(svp_ops_h ops, const void *host, size_t count,
+                                    void **buf_p)
 {
     size_t       esize = svp_dtype_size(ops->weight_dtype);
     svp_status_t status;
@@ -200,8 +199,8 @@ size_t svp_ops_weights_bytes(svp_ops_h ops)
     return ops->weight_bytes;
 }
 
-svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
-                                 size_t count, const float **w_p)
+svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight, size_t count,
+                                 const float **w_p)
 {
     svp_status_t status;
 
@@ -215,22 +214,22 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
                   svp_ops_dtype(ops), count, ops->widen_count);
         return SVP_ERR_INVALID_PARAM;
     }
-    status = ops->vt->widen(ops, ops->weight_dtype, weight, count,
-                            ops->widen_buf);
+    status = ops->vt->widen(ops, ops->weight_dtype, weight, count, ops->widen_buf);
     if (status == SVP_OK) {
         *w_p = ops->widen_buf;
     }
     return status;
 }
 
-svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
-                                     size_t count, const float **x_p)
+svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x, size_t count,
+                                     const float **x_p)
 {
     float       *buf;
     int64_t      i;
     svp_status_t status;
 
-    if (ops->product_dtype == SVP_DTYPE_F32 || ops->vt->products16 || ops->native16) {
+    if (ops->product_dtype == SVP_DTYPE_F32 || ops->vt->products16 ||
+        ops->native16) {
         *x_p = x;
         return SVP_OK;
     }

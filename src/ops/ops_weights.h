@@ -12,8 +12,8 @@
  * handle or a backend whose products take 16-bit weights (products16),
  * else its fp32 values in the widening buffer, valid until the next call.
  */
-svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
-                                 size_t count, const float **w_p);
+svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight, size_t count,
+                                 const float **w_p);
 
 /*
  * The activation operand of count elements the backend's product takes:
@@ -21,8 +21,8 @@ svp_status_t svp_ops_weights_f32(svp_ops_h ops, const void *weight,
  * (round_activations), x rounded to it and widened back in a buffer valid
  * until the next call.
  */
-svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x,
-                                     size_t count, const float **x_p);
+svp_status_t svp_ops_weights_operand(svp_ops_h ops, const float *x, size_t count,
+                                     const float **x_p);
 
 /*
  * Both operands of a product as its backend takes them: *weight_p replaced
@@ -39,11 +39,10 @@ svp_status_t svp_ops_weights_operands(svp_ops_h ops, const void **weight_p,
  * x_count elements, or returns the failure.
  */
 #define SVP_OPS_OPERANDS(_weight_count, _x_count) \
-    SVP_TRY(svp_ops_weights_operands(ops, &weight, (_weight_count), &x, \
-                                     (_x_count)))
+    SVP_TRY(svp_ops_weights_operands(ops, &weight, (_weight_count), &x, (_x_count)))
 
 /* Releases the widening and rounding buffers (before the backend's
  * cleanup). */
-void         svp_ops_weights_cleanup(svp_ops_h ops);
+void svp_ops_weights_cleanup(svp_ops_h ops);
 
 #endif

@@ -42,8 +42,10 @@ double svp_pipe_deadline_wait(const svp_pipe_deadline_t *d, int stages, int firs
         t = SVP_PIPE_STEP_BOUND_S;
     }
     /* an encode is about as long as a few steps when no figure says */
-    encode = !first ? 0 : (d->encode_est_s > 0) ? d->encode_est_s :
-                          (d->step_est_s > 0 || d->step_count > 0) ? 0 : t;
+    encode = !first                                     ? 0
+             : (d->encode_est_s > 0)                    ? d->encode_est_s
+             : (d->step_est_s > 0 || d->step_count > 0) ? 0
+                                                        : t;
     if (stages < 0) {
         stages = 0;
     }

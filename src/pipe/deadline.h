@@ -26,12 +26,12 @@
 #define SVP_PIPE_STEP_BOUND_S 60.0
 
 typedef struct {
-    double deadline;        /* comm.deadline, seconds */
-    int    steps_per_rank;  /* k */
-    double step_est_s;      /* estimate before any measurement; 0: none */
-    double encode_est_s;    /* encode time before the first sample (fill) */
-    double step_sum_s;      /* steps measured on this rank so far ... */
-    int    step_count;      /* ... and how many */
+    double deadline;       /* comm.deadline, seconds */
+    int    steps_per_rank; /* k */
+    double step_est_s;     /* estimate before any measurement; 0: none */
+    double encode_est_s;   /* encode time before the first sample (fill) */
+    double step_sum_s;     /* steps measured on this rank so far ... */
+    int    step_count;     /* ... and how many */
 } svp_pipe_deadline_t;
 
 /* Fills d from the spec (estimates for the simulator's sleep cost) and the

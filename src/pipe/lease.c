@@ -27,14 +27,14 @@
 
 struct svp_pipe_lease {
     char            path[4096];
-    json_t         *doc;        /* the holder: this job's rank 0 */
-    int             own;        /* this process holds it (rank 0) */
+    json_t         *doc; /* the holder: this job's rank 0 */
+    int             own; /* this process holds it (rank 0) */
     double          beat_s;
-    pthread_mutex_t lock;       /* the beat's renewal beside the guard */
-    double          checked;    /* wall time it was last found this job's */
-    int             lost;       /* another job holds it now: never again ours */
-    int             told;       /* the loss was logged and the stop asked */
-    char            why[6144];  /* how it was lost */
+    pthread_mutex_t lock;      /* the beat's renewal beside the guard */
+    double          checked;   /* wall time it was last found this job's */
+    int             lost;      /* another job holds it now: never again ours */
+    int             told;      /* the loss was logged and the stop asked */
+    char            why[6144]; /* how it was lost */
 };
 
 /* The state of a handle made by take or view. */
@@ -66,14 +66,13 @@ static json_t *svp_pipe_lease_doc(const svp_pipe_shard_t *shard, const char *job
 {
     double now = svp_clock_wall();
 
-    return json_pack("{s:s, s:s, s:s, s:[i, i], s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:f}",
-                     "job", job, "spec_file", spec_file, "spec_key", spec_key,
-                     "shard", shard->index,
-                     shard->count, "slurm_job", svp_pipe_lease_env("SLURM_JOB_ID"),
-                     "array_job", svp_pipe_lease_env("SLURM_ARRAY_JOB_ID"),
-                     "array_task", svp_pipe_lease_env("SLURM_ARRAY_TASK_ID"),
-                     "host", svp_log_hostname(), "pid", (json_int_t)getpid(),
-                     "started", now, "renewed", now, "beat_s", beat_s);
+    return json_pack(
+        "{s:s, s:s, s:s, s:[i, i], s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:f}", "job",
+        job, "spec_file", spec_file, "spec_key", spec_key, "shard", shard->index,
+        shard->count, "slurm_job", svp_pipe_lease_env("SLURM_JOB_ID"), "array_job",
+        svp_pipe_lease_env("SLURM_ARRAY_JOB_ID"), "array_task",
+        svp_pipe_lease_env("SLURM_ARRAY_TASK_ID"), "host", svp_log_hostname(), "pid",
+        (json_int_t)getpid(), "started", now, "renewed", now, "beat_s", beat_s);
 }
 
 static const char *svp_pipe_lease_str(json_t *doc, const char *key)
@@ -89,12 +88,13 @@ static const char *svp_pipe_lease_str(json_t *doc, const char *key)
  */
 static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
 {
-    const char *host  = svp_pipe_lease_str(doc, "host");
-    const char *job   = svp_pipe_lease_str(doc, "slurm_job");
-    const char *task  = svp_pipe_lease_str(doc, "array_task");
-    double      beat  = json_number_value(json_object_get(doc, "beat_s"));
-    double      age   = svp_clock_wall() - json_number_value(json_object_get(doc, "renewed"));
-    pid_t       pid   = (pid_t)json_integer_value(json_object_get(doc, "pid"));
+    const char *host = svp_pipe_lease_str(doc, "host");
+    const char *job  = svp_pipe_lease_str(doc, "slurm_job");
+    const char *task = svp_pipe_lease_str(doc, "array_task");
+    double      beat = json_number_value(json_object_get(doc, "beat_s"));
+    double      age =
+        svp_clock_wall() - json_number_value(json_object_get(doc, "renewed"));
+    pid_t pid = (pid_t)json_integer_value(json_object_get(doc, "pid"));
 
     if (!json_is_object(doc) || host[0] == '\0' || pid <= 0) {
         *why_p = "its lease does not say who holds it";
@@ -141,7 +141,8 @@ static void svp_pipe_lease_holder(json_t *doc, char *buf, size_t len)
         snprintf(slurm, sizeof(slurm), ", Slurm job %s%s%s", job,
                  task[0] ? ", array task " : "", task);
     }
-    snprintf(buf, len, "job '%s' (%s%s) on %s, pid %lld, started %s, renewed %.0f s ago",
+    snprintf(buf, len,
+             "job '%s' (%s%s) on %s, pid %lld, started %s, renewed %.0f s ago",
              svp_pipe_lease_str(doc, "job"), svp_pipe_lease_str(doc, "spec_file"),
              slurm, svp_pipe_lease_str(doc, "host"),
              (long long)json_integer_value(json_object_get(doc, "pid")), when,
@@ -181,8 +182,8 @@ static int svp_pipe_lease_create(const char *path, json_t *doc)
         errno = err;
         return (err == EEXIST) ? 0 : -1;
     }
-    n = strlen(text);
-    w = write(fd, text, n);
+    n   = strlen(text);
+    w   = write(fd, text, n);
     err = errno;
     if (w != (ssize_t)n || fsync(fd) != 0) {
         close(fd);
@@ -202,8 +203,8 @@ static int svp_pipe_lease_create(const char *path, json_t *doc)
  * the same N hold other shards at once.
  */
 static int svp_pipe_lease_conflict(const char *dir, const char *mine,
-                                   const svp_pipe_shard_t *shard, const char *spec_key,
-                                   char *holder, size_t len)
+                                   const svp_pipe_shard_t *shard,
+                                   const char *spec_key, char *holder, size_t len)
 {
     struct dirent *de;
     DIR           *d = opendir(dir);
@@ -266,10 +267,13 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         free(lease);
         return SVP_ERR_NO_MEMORY;
     }
-    if (svp_pipe_lease_conflict(dir, name, shard, spec_key, holder, sizeof(holder))) {
-        snprintf(why, len, "output.dir %s is in use by %s, a job of another spec or "
+    if (svp_pipe_lease_conflict(dir, name, shard, spec_key, holder,
+                                sizeof(holder))) {
+        snprintf(why, len,
+                 "output.dir %s is in use by %s, a job of another spec or "
                  "array layout: one job per output directory (use another "
-                 "output.dir, or wait for that job)", dir, holder);
+                 "output.dir, or wait for that job)",
+                 dir, holder);
         status = SVP_ERR_SPEC;
         goto err;
     }
@@ -282,8 +286,10 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
             return SVP_OK;
         }
         if (rc < 0) {
-            snprintf(why, len, "output directory %s: cannot create a file in it (%s): "
-                     "%s", dir, name, strerror(errno));
+            snprintf(why, len,
+                     "output directory %s: cannot create a file in it (%s): "
+                     "%s",
+                     dir, name, strerror(errno));
             status = SVP_ERR_IO;
             goto err;
         }
@@ -295,10 +301,11 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         }
         svp_pipe_lease_holder(old, holder, sizeof(holder));
         if (!svp_pipe_lease_gone(old, &gone)) {
-            snprintf(why, len, "output.dir %s is in use: its %s is held by %s (%s). "
+            snprintf(why, len,
+                     "output.dir %s is in use: its %s is held by %s (%s). "
                      "One job per output directory: wait for that job, use another "
-                     "output.dir, or, if that job is gone, remove %s", dir, name,
-                     holder, gone, lease->path);
+                     "output.dir, or, if that job is gone, remove %s",
+                     dir, name, holder, gone, lease->path);
             json_decref(old);
             status = SVP_ERR_SPEC;
             goto err;
@@ -316,7 +323,8 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         rc  = json_equal(now, lease->doc);
         json_decref(now);
         if (rc) {
-            svp_warn("output.dir %s: took over the lease of %s: %s", dir, holder, gone);
+            svp_warn("output.dir %s: took over the lease of %s: %s", dir, holder,
+                     gone);
             lease->own = 1;
             svp_pipe_lease_init(lease, beat_s);
             *lease_p = lease;
@@ -338,7 +346,8 @@ static int svp_pipe_lease_same(json_t *doc, json_t *mine)
     return json_is_object(doc) &&
            json_integer_value(json_object_get(doc, "pid")) ==
                json_integer_value(json_object_get(mine, "pid")) &&
-           strcmp(svp_pipe_lease_str(doc, "host"), svp_pipe_lease_str(mine, "host")) == 0 &&
+           strcmp(svp_pipe_lease_str(doc, "host"),
+                  svp_pipe_lease_str(mine, "host")) == 0 &&
            json_number_value(json_object_get(doc, "started")) ==
                json_number_value(json_object_get(mine, "started"));
 }
@@ -376,22 +385,29 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
     }
     lease->lost = 1;
     if (now == NULL) {
-        snprintf(lease->why, sizeof(lease->why), "%s was removed or cannot be read "
+        snprintf(lease->why, sizeof(lease->why),
+                 "%s was removed or cannot be read "
                  "(this job last found it its own %.*f s ago): another job may have "
                  "taken the directory over and ended",
                  lease->path, gap < 10 ? 1 : 0, gap);
     } else {
         svp_pipe_lease_holder(now, holder, sizeof(holder));
         if (gap > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
-            snprintf(lease->why, sizeof(lease->why), "this job was suspended for "
-                     "%.*f s (or its clock jumped), past the takeover threshold of "
-                     "%d beats of %g s, and another job took the directory over: %s; "
-                     "%s is that job's now",
-                     gap < 10 ? 1 : 0, gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder, lease->path);
+            snprintf(
+                lease->why, sizeof(lease->why),
+                "this job was suspended for "
+                "%.*f s (or its clock jumped), past the takeover threshold of "
+                "%d beats of %g s, and another job took the directory over: %s; "
+                "%s is that job's now",
+                gap < 10 ? 1 : 0, gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder,
+                lease->path);
         } else {
-            snprintf(lease->why, sizeof(lease->why), "another job took the directory "
-                     "over (this job last found the lease its own %.*f s ago): %s; %s "
-                     "is that job's now", gap < 10 ? 1 : 0, gap, holder, lease->path);
+            snprintf(
+                lease->why, sizeof(lease->why),
+                "another job took the directory "
+                "over (this job last found the lease its own %.*f s ago): %s; %s "
+                "is that job's now",
+                gap < 10 ? 1 : 0, gap, holder, lease->path);
         }
     }
     json_decref(now);
@@ -410,9 +426,11 @@ static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
         return;
     }
     lease->told = 1;
-    svp_log(lease->own ? SVP_LOG_LEVEL_ERROR : SVP_LOG_LEVEL_WARN,
-            "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
-            "there", lease->why, lease->own ? "job" : "rank");
+    svp_log(
+        lease->own ? SVP_LOG_LEVEL_ERROR : SVP_LOG_LEVEL_WARN,
+        "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
+        "there",
+        lease->why, lease->own ? "job" : "rank");
     svp_stop_request(SVP_EXIT_BAD_INPUT, SVP_PIPE_LEASE_LOST_CAUSE);
 }
 
@@ -431,7 +449,8 @@ svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)
         status = svp_pipe_lease_write(lease->path, lease->doc);
         if (status != SVP_OK) {
             svp_warn("cannot renew the lease %s: another job may take the directory "
-                     "over after %d beats", lease->path, SVP_PIPE_LEASE_BEATS);
+                     "over after %d beats",
+                     lease->path, SVP_PIPE_LEASE_BEATS);
         } else {
             lease->checked = svp_clock_wall();
         }
@@ -452,8 +471,8 @@ svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease)
         return SVP_OK;
     }
     pthread_mutex_lock(&lease->lock);
-    if (lease->lost || svp_clock_wall() - lease->checked >
-                           SVP_PIPE_LEASE_BEATS * lease->beat_s) {
+    if (lease->lost ||
+        svp_clock_wall() - lease->checked > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
         if (!svp_pipe_lease_still_mine(lease)) {
             svp_pipe_lease_fence(lease);
             status = SVP_ERR_SPEC;
@@ -480,7 +499,8 @@ int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
          * it, once (no stop to ask for: this one is under way) */
         lease->told = 1;
         svp_error("output.dir's lease is lost: %s; this job stops now and writes "
-                  "nothing more there", lease->why);
+                  "nothing more there",
+                  lease->why);
     }
     pthread_mutex_unlock(&lease->lock);
     return lost;

@@ -21,10 +21,15 @@
 
 /* The manifest's keys; the numeric ones take their limits from the spec key
  * of the same name, so a line is held to what the spec would be. */
-static const char *const svp_samples_manifest_keys[] = {
-    "image", "seed", "fps", "motion_bucket_id", "noise_aug_strength",
-    "min_guidance", "max_guidance", "name", NULL
-};
+static const char *const svp_samples_manifest_keys[] = {"image",
+                                                        "seed",
+                                                        "fps",
+                                                        "motion_bucket_id",
+                                                        "noise_aug_strength",
+                                                        "min_guidance",
+                                                        "max_guidance",
+                                                        "name",
+                                                        NULL};
 
 static const char *svp_samples_suggest(const char *key)
 {
@@ -44,14 +49,21 @@ static const char *svp_samples_suggest(const char *key)
 static const char *svp_samples_json_type(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT:  return "an object";
-    case JSON_ARRAY:   return "a list";
-    case JSON_STRING:  return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL:    return "a number";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "a list";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
     case JSON_TRUE:
-    case JSON_FALSE:   return "a boolean";
-    default:           return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
     }
 }
 
@@ -67,8 +79,8 @@ const char *svp_pipe_samples_name_reserved(const char *name)
     if (strncmp(name, "lease.", 6) == 0 || strcmp(name, "lease") == 0) {
         return "an output directory's lease is lease.json (or lease.*.json)";
     }
-    if (strstr(name, ".tmp.") != NULL || (strlen(name) >= 4 &&
-                                          strcmp(name + strlen(name) - 4, ".tmp") == 0)) {
+    if (strstr(name, ".tmp.") != NULL ||
+        (strlen(name) >= 4 && strcmp(name + strlen(name) - 4, ".tmp") == 0)) {
         return "names with '.tmp.' are a run's temporaries, removed at start";
     }
     if (strncmp(name, "profile", 7) == 0) {
@@ -102,26 +114,27 @@ static int svp_samples_name_ok(const char *s)
 }
 
 /* One numeric key of a manifest line, held to the spec key's limits. */
-static svp_status_t svp_samples_number(const char *where, const char *key,
-                                       json_t *v, int integer, double *out,
-                                       char *errbuf, int errlen)
+static svp_status_t svp_samples_number(const char *where, const char *key, json_t *v,
+                                       int integer, double *out, char *errbuf,
+                                       int errlen)
 {
-    char                  path[64];
-    double                d, lo = 0, hi = 0;
-    int                   limited;
+    char   path[64];
+    double d, lo = 0, hi = 0;
+    int    limited;
 
     snprintf(path, sizeof(path), "video.%s", key);
     limited = svp_spec_key_limits(path, &lo, &hi);
     if (integer ? !json_is_integer(v) : !json_is_number(v)) {
-        svp_errf(errbuf, errlen, "%s: key '%s': expected %s, found %s", where,
-                         key, integer ? "an integer" : "a number",
-                         svp_samples_json_type(v));
+        svp_errf(errbuf, errlen, "%s: key '%s': expected %s, found %s", where, key,
+                 integer ? "an integer" : "a number", svp_samples_json_type(v));
         return SVP_ERR_SPEC;
     }
     d = json_number_value(v);
     if (limited && (d < lo || d > hi || !isfinite(d))) {
-        svp_errf(errbuf, errlen, "%s: key '%s': expected a number in [%g, %g], "
-                         "found %g", where, key, lo, hi, d);
+        svp_errf(errbuf, errlen,
+                 "%s: key '%s': expected a number in [%g, %g], "
+                 "found %g",
+                 where, key, lo, hi, d);
         return SVP_ERR_SPEC;
     }
     *out = d;
@@ -143,12 +156,14 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     svp_status_t status;
 
     if (!json_is_object(obj)) {
-        svp_errf(errbuf, errlen, "%s: expected an object like "
-                         "{\"image\": \"a.png\"}, found %s", where,
-                         svp_samples_json_type(obj));
+        svp_errf(errbuf, errlen,
+                 "%s: expected an object like "
+                 "{\"image\": \"a.png\"}, found %s",
+                 where, svp_samples_json_type(obj));
         return SVP_ERR_SPEC;
     }
-    json_object_foreach(obj, key, v) {
+    json_object_foreach(obj, key, v)
+    {
         int k, known = 0;
         for (k = 0; svp_samples_manifest_keys[k] != NULL; ++k) {
             known |= !strcmp(key, svp_samples_manifest_keys[k]);
@@ -156,27 +171,35 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         if (!known) {
             hint = svp_samples_suggest(key);
             if (hint != NULL) {
-                svp_errf(errbuf, errlen, "%s: unknown key '%s' (did you mean "
-                                 "'%s'?)", where, key, hint);
+                svp_errf(errbuf, errlen,
+                         "%s: unknown key '%s' (did you mean "
+                         "'%s'?)",
+                         where, key, hint);
             } else {
-                svp_errf(errbuf, errlen, "%s: unknown key '%s' (a line takes "
-                                 "image, seed, fps, motion_bucket_id, "
-                                 "noise_aug_strength, min_guidance, max_guidance, "
-                                 "name)", where, key);
+                svp_errf(errbuf, errlen,
+                         "%s: unknown key '%s' (a line takes "
+                         "image, seed, fps, motion_bucket_id, "
+                         "noise_aug_strength, min_guidance, max_guidance, "
+                         "name)",
+                         where, key);
             }
             return SVP_ERR_SPEC;
         }
     }
     v = json_object_get(obj, "image");
     if (v == NULL) {
-        svp_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
-                         "found none", where);
+        svp_errf(errbuf, errlen,
+                 "%s: key 'image': expected an image path, "
+                 "found none",
+                 where);
         return SVP_ERR_SPEC;
     }
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        svp_errf(errbuf, errlen, "%s: key 'image': expected an image path, "
-                         "found %s", where, json_is_string(v) ? "an empty string"
-                                                              : svp_samples_json_type(v));
+        svp_errf(errbuf, errlen,
+                 "%s: key 'image': expected an image path, "
+                 "found %s",
+                 where,
+                 json_is_string(v) ? "an empty string" : svp_samples_json_type(v));
         return SVP_ERR_SPEC;
     }
     s = json_string_value(v);
@@ -190,13 +213,15 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         return SVP_ERR_SPEC;
     }
     if (stat((map != NULL) ? here : path, &sb) != 0) {
-        svp_errf(errbuf, errlen, "%s: key 'image': cannot open %s: %s", where,
-                         path, strerror(errno));
+        svp_errf(errbuf, errlen, "%s: key 'image': cannot open %s: %s", where, path,
+                 strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     if (S_ISDIR(sb.st_mode)) {
-        svp_errf(errbuf, errlen, "%s: key 'image': expected an image file, "
-                         "found the folder %s", where, path);
+        svp_errf(errbuf, errlen,
+                 "%s: key 'image': expected an image file, "
+                 "found the folder %s",
+                 where, path);
         return SVP_ERR_NOT_FOUND;
     }
     status = svp_pipe_samples_add_image(list, path);
@@ -207,10 +232,12 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
 
     if ((v = json_object_get(obj, "seed")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0) {
-            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
-                             "integer (at most 18446744073709551615), found %s",
-                             where, json_is_integer(v) ? "a negative one" :
-                             svp_samples_json_type(v));
+            svp_errf(errbuf, errlen,
+                     "%s: key 'seed': expected a non-negative "
+                     "integer (at most 18446744073709551615), found %s",
+                     where,
+                     json_is_integer(v) ? "a negative one"
+                                        : svp_samples_json_type(v));
             return SVP_ERR_SPEC;
         }
         p->seed = (uint64_t)json_integer_value(v);
@@ -230,25 +257,28 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
     SVP_SAMPLES_NUM("max_guidance", 0, max_guidance, double)
 #undef SVP_SAMPLES_NUM
     if (p->min_guidance > p->max_guidance) {
-        svp_errf(errbuf, errlen, "%s: key 'min_guidance': expected at most "
-                         "max_guidance (%g), found %g", where, p->max_guidance,
-                         p->min_guidance);
+        svp_errf(errbuf, errlen,
+                 "%s: key 'min_guidance': expected at most "
+                 "max_guidance (%g), found %g",
+                 where, p->max_guidance, p->min_guidance);
         return SVP_ERR_SPEC;
     }
     if ((v = json_object_get(obj, "name")) != NULL) {
-        if (json_is_string(v) &&
-            (reserved = svp_pipe_samples_name_reserved(json_string_value(v))) != NULL) {
+        if (json_is_string(v) && (reserved = svp_pipe_samples_name_reserved(
+                                      json_string_value(v))) != NULL) {
             svp_errf(errbuf, errlen, "%s: key 'name': '%s' is svdpipe's own: %s",
                      where, json_string_value(v), reserved);
             return SVP_ERR_SPEC;
         }
         if (!json_is_string(v) || !svp_samples_name_ok(json_string_value(v))) {
-            svp_errf(errbuf, errlen, "%s: key 'name': expected a file name of "
-                             "letters, digits, '.', '-' and '_' (not starting with "
-                             "'.'), found %s%s%s", where, json_is_string(v) ? "'" : "",
-                             json_is_string(v) ? json_string_value(v)
-                                               : svp_samples_json_type(v),
-                             json_is_string(v) ? "'" : "");
+            svp_errf(errbuf, errlen,
+                     "%s: key 'name': expected a file name of "
+                     "letters, digits, '.', '-' and '_' (not starting with "
+                     "'.'), found %s%s%s",
+                     where, json_is_string(v) ? "'" : "",
+                     json_is_string(v) ? json_string_value(v)
+                                       : svp_samples_json_type(v),
+                     json_is_string(v) ? "'" : "");
             return SVP_ERR_SPEC;
         }
         p->name = svp_strdup(json_string_value(v));
@@ -273,14 +303,14 @@ static int svp_samples_cmp_named(const void *a, const void *b)
 }
 
 /* Two samples may not write the same output: every final name is unique. */
-static svp_status_t svp_samples_check_names(const svp_spec_t *spec,
-                                            svp_pipe_samples_t *list,
-                                            char *errbuf, int errlen)
+static svp_status_t svp_samples_check_names(const svp_spec_t   *spec,
+                                            svp_pipe_samples_t *list, char *errbuf,
+                                            int errlen)
 {
     svp_samples_named_t *named;
-    char               (*dflt)[24] = NULL;
-    int                  i, n = 0, ndflt = 0;
-    svp_status_t         status = SVP_OK;
+    char(*dflt)[24] = NULL;
+    int          i, n = 0, ndflt = 0;
+    svp_status_t status = SVP_OK;
 
     for (i = 0; i < list->count; ++i) {
         n += (list->items[i].name != NULL);
@@ -309,9 +339,10 @@ static svp_status_t svp_samples_check_names(const svp_spec_t *spec,
         if (strcmp(named[i - 1].name, named[i].name) == 0) {
             const svp_pipe_sample_params_t *a = &list->items[named[i - 1].index];
             const svp_pipe_sample_params_t *b = &list->items[named[i].index];
-            svp_errf(errbuf, errlen, "%s:%d: key 'name': '%s' is also the "
-                             "output of line %d", spec->video.manifest, b->line,
-                             named[i].name, a->line);
+            svp_errf(errbuf, errlen,
+                     "%s:%d: key 'name': '%s' is also the "
+                     "output of line %d",
+                     spec->video.manifest, b->line, named[i].name, a->line);
             status = SVP_ERR_SPEC;
             break;
         }
@@ -334,7 +365,7 @@ static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
                                 size_t found_len)
 {
     char    *p = line, *key = NULL, *digits;
-    uint64_t v = 0;
+    uint64_t v     = 0;
     int      depth = 0, overflow = 0;
 
     for (; *p != '\0'; ++p) {
@@ -348,7 +379,8 @@ static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
                 return 0;
             }
             key = (depth == 1 && p - start == 4 && !strncmp(start, "seed", 4))
-                  ? p : NULL;
+                      ? p
+                      : NULL;
             continue;
         }
         if (*p == '{' || *p == '[') {
@@ -364,7 +396,7 @@ static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
             }
             if (p == digits || *p == '.' || *p == 'e' || *p == 'E' ||
                 (!overflow && v <= (uint64_t)INT64_MAX)) {
-                return 0;   /* jansson's to read, or to refuse */
+                return 0; /* jansson's to read, or to refuse */
             }
             if (overflow) {
                 snprintf(found, found_len, "%.*s", (int)(p - digits), digits);
@@ -381,9 +413,9 @@ static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
     return 0;
 }
 
-svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
+svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
                                             const svp_pipe_path_map_t *map,
-                                            svp_pipe_samples_t **list_p,
+                                            svp_pipe_samples_t       **list_p,
                                             char *errbuf, int errlen)
 {
     const char               *file = spec->video.manifest;
@@ -403,7 +435,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
     f = fopen(file, "r");
     if (f == NULL) {
         svp_errf(errbuf, errlen, "%s: video.manifest: cannot open %s: %s",
-                         spec->file, file, strerror(errno));
+                 spec->file, file, strerror(errno));
         return SVP_ERR_NOT_FOUND;
     }
     snprintf(folder, sizeof(folder), "%s", file);
@@ -428,8 +460,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
         }
         snprintf(where, sizeof(where), "%s:%d", file, lineno);
         if (list->count == 1000000) {
-            svp_errf(errbuf, errlen, "%s: expected at most 1000000 samples",
-                             where);
+            svp_errf(errbuf, errlen, "%s: expected at most 1000000 samples", where);
             status = SVP_ERR_SPEC;
             break;
         }
@@ -444,25 +475,28 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
         }
         big = svp_samples_big_seed(s, &big_seed, found, sizeof(found));
         if (big < 0) {
-            svp_errf(errbuf, errlen, "%s: key 'seed': expected a non-negative "
-                     "integer (at most 18446744073709551615), found %s", where,
-                     found);
+            svp_errf(errbuf, errlen,
+                     "%s: key 'seed': expected a non-negative "
+                     "integer (at most 18446744073709551615), found %s",
+                     where, found);
             status = SVP_ERR_SPEC;
             break;
         }
         obj = json_loads(s, JSON_REJECT_DUPLICATES, &jerr);
         if (obj == NULL) {
-            svp_errf(errbuf, errlen, "%s:%d: expected one JSON object per line: "
-                             "%s", where, jerr.column, jerr.text);
+            svp_errf(errbuf, errlen,
+                     "%s:%d: expected one JSON object per line: "
+                     "%s",
+                     where, jerr.column, jerr.text);
             status = SVP_ERR_SPEC;
             break;
         }
         svp_pipe_samples_defaults(spec, &list->items[list->count]);
         list->items[list->count].line = lineno;
         list->count++;
-        status = svp_samples_manifest_line(where, folder, map, obj, list,
-                                           &list->items[list->count - 1], errbuf,
-                                           errlen);
+        status =
+            svp_samples_manifest_line(where, folder, map, obj, list,
+                                      &list->items[list->count - 1], errbuf, errlen);
         if (big > 0) {
             list->items[list->count - 1].seed = big_seed;
         }
@@ -475,15 +509,15 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
     fclose(f);
     if (status == SVP_OK && list->count == 0) {
         svp_errf(errbuf, errlen, "%s: video.manifest: %s holds no sample",
-                         spec->file, file);
+                 spec->file, file);
         status = SVP_ERR_SPEC;
     }
     if (status == SVP_OK) {
         list->total    = list->count;
         list->manifest = svp_strdup(file);
         status         = (list->manifest != NULL)
-                         ? svp_samples_check_names(spec, list, errbuf, errlen)
-                         : SVP_ERR_NO_MEMORY;
+                             ? svp_samples_check_names(spec, list, errbuf, errlen)
+                             : SVP_ERR_NO_MEMORY;
     }
     if (status != SVP_OK) {
         svp_pipe_samples_destroy(list);

@@ -50,7 +50,7 @@ static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
         has_ext = 1;
         p += 12;
     } else if (strncmp(p, ".tar.", 5) == 0) {
-        has_ext = 1;        /* a staged sample (pipe/wds.h) */
+        has_ext = 1; /* a staged sample (pipe/wds.h) */
         p += 4;
     }
     *final_len_p = (size_t)(p - name);
@@ -101,10 +101,11 @@ int svp_pipe_outdir_tmp_live(const char *name)
     if (q == p || q - p > 10 || (*q != '\0' && (*q != '@' || q[1] == '\0'))) {
         return -1;
     }
-    return svp_pipe_outdir_live_writer(strtol(p, NULL, 10), (*q == '@') ? q + 1 : "");
+    return svp_pipe_outdir_live_writer(strtol(p, NULL, 10),
+                                       (*q == '@') ? q + 1 : "");
 }
 
-svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
+svp_status_t svp_pipe_outdir_clean(const char *dir, long                    pid,
                                    int (*own)(int sample, void *arg), void *arg,
                                    int *removed_p)
 {
@@ -170,8 +171,8 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
 static void svp_pipe_outdir_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
     static const char *const units[] = {"kB", "MB", "GB", "TB"};
-    double                   v = (double)bytes;
-    int                      u = -1;
+    double                   v       = (double)bytes;
+    int                      u       = -1;
 
     while ((v >= 1e3) && (u + 1 < (int)(sizeof(units) / sizeof(units[0])))) {
         v /= 1e3;

@@ -27,7 +27,7 @@
  * *removed_p (may be NULL) counts what was removed or put back.  A missing
  * dir is not an error.
  */
-svp_status_t svp_pipe_outdir_clean(const char *dir, long pid,
+svp_status_t svp_pipe_outdir_clean(const char *dir, long                    pid,
                                    int (*own)(int sample, void *arg), void *arg,
                                    int *removed_p);
 

@@ -35,30 +35,30 @@ typedef struct {
     svp_comm_req_h   req;
     int              is_send;
     int              sample;
-    size_t           bytes;     /* a half's or share's frame: its data's */
+    size_t           bytes; /* a half's or share's frame: its data's */
 } svp_pipe_slot_t;
 
 typedef struct {
     const svp_pipe_params_t *params;
-    svp_layout_t             layout;        /* the job's (G, S, C, k) */
-    svp_layout_place_t       at;            /* this rank's group, position
+    svp_layout_t             layout; /* the job's (G, S, C, k) */
+    svp_layout_place_t       at;     /* this rank's group, position
                                                and lane in it */
-    int                      n;             /* samples of this group */
-    int                     *idx;           /* their indices, in order */
+    int                      n;      /* samples of this group */
+    int                     *idx;    /* their indices, in order */
     svp_step_range_t         range;
     svp_pipe_stats_t         stats;
     double                   t_start;
-    double                   t_told;        /* last progress line at info */
-    int                      finished;      /* samples finished here */
-    int                      to_finish;     /* samples this rank finishes */
-    svp_schedule_params_t    sched;         /* the group's schedule */
+    double                   t_told;    /* last progress line at info */
+    int                      finished;  /* samples finished here */
+    int                      to_finish; /* samples this rank finishes */
+    svp_schedule_params_t    sched;     /* the group's schedule */
     svp_comm_frame_desc_t    desc;
-    svp_pipe_slot_t         *slots;         /* the schedule's slots */
+    svp_pipe_slot_t         *slots; /* the schedule's slots */
     int                      nslots;
-    svp_pipe_deadline_t      dl;            /* receive timeouts */
-    svp_comm_mem_type_t      frame_mem;     /* where the frames live */
-    svp_schedule_slots_t     rings;         /* the slots' rings */
-    double                   t_step;        /* pairs: the step's time so far */
+    svp_pipe_deadline_t      dl;        /* receive timeouts */
+    svp_comm_mem_type_t      frame_mem; /* where the frames live */
+    svp_schedule_slots_t     rings;     /* the slots' rings */
+    double                   t_step;    /* pairs: the step's time so far */
 } svp_pipe_t;
 
 /* The rank of the action's peer (a position of the group, in a lane). */
@@ -92,12 +92,14 @@ static void svp_pipe_step_done(svp_pipe_t *p, svp_sample_t *s, int step, double 
     svp_trace_event(p->params->trace, "step", s->index, step,
                     svp_trace_now_us() - dt * 1e6, svp_trace_now_us());
     svp_debug("sample %d step %d/%d%s %.1f ms", s->index, step + 1,
-              p->params->spec->steps, (p->layout.pairs > 1) ? " (a pair's)" : "", dt * 1e3);
+              p->params->spec->steps, (p->layout.pairs > 1) ? " (a pair's)" : "",
+              dt * 1e3);
 }
 
 /* Before a step: a stop, hand-offs in flight go on, and a peer whose
  * teardown began gets its unmatched messages back (comm.h). */
-static svp_status_t svp_pipe_step_check(svp_pipe_t *p, const svp_sample_t *s, int step)
+static svp_status_t svp_pipe_step_check(svp_pipe_t *p, const svp_sample_t *s,
+                                        int step)
 {
     if (svp_stop_pending()) {
         return SVP_ERR_CANCELED;
@@ -133,7 +135,7 @@ static svp_status_t svp_pipe_steps(svp_pipe_t *p, svp_sample_t *s)
                             svp_status_string(status));
             return status;
         }
-        dt   = svp_clock_now() - t0;
+        dt = svp_clock_now() - t0;
         sum += dt;
         svp_pipe_step_done(p, s, step, dt);
     }
@@ -159,10 +161,10 @@ static svp_status_t svp_pipe_half(svp_pipe_t *p, const svp_schedule_action_t *a,
     if (status != SVP_OK) {
         return status;
     }
-    t0     = svp_clock_now();
-    status = stage->ops->half(stage->self, s, a->step, p->at.lane,
-                              svp_pipe_slot_data(p, a->slot),
-                              svp_pipe_slot_bytes(p, a->slot));
+    t0        = svp_clock_now();
+    status    = stage->ops->half(stage->self, s, a->step, p->at.lane,
+                                 svp_pipe_slot_data(p, a->slot),
+                                 svp_pipe_slot_bytes(p, a->slot));
     p->t_step = svp_clock_now() - t0;
     if (status != SVP_OK) {
         svp_log_failure(status, "sample %d step %d (guidance half %d) failed: %s",
@@ -193,7 +195,7 @@ static svp_status_t svp_pipe_merge(svp_pipe_t *p, const svp_schedule_action_t *a
 
 static void svp_pipe_progress(svp_pipe_t *p, const svp_sample_t *s)
 {
-    int    n   = p->to_finish, done = ++p->finished;
+    int    n = p->to_finish, done = ++p->finished;
     double now = svp_clock_now(), el = now - p->t_start, eta;
     char   b1[32], b2[32];
 
@@ -253,15 +255,15 @@ static svp_status_t svp_pipe_post_recv(svp_pipe_t *p, const svp_schedule_action_
     svp_pipe_slot_t *slot = &p->slots[a->slot];
     svp_status_t     status;
 
-    status = svp_pipe_settle(p, slot, -1.0);  /* the frame's last send */
+    status = svp_pipe_settle(p, slot, -1.0); /* the frame's last send */
     if (status != SVP_OK) {
         return status;
     }
     slot->is_send = 0;
     slot->sample  = p->idx[a->j];
     return svp_comm_irecv(p->params->comm, svp_pipe_peer(p, a), (unsigned)a->msg,
-                          (unsigned)p->idx[a->j], (unsigned)a->step,
-                          slot->frame, &slot->req);
+                          (unsigned)p->idx[a->j], (unsigned)a->step, slot->frame,
+                          &slot->req);
 }
 
 static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
@@ -270,15 +272,16 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
     svp_pipe_slot_t *slot  = &p->slots[a->slot];
     size_t           bytes = svp_comm_frame_length(slot->frame);
     int              peer  = svp_pipe_peer(p, a);
-    int              step  = a->step;     /* the message's tag (schedule.c) */
+    int              step  = a->step; /* the message's tag (schedule.c) */
 
     /* a sample's message carries it where it stands: the schedule's tag and
      * the sample's own state agree, or the protocol is broken */
     if ((a->msg == SVP_SCHEDULE_MSG_LATENT || a->msg == SVP_SCHEDULE_MSG_INIT ||
-         a->msg == SVP_SCHEDULE_MSG_FINAL) && s->next_step != step) {
+         a->msg == SVP_SCHEDULE_MSG_FINAL) &&
+        s->next_step != step) {
         svp_error("internal: sample %d stands at step %d, its %s to rank %d is "
-                  "tagged %d", s->index, s->next_step, svp_schedule_msg_name(a->msg),
-                  peer, step);
+                  "tagged %d",
+                  s->index, s->next_step, svp_schedule_msg_name(a->msg), peer, step);
         return SVP_ERR_INTERNAL;
     }
     if (a->msg != SVP_SCHEDULE_MSG_HALF) {
@@ -287,8 +290,9 @@ static svp_status_t svp_pipe_send(svp_pipe_t *p, const svp_schedule_action_t *a,
     }
     slot->is_send = 1;
     slot->sample  = s->index;
-    return svp_comm_isend(p->params->comm, peer, (unsigned)a->msg, (unsigned)s->index,
-                          (unsigned)step, slot->frame, &slot->req);
+    return svp_comm_isend(p->params->comm, peer, (unsigned)a->msg,
+                          (unsigned)s->index, (unsigned)step, slot->frame,
+                          &slot->req);
 }
 
 /* The sample's tensors as views into the slot's frame. */
@@ -300,14 +304,15 @@ static svp_status_t svp_pipe_view(svp_pipe_t *p, svp_pipe_slot_t *slot, int inde
     unsigned                     i;
 
     memset(s, 0, sizeof(*s));
-    s->index   = index;
-    s->seed    = p->params->spec->seed;
-    s->t_begin = svp_clock_now();   /* times shown are this rank's */
+    s->index     = index;
+    s->seed      = p->params->spec->seed;
+    s->t_begin   = svp_clock_now(); /* times shown are this rank's */
     s->on_device = (p->frame_mem == SVP_COMM_MEM_CUDA);
     for (i = 0; i < d->num_tensors; ++i) {
-        status = svp_tensor_wrap((svp_dtype_t)d->tensors[i].dtype,
-                                 (int)d->tensors[i].ndim, d->tensors[i].shape,
-                                 svp_comm_frame_data(slot->frame, i), &s->tensors[i]);
+        status =
+            svp_tensor_wrap((svp_dtype_t)d->tensors[i].dtype,
+                            (int)d->tensors[i].ndim, d->tensors[i].shape,
+                            svp_comm_frame_data(slot->frame, i), &s->tensors[i]);
         if (status != SVP_OK) {
             svp_sample_cleanup(s);
             return status;
@@ -325,7 +330,7 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
                                   svp_sample_t *s)
 {
     svp_pipe_slot_t *slot = &p->slots[a->slot];
-    double           t0   = svp_clock_now(), timeout = -1.0;
+    double           t0 = svp_clock_now(), timeout = -1.0;
     svp_status_t     status;
 
     if (a->due_stages >= 0) {
@@ -338,18 +343,21 @@ static svp_status_t svp_pipe_wait(svp_pipe_t *p, const svp_schedule_action_t *a,
     if (svp_schedule_slot_frame(&p->rings, a->slot) != SVP_SCHEDULE_FRAME_SAMPLE) {
         /* a half or a share: its data stays in the slot's frame */
         if (a->msg == SVP_SCHEDULE_MSG_SHARE) {
-            svp_debug("sample %d: lane 1's share of the decode received from rank %d "
-                      "(%zu bytes)", p->idx[a->j], svp_pipe_peer(p, a), slot->bytes);
+            svp_debug(
+                "sample %d: lane 1's share of the decode received from rank %d "
+                "(%zu bytes)",
+                p->idx[a->j], svp_pipe_peer(p, a), slot->bytes);
         }
         return SVP_OK;
     }
     if (a->msg == SVP_SCHEDULE_MSG_INIT) {
         svp_debug("recv encoded sample %d from rank %d (waited %.3fs)", p->idx[a->j],
-                 svp_pipe_peer(p, a), svp_clock_now() - t0);
+                  svp_pipe_peer(p, a), svp_clock_now() - t0);
     } else if (a->msg == SVP_SCHEDULE_MSG_LATENT) {
         svp_debug("recv sample %d step %d from rank %d (%zu bytes, waited "
-                 "%.3fs)", p->idx[a->j], a->step, svp_pipe_peer(p, a),
-                 svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
+                  "%.3fs)",
+                  p->idx[a->j], a->step, svp_pipe_peer(p, a),
+                  svp_comm_frame_length(slot->frame), svp_clock_now() - t0);
     } else {
         svp_debug("recv final sample %d from rank %d", p->idx[a->j],
                   svp_pipe_peer(p, a));
@@ -386,7 +394,8 @@ static svp_status_t svp_pipe_layout(svp_pipe_t *p)
         svp_comm_tensor_desc_t *t = &p->desc.tensors[i];
         if (tmpl.tensors[i]->ndim > SVP_COMM_MAX_DIMS) {
             svp_error("tensor %d of a sample has %d dimensions, a message carries "
-                      "at most %d", i, tmpl.tensors[i]->ndim, SVP_COMM_MAX_DIMS);
+                      "at most %d",
+                      i, tmpl.tensors[i]->ndim, SVP_COMM_MAX_DIMS);
             status = SVP_ERR_INTERNAL;
             goto out;
         }
@@ -425,8 +434,8 @@ static void svp_pipe_slots_destroy(svp_pipe_t *p)
  * in the stage's device memory where it has one; a pair's half (the
  * latents' layout) or share (the stage's share_bytes()) in host memory.
  */
-static svp_status_t svp_pipe_frame_create(svp_pipe_t *p, int slot, svp_comm_frame_h *frame_p,
-                                          size_t *bytes_p)
+static svp_status_t svp_pipe_frame_create(svp_pipe_t *p, int slot,
+                                          svp_comm_frame_h *frame_p, size_t *bytes_p)
 {
     const svp_pipe_params_t *pp = p->params;
     svp_comm_frame_desc_t    desc;
@@ -437,18 +446,22 @@ static svp_status_t svp_pipe_frame_create(svp_pipe_t *p, int slot, svp_comm_fram
     switch (svp_schedule_slot_frame(&p->rings, slot)) {
     case SVP_SCHEDULE_FRAME_SAMPLE:
         *bytes_p = 0;
-        return svp_comm_frame_create(pp->comm, &p->desc, NULL, 0, p->frame_mem, frame_p);
+        return svp_comm_frame_create(pp->comm, &p->desc, NULL, 0, p->frame_mem,
+                                     frame_p);
     case SVP_SCHEDULE_FRAME_HALF:
         desc.tensors[0] = p->desc.tensors[0];
         break;
     case SVP_SCHEDULE_FRAME_SHARE:
         bytes           = SVP_MAX(1, pp->stage.ops->share_bytes(pp->stage.self));
-        desc.tensors[0] = (svp_comm_tensor_desc_t){
-            .dtype = SVP_DTYPE_U8, .ndim = 1, .shape = {(int64_t)bytes}, .bytes = bytes};
+        desc.tensors[0] = (svp_comm_tensor_desc_t){.dtype = SVP_DTYPE_U8,
+                                                   .ndim  = 1,
+                                                   .shape = {(int64_t)bytes},
+                                                   .bytes = bytes};
         break;
     }
     *bytes_p = desc.tensors[0].bytes;
-    return svp_comm_frame_create(pp->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, frame_p);
+    return svp_comm_frame_create(pp->comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
+                                 frame_p);
 }
 
 /*
@@ -457,7 +470,8 @@ static svp_status_t svp_pipe_frame_create(svp_pipe_t *p, int slot, svp_comm_fram
  * on in place and sent from it, so a latent is never copied on its way
  * through a rank.
  */
-static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slots_t *slots)
+static svp_status_t svp_pipe_slots_create(svp_pipe_t                 *p,
+                                          const svp_schedule_slots_t *slots)
 {
     const svp_pipe_params_t *pp = p->params;
     const svp_stage_ops_t   *so = pp->stage.ops;
@@ -465,10 +479,12 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slot
     int                      i;
 
     p->rings = *slots;
-    if (p->layout.pairs > 1 && (so->half == NULL || so->merge == NULL || so->share == NULL ||
-                         so->share_bytes == NULL || so->finish_shared == NULL)) {
-        svp_error("pipeline.guidance_parallel: 2: the %s model has no guidance halves",
-                  so->name);
+    if (p->layout.pairs > 1 &&
+        (so->half == NULL || so->merge == NULL || so->share == NULL ||
+         so->share_bytes == NULL || so->finish_shared == NULL)) {
+        svp_error(
+            "pipeline.guidance_parallel: 2: the %s model has no guidance halves",
+            so->name);
         return SVP_ERR_SPEC;
     }
     if (slots->total == 0) {
@@ -485,8 +501,9 @@ static svp_status_t svp_pipe_slots_create(svp_pipe_t *p, const svp_schedule_slot
     }
     /* a stage that computes on a device keeps a sample's frame there from
      * rank to rank; how it crosses is the comm's (comm.gpu_direct) */
-    p->frame_mem = (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
-    p->slots     = calloc((size_t)slots->total, sizeof(*p->slots));
+    p->frame_mem =
+        (pp->stage.devmem != NULL) ? SVP_COMM_MEM_CUDA : SVP_COMM_MEM_HOST;
+    p->slots = calloc((size_t)slots->total, sizeof(*p->slots));
     if (p->slots == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
@@ -540,7 +557,7 @@ static svp_status_t svp_pipe_begin(svp_pipe_t *p, const svp_schedule_action_t *a
     }
     status = svp_pipe_view(p, &p->slots[a->slot], i, s);
     if (status == SVP_OK) {
-        status = svp_stage_sample_copy(stage, s, &own);   /* into the frame */
+        status = svp_stage_sample_copy(stage, s, &own); /* into the frame */
         if (status != SVP_OK) {
             svp_sample_cleanup(s);
         }
@@ -565,10 +582,10 @@ out:
 static svp_status_t svp_pipe_finish_call(svp_pipe_t *p, svp_sample_t *s, int share,
                                          void *buf, size_t bytes)
 {
-    const svp_stage_t *stage = &p->params->stage;
-    const svp_stage_ops_t *so = stage->ops;
-    svp_sample_t       host, *x = s;
-    svp_status_t       status = SVP_OK;
+    const svp_stage_t     *stage = &p->params->stage;
+    const svp_stage_ops_t *so    = stage->ops;
+    svp_sample_t           host, *x = s;
+    svp_status_t           status = SVP_OK;
 
     memset(&host, 0, sizeof(host));
     if (s->on_device) {
@@ -579,9 +596,9 @@ static svp_status_t svp_pipe_finish_call(svp_pipe_t *p, svp_sample_t *s, int sha
         x = &host;
     }
     if (status == SVP_OK) {
-        status = share ? so->share(stage->self, x, p->at.lane, buf, bytes) :
-                 (buf != NULL) ? so->finish_shared(stage->self, x, buf, bytes) :
-                                 so->finish(stage->self, x);
+        status = share           ? so->share(stage->self, x, p->at.lane, buf, bytes)
+                 : (buf != NULL) ? so->finish_shared(stage->self, x, buf, bytes)
+                                 : so->finish(stage->self, x);
     }
     svp_sample_cleanup(&host);
     return status;
@@ -597,8 +614,8 @@ static svp_status_t svp_pipe_share(svp_pipe_t *p, const svp_schedule_action_t *a
     status = svp_pipe_finish_call(p, s, 1, svp_pipe_slot_data(p, a->slot),
                                   svp_pipe_slot_bytes(p, a->slot));
     if (status != SVP_OK) {
-        svp_log_failure(status, "sample %d: decoding lane %d's share failed: %s", s->index,
-                        p->at.lane, svp_status_string(status));
+        svp_log_failure(status, "sample %d: decoding lane %d's share failed: %s",
+                        s->index, p->at.lane, svp_status_string(status));
         return status;
     }
     p->stats.busy += svp_clock_now() - t0;
@@ -624,7 +641,7 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
     if (status != SVP_OK) {
         if (a->slot >= 0) {
             svp_log_failure(status, "finishing sample %d failed: %s", s->index,
-                      svp_status_string(status));
+                            svp_status_string(status));
         }
         return status;
     }
@@ -676,7 +693,7 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
         case SVP_SCHEDULE_SEND:
             status = svp_pipe_send(p, a, &s);
             if (a->msg != SVP_SCHEDULE_MSG_HALF) {
-                svp_sample_cleanup(&s);   /* the sample has left */
+                svp_sample_cleanup(&s); /* the sample has left */
             }
             break;
         case SVP_SCHEDULE_FINISH:
@@ -700,7 +717,8 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
             svp_debug("sample %d: its outputs are rank %d's", s.index,
                       svp_layout_rank(&p->layout, p->at.group,
                                       svp_layout_place(&p->layout, a->j,
-                                                       SVP_LAYOUT_FINISHES), 0));
+                                                       SVP_LAYOUT_FINISHES),
+                                      0));
             svp_sample_cleanup(&s);
             break;
         }
@@ -713,7 +731,6 @@ static svp_status_t svp_pipe_execute(svp_pipe_t *p)
     svp_pipe_slots_destroy(p);
     return status;
 }
-
 
 
 static int svp_pipe_nsamples(const svp_pipe_params_t *params)
@@ -763,36 +780,40 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     p.at    = svp_layout_where(&p.layout, params->rank);
     p.range = svp_layout_range(&p.layout, p.at.position);
     svp_pipe_deadline_init(&p.dl, spec, &p.layout);
-    status   = svp_pipe_deal(&p);
+    status = svp_pipe_deal(&p);
     if (status != SVP_OK) {
         return status;
     }
     if (params->rank == 0) {
         svp_info("%d pipeline%s x %d stage%s%s (%d ranks), %d steps: %d per stage, "
-                 "%d samples", p.layout.groups, (p.layout.groups == 1) ? "" : "s",
-                 p.layout.stages, (p.layout.stages == 1) ? "" : "s",
-                 (p.layout.pairs > 1) ? " x 2 guidance halves" : "", params->world, spec->steps,
-                 p.layout.k, svp_pipe_nsamples(params));
+                 "%d samples",
+                 p.layout.groups, (p.layout.groups == 1) ? "" : "s", p.layout.stages,
+                 (p.layout.stages == 1) ? "" : "s",
+                 (p.layout.pairs > 1) ? " x 2 guidance halves" : "", params->world,
+                 spec->steps, p.layout.k, svp_pipe_nsamples(params));
     }
     svp_info("rank %d of %d runs steps [%d, %d) of %d for %d samples (%s model, "
-             "placement %s, pipeline %d of %d, stage %d of %d)", params->rank,
-             params->world, p.range.begin, p.range.end, spec->steps, p.n,
-             params->stage.ops->name, svp_spec_placement_name(spec->pipeline.placement),
-             p.at.group, p.layout.groups, p.at.position, p.layout.stages);
+             "placement %s, pipeline %d of %d, stage %d of %d)",
+             params->rank, params->world, p.range.begin, p.range.end, spec->steps,
+             p.n, params->stage.ops->name,
+             svp_spec_placement_name(spec->pipeline.placement), p.at.group,
+             p.layout.groups, p.at.position, p.layout.stages);
 
     p.t_start = svp_clock_now();
     p.t_told  = p.t_start;
-    p.sched           = svp_schedule_params_of(&p.layout, p.n, spec->comm.inflight);
-    p.to_finish       = (p.at.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.at.position);
-    status            = svp_pipe_execute(&p);
+    p.sched   = svp_schedule_params_of(&p.layout, p.n, spec->comm.inflight);
+    p.to_finish =
+        (p.at.lane > 0) ? 0 : svp_schedule_finishes(&p.sched, p.at.position);
+    status       = svp_pipe_execute(&p);
     p.stats.wall = svp_clock_now() - p.t_start;
     free(p.idx);
     if (status != SVP_OK) {
         if (p.layout.groups > 1) {
-            svp_log_failure(status, "pipeline %d of %d (ranks %d-%d) stops: %s", p.at.group,
-                      p.layout.groups, svp_layout_rank(&p.layout, p.at.group, 0, 0),
-                      svp_layout_rank(&p.layout, p.at.group + 1, 0, 0) - 1,
-                      svp_status_string(status));
+            svp_log_failure(status, "pipeline %d of %d (ranks %d-%d) stops: %s",
+                            p.at.group, p.layout.groups,
+                            svp_layout_rank(&p.layout, p.at.group, 0, 0),
+                            svp_layout_rank(&p.layout, p.at.group + 1, 0, 0) - 1,
+                            svp_status_string(status));
         }
         return status;
     }
@@ -800,14 +821,14 @@ svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *sta
     /* the job's rate is not this rank's to say: its window ends before the
      * slowest rank's (the worker logs the job's, over the window all ranks
      * share) */
-    svp_info("summary: %d samples (%d finished here), %d steps in %.3fs: busy %.3fs (%.0f%%), waiting for "
-             "input %.3fs, waiting for sends %.3fs, pipeline %d: %.3f samples/s "
-             "while this rank ran",
-             p.stats.samples_done, p.finished, p.stats.steps_done, p.stats.wall,
-             p.stats.busy,
-             (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
-             p.stats.wait_recv, p.stats.wait_send, p.at.group,
-             (p.stats.wall > 0) ? p.n / p.stats.wall : 0.0);
+    svp_info(
+        "summary: %d samples (%d finished here), %d steps in %.3fs: busy %.3fs (%.0f%%), waiting for "
+        "input %.3fs, waiting for sends %.3fs, pipeline %d: %.3f samples/s "
+        "while this rank ran",
+        p.stats.samples_done, p.finished, p.stats.steps_done, p.stats.wall,
+        p.stats.busy, (p.stats.wall > 0) ? 100.0 * p.stats.busy / p.stats.wall : 0.0,
+        p.stats.wait_recv, p.stats.wait_send, p.at.group,
+        (p.stats.wall > 0) ? p.n / p.stats.wall : 0.0);
     if (stats_p != NULL) {
         *stats_p = p.stats;
     }

@@ -33,20 +33,20 @@
 
 typedef struct {
     int    rank, world;
-    int    samples_done;       /* samples this rank handled */
+    int    samples_done; /* samples this rank handled */
     int    steps_done;
-    double wall;               /* seconds from start to end */
-    double busy;               /* in stage begin/step/finish */
-    double wait_recv;          /* blocked waiting for input */
-    double wait_send;          /* blocked waiting for sends to complete */
+    double wall;      /* seconds from start to end */
+    double busy;      /* in stage begin/step/finish */
+    double wait_recv; /* blocked waiting for input */
+    double wait_send; /* blocked waiting for sends to complete */
 } svp_pipe_stats_t;
 
 typedef struct {
     const svp_spec_t *spec;
     int               rank, world;
-    svp_comm_h        comm;    /* NULL when world == 1 */
+    svp_comm_h        comm; /* NULL when world == 1 */
     svp_stage_t       stage;
-    svp_trace_h       trace;   /* may be NULL */
+    svp_trace_h       trace; /* may be NULL */
     /*
      * The samples to run, in order (NULL: 0 .. spec->samples - 1).  A sample
      * keeps its index (seed, noise stream, file name) whatever its position,
@@ -54,8 +54,8 @@ typedef struct {
      * dealt to the pipelines: position j goes to pipeline j mod G.  Every rank
      * must pass the same list.  Not copied; must outlive svp_pipe_run().
      */
-    const int        *samples;
-    int               nsamples;
+    const int *samples;
+    int        nsamples;
     /* output.dir's lease (held, or viewed: pipe/lease.h), checked before a
      * sample's outputs are written; NULL: none */
     struct svp_pipe_lease *lease;
@@ -68,6 +68,7 @@ typedef struct {
  * (common/stop.h) it returns SVP_ERR_CANCELED between two steps or from a
  * wait; the samples finished by then are complete on disk.
  */
-svp_status_t svp_pipe_run(const svp_pipe_params_t *params, svp_pipe_stats_t *stats_p);
+svp_status_t svp_pipe_run(const svp_pipe_params_t *params,
+                          svp_pipe_stats_t        *stats_p);
 
 #endif

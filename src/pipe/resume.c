@@ -23,12 +23,12 @@
 #define SVP_RESUME_KEY "svp.resume"
 
 enum {
-    SVP_RESUME_RUN  = 0,    /* not this rank's, or to be run */
-    SVP_RESUME_DONE = 1,    /* finished: skip */
-    SVP_RESUME_BAD  = 2     /* made with other parameters: the job fails */
+    SVP_RESUME_RUN  = 0, /* not this rank's, or to be run */
+    SVP_RESUME_DONE = 1, /* finished: skip */
+    SVP_RESUME_BAD  = 2  /* made with other parameters: the job fails */
 };
 
-int svp_pipe_resume_finisher(const svp_layout_t *layout,
+int svp_pipe_resume_finisher(const svp_layout_t     *layout,
                              const svp_pipe_shard_t *shard, int i)
 {
     if (!svp_pipe_shard_owns(shard, i)) {
@@ -78,13 +78,15 @@ svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *pa
     meta[2].want = seedtxt;
     meta[3].key  = "model";
     meta[3].want = model;
-    status = SVP_OK;
+    status       = SVP_OK;
     for (i = 0; i < 4; ++i) {
         got = svp_safetensors_metadata(st, meta[i].key);
         if (got == NULL || strcmp(got, meta[i].want) != 0) {
-            snprintf(why, len, "%s was made with other parameters: %s: %s%s%s, this "
-                     "job has '%s'", path, meta[i].key, got ? "'" : "",
-                     got ? got : "(none)", got ? "'" : "", meta[i].want);
+            snprintf(why, len,
+                     "%s was made with other parameters: %s: %s%s%s, this "
+                     "job has '%s'",
+                     path, meta[i].key, got ? "'" : "", got ? got : "(none)",
+                     got ? "'" : "", meta[i].want);
             status = SVP_ERR_SPEC;
             goto out;
         }
@@ -95,16 +97,19 @@ svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *pa
         goto out;
     }
     if (info.dtype != SVP_DTYPE_F32 || info.ndim != ndim) {
-        snprintf(why, len, "%s: tensor '%s' has %d dimensions or another dtype, "
-                 "this job writes %d", path, name, info.ndim, ndim);
+        snprintf(why, len,
+                 "%s: tensor '%s' has %d dimensions or another dtype, "
+                 "this job writes %d",
+                 path, name, info.ndim, ndim);
         status = SVP_ERR_SPEC;
         goto out;
     }
     for (i = 0; i < ndim; ++i) {
         if (info.shape[i] != shape[i]) {
-            snprintf(why, len, "%s: tensor '%s' has size %" PRId64 " in dimension "
-                     "%d, this job writes %" PRId64, path, name, info.shape[i], i,
-                     shape[i]);
+            snprintf(why, len,
+                     "%s: tensor '%s' has size %" PRId64 " in dimension "
+                     "%d, this job writes %" PRId64,
+                     path, name, info.shape[i], i, shape[i]);
             status = SVP_ERR_SPEC;
             goto out;
         }
@@ -115,7 +120,7 @@ out:
 }
 
 /* This rank's verdicts on the samples it finishes; *bad_p counts mismatches. */
-static svp_status_t svp_pipe_resume_scan(const svp_spec_t *spec,
+static svp_status_t svp_pipe_resume_scan(const svp_spec_t  *spec,
                                          const svp_stage_t *stage, int n,
                                          const svp_pipe_shard_t *shard, int rank,
                                          const svp_layout_t *layout,
@@ -177,7 +182,8 @@ static void svp_pipe_resume_ranges(const unsigned char *all, int n, int what,
         for (j = i; j + 1 < n && all[j + 1] == what; ++j) {
         }
         if (ranges < max && used < len) {
-            used += (size_t)snprintf(buf + used, len - used, (i == j) ? "%s%d" : "%s%d-%d",
+            used += (size_t)snprintf(buf + used, len - used,
+                                     (i == j) ? "%s%d" : "%s%d-%d",
                                      ranges ? ", " : "", i, j);
         } else {
             ++more;
@@ -194,7 +200,7 @@ static void svp_pipe_resume_ranges(const unsigned char *all, int n, int what,
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
                                    const svp_stage_t *stage, int n,
                                    const svp_pipe_shard_t *shard,
-                                   svp_pipe_resume_t *r_p)
+                                   svp_pipe_resume_t      *r_p)
 {
     int            rank = svp_rt_rank(rt), world = svp_rt_size(rt);
     int            bad = 0, badrank = -1, i, r;
@@ -243,7 +249,8 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
             }
             for (i = 0; i < n; ++i) {
                 unsigned char v = (r == rank) ? mine[i] : ((unsigned char *)data)[i];
-                if (v != SVP_RESUME_RUN && svp_pipe_resume_finisher(&layout, shard, i) == r) {
+                if (v != SVP_RESUME_RUN &&
+                    svp_pipe_resume_finisher(&layout, shard, i) == r) {
                     all[i] = v;
                 }
                 if (v == SVP_RESUME_BAD && badrank < 0) {
@@ -259,10 +266,11 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     if (badrank >= 0) {
         if (badrank != rank) {
             svp_error("rank %d found samples in %s made with other parameters "
-                      "(see its log)", badrank, spec->output.dir);
+                      "(see its log)",
+                      badrank, spec->output.dir);
         }
         r_p->agreed_failure = 1;
-        status = SVP_ERR_SPEC;
+        status              = SVP_ERR_SPEC;
         goto out;
     }
 
@@ -282,12 +290,14 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     if (r_p->skipped > 0) {
         /* one line for the job, where every rank would say the same */
         if (rank == 0) {
-            svp_pipe_resume_ranges(all, n, SVP_RESUME_DONE, ranges, sizeof(ranges), 16);
+            svp_pipe_resume_ranges(all, n, SVP_RESUME_DONE, ranges, sizeof(ranges),
+                                   16);
             svp_info("skipped %s (finished by an earlier run)", ranges);
         }
         svp_info("resuming in %s: %d of %d samples finished by an earlier run, "
-                 "%d to run", spec->output.dir, r_p->skipped,
-                 svp_pipe_shard_size(shard, n), r_p->ntodo);
+                 "%d to run",
+                 spec->output.dir, r_p->skipped, svp_pipe_shard_size(shard, n),
+                 r_p->ntodo);
     }
     status = SVP_OK;
 out:

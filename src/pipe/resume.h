@@ -32,13 +32,13 @@
 #include <stdint.h>
 
 typedef struct {
-    int *todo;      /* sample indices still to run, ascending (owned) */
+    int *todo; /* sample indices still to run, ascending (owned) */
     int  ntodo;
-    int  skipped;   /* samples found finished */
+    int  skipped; /* samples found finished */
     /* 1 when the agreement itself failed the job (samples made with other
      * parameters): every rank reached that verdict from the same data, so
      * none of them is a lost peer to the others */
-    int  agreed_failure;
+    int agreed_failure;
 } svp_pipe_resume_t;
 
 /*
@@ -47,7 +47,7 @@ typedef struct {
  * the shard's list, dealt by the layout (svp_layout_owner).  The rank
  * that checks whether it is finished.  -1 for a sample of another shard.
  */
-int svp_pipe_resume_finisher(const svp_layout_t *layout,
+int svp_pipe_resume_finisher(const svp_layout_t     *layout,
                              const svp_pipe_shard_t *shard, int i);
 
 /*
@@ -63,7 +63,7 @@ int svp_pipe_resume_finisher(const svp_layout_t *layout,
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
                                    const svp_stage_t *stage, int n,
                                    const svp_pipe_shard_t *shard,
-                                   svp_pipe_resume_t *r_p);
+                                   svp_pipe_resume_t      *r_p);
 
 void svp_pipe_resume_cleanup(svp_pipe_resume_t *r);
 

@@ -23,9 +23,10 @@ void svp_sample_cleanup(svp_sample_t *sample)
 }
 
 /* A writer holding the tensor and the sample's metadata. */
-static svp_status_t svp_sample_tensor_writer(const svp_spec_t *spec,
+static svp_status_t svp_sample_tensor_writer(const svp_spec_t   *spec,
                                              const svp_sample_t *sample,
-                                             const char *name, const svp_tensor_t *tensor,
+                                             const char         *name,
+                                             const svp_tensor_t *tensor,
                                              const char *model, const char *params,
                                              svp_safetensors_writer_h *w_p)
 {
@@ -57,10 +58,10 @@ static svp_status_t svp_sample_tensor_writer(const svp_spec_t *spec,
     return SVP_OK;
 }
 
-svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     const char *path)
+svp_status_t svp_sample_write_tensor(const svp_spec_t   *spec,
+                                     const svp_sample_t *sample, const char *name,
+                                     const svp_tensor_t *tensor, const char *model,
+                                     const char *params, const char *path)
 {
     svp_safetensors_writer_h w;
     svp_status_t             status;
@@ -73,10 +74,10 @@ svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t 
     return status;
 }
 
-svp_status_t svp_sample_tensor_bytes(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     void **buf_p, size_t *len_p)
+svp_status_t svp_sample_tensor_bytes(const svp_spec_t   *spec,
+                                     const svp_sample_t *sample, const char *name,
+                                     const svp_tensor_t *tensor, const char *model,
+                                     const char *params, void **buf_p, size_t *len_p)
 {
     svp_safetensors_writer_h w;
     svp_status_t             status;

@@ -20,13 +20,13 @@
  * tensors (svp_sample_cleanup frees them).
  */
 typedef struct {
-    int           index;         /* sample index in the job, 0..N-1 */
-    uint64_t      seed;          /* the sample's seed */
-    int           next_step;     /* first step not yet run */
+    int           index;     /* sample index in the job, 0..N-1 */
+    uint64_t      seed;      /* the sample's seed */
+    int           next_step; /* first step not yet run */
     int           ntensors;
     svp_tensor_t *tensors[SVP_SAMPLE_MAX_TENSORS];
-    double        t_begin;       /* when it entered the pipeline (rank clock) */
-    int           on_device;     /* tensors are device memory (views into a
+    double        t_begin;   /* when it entered the pipeline (rank clock) */
+    int           on_device; /* tensors are device memory (views into a
                                     device frame, svp_stage_t.devmem) */
 } svp_sample_t;
 
@@ -37,15 +37,16 @@ void svp_sample_cleanup(svp_sample_t *sample);
  * the sample's metadata (job, sample, steps, seed, model, and params when
  * not NULL: the sample's own parameters, svp_pipe_samples_params_json).
  */
-svp_status_t svp_sample_write_tensor(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     const char *path);
+svp_status_t svp_sample_write_tensor(const svp_spec_t   *spec,
+                                     const svp_sample_t *sample, const char *name,
+                                     const svp_tensor_t *tensor, const char *model,
+                                     const char *params, const char *path);
 
 /* The same file in memory (*buf_p malloc'd, *len_p bytes). */
-svp_status_t svp_sample_tensor_bytes(const svp_spec_t *spec, const svp_sample_t *sample,
-                                     const char *name, const svp_tensor_t *tensor,
-                                     const char *model, const char *params,
-                                     void **buf_p, size_t *len_p);
+svp_status_t svp_sample_tensor_bytes(const svp_spec_t   *spec,
+                                     const svp_sample_t *sample, const char *name,
+                                     const svp_tensor_t *tensor, const char *model,
+                                     const char *params, void **buf_p,
+                                     size_t *len_p);
 
 #endif

@@ -62,7 +62,8 @@ svp_status_t svp_pipe_samples_add_image(svp_pipe_samples_t *list, const char *pa
 
     if ((list->nimages & (list->nimages - 1)) == 0) {
         /* doubling at powers of two: a million-line manifest adds in linear time */
-        grown = realloc(list->images, SVP_MAX(2 * list->nimages, 1) * sizeof(*grown));
+        grown =
+            realloc(list->images, SVP_MAX(2 * list->nimages, 1) * sizeof(*grown));
         if (grown == NULL) {
             return SVP_ERR_NO_MEMORY;
         }
@@ -106,9 +107,9 @@ static int svp_samples_cmp_str(const void *a, const void *b)
  * video.inputs: files, or folders whose PNG/JPEG files are taken in name
  * order (so a folder gives the same list on every rank and every run).
  */
-static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
+static svp_status_t svp_samples_collect_inputs(const svp_spec_t          *spec,
                                                const svp_pipe_path_map_t *map,
-                                               svp_pipe_samples_t *list,
+                                               svp_pipe_samples_t        *list,
                                                char *errbuf, int errlen)
 {
     struct dirent *de;
@@ -120,20 +121,20 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
 
     for (i = 0; i < spec->video.inputs.count; ++i) {
         const char *in = spec->video.inputs.items[i];
-        const char *at = in;    /* where this host sees it */
+        const char *at = in; /* where this host sees it */
         char        seen[4096];
 
         if (map != NULL) {
             if (!map->fn(map->arg, in, seen, sizeof(seen))) {
-                svp_errf(errbuf, errlen, "%s: video.inputs[%d]: %s %s", spec->file, i,
-                         in, map->unseen);
+                svp_errf(errbuf, errlen, "%s: video.inputs[%d]: %s %s", spec->file,
+                         i, in, map->unseen);
                 return SVP_ERR_NOT_FOUND;
             }
             at = seen;
         }
         if (stat(at, &sb) != 0) {
             svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot open %s: %s",
-                             spec->file, i, at, strerror(errno));
+                     spec->file, i, at, strerror(errno));
             return SVP_ERR_NOT_FOUND;
         }
         if (!S_ISDIR(sb.st_mode)) {
@@ -145,8 +146,10 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
         }
         d = opendir(at);
         if (d == NULL) {
-            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: cannot read "
-                             "directory %s: %s", spec->file, i, at, strerror(errno));
+            svp_errf(errbuf, errlen,
+                     "%s: video.inputs[%d]: cannot read "
+                     "directory %s: %s",
+                     spec->file, i, at, strerror(errno));
             return SVP_ERR_IO;
         }
         first = list->nimages;
@@ -163,8 +166,10 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t *spec,
         }
         closedir(d);
         if (list->nimages == first) {
-            svp_errf(errbuf, errlen, "%s: video.inputs[%d]: no .png, .jpg or "
-                             ".jpeg file in %s", spec->file, i, at);
+            svp_errf(errbuf, errlen,
+                     "%s: video.inputs[%d]: no .png, .jpg or "
+                     ".jpeg file in %s",
+                     spec->file, i, at);
             return SVP_ERR_NOT_FOUND;
         }
         qsort(list->images + first, list->nimages - first, sizeof(char *),
@@ -178,7 +183,7 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
     return svp_pipe_samples_create_mapped(spec, NULL, errbuf, errlen, list_p);
 }
 
-svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
+svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                                             const svp_pipe_path_map_t *map,
                                             char *errbuf, int errlen,
                                             svp_pipe_samples_t **list_p)
@@ -189,9 +194,10 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
 
     if (spec->video.manifest[0] != '\0') {
         if (spec->video.inputs.count > 0 || spec->video.seeds.count > 0) {
-            svp_errf(errbuf, errlen, "%s: video.manifest: expected either a "
-                             "manifest or video.inputs/video.seeds, found both",
-                             spec->file);
+            svp_errf(errbuf, errlen,
+                     "%s: video.manifest: expected either a "
+                     "manifest or video.inputs/video.seeds, found both",
+                     spec->file);
             return SVP_ERR_SPEC;
         }
         status = svp_pipe_samples_read_manifest(spec, map, &list, errbuf, errlen);
@@ -199,9 +205,10 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
             return status;
         }
         if (spec->samples > list->count) {
-            svp_errf(errbuf, errlen, "%s: samples: expected at most the %d "
-                             "samples of the manifest %s, found %d", spec->file,
-                             list->count, spec->video.manifest, spec->samples);
+            svp_errf(errbuf, errlen,
+                     "%s: samples: expected at most the %d "
+                     "samples of the manifest %s, found %d",
+                     spec->file, list->count, spec->video.manifest, spec->samples);
             svp_pipe_samples_destroy(list);
             return SVP_ERR_SPEC;
         }
@@ -217,9 +224,10 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
 
     if (spec->video.inputs.count == 0) {
         if (spec->video.seeds.count > 0) {
-            svp_errf(errbuf, errlen, "%s: video.seeds: expected video.inputs "
-                             "to go with it (the seeds are per image), found none",
-                             spec->file);
+            svp_errf(errbuf, errlen,
+                     "%s: video.seeds: expected video.inputs "
+                     "to go with it (the seeds are per image), found none",
+                     spec->file);
             return SVP_ERR_SPEC;
         }
         n    = (spec->samples > 0) ? spec->samples : SVP_PIPE_SAMPLES_DEFAULT;
@@ -257,15 +265,19 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
         S = (spec->samples + I - 1) / I;
     }
     if ((int64_t)I * S > 1000000) {
-        svp_errf(errbuf, errlen, "%s: video.seeds: %d images x %d seeds make "
-                         "more than 1000000 samples", spec->file, I, S);
+        svp_errf(errbuf, errlen,
+                 "%s: video.seeds: %d images x %d seeds make "
+                 "more than 1000000 samples",
+                 spec->file, I, S);
         svp_pipe_samples_destroy(from);
         return SVP_ERR_SPEC;
     }
     if (spec->samples > I * S) {
-        svp_errf(errbuf, errlen, "%s: samples: expected at most the %d samples "
-                         "%d image%s x %d seed%s make, found %d", spec->file, I * S, I,
-                         I == 1 ? "" : "s", S, S == 1 ? "" : "s", spec->samples);
+        svp_errf(errbuf, errlen,
+                 "%s: samples: expected at most the %d samples "
+                 "%d image%s x %d seed%s make, found %d",
+                 spec->file, I * S, I, I == 1 ? "" : "s", S, S == 1 ? "" : "s",
+                 spec->samples);
         svp_pipe_samples_destroy(from);
         return SVP_ERR_SPEC;
     }
@@ -286,8 +298,8 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
         svp_pipe_samples_defaults(spec, &list->items[i]);
         list->items[i].image = i % I;
         list->items[i].seed  = (spec->video.seeds.count > 0)
-                               ? (uint64_t)spec->video.seeds.items[i / I]
-                               : spec->seed + (uint64_t)(i / I);
+                                   ? (uint64_t)spec->video.seeds.items[i / I]
+                                   : spec->seed + (uint64_t)(i / I);
     }
     *list_p = list;
     return SVP_OK;
@@ -295,7 +307,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
 
 void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf, int len)
 {
-    int  n = 0;
+    int  n       = 0;
     char cap[96] = "";
 
     if (list->count < list->total) {
@@ -308,8 +320,8 @@ void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf, int le
         return;
     }
     if (list->manifest != NULL) {
-        snprintf(buf + n, (size_t)(len - n), " from the manifest %s%s", list->manifest,
-                 cap);
+        snprintf(buf + n, (size_t)(len - n), " from the manifest %s%s",
+                 list->manifest, cap);
     } else if (list->nimages > 0) {
         snprintf(buf + n, (size_t)(len - n), ": %d image%s x %d seed%s%s",
                  list->nimages, list->nimages == 1 ? "" : "s", list->nseeds,
@@ -344,7 +356,7 @@ static void svp_samples_resolved(const char *image, char *buf, size_t len)
 
 char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i)
 {
-    const svp_pipe_sample_params_t *p = &list->items[i];
+    const svp_pipe_sample_params_t *p     = &list->items[i];
     const char                     *image = svp_pipe_samples_image(list, i);
     char                            name[256], *s, path[4096], hash[65];
     json_t                         *o;
@@ -398,10 +410,10 @@ static void svp_samples_show(json_t *v, char *buf, size_t len)
  */
 static int svp_samples_same_image(json_t *got, const char *image, char *digest)
 {
-    json_t     *path = json_object_get(got, "image_path");
-    json_t     *hash = json_object_get(got, "image_sha256");
-    json_t     *typed = json_object_get(got, "image");
-    char        mine[4096];
+    json_t *path  = json_object_get(got, "image_path");
+    json_t *hash  = json_object_get(got, "image_sha256");
+    json_t *typed = json_object_get(got, "image");
+    char    mine[4096];
 
     digest[0] = '\0';
     if (image == NULL) {
@@ -422,11 +434,15 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
                                            const char *recorded, const char *where,
                                            char *why, size_t len)
 {
-    static const char *const keys[] = { "seed", "fps", "motion_bucket_id",
-                                         "noise_aug_strength", "min_guidance",
-                                         "max_guidance", "name" };
-    const svp_pipe_sample_params_t *p     = &list->items[i];
-    const char                     *image = svp_pipe_samples_image(list, i);
+    static const char *const        keys[] = {"seed",
+                                              "fps",
+                                              "motion_bucket_id",
+                                              "noise_aug_strength",
+                                              "min_guidance",
+                                              "max_guidance",
+                                              "name"};
+    const svp_pipe_sample_params_t *p      = &list->items[i];
+    const char                     *image  = svp_pipe_samples_image(list, i);
     char                            a[300], b[300], digest[65];
     json_t                         *got, *want, *gv, *wv;
     size_t                          k;
@@ -441,28 +457,34 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
     /* this sample's own, without the image's hash (costly, and only wanted
      * when the paths differ) */
     svp_pipe_samples_name(list, i, a, sizeof(a));
-    want = json_pack("{s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "seed", (json_int_t)p->seed,
-                     "fps", p->fps, "motion_bucket_id", p->motion_bucket_id,
-                     "noise_aug_strength", p->noise_aug_strength, "min_guidance",
-                     p->min_guidance, "max_guidance", p->max_guidance, "name", a);
+    want =
+        json_pack("{s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "seed", (json_int_t)p->seed,
+                  "fps", p->fps, "motion_bucket_id", p->motion_bucket_id,
+                  "noise_aug_strength", p->noise_aug_strength, "min_guidance",
+                  p->min_guidance, "max_guidance", p->max_guidance, "name", a);
     if (want == NULL) {
         json_decref(got);
         return SVP_ERR_NO_MEMORY;
     }
     if (!svp_samples_same_image(got, image, digest)) {
         gv = json_object_get(got, "image_path");
-        svp_samples_show(gv != NULL ? gv : json_object_get(got, "image"), a, sizeof(a));
+        svp_samples_show(gv != NULL ? gv : json_object_get(got, "image"), a,
+                         sizeof(a));
         svp_samples_resolved(image != NULL ? image : "", b, sizeof(b));
         if (image != NULL && json_is_string(json_object_get(got, "image_sha256")) &&
             digest[0] != '\0') {
-            snprintf(why, len, "%s was made from another image: image: %s (sha256 "
-                     "%s), this job has '%s' (sha256 %s)", where, a,
+            snprintf(why, len,
+                     "%s was made from another image: image: %s (sha256 "
+                     "%s), this job has '%s' (sha256 %s)",
+                     where, a,
                      json_string_value(json_object_get(got, "image_sha256")), b,
                      digest);
         } else {
-            snprintf(why, len, "%s was made from another image: image: %s, this "
-                     "job has %s%s%s", where, a, image ? "'" : "",
-                     image ? b : "(none)", image ? "'" : "");
+            snprintf(why, len,
+                     "%s was made from another image: image: %s, this "
+                     "job has %s%s%s",
+                     where, a, image ? "'" : "", image ? b : "(none)",
+                     image ? "'" : "");
         }
         status = SVP_ERR_SPEC;
         goto out;
@@ -482,8 +504,10 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
         }
         svp_samples_show(gv, a, sizeof(a));
         svp_samples_show(wv, b, sizeof(b));
-        snprintf(why, len, "%s was made with other parameters: %s: %s, this job "
-                 "has %s", where, keys[k], a, b);
+        snprintf(why, len,
+                 "%s was made with other parameters: %s: %s, this job "
+                 "has %s",
+                 where, keys[k], a, b);
         status = SVP_ERR_SPEC;
         goto out;
     }

@@ -47,19 +47,19 @@
 
 /* One sample's own parameters. */
 typedef struct {
-    int      image;               /* into svp_pipe_samples_t.images, -1: none */
-    int      line;                /* manifest line (1-based), 0: from the spec */
-    char    *name;                /* output name, NULL: sample_NNNNNN */
+    int      image; /* into svp_pipe_samples_t.images, -1: none */
+    int      line;  /* manifest line (1-based), 0: from the spec */
+    char    *name;  /* output name, NULL: sample_NNNNNN */
     uint64_t seed;
     int      fps, motion_bucket_id;
     double   noise_aug_strength, min_guidance, max_guidance;
 } svp_pipe_sample_params_t;
 
 typedef struct {
-    int                       count;    /* N, after the cap */
-    int                       total;    /* before the cap */
-    svp_pipe_sample_params_t *items;    /* count of them; items[i] is sample i */
-    char                    **images;   /* image paths (owned) */
+    int                       count;  /* N, after the cap */
+    int                       total;  /* before the cap */
+    svp_pipe_sample_params_t *items;  /* count of them; items[i] is sample i */
+    char                    **images; /* image paths (owned) */
     int                       nimages;
     int                       nseeds;   /* images x seeds: the seeds; else 0 */
     char                     *manifest; /* the spec's (a copy), or NULL */
@@ -84,16 +84,16 @@ svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
  * the error then says "FILE:LINE: key 'image': PATH <unseen>".
  */
 typedef struct {
-    int         (*fn)(void *arg, const char *path, char *out, size_t len);
-    void         *arg;
-    const char   *unseen;
+    int (*fn)(void *arg, const char *path, char *out, size_t len);
+    void       *arg;
+    const char *unseen;
 } svp_pipe_path_map_t;
 
 /* svp_pipe_samples_create, with each manifest image, and each of
  * video.inputs (a file, or a folder read through the map), checked through
  * map (NULL: as written); the list keeps the paths as the worker will open
  * them. */
-svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
+svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                                             const svp_pipe_path_map_t *map,
                                             char *errbuf, int errlen,
                                             svp_pipe_samples_t **list_p);
@@ -101,8 +101,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t *spec,
 void svp_pipe_samples_destroy(svp_pipe_samples_t *list);
 
 /* "20 samples: 5 images x 4 seeds", "20 samples from the manifest M". */
-void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf,
-                               int len);
+void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf, int len);
 
 /* Sample i's image path, or NULL. */
 const char *svp_pipe_samples_image(const svp_pipe_samples_t *list, int i);

@@ -22,9 +22,9 @@ void svp_pipe_samples_defaults(const svp_spec_t *spec, svp_pipe_sample_params_t 
  * seen through map when not NULL; SVP_ERR_SPEC and the like with
  * "FILE:LINE: ..." in errbuf.
  */
-svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t *spec,
+svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
                                             const svp_pipe_path_map_t *map,
-                                            svp_pipe_samples_t **list_p,
+                                            svp_pipe_samples_t       **list_p,
                                             char *errbuf, int errlen);
 
 #endif

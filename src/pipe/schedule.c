@@ -87,16 +87,18 @@ void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
 {
     int                  S = params->stages, n = params->samples;
     int                  spread = (params->placement == SVP_PLACEMENT_SPREAD);
-    svp_schedule_slots_t s = {0};
+    svp_schedule_slots_t s      = {0};
 
     if (S > 1) {
         s.latent = params->inflight + 2;
         s.final  = (spread && rank != S - 1 && rank < n && lane == 0)
-                   ? SVP_SCHEDULE_FINAL_SLOTS : 0;
+                       ? SVP_SCHEDULE_FINAL_SLOTS
+                       : 0;
         s.encode = (rank != 0 && rank < n &&
                     svp_layout_place_of(params->placement, S, rank,
-                                       SVP_LAYOUT_ENCODES) == rank)
-                   ? SVP_SCHEDULE_ENCODE_SLOTS : 0;
+                                        SVP_LAYOUT_ENCODES) == rank)
+                       ? SVP_SCHEDULE_ENCODE_SLOTS
+                       : 0;
     }
     if (params->pairs > 1 && n > 0) {
         s.half  = 2;
@@ -107,13 +109,13 @@ void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
 }
 
 svp_schedule_frame_t svp_schedule_slot_frame(const svp_schedule_slots_t *slots,
-                                             int slot)
+                                             int                         slot)
 {
     int half0 = slots->latent + slots->final + slots->encode;
 
-    return (slot < half0) ? SVP_SCHEDULE_FRAME_SAMPLE :
-           (slot < half0 + slots->half) ? SVP_SCHEDULE_FRAME_HALF :
-                                          SVP_SCHEDULE_FRAME_SHARE;
+    return (slot < half0)                 ? SVP_SCHEDULE_FRAME_SAMPLE
+           : (slot < half0 + slots->half) ? SVP_SCHEDULE_FRAME_HALF
+                                          : SVP_SCHEDULE_FRAME_SHARE;
 }
 
 int svp_schedule_finishes(const svp_schedule_params_t *params, int rank)
@@ -122,29 +124,29 @@ int svp_schedule_finishes(const svp_schedule_params_t *params, int rank)
 
     for (j = 0; j < params->samples; ++j) {
         count += (svp_layout_place_of(params->placement, params->stages, j,
-                                     SVP_LAYOUT_FINISHES) == rank);
+                                      SVP_LAYOUT_FINISHES) == rank);
     }
     return count;
 }
 
-svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
-                                    const svp_schedule_params_t *params,
-                                    int rank)
+svp_status_t svp_schedule_iter_init(svp_schedule_iter_t         *it,
+                                    const svp_schedule_params_t *params, int rank)
 {
     return svp_schedule_iter_init_lane(it, params, rank, 0);
 }
 
-svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
+svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t         *it,
                                          const svp_schedule_params_t *params,
                                          int rank, int lane)
 {
     int pairs = SVP_MAX(1, params->pairs);
 
-    if (params->stages < 1 || rank < 0 || rank >= params->stages ||
-        pairs > 2 || lane < 0 || lane >= pairs || params->steps < 0 ||
-        params->samples < 0 || params->inflight < 1 ||
+    if (params->stages < 1 || rank < 0 || rank >= params->stages || pairs > 2 ||
+        lane < 0 || lane >= pairs || params->steps < 0 || params->samples < 0 ||
+        params->inflight < 1 ||
         params->inflight + 2 + SVP_SCHEDULE_FINAL_SLOTS + SVP_SCHEDULE_ENCODE_SLOTS +
-        2 + 1 > SVP_SCHEDULE_MAX_SLOTS) {
+                2 + 1 >
+            SVP_SCHEDULE_MAX_SLOTS) {
         return SVP_ERR_INVALID_PARAM;
     }
     memset(it, 0, sizeof(*it));
@@ -157,7 +159,7 @@ svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
     it->p.steps    = SVP_MAX(1, params->steps);
     it->p.pairs    = pairs;
     svp_schedule_slots(params, rank, lane, &it->slots);
-    it->phase      = (params->stages == 1) ? PHASE_SAMPLE : PHASE_SETUP;
+    it->phase = (params->stages == 1) ? PHASE_SAMPLE : PHASE_SETUP;
     return SVP_OK;
 }
 
@@ -193,7 +195,8 @@ static int sched_msg_step(const svp_schedule_iter_t *it, svp_schedule_kind_t kin
 static void sched_emit(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
                        svp_schedule_msg_t msg, int j, int slot, int peer)
 {
-    svp_schedule_action_t *a = &it->queue[(it->head + it->count) % SVP_SCHEDULE_QUEUE];
+    svp_schedule_action_t *a =
+        &it->queue[(it->head + it->count) % SVP_SCHEDULE_QUEUE];
 
     ++it->count;
     memset(a, 0, sizeof(*a));
@@ -256,7 +259,8 @@ static int sched_encoder(const svp_schedule_iter_t *it, int j)
 
 static int sched_finisher(const svp_schedule_iter_t *it, int j)
 {
-    return svp_layout_place_of(it->p.placement, it->p.stages, j, SVP_LAYOUT_FINISHES);
+    return svp_layout_place_of(it->p.placement, it->p.stages, j,
+                               SVP_LAYOUT_FINISHES);
 }
 
 /* The latent slot of j, and the receive that brings j to this rank (none:
@@ -271,7 +275,8 @@ static void sched_post_input(svp_schedule_iter_t *it, int j)
     if (it->rank > 0) {
         sched_post(it, SVP_SCHEDULE_MSG_LATENT, j, sched_lat(it, j), it->rank - 1);
     } else if (sched_encoder(it, j) != 0) {
-        sched_post(it, SVP_SCHEDULE_MSG_INIT, j, sched_lat(it, j), sched_encoder(it, j));
+        sched_post(it, SVP_SCHEDULE_MSG_INIT, j, sched_lat(it, j),
+                   sched_encoder(it, j));
     }
 }
 
@@ -293,7 +298,7 @@ static void sched_pair_msg(svp_schedule_iter_t *it, svp_schedule_kind_t kind,
     sched_emit(it, kind, msg, j, slot, it->rank);
     sched_last(it)->peer_lane = 1 - it->lane;
     if (step >= 0) {
-        sched_last(it)->step = step;    /* a HALF's; else the table's */
+        sched_last(it)->step = step; /* a HALF's; else the table's */
     }
 }
 
@@ -313,7 +318,8 @@ static void sched_finish(svp_schedule_iter_t *it, int j, int slot)
         sched_emit(it, SVP_SCHEDULE_SHARE, SVP_SCHEDULE_MSG_NONE, j, sh, -1);
         sched_pair_msg(it, SVP_SCHEDULE_SEND, SVP_SCHEDULE_MSG_SHARE, j, -1, sh);
     } else {
-        sched_pair_msg(it, SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, j, -1, sh);
+        sched_pair_msg(it, SVP_SCHEDULE_POST_RECV, SVP_SCHEDULE_MSG_SHARE, j, -1,
+                       sh);
         sched_emit(it, SVP_SCHEDULE_SHARE, SVP_SCHEDULE_MSG_NONE, j, -1, -1);
         sched_wait(it, sh, SVP_SCHEDULE_MSG_SHARE, j, it->rank, 0, 0);
         sched_last(it)->peer_lane = 1;
@@ -382,8 +388,8 @@ static void sched_setup(svp_schedule_iter_t *it)
 /* Begin e and send it to rank 0. */
 static void sched_encode(svp_schedule_iter_t *it, int e)
 {
-    int slot = it->slots.latent + it->slots.final +
-               (e / it->p.stages) % it->slots.encode;
+    int slot =
+        it->slots.latent + it->slots.final + (e / it->p.stages) % it->slots.encode;
 
     sched_free(it, slot);
     sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, e, slot, -1);
@@ -433,7 +439,8 @@ static void sched_sample_out(svp_schedule_iter_t *it, int i, int slot)
         return;
     }
     sched_output(it, i, slot);
-    while (it->next_final >= 0 && it->next_final < n && i >= it->next_final + S - r) {
+    while (it->next_final >= 0 && it->next_final < n &&
+           i >= it->next_final + S - r) {
         sched_final(it, it->next_final);
         it->next_final += S;
     }
@@ -461,11 +468,13 @@ static void sched_sample(svp_schedule_iter_t *it)
      * the first encode); later ones about one stage */
     slot = sched_lat(it, i);
     if (r > 0 || sched_encoder(it, i) != 0) {
-        sched_wait(it, slot, (r > 0) ? SVP_SCHEDULE_MSG_LATENT : SVP_SCHEDULE_MSG_INIT,
-                   i, (r > 0) ? r - 1 : sched_encoder(it, i), (i == 0) ? r : 1, i == 0);
+        sched_wait(it, slot,
+                   (r > 0) ? SVP_SCHEDULE_MSG_LATENT : SVP_SCHEDULE_MSG_INIT, i,
+                   (r > 0) ? r - 1 : sched_encoder(it, i), (i == 0) ? r : 1, i == 0);
     } else {
         if (it->busy[slot]) {
-            sched_wait(it, slot, SVP_SCHEDULE_MSG_NONE, -1, -1, (i == 0) ? r : 1, i == 0);
+            sched_wait(it, slot, SVP_SCHEDULE_MSG_NONE, -1, -1, (i == 0) ? r : 1,
+                       i == 0);
         }
         sched_emit(it, SVP_SCHEDULE_BEGIN, SVP_SCHEDULE_MSG_NONE, i, slot, -1);
     }
@@ -550,11 +559,11 @@ const svp_schedule_action_t *svp_schedule_iter_next(svp_schedule_iter_t *it)
 const char *svp_schedule_kind_name(svp_schedule_kind_t kind)
 {
     static const char *const names[SVP_SCHEDULE_KIND_COUNT] = {
-        [SVP_SCHEDULE_POST_RECV] = "post_recv", [SVP_SCHEDULE_WAIT]   = "wait",
-        [SVP_SCHEDULE_BEGIN]     = "begin",     [SVP_SCHEDULE_STEPS]  = "steps",
-        [SVP_SCHEDULE_SEND]      = "send",      [SVP_SCHEDULE_FINISH] = "finish",
-        [SVP_SCHEDULE_HALF]      = "half",      [SVP_SCHEDULE_MERGE]  = "merge",
-        [SVP_SCHEDULE_SHARE]     = "share",     [SVP_SCHEDULE_DROP]   = "drop",
+        [SVP_SCHEDULE_POST_RECV] = "post_recv", [SVP_SCHEDULE_WAIT] = "wait",
+        [SVP_SCHEDULE_BEGIN] = "begin",         [SVP_SCHEDULE_STEPS] = "steps",
+        [SVP_SCHEDULE_SEND] = "send",           [SVP_SCHEDULE_FINISH] = "finish",
+        [SVP_SCHEDULE_HALF] = "half",           [SVP_SCHEDULE_MERGE] = "merge",
+        [SVP_SCHEDULE_SHARE] = "share",         [SVP_SCHEDULE_DROP] = "drop",
     };
 
     return ((unsigned)kind < SVP_SCHEDULE_KIND_COUNT) ? names[kind] : "?";
@@ -563,9 +572,9 @@ const char *svp_schedule_kind_name(svp_schedule_kind_t kind)
 const char *svp_schedule_msg_name(svp_schedule_msg_t msg)
 {
     static const char *const names[SVP_SCHEDULE_MSG_COUNT] = {
-        [SVP_SCHEDULE_MSG_NONE] = "none", [SVP_SCHEDULE_MSG_LATENT] = "latent",
+        [SVP_SCHEDULE_MSG_NONE] = "none",   [SVP_SCHEDULE_MSG_LATENT] = "latent",
         [SVP_SCHEDULE_MSG_FINAL] = "final", [SVP_SCHEDULE_MSG_INIT] = "init",
-        [SVP_SCHEDULE_MSG_HALF] = "half", [SVP_SCHEDULE_MSG_SHARE] = "share",
+        [SVP_SCHEDULE_MSG_HALF] = "half",   [SVP_SCHEDULE_MSG_SHARE] = "share",
     };
 
     return ((unsigned)msg < SVP_SCHEDULE_MSG_COUNT) ? names[msg] : "?";

@@ -26,41 +26,41 @@
  * to whom and when, is the table at the top of schedule.c. */
 typedef enum {
     SVP_SCHEDULE_MSG_NONE   = 0,
-    SVP_SCHEDULE_MSG_LATENT = 1,  /* a sample, to the next rank */
-    SVP_SCHEDULE_MSG_FINAL  = 2,  /* a final latent, to the finishing rank */
-    SVP_SCHEDULE_MSG_INIT   = 3,  /* an encoded sample, to rank 0 */
-    SVP_SCHEDULE_MSG_HALF   = 4,  /* a step's noise-prediction half, to the
+    SVP_SCHEDULE_MSG_LATENT = 1, /* a sample, to the next rank */
+    SVP_SCHEDULE_MSG_FINAL  = 2, /* a final latent, to the finishing rank */
+    SVP_SCHEDULE_MSG_INIT   = 3, /* an encoded sample, to rank 0 */
+    SVP_SCHEDULE_MSG_HALF   = 4, /* a step's noise-prediction half, to the
                                      other lane of the position (C = 2) */
-    SVP_SCHEDULE_MSG_SHARE  = 5,  /* lane 1's share of a shared finish (its
+    SVP_SCHEDULE_MSG_SHARE  = 5, /* lane 1's share of a shared finish (its
                                      decode chunks), to lane 0 */
     SVP_SCHEDULE_MSG_COUNT
 } svp_schedule_msg_t;
 
 typedef enum {
-    SVP_SCHEDULE_POST_RECV,  /* post a receive of (msg, j, step) from peer
+    SVP_SCHEDULE_POST_RECV, /* post a receive of (msg, j, step) from peer
                                 into slot */
-    SVP_SCHEDULE_WAIT,       /* wait for slot's request: a receive (msg set:
+    SVP_SCHEDULE_WAIT,      /* wait for slot's request: a receive (msg set:
                                 for LATENT, INIT and FINAL sample j is then in
                                 the slot's frame) or the slot's last send (msg
                                 NONE) */
-    SVP_SCHEDULE_BEGIN,      /* the stage's begin() of j (encode), into slot;
+    SVP_SCHEDULE_BEGIN,     /* the stage's begin() of j (encode), into slot;
                                 slot -1: the rank's own memory, no frame */
-    SVP_SCHEDULE_STEPS,      /* this rank's steps of j */
-    SVP_SCHEDULE_SEND,       /* send (msg, j, step) from slot to peer */
-    SVP_SCHEDULE_FINISH,     /* the stage's finish() of j (decode, outputs);
+    SVP_SCHEDULE_STEPS,     /* this rank's steps of j */
+    SVP_SCHEDULE_SEND,      /* send (msg, j, step) from slot to peer */
+    SVP_SCHEDULE_FINISH,    /* the stage's finish() of j (decode, outputs);
                                 slot2 >= 0 (pairs, lane 0): shared, lane 1's
                                 share of the decode is in slot2 */
-    SVP_SCHEDULE_HALF,       /* pairs: step `step` of j, this lane's guidance
+    SVP_SCHEDULE_HALF,      /* pairs: step `step` of j, this lane's guidance
                                 half of the noise prediction, into slot (the
                                 HALF message the other lane gets) */
-    SVP_SCHEDULE_MERGE,      /* pairs: step `step` of j completed with the
+    SVP_SCHEDULE_MERGE,     /* pairs: step `step` of j completed with the
                                 other lane's half, received into slot2 (slot:
                                 this lane's) */
-    SVP_SCHEDULE_SHARE,      /* pairs: this lane's share of j's shared finish
+    SVP_SCHEDULE_SHARE,     /* pairs: this lane's share of j's shared finish
                                 (its decode chunks); lane 1 into slot (the
                                 SHARE message), lane 0 into the stage's own
                                 memory (slot -1) */
-    SVP_SCHEDULE_DROP,       /* the end of j's walk on lane 1 where lane 0
+    SVP_SCHEDULE_DROP,      /* the end of j's walk on lane 1 where lane 0
                                 sends j's FINAL to its finisher */
     SVP_SCHEDULE_KIND_COUNT
 } svp_schedule_kind_t;
@@ -103,11 +103,11 @@ typedef struct {
 
 typedef struct {
     svp_placement_t placement;
-    int             stages;      /* S, the ranks of the group */
-    int             samples;     /* n, the samples dealt to the group */
-    int             inflight;    /* comm.inflight: receives posted ahead */
-    int             pairs;       /* C, ranks per position (0 or 1: one) */
-    int             steps;       /* k, the steps each position runs (pairs:
+    int             stages;   /* S, the ranks of the group */
+    int             samples;  /* n, the samples dealt to the group */
+    int             inflight; /* comm.inflight: receives posted ahead */
+    int             pairs;    /* C, ranks per position (0 or 1: one) */
+    int             steps;    /* k, the steps each position runs (pairs:
                                     the list has actions per step; 0: 1) */
 } svp_schedule_params_t;
 
@@ -129,11 +129,11 @@ static inline svp_schedule_params_t svp_schedule_params_of(const svp_layout_t *l
 
 /* Frame slots of one rank, in five rings numbered one after the other. */
 typedef struct {
-    int latent;   /* samples on their walk: inflight + 2 (S > 1), else 0 */
-    int final;    /* final latents this rank finishes for the last rank */
-    int encode;   /* encoded samples on their way to rank 0 */
-    int half;     /* pairs: the step's half out and the other's in (2) */
-    int share;    /* pairs, a position that finishes: the SHARE message
+    int latent; /* samples on their walk: inflight + 2 (S > 1), else 0 */
+    int final;  /* final latents this rank finishes for the last rank */
+    int encode; /* encoded samples on their way to rank 0 */
+    int half;   /* pairs: the step's half out and the other's in (2) */
+    int share;  /* pairs, a position that finishes: the SHARE message
                      (lane 0 receives into it, lane 1 sends from it: 1) */
     int total;
 } svp_schedule_slots_t;
@@ -148,15 +148,15 @@ typedef enum {
 
 /* The frame kind of slot. */
 svp_schedule_frame_t svp_schedule_slot_frame(const svp_schedule_slots_t *slots,
-                                             int slot);
+                                             int                         slot);
 
 /* Slots in flight at once per ring of finals and of encodes. */
 #define SVP_SCHEDULE_FINAL_SLOTS  2
 #define SVP_SCHEDULE_ENCODE_SLOTS 2
 
 /* The most slots a rank has: comm.inflight is at most 64. */
-#define SVP_SCHEDULE_MAX_SLOTS    (64 + 2 + SVP_SCHEDULE_FINAL_SLOTS + \
-                                   SVP_SCHEDULE_ENCODE_SLOTS + 2 + 1)
+#define SVP_SCHEDULE_MAX_SLOTS \
+    (64 + 2 + SVP_SCHEDULE_FINAL_SLOTS + SVP_SCHEDULE_ENCODE_SLOTS + 2 + 1)
 
 /* The slots of lane's list at position rank. */
 void svp_schedule_slots(const svp_schedule_params_t *params, int rank, int lane,
@@ -172,16 +172,16 @@ int svp_schedule_finishes(const svp_schedule_params_t *params, int rank);
 typedef struct {
     svp_schedule_params_t p;
     int                   rank;
-    int                   lane;        /* the rank's half of the pair */
+    int                   lane; /* the rank's half of the pair */
     svp_schedule_slots_t  slots;
-    int                   phase;       /* set-up, sample i, drain, end */
-    int                   i;           /* the next sample of the walk */
-    int                   next_enc;    /* next sample encoded for rank 0; -1 */
-    int                   next_final;  /* next final latent finished; -1 */
-    int                   finished;    /* FINISH actions so far */
-    int                   pair_j;      /* pairs: the sample being stepped, */
-    int                   pair_slot;   /* its slot, */
-    int                   pair_step;   /* its next step (-1: none) */
+    int                   phase;      /* set-up, sample i, drain, end */
+    int                   i;          /* the next sample of the walk */
+    int                   next_enc;   /* next sample encoded for rank 0; -1 */
+    int                   next_final; /* next final latent finished; -1 */
+    int                   finished;   /* FINISH actions so far */
+    int                   pair_j;     /* pairs: the sample being stepped, */
+    int                   pair_slot;  /* its slot, */
+    int                   pair_step;  /* its next step (-1: none) */
     unsigned char         busy[SVP_SCHEDULE_MAX_SLOTS]; /* a request pending */
     svp_schedule_action_t queue[SVP_SCHEDULE_QUEUE];
     int                   head, count;
@@ -191,12 +191,11 @@ typedef struct {
  * Starts rank's list.  SVP_ERR_INVALID_PARAM when rank, stages, samples or
  * inflight are out of range.  The iterator owns nothing: no cleanup.
  */
-svp_status_t svp_schedule_iter_init(svp_schedule_iter_t *it,
-                                    const svp_schedule_params_t *params,
-                                    int rank);
+svp_status_t svp_schedule_iter_init(svp_schedule_iter_t         *it,
+                                    const svp_schedule_params_t *params, int rank);
 
 /* The same for lane (0 .. C-1) of position rank. */
-svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t *it,
+svp_status_t svp_schedule_iter_init_lane(svp_schedule_iter_t         *it,
                                          const svp_schedule_params_t *params,
                                          int rank, int lane);
 

@@ -25,16 +25,18 @@ svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
     i     = isdigit((unsigned char)s[0]) ? strtol(s, &end, 10) : -1;
     if (i >= 0 && errno == 0 && *end == '/' && isdigit((unsigned char)end[1])) {
         const char *t = end + 1;
-        n = strtol(t, &end, 10);
-        if (errno == 0 && *end == '\0' && n >= 1 && n <= 1000000 &&
-            i >= 0 && i < n) {
+        n             = strtol(t, &end, 10);
+        if (errno == 0 && *end == '\0' && n >= 1 && n <= 1000000 && i >= 0 &&
+            i < n) {
             shard_p->index = (int)i;
             shard_p->count = (int)n;
             return SVP_OK;
         }
     }
-    svp_errf(errbuf, errlen, "--shard: expected I/N with 0 <= I < N (task I "
-                     "of N), found '%s'", s);
+    svp_errf(errbuf, errlen,
+             "--shard: expected I/N with 0 <= I < N (task I "
+             "of N), found '%s'",
+             s);
     return SVP_ERR_USAGE;
 }
 
@@ -65,7 +67,7 @@ static int svp_samples_parse_array(const char *array, long *min_p, long *max_p)
     b = a;
     if (*end == '-') {
         const char *t = end + 1;
-        b = strtol(t, &end, 10);
+        b             = strtol(t, &end, 10);
         if (errno != 0 || end == t || b < a) {
             return -1;
         }
@@ -90,9 +92,11 @@ svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int err
     long min, max;
 
     if (svp_samples_parse_array(array, &min, &max) != 0) {
-        svp_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
-                         "like 0-63 or 0-63%%8 (task i makes its share of the "
-                         "samples), found '%s'", array);
+        svp_errf(errbuf, errlen,
+                 "cluster.array: expected a range of task ids "
+                 "like 0-63 or 0-63%%8 (task i makes its share of the "
+                 "samples), found '%s'",
+                 array);
         return SVP_ERR_SPEC;
     }
     return SVP_OK;
@@ -107,17 +111,22 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
     /* the spec's range, not Slurm's MIN and MAX: one task resubmitted alone
      * (sbatch --array=5 job.sbatch) is an array of one, yet still shard 5 */
     if (svp_samples_parse_array(array, &min, &max) != 0) {
-        svp_errf(errbuf, errlen, "cluster.array: expected a range of task ids "
-                         "like 0-63 or 0-63%%8 (task i makes its share of the "
-                         "samples), found '%s'", array);
+        svp_errf(errbuf, errlen,
+                 "cluster.array: expected a range of task ids "
+                 "like 0-63 or 0-63%%8 (task i makes its share of the "
+                 "samples), found '%s'",
+                 array);
         return SVP_ERR_USAGE;
     }
     if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) == 0) {
         return SVP_ERR_NOT_FOUND;
     }
-    if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) != 1 || id < min || id > max) {
-        svp_errf(errbuf, errlen, "SLURM_ARRAY_TASK_ID=%s: expected a task of "
-                         "cluster.array %s", env, array);
+    if (svp_samples_env_int("SLURM_ARRAY_TASK_ID", &id) != 1 || id < min ||
+        id > max) {
+        svp_errf(errbuf, errlen,
+                 "SLURM_ARRAY_TASK_ID=%s: expected a task of "
+                 "cluster.array %s",
+                 env, array);
         return SVP_ERR_USAGE;
     }
     shard_p->index = (int)(id - min);

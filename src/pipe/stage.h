@@ -51,7 +51,7 @@ typedef struct svp_stage_ops {
      * finish_shared() writes the outputs on lane 0 with lane 1's share,
      * theirs, and they are finish()'s bit for bit.
      */
-    size_t       (*share_bytes)(void *self);
+    size_t (*share_bytes)(void *self);
     svp_status_t (*share)(void *self, svp_sample_t *sample, int lane, void *out,
                           size_t bytes);
     svp_status_t (*finish_shared)(void *self, svp_sample_t *sample,
@@ -90,7 +90,7 @@ typedef struct {
      * (pipe.c, comm.gpu_direct).  alloc(), begin() and finish() always deal
      * in host tensors: svp_stage_sample_copy() moves a sample across.
      */
-    const svp_devmem_t    *devmem;
+    const svp_devmem_t *devmem;
 } svp_stage_t;
 
 /*

@@ -38,9 +38,9 @@
 typedef struct {
     const svp_spec_t   *spec;
     svp_dummy_h         model;
-    svp_dummy_h         half;     /* a pair's step: half the cost */
+    svp_dummy_h         half; /* a pair's step: half the cost */
     svp_pipe_samples_t *list;
-    svp_pipe_wds_h      wds;      /* output.format webdataset, else NULL */
+    svp_pipe_wds_h      wds; /* output.format webdataset, else NULL */
 } svp_stage_dummy_t;
 
 static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s)
@@ -48,7 +48,8 @@ static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s
     svp_stage_dummy_t *st = self;
     svp_status_t       status;
 
-    status = svp_tensor_create(SVP_DTYPE_F32, 5, st->spec->latent_shape, &s->tensors[0]);
+    status =
+        svp_tensor_create(SVP_DTYPE_F32, 5, st->spec->latent_shape, &s->tensors[0]);
     if (status != SVP_OK) {
         return status;
     }
@@ -91,8 +92,8 @@ static svp_status_t svp_stage_dummy_step(void *self, svp_sample_t *s, int step)
  * were before the step, and a pair whose two copies differ fails in
  * merge().
  */
-static svp_status_t svp_stage_dummy_half(void *self, svp_sample_t *s, int step, int lane,
-                                         void *out, size_t bytes)
+static svp_status_t svp_stage_dummy_half(void *self, svp_sample_t *s, int step,
+                                         int lane, void *out, size_t bytes)
 {
     svp_stage_dummy_t *st = self;
     svp_tensor_t      *x  = s->tensors[0];
@@ -107,15 +108,16 @@ static svp_status_t svp_stage_dummy_half(void *self, svp_sample_t *s, int step, 
     return svp_dummy_step(st->half, x, step);
 }
 
-static svp_status_t svp_stage_dummy_merge(void *self, svp_sample_t *s, int step, int lane,
-                                          const void *mine, const void *theirs,
-                                          size_t bytes)
+static svp_status_t svp_stage_dummy_merge(void *self, svp_sample_t *s, int step,
+                                          int lane, const void *mine,
+                                          const void *theirs, size_t bytes)
 {
     (void)self;
     (void)lane;
     if (memcmp(mine, theirs, bytes) != 0) {
         svp_error("sample %d step %d: the two ranks of the pair hold different "
-                  "latents", s->index, step);
+                  "latents",
+                  s->index, step);
         return SVP_ERR_MESSAGE;
     }
     return SVP_OK;
@@ -148,8 +150,8 @@ static size_t svp_stage_dummy_share_bytes(void *self)
     return n * sizeof(float);
 }
 
-static svp_status_t svp_stage_dummy_share(void *self, svp_sample_t *s, int lane, void *out,
-                                          size_t bytes)
+static svp_status_t svp_stage_dummy_share(void *self, svp_sample_t *s, int lane,
+                                          void *out, size_t bytes)
 {
     svp_stage_dummy_t *st = self;
 
@@ -188,7 +190,7 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
     svp_pipe_wds_stage_h h;
     char                 path[4200], *text = NULL;
     void                *latents = NULL;
-    size_t               bytes = 0;
+    size_t               bytes   = 0;
     json_t              *o;
     svp_status_t         status;
 
@@ -207,7 +209,8 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
                   s->index, "seed", (json_int_t)s->seed, "steps", st->spec->steps,
                   "model", "dummy", "params", json_loads(params, 0, NULL));
     text = (o != NULL) ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                       JSON_REAL_PRECISION(9)) : NULL;
+                                           JSON_REAL_PRECISION(9))
+                       : NULL;
     json_decref(o);
     if (status == SVP_OK && text == NULL) {
         status = SVP_ERR_NO_MEMORY;
@@ -226,8 +229,8 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
 
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
 {
-    char               path[4096], name[256], *params;
-    svp_status_t       status;
+    char         path[4096], name[256], *params;
+    svp_status_t status;
 
     status = svp_mkdir_p(st->spec->output.dir, 0755);
     if (status != SVP_OK) {
@@ -246,8 +249,8 @@ static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s
         free(params);
         return status;
     }
-    status  = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
-                                      params, path);
+    status = svp_sample_write_tensor(st->spec, s, "latent", s->tensors[0], "dummy",
+                                     params, path);
     free(params);
     if (status == SVP_OK) {
         svp_debug("wrote %s", path);
@@ -257,11 +260,12 @@ static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s
 
 /* Whether the latent file at path is sample index's of this job. */
 static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
-                                               const char *path, char *why, size_t len)
+                                               const char *path, char *why,
+                                               size_t len)
 {
-    const char        *got;
-    svp_safetensors_h  f;
-    svp_status_t       status;
+    const char       *got;
+    svp_safetensors_h f;
+    svp_status_t      status;
 
     status = svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
                                           st->list->items[index].seed, 5,
@@ -276,8 +280,8 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
     if (status == SVP_OK) {
         got = svp_safetensors_metadata(f, "params");
         if (got != NULL) {
-            status = svp_pipe_samples_params_check(st->list, index, got, path, why,
-                                                   len);
+            status =
+                svp_pipe_samples_params_check(st->list, index, got, path, why, len);
         }
         svp_safetensors_close(f);
     } else {
@@ -306,26 +310,32 @@ static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *wher
     /* the record: this job, its steps and the sample's seed and parameters */
     v = json_object_get(record, "job");
     if (!json_is_string(v) || strcmp(json_string_value(v), st->spec->name) != 0) {
-        snprintf(why, len, "%s was made with other parameters: job: '%s', this job "
-                 "has '%s'", where, json_is_string(v) ? json_string_value(v) : "(none)",
+        snprintf(why, len,
+                 "%s was made with other parameters: job: '%s', this job "
+                 "has '%s'",
+                 where, json_is_string(v) ? json_string_value(v) : "(none)",
                  st->spec->name);
         return SVP_ERR_SPEC;
     }
     v = json_object_get(record, "steps");
     if (json_integer_value(v) != st->spec->steps) {
-        snprintf(why, len, "%s was made with other parameters: steps: %lld, this job "
-                 "has %d", where, (long long)json_integer_value(v), st->spec->steps);
+        snprintf(why, len,
+                 "%s was made with other parameters: steps: %lld, this job "
+                 "has %d",
+                 where, (long long)json_integer_value(v), st->spec->steps);
         return SVP_ERR_SPEC;
     }
     v = json_object_get(record, "seed");
     if ((uint64_t)json_integer_value(v) != st->list->items[i].seed) {
-        snprintf(why, len, "%s was made with other parameters: seed: %lld, this job "
-                 "has %llu", where, (long long)json_integer_value(v),
+        snprintf(why, len,
+                 "%s was made with other parameters: seed: %lld, this job "
+                 "has %llu",
+                 where, (long long)json_integer_value(v),
                  (unsigned long long)st->list->items[i].seed);
         return SVP_ERR_SPEC;
     }
-    params = json_dumps(json_object_get(record, "params"), JSON_COMPACT |
-                        JSON_REAL_PRECISION(9));
+    params = json_dumps(json_object_get(record, "params"),
+                        JSON_COMPACT | JSON_REAL_PRECISION(9));
     if (params == NULL) {
         snprintf(why, len, "%s has no parameters", where);
         return SVP_ERR_BAD_FILE;
@@ -358,8 +368,8 @@ static void svp_stage_dummy_set_task(void *self, int index, int count)
     }
 }
 
-static svp_status_t svp_stage_dummy_pack(void *self, int (*mine)(int sample, void *arg),
-                                         void *arg)
+static svp_status_t
+svp_stage_dummy_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
 {
     svp_stage_dummy_t *st = self;
 
@@ -375,7 +385,7 @@ static uint64_t svp_stage_dummy_output_bytes(void *self)
     for (d = 0; d < 5; ++d) {
         n *= (uint64_t)st->spec->latent_shape[d];
     }
-    return n + 4096;   /* the header and its metadata */
+    return n + 4096; /* the header and its metadata */
 }
 
 static void svp_stage_dummy_destroy(void *self)
@@ -390,21 +400,21 @@ static void svp_stage_dummy_destroy(void *self)
 }
 
 static const svp_stage_ops_t svp_stage_dummy_ops = {
-    .name    = "dummy",
-    .alloc   = svp_stage_dummy_alloc,
-    .begin   = svp_stage_dummy_begin,
-    .step    = svp_stage_dummy_step,
-    .half    = svp_stage_dummy_half,
-    .merge   = svp_stage_dummy_merge,
-    .finish  = svp_stage_dummy_finish,
-    .share_bytes = svp_stage_dummy_share_bytes,
-    .share   = svp_stage_dummy_share,
+    .name          = "dummy",
+    .alloc         = svp_stage_dummy_alloc,
+    .begin         = svp_stage_dummy_begin,
+    .step          = svp_stage_dummy_step,
+    .half          = svp_stage_dummy_half,
+    .merge         = svp_stage_dummy_merge,
+    .finish        = svp_stage_dummy_finish,
+    .share_bytes   = svp_stage_dummy_share_bytes,
+    .share         = svp_stage_dummy_share,
     .finish_shared = svp_stage_dummy_finish_shared,
-    .check_output = svp_stage_dummy_check_output,
-    .output_bytes = svp_stage_dummy_output_bytes,
-    .set_task = svp_stage_dummy_set_task,
-    .pack    = svp_stage_dummy_pack,
-    .destroy = svp_stage_dummy_destroy,
+    .check_output  = svp_stage_dummy_check_output,
+    .output_bytes  = svp_stage_dummy_output_bytes,
+    .set_task      = svp_stage_dummy_set_task,
+    .pack          = svp_stage_dummy_pack,
+    .destroy       = svp_stage_dummy_destroy,
 };
 
 svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p)
@@ -423,8 +433,8 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
     if (st == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    st->spec    = spec;
-    status      = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
+    st->spec = spec;
+    status   = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
     if (status != SVP_OK) {
         svp_error("%s", err);
         free(st);
@@ -454,6 +464,6 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
     }
     stage_p->ops    = &svp_stage_dummy_ops;
     stage_p->self   = st;
-    stage_p->devmem = NULL;     /* host memory only, whatever the device */
+    stage_p->devmem = NULL; /* host memory only, whatever the device */
     return SVP_OK;
 }

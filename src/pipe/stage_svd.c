@@ -66,8 +66,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-svp_status_t svp_stage_svd_dev_buf(svp_stage_svd_t *st, const float *host,
-                                   int64_t n, float **buf_p)
+svp_status_t svp_stage_svd_dev_buf(svp_stage_svd_t *st, const float *host, int64_t n,
+                                   float **buf_p)
 {
     svp_status_t status = svp_ops_alloc(st->ops, (size_t)n, buf_p);
 
@@ -84,16 +84,19 @@ uint64_t svp_stage_svd_seed(const svp_stage_svd_t *st, int i)
 
 svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s)
 {
-    svp_stage_svd_t *st = self;
-    int64_t          shapes[SVD_T_COUNT][5] = {
-        {1, st->F, 4, st->h, st->w}, {1, 4, st->h, st->w}, {1, 1, st->D}, {1, 3},
-        {1}, {2}};
-    static const int         ndims[SVD_T_COUNT]  = {5, 4, 3, 2, 1, 1};
-    static const svp_dtype_t dtypes[SVD_T_COUNT] = {
-        SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_F32, SVP_DTYPE_I64,
-        SVP_DTYPE_F64};
-    svp_status_t     status;
-    int              i;
+    svp_stage_svd_t         *st                     = self;
+    int64_t                  shapes[SVD_T_COUNT][5] = {{1, st->F, 4, st->h, st->w},
+                                                       {1, 4, st->h, st->w},
+                                                       {1, 1, st->D},
+                                                       {1, 3},
+                                                       {1},
+                                                       {2}};
+    static const int         ndims[SVD_T_COUNT]     = {5, 4, 3, 2, 1, 1};
+    static const svp_dtype_t dtypes[SVD_T_COUNT]    = {SVP_DTYPE_F32, SVP_DTYPE_F32,
+                                                       SVP_DTYPE_F32, SVP_DTYPE_F32,
+                                                       SVP_DTYPE_I64, SVP_DTYPE_F64};
+    svp_status_t             status;
+    int                      i;
 
     for (i = 0; i < SVD_T_COUNT; ++i) {
         status = svp_tensor_create(dtypes[i], ndims[i], shapes[i], &s->tensors[i]);
@@ -199,8 +202,8 @@ static float *svp_stage_svd_x(svp_stage_svd_t *st, svp_sample_t *s)
  * the unconditional half); the timestep, embeddings and ids per half.
  * Halves [first, first + count) of a batch of `batch` (a pair's rank
  * builds its own half only). */
-static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, int step,
-                                          int batch, int first, int count)
+static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s,
+                                          int step, int batch, int first, int count)
 {
     svp_ops_h    ops   = st->ops;
     int64_t      plane = st->h * st->w, fr = 4 * plane, n = st->F * fr;
@@ -216,8 +219,10 @@ static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, 
         img = st->d_img;
         emb = st->d_emb;
         SVP_TRY(svp_ops_upload(ops, st->d_x, s->tensors[SVD_T_LATENTS]->data, n));
-        SVP_TRY(svp_ops_upload(ops, st->d_img, s->tensors[SVD_T_IMAGE_LATENTS]->data, fr));
-        SVP_TRY(svp_ops_upload(ops, st->d_emb, s->tensors[SVD_T_EMBEDS]->data, st->D));
+        SVP_TRY(svp_ops_upload(ops, st->d_img, s->tensors[SVD_T_IMAGE_LATENTS]->data,
+                               fr));
+        SVP_TRY(
+            svp_ops_upload(ops, st->d_emb, s->tensors[SVD_T_EMBEDS]->data, st->D));
         memcpy(ids, s->tensors[SVD_T_IDS]->data, sizeof(ids));
     }
     x    = svp_stage_svd_x(st, s);
@@ -231,14 +236,16 @@ static svp_status_t svp_stage_svd_step_in(svp_stage_svd_t *st, svp_sample_t *s, 
         }
         st->t[b] = svp_sched_timesteps(st->sched)[step];
         memcpy(st->ids + 3 * b, ids, sizeof(ids));
-        SVP_TRY(svp_ops_copy(ops, st->D, cond ? emb : st->d_zero, st->d_ehs + b * st->D));
+        SVP_TRY(svp_ops_copy(ops, st->D, cond ? emb : st->d_zero,
+                             st->d_ehs + b * st->D));
     }
     return SVP_OK;
 }
 
 /* The UNet on halves [b, b + count) of the batch svp_stage_svd_step_in made. */
-static svp_status_t svp_stage_svd_step_unet(svp_stage_svd_t *st, const svp_sample_t *s,
-                                            int step, int b, int count)
+static svp_status_t svp_stage_svd_step_unet(svp_stage_svd_t    *st,
+                                            const svp_sample_t *s, int step, int b,
+                                            int count)
 {
     int64_t      plane = st->h * st->w, n = st->F * 4 * plane;
     svp_status_t status;
@@ -254,15 +261,15 @@ static svp_status_t svp_stage_svd_step_unet(svp_stage_svd_t *st, const svp_sampl
 
 /* The guidance (cfg: d_out holds both halves) and the Euler update of the
  * latents in hand, which go back to the sample. */
-static svp_status_t svp_stage_svd_step_out(svp_stage_svd_t *st, svp_sample_t *s, int step,
-                                           int cfg)
+static svp_status_t svp_stage_svd_step_out(svp_stage_svd_t *st, svp_sample_t *s,
+                                           int step, int cfg)
 {
-    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
-    svp_ops_h              ops = st->ops;
-    int64_t                fr  = 4 * st->h * st->w, n = st->F * fr;
-    float                 *x   = svp_stage_svd_x(st, s), last;
-    const float           *v   = st->d_out;
-    svp_sched_euler_coef_t coef;
+    const svp_pipe_sample_params_t *p   = &st->list->items[s->index];
+    svp_ops_h                       ops = st->ops;
+    int64_t                         fr = 4 * st->h * st->w, n = st->F * fr;
+    float                          *x = svp_stage_svd_x(st, s), last;
+    const float                    *v = st->d_out;
+    svp_sched_euler_coef_t          coef;
 
     if (cfg) {
         /* the sample's own ramp: a manifest line may set its guidance */
@@ -301,12 +308,12 @@ static svp_status_t svp_stage_svd_step(void *self, svp_sample_t *s, int step)
 
 /* A pair's step (stage.h): this lane's half (without guidance, the one
  * prediction), out to the other lane; then the step with both. */
-static svp_status_t svp_stage_svd_half(void *self, svp_sample_t *s, int step, int lane,
-                                       void *out, size_t bytes)
+static svp_status_t svp_stage_svd_half(void *self, svp_sample_t *s, int step,
+                                       int lane, void *out, size_t bytes)
 {
     svp_stage_svd_t *st  = self;
     int              cfg = svp_stage_svd_cfg(st, s), b = cfg ? lane : 0;
-    int64_t          n   = st->F * 4 * st->h * st->w;
+    int64_t          n = st->F * 4 * st->h * st->w;
 
     if ((size_t)n * sizeof(float) != bytes) {
         svp_error("internal: a guidance half is %zu bytes, the pair's message %zu",
@@ -318,8 +325,9 @@ static svp_status_t svp_stage_svd_half(void *self, svp_sample_t *s, int step, in
     return svp_ops_download(st->ops, out, st->d_out + b * n, n);
 }
 
-static svp_status_t svp_stage_svd_merge(void *self, svp_sample_t *s, int step, int lane,
-                                        const void *mine, const void *theirs, size_t bytes)
+static svp_status_t svp_stage_svd_merge(void *self, svp_sample_t *s, int step,
+                                        int lane, const void *mine,
+                                        const void *theirs, size_t bytes)
 {
     svp_stage_svd_t *st  = self;
     int              cfg = svp_stage_svd_cfg(st, s);
@@ -346,20 +354,19 @@ static uint64_t svp_stage_svd_output_bytes(void *self)
 }
 
 const svp_stage_ops_t svp_stage_svd_ops = {
-    .name    = "svd",
-    .alloc   = svp_stage_svd_alloc,
-    .begin   = svp_stage_svd_begin,
-    .step    = svp_stage_svd_step,
-    .half    = svp_stage_svd_half,
-    .merge   = svp_stage_svd_merge,
-    .finish  = svp_stage_svd_finish,
-    .share_bytes = svp_stage_svd_share_bytes,
-    .share   = svp_stage_svd_share,
+    .name          = "svd",
+    .alloc         = svp_stage_svd_alloc,
+    .begin         = svp_stage_svd_begin,
+    .step          = svp_stage_svd_step,
+    .half          = svp_stage_svd_half,
+    .merge         = svp_stage_svd_merge,
+    .finish        = svp_stage_svd_finish,
+    .share_bytes   = svp_stage_svd_share_bytes,
+    .share         = svp_stage_svd_share,
     .finish_shared = svp_stage_svd_finish_shared,
-    .check_output = svp_stage_svd_check_output,
-    .output_bytes = svp_stage_svd_output_bytes,
-    .set_task = svp_stage_svd_set_task,
-    .pack    = svp_stage_svd_pack,
-    .destroy = svp_stage_svd_destroy,
+    .check_output  = svp_stage_svd_check_output,
+    .output_bytes  = svp_stage_svd_output_bytes,
+    .set_task      = svp_stage_svd_set_task,
+    .pack          = svp_stage_svd_pack,
+    .destroy       = svp_stage_svd_destroy,
 };
-

@@ -24,8 +24,8 @@
  * The model calls with host inputs and outputs: through buffers of the ops
  * handle on every backend (device memory on cuda, host memory on cpu).
  */
-static svp_status_t svp_stage_svd_vae_encode(svp_stage_svd_t *st,
-                                             const float *image, float *mean)
+static svp_status_t svp_stage_svd_vae_encode(svp_stage_svd_t *st, const float *image,
+                                             float *mean)
 {
     int64_t      in = 3 * st->H * st->W, out = 4 * st->h * st->w;
     float       *d_image = NULL, *d_mean = NULL;
@@ -36,8 +36,8 @@ static svp_status_t svp_stage_svd_vae_encode(svp_stage_svd_t *st,
         status = svp_stage_svd_dev_buf(st, NULL, out, &d_mean);
     }
     if (status == SVP_OK) {
-        status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, d_image,
-                                d_mean, NULL, NULL);
+        status = svp_vae_encode(st->vae, 1, (int)st->H, (int)st->W, d_image, d_mean,
+                                NULL, NULL);
     }
     if (status == SVP_OK) {
         status = svp_ops_download(st->ops, mean, d_mean, (size_t)out);
@@ -47,15 +47,15 @@ static svp_status_t svp_stage_svd_vae_encode(svp_stage_svd_t *st,
     return status;
 }
 
-static svp_status_t svp_stage_svd_clip_encode(svp_stage_svd_t *st,
+static svp_status_t svp_stage_svd_clip_encode(svp_stage_svd_t    *st,
                                               const svp_tensor_t *pixels,
-                                              float *embeds)
+                                              float              *embeds)
 {
     float       *d_pixels = NULL, *d_embeds = NULL;
     svp_status_t status;
 
-    status = svp_stage_svd_dev_buf(st, pixels->data, svp_tensor_numel(pixels),
-                                   &d_pixels);
+    status =
+        svp_stage_svd_dev_buf(st, pixels->data, svp_tensor_numel(pixels), &d_pixels);
     if (status == SVP_OK) {
         status = svp_stage_svd_dev_buf(st, NULL, st->D, &d_embeds);
     }
@@ -90,13 +90,13 @@ static svp_status_t svp_stage_svd_row(svp_stage_svd_t *st, const char *name, int
 static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
                                          uint64_t seed, svp_sample_t *s)
 {
-    const svp_pipe_sample_params_t *p = &st->list->items[index];
-    const char             *path = svp_pipe_samples_image(st->list, index);
-    svp_media_image_t      *img;
-    svp_tensor_t           *px = NULL, *clip_in = NULL;
-    float                  *noise = NULL;
-    int64_t                 n = 3 * st->H * st->W, i;
-    svp_status_t            status;
+    const svp_pipe_sample_params_t *p    = &st->list->items[index];
+    const char                     *path = svp_pipe_samples_image(st->list, index);
+    svp_media_image_t              *img;
+    svp_tensor_t                   *px = NULL, *clip_in = NULL;
+    float                          *noise = NULL;
+    int64_t                         n     = 3 * st->H * st->W, i;
+    svp_status_t                    status;
 
     status = svp_media_image_load(path, &img);
     if (status != SVP_OK) {
@@ -124,8 +124,8 @@ static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
 
     status = svp_media_clip_preprocess(img, &st->clip_params, NULL, &clip_in);
     if (status == SVP_OK) {
-        status = svp_stage_svd_clip_encode(st, clip_in,
-                                           s->tensors[SVD_T_EMBEDS]->data);
+        status =
+            svp_stage_svd_clip_encode(st, clip_in, s->tensors[SVD_T_EMBEDS]->data);
     }
 out:
     free(noise);
@@ -141,23 +141,23 @@ out:
 
 svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
 {
-    svp_stage_svd_t  *st   = self;
-    const svp_pipe_sample_params_t *p = &st->list->items[index];
-    int64_t           n    = st->F * 4 * st->h * st->w, i;
-    uint64_t          seed = svp_stage_svd_seed(st, index);
-    double            t0 = svp_clock_now(), *timing;
-    float            *x, *ids, sigma0;
-    svp_status_t      status = SVP_OK;
-    int               set;
+    svp_stage_svd_t                *st   = self;
+    const svp_pipe_sample_params_t *p    = &st->list->items[index];
+    int64_t                         n    = st->F * 4 * st->h * st->w, i;
+    uint64_t                        seed = svp_stage_svd_seed(st, index);
+    double                          t0   = svp_clock_now(), *timing;
+    float                          *x, *ids, sigma0;
+    svp_status_t                    status = SVP_OK;
+    int                             set;
 
     status = svp_stage_svd_alloc(self, index, s);
     if (status != SVP_OK) {
         return status;
     }
-    s->seed = seed;
+    s->seed                                  = seed;
     *(int64_t *)s->tensors[SVD_T_SEED]->data = (int64_t)seed;
-    x   = s->tensors[SVD_T_LATENTS]->data;
-    ids = s->tensors[SVD_T_IDS]->data;
+    x                                        = s->tensors[SVD_T_LATENTS]->data;
+    ids                                      = s->tensors[SVD_T_IDS]->data;
     /* the pipeline conditions on fps - 1 */
     ids[0] = (float)(p->fps - 1);
     ids[1] = (float)p->motion_bucket_id;
@@ -196,9 +196,9 @@ svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
     for (i = 0; i < n; ++i) {
         x[i] *= sigma0;
     }
-    timing    = s->tensors[SVD_T_TIMING]->data;
-    timing[0] = svp_clock_wall();
-    timing[1] = svp_clock_now() - t0;
+    timing       = s->tensors[SVD_T_TIMING]->data;
+    timing[0]    = svp_clock_wall();
+    timing[1]    = svp_clock_now() - t0;
     s->next_step = 0;
     return SVP_OK;
 }

@@ -98,8 +98,11 @@ static svp_status_t svp_stage_svd_open_conditioning(svp_stage_svd_t *st)
     }
     /* h, w come from the file: the latent scale is the VAE's (2^(levels-1):
      * 8 for SVD), which the conditioning already reflects */
-    shape[0] = -1; shape[1] = 4; shape[2] = -1; shape[3] = -1;
-    status = svp_stage_svd_expect(st, "image_latents", 4, shape, 0, NULL);
+    shape[0] = -1;
+    shape[1] = 4;
+    shape[2] = -1;
+    shape[3] = -1;
+    status   = svp_stage_svd_expect(st, "image_latents", 4, shape, 0, NULL);
     if (status != SVP_OK) {
         return status;
     }
@@ -107,19 +110,23 @@ static svp_status_t svp_stage_svd_open_conditioning(svp_stage_svd_t *st)
     st->sets = (int)info.shape[0];
     st->h    = info.shape[2];
     st->w    = info.shape[3];
-    shape[0] = st->sets; shape[1] = -1;
-    status = svp_stage_svd_expect(st, "image_embeds", 2, shape, 0, NULL);
+    shape[0] = st->sets;
+    shape[1] = -1;
+    status   = svp_stage_svd_expect(st, "image_embeds", 2, shape, 0, NULL);
     if (status != SVP_OK) {
         return status;
     }
     svp_safetensors_find(st->cond, "image_embeds", &info);
     st->D    = info.shape[1];
     shape[1] = 3;
-    status = svp_stage_svd_expect(st, "added_time_ids", 2, shape, 1, &st->has_ids);
+    status   = svp_stage_svd_expect(st, "added_time_ids", 2, shape, 1, &st->has_ids);
     if (status != SVP_OK) {
         return status;
     }
-    shape[1] = st->F; shape[2] = 4; shape[3] = st->h; shape[4] = st->w;
+    shape[1] = st->F;
+    shape[2] = 4;
+    shape[3] = st->h;
+    shape[4] = st->w;
     return svp_stage_svd_expect(st, "latents", 5, shape, 1, &st->has_latents);
 }
 
@@ -145,7 +152,8 @@ static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
         status = svp_media_image_load(st->list->images[i], &img);
         if (status != SVP_OK) {
             svp_error("%s: %s: %s is not a usable image", spec->file,
-                      (st->list->manifest != NULL) ? "video.manifest" : "video.inputs",
+                      (st->list->manifest != NULL) ? "video.manifest"
+                                                   : "video.inputs",
                       st->list->images[i]);
             return status;
         }
@@ -154,8 +162,9 @@ static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
     return SVP_OK;
 }
 
-static svp_status_t svp_stage_svd_model_part(const svp_spec_t *spec, const char *part,
-                                             char *path, size_t len)
+static svp_status_t svp_stage_svd_model_part(const svp_spec_t *spec,
+                                             const char *part, char *path,
+                                             size_t len)
 {
     struct stat sb;
 
@@ -183,8 +192,8 @@ static svp_status_t svp_stage_svd_load_sched(svp_stage_svd_t *st)
     }
     if (!S_ISDIR(sb.st_mode)) {
         svp_error("%s: model.path: %s is not a folder (expected a diffusers "
-                  "SVD folder: unet/, vae/, image_encoder/, ...)", spec->file,
-                  spec->model.path);
+                  "SVD folder: unet/, vae/, image_encoder/, ...)",
+                  spec->file, spec->model.path);
         return SVP_ERR_NOT_FOUND;
     }
     if (svp_stage_svd_model_part(spec, "scheduler", path, sizeof(path)) == SVP_OK) {
@@ -221,18 +230,19 @@ static svp_status_t svp_stage_svd_open_ops(svp_stage_svd_t *st)
     if (svp_ops_product_dtype(st->ops) != SVP_DTYPE_F32) {
         svp_info("svd stage: weights in %s, products in %s on %s "
                  "with fp32 accumulation, activations in f32, on the %s "
-                 "backend (%d threads from %s)", svp_ops_dtype(st->ops),
-                 svp_ops_dtype(st->ops), svp_ops_product_units(st->ops),
-                 svp_ops_backend(st->ops), svp_ops_threads(st->ops),
-                 svp_ops_threads_from(st->ops));
+                 "backend (%d threads from %s)",
+                 svp_ops_dtype(st->ops), svp_ops_dtype(st->ops),
+                 svp_ops_product_units(st->ops), svp_ops_backend(st->ops),
+                 svp_ops_threads(st->ops), svp_ops_threads_from(st->ops));
     } else {
         /* a 16-bit dtype on a CPU without BF16 units: said, not hidden */
         svp_info("svd stage: weights in %s, products and activations in f32%s, "
-                 "on the %s backend (%d threads from %s)", svp_ops_dtype(st->ops),
-                 (op.dtype == SVP_DTYPE_F32) ? "" :
-                 (op.dtype == SVP_DTYPE_BF16 && op.backend == SVP_OPS_BACKEND_CPU)
-                     ? " (this CPU has no AVX512-BF16 units)" :
-                 " (the weights widened before each product)",
+                 "on the %s backend (%d threads from %s)",
+                 svp_ops_dtype(st->ops),
+                 (op.dtype == SVP_DTYPE_F32) ? ""
+                 : (op.dtype == SVP_DTYPE_BF16 && op.backend == SVP_OPS_BACKEND_CPU)
+                     ? " (this CPU has no AVX512-BF16 units)"
+                     : " (the weights widened before each product)",
                  svp_ops_backend(st->ops), svp_ops_threads(st->ops),
                  svp_ops_threads_from(st->ops));
     }
@@ -304,15 +314,15 @@ static svp_status_t svp_stage_svd_load_clip(svp_stage_svd_t *st)
     if (status == SVP_ERR_NOT_FOUND) {
         svp_media_clip_params_init(&st->clip_params);
         st->clip_params.height = st->clip_params.width = size;
-        status = SVP_OK;
+        status                                         = SVP_OK;
     }
     if (status != SVP_OK) {
         return status;
     }
     if (st->clip_params.height != size || st->clip_params.width != size) {
         svp_error("%s: the feature extractor makes %dx%d images, the image "
-                  "encoder takes %dx%d", path, st->clip_params.width,
-                  st->clip_params.height, size, size);
+                  "encoder takes %dx%d",
+                  path, st->clip_params.width, st->clip_params.height, size, size);
         return SVP_ERR_BAD_FILE;
     }
     svp_vae_latent_size(svp_vae_config(st->vae), (int)st->H, (int)st->W, &lh, &lw);
@@ -328,15 +338,16 @@ static void svp_stage_svd_log_layout(const svp_stage_svd_t *st)
 
     if (st->cond != NULL) {
         svp_info("svd stage: %lld frames, latents %lldx%lld, %d conditioning set(s) "
-                 "from %s, guidance %s (%g..%g)", (long long)st->F, (long long)st->h,
-                 (long long)st->w, st->sets, spec->model.conditioning,
-                 st->cfg ? "on" : "off", spec->video.min_guidance,
-                 spec->video.max_guidance);
+                 "from %s, guidance %s (%g..%g)",
+                 (long long)st->F, (long long)st->h, (long long)st->w, st->sets,
+                 spec->model.conditioning, st->cfg ? "on" : "off",
+                 spec->video.min_guidance, spec->video.max_guidance);
     } else {
         svp_info("svd stage: %lld frames of %lldx%lld from %d image(s), latents "
-                 "%lldx%lld, guidance %s (%g..%g)", (long long)st->F,
-                 (long long)st->W, (long long)st->H, st->list->nimages, (long long)st->h,
-                 (long long)st->w, st->cfg ? "on" : "off", spec->video.min_guidance,
+                 "%lldx%lld, guidance %s (%g..%g)",
+                 (long long)st->F, (long long)st->W, (long long)st->H,
+                 st->list->nimages, (long long)st->h, (long long)st->w,
+                 st->cfg ? "on" : "off", spec->video.min_guidance,
                  spec->video.max_guidance);
     }
 }
@@ -378,7 +389,8 @@ static svp_status_t svp_stage_svd_setup(svp_stage_svd_t *st)
     }
     if (svp_unet_config(st->unet)->cross_dim[0] != st->D) {
         svp_error("%s: the image embedding has %lld values, the UNet's "
-                  "cross_attention_dim is %d", spec->model.path, (long long)st->D,
+                  "cross_attention_dim is %d",
+                  spec->model.path, (long long)st->D,
                   svp_unet_config(st->unet)->cross_dim[0]);
         return SVP_ERR_SHAPE;
     }
@@ -395,7 +407,8 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     if (spec->model.conditioning[0] == '\0' && spec->video.inputs.count == 0 &&
         spec->video.manifest[0] == '\0') {
         svp_error("%s: model.kind svd needs images (video.inputs or video.manifest) "
-                  "or a conditioning file (model.conditioning)", spec->file);
+                  "or a conditioning file (model.conditioning)",
+                  spec->file);
         return SVP_ERR_SPEC;
     }
     st = calloc(1, sizeof(*st));
@@ -411,8 +424,7 @@ svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p)
     if (status == SVP_OK && spec->device == SVP_OPS_BACKEND_CUDA) {
         /* the device memory services that let the pipeline keep a
          * sample's frame on the device */
-        status = svp_ops_module_load(svp_ops_backend_name(spec->device),
-                                     &module);
+        status = svp_ops_module_load(svp_ops_backend_name(spec->device), &module);
         if (status == SVP_OK) {
             devmem = module->devmem;
         }

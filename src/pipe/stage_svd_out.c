@@ -36,8 +36,8 @@ static svp_status_t svp_stage_svd_vae_decode_n(svp_stage_svd_t *st, int nframes,
                                                int chunk, const float *latents,
                                                float *frames)
 {
-    int64_t      in  = (int64_t)nframes * 4 * st->h * st->w;
-    int64_t      out = (int64_t)nframes * 3 * st->H * st->W;
+    int64_t      in        = (int64_t)nframes * 4 * st->h * st->w;
+    int64_t      out       = (int64_t)nframes * 3 * st->H * st->W;
     float       *d_latents = NULL, *d_frames = NULL;
     svp_status_t status;
 
@@ -70,17 +70,17 @@ static json_t *svp_stage_svd_json_ms(double seconds)
 
 /* sample.json: what a person needs to know what this video is; in dir, or
  * a member of the staged sample h (output.format webdataset). */
-static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_sample_t *s,
-                                             const char *dir, svp_pipe_wds_stage_h h,
-                                             double decode_s)
+static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t    *st,
+                                             const svp_sample_t *s, const char *dir,
+                                             svp_pipe_wds_stage_h h, double decode_s)
 {
-    const svp_spec_t *spec   = st->spec;
-    const svp_pipe_sample_params_t *p = &st->list->items[s->index];
-    const double     *timing = s->tensors[SVD_T_TIMING]->data;
-    char              path[4096], features[128], *buf, *text, *params;
-    json_t           *o, *cpu, *times, *po;
-    svp_ops_blas_t    blas;
-    svp_status_t      status;
+    const svp_spec_t               *spec   = st->spec;
+    const svp_pipe_sample_params_t *p      = &st->list->items[s->index];
+    const double                   *timing = s->tensors[SVD_T_TIMING]->data;
+    char                            path[4096], features[128], *buf, *text, *params;
+    json_t                         *o, *cpu, *times, *po;
+    svp_ops_blas_t                  blas;
+    svp_status_t                    status;
 
     /* the sample's own parameters in one object (its manifest line, if
      * any): what resume compares, whichever keys sit beside it */
@@ -92,21 +92,26 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
      * choice it replaced and the CPU it chose for) or the BLAS */
     svp_ops_blas_query(&blas);
     svp_ops_cpuid_features(&blas.cpu, features, sizeof(features));
-    cpu = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:s, s:i, s:i, s:s}, s:i}",
-                    "blas", blas.library, "kernels", blas.kernels,
-                    "forced_by", (blas.forced[0] != '\0') ?
-                                 json_sprintf("OPENBLAS_CORETYPE=%s", blas.forced) : json_null(),
-                    "chosen_by", (blas.forced[0] != '\0') ? "OPENBLAS_CORETYPE" :
-                                 (blas.ours[0] != '\0') ? "svdpipe" : "the BLAS",
-                    "blas_choice", (blas.ours[0] != '\0') ? json_string(blas.own) :
-                                   (blas.forced[0] == '\0') ? json_string(blas.kernels) :
-                                   json_null(),
-                    "processor", "vendor", blas.cpu.vendor, "family", blas.cpu.family,
-                    "model", blas.cpu.model, "features", features,
+    cpu = json_pack("{s:s, s:s, s:o, s:s, s:o, s:{s:s, s:i, s:i, s:s}, s:i}", "blas",
+                    blas.library, "kernels", blas.kernels, "forced_by",
+                    (blas.forced[0] != '\0')
+                        ? json_sprintf("OPENBLAS_CORETYPE=%s", blas.forced)
+                        : json_null(),
+                    "chosen_by",
+                    (blas.forced[0] != '\0') ? "OPENBLAS_CORETYPE"
+                    : (blas.ours[0] != '\0') ? "svdpipe"
+                                             : "the BLAS",
+                    "blas_choice",
+                    (blas.ours[0] != '\0')     ? json_string(blas.own)
+                    : (blas.forced[0] == '\0') ? json_string(blas.kernels)
+                                               : json_null(),
+                    "processor", "vendor", blas.cpu.vendor, "family",
+                    blas.cpu.family, "model", blas.cpu.model, "features", features,
                     "threads", svp_ops_threads(st->ops));
-    times = json_pack("{s:o, s:o, s:o}", "encode_s", svp_stage_svd_json_ms(timing[1]),
-                      "decode_s", svp_stage_svd_json_ms(decode_s), "end_to_end_s",
-                      svp_stage_svd_json_ms(svp_clock_wall() - timing[0]));
+    times =
+        json_pack("{s:o, s:o, s:o}", "encode_s", svp_stage_svd_json_ms(timing[1]),
+                  "decode_s", svp_stage_svd_json_ms(decode_s), "end_to_end_s",
+                  svp_stage_svd_json_ms(svp_clock_wall() - timing[0]));
     o = json_pack("{s:s, s:i}", "job", spec->name, "sample", s->index);
     if (o == NULL || po == NULL || cpu == NULL || times == NULL) {
         json_decref(o);
@@ -116,12 +121,14 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
         return SVP_ERR_NO_MEMORY;
     }
     if (st->cond != NULL) {
-        json_object_set_new(o, "conditioning", json_string(spec->model.conditioning));
+        json_object_set_new(o, "conditioning",
+                            json_string(spec->model.conditioning));
     } else {
         json_object_set_new(o, "image",
                             json_string(svp_pipe_samples_image(st->list, s->index)));
     }
-    json_object_set_new(o, "seed", json_integer(*(int64_t *)s->tensors[SVD_T_SEED]->data));
+    json_object_set_new(o, "seed",
+                        json_integer(*(int64_t *)s->tensors[SVD_T_SEED]->data));
     json_object_set_new(o, "steps", json_integer(spec->steps));
     json_object_set_new(o, "num_frames", json_integer(st->F));
     json_object_set_new(o, "width", json_integer(st->W));
@@ -132,19 +139,22 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t *st, const svp_samp
     json_object_set_new(o, "min_guidance", json_real(p->min_guidance));
     json_object_set_new(o, "max_guidance", json_real(p->max_guidance));
     json_object_set_new(o, "params", po);
-    json_object_set_new(o, "decode_chunk_size", json_integer(spec->video.decode_chunk_size));
+    json_object_set_new(o, "decode_chunk_size",
+                        json_integer(spec->video.decode_chunk_size));
     json_object_set_new(o, "device", json_string(svp_ops_backend(st->ops)));
     json_object_set_new(o, "dtype", json_string(svp_ops_dtype(st->ops)));
     /* where the products ran: their last bits depend on it */
     json_object_set_new(o, "products",
-                        svp_ops_product_units(st->ops) != NULL ?
-                        json_sprintf("%s on %s",
-                                     svp_dtype_short_name(svp_ops_product_dtype(st->ops)),
-                                     svp_ops_product_units(st->ops)) :
-                        json_string("f32"));
+                        svp_ops_product_units(st->ops) != NULL
+                            ? json_sprintf("%s on %s",
+                                           svp_dtype_short_name(
+                                               svp_ops_product_dtype(st->ops)),
+                                           svp_ops_product_units(st->ops))
+                            : json_string("f32"));
     json_object_set_new(o, "cpu", cpu);
     json_object_set_new(o, "timings", times);
-    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
+    text =
+        json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
     json_decref(o);
     if (text == NULL || asprintf(&buf, "%s\n", text) < 0) {
         free(text);
@@ -172,7 +182,7 @@ static svp_status_t svp_stage_svd_decode_share(svp_stage_svd_t *st, const float 
                                                float *dec, int lane)
 {
     int64_t      in = 4 * st->h * st->w, out = 3 * st->H * st->W;
-    int          c = st->spec->video.decode_chunk_size, f0, k, len;
+    int          c      = st->spec->video.decode_chunk_size, f0, k, len;
     svp_status_t status = SVP_OK;
 
     c = (c <= 0 || c > st->F) ? (int)st->F : c;
@@ -181,7 +191,8 @@ static svp_status_t svp_stage_svd_decode_share(svp_stage_svd_t *st, const float 
         if (k % 2 != lane) {
             continue;
         }
-        status = svp_stage_svd_vae_decode_n(st, len, len, lat + f0 * in, dec + f0 * out);
+        status =
+            svp_stage_svd_vae_decode_n(st, len, len, lat + f0 * in, dec + f0 * out);
     }
     return status;
 }
@@ -191,13 +202,14 @@ static void svp_stage_svd_merge_share(const svp_stage_svd_t *st, const float *sr
                                       float *dec)
 {
     int64_t out = 3 * st->H * st->W;
-    int     c = st->spec->video.decode_chunk_size, f0, k, len;
+    int     c   = st->spec->video.decode_chunk_size, f0, k, len;
 
     c = (c <= 0 || c > st->F) ? (int)st->F : c;
     for (f0 = 0, k = 0; f0 < st->F; f0 += c, ++k) {
         len = (st->F - f0 < c) ? (int)st->F - f0 : c;
         if (k % 2 == 1) {
-            memcpy(dec + f0 * out, src + f0 * out, (size_t)(len * out) * sizeof(float));
+            memcpy(dec + f0 * out, src + f0 * out,
+                   (size_t)(len * out) * sizeof(float));
         }
     }
 }
@@ -205,7 +217,8 @@ static void svp_stage_svd_merge_share(const svp_stage_svd_t *st, const float *sr
 /* The sample's latents / scaling_factor, the decode's input (malloc'd;
  * NULL: no memory).  The reciprocal in double, the product in float (as
  * diffusers does: dividing instead moves the frames by about 1e-6). */
-static float *svp_stage_svd_unscaled(const svp_stage_svd_t *st, const svp_sample_t *s)
+static float *svp_stage_svd_unscaled(const svp_stage_svd_t *st,
+                                     const svp_sample_t    *s)
 {
     int64_t      n   = st->F * 4 * st->h * st->w, i;
     const float *x   = s->tensors[SVD_T_LATENTS]->data;
@@ -238,13 +251,13 @@ svp_status_t svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *ou
                                  size_t bytes)
 {
     svp_stage_svd_t *st = self;
-    int64_t          m = svp_stage_svd_frames_numel(st);
+    int64_t          m  = svp_stage_svd_frames_numel(st);
     float           *lat, *dec;
     double           t0 = svp_clock_now();
     svp_status_t     status;
 
     if (st->vae == NULL) {
-        return SVP_OK;      /* latents only: lane 0 writes them */
+        return SVP_OK; /* latents only: lane 0 writes them */
     }
     if (lane == 1 && bytes != (size_t)m * sizeof(float)) {
         return SVP_ERR_INTERNAL;
@@ -288,8 +301,8 @@ static svp_status_t svp_stage_svd_decode(svp_stage_svd_t *st, const svp_sample_t
         return SVP_ERR_NO_MEMORY;
     }
     svp_range_push_ctx("sample %d decode", s->index);
-    status = svp_stage_svd_vae_decode_n(st, (int)st->F, st->spec->video.decode_chunk_size,
-                                        lat, dec);
+    status = svp_stage_svd_vae_decode_n(st, (int)st->F,
+                                        st->spec->video.decode_chunk_size, lat, dec);
     svp_range_pop();
     free(lat);
     return status;
@@ -319,7 +332,8 @@ void svp_stage_svd_set_task(void *self, int index, int count)
     }
 }
 
-svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
+svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
+                                void *arg)
 {
     svp_stage_svd_t *st = self;
 
@@ -335,20 +349,20 @@ svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
  * the video, latents and sample.json, in one sample directory (with
  * output.format webdataset, one staged file: the latents and sample.json
  * from memory, the frames and video from its scratch folder). */
-svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void *theirs,
-                                         size_t bytes)
+svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
+                                         const void *theirs, size_t bytes)
 {
-    svp_stage_svd_t         *st   = self;
-    const svp_spec_t        *spec = st->spec;
-    svp_media_sample_dir_h   dir = NULL;
-    svp_pipe_wds_stage_h     stage = NULL;
+    svp_stage_svd_t         *st     = self;
+    const svp_spec_t        *spec   = st->spec;
+    svp_media_sample_dir_h   dir    = NULL;
+    svp_pipe_wds_stage_h     stage  = NULL;
     svp_media_frames_t      *frames = NULL;
     svp_media_video_params_t vp;
     float                   *dec = NULL;
     int64_t                  i, m = svp_stage_svd_frames_numel(st);
     char                     path[4200], file[4300];
     const char              *where;
-    void                    *latents = NULL;
+    void                    *latents     = NULL;
     size_t                   latents_len = 0;
     double                   t0, decode_s = 0;
     svp_status_t             status;
@@ -376,10 +390,11 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
         return status;
     }
     /* the seed travels in the message; this rank may not be where it began */
-    s->seed = (uint64_t)*(int64_t *)s->tensors[SVD_T_SEED]->data;
+    s->seed = (uint64_t) * (int64_t *)s->tensors[SVD_T_SEED]->data;
     if (stage != NULL) {
-        status = svp_sample_tensor_bytes(spec, s, "latents", s->tensors[SVD_T_LATENTS],
-                                         "svd", NULL, &latents, &latents_len);
+        status =
+            svp_sample_tensor_bytes(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                    "svd", NULL, &latents, &latents_len);
         if (status == SVP_OK) {
             status = svp_pipe_wds_stage_add(stage, "latents.safetensors", latents,
                                             latents_len);
@@ -387,8 +402,9 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
         free(latents);
     } else {
         snprintf(file, sizeof(file), "%s/latents.safetensors", where);
-        status = svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
-                                         "svd", NULL, file);
+        status =
+            svp_sample_write_tensor(spec, s, "latents", s->tensors[SVD_T_LATENTS],
+                                    "svd", NULL, file);
     }
 
     if (status == SVP_OK && st->vae != NULL) {
@@ -403,11 +419,12 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s, const void
             goto out;
         }
         for (i = 0; i < m; ++i) {
-            dec[i] = dec[i] / 2.0f + 0.5f;   /* clamped to [0, 1] below */
+            dec[i] = dec[i] / 2.0f + 0.5f; /* clamped to [0, 1] below */
         }
-        decode_s = svp_clock_now() - t0 + ((theirs != NULL) ? st->share_decode_s : 0);
-        status   = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
-                                             &frames);
+        decode_s =
+            svp_clock_now() - t0 + ((theirs != NULL) ? st->share_decode_s : 0);
+        status = svp_media_frames_from_f32(dec, (int)st->F, (int)st->H, (int)st->W,
+                                           &frames);
         if (status == SVP_OK && spec->output.frames) {
             status = svp_media_frames_write_png(frames, where);
         }
@@ -429,10 +446,11 @@ out:
     free(dec);
     svp_media_frames_destroy(frames);
     if (status == SVP_OK) {
-        status = (stage != NULL) ? svp_pipe_wds_stage_commit(stage) :
-                                   svp_media_sample_dir_commit(dir);
+        status = (stage != NULL) ? svp_pipe_wds_stage_commit(stage)
+                                 : svp_media_sample_dir_commit(dir);
         if (status == SVP_OK) {
-            svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path, decode_s);
+            svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path,
+                      decode_s);
         }
         if (status == SVP_OK && st->wds != NULL) {
             status = svp_pipe_wds_staged(st->wds, s->index);
@@ -454,8 +472,8 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
                                             const char *dir, json_t *record,
                                             char *why, size_t len)
 {
-    const svp_spec_t *spec = st->spec;
-    const svp_pipe_sample_params_t *p = &st->list->items[index];
+    const svp_spec_t               *spec = st->spec;
+    const svp_pipe_sample_params_t *p    = &st->list->items[index];
     struct {
         const char *key;
         double      want;
@@ -473,15 +491,15 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         {"max_guidance", p->max_guidance},
         {"decode_chunk_size", spec->video.decode_chunk_size},
     };
-    const char   *skey, *swant, *sgot;
-    char          path[4200], txt[64], *got;
-    int64_t       shape[5] = {1, st->F, 4, st->h, st->w};
-    json_error_t  jerr;
-    json_t       *root, *v;
-    struct stat   sb;
-    svp_status_t  status = SVP_OK;
-    size_t        i;
-    int64_t       f;
+    const char  *skey, *swant, *sgot;
+    char         path[4200], txt[64], *got;
+    int64_t      shape[5] = {1, st->F, 4, st->h, st->w};
+    json_error_t jerr;
+    json_t      *root, *v;
+    struct stat  sb;
+    svp_status_t status = SVP_OK;
+    size_t       i;
+    int64_t      f;
 
     if (record != NULL) {
         /* a packed sample: its record from the shard's index */
@@ -499,12 +517,14 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         }
     }
     skey  = (st->cond != NULL) ? "conditioning" : "image";
-    swant = (st->cond != NULL) ? spec->model.conditioning :
-                                 svp_pipe_samples_image(st->list, index);
+    swant = (st->cond != NULL) ? spec->model.conditioning
+                               : svp_pipe_samples_image(st->list, index);
     sgot  = json_string_value(json_object_get(root, "job"));
     if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
-        snprintf(why, len, "%s was made with other parameters: job: '%s', this job "
-                 "has '%s'", path, sgot ? sgot : "(none)", spec->name);
+        snprintf(why, len,
+                 "%s was made with other parameters: job: '%s', this job "
+                 "has '%s'",
+                 path, sgot ? sgot : "(none)", spec->name);
         status = SVP_ERR_SPEC;
         goto out;
     }
@@ -513,8 +533,10 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
     sgot = json_string_value(json_object_get(root, skey));
     if ((st->cond != NULL || json_object_get(root, "params") == NULL) &&
         (sgot == NULL || !svp_same_file(sgot, swant))) {
-        snprintf(why, len, "%s was made with other parameters: %s: '%s', this job "
-                 "has '%s'", path, skey, sgot ? sgot : "(none)", swant);
+        snprintf(why, len,
+                 "%s was made with other parameters: %s: '%s', this job "
+                 "has '%s'",
+                 path, skey, sgot ? sgot : "(none)", swant);
         status = SVP_ERR_SPEC;
         goto out;
     }
@@ -523,8 +545,10 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         v = json_object_get(root, nums[i].key);
         snprintf(txt, sizeof(txt), "%.9g", nums[i].want);
         if (!json_is_number(v) || json_number_value(v) != strtod(txt, NULL)) {
-            snprintf(why, len, "%s was made with other parameters: %s: %.9g, this "
-                     "job has %s", path, nums[i].key,
+            snprintf(why, len,
+                     "%s was made with other parameters: %s: %.9g, this "
+                     "job has %s",
+                     path, nums[i].key,
                      json_is_number(v) ? json_number_value(v) : -1.0, txt);
             status = SVP_ERR_SPEC;
             goto out;
@@ -546,7 +570,7 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         }
     }
     if (record != NULL) {
-        goto out;           /* its files: its shard's or staged file's checksum vouches */
+        goto out; /* its files: its shard's or staged file's checksum vouches */
     }
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
     status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
@@ -584,8 +608,8 @@ out:
  * packed or staged record and the members this job writes (a shard packed
  * before output.frames was turned on lacks frames).
  */
-svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t *entry,
-                                     char *why, size_t len)
+svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where,
+                                     json_t *entry, char *why, size_t len)
 {
     svp_stage_svd_t  *st   = arg;
     const svp_spec_t *spec = st->spec;
@@ -594,14 +618,15 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t
     int64_t           f;
     int               missing;
 
-    status = svp_stage_svd_check_dir(st, i, where, json_object_get(entry, "record"), why,
-                                     len);
+    status = svp_stage_svd_check_dir(st, i, where, json_object_get(entry, "record"),
+                                     why, len);
     if (status != SVP_OK) {
         return status;
     }
     snprintf(ext, sizeof(ext), "latents.safetensors");
     missing = !svp_pipe_wds_entry_has(entry, ext);
-    for (f = 0; !missing && st->vae != NULL && spec->output.frames && f < st->F; ++f) {
+    for (f = 0; !missing && st->vae != NULL && spec->output.frames && f < st->F;
+         ++f) {
         snprintf(ext, sizeof(ext), "frame_%04d.png", (int)f);
         missing = !svp_pipe_wds_entry_has(entry, ext);
     }
@@ -612,8 +637,8 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t
     }
 #endif
     if (missing) {
-        snprintf(why, len, "%s: the shard has no %s.%s, which this job writes", where,
-                 json_string_value(json_object_get(entry, "key")), ext);
+        snprintf(why, len, "%s: the shard has no %s.%s, which this job writes",
+                 where, json_string_value(json_object_get(entry, "key")), ext);
         return SVP_ERR_BAD_FILE;
     }
     return SVP_OK;
@@ -624,8 +649,7 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where, json_t
  * job's; with output.format webdataset, its shard's record or its staged
  * directory (svp_pipe_wds_check_sample).
  */
-svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
-                                        size_t len)
+svp_status_t svp_stage_svd_check_output(void *self, int index, char *why, size_t len)
 {
     svp_stage_svd_t *st = self;
     char             dir[4200];

@@ -52,7 +52,8 @@ void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ex
                              char *buf, size_t len)
 {
     if (task->count > 1) {
-        snprintf(buf, len, "shard-%d-of-%d-%06d%s", task->index, task->count, j, ext);
+        snprintf(buf, len, "shard-%d-of-%d-%06d%s", task->index, task->count, j,
+                 ext);
     } else {
         snprintf(buf, len, "shard-%06d%s", j, ext);
     }
@@ -103,7 +104,8 @@ static const char *svp_pipe_wds_member_ext(const char *name)
  * less what varies from run to run (timings, cpu), which go into "run";
  * the record's text for the shard in *text_p (malloc'd) when not NULL.
  */
-static svp_status_t svp_pipe_wds_record(const char *path, const svp_pipe_wds_member_t *m,
+static svp_status_t svp_pipe_wds_record(const char                  *path,
+                                        const svp_pipe_wds_member_t *m,
                                         json_t *entry, char **text_p, char *why,
                                         size_t len)
 {
@@ -114,8 +116,8 @@ static svp_status_t svp_pipe_wds_record(const char *path, const svp_pipe_wds_mem
     root = json_loadb(m->data, m->size, JSON_DECODE_ANY, &jerr);
     if (!json_is_object(root)) {
         json_decref(root);
-        snprintf(why, len, "staged sample %s: its sample.json does not read: %s", path,
-                 jerr.text);
+        snprintf(why, len, "staged sample %s: its sample.json does not read: %s",
+                 path, jerr.text);
         return SVP_ERR_BAD_FILE;
     }
     run = json_object();
@@ -126,8 +128,8 @@ static svp_status_t svp_pipe_wds_record(const char *path, const svp_pipe_wds_mem
     json_object_set(entry, "record", root);
     json_object_set_new(entry, "run", run);
     if (text_p != NULL) {
-        text = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                          JSON_REAL_PRECISION(9));
+        text    = json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+                                       JSON_REAL_PRECISION(9));
         *text_p = text;
         if (text == NULL) {
             json_decref(root);
@@ -140,7 +142,7 @@ static svp_status_t svp_pipe_wds_record(const char *path, const svp_pipe_wds_mem
 
 /* Whether a staged sample's members start with its record and hold its
  * latents (what every stage stages). */
-static svp_status_t svp_pipe_wds_staged_whole(const char *path,
+static svp_status_t svp_pipe_wds_staged_whole(const char                  *path,
                                               const svp_pipe_wds_member_t *v, int n,
                                               char *why, size_t len)
 {
@@ -151,8 +153,9 @@ static svp_status_t svp_pipe_wds_staged_whole(const char *path,
     }
     if (n == 0 || strcmp(v[0].name, "sample.json") != 0 || !latents) {
         snprintf(why, len, "staged sample %s lacks its %s", path,
-                 (n == 0 || strcmp(v[0].name, "sample.json") != 0) ? "sample.json" :
-                 "latents.safetensors");
+                 (n == 0 || strcmp(v[0].name, "sample.json") != 0)
+                     ? "sample.json"
+                     : "latents.safetensors");
         return SVP_ERR_BAD_FILE;
     }
     return SVP_OK;
@@ -172,10 +175,10 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_pipe_wds_staged_whole(path, v, n, why, len);
+    status  = svp_pipe_wds_staged_whole(path, v, n, why, len);
     members = json_array();
-    entry   = json_pack("{s:s, s:i, s:s, s:o}", "key", key, "sample", index, "status",
-                        "staged", "members", members);
+    entry = json_pack("{s:s, s:i, s:s, s:o}", "key", key, "sample", index, "status",
+                      "staged", "members", members);
     if (entry == NULL) {
         status = SVP_ERR_NO_MEMORY;
     }
@@ -198,9 +201,11 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
 }
 
 /* The members of one sample, in their fixed order, and its index entry. */
-static svp_status_t svp_pipe_wds_add_sample(struct archive *a, struct archive_entry *e,
-                                            const svp_pipe_wds_sample_t *s, int frames,
-                                            json_t *entry, char *why, size_t len)
+static svp_status_t svp_pipe_wds_add_sample(struct archive              *a,
+                                            struct archive_entry        *e,
+                                            const svp_pipe_wds_sample_t *s,
+                                            int frames, json_t *entry, char *why,
+                                            size_t len)
 {
     json_t                *members = json_array();
     svp_pipe_wds_member_t *v;
@@ -211,7 +216,7 @@ static svp_status_t svp_pipe_wds_add_sample(struct archive *a, struct archive_en
     json_object_set_new(entry, "members", members);
     status = svp_pipe_wds_staged_read(s->path, &v, &n, why, len);
     if (status != SVP_OK) {
-        return SVP_ERR_BAD_FILE;    /* missing too: the shard cannot be packed */
+        return SVP_ERR_BAD_FILE; /* missing too: the shard cannot be packed */
     }
     status = svp_pipe_wds_staged_whole(s->path, v, n, why, len);
     if (status == SVP_OK) {
@@ -226,18 +231,20 @@ static svp_status_t svp_pipe_wds_add_sample(struct archive *a, struct archive_en
         if (!frames && strncmp(v[k].name, "frame_", 6) == 0) {
             continue;
         }
-        snprintf(name, sizeof(name), "%s.%s", s->key, svp_pipe_wds_member_ext(v[k].name));
-        status = svp_pipe_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
+        snprintf(name, sizeof(name), "%s.%s", s->key,
+                 svp_pipe_wds_member_ext(v[k].name));
+        status =
+            svp_pipe_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
     }
     svp_pipe_wds_members_free(v, n);
     return status;
 }
 
 /* The tar at path (through a temporary beside it); the index's samples. */
-static svp_status_t svp_pipe_wds_write_tar(const char *path,
-                                           const svp_pipe_wds_sample_t *samples, int n,
-                                           int frames, json_t *list, int *bad_p,
-                                           char *why, size_t len)
+static svp_status_t svp_pipe_wds_write_tar(const char                  *path,
+                                           const svp_pipe_wds_sample_t *samples,
+                                           int n, int frames, json_t *list,
+                                           int *bad_p, char *why, size_t len)
 {
     struct archive       *a;
     struct archive_entry *e;
@@ -303,8 +310,8 @@ out:
 /* A JSON document at path, atomically. */
 static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
 {
-    char        *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                                       JSON_REAL_PRECISION(9));
+    char *text =
+        json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
     char        *buf;
     svp_status_t status;
 
@@ -319,11 +326,11 @@ static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
 }
 
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
-                               const svp_pipe_wds_sample_t *samples, int n, int frames,
-                               int *bad_p, char *why, size_t len)
+                               const svp_pipe_wds_sample_t *samples, int n,
+                               int frames, int *bad_p, char *why, size_t len)
 {
     char         path[4200], hash[65];
-    double       t0 = svp_clock_now();
+    double       t0   = svp_clock_now();
     json_t      *list = json_array(), *index = NULL, *stats = NULL, *ids;
     int          i;
     struct stat  sb;
@@ -346,14 +353,14 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
     index = json_pack("{s:s, s:I, s:s, s:i, s:o}", "shard", name, "bytes",
                       (json_int_t)sb.st_size, "sha256", hash, "samples_count", n,
                       "samples", list);
-    ids = json_array();
+    ids   = json_array();
     for (i = 0; ids != NULL && i < n; ++i) {
         json_array_append_new(ids, json_integer(samples[i].index));
     }
     /* the samples' indices too: svdlaunch status reads these small files,
      * not the indexes */
-    stats = json_pack("{s:s, s:i, s:i, s:i, s:I, s:o, s:o}", "shard", name, "count", n,
-                      "successes", n, "failed_to_pack", 0, "bytes",
+    stats = json_pack("{s:s, s:i, s:i, s:i, s:I, s:o, s:o}", "shard", name, "count",
+                      n, "successes", n, "failed_to_pack", 0, "bytes",
                       (json_int_t)sb.st_size, "seconds",
                       json_real(round((svp_clock_now() - t0) * 1e3) / 1e3),
                       "samples", ids);
@@ -387,8 +394,8 @@ void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
     }
 }
 
-svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name, json_t **index_p,
-                                      char *why, size_t len)
+svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
+                                      json_t **index_p, char *why, size_t len)
 {
     char         path[4200], tar[4200], hash[65];
     json_error_t jerr;
@@ -416,13 +423,16 @@ svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name, json_t 
         goto bad;
     }
     if ((json_int_t)sb.st_size != bytes) {
-        snprintf(why, len, "shard %s is %" PRId64 " bytes, its index says %" PRId64
-                 " (truncated or damaged)", tar, (int64_t)sb.st_size, (int64_t)bytes);
+        snprintf(why, len,
+                 "shard %s is %" PRId64 " bytes, its index says %" PRId64
+                 " (truncated or damaged)",
+                 tar, (int64_t)sb.st_size, (int64_t)bytes);
         goto bad;
     }
-    if (want == NULL || svp_sha256_file(tar, hash) != SVP_OK || strcmp(hash, want) != 0) {
-        snprintf(why, len, "shard %s has sha256 %s, its index says %s (damaged)", tar,
-                 hash, want ? want : "(none)");
+    if (want == NULL || svp_sha256_file(tar, hash) != SVP_OK ||
+        strcmp(hash, want) != 0) {
+        snprintf(why, len, "shard %s has sha256 %s, its index says %s (damaged)",
+                 tar, hash, want ? want : "(none)");
         goto bad;
     }
     *index_p = index;
@@ -440,7 +450,7 @@ static int svp_pipe_wds_is_task_file(const char *name, const svp_pipe_shard_t *t
     const char *p;
 
     svp_pipe_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
-    n = strlen(prefix) - 6;     /* less the shard's 6 digits */
+    n = strlen(prefix) - 6; /* less the shard's 6 digits */
     if (strncmp(name, prefix, n) != 0) {
         return 0;
     }
@@ -449,7 +459,8 @@ static int svp_pipe_wds_is_task_file(const char *name, const svp_pipe_shard_t *t
     return p - (name + n) >= 6 && *p == '.';
 }
 
-void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p)
+void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
+                        int *removed_p)
 {
     DIR           *d = opendir(dir);
     struct dirent *de;
@@ -466,8 +477,8 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *remo
         }
         live = svp_pipe_outdir_tmp_live(de->d_name);
         if (live == 1) {
-            svp_warn("left %s/%s: its writer, a process of this host, is running", dir,
-                     de->d_name);
+            svp_warn("left %s/%s: its writer, a process of this host, is running",
+                     dir, de->d_name);
         } else if (live == 0) {
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             if (unlink(path) == 0) {
@@ -488,7 +499,8 @@ int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
         return 0;
     }
     n = strlen(key);
-    json_array_foreach(json_object_get(entry, "members"), k, m) {
+    json_array_foreach(json_object_get(entry, "members"), k, m)
+    {
         name = json_string_value(json_object_get(m, "name"));
         if (name != NULL && strncmp(name, key, n) == 0 && name[n] == '.' &&
             strcmp(name + n + 1, ext) == 0) {
@@ -503,7 +515,8 @@ json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
     json_t *list = json_object_get(index, "samples"), *v;
     size_t  k;
 
-    json_array_foreach(list, k, v) {
+    json_array_foreach(list, k, v)
+    {
         if (json_integer_value(json_object_get(v, "sample")) == sample) {
             return v;
         }
@@ -511,8 +524,9 @@ json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
     return NULL;
 }
 
-svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                        int n, int per, int *pending_p)
+svp_status_t svp_pipe_wds_write_listing(const char             *dir,
+                                        const svp_pipe_shard_t *task, int n, int per,
+                                        int *pending_p)
 {
     char         name[256], path[4200], file[256];
     json_error_t jerr;
@@ -522,10 +536,10 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
     svp_status_t status;
 
     *pending_p = 0;
-    idx    = malloc(((size_t)per + 1) * sizeof(*idx));
-    shards = json_array();
-    o      = json_pack("{s:i, s:i, s:o}", "samples_per_shard", per, "shards_count", count,
-                       "shards", shards);
+    idx        = malloc(((size_t)per + 1) * sizeof(*idx));
+    shards     = json_array();
+    o = json_pack("{s:i, s:i, s:o}", "samples_per_shard", per, "shards_count", count,
+                  "shards", shards);
     if (idx == NULL || o == NULL) {
         free(idx);
         json_decref(o);
@@ -537,12 +551,14 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
         first = (m > 0) ? idx[0] : -1;
         svp_pipe_wds_shard_name(task, j, ".tar", name, sizeof(name));
         s = json_pack("{s:s, s:i, s:i, s:i}", "shard", name, "samples_count", m,
-                      "first_sample", first, "last_sample", (m > 0) ? idx[m - 1] : -1);
+                      "first_sample", first, "last_sample",
+                      (m > 0) ? idx[m - 1] : -1);
         /* the index's figures, not the tar's: no read of a shard here */
         svp_pipe_wds_shard_name(task, j, ".index.json", file, sizeof(file));
         snprintf(path, sizeof(path), "%s/%s", dir, file);
         index = (stat(path, &sb) == 0) ? json_load_file(path, 0, &jerr) : NULL;
-        json_object_set_new(s, "status", json_string(index != NULL ? "packed" : "pending"));
+        json_object_set_new(s, "status",
+                            json_string(index != NULL ? "packed" : "pending"));
         *pending_p += (index == NULL);
         if (index != NULL) {
             json_object_set(s, "bytes", json_object_get(index, "bytes"));

@@ -127,8 +127,8 @@ void         svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n);
  * is its position in samples), SVP_ERR_IO when the shard does not write.
  */
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
-                               const svp_pipe_wds_sample_t *samples, int n, int frames,
-                               int *bad_p, char *why, size_t len);
+                               const svp_pipe_wds_sample_t *samples, int n,
+                               int frames, int *bad_p, char *why, size_t len);
 
 /*
  * Sample index's staged file at path read back, checked (its checksum, its
@@ -149,15 +149,16 @@ void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n);
  * (not packed); SVP_ERR_BAD_FILE: truncated, damaged or unreadable, why
  * says which and how.
  */
-svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name, json_t **index_p,
-                                      char *why, size_t len);
+svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
+                                      json_t **index_p, char *why, size_t len);
 
 /*
  * Removes the temporaries of task's shards, indexes and stats in dir that
  * a killed run left ("shard-000003.tar.tmp.<pid>@<host>"), leaving those
  * whose writer is a live process of this host.  *removed_p counts them.
  */
-void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task, int *removed_p);
+void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
+                        int *removed_p);
 
 /* The index's entry of sample index (borrowed), or NULL. */
 json_t *svp_pipe_wds_index_sample(json_t *index, int sample);
@@ -168,8 +169,9 @@ json_t *svp_pipe_wds_index_sample(json_t *index, int sample);
  * its bytes and SHA-256 from its index.  Atomic.  *pending_p counts the
  * shards not packed.
  */
-svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t *task,
-                                        int n, int per, int *pending_p);
+svp_status_t svp_pipe_wds_write_listing(const char             *dir,
+                                        const svp_pipe_shard_t *task, int n, int per,
+                                        int *pending_p);
 
 /*
  * A run's shards, for a stage that writes output.format webdataset: the
@@ -191,13 +193,15 @@ svp_status_t svp_pipe_wds_write_listing(const char *dir, const svp_pipe_shard_t 
  * frees what the handle read (indexes) and the handle.
  */
 typedef svp_status_t (*svp_pipe_wds_check_cb_t)(void *arg, int i, const char *where,
-                                                json_t *entry, char *why, size_t len);
+                                                json_t *entry, char *why,
+                                                size_t len);
 
 /* Whether an index entry lists the member KEY.ext. */
-int svp_pipe_wds_entry_has(json_t *entry, const char *ext);
+int                          svp_pipe_wds_entry_has(json_t *entry, const char *ext);
 typedef struct svp_pipe_wds *svp_pipe_wds_h;
 
-svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_t *list,
+svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
+                                 const svp_pipe_samples_t *list,
                                  svp_pipe_wds_check_cb_t check, void *arg,
                                  svp_pipe_wds_h *wds_p);
 void         svp_pipe_wds_destroy(svp_pipe_wds_h wds);
@@ -226,6 +230,7 @@ svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h wds,
  * only this job's) and its record passes check; else its staged file
  * reads whole and passes check.
  */
-svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h wds, int i, char *why, size_t len);
+svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h wds, int i, char *why,
+                                       size_t len);
 
 #endif

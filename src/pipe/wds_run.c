@@ -25,14 +25,15 @@ struct svp_pipe_wds {
     /* per shard what resume found: 0 not looked at, 1 whole, -1 absent,
      * damaged or not this job's (its index is read, checked and let go:
      * a job's indexes hold every sample's record) */
-    signed char              *state;
-    int                       shards;
+    signed char *state;
+    int          shards;
     /* per sample of the job: its packed record passed check (looked at
      * with its shard, so each is checked once) */
-    unsigned char            *passed;
+    unsigned char *passed;
 };
 
-svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_t *list,
+svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
+                                 const svp_pipe_samples_t *list,
                                  svp_pipe_wds_check_cb_t check, void *arg,
                                  svp_pipe_wds_h *wds_p)
 {
@@ -47,7 +48,8 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t *spec, const svp_pipe_samples_
         if (strchr(name, '.') != NULL) {
             svp_error("%s:%d: key 'name': expected a name without '.' with "
                       "output.format webdataset (a shard's keys end at the first "
-                      "dot), found '%s'", list->manifest ? list->manifest : spec->file,
+                      "dot), found '%s'",
+                      list->manifest ? list->manifest : spec->file,
                       list->items[i].line, name);
             return SVP_ERR_SPEC;
         }
@@ -95,7 +97,8 @@ void svp_pipe_wds_staged_path(svp_pipe_wds_h w, int i, char *buf, size_t len)
     char name[256];
 
     svp_pipe_samples_name(w->list, i, name, sizeof(name));
-    snprintf(buf, len, "%s/%s/%s.tar", w->spec->output.dir, SVP_PIPE_WDS_STAGING, name);
+    snprintf(buf, len, "%s/%s/%s.tar", w->spec->output.dir, SVP_PIPE_WDS_STAGING,
+             name);
 }
 
 /* The samples of this task's shard j: their keys and staged files
@@ -158,7 +161,7 @@ static int svp_pipe_wds_is_staged(const svp_pipe_wds_sample_t *v, int k)
 static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
 {
     const svp_spec_t *spec = w->spec;
-    int               per = spec->output.samples_per_shard, *idx, m, k;
+    int               per  = spec->output.samples_per_shard, *idx, m, k;
     json_t           *list = json_object_get(index, "samples"), *e;
     char              name[256], why[1024], where[600];
     int               current = 1;
@@ -174,17 +177,18 @@ static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
         current = 0;
     }
     for (k = 0; current && k < m; ++k) {
-        e = json_array_get(list, (size_t)k);
+        e       = json_array_get(list, (size_t)k);
         current = (json_integer_value(json_object_get(e, "sample")) == idx[k]);
     }
     if (!current) {
-        svp_info("%s/%s holds %zu samples, this job's shard %d holds %d (samples %d-%d): "
-                 "its samples are made again", spec->output.dir, name,
-                 json_array_size(list), j, m, m > 0 ? idx[0] : 0,
-                 m > 0 ? idx[m - 1] : 0);
+        svp_info(
+            "%s/%s holds %zu samples, this job's shard %d holds %d (samples %d-%d): "
+            "its samples are made again",
+            spec->output.dir, name, json_array_size(list), j, m, m > 0 ? idx[0] : 0,
+            m > 0 ? idx[m - 1] : 0);
     }
     for (k = 0; current && k < m; ++k) {
-        e = json_array_get(list, (size_t)k);
+        e      = json_array_get(list, (size_t)k);
         why[0] = '\0';
         snprintf(where, sizeof(where), "%s: %s.json", name,
                  json_string_value(json_object_get(e, "key")));
@@ -193,7 +197,8 @@ static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
             w->passed[idx[k]] = 1;
         } else if (status == SVP_ERR_SPEC && spec->output.overwrite) {
             svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
-                     "samples are made again", spec->output.dir, name, idx[k], why, m);
+                     "samples are made again",
+                     spec->output.dir, name, idx[k], why, m);
             current = 0;
         } else if (status != SVP_ERR_SPEC) {
             svp_warn("%s/%s: sample %d: %s: the shard's %d samples are made again",
@@ -233,9 +238,9 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j)
     }
     if (w->state[j] == 0) {
         svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
-        why[0] = '\0';
-        status = svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
-                                          sizeof(why));
+        why[0]      = '\0';
+        status      = svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
+                                               sizeof(why));
         w->state[j] = (status == SVP_OK) ? 1 : -1;
         if (status == SVP_ERR_BAD_FILE) {
             svp_warn("%s: its samples not staged are made again", why);
@@ -248,7 +253,8 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j)
     return w->state[j] == 1;
 }
 
-svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_t len)
+svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why,
+                                       size_t len)
 {
     const svp_spec_t *spec = w->spec;
     char              name[256], path[4200], where[4400];
@@ -272,7 +278,7 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why, size_
         return status;
     }
     if (w->passed[i]) {
-        return SVP_OK;      /* its record passed with its shard */
+        return SVP_OK; /* its record passed with its shard */
     }
     /* made with other parameters (the shard was kept for it): read its
      * record again for the message */
@@ -306,9 +312,9 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     const svp_spec_t      *spec = w->spec;
     int                    m = 0, k, any = 0, bad = -1;
     char                   name[256], why[1024], staging[4200];
-    svp_pipe_wds_sample_t *v = svp_pipe_wds_list(w, j, &m);
-    json_t                *index = NULL;
-    double                 t0 = svp_clock_now();
+    svp_pipe_wds_sample_t *v      = svp_pipe_wds_list(w, j, &m);
+    json_t                *index  = NULL;
+    double                 t0     = svp_clock_now();
     svp_status_t           status = SVP_OK;
 
     if (v == NULL) {
@@ -335,14 +341,14 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     }
     svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
     why[0] = '\0';
-    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames, &bad,
-                               why, sizeof(why));
-    if (status != SVP_OK &&
-        svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
-                                 sizeof(why)) == SVP_OK) {
-        status = SVP_OK;    /* another rank packed it and took the staged samples */
+    status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames,
+                               &bad, why, sizeof(why));
+    if (status != SVP_OK && svp_pipe_wds_shard_check(spec->output.dir, name, &index,
+                                                     why, sizeof(why)) == SVP_OK) {
+        status = SVP_OK; /* another rank packed it and took the staged samples */
         json_decref(index);
-    } else if (status == SVP_ERR_BAD_FILE && bad >= 0 && svp_pipe_wds_is_staged(v, bad)) {
+    } else if (status == SVP_ERR_BAD_FILE && bad >= 0 &&
+               svp_pipe_wds_is_staged(v, bad)) {
         /* a staged sample cut short or damaged is not packed: it goes, and
          * is made again (by resume, the shard then packed with it) */
         svp_warn("%s: not packed into %s/%s.tar; sample %d is made again", why,
@@ -358,7 +364,8 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     svp_pipe_wds_unstage(v, m);
     /* the staging folder goes with its last sample (it stays while
      * another shard's samples wait in it) */
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
+             SVP_PIPE_WDS_STAGING);
     (void)rmdir(staging);
     svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
              svp_clock_now() - t0);
@@ -378,25 +385,27 @@ svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h w, int i)
 
     /* the shard's last sample first, without listing the shard: while the
      * shard fills (samples finish about in order) it is missing */
-    svp_pipe_wds_staged_path(w, last * w->task.count + w->task.index, path, sizeof(path));
+    svp_pipe_wds_staged_path(w, last * w->task.count + w->task.index, path,
+                             sizeof(path));
     if (stat(path, &sb) != 0) {
         return SVP_OK;
     }
     return svp_pipe_wds_pack_shard(w, j, 0);
 }
 
-svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h w, int (*mine)(int sample, void *arg),
-                                     void *arg)
+svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h w,
+                                     int (*mine)(int sample, void *arg), void *arg)
 {
     const svp_spec_t *spec = w->spec;
-    int               per = spec->output.samples_per_shard, j, count, m, *idx;
+    int               per  = spec->output.samples_per_shard, j, count, m, *idx;
     char              staging[4200];
     struct stat       sb;
     svp_status_t      status = SVP_OK;
 
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir, SVP_PIPE_WDS_STAGING);
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
+             SVP_PIPE_WDS_STAGING);
     if (stat(staging, &sb) != 0) {
-        return SVP_OK;      /* nothing staged: nothing to pack or remove */
+        return SVP_OK; /* nothing staged: nothing to pack or remove */
     }
     count = svp_pipe_wds_shard_count(&w->task, w->list->count, per);
     idx   = malloc((size_t)per * sizeof(*idx));

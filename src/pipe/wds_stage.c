@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 struct svp_pipe_wds_stage {
-    char                  *path;      /* the staged file */
-    char                  *scratch;   /* the stage's folder, NULL until asked for */
+    char                  *path;    /* the staged file */
+    char                  *scratch; /* the stage's folder, NULL until asked for */
     svp_pipe_wds_member_t *v;
     int                    n, room;
 };
@@ -51,8 +51,9 @@ svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_
         *strrchr(parent, '/') = '\0';
     }
     /* the staging folder is there but for the first sample of a run */
-    status = (stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode)) ? SVP_OK :
-                                                                svp_mkdir_p(parent, 0755);
+    status = (stat(parent, &sb) == 0 && S_ISDIR(sb.st_mode))
+                 ? SVP_OK
+                 : svp_mkdir_p(parent, 0755);
     free(parent);
     if (status != SVP_OK) {
         svp_pipe_wds_stage_abort(h);
@@ -147,14 +148,15 @@ static int svp_pipe_wds_member_rank(const char *name)
 static int svp_pipe_wds_member_cmp(const void *a, const void *b)
 {
     const svp_pipe_wds_member_t *x = a, *y = b;
-    int rx = svp_pipe_wds_member_rank(x->name), ry = svp_pipe_wds_member_rank(y->name);
+    int                          rx = svp_pipe_wds_member_rank(x->name),
+        ry                          = svp_pipe_wds_member_rank(y->name);
 
     return (rx != ry) ? rx - ry : strcmp(x->name, y->name);
 }
 
 /* The checksum's share of a member: its name, its size and its bytes. */
-static void svp_pipe_wds_sum_member(svp_sha256_t *sum, const char *name, const void *data,
-                                    size_t size)
+static void svp_pipe_wds_sum_member(svp_sha256_t *sum, const char *name,
+                                    const void *data, size_t size)
 {
     unsigned char len[8];
     int           b;
@@ -182,7 +184,8 @@ static int svp_pipe_wds_stage_put(struct archive *a, struct archive_entry *e,
     if (archive_write_header(a, e) != ARCHIVE_OK) {
         return -1;
     }
-    return (size == 0 || archive_write_data(a, data, size) == (la_ssize_t)size) ? 0 : -1;
+    return (size == 0 || archive_write_data(a, data, size) == (la_ssize_t)size) ? 0
+                                                                                : -1;
 }
 
 /* The files the stage wrote in its folder, as members. */
@@ -255,7 +258,8 @@ svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h)
     svp_sha256_init(&sum);
     for (k = 0; k < h->n && status == SVP_OK; ++k) {
         svp_pipe_wds_sum_member(&sum, h->v[k].name, h->v[k].data, h->v[k].size);
-        if (svp_pipe_wds_stage_put(a, e, h->v[k].name, h->v[k].data, h->v[k].size) != 0) {
+        if (svp_pipe_wds_stage_put(a, e, h->v[k].name, h->v[k].data, h->v[k].size) !=
+            0) {
             svp_error("cannot write %s: member %s: %s", tmp, h->v[k].name,
                       archive_error_string(a));
             status = SVP_ERR_IO;
@@ -321,16 +325,16 @@ void svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n)
 svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **v_p,
                                       int *n_p, char *why, size_t len)
 {
-    struct archive       *a;
-    struct archive_entry *e;
+    struct archive        *a;
+    struct archive_entry  *e;
     svp_pipe_wds_member_t *v = NULL, *grown;
-    svp_sha256_t          sum;
-    const char           *name;
-    char                  hex[65], *data;
-    la_int64_t            size;
-    int                   n = 0, room = 0, r, summed = 0;
-    struct stat           sb;
-    svp_status_t          status = SVP_OK;
+    svp_sha256_t           sum;
+    const char            *name;
+    char                   hex[65], *data;
+    la_int64_t             size;
+    int                    n = 0, room = 0, r, summed = 0;
+    struct stat            sb;
+    svp_status_t           status = SVP_OK;
 
     *v_p = NULL;
     *n_p = 0;
@@ -354,7 +358,8 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
         name = archive_entry_pathname(e);
         size = archive_entry_size(e);
         if (summed || name == NULL || size < 0) {
-            snprintf(why, len, "staged sample %s: a member after its checksum", path);
+            snprintf(why, len, "staged sample %s: a member after its checksum",
+                     path);
             status = SVP_ERR_BAD_FILE;
             break;
         }
@@ -363,10 +368,13 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             status = SVP_ERR_NO_MEMORY;
             break;
         }
-        if (size > 0 && archive_read_data(a, data, (size_t)size) != (la_ssize_t)size) {
-            snprintf(why, len, "staged sample %s: member %s is cut short or damaged (%s)",
-                     path, name, archive_error_string(a) ? archive_error_string(a) :
-                     "short read");
+        if (size > 0 &&
+            archive_read_data(a, data, (size_t)size) != (la_ssize_t)size) {
+            snprintf(why, len,
+                     "staged sample %s: member %s is cut short or damaged (%s)",
+                     path, name,
+                     archive_error_string(a) ? archive_error_string(a)
+                                             : "short read");
             free(data);
             status = SVP_ERR_BAD_FILE;
             break;
@@ -376,8 +384,10 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             svp_sha256_final(&sum, hex);
             summed = 1;
             if (size != 64 || memcmp(data, hex, 64) != 0) {
-                snprintf(why, len, "staged sample %s: its members' checksum is %s, it "
-                         "says %.64s (damaged)", path, hex, data);
+                snprintf(why, len,
+                         "staged sample %s: its members' checksum is %s, it "
+                         "says %.64s (damaged)",
+                         path, hex, data);
                 status = SVP_ERR_BAD_FILE;
             }
             free(data);

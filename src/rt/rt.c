@@ -83,16 +83,16 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
         rt->local_size = (int)val->data.uint32;
         PMIX_VALUE_RELEASE(val);
     }
-    if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK,
-                         SVP_LOG_LEVEL_DEBUG, rt->timeout, &val) == SVP_OK) {
+    if (svp_rt_get_value(rt, rt->proc.rank, PMIX_LOCAL_RANK, SVP_LOG_LEVEL_DEBUG,
+                         rt->timeout, &val) == SVP_OK) {
         rt->local_rank = (int)val->data.uint16;
         PMIX_VALUE_RELEASE(val);
     }
 
     /* Slurm names the node here (several slurmd on one machine get
      * different names); fall back to the machine's own name. */
-    if ((svp_rt_get_value(rt, rt->proc.rank, PMIX_HOSTNAME,
-                          SVP_LOG_LEVEL_DEBUG, rt->timeout, &val) == SVP_OK) &&
+    if ((svp_rt_get_value(rt, rt->proc.rank, PMIX_HOSTNAME, SVP_LOG_LEVEL_DEBUG,
+                          rt->timeout, &val) == SVP_OK) &&
         (val->type == PMIX_STRING) && (val->data.string != NULL)) {
         snprintf(rt->hostname, sizeof(rt->hostname), "%s", val->data.string);
         PMIX_VALUE_RELEASE(val);
@@ -108,11 +108,10 @@ static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
     /* A default handler (no codes): it sees every event, and having one
      * also keeps PMIx from acting on a lost server connection by itself. */
     svp_rt_instance = rt;
-    rc = PMIx_Register_event_handler(NULL, 0, NULL, 0, svp_rt_event_handler,
-                                     NULL, NULL);
+    rc = PMIx_Register_event_handler(NULL, 0, NULL, 0, svp_rt_event_handler, NULL,
+                                     NULL);
     if (rc < 0) {
-        svp_error("PMIx_Register_event_handler failed: %s",
-                  PMIx_Error_string(rc));
+        svp_error("PMIx_Register_event_handler failed: %s", PMIx_Error_string(rc));
         status = svp_rt_status_from_pmix(rc);
         goto err_close_fd;
     }
@@ -159,7 +158,7 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     rt->local_size = 1;
     rt->event_fd   = -1;
     rt->get_fd     = -1;
-    rt->timeout  = SVP_RT_DEFAULT_TIMEOUT;
+    rt->timeout    = SVP_RT_DEFAULT_TIMEOUT;
     atomic_init(&rt->lost_rank, -1);
     atomic_init(&rt->have_cause, 0);
     if ((params != NULL) && (params->field_mask & SVP_RT_PARAM_FIELD_GROUP)) {
@@ -186,8 +185,8 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p)
     }
 
     svp_log_set_rank(rt->rank);
-    svp_debug("runtime up: rank %d of %d, local rank %d of %d on %s%s",
-              rt->rank, rt->size, rt->local_rank, rt->local_size, rt->hostname,
+    svp_debug("runtime up: rank %d of %d, local rank %d of %d on %s%s", rt->rank,
+              rt->size, rt->local_rank, rt->local_size, rt->hostname,
               rt->plain ? " (plain start)" : "");
     *rt_p = rt;
     return SVP_OK;
@@ -211,9 +210,9 @@ void svp_rt_cleanup(svp_rt_h rt)
         }
         reason = atomic_load(&rt->leave_reason);
         gen    = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Finalize",
-                                     (reason == SVP_RT_LEAVE_SIGNAL) ?
-                                     128 + atomic_load(&rt->leave_signo) :
-                                     SVP_EXIT_JOB_FATAL);
+                                  (reason == SVP_RT_LEAVE_SIGNAL)
+                                         ? 128 + atomic_load(&rt->leave_signo)
+                                         : SVP_EXIT_JOB_FATAL);
         SVP_RT_PMIX_FUNC(PMIx_Finalize(NULL, 0), SVP_LOG_LEVEL_WARN);
         svp_rt_watchdog_disarm(gen);
         svp_rt_fence_free(rt->fence);
@@ -276,7 +275,6 @@ void svp_rt_abort(svp_rt_h rt, int exit_status, const char *message)
     }
     /* Slurm kills the rest of the step about 10 ms after this. */
     gen = svp_rt_watchdog_arm(SVP_RT_LOCAL_BOUND, "PMIx_Abort", exit_status);
-    SVP_RT_PMIX_FUNC(PMIx_Abort(exit_status, message, NULL, 0),
-                     SVP_LOG_LEVEL_WARN);
+    SVP_RT_PMIX_FUNC(PMIx_Abort(exit_status, message, NULL, 0), SVP_LOG_LEVEL_WARN);
     svp_rt_watchdog_disarm(gen);
 }

@@ -32,19 +32,16 @@
 typedef struct svp_rt *svp_rt_h;
 
 /* Which fields of svp_rt_params_t are set (UCX-style field mask). */
-enum {
-    SVP_RT_PARAM_FIELD_TIMEOUT = 1u << 0,
-    SVP_RT_PARAM_FIELD_GROUP   = 1u << 1
-};
+enum { SVP_RT_PARAM_FIELD_TIMEOUT = 1u << 0, SVP_RT_PARAM_FIELD_GROUP = 1u << 1 };
 
 typedef struct {
     unsigned field_mask;
     /* Seconds a fence may take before it fails with SVP_ERR_TIMED_OUT
      * (default SVP_RT_DEFAULT_TIMEOUT). */
-    double   timeout;
+    double timeout;
     /* Ranks per pipeline (pipeline.stages; 0: all): a lost rank is logged
      * with its pipeline (ranks gS .. gS+S-1). */
-    int      group_size;
+    int group_size;
 } svp_rt_params_t;
 
 #define SVP_RT_DEFAULT_TIMEOUT 60.0
@@ -64,23 +61,22 @@ svp_status_t svp_rt_init(const svp_rt_params_t *params, svp_rt_h *rt_p);
 void svp_rt_cleanup(svp_rt_h rt);
 
 /* Identity.  Valid from svp_rt_init() until svp_rt_cleanup(). */
-int         svp_rt_rank(svp_rt_h rt);
-int         svp_rt_size(svp_rt_h rt);
-int         svp_rt_local_rank(svp_rt_h rt);
+int svp_rt_rank(svp_rt_h rt);
+int svp_rt_size(svp_rt_h rt);
+int svp_rt_local_rank(svp_rt_h rt);
 /* Ranks of this job on this node (PMIX_LOCAL_SIZE; 1 when plain). */
 int         svp_rt_local_size(svp_rt_h rt);
 const char *svp_rt_hostname(svp_rt_h rt);
 /* The PMIx namespace, or "" for a plain start. */
 const char *svp_rt_nspace(svp_rt_h rt);
 /* 1 when started without a launcher (rank 0 of 1), 0 under PMIx. */
-int         svp_rt_is_plain(svp_rt_h rt);
+int svp_rt_is_plain(svp_rt_h rt);
 
 /*
  * Publishes len bytes under key for the other ranks.  The data is copied; it
  * becomes visible to others after the next svp_rt_fence().
  */
-svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
-                        size_t len);
+svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data, size_t len);
 
 /*
  * Commits this rank's keys and waits until every rank has done the same
@@ -108,8 +104,8 @@ void svp_rt_set_fence_timeout(svp_rt_h rt, double seconds);
  * did not answer within the runtime's timeout (a rank on another node that
  * never published: Slurm's own limit would be PMIxTimeout, 300 s).
  */
-svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
-                        void **data_p, size_t *len_p);
+svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key, void **data_p,
+                        size_t *len_p);
 
 /*
  * Tells the launcher to kill the whole job (PMIx_Abort) with the exit status
@@ -135,11 +131,11 @@ int svp_rt_event_fd(svp_rt_h rt);
 /* Why this rank leaves: said to the neighbours by svp_rt_cleanup(), which
  * fail at once on any reason but DONE (see watch.h). */
 typedef enum {
-    SVP_RT_LEAVE_EARLY = 0,     /* the default: left before its work was done */
-    SVP_RT_LEAVE_DONE,          /* after the last fence: the job is over */
+    SVP_RT_LEAVE_EARLY = 0, /* the default: left before its work was done */
+    SVP_RT_LEAVE_DONE,      /* after the last fence: the job is over */
     SVP_RT_LEAVE_ERROR,
     SVP_RT_LEAVE_SIGNAL,
-    SVP_RT_LEAVE_ENDING         /* ends because another rank was stopped */
+    SVP_RT_LEAVE_ENDING /* ends because another rank was stopped */
 } svp_rt_leave_t;
 
 /* Sets the reason svp_rt_cleanup() gives; the last call wins.  Safe from a

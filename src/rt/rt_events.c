@@ -36,8 +36,7 @@ static void svp_rt_record_loss(struct svp_rt *rt, int rank)
 /* The process an event is about: PMIX_EVENT_AFFECTED_PROC, else the first of
  * PMIX_EVENT_AFFECTED_PROCS, else the event's source. */
 static const pmix_proc_t *svp_rt_event_proc(const pmix_proc_t *source,
-                                            const pmix_info_t info[],
-                                            size_t ninfo)
+                                            const pmix_info_t info[], size_t ninfo)
 {
     size_t i;
 
@@ -96,25 +95,20 @@ static int svp_rt_event_is_loss(pmix_status_t status)
  */
 struct svp_rt *svp_rt_instance;
 
-void svp_rt_event_handler(size_t evhdlr_registration_id,
-                                 pmix_status_t status,
-                                 const pmix_proc_t *source,
-                                 pmix_info_t info[], size_t ninfo,
-                                 pmix_info_t results[], size_t nresults,
-                                 pmix_event_notification_cbfunc_fn_t cbfunc,
-                                 void *cbdata)
+void svp_rt_event_handler(size_t evhdlr_registration_id, pmix_status_t status,
+                          const pmix_proc_t *source, pmix_info_t info[],
+                          size_t ninfo, pmix_info_t results[], size_t nresults,
+                          pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
 {
     struct svp_rt     *rt   = svp_rt_instance;
     const pmix_proc_t *proc = svp_rt_event_proc(source, info, ninfo);
     int                lost;
 
     svp_log(svp_rt_event_is_loss(status) ? SVP_LOG_LEVEL_WARN : SVP_LOG_LEVEL_DEBUG,
-            "pmix event %s from %s:%d about %s:%d",
-            PMIx_Error_string(status),
+            "pmix event %s from %s:%d about %s:%d", PMIx_Error_string(status),
             source != NULL ? source->nspace : "-",
             source != NULL ? (int)source->rank : -1,
-            proc != NULL ? proc->nspace : "-",
-            proc != NULL ? (int)proc->rank : -1);
+            proc != NULL ? proc->nspace : "-", proc != NULL ? (int)proc->rank : -1);
 
     if ((rt != NULL) && svp_rt_event_is_loss(status)) {
         /* a lost connection (to the server) names no rank */
@@ -190,16 +184,16 @@ static int svp_rt_is_loss_cause(svp_rt_watch_bye_t reason, const char *why)
  * it ("rank 4 on n3 was lost"), before its teardown: no rank takes its exit
  * for a second loss, connects to it or waits for it.
  */
-static void svp_rt_end_for_loss(struct svp_rt *rt, int rank, svp_rt_watch_bye_t reason,
-                                const char *why)
+static void svp_rt_end_for_loss(struct svp_rt *rt, int rank,
+                                svp_rt_watch_bye_t reason, const char *why)
 {
     int  s = rt->group_size;
     char node[128], pipeline[64] = "";
 
     svp_rt_node_of(rt, rank, node, sizeof(node));
     if (s > 0 && s < rt->size) {
-        snprintf(pipeline, sizeof(pipeline), " of pipeline %d (ranks %d-%d)", rank / s,
-                 rank / s * s, rank / s * s + s - 1);
+        snprintf(pipeline, sizeof(pipeline), " of pipeline %d (ranks %d-%d)",
+                 rank / s, rank / s * s, rank / s * s + s - 1);
     }
     if (!atomic_exchange(&rt->have_cause, 1)) {
         snprintf(rt->stop_cause, sizeof(rt->stop_cause), "rank %d on %s was lost",
@@ -207,10 +201,11 @@ static void svp_rt_end_for_loss(struct svp_rt *rt, int rank, svp_rt_watch_bye_t 
         atomic_store(&rt->cause_is_loss, 1);
     }
     if ((reason != SVP_RT_WATCH_BYE_ERROR) && ((rank + 1) % rt->size == rt->rank)) {
-        svp_error("rank %d%s is gone: %s; it ran on %s; the job ends", rank, pipeline, why,
-                  node);
+        svp_error("rank %d%s is gone: %s; it ran on %s; the job ends", rank,
+                  pipeline, why, node);
     } else {
-        svp_warn("ending: rank %d%s is gone: %s; it ran on %s", rank, pipeline, why, node);
+        svp_warn("ending: rank %d%s is gone: %s; it ran on %s", rank, pipeline, why,
+                 node);
     }
     svp_rt_end_for_cause(rt, rank);
 }
@@ -261,7 +256,8 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
             return;
         } else {
             svp_debug("rank %d %s: %s", rank,
-                      (reason == SVP_RT_WATCH_BYE_SIGNAL) ? "was stopped" : "is ending",
+                      (reason == SVP_RT_WATCH_BYE_SIGNAL) ? "was stopped"
+                                                          : "is ending",
                       why);
         }
     } else if (atomic_load(&rt->have_cause)) {
@@ -276,10 +272,10 @@ void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
 
 /* The watch's goodbye codes are the runtime's leave reasons. */
 _Static_assert((int)SVP_RT_LEAVE_EARLY == (int)SVP_RT_WATCH_BYE_EARLY &&
-               (int)SVP_RT_LEAVE_DONE == (int)SVP_RT_WATCH_BYE_DONE &&
-               (int)SVP_RT_LEAVE_ERROR == (int)SVP_RT_WATCH_BYE_ERROR &&
-               (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL &&
-               (int)SVP_RT_LEAVE_ENDING == (int)SVP_RT_WATCH_BYE_ENDING,
+                   (int)SVP_RT_LEAVE_DONE == (int)SVP_RT_WATCH_BYE_DONE &&
+                   (int)SVP_RT_LEAVE_ERROR == (int)SVP_RT_WATCH_BYE_ERROR &&
+                   (int)SVP_RT_LEAVE_SIGNAL == (int)SVP_RT_WATCH_BYE_SIGNAL &&
+                   (int)SVP_RT_LEAVE_ENDING == (int)SVP_RT_WATCH_BYE_ENDING,
                "leave reasons and goodbye codes differ");
 
 void svp_rt_set_leave_reason(svp_rt_h rt, svp_rt_leave_t reason)
@@ -317,7 +313,8 @@ void svp_rt_set_leave_ending(svp_rt_h rt, const char *cause)
 
 int svp_rt_cause_is_loss(svp_rt_h rt)
 {
-    return (rt != NULL) && atomic_load(&rt->have_cause) && atomic_load(&rt->cause_is_loss);
+    return (rt != NULL) && atomic_load(&rt->have_cause) &&
+           atomic_load(&rt->cause_is_loss);
 }
 
 int svp_rt_stop_cause(svp_rt_h rt, char *buf, size_t len)

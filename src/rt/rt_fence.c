@@ -32,7 +32,7 @@
  * PMIx_Finalize.
  */
 struct svp_rt_fence {
-    int           fd;          /* eventfd written by the callback */
+    int           fd; /* eventfd written by the callback */
     atomic_int    done;
     pmix_status_t status;
 };
@@ -61,11 +61,11 @@ void svp_rt_fence_free(struct svp_rt_fence *fence)
 static svp_status_t svp_rt_fence_wait(struct svp_rt *rt, svp_rt_fence_t *fence,
                                       double timeout)
 {
-    struct pollfd fds[2] = { { .fd = fence->fd, .events = POLLIN },
-                             { .fd = rt->event_fd, .events = POLLIN } };
-    double        until = svp_clock_now() + timeout;
+    struct pollfd fds[2] = {{.fd = fence->fd, .events = POLLIN},
+                            {.fd = rt->event_fd, .events = POLLIN}};
+    double        until  = svp_clock_now() + timeout;
     double        left;
-    int           nfds  = 2;
+    int           nfds = 2;
 
     while (!atomic_load(&fence->done)) {
         if ((svp_rt_lost_rank(rt) != -1) && (nfds == 2)) {
@@ -135,8 +135,8 @@ svp_status_t svp_rt_fence(svp_rt_h rt)
     PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
     PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout, PMIX_INT);
     /* NULL procs: every rank of our namespace. */
-    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Fence_nb(NULL, 0, info, 2,
-                                                svp_rt_fence_cb, fence));
+    status = SVP_RT_PMIX_FUNC_ERR(
+        PMIx_Fence_nb(NULL, 0, info, 2, svp_rt_fence_cb, fence));
     PMIX_INFO_DESTRUCT(&info[0]);
     PMIX_INFO_DESTRUCT(&info[1]);
     if (status != SVP_OK) {

@@ -32,29 +32,29 @@ typedef struct svp_rt_kv {
 } svp_rt_kv_t;
 
 struct svp_rt {
-    int          plain;
-    int          rank, size, local_rank, local_size;
-    double       timeout;
-    char         hostname[PMIX_MAX_NSLEN + 1];
-    pmix_proc_t  proc;              /* PMIx identity (unused when plain) */
-    size_t       evhdlr_id;
-    int          evhdlr_registered;
-    int          event_fd;
-    atomic_int   lost_rank;
-    atomic_int   leave_reason;      /* svp_rt_leave_t */
-    atomic_int   leave_signo;       /* with SVP_RT_LEAVE_SIGNAL */
-    char         leave_text[SVP_RT_WATCH_BYE_TEXT_MAX + 1];  /* with _ERROR, _ENDING */
+    int         plain;
+    int         rank, size, local_rank, local_size;
+    double      timeout;
+    char        hostname[PMIX_MAX_NSLEN + 1];
+    pmix_proc_t proc; /* PMIx identity (unused when plain) */
+    size_t      evhdlr_id;
+    int         evhdlr_registered;
+    int         event_fd;
+    atomic_int  lost_rank;
+    atomic_int  leave_reason; /* svp_rt_leave_t */
+    atomic_int  leave_signo;  /* with SVP_RT_LEAVE_SIGNAL */
+    char        leave_text[SVP_RT_WATCH_BYE_TEXT_MAX + 1]; /* with _ERROR, _ENDING */
     /* "rank 2 was stopped by SIGTERM": set once, before the loss it
      * explains is recorded, when the first loss is another rank's stop */
-    char         stop_cause[SVP_RT_WATCH_BYE_TEXT_MAX + 1];
-    atomic_int   have_cause;
-    atomic_int   cause_is_loss;     /* the cause is a rank lost, not stopped */
-    int          get_fd;            /* eventfd written by PMIx_Get_nb answers */
-    struct svp_rt_get *orphans;     /* gets PMIx still owes an answer */
-    svp_rt_watch_t *watch;          /* NULL when plain or alone */
-    int             group_size;     /* ranks per pipeline, 0: all */
-    struct svp_rt_fence *fence;     /* a fence PMIx still owes an answer */
-    svp_rt_kv_t *kv;                /* plain start only */
+    char                 stop_cause[SVP_RT_WATCH_BYE_TEXT_MAX + 1];
+    atomic_int           have_cause;
+    atomic_int           cause_is_loss; /* the cause is a rank lost, not stopped */
+    int                  get_fd;        /* eventfd written by PMIx_Get_nb answers */
+    struct svp_rt_get   *orphans;       /* gets PMIx still owes an answer */
+    svp_rt_watch_t      *watch;         /* NULL when plain or alone */
+    int                  group_size;    /* ranks per pipeline, 0: all */
+    struct svp_rt_fence *fence;         /* a fence PMIx still owes an answer */
+    svp_rt_kv_t         *kv;            /* plain start only */
 };
 
 /* Seconds PMIx_Abort and PMIx_Finalize may take: both talk only to this
@@ -91,10 +91,10 @@ struct svp_rt {
  */
 typedef struct svp_rt_get {
     struct svp_rt_get *next;
-    int                fd;          /* the runtime's get_fd */
+    int                fd; /* the runtime's get_fd */
     atomic_int         done;
     pmix_status_t      status;
-    pmix_value_t      *val;         /* a copy of the answer, on success */
+    pmix_value_t      *val; /* a copy of the answer, on success */
 } svp_rt_get_t;
 
 typedef struct svp_rt_fence svp_rt_fence_t;
@@ -110,10 +110,9 @@ void     svp_rt_watchdog_disarm(unsigned gen);
 /* rt_kv.c */
 svp_status_t svp_rt_get_start(struct svp_rt *rt, pmix_rank_t rank, const char *key,
                               svp_rt_get_t **get_p);
-int          svp_rt_get_wait(struct svp_rt *rt, svp_rt_get_t **gets, int n,
-                             double until);
-void         svp_rt_get_free(svp_rt_get_t *get);
-void         svp_rt_get_free_orphans(struct svp_rt *rt);
+int  svp_rt_get_wait(struct svp_rt *rt, svp_rt_get_t **gets, int n, double until);
+void svp_rt_get_free(svp_rt_get_t *get);
+void svp_rt_get_free_orphans(struct svp_rt *rt);
 svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank, const char *key,
                               svp_log_level_t level, double timeout,
                               pmix_value_t **val_p);
@@ -127,8 +126,8 @@ svp_status_t svp_rt_init_watch(struct svp_rt *rt);
 /* rt_events.c: the runtime PMIx's event handler finds (one per process) */
 extern struct svp_rt *svp_rt_instance;
 void svp_rt_event_handler(size_t evhdlr_registration_id, pmix_status_t status,
-                          const pmix_proc_t *source, pmix_info_t info[], size_t ninfo,
-                          pmix_info_t results[], size_t nresults,
+                          const pmix_proc_t *source, pmix_info_t info[],
+                          size_t ninfo, pmix_info_t results[], size_t nresults,
                           pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata);
 void svp_rt_watch_lost(void *arg, int rank, svp_rt_watch_bye_t reason,
                        const char *why);

@@ -42,8 +42,8 @@ static void svp_rt_get_cb(pmix_status_t status, pmix_value_t *kv, void *cbdata)
     }
 }
 
-svp_status_t svp_rt_get_start(struct svp_rt *rt, pmix_rank_t rank,
-                                     const char *key, svp_rt_get_t **get_p)
+svp_status_t svp_rt_get_start(struct svp_rt *rt, pmix_rank_t rank, const char *key,
+                              svp_rt_get_t **get_p)
 {
     svp_rt_get_t *get;
     pmix_proc_t   proc;
@@ -71,10 +71,9 @@ svp_status_t svp_rt_get_start(struct svp_rt *rt, pmix_rank_t rank,
  * the gets still unanswered then go to the orphans (gets[i] set to NULL).
  * Returns how many were answered.
  */
-int svp_rt_get_wait(struct svp_rt *rt, svp_rt_get_t **gets, int n,
-                           double until)
+int svp_rt_get_wait(struct svp_rt *rt, svp_rt_get_t **gets, int n, double until)
 {
-    struct pollfd pfd = { .fd = rt->get_fd, .events = POLLIN };
+    struct pollfd pfd = {.fd = rt->get_fd, .events = POLLIN};
     uint64_t      count;
     double        left;
     int           i, answered;
@@ -138,9 +137,9 @@ void svp_rt_get_free_orphans(struct svp_rt *rt)
 }
 
 /* PMIx_Get, bounded by timeout seconds (see svp_rt_get_t). */
-svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
-                                     const char *key, svp_log_level_t level,
-                                     double timeout, pmix_value_t **val_p)
+svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank, const char *key,
+                              svp_log_level_t level, double timeout,
+                              pmix_value_t **val_p)
 {
     svp_rt_get_t *get;
     svp_status_t  status;
@@ -152,8 +151,8 @@ svp_status_t svp_rt_get_value(struct svp_rt *rt, pmix_rank_t rank,
         return status;
     }
     if (svp_rt_get_wait(rt, &get, 1, svp_clock_now() + timeout) == 0) {
-        svp_log(level, "PMIx_Get of '%s' of rank %d: no answer within %.0f s",
-                key, (int)rank, timeout);
+        svp_log(level, "PMIx_Get of '%s' of rank %d: no answer within %.0f s", key,
+                (int)rank, timeout);
         return SVP_ERR_TIMED_OUT;
     }
     if (get->status != PMIX_SUCCESS) {
@@ -227,8 +226,7 @@ err_nomem:
     return SVP_ERR_NO_MEMORY;
 }
 
-svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
-                        size_t len)
+svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data, size_t len)
 {
     pmix_value_t val;
     svp_status_t status;
@@ -243,15 +241,15 @@ svp_status_t svp_rt_put(svp_rt_h rt, const char *key, const void *data,
 
     /* PMIx_Put copies the value: the byte object may point at caller data. */
     PMIX_VALUE_CONSTRUCT(&val);
-    val.type               = PMIX_BYTE_OBJECT;
-    val.data.bo.bytes      = (char *)data;
-    val.data.bo.size       = len;
-    status = SVP_RT_PMIX_FUNC_ERR(PMIx_Put(PMIX_GLOBAL, key, &val));
+    val.type          = PMIX_BYTE_OBJECT;
+    val.data.bo.bytes = (char *)data;
+    val.data.bo.size  = len;
+    status            = SVP_RT_PMIX_FUNC_ERR(PMIx_Put(PMIX_GLOBAL, key, &val));
     return status;
 }
 
-svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
-                        void **data_p, size_t *len_p)
+svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key, void **data_p,
+                        size_t *len_p)
 {
     pmix_value_t *val;
     svp_rt_kv_t  *kv;
@@ -280,16 +278,17 @@ svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key,
         len = kv->len;
         val = NULL;
     } else {
-        status = svp_rt_get_value(rt, (pmix_rank_t)rank, key,
-                                  SVP_LOG_LEVEL_DEBUG, rt->timeout, &val);
+        status = svp_rt_get_value(rt, (pmix_rank_t)rank, key, SVP_LOG_LEVEL_DEBUG,
+                                  rt->timeout, &val);
         if (status != SVP_OK) {
             svp_error("key '%s' of rank %d: %s", key, rank,
                       svp_status_string(status));
             return status;
         }
-        if (val->type != PMIX_BYTE_OBJECT) { /* NOLINT(clang-analyzer-core.NullDereference): set on SVP_OK, as gets[] above */
-            svp_error("key '%s' of rank %d holds PMIx type %d, not bytes", key,
-                      rank, (int)val->type);
+        if (val->type !=
+            PMIX_BYTE_OBJECT) { /* NOLINT(clang-analyzer-core.NullDereference): set on SVP_OK, as gets[] above */
+            svp_error("key '%s' of rank %d holds PMIx type %d, not bytes", key, rank,
+                      (int)val->type);
             PMIX_VALUE_RELEASE(val);
             return SVP_ERR_RUNTIME;
         }

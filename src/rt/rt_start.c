@@ -28,8 +28,8 @@
  * a few ms), then for their presence port.  An absent one never does, so
  * this is all the time the probe adds to a failed start.
  */
-#define SVP_RT_ABSENT_WAIT    1.0
-#define SVP_RT_PRESENCE_WAIT  0.5
+#define SVP_RT_ABSENT_WAIT   1.0
+#define SVP_RT_PRESENCE_WAIT 0.5
 
 /*
  * Seconds a rank that named the absent ones waits before it ends the job
@@ -37,7 +37,7 @@
  * up to a launch's skew later (1 s seen on 3 nodes), name them too instead
  * of being killed in their own probe.
  */
-#define SVP_RT_ABORT_SPREAD   1.2
+#define SVP_RT_ABORT_SPREAD 1.2
 
 /*
  * The node of rank, from PMIx's job info: this node's server holds the map
@@ -46,10 +46,10 @@
  */
 void svp_rt_node_of(struct svp_rt *rt, int rank, char *buf, size_t len)
 {
-    char       *nodes = NULL, *save = NULL, *node;
+    char        *nodes = NULL, *save = NULL, *node;
     pmix_proc_t *procs;
-    size_t      nprocs, i;
-    int         found = 0;
+    size_t       nprocs, i;
+    int          found = 0;
 
     snprintf(buf, len, "?");
     if (PMIx_Resolve_nodes(rt->proc.nspace, &nodes) != PMIX_SUCCESS ||
@@ -107,9 +107,8 @@ static char *svp_rt_get_addr(svp_rt_get_t *get)
  * whole does not flood the log.  A short list goes to list (for the
  * abort).
  */
-static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
-                               const char *what, const char *seen,
-                               char *list, size_t len)
+static void svp_rt_name_absent(struct svp_rt *rt, const char *key, const char *what,
+                               const char *seen, char *list, size_t len)
 {
     svp_rt_get_t *gets[SVP_RT_ABSENT_PROBE];
     char         *addrs[SVP_RT_ABSENT_PROBE];
@@ -127,7 +126,7 @@ static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
         }
         ranks[n] = r;
         if (svp_rt_get_start(rt, (pmix_rank_t)r, key, &gets[n]) != SVP_OK) {
-            gets[n] = NULL;     /* counted absent below */
+            gets[n] = NULL; /* counted absent below */
         }
         ++n;
     }
@@ -144,8 +143,9 @@ static void svp_rt_name_absent(struct svp_rt *rt, const char *key,
         }
         svp_rt_node_of(rt, ranks[i], node, sizeof(node));
         if (addrs[i] == NULL) {
-            window = (strcmp(node, here) == 0) ? "never started" :
-                     "never started or its node did not answer";
+            window = (strcmp(node, here) == 0)
+                         ? "never started"
+                         : "never started or its node did not answer";
         } else if (answers[i] == SVP_RT_PRESENCE_PUBLISHED) {
             window = "published its address but never reached the fence";
             seen   = "last seen between its address and the fence";
@@ -184,8 +184,10 @@ static void svp_rt_abort_start(struct svp_rt *rt, svp_status_t status,
     if (list[0] != '\0') {
         /* the other nodes' ranks name the absent ones themselves first */
         usleep((useconds_t)(SVP_RT_ABORT_SPREAD * 1e6));
-        snprintf(msg, sizeof(msg), "svdworker rank %d: the job did not start "
-                 "within %.0f s; missing: rank(s) %s", rt->rank, rt->timeout, list);
+        snprintf(msg, sizeof(msg),
+                 "svdworker rank %d: the job did not start "
+                 "within %.0f s; missing: rank(s) %s",
+                 rt->rank, rt->timeout, list);
     } else {
         snprintf(msg, sizeof(msg), "svdworker rank %d: the job did not start: %s",
                  rt->rank, svp_status_string(status));
@@ -219,8 +221,8 @@ svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     if (status == SVP_OK) {
         status = svp_rt_fence(rt);
         if ((status == SVP_ERR_TIMED_OUT) || (status == SVP_ERR_PEER_LOST)) {
-            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY, what,
-                               "not seen since launch", list, sizeof(list));
+            svp_rt_name_absent(rt, SVP_RT_WATCH_KEY, what, "not seen since launch",
+                               list, sizeof(list));
         }
     }
     if (status == SVP_OK) {
@@ -242,12 +244,12 @@ svp_status_t svp_rt_init_watch(struct svp_rt *rt)
     if (status == SVP_ERR_TIMED_OUT) {
         svp_rt_node_of(rt, prev, node, sizeof(node));
         svp_error("rank %d on %s never connected its neighbour watch within "
-                  "%.0f s (last seen publishing its address)", prev, node,
-                  rt->timeout);
+                  "%.0f s (last seen publishing its address)",
+                  prev, node, rt->timeout);
         snprintf(list, sizeof(list), "%d on %.200s", prev, node);
     }
     if (status != SVP_OK) {
-        rt->watch = NULL;   /* svp_rt_watch_start destroyed it */
+        rt->watch = NULL; /* svp_rt_watch_start destroyed it */
         svp_rt_abort_start(rt, status, list);
     }
     return status;

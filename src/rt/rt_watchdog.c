@@ -28,7 +28,7 @@ typedef struct {
     pthread_cond_t  cond;
     pthread_t       thread;
     int             started;
-    unsigned        armed;        /* generation armed, 0: none */
+    unsigned        armed; /* generation armed, 0: none */
     unsigned        generation;
     double          until;
     int             exit_status;
@@ -53,21 +53,21 @@ static void *svp_rt_watchdog_thread(void *arg)
         now = svp_clock_now();
         if (now >= wd->until) {
             svp_error("%s did not return within its bound: exiting with "
-                      "status %d", wd->what, wd->exit_status);
+                      "status %d",
+                      wd->what, wd->exit_status);
             _exit(wd->exit_status);
         }
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        now          = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + (wd->until - now);
-        ts.tv_sec    = (time_t)now;
-        ts.tv_nsec   = (long)((now - (double)ts.tv_sec) * 1e9);
+        now        = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + (wd->until - now);
+        ts.tv_sec  = (time_t)now;
+        ts.tv_nsec = (long)((now - (double)ts.tv_sec) * 1e9);
         pthread_cond_timedwait(&wd->cond, &wd->lock, &ts);
     }
     return NULL;
 }
 
 /* Arms the watchdog for `seconds`; returns the generation to disarm. */
-unsigned svp_rt_watchdog_arm(double seconds, const char *what,
-                                    int exit_status)
+unsigned svp_rt_watchdog_arm(double seconds, const char *what, int exit_status)
 {
     svp_rt_watchdog_t *wd = &svp_rt_watchdog;
     pthread_condattr_t attr;

@@ -43,35 +43,31 @@
  * "lost" add a length byte and that many bytes of text.  A message is at
  * most 5 + 2 + 255 bytes.
  */
-#define SVP_RT_WATCH_BYE    'B'
-#define SVP_RT_WATCH_BEAT   'H'
-#define SVP_RT_WATCH_NOTICE 'N'
+#define SVP_RT_WATCH_BYE       'B'
+#define SVP_RT_WATCH_BEAT      'H'
+#define SVP_RT_WATCH_NOTICE    'N'
 #define SVP_RT_WATCH_WIRE_LOST 255
 #define SVP_RT_WATCH_MSG_MAX   (5 + 2 + 255)
 
-enum {
-    SVP_RT_WATCH_PREV = 0,
-    SVP_RT_WATCH_NEXT,
-    SVP_RT_WATCH_NUM
-};
+enum { SVP_RT_WATCH_PREV = 0, SVP_RT_WATCH_NEXT, SVP_RT_WATCH_NUM };
 
 struct svp_rt_watch {
-    int                    listen_fd;
-    int                    fds[SVP_RT_WATCH_NUM];   /* -1 when closed */
-    int                    ranks[SVP_RT_WATCH_NUM];
-    double                 last[SVP_RT_WATCH_NUM];  /* when a byte last came */
-    int                    stop_fd;                 /* eventfd: stop thread */
-    pthread_t              thread;
-    int                    thread_started;
-    int                    rank, size;
-    atomic_uchar          *gone;                    /* size entries */
-    int                    told_stop;               /* own stop announced */
+    int           listen_fd;
+    int           fds[SVP_RT_WATCH_NUM]; /* -1 when closed */
+    int           ranks[SVP_RT_WATCH_NUM];
+    double        last[SVP_RT_WATCH_NUM]; /* when a byte last came */
+    int           stop_fd;                /* eventfd: stop thread */
+    pthread_t     thread;
+    int           thread_started;
+    int           rank, size;
+    atomic_uchar *gone;      /* size entries */
+    int           told_stop; /* own stop announced */
     /* presence: a socket answered by a thread until the watch starts */
     int                    presence_fd;
-    int                    presence_stop_fd;        /* eventfd: stop it */
+    int                    presence_stop_fd; /* eventfd: stop it */
     pthread_t              presence_thread;
     int                    presence_started;
-    atomic_int             presence;                /* svp_rt_presence_t */
+    atomic_int             presence; /* svp_rt_presence_t */
     svp_rt_watch_lost_cb_t cb;
     void                  *arg;
     char                   addr[1024];
@@ -101,8 +97,8 @@ static void svp_rt_watch_format_addr(char *buf, size_t len, const char *host,
     }
     for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
         if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
-            (inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr,
-                       ip, sizeof(ip)) == NULL) ||
+            (inet_ntop(AF_INET, &((struct sockaddr_in *)ifa->ifa_addr)->sin_addr, ip,
+                       sizeof(ip)) == NULL) ||
             (n + strlen(ip) + 2 > len)) {
             continue;
         }
@@ -123,8 +119,8 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
         return SVP_ERR_NO_MEMORY;
     }
     watch->fds[SVP_RT_WATCH_PREV] = watch->fds[SVP_RT_WATCH_NEXT] = -1;
-    watch->stop_fd          = -1;
-    watch->presence_stop_fd = -1;
+    watch->stop_fd                                                = -1;
+    watch->presence_stop_fd                                       = -1;
     atomic_init(&watch->presence, SVP_RT_PRESENCE_PUBLISHED);
     watch->listen_fd   = svp_rt_watch_listen_any(&port);
     watch->presence_fd = svp_rt_watch_listen_any(&probe_port);
@@ -141,14 +137,14 @@ svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p)
                              probe_port);
     watch->presence_stop_fd = eventfd(0, EFD_CLOEXEC);
     if ((watch->presence_stop_fd < 0) ||
-        (pthread_create(&watch->presence_thread, NULL,
-                        svp_rt_watch_presence_thread, watch) != 0)) {
+        (pthread_create(&watch->presence_thread, NULL, svp_rt_watch_presence_thread,
+                        watch) != 0)) {
         svp_error("cannot start the presence thread of the neighbour watch");
         goto err_close;
     }
     watch->presence_started = 1;
-    *watch_p = watch;
-    *addr_p  = watch->addr;
+    *watch_p                = watch;
+    *addr_p                 = watch->addr;
     return SVP_OK;
 
 err_close:
@@ -163,7 +159,7 @@ err_close:
 /* Waits for fd to become ready for events, until `until`; 0 when ready. */
 static int svp_rt_watch_poll(int fd, short events, double until)
 {
-    struct pollfd pfd = { .fd = fd, .events = events };
+    struct pollfd pfd = {.fd = fd, .events = events};
     double        left;
     int           rc;
 
@@ -184,11 +180,10 @@ static int svp_rt_watch_poll(int fd, short events, double until)
 }
 
 /* Connects to host:port (name or numeric address); -1 if it cannot. */
-static int svp_rt_watch_connect_one(const char *host, const char *port,
-                                    double until)
+static int svp_rt_watch_connect_one(const char *host, const char *port, double until)
 {
     struct addrinfo hints, *res, *ai;
-    int             fd = -1, err;
+    int             fd  = -1, err;
     socklen_t       len = sizeof(err);
 
     memset(&hints, 0, sizeof(hints));
@@ -222,8 +217,8 @@ static int svp_rt_watch_connect_one(const char *host, const char *port,
  * ..." string, at its port (probe 0) or its presence port (probe 1). */
 static int svp_rt_watch_connect_to(const char *addr, int probe, double until)
 {
-    char  buf[1024], *save = NULL, *host, *port, *pport, *ip;
-    int   fd;
+    char buf[1024], *save = NULL, *host, *port, *pport, *ip;
+    int  fd;
 
     snprintf(buf, sizeof(buf), "%s", addr);
     host  = strtok_r(buf, " ", &save);
@@ -289,9 +284,9 @@ static int svp_rt_watch_listen_any(unsigned *port_p)
  */
 static void *svp_rt_watch_presence_thread(void *ctx)
 {
-    svp_rt_watch_t *watch = ctx;
-    struct pollfd   pfds[2] = { { .fd = watch->presence_stop_fd, .events = POLLIN },
-                                { .fd = watch->presence_fd, .events = POLLIN } };
+    svp_rt_watch_t *watch   = ctx;
+    struct pollfd   pfds[2] = {{.fd = watch->presence_stop_fd, .events = POLLIN},
+                               {.fd = watch->presence_fd, .events = POLLIN}};
     char            state;
     int             fd;
 
@@ -385,7 +380,7 @@ void svp_rt_watch_probe(char *const *addrs, int n, double until, int *answers)
                 answers[idx[i]] = (unsigned char)state;
             }
             close(pfds[i].fd);
-            pfds[i].fd = -1;    /* poll skips it */
+            pfds[i].fd = -1; /* poll skips it */
             --left;
         }
     }
@@ -437,8 +432,8 @@ static size_t svp_rt_watch_body(unsigned char *buf, int reason, int signo,
     } else if ((reason == SVP_RT_WATCH_BYE_ERROR) ||
                (reason == SVP_RT_WATCH_BYE_ENDING) ||
                (reason == SVP_RT_WATCH_BYE_NONE)) {
-        n          = (text != NULL) ? SVP_MIN(strlen(text),
-                                              (size_t)SVP_RT_WATCH_BYE_TEXT_MAX) : 0;
+        n = (text != NULL) ? SVP_MIN(strlen(text), (size_t)SVP_RT_WATCH_BYE_TEXT_MAX)
+                           : 0;
         buf[len++] = (unsigned char)n;
         if (n > 0) {
             memcpy(buf + len, text, n);
@@ -628,7 +623,7 @@ static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
         return;
     }
     watch->last[s] = now;
-    have = (size_t)got;
+    have           = (size_t)got;
     while (off < have) {
         msg  = buf + off;
         need = svp_rt_watch_msg_len(msg, have - off);
@@ -654,7 +649,8 @@ static void svp_rt_watch_read(svp_rt_watch_t *watch, int s, double now)
                 svp_rt_watch_learn(watch, s, rank, msg + 1, need - 1);
             } else {
                 svp_rt_watch_learn(watch, s, rank,
-                                   (const unsigned char[]){ SVP_RT_WATCH_BYE_DONE }, 1);
+                                   (const unsigned char[]){SVP_RT_WATCH_BYE_DONE},
+                                   1);
             }
             return;
         }
@@ -691,7 +687,8 @@ static void svp_rt_watch_tell_stop(svp_rt_watch_t *watch)
     if (svp_stop_signal() != 0) {
         svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_SIGNAL, NULL);
     } else {
-        svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_ENDING, svp_stop_request_why());
+        svp_rt_watch_tell_self(watch, SVP_RT_WATCH_BYE_ENDING,
+                               svp_stop_request_why());
     }
 }
 
@@ -733,10 +730,10 @@ static void *svp_rt_watch_thread(void *ctx)
             }
         }
 
-        n = 0;
-        pfds[n].fd       = watch->stop_fd;
-        pfds[n].events   = POLLIN;
-        slot[n++]        = -1;
+        n              = 0;
+        pfds[n].fd     = watch->stop_fd;
+        pfds[n].events = POLLIN;
+        slot[n++]      = -1;
         if (!watch->told_stop && (svp_stop_fd() >= 0)) {
             pfds[n].fd     = svp_stop_fd();
             pfds[n].events = POLLIN;
@@ -769,13 +766,12 @@ static void *svp_rt_watch_thread(void *ctx)
     }
 }
 
-svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
-                                int prev, int next, const char *next_addr,
-                                double timeout, svp_rt_watch_lost_cb_t cb,
-                                void *arg)
+svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size, int prev,
+                                int next, const char *next_addr, double timeout,
+                                svp_rt_watch_lost_cb_t cb, void *arg)
 {
     double  until = svp_clock_now() + timeout;
-    int32_t id    = rank, peer_id = -1;
+    int32_t id = rank, peer_id = -1;
     int     fd, r;
 
     watch->ranks[SVP_RT_WATCH_PREV] = prev;
@@ -822,8 +818,8 @@ svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
     if ((svp_rt_watch_poll(fd, POLLIN, until) != 0) ||
         (recv(fd, &peer_id, sizeof(peer_id), MSG_WAITALL) != sizeof(peer_id)) ||
         (peer_id != prev)) {
-        svp_error("neighbour watch: expected rank %d to connect, got rank %d",
-                  prev, (int)peer_id);
+        svp_error("neighbour watch: expected rank %d to connect, got rank %d", prev,
+                  (int)peer_id);
         goto err_stop;
     }
     close(watch->listen_fd);
@@ -868,19 +864,22 @@ static void svp_rt_watch_close(int fd)
     close(fd);
 }
 
-void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
-                       int signo, const char *text)
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason, int signo,
+                       const char *text)
 {
-    uint64_t      one = 1;
-    unsigned char bye[3 + SVP_RT_WATCH_BYE_TEXT_MAX] = { SVP_RT_WATCH_BYE };
+    uint64_t      one                                = 1;
+    unsigned char bye[3 + SVP_RT_WATCH_BYE_TEXT_MAX] = {SVP_RT_WATCH_BYE};
     size_t        len;
     int           s;
 
     if (watch == NULL) {
         return;
     }
-    len = 1 + svp_rt_watch_body(bye + 1, (reason == SVP_RT_WATCH_BYE_NONE) ?
-                                SVP_RT_WATCH_BYE_EARLY : reason, signo, text);
+    len = 1 + svp_rt_watch_body(bye + 1,
+                                (reason == SVP_RT_WATCH_BYE_NONE)
+                                    ? SVP_RT_WATCH_BYE_EARLY
+                                    : reason,
+                                signo, text);
     if (watch->thread_started) {
         if (write(watch->stop_fd, &one, sizeof(one)) != sizeof(one)) {
             svp_warn("cannot stop the neighbour watch thread: %m");

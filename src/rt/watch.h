@@ -55,12 +55,12 @@ typedef struct svp_rt_watch svp_rt_watch_t;
 
 /* Why a rank leaves; sent in its goodbye. */
 typedef enum {
-    SVP_RT_WATCH_BYE_NONE  = -1,    /* (lost without a goodbye; never sent) */
-    SVP_RT_WATCH_BYE_EARLY = 0,     /* left before its work was done */
-    SVP_RT_WATCH_BYE_DONE,          /* the job is over for everyone */
-    SVP_RT_WATCH_BYE_ERROR,         /* failed */
-    SVP_RT_WATCH_BYE_SIGNAL,        /* stopped by a signal */
-    SVP_RT_WATCH_BYE_ENDING         /* ending because another rank stopped */
+    SVP_RT_WATCH_BYE_NONE  = -1, /* (lost without a goodbye; never sent) */
+    SVP_RT_WATCH_BYE_EARLY = 0,  /* left before its work was done */
+    SVP_RT_WATCH_BYE_DONE,       /* the job is over for everyone */
+    SVP_RT_WATCH_BYE_ERROR,      /* failed */
+    SVP_RT_WATCH_BYE_SIGNAL,     /* stopped by a signal */
+    SVP_RT_WATCH_BYE_ENDING      /* ending because another rank stopped */
 } svp_rt_watch_bye_t;
 
 /* "left before its work was done", "done", "failed", "stopped by a signal",
@@ -80,8 +80,7 @@ const char *svp_rt_watch_bye_string(svp_rt_watch_bye_t reason);
  * not reported.
  */
 typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank,
-                                       svp_rt_watch_bye_t reason,
-                                       const char *why);
+                                       svp_rt_watch_bye_t reason, const char *why);
 
 /*
  * Opens the listening socket, and a second one that answers presence probes
@@ -89,13 +88,12 @@ typedef void (*svp_rt_watch_lost_cb_t)(void *arg, int rank,
  * *addr_p gets "host port probe-port ip ..." for the other ranks (a
  * NUL-terminated string inside the watch, valid until stop).
  */
-svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p,
-                                 const char **addr_p);
+svp_status_t svp_rt_watch_listen(svp_rt_watch_t **watch_p, const char **addr_p);
 
 /* Where a rank is in its start-up, as its presence answer says. */
 typedef enum {
-    SVP_RT_PRESENCE_PUBLISHED = 'P',   /* its address is out, no fence yet */
-    SVP_RT_PRESENCE_FENCE     = 'F'    /* it entered the first fence */
+    SVP_RT_PRESENCE_PUBLISHED = 'P', /* its address is out, no fence yet */
+    SVP_RT_PRESENCE_FENCE     = 'F'  /* it entered the first fence */
 } svp_rt_presence_t;
 
 /* Sets what this rank answers to presence probes from now on (PUBLISHED
@@ -116,10 +114,9 @@ void svp_rt_watch_probe(char *const *addrs, int n, double until, int *answers);
  * watch is destroyed; SVP_ERR_TIMED_OUT says prev never connected (not
  * logged: the caller names it).
  */
-svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size,
-                                int prev, int next, const char *next_addr,
-                                double timeout, svp_rt_watch_lost_cb_t cb,
-                                void *arg);
+svp_status_t svp_rt_watch_start(svp_rt_watch_t *watch, int rank, int size, int prev,
+                                int next, const char *next_addr, double timeout,
+                                svp_rt_watch_lost_cb_t cb, void *arg);
 
 /*
  * Whether rank is known to be leaving or gone (a goodbye, a stop notice, a
@@ -144,7 +141,7 @@ void svp_rt_watch_tell_self(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
  * timed out") and SVP_RT_WATCH_BYE_ENDING (the cause: "rank 2 was stopped
  * by SIGTERM"); both are ignored with the other reasons.
  */
-void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason,
-                       int signo, const char *text);
+void svp_rt_watch_stop(svp_rt_watch_t *watch, svp_rt_watch_bye_t reason, int signo,
+                       const char *text);
 
 #endif

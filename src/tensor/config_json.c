@@ -24,14 +24,21 @@ struct svp_config {
 static const char *svp_json_type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT:  return "an object";
-    case JSON_ARRAY:   return "an array";
-    case JSON_STRING:  return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL:    return "a float";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a float";
     case JSON_TRUE:
-    case JSON_FALSE:   return "a boolean";
-    default:           return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
     }
 }
 
@@ -124,8 +131,7 @@ static json_t *svp_config_value(svp_config_h cfg, const char *key)
 }
 
 static svp_status_t svp_config_type_error(svp_config_h cfg, const char *key,
-                                          const char *expected,
-                                          const json_t *found)
+                                          const char *expected, const json_t *found)
 {
     svp_error("%s: key '%s': expected %s, found %s", cfg->path, key, expected,
               svp_json_type_name(found));
@@ -169,8 +175,8 @@ static int svp_json_to_int(const json_t *v, int64_t *value)
     return -1;
 }
 
-svp_status_t svp_config_get_int(svp_config_h cfg, const char *key,
-                                int64_t def, int64_t *value_p)
+svp_status_t svp_config_get_int(svp_config_h cfg, const char *key, int64_t def,
+                                int64_t *value_p)
 {
     json_t *v = svp_config_value(cfg, key);
     int64_t value;
@@ -200,8 +206,8 @@ svp_status_t svp_config_get_count(svp_config_h cfg, const char *key, int def,
             svp_error("%s: '%s' must be positive, found %lld", cfg->path, key,
                       (long long)v);
         } else {
-            svp_error("%s: '%s' must be in [1, %d], found %lld", cfg->path, key,
-                      max, (long long)v);
+            svp_error("%s: '%s' must be in [1, %d], found %lld", cfg->path, key, max,
+                      (long long)v);
         }
         return SVP_ERR_BAD_FILE;
     }
@@ -209,8 +215,8 @@ svp_status_t svp_config_get_count(svp_config_h cfg, const char *key, int def,
     return SVP_OK;
 }
 
-svp_status_t svp_config_get_double(svp_config_h cfg, const char *key,
-                                   double def, double *value_p)
+svp_status_t svp_config_get_double(svp_config_h cfg, const char *key, double def,
+                                   double *value_p)
 {
     json_t *v = svp_config_value(cfg, key);
 
@@ -259,8 +265,8 @@ svp_status_t svp_config_get_string(svp_config_h cfg, const char *key,
 
 /* The elements of an array value (or the single scalar) of key: 0, or a
  * logged SVP_ERR_BAD_FILE when there are more than max. */
-static svp_status_t svp_config_array(svp_config_h cfg, const char *key,
-                                     int max, json_t **v_p, int *count_p)
+static svp_status_t svp_config_array(svp_config_h cfg, const char *key, int max,
+                                     json_t **v_p, int *count_p)
 {
     json_t *v = svp_config_value(cfg, key);
     size_t  n;
@@ -273,8 +279,8 @@ static svp_status_t svp_config_array(svp_config_h cfg, const char *key,
         n = 1;
     }
     if (n > (size_t)max) {
-        svp_error("%s: key '%s': %zu elements, at most %d supported",
-                  cfg->path, key, n, max);
+        svp_error("%s: key '%s': %zu elements, at most %d supported", cfg->path, key,
+                  n, max);
         return SVP_ERR_BAD_FILE;
     }
     *v_p     = v;
@@ -303,8 +309,7 @@ svp_status_t svp_config_get_int_array(svp_config_h cfg, const char *key,
     for (i = 0; i < n; ++i) {
         if (svp_json_to_int(svp_config_elem(v, i), &tmp) != 0) {
             svp_error("%s: key '%s': element %d is %s, expected an integer",
-                      cfg->path, key, i,
-                      svp_json_type_name(svp_config_elem(v, i)));
+                      cfg->path, key, i, svp_json_type_name(svp_config_elem(v, i)));
             return SVP_ERR_BAD_FILE;
         }
     }
@@ -316,8 +321,7 @@ svp_status_t svp_config_get_int_array(svp_config_h cfg, const char *key,
 }
 
 svp_status_t svp_config_get_string_array(svp_config_h cfg, const char *key,
-                                         const char **values, int max,
-                                         int *count_p)
+                                         const char **values, int max, int *count_p)
 {
     json_t      *v;
     svp_status_t status;
@@ -329,9 +333,8 @@ svp_status_t svp_config_get_string_array(svp_config_h cfg, const char *key,
     }
     for (i = 0; i < n; ++i) {
         if (!json_is_string(svp_config_elem(v, i))) {
-            svp_error("%s: key '%s': element %d is %s, expected a string",
-                      cfg->path, key, i,
-                      svp_json_type_name(svp_config_elem(v, i)));
+            svp_error("%s: key '%s': element %d is %s, expected a string", cfg->path,
+                      key, i, svp_json_type_name(svp_config_elem(v, i)));
             return SVP_ERR_BAD_FILE;
         }
     }

@@ -51,8 +51,8 @@ int svp_config_has(svp_config_h cfg, const char *key);
 svp_status_t svp_config_require(svp_config_h cfg, const char *const *keys);
 
 /* An integer; a float with an integral value (1000.0) is accepted. */
-svp_status_t svp_config_get_int(svp_config_h cfg, const char *key,
-                                int64_t def, int64_t *value_p);
+svp_status_t svp_config_get_int(svp_config_h cfg, const char *key, int64_t def,
+                                int64_t *value_p);
 
 /*
  * A count: an integer in [1, max] (def when absent) into *value_p; outside
@@ -64,8 +64,8 @@ svp_status_t svp_config_get_count(svp_config_h cfg, const char *key, int def,
                                   int max, int *value_p);
 
 /* A number (integer or float). */
-svp_status_t svp_config_get_double(svp_config_h cfg, const char *key,
-                                   double def, double *value_p);
+svp_status_t svp_config_get_double(svp_config_h cfg, const char *key, double def,
+                                   double *value_p);
 
 /* true/false only: 0/1 and strings are rejected. */
 svp_status_t svp_config_get_bool(svp_config_h cfg, const char *key, int def,
@@ -86,7 +86,6 @@ svp_status_t svp_config_get_int_array(svp_config_h cfg, const char *key,
 
 /* An array of strings (pointers into cfg); same rules as the int array. */
 svp_status_t svp_config_get_string_array(svp_config_h cfg, const char *key,
-                                         const char **values, int max,
-                                         int *count_p);
+                                         const char **values, int max, int *count_p);
 
 #endif

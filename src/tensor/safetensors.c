@@ -31,7 +31,7 @@
 #define SVP_SAFETENSORS_MAX_HEADER (100u * 1024 * 1024)
 
 typedef struct {
-    const char *name;          /* key inside the parsed JSON */
+    const char *name; /* key inside the parsed JSON */
     svp_dtype_t dtype;
     int         ndim;
     int64_t     shape[SVP_TENSOR_MAX_DIMS];
@@ -41,18 +41,18 @@ typedef struct {
 
 struct svp_safetensors {
     char                    *path;
-    int                      fd;        /* open until close */
-    uint64_t                 data_off;  /* first byte after the header */
+    int                      fd;       /* open until close */
+    uint64_t                 data_off; /* first byte after the header */
     uint64_t                 data_len;
-    json_t                  *root;      /* owns every entry name */
-    json_t                  *metadata;  /* borrowed from root, may be NULL */
-    svp_safetensors_entry_t *entries;   /* sorted by name */
+    json_t                  *root;     /* owns every entry name */
+    json_t                  *metadata; /* borrowed from root, may be NULL */
+    svp_safetensors_entry_t *entries;  /* sorted by name */
     int                      count;
 };
 
 typedef struct {
     char               *name;
-    const svp_tensor_t *tensor;        /* borrowed */
+    const svp_tensor_t *tensor; /* borrowed */
 } svp_safetensors_wentry_t;
 
 struct svp_safetensors_writer {
@@ -89,8 +89,7 @@ static int64_t svp_json_uint(const json_t *v)
 }
 
 static svp_status_t svp_safetensors_parse_entry(svp_safetensors_h st,
-                                                const char *name,
-                                                json_t *desc,
+                                                const char *name, json_t *desc,
                                                 svp_safetensors_entry_t *e)
 {
     json_t     *dtype, *shape, *offsets, *v;
@@ -100,25 +99,25 @@ static svp_status_t svp_safetensors_parse_entry(svp_safetensors_h st,
     int         dt;
 
     if (!json_is_object(desc)) {
-        svp_error("%s: tensor '%s': description is not a JSON object",
-                  st->path, name);
+        svp_error("%s: tensor '%s': description is not a JSON object", st->path,
+                  name);
         return SVP_ERR_BAD_FILE;
     }
-    json_object_foreach(desc, key, v) {
+    json_object_foreach(desc, key, v)
+    {
         if (strcmp(key, "dtype") != 0 && strcmp(key, "shape") != 0 &&
             strcmp(key, "data_offsets") != 0) {
-            svp_error("%s: tensor '%s': unexpected key '%s'", st->path, name,
-                      key);
+            svp_error("%s: tensor '%s': unexpected key '%s'", st->path, name, key);
             return SVP_ERR_BAD_FILE;
         }
     }
     dtype   = json_object_get(desc, "dtype");
     shape   = json_object_get(desc, "shape");
     offsets = json_object_get(desc, "data_offsets");
-    if (!json_is_string(dtype) || !json_is_array(shape) ||
-        !json_is_array(offsets)) {
+    if (!json_is_string(dtype) || !json_is_array(shape) || !json_is_array(offsets)) {
         svp_error("%s: tensor '%s': needs string 'dtype', array 'shape' and "
-                  "array 'data_offsets'", st->path, name);
+                  "array 'data_offsets'",
+                  st->path, name);
         return SVP_ERR_BAD_FILE;
     }
 
@@ -132,16 +131,18 @@ static svp_status_t svp_safetensors_parse_entry(svp_safetensors_h st,
     e->dtype = (svp_dtype_t)dt;
 
     if (json_array_size(shape) > SVP_TENSOR_MAX_DIMS) {
-        svp_error("%s: tensor '%s': %zu dimensions, at most %d supported",
-                  st->path, name, json_array_size(shape), SVP_TENSOR_MAX_DIMS);
+        svp_error("%s: tensor '%s': %zu dimensions, at most %d supported", st->path,
+                  name, json_array_size(shape), SVP_TENSOR_MAX_DIMS);
         return SVP_ERR_BAD_FILE;
     }
     e->ndim = (int)json_array_size(shape);
-    json_array_foreach(shape, i, v) {
+    json_array_foreach(shape, i, v)
+    {
         e->shape[i] = svp_json_uint(v);
         if (e->shape[i] < 0) {
             svp_error("%s: tensor '%s': shape[%zu] is not a non-negative "
-                      "integer", st->path, name, i);
+                      "integer",
+                      st->path, name, i);
             return SVP_ERR_BAD_FILE;
         }
     }
@@ -154,26 +155,29 @@ static svp_status_t svp_safetensors_parse_entry(svp_safetensors_h st,
         (begin = svp_json_uint(json_array_get(offsets, 0))) < 0 ||
         (end = svp_json_uint(json_array_get(offsets, 1))) < 0) {
         svp_error("%s: tensor '%s': data_offsets must be two non-negative "
-                  "integers", st->path, name);
+                  "integers",
+                  st->path, name);
         return SVP_ERR_BAD_FILE;
     }
     if (begin > end) {
         svp_error("%s: tensor '%s': data_offsets [%lld, %lld] end before "
-                  "they begin", st->path, name, (long long)begin,
-                  (long long)end);
+                  "they begin",
+                  st->path, name, (long long)begin, (long long)end);
         return SVP_ERR_BAD_FILE;
     }
     if ((uint64_t)end > st->data_len) {
         svp_error("%s: tensor '%s': data_offsets [%lld, %lld] outside the "
-                  "%llu-byte data region", st->path, name, (long long)begin,
-                  (long long)end, (unsigned long long)st->data_len);
+                  "%llu-byte data region",
+                  st->path, name, (long long)begin, (long long)end,
+                  (unsigned long long)st->data_len);
         return SVP_ERR_BAD_FILE;
     }
     nbytes = (size_t)numel * svp_dtype_size(e->dtype);
     if ((uint64_t)(end - begin) != nbytes) {
         svp_error("%s: tensor '%s': %lld data bytes but %s x %lld elements "
-                  "need %zu", st->path, name, (long long)(end - begin),
-                  svp_dtype_name(e->dtype), (long long)numel, nbytes);
+                  "need %zu",
+                  st->path, name, (long long)(end - begin), svp_dtype_name(e->dtype),
+                  (long long)numel, nbytes);
         return SVP_ERR_BAD_FILE;
     }
     e->begin = (uint64_t)begin;
@@ -182,7 +186,7 @@ static svp_status_t svp_safetensors_parse_entry(svp_safetensors_h st,
 }
 
 static svp_status_t svp_safetensors_parse_metadata(svp_safetensors_h st,
-                                                   json_t *meta)
+                                                   json_t           *meta)
 {
     const char *key;
     json_t     *v;
@@ -191,10 +195,11 @@ static svp_status_t svp_safetensors_parse_metadata(svp_safetensors_h st,
         svp_error("%s: __metadata__ is not a JSON object", st->path);
         return SVP_ERR_BAD_FILE;
     }
-    json_object_foreach(meta, key, v) {
+    json_object_foreach(meta, key, v)
+    {
         if (!json_is_string(v)) {
-            svp_error("%s: __metadata__ value of '%s' is not a string",
-                      st->path, key);
+            svp_error("%s: __metadata__ value of '%s' is not a string", st->path,
+                      key);
             return SVP_ERR_BAD_FILE;
         }
     }
@@ -212,18 +217,23 @@ static svp_status_t svp_safetensors_check_overlap(svp_safetensors_h st)
     if (st->count < 2) {
         return SVP_OK;
     }
-    order = malloc((size_t)st->count * sizeof(*order)); /* NOLINT(bugprone-sizeof-expression): pointers */
+    order =
+        malloc((size_t)st->count *
+               sizeof(*order)); /* NOLINT(bugprone-sizeof-expression): pointers */
     if (order == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     for (i = 0; i < st->count; ++i) {
         order[i] = &st->entries[i];
     }
-    qsort(order, (size_t)st->count, sizeof(*order), svp_safetensors_begin_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
+    qsort(
+        order, (size_t)st->count, sizeof(*order),
+        svp_safetensors_begin_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
     for (i = 1; i < st->count; ++i) {
         if (order[i]->begin < order[i - 1]->end) {
             svp_error("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] "
-                      "overlap", st->path, order[i - 1]->name,
+                      "overlap",
+                      st->path, order[i - 1]->name,
                       (unsigned long long)order[i - 1]->begin,
                       (unsigned long long)order[i - 1]->end, order[i]->name,
                       (unsigned long long)order[i]->begin,
@@ -237,8 +247,7 @@ static svp_status_t svp_safetensors_check_overlap(svp_safetensors_h st)
 }
 
 static svp_status_t svp_safetensors_parse_header(svp_safetensors_h st,
-                                                 const char *header,
-                                                 size_t len)
+                                                 const char *header, size_t len)
 {
     json_error_t jerr;
     const char  *key;
@@ -263,12 +272,13 @@ static svp_status_t svp_safetensors_parse_header(svp_safetensors_h st,
     if (st->entries == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    json_object_foreach(st->root, key, v) {
+    json_object_foreach(st->root, key, v)
+    {
         if (strcmp(key, "__metadata__") == 0) {
             status = svp_safetensors_parse_metadata(st, v);
         } else {
-            status = svp_safetensors_parse_entry(st, key, v,
-                                                 &st->entries[st->count++]);
+            status =
+                svp_safetensors_parse_entry(st, key, v, &st->entries[st->count++]);
         }
         if (status != SVP_OK) {
             return status;
@@ -291,7 +301,8 @@ static svp_status_t svp_safetensors_pread(int fd, const char *path, const char *
     ssize_t got;
 
     while (done < len) {
-        got = pread(fd, (unsigned char *)buf + done, len - done, (off_t)(off + done));
+        got =
+            pread(fd, (unsigned char *)buf + done, len - done, (off_t)(off + done));
         if ((got < 0) && (errno == EINTR)) {
             continue;
         }
@@ -301,8 +312,8 @@ static svp_status_t svp_safetensors_pread(int fd, const char *path, const char *
         }
         if (got == 0) {
             svp_error("%s: file ends at byte %llu while reading %s (%zu bytes at "
-                      "%llu): it shrank after it was opened", path,
-                      (unsigned long long)(off + done), what, len,
+                      "%llu): it shrank after it was opened",
+                      path, (unsigned long long)(off + done), what, len,
                       (unsigned long long)off);
             return SVP_ERR_BAD_FILE;
         }
@@ -371,14 +382,15 @@ svp_status_t svp_safetensors_open(const char *path, svp_safetensors_h *st_p)
     }
     if (hlen > (uint64_t)sb.st_size - 8 || hlen > SVP_SAFETENSORS_MAX_HEADER) {
         svp_error("%s: header length %llu exceeds the file (%lld bytes) or the "
-                  "%u-byte limit", path, (unsigned long long)hlen,
-                  (long long)sb.st_size, SVP_SAFETENSORS_MAX_HEADER);
+                  "%u-byte limit",
+                  path, (unsigned long long)hlen, (long long)sb.st_size,
+                  SVP_SAFETENSORS_MAX_HEADER);
         status = SVP_ERR_BAD_FILE;
         goto err_close;
     }
     st->data_off = 8 + hlen;
     st->data_len = (uint64_t)sb.st_size - 8 - hlen;
-    header = malloc(hlen + 1);
+    header       = malloc(hlen + 1);
     if (header == NULL) {
         status = SVP_ERR_NO_MEMORY;
         goto err_close;
@@ -429,13 +441,13 @@ int svp_safetensors_count(svp_safetensors_h st)
     return st->count;
 }
 
-static void svp_safetensors_fill_info(svp_safetensors_h st,
+static void svp_safetensors_fill_info(svp_safetensors_h              st,
                                       const svp_safetensors_entry_t *e,
-                                      svp_safetensors_info_t *info)
+                                      svp_safetensors_info_t        *info)
 {
-    info->name   = e->name;
-    info->dtype  = e->dtype;
-    info->ndim   = e->ndim;
+    info->name  = e->name;
+    info->dtype = e->dtype;
+    info->ndim  = e->ndim;
     memcpy(info->shape, e->shape, sizeof(info->shape));
     info->offset = st->data_off + e->begin;
     info->nbytes = (size_t)(e->end - e->begin);
@@ -457,8 +469,8 @@ svp_status_t svp_safetensors_find(svp_safetensors_h st, const char *name,
     svp_safetensors_entry_t key, *e;
 
     key.name = name;
-    e = bsearch(&key, st->entries, (size_t)st->count, sizeof(*st->entries),
-                svp_safetensors_entry_cmp);
+    e        = bsearch(&key, st->entries, (size_t)st->count, sizeof(*st->entries),
+                       svp_safetensors_entry_cmp);
     if (e == NULL) {
         return SVP_ERR_NOT_FOUND;
     }
@@ -491,16 +503,16 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
         status = svp_safetensors_pread(st->fd, st->path, what, tensor->data,
                                        info.nbytes, info.offset);
     } else {
-        raw = malloc(SVP_MAX(info.nbytes, 1));
-        status = (raw == NULL) ? SVP_ERR_NO_MEMORY :
-                 svp_safetensors_pread(st->fd, st->path, what, raw, info.nbytes,
-                                       info.offset);
+        raw    = malloc(SVP_MAX(info.nbytes, 1));
+        status = (raw == NULL) ? SVP_ERR_NO_MEMORY
+                               : svp_safetensors_pread(st->fd, st->path, what, raw,
+                                                       info.nbytes, info.offset);
         if (status == SVP_OK) {
             status = svp_convert_elements(info.dtype, raw, dtype, tensor->data,
                                           svp_tensor_numel(tensor));
             if (status != SVP_OK) {
-                svp_error("%s: tensor '%s': cannot convert %s to %s", st->path,
-                          name, svp_dtype_name(info.dtype), svp_dtype_name(dtype));
+                svp_error("%s: tensor '%s': cannot convert %s to %s", st->path, name,
+                          svp_dtype_name(info.dtype), svp_dtype_name(dtype));
             }
         }
         free(raw);
@@ -513,8 +525,7 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
     return SVP_OK;
 }
 
-svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p,
-                                 size_t *len_p)
+svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p, size_t *len_p)
 {
     struct stat sb;
     void       *addr;
@@ -559,8 +570,7 @@ svp_status_t svp_safetensors_writer_create(svp_safetensors_writer_h *writer_p)
 }
 
 svp_status_t svp_safetensors_writer_add(svp_safetensors_writer_h writer,
-                                        const char *name,
-                                        const svp_tensor_t *tensor)
+                                        const char *name, const svp_tensor_t *tensor)
 {
     svp_safetensors_wentry_t *entries;
     int                       i, capacity;
@@ -594,8 +604,7 @@ svp_status_t svp_safetensors_writer_add(svp_safetensors_writer_h writer,
 }
 
 svp_status_t svp_safetensors_writer_add_metadata(svp_safetensors_writer_h writer,
-                                                 const char *key,
-                                                 const char *value)
+                                                 const char *key, const char *value)
 {
     if (json_object_set_new(writer->metadata, key, json_string(value)) != 0) {
         svp_error("invalid safetensors metadata '%s' (not UTF-8?)", key);
@@ -612,7 +621,7 @@ static int svp_safetensors_wentry_cmp(const void *a, const void *b)
 
 /* The header JSON of the writer's tensors in name order. */
 static json_t *svp_safetensors_writer_header(svp_safetensors_writer_h writer,
-                                             uint64_t *data_len_p)
+                                             uint64_t                *data_len_p)
 {
     json_t  *root, *desc, *shape;
     uint64_t offset = 0;
@@ -639,9 +648,8 @@ static json_t *svp_safetensors_writer_header(svp_safetensors_writer_h writer,
             return NULL;
         }
         /* "o" steals shape, also when packing fails */
-        desc = json_pack("{s:s, s:o, s:[I,I]}", "dtype",
-                         svp_dtype_name(t->dtype), "shape", shape,
-                         "data_offsets", (json_int_t)offset,
+        desc = json_pack("{s:s, s:o, s:[I,I]}", "dtype", svp_dtype_name(t->dtype),
+                         "shape", shape, "data_offsets", (json_int_t)offset,
                          (json_int_t)offset + (json_int_t)nbytes);
         if (desc == NULL ||
             json_object_set_new(root, writer->entries[i].name, desc) != 0) {
@@ -718,7 +726,7 @@ err_free_header:
 }
 
 svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
-                                           const char *path)
+                                           const char              *path)
 {
     void        *buf;
     size_t       len;

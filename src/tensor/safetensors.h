@@ -27,7 +27,7 @@ typedef struct {
     svp_dtype_t dtype;
     int         ndim;
     int64_t     shape[SVP_TENSOR_MAX_DIMS];
-    uint64_t    offset;      /* of its first byte in the file; may be unaligned */
+    uint64_t    offset; /* of its first byte in the file; may be unaligned */
     size_t      nbytes;
 } svp_safetensors_info_t;
 
@@ -54,21 +54,19 @@ svp_status_t svp_safetensors_load(svp_safetensors_h st, const char *name,
  * caller's risk (SIGBUS), as with any mapped checkpoint.  SVP_ERR_IO,
  * logged at debug only, when mapping is not possible.
  */
-svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p,
-                                 size_t *len_p);
+svp_status_t svp_safetensors_map(svp_safetensors_h st, void **addr_p, size_t *len_p);
 
 /* The __metadata__ value for key, or NULL. */
-const char  *svp_safetensors_metadata(svp_safetensors_h st, const char *key);
+const char *svp_safetensors_metadata(svp_safetensors_h st, const char *key);
 
 svp_status_t svp_safetensors_writer_create(svp_safetensors_writer_h *writer_p);
 svp_status_t svp_safetensors_writer_add(svp_safetensors_writer_h writer,
-                                        const char *name,
-                                        const svp_tensor_t *tensor);
+                                        const char              *name,
+                                        const svp_tensor_t      *tensor);
 svp_status_t svp_safetensors_writer_add_metadata(svp_safetensors_writer_h writer,
-                                                 const char *key,
-                                                 const char *value);
+                                                 const char *key, const char *value);
 svp_status_t svp_safetensors_writer_commit(svp_safetensors_writer_h writer,
-                                           const char *path);
+                                           const char              *path);
 /*
  * The file commit would write, in memory (*buf_p malloc'd, *len_p bytes):
  * for a container that holds it.  path names it in messages only.

@@ -24,8 +24,7 @@ svp_status_t svp_safetensors_load_ranked(svp_safetensors_h st, const char *name,
                       svp_safetensors_path(st), name, t->ndim, min_ndim);
         } else {
             svp_error("%s: '%s' has %d dimensions, expected %d to %d",
-                      svp_safetensors_path(st), name, t->ndim, min_ndim,
-                      max_ndim);
+                      svp_safetensors_path(st), name, t->ndim, min_ndim, max_ndim);
         }
         svp_tensor_destroy(t);
         return SVP_ERR_SHAPE;
@@ -35,7 +34,7 @@ svp_status_t svp_safetensors_load_ranked(svp_safetensors_h st, const char *name,
 }
 
 svp_status_t svp_safetensors_write_all(const char *path, int count,
-                                       const char *const *names,
+                                       const char *const   *names,
                                        svp_tensor_t *const *tensors)
 {
     svp_safetensors_writer_h wr;

@@ -20,7 +20,7 @@ svp_status_t svp_safetensors_load_ranked(svp_safetensors_h st, const char *name,
 
 /* Writes the count named tensors to path atomically. */
 svp_status_t svp_safetensors_write_all(const char *path, int count,
-                                       const char *const *names,
+                                       const char *const   *names,
                                        svp_tensor_t *const *tensors);
 
 #endif

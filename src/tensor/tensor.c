@@ -16,18 +16,18 @@
 
 #define SVP_DTYPE_ROW_(_e, _st, _short, _size) \
     [SVP_DTYPE_##_e] = {_st, _short, _size},
-#define SVP_DTYPE_WEIGHT_(_e, _st, _short, _size) + 1 /* NOLINT(bugprone-macro-parentheses): a count, term by term */
+#define SVP_DTYPE_WEIGHT_(_e, _st, _short, _size) \
+    +1 /* NOLINT(bugprone-macro-parentheses): a count, term by term */
 
 /* tensor.h's table, indexed by the enum */
 static const struct {
     const char *name;
     const char *short_name;
     size_t      size;
-} svp_dtype_table[] = {
-    SVP_DTYPE_TABLE(SVP_DTYPE_ROW_)
-};
+} svp_dtype_table[] = {SVP_DTYPE_TABLE(SVP_DTYPE_ROW_)};
 
-_Static_assert(sizeof(svp_dtype_table) / sizeof(svp_dtype_table[0]) == SVP_DTYPE_LAST,
+_Static_assert(sizeof(svp_dtype_table) / sizeof(svp_dtype_table[0]) ==
+                   SVP_DTYPE_LAST,
                "one row of svp_dtype_table per dtype");
 
 size_t svp_dtype_size(svp_dtype_t dtype)
@@ -106,8 +106,7 @@ svp_status_t svp_shape_numel(int ndim, const int64_t *shape, int64_t *numel_p)
 }
 
 static svp_status_t svp_tensor_alloc(svp_dtype_t dtype, int ndim,
-                                     const int64_t *shape,
-                                     svp_tensor_t **tensor_p)
+                                     const int64_t *shape, svp_tensor_t **tensor_p)
 {
     svp_tensor_t *tensor;
     int64_t       numel;
@@ -134,8 +133,8 @@ static svp_status_t svp_tensor_alloc(svp_dtype_t dtype, int ndim,
     return SVP_OK;
 }
 
-svp_status_t svp_tensor_create(svp_dtype_t dtype, int ndim,
-                               const int64_t *shape, svp_tensor_t **tensor_p)
+svp_status_t svp_tensor_create(svp_dtype_t dtype, int ndim, const int64_t *shape,
+                               svp_tensor_t **tensor_p)
 {
     svp_tensor_t *tensor;
     svp_status_t  status;
@@ -283,8 +282,9 @@ static void svp_elem_write(svp_dtype_t dtype, double v, unsigned char *p)
  */
 #define svp_convert_loop(_src_t, _dst_t, _fn) \
     do { \
-        _Pragma("omp parallel for schedule(static) if (numel >= SVP_CONVERT_PAR_MIN)") \
-        for (i = 0; i < numel; ++i) { \
+        _Pragma("omp parallel for schedule(static) if (numel >= SVP_CONVERT_PAR_MIN)") for ( \
+            i = 0; i < numel; ++i) \
+        { \
             _src_t _in; \
             _dst_t _out; \
             memcpy(&_in, s + i * sizeof(_src_t), sizeof(_src_t)); \
@@ -309,9 +309,9 @@ static void svp_elem_write(svp_dtype_t dtype, double v, unsigned char *p)
  * and refuses AVX vectors there ("AVX vector ... without 'avx' enabled
  * changes the ABI").
  */
-__attribute__((target("f16c,avx")))
-static void svp_f16_to_f32_f16c_blocks(const unsigned char *s, unsigned char *d,
-                                       int64_t b0, int64_t b1)
+__attribute__((target("f16c,avx"))) static void
+svp_f16_to_f32_f16c_blocks(const unsigned char *s, unsigned char *d, int64_t b0,
+                           int64_t b1)
 {
     int64_t b;
 
@@ -378,8 +378,7 @@ static int svp_have_f16c(void)
 #endif
 
 svp_status_t svp_convert_elements(svp_dtype_t src_dtype, const void *src,
-                                  svp_dtype_t dst_dtype, void *dst,
-                                  int64_t numel)
+                                  svp_dtype_t dst_dtype, void *dst, int64_t numel)
 {
     const unsigned char *s = src;
     unsigned char       *d = dst;
@@ -410,9 +409,10 @@ svp_status_t svp_convert_elements(svp_dtype_t src_dtype, const void *src,
         }
 #endif
         svp_convert_loop(uint16_t, float, svp_f16_to_f32);
-    /* the branches differ in their function: clang-tidy 14 takes two
+        /* the branches differ in their function: clang-tidy 14 takes two
      * "omp parallel for" loops for clones */
-    } else if (src_dtype == SVP_DTYPE_BF16 && dst_dtype == SVP_DTYPE_F32) { /* NOLINT(bugprone-branch-clone) */
+    } else if (src_dtype == SVP_DTYPE_BF16 &&
+               dst_dtype == SVP_DTYPE_F32) { /* NOLINT(bugprone-branch-clone) */
         svp_convert_loop(uint16_t, float, svp_bf16_to_f32);
     } else if (src_dtype == SVP_DTYPE_F32 && dst_dtype == SVP_DTYPE_F16) {
         svp_convert_loop(float, uint16_t, svp_f32_to_f16);
@@ -441,8 +441,7 @@ svp_status_t svp_tensor_convert(const svp_tensor_t *src, svp_dtype_t dtype,
     status = svp_convert_elements(src->dtype, src->data, dtype, dst->data,
                                   svp_tensor_numel(src));
     if (status != SVP_OK) {
-        svp_error("cannot convert a %s tensor %s to %s",
-                  svp_dtype_name(src->dtype),
+        svp_error("cannot convert a %s tensor %s to %s", svp_dtype_name(src->dtype),
                   svp_tensor_shape_str(src, shape, sizeof(shape)),
                   svp_dtype_name(dtype));
         svp_tensor_destroy(dst);
@@ -465,7 +464,7 @@ const char *svp_shape_str(int ndim, const int64_t *shape, char *buf, int len)
         return buf;
     }
     buf[0] = '\0';
-    n = snprintf(buf, (size_t)len, "[");
+    n      = snprintf(buf, (size_t)len, "[");
     for (i = 0; i < ndim && n >= 0 && pos + n < len; ++i) {
         pos += n;
         n = snprintf(buf + pos, (size_t)(len - pos), "%s%lld", (i > 0) ? "," : "",
@@ -490,13 +489,13 @@ float svp_f16_to_f32(uint16_t h)
     uint32_t bits;
     float    f;
 
-    if (exp == 0x1f) {                       /* inf or NaN: keep the payload */
+    if (exp == 0x1f) { /* inf or NaN: keep the payload */
         bits = sign | 0x7f800000u | (mant << 13);
-    } else if (exp != 0) {                   /* normal */
+    } else if (exp != 0) { /* normal */
         bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    } else if (mant == 0) {                  /* signed zero */
+    } else if (mant == 0) { /* signed zero */
         bits = sign;
-    } else {                                 /* subnormal: normalize */
+    } else { /* subnormal: normalize */
         exp = 127 - 15 + 1;
         while ((mant & 0x400u) == 0) {
             mant <<= 1;
@@ -519,11 +518,11 @@ uint16_t svp_f32_to_f16(float f)
     exp  = (int32_t)((bits >> 23) & 0xffu);
     mant = bits & 0x7fffffu;
 
-    if (exp == 0xff) {                       /* inf, or NaN kept quiet */
+    if (exp == 0xff) { /* inf, or NaN kept quiet */
         return (uint16_t)(sign | 0x7c00u | (mant ? (0x200u | (mant >> 13)) : 0));
     }
     exp -= 127 - 15;
-    if (exp >= 0x1f) {                       /* too large: inf */
+    if (exp >= 0x1f) { /* too large: inf */
         return (uint16_t)(sign | 0x7c00u);
     }
     if (exp <= 0) {
@@ -531,7 +530,7 @@ uint16_t svp_f32_to_f16(float f)
          * round to nearest even on the bits shifted out */
         uint32_t shift;
 
-        if (exp < -10) {                     /* below half the smallest subnormal */
+        if (exp < -10) { /* below half the smallest subnormal */
             return (uint16_t)sign;
         }
         mant |= 0x800000u;
@@ -540,14 +539,14 @@ uint16_t svp_f32_to_f16(float f)
         round = mant & ((1u << shift) - 1);
         if (round > (1u << (shift - 1)) ||
             (round == (1u << (shift - 1)) && (h & 1u))) {
-            ++h;                             /* may carry into the smallest normal */
+            ++h; /* may carry into the smallest normal */
         }
         return (uint16_t)(sign | h);
     }
     h     = (uint16_t)((exp << 10) | (mant >> 13));
     round = mant & 0x1fffu;
     if (round > 0x1000u || (round == 0x1000u && (h & 1u))) {
-        ++h;                                 /* a carry into exp is correct, up to inf */
+        ++h; /* a carry into exp is correct, up to inf */
     }
     return (uint16_t)(sign | h);
 }
@@ -566,9 +565,9 @@ uint16_t svp_f32_to_bf16(float f)
     uint32_t bits;
 
     memcpy(&bits, &f, 4);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) {    /* NaN: truncate, keep quiet */
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { /* NaN: truncate, keep quiet */
         return (uint16_t)((bits >> 16) | 0x40u);
     }
-    bits += 0x7fffu + ((bits >> 16) & 1u);       /* round to nearest even */
+    bits += 0x7fffu + ((bits >> 16) & 1u); /* round to nearest even */
     return (uint16_t)(bits >> 16);
 }

@@ -25,23 +25,20 @@
  * dtype key stores the index it matched).
  */
 #define SVP_DTYPE_WEIGHT_TABLE(_X) \
-    _X(F32,  "F32",  "f32",  4) \
-    _X(F16,  "F16",  "f16",  2) \
+    _X(F32, "F32", "f32", 4) \
+    _X(F16, "F16", "f16", 2) \
     _X(BF16, "BF16", "bf16", 2)
 #define SVP_DTYPE_TABLE(_X) \
     SVP_DTYPE_WEIGHT_TABLE(_X) \
-    _X(F64,  "F64",  "f64",  8) \
-    _X(U8,   "U8",   "u8",   1) \
-    _X(I32,  "I32",  "i32",  4) \
-    _X(I64,  "I64",  "i64",  8)
+    _X(F64, "F64", "f64", 8) \
+    _X(U8, "U8", "u8", 1) \
+    _X(I32, "I32", "i32", 4) \
+    _X(I64, "I64", "i64", 8)
 
 #define SVP_DTYPE_ENUM_(_e, _st, _short, _size)  SVP_DTYPE_##_e,
 #define SVP_DTYPE_SHORT_(_e, _st, _short, _size) _short,
 
-typedef enum {
-    SVP_DTYPE_TABLE(SVP_DTYPE_ENUM_)
-    SVP_DTYPE_LAST
-} svp_dtype_t;
+typedef enum { SVP_DTYPE_TABLE(SVP_DTYPE_ENUM_) SVP_DTYPE_LAST } svp_dtype_t;
 
 /* "f32", "f16", "bf16": initialisers of a list of the weight dtypes' names,
  * in the enum's order (append NULL where a list ends with one). */
@@ -73,11 +70,11 @@ int svp_dtype_parse_short(const char *name);
 /* 1 for the dtypes matrix weights may be held in (F32, F16, BF16). */
 int svp_dtype_is_weight(svp_dtype_t dtype);
 
-svp_status_t svp_tensor_create(svp_dtype_t dtype, int ndim,
-                               const int64_t *shape, svp_tensor_t **tensor_p);
+svp_status_t svp_tensor_create(svp_dtype_t dtype, int ndim, const int64_t *shape,
+                               svp_tensor_t **tensor_p);
 svp_status_t svp_tensor_wrap(svp_dtype_t dtype, int ndim, const int64_t *shape,
                              void *data, svp_tensor_t **tensor_p);
-void svp_tensor_destroy(svp_tensor_t *tensor);
+void         svp_tensor_destroy(svp_tensor_t *tensor);
 
 int64_t svp_tensor_numel(const svp_tensor_t *tensor);
 size_t  svp_tensor_nbytes(const svp_tensor_t *tensor);
@@ -107,12 +104,11 @@ svp_status_t svp_shape_numel(int ndim, const int64_t *shape, int64_t *numel_p);
  * from another dtype: SVP_ERR_UNSUPPORTED, nothing logged.
  */
 svp_status_t svp_convert_elements(svp_dtype_t src_dtype, const void *src,
-                                  svp_dtype_t dst_dtype, void *dst,
-                                  int64_t numel);
+                                  svp_dtype_t dst_dtype, void *dst, int64_t numel);
 
 float    svp_f16_to_f32(uint16_t h);
-uint16_t svp_f32_to_f16(float f);          /* round to nearest even */
+uint16_t svp_f32_to_f16(float f); /* round to nearest even */
 float    svp_bf16_to_f32(uint16_t b);
-uint16_t svp_f32_to_bf16(float f);         /* round to nearest even */
+uint16_t svp_f32_to_bf16(float f); /* round to nearest even */
 
 #endif

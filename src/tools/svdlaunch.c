@@ -42,19 +42,19 @@
 #define LAUNCH_MAX_SET SVP_SPEC_MAX_LIST
 
 typedef struct {
-    const char *command;
-    const char *job;
-    const char *output;
-    const char *hardware;
-    const char *from_log;
-    const char *measured;
-    const char *shard;           /* --shard I/N, NULL: the whole job */
-    svp_pipe_shard_t shard_of;   /* parsed */
-    int         dry_run;
-    int         no_path_check;
-    int         json;
-    const char *sets[LAUNCH_MAX_SET];
-    int         num_sets;
+    const char      *command;
+    const char      *job;
+    const char      *output;
+    const char      *hardware;
+    const char      *from_log;
+    const char      *measured;
+    const char      *shard;    /* --shard I/N, NULL: the whole job */
+    svp_pipe_shard_t shard_of; /* parsed */
+    int              dry_run;
+    int              no_path_check;
+    int              json;
+    const char      *sets[LAUNCH_MAX_SET];
+    int              num_sets;
 } launch_args_t;
 
 static void launch_usage(FILE *f)
@@ -108,25 +108,25 @@ static void launch_usage(FILE *f)
           "--set key=value  override a key; a relative path given here is "
           "relative to\n"
           "                 the working directory, one in the spec to the "
-          "spec's folder\n", f);
+          "spec's folder\n",
+          f);
 }
 
 static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
 {
-    static const struct option options[] = {
-        {"output",   required_argument, NULL, 'o'},
-        {"set",      required_argument, NULL, 's'},
-        {"hardware", required_argument, NULL, 'H'},
-        {"from-log", required_argument, NULL, 'L'},
-        {"measured", required_argument, NULL, 'M'},
-        {"shard",    required_argument, NULL, 'S'},
-        {"dry-run",  no_argument,       NULL, 'n'},
-        {"no-path-check", no_argument,  NULL, 'P'},
-        {"json",     no_argument,       NULL, 'j'},
-        {"help",     no_argument,       NULL, 'h'},
-        {"version",  no_argument,       NULL, 'V'},
-        {NULL, 0, NULL, 0}
-    };
+    static const struct option options[] =
+        {{"output", required_argument, NULL, 'o'},
+         {"set", required_argument, NULL, 's'},
+         {"hardware", required_argument, NULL, 'H'},
+         {"from-log", required_argument, NULL, 'L'},
+         {"measured", required_argument, NULL, 'M'},
+         {"shard", required_argument, NULL, 'S'},
+         {"dry-run", no_argument, NULL, 'n'},
+         {"no-path-check", no_argument, NULL, 'P'},
+         {"json", no_argument, NULL, 'j'},
+         {"help", no_argument, NULL, 'h'},
+         {"version", no_argument, NULL, 'V'},
+         {NULL, 0, NULL, 0}};
     int c;
 
     if (argc < 2) {
@@ -212,8 +212,8 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     a->shard_of.count = 1;
     if (a->shard != NULL) {
         char         err[512];
-        svp_status_t status = svp_pipe_shard_parse(a->shard, &a->shard_of, err,
-                                                   sizeof(err));
+        svp_status_t status =
+            svp_pipe_shard_parse(a->shard, &a->shard_of, err, sizeof(err));
 
         if (status != SVP_OK) {
             svp_error("%s: %s", a->command, err);
@@ -223,8 +223,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     return SVP_OK;
 }
 
-static svp_status_t launch_render_to(const svp_spec_t *spec,
-                                     const launch_args_t *a,
+static svp_status_t launch_render_to(const svp_spec_t *spec, const launch_args_t *a,
                                      svp_launch_spec_ref_t kind,
                                      const char *spec_ref, char **script_p)
 {
@@ -255,8 +254,7 @@ static svp_status_t launch_write(const char *path, const char *script)
     return svp_file_write_atomic(path, script, strlen(script));
 }
 
-static svp_status_t launch_cmd_render(const svp_spec_t *spec,
-                                      const launch_args_t *a)
+static svp_status_t launch_cmd_render(const svp_spec_t *spec, const launch_args_t *a)
 {
     char         abs_job[PATH_MAX], *script, *rel = NULL, *dir;
     svp_status_t status;
@@ -266,8 +264,8 @@ static svp_status_t launch_cmd_render(const svp_spec_t *spec,
             svp_error("%s: %m", a->job);
             return SVP_ERR_NOT_FOUND;
         }
-        status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job,
-                                  &script);
+        status =
+            launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job, &script);
         if (status == SVP_OK) {
             fputs(script, stdout);
             free(script);
@@ -285,8 +283,8 @@ static svp_status_t launch_cmd_render(const svp_spec_t *spec,
                   a->output);
         goto out_free_dir;
     }
-    status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_SCRIPT_RELATIVE, rel,
-                              &script);
+    status =
+        launch_render_to(spec, a, SVP_LAUNCH_SPEC_SCRIPT_RELATIVE, rel, &script);
     if (status != SVP_OK) {
         goto out_free_rel;
     }
@@ -303,10 +301,10 @@ out_free_dir:
 /* Runs sbatch --parsable SCRIPT and returns its first line (the job id). */
 static svp_status_t launch_sbatch(const char *script_path, char *id, size_t len)
 {
-    int    fds[2], wstatus;
-    pid_t  pid;
-    FILE  *f;
-    char  *got;
+    int   fds[2], wstatus;
+    pid_t pid;
+    FILE *f;
+    char *got;
 
     if (pipe(fds) != 0) {
         svp_error("pipe: %m");
@@ -347,8 +345,7 @@ static svp_status_t launch_sbatch(const char *script_path, char *id, size_t len)
     return SVP_OK;
 }
 
-static svp_status_t launch_cmd_submit(const svp_spec_t *spec,
-                                      const launch_args_t *a)
+static svp_status_t launch_cmd_submit(const svp_spec_t *spec, const launch_args_t *a)
 {
     char         abs_job[PATH_MAX], path[PATH_MAX], id[64], *script, *parent;
     const char  *out_dir = spec->output.dir;
@@ -362,7 +359,8 @@ static svp_status_t launch_cmd_submit(const svp_spec_t *spec,
     /* the script is kept beside the results: OUTPUT_DIR.sbatch */
     if (out_dir == NULL || *out_dir == '\0') {
         svp_error("%s: output.dir: expected a directory to put the script "
-                  "beside, found nothing", spec->file);
+                  "beside, found nothing",
+                  spec->file);
         return SVP_ERR_SPEC;
     }
     n = strlen(out_dir);
@@ -381,8 +379,7 @@ static svp_status_t launch_cmd_submit(const svp_spec_t *spec,
         return SVP_ERR_SPEC;
     }
 
-    status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job,
-                              &script);
+    status = launch_render_to(spec, a, SVP_LAUNCH_SPEC_ABSOLUTE, abs_job, &script);
     if (status != SVP_OK) {
         return status;
     }
@@ -417,7 +414,8 @@ out_free_script:
 
 /* Warns when comm.deadline is shorter than the planned hand-off gaps; quiet
  * when the planner has no figures for the model (svd without a table). */
-static void launch_warn_deadline(const svp_spec_t *spec, const svp_plan_costs_t *costs)
+static void launch_warn_deadline(const svp_spec_t       *spec,
+                                 const svp_plan_costs_t *costs)
 {
     svp_plan_costs_t c;
     char             msg[512];
@@ -445,8 +443,7 @@ static void launch_warn_array(const svp_spec_t *spec)
 }
 
 /* Everything that can be checked before a job is queued. */
-static svp_status_t launch_preflight(const svp_spec_t *spec,
-                                     const launch_args_t *a)
+static svp_status_t launch_preflight(const svp_spec_t *spec, const launch_args_t *a)
 {
     char         err[1024], host[PATH_MAX];
     svp_status_t status;
@@ -454,8 +451,9 @@ static svp_status_t launch_preflight(const svp_spec_t *spec,
     /* what a container sees does not depend on this host's files */
     status = svp_launch_validate(spec, err, sizeof(err));
     if (status == SVP_OK) {
-        status = svp_launch_container_check(spec, realpath(a->job, host) ?
-                                            host : NULL, err, sizeof(err));
+        status =
+            svp_launch_container_check(spec, realpath(a->job, host) ? host : NULL,
+                                       err, sizeof(err));
     }
     if (status != SVP_OK) {
         fprintf(stderr, "%s\n", err);
@@ -478,8 +476,7 @@ static svp_status_t launch_preflight(const svp_spec_t *spec,
     return SVP_OK;
 }
 
-static svp_status_t launch_cmd_check(const svp_spec_t *spec,
-                                     const launch_args_t *a)
+static svp_status_t launch_cmd_check(const svp_spec_t *spec, const launch_args_t *a)
 {
     svp_status_t status;
     int          world, stages;
@@ -495,20 +492,21 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec,
     svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
     if (spec->pipeline.stages < 0) {
         printf("%s: ok: %d ranks (%d x %d), layout chosen at render "
-               "(pipeline.stages: auto), %d samples\n", file, world,
-               spec->cluster.nodes, spec->cluster.ranks_per_node, spec->samples);
+               "(pipeline.stages: auto), %d samples\n",
+               file, world, spec->cluster.nodes, spec->cluster.ranks_per_node,
+               spec->samples);
         return SVP_OK;
     }
     stages = (spec->pipeline.stages == 0) ? world : spec->pipeline.stages;
     printf("%s: ok: %d ranks (%d x %d), %d pipeline%s x %d stage%s, %d steps each, "
-           "%d samples\n", file, world, spec->cluster.nodes,
-           spec->cluster.ranks_per_node, world / stages, (world / stages == 1) ? "" : "s",
-           stages, (stages == 1) ? "" : "s", spec->steps / stages, spec->samples);
+           "%d samples\n",
+           file, world, spec->cluster.nodes, spec->cluster.ranks_per_node,
+           world / stages, (world / stages == 1) ? "" : "s", stages,
+           (stages == 1) ? "" : "s", spec->steps / stages, spec->samples);
     return SVP_OK;
 }
 
-static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
-                                    const launch_args_t *a)
+static svp_status_t launch_cmd_plan(const svp_spec_t *spec, const launch_args_t *a)
 {
     svp_plan_costs_t costs;
     svp_hw_t        *hw = NULL;
@@ -560,8 +558,8 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec,
         }
     }
     launch_warn_deadline(spec, &costs);
-    status = svp_plan_report(stdout, spec, &costs,
-                             a->json ? SVP_PLAN_REPORT_JSON : 0);
+    status =
+        svp_plan_report(stdout, spec, &costs, a->json ? SVP_PLAN_REPORT_JSON : 0);
     if (status != SVP_OK) {
         svp_error("plan: %s", svp_status_string(status));
     }
@@ -590,10 +588,11 @@ static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
         return SVP_OK;
     }
     if (spec->samples > 0 || quiet) {
-        return SVP_OK;   /* the cap is as good a count as the planner gets */
+        return SVP_OK; /* the cap is as good a count as the planner gets */
     }
     svp_error("%s (the sample count comes from the inputs; set samples to plan "
-              "without them)", err);
+              "without them)",
+              err);
     return status;
 }
 
@@ -610,14 +609,16 @@ static int launch_cmd_status(int argc, char **argv)
         if (!strcmp(argv[i], "--json")) {
             as_json = 1;
         } else if (argv[i][0] == '-' || dir != NULL) {
-            svp_error("status: expected OUTPUT_DIR|JOBID [--json], found '%s'", argv[i]);
+            svp_error("status: expected OUTPUT_DIR|JOBID [--json], found '%s'",
+                      argv[i]);
             return svp_status_exit_code(SVP_ERR_USAGE);
         } else {
             dir = argv[i];
         }
     }
     if (dir == NULL) {
-        svp_error("status: expected OUTPUT_DIR (the job's output.dir) or a Slurm JOBID");
+        svp_error(
+            "status: expected OUTPUT_DIR (the job's output.dir) or a Slurm JOBID");
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
     if (stat(dir, &sb) != 0 && dir[0] >= '0' && dir[0] <= '9') {
@@ -657,8 +658,7 @@ int main(int argc, char **argv)
         return svp_status_exit_code(SVP_ERR_USAGE);
     }
 
-    status = svp_spec_load(a.job, a.sets, a.num_sets, err, sizeof(err),
-                           &spec);
+    status = svp_spec_load(a.job, a.sets, a.num_sets, err, sizeof(err), &spec);
     if (status != SVP_OK) {
         fprintf(stderr, "%s\n", err);
         return svp_status_exit_code(status);

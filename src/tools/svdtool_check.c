@@ -15,19 +15,18 @@
 
 static void check_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: svdtool check-model DIR\n"
-            "  checks a diffusers SVD / SVD-XT folder (unet/, vae/,\n"
-            "  image_encoder/, scheduler/, feature_extractor/; fp32 or .fp16\n"
-            "  weights) without loading weights: configs parse, every tensor\n"
-            "  is present with the right shape, the components fit together.\n");
+    fprintf(f, "usage: svdtool check-model DIR\n"
+               "  checks a diffusers SVD / SVD-XT folder (unet/, vae/,\n"
+               "  image_encoder/, scheduler/, feature_extractor/; fp32 or .fp16\n"
+               "  weights) without loading weights: configs parse, every tensor\n"
+               "  is present with the right shape, the components fit together.\n");
 }
 
 int svdtool_check_model_main(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char  *dir;
     int          c;
@@ -36,8 +35,12 @@ int svdtool_check_model_main(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
         switch (c) {
-        case 'h': check_usage(stdout); return SVP_EXIT_OK;
-        default:  check_usage(stderr); return SVP_EXIT_BAD_INPUT;
+        case 'h':
+            check_usage(stdout);
+            return SVP_EXIT_OK;
+        default:
+            check_usage(stderr);
+            return SVP_EXIT_BAD_INPUT;
         }
     }
     if (optind != argc - 1) {

@@ -21,8 +21,8 @@
 
 static svp_status_t svdtool_clip_run(const svdtool_io_args_t *a)
 {
-    static const char *const names[] = { "image_embeds" };
-    svp_ops_params_t         op = { .threads = a->threads, .dtype = a->dtype };
+    static const char *const names[] = {"image_embeds"};
+    svp_ops_params_t         op      = {.threads = a->threads, .dtype = a->dtype};
     svp_ops_h                ops;
     svp_clip_h               clip;
     svp_safetensors_h        st;
@@ -49,18 +49,17 @@ static svp_status_t svdtool_clip_run(const svdtool_io_args_t *a)
     }
     cfg = svp_clip_config(clip);
     if (pixels->ndim != 4 || pixels->shape[1] != cfg->num_channels ||
-        pixels->shape[2] != cfg->image_size ||
-        pixels->shape[3] != cfg->image_size) {
+        pixels->shape[2] != cfg->image_size || pixels->shape[3] != cfg->image_size) {
         char have[96];
-        svp_error("%s: pixel_values has shape %s, %s takes [B,%d,%d,%d]",
-                  a->input, svp_tensor_shape_str(pixels, have, sizeof(have)),
-                  a->model, cfg->num_channels, cfg->image_size, cfg->image_size);
+        svp_error("%s: pixel_values has shape %s, %s takes [B,%d,%d,%d]", a->input,
+                  svp_tensor_shape_str(pixels, have, sizeof(have)), a->model,
+                  cfg->num_channels, cfg->image_size, cfg->image_size);
         status = SVP_ERR_SHAPE;
         goto out_clip;
     }
     shape[0] = pixels->shape[0];
     shape[1] = cfg->projection_dim;
-    status = svp_tensor_create(SVP_DTYPE_F32, 2, shape, &embeds);
+    status   = svp_tensor_create(SVP_DTYPE_F32, 2, shape, &embeds);
     if (status != SVP_OK) {
         goto out_clip;
     }
@@ -81,15 +80,13 @@ out_close:
 
 static void svdtool_clip_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: svdtool clip --model DIR --input IN.safetensors "
-            "--output OUT.safetensors [--threads N] [--dtype f32|bf16|f16]\n"
-            "  runs the CLIP image encoder; IN holds pixel_values [B,3,S,S]\n"
-            "  (CLIP-normalised); OUT gets image_embeds [B,P].\n");
+    fprintf(f, "usage: svdtool clip --model DIR --input IN.safetensors "
+               "--output OUT.safetensors [--threads N] [--dtype f32|bf16|f16]\n"
+               "  runs the CLIP image encoder; IN holds pixel_values [B,3,S,S]\n"
+               "  (CLIP-normalised); OUT gets image_embeds [B,P].\n");
 }
 
 int svdtool_clip_main(int argc, char **argv)
 {
-    return svdtool_io_main("clip", argc, argv, svdtool_clip_usage,
-                           svdtool_clip_run);
+    return svdtool_io_main("clip", argc, argv, svdtool_clip_usage, svdtool_clip_run);
 }

@@ -18,11 +18,12 @@
 
 static void svdtool_compare_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: svdtool compare A.safetensors[:TENSOR] REF.safetensors[:TENSOR] "
-            "[--tol REL]\n"
-            "Prints max|a-ref|, max|ref| and their ratio; with --tol exits 1 when the\n"
-            "ratio exceeds REL.  TENSOR defaults to the file's only tensor.\n");
+    fprintf(
+        out,
+        "usage: svdtool compare A.safetensors[:TENSOR] REF.safetensors[:TENSOR] "
+        "[--tol REL]\n"
+        "Prints max|a-ref|, max|ref| and their ratio; with --tol exits 1 when the\n"
+        "ratio exceeds REL.  TENSOR defaults to the file's only tensor.\n");
 }
 
 static svp_status_t svdtool_compare_open(const char *arg, svp_safetensors_h *st_p,

@@ -58,8 +58,7 @@ static void svdtool_init_usage(FILE *f)
  * it is a folder, else for a bare name the shipped etc/models/ARG.  Logs
  * where it looked when neither is found.
  */
-static svp_status_t svdtool_init_config_dir(const char *arg, char *path,
-                                            size_t len)
+static svp_status_t svdtool_init_config_dir(const char *arg, char *path, size_t len)
 {
     svp_install_dirs_t data;
     char               rel[PATH_MAX];
@@ -76,13 +75,14 @@ static svp_status_t svdtool_init_config_dir(const char *arg, char *path,
         return SVP_ERR_NOT_FOUND;
     }
     snprintf(rel, sizeof(rel), "etc/models/%s", arg);
-    if (svp_install_find(SVP_INSTALL_DATA, rel, path, len, looked,
-                         sizeof(looked)) == SVP_OK) {
+    if (svp_install_find(SVP_INSTALL_DATA, rel, path, len, looked, sizeof(looked)) ==
+        SVP_OK) {
         return SVP_OK;
     }
     svp_install_dirs_get(SVP_INSTALL_DATA, &data);
     svp_error("--model-config-dir %s: no such folder here, nor among the model "
-              "configs svdpipe ships (looked in %s%s)", arg, looked,
+              "configs svdpipe ships (looked in %s%s)",
+              arg, looked,
               data.from_env ? ", from SVP_DATADIR"
                             : "; SVP_DATADIR names the share/svdpipe folder "
                               "of an installation");
@@ -92,12 +92,12 @@ static svp_status_t svdtool_init_config_dir(const char *arg, char *path,
 int svdtool_init_main(int argc, char **argv)
 {
     static const struct option options[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "model-config-dir", required_argument, NULL, 'm' },
-        { "seed",   required_argument, NULL, 's' },
-        { "output", required_argument, NULL, 'o' },
-        { "help",   no_argument,       NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"config", required_argument, NULL, 'c'},
+        {"model-config-dir", required_argument, NULL, 'm'},
+        {"seed", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char        *config = NULL, *config_dir = NULL, *output = NULL;
     const char        *seed_arg = NULL;
@@ -110,33 +110,46 @@ int svdtool_init_main(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:m:s:o:h", options, NULL)) != -1) {
         switch (c) {
-        case 'c': config = optarg; break;
-        case 'm': config_dir = optarg; break;
-        case 's': seed_arg = optarg; break;
-        case 'o': output = optarg; break;
-        case 'h': svdtool_init_usage(stdout); return SVP_EXIT_OK;
-        default:  svdtool_init_usage(stderr); return SVP_EXIT_BAD_INPUT;
+        case 'c':
+            config = optarg;
+            break;
+        case 'm':
+            config_dir = optarg;
+            break;
+        case 's':
+            seed_arg = optarg;
+            break;
+        case 'o':
+            output = optarg;
+            break;
+        case 'h':
+            svdtool_init_usage(stdout);
+            return SVP_EXIT_OK;
+        default:
+            svdtool_init_usage(stderr);
+            return SVP_EXIT_BAD_INPUT;
         }
     }
     if ((config == NULL) == (config_dir == NULL) || seed_arg == NULL ||
         output == NULL || optind != argc) {
         fprintf(stderr, "svdtool init: one of --config and --model-config-dir, "
-                "--seed and --output are required\n");
+                        "--seed and --output are required\n");
         svdtool_init_usage(stderr);
         return SVP_EXIT_BAD_INPUT;
     }
     errno = 0;
     seed  = strtoull(seed_arg, &end, 0);
     if (errno != 0 || *end != '\0' || *seed_arg == '\0' || *seed_arg == '-') {
-        fprintf(stderr, "svdtool init: --seed expects a non-negative integer, got '%s'\n",
+        fprintf(stderr,
+                "svdtool init: --seed expects a non-negative integer, got '%s'\n",
                 seed_arg);
         return SVP_EXIT_BAD_INPUT;
     }
     if (config != NULL) {
         status = svp_model_write_random(config, (uint64_t)seed, output);
     } else {
-        status = svdtool_init_config_dir(config_dir, config_path,
-                                         sizeof(config_path));
+        status =
+            svdtool_init_config_dir(config_dir, config_path, sizeof(config_path));
         if (status == SVP_OK) {
             status = svp_svd_write_random(config_path, (uint64_t)seed, output);
         }

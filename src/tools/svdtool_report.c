@@ -47,7 +47,8 @@ static svdtool_report_rank_t *svdtool_report_rank(svdtool_report_t *r, int rank)
     return &r->ranks[rank];
 }
 
-static int svdtool_report_push(svdtool_report_rank_t *rk, const svdtool_report_ev_t *ev)
+static int svdtool_report_push(svdtool_report_rank_t     *rk,
+                               const svdtool_report_ev_t *ev)
 {
     svdtool_report_ev_t *e;
     int                  cap;
@@ -94,9 +95,11 @@ svp_status_t svdtool_report_load_trace(svdtool_report_t *r, const char *path)
         json_decref(doc);
         return SVP_ERR_BAD_FILE;
     }
-    json_array_foreach(events, i, e) {
+    json_array_foreach(events, i, e)
+    {
         name = json_string_value(json_object_get(e, "name"));
-        rk   = svdtool_report_rank(r, (int)json_integer_value(json_object_get(e, "pid")));
+        rk   = svdtool_report_rank(r,
+                                   (int)json_integer_value(json_object_get(e, "pid")));
         args = json_object_get(e, "args");
         if (name == NULL || rk == NULL) {
             svp_error("%s: event %zu has no name or no valid pid", path, i);
@@ -112,14 +115,15 @@ svp_status_t svdtool_report_load_trace(svdtool_report_t *r, const char *path)
             }
             continue;
         }
-        for (k = 0; k < sizeof(svdtool_report_names) / sizeof(svdtool_report_names[0]);
+        for (k = 0;
+             k < sizeof(svdtool_report_names) / sizeof(svdtool_report_names[0]);
              ++k) {
             if (!strcmp(name, svdtool_report_names[k].name)) {
                 break;
             }
         }
         if (k == sizeof(svdtool_report_names) / sizeof(svdtool_report_names[0])) {
-            continue;   /* an event this report does not use */
+            continue; /* an event this report does not use */
         }
         ts  = json_number_value(json_object_get(e, "ts"));
         dur = json_number_value(json_object_get(e, "dur"));
@@ -156,7 +160,8 @@ static int svdtool_report_is_work(svdtool_report_kind_t k)
 }
 
 /* Busy seconds of rk inside [a, b). */
-static double svdtool_report_busy_in(const svdtool_report_rank_t *rk, double a, double b)
+static double svdtool_report_busy_in(const svdtool_report_rank_t *rk, double a,
+                                     double b)
 {
     double s = 0, lo, hi;
     int    i;
@@ -185,10 +190,12 @@ static int svdtool_report_ref_cmp(const void *a, const void *b)
     const svdtool_report_ref_t *x = a, *y = b;
 
     /* by sample, then encode, steps by number, decode */
-    int kx = (x->ev->kind == SVDTOOL_REPORT_ENCODE) ? -1
-             : (x->ev->kind == SVDTOOL_REPORT_DECODE) ? 1 << 30 : x->ev->step;
-    int ky = (y->ev->kind == SVDTOOL_REPORT_ENCODE) ? -1
-             : (y->ev->kind == SVDTOOL_REPORT_DECODE) ? 1 << 30 : y->ev->step;
+    int kx = (x->ev->kind == SVDTOOL_REPORT_ENCODE)   ? -1
+             : (x->ev->kind == SVDTOOL_REPORT_DECODE) ? 1 << 30
+                                                      : x->ev->step;
+    int ky = (y->ev->kind == SVDTOOL_REPORT_ENCODE)   ? -1
+             : (y->ev->kind == SVDTOOL_REPORT_DECODE) ? 1 << 30
+                                                      : y->ev->step;
 
     if (x->ev->sample != y->ev->sample) {
         return x->ev->sample - y->ev->sample;
@@ -208,7 +215,7 @@ static svp_status_t svdtool_report_handoffs(svdtool_report_t *r)
     for (q = 0; q < r->world; ++q) {
         cap += r->ranks[q].nev;
     }
-    refs = calloc(cap + 1, sizeof(*refs));
+    refs        = calloc(cap + 1, sizeof(*refs));
     r->handoffs = calloc(cap + 1, sizeof(*r->handoffs));
     if (refs == NULL || r->handoffs == NULL) {
         free(refs);
@@ -227,9 +234,12 @@ static svp_status_t svdtool_report_handoffs(svdtool_report_t *r)
         if (refs[i].ev->sample == refs[i - 1].ev->sample &&
             refs[i].rank != refs[i - 1].rank) {
             r->handoffs[r->nhandoffs++] = (svdtool_report_handoff_t){
-                refs[i - 1].rank, refs[i].rank, refs[i].ev->sample,
+                refs[i - 1].rank,
+                refs[i].rank,
+                refs[i].ev->sample,
                 refs[i].ev->kind == SVDTOOL_REPORT_STEP ? refs[i].ev->step : -1,
-                refs[i - 1].ev->t1, refs[i].ev->t0};
+                refs[i - 1].ev->t1,
+                refs[i].ev->t0};
         }
     }
     free(refs);
@@ -309,21 +319,21 @@ static double svdtool_report_bubbles(svdtool_report_t *r)
 
     for (q = 0; q < r->world; ++q) {
         const svdtool_report_rank_t *rk = &r->ranks[q];
-        double fill  = r->fill_end - svdtool_report_busy_in(rk, 0, r->fill_end);
+        double fill   = r->fill_end - svdtool_report_busy_in(rk, 0, r->fill_end);
         double steady = r->drain_start - r->fill_end -
                         svdtool_report_busy_in(rk, r->fill_end, r->drain_start);
         double drain = r->makespan - r->drain_start -
                        svdtool_report_busy_in(rk, r->drain_start, r->makespan);
 
-        r->bubble_fill   += fill;
+        r->bubble_fill += fill;
         r->bubble_steady += steady;
-        r->bubble_drain  += drain;
-        steady_busy      += svdtool_report_busy_in(rk, r->fill_end, r->drain_start);
+        r->bubble_drain += drain;
+        steady_busy += svdtool_report_busy_in(rk, r->fill_end, r->drain_start);
     }
-    r->bubble_fill   /= r->world * r->makespan;
+    r->bubble_fill /= r->world * r->makespan;
     r->bubble_steady /= r->world * r->makespan;
-    r->bubble_drain  /= r->world * r->makespan;
-    win = r->drain_start - r->fill_end;
+    r->bubble_drain /= r->world * r->makespan;
+    win            = r->drain_start - r->fill_end;
     r->steady_util = (win > 0) ? steady_busy / (r->world * win) : 0;
     return win;
 }
@@ -418,7 +428,7 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
     r->fill_end    = isfinite(first_step_max) ? first_step_max : 0;
     r->drain_start = isfinite(last_step_min) ? last_step_min : r->makespan;
     if (r->drain_start < r->fill_end) {
-        r->drain_start = r->fill_end;       /* too few samples: no steady state */
+        r->drain_start = r->fill_end; /* too few samples: no steady state */
     }
     win    = svdtool_report_bubbles(r);
     status = svdtool_report_samples(r, max_sample, win);
@@ -431,7 +441,7 @@ svp_status_t svdtool_report_analyse(svdtool_report_t *r)
         r->flops_total += r->ranks[q].steps * r->flops_per_step;
     }
     r->achieved_flops = r->flops_total / (r->world * r->makespan);
-    r->mfu = (r->peak_flops > 0) ? r->achieved_flops / r->peak_flops : 0;
+    r->mfu            = (r->peak_flops > 0) ? r->achieved_flops / r->peak_flops : 0;
     return svdtool_report_handoffs(r);
 }
 

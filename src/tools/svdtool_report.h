@@ -50,47 +50,47 @@ typedef enum {
 
 typedef struct {
     svdtool_report_kind_t kind;
-    int                   sample, step;   /* -1: none */
-    double                t0, t1;         /* seconds from the origin */
+    int                   sample, step; /* -1: none */
+    double                t0, t1;       /* seconds from the origin */
 } svdtool_report_ev_t;
 
 typedef struct {
     int                  rank;
     char                 host[64];
-    svdtool_report_ev_t *ev;              /* sorted by t0 */
+    svdtool_report_ev_t *ev; /* sorted by t0 */
     int                  nev, cap;
     /* figures (svdtool_report_analyse) */
-    double               start, end, wall;
-    double               busy, step_s, wait_recv, wait_send, idle;
-    int                  steps, encodes, decodes;
+    double start, end, wall;
+    double busy, step_s, wait_recv, wait_send, idle;
+    int    steps, encodes, decodes;
 } svdtool_report_rank_t;
 
 /* A hand-off: sample's work moved from rank src to rank dst. */
 typedef struct {
     int    src, dst, sample, step;
-    double t_sent, t_used;                /* src's work ended, dst's began */
+    double t_sent, t_used; /* src's work ended, dst's began */
 } svdtool_report_handoff_t;
 
 typedef struct {
     /* inputs */
     int                    world;
-    svdtool_report_rank_t *ranks;         /* [world], by rank */
-    double                 origin_us;     /* wall clock of t = 0 */
-    double                 flops_per_step;/* 0: unknown */
-    double                 peak_flops;    /* per device, 0: unknown */
-    double                 message_bytes; /* per hand-off, 0: unknown */
+    svdtool_report_rank_t *ranks;          /* [world], by rank */
+    double                 origin_us;      /* wall clock of t = 0 */
+    double                 flops_per_step; /* 0: unknown */
+    double                 peak_flops;     /* per device, 0: unknown */
+    double                 message_bytes;  /* per hand-off, 0: unknown */
     /* figures */
-    double                 makespan, start, end;
-    int                    samples;       /* distinct samples the traces show */
-    int                    window_lo, window_hi; /* sample indices [lo, hi): the
+    double                    makespan, start, end;
+    int                       samples; /* distinct samples the traces show */
+    int                       window_lo, window_hi; /* sample indices [lo, hi): the
                                                   * middle three of them */
-    double                 samples_per_s;
-    double                 fill_end, drain_start;   /* steady window */
-    double                 steady_samples_per_s;    /* 0: no steady state */
-    double                 bubble, bubble_fill, bubble_steady, bubble_drain;
-    double                 steady_util;             /* busy share in the window */
-    double                 busy_total, flops_total;
-    double                 achieved_flops, mfu;     /* overall */
+    double                    samples_per_s;
+    double                    fill_end, drain_start; /* steady window */
+    double                    steady_samples_per_s;  /* 0: no steady state */
+    double                    bubble, bubble_fill, bubble_steady, bubble_drain;
+    double                    steady_util; /* busy share in the window */
+    double                    busy_total, flops_total;
+    double                    achieved_flops, mfu; /* overall */
     svdtool_report_handoff_t *handoffs;
     int                       nhandoffs;
 } svdtool_report_t;

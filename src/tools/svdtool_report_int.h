@@ -17,10 +17,10 @@
 /* What the report reads beside the traces; loading fills it, the writers
  * read it. */
 typedef struct {
-    json_t     *run;          /* run.json, or NULL */
-    svp_spec_t *spec;         /* its spec, or NULL */
-    svp_hw_t   *hw;           /* --hardware or the run's table, or NULL */
-    json_t     *profile;      /* --profile, or NULL */
+    json_t     *run;     /* run.json, or NULL */
+    svp_spec_t *spec;    /* its spec, or NULL */
+    svp_hw_t   *hw;      /* --hardware or the run's table, or NULL */
+    json_t     *profile; /* --profile, or NULL */
     const char *hw_source;
     double      flops_source_counted;
     char        flops_source[256];
@@ -34,8 +34,7 @@ const char *svdtool_report_str(json_t *o, const char *key, const char *dflt);
 double svdtool_report_inputs_flops(svdtool_report_inputs_t *in);
 
 /* run.json into in->run, and the spec it carries into in->spec. */
-svp_status_t svdtool_report_load_run(const char *file,
-                                     svdtool_report_inputs_t *in);
+svp_status_t svdtool_report_load_run(const char *file, svdtool_report_inputs_t *in);
 
 /* The traces of a run folder (its run.json's log.trace prefix, else every
  * *.rank*.json in it) into r, and its profile when in has none. */

@@ -61,8 +61,8 @@ svp_status_t svdtool_report_load_run(const char *file, svdtool_report_inputs_t *
         return SVP_ERR_BAD_FILE;
     }
     spec = svdtool_report_str(in->run, "spec", NULL);
-    if (spec == NULL ||
-        svp_spec_load_string(spec, file, NULL, 0, err, sizeof(err), &in->spec) != SVP_OK) {
+    if (spec == NULL || svp_spec_load_string(spec, file, NULL, 0, err, sizeof(err),
+                                             &in->spec) != SVP_OK) {
         svp_error("%s: no valid spec in it", file);
         return SVP_ERR_BAD_FILE;
     }
@@ -91,7 +91,8 @@ static svp_status_t svdtool_report_shard_run(const char *dir, char *path, size_t
         return SVP_OK;
     }
     svp_error("%s: the run records of %zu array tasks, one report each: add "
-              "--run with one of them:", dir, g.gl_pathc);
+              "--run with one of them:",
+              dir, g.gl_pathc);
     for (i = 0; i < g.gl_pathc; ++i) {
         svp_error("  %s", g.gl_pathv[i]);
     }
@@ -128,8 +129,8 @@ svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
     prefix = svdtool_report_str(in->run, "trace", "");
     cwd    = svdtool_report_str(in->run, "cwd", ".");
     if (prefix[0] != '\0') {
-        snprintf(pattern, sizeof(pattern), "%s%s%s.rank*.json", prefix[0] == '/' ? "" : cwd,
-                 prefix[0] == '/' ? "" : "/", prefix);
+        snprintf(pattern, sizeof(pattern), "%s%s%s.rank*.json",
+                 prefix[0] == '/' ? "" : cwd, prefix[0] == '/' ? "" : "/", prefix);
     } else {
         snprintf(pattern, sizeof(pattern), "%s/*.rank*.json", dir);
     }

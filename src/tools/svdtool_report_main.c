@@ -15,27 +15,28 @@
 
 static void rusage(FILE *f)
 {
-    fprintf(f,
-            "usage: svdtool report RUN_DIR | TRACE.rankN.json... -o DIR\n"
-            "         [--run RUN.json] [--hardware TABLE.yaml] [--profile PROFILE.json]\n"
-            "         [--flops-per-step F] [--peak-tflops P]\n"
-            "Writes DIR/report.html (self-contained, with pictures), report.md and\n"
-            "report.json from a run's per-rank traces (log.trace) and its run.json:\n"
-            "timeline, utilisation and bubble, predicted against measured, MFU, the\n"
-            "profile of one UNet call (svdtool unet --profile) and the hand-offs.\n");
+    fprintf(
+        f,
+        "usage: svdtool report RUN_DIR | TRACE.rankN.json... -o DIR\n"
+        "         [--run RUN.json] [--hardware TABLE.yaml] [--profile PROFILE.json]\n"
+        "         [--flops-per-step F] [--peak-tflops P]\n"
+        "Writes DIR/report.html (self-contained, with pictures), report.md and\n"
+        "report.json from a run's per-rank traces (log.trace) and its run.json:\n"
+        "timeline, utilisation and bubble, predicted against measured, MFU, the\n"
+        "profile of one UNet call (svdtool unet --profile) and the hand-offs.\n");
 }
 
 int svdtool_report_main(int argc, char **argv)
 {
-    svdtool_report_t r;
-    svdtool_report_inputs_t        in;
-    const char      *out = NULL, *hwfile = NULL, *proffile = NULL, *runfile = NULL;
-    double           flops = -1, peak = -1;
-    char             err[512];
-    svp_status_t     status = SVP_OK;
-    struct stat      sb;
-    int              i, ninputs = 0;
-    char            *end;
+    svdtool_report_t        r;
+    svdtool_report_inputs_t in;
+    const char        *out = NULL, *hwfile = NULL, *proffile = NULL, *runfile = NULL;
+    double             flops = -1, peak = -1;
+    char               err[512];
+    svp_status_t       status = SVP_OK;
+    struct stat        sb;
+    int                i, ninputs = 0;
+    char              *end;
     svp_plan_message_t msg;
 
     memset(&r, 0, sizeof(r));
@@ -46,9 +47,9 @@ int svdtool_report_main(int argc, char **argv)
             rusage(stdout);
             return 0;
         }
-        if (!strcmp(a, "-o") || !strcmp(a, "--hardware") || !strcmp(a, "--profile") ||
-            !strcmp(a, "--run") || !strcmp(a, "--flops-per-step") ||
-            !strcmp(a, "--peak-tflops")) {
+        if (!strcmp(a, "-o") || !strcmp(a, "--hardware") ||
+            !strcmp(a, "--profile") || !strcmp(a, "--run") ||
+            !strcmp(a, "--flops-per-step") || !strcmp(a, "--peak-tflops")) {
             if (i + 1 >= argc) {
                 fprintf(stderr, "svdtool report: %s needs a value\n", a);
                 return SVP_EXIT_BAD_INPUT;
@@ -64,8 +65,10 @@ int svdtool_report_main(int argc, char **argv)
             } else {
                 double v = strtod(argv[++i], &end);
                 if (*end != '\0' || !(v >= 0)) {
-                    fprintf(stderr, "svdtool report: %s: expected a number >= 0, found '%s'\n",
-                            a, argv[i]);
+                    fprintf(
+                        stderr,
+                        "svdtool report: %s: expected a number >= 0, found '%s'\n",
+                        a, argv[i]);
                     return SVP_EXIT_BAD_INPUT;
                 }
                 *(!strcmp(a, "--peak-tflops") ? &peak : &flops) = v;
@@ -94,7 +97,8 @@ int svdtool_report_main(int argc, char **argv)
         }
     }
     for (i = 1; i < argc && status == SVP_OK; ++i) {
-        if (argv[i][0] == '-') { /* NOLINT(clang-analyzer-core.NullDereference): i < argc */
+        if (argv[i][0] ==
+            '-') { /* NOLINT(clang-analyzer-core.NullDereference): i < argc */
             ++i;   /* an option and its value */
             continue;
         }
@@ -104,14 +108,15 @@ int svdtool_report_main(int argc, char **argv)
             status = svdtool_report_load_trace(&r, argv[i]);
         }
     }
-    if (status == SVP_OK && (hwfile != NULL || json_object_get(in.run, "hardware"))) {
+    if (status == SVP_OK &&
+        (hwfile != NULL || json_object_get(in.run, "hardware"))) {
         if (hwfile != NULL) {
             status = svp_hw_load(hwfile, err, sizeof(err), &in.hw);
         } else {
             json_t *h = json_object_get(in.run, "hardware");
-            status = svp_hw_load_string(svdtool_report_str(h, "text", ""),
-                                        svdtool_report_str(h, "file", "run.json"),
-                                        err, sizeof(err), &in.hw);
+            status    = svp_hw_load_string(svdtool_report_str(h, "text", ""),
+                                           svdtool_report_str(h, "file", "run.json"),
+                                           err, sizeof(err), &in.hw);
         }
         if (status != SVP_OK) {
             svp_error("%s", err);
@@ -122,9 +127,11 @@ int svdtool_report_main(int argc, char **argv)
     }
     r.flops_per_step = (flops >= 0) ? flops : svdtool_report_inputs_flops(&in);
     if (flops >= 0) {
-        snprintf(in.flops_source, sizeof(in.flops_source), "given with --flops-per-step");
+        snprintf(in.flops_source, sizeof(in.flops_source),
+                 "given with --flops-per-step");
     }
-    r.peak_flops = (peak >= 0) ? peak * 1e12 : (in.hw ? in.hw->peak_tflops * 1e12 : 0);
+    r.peak_flops =
+        (peak >= 0) ? peak * 1e12 : (in.hw ? in.hw->peak_tflops * 1e12 : 0);
     if (in.spec != NULL) {
         svp_plan_message(in.spec, &msg);
         r.message_bytes = msg.total;

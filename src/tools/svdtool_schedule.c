@@ -19,12 +19,11 @@
 
 static void svdtool_schedule_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: svdtool schedule [--config scheduler_config.json] "
-            "[--steps N]\n"
-            "Prints the Euler sampler's sigmas (N+1, the last 0), timesteps "
-            "(N) and\ninit_noise_sigma as JSON.  Without --config the SVD "
-            "values are used.\n");
+    fprintf(out, "usage: svdtool schedule [--config scheduler_config.json] "
+                 "[--steps N]\n"
+                 "Prints the Euler sampler's sigmas (N+1, the last 0), timesteps "
+                 "(N) and\ninit_noise_sigma as JSON.  Without --config the SVD "
+                 "values are used.\n");
 }
 
 /* Builds {"num_inference_steps", "init_noise_sigma", "sigmas", "timesteps"}. */
@@ -44,9 +43,8 @@ static json_t *svdtool_schedule_json(svp_sched_h sched)
     }
     /* "o" steals both arrays, also when packing fails */
     root = json_pack("{s:i, s:f, s:o, s:o}", "num_inference_steps", n,
-                     "init_noise_sigma",
-                     (double)svp_sched_init_noise_sigma(sched), "sigmas",
-                     sigmas, "timesteps", timesteps);
+                     "init_noise_sigma", (double)svp_sched_init_noise_sigma(sched),
+                     "sigmas", sigmas, "timesteps", timesteps);
     if (err != 0) {
         json_decref(root);
         return NULL;
@@ -58,8 +56,8 @@ int svdtool_schedule_main(int argc, char **argv)
 {
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},
-        {"steps",  required_argument, NULL, 's'},
-        {"help",   no_argument,       NULL, 'h'},
+        {"steps", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     svp_sched_config_t config;
@@ -71,7 +69,7 @@ int svdtool_schedule_main(int argc, char **argv)
     long               steps = SVDTOOL_SCHEDULE_DEFAULT_STEPS;
     int                opt;
 
-    optind = 0;     /* glibc: rescan from argv[1] even after an earlier getopt */
+    optind = 0; /* glibc: rescan from argv[1] even after an earlier getopt */
     while ((opt = getopt_long(argc, argv, "c:s:h", options, NULL)) != -1) {
         switch (opt) {
         case 'c':
@@ -82,8 +80,10 @@ int svdtool_schedule_main(int argc, char **argv)
             steps = strtol(optarg, &end, 10);
             if (errno != 0 || *end != '\0' || end == optarg || steps < 1 ||
                 steps > 100000) {
-                fprintf(stderr, "svdtool schedule: --steps: expected an "
-                        "integer in [1, 100000], got '%s'\n", optarg);
+                fprintf(stderr,
+                        "svdtool schedule: --steps: expected an "
+                        "integer in [1, 100000], got '%s'\n",
+                        optarg);
                 return SVP_EXIT_BAD_INPUT;
             }
             break;

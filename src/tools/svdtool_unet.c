@@ -36,12 +36,12 @@
 
 static void svdtool_unet_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: svdtool unet --model DIR --input IN.safetensors "
-            "--output OUT.safetensors [--threads N]\n"
-            "       [--dtype f32|bf16|f16] [--profile PROFILE.json]\n"
-            "  runs one UNet forward; IN holds sample [B,F,C,H,W], timestep [B],\n"
-            "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
+    fprintf(
+        f, "usage: svdtool unet --model DIR --input IN.safetensors "
+           "--output OUT.safetensors [--threads N]\n"
+           "       [--dtype f32|bf16|f16] [--profile PROFILE.json]\n"
+           "  runs one UNet forward; IN holds sample [B,F,C,H,W], timestep [B],\n"
+           "  encoder_hidden_states [B,S,D], added_time_ids [B,3]; OUT gets out.\n");
 }
 
 /* The memory plan of the forward just run: what a planner must budget. */
@@ -52,9 +52,10 @@ static void svdtool_unet_log_arena(svp_ops_h ops, size_t weight_bytes)
     svp_ops_mem_stats(ops, &mem);
     svp_info("unet arena (%s): %zu bytes reserved (weights %zu, activations' "
              "slab %zu, workspace %zu), peak %zu live, %llu backend "
-             "allocations", svp_ops_backend(ops), mem.reserved_bytes,
-             weight_bytes, mem.slab_bytes, mem.workspace_bytes,
-             mem.peak_live_bytes, (unsigned long long)mem.backend_allocs);
+             "allocations",
+             svp_ops_backend(ops), mem.reserved_bytes, weight_bytes, mem.slab_bytes,
+             mem.workspace_bytes, mem.peak_live_bytes,
+             (unsigned long long)mem.backend_allocs);
 }
 
 static const char *svdtool_unet_profile;
@@ -89,15 +90,15 @@ static svp_status_t svdtool_unet_call(svp_unet_h unet, const svp_tensor_t *sampl
 
 static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
 {
-    static const char *const names[] = { "out" };
-    svp_ops_params_t         op = { .threads = a->threads, .dtype = a->dtype };
+    static const char *const names[] = {"out"};
+    svp_ops_params_t         op      = {.threads = a->threads, .dtype = a->dtype};
     double                   t0;
     svp_ops_h                ops;
     svp_unet_h               unet;
     svp_safetensors_h        st;
     svp_tensor_t            *sample = NULL, *ts = NULL, *ehs = NULL, *ids = NULL;
     svp_tensor_t            *out = NULL;
-    float                   *t = NULL;
+    float                   *t   = NULL;
     const svp_unet_config_t *cfg;
     int64_t                  oshape[5];
     int                      b, i;
@@ -109,23 +110,22 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     if (status != SVP_OK) {
         return status;
     }
-    if ((status = svp_safetensors_load_ranked(st, "sample", 5, 5,
-                                              &sample)) != SVP_OK ||
-        (status = svp_safetensors_load_ranked(st, "timestep", 0,
-                                              SVP_TENSOR_MAX_DIMS,
+    if ((status = svp_safetensors_load_ranked(st, "sample", 5, 5, &sample)) !=
+            SVP_OK ||
+        (status = svp_safetensors_load_ranked(st, "timestep", 0, SVP_TENSOR_MAX_DIMS,
                                               &ts)) != SVP_OK ||
-        (status = svp_safetensors_load_ranked(st, "encoder_hidden_states",
-                                              3, 3, &ehs)) != SVP_OK ||
-        (status = svp_safetensors_load_ranked(st, "added_time_ids", 2, 2,
-                                              &ids)) != SVP_OK) {
+        (status = svp_safetensors_load_ranked(st, "encoder_hidden_states", 3, 3,
+                                              &ehs)) != SVP_OK ||
+        (status = svp_safetensors_load_ranked(st, "added_time_ids", 2, 2, &ids)) !=
+            SVP_OK) {
         goto out_close;
     }
     b = (int)sample->shape[0];
     if (ehs->shape[0] != b || ids->shape[0] != b ||
         (svp_tensor_numel(ts) != b && svp_tensor_numel(ts) != 1)) {
         svp_error("%s: batch mismatch: sample has %d rows, timestep %ld, "
-                  "encoder_hidden_states %ld, added_time_ids %ld", a->input, b,
-                  (long)svp_tensor_numel(ts), (long)ehs->shape[0],
+                  "encoder_hidden_states %ld, added_time_ids %ld",
+                  a->input, b, (long)svp_tensor_numel(ts), (long)ehs->shape[0],
                   (long)ids->shape[0]);
         status = SVP_ERR_SHAPE;
         goto out_close;
@@ -150,7 +150,7 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     }
     svp_ops_mem_stats(ops, &mem);
     weight_bytes = mem.live_bytes;
-    cfg = svp_unet_config(unet);
+    cfg          = svp_unet_config(unet);
     if (sample->shape[2] != cfg->in_channels ||
         ids->shape[1] * cfg->addition_time_embed_dim != cfg->projection_dim ||
         ehs->shape[2] != cfg->cross_dim[0]) {
@@ -165,12 +165,12 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
     }
     memcpy(oshape, sample->shape, sizeof(oshape));
     oshape[2] = cfg->out_channels;
-    status = svp_tensor_create(SVP_DTYPE_F32, 5, oshape, &out);
+    status    = svp_tensor_create(SVP_DTYPE_F32, 5, oshape, &out);
     if (status != SVP_OK) {
         goto out_unet;
     }
     if (svdtool_unet_profile != NULL) {
-        status = svdtool_unet_call(unet, sample, t, ehs, ids, out);   /* warm-up */
+        status = svdtool_unet_call(unet, sample, t, ehs, ids, out); /* warm-up */
         if (status == SVP_OK) {
             status = svp_ops_profile_enable(ops);
         }
@@ -181,7 +181,7 @@ static svp_status_t svdtool_unet_run(const svdtool_io_args_t *a)
             t0     = svp_clock_now();
             status = svdtool_unet_call(unet, sample, t, ehs, ids, out);
             svp_ops_profile_sync(ops);
-            t0     = svp_clock_now() - t0;
+            t0 = svp_clock_now() - t0;
             svp_range_profile_enable(0, NULL, NULL);
             svp_ops_profile_disable(ops);
         }

@@ -36,15 +36,15 @@
 typedef struct {
     const char *model, *input, *output;
     int         threads;
-    int         frames;         /* 0: from the input file */
-    int         chunk;          /* 0: whole videos */
+    int         frames; /* 0: from the input file */
+    int         chunk;  /* 0: whole videos */
     int         unscale;
 } svdtool_vae_args_t;
 
-static svp_status_t svdtool_vae_open(const svdtool_vae_args_t *a,
-                                     svp_ops_h *ops_p, svp_vae_h *vae_p)
+static svp_status_t svdtool_vae_open(const svdtool_vae_args_t *a, svp_ops_h *ops_p,
+                                     svp_vae_h *vae_p)
 {
-    svp_ops_params_t op = { .threads = a->threads };
+    svp_ops_params_t op = {.threads = a->threads};
     svp_status_t     status;
 
     status = svp_ops_create(&op, ops_p);
@@ -60,11 +60,11 @@ static svp_status_t svdtool_vae_open(const svdtool_vae_args_t *a,
 
 static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
 {
-    static const char *const names[] = { "mean", "logvar", "std" };
+    static const char *const names[] = {"mean", "logvar", "std"};
     svp_ops_h                ops;
     svp_vae_h                vae;
     svp_safetensors_h        st;
-    svp_tensor_t            *image = NULL, *out[3] = { NULL, NULL, NULL };
+    svp_tensor_t            *image = NULL, *out[3] = {NULL, NULL, NULL};
     const svp_vae_config_t  *cfg;
     int64_t                  shape[4];
     int                      i;
@@ -93,8 +93,8 @@ static svp_status_t svdtool_vae_encode_run(const svdtool_vae_args_t *a)
     shape[1] = cfg->latent_channels;
     {
         int lh, lw;
-        svp_vae_latent_size(cfg, (int)image->shape[2], (int)image->shape[3],
-                            &lh, &lw);
+        svp_vae_latent_size(cfg, (int)image->shape[2], (int)image->shape[3], &lh,
+                            &lw);
         shape[2] = lh;
         shape[3] = lw;
     }
@@ -138,7 +138,8 @@ static svp_status_t svdtool_vae_frames(const svdtool_vae_args_t *a,
     }
     if (svp_safetensors_find(st, "num_frames", &info) != SVP_OK) {
         svp_error("%s: 4-D latents need the frame count: give --frames or a "
-                  "tensor 'num_frames'", a->input);
+                  "tensor 'num_frames'",
+                  a->input);
         return SVP_ERR_INVALID_PARAM;
     }
     status = svp_safetensors_load(st, "num_frames", SVP_DTYPE_F32, &t);
@@ -157,7 +158,7 @@ static svp_status_t svdtool_vae_frames(const svdtool_vae_args_t *a,
 
 static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
 {
-    static const char *const names[] = { "frames" };
+    static const char *const names[] = {"frames"};
     svp_ops_h                ops;
     svp_vae_h                vae;
     svp_safetensors_h        st;
@@ -193,8 +194,8 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
         }
         if (lat->shape[0] % frames != 0) {
             svp_error("%s: %ld latent frames are not a whole number of "
-                      "videos of %d frames", a->input, (long)lat->shape[0],
-                      frames);
+                      "videos of %d frames",
+                      a->input, (long)lat->shape[0], frames);
             status = SVP_ERR_SHAPE;
             goto out_close;
         }
@@ -228,7 +229,7 @@ static svp_status_t svdtool_vae_decode_run(const svdtool_vae_args_t *a)
     shape[d - 3] = cfg->out_channels;
     shape[d - 2] = (int64_t)h * up;
     shape[d - 1] = (int64_t)w * up;
-    status = svp_tensor_create(SVP_DTYPE_F32, d, shape, &out);
+    status       = svp_tensor_create(SVP_DTYPE_F32, d, shape, &out);
     if (status != SVP_OK) {
         goto out_vae;
     }
@@ -255,52 +256,72 @@ out_close:
 static void svdtool_vae_usage(FILE *f, int decode)
 {
     if (decode) {
-        fprintf(f,
-                "usage: svdtool vae-decode --model DIR --input IN.safetensors "
-                "--output OUT.safetensors\n"
-                "                          [--frames N] [--chunk N] [--unscale] "
-                "[--threads N]\n"
-                "  decodes latents [B,F,4,h,w] (or [N,4,h,w] with --frames or a\n"
-                "  num_frames tensor) into frames; --chunk: frames per decoder call;\n"
-                "  --unscale: multiply by 1/scaling_factor first.\n");
+        fprintf(
+            f,
+            "usage: svdtool vae-decode --model DIR --input IN.safetensors "
+            "--output OUT.safetensors\n"
+            "                          [--frames N] [--chunk N] [--unscale] "
+            "[--threads N]\n"
+            "  decodes latents [B,F,4,h,w] (or [N,4,h,w] with --frames or a\n"
+            "  num_frames tensor) into frames; --chunk: frames per decoder call;\n"
+            "  --unscale: multiply by 1/scaling_factor first.\n");
     } else {
-        fprintf(f,
-                "usage: svdtool vae-encode --model DIR --input IN.safetensors "
-                "--output OUT.safetensors [--threads N]\n"
-                "  encodes image [N,3,H,W] in [-1,1]; OUT gets mean, logvar, std.\n");
+        fprintf(
+            f, "usage: svdtool vae-encode --model DIR --input IN.safetensors "
+               "--output OUT.safetensors [--threads N]\n"
+               "  encodes image [N,3,H,W] in [-1,1]; OUT gets mean, logvar, std.\n");
     }
 }
 
 static int svdtool_vae_main(int argc, char **argv, int decode)
 {
     static const struct option options[] = {
-        { "model",   required_argument, NULL, 'm' },
-        { "input",   required_argument, NULL, 'i' },
-        { "output",  required_argument, NULL, 'o' },
-        { "threads", required_argument, NULL, 't' },
-        { "frames",  required_argument, NULL, 'f' },
-        { "chunk",   required_argument, NULL, 'c' },
-        { "unscale", no_argument,       NULL, 'u' },
-        { "help",    no_argument,       NULL, 'h' },
-        { NULL, 0, NULL, 0 },
+        {"model", required_argument, NULL, 'm'},
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
+        {"threads", required_argument, NULL, 't'},
+        {"frames", required_argument, NULL, 'f'},
+        {"chunk", required_argument, NULL, 'c'},
+        {"unscale", no_argument, NULL, 'u'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char        *cmd = decode ? "vae-decode" : "vae-encode";
-    svdtool_vae_args_t a = { 0 };
+    svdtool_vae_args_t a   = {0};
     int                c, bad = 0;
     svp_status_t       status;
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:i:o:t:f:c:uh", options, NULL)) != -1) {
         switch (c) {
-        case 'm': a.model = optarg; break;
-        case 'i': a.input = optarg; break;
-        case 'o': a.output = optarg; break;
-        case 't': bad |= svdtool_io_count(cmd, "threads", optarg, 1, &a.threads); break;
-        case 'f': bad |= !decode || svdtool_io_count(cmd, "frames", optarg, 1, &a.frames); break;
-        case 'c': bad |= !decode || svdtool_io_count(cmd, "chunk", optarg, 0, &a.chunk); break;
-        case 'u': bad |= !decode; a.unscale = 1; break;
-        case 'h': svdtool_vae_usage(stdout, decode); return SVP_EXIT_OK;
-        default:  bad = 1; break;
+        case 'm':
+            a.model = optarg;
+            break;
+        case 'i':
+            a.input = optarg;
+            break;
+        case 'o':
+            a.output = optarg;
+            break;
+        case 't':
+            bad |= svdtool_io_count(cmd, "threads", optarg, 1, &a.threads);
+            break;
+        case 'f':
+            bad |= !decode || svdtool_io_count(cmd, "frames", optarg, 1, &a.frames);
+            break;
+        case 'c':
+            bad |= !decode || svdtool_io_count(cmd, "chunk", optarg, 0, &a.chunk);
+            break;
+        case 'u':
+            bad |= !decode;
+            a.unscale = 1;
+            break;
+        case 'h':
+            svdtool_vae_usage(stdout, decode);
+            return SVP_EXIT_OK;
+        default:
+            bad = 1;
+            break;
         }
     }
     if (bad) {
@@ -308,7 +329,8 @@ static int svdtool_vae_main(int argc, char **argv, int decode)
         return SVP_EXIT_BAD_INPUT;
     }
     if (a.model == NULL || a.input == NULL || a.output == NULL || optind != argc) {
-        fprintf(stderr, "svdtool %s: --model, --input and --output are required\n", cmd);
+        fprintf(stderr, "svdtool %s: --model, --input and --output are required\n",
+                cmd);
         svdtool_vae_usage(stderr, decode);
         return SVP_EXIT_BAD_INPUT;
     }

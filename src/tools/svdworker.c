@@ -46,27 +46,29 @@
 
 static void svp_worker_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: svdworker [JOB.yaml] [--set KEY=VALUE]... [--shard I/N] [--check]\n"
-            "                 [--print-spec]\n"
-            "\n"
-            "Runs one rank of an svdpipe job.  Under srun --mpi=pmix (or mpirun) PMIx\n"
-            "gives the rank and size; started plainly it is rank 0 of 1.  Without\n"
-            "JOB.yaml it runs the built-in default job (the dummy simulator).\n"
-            "\n"
-            "  -s, --set KEY=VALUE  override a key of the job spec (e.g. steps=28)\n"
-            "      --shard I/N      make only the samples whose index is I mod N (task I\n"
-            "                       of N sharing output.dir); with cluster.array set,\n"
-            "                       a Slurm array task takes its own by default\n"
-            "  -c, --check          validate the spec and the step assignment, run nothing\n"
-            "  -p, --print-spec     print the effective spec and exit\n"
-            "  -h, --help           this text\n"
-            "  -V, --version        print the version\n"
-            "\n"
-            "The job spec format is described in svdpipe-job(5).\n");
+    fprintf(
+        out,
+        "usage: svdworker [JOB.yaml] [--set KEY=VALUE]... [--shard I/N] [--check]\n"
+        "                 [--print-spec]\n"
+        "\n"
+        "Runs one rank of an svdpipe job.  Under srun --mpi=pmix (or mpirun) PMIx\n"
+        "gives the rank and size; started plainly it is rank 0 of 1.  Without\n"
+        "JOB.yaml it runs the built-in default job (the dummy simulator).\n"
+        "\n"
+        "  -s, --set KEY=VALUE  override a key of the job spec (e.g. steps=28)\n"
+        "      --shard I/N      make only the samples whose index is I mod N (task I\n"
+        "                       of N sharing output.dir); with cluster.array set,\n"
+        "                       a Slurm array task takes its own by default\n"
+        "  -c, --check          validate the spec and the step assignment, run nothing\n"
+        "  -p, --print-spec     print the effective spec and exit\n"
+        "  -h, --help           this text\n"
+        "  -V, --version        print the version\n"
+        "\n"
+        "The job spec format is described in svdpipe-job(5).\n");
 }
 
-static svp_status_t svp_worker_make_stage(const svp_spec_t *spec, svp_stage_t *stage_p)
+static svp_status_t svp_worker_make_stage(const svp_spec_t *spec,
+                                          svp_stage_t      *stage_p)
 {
     switch (spec->model.kind) {
     case SVP_MODEL_DUMMY:
@@ -169,8 +171,8 @@ static int svp_worker_owns(int sample, void *arg)
 static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spec,
                                               const svp_layout_t *layout,
                                               const svp_stage_t *stage, int nsamples,
-                                              const svp_pipe_shard_t *shard, int rank,
-                                              svp_pipe_resume_t *resume_p)
+                                              const svp_pipe_shard_t *shard,
+                                              int rank, svp_pipe_resume_t *resume_p)
 {
     svp_worker_own_t own = {.shard = shard, .layout = layout, .rank = rank};
     svp_status_t     status;
@@ -181,8 +183,9 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
     }
     if (writes) {
         status = svp_pipe_outdir_check(spec->output.dir,
-                                       stage->ops->output_bytes ?
-                                       stage->ops->output_bytes(stage->self) : 0);
+                                       stage->ops->output_bytes
+                                           ? stage->ops->output_bytes(stage->self)
+                                           : 0);
         if (status != SVP_OK) {
             return status;
         }
@@ -214,26 +217,26 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
 
 /* One rank's state, from the command line to the exit code. */
 typedef struct {
-    const char            *sets[SVP_WORKER_MAX_SETS];
-    int                    nsets, check, print;
-    const char            *shard_arg;
-    svp_spec_t            *spec;
-    svp_rt_h               rt;
-    int                    rank, world;
-    svp_layout_t           layout;      /* the job's (G, S, C, k) */
-    uint64_t               job_id;
-    svp_pipe_shard_t       shard;
-    svp_pipe_samples_t    *list;
-    char                   what[512];
-    svp_pipe_params_t      pp;
-    int                    have_stage;  /* pp.stage is to be destroyed */
-    int                    verdict;     /* every rank fails on the same verdict */
-    svp_worker_beat_t     *beat;        /* task.json's heartbeat (rank 0) */
-    svp_pipe_lease_t      *lease;       /* output.dir's, held by rank 0 */
-    svp_pipe_resume_t      resume;
-    svp_worker_run_info_t  info;
-    char                   trace_prefix[4096];
-    double                 agreed, wall0;
+    const char           *sets[SVP_WORKER_MAX_SETS];
+    int                   nsets, check, print;
+    const char           *shard_arg;
+    svp_spec_t           *spec;
+    svp_rt_h              rt;
+    int                   rank, world;
+    svp_layout_t          layout; /* the job's (G, S, C, k) */
+    uint64_t              job_id;
+    svp_pipe_shard_t      shard;
+    svp_pipe_samples_t   *list;
+    char                  what[512];
+    svp_pipe_params_t     pp;
+    int                   have_stage; /* pp.stage is to be destroyed */
+    int                   verdict;    /* every rank fails on the same verdict */
+    svp_worker_beat_t    *beat;       /* task.json's heartbeat (rank 0) */
+    svp_pipe_lease_t     *lease;      /* output.dir's, held by rank 0 */
+    svp_pipe_resume_t     resume;
+    svp_worker_run_info_t info;
+    char                  trace_prefix[4096];
+    double                agreed, wall0;
 } svp_worker_t;
 
 /*
@@ -257,9 +260,10 @@ static int svp_worker_parse_args(svp_worker_t *w, int argc, char **argv)
         switch (c) {
         case 's':
             if (w->nsets == SVP_WORKER_MAX_SETS) {
-                fprintf(stderr, "svdworker: more than %d --set options: over "
-                        "the limit of %d\n", SVP_WORKER_MAX_SETS,
-                        SVP_WORKER_MAX_SETS);
+                fprintf(stderr,
+                        "svdworker: more than %d --set options: over "
+                        "the limit of %d\n",
+                        SVP_WORKER_MAX_SETS, SVP_WORKER_MAX_SETS);
                 return SVP_EXIT_BAD_INPUT;
             }
             w->sets[w->nsets++] = optarg;
@@ -302,20 +306,20 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
     svp_status_t status = SVP_OK;
 
     if (file != NULL) {
-        status = svp_spec_load(file, w->sets, w->nsets, err, sizeof(err),
-                               &w->spec);
+        status = svp_spec_load(file, w->sets, w->nsets, err, sizeof(err), &w->spec);
     } else {
         /* the built-in default job: every key at its default, named "default" */
         if (w->nsets == SVP_WORKER_MAX_SETS) {
-            fprintf(stderr, "svdworker: more than %d --set options: over the "
+            fprintf(stderr,
+                    "svdworker: more than %d --set options: over the "
                     "limit of %d (one is the default job's name)\n",
                     SVP_WORKER_MAX_SETS - 1, SVP_WORKER_MAX_SETS - 1);
             return SVP_EXIT_BAD_INPUT;
         }
         memmove(w->sets + 1, w->sets, w->nsets * sizeof(w->sets[0]));
         w->sets[0] = "name=default";
-        status = svp_spec_load_string("", "<built-in default job>", w->sets,
-                                      w->nsets + 1, err, sizeof(err), &w->spec);
+        status     = svp_spec_load_string("", "<built-in default job>", w->sets,
+                                          w->nsets + 1, err, sizeof(err), &w->spec);
     }
     if (status != SVP_OK) {
         /* file:line:column: message, as a compiler says it */
@@ -356,12 +360,12 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
  */
 static svp_status_t svp_worker_init_job(svp_worker_t *w)
 {
-    const svp_spec_t  *spec = w->spec;
-    svp_step_range_t   range;
-    svp_rt_params_t    rtp;
-    svp_stop_params_t  sp;
-    char               err[1024];
-    svp_status_t       status;
+    const svp_spec_t *spec = w->spec;
+    svp_step_range_t  range;
+    svp_rt_params_t   rtp;
+    svp_stop_params_t sp;
+    char              err[1024];
+    svp_status_t      status;
 
     /* SIGTERM (scancel, preemption, time limit) and SIGINT: see stop.h */
     sp.grace = SVP_WORKER_STOP_GRACE;
@@ -377,7 +381,7 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
     rtp.timeout    = spec->comm.deadline;
     rtp.group_size = SVP_MAX(spec->pipeline.stages, 0) *
                      SVP_MAX(1, spec->pipeline.guidance_parallel);
-    status         = svp_rt_init(&rtp, &w->rt);
+    status = svp_rt_init(&rtp, &w->rt);
     if (status != SVP_OK) {
         return status;
     }
@@ -407,8 +411,8 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
     status = SVP_OK;
     if (spec->pipeline.stages == 0 && spec->pipeline.guidance_parallel <= 1) {
         /* one pipeline of W stages: the message speaks of ranks */
-        status = svp_layout_assign(spec->steps, w->world, w->rank, err,
-                                   sizeof(err), &range);
+        status = svp_layout_assign(spec->steps, w->world, w->rank, err, sizeof(err),
+                                   &range);
     }
     if (status == SVP_OK) {
         status = svp_layout_of_spec(spec, w->world, err, sizeof(err), &w->layout);
@@ -437,9 +441,8 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
         char file[4096], what[1024], shard[128] = "";
 
         if (w->shard.count > 1) {
-            snprintf(shard, sizeof(shard), "shard %d of %d: %d of ",
-                     w->shard.index, w->shard.count,
-                     svp_pipe_shard_size(&w->shard, w->list->count));
+            snprintf(shard, sizeof(shard), "shard %d of %d: %d of ", w->shard.index,
+                     w->shard.count, svp_pipe_shard_size(&w->shard, w->list->count));
         }
         svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
         svp_str_escape(w->what, strlen(w->what), what, sizeof(what));
@@ -472,9 +475,9 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
         snprintf(key, sizeof(key), "%016llx",
                  (unsigned long long)svp_hash_fnv1a(shared, strlen(shared), 0));
         free(shared);
-        status = svp_pipe_lease_take(spec->output.dir, &w->shard, spec->name, spec->file,
-                                     key, svp_worker_beat_seconds(), why, sizeof(why),
-                                     &w->lease);
+        status = svp_pipe_lease_take(spec->output.dir, &w->shard, spec->name,
+                                     spec->file, key, svp_worker_beat_seconds(), why,
+                                     sizeof(why), &w->lease);
         if (status != SVP_OK) {
             svp_error("%s", why);
             verdict = 1;
@@ -502,7 +505,7 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
         }
         if (status == SVP_OK || w->rank == 0) {
             svp_status_t st = svp_rt_fence(w->rt);
-            status = (status != SVP_OK) ? status : st;
+            status          = (status != SVP_OK) ? status : st;
         }
         if (w->rank != 0 && status == SVP_OK) {
             status = svp_rt_get(w->rt, 0, SVP_WORKER_LEASE_KEY, (void **)&got, &len);
@@ -514,8 +517,8 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
                                                      (const char *)got + 1,
                                                      &w->lease) != SVP_OK)) {
                     svp_error("rank %d on %s: rank 0's record of output.dir's lease "
-                              "(key %s) is malformed", w->rank, svp_log_hostname(),
-                              SVP_WORKER_LEASE_KEY);
+                              "(key %s) is malformed",
+                              w->rank, svp_log_hostname(), SVP_WORKER_LEASE_KEY);
                     status = SVP_ERR_MESSAGE;
                 }
                 free(got);
@@ -551,10 +554,11 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
              svp_rt_is_plain(w->rt) ? "" : " in ", svp_rt_nspace(w->rt));
     if (w->rank == 0) {
         if (w->shard.count > 1) {
-            svp_info("job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
-                     spec->name, w->what, w->shard.index, w->shard.count,
-                     svp_pipe_shard_size(&w->shard, w->list->count),
-                     w->shard.index, w->shard.count);
+            svp_info(
+                "job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
+                spec->name, w->what, w->shard.index, w->shard.count,
+                svp_pipe_shard_size(&w->shard, w->list->count), w->shard.index,
+                w->shard.count);
         } else {
             svp_info("job '%s': %s", spec->name, w->what);
         }
@@ -572,7 +576,8 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
                  threads == 1 ? "" : "s", from);
         /* a forced family this CPU cannot execute: named here, on the rank
          * whose node it is, before any product dies of SIGILL */
-        if (spec->model.kind == SVP_MODEL_SVD && spec->device == SVP_OPS_BACKEND_CPU &&
+        if (spec->model.kind == SVP_MODEL_SVD &&
+            spec->device == SVP_OPS_BACKEND_CPU &&
             svp_ops_blas_check(&blas, why, sizeof(why)) != SVP_OK) {
             svp_error("rank %d on %s: %s", w->rank, svp_log_hostname(), why);
             svp_worker_fail(w->rt, w->world, w->rank, SVP_ERR_UNSUPPORTED);
@@ -580,21 +585,22 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
         }
         /* the site's family is narrower than the CPU executes: it wins, and
          * one rank per node says what it costs */
-        if (spec->model.kind == SVP_MODEL_SVD && spec->device == SVP_OPS_BACKEND_CPU &&
-            blas.forced[0] != '\0' && blas.better[0] != '\0' &&
-            svp_rt_local_rank(w->rt) == 0) {
+        if (spec->model.kind == SVP_MODEL_SVD &&
+            spec->device == SVP_OPS_BACKEND_CPU && blas.forced[0] != '\0' &&
+            blas.better[0] != '\0' && svp_rt_local_rank(w->rt) == 0) {
             svp_ops_blas_describe_cpu(&blas, why, sizeof(why));
-            svp_warn("cpu: OPENBLAS_CORETYPE=%s on %s runs narrower kernels than this "
-                     "CPU executes (%s): svdpipe would run %s's; unset it to let it",
-                     blas.forced, svp_log_hostname(), why, blas.better);
+            svp_warn(
+                "cpu: OPENBLAS_CORETYPE=%s on %s runs narrower kernels than this "
+                "CPU executes (%s): svdpipe would run %s's; unset it to let it",
+                blas.forced, svp_log_hostname(), why, blas.better);
         }
     }
 
     /* one GPU per rank: where this rank sits on its node (ops_gpu.h) */
-    svp_ops_gpu_bind_set(&(svp_ops_gpu_bind_t){
-        .local_rank = svp_rt_local_rank(w->rt),
-        .local_size = svp_rt_local_size(w->rt),
-        .share_gpu  = spec->cluster.share_gpu});
+    svp_ops_gpu_bind_set(
+        &(svp_ops_gpu_bind_t){.local_rank = svp_rt_local_rank(w->rt),
+                              .local_size = svp_rt_local_size(w->rt),
+                              .share_gpu  = spec->cluster.share_gpu});
 
     status = svp_worker_make_stage(spec, &w->pp.stage);
     if (status != SVP_OK) {
@@ -614,8 +620,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     if (status != SVP_OK) {
         return status;
     }
-    status = svp_worker_prepare_output(w->rt, spec, &w->layout, &w->pp.stage,
-                                       w->list->count, &w->shard, w->rank, &w->resume);
+    status =
+        svp_worker_prepare_output(w->rt, spec, &w->layout, &w->pp.stage,
+                                  w->list->count, &w->shard, w->rank, &w->resume);
     if (status != SVP_OK) {
         if (status != SVP_ERR_SPEC && svp_stop_signal() == 0) {
             svp_worker_fail(w->rt, w->world, w->rank, status);
@@ -634,9 +641,9 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     w->info.skipped       = w->resume.skipped;
     w->info.to_run        = w->resume.ntodo;
     /* a rerun of a finished job: the records stay the run's that did it */
-    w->info.keep_records  = (w->resume.ntodo == 0) &&
-                            svp_worker_task_done(spec, &w->shard);
-    w->info.trace         = "";
+    w->info.keep_records =
+        (w->resume.ntodo == 0) && svp_worker_task_done(spec, &w->shard);
+    w->info.trace = "";
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, 0, "running");
     if (w->rank == 0) {
         w->beat = svp_worker_beat_start(spec, w->rt, &w->info, w->wall0);
@@ -654,23 +661,25 @@ static svp_status_t svp_worker_init_comm(svp_worker_t *w)
     if (w->world > 1) {
         memset(&cp, 0, sizeof(cp));
         cp.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_DEADLINE |
-                        SVP_COMM_PARAM_FIELD_TRANSPORT | SVP_COMM_PARAM_FIELD_CHECKSUM;
-        cp.job_id     = w->job_id;
-        cp.deadline   = spec->comm.deadline;
-        cp.transport  = spec->comm.transport;
+                        SVP_COMM_PARAM_FIELD_TRANSPORT |
+                        SVP_COMM_PARAM_FIELD_CHECKSUM;
+        cp.job_id    = w->job_id;
+        cp.deadline  = spec->comm.deadline;
+        cp.transport = spec->comm.transport;
         /* headers are always checked; the payload's checksum costs 0.6 ms
          * per 2 MB latent on each side, 4x the hand-off itself on shared
          * memory (make bench-comm), so it is opt-in */
-        cp.checksum   = spec->comm.checksum;
+        cp.checksum = spec->comm.checksum;
         if (w->pp.stage.devmem != NULL) {
             /* the stage keeps samples on the device, so do the frames;
              * comm.gpu_direct says how they cross (comm_path.h) */
             cp.field_mask |= SVP_COMM_PARAM_FIELD_DEVICE;
-            cp.device      = w->pp.stage.devmem;
-            cp.gpu_direct  = (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON)
-                             ? SVP_COMM_GPU_DIRECT_ON
-                             : (spec->comm.gpu_direct == SVP_GPU_DIRECT_OFF)
-                             ? SVP_COMM_GPU_DIRECT_OFF : SVP_COMM_GPU_DIRECT_AUTO;
+            cp.device     = w->pp.stage.devmem;
+            cp.gpu_direct = (spec->comm.gpu_direct == SVP_GPU_DIRECT_ON)
+                                ? SVP_COMM_GPU_DIRECT_ON
+                            : (spec->comm.gpu_direct == SVP_GPU_DIRECT_OFF)
+                                ? SVP_COMM_GPU_DIRECT_OFF
+                                : SVP_COMM_GPU_DIRECT_AUTO;
         }
         status = svp_comm_create(w->rt, &cp, &w->pp.comm);
         if (status != SVP_OK) {
@@ -743,8 +752,11 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         if (stats.steps_done > 0) {
             svp_pipe_deadline_step(&dl, stats.busy / stats.steps_done);
         }
-        svp_rt_set_fence_timeout(w->rt, svp_pipe_deadline_wait(&dl, w->layout.stages +
-                                                               spec->comm.inflight, 1));
+        svp_rt_set_fence_timeout(w->rt,
+                                 svp_pipe_deadline_wait(&dl,
+                                                        w->layout.stages +
+                                                            spec->comm.inflight,
+                                                        1));
         /*
          * Nobody leaves before everyone is done: a rank that finished its
          * part early (rank 0 in "ends" placement) would otherwise be gone
@@ -773,12 +785,14 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
                  "ranks agreed on to the last rank's end)",
                  (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
     }
-    if (status == SVP_OK && w->rank == 0 && spec->output.format == SVP_OUTPUT_WEBDATASET) {
+    if (status == SVP_OK && w->rank == 0 &&
+        spec->output.format == SVP_OUTPUT_WEBDATASET) {
         /* after the final fence: every shard this run packs is packed */
         int pending = 0;
 
-        status = svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
-                                            spec->output.samples_per_shard, &pending);
+        status =
+            svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
+                                       spec->output.samples_per_shard, &pending);
         if (status != SVP_OK) {
             svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
                       svp_status_string(status));
@@ -787,8 +801,9 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
              * where the rank that finished its last one could not see them */
             svp_warn("%d shards not packed in %s: their samples wait in %s/%s; "
                      "output.dir must be one folder every rank sees (a shared "
-                     "file system) for output.format webdataset", pending,
-                     spec->output.dir, spec->output.dir, SVP_PIPE_WDS_STAGING);
+                     "file system) for output.format webdataset",
+                     pending, spec->output.dir, spec->output.dir,
+                     SVP_PIPE_WDS_STAGING);
         }
     }
     if (status == SVP_OK) {
@@ -799,10 +814,12 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
     svp_worker_beat_stop(w->beat);
     w->beat = NULL;
     svp_worker_task_write(spec, w->rt, &w->info, w->wall0, svp_clock_wall(),
-                          (status == SVP_OK) ? "done" :
-                          (svp_stop_signal() != 0 ||
-                           (status == SVP_ERR_PEER_STOPPED &&
-                            !svp_rt_cause_is_loss(w->rt))) ? "stopped" : "failed");
+                          (status == SVP_OK) ? "done"
+                          : (svp_stop_signal() != 0 ||
+                             (status == SVP_ERR_PEER_STOPPED &&
+                              !svp_rt_cause_is_loss(w->rt)))
+                              ? "stopped"
+                              : "failed");
     return status;
 }
 
@@ -812,7 +829,7 @@ static int svp_worker_writes(const svp_worker_t *w)
     int k;
 
     if (w->layout.world == 0) {
-        return 0;       /* no layout: the job ended before it was made */
+        return 0; /* no layout: the job ended before it was made */
     }
     for (k = 0; k < w->pp.nsamples; ++k) {
         if (svp_layout_owner(&w->layout, k) == w->rank) {
@@ -866,7 +883,8 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
         } else if (svp_stop_requested() != 0) {
             /* the cause the ring already heard (watch.h): the same again */
             svp_rt_set_leave_ending(w->rt, svp_stop_request_why());
-        } else if (status != SVP_OK && svp_rt_stop_cause(w->rt, cause, sizeof(cause))) {
+        } else if (status != SVP_OK &&
+                   svp_rt_stop_cause(w->rt, cause, sizeof(cause))) {
             /* another rank's stop ends this one: said once, and in the
              * goodbye, so that no neighbour takes it for a failure */
             svp_info("ending: %s", cause);
@@ -878,10 +896,11 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
             svp_rt_set_leave_reason(w->rt, SVP_RT_LEAVE_DONE);
         } else if (status != SVP_OK) {
             /* the first error line says why; the status only what kind */
-            char first[256];   /* the runtime cuts it to what a goodbye holds */
+            char first[256]; /* the runtime cuts it to what a goodbye holds */
 
-            svp_rt_set_leave_error(w->rt, svp_log_first_error(first, sizeof(first)) ?
-                                              first : svp_status_string(status));
+            svp_rt_set_leave_error(w->rt, svp_log_first_error(first, sizeof(first))
+                                              ? first
+                                              : svp_status_string(status));
         }
         svp_rt_cleanup(w->rt);
     }
@@ -909,7 +928,7 @@ int main(int argc, char **argv)
     memset(&w, 0, sizeof(w));
     w.shard.count = 1;
     w.world       = 1;
-    rc = svp_worker_parse_args(&w, argc, argv);
+    rc            = svp_worker_parse_args(&w, argc, argv);
     if (rc < 0) {
         rc = svp_worker_load_spec(&w, (optind < argc) ? argv[optind] : NULL);
     }

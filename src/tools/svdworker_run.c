@@ -46,7 +46,8 @@ static json_t *svp_worker_run_hosts(svp_rt_h rt, int world)
     for (r = 0; r < world; ++r) {
         if (r == svp_rt_rank(rt) || svp_rt_is_plain(rt)) {
             json_array_append_new(hosts, json_string(svp_rt_hostname(rt)));
-        } else if (svp_rt_get(rt, r, SVP_WORKER_RUN_HOST_KEY, &data, &len) == SVP_OK) {
+        } else if (svp_rt_get(rt, r, SVP_WORKER_RUN_HOST_KEY, &data, &len) ==
+                   SVP_OK) {
             json_array_append_new(hosts, json_stringn(data, strnlen(data, len)));
             free(data);
         } else {
@@ -69,8 +70,9 @@ static json_t *svp_worker_run_hardware(void)
     }
     f = fopen(file, "r");
     if (f == NULL) {
-        svp_warn("SVP_HARDWARE=%s: cannot read it: %m; run.json has no hardware table",
-                 file);
+        svp_warn(
+            "SVP_HARDWARE=%s: cannot read it: %m; run.json has no hardware table",
+            file);
         return NULL;
     }
     if (getdelim(&text, &len, '\0', f) < 0) {
@@ -85,18 +87,18 @@ static json_t *svp_worker_run_hardware(void)
 }
 
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
-                                  const svp_worker_run_info_t *info,
-                                  double started, double finished, int samples_run)
+                                  const svp_worker_run_info_t *info, double started,
+                                  double finished, int samples_run)
 {
-    int              world = svp_rt_size(rt), r, kept = 0;
-    json_t          *doc, *ranges, *hw, *old, *attempts;
-    const char      *jobid = getenv("SLURM_JOB_ID");
-    svp_layout_t     layout = {0};
-    char             path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
-    char             threads[160];
-    const char      *from;
-    int              nthreads;
-    svp_status_t     status;
+    int          world = svp_rt_size(rt), r, kept = 0;
+    json_t      *doc, *ranges, *hw, *old, *attempts;
+    const char  *jobid  = getenv("SLURM_JOB_ID");
+    svp_layout_t layout = {0};
+    char         path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
+    char         threads[160];
+    const char  *from;
+    int          nthreads;
+    svp_status_t status;
 
     if (svp_rt_rank(rt) != 0) {
         return SVP_OK;
@@ -119,33 +121,29 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
             svp_step_range_t range =
                 svp_layout_range(&layout, svp_layout_where(&layout, r).position);
 
-            json_array_append_new(ranges, json_pack("[i, i]", range.begin, range.end));
+            json_array_append_new(ranges,
+                                  json_pack("[i, i]", range.begin, range.end));
         }
     }
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
         cwd[0] = '\0';
     }
-    doc = json_pack("{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
-                    "s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
-                    "s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
-                    "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
-                    "job", spec->name, "spec_file", spec->file, "spec", dump,
-                    "world", world, "ranks_per_node", svp_rt_local_size(rt),
-                    "hosts", svp_worker_run_hosts(rt, world),
-                    "layout", "steps", spec->steps, "samples", info->samples_total,
-                    "samples_run", samples_run,
-                    "stages", layout.stages, "groups", layout.groups,
-                    "guidance_parallel", layout.pairs,
-                    "placement", svp_spec_placement_name(spec->pipeline.placement),
-                    "ranges", ranges,
-                    "shard", "index", info->shard.index, "count", info->shard.count,
-                    "samples", info->samples_shard, "skipped", info->skipped,
-                    "run", samples_run,
-                    "backend", svp_ops_backend_name(spec->device),
-                    "dtype", svp_dtype_short_name(spec->dtype),
-                    "threads", threads,
-                    "trace", info->trace, "cwd", cwd,
-                    "started", started, "finished", finished);
+    doc = json_pack(
+        "{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
+        "s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
+        "s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
+        "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
+        "job", spec->name, "spec_file", spec->file, "spec", dump, "world", world,
+        "ranks_per_node", svp_rt_local_size(rt), "hosts",
+        svp_worker_run_hosts(rt, world), "layout", "steps", spec->steps, "samples",
+        info->samples_total, "samples_run", samples_run, "stages", layout.stages,
+        "groups", layout.groups, "guidance_parallel", layout.pairs, "placement",
+        svp_spec_placement_name(spec->pipeline.placement), "ranges", ranges, "shard",
+        "index", info->shard.index, "count", info->shard.count, "samples",
+        info->samples_shard, "skipped", info->skipped, "run", samples_run, "backend",
+        svp_ops_backend_name(spec->device), "dtype",
+        svp_dtype_short_name(spec->dtype), "threads", threads, "trace", info->trace,
+        "cwd", cwd, "started", started, "finished", finished);
     free(dump);
     if (doc == NULL) {
         return SVP_ERR_NO_MEMORY;
@@ -158,17 +156,18 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     /* the attempts so far, and this one; a run that computed nothing adds
      * its attempt to the record of the run that did the work, and no more */
-    old = json_load_file(path, 0, NULL);
-    attempts = json_is_array(json_object_get(old, "attempts")) ?
-               json_incref(json_object_get(old, "attempts")) : json_array();
-    json_array_append_new(attempts, json_pack("{s:f, s:f, s:i, s:s}", "started", started,
-                                              "finished", finished, "samples_run",
-                                              samples_run, "slurm_job",
-                                              jobid ? jobid : ""));
+    old      = json_load_file(path, 0, NULL);
+    attempts = json_is_array(json_object_get(old, "attempts"))
+                   ? json_incref(json_object_get(old, "attempts"))
+                   : json_array();
+    json_array_append_new(attempts,
+                          json_pack("{s:f, s:f, s:i, s:s}", "started", started,
+                                    "finished", finished, "samples_run", samples_run,
+                                    "slurm_job", jobid ? jobid : ""));
     if (samples_run == 0 && json_is_object(old)) {
         json_decref(doc);
-        doc = old;
-        old = NULL;
+        doc  = old;
+        old  = NULL;
         kept = 1;
     }
     json_object_set_new(doc, "attempts", attempts);
@@ -184,7 +183,8 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     }
     if (status == SVP_OK && kept) {
         svp_info("nothing was run: %s still describes the run that made the "
-                 "samples (this attempt added to its attempts)", path);
+                 "samples (this attempt added to its attempts)",
+                 path);
     } else if (status == SVP_OK) {
         svp_info("run record written to %s", path);
     } else {
@@ -212,7 +212,8 @@ double svp_worker_beat_seconds(void)
             seconds = v;
         } else {
             svp_warn("SVP_TASK_BEAT='%s': expected seconds from 0.1 to 3600; "
-                     "the task file is rewritten every %.0f s", env, seconds);
+                     "the task file is rewritten every %.0f s",
+                     env, seconds);
         }
     }
     return seconds;
@@ -234,15 +235,15 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
         /* (a lost lease: the task file is the new holder's) */
         return;
     }
-    doc = json_pack("{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
-                    "s:f, s:f}",
-                    "job", spec->name, "shard", info->shard.index, info->shard.count,
-                    "samples_total", info->samples_total, "samples_shard",
-                    info->samples_shard, "skipped", info->skipped, "to_run",
-                    info->to_run, "started", started, "ended", ended, "state", state,
-                    "slurm_job", jobid ? jobid : "", "array_job", ajob ? ajob : "",
-                    "array_task", atask ? atask : "", "updated", svp_clock_wall(),
-                    "beat_s", svp_worker_beat_seconds());
+    doc = json_pack(
+        "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
+        "s:f, s:f}",
+        "job", spec->name, "shard", info->shard.index, info->shard.count,
+        "samples_total", info->samples_total, "samples_shard", info->samples_shard,
+        "skipped", info->skipped, "to_run", info->to_run, "started", started,
+        "ended", ended, "state", state, "slurm_job", jobid ? jobid : "", "array_job",
+        ajob ? ajob : "", "array_task", atask ? atask : "", "updated",
+        svp_clock_wall(), "beat_s", svp_worker_beat_seconds());
     text = (doc != NULL) ? json_dumps(doc, JSON_INDENT(1)) : NULL;
     json_decref(doc);
     if (text == NULL) {
@@ -280,7 +281,7 @@ int svp_worker_task_done(const svp_spec_t *spec, const svp_pipe_shard_t *shard)
 struct svp_worker_beat {
     pthread_t                    thread;
     pthread_mutex_t              lock;
-    pthread_cond_t               cond;   /* signalled by stop */
+    pthread_cond_t               cond; /* signalled by stop */
     int                          stop;
     const svp_spec_t            *spec;
     svp_rt_h                     rt;
@@ -301,8 +302,7 @@ static void *svp_worker_beat_main(void *arg)
         due.tv_nsec = (long)((t - (double)due.tv_sec) * 1e9);
         while (!b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &due) == 0) {
         }
-        if (!b->stop &&
-            svp_pipe_lease_renew(b->info->lease) != SVP_ERR_SPEC) {
+        if (!b->stop && svp_pipe_lease_renew(b->info->lease) != SVP_ERR_SPEC) {
             /* stop waits for this write: the last word is never a beat.
              * The lease first: a job that was suspended past the takeover
              * finds it another's, and stops without writing (lease.h) */
@@ -315,7 +315,7 @@ static void *svp_worker_beat_main(void *arg)
 
 svp_worker_beat_t *svp_worker_beat_start(const svp_spec_t *spec, svp_rt_h rt,
                                          const svp_worker_run_info_t *info,
-                                         double started)
+                                         double                       started)
 {
     svp_worker_beat_t *b = calloc(1, sizeof(*b));
 
@@ -329,7 +329,7 @@ svp_worker_beat_t *svp_worker_beat_start(const svp_spec_t *spec, svp_rt_h rt,
     b->info    = info;
     b->started = started;
     pthread_mutex_init(&b->lock, NULL);
-    pthread_cond_init(&b->cond, NULL);   /* CLOCK_REALTIME, as the deadline */
+    pthread_cond_init(&b->cond, NULL); /* CLOCK_REALTIME, as the deadline */
     if (pthread_create(&b->thread, NULL, svp_worker_beat_main, b) != 0) {
         svp_warn("cannot start the task file's heartbeat; svdlaunch status "
                  "cannot tell this task killed from running");
@@ -356,7 +356,7 @@ void svp_worker_beat_stop(svp_worker_beat_t *b)
     free(b);
 }
 
-svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
+svp_status_t svp_worker_run_profile(const svp_spec_t       *spec,
                                     const svp_pipe_shard_t *shard, int rank)
 {
     char path[4096], name[64], base[32];
@@ -365,8 +365,9 @@ svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
         return SVP_OK;
     }
     if (!svp_range_profile_enabled()) {
-        svp_warn("log.profile: the %s model has no blocks to profile; no profile written",
-                 svp_spec_model_kind_name(spec->model.kind));
+        svp_warn(
+            "log.profile: the %s model has no blocks to profile; no profile written",
+            svp_spec_model_kind_name(spec->model.kind));
         return SVP_OK;
     }
     snprintf(base, sizeof(base), "profile.rank%d", rank);

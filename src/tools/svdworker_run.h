@@ -29,15 +29,15 @@
 /* What this run made of the job (for run.json and the task file). */
 typedef struct {
     svp_pipe_shard_t shard;
-    int              samples_total;  /* the job's samples, all shards */
-    int              samples_shard;  /* this shard's */
-    int              skipped;        /* of those, finished by an earlier run */
-    int              to_run;         /* of those, this run's */
-    const char      *trace;          /* trace prefix this run used, "" = none */
+    int              samples_total; /* the job's samples, all shards */
+    int              samples_shard; /* this shard's */
+    int              skipped;       /* of those, finished by an earlier run */
+    int              to_run;        /* of those, this run's */
+    const char      *trace;         /* trace prefix this run used, "" = none */
     /* a rerun with nothing to run, where the task's record says done: the
      * records describe the run that made the samples and stay (its attempt
      * is added to run.json's "attempts") */
-    int              keep_records;
+    int keep_records;
     /* output.dir's lease (rank 0), renewed with every beat */
     struct svp_pipe_lease *lease;
 } svp_worker_run_info_t;
@@ -61,8 +61,8 @@ svp_status_t svp_worker_run_publish(svp_rt_h rt);
  * (the outputs are still good).
  */
 svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
-                                  const svp_worker_run_info_t *info,
-                                  double started, double finished, int samples_run);
+                                  const svp_worker_run_info_t *info, double started,
+                                  double finished, int samples_run);
 
 /*
  * The task file, output.dir/task.json (task.shard-I-of-N.json): rank 0
@@ -101,8 +101,8 @@ typedef struct svp_worker_beat svp_worker_beat_t;
 
 svp_worker_beat_t *svp_worker_beat_start(const svp_spec_t *spec, svp_rt_h rt,
                                          const svp_worker_run_info_t *info,
-                                         double started);
-void svp_worker_beat_stop(svp_worker_beat_t *beat);
+                                         double                       started);
+void               svp_worker_beat_stop(svp_worker_beat_t *beat);
 
 /*
  * With log.profile, writes what the model's ranges collected on this rank
@@ -110,7 +110,7 @@ void svp_worker_beat_stop(svp_worker_beat_t *beat);
  * an array task): {"kind": "run", "rank", "profile":
  * {"ranges", "ops"}} (trace/range.h; totals over all calls).
  */
-svp_status_t svp_worker_run_profile(const svp_spec_t *spec,
+svp_status_t svp_worker_run_profile(const svp_spec_t       *spec,
                                     const svp_pipe_shard_t *shard, int rank);
 
 #endif

@@ -23,30 +23,30 @@
 #define SVP_RANGE_PATH_MAX 512
 
 typedef struct {
-    char   *name;     /* full path */
-    int     depth;
-    long    count;
-    double  s, flops;
+    char  *name; /* full path */
+    int    depth;
+    long   count;
+    double s, flops;
 } svp_range_entry_t;
 
 typedef struct {
     const char *kind;
-    char        root[SVP_RANGE_NAME_MAX];   /* the outermost profiled range */
+    char        root[SVP_RANGE_NAME_MAX]; /* the outermost profiled range */
     long        count;
     double      s, flops;
 } svp_range_opkind_t;
 
 typedef struct {
-    size_t path_len;  /* length of the path before this range */
+    size_t path_len; /* length of the path before this range */
     double t0;
-    int    entry;     /* profile entry, -1 when not profiling */
-    int    nvtx;      /* an NVTX range was pushed */
+    int    entry; /* profile entry, -1 when not profiling */
+    int    nvtx;  /* an NVTX range was pushed */
 } svp_range_frame_t;
 
 static struct {
-    int                checked, tool;      /* NVTX tool attached */
-    int                profile;
-    void             (*sync)(void *);
+    int checked, tool; /* NVTX tool attached */
+    int profile;
+    void (*sync)(void *);
     void              *sync_arg;
     int                depth;
     svp_range_frame_t  stack[SVP_RANGE_MAX_DEPTH];
@@ -129,7 +129,8 @@ static int svp_range_vpush(int profiled, const char *fmt, va_list ap)
     if (!svp_range_active() || depth == SVP_RANGE_MAX_DEPTH) {
         /* counted anyway, so that pops stay matched */
         if (depth < SVP_RANGE_MAX_DEPTH) {
-            svp_range.stack[depth] = (svp_range_frame_t){strlen(svp_range.path), 0, -1, 0};
+            svp_range.stack[depth] =
+                (svp_range_frame_t){strlen(svp_range.path), 0, -1, 0};
         }
         svp_range.depth++;
         return depth;
@@ -151,8 +152,9 @@ static int svp_range_vpush(int profiled, const char *fmt, va_list ap)
         snprintf(svp_range.path + len, sizeof(svp_range.path) - len, "%s%s",
                  len ? "/" : "", name);
         /* the entry's depth is its level in the path, context ranges not counted */
-        fr->entry = svp_range_entry(svp_range.path, svp_range_levels(svp_range.path));
-        fr->t0    = svp_range_stamp();
+        fr->entry =
+            svp_range_entry(svp_range.path, svp_range_levels(svp_range.path));
+        fr->t0 = svp_range_stamp();
     }
     svp_range.depth++;
     return depth;
@@ -233,12 +235,12 @@ void svp_range_profile_reset(void)
     free(svp_range.entries);
     svp_range.entries  = NULL;
     svp_range.nentries = svp_range.cap = 0;
-    svp_range.nops     = 0;
+    svp_range.nops                     = 0;
 }
 
 void svp_range_op(const char *kind, double seconds, double flops)
 {
-    svp_range_opkind_t *k = NULL;
+    svp_range_opkind_t *k    = NULL;
     size_t              rlen = strcspn(svp_range.path, "/");
     int                 i;
 
@@ -248,7 +250,8 @@ void svp_range_op(const char *kind, double seconds, double flops)
     /* per kind and per outermost range: the UNet's ops apart from the VAE's */
     rlen = SVP_MIN(rlen, SVP_RANGE_NAME_MAX - 1);
     for (i = 0; i < svp_range.nops; ++i) {
-        if ((svp_range.ops[i].kind == kind || !strcmp(svp_range.ops[i].kind, kind)) &&
+        if ((svp_range.ops[i].kind == kind ||
+             !strcmp(svp_range.ops[i].kind, kind)) &&
             !strncmp(svp_range.ops[i].root, svp_range.path, rlen) &&
             svp_range.ops[i].root[rlen] == '\0') {
             k = &svp_range.ops[i];
@@ -256,7 +259,8 @@ void svp_range_op(const char *kind, double seconds, double flops)
         }
     }
     if (k == NULL) {
-        if (svp_range.nops == (int)(sizeof(svp_range.ops) / sizeof(svp_range.ops[0]))) {
+        if (svp_range.nops ==
+            (int)(sizeof(svp_range.ops) / sizeof(svp_range.ops[0]))) {
             return;
         }
         k = &svp_range.ops[svp_range.nops++];
@@ -265,7 +269,7 @@ void svp_range_op(const char *kind, double seconds, double flops)
         memcpy(k->root, svp_range.path, rlen);
     }
     k->count++;
-    k->s     += seconds;
+    k->s += seconds;
     k->flops += flops;
     /* the FLOPs count in every open range: a block's include its children's */
     for (i = 0; i < svp_range.depth && i < SVP_RANGE_MAX_DEPTH; ++i) {
@@ -280,23 +284,25 @@ void svp_range_op(const char *kind, double seconds, double flops)
 static json_t *svp_range_profile_json(void)
 {
     json_t *ranges = json_array(), *ops = json_array();
-    int     i, failed = (ranges == NULL || ops == NULL);
+    int     i, failed                   = (ranges == NULL || ops == NULL);
 
     for (i = 0; !failed && i < svp_range.nentries; ++i) {
         const svp_range_entry_t *e = &svp_range.entries[i];
 
-        failed = json_array_append_new(ranges, json_pack(
-                     "{s:s, s:i, s:I, s:f, s:f}", "name", e->name, "depth",
-                     e->depth, "count", (json_int_t)e->count, "s", e->s,
-                     "flops", e->flops)) != 0;
+        failed = json_array_append_new(ranges,
+                                       json_pack("{s:s, s:i, s:I, s:f, s:f}", "name",
+                                                 e->name, "depth", e->depth, "count",
+                                                 (json_int_t)e->count, "s", e->s,
+                                                 "flops", e->flops)) != 0;
     }
     for (i = 0; !failed && i < svp_range.nops; ++i) {
         const svp_range_opkind_t *k = &svp_range.ops[i];
 
-        failed = json_array_append_new(ops, json_pack(
-                     "{s:s, s:s, s:I, s:f, s:f}", "root", k->root, "kind",
-                     k->kind, "count", (json_int_t)k->count, "s", k->s,
-                     "flops", k->flops)) != 0;
+        failed =
+            json_array_append_new(ops, json_pack("{s:s, s:s, s:I, s:f, s:f}", "root",
+                                                 k->root, "kind", k->kind, "count",
+                                                 (json_int_t)k->count, "s", k->s,
+                                                 "flops", k->flops)) != 0;
     }
     if (failed) {
         json_decref(ranges);
@@ -307,12 +313,12 @@ static json_t *svp_range_profile_json(void)
 }
 
 /* One line of JSON and its newline. */
-#define SVP_RANGE_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | \
-                              JSON_REAL_PRECISION(9))
+#define SVP_RANGE_JSON_FLAGS \
+    (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9))
 
 svp_status_t svp_range_profile_write(FILE *out)
 {
-    json_t      *doc = svp_range_profile_json();
+    json_t      *doc    = svp_range_profile_json();
     svp_status_t status = SVP_OK;
 
     if (doc == NULL) {
@@ -328,7 +334,7 @@ svp_status_t svp_range_profile_write(FILE *out)
 
 svp_status_t svp_range_profile_save(const char *path, json_t *about)
 {
-    char        *text = NULL, *line;
+    char        *text    = NULL, *line;
     json_t      *profile = svp_range_profile_json();
     size_t       len;
     svp_status_t status = SVP_ERR_NO_MEMORY;
@@ -350,7 +356,8 @@ svp_status_t svp_range_profile_save(const char *path, json_t *about)
     if (status == SVP_OK) {
         svp_info("profile written to %s", path);
     } else {
-        svp_error("cannot write the profile %s: %s", path, svp_status_string(status));
+        svp_error("cannot write the profile %s: %s", path,
+                  svp_status_string(status));
     }
     json_decref(about);
     free(text);

@@ -16,7 +16,7 @@
 #include <time.h>
 
 typedef struct {
-    const char *name;   /* static strings only */
+    const char *name; /* static strings only */
     int         sample, step;
     double      t0, t1;
 } svp_trace_ev_t;
@@ -91,7 +91,7 @@ static json_t *svp_trace_json(const struct svp_trace *t)
                                     0, "args", "name", label));
     for (i = 0; i < t->count; ++i) {
         const svp_trace_ev_t *ev = &t->ev[i];
-        args = json_object();
+        args                     = json_object();
         if (ev->sample >= 0) {
             json_object_set_new(args, "sample", json_integer(ev->sample));
         }

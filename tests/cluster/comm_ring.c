@@ -57,8 +57,8 @@ static svp_status_t ring_check(svp_comm_frame_h frame, int sample, int step,
 
     for (i = 0; i < n; ++i) {
         if (x[i] != ring_value(sample, step, i)) {
-            svp_error("sample %d step %d: element %zu is %g, expected %g",
-                      sample, step, i, x[i], ring_value(sample, step, i));
+            svp_error("sample %d step %d: element %zu is %g, expected %g", sample,
+                      step, i, x[i], ring_value(sample, step, i));
             return SVP_ERR_MESSAGE;
         }
     }
@@ -79,17 +79,16 @@ static void ring_fill(svp_comm_frame_h frame, int sample, int step, size_t n)
  * sample, then send (sample, step + 1) to next.  Rank 0 posts the receive of
  * the returning sample before it sends, so that one rank alone (sending to
  * itself) works too. */
-static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
-                             const ring_opts_t *opts, svp_comm_frame_h in,
-                             svp_comm_frame_h out)
+static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm, const ring_opts_t *opts,
+                             svp_comm_frame_h in, svp_comm_frame_h out)
 {
-    svp_comm_req_h rreq = NULL, sreq;
+    svp_comm_req_h rreq   = NULL, sreq;
     svp_status_t   status = SVP_OK;
-    size_t         n = opts->bytes / sizeof(float);
-    int rank = svp_rt_rank(rt), size = svp_rt_size(rt);
-    int prev = (rank + size - 1) % size, next = (rank + 1) % size;
-    int s;
-    unsigned send_sample;
+    size_t         n      = opts->bytes / sizeof(float);
+    int            rank = svp_rt_rank(rt), size = svp_rt_size(rt);
+    int            prev = (rank + size - 1) % size, next = (rank + 1) % size;
+    int            s;
+    unsigned       send_sample;
 
     for (s = 0; (s < opts->samples) && (status == SVP_OK); ++s) {
         /* rank 0 waits for step `size` (the sample back from the last rank),
@@ -153,28 +152,42 @@ static svp_status_t ring_run(svp_rt_h rt, svp_comm_h comm,
 
 static int ring_parse(int argc, char **argv, ring_opts_t *opts)
 {
-    static const struct option longopts[] = {
-        { "samples",     required_argument, NULL, 'n' },
-        { "bytes",       required_argument, NULL, 'b' },
-        { "deadline",    required_argument, NULL, 'd' },
-        { "fail",        required_argument, NULL, 'f' },
-        { "fail-rank",   required_argument, NULL, 'r' },
-        { "fail-sample", required_argument, NULL, 's' },
-        { "no-abort",    no_argument,       NULL, 'A' },
-        { NULL, 0, NULL, 0 }
-    };
+    static const struct option longopts[] =
+        {{"samples", required_argument, NULL, 'n'},
+         {"bytes", required_argument, NULL, 'b'},
+         {"deadline", required_argument, NULL, 'd'},
+         {"fail", required_argument, NULL, 'f'},
+         {"fail-rank", required_argument, NULL, 'r'},
+         {"fail-sample", required_argument, NULL, 's'},
+         {"no-abort", no_argument, NULL, 'A'},
+         {NULL, 0, NULL, 0}};
     int c;
 
-    *opts = (ring_opts_t){ .samples = 8, .bytes = 1 << 16, .deadline = 10.0,
-                           .fail_rank = 1, .fail_sample = 1 };
+    *opts = (ring_opts_t){.samples     = 8,
+                          .bytes       = 1 << 16,
+                          .deadline    = 10.0,
+                          .fail_rank   = 1,
+                          .fail_sample = 1};
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
-        case 'n': opts->samples = atoi(optarg); break;
-        case 'b': opts->bytes = strtoull(optarg, NULL, 0); break;
-        case 'd': opts->deadline = atof(optarg); break;
-        case 'r': opts->fail_rank = atoi(optarg); break;
-        case 's': opts->fail_sample = atoi(optarg); break;
-        case 'A': opts->no_abort = 1; break;
+        case 'n':
+            opts->samples = atoi(optarg);
+            break;
+        case 'b':
+            opts->bytes = strtoull(optarg, NULL, 0);
+            break;
+        case 'd':
+            opts->deadline = atof(optarg);
+            break;
+        case 'r':
+            opts->fail_rank = atoi(optarg);
+            break;
+        case 's':
+            opts->fail_sample = atoi(optarg);
+            break;
+        case 'A':
+            opts->no_abort = 1;
+            break;
         case 'f':
             if (strcmp(optarg, "kill") == 0) {
                 opts->fail = RING_FAIL_KILL;
@@ -198,15 +211,15 @@ static int ring_parse(int argc, char **argv, ring_opts_t *opts)
 
 int main(int argc, char **argv)
 {
-    svp_comm_frame_desc_t desc = { .num_tensors = 1 };
-    svp_comm_frame_h  in = NULL, out = NULL;
-    svp_comm_params_t params = { 0 };
-    ring_opts_t       opts;
-    svp_rt_h          rt;
-    svp_comm_h        comm;
-    svp_status_t      status;
-    double            t0;
-    char              msg[128];
+    svp_comm_frame_desc_t desc = {.num_tensors = 1};
+    svp_comm_frame_h      in = NULL, out = NULL;
+    svp_comm_params_t     params = {0};
+    ring_opts_t           opts;
+    svp_rt_h              rt;
+    svp_comm_h            comm;
+    svp_status_t          status;
+    double                t0;
+    char                  msg[128];
 
     if (ring_parse(argc, argv, &opts) != 0) {
         return SVP_EXIT_BAD_INPUT;
@@ -226,18 +239,21 @@ int main(int argc, char **argv)
     params.field_mask = SVP_COMM_PARAM_FIELD_JOB_ID | SVP_COMM_PARAM_FIELD_TRANSPORT;
     params.job_id     = 42;
     params.transport  = "posix,self";
-    status = svp_comm_create(rt, &params, &comm);
+    status            = svp_comm_create(rt, &params, &comm);
     if (status != SVP_OK) {
         goto out_abort;
     }
 
-    desc.tensors[0] = (svp_comm_tensor_desc_t){
-        .dtype = 1, .ndim = 1, .shape = { (int64_t)(opts.bytes / sizeof(float)) },
-        .bytes = opts.bytes / sizeof(float) * sizeof(float) };
+    desc.tensors[0] =
+        (svp_comm_tensor_desc_t){.dtype = 1,
+                                 .ndim  = 1,
+                                 .shape = {(int64_t)(opts.bytes / sizeof(float))},
+                                 .bytes =
+                                     opts.bytes / sizeof(float) * sizeof(float)};
     status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in);
     if (status == SVP_OK) {
-        status = svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out);
+        status =
+            svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &out);
     }
     t0 = svp_clock_now();
     if (status == SVP_OK) {
@@ -250,10 +266,10 @@ int main(int argc, char **argv)
     if (status == SVP_OK) {
         /* the hops of a sample follow each other: samples * ranks hops */
         printf("comm_ring: rank %d ok (%d samples of %zu bytes in %.3f s, "
-               "%.2f GB/s per hop)\n", svp_rt_rank(rt), opts.samples,
-               opts.bytes, svp_clock_now() - t0,
+               "%.2f GB/s per hop)\n",
+               svp_rt_rank(rt), opts.samples, opts.bytes, svp_clock_now() - t0,
                (double)opts.samples * svp_rt_size(rt) * opts.bytes /
-               (svp_clock_now() - t0) / 1e9);
+                   (svp_clock_now() - t0) / 1e9);
         fflush(stdout);
     }
     svp_comm_destroy(comm);
@@ -262,8 +278,8 @@ int main(int argc, char **argv)
 
 out_abort:
     if ((status != SVP_OK) && !opts.no_abort) {
-        snprintf(msg, sizeof(msg), "comm_ring rank %d failed: %s",
-                 svp_rt_rank(rt), svp_status_string(status));
+        snprintf(msg, sizeof(msg), "comm_ring rank %d failed: %s", svp_rt_rank(rt),
+                 svp_status_string(status));
         svp_rt_abort(rt, svp_status_exit_code(status), msg);
     }
     svp_rt_cleanup(rt);

@@ -8,13 +8,18 @@
 #include <stddef.h>
 #include <unistd.h>
 
-int PMIx_Fence_nb(const void *procs, size_t nprocs, const void *info,
-                  size_t ninfo, void *cbfunc, void *cbdata);
+int PMIx_Fence_nb(const void *procs, size_t nprocs, const void *info, size_t ninfo,
+                  void *cbfunc, void *cbdata);
 
-int PMIx_Fence_nb(const void *procs, size_t nprocs, const void *info,
-                  size_t ninfo, void *cbfunc, void *cbdata)
+int PMIx_Fence_nb(const void *procs, size_t nprocs, const void *info, size_t ninfo,
+                  void *cbfunc, void *cbdata)
 {
-    (void)procs; (void)nprocs; (void)info; (void)ninfo; (void)cbfunc; (void)cbdata;
+    (void)procs;
+    (void)nprocs;
+    (void)info;
+    (void)ninfo;
+    (void)cbfunc;
+    (void)cbdata;
     for (;;) {
         pause();
     }

@@ -89,28 +89,28 @@ static void svp_fuzz_add(const char *path)
 /* One mutation of in into out (out has room for SVP_FUZZ_MAX_LEN). */
 static size_t svp_fuzz_mutate(const svp_fuzz_input_t *in, uint8_t *out)
 {
-    static const uint8_t special[] = {0x00, 0x01, 0x7f, 0x80, 0xff, '"', ':',
-                                      '[', '{', '\n', '-', '9'};
+    static const uint8_t special[] = {0x00, 0x01, 0x7f, 0x80, 0xff, '"',
+                                      ':',  '[',  '{',  '\n', '-',  '9'};
     size_t len = in->len, pos, n, i, k, rounds = 1 + svp_fuzz_rand() % 4;
 
     memcpy(out, in->data, len);
     for (k = 0; k < rounds; ++k) {
         pos = (len > 0) ? svp_fuzz_rand() % len : 0;
         switch (svp_fuzz_rand() % 5) {
-        case 0:     /* bit flip */
+        case 0: /* bit flip */
             if (len > 0) {
                 out[pos] ^= (uint8_t)(1u << (svp_fuzz_rand() % 8));
             }
             break;
-        case 1:     /* boundary byte */
+        case 1: /* boundary byte */
             if (len > 0) {
                 out[pos] = special[svp_fuzz_rand() % sizeof(special)];
             }
             break;
-        case 2:     /* truncate */
+        case 2: /* truncate */
             len = pos;
             break;
-        case 3:     /* insert random bytes */
+        case 3: /* insert random bytes */
             n = 1 + svp_fuzz_rand() % 8;
             if (len + n <= SVP_FUZZ_MAX_LEN) {
                 memmove(out + pos + n, out + pos, len - pos);
@@ -120,7 +120,7 @@ static size_t svp_fuzz_mutate(const svp_fuzz_input_t *in, uint8_t *out)
                 len += n;
             }
             break;
-        default:    /* duplicate a run */
+        default: /* duplicate a run */
             n = (len > pos) ? 1 + svp_fuzz_rand() % (len - pos) : 0;
             n = (n > 64) ? 64 : n;
             if ((n > 0) && (len + n <= SVP_FUZZ_MAX_LEN)) {

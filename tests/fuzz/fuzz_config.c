@@ -7,17 +7,18 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const ints[] = {"in_channels", "sample_size", "layers_per_block",
-                                       "num_attention_heads", "block_out_channels"};
-    svp_config_h cfg;
-    int64_t      v, arr[16];
-    double       d;
-    int          b, n;
-    size_t       i;
-    const char  *s, *strs[16];
-    char        *text;
+    static const char *const ints[] = {"in_channels", "sample_size",
+                                       "layers_per_block", "num_attention_heads",
+                                       "block_out_channels"};
+    svp_config_h             cfg;
+    int64_t                  v, arr[16];
+    double                   d;
+    int                      b, n;
+    size_t                   i;
+    const char              *s, *strs[16];
+    char                    *text;
 
-    svp_fuzz_tmpfile(data, 0);      /* quiet logging */
+    svp_fuzz_tmpfile(data, 0); /* quiet logging */
     text = malloc(size + 1);
     if (text == NULL) {
         return 0;

@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sets[1] = set;
     if (svp_spec_load_string("", "fuzz.yaml", sets, 2, err, sizeof(err), &spec) !=
         SVP_OK) {
-        abort();   /* the spec is ours: it must load */
+        abort(); /* the spec is ours: it must load */
     }
     /* the whole list, then capped to its first two */
     for (cap = 0; cap <= 2; cap += 2) {

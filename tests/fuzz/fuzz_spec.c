@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     svp_spec_t *spec;
     char        err[512], *yaml, *dump;
 
-    svp_fuzz_tmpfile(data, 0);      /* quiet logging */
+    svp_fuzz_tmpfile(data, 0); /* quiet logging */
     yaml = malloc(size + 1);
     if (yaml == NULL) {
         return 0;
@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(yaml, data, size);
     yaml[size] = '\0';
     memset(err, 0xff, sizeof(err));
-    if (svp_spec_load_string(yaml, "fuzz.yaml", sets, 1, err, sizeof(err),
-                             &spec) == SVP_OK) {
+    if (svp_spec_load_string(yaml, "fuzz.yaml", sets, 1, err, sizeof(err), &spec) ==
+        SVP_OK) {
         if (svp_spec_dump_shared(spec, &dump) == SVP_OK) {
             free(dump);
         }

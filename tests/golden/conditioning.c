@@ -16,7 +16,7 @@ int main(int argc, char **argv)
 {
     static const struct {
         const char *golden, *name;
-        int         rows;     /* keep the first `rows` rows (0: all) */
+        int         rows; /* keep the first `rows` rows (0: all) */
     } map[] = {
         {"image_latents", "image_latents", 0},
         {"image_embeds_stub", "image_embeds", 0},
@@ -38,11 +38,12 @@ int main(int argc, char **argv)
     }
     svp_safetensors_writer_create(&w);
     for (i = 0; i < 4; ++i) {
-        if (svp_safetensors_load(st, map[i].golden, SVP_DTYPE_F32, &t[i]) != SVP_OK) {
+        if (svp_safetensors_load(st, map[i].golden, SVP_DTYPE_F32, &t[i]) !=
+            SVP_OK) {
             return 1;
         }
         if (map[i].rows > 0) {
-            t[i]->shape[0] = map[i].rows;   /* a prefix of the rows */
+            t[i]->shape[0] = map[i].rows; /* a prefix of the rows */
         }
         svp_safetensors_writer_add(w, map[i].name, t[i]);
     }

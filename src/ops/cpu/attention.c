@@ -38,11 +38,11 @@ static void svp_softmax_row(float *s, int len)
     float max = s[0], sum = 0.0f, inv;
     int   i;
 
-#pragma omp simd reduction(max:max)
+#pragma omp simd reduction(max : max)
     for (i = 1; i < len; i++) {
         max = (s[i] > max) ? s[i] : max;
     }
-#pragma omp simd reduction(+:sum)
+#pragma omp simd reduction(+ : sum)
     for (i = 0; i < len; i++) {
         s[i] = expf(s[i] - max);
         sum += s[i];
@@ -55,44 +55,43 @@ static void svp_softmax_row(float *s, int len)
 }
 
 static void svp_attention_short(const svp_ops_attention_t *p, float scale,
-                                const float *q, const float *k,
-                                const float *v, float *out)
+                                const float *q, const float *k, const float *v,
+                                float *out)
 {
     int64_t total = (int64_t)p->batch * p->heads * p->q_len;
     int64_t idx;
 
-#pragma omp parallel for schedule(static) if(total > 64)
+#pragma omp      parallel for schedule(static) if (total > 64)
     for (idx = 0; idx < total; idx++) {
-        int64_t      bq = idx / ((int64_t)p->heads * p->q_len);
-        int          h  = (int)((idx / p->q_len) % p->heads);
-        int          i  = (int)(idx % p->q_len);
-        int64_t      bk = bq / p->kv_batch_div;
-        const float *qr = q + (bq * p->q_len + i) * p->q_stride + h * p->head_dim;
-        float       *orow = out + (bq * p->q_len + i) * p->out_stride +
-                            h * p->head_dim;
-        float        s[SVP_OPS_CPU_ATTN_SHORT_KV];
-        int          j, d;
+             int64_t      bq = idx / ((int64_t)p->heads * p->q_len);
+             int          h  = (int)((idx / p->q_len) % p->heads);
+             int          i  = (int)(idx % p->q_len);
+             int64_t      bk = bq / p->kv_batch_div;
+             const float *qr = q + (bq * p->q_len + i) * p->q_stride + h * p->head_dim;
+             float *orow = out + (bq * p->q_len + i) * p->out_stride + h * p->head_dim;
+             float  s[SVP_OPS_CPU_ATTN_SHORT_KV];
+             int    j, d;
 
-        for (j = 0; j < p->kv_len; j++) {
-            const float *kr = k + (bk * p->kv_len + j) * p->k_stride +
-                              h * p->head_dim;
-            float dot = 0.0f;
-#pragma omp simd reduction(+:dot)
+             for (j = 0; j < p->kv_len; j++) {
+                 const float *kr =
+                     k + (bk * p->kv_len + j) * p->k_stride + h * p->head_dim;
+                 float dot = 0.0f;
+     #pragma omp simd reduction(+ : dot)
             for (d = 0; d < p->head_dim; d++) {
-                dot += qr[d] * kr[d];
+                     dot += qr[d] * kr[d];
             }
             s[j] = dot * scale;
-        }
-        svp_softmax_row(s, p->kv_len);
-        for (d = 0; d < p->head_dim; d++) {
-            orow[d] = 0.0f;
-        }
-        for (j = 0; j < p->kv_len; j++) {
-            const float *vr = v + (bk * p->kv_len + j) * p->v_stride +
-                              h * p->head_dim;
-#pragma omp simd
+             }
+             svp_softmax_row(s, p->kv_len);
+             for (d = 0; d < p->head_dim; d++) {
+                 orow[d] = 0.0f;
+             }
+             for (j = 0; j < p->kv_len; j++) {
+                 const float *vr =
+                     v + (bk * p->kv_len + j) * p->v_stride + h * p->head_dim;
+     #pragma omp simd
             for (d = 0; d < p->head_dim; d++) {
-                orow[d] += s[j] * vr[d];
+                     orow[d] += s[j] * vr[d];
             }
         }
     }
@@ -104,8 +103,8 @@ static void svp_attention_short(const svp_ops_attention_t *p, float scale,
 #define SVP_OPS_CPU_ATTN_TILE_KV 256
 
 svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
-                                   const float *q, const float *k,
-                                   const float *v, float *out)
+                                   const float *q, const float *k, const float *v,
+                                   float *out)
 {
     float        scale = 1.0f / sqrtf((float)p->head_dim);
     int64_t      tq, tk, n_qt, item, per_thread;
@@ -123,8 +122,7 @@ svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
     tk = SVP_MAX(1, SVP_MIN(tk, SVP_MIN(SVP_OPS_CPU_ATTN_TILE_KV, p->kv_len)));
     /* per thread: scores [tq, tk], output [tq, d], running max and sum [tq] */
     per_thread = tq * tk + tq * p->head_dim + 2 * tq;
-    status = svp_ops_cpu_scratch(ops, (size_t)(per_thread * ops->threads),
-                                 &scratch);
+    status = svp_ops_cpu_scratch(ops, (size_t)(per_thread * ops->threads), &scratch);
     if (status != SVP_OK) {
         return status;
     }
@@ -156,25 +154,24 @@ svp_status_t svp_ops_cpu_attention(svp_ops_h ops, const svp_ops_attention_t *p,
         for (j0 = 0; j0 < p->kv_len; j0 += tk) {
             int n = (int)SVP_MIN(tk, p->kv_len - j0);
 
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d,
-                        scale, qc, (int)p->q_stride, kh + j0 * p->k_stride,
-                        (int)p->k_stride, 0.0f, s, (int)tk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, d, scale, qc,
+                        (int)p->q_stride, kh + j0 * p->k_stride, (int)p->k_stride,
+                        0.0f, s, (int)tk);
             for (r = 0; r < m; r++) {
-                float corr = svp_math_attn_tile_row(s + r * tk, n, &mx[r],
-                                                    &l[r]);
+                float  corr = svp_math_attn_tile_row(s + r * tk, n, &mx[r], &l[r]);
                 float *orow = o + (int64_t)r * d;
 
                 if (j0 == 0) {
-                    continue;   /* o is written, not scaled, by this tile */
+                    continue; /* o is written, not scaled, by this tile */
                 }
 #pragma omp simd
                 for (dd = 0; dd < d; dd++) {
                     orow[dd] *= corr;
                 }
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, n,
-                        1.0f, s, (int)tk, vh + j0 * p->v_stride,
-                        (int)p->v_stride, (j0 == 0) ? 0.0f : 1.0f, o, d);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, d, n, 1.0f, s,
+                        (int)tk, vh + j0 * p->v_stride, (int)p->v_stride,
+                        (j0 == 0) ? 0.0f : 1.0f, o, d);
         }
         /* q's rows of this tile were last read above: out may alias q */
         for (r = 0; r < m; r++) {

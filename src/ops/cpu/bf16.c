@@ -36,9 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SVP_BF16_NR 64      /* columns of a packed panel: 4 vectors */
-#define SVP_BF16_MR 6       /* rows of a tile */
-#define SVP_BF16_MB 48      /* rows a thread takes at a time (8 tiles) */
+#define SVP_BF16_NR 64 /* columns of a packed panel: 4 vectors */
+#define SVP_BF16_MR 6  /* rows of a tile */
+#define SVP_BF16_MB 48 /* rows a thread takes at a time (8 tiles) */
 
 /* Elements of the packed B of a k x n operand. */
 static size_t svp_bf16_packed_count(int k, int64_t n)
@@ -61,8 +61,8 @@ static svp_status_t svp_bf16_scratch(svp_ops_h ops, int which, size_t count,
             return SVP_ERR_NO_MEMORY;
         }
         ops->mem.backend_allocs++;
-        ops->mem.reserved_bytes += (count - cpu->scratch16_count[which]) *
-                                   sizeof(uint16_t);
+        ops->mem.reserved_bytes +=
+            (count - cpu->scratch16_count[which]) * sizeof(uint16_t);
         free(cpu->scratch16[which]);
         cpu->scratch16[which]       = buf;
         cpu->scratch16_count[which] = count;
@@ -91,8 +91,8 @@ static void svp_bf16_pack_rows(int threads, int k, int64_t n, const uint16_t *w,
     int     kq     = (k + 1) / 2;
     int64_t pj;
 
-#pragma omp parallel for schedule(static) num_threads(threads) \
-    if (n * k > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (n * k > SVP_OPS_CPU_PAR_MIN)
     for (pj = 0; pj < panels * SVP_BF16_NR; pj++) {
         int64_t         p = pj / SVP_BF16_NR, j = pj % SVP_BF16_NR;
         uint16_t       *dst = bp + (int64_t)p * kq * SVP_BF16_NR * 2 + 2 * j;
@@ -123,8 +123,8 @@ static void svp_bf16_round_rows(int threads, int64_t m, int k, const float *x,
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static) num_threads(threads) \
-    if (m * k > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (m * k > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < m; i++) {
         const float *src = x + i * ldx;
         uint16_t    *dst = a + i * lda;
@@ -157,10 +157,9 @@ SVP_BF16_TARGET static inline __m512bh svp_bf16_pair(const uint16_t *a)
  * One tile: rows [0, mr) of A (mr <= 6, a constant where it is inlined)
  * times one packed panel, into the first ncols columns of C.
  */
-SVP_BF16_TARGET __attribute__((always_inline))
-static inline void svp_bf16_tile(const int mr, int kq, const uint16_t *a,
-                                 int64_t lda, const uint16_t *bp, float *c,
-                                 int64_t ldc, int ncols, int add)
+SVP_BF16_TARGET __attribute__((always_inline)) static inline void
+svp_bf16_tile(const int mr, int kq, const uint16_t *a, int64_t lda,
+              const uint16_t *bp, float *c, int64_t ldc, int ncols, int add)
 {
     __m512    acc[SVP_BF16_MR][4];
     __mmask16 mk[4];
@@ -169,8 +168,9 @@ static inline void svp_bf16_tile(const int mr, int kq, const uint16_t *a,
     for (v = 0; v < 4; v++) {
         int rem = ncols - 16 * v;
 
-        mk[v] = (rem >= 16) ? (__mmask16)0xffff :
-                (rem <= 0) ? (__mmask16)0 : (__mmask16)((1u << rem) - 1);
+        mk[v] = (rem >= 16)  ? (__mmask16)0xffff
+                : (rem <= 0) ? (__mmask16)0
+                             : (__mmask16)((1u << rem) - 1);
     }
 #pragma GCC unroll 6
     for (i = 0; i < mr; i++) {
@@ -182,10 +182,10 @@ static inline void svp_bf16_tile(const int mr, int kq, const uint16_t *a,
     }
     for (q = 0; q < kq; q++) {
         const uint16_t *bq = bp + (int64_t)q * SVP_BF16_NR * 2;
-        __m512bh b0 = (__m512bh)_mm512_loadu_si512(bq);
-        __m512bh b1 = (__m512bh)_mm512_loadu_si512(bq + 32);
-        __m512bh b2 = (__m512bh)_mm512_loadu_si512(bq + 64);
-        __m512bh b3 = (__m512bh)_mm512_loadu_si512(bq + 96);
+        __m512bh        b0 = (__m512bh)_mm512_loadu_si512(bq);
+        __m512bh        b1 = (__m512bh)_mm512_loadu_si512(bq + 32);
+        __m512bh        b2 = (__m512bh)_mm512_loadu_si512(bq + 64);
+        __m512bh        b3 = (__m512bh)_mm512_loadu_si512(bq + 96);
 
 #pragma GCC unroll 6
         for (i = 0; i < mr; i++) {
@@ -218,12 +218,23 @@ static void svp_bf16_rows(int m, int kq, const uint16_t *a, int64_t lda,
         svp_bf16_tile(6, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
     }
     switch (m - i) {
-    case 5: svp_bf16_tile(5, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add); break;
-    case 4: svp_bf16_tile(4, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add); break;
-    case 3: svp_bf16_tile(3, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add); break;
-    case 2: svp_bf16_tile(2, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add); break;
-    case 1: svp_bf16_tile(1, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add); break;
-    default: break;
+    case 5:
+        svp_bf16_tile(5, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
+        break;
+    case 4:
+        svp_bf16_tile(4, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
+        break;
+    case 3:
+        svp_bf16_tile(3, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
+        break;
+    case 2:
+        svp_bf16_tile(2, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
+        break;
+    case 1:
+        svp_bf16_tile(1, kq, a + i * lda, lda, bp, c + i * ldc, ldc, ncols, add);
+        break;
+    default:
+        break;
     }
 }
 
@@ -238,8 +249,15 @@ static void svp_bf16_rows(int m, int kq, const uint16_t *a, int64_t lda,
                           const uint16_t *bp, float *c, int64_t ldc, int ncols,
                           int add)
 {
-    (void)m; (void)kq; (void)a; (void)lda; (void)bp; (void)c; (void)ldc;
-    (void)ncols; (void)add;
+    (void)m;
+    (void)kq;
+    (void)a;
+    (void)lda;
+    (void)bp;
+    (void)c;
+    (void)ldc;
+    (void)ncols;
+    (void)add;
 }
 
 int svp_ops_cpu_has_bf16(void)
@@ -257,20 +275,19 @@ static void svp_bf16_gemm(int threads, int64_t m, int64_t n, int k,
                           const uint16_t *a, int64_t lda, const uint16_t *bp,
                           float *c, int64_t ldc, int add)
 {
-    int64_t panels = (n + SVP_BF16_NR - 1) / SVP_BF16_NR;
+    int64_t panels  = (n + SVP_BF16_NR - 1) / SVP_BF16_NR;
     int64_t mblocks = (m + SVP_BF16_MB - 1) / SVP_BF16_MB;
-    int     kq = (k + 1) / 2;
+    int     kq      = (k + 1) / 2;
     int64_t t;
 
-#pragma omp parallel for schedule(static) num_threads(threads) \
-    if (m * n * k > 64 * 64 * 64)
+#pragma omp parallel for schedule(static) \
+    num_threads(threads) if (m * n * k > 64 * 64 * 64)
     for (t = 0; t < mblocks * panels; t++) {
         int64_t i0 = (t / panels) * SVP_BF16_MB, p = t % panels;
         int64_t j0 = p * SVP_BF16_NR;
 
-        svp_bf16_rows((int)SVP_MIN((int64_t)SVP_BF16_MB, m - i0), kq,
-                      a + i0 * lda, lda, bp + p * kq * SVP_BF16_NR * 2,
-                      c + i0 * ldc + j0, ldc,
+        svp_bf16_rows((int)SVP_MIN((int64_t)SVP_BF16_MB, m - i0), kq, a + i0 * lda,
+                      lda, bp + p * kq * SVP_BF16_NR * 2, c + i0 * ldc + j0, ldc,
                       (int)SVP_MIN((int64_t)SVP_BF16_NR, n - j0), add);
     }
 }
@@ -284,8 +301,8 @@ static void svp_bf16_gemm(int threads, int64_t m, int64_t n, int k,
  */
 typedef struct {
     int     n, c, h, w, c_out, kh, kw, stride, pad_h, pad_w, ho, wo;
-    int64_t s_img, s_c, s_y;            /* the input's strides */
-    int64_t o_img, o_c, o_y;            /* the output's */
+    int64_t s_img, s_c, s_y; /* the input's strides */
+    int64_t o_img, o_c, o_y; /* the output's */
 } svp_bf16_conv_t;
 
 /* Output pixels whose im2col rows are made at a time. */
@@ -333,8 +350,8 @@ static svp_status_t svp_bf16_conv_weight(svp_ops_h ops, const svp_bf16_conv_t *c
     if (status != SVP_OK) {
         return status;
     }
-#pragma omp parallel for schedule(static) num_threads(ops->threads) \
-    if ((int64_t)cv->c_out * k > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) \
+    num_threads(ops->threads) if ((int64_t)cv->c_out * k > SVP_OPS_CPU_PAR_MIN)
     for (o = 0; o < cv->c_out; o++) {
         const uint16_t *src = w + o * k;
         uint16_t       *dst = wr + o * k;
@@ -353,10 +370,10 @@ static svp_status_t svp_bf16_conv_weight(svp_ops_h ops, const svp_bf16_conv_t *c
 
 /* im2col rows [r0, r0 + m) of the output pixels from the channels-last image. */
 static void svp_bf16_im2col(int threads, const svp_bf16_conv_t *cv,
-                            const uint16_t *xt, int64_t r0, int64_t m,
-                            uint16_t *a, int64_t lda)
+                            const uint16_t *xt, int64_t r0, int64_t m, uint16_t *a,
+                            int64_t lda)
 {
-    int64_t ss = (int64_t)cv->ho * cv->wo, r;
+    int64_t ss  = (int64_t)cv->ho * cv->wo, r;
     size_t  run = (size_t)cv->c * sizeof(uint16_t);
 
 #pragma omp parallel for schedule(static) num_threads(threads)
@@ -380,15 +397,14 @@ static void svp_bf16_im2col(int threads, const svp_bf16_conv_t *cv,
             }
         }
         if (lda > (int64_t)cv->kh * cv->kw * cv->c) {
-            *dst = 0;       /* k odd: the last pair's second half */
+            *dst = 0; /* k odd: the last pair's second half */
         }
     }
 }
 
 /* c[r, :] (rows [r0, r0 + m) of the output pixels) + bias into y's layout. */
-static void svp_bf16_scatter(int threads, const svp_bf16_conv_t *cv,
-                             const float *c, int64_t r0, int64_t m,
-                             const float *bias, float *y)
+static void svp_bf16_scatter(int threads, const svp_bf16_conv_t *cv, const float *c,
+                             int64_t r0, int64_t m, const float *bias, float *y)
 {
     int64_t ss = (int64_t)cv->ho * cv->wo, o;
 
@@ -411,7 +427,7 @@ static svp_status_t svp_bf16_conv(svp_ops_h ops, const svp_bf16_conv_t *cv,
                                   const float *x, const uint16_t *w,
                                   const float *bias, float *y)
 {
-    int          k = cv->kh * cv->kw * cv->c;
+    int          k   = cv->kh * cv->kw * cv->c;
     int64_t      lda = (k + 1) / 2 * 2, rows = (int64_t)cv->n * cv->ho * cv->wo;
     int64_t      chunk = SVP_MIN(rows, (int64_t)SVP_BF16_CONV_ROWS), r0;
     uint16_t    *xt, *bp, *a;
@@ -420,7 +436,8 @@ static svp_status_t svp_bf16_conv(svp_ops_h ops, const svp_bf16_conv_t *cv,
 
     status = svp_bf16_conv_weight(ops, cv, w, &bp);
     if (status == SVP_OK) {
-        status = svp_bf16_scratch(ops, 2, (size_t)cv->n * cv->h * cv->w * cv->c, &xt);
+        status =
+            svp_bf16_scratch(ops, 2, (size_t)cv->n * cv->h * cv->w * cv->c, &xt);
     }
     if (status == SVP_OK) {
         status = svp_bf16_scratch(ops, 1, (size_t)(chunk * lda), &a);
@@ -447,9 +464,18 @@ svp_status_t svp_ops_cpu_conv2d_bf16(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                      const float *bias, float *y)
 {
     svp_bf16_conv_t cv = {
-        .n = p->n, .c = p->c_in, .h = p->h, .w = p->w, .c_out = p->c_out,
-        .kh = p->kh, .kw = p->kw, .stride = p->stride, .pad_h = p->pad,
-        .pad_w = p->pad, .ho = svp_ops_conv2d_out_h(p), .wo = svp_ops_conv2d_out_w(p),
+        .n      = p->n,
+        .c      = p->c_in,
+        .h      = p->h,
+        .w      = p->w,
+        .c_out  = p->c_out,
+        .kh     = p->kh,
+        .kw     = p->kw,
+        .stride = p->stride,
+        .pad_h  = p->pad,
+        .pad_w  = p->pad,
+        .ho     = svp_ops_conv2d_out_h(p),
+        .wo     = svp_ops_conv2d_out_w(p),
     };
 
     cv.s_y   = p->w;
@@ -468,8 +494,18 @@ svp_status_t svp_ops_cpu_conv_frames_bf16(svp_ops_h ops, int b, int f, int c_in,
 {
     /* a clip is an image whose rows are its frames: x[b, t, ci, pixel] */
     svp_bf16_conv_t cv = {
-        .n = b, .c = c_in, .h = f, .w = (int)hw, .c_out = c_out, .kh = 3,
-        .kw = 1, .stride = 1, .pad_h = 1, .pad_w = 0, .ho = f, .wo = (int)hw,
+        .n      = b,
+        .c      = c_in,
+        .h      = f,
+        .w      = (int)hw,
+        .c_out  = c_out,
+        .kh     = 3,
+        .kw     = 1,
+        .stride = 1,
+        .pad_h  = 1,
+        .pad_w  = 0,
+        .ho     = f,
+        .wo     = (int)hw,
     };
 
     cv.s_c   = hw;
@@ -489,7 +525,7 @@ svp_status_t svp_ops_cpu_linear_bf16(svp_ops_h ops, int64_t rows, int in, int ou
                                      const float *x, const uint16_t *w,
                                      int accumulate, float *y)
 {
-    int64_t      lda = (in + 1) / 2 * 2, r0;
+    int64_t      lda   = (in + 1) / 2 * 2, r0;
     int64_t      chunk = SVP_MIN(rows, (int64_t)SVP_BF16_LINEAR_ROWS);
     uint16_t    *bp, *a;
     svp_status_t status;

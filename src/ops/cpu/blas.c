@@ -72,42 +72,40 @@ static const struct {
     int         tier;
     const char *isa[5];
 } svp_ops_blas_isa[] = {
-    {"Opteron",        0, {"sse2"}},
-    {"Opteron_SSE3",   0, {"sse3"}},
-    {"Prescott",       0, {"sse3"}},
-    {"Core2",          0, {"ssse3"}},
-    {"Atom",           0, {"ssse3"}},
-    {"Nano",           0, {"ssse3"}},
-    {"Penryn",         0, {"sse4.1"}},
-    {"Dunnington",     0, {"sse4.1"}},
-    {"Nehalem",        0, {"sse4.2"}},
-    {"Barcelona",      0, {"sse4a"}},
-    {"Bobcat",         0, {"sse4a", "ssse3"}},
-    {"Sandybridge",    1, {"avx"}},
-    {"Bulldozer",      1, {"avx", "fma4", "xop"}},
-    {"Piledriver",     1, {"avx", "fma4", "xop", "fma"}},
-    {"Steamroller",    1, {"avx", "fma4", "xop", "fma"}},
-    {"Haswell",        2, {"avx2", "fma"}},
-    {"Zen",            2, {"avx2", "fma"}},
-    {"Excavator",      2, {"avx2", "fma4", "xop", "fma"}},
-    {"SkylakeX",       3, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
-    {"Cooperlake",     3, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
+    {"Opteron", 0, {"sse2"}},
+    {"Opteron_SSE3", 0, {"sse3"}},
+    {"Prescott", 0, {"sse3"}},
+    {"Core2", 0, {"ssse3"}},
+    {"Atom", 0, {"ssse3"}},
+    {"Nano", 0, {"ssse3"}},
+    {"Penryn", 0, {"sse4.1"}},
+    {"Dunnington", 0, {"sse4.1"}},
+    {"Nehalem", 0, {"sse4.2"}},
+    {"Barcelona", 0, {"sse4a"}},
+    {"Bobcat", 0, {"sse4a", "ssse3"}},
+    {"Sandybridge", 1, {"avx"}},
+    {"Bulldozer", 1, {"avx", "fma4", "xop"}},
+    {"Piledriver", 1, {"avx", "fma4", "xop", "fma"}},
+    {"Steamroller", 1, {"avx", "fma4", "xop", "fma"}},
+    {"Haswell", 2, {"avx2", "fma"}},
+    {"Zen", 2, {"avx2", "fma"}},
+    {"Excavator", 2, {"avx2", "fma4", "xop", "fma"}},
+    {"SkylakeX", 3, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
+    {"Cooperlake", 3, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
     {"SapphireRapids", 3, {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
 };
-#define SVP_OPS_BLAS_NFAMILIES (sizeof(svp_ops_blas_isa) / sizeof(svp_ops_blas_isa[0]))
+#define SVP_OPS_BLAS_NFAMILIES \
+    (sizeof(svp_ops_blas_isa) / sizeof(svp_ops_blas_isa[0]))
 
 /* The features svp_ops_cpuid_t records, widest first, with their names. */
 static const struct {
     unsigned    bit;
     const char *name;
 } svp_ops_cpuid_feature_names[] = {
-    {SVP_OPS_CPUID_AVX512F,  "avx512f"},
-    {SVP_OPS_CPUID_AVX512BW, "avx512bw"},
-    {SVP_OPS_CPUID_AVX512VL, "avx512vl"},
-    {SVP_OPS_CPUID_AVX512DQ, "avx512dq"},
-    {SVP_OPS_CPUID_AVX2,     "avx2"},
-    {SVP_OPS_CPUID_FMA,      "fma"},
-    {SVP_OPS_CPUID_AVX,      "avx"},
+    {SVP_OPS_CPUID_AVX512F, "avx512f"},   {SVP_OPS_CPUID_AVX512BW, "avx512bw"},
+    {SVP_OPS_CPUID_AVX512VL, "avx512vl"}, {SVP_OPS_CPUID_AVX512DQ, "avx512dq"},
+    {SVP_OPS_CPUID_AVX2, "avx2"},         {SVP_OPS_CPUID_FMA, "fma"},
+    {SVP_OPS_CPUID_AVX, "avx"},
 };
 
 void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p)
@@ -126,7 +124,8 @@ void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p)
             for (a = 0; a < 12; ++a) {
                 unsigned char ch = (unsigned char)cpu_p->vendor[a];
 
-                if (ch != '\0' && (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')) {
+                if (ch != '\0' &&
+                    (ch < 0x20 || ch > 0x7e || ch == '"' || ch == '\\')) {
                     cpu_p->vendor[a] = '_';
                 }
             }
@@ -134,9 +133,9 @@ void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p)
         if (__get_cpuid(1, &a, &b, &c, &d)) {
             /* the display family and model (the extended fields count
              * only on family 15, and on 6 for the model) */
-            base           = (a >> 8) & 0xf;
-            cpu_p->family  = (int)(base + ((base == 0xf) ? ((a >> 20) & 0xff) : 0));
-            cpu_p->model   = (int)((a >> 4) & 0xf);
+            base          = (a >> 8) & 0xf;
+            cpu_p->family = (int)(base + ((base == 0xf) ? ((a >> 20) & 0xff) : 0));
+            cpu_p->model  = (int)((a >> 4) & 0xf);
             if (base == 0x6 || base == 0xf) {
                 cpu_p->model |= (int)(((a >> 16) & 0xf) << 4);
             }
@@ -146,11 +145,12 @@ void svp_ops_cpuid_probe(svp_ops_cpuid_t *cpu_p)
      * saves its registers (XCR0), as OpenBLAS asks too */
     __builtin_cpu_init();
 #define SVP_CPU_(_bit, _name) \
-    if (__builtin_cpu_supports(_name)) cpu_p->features |= (_bit)
-    SVP_CPU_(SVP_OPS_CPUID_AVX,      "avx");
-    SVP_CPU_(SVP_OPS_CPUID_AVX2,     "avx2");
-    SVP_CPU_(SVP_OPS_CPUID_FMA,      "fma");
-    SVP_CPU_(SVP_OPS_CPUID_AVX512F,  "avx512f");
+    if (__builtin_cpu_supports(_name)) \
+    cpu_p->features |= (_bit)
+    SVP_CPU_(SVP_OPS_CPUID_AVX, "avx");
+    SVP_CPU_(SVP_OPS_CPUID_AVX2, "avx2");
+    SVP_CPU_(SVP_OPS_CPUID_FMA, "fma");
+    SVP_CPU_(SVP_OPS_CPUID_AVX512F, "avx512f");
     SVP_CPU_(SVP_OPS_CPUID_AVX512BW, "avx512bw");
     SVP_CPU_(SVP_OPS_CPUID_AVX512VL, "avx512vl");
     SVP_CPU_(SVP_OPS_CPUID_AVX512DQ, "avx512dq");
@@ -166,7 +166,8 @@ void svp_ops_cpuid_features(const svp_ops_cpuid_t *cpu, char *buf, size_t len)
         return;
     }
     buf[0] = '\0';
-    for (i = 0; i < sizeof(svp_ops_cpuid_feature_names) / sizeof(svp_ops_cpuid_feature_names[0]);
+    for (i = 0; i < sizeof(svp_ops_cpuid_feature_names) /
+                        sizeof(svp_ops_cpuid_feature_names[0]);
          ++i) {
         if ((cpu->features & svp_ops_cpuid_feature_names[i].bit) && n < len) {
             n += (size_t)snprintf(buf + n, len - n, "%s%s", (n > 0) ? " " : "",
@@ -183,7 +184,7 @@ static int svp_ops_cpuid_tier(const svp_ops_cpuid_t *cpu)
 {
     const unsigned avx512 = SVP_OPS_CPUID_AVX512F | SVP_OPS_CPUID_AVX512BW |
                             SVP_OPS_CPUID_AVX512VL | SVP_OPS_CPUID_AVX512DQ;
-    const unsigned avx2   = SVP_OPS_CPUID_AVX2 | SVP_OPS_CPUID_FMA;
+    const unsigned avx2 = SVP_OPS_CPUID_AVX2 | SVP_OPS_CPUID_FMA;
 
     if ((cpu->features & avx2) != avx2) {
         return (cpu->features & SVP_OPS_CPUID_AVX) ? 1 : 0;
@@ -191,7 +192,8 @@ static int svp_ops_cpuid_tier(const svp_ops_cpuid_t *cpu)
     return ((cpu->features & avx512) == avx512) ? 3 : 2;
 }
 
-const char *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library_choice)
+const char *svp_ops_blas_better(const svp_ops_cpuid_t *cpu,
+                                const char            *library_choice)
 {
     size_t i;
     int    tier;
@@ -203,7 +205,7 @@ const char *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library_
         }
     }
     if (i == SVP_OPS_BLAS_NFAMILIES) {
-        return NULL;    /* a family we cannot place: the library's call */
+        return NULL; /* a family we cannot place: the library's call */
     }
     tier = svp_ops_cpuid_tier(cpu);
     if (svp_ops_blas_isa[i].tier >= tier) {
@@ -216,8 +218,10 @@ const char *svp_ops_blas_better(const svp_ops_cpuid_t *cpu, const char *library_
          * Cooperlake 12.8-16.9, Haswell 14.1-18.2 */
         return "SkylakeX";
     case 2:
-        return (!strcmp(cpu->vendor, "AuthenticAMD") || !strcmp(cpu->vendor, "HygonGenuine")) ?
-               "Zen" : "Haswell";
+        return (!strcmp(cpu->vendor, "AuthenticAMD") ||
+                !strcmp(cpu->vendor, "HygonGenuine"))
+                   ? "Zen"
+                   : "Haswell";
     default:
         return "Sandybridge";
     }
@@ -237,8 +241,8 @@ static int svp_ops_blas_marker_ours(const char *forced, char *family_p, size_t f
     char       *end;
     long        pid;
 
-    if (marker == NULL || forced == NULL ||
-        (c1 = strchr(marker, ':')) == NULL || (c2 = strchr(c1 + 1, ':')) == NULL) {
+    if (marker == NULL || forced == NULL || (c1 = strchr(marker, ':')) == NULL ||
+        (c2 = strchr(c1 + 1, ':')) == NULL) {
         return 0;
     }
     errno = 0;
@@ -266,7 +270,7 @@ void svp_ops_blas_choose(char **argv)
     if (marker != NULL) {
         if (svp_ops_blas_marker_ours(forced, family, sizeof(family), ownbuf,
                                      sizeof(ownbuf))) {
-            return;     /* re-executed: the choice is in force */
+            return; /* re-executed: the choice is in force */
         }
         if (forced != NULL && *forced != '\0' &&
             strncasecmp(marker, forced, strlen(forced)) == 0 &&
@@ -277,20 +281,22 @@ void svp_ops_blas_choose(char **argv)
             unsetenv(SVP_OPS_BLAS_MARKER);
             unsetenv("OPENBLAS_CORETYPE");
             execv("/proc/self/exe", argv);
-            snprintf(svp_ops_blas_note, sizeof(svp_ops_blas_note),
-                     "OPENBLAS_CORETYPE=%s came from another svdpipe program and stays: "
-                     "re-executing /proc/self/exe failed: %s", site, strerror(errno));
+            snprintf(
+                svp_ops_blas_note, sizeof(svp_ops_blas_note),
+                "OPENBLAS_CORETYPE=%s came from another svdpipe program and stays: "
+                "re-executing /proc/self/exe failed: %s",
+                site, strerror(errno));
             setenv("OPENBLAS_CORETYPE", site, 1);
             return;
         }
-        unsetenv(SVP_OPS_BLAS_MARKER);  /* stale: the variable is the site's */
+        unsetenv(SVP_OPS_BLAS_MARKER); /* stale: the variable is the site's */
         forced = getenv("OPENBLAS_CORETYPE");
     }
     if (forced != NULL && *forced != '\0') {
-        return;         /* the site's */
+        return; /* the site's */
     }
     if (strstr(openblas_get_config(), "DYNAMIC_ARCH") == NULL) {
-        return;         /* one family built in: the variable does nothing */
+        return; /* one family built in: the variable does nothing */
     }
     own = openblas_get_corename();
     svp_ops_cpuid_probe(&cpu);
@@ -333,13 +339,14 @@ void svp_ops_blas_query(svp_ops_blas_t *blas_p)
             size_t n = strlen(blas_p->library);
 
             blas_p->library[n++] = ' ';
-            svp_ops_blas_copy(blas_p->library + n, sizeof(blas_p->library) - n,
-                              ver, 1);
+            svp_ops_blas_copy(blas_p->library + n, sizeof(blas_p->library) - n, ver,
+                              1);
         }
         svp_ops_blas_copy(blas_p->kernels, sizeof(blas_p->kernels),
                           openblas_get_corename(), 1);
         /* only OpenBLAS reads the variable */
-        if (svp_ops_blas_marker_ours(forced, family, sizeof(family), own, sizeof(own))) {
+        if (svp_ops_blas_marker_ours(forced, family, sizeof(family), own,
+                                     sizeof(own))) {
             svp_ops_blas_copy(blas_p->ours, sizeof(blas_p->ours), family, 1);
             svp_ops_blas_copy(blas_p->own, sizeof(blas_p->own), own, 1);
             if (strcasecmp(blas_p->kernels, blas_p->ours) != 0) {
@@ -385,19 +392,23 @@ void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len)
     if (blas->ours[0] != '\0') {
         /* "...; OpenBLAS chose Prescott for this CPU (GenuineIntel, family
          * 6, model 207; features: avx512f ...)" */
-        snprintf(buf, len, "%s, %s kernels (svdpipe's choice; OpenBLAS chose %s for this "
-                 "CPU (%s)%s%s)", blas->library, blas->kernels, blas->own, cpu,
+        snprintf(buf, len,
+                 "%s, %s kernels (svdpipe's choice; OpenBLAS chose %s for this "
+                 "CPU (%s)%s%s)",
+                 blas->library, blas->kernels, blas->own, cpu,
                  blas->note[0] != '\0' ? "; " : "", blas->note);
     } else if (blas->forced[0] != '\0') {
         snprintf(buf, len, "%s, %s kernels (OPENBLAS_CORETYPE=%s%s%s)",
                  blas->library, blas->kernels, blas->forced,
                  blas->note[0] != '\0' ? "; " : "", blas->note);
     } else if (blas->config[0] == '\0') {
-        snprintf(buf, len, "%s, %s kernels (not reported by the BLAS)", blas->library,
-                 blas->kernels);
+        snprintf(buf, len, "%s, %s kernels (not reported by the BLAS)",
+                 blas->library, blas->kernels);
     } else if (blas->better[0] != '\0') {
-        snprintf(buf, len, "%s, %s kernels (its choice for this CPU, which executes "
-                 "%s's: %s; %s)", blas->library, blas->kernels, blas->better, cpu,
+        snprintf(buf, len,
+                 "%s, %s kernels (its choice for this CPU, which executes "
+                 "%s's: %s; %s)",
+                 blas->library, blas->kernels, blas->better, cpu,
                  blas->note[0] != '\0' ? blas->note : "not re-executed with them");
     } else {
         snprintf(buf, len, "%s, %s kernels (its choice for this CPU)", blas->library,
@@ -409,7 +420,9 @@ void svp_ops_blas_describe(const svp_ops_blas_t *blas, char *buf, size_t len)
 /* __builtin_cpu_supports() wants a literal: one case per feature named above. */
 static int svp_ops_blas_cpu_has(const char *isa)
 {
-#define SVP_ISA_(_name) if (!strcmp(isa, _name)) return __builtin_cpu_supports(_name) != 0
+#define SVP_ISA_(_name) \
+    if (!strcmp(isa, _name)) \
+    return __builtin_cpu_supports(_name) != 0
     SVP_ISA_("sse2");
     SVP_ISA_("sse3");
     SVP_ISA_("ssse3");
@@ -426,7 +439,7 @@ static int svp_ops_blas_cpu_has(const char *isa)
     SVP_ISA_("avx512vl");
     SVP_ISA_("avx512dq");
 #undef SVP_ISA_
-    return 1;   /* not one we know to ask about */
+    return 1; /* not one we know to ask about */
 }
 #endif
 
@@ -445,13 +458,15 @@ svp_status_t svp_ops_blas_check(const svp_ops_blas_t *blas, char *errbuf, int er
         }
         for (k = 0; k < 5 && svp_ops_blas_isa[i].isa[k] != NULL; ++k) {
             if (!svp_ops_blas_cpu_has(svp_ops_blas_isa[i].isa[k])) {
-                snprintf(errbuf, (size_t)errlen, "OPENBLAS_CORETYPE=%s: %s's %s kernels "
-                         "need %s, which this CPU does not have: its first product "
-                         "would die on an illegal instruction.  Unset it (svdpipe then "
-                         "picks the widest family this CPU runs) or name a family this "
-                         "CPU runs",
-                         blas->forced, blas->library, blas->kernels,
-                         svp_ops_blas_isa[i].isa[k]);
+                snprintf(
+                    errbuf, (size_t)errlen,
+                    "OPENBLAS_CORETYPE=%s: %s's %s kernels "
+                    "need %s, which this CPU does not have: its first product "
+                    "would die on an illegal instruction.  Unset it (svdpipe then "
+                    "picks the widest family this CPU runs) or name a family this "
+                    "CPU runs",
+                    blas->forced, blas->library, blas->kernels,
+                    svp_ops_blas_isa[i].isa[k]);
                 return SVP_ERR_UNSUPPORTED;
             }
         }

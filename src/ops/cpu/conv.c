@@ -40,13 +40,12 @@ static void svp_ops_cpu_fill_bias(int c, int64_t s, const float *bias, float *y)
  * rows ld elements apart (ld >= ho * wo).
  */
 static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
-                               const float *x, float *col, int64_t ld,
-                               int parallel)
+                               const float *x, float *col, int64_t ld, int parallel)
 {
     int rows = p->c_in * p->kh * p->kw;
     int r;
 
-#pragma omp parallel for schedule(static) if(parallel)
+#pragma omp parallel for schedule(static) if (parallel)
     for (r = 0; r < rows; r++) {
         int          ci  = r / (p->kh * p->kw);
         int          i   = (r / p->kw) % p->kh;
@@ -63,7 +62,7 @@ static void svp_ops_cpu_im2col(const svp_ops_conv2d_t *p, int ho, int wo,
         }
 
         for (oh = 0; oh < ho; oh++) {
-            int    iy = oh * p->stride - p->pad + i;
+            int    iy   = oh * p->stride - p->pad + i;
             float *drow = dst + (int64_t)oh * wo;
             if (iy < 0 || iy >= p->h) {
                 memset(drow, 0, wo * sizeof(float));
@@ -103,9 +102,10 @@ static void svp_ops_cpu_unbatch(int m, int c_out, int64_t ss, const float *ytmp,
 {
     int64_t r;
 
-#pragma omp parallel for schedule(static) if((int64_t)m * c_out * ss > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if ((int64_t)m * c_out * ss > \
+                                              SVP_OPS_CPU_PAR_MIN)
     for (r = 0; r < (int64_t)m * c_out; r++) {
-        int          n   = (int)(r / c_out), o = (int)(r % c_out);
+        int          n = (int)(r / c_out), o = (int)(r % c_out);
         const float *src = ytmp + (int64_t)o * m * ss + n * ss;
         float       *dst = y + r * ss;
         float        v   = bias ? bias[o] : 0.0f;
@@ -125,18 +125,17 @@ static void svp_ops_cpu_unbatch(int m, int c_out, int64_t ss, const float *ytmp,
  * once per image, which is what the deep, small levels of a UNet spend
  * their time on (a 1280 x 11520 weight for 4 output positions).
  */
-svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
-                                       const svp_ops_conv2d_t *p,
+svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                        const float *x, const float *w,
                                        const float *b, float *y)
 {
     int          ho = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
-    int          k  = p->c_in * p->kh * p->kw;
-    int64_t      ss = (int64_t)ho * wo;
+    int          k        = p->c_in * p->kh * p->kw;
+    int64_t      ss       = (int64_t)ho * wo;
     int64_t      in_size  = (int64_t)p->c_in * p->h * p->w;
     int64_t      out_size = (int64_t)p->c_out * ss;
-    int          batch = (int)SVP_MAX(1, SVP_MIN((int64_t)p->n,
-                                                 SVP_OPS_CPU_COL_MAX / ((int64_t)k * ss)));
+    int          batch    = (int)SVP_MAX(1, SVP_MIN((int64_t)p->n,
+                                                    SVP_OPS_CPU_COL_MAX / ((int64_t)k * ss)));
     float       *col, *ytmp;
     svp_status_t status;
     int          n0;
@@ -148,23 +147,23 @@ svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
     ytmp = col + (int64_t)batch * ss * k;
 
     for (n0 = 0; n0 < p->n; n0 += batch) {
-        int     m = SVP_MIN(batch, p->n - n0);
+        int     m  = SVP_MIN(batch, p->n - n0);
         int64_t ld = (int64_t)m * ss, i;
 
         if (m == 1) {
             /* one image: straight into y, no reordering */
             const float *xn = x + (int64_t)n0 * in_size;
             float       *yn = y + (int64_t)n0 * out_size;
-            int pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
-                             p->pad == 0);
+            int          pointwise =
+                (p->kh == 1 && p->kw == 1 && p->stride == 1 && p->pad == 0);
 
             if (!pointwise) {
                 svp_ops_cpu_im2col(p, ho, wo, xn, col, ss, 1);
             }
             svp_ops_cpu_fill_bias(p->c_out, ss, b, yn);
-            status = svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ss, k, w, k,
-                                       pointwise ? xn : col, (int)ss, 1, yn,
-                                       (int)ss);
+            status =
+                svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ss, k, w, k,
+                                  pointwise ? xn : col, (int)ss, 1, yn, (int)ss);
             if (status != SVP_OK) {
                 return status;
             }
@@ -176,13 +175,12 @@ svp_status_t svp_ops_cpu_conv2d_im2col(svp_ops_h ops,
             svp_ops_cpu_im2col(p, ho, wo, x + (int64_t)(n0 + i) * in_size,
                                col + i * ss, ld, 0);
         }
-        status = svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ld, k, w, k, col,
-                                   (int)ld, 0, ytmp, (int)ld);
+        status = svp_ops_cpu_sgemm(ops, 0, p->c_out, (int)ld, k, w, k, col, (int)ld,
+                                   0, ytmp, (int)ld);
         if (status != SVP_OK) {
             return status;
         }
-        svp_ops_cpu_unbatch(m, p->c_out, ss, ytmp, b,
-                            y + (int64_t)n0 * out_size);
+        svp_ops_cpu_unbatch(m, p->c_out, ss, ytmp, b, y + (int64_t)n0 * out_size);
     }
     return SVP_OK;
 }
@@ -231,31 +229,30 @@ static svp_status_t svp_ops_cpu_conv_frames_batched(svp_ops_h ops, int b, int f,
 {
     int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
     int          frames = b * f;
-    int          batch = (int)SVP_MAX(1, SVP_MIN((int64_t)frames,
-                                                 SVP_OPS_CPU_COL_MAX / (3 * in_frame)));
+    int          batch  = (int)SVP_MAX(1, SVP_MIN((int64_t)frames,
+                                                  SVP_OPS_CPU_COL_MAX / (3 * in_frame)));
     float       *col, *ytmp;
     svp_status_t status;
     int          t0;
 
-    status = svp_ops_cpu_scratch(ops, (size_t)batch * hw * (3 * c_in + c_out),
-                                 &col);
+    status = svp_ops_cpu_scratch(ops, (size_t)batch * hw * (3 * c_in + c_out), &col);
     if (status != SVP_OK) {
         return status;
     }
     ytmp = col + (int64_t)batch * hw * 3 * c_in;
 
     for (t0 = 0; t0 < frames; t0 += batch) {
-        int     m = SVP_MIN(batch, frames - t0);
+        int     m  = SVP_MIN(batch, frames - t0);
         int64_t ld = (int64_t)m * hw, r;
 
         /* row r = 3 * ci + tap, frame i's columns at [i * hw, (i + 1) * hw) */
-#pragma omp parallel for schedule(static) if(ld * c_in > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (ld * c_in > SVP_OPS_CPU_PAR_MIN)
         for (r = 0; r < (int64_t)3 * c_in * m; r++) {
             int          i = (int)(r % m), row = (int)(r / m);
             int          bt = t0 + i, t = bt % f;
             int          ci = row / 3, src = t + row % 3 - 1;
             const float *clip = x + (int64_t)(bt / f) * f * in_frame;
-            float       *dst = col + (int64_t)row * ld + i * hw;
+            float       *dst  = col + (int64_t)row * ld + i * hw;
 
             if (src < 0 || src >= f) {
                 memset(dst, 0, hw * sizeof(float));
@@ -291,7 +288,7 @@ static svp_status_t svp_ops_cpu_conv_frames_direct(svp_ops_h ops, int b, int f,
                                                    const float *bias, float *y)
 {
     int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
-    int64_t      pairs = (int64_t)c_out * c_in, i;
+    int64_t      pairs  = (int64_t)c_out * c_in, i;
     int          frames = b * f, bt;
     float       *wk;
     svp_status_t status;
@@ -300,7 +297,7 @@ static svp_status_t svp_ops_cpu_conv_frames_direct(svp_ops_h ops, int b, int f,
     if (status != SVP_OK) {
         return status;
     }
-#pragma omp parallel for schedule(static) if(pairs > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (pairs > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < pairs; i++) {
         int64_t o = i / c_in, c = i % c_in;
 
@@ -311,8 +308,8 @@ static svp_status_t svp_ops_cpu_conv_frames_direct(svp_ops_h ops, int b, int f,
 
 #pragma omp parallel for schedule(static)
     for (bt = 0; bt < frames; bt++) {
-        int   t  = bt % f;
-        int   k0 = (t == 0) ? 1 : 0, k1 = (t == f - 1) ? 2 : 3;
+        int    t  = bt % f;
+        int    k0 = (t == 0) ? 1 : 0, k1 = (t == f - 1) ? 2 : 3;
         float *yt = y + (int64_t)bt * out_frame;
 
         svp_ops_cpu_fill_bias(c_out, hw, bias, yt);
@@ -340,20 +337,20 @@ svp_status_t svp_ops_cpu_conv_frames(svp_ops_h ops, int b, int f, int c_in,
 {
     if (ops->native16) {
         return svp_ops_cpu_conv_frames_bf16(ops, b, f, c_in, c_out, hw, x,
-                                            (const uint16_t *)(const void *)w,
-                                            bias, y);
+                                            (const uint16_t *)(const void *)w, bias,
+                                            y);
     }
     if (hw >= SVP_OPS_CPU_FRAMES_DIRECT_HW && svp_ops_cpu_has_kernel() &&
         (int64_t)c_out * c_in <= SVP_OPS_CPU_WINO_FUSED_MAX) {
-        return svp_ops_cpu_conv_frames_winograd(ops, b, f, c_in, c_out, hw, x,
-                                                w, bias, y);
+        return svp_ops_cpu_conv_frames_winograd(ops, b, f, c_in, c_out, hw, x, w,
+                                                bias, y);
     }
     if (hw >= SVP_OPS_CPU_FRAMES_DIRECT_HW) {
-        return svp_ops_cpu_conv_frames_direct(ops, b, f, c_in, c_out, hw, x, w,
-                                              bias, y);
+        return svp_ops_cpu_conv_frames_direct(ops, b, f, c_in, c_out, hw, x, w, bias,
+                                              y);
     }
-    return svp_ops_cpu_conv_frames_batched(ops, b, f, c_in, c_out, hw, x, w,
-                                           bias, y);
+    return svp_ops_cpu_conv_frames_batched(ops, b, f, c_in, c_out, hw, x, w, bias,
+                                           y);
 }
 
 svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
@@ -364,7 +361,7 @@ svp_status_t svp_ops_cpu_linear(svp_ops_h ops, int64_t rows, int in, int out,
 
     /* y = bias (or += bias), then the gemm accumulates into it */
     if (!accumulate || b != NULL) {
-#pragma omp parallel for schedule(static) if(rows * out > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * out > SVP_OPS_CPU_PAR_MIN)
         for (r = 0; r < rows; r++) {
             float *yr = y + r * out;
             int    o;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #pragma omp declare simd notinbranch
-static inline float svp_gelu_erf(float v)
+static inline float      svp_gelu_erf(float v)
 {
     return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
 }
@@ -19,10 +19,10 @@ svp_status_t svp_ops_cpu_geglu(svp_ops_h ops, int64_t rows, int inner,
 {
     int64_t r;
 
-#pragma omp parallel for schedule(static) if(rows * inner > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * inner > SVP_OPS_CPU_PAR_MIN)
     for (r = 0; r < rows; r++) {
         const float *value = x + r * 2 * inner, *gate = value + inner;
-        float       *yr    = y + r * inner;
+        float       *yr = y + r * inner;
         int          i;
 #pragma omp simd
         for (i = 0; i < inner; i++) {
@@ -36,7 +36,7 @@ svp_status_t svp_ops_cpu_gelu(svp_ops_h ops, int64_t n, const float *x, float *y
 {
     int64_t i0;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
         int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
 #pragma omp simd
@@ -51,7 +51,7 @@ svp_status_t svp_ops_cpu_silu(svp_ops_h ops, int64_t n, const float *x, float *y
 {
     int64_t i0;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
         int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
 #pragma omp simd
@@ -67,7 +67,7 @@ svp_status_t svp_ops_cpu_add(svp_ops_h ops, int64_t n, const float *a,
 {
     int64_t i0;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
         int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
 #pragma omp simd
@@ -85,7 +85,7 @@ svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid
 
     if (inner == 1) {
         /* a per-channel value over pixels: one scalar per row of mid */
-#pragma omp parallel for schedule(static) if(outer * mid > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (outer * mid > SVP_OPS_CPU_PAR_MIN)
         for (o = 0; o < outer; o++) {
             float  *xr = x + o * mid;
             float   vo = v[o];
@@ -98,7 +98,8 @@ svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid
         return SVP_OK;
     }
 
-#pragma omp parallel for schedule(static) if(outer * mid * inner > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (outer * mid * inner > \
+                                              SVP_OPS_CPU_PAR_MIN)
     for (om = 0; om < outer * mid; om++) {
         float       *xr = x + om * inner;
         const float *vr = v + (om / mid) * inner;
@@ -113,13 +114,12 @@ svp_status_t svp_ops_cpu_add_broadcast(svp_ops_h ops, int64_t outer, int64_t mid
 
 /* Written as diffusers' AlphaBlender does: s * alpha + t * (1 - alpha). */
 svp_status_t svp_ops_cpu_blend(svp_ops_h ops, int64_t n, float alpha,
-                               const float *spatial, const float *temporal,
-                               float *y)
+                               const float *spatial, const float *temporal, float *y)
 {
     float   beta = 1.0f - alpha;
     int64_t i0;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i0 = 0; i0 < n; i0 += SVP_OPS_CPU_BLOCK) {
         int64_t end = SVP_MIN(n, i0 + SVP_OPS_CPU_BLOCK), i;
 #pragma omp simd
@@ -139,7 +139,7 @@ svp_status_t svp_ops_cpu_timestep_embedding(svp_ops_h ops, int n, int dim,
                                             const float *t, float *y)
 {
     const float neg_log_period = (float)-9.210340371976184; /* -ln(10000) */
-    int         half = dim / 2;
+    int         half           = dim / 2;
     int         r, i;
 
     for (r = 0; r < n; r++) {
@@ -147,20 +147,20 @@ svp_status_t svp_ops_cpu_timestep_embedding(svp_ops_h ops, int n, int dim,
         for (i = 0; i < half; i++) {
             float exponent = (neg_log_period * (float)i) / (float)half;
             float arg      = t[r] * expf(exponent);
-            yr[i]        = cosf(arg);
-            yr[half + i] = sinf(arg);
+            yr[i]          = cosf(arg);
+            yr[half + i]   = sinf(arg);
         }
     }
     return SVP_OK;
 }
 
-svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h,
-                                          int w, int ho, int wo, const float *x,
-                                          float *y)
+svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h, int w,
+                                          int ho, int wo, const float *x, float *y)
 {
     int64_t plane;
 
-#pragma omp parallel for schedule(static) if((int64_t)n * c * ho * wo > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if ((int64_t)n * c * ho * wo > \
+                                              SVP_OPS_CPU_PAR_MIN)
     for (plane = 0; plane < (int64_t)n * c; plane++) {
         const float *src = x + plane * h * w;
         float       *dst = y + plane * ho * wo;
@@ -175,13 +175,13 @@ svp_status_t svp_ops_cpu_upsample_nearest(svp_ops_h ops, int n, int c, int h,
     return SVP_OK;
 }
 
-svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r,
-                                   int64_t s, int64_t inner, const float *x,
-                                   float *y)
+svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r, int64_t s,
+                                   int64_t inner, const float *x, float *y)
 {
     int64_t as;
 
-#pragma omp parallel for schedule(static) if(a * r * s * inner > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (a * r * s * inner > \
+                                              SVP_OPS_CPU_PAR_MIN)
     for (as = 0; as < a * s; as++) {
         int64_t      ai = as / s, si = as % s, ri;
         const float *src = x + (ai * r * s + si) * inner;
@@ -200,13 +200,13 @@ svp_status_t svp_ops_cpu_transpose(svp_ops_h ops, int64_t a, int64_t r,
     return SVP_OK;
 }
 
-svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca,
-                                int64_t cb, int64_t inner, const float *a,
-                                const float *b, float *y)
+svp_status_t svp_ops_cpu_concat(svp_ops_h ops, int64_t n, int64_t ca, int64_t cb,
+                                int64_t inner, const float *a, const float *b,
+                                float *y)
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         float *yi = y + i * (ca + cb) * inner;
         memcpy(yi, a + i * ca * inner, ca * inner * sizeof(float));

@@ -26,9 +26,9 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-__attribute__((target("avx512f")))
-void svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb,
-                             float *c, int64_t ldc, int add)
+__attribute__((target("avx512f"))) void
+svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb, float *c,
+                        int64_t ldc, int add)
 {
     __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0;
     __m512 c5 = c0, c6 = c0, c7 = c0, c8 = c0, c9 = c0, c10 = c0, c11 = c0;
@@ -36,49 +36,73 @@ void svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb,
     int    kk;
 
     if (add) {
-        c0  = _mm512_loadu_ps(c);               c1  = _mm512_loadu_ps(c + 16);
-        c2  = _mm512_loadu_ps(c + ldc);         c3  = _mm512_loadu_ps(c + ldc + 16);
-        c4  = _mm512_loadu_ps(c + 2 * ldc);     c5  = _mm512_loadu_ps(c + 2 * ldc + 16);
-        c6  = _mm512_loadu_ps(c + 3 * ldc);     c7  = _mm512_loadu_ps(c + 3 * ldc + 16);
-        c8  = _mm512_loadu_ps(c + 4 * ldc);     c9  = _mm512_loadu_ps(c + 4 * ldc + 16);
-        c10 = _mm512_loadu_ps(c + 5 * ldc);     c11 = _mm512_loadu_ps(c + 5 * ldc + 16);
-        c12 = _mm512_loadu_ps(c + 6 * ldc);     c13 = _mm512_loadu_ps(c + 6 * ldc + 16);
-        c14 = _mm512_loadu_ps(c + 7 * ldc);     c15 = _mm512_loadu_ps(c + 7 * ldc + 16);
+        c0  = _mm512_loadu_ps(c);
+        c1  = _mm512_loadu_ps(c + 16);
+        c2  = _mm512_loadu_ps(c + ldc);
+        c3  = _mm512_loadu_ps(c + ldc + 16);
+        c4  = _mm512_loadu_ps(c + 2 * ldc);
+        c5  = _mm512_loadu_ps(c + 2 * ldc + 16);
+        c6  = _mm512_loadu_ps(c + 3 * ldc);
+        c7  = _mm512_loadu_ps(c + 3 * ldc + 16);
+        c8  = _mm512_loadu_ps(c + 4 * ldc);
+        c9  = _mm512_loadu_ps(c + 4 * ldc + 16);
+        c10 = _mm512_loadu_ps(c + 5 * ldc);
+        c11 = _mm512_loadu_ps(c + 5 * ldc + 16);
+        c12 = _mm512_loadu_ps(c + 6 * ldc);
+        c13 = _mm512_loadu_ps(c + 6 * ldc + 16);
+        c14 = _mm512_loadu_ps(c + 7 * ldc);
+        c15 = _mm512_loadu_ps(c + 7 * ldc + 16);
     }
     for (kk = 0; kk < k; kk++) {
         __m512       b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
         const float *ak = a + 8 * kk;
         __m512       t;
 
-        t = _mm512_set1_ps(ak[0]);
-        c0 = _mm512_fmadd_ps(t, b0, c0); c1 = _mm512_fmadd_ps(t, b1, c1);
-        t = _mm512_set1_ps(ak[1]);
-        c2 = _mm512_fmadd_ps(t, b0, c2); c3 = _mm512_fmadd_ps(t, b1, c3);
-        t = _mm512_set1_ps(ak[2]);
-        c4 = _mm512_fmadd_ps(t, b0, c4); c5 = _mm512_fmadd_ps(t, b1, c5);
-        t = _mm512_set1_ps(ak[3]);
-        c6 = _mm512_fmadd_ps(t, b0, c6); c7 = _mm512_fmadd_ps(t, b1, c7);
-        t = _mm512_set1_ps(ak[4]);
-        c8 = _mm512_fmadd_ps(t, b0, c8); c9 = _mm512_fmadd_ps(t, b1, c9);
-        t = _mm512_set1_ps(ak[5]);
-        c10 = _mm512_fmadd_ps(t, b0, c10); c11 = _mm512_fmadd_ps(t, b1, c11);
-        t = _mm512_set1_ps(ak[6]);
-        c12 = _mm512_fmadd_ps(t, b0, c12); c13 = _mm512_fmadd_ps(t, b1, c13);
-        t = _mm512_set1_ps(ak[7]);
-        c14 = _mm512_fmadd_ps(t, b0, c14); c15 = _mm512_fmadd_ps(t, b1, c15);
+        t   = _mm512_set1_ps(ak[0]);
+        c0  = _mm512_fmadd_ps(t, b0, c0);
+        c1  = _mm512_fmadd_ps(t, b1, c1);
+        t   = _mm512_set1_ps(ak[1]);
+        c2  = _mm512_fmadd_ps(t, b0, c2);
+        c3  = _mm512_fmadd_ps(t, b1, c3);
+        t   = _mm512_set1_ps(ak[2]);
+        c4  = _mm512_fmadd_ps(t, b0, c4);
+        c5  = _mm512_fmadd_ps(t, b1, c5);
+        t   = _mm512_set1_ps(ak[3]);
+        c6  = _mm512_fmadd_ps(t, b0, c6);
+        c7  = _mm512_fmadd_ps(t, b1, c7);
+        t   = _mm512_set1_ps(ak[4]);
+        c8  = _mm512_fmadd_ps(t, b0, c8);
+        c9  = _mm512_fmadd_ps(t, b1, c9);
+        t   = _mm512_set1_ps(ak[5]);
+        c10 = _mm512_fmadd_ps(t, b0, c10);
+        c11 = _mm512_fmadd_ps(t, b1, c11);
+        t   = _mm512_set1_ps(ak[6]);
+        c12 = _mm512_fmadd_ps(t, b0, c12);
+        c13 = _mm512_fmadd_ps(t, b1, c13);
+        t   = _mm512_set1_ps(ak[7]);
+        c14 = _mm512_fmadd_ps(t, b0, c14);
+        c15 = _mm512_fmadd_ps(t, b1, c15);
         b += ldb;
     }
-    _mm512_storeu_ps(c, c0);           _mm512_storeu_ps(c + 16, c1);
-    _mm512_storeu_ps(c + ldc, c2);     _mm512_storeu_ps(c + ldc + 16, c3);
+    _mm512_storeu_ps(c, c0);
+    _mm512_storeu_ps(c + 16, c1);
+    _mm512_storeu_ps(c + ldc, c2);
+    _mm512_storeu_ps(c + ldc + 16, c3);
     c += 2 * ldc;
-    _mm512_storeu_ps(c, c4);           _mm512_storeu_ps(c + 16, c5);
-    _mm512_storeu_ps(c + ldc, c6);     _mm512_storeu_ps(c + ldc + 16, c7);
+    _mm512_storeu_ps(c, c4);
+    _mm512_storeu_ps(c + 16, c5);
+    _mm512_storeu_ps(c + ldc, c6);
+    _mm512_storeu_ps(c + ldc + 16, c7);
     c += 2 * ldc;
-    _mm512_storeu_ps(c, c8);           _mm512_storeu_ps(c + 16, c9);
-    _mm512_storeu_ps(c + ldc, c10);    _mm512_storeu_ps(c + ldc + 16, c11);
+    _mm512_storeu_ps(c, c8);
+    _mm512_storeu_ps(c + 16, c9);
+    _mm512_storeu_ps(c + ldc, c10);
+    _mm512_storeu_ps(c + ldc + 16, c11);
     c += 2 * ldc;
-    _mm512_storeu_ps(c, c12);          _mm512_storeu_ps(c + 16, c13);
-    _mm512_storeu_ps(c + ldc, c14);    _mm512_storeu_ps(c + ldc + 16, c15);
+    _mm512_storeu_ps(c, c12);
+    _mm512_storeu_ps(c + 16, c13);
+    _mm512_storeu_ps(c + ldc, c14);
+    _mm512_storeu_ps(c + ldc + 16, c15);
 }
 
 int svp_ops_cpu_has_kernel(void)
@@ -89,7 +113,13 @@ int svp_ops_cpu_has_kernel(void)
 void svp_ops_cpu_kernel_8x32(int k, const float *a, const float *b, int64_t ldb,
                              float *c, int64_t ldc, int add)
 {
-    (void)k; (void)a; (void)b; (void)ldb; (void)c; (void)ldc; (void)add;
+    (void)k;
+    (void)a;
+    (void)b;
+    (void)ldb;
+    (void)c;
+    (void)ldc;
+    (void)add;
 }
 
 int svp_ops_cpu_has_kernel(void)
@@ -126,7 +156,7 @@ int svp_ops_cpu_has_kernel(void)
  * 256.
  */
 #define SVP_OPS_CPU_GEMM_BLOCK_MIN 256
-static const int svp_ops_gemm_counts[] = { 96, 48, 24, 12, 8, 6, 4, 2, 1 };
+static const int svp_ops_gemm_counts[] = {96, 48, 24, 12, 8, 6, 4, 2, 1};
 
 /*
  * The width of the blocks the longer side (len) of a split product is cut
@@ -134,7 +164,7 @@ static const int svp_ops_gemm_counts[] = { 96, 48, 24, 12, 8, 6, 4, 2, 1 };
  */
 static int svp_ops_gemm_block(int len)
 {
-    int nblocks = 1, block;
+    int    nblocks = 1, block;
     size_t i;
 
     for (i = 0; i < SVP_ARRAY_SIZE(svp_ops_gemm_counts); i++) {
@@ -156,8 +186,8 @@ static void svp_ops_gemm_blas(int threads, int trans_b, int m, int n, int k,
     int             len, block, nblocks, blk;
 
     if ((int64_t)m * n * k < SVP_OPS_CPU_GEMM_SPLIT_MIN) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, lda,
-                    b, ldb, beta, c, ldc);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, n, k, 1.0f, a, lda, b, ldb,
+                    beta, c, ldc);
         return;
     }
     len     = (m >= n) ? m : n;
@@ -172,9 +202,9 @@ static void svp_ops_gemm_blas(int threads, int trans_b, int m, int n, int k,
                         a + (int64_t)lo * lda, lda, b, ldb, beta,
                         c + (int64_t)lo * ldc, ldc);
         } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, 1.0f,
-                        a, lda, trans_b ? b + (int64_t)lo * ldb : b + lo, ldb,
-                        beta, c + lo, ldc);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, m, hi - lo, k, 1.0f, a, lda,
+                        trans_b ? b + (int64_t)lo * ldb : b + lo, ldb, beta, c + lo,
+                        ldc);
         }
     }
 }

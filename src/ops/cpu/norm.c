@@ -11,7 +11,7 @@
 #include "ops/cpu/vecmath.h"
 
 #pragma omp declare simd notinbranch
-static inline float svp_silu(float v)
+static inline float      svp_silu(float v)
 {
     return v / (1.0f + expf(-v));
 }
@@ -25,51 +25,51 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
     int64_t count = (int64_t)p->frames * cpg * p->spatial;
     int64_t item;
 
-#pragma omp parallel for schedule(dynamic)
+#pragma omp      parallel for schedule(dynamic)
     for (item = 0; item < (int64_t)p->n * p->groups; item++) {
-        int64_t n = item / p->groups;
-        int     g = (int)(item % p->groups);
-        double  sum = 0.0, sq = 0.0, mean, var;
-        float   rstd;
-        int     f, c;
-        int64_t s;
+             int64_t n   = item / p->groups;
+             int     g   = (int)(item % p->groups);
+             double  sum = 0.0, sq = 0.0, mean, var;
+             float   rstd;
+             int     f, c;
+             int64_t s;
 
-        for (f = 0; f < p->frames; f++) {
-            const float *xs = x + (n * p->frames + f) * frame +
-                              (int64_t)g * cpg * p->spatial;
-            double       fs = 0.0;
-#pragma omp simd reduction(+:fs)
+             for (f = 0; f < p->frames; f++) {
+                 const float *xs =
+                     x + (n * p->frames + f) * frame + (int64_t)g * cpg * p->spatial;
+                 double fs = 0.0;
+     #pragma omp simd reduction(+ : fs)
             for (s = 0; s < (int64_t)cpg * p->spatial; s++) {
-                fs += xs[s];
+                     fs += xs[s];
             }
             sum += fs;
-        }
-        mean = sum / (double)count;
-        for (f = 0; f < p->frames; f++) {
-            const float *xs = x + (n * p->frames + f) * frame +
-                              (int64_t)g * cpg * p->spatial;
-#pragma omp simd reduction(+:sq)
+             }
+             mean = sum / (double)count;
+             for (f = 0; f < p->frames; f++) {
+                 const float *xs =
+                     x + (n * p->frames + f) * frame + (int64_t)g * cpg * p->spatial;
+     #pragma omp simd reduction(+ : sq)
             for (s = 0; s < (int64_t)cpg * p->spatial; s++) {
-                double d = xs[s] - mean;
-                sq += d * d;
+                     double d = xs[s] - mean;
+                     sq += d * d;
             }
-        }
-        var  = sq / (double)count;
-        rstd = (float)(1.0 / sqrt(var + (double)p->eps));
+             }
+             var  = sq / (double)count;
+             rstd = (float)(1.0 / sqrt(var + (double)p->eps));
 
-        for (f = 0; f < p->frames; f++) {
-            for (c = g * cpg; c < (g + 1) * cpg; c++) {
-                int64_t      off   = (n * p->frames + f) * frame + c * p->spatial;
-                const float *xs    = x + off;
-                float       *ys    = y + off;
-                float        scale = rstd * gamma[c];
-                float        shift = beta[c] - (float)mean * scale;
-                /* the branches differ (svp_silu): clang-tidy 14 takes two
+             for (f = 0; f < p->frames; f++) {
+                 for (c = g * cpg; c < (g + 1) * cpg; c++) {
+                     int64_t      off = (n * p->frames + f) * frame + c * p->spatial;
+                     const float *xs  = x + off;
+                     float       *ys  = y + off;
+                     float        scale = rstd * gamma[c];
+                     float        shift = beta[c] - (float)mean * scale;
+                     /* the branches differ (svp_silu): clang-tidy 14 takes two
                  * "omp simd" loops for clones */
-                if (p->silu) { /* NOLINT(bugprone-branch-clone) */
-#pragma omp simd
+                     if (p->silu) { /* NOLINT(bugprone-branch-clone) */
+     #pragma omp simd
                     for (s = 0; s < p->spatial; s++) {
-                        ys[s] = svp_silu(xs[s] * scale + shift);
+                             ys[s] = svp_silu(xs[s] * scale + shift);
                     }
                 } else {
 #pragma omp simd
@@ -83,27 +83,26 @@ svp_status_t svp_ops_cpu_group_norm(svp_ops_h ops, const svp_ops_group_norm_t *p
     return SVP_OK;
 }
 
-svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim,
-                                    float eps, const float *x,
-                                    const float *gamma, const float *beta,
-                                    float *y)
+svp_status_t svp_ops_cpu_layer_norm(svp_ops_h ops, int64_t rows, int dim, float eps,
+                                    const float *x, const float *gamma,
+                                    const float *beta, float *y)
 {
     int64_t r;
 
-#pragma omp parallel for schedule(static) if(rows * dim > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * dim > SVP_OPS_CPU_PAR_MIN)
     for (r = 0; r < rows; r++) {
-        const float *xr = x + r * dim;
-        float       *yr = y + r * dim;
+        const float *xr  = x + r * dim;
+        float       *yr  = y + r * dim;
         double       sum = 0.0, sq = 0.0, mean;
         float        rstd, m;
         int          i;
 
-#pragma omp simd reduction(+:sum)
+#pragma omp simd reduction(+ : sum)
         for (i = 0; i < dim; i++) {
             sum += xr[i];
         }
         mean = sum / dim;
-#pragma omp simd reduction(+:sq)
+#pragma omp simd reduction(+ : sq)
         for (i = 0; i < dim; i++) {
             double d = xr[i] - mean;
             sq += d * d;

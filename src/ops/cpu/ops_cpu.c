@@ -40,8 +40,8 @@ static void svp_ops_cpu_free(svp_ops_h ops, float *buf)
     free(buf);
 }
 
-static svp_status_t svp_ops_cpu_memcpy(svp_ops_h ops, float *dst,
-                                       const float *src, size_t count)
+static svp_status_t svp_ops_cpu_memcpy(svp_ops_h ops, float *dst, const float *src,
+                                       size_t count)
 {
     memcpy(dst, src, count * sizeof(float));
     return SVP_OK;
@@ -72,8 +72,8 @@ svp_status_t svp_ops_cpu_scratch(svp_ops_h ops, size_t count, float **buf_p)
  * split over the OpenMP threads element by element, so no bit depends on
  * the thread count.
  */
-svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
-                               const void *src, size_t count, float *dst)
+svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype, const void *src,
+                               size_t count, float *dst)
 {
     const uint16_t *h = src;
     uint32_t       *d = (uint32_t *)(void *)dst;
@@ -94,16 +94,15 @@ svp_status_t svp_ops_cpu_widen(svp_ops_h ops, svp_dtype_t dtype,
 #define SVP_OPS_CPU_SLOT_(_name, _out, _flops, _checks, ...) \
     ._name = svp_ops_cpu_##_name,
 
-static const svp_ops_ops_t svp_ops_cpu_ops = {
-    .backend            = SVP_OPS_BACKEND_CPU,
-    .host_memory        = 1,
-    .cleanup            = svp_ops_cpu_cleanup,
-    .alloc              = svp_ops_cpu_alloc,
-    .free               = svp_ops_cpu_free,
-    .upload             = svp_ops_cpu_memcpy,
-    .download           = svp_ops_cpu_memcpy,
-    SVP_OPS_LIST(SVP_OPS_CPU_SLOT_, const float *)
-};
+static const svp_ops_ops_t svp_ops_cpu_ops = {.backend     = SVP_OPS_BACKEND_CPU,
+                                              .host_memory = 1,
+                                              .cleanup     = svp_ops_cpu_cleanup,
+                                              .alloc       = svp_ops_cpu_alloc,
+                                              .free        = svp_ops_cpu_free,
+                                              .upload      = svp_ops_cpu_memcpy,
+                                              .download    = svp_ops_cpu_memcpy,
+                                              SVP_OPS_LIST(SVP_OPS_CPU_SLOT_,
+                                                           const float *)};
 
 svp_status_t svp_ops_cpu_init(svp_ops_h ops)
 {

@@ -19,8 +19,8 @@
 #endif
 
 typedef struct {
-    float  *scratch;        /* grow-only workspace (im2col, scores) */
-    size_t  scratch_count;
+    float *scratch; /* grow-only workspace (im2col, scores) */
+    size_t scratch_count;
     /* grow-only bf16 workspaces of the bf16 products (bf16.c): the packed
      * weight, the rounded rows, the channels-last image, the reordered
      * weight */

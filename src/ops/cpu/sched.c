@@ -14,7 +14,7 @@ svp_status_t svp_ops_cpu_sched_scale(svp_ops_h ops, int64_t n, float c_in,
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = svp_sched_math_scale(x[i], c_in);
     }
@@ -27,7 +27,7 @@ svp_status_t svp_ops_cpu_sched_guidance(svp_ops_h ops, int64_t n, float g,
 {
     int64_t i;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         out[i] = svp_sched_math_guidance(uncond[i], cond[i], g);
     }
@@ -41,7 +41,7 @@ svp_status_t svp_ops_cpu_sched_euler(svp_ops_h ops, int64_t n,
     svp_sched_euler_coef_t c = *coef;
     int64_t                i;
 
-#pragma omp parallel for schedule(static) if(n > SVP_OPS_CPU_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n > SVP_OPS_CPU_PAR_MIN)
     for (i = 0; i < n; i++) {
         y[i] = svp_sched_math_euler(&c, v[i], x[i], NULL);
     }

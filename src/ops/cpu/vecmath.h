@@ -19,9 +19,9 @@
 
 #if defined(__x86_64__)
 #pragma omp declare simd notinbranch
-extern float expf(float);
+extern float             expf(float);
 #pragma omp declare simd notinbranch
-extern float erff(float);
+extern float             erff(float);
 #endif
 
 #endif

@@ -47,8 +47,7 @@ static inline void svp_wino_g(float g0, float g1, float g2, float u[4])
 }
 
 /* B^T d: 4 inputs to the 4 points */
-static inline void svp_wino_bt(float d0, float d1, float d2, float d3,
-                               float v[4])
+static inline void svp_wino_bt(float d0, float d1, float d2, float d3, float v[4])
 {
     v[0] = d0 - d2;
     v[1] = d1 + d2;
@@ -89,13 +88,13 @@ static inline float svp_wino_at1(float m1, float m2, float m3)
 static void svp_ops_wino_weights(int c_out, int c_in, const float *w, int packed,
                                  float *u)
 {
-    int64_t co8 = (c_out + 7) / 8 * 8;
+    int64_t co8   = (c_out + 7) / 8 * 8;
     int64_t plane = (packed ? co8 : c_out) * (int64_t)c_in, oi;
 
     if (packed && co8 != c_out) {
         memset(u, 0, 16 * plane * sizeof(float));
     }
-#pragma omp parallel for schedule(static) if(plane > 1024)
+#pragma omp parallel for schedule(static) if (plane > 1024)
     for (oi = 0; oi < (int64_t)c_out * c_in; oi++) {
         const float *g = w + oi * 9;
         int64_t      o = oi / c_in, i = oi % c_in;
@@ -126,13 +125,12 @@ static void svp_ops_wino_weights(int c_out, int c_in, const float *w, int packed
  * tile), combined row by row (B^T, whole rows at a time), then column by
  * column into the 16 planes.
  */
-static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w,
-                               int th, int tw, const float *x, float *v,
-                               int64_t ld)
+static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w, int th,
+                               int tw, const float *x, float *v, int64_t ld)
 {
     int64_t plane = (int64_t)c_in * ld;
-    int64_t rows = (int64_t)nr * c_in, r;
-    int     wp = 2 * tw + 2;
+    int64_t rows  = (int64_t)nr * c_in, r;
+    int     wp    = 2 * tw + 2;
 
 #pragma omp parallel for schedule(static)
     for (r = 0; r < rows; r++) {
@@ -173,8 +171,8 @@ static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w,
             for (tx = 0; tx < tw; tx++) {
                 float vv[4];
 
-                svp_wino_bt(e[2 * tx], e[2 * tx + 1], e[2 * tx + 2],
-                            e[2 * tx + 3], vv);
+                svp_wino_bt(e[2 * tx], e[2 * tx + 1], e[2 * tx + 2], e[2 * tx + 3],
+                            vv);
                 v0[tx] = vv[0];
                 v1[tx] = vv[1];
                 v2[tx] = vv[2];
@@ -188,12 +186,12 @@ static void svp_ops_wino_input(int64_t r0, int nr, int c_in, int h, int w,
  * y = A^T M A + bias, the 2x2 block of each tile of rows r0 .. r0+nr-1,
  * inside the image only: per row of tiles, the 16 planes' rows are combined into two output rows.
  */
-static void svp_ops_wino_output(int64_t r0, int nr, int c_out, int h, int w,
-                                int th, int tw, const float *mm, int64_t ld,
+static void svp_ops_wino_output(int64_t r0, int nr, int c_out, int h, int w, int th,
+                                int tw, const float *mm, int64_t ld,
                                 const float *bias, float *y)
 {
     int64_t plane = (int64_t)c_out * ld;
-    int64_t rows = (int64_t)nr * c_out, r;
+    int64_t rows  = (int64_t)nr * c_out, r;
 
 #pragma omp parallel for schedule(static)
     for (r = 0; r < rows; r++) {
@@ -240,21 +238,20 @@ static void svp_ops_wino_output(int64_t r0, int nr, int c_out, int h, int w,
  */
 int svp_ops_cpu_winograd_applies(const svp_ops_conv2d_t *p)
 {
-    return p->kh == 3 && p->kw == 3 && p->stride == 1 && p->pad == 1 &&
-           p->h >= 8 && p->w >= 8;
+    return p->kh == 3 && p->kw == 3 && p->stride == 1 && p->pad == 1 && p->h >= 8 &&
+           p->w >= 8;
 }
 
-svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
-                                         const svp_ops_conv2d_t *p,
+svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops, const svp_ops_conv2d_t *p,
                                          const float *x, const float *w,
                                          const float *b, float *y)
 {
     int          th = (p->h + 1) / 2, tw = (p->w + 1) / 2;
-    int64_t      rows = (int64_t)p->n * th;
-    int64_t      u_size = 16 * (int64_t)p->c_out * p->c_in;
+    int64_t      rows    = (int64_t)p->n * th;
+    int64_t      u_size  = 16 * (int64_t)p->c_out * p->c_in;
     int64_t      per_row = 16 * (int64_t)tw * (p->c_in + p->c_out);
-    int          chunk = (int)SVP_MIN(rows, SVP_MAX(SVP_OPS_WINO_WS_MAX / per_row,
-                                                    (SVP_OPS_WINO_LD_MIN + tw - 1) / tw));
+    int          chunk   = (int)SVP_MIN(rows, SVP_MAX(SVP_OPS_WINO_WS_MAX / per_row,
+                                                      (SVP_OPS_WINO_LD_MIN + tw - 1) / tw));
     float       *u, *v, *mm;
     svp_status_t status;
     int64_t      r0;
@@ -278,9 +275,8 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
         /* the 16 products, whole, a share of them per thread */
 #pragma omp parallel for schedule(static)
         for (xi = 0; xi < 16; xi++) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->c_out,
-                        (int)ld, p->c_in, 1.0f,
-                        u + xi * (int64_t)p->c_out * p->c_in, p->c_in,
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->c_out, (int)ld,
+                        p->c_in, 1.0f, u + xi * (int64_t)p->c_out * p->c_in, p->c_in,
                         v + xi * (int64_t)p->c_in * ld, (int)ld, 0.0f,
                         mm + xi * (int64_t)p->c_out * ld, (int)ld);
         }
@@ -309,7 +305,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd(svp_ops_h ops,
 typedef struct {
     int64_t img;
     int     ty, tx0, len;
-    int     at;         /* the run's first column in the block */
+    int     at; /* the run's first column in the block */
 } svp_ops_wino_run_t;
 
 /* The runs of block [t0, t0 + nt) of the th x tw tiles of every image. */
@@ -339,8 +335,8 @@ static int svp_ops_wino_runs(int64_t t0, int nt, int th, int tw,
  * (the padding, and past an odd last tile) read as zero from zero.
  */
 static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
-                                  const svp_ops_wino_run_t *runs, int nruns,
-                                  int nt, int pb, float *v, float *d)
+                                  const svp_ops_wino_run_t *runs, int nruns, int nt,
+                                  int pb, float *v, float *d)
 {
     int64_t plane = (int64_t)p->c_in * pb;
     int     i, r, a, j, tx;
@@ -352,7 +348,7 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
     }
     for (r = 0; r < nruns; r++) {
         const svp_ops_wino_run_t *run = &runs[r];
-        int wp = 2 * run->len + 2, c0 = 2 * run->tx0 - 1;
+        int                       wp = 2 * run->len + 2, c0 = 2 * run->tx0 - 1;
         /* the run's input columns c0 + j, j < wp: inside for lo <= j < hi */
         int lo = SVP_MAX(0, -c0), hi = SVP_MIN(wp, p->w - c0);
         /* rows of zeros for the rows outside, and t = B^T d per row */
@@ -373,8 +369,8 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
             for (a = 0; a < 4; a++) {
                 int iy = 2 * run->ty - 1 + a;
 
-                rows[a] = (iy >= 0 && iy < p->h) ? img + (int64_t)iy * p->w + c0
-                                                 : zero;
+                rows[a] =
+                    (iy >= 0 && iy < p->h) ? img + (int64_t)iy * p->w + c0 : zero;
             }
             /* t = B^T d, whole rows at a time */
 #pragma omp simd
@@ -409,10 +405,10 @@ static void svp_ops_wino_block_in(const svp_ops_conv2d_t *p, const float *x,
 }
 
 /* y = A^T M A + bias for output channels o0 .. o0+no-1 of the block. */
-static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
-                                   const svp_ops_wino_run_t *runs, int nruns,
-                                   int o0, int no, int pb, const float *m,
-                                   const float *bias, float *y, float *tmp)
+static void svp_ops_wino_block_out(const svp_ops_conv2d_t   *p,
+                                   const svp_ops_wino_run_t *runs, int nruns, int o0,
+                                   int no, int pb, const float *m, const float *bias,
+                                   float *y, float *tmp)
 {
     int64_t plane = 8 * (int64_t)pb;
     int     o, r, a, c, tx;
@@ -422,11 +418,11 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
 
         for (r = 0; r < nruns; r++) {
             const svp_ops_wino_run_t *run = &runs[r];
-            const float *q   = m + (int64_t)o * pb + run->at;
-            float       *dst = y + (run->img * p->c_out + o0 + o) * p->h * p->w;
-            int          len = run->len, ox = 2 * run->tx0;
-            int          nx  = SVP_MIN(2 * len, p->w - ox);
-            float       *s   = tmp;
+            const float              *q   = m + (int64_t)o * pb + run->at;
+            float *dst = y + (run->img * p->c_out + o0 + o) * p->h * p->w;
+            int    len = run->len, ox = 2 * run->tx0;
+            int    nx = SVP_MIN(2 * len, p->w - ox);
+            float *s  = tmp;
 
             for (c = 0; c < 4; c++) {
                 const float *q0 = q + c * plane, *q1 = q0 + 4 * plane;
@@ -440,8 +436,8 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
                 }
             }
             for (a = 0; a < 2 && 2 * run->ty + a < p->h; a++) {
-                const float *sa  = s + 4 * a * len;
-                float       *row = dst + (int64_t)(2 * run->ty + a) * p->w + ox;
+                const float *sa   = s + 4 * a * len;
+                float       *row  = dst + (int64_t)(2 * run->ty + a) * p->w + ox;
                 int          full = nx / 2;
 
                 /* whole pairs straight into the row, an odd last one apart */
@@ -450,11 +446,13 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
                     row[2 * tx] =
                         svp_wino_at0(sa[tx], sa[len + tx], sa[2 * len + tx]) + bv;
                     row[2 * tx + 1] = svp_wino_at1(sa[len + tx], sa[2 * len + tx],
-                                                   sa[3 * len + tx]) + bv;
+                                                   sa[3 * len + tx]) +
+                                      bv;
                 }
                 if (nx % 2) {
-                    row[nx - 1] = svp_wino_at0(sa[full], sa[len + full],
-                                               sa[2 * len + full]) + bv;
+                    row[nx - 1] =
+                        svp_wino_at0(sa[full], sa[len + full], sa[2 * len + full]) +
+                        bv;
                 }
             }
         }
@@ -467,32 +465,33 @@ static void svp_ops_wino_block_out(const svp_ops_conv2d_t *p,
  * M (in L1) and the output transform from it.  Neither V nor M goes to
  * memory, and nothing is packed but the weights, once per call.
  */
-svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
+svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h               ops,
                                                const svp_ops_conv2d_t *p,
                                                const float *x, const float *w,
                                                const float *b, float *y)
 {
-    int      th = (p->h + 1) / 2, tw = (p->w + 1) / 2;
-    int64_t  tiles = (int64_t)p->n * th * tw;
-    int      nob = (p->c_out + 7) / 8;
-    int64_t  u_size = 16 * (int64_t)nob * 8 * p->c_in;
-    int      pb = (int)SVP_MIN(512, SVP_MAX(32, SVP_OPS_WINO_BLOCK_V /
-                                               (16 * (int64_t)p->c_in) / 32 * 32));
-    int      nblocks;
-    int64_t  runs_floats, per_thread;
-    float   *u;
-    int64_t  blk;
+    int          th = (p->h + 1) / 2, tw = (p->w + 1) / 2;
+    int64_t      tiles  = (int64_t)p->n * th * tw;
+    int          nob    = (p->c_out + 7) / 8;
+    int64_t      u_size = 16 * (int64_t)nob * 8 * p->c_in;
+    int          pb     = (int)SVP_MIN(512, SVP_MAX(32, SVP_OPS_WINO_BLOCK_V /
+                                                            (16 * (int64_t)p->c_in) / 32 * 32));
+    int          nblocks;
+    int64_t      runs_floats, per_thread;
+    float       *u;
+    int64_t      blk;
     svp_status_t status;
 
-    pb = (int)SVP_MIN(pb, (tiles + 31) / 32 * 32);
+    pb      = (int)SVP_MIN(pb, (tiles + 31) / 32 * 32);
     nblocks = (int)((tiles + pb - 1) / pb);
     /* per thread: V, M, the runs, the input rows and the output rows, in
      * whole cache lines */
     runs_floats = ((int64_t)pb * sizeof(svp_ops_wino_run_t) + 63) / 64 * 16;
-    per_thread  = 16 * (int64_t)p->c_in * pb + 16 * 8 * (int64_t)pb +
-                  runs_floats + 8 * (2 * (int64_t)pb + 2) + 10 * (int64_t)pb;
-    per_thread  = (per_thread + 15) / 16 * 16;
-    status = svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads), &u);
+    per_thread  = 16 * (int64_t)p->c_in * pb + 16 * 8 * (int64_t)pb + runs_floats +
+                 8 * (2 * (int64_t)pb + 2) + 10 * (int64_t)pb;
+    per_thread = (per_thread + 15) / 16 * 16;
+    status =
+        svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads), &u);
     if (status != SVP_OK) {
         return status;
     }
@@ -522,7 +521,7 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
 
                     for (c = 0; c < pb; c += 32) {
                         svp_ops_cpu_kernel_8x32(kc, uk + 8 * k0, vk + k0 * pb + c,
-                                            pb, mk + c, pb, k0 > 0);
+                                                pb, mk + c, pb, k0 > 0);
                     }
                 }
             }
@@ -553,13 +552,13 @@ svp_status_t svp_ops_cpu_conv2d_winograd_fused(svp_ops_h ops,
 static void svp_ops_wino_frames_weights(int c_out, int c_in, const float *w,
                                         float *u)
 {
-    int64_t co8 = (c_out + 7) / 8 * 8;
+    int64_t co8   = (c_out + 7) / 8 * 8;
     int64_t plane = co8 * c_in, oi;
 
     if (co8 != c_out) {
         memset(u, 0, 4 * plane * sizeof(float));
     }
-#pragma omp parallel for schedule(static) if(plane > 1024)
+#pragma omp parallel for schedule(static) if (plane > 1024)
     for (oi = 0; oi < (int64_t)c_out * c_in; oi++) {
         const float *g = w + oi * 3;
         int64_t      o = oi / c_in, i = oi % c_in;
@@ -574,17 +573,17 @@ static void svp_ops_wino_frames_weights(int c_out, int c_in, const float *w,
     }
 }
 
-svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
-                                              int c_in, int c_out, int64_t hw,
-                                              const float *x, const float *w,
-                                              const float *bias, float *y)
+svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f, int c_in,
+                                              int c_out, int64_t hw, const float *x,
+                                              const float *w, const float *bias,
+                                              float *y)
 {
-    int64_t      in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
-    int          nob = (c_out + 7) / 8, pairs = (f + 1) / 2;
-    int64_t      u_size = 4 * (int64_t)nob * 8 * c_in;
+    int64_t in_frame = (int64_t)c_in * hw, out_frame = (int64_t)c_out * hw;
+    int     nob = (c_out + 7) / 8, pairs = (f + 1) / 2;
+    int64_t u_size = 4 * (int64_t)nob * 8 * c_in;
     /* V of a block about 1 MiB, as in 2-D (2 and 4 MiB: 1.5-2x slower) */
     int64_t      nb = SVP_MIN(512, SVP_MAX(32, SVP_OPS_WINO_BLOCK_V /
-                                                (4 * (int64_t)c_in) / 32 * 32));
+                                                   (4 * (int64_t)c_in) / 32 * 32));
     int64_t      nblk, units, per_thread, unit;
     float       *u;
     svp_status_t status;
@@ -594,8 +593,8 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
     units = (int64_t)b * pairs * nblk;
     /* per thread: V (4 x c_in x nb) and M (4 x 8 x nb) */
     per_thread = (4 * (int64_t)c_in * nb + 32 * nb + 15) / 16 * 16;
-    status = svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads),
-                                 &u);
+    status =
+        svp_ops_cpu_scratch(ops, (size_t)(u_size + per_thread * ops->threads), &u);
     if (status != SVP_OK) {
         return status;
     }
@@ -603,12 +602,12 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
 
 #pragma omp parallel for schedule(dynamic) num_threads(ops->threads)
     for (unit = 0; unit < units; unit++) {
-        float       *v   = svp_ops_cpu_thread_part(u + u_size, per_thread);
-        float       *m   = v + 4 * (int64_t)c_in * nb;
+        float       *v    = svp_ops_cpu_thread_part(u + u_size, per_thread);
+        float       *m    = v + 4 * (int64_t)c_in * nb;
         int64_t      clip = unit / ((int64_t)pairs * nblk);
-        int          t   = (int)(unit / nblk % pairs) * 2;
-        int64_t      s0  = (unit % nblk) * nb;
-        int          ns  = (int)SVP_MIN(nb, hw - s0);
+        int          t    = (int)(unit / nblk % pairs) * 2;
+        int64_t      s0   = (unit % nblk) * nb;
+        int          ns   = (int)SVP_MIN(nb, hw - s0);
         const float *base = x + clip * f * in_frame + s0;
         const float *d[4];
         int          a, i, ob, j, k0, c, o;
@@ -616,12 +615,12 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
 
         for (a = 0; a < 4; a++) {
             int src = t - 1 + a;
-            d[a] = (src >= 0 && src < f) ? base + (int64_t)src * in_frame : NULL;
+            d[a]    = (src >= 0 && src < f) ? base + (int64_t)src * in_frame : NULL;
         }
         /* V_j[i][s], zero past ns */
         for (i = 0; i < c_in; i++) {
-            float *v0 = v + (int64_t)i * nb, *v1 = v0 + (int64_t)c_in * nb;
-            float *v2 = v1 + (int64_t)c_in * nb, *v3 = v2 + (int64_t)c_in * nb;
+            float       *v0 = v + (int64_t)i * nb, *v1 = v0 + (int64_t)c_in * nb;
+            float       *v2 = v1 + (int64_t)c_in * nb, *v3 = v2 + (int64_t)c_in * nb;
             const float *r0 = d[0] ? d[0] + (int64_t)i * hw : NULL;
             const float *r1 = d[1] ? d[1] + (int64_t)i * hw : NULL;
             const float *r2 = d[2] ? d[2] + (int64_t)i * hw : NULL;
@@ -662,8 +661,8 @@ svp_status_t svp_ops_cpu_conv_frames_winograd(svp_ops_h ops, int b, int f,
                 const float *q0 = m + (int64_t)o * nb, *q1 = q0 + 8 * nb;
                 const float *q2 = q1 + 8 * nb, *q3 = q2 + 8 * nb;
                 float        bv = bias ? bias[ob * 8 + o] : 0.0f;
-                float       *y0 = y + (clip * f + t) * out_frame +
-                                  (int64_t)(ob * 8 + o) * hw + s0;
+                float       *y0 =
+                    y + (clip * f + t) * out_frame + (int64_t)(ob * 8 + o) * hw + s0;
 
 #pragma omp simd
                 for (s = 0; s < ns; s++) {

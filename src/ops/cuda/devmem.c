@@ -26,8 +26,8 @@ static void svp_ops_cuda_dev_free(void *ctx, void *ptr)
     (void)SVP_CUDA_FUNC(cudaFree(ptr));
 }
 
-static svp_status_t svp_ops_cuda_dev_to_host(void *ctx, void *host,
-                                             const void *dev, size_t bytes)
+static svp_status_t svp_ops_cuda_dev_to_host(void *ctx, void *host, const void *dev,
+                                             size_t bytes)
 {
     return SVP_CUDA_FUNC(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
 }
@@ -53,8 +53,8 @@ static svp_status_t svp_ops_cuda_host_alloc(void *ctx, size_t bytes, void **ptr_
     void        *p = NULL;
     svp_status_t status;
 
-    status = SVP_CUDA_FUNC(cudaHostAlloc(&p, bytes ? bytes : 1,
-                                         cudaHostAllocDefault));
+    status =
+        SVP_CUDA_FUNC(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault));
     if (status == SVP_OK) {
         *ptr_p = p;
     }

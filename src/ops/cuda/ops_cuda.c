@@ -25,8 +25,8 @@
 /* cuBLAS takes int dimensions: longer row counts are cut into parts. */
 #define SVP_OPS_CUDA_ROWS_MAX ((int64_t)1 << 30)
 
-svp_status_t svp_ops_cuda_check(cudaError_t err, const char *call,
-                                const char *file, int line)
+svp_status_t svp_ops_cuda_check(cudaError_t err, const char *call, const char *file,
+                                int line)
 {
     if (err == cudaSuccess) {
         return SVP_OK;
@@ -59,8 +59,7 @@ static void svp_ops_cuda_cleanup(svp_ops_h ops)
     free(cu);
 }
 
-static svp_status_t svp_ops_cuda_alloc(svp_ops_h ops, size_t count,
-                                       float **buf_p)
+static svp_status_t svp_ops_cuda_alloc(svp_ops_h ops, size_t count, float **buf_p)
 {
     void       *buf;
     cudaError_t err;
@@ -69,7 +68,8 @@ static svp_status_t svp_ops_cuda_alloc(svp_ops_h ops, size_t count,
      * chunks, fewer ranks per GPU), so it keeps its own status */
     err = cudaMalloc(&buf, (count ? count : 1) * sizeof(float));
     if (err == cudaErrorMemoryAllocation) {
-        (void)cudaGetLastError();   /* clear it: the next launch check must not see it */
+        (void)
+            cudaGetLastError(); /* clear it: the next launch check must not see it */
         svp_error("cannot allocate %zu floats of device memory", count);
         return SVP_ERR_NO_MEMORY;
     }
@@ -89,23 +89,22 @@ static void svp_ops_cuda_free(svp_ops_h ops, float *buf)
  * Copies on the handle's stream, then waits: the host buffer may be reused
  * as soon as we return, and a download must see every op queued before it.
  */
-static svp_status_t svp_ops_cuda_memcpy(svp_ops_h ops, float *dst,
-                                        const float *src, size_t count,
-                                        enum cudaMemcpyKind kind)
+static svp_status_t svp_ops_cuda_memcpy(svp_ops_h ops, float *dst, const float *src,
+                                        size_t count, enum cudaMemcpyKind kind)
 {
     svp_ops_cuda_t *cu = svp_ops_cuda(ops);
     svp_status_t    status;
 
-    status = SVP_CUDA_FUNC(cudaMemcpyAsync(dst, src, count * sizeof(float),
-                                           kind, cu->stream));
+    status = SVP_CUDA_FUNC(
+        cudaMemcpyAsync(dst, src, count * sizeof(float), kind, cu->stream));
     if (status != SVP_OK) {
         return status;
     }
     return SVP_CUDA_FUNC(cudaStreamSynchronize(cu->stream));
 }
 
-static svp_status_t svp_ops_cuda_upload(svp_ops_h ops, float *dst,
-                                        const float *src, size_t count)
+static svp_status_t svp_ops_cuda_upload(svp_ops_h ops, float *dst, const float *src,
+                                        size_t count)
 {
     return svp_ops_cuda_memcpy(ops, dst, src, count, cudaMemcpyHostToDevice);
 }
@@ -165,8 +164,8 @@ static size_t svp_ops_cuda_units32(int64_t n)
 }
 
 static svp_status_t svp_ops_cuda_linear16(svp_ops_h ops, int64_t rows, int in,
-                                          int out, const float *x,
-                                          const void *w, float beta, float *y)
+                                          int out, const float *x, const void *w,
+                                          float beta, float *y)
 {
     svp_ops_cuda_t *cu    = svp_ops_cuda(ops);
     cudaDataType_t  type  = svp_ops_cuda_type16(ops->product_dtype);
@@ -190,12 +189,10 @@ static svp_status_t svp_ops_cuda_linear16(svp_ops_h ops, int64_t rows, int in,
         if (status != SVP_OK) {
             return status;
         }
-        status = SVP_CUBLAS_FUNC(cublasGemmEx(cu->cublas, CUBLAS_OP_T,
-                                              CUBLAS_OP_N, out, m, in, &one, w,
-                                              type, in, x16, type, in, &beta,
-                                              y + r0 * out, CUDA_R_32F, out,
-                                              CUBLAS_COMPUTE_32F,
-                                              CUBLAS_GEMM_DEFAULT));
+        status = SVP_CUBLAS_FUNC(
+            cublasGemmEx(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N, out, m, in, &one, w,
+                         type, in, x16, type, in, &beta, y + r0 * out, CUDA_R_32F,
+                         out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         if (status != SVP_OK) {
             return status;
         }
@@ -233,10 +230,9 @@ svp_status_t svp_ops_cuda_linear(svp_ops_h ops, int64_t rows, int in, int out,
     for (r0 = 0; r0 < rows; r0 += SVP_OPS_CUDA_ROWS_MAX) {
         int m = (int)SVP_MIN(rows - r0, SVP_OPS_CUDA_ROWS_MAX);
 
-        status = SVP_CUBLAS_FUNC(cublasSgemm(cu->cublas, CUBLAS_OP_T,
-                                             CUBLAS_OP_N, out, m, in, &one, w,
-                                             in, x + r0 * in, in, &beta,
-                                             y + r0 * out, out));
+        status = SVP_CUBLAS_FUNC(cublasSgemm(cu->cublas, CUBLAS_OP_T, CUBLAS_OP_N,
+                                             out, m, in, &one, w, in, x + r0 * in,
+                                             in, &beta, y + r0 * out, out));
         if (status != SVP_OK) {
             return status;
         }
@@ -250,30 +246,31 @@ svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
 {
     svp_ops_cuda_t *cu  = svp_ops_cuda(ops);
     const float     one = 1.0f;
-    int             ho  = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
-    int             howo = ho * wo;
-    int             k   = p->c_in * p->kh * p->kw;
+    int             ho = svp_ops_conv2d_out_h(p), wo = svp_ops_conv2d_out_w(p);
+    int             howo     = ho * wo;
+    int             k        = p->c_in * p->kh * p->kw;
     int64_t         in_size  = (int64_t)p->c_in * p->h * p->w;
     int64_t         out_size = (int64_t)p->c_out * howo;
-    int64_t         col_size = (int64_t)k * howo;  /* in_size if pointwise */
-    int             pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 &&
-                                 p->pad == 0);
-    int             p16 = (ops->product_dtype != SVP_DTYPE_F32);
-    int             group = (pointwise && !p16) ? p->n
-                          : (int)SVP_MAX(1, SVP_MIN(p->n, SVP_OPS_CUDA_COL_MAX /
-                                                          col_size));
-    size_t          col_units = pointwise ? 0
-                              : svp_ops_cuda_units32(col_size * group);
-    float          *col = NULL, *col16 = NULL;
-    svp_status_t    status;
-    int             n0;
+    int64_t         col_size = (int64_t)k * howo; /* in_size if pointwise */
+    int pointwise = (p->kh == 1 && p->kw == 1 && p->stride == 1 && p->pad == 0);
+    int p16       = (ops->product_dtype != SVP_DTYPE_F32);
+    int group =
+        (pointwise && !p16)
+            ? p->n
+            : (int)SVP_MAX(1, SVP_MIN(p->n, SVP_OPS_CUDA_COL_MAX / col_size));
+    size_t       col_units = pointwise ? 0 : svp_ops_cuda_units32(col_size * group);
+    float       *col = NULL, *col16 = NULL;
+    svp_status_t status;
+    int          n0;
 
     /* the fp32 columns, then (16-bit products) their rounded copy */
     if (!pointwise || p16) {
-        status = svp_ops_cuda_scratch(ops, col_units +
-                                      (p16 ? svp_ops_cuda_units16(col_size *
-                                                                  group)
-                                           : 0), &col);
+        status =
+            svp_ops_cuda_scratch(ops,
+                                 col_units +
+                                     (p16 ? svp_ops_cuda_units16(col_size * group)
+                                          : 0),
+                                 &col);
         if (status != SVP_OK) {
             return status;
         }
@@ -297,30 +294,32 @@ svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
             }
         }
         if (p16) {
-            status = svp_ops_cuda_round16(ops, ops->product_dtype,
-                                          count * col_size,
+            status = svp_ops_cuda_round16(ops, ops->product_dtype, count * col_size,
                                           pointwise ? xn : col, col16);
             if (status == SVP_OK) {
-                status = SVP_CUBLAS_FUNC(cublasGemmStridedBatchedEx(
-                             cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo,
-                             p->c_out, k, &one, col16,
-                             svp_ops_cuda_type16(ops->product_dtype), howo,
-                             col_size, w,
-                             svp_ops_cuda_type16(ops->product_dtype), k, 0,
-                             &one, y + n0 * out_size, CUDA_R_32F, howo,
-                             out_size, count, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT));
+                status = SVP_CUBLAS_FUNC(
+                    cublasGemmStridedBatchedEx(cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N,
+                                               howo, p->c_out, k, &one, col16,
+                                               svp_ops_cuda_type16(
+                                                   ops->product_dtype),
+                                               howo, col_size, w,
+                                               svp_ops_cuda_type16(
+                                                   ops->product_dtype),
+                                               k, 0, &one, y + n0 * out_size,
+                                               CUDA_R_32F, howo, out_size, count,
+                                               CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT));
             }
             if (status != SVP_OK) {
                 return status;
             }
             continue;
         }
-        status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
-                     cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo, p->c_out, k,
-                     &one, pointwise ? xn : col, howo,
-                     pointwise ? in_size : col_size, w, k, 0, &one,
-                     y + n0 * out_size, howo, out_size, count));
+        status = SVP_CUBLAS_FUNC(
+            cublasSgemmStridedBatched(cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, howo,
+                                      p->c_out, k, &one, pointwise ? xn : col, howo,
+                                      pointwise ? in_size : col_size, w, k, 0, &one,
+                                      y + n0 * out_size, howo, out_size, count));
         if (status != SVP_OK) {
             return status;
         }
@@ -335,30 +334,30 @@ svp_status_t svp_ops_cuda_conv2d(svp_ops_h ops, const svp_ops_conv2d_t *p,
  */
 svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
                                       int c_out, int64_t hw, const float *x,
-                                      const float *w, const float *bias,
-                                      float *y)
+                                      const float *w, const float *bias, float *y)
 {
-    svp_ops_cuda_t *cu  = svp_ops_cuda(ops);
-    const float     one = 1.0f;
+    svp_ops_cuda_t *cu        = svp_ops_cuda(ops);
+    const float     one       = 1.0f;
     int64_t         out_frame = (int64_t)c_out * hw;
     int64_t         col_size  = 3 * (int64_t)c_in * hw;
-    int             frames = b * f;
-    int             group = (int)SVP_MAX(1, SVP_MIN(frames, SVP_OPS_CUDA_COL_MAX /
-                                                            col_size));
-    int             p16 = (ops->product_dtype != SVP_DTYPE_F32);
-    size_t          col_units = svp_ops_cuda_units32(col_size * group);
-    float          *col, *col16;
-    svp_status_t    status;
-    int             bt0;
+    int             frames    = b * f;
+    int    group = (int)SVP_MAX(1, SVP_MIN(frames, SVP_OPS_CUDA_COL_MAX / col_size));
+    int    p16   = (ops->product_dtype != SVP_DTYPE_F32);
+    size_t col_units = svp_ops_cuda_units32(col_size * group);
+    float *col, *col16;
+    svp_status_t status;
+    int          bt0;
 
     /* the fp32 columns, then (16-bit products) their rounded copy */
-    status = svp_ops_cuda_scratch(ops, col_units +
-                                  (p16 ? svp_ops_cuda_units16(col_size * group)
-                                       : 0), &col);
+    status =
+        svp_ops_cuda_scratch(ops,
+                             col_units +
+                                 (p16 ? svp_ops_cuda_units16(col_size * group) : 0),
+                             &col);
     if (status != SVP_OK) {
         return status;
     }
-    col16 = col + col_units;
+    col16  = col + col_units;
     status = svp_ops_cuda_fill_bias(ops, frames, c_out, hw, bias, y);
     if (status != SVP_OK) {
         return status;
@@ -371,28 +370,33 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
             return status;
         }
         if (p16) {
-            status = svp_ops_cuda_round16(ops, ops->product_dtype,
-                                          count * col_size, col, col16);
+            status = svp_ops_cuda_round16(ops, ops->product_dtype, count * col_size,
+                                          col, col16);
             if (status == SVP_OK) {
-                status = SVP_CUBLAS_FUNC(cublasGemmStridedBatchedEx(
-                             cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw,
-                             c_out, 3 * c_in, &one, col16,
-                             svp_ops_cuda_type16(ops->product_dtype), (int)hw,
-                             col_size, w,
-                             svp_ops_cuda_type16(ops->product_dtype), 3 * c_in,
-                             0, &one, y + bt0 * out_frame, CUDA_R_32F, (int)hw,
-                             out_frame, count, CUBLAS_COMPUTE_32F,
-                             CUBLAS_GEMM_DEFAULT));
+                status = SVP_CUBLAS_FUNC(
+                    cublasGemmStridedBatchedEx(cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N,
+                                               (int)hw, c_out, 3 * c_in, &one, col16,
+                                               svp_ops_cuda_type16(
+                                                   ops->product_dtype),
+                                               (int)hw, col_size, w,
+                                               svp_ops_cuda_type16(
+                                                   ops->product_dtype),
+                                               3 * c_in, 0, &one,
+                                               y + bt0 * out_frame, CUDA_R_32F,
+                                               (int)hw, out_frame, count,
+                                               CUBLAS_COMPUTE_32F,
+                                               CUBLAS_GEMM_DEFAULT));
             }
             if (status != SVP_OK) {
                 return status;
             }
             continue;
         }
-        status = SVP_CUBLAS_FUNC(cublasSgemmStridedBatched(
-                     cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw, c_out,
-                     3 * c_in, &one, col, (int)hw, col_size, w, 3 * c_in, 0,
-                     &one, y + bt0 * out_frame, (int)hw, out_frame, count));
+        status = SVP_CUBLAS_FUNC(
+            cublasSgemmStridedBatched(cu->cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)hw,
+                                      c_out, 3 * c_in, &one, col, (int)hw, col_size,
+                                      w, 3 * c_in, 0, &one, y + bt0 * out_frame,
+                                      (int)hw, out_frame, count));
         if (status != SVP_OK) {
             return status;
         }
@@ -404,16 +408,15 @@ svp_status_t svp_ops_cuda_conv_frames(svp_ops_h ops, int b, int f, int c_in,
 #define SVP_OPS_CUDA_SLOT_(_name, _out, _flops, _checks, ...) \
     ._name = svp_ops_cuda_##_name,
 
-static const svp_ops_ops_t svp_ops_cuda_ops = {
-    .backend            = SVP_OPS_BACKEND_CUDA,
-    .products16         = 1,
-    .cleanup            = svp_ops_cuda_cleanup,
-    .alloc              = svp_ops_cuda_alloc,
-    .free               = svp_ops_cuda_free,
-    .upload             = svp_ops_cuda_upload,
-    .download           = svp_ops_cuda_download,
-    SVP_OPS_LIST(SVP_OPS_CUDA_SLOT_, const float *)
-};
+static const svp_ops_ops_t svp_ops_cuda_ops = {.backend    = SVP_OPS_BACKEND_CUDA,
+                                               .products16 = 1,
+                                               .cleanup    = svp_ops_cuda_cleanup,
+                                               .alloc      = svp_ops_cuda_alloc,
+                                               .free       = svp_ops_cuda_free,
+                                               .upload     = svp_ops_cuda_upload,
+                                               .download   = svp_ops_cuda_download,
+                                               SVP_OPS_LIST(SVP_OPS_CUDA_SLOT_,
+                                                            const float *)};
 
 /* The device itself is chosen by the core (src/ops/ops_gpu.h): Slurm's
  * per-task binding, else the local rank modulo the visible devices. */
@@ -453,8 +456,8 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
     if (status != SVP_OK) {
         goto err_free_cu;
     }
-    status = SVP_CUDA_FUNC(cudaStreamCreateWithFlags(&cu->stream,
-                                                     cudaStreamNonBlocking));
+    status =
+        SVP_CUDA_FUNC(cudaStreamCreateWithFlags(&cu->stream, cudaStreamNonBlocking));
     if (status != SVP_OK) {
         goto err_free_cu;
     }
@@ -480,9 +483,9 @@ svp_status_t svp_ops_cuda_init(svp_ops_h ops)
     if (cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), cu->device) != cudaSuccess) {
         snprintf(bus_id, sizeof(bus_id), "unknown");
     }
-    svp_info("cuda device %d: %s, bus %s, %.1f GiB, sm_%d%d", cu->device,
-             prop.name, bus_id, (double)prop.totalGlobalMem / (1 << 30),
-             prop.major, prop.minor);
+    svp_info("cuda device %d: %s, bus %s, %.1f GiB, sm_%d%d", cu->device, prop.name,
+             bus_id, (double)prop.totalGlobalMem / (1 << 30), prop.major,
+             prop.minor);
     return SVP_OK;
 
 err_destroy_cublas:

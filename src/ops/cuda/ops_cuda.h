@@ -29,11 +29,11 @@ extern "C" {
 svp_status_t svp_ops_cuda_device_count(int *count_p);
 
 typedef struct {
-    int             device;
-    cudaStream_t    stream;
-    cublasHandle_t  cublas;
-    float          *scratch;        /* grow-only workspace (im2col, scores) */
-    size_t          scratch_count;
+    int            device;
+    cudaStream_t   stream;
+    cublasHandle_t cublas;
+    float         *scratch; /* grow-only workspace (im2col, scores) */
+    size_t         scratch_count;
 } svp_ops_cuda_t;
 
 /*
@@ -43,13 +43,12 @@ typedef struct {
  *
  *     status = SVP_CUDA_FUNC(cudaMalloc(&p, n));
  */
-svp_status_t svp_ops_cuda_check(cudaError_t err, const char *call,
-                                const char *file, int line);
+svp_status_t svp_ops_cuda_check(cudaError_t err, const char *call, const char *file,
+                                int line);
 svp_status_t svp_ops_cublas_check(cublasStatus_t err, const char *call,
                                   const char *file, int line);
 
-#define SVP_CUDA_FUNC(_call) \
-    svp_ops_cuda_check((_call), #_call, __FILE__, __LINE__)
+#define SVP_CUDA_FUNC(_call) svp_ops_cuda_check((_call), #_call, __FILE__, __LINE__)
 #define SVP_CUBLAS_FUNC(_call) \
     svp_ops_cublas_check((_call), #_call, __FILE__, __LINE__)
 
@@ -78,16 +77,15 @@ svp_status_t svp_ops_cuda_fill_bias(svp_ops_h ops, int64_t outer, int c,
  * col[img, (ci*kh + i)*kw + j, oh*wo + ow] = x[img, ci, oh*s - p + i,
  * ow*s - p + j] (0 outside the image) for images [0, count) of x.
  */
-svp_status_t svp_ops_cuda_im2col(svp_ops_h ops, const svp_ops_conv2d_t *p,
-                                 int count, const float *x, float *col);
+svp_status_t svp_ops_cuda_im2col(svp_ops_h ops, const svp_ops_conv2d_t *p, int count,
+                                 const float *x, float *col);
 
 /*
  * col[bt, ci*3 + k, s] = x[b, t + k - 1, ci, s] (0 outside [0, f)) for the
  * frames bt = b*f + t in [bt0, bt0 + count) of x [b, f, c_in, hw].
  */
-svp_status_t svp_ops_cuda_frames_col(svp_ops_h ops, int f, int c_in,
-                                     int64_t hw, int bt0, int count,
-                                     const float *x, float *col);
+svp_status_t svp_ops_cuda_frames_col(svp_ops_h ops, int f, int c_in, int64_t hw,
+                                     int bt0, int count, const float *x, float *col);
 
 /*
  * y[i] = x[i] rounded to dtype (SVP_DTYPE_BF16 or SVP_DTYPE_F16, to nearest
