@@ -341,45 +341,10 @@ Test(comm, wait_any)
     svp_comm_frame_destroy(out);
 }
 
-/*
- * Host frames go eagerly (comm.c): a send nobody has posted a receive for
- * completes once UCX holds it, so no receiver ever fetches from a sender's
- * memory, which UCX 1.13 (cma) answers with an abort where the sender has
- * died.
- */
-Test(comm, host_frames_go_eagerly)
-{
-    svp_comm_frame_desc_t desc = latent_desc(64); /* ~230 KB */
-    svp_comm_frame_h      out, in;
-    svp_comm_req_h        sreq, rreq;
-
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST,
-                                       &out),
-                 SVP_OK);
-    cr_assert_eq(svp_comm_frame_create(comm, &desc, NULL, 0, SVP_COMM_MEM_HOST, &in),
-                 SVP_OK);
-    cr_assert_eq(svp_comm_isend(comm, 0, SVP_COMM_KIND_LATENT, 9, 8, out, &sreq),
-                 SVP_OK);
-    cr_assert_eq(svp_comm_wait(comm, sreq, 2.0), SVP_OK,
-                 "a send with no receive posted completes: eager");
-    cr_assert_eq(svp_comm_irecv(comm, 0, SVP_COMM_KIND_LATENT, 9, 8, in, &rreq),
-                 SVP_OK);
-    cr_assert_eq(svp_comm_wait(comm, rreq, 2.0), SVP_OK);
-    svp_comm_frame_destroy(out);
-    svp_comm_frame_destroy(in);
-}
-
-/* Rendezvous as a user's UCX_RNDV_THRESH asks (and device frames get). */
-static void setup_rndv(void)
-{
-    setenv("UCX_RNDV_THRESH", "8192", 1);
-    setup();
-}
-
 /* A send nobody receives: rendezvous-sized, so UCX cannot cancel it.  The
  * wait gives up, and destroying the frame right away is still safe (it is
  * freed when the comm lets go of it; valgrind shows no invalid access). */
-Test(comm, abandoned_send_keeps_frame, .init = setup_rndv)
+Test(comm, abandoned_send_keeps_frame)
 {
     svp_comm_frame_desc_t desc = latent_desc(64); /* ~230 KB */
     svp_comm_frame_h      out;
@@ -404,14 +369,13 @@ Test(comm, abandoned_send_keeps_frame, .init = setup_rndv)
  * "unexpected tag-receive descriptor ... was not matched"), a send that
  * never completed (it warned "... was not returned to mpool ucp_requests")
  * and a receive that never matched.  UCX writes its warnings to this
- * process's stdout or stderr, both captured here.  Rendezvous, as a user's
- * UCX_RNDV_THRESH or a device frame has it.
+ * process's stdout or stderr, both captured here.
  */
 static void setup_quiet(void)
 {
     cr_redirect_stdout();
     cr_redirect_stderr();
-    setup_rndv();
+    setup();
 }
 
 static int stream_has(FILE *f, const char *what)

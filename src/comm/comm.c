@@ -77,23 +77,6 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm, const char *transpo
         }
     }
 
-    /*
-     * Host frames go eagerly, never by rendezvous, unless UCX_RNDV_THRESH
-     * says otherwise: in a rendezvous the receiver fetches the data from
-     * the sender's memory (cma: process_vm_readv), and where the sender was
-     * killed after announcing it, UCX 1.13 aborts the receiver inside that
-     * fetch, before any rank can know of the loss; an eager message is in
-     * the receiver's own buffers once it arrives (doc/internals.md,
-     * "Comm").  Device frames keep UCX's rendezvous (cuda_ipc).
-     */
-    if (!comm->have_device && getenv("UCX_RNDV_THRESH") == NULL) {
-        status =
-            SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "RNDV_THRESH", "inf"));
-        if (status != SVP_OK) {
-            goto out_release_config;
-        }
-    }
-
     memset(&ctx_params, 0, sizeof(ctx_params));
     ctx_params.field_mask = UCP_PARAM_FIELD_FEATURES;
     /* WAKEUP: waits sleep on the worker's event fd.  Busy polling with 4
