@@ -11,8 +11,8 @@
  *
  * Unknown keys are errors with the nearest known key as a suggestion.
  */
-#ifndef SVP_SPEC_KEYS_H
-#define SVP_SPEC_KEYS_H
+#ifndef SVP_JOBSPEC_KEYS_H
+#define SVP_JOBSPEC_KEYS_H
 
 #include "common/status.h"
 

@@ -9,8 +9,8 @@
  *
  * The format is documented in doc/svdpipe-job.5.
  */
-#ifndef SVP_SPEC_SPEC_H
-#define SVP_SPEC_SPEC_H
+#ifndef SVP_JOBSPEC_SPEC_H
+#define SVP_JOBSPEC_SPEC_H
 
 #include "common/status.h"
 #include "ops/ops_types.h"

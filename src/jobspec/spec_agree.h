@@ -5,8 +5,8 @@
  * 0's, key by key, so that a mismatch names the keys and both values instead
  * of two hashes.
  */
-#ifndef SVP_SPEC_AGREE_H
-#define SVP_SPEC_AGREE_H
+#ifndef SVP_JOBSPEC_SPEC_AGREE_H
+#define SVP_JOBSPEC_SPEC_AGREE_H
 
 #include "common/status.h"
 #include "rt/rt.h"

@@ -2,8 +2,8 @@
  * Private to src/jobspec: the key table that drives parsing, defaults, --set
  * overrides and the dump.
  */
-#ifndef SVP_SPEC_SPEC_INT_H
-#define SVP_SPEC_SPEC_INT_H
+#ifndef SVP_JOBSPEC_SPEC_INT_H
+#define SVP_JOBSPEC_SPEC_INT_H
 
 #include "jobspec/spec.h"
 #include "jobspec/keys.h"

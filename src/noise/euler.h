@@ -12,8 +12,8 @@
  * rounded to float, then every per-element formula in float in the order
  * diffusers evaluates it (its tensors are float32).
  */
-#ifndef SVP_SCHED_EULER_H
-#define SVP_SCHED_EULER_H
+#ifndef SVP_NOISE_EULER_H
+#define SVP_NOISE_EULER_H
 
 #include "common/status.h"
 #include "noise/sched_math.h"

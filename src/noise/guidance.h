@@ -7,8 +7,8 @@
  * the batch [uncond, cond] and the two halves are combined per frame as
  * noise_pred = u + g_f * (c - u).  Guidance is on when max_scale > 1.
  */
-#ifndef SVP_SCHED_GUIDANCE_H
-#define SVP_SCHED_GUIDANCE_H
+#ifndef SVP_NOISE_GUIDANCE_H
+#define SVP_NOISE_GUIDANCE_H
 
 #include "common/status.h"
 

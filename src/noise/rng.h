@@ -6,8 +6,8 @@
  * 0 of 7 makes it, and in whatever order samples are made.  That is what makes
  * a W-rank result bit-identical to the 1-rank result.
  */
-#ifndef SVP_SCHED_RNG_H
-#define SVP_SCHED_RNG_H
+#ifndef SVP_NOISE_RNG_H
+#define SVP_NOISE_RNG_H
 
 #include <stddef.h>
 #include <stdint.h>

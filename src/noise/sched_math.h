@@ -18,8 +18,8 @@
  * in, so a sample is the same bits however many ranks it crossed.
  * Internal to src/noise, src/ops and kernels/.
  */
-#ifndef SVP_SCHED_SCHED_MATH_H
-#define SVP_SCHED_SCHED_MATH_H
+#ifndef SVP_NOISE_SCHED_MATH_H
+#define SVP_NOISE_SCHED_MATH_H
 
 #ifdef __CUDACC__
 #define SVP_SCHED_HD static __host__ __device__ __forceinline__
