@@ -20,8 +20,8 @@ status=0
 # here; where that cannot be done (no network) the test says it skips
 if [ -z "${SVP_PYTHON:-}" ]; then
     venv=$PWD/wds-venv
-    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import webdataset' 2>/dev/null ||
-       { python3 -m venv "$venv" && "$venv/bin/pip" install -q webdataset; } >/dev/null 2>&1; then
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import webdataset, PIL' 2>/dev/null ||
+       { python3 -m venv "$venv" && "$venv/bin/pip" install -q webdataset pillow; } >/dev/null 2>&1; then
         SVP_PYTHON=$venv/bin/python
         export SVP_PYTHON
     else

@@ -10,7 +10,8 @@ decodes (the package's default JSON decoder) to FILES_DIR/KEY/sample.json
 less its "timings" and "cpu", and each KEY.frame_NNNN.png decodes (the
 package's image decoder) to the pixels of FILES_DIR/KEY/frame_NNNN.png.
 Exit 0 when every sample of FILES_DIR was read once and matched; 77 when
-the package is missing (the test harness's skip); 1 otherwise.
+the package, or Pillow and NumPy for its image decoder, is missing (the test
+harness's skip); 1 otherwise.
 """
 import io
 import json
@@ -21,6 +22,14 @@ try:
     import webdataset as wds
 except ImportError:
     print("webdataset is not installed: nothing checked", file=sys.stderr)
+    sys.exit(77)
+try:
+    # the package's image decoder ("rgb8") needs Pillow and NumPy
+    from PIL import Image  # noqa: F401
+    import numpy  # noqa: F401
+except ImportError:
+    print("Pillow or NumPy is not installed (webdataset's image decoder needs "
+          "them): nothing checked", file=sys.stderr)
     sys.exit(77)
 
 

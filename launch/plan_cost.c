@@ -130,8 +130,8 @@ svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
             int         sample, step, steps;
             double      ms;
 
-            /* NOLINTNEXTLINE(cert-err34-c): only ms is used, and checked */
             if (smp != NULL &&
+                /* NOLINTNEXTLINE(cert-err34-c): only ms is used, and checked */
                 sscanf(smp, " sample %d step %d/%d %lf ms", &sample, &step, &steps,
                        &ms) == 4 &&
                 ms >= 0 && isfinite(ms)) {

@@ -433,6 +433,43 @@ static void plan_summary_cleanup(plan_summary_t *sm)
 }
 
 /* The spec lines of a layout. */
+/* Beside a gang job of several nodes: the same work as an array. */
+static void plan_print_array(FILE *out, const svp_spec_t *spec,
+                             const plan_summary_t *sm)
+{
+    if (sm->alt_tasks > 0) {
+        const svp_plan_layout_t *u = &sm->layouts[sm->best];
+
+        fprintf(out, "\njob array or gang job:\n");
+        fprintf(out,
+                "  one gang job of %d nodes x %d ranks: %d pipeline%s x %d "
+                "stage%s, makespan %.3f s\n",
+                spec->cluster.nodes, spec->cluster.ranks_per_node, u->groups,
+                u->groups > 1 ? "s" : "", u->stages, u->stages > 1 ? "s" : "",
+                u->makespan_s);
+        fprintf(out,
+                "  %d array tasks of %d ranks (one node each, up to %d "
+                "samples): %d pipeline%s x %d stage%s, makespan %.3f s once "
+                "all run\n",
+                sm->alt_tasks, sm->alt_world, sm->alt_samples, sm->alt.groups,
+                sm->alt.groups > 1 ? "s" : "", sm->alt.stages,
+                sm->alt.stages > 1 ? "s" : "", sm->alt.makespan_s);
+        fprintf(out, "  recommended: %s\n", sm->alt_why);
+        if (sm->alt_recommended && sm->alt.pairs > 1) {
+            /* the pairs are the layout: copying the line keeps them */
+            fprintf(out,
+                    "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
+                    "pipeline: {stages: %d, guidance_parallel: 2}\n",
+                    sm->alt_tasks - 1, sm->alt.stages);
+        } else if (sm->alt_recommended) {
+            fprintf(out,
+                    "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
+                    "pipeline: {stages: %d}\n",
+                    sm->alt_tasks - 1, sm->alt.stages);
+        }
+    }
+}
+
 static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
                                     const plan_summary_t *sm)
 {
@@ -555,37 +592,7 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
                 ? sm->one_gpu_s / sm->layouts[sm->used].makespan_s
                 : 0);
 
-    if (sm->alt_tasks > 0) {
-        const svp_plan_layout_t *u = &sm->layouts[sm->best];
-
-        fprintf(out, "\njob array or gang job:\n");
-        fprintf(out,
-                "  one gang job of %d nodes x %d ranks: %d pipeline%s x %d "
-                "stage%s, makespan %.3f s\n",
-                spec->cluster.nodes, spec->cluster.ranks_per_node, u->groups,
-                u->groups > 1 ? "s" : "", u->stages, u->stages > 1 ? "s" : "",
-                u->makespan_s);
-        fprintf(out,
-                "  %d array tasks of %d ranks (one node each, up to %d "
-                "samples): %d pipeline%s x %d stage%s, makespan %.3f s once "
-                "all run\n",
-                sm->alt_tasks, sm->alt_world, sm->alt_samples, sm->alt.groups,
-                sm->alt.groups > 1 ? "s" : "", sm->alt.stages,
-                sm->alt.stages > 1 ? "s" : "", sm->alt.makespan_s);
-        fprintf(out, "  recommended: %s\n", sm->alt_why);
-        if (sm->alt_recommended && sm->alt.pairs > 1) {
-            /* the pairs are the layout: copying the line keeps them */
-            fprintf(out,
-                    "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
-                    "pipeline: {stages: %d, guidance_parallel: 2}\n",
-                    sm->alt_tasks - 1, sm->alt.stages);
-        } else if (sm->alt_recommended) {
-            fprintf(out,
-                    "  as an array: cluster: {nodes: 1, array: \"0-%d\"}, "
-                    "pipeline: {stages: %d}\n",
-                    sm->alt_tasks - 1, sm->alt.stages);
-        }
-    }
+    plan_print_array(out, spec, sm);
     if (sm->warning[0] != '\0') {
         fprintf(out, "\nwarning: %s\n", sm->warning);
     }

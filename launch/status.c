@@ -300,14 +300,18 @@ static int status_staged_index(const char *staging, const char *name)
 {
     svp_pipe_wds_member_t *v;
     json_t                *doc;
-    char                   path[8400], why[1024];
-    int                    idx = -1, len = 0, n, k;
+    char                   path[8400], why[1024], *end;
+    int                    idx = -1, n, k;
+    long                   num;
 
-    if (sscanf(name, "sample_%d%n", &idx, &len) == 1 &&
-        strcmp(name + len, ".tar") == 0) {
-        return idx;
+    /* "sample_N.tar": N in digits, no sign, no overflow */
+    if (strncmp(name, "sample_", 7) == 0 && name[7] >= '0' && name[7] <= '9') {
+        errno = 0;
+        num   = strtol(name + 7, &end, 10);
+        if (errno == 0 && num <= INT_MAX && strcmp(end, ".tar") == 0) {
+            return (int)num;
+        }
     }
-    idx = -1;
     snprintf(path, sizeof(path), "%s/%s", staging, name);
     if (svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
         return -1;
@@ -558,6 +562,45 @@ static double status_task_rate(const status_task_t *t, double now)
     return (t->made > 0 && end > t->started) ? t->made / (end - t->started) : 0;
 }
 
+/* Each task's line (an array's), then a line for each task lost. */
+static void status_print_tasks(FILE *out, const status_t *sp, double now)
+{
+    const status_t s = *sp;
+    char           b1[32], b2[32];
+    int            i;
+
+    for (i = 0; i < s.count && s.count > 1; ++i) {
+        const status_task_t *t = &s.tasks[i];
+        if (t->count == 0) {
+            fprintf(out, "  task %d of %d: not started\n", i, s.count);
+            continue;
+        }
+        fprintf(out, "  task %d of %d: %d of %d done, %s%s%s", i, s.count, t->done,
+                t->samples_shard, t->state, t->name[0] ? " (job " : "", t->name);
+        fprintf(out, "%s, %.3f samples/s\n", t->name[0] ? ")" : "",
+                status_task_rate(t, now));
+    }
+    for (i = 0; i < s.count; ++i) {
+        const status_task_t *t = &s.tasks[i];
+        if (t->count > 0 && !strcmp(t->state, "lost")) {
+            char who[96] = "the task";
+
+            if (s.count > 1) {
+                snprintf(who, sizeof(who), "task %d of %d", i, s.count);
+            }
+            fprintf(
+                out,
+                "%s: lost: its record says running, but it has been silent for "
+                "%s (a running task rewrites it every %s): killed outright (SIGKILL, "
+                "out of memory) or its node lost%s%s%s\n",
+                who, svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
+                svp_clock_format_duration(t->beat, b2, sizeof(b2)),
+                t->name[0] ? "; sacct -j " : "", t->name,
+                t->name[0] ? " says which" : "");
+        }
+    }
+}
+
 svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *errbuf,
                                int errlen)
 {
@@ -654,36 +697,7 @@ svp_status_t svp_launch_status(FILE *out, const char *dir, int as_json, char *er
         fprintf(out, ", %d tasks", s.count);
     }
     fputc('\n', out);
-    for (i = 0; i < s.count && s.count > 1; ++i) {
-        const status_task_t *t = &s.tasks[i];
-        if (t->count == 0) {
-            fprintf(out, "  task %d of %d: not started\n", i, s.count);
-            continue;
-        }
-        fprintf(out, "  task %d of %d: %d of %d done, %s%s%s", i, s.count, t->done,
-                t->samples_shard, t->state, t->name[0] ? " (job " : "", t->name);
-        fprintf(out, "%s, %.3f samples/s\n", t->name[0] ? ")" : "",
-                status_task_rate(t, now));
-    }
-    for (i = 0; i < s.count; ++i) {
-        const status_task_t *t = &s.tasks[i];
-        if (t->count > 0 && !strcmp(t->state, "lost")) {
-            char who[96] = "the task";
-
-            if (s.count > 1) {
-                snprintf(who, sizeof(who), "task %d of %d", i, s.count);
-            }
-            fprintf(
-                out,
-                "%s: lost: its record says running, but it has been silent for "
-                "%s (a running task rewrites it every %s): killed outright (SIGKILL, "
-                "out of memory) or its node lost%s%s%s\n",
-                who, svp_clock_format_duration(now - t->updated, b1, sizeof(b1)),
-                svp_clock_format_duration(t->beat, b2, sizeof(b2)),
-                t->name[0] ? "; sacct -j " : "", t->name,
-                t->name[0] ? " says which" : "");
-        }
-    }
+    status_print_tasks(out, &s, now);
     if (eta >= 0) {
         fprintf(out,
                 "rate %.3f samples/s, eta %s for the %d sample%s the %d running "

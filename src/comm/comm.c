@@ -175,6 +175,17 @@ svp_status_t svp_comm_ep(struct svp_comm *comm, int peer, ucp_ep_h *ep_p)
         return SVP_OK;
     }
 
+    /*
+     * A job that is ending (this rank stops, or another rank's stop or loss
+     * ends it) makes no new connection: the peer may be tearing down its
+     * shared memory as this rank attaches to it (UCX: "shmat failed",
+     * "cannot connect"), and nothing is sent or fetched any more.
+     */
+    if ((peer != comm->rank) &&
+        (svp_stop_pending() || svp_rt_stop_cause(comm->rt, NULL, 0))) {
+        svp_debug("the job is ending: no connection to rank %d", peer);
+        return SVP_ERR_PEER_STOPPED;
+    }
     status = svp_rt_get(comm->rt, peer, SVP_COMM_ADDR_KEY, &address, &len);
     if (status != SVP_OK) {
         return status;

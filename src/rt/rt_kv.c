@@ -285,8 +285,8 @@ svp_status_t svp_rt_get(svp_rt_h rt, int rank, const char *key, void **data_p,
                       svp_status_string(status));
             return status;
         }
-        if (val->type !=
-            PMIX_BYTE_OBJECT) { /* NOLINT(clang-analyzer-core.NullDereference): set on SVP_OK, as gets[] above */
+        /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): set on SVP_OK, as gets[] above */
+        if (val->type != PMIX_BYTE_OBJECT) {
             svp_error("key '%s' of rank %d holds PMIx type %d, not bytes", key, rank,
                       (int)val->type);
             PMIX_VALUE_RELEASE(val);

@@ -226,9 +226,8 @@ static svp_status_t svp_safetensors_check_overlap(svp_safetensors_h st)
     for (i = 0; i < st->count; ++i) {
         order[i] = &st->entries[i];
     }
-    qsort(
-        order, (size_t)st->count, sizeof(*order),
-        svp_safetensors_begin_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+    qsort(order, (size_t)st->count, sizeof(*order), svp_safetensors_begin_cmp);
     for (i = 1; i < st->count; ++i) {
         if (order[i]->begin < order[i - 1]->end) {
             svp_error("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] "

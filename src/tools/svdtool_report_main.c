@@ -97,8 +97,8 @@ int svdtool_report_main(int argc, char **argv)
         }
     }
     for (i = 1; i < argc && status == SVP_OK; ++i) {
-        if (argv[i][0] ==
-            '-') { /* NOLINT(clang-analyzer-core.NullDereference): i < argc */
+        /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): i < argc */
+        if (argv[i][0] == '-') {
             ++i;   /* an option and its value */
             continue;
         }

@@ -814,8 +814,8 @@ static void rsec_handoffs(rdoc_t *d, const svdtool_report_t *r, json_t *figs)
             }
         }
     }
-    qsort(waits, nw, sizeof(*waits),
-          rwait_cmp); /* NOLINT(bugprone-sizeof-expression): pointers */
+    /* NOLINTNEXTLINE(bugprone-sizeof-expression): an array of pointers */
+    qsort(waits, nw, sizeof(*waits), rwait_cmp);
     rdoc_h(d, 3, "Slowest waits");
     rdoc_row(d, "rank|waiting for|sample|at s|ms");
     for (i = 0; i < nw && i < 10; ++i) {
