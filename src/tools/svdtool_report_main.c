@@ -99,7 +99,7 @@ int svdtool_report_main(int argc, char **argv)
     for (i = 1; i < argc && status == SVP_OK; ++i) {
         /* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): i < argc */
         if (argv[i][0] == '-') {
-            ++i;   /* an option and its value */
+            ++i; /* an option and its value */
             continue;
         }
         if (stat(argv[i], &sb) == 0 && S_ISDIR(sb.st_mode)) {
