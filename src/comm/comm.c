@@ -75,6 +75,20 @@ static svp_status_t svp_comm_init_ucx(struct svp_comm *comm, const char *transpo
                 goto out_release_config;
             }
         }
+    } else if (getenv("UCX_TLS") == NULL) {
+        /*
+         * Nothing chosen: UCX's own choice but cma.  Over cma a rendezvous
+         * receiver reads the message from the sender's memory
+         * (process_vm_readv), and where the sender was killed after
+         * announcing it, UCX 1.13 aborts the receiver inside that read,
+         * before any rank can know of the loss (1 run in 4 of a SIGKILL
+         * test).  Without it, shared memory carries the rendezvous itself
+         * (and faster: above).
+         */
+        status = SVP_COMM_UCS_FUNC_ERR(ucp_config_modify(config, "TLS", "^cma"));
+        if (status != SVP_OK) {
+            goto out_release_config;
+        }
     }
 
     memset(&ctx_params, 0, sizeof(ctx_params));
