@@ -9,9 +9,9 @@
  *                                       svdworker's rank 0 at start and end)
  *   <name>/sample.json                  an svd sample, made
  *   <name>.safetensors                  a simulator sample, made
- *   shard-...index.json                 a WebDataset shard's samples, made
- *                                       (pipe/wds.h: read from the index,
- *                                       one file per shard)
+ *   shard-NNNNNN.tar, shards*.json      a WebDataset shard's samples, made
+ *                                       (pipe/wds.h: shard N holds samples
+ *                                       [N*P, (N+1)*P), P from a listing)
  *   staging/<name>.tar                  a sample made, not yet packed
  *                                       (pipe/wds.h: renamed there whole)
  *
@@ -53,6 +53,7 @@
 
 typedef struct {
     int    index, count; /* the shard */
+    int    block;        /* its dealing's blocks (0 or 1: samples) */
     int    samples_shard, skipped, to_run;
     double started, ended; /* Unix seconds; ended 0: running */
     double updated, beat;  /* last written; seconds between (0: unknown) */
@@ -124,6 +125,8 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
     }
     t->index = i;
     t->count = n;
+    /* the dealing's blocks (pipe/samples.h); 1 in older records */
+    t->block = (int)json_integer_value(json_object_get(doc, "shard_block"));
     snprintf(t->state, sizeof(t->state), "%s", state);
     if (!strcmp(state, "running") && t->beat > 0 && t->updated > 0 &&
         svp_clock_wall() - t->updated > STATUS_SILENT(t->beat)) {
@@ -211,7 +214,9 @@ static int status_is_output(const char *dir, const char *name, int *is_dir_p,
 /* A task's shard owns sample i. */
 static int status_owns(const status_task_t *t, int i)
 {
-    return i % t->count == t->index;
+    svp_pipe_shard_t s = {.index = t->index, .count = t->count, .block = t->block};
+
+    return svp_pipe_shard_owns(&s, i);
 }
 
 /* The outputs found: each one's sample index and time. */
@@ -241,57 +246,103 @@ static svp_status_t status_push(status_outs_t *o, int idx, double mtime)
     return SVP_OK;
 }
 
-/* A WebDataset shard's index (pipe/wds.h): shard-...index.json. */
-static int status_is_shard_index(const char *name)
+/* The shards found (pipe/wds.h), by number, and a listing's name. */
+typedef struct {
+    int *v;
+    int  n, room;
+    char listing[256];
+} status_shards_t;
+
+/* A WebDataset shard (pipe/wds.h: shard-NNNNNN.tar, renamed into place
+ * whole) or a task's listing of them (shards.json, shards.shard-...json). */
+static svp_status_t status_note_shard(status_shards_t *sh, const char *name)
 {
     size_t n = strlen(name);
+    int    j;
+    void  *grown;
 
-    return strncmp(name, "shard-", 6) == 0 && n > 11 &&
-           strcmp(name + n - 11, ".index.json") == 0 &&
-           strstr(name, ".tmp.") == NULL;
+    if (strstr(name, ".tmp.") != NULL) {
+        return SVP_OK;
+    }
+    if (strncmp(name, "shards.", 7) == 0 && n > 5 &&
+        strcmp(name + n - 5, ".json") == 0) {
+        snprintf(sh->listing, sizeof(sh->listing), "%s", name);
+        return SVP_OK;
+    }
+    j = svp_pipe_wds_shard_number(name);
+    if (j < 0 || strcmp(strchr(name, '.'), ".tar") != 0) {
+        return SVP_OK;
+    }
+    if (sh->n == sh->room) {
+        sh->room = SVP_MAX(64, 2 * sh->room);
+        grown    = realloc(sh->v, (size_t)sh->room * sizeof(*sh->v));
+        if (grown == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        sh->v = grown;
+    }
+    sh->v[sh->n++] = j;
+    return SVP_OK;
 }
 
 /*
- * A packed shard's samples (its index is there: written last, it marks the
- * shard packed), at the time the index was written: from the shard's small
- * stats file, which lists them, else from the index.  One read per shard,
- * not a look at each sample.  A shard that does not read counts nothing:
- * its samples are made again.
+ * The packed shards' samples: shard J holds the samples [J*P, (J+1)*P) of
+ * the job (P samples per shard, from a task's listing), so a name says
+ * them, without a read of the shard.  Without a listing (a run killed
+ * before it wrote one) a shard's index tells.  Its time: the shard's.
  */
-static svp_status_t status_scan_index(const char *dir, const char *name,
-                                      status_outs_t *o)
+static svp_status_t status_scan_shards(const char *dir, const status_shards_t *sh,
+                                       int total, status_outs_t *o)
 {
-    char         path[4096], stats[4096];
+    char         path[4400], why[1024];
     json_error_t jerr;
-    json_t      *doc, *list, *v;
+    json_t      *doc = NULL, *list, *v;
     struct stat  sb;
-    size_t       k, n = strlen(name) - 11; /* less ".index.json" */
+    int          per = 0, k, i, first, m;
+    size_t       e;
     double       mtime;
     svp_status_t status = SVP_OK;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if (stat(path, &sb) != 0) {
-        return SVP_OK;
-    }
-    mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
-    snprintf(stats, sizeof(stats), "%s/%.*s.stats.json", dir, (int)n, name);
-    doc  = json_load_file(stats, 0, &jerr);
-    list = json_object_get(doc, "samples");
-    if (!json_is_array(list)) {
+    if (sh->listing[0] != '\0') {
+        snprintf(path, sizeof(path), "%s/%s", dir, sh->listing);
+        doc = json_load_file(path, 0, &jerr);
+        per = (int)json_integer_value(json_object_get(doc, "samples_per_shard"));
+        if (total < 0) {
+            total = (int)json_integer_value(json_object_get(doc, "samples"));
+        }
         json_decref(doc);
-        doc  = json_load_file(path, 0, &jerr);
+        doc = NULL;
+    }
+    for (k = 0; k < sh->n && status == SVP_OK; ++k) {
+        char name[64];
+
+        svp_pipe_wds_shard_name(sh->v[k], ".tar", name, sizeof(name));
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        if (stat(path, &sb) != 0) {
+            continue;
+        }
+        mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
+        if (per > 0 && total > 0) {
+            m = svp_pipe_wds_shard_range(total, per, sh->v[k], &first);
+            for (i = 0; i < m && status == SVP_OK; ++i) {
+                status = status_push(o, first + i, mtime);
+            }
+            continue;
+        }
+        if (svp_pipe_wds_shard_index(path, &doc, why, sizeof(why)) != SVP_OK) {
+            continue; /* one that does not read counts nothing: made again */
+        }
         list = json_object_get(doc, "samples");
-    }
-    json_array_foreach(list, k, v)
-    {
-        if (json_is_object(v)) {
-            v = json_object_get(v, "sample"); /* an index's entry */
+        json_array_foreach(list, e, v)
+        {
+            v = json_object_get(v, "sample");
+            if (status == SVP_OK && json_is_integer(v)) {
+                status = status_push(o, (int)json_integer_value(v), mtime);
+            }
         }
-        if (status == SVP_OK && json_is_integer(v)) {
-            status = status_push(o, (int)json_integer_value(v), mtime);
-        }
+        json_decref(doc);
+        doc = NULL;
     }
-    json_decref(doc);
     return status;
 }
 
@@ -363,15 +414,16 @@ static svp_status_t status_scan_staging(const char *staging, status_outs_t *o)
 static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
                                 int errlen)
 {
-    DIR           *d;
-    struct dirent *de;
-    status_task_t  t;
-    char           path[4096], job[256];
-    int            i, n, total, is_dir;
-    double         mtime;
-    svp_status_t   status;
-    status_outs_t  o = {NULL, 0, 0};
-    int            k;
+    DIR            *d;
+    struct dirent  *de;
+    status_task_t   t;
+    char            path[4096], job[256];
+    int             i, n, total, is_dir;
+    double          mtime;
+    svp_status_t    status;
+    status_outs_t   o  = {NULL, 0, 0};
+    status_shards_t sh = {NULL, 0, 0, ""};
+    int             k;
 
     d = opendir(dir);
     if (d == NULL) {
@@ -418,8 +470,8 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
             }
             continue;
         }
-        if (status_is_shard_index(de->d_name)) {
-            status = status_scan_index(dir, de->d_name, &o);
+        if (strncmp(de->d_name, "shard", 5) == 0) {
+            status = status_note_shard(&sh, de->d_name);
             continue;
         }
         if (strcmp(de->d_name, SVP_PIPE_WDS_STAGING) == 0) {
@@ -434,6 +486,10 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
             status_push(&o, status_output_index(dir, de->d_name, is_dir), mtime);
     }
     closedir(d);
+    if (status == SVP_OK) {
+        status = status_scan_shards(dir, &sh, s->total, &o);
+    }
+    free(sh.v);
     if (status != SVP_OK) {
         free(o.v);
         return status;

@@ -102,7 +102,7 @@ static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t 
     svp_spec_t         *spec = load(dir, extra);
     svp_stage_t         stage;
     svp_rt_h            rt    = plain_rt();
-    svp_pipe_shard_t    whole = {0, 1};
+    svp_pipe_shard_t    whole = {0, 1, 0};
     svp_pipe_samples_t *list;
     char                err[1024];
     svp_status_t        status;
@@ -533,7 +533,7 @@ static void write_lease(const char *dir, const char *name, const char *host,
 Test(lease, one_job_per_directory)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one = {0, 1}, s0 = {0, 3}, s1 = {1, 3};
+    svp_pipe_shard_t  one = {0, 1, 0}, s0 = {0, 3, 0}, s1 = {1, 3, 0};
     svp_pipe_lease_t *a, *b;
     pid_t             dead;
 
@@ -601,7 +601,7 @@ Test(lease, one_job_per_directory)
 Test(lease, holder_fences_itself)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700], *who;
-    svp_pipe_shard_t  one   = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1, 0};
     svp_pipe_lease_t *a, *view, *bad = NULL;
     json_t           *doc;
 
@@ -654,7 +654,7 @@ Test(lease, holder_fences_itself)
 Test(lease, guard_after_a_gap)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one   = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1, 0};
     svp_pipe_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));
@@ -689,7 +689,7 @@ Test(lease, guard_after_a_gap)
 Test(lease, pipeline_writes_nothing_after_losing_it)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one   = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1, 0};
     svp_pipe_lease_t *a;
     int               list[] = {0, 1};
 
@@ -715,7 +715,7 @@ Test(lease, pipeline_writes_nothing_after_losing_it)
 Test(lease, removed_lease_is_lost)
 {
     char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700];
-    svp_pipe_shard_t  one   = {0, 1};
+    svp_pipe_shard_t  one   = {0, 1, 0};
     svp_pipe_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));

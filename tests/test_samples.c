@@ -308,6 +308,47 @@ Test(samples, without_inputs_samples_counts_them)
     svp_spec_destroy(spec);
 }
 
+Test(shard, blocks_of_samples_go_whole_to_one_task_and_keep_their_order)
+{
+    int n, count, block, i, k, made, prev, *seen;
+
+    for (block = 1; block <= 9; block += 4) {
+        for (n = 0; n <= 41; n += 5) {
+            for (count = 1; count <= 4; ++count) {
+                seen = calloc((size_t)n + 1, sizeof(*seen));
+                for (k = 0; k < count; ++k) {
+                    svp_pipe_shard_t s = {k, count, block};
+
+                    made = 0;
+                    prev = -1;
+                    for (i = 0; i < n; ++i) {
+                        if (!svp_pipe_shard_owns(&s, i)) {
+                            continue;
+                        }
+                        /* the block of i is task (i / block) mod count's */
+                        cr_assert_eq((i / block) % count, k);
+                        /* its place in the task's list: 0, 1, 2, ... */
+                        cr_assert_eq(svp_pipe_shard_pos(&s, i), prev + 1,
+                                     "n %d, block %d, task %d/%d: sample %d", n,
+                                     block, k, count, i);
+                        prev = svp_pipe_shard_pos(&s, i);
+                        seen[i]++;
+                        made++;
+                    }
+                    cr_assert_eq(made, svp_pipe_shard_size(&s, n),
+                                 "n %d, block %d, shard %d/%d", n, block, k, count);
+                }
+                for (i = 0; i < n; ++i) {
+                    cr_assert_eq(seen[i], 1,
+                                 "n %d, block %d: sample %d made %d times", n, block,
+                                 i, seen[i]);
+                }
+                free(seen);
+            }
+        }
+    }
+}
+
 Test(shard, the_shards_of_any_array_make_every_sample_once)
 {
     int n, count, i, k, made, *seen;
@@ -316,7 +357,7 @@ Test(shard, the_shards_of_any_array_make_every_sample_once)
         for (count = 1; count <= 7; ++count) {
             seen = calloc((size_t)n + 1, sizeof(*seen));
             for (k = 0; k < count; ++k) {
-                svp_pipe_shard_t s = {k, count};
+                svp_pipe_shard_t s = {k, count, 0};
                 made               = 0;
                 for (i = 0; i < n; ++i) {
                     if (svp_pipe_shard_owns(&s, i)) {
@@ -386,7 +427,7 @@ Test(shard, parse_and_slurm_variables)
 
 Test(shard, run_level_files_have_a_name_per_shard)
 {
-    svp_pipe_shard_t one = {0, 1}, t = {1, 3};
+    svp_pipe_shard_t one = {0, 1, 0}, t = {1, 3, 0};
     char             buf[64];
 
     svp_pipe_shard_file(&one, "run", ".json", buf, sizeof(buf));

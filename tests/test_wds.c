@@ -1,8 +1,9 @@
 /*
  * Tests for the WebDataset shards (pipe/wds.h): which samples a shard holds
- * for any array split, the shard's names, bytes that do not depend on the
- * staged files' times, modes or owners, an index whose offsets hold each
- * member's bytes, the check that finds a truncated or damaged shard, and a
+ * and which task of an array makes it, the shard's names, bytes that do
+ * not depend on the staged files' times, modes or owners, an index (the
+ * first member) whose offsets hold each member's bytes and whose digest
+ * seals the shard, the check that finds a truncated or damaged shard, and a
  * staged sample: one file whose cut or damage is found.
  */
 #define _GNU_SOURCE
@@ -37,54 +38,61 @@ static void rmfolder(void)
     cr_assert_eq(system(cmd), 0);
 }
 
-Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
+Test(wds, each_shard_is_one_tasks_and_holds_its_block_of_samples)
 {
-    int per, count, n = 103, i, j, k, m, t, total;
-    int seen[103], idx[64];
+    int per, count, n = 103, i, j, k, m, t, first, owner, *seen;
 
+    seen = calloc((size_t)n, sizeof(*seen));
+    cr_assert_not_null(seen);
     for (per = 1; per <= 40; per += 13) {
+        cr_assert_eq(svp_pipe_wds_shards(n, per), (n + per - 1) / per);
         for (count = 1; count <= 5; ++count) {
-            memset(seen, 0, sizeof(seen));
-            total = 0;
-            for (t = 0; t < count; ++t) {
-                svp_pipe_shard_t task = {t, count};
-                int              prev = -1;
+            memset(seen, 0, (size_t)n * sizeof(*seen));
+            for (j = 0; j < svp_pipe_wds_shards(n, per); ++j) {
+                m = svp_pipe_wds_shard_range(n, per, j, &first);
+                cr_assert(m >= 1 && m <= per, "per %d, shard %d: %d samples", per, j,
+                          m);
+                cr_assert_eq(first, j * per);
+                /* the one task that makes all of them */
+                owner = -1;
+                for (t = 0; t < count; ++t) {
+                    svp_pipe_shard_t task = {t, count, per};
 
-                for (j = 0; j < svp_pipe_wds_shard_count(&task, n, per); ++j) {
-                    m = svp_pipe_wds_shard_samples(&task, n, per, j, idx);
-                    cr_assert(m >= 1 && m <= per,
-                              "per %d, task %d/%d, shard %d: %d samples", per, t,
-                              count, j, m);
                     for (k = 0; k < m; ++k) {
-                        i = idx[k];
-                        cr_assert(svp_pipe_shard_owns(&task, i),
-                                  "sample %d is not task %d's", i, t);
-                        cr_assert_eq(svp_pipe_wds_shard_of(&task, per, i), j);
-                        cr_assert_gt(i, prev, "in the task's order");
-                        prev = i;
-                        seen[i]++;
-                        total++;
+                        i = first + k;
+                        if (svp_pipe_shard_owns(&task, i)) {
+                            cr_assert(owner == -1 || owner == t,
+                                      "per %d, %d tasks: shard %d split", per, count,
+                                      j);
+                            owner = t;
+                        }
                     }
                 }
+                cr_assert_eq(owner, j % count);
+                for (k = 0; k < m; ++k) {
+                    seen[first + k]++;
+                }
             }
-            cr_assert_eq(total, n);
             for (i = 0; i < n; ++i) {
                 cr_assert_eq(seen[i], 1, "per %d, %d tasks: sample %d in %d shards",
                              per, count, i, seen[i]);
             }
         }
     }
+    free(seen);
 }
 
-Test(wds, shard_names_carry_the_task_of_an_array)
+Test(wds, shard_names_are_their_numbers_for_any_array)
 {
-    svp_pipe_shard_t one = {0, 1}, task = {1, 3};
-    char             buf[128];
+    char buf[128];
 
-    svp_pipe_wds_shard_name(&one, 3, ".tar", buf, sizeof(buf));
+    svp_pipe_wds_shard_name(3, ".tar", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-000003.tar");
-    svp_pipe_wds_shard_name(&task, 12, ".index.json", buf, sizeof(buf));
-    cr_assert_str_eq(buf, "shard-1-of-3-000012.index.json");
+    cr_assert_eq(svp_pipe_wds_shard_number("shard-000003.tar"), 3);
+    cr_assert_eq(svp_pipe_wds_shard_number("shard-1234567.tar.tmp.1@h"), 1234567);
+    cr_assert_eq(svp_pipe_wds_shard_number("shard-12.tar"), -1);
+    cr_assert_eq(svp_pipe_wds_shard_number("shards.json"), -1);
+    cr_assert_eq(svp_pipe_wds_shard_number("shard-000003"), -1);
 }
 
 /* A member's bytes: from seed and the member's number f. */
@@ -159,8 +167,9 @@ static void pack_two_at(const char *name, svp_status_t want, int want_bad, char 
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want,
-                 "%s", why);
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, NULL, NULL, &bad, why,
+                                   len),
+                 want, "%s", why);
     cr_assert_eq(bad, want_bad);
 }
 
@@ -188,52 +197,76 @@ Test(wds, a_shards_bytes_depend_on_the_samples_alone, .init = mkfolder,
 
     stage("a", 1, 1000000, 0600);
     stage("b", 2, 1000000, 0600);
-    pack_two("s1", SVP_OK);
+    pack_two("s", SVP_OK);
+    x = slurp("s.tar", &nx);
     /* other times, modes and run timings: the same bytes */
     stage("a", 1, 2000000, 0644);
     stage("b", 2, 2000007, 0640);
-    pack_two("s2", SVP_OK);
-    x = slurp("s1.tar", &nx);
-    y = slurp("s2.tar", &ny);
+    pack_two("s", SVP_OK);
+    y = slurp("s.tar", &ny);
     cr_assert_eq(nx, ny);
     cr_assert(memcmp(x, y, nx) == 0, "the same samples made other bytes");
     cr_assert_eq(nx % 512, 0);
     free(y);
     /* another sample's content: other bytes */
     stage("b", 3, 1000000, 0600);
-    pack_two("s3", SVP_OK);
-    y = slurp("s3.tar", &ny);
+    pack_two("s", SVP_OK);
+    y = slurp("s.tar", &ny);
     cr_assert(nx != ny || memcmp(x, y, nx) != 0);
     free(x);
     free(y);
 }
 
-Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
+/* The SHA-256 of a shard's bytes with its index's digest read as zeros. */
+static void sealed_sum(const char *tar, size_t n, char hash[65])
+{
+    char        *copy = malloc(n);
+    char        *at;
+    svp_sha256_t sum;
+
+    cr_assert_not_null(copy);
+    memcpy(copy, tar, n);
+    at = strstr(copy + 512, "\"sha256\": \"");
+    cr_assert_not_null(at);
+    memset(at + 11, '0', 64);
+    svp_sha256_init(&sum);
+    svp_sha256_update(&sum, copy, n);
+    svp_sha256_final(&sum, hash);
+    free(copy);
+}
+
+Test(wds, the_index_comes_first_holds_each_members_offset_and_nothing_of_the_run,
      .init = mkfolder, .fini = rmfolder)
 {
-    const char  *order[] = {"a.json",
-                            "a.mp4",
-                            "a.latents.safetensors",
-                            "a.frame_0000.png",
-                            "a.frame_0001.png",
-                            "b.json"};
-    char         path[512], *tar, member[2048], hash[65];
-    size_t       ntar, nmember, k;
-    json_t      *index, *members, *m, *rec;
-    json_error_t jerr;
+    const char *order[] = {"a.json",
+                           "a.mp4",
+                           "a.latents.safetensors",
+                           "a.frame_0000.png",
+                           "a.frame_0001.png",
+                           "b.json"};
+    char        path[512], *tar, member[2048], hash[65], why[1024];
+    size_t      ntar, nmember, k;
+    json_t     *index, *members, *m, *rec, *again;
+    json_int_t  data;
 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
     tar = slurp("s.tar", &ntar);
-    snprintf(path, sizeof(path), "%s/s.index.json", tmpdir);
-    index = json_load_file(path, 0, &jerr);
-    cr_assert_not_null(index, "%s", jerr.text);
+    /* the first member, a name webdataset skips */
+    cr_assert_str_eq(tar, SVP_PIPE_WDS_INDEX);
+    snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
+    cr_assert_eq(svp_pipe_wds_shard_index(path, &index, why, sizeof(why)), SVP_OK,
+                 "%s", why);
     cr_assert_eq(json_integer_value(json_object_get(index, "bytes")),
                  (json_int_t)ntar);
-    snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
-    cr_assert_eq(svp_sha256_file(path, hash), SVP_OK);
+    data = json_integer_value(json_object_get(index, "data_offset"));
+    cr_assert_eq(data % 512, 0);
+    cr_assert_str_eq(tar + data, "a.json", "the samples start at data_offset");
+    sealed_sum(tar, ntar, hash);
     cr_assert_str_eq(json_string_value(json_object_get(index, "sha256")), hash);
+    cr_assert_eq(json_integer_value(json_object_get(index, "samples_count")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(index, "failures")), 0);
     cr_assert_eq(json_array_size(json_object_get(index, "samples")), 2);
     cr_assert_eq(json_integer_value(
                      json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
@@ -259,29 +292,44 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
             cr_assert(memcmp(tar + off, member, nmember) == 0, "%s", order[k]);
         }
     }
-    /* the record without what varies by run; that in "run" */
+    /* the record without what varies by run, and nothing else of the run */
     rec = json_object_get(svp_pipe_wds_index_sample(index, 0), "record");
     cr_assert_eq(json_integer_value(json_object_get(rec, "seed")), 1);
     cr_assert_null(json_object_get(rec, "timings"));
     cr_assert_null(json_object_get(rec, "cpu"));
-    cr_assert_not_null(
-        json_object_get(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"),
-                        "timings"));
+    cr_assert_null(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"));
+    /* the check reads the same index */
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &again, why, sizeof(why)),
+                 SVP_OK, "%s", why);
+    cr_assert(json_equal(index, again));
+    json_decref(again);
     json_decref(index);
     free(tar);
+}
+
+/* Writes n bytes of data over the shard s.tar. */
+static void rewrite(const char *data, size_t n)
+{
+    char  path[512];
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
+    fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fwrite(data, 1, n, fp), n);
+    fclose(fp);
 }
 
 Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
      .fini = rmfolder)
 {
-    char    path[512], why[1024];
+    char    path[512], why[1024], *digit;
     json_t *index;
-    FILE   *fp;
     size_t  n;
     char   *tar;
 
     cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
-                 SVP_ERR_NOT_FOUND, "not packed: no index");
+                 SVP_ERR_NOT_FOUND, "not packed: no shard");
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
@@ -298,22 +346,35 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     cr_assert_not_null(strstr(why, "s.tar is "), "%s", why);
     cr_assert_not_null(strstr(why, "truncated"), "%s", why);
 
-    /* the size right, one byte wrong */
-    tar[n / 2] ^= 1;
-    fp = fopen(path, "w");
-    cr_assert_not_null(fp);
-    cr_assert_eq(fwrite(tar, 1, n, fp), n);
-    fclose(fp);
+    /* the size right, one byte of a sample wrong */
+    tar[n - 2048] ^= 1;
+    rewrite(tar, n);
     cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
-    free(tar);
+    tar[n - 2048] ^= 1;
 
-    /* gone, its index still there */
-    cr_assert_eq(unlink(path), 0);
+    /* one digit of the index itself changed: it still reads, the digest
+     * says it is not what was packed */
+    digit = strstr(tar + 512, "\"size\": ");
+    cr_assert_not_null(digit);
+    digit[8] = (char)(digit[8] == '1' ? '2' : '1');
+    rewrite(tar, n);
     cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
-    cr_assert_not_null(strstr(why, "is missing"), "%s", why);
+    cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
+
+    /* cut inside the index: no index that reads */
+    cr_assert_eq(truncate(path, 700), 0);
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+                 SVP_ERR_BAD_FILE);
+    cr_assert_not_null(strstr(why, "index"), "%s", why);
+    free(tar);
+
+    /* gone: not packed */
+    cr_assert_eq(unlink(path), 0);
+    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+                 SVP_ERR_NOT_FOUND);
 }
 
 Test(wds,
@@ -460,57 +521,23 @@ Test(
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
 }
 
-Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder,
-     .fini = rmfolder)
-{
-    svp_pipe_shard_t task = {1, 2};
-    char             path[512];
-    int              pending = -1;
-    json_t          *o, *s;
-    json_error_t     jerr;
-
-    /* task 1 of 2 of 9 samples: 1, 3, 5, 7; 3 per shard: 2 shards */
-    stage("a", 1, 1000000, 0644);
-    stage("b", 2, 1000000, 0644);
-    pack_two("shard-1-of-2-000000", SVP_OK);
-    cr_assert_eq(svp_pipe_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
-    cr_assert_eq(pending, 1);
-    snprintf(path, sizeof(path), "%s/shards.shard-1-of-2.json", tmpdir);
-    o = json_load_file(path, 0, &jerr);
-    cr_assert_not_null(o, "%s", jerr.text);
-    cr_assert_eq(json_integer_value(json_object_get(o, "shards_count")), 2);
-    s = json_array_get(json_object_get(o, "shards"), 0);
-    cr_assert_str_eq(json_string_value(json_object_get(s, "shard")),
-                     "shard-1-of-2-000000.tar");
-    cr_assert_str_eq(json_string_value(json_object_get(s, "status")), "packed");
-    cr_assert_eq(json_integer_value(json_object_get(s, "first_sample")), 1);
-    cr_assert_eq(json_integer_value(json_object_get(s, "last_sample")), 5);
-    cr_assert(json_integer_value(json_object_get(s, "bytes")) > 0);
-    s = json_array_get(json_object_get(o, "shards"), 1);
-    cr_assert_str_eq(json_string_value(json_object_get(s, "status")), "pending");
-    cr_assert_eq(json_integer_value(json_object_get(s, "samples_count")), 1);
-    cr_assert_eq(json_integer_value(json_object_get(s, "first_sample")), 7);
-    json_decref(o);
-}
-
 Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_shard_t task = {0, 1};
+    svp_pipe_shard_t task = {1, 3, 10};
     char             names[6][128], path[1024];
     int              i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
     struct stat      sb;
     FILE            *fp;
 
-    /* another host's; this process's own; a live process's; task 1 of 3's;
-     * no temporary; no shard */
+    /* task 1 of 3 makes shards 1, 4, 7, ...: another host's temporary; this
+     * process's own; a live process's; task 2 of 3's; no temporary; no
+     * shard */
     snprintf(names[0], sizeof(names[0]), "shard-000001.tar.tmp.999999@elsewhere");
-    snprintf(names[1], sizeof(names[1]), "shard-000002.index.json.tmp.%ld",
-             (long)getpid());
-    snprintf(names[2], sizeof(names[2]), "shard-000003.tar.tmp.%ld",
+    snprintf(names[1], sizeof(names[1]), "shard-000004.tar.tmp.%ld", (long)getpid());
+    snprintf(names[2], sizeof(names[2]), "shard-000007.tar.tmp.%ld",
              (long)getppid());
-    snprintf(names[3], sizeof(names[3]),
-             "shard-1-of-3-000001.tar.tmp.999999@elsewhere");
+    snprintf(names[3], sizeof(names[3]), "shard-000002.tar.tmp.999999@elsewhere");
     snprintf(names[4], sizeof(names[4]), "shard-000001.tar");
     snprintf(names[5], sizeof(names[5]), "notes.tar.tmp.999999@elsewhere");
     for (i = 0; i < 6; ++i) {

@@ -15,7 +15,7 @@ n=0
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 nok() { n=$((n+1)); echo "not ok $n - $1"; sed 's/^/# /' "$2" 2>/dev/null | tail -n 20; }
 skip() { n=$((n+1)); echo "ok $n # SKIP $1"; }
-echo "1..20"
+echo "1..21"
 SVP_THREADS=1
 export SVP_THREADS
 
@@ -50,49 +50,61 @@ else
 fi
 
 "$w" "$job" >"$tmp/ref.log" 2>&1; rc=$?
-want="sample_000000.json
+want="__index__
+sample_000000.json
 sample_000000.mp4
 sample_000000.latents.safetensors
 sample_000000.frame_0000.png
 sample_000000.frame_0001.png
-sample_000000.frame_0002.png
-sample_000001.json"
+sample_000000.frame_0002.png"
 if [ $rc -eq 0 ] && [ -f "$tmp/ref/shard-000000.tar" ] && [ -f "$tmp/ref/shard-000001.tar" ] &&
    [ ! -e "$tmp/ref/shard-000002.tar" ] && [ ! -e "$tmp/ref/staging" ] &&
    [ -z "$(find "$tmp/ref" -name '*.tmp.*')" ] &&
    [ "$(tar tf "$tmp/ref/shard-000000.tar" | head -n 7)" = "$want" ] &&
-   [ "$(tar tf "$tmp/ref/shard-000000.tar" | wc -l)" -eq 24 ] &&
-   [ "$(tar tf "$tmp/ref/shard-000001.tar" | wc -l)" -eq 12 ] &&
+   [ "$(tar tf "$tmp/ref/shard-000000.tar" | wc -l)" -eq 25 ] &&
+   [ "$(tar tf "$tmp/ref/shard-000001.tar" | wc -l)" -eq 13 ] &&
+   [ "$(find "$tmp/ref" -type f | sed 's,.*/,,' | sort | tr '\n' ' ')" = \
+     "run.json shard-000000.tar shard-000001.tar shards.json task.json " ] &&
    [ -z "$(tar tvf "$tmp/ref/shard-000000.tar" | grep -v '^-rw-r--r-- 0/0 .* 2000-01-01 00:00 ')" ]; then
-    ok "6 samples, 4 per shard: 2 shards of whole samples in a fixed member order, fixed headers, no staging left"
+    ok "6 samples, 4 per shard: 2 shards (one file each) of whole samples in a fixed member order, the index first, fixed headers, no staging left"
 else
     nok "reference run (rc=$rc)" "$tmp/ref.log"
     tar tvf "$tmp/ref/shard-000000.tar" 2>&1 | head -n 8 | sed 's/^/# /'
 fi
 
-# the index: each member's offset and size point at its bytes; stats and listing
+# the index (the first member): each member's offset and size point at its
+# bytes; the tar's size; its sha256, of the tar with the digest's 64 digits
+# (at byte 526: 512 of header, then {\n "sha256": ") read as zeros; the
+# listing's stats
+index() { tar xOf "$1" __index__; }
+sealed() {
+    { head -c 526 "$1"; printf '%064d' 0; tail -c +591 "$1"; } | sha256sum | cut -d' ' -f1
+}
 bad=0
 for s in 0 1; do
     t=$tmp/ref/shard-00000$s.tar
-    jq -r '.samples[].members[] | "\(.name) \(.offset) \(.size)"' "$tmp/ref/shard-00000$s.index.json" \
-        >"$tmp/members" || bad=1
+    index "$t" | jq -r '.samples[].members[] | "\(.name) \(.offset) \(.size)"' >"$tmp/members" || bad=1
     while read -r name off size; do
         mkdir -p "$tmp/x$s"
         tar xf "$t" -C "$tmp/x$s" "$name" || bad=1
         tail -c +$((off + 1)) "$t" | head -c "$size" | cmp -s - "$tmp/x$s/$name" || bad=1
     done <"$tmp/members"
-    [ "$(jq -r .sha256 "$tmp/ref/shard-00000$s.index.json")" = "$(sha256sum "$t" | cut -d' ' -f1)" ] || bad=1
-    [ "$(jq -r .bytes "$tmp/ref/shard-00000$s.index.json")" = "$(stat -c %s "$t")" ] || bad=1
+    [ "$(index "$t" | jq -r .sha256)" = "$(sealed "$t")" ] || bad=1
+    [ "$(index "$t" | jq -r .bytes)" = "$(stat -c %s "$t")" ] || bad=1
+    [ "$(jq -r ".shards[$s].sha256" "$tmp/ref/shards.json")" = "$(sealed "$t")" ] || bad=1
+    [ "$(jq -r ".shards[$s].bytes" "$tmp/ref/shards.json")" = "$(stat -c %s "$t")" ] || bad=1
 done
-if [ $bad -eq 0 ] && [ "$(jq .count "$tmp/ref/shard-000000.stats.json")" = 4 ] &&
-   [ "$(jq -c .samples "$tmp/ref/shard-000001.stats.json")" = "[4,5]" ] &&
-   [ "$(jq .bytes "$tmp/ref/shard-000001.stats.json")" = "$(stat -c %s "$tmp/ref/shard-000001.tar")" ] &&
+if [ $bad -eq 0 ] && [ "$(index "$tmp/ref/shard-000000.tar" | jq .samples_count)" = 4 ] &&
+   [ "$(index "$tmp/ref/shard-000001.tar" | jq -c '[.samples[].sample]')" = "[4,5]" ] &&
+   [ "$(index "$tmp/ref/shard-000001.tar" | jq -c '[.successes, .failures]')" = "[2,0]" ] &&
    [ "$(jq -r '[.shards[] | .status] | join(",")' "$tmp/ref/shards.json")" = "packed,packed" ] &&
+   [ "$(jq -c '[.shards[] | .successes, .failures]' "$tmp/ref/shards.json")" = "[4,0,2,0]" ] &&
+   [ "$(jq '[.shards[] | .seconds >= 0] | all' "$tmp/ref/shards.json")" = true ] &&
    [ "$(jq '.shards[1].first_sample' "$tmp/ref/shards.json")" = 4 ] &&
    "$tools/svdlaunch" status "$tmp/ref" 2>&1 | grep -q "6 of 6 samples done"; then
-    ok "index: every member's offset and size hold its bytes, the tar's size and SHA-256; stats; shards.json; status counts from the indexes"
+    ok "index: every member's offset and size hold its bytes, the tar's size and sealed SHA-256; the listing's stats; status counts from the shards"
 else
-    nok "index, stats or listing" "$tmp/ref/shard-000000.index.json"
+    nok "index or listing" "$tmp/ref/shards.json"
 fi
 
 same_shards() {  # dir: both shards byte-identical to the reference's
@@ -149,19 +161,20 @@ else
     nok "members against the files run (rc=$rc)" "$tmp/files.log"
 fi
 
-# a 2-task array: each task its own shards, the samples' bytes the same
+# a 2-task array: task 0 makes shard 0 (samples 0-3), task 1 shard 1
+# (samples 4-5): the one process's shards, byte for byte; task 1 run again
+# alone finishes exactly its own
+"$w" "$job" --shard 1/2 --set output.dir="$tmp/arr" >"$tmp/arr1.log" 2>&1 &&
+[ "$(ls "$tmp/arr" | grep -c '^shard-.*\.tar$')" -eq 1 ] && [ -f "$tmp/arr/shard-000001.tar" ] &&
 "$w" "$job" --shard 0/2 --set output.dir="$tmp/arr" >"$tmp/arr0.log" 2>&1 &&
-"$w" "$job" --shard 1/2 --set output.dir="$tmp/arr" >"$tmp/arr1.log" 2>&1; rc=$?
-mkdir -p "$tmp/xarr"
-bad=0
-for t in "$tmp"/arr/shard-*.tar; do tar xf "$t" -C "$tmp/xarr" || bad=1; done
-for f in "$tmp"/xall/*; do cmp -s "$f" "$tmp/xarr/$(basename "$f")" || bad=1; done
-if [ $rc -eq 0 ] && [ $bad -eq 0 ] &&
-   [ "$(ls "$tmp/arr" | grep -c '^shard-[01]-of-2-00000[01]\.tar$')" -eq 2 ] &&
-   [ "$(tar tf "$tmp/arr/shard-1-of-2-000000.tar" | grep -c '\.json$')" -eq 3 ] &&
-   tar tf "$tmp/arr/shard-1-of-2-000000.tar" | grep -q '^sample_000005\.mp4$\|^sample_000005\.json$' &&
-   [ -f "$tmp/arr/shards.shard-0-of-2.json" ] && [ -f "$tmp/arr/shards.shard-1-of-2.json" ]; then
-    ok "2-task array: shard-0-of-2 and shard-1-of-2, each sample's members byte-identical"
+"$w" "$job" --shard 1/2 --set output.dir="$tmp/arr" >"$tmp/arr1b.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && same_shards "$tmp/arr" &&
+   grep -q "task 1 of 2 makes 2 of them (the shards of 4 samples whose number is 1 mod 2)" "$tmp/arr1.log" &&
+   grep -q "skipped 4-5 (finished by an earlier run)" "$tmp/arr1b.log" &&
+   [ "$(jq -r '[.shards[].shard] | join(",")' "$tmp/arr/shards.shard-0-of-2.json")" = shard-000000.tar ] &&
+   [ "$(jq -r '[.shards[].shard] | join(",")' "$tmp/arr/shards.shard-1-of-2.json")" = shard-000001.tar ] &&
+   "$tools/svdlaunch" status "$tmp/arr" 2>&1 | grep -q "6 of 6 samples done"; then
+    ok "2-task array: each task whole shards, byte-identical to one process's; a task run again alone skips its own"
 else
     nok "array (rc=$rc)" "$tmp/arr1.log"
 fi
@@ -175,7 +188,7 @@ while [ ! -f "$tmp/kill/staging/sample_000004.tar" ] && [ $i -lt 600 ]; do sleep
 kill -9 $pid 2>/dev/null
 wait $pid 2>/dev/null
 packed=0
-[ -f "$tmp/kill/shard-000000.index.json" ] && packed=$(jq .samples_count "$tmp/kill/shard-000000.index.json")
+[ -f "$tmp/kill/shard-000000.tar" ] && packed=$(index "$tmp/kill/shard-000000.tar" | jq .samples_count)
 # the second shard's samples staged (the first's may be left half removed)
 staged=$(ls "$tmp"/kill/staging/sample_00000[45].tar 2>/dev/null | wc -l)
 # status counts packed and staged samples alike
@@ -258,9 +271,10 @@ else
     nok "truncated shard (rc=$rc)" "$tmp/trunc.log"
 fi
 
-# a byte flipped inside a shard: the checksum finds it
+# a byte flipped inside a shard's samples: the checksum finds it
 cp -r "$tmp/ref" "$tmp/flip"
-printf 'X' | dd of="$tmp/flip/shard-000001.tar" bs=1 seek=3000 conv=notrunc 2>/dev/null
+at=$(($(index "$tmp/ref/shard-000001.tar" | jq .data_offset) + 600))
+printf 'X' | dd of="$tmp/flip/shard-000001.tar" bs=1 seek=$at conv=notrunc 2>/dev/null
 "$w" "$job" --set output.dir="$tmp/flip" >"$tmp/flip.log" 2>&1; rc=$?
 if [ $rc -eq 0 ] && same_shards "$tmp/flip" &&
    grep -q "shard $tmp/flip/shard-000001.tar has sha256 [0-9a-f]*, its index says" "$tmp/flip.log" &&
@@ -294,7 +308,7 @@ if [ $rc -eq 0 ] && grep -q "shard-000000.tar: sample 1: .*made from another ima
    grep -q "shard-000001.tar: sample 5: .*output.overwrite is set, the shard's 2 samples are made again" "$tmp/imgw.log" &&
    [ "$(grep -c 'done in' "$tmp/imgw.log")" -eq 6 ] &&
    ! cmp -s "$tmp/ref/shard-000000.tar" "$tmp/img/shard-000000.tar" &&
-   [ "$(jq -r '.samples[1].record.params.image_sha256' "$tmp/img/shard-000000.index.json")" = \
+   [ "$(index "$tmp/img/shard-000000.tar" | jq -r '.samples[1].record.params.image_sha256')" = \
      "$(sha256sum "$tmp/job/img/b.png" | cut -d' ' -f1)" ] && [ ! -e "$tmp/img/staging" ]; then
     ok "output.overwrite: the shards holding the replaced image's samples made again whole"
 else
@@ -346,6 +360,19 @@ if [ $rc -eq 0 ] && [ $bad -eq 0 ] && [ "$(ls "$tmp"/dw/*.tar | wc -l)" -eq 3 ] 
     ok "the simulator: 10 samples in 3 shards, each latent the files run's bytes, a rerun skips all"
 else
     nok "simulator webdataset (rc=$rc)" "$tmp/dw.log"
+fi
+
+# svdtool report reads the listing: the shards, their bytes, the packing
+"$w" "$tmp/dummy.yaml" --set output.dir="$tmp/dr" --set output.format=webdataset \
+    --set output.samples_per_shard=4 --set log.trace="$tmp/dr/trace" >"$tmp/dr.log" 2>&1 &&
+"$tools/svdtool" report "$tmp/dr" -o "$tmp/drep" >"$tmp/drep.log" 2>&1; rc=$?
+if [ $rc -eq 0 ] && grep -q "^## Outputs" "$tmp/drep/report.md" &&
+   grep -q "| format | webdataset, 4 samples per shard |" "$tmp/drep/report.md" &&
+   grep -q "| shards | 3 packed of 3, 10 samples, " "$tmp/drep/report.md" &&
+   grep -q "| packing | 3 shards in " "$tmp/drep/report.md"; then
+    ok "svdtool report: the shards from the task's listing"
+else
+    nok "report's outputs (rc=$rc)" "$tmp/drep/report.md"
 fi
 
 # a reader that is not ours: Python's webdataset (optional)

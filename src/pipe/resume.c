@@ -34,8 +34,7 @@ int svp_pipe_resume_finisher(const svp_layout_t     *layout,
     if (!svp_pipe_shard_owns(shard, i)) {
         return -1;
     }
-    /* sample i is the (i div n)-th of shard i mod n's list */
-    return svp_layout_owner(layout, i / shard->count);
+    return svp_layout_owner(layout, svp_pipe_shard_pos(shard, i));
 }
 
 svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,

@@ -33,6 +33,10 @@
  * makes the samples whose index is i mod n.  Interleaving keeps the shards
  * within one sample of each other in size for any N and n, and spreads a
  * manifest sorted by cost (image size, a parameter sweep) over every task.
+ * With output.format webdataset the tasks are dealt blocks of
+ * output.samples_per_shard samples instead, block b to task b mod n: a
+ * block is one WebDataset shard (pipe/wds.h), so every shard is one task's
+ * and holds the same samples for any n.
  */
 #ifndef SVP_PIPE_SAMPLES_H
 #define SVP_PIPE_SAMPLES_H
@@ -143,9 +147,13 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
                                            const char *recorded, const char *where,
                                            char *why, size_t len);
 
-/* Task `index` of `count` (count 1: the whole job). */
+/*
+ * Task `index` of `count` (count 1: the whole job), dealt blocks of `block`
+ * consecutive samples (0 or 1: single samples; svp_pipe_shard_set_block).
+ */
 typedef struct {
     int index, count;
+    int block;
 } svp_pipe_shard_t;
 
 /* Parses "i/n" (0 <= i < n); SVP_ERR_USAGE with a message in errbuf. */
@@ -169,13 +177,28 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
  * the job is queued). */
 svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int errlen);
 
+/* The samples a block of the shard's dealing holds (at least 1). */
+static inline int svp_pipe_shard_block(const svp_pipe_shard_t *shard)
+{
+    return (shard->block > 1) ? shard->block : 1;
+}
+
 static inline int svp_pipe_shard_owns(const svp_pipe_shard_t *shard, int sample)
 {
-    return sample % shard->count == shard->index;
+    return (sample / svp_pipe_shard_block(shard)) % shard->count == shard->index;
 }
+
+/*
+ * The dealing the spec asks for: blocks of output.samples_per_shard with
+ * output.format webdataset, else single samples.
+ */
+void svp_pipe_shard_set_block(svp_pipe_shard_t *shard, const svp_spec_t *spec);
 
 /* Samples of [0, n) that the shard makes. */
 int svp_pipe_shard_size(const svp_pipe_shard_t *shard, int n);
+
+/* Where the shard's sample (one it owns) stands in the shard's own list. */
+int svp_pipe_shard_pos(const svp_pipe_shard_t *shard, int sample);
 
 /*
  * A run-level file's name for this shard: "run.json" stays so for a job of

@@ -134,10 +134,29 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
     return SVP_OK;
 }
 
+void svp_pipe_shard_set_block(svp_pipe_shard_t *shard, const svp_spec_t *spec)
+{
+    shard->block = (spec->output.format == SVP_OUTPUT_WEBDATASET)
+                       ? spec->output.samples_per_shard
+                       : 1;
+}
+
 int svp_pipe_shard_size(const svp_pipe_shard_t *shard, int n)
 {
-    return (n > shard->index) ? (n - shard->index + shard->count - 1) / shard->count
-                              : 0;
+    int b = svp_pipe_shard_block(shard), c = shard->count, t = shard->index;
+    int whole = n / b, owned;
+
+    /* the whole blocks t, t + c, ... below n / b, then the last partial
+     * block (number n / b) when it is this shard's */
+    owned = (whole > t) ? (whole - t + c - 1) / c : 0;
+    return owned * b + ((whole % c == t) ? n % b : 0);
+}
+
+int svp_pipe_shard_pos(const svp_pipe_shard_t *shard, int sample)
+{
+    int b = svp_pipe_shard_block(shard);
+
+    return (sample / b / shard->count) * b + sample % b;
 }
 
 void svp_pipe_shard_file(const svp_pipe_shard_t *shard, const char *base,

@@ -65,15 +65,11 @@ typedef struct svp_stage_ops {
      */
     svp_status_t (*check_output)(void *self, int index, char *why, size_t len);
     /*
-     * output.format webdataset (pipe/wds.h).  set_task() tells the stage
-     * which task of how many this run is (its shards follow it); pack()
-     * packs each shard whose samples are all finished and whose last
-     * sample mine() says is this rank's (after resume: a run killed
-     * between a shard's last sample and its packing).  NULL: the stage
-     * writes files only.
+     * output.format webdataset: the stage's shards (pipe/wds.h), whose task
+     * and packer the worker sees to; NULL (or a NULL op): the stage writes
+     * files only.
      */
-    void (*set_task)(void *self, int index, int count);
-    svp_status_t (*pack)(void *self, int (*mine)(int sample, void *arg), void *arg);
+    struct svp_pipe_wds *(*shards)(void *self);
     /* Bytes one sample's outputs take on disk, an upper bound (0: unknown). */
     uint64_t (*output_bytes)(void *self);
     void (*destroy)(void *self);

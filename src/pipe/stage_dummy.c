@@ -224,7 +224,10 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
         return status;
     }
     status = svp_pipe_wds_stage_commit(h);
-    return (status == SVP_OK) ? svp_pipe_wds_staged(st->wds, s->index) : status;
+    if (status == SVP_OK) {
+        svp_pipe_wds_staged(st->wds, s->index);
+    }
+    return status;
 }
 
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
@@ -359,21 +362,9 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
     return svp_stage_dummy_check_file(st, index, path, why, len);
 }
 
-static void svp_stage_dummy_set_task(void *self, int index, int count)
+static svp_pipe_wds_h svp_stage_dummy_shards(void *self)
 {
-    svp_stage_dummy_t *st = self;
-
-    if (st->wds != NULL) {
-        svp_pipe_wds_set_task(st->wds, index, count);
-    }
-}
-
-static svp_status_t
-svp_stage_dummy_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
-{
-    svp_stage_dummy_t *st = self;
-
-    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+    return ((svp_stage_dummy_t *)self)->wds;
 }
 
 static uint64_t svp_stage_dummy_output_bytes(void *self)
@@ -412,8 +403,7 @@ static const svp_stage_ops_t svp_stage_dummy_ops = {
     .finish_shared = svp_stage_dummy_finish_shared,
     .check_output  = svp_stage_dummy_check_output,
     .output_bytes  = svp_stage_dummy_output_bytes,
-    .set_task      = svp_stage_dummy_set_task,
-    .pack          = svp_stage_dummy_pack,
+    .shards        = svp_stage_dummy_shards,
     .destroy       = svp_stage_dummy_destroy,
 };
 

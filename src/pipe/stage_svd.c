@@ -366,7 +366,6 @@ const svp_stage_ops_t svp_stage_svd_ops = {
     .finish_shared = svp_stage_svd_finish_shared,
     .check_output  = svp_stage_svd_check_output,
     .output_bytes  = svp_stage_svd_output_bytes,
-    .set_task      = svp_stage_svd_set_task,
-    .pack          = svp_stage_svd_pack,
+    .shards        = svp_stage_svd_shards,
     .destroy       = svp_stage_svd_destroy,
 };

@@ -92,20 +92,18 @@ uint64_t svp_stage_svd_seed(const svp_stage_svd_t *st, int i);
 svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s);
 
 /* The vtable's entries that live in the other files. */
-svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
-svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s);
-size_t       svp_stage_svd_share_bytes(void *self);
-svp_status_t svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
-                                 size_t bytes);
-svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
-                                         const void *theirs, size_t bytes);
-svp_status_t svp_stage_svd_check_output(void *self, int index, char *why,
-                                        size_t len);
-void         svp_stage_svd_destroy(void *self);
-void         svp_stage_svd_set_task(void *self, int index, int count);
-svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
-                                void *arg);
-svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where,
-                                     json_t *entry, char *why, size_t len);
+svp_status_t   svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
+svp_status_t   svp_stage_svd_finish(void *self, svp_sample_t *s);
+size_t         svp_stage_svd_share_bytes(void *self);
+svp_status_t   svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
+                                   size_t bytes);
+svp_status_t   svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
+                                           const void *theirs, size_t bytes);
+svp_status_t   svp_stage_svd_check_output(void *self, int index, char *why,
+                                          size_t len);
+void           svp_stage_svd_destroy(void *self);
+svp_pipe_wds_h svp_stage_svd_shards(void *self);
+svp_status_t   svp_stage_svd_wds_check(void *arg, int i, const char *where,
+                                       json_t *entry, char *why, size_t len);
 
 #endif

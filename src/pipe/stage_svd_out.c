@@ -323,21 +323,9 @@ static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, int i, char *buf
     snprintf(buf, len, "%s/%s", st->spec->output.dir, name);
 }
 
-void svp_stage_svd_set_task(void *self, int index, int count)
+svp_pipe_wds_h svp_stage_svd_shards(void *self)
 {
-    svp_stage_svd_t *st = self;
-
-    if (st->wds != NULL) {
-        svp_pipe_wds_set_task(st->wds, index, count);
-    }
-}
-
-svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
-                                void *arg)
-{
-    svp_stage_svd_t *st = self;
-
-    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+    return ((svp_stage_svd_t *)self)->wds;
 }
 
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
@@ -453,7 +441,7 @@ out:
                       decode_s);
         }
         if (status == SVP_OK && st->wds != NULL) {
-            status = svp_pipe_wds_staged(st->wds, s->index);
+            svp_pipe_wds_staged(st->wds, s->index);
         }
     } else if (stage != NULL) {
         svp_pipe_wds_stage_abort(stage);

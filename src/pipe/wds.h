@@ -2,12 +2,17 @@
  * WebDataset output (output.format: webdataset): a job's samples packed
  * into tar shards of output.samples_per_shard samples each.
  *
- * Shards follow the job's slicing: task t of n (pipe/samples.h) makes the
- * samples t, t + n, t + 2n, ...; its shard j holds positions [j*S,
- * (j+1)*S) of that list (S = output.samples_per_shard).  So array tasks
- * never write the same shard, and a task run again alone finishes exactly
- * its own.  A shard's members, for each sample in the order of the list:
+ * Shard J holds the samples [J*P, (J+1)*P) of the job (P =
+ * output.samples_per_shard) and is named shard-JJJJJJ.tar whatever the
+ * layout or the array: a task of an array is dealt whole shards (task t of
+ * n makes the shards J with J mod n = t, pipe/samples.h), so tasks never
+ * write the same shard and a task run again alone finishes exactly its
+ * own, with the same bytes as one process's run.  A shard's members:
  *
+ *   __index__                  the shard's index (below): first, so that
+ *                              a reader finds it in the first 512 bytes;
+ *                              webdataset skips a member named __NAME__
+ *   then for each sample, in index order:
  *   KEY.json                   the sample's record (sample.json less the
  *                              run's timings and CPU, which vary by run)
  *   KEY.mp4                    the video (output.mp4, with FFmpeg)
@@ -15,33 +20,42 @@
  *   KEY.frame_NNNN.png         the frames (output.frames)
  *
  * (the simulator's samples: KEY.json and KEY.latents.safetensors).  KEY is
- * the sample's name (sample_NNNNNN or its manifest name).  Every
- * header has mode 0644, uid and gid 0, no user or group name and mtime
- * SVP_PIPE_WDS_MTIME, so a shard's bytes depend only on its samples' outputs:
- * not on the layout, the thread count or which rank finished what.
+ * the sample's name (sample_NNNNNN or its manifest name).  Every header
+ * has mode 0644, uid and gid 0, no user or group name and mtime
+ * SVP_PIPE_WDS_MTIME, and the tar ends right after its end-of-archive
+ * blocks, so a shard's bytes depend only on its samples' outputs: not on
+ * the layout, the thread count or which rank finished what.
+ *
+ * The index (JSON): "data_sha256", the SHA-256 of every byte after the
+ * index member (from "data_offset" to the end); "bytes", the tar's size;
+ * the shard's stats ("samples_count", "successes", "failures"); and per
+ * sample its key, index, status, record and each member's name, header
+ * and data offsets and size.  Nothing in it varies from run to run:
+ * timings are in the job's trace and the listing below.
  *
  * A finished sample waits in output.dir/staging/ as one file, NAME.tar:
  * its members (sample.json, video.mp4, latents.safetensors,
  * frame_NNNN.png) in their shard order, then a member
  * SVP_PIPE_WDS_STAGED_SUM with the SHA-256 of their names, sizes and bytes,
  * written as a temporary, flushed once and renamed, as the files format
- * writes a sample's one file.  The rank that finishes a shard's last
- * sample packs it, copying the staged samples' members: the tar (a
- * temporary, then a rename), its stats
- * NAME.stats.json (count, failures, bytes, seconds, the samples' indices),
- * and last its index
- * NAME.index.json (the tar's size and SHA-256; per sample its key, index,
- * status, record, the run's timings and each member's name, offset and
- * size), which marks the shard packed; then it removes the staged
- * files.  Resume (pipe/resume.h) counts a staged sample whose checksum
- * holds or a sample of a shard whose tar matches its index as finished; a
- * shard that does not match, or a staged sample cut short or damaged, is
- * named in a warning and made again.
+ * writes a sample's one file.  Rank 0's packer (a thread of its own, so
+ * the pipeline does not wait for it) packs each shard of its task once all
+ * its samples are staged: the tar through a temporary, flushed and renamed,
+ * then it removes the staged files and rewrites the task's listing
+ * output.dir/shards.json (shards.shard-1-of-3.json for task 1 of 3): per
+ * shard its samples, status (packed, pending), bytes, data_sha256, stats
+ * and the seconds its packing took.  A shard is therefore one file: a
+ * job of N samples leaves N / P shards and a handful of job files.
+ * Resume (pipe/resume.h) counts a staged sample whose checksum holds or a
+ * sample of a shard whose tar matches its index as finished; a shard that
+ * does not match, or a staged sample cut short or damaged, is named in a
+ * warning and made again.
  */
 #ifndef SVP_PIPE_WDS_H
 #define SVP_PIPE_WDS_H
 
 #include "common/status.h"
+#include "pipe/lease.h"
 #include "pipe/samples.h"
 #include "jobspec/spec.h"
 
@@ -57,26 +71,29 @@
 /* A staged sample's last member: the SHA-256 (hex) of the others. */
 #define SVP_PIPE_WDS_STAGED_SUM "staged.sha256"
 
-/* Shards of task's samples of a job of n, per samples each. */
-int svp_pipe_wds_shard_count(const svp_pipe_shard_t *task, int n, int per);
+/* The name of the index, a shard's first member. */
+#define SVP_PIPE_WDS_INDEX "__index__"
 
-/* The shard (of its task) that holds sample i. */
-int svp_pipe_wds_shard_of(const svp_pipe_shard_t *task, int per, int i);
+/* Shards of a job of n samples, per each (the last may hold fewer). */
+static inline int svp_pipe_wds_shards(int n, int per)
+{
+    return (n + per - 1) / per;
+}
 
-/*
- * The samples of task's shard j (a job of n): their count, and in
- * samples[] (room for per) their indices in order.
- */
-int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
-                               int *samples);
+/* The samples of shard j of a job of n, per a shard: [*first_p, *end_p). */
+static inline int svp_pipe_wds_shard_range(int n, int per, int j, int *first_p)
+{
+    int first = j * per, end = (first + per < n) ? first + per : n;
 
-/*
- * The file name of task's shard j with ext (".tar", ".index.json",
- * ".stats.json"): "shard-000003.tar", or "shard-1-of-3-000003.tar" for
- * task 1 of 3.
- */
-void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
-                             char *buf, size_t len);
+    *first_p = first;
+    return (end > first) ? end - first : 0;
+}
+
+/* Shard j's file name with ext (".tar"): "shard-000003.tar". */
+void svp_pipe_wds_shard_name(int j, const char *ext, char *buf, size_t len);
+
+/* The shard number of a file name "shard-000003.tar..." (-1: not one). */
+int svp_pipe_wds_shard_number(const char *name);
 
 /* A sample of a shard to pack: its key and its staged file. */
 typedef struct {
@@ -119,16 +136,29 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
 void         svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n);
 
 /*
+ * The members of the staged sample at path as staged_read gives them, but
+ * only sample.json's bytes read (the others' data NULL, their sizes set)
+ * and the checksum not checked: for counting a shard's offsets before the
+ * bytes are copied (and checked) by staged_read.
+ */
+svp_status_t svp_pipe_wds_staged_sizes(const char *path, svp_pipe_wds_member_t **v_p,
+                                       int *n_p, char *why, size_t len);
+
+/*
  * Writes the shard at dir/name (name without ".tar") from its n staged
- * samples, in order, then its index and stats, each atomically.  The
- * staged files stay (svp_pipe_wds_unstage removes them).  frames: add the
- * frame_NNNN.png of each sample.  SVP_ERR_BAD_FILE when a staged sample
+ * samples, in order: the tar through a temporary, its index first, flushed
+ * and renamed once lease (may be NULL) still says the directory is this
+ * job's.  The staged files stay (svp_pipe_wds_unstage removes them).
+ * frames: add the frame_NNNN.png of each sample.  *index_p (when not NULL;
+ * json_decref) receives the index.  SVP_ERR_BAD_FILE when a staged sample
  * is missing, cut short or damaged (why names it; *bad_p, when not NULL,
- * is its position in samples), SVP_ERR_IO when the shard does not write.
+ * is its position in samples), SVP_ERR_IO when the shard does not write,
+ * SVP_ERR_SPEC when the lease is lost.
  */
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
                                const svp_pipe_wds_sample_t *samples, int n,
-                               int frames, int *bad_p, char *why, size_t len);
+                               int frames, svp_pipe_lease_t *lease, json_t **index_p,
+                               int *bad_p, char *why, size_t len);
 
 /*
  * Sample index's staged file at path read back, checked (its checksum, its
@@ -143,19 +173,28 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
 void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n);
 
 /*
+ * The index of the shard at path (its first member), read without looking
+ * further (*index_p: json_decref).  SVP_ERR_NOT_FOUND: no such file;
+ * SVP_ERR_BAD_FILE: it has no index that reads, why says how.
+ */
+svp_status_t svp_pipe_wds_shard_index(const char *path, json_t **index_p, char *why,
+                                      size_t len);
+
+/*
  * Whether the shard dir/name (without ".tar") is whole: its index reads,
- * and the tar's size and SHA-256 are the index's.  SVP_OK with the index
- * in *index_p (the caller json_decref()s it); SVP_ERR_NOT_FOUND: no index
- * (not packed); SVP_ERR_BAD_FILE: truncated, damaged or unreadable, why
- * says which and how.
+ * the tar's size is the index's, and the SHA-256 of what follows the index
+ * is its data_sha256.  SVP_OK with the index in *index_p (the caller
+ * json_decref()s it); SVP_ERR_NOT_FOUND: no shard (not packed);
+ * SVP_ERR_BAD_FILE: truncated, damaged or unreadable, why says which and
+ * how.
  */
 svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
                                       json_t **index_p, char *why, size_t len);
 
 /*
- * Removes the temporaries of task's shards, indexes and stats in dir that
- * a killed run left ("shard-000003.tar.tmp.<pid>@<host>"), leaving those
- * whose writer is a live process of this host.  *removed_p counts them.
+ * Removes the temporaries of task's shards in dir that a killed run left
+ * ("shard-000003.tar.tmp.<pid>@<host>"), leaving those whose writer is a
+ * live process of this host.  *removed_p counts them.
  */
 void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
                         int *removed_p);
@@ -164,22 +203,14 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
 json_t *svp_pipe_wds_index_sample(json_t *index, int sample);
 
 /*
- * Writes the job's listing dir/shards.json (shards.shard-1-of-3.json for
- * task 1 of 3): each of task's shards with its samples, and, where packed,
- * its bytes and SHA-256 from its index.  Atomic.  *pending_p counts the
- * shards not packed.
- */
-svp_status_t svp_pipe_wds_write_listing(const char             *dir,
-                                        const svp_pipe_shard_t *task, int n, int per,
-                                        int *pending_p);
-
-/*
  * A run's shards, for a stage that writes output.format webdataset: the
  * stage stages each finished sample (at least latents.safetensors and
  * sample.json) at svp_pipe_wds_staged_path with svp_pipe_wds_stage_begin
- * ... commit, then calls svp_pipe_wds_staged, which packs the sample's
- * shard once all its samples are staged.  Resume asks
- * svp_pipe_wds_check_sample.
+ * ... commit, then calls svp_pipe_wds_staged.  Resume asks
+ * svp_pipe_wds_check_sample.  The worker tells the handle its task
+ * (svp_pipe_wds_set_task), and on rank 0 runs the packer from the
+ * agreement on what to run (svp_pipe_wds_packer_start) to the final fence
+ * (svp_pipe_wds_packer_finish).
  *
  * check(arg, i, where, entry, why, len) is the stage's own test of sample
  * i's entry: a packed shard's index entry of it, or one made from its
@@ -190,7 +221,7 @@ svp_status_t svp_pipe_wds_write_listing(const char             *dir,
  * SVP_ERR_NOT_FOUND (made again), as check_output.
  *
  * create() keeps spec and list (which must outlive the handle); destroy()
- * frees what the handle read (indexes) and the handle.
+ * ends a packer still running (packing nothing more) and frees the handle.
  */
 typedef svp_status_t (*svp_pipe_wds_check_cb_t)(void *arg, int i, const char *where,
                                                 json_t *entry, char *why,
@@ -207,22 +238,33 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
 void         svp_pipe_wds_destroy(svp_pipe_wds_h wds);
 
 /* This run's task (svdworker --shard, an array task): its shards. */
-void svp_pipe_wds_set_task(svp_pipe_wds_h wds, int index, int count);
+void svp_pipe_wds_set_task(svp_pipe_wds_h wds, const svp_pipe_shard_t *task);
 
 /* Where sample i is staged: output.dir/staging/NAME.tar. */
 void svp_pipe_wds_staged_path(svp_pipe_wds_h wds, int i, char *buf, size_t len);
 
-/* Sample i is staged: packs its shard when it is the shard's last. */
-svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h wds, int i);
+/* Sample i is staged: wakes this process's packer, if it runs one. */
+void svp_pipe_wds_staged(svp_pipe_wds_h wds, int i);
 
 /*
- * At a run's start: packs each shard whose samples are all staged (a run
- * killed between a shard's last sample and its packing), and removes the
- * staged samples of a shard already packed, for the shards whose last
- * sample mine() says is this rank's.
+ * Rank 0, once the ranks agreed on the todo samples this run makes
+ * (ntodo of them): removes the task's shard temporaries a killed run
+ * left, packs the shards whose samples are all staged (a run killed
+ * between a shard's last sample and its packing), removes the staged
+ * samples of a shard already packed, writes the listing and starts the
+ * packer, which packs each shard once its samples are staged, checking
+ * lease (may be NULL; it must outlive the packer) before it publishes.
  */
-svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h wds,
-                                     int (*mine)(int sample, void *arg), void *arg);
+svp_status_t svp_pipe_wds_packer_start(svp_pipe_wds_h wds, const int *todo,
+                                       int ntodo, svp_pipe_lease_t *lease);
+
+/*
+ * Rank 0, after the final fence (every sample is staged): packs what is
+ * left, ends the packer and writes the listing.  *pending_p counts the
+ * task's shards still not packed (samples this rank could not see staged).
+ * The packer's first error, if any.
+ */
+svp_status_t svp_pipe_wds_packer_finish(svp_pipe_wds_h wds, int *pending_p);
 
 /*
  * Resume's verdict on sample i (as a stage's check_output): its shard is

@@ -1,6 +1,8 @@
 /*
  * A run's WebDataset shards (wds.h): where a stage stages its samples,
- * when a shard is packed, and what resume counts as finished.
+ * what resume counts as finished, and rank 0's packer, a thread that packs
+ * each shard of the task once its samples are staged and keeps the task's
+ * listing current.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -10,11 +12,37 @@
 #include "common/log.h"
 #include "common/util.h"
 
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+/*
+ * How long the packer sleeps between looks at the staging folder when no
+ * sample of this process woke it: a stat or two per look.  Samples of
+ * other ranks are seen within this, so a shard is packed at most this
+ * late; a 1000-sample shard of the simulator fills in about 2 s.
+ */
+#define SVP_PIPE_WDS_POLL_S 0.05
+
+/* The shards after the first pending one that a look checks: samples
+ * finish about in order, so a shard further on is not full yet. */
+#define SVP_PIPE_WDS_LOOK_AHEAD 4
+
+/* What the packer knows of one shard of the task. */
+typedef struct {
+    signed char need;   /* 1: to pack this run (its samples run, or wait staged) */
+    signed char packed; /* 1: its tar is there (packed, by this run or before) */
+    json_int_t  bytes, samples_count;
+    char        sha256[65];
+    double      seconds; /* its packing, by this run; < 0: not this run's */
+} svp_pipe_wds_shard_t;
 
 struct svp_pipe_wds {
     const svp_spec_t         *spec;
@@ -22,14 +50,22 @@ struct svp_pipe_wds {
     svp_pipe_wds_check_cb_t   check;
     void                     *arg;
     svp_pipe_shard_t          task;
+    int                       per, nshards; /* shards of the job */
     /* per shard what resume found: 0 not looked at, 1 whole, -1 absent,
      * damaged or not this job's (its index is read, checked and let go:
      * a job's indexes hold every sample's record) */
     signed char *state;
-    int          shards;
     /* per sample of the job: its packed record passed check (looked at
      * with its shard, so each is checked once) */
     unsigned char *passed;
+    /* the packer (rank 0): its shards, and the thread's hand-over */
+    svp_pipe_wds_shard_t *shards;
+    svp_pipe_lease_t     *lease;
+    pthread_t             thread;
+    pthread_mutex_t       lock;
+    pthread_cond_t        cond;
+    int                   running, stop, kick;
+    svp_status_t          failed; /* the packer's first error */
 };
 
 svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
@@ -37,9 +73,10 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
                                  svp_pipe_wds_check_cb_t check, void *arg,
                                  svp_pipe_wds_h *wds_p)
 {
-    svp_pipe_wds_h w;
-    char           name[256];
-    int            i;
+    svp_pipe_wds_h     w;
+    char               name[256];
+    pthread_condattr_t attr;
+    int                i;
 
     /* a reader's key ends at the first dot of a member's name: a sample
      * name with one would be read back as another key and extension */
@@ -62,9 +99,17 @@ svp_status_t svp_pipe_wds_create(const svp_spec_t         *spec,
     w->list       = list;
     w->check      = check;
     w->arg        = arg;
+    w->per        = spec->output.samples_per_shard;
+    w->nshards    = svp_pipe_wds_shards(list->count, w->per);
     w->task.index = 0;
     w->task.count = 1;
-    *wds_p        = w;
+    w->task.block = w->per;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cond, &attr);
+    pthread_condattr_destroy(&attr);
+    *wds_p = w;
     return SVP_OK;
 }
 
@@ -74,22 +119,33 @@ static void svp_pipe_wds_forget(svp_pipe_wds_h w)
     free(w->passed);
     w->state  = NULL;
     w->passed = NULL;
-    w->shards = 0;
 }
+
+static void svp_pipe_wds_packer_end(svp_pipe_wds_h w);
 
 void svp_pipe_wds_destroy(svp_pipe_wds_h w)
 {
     if (w != NULL) {
+        svp_pipe_wds_packer_end(w);
         svp_pipe_wds_forget(w);
+        free(w->shards);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
         free(w);
     }
 }
 
-void svp_pipe_wds_set_task(svp_pipe_wds_h w, int index, int count)
+void svp_pipe_wds_set_task(svp_pipe_wds_h w, const svp_pipe_shard_t *task)
 {
     svp_pipe_wds_forget(w);
-    w->task.index = index;
-    w->task.count = count;
+    w->task       = *task;
+    w->task.block = w->per; /* whole shards, whatever the caller dealt */
+}
+
+/* Whether shard j is this task's. */
+static int svp_pipe_wds_mine(svp_pipe_wds_h w, int j)
+{
+    return j % w->task.count == w->task.index;
 }
 
 void svp_pipe_wds_staged_path(svp_pipe_wds_h w, int i, char *buf, size_t len)
@@ -101,30 +157,26 @@ void svp_pipe_wds_staged_path(svp_pipe_wds_h w, int i, char *buf, size_t len)
              name);
 }
 
-/* The samples of this task's shard j: their keys and staged files
- * (malloc'd: svp_pipe_wds_list_free), their count in *m_p. */
+/* The samples of shard j: their keys and staged files (malloc'd:
+ * svp_pipe_wds_list_free), their count in *m_p. */
 static svp_pipe_wds_sample_t *svp_pipe_wds_list(svp_pipe_wds_h w, int j, int *m_p)
 {
-    int                    per = w->spec->output.samples_per_shard, *idx, m, k;
+    int                    first, m = 0, k;
     char                   name[256], dir[4200];
     svp_pipe_wds_sample_t *v;
 
-    idx = malloc((size_t)per * sizeof(*idx));
-    v   = calloc((size_t)per, sizeof(*v));
-    if (idx == NULL || v == NULL) {
-        free(idx);
-        free(v);
+    m = svp_pipe_wds_shard_range(w->list->count, w->per, j, &first);
+    v = calloc((size_t)m + 1, sizeof(*v));
+    if (v == NULL) {
         return NULL;
     }
-    m = svp_pipe_wds_shard_samples(&w->task, w->list->count, per, j, idx);
     for (k = 0; k < m; ++k) {
-        svp_pipe_samples_name(w->list, idx[k], name, sizeof(name));
-        svp_pipe_wds_staged_path(w, idx[k], dir, sizeof(dir));
+        svp_pipe_samples_name(w->list, first + k, name, sizeof(name));
+        svp_pipe_wds_staged_path(w, first + k, dir, sizeof(dir));
         v[k].key   = svp_strdup(name);
-        v[k].index = idx[k];
+        v[k].index = first + k;
         v[k].path  = svp_strdup(dir);
     }
-    free(idx);
     *m_p = m;
     return v;
 }
@@ -161,52 +213,47 @@ static int svp_pipe_wds_is_staged(const svp_pipe_wds_sample_t *v, int k)
 static int svp_pipe_wds_current(svp_pipe_wds_h w, int j, json_t *index)
 {
     const svp_spec_t *spec = w->spec;
-    int               per  = spec->output.samples_per_shard, *idx, m, k;
+    int               first, m, k;
     json_t           *list = json_object_get(index, "samples"), *e;
     char              name[256], why[1024], where[600];
     int               current = 1;
     svp_status_t      status;
 
-    idx = malloc((size_t)per * sizeof(*idx));
-    if (idx == NULL) {
-        return 0;
-    }
-    svp_pipe_wds_shard_name(&w->task, j, ".tar", name, sizeof(name));
-    m = svp_pipe_wds_shard_samples(&w->task, w->list->count, per, j, idx);
+    svp_pipe_wds_shard_name(j, ".tar", name, sizeof(name));
+    m = svp_pipe_wds_shard_range(w->list->count, w->per, j, &first);
     if (json_array_size(list) != (size_t)m) {
         current = 0;
     }
     for (k = 0; current && k < m; ++k) {
         e       = json_array_get(list, (size_t)k);
-        current = (json_integer_value(json_object_get(e, "sample")) == idx[k]);
+        current = (json_integer_value(json_object_get(e, "sample")) == first + k);
     }
     if (!current) {
         svp_info(
             "%s/%s holds %zu samples, this job's shard %d holds %d (samples %d-%d): "
             "its samples are made again",
-            spec->output.dir, name, json_array_size(list), j, m, m > 0 ? idx[0] : 0,
-            m > 0 ? idx[m - 1] : 0);
+            spec->output.dir, name, json_array_size(list), j, m, first,
+            first + m - 1);
     }
     for (k = 0; current && k < m; ++k) {
         e      = json_array_get(list, (size_t)k);
         why[0] = '\0';
         snprintf(where, sizeof(where), "%s: %s.json", name,
                  json_string_value(json_object_get(e, "key")));
-        status = w->check(w->arg, idx[k], where, e, why, sizeof(why));
+        status = w->check(w->arg, first + k, where, e, why, sizeof(why));
         if (status == SVP_OK) {
-            w->passed[idx[k]] = 1;
+            w->passed[first + k] = 1;
         } else if (status == SVP_ERR_SPEC && spec->output.overwrite) {
             svp_info("%s/%s: sample %d: %s: output.overwrite is set, the shard's %d "
                      "samples are made again",
-                     spec->output.dir, name, idx[k], why, m);
+                     spec->output.dir, name, first + k, why, m);
             current = 0;
         } else if (status != SVP_ERR_SPEC) {
             svp_warn("%s/%s: sample %d: %s: the shard's %d samples are made again",
-                     spec->output.dir, name, idx[k], why, m);
+                     spec->output.dir, name, first + k, why, m);
             current = 0;
         }
     }
-    free(idx);
     return current;
 }
 
@@ -220,24 +267,20 @@ static int svp_pipe_wds_whole(svp_pipe_wds_h w, int j)
     char              name[256], why[1024];
     json_t           *index = NULL;
     svp_status_t      status;
-    int               count;
 
     if (w->state == NULL) {
-        count     = svp_pipe_wds_shard_count(&w->task, w->list->count,
-                                             spec->output.samples_per_shard);
-        w->state  = calloc((size_t)count + 1, 1);
+        w->state  = calloc((size_t)w->nshards + 1, 1);
         w->passed = calloc((size_t)w->list->count + 1, 1);
         if (w->state == NULL || w->passed == NULL) {
             svp_pipe_wds_forget(w);
             return 0;
         }
-        w->shards = count;
     }
-    if (j >= w->shards) {
+    if (j < 0 || j >= w->nshards) {
         return 0;
     }
     if (w->state[j] == 0) {
-        svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
+        svp_pipe_wds_shard_name(j, "", name, sizeof(name));
         why[0]      = '\0';
         status      = svp_pipe_wds_shard_check(spec->output.dir, name, &index, why,
                                                sizeof(why));
@@ -258,23 +301,27 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why,
 {
     const svp_spec_t *spec = w->spec;
     char              name[256], path[4200], where[4400];
-    json_error_t      jerr;
     json_t           *index, *entry;
     svp_status_t      status;
     int               j;
 
     /* the shard first: a run killed while it removed a packed shard's
      * staged samples leaves some of them staged */
-    j = svp_pipe_wds_shard_of(&w->task, spec->output.samples_per_shard, i);
+    j = i / w->per;
     if (!svp_pipe_wds_whole(w, j)) {
         svp_pipe_wds_staged_path(w, i, path, sizeof(path));
         svp_pipe_samples_name(w->list, i, name, sizeof(name));
         status = svp_pipe_wds_staged_entry(path, name, i, &entry, why, len);
-        if (status != SVP_OK) {
-            return status;
+        if (status == SVP_OK) {
+            status = w->check(w->arg, i, path, entry, why, len);
+            json_decref(entry);
         }
-        status = w->check(w->arg, i, path, entry, why, len);
-        json_decref(entry);
+        if (status == SVP_ERR_BAD_FILE ||
+            (status == SVP_ERR_SPEC && spec->output.overwrite)) {
+            /* made again: the staged file goes now, before the ranks agree
+             * and the packer starts, so that no shard is packed with it */
+            (void)unlink(path);
+        }
         return status;
     }
     if (w->passed[i]) {
@@ -282,16 +329,15 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why,
     }
     /* made with other parameters (the shard was kept for it): read its
      * record again for the message */
-    svp_pipe_wds_shard_name(&w->task, j, ".index.json", name, sizeof(name));
+    svp_pipe_wds_shard_name(j, ".tar", name, sizeof(name));
     snprintf(where, sizeof(where), "%s/%s", spec->output.dir, name);
-    index = json_load_file(where, 0, &jerr);
+    (void)svp_pipe_wds_shard_index(where, &index, why, len);
     entry = svp_pipe_wds_index_sample(index, i);
     if (entry == NULL || !json_is_object(json_object_get(entry, "record"))) {
         snprintf(why, len, "%s has no record of sample %d", where, i);
         json_decref(index);
         return SVP_ERR_BAD_FILE;
     }
-    svp_pipe_wds_shard_name(&w->task, j, ".tar", name, sizeof(name));
     snprintf(where, sizeof(where), "%s/%s: %s.json", spec->output.dir, name,
              json_string_value(json_object_get(entry, "key")));
     status = w->check(w->arg, i, where, entry, why, len);
@@ -299,35 +345,44 @@ svp_status_t svp_pipe_wds_check_sample(svp_pipe_wds_h w, int i, char *why,
     return status;
 }
 
+/* Shard j's figures from its index (and the seconds its packing took). */
+static void svp_pipe_wds_note(svp_pipe_wds_h w, int j, json_t *index, double seconds)
+{
+    svp_pipe_wds_shard_t *sh  = &w->shards[j];
+    const char           *sum = json_string_value(json_object_get(index, "sha256"));
+
+    sh->packed        = 1;
+    sh->bytes         = json_integer_value(json_object_get(index, "bytes"));
+    sh->samples_count = json_integer_value(json_object_get(index, "samples_count"));
+    snprintf(sh->sha256, sizeof(sh->sha256), "%s", sum ? sum : "");
+    sh->seconds = seconds;
+}
+
 /*
- * Packs this task's shard j when all its samples are staged (else nothing
- * to do yet), then removes them from the staging folder.  Another rank
- * that finished a sample of the shard at the same moment may pack it too:
- * both write the same bytes, each through its own temporary.  at_start:
- * the run's start, where a shard packed by a run killed before it removed
- * all its staged samples has them removed.
+ * Packs shard j once all its samples are staged (else nothing to do yet),
+ * then removes them from the staging folder.
  */
-static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_start)
+static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j)
 {
     const svp_spec_t      *spec = w->spec;
-    int                    m = 0, k, any = 0, bad = -1;
+    int                    m = 0, k, bad = -1, first;
     char                   name[256], why[1024], staging[4200];
-    svp_pipe_wds_sample_t *v      = svp_pipe_wds_list(w, j, &m);
+    svp_pipe_wds_sample_t *v;
     json_t                *index  = NULL;
     double                 t0     = svp_clock_now();
     svp_status_t           status = SVP_OK;
+    struct stat            sb;
 
+    /* the shard's last sample first, without listing the shard: while the
+     * shard fills (samples finish about in order) it is missing */
+    m = svp_pipe_wds_shard_range(w->list->count, w->per, j, &first);
+    svp_pipe_wds_staged_path(w, first + m - 1, staging, sizeof(staging));
+    if (m == 0 || stat(staging, &sb) != 0) {
+        return SVP_OK;
+    }
+    v = svp_pipe_wds_list(w, j, &m);
     if (v == NULL) {
         return SVP_ERR_NO_MEMORY;
-    }
-    if (at_start) {
-        for (k = 0; k < m && !any; ++k) {
-            any = svp_pipe_wds_is_staged(v, k);
-        }
-        if (any && svp_pipe_wds_whole(w, j)) {
-            svp_pipe_wds_unstage(v, m);
-            goto out;
-        }
     }
     /* from the last: samples finish about in order, so while a shard
      * fills, its last sample is missing and one look says so */
@@ -339,16 +394,11 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     if (m == 0) {
         goto out;
     }
-    svp_pipe_wds_shard_name(&w->task, j, "", name, sizeof(name));
+    svp_pipe_wds_shard_name(j, "", name, sizeof(name));
     why[0] = '\0';
     status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames,
-                               &bad, why, sizeof(why));
-    if (status != SVP_OK && svp_pipe_wds_shard_check(spec->output.dir, name, &index,
-                                                     why, sizeof(why)) == SVP_OK) {
-        status = SVP_OK; /* another rank packed it and took the staged samples */
-        json_decref(index);
-    } else if (status == SVP_ERR_BAD_FILE && bad >= 0 &&
-               svp_pipe_wds_is_staged(v, bad)) {
+                               w->lease, &index, &bad, why, sizeof(why));
+    if (status == SVP_ERR_BAD_FILE && bad >= 0 && svp_pipe_wds_is_staged(v, bad)) {
         /* a staged sample cut short or damaged is not packed: it goes, and
          * is made again (by resume, the shard then packed with it) */
         svp_warn("%s: not packed into %s/%s.tar; sample %d is made again", why,
@@ -367,57 +417,284 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j, int at_star
     snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
              SVP_PIPE_WDS_STAGING);
     (void)rmdir(staging);
+    svp_pipe_wds_note(w, j, index, svp_clock_now() - t0);
+    json_decref(index);
     svp_info("packed %s/%s.tar: %d samples (%.2fs)", spec->output.dir, name, m,
-             svp_clock_now() - t0);
+             w->shards[j].seconds);
 out:
     svp_pipe_wds_list_free(v, m);
     return status;
 }
 
-svp_status_t svp_pipe_wds_staged(svp_pipe_wds_h w, int i)
-{
-    int         per  = w->spec->output.samples_per_shard;
-    int         j    = svp_pipe_wds_shard_of(&w->task, per, i);
-    int         size = svp_pipe_shard_size(&w->task, w->list->count);
-    int         last = SVP_MIN((j + 1) * per, size) - 1;
-    char        path[4300];
-    struct stat sb;
-
-    /* the shard's last sample first, without listing the shard: while the
-     * shard fills (samples finish about in order) it is missing */
-    svp_pipe_wds_staged_path(w, last * w->task.count + w->task.index, path,
-                             sizeof(path));
-    if (stat(path, &sb) != 0) {
-        return SVP_OK;
-    }
-    return svp_pipe_wds_pack_shard(w, j, 0);
-}
-
-svp_status_t svp_pipe_wds_pack_ready(svp_pipe_wds_h w,
-                                     int (*mine)(int sample, void *arg), void *arg)
+/*
+ * Writes the task's listing: each of its shards with its samples and
+ * status, and where packed its bytes, sha256 and the seconds its packing
+ * took (by this run).  Atomic; nothing once the lease is lost.  *pending_p
+ * (may be NULL) counts the shards not packed.
+ */
+static svp_status_t svp_pipe_wds_listing_write(svp_pipe_wds_h w, int *pending_p)
 {
     const svp_spec_t *spec = w->spec;
-    int               per  = spec->output.samples_per_shard, j, count, m, *idx;
-    char              staging[4200];
-    struct stat       sb;
-    svp_status_t      status = SVP_OK;
+    char              name[256], path[4200], file[256], *text;
+    json_t           *o, *shards = json_array(), *s;
+    int               j, m, first, count = 0, pending = 0;
+    svp_status_t      status;
 
-    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
-             SVP_PIPE_WDS_STAGING);
-    if (stat(staging, &sb) != 0) {
-        return SVP_OK; /* nothing staged: nothing to pack or remove */
+    for (j = 0; j < w->nshards; ++j) {
+        const svp_pipe_wds_shard_t *sh = &w->shards[j];
+
+        if (!svp_pipe_wds_mine(w, j)) {
+            continue;
+        }
+        count++;
+        m = svp_pipe_wds_shard_range(w->list->count, w->per, j, &first);
+        svp_pipe_wds_shard_name(j, ".tar", name, sizeof(name));
+        s = json_pack("{s:s, s:i, s:i, s:i, s:s}", "shard", name, "samples_count", m,
+                      "first_sample", first, "last_sample", first + m - 1, "status",
+                      sh->packed ? "packed" : "pending");
+        pending += !sh->packed;
+        if (sh->packed) {
+            json_object_set_new(s, "bytes", json_integer(sh->bytes));
+            json_object_set_new(s, "sha256", json_string(sh->sha256));
+            json_object_set_new(s, "successes", json_integer(sh->samples_count));
+            json_object_set_new(s, "failures", json_integer(0));
+        }
+        if (sh->packed && sh->seconds >= 0) {
+            json_object_set_new(s, "seconds",
+                                json_real(round(sh->seconds * 1e3) / 1e3));
+        }
+        json_array_append_new(shards, s);
     }
-    count = svp_pipe_wds_shard_count(&w->task, w->list->count, per);
-    idx   = malloc((size_t)per * sizeof(*idx));
-    if (idx == NULL) {
+    if (pending_p != NULL) {
+        *pending_p = pending;
+    }
+    o    = json_pack("{s:i, s:i, s:i, s:o}", "samples", w->list->count,
+                     "samples_per_shard", w->per, "shards_count", count, "shards",
+                     shards);
+    text = (o != NULL) ? json_dumps(o, JSON_INDENT(1) | JSON_PRESERVE_ORDER |
+                                           JSON_REAL_PRECISION(9))
+                       : NULL;
+    json_decref(o);
+    if (text == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    for (j = 0; j < count && status == SVP_OK; ++j) {
-        m = svp_pipe_wds_shard_samples(&w->task, w->list->count, per, j, idx);
-        if (m > 0 && mine(idx[m - 1], arg)) {
-            status = svp_pipe_wds_pack_shard(w, j, 1);
+    svp_pipe_shard_file(&w->task, "shards", ".json", file, (int)sizeof(file));
+    snprintf(path, sizeof(path), "%s/%s", spec->output.dir, file);
+    status = svp_pipe_lease_guard(w->lease);
+    if (status == SVP_OK) {
+        status = svp_file_write_atomic(path, text, strlen(text));
+    }
+    free(text);
+    return status;
+}
+
+/*
+ * One look: packs the task's shards still to pack whose samples are all
+ * staged, from the first one still to pack and SVP_PIPE_WDS_LOOK_AHEAD
+ * after it, or all of them (all).  *changed_p: a shard was packed.
+ */
+static svp_status_t svp_pipe_wds_pack_pass(svp_pipe_wds_h w, int all, int *changed_p)
+{
+    svp_status_t status = SVP_OK;
+    int          j, looked = 0;
+
+    *changed_p = 0;
+    for (j = w->task.index; j < w->nshards && status == SVP_OK; j += w->task.count) {
+        if (!w->shards[j].need || w->shards[j].packed) {
+            continue;
+        }
+        if (!all && looked++ > SVP_PIPE_WDS_LOOK_AHEAD) {
+            break;
+        }
+        status = svp_pipe_wds_pack_shard(w, j);
+        *changed_p |= w->shards[j].packed;
+    }
+    return status;
+}
+
+static void *svp_pipe_wds_packer_thread(void *arg)
+{
+    svp_pipe_wds_h  w = arg;
+    struct timespec until;
+    svp_status_t    status;
+    int             last, changed;
+
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        /* asked to stop before this look: every sample is staged, so this
+         * look is the last */
+        last = w->stop;
+        if (w->stop > 1) {
+            break;
+        }
+        pthread_mutex_unlock(&w->lock);
+        status = svp_pipe_wds_pack_pass(w, last, &changed);
+        if (status == SVP_OK && changed) {
+            status = svp_pipe_wds_listing_write(w, NULL);
+        }
+        pthread_mutex_lock(&w->lock);
+        if (status != SVP_OK && w->failed == SVP_OK) {
+            w->failed = status;
+        }
+        if (last || status != SVP_OK) {
+            break;
+        }
+        if (!w->kick && !w->stop) {
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += (long)(SVP_PIPE_WDS_POLL_S * 1e9);
+            until.tv_sec += until.tv_nsec / 1000000000L;
+            until.tv_nsec %= 1000000000L;
+            (void)pthread_cond_timedwait(&w->cond, &w->lock, &until);
+        }
+        w->kick = 0;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+void svp_pipe_wds_staged(svp_pipe_wds_h w, int i)
+{
+    (void)i;
+    pthread_mutex_lock(&w->lock);
+    if (w->running) {
+        w->kick = 1;
+        pthread_cond_signal(&w->cond);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Whether any sample of shard j waits staged. */
+static int svp_pipe_wds_any_staged(svp_pipe_wds_h w, int j)
+{
+    int                    m = 0, k, any = 0;
+    svp_pipe_wds_sample_t *v = svp_pipe_wds_list(w, j, &m);
+
+    for (k = 0; v != NULL && k < m && !any; ++k) {
+        any = svp_pipe_wds_is_staged(v, k);
+    }
+    svp_pipe_wds_list_free(v, m);
+    return any;
+}
+
+/*
+ * What the packer starts from for shard j, none of whose samples this run
+ * makes: staged samples of a shard packed whole go (a run killed while it
+ * removed them); staged samples of a shard not packed are packed; else the
+ * shard is there (resume found its samples in it).
+ */
+static void svp_pipe_wds_found(svp_pipe_wds_h w, int j, int staging)
+{
+    char    name[256], path[4200], why[1024];
+    json_t *index = NULL;
+    int     m     = 0;
+
+    svp_pipe_wds_shard_name(j, ".tar", name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", w->spec->output.dir, name);
+    if (staging && svp_pipe_wds_any_staged(w, j)) {
+        if (svp_pipe_wds_whole(w, j)) {
+            svp_pipe_wds_sample_t *v = svp_pipe_wds_list(w, j, &m);
+
+            svp_pipe_wds_unstage(v, m);
+            svp_pipe_wds_list_free(v, m);
+        } else {
+            w->shards[j].need = 1;
+            return;
         }
     }
-    free(idx);
-    return status;
+    if (svp_pipe_wds_shard_index(path, &index, why, sizeof(why)) == SVP_OK) {
+        svp_pipe_wds_note(w, j, index, -1);
+    }
+    json_decref(index);
+}
+
+svp_status_t svp_pipe_wds_packer_start(svp_pipe_wds_h w, const int *todo, int ntodo,
+                                       svp_pipe_lease_t *lease)
+{
+    const svp_spec_t *spec = w->spec;
+    char              staging[4200];
+    struct stat       sb;
+    sigset_t          all, old;
+    svp_status_t      status;
+    int               j, k, removed = 0, changed, staged;
+
+    w->shards = calloc((size_t)w->nshards + 1, sizeof(*w->shards));
+    if (w->shards == NULL) {
+        return SVP_ERR_NO_MEMORY;
+    }
+    w->lease = lease;
+    svp_pipe_wds_clean(spec->output.dir, &w->task, &removed);
+    if (removed > 0) {
+        svp_info("removed %d shard temporaries left in %s by an interrupted run",
+                 removed, spec->output.dir);
+    }
+    for (k = 0; k < ntodo; ++k) {
+        w->shards[todo[k] / w->per].need = 1;
+    }
+    snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
+             SVP_PIPE_WDS_STAGING);
+    staged = (stat(staging, &sb) == 0);
+    for (j = w->task.index; j < w->nshards; j += w->task.count) {
+        w->shards[j].seconds = -1;
+        if (!w->shards[j].need) {
+            svp_pipe_wds_found(w, j, staged);
+        }
+    }
+    /* shards whose samples were all staged by a run killed before it
+     * packed them */
+    status = svp_pipe_wds_pack_pass(w, 1, &changed);
+    if (status == SVP_OK) {
+        status = svp_pipe_wds_listing_write(w, NULL);
+    }
+    if (status != SVP_OK) {
+        return status;
+    }
+    /* the thread takes no signal: the worker's threads see to them */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    if (pthread_create(&w->thread, NULL, svp_pipe_wds_packer_thread, w) != 0) {
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        svp_error("cannot start the shard packer: %s", strerror(errno));
+        return SVP_ERR_IO;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_lock(&w->lock);
+    w->running = 1;
+    pthread_mutex_unlock(&w->lock);
+    return SVP_OK;
+}
+
+/* Ends the packer: after one last look (how 1), or at once (how 2). */
+static void svp_pipe_wds_packer_stop(svp_pipe_wds_h w, int how)
+{
+    int running;
+
+    pthread_mutex_lock(&w->lock);
+    running = w->running;
+    w->stop = how;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+    if (running) {
+        pthread_join(w->thread, NULL);
+        pthread_mutex_lock(&w->lock);
+        w->running = 0;
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+static void svp_pipe_wds_packer_end(svp_pipe_wds_h w)
+{
+    svp_pipe_wds_packer_stop(w, 2);
+}
+
+svp_status_t svp_pipe_wds_packer_finish(svp_pipe_wds_h w, int *pending_p)
+{
+    svp_status_t status;
+
+    *pending_p = 0;
+    if (w->shards == NULL) {
+        return SVP_OK; /* no packer ran here */
+    }
+    svp_pipe_wds_packer_stop(w, 1);
+    status = svp_pipe_wds_listing_write(w, pending_p);
+    return (w->failed != SVP_OK) ? w->failed : status;
 }

@@ -322,12 +322,36 @@ void svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n)
     free(v);
 }
 
-svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **v_p,
-                                      int *n_p, char *why, size_t len)
+/* Appends a member (taking data, which may be NULL) to *v_p of *n_p. */
+static svp_status_t svp_pipe_wds_member_push(svp_pipe_wds_member_t **v_p, int *n_p,
+                                             int *room_p, const char *name,
+                                             char *data, size_t size)
+{
+    svp_pipe_wds_member_t *grown;
+
+    if (*n_p == *room_p) {
+        *room_p = SVP_MAX(8, 2 * *room_p);
+        grown   = realloc(*v_p, (size_t)*room_p * sizeof(**v_p));
+        if (grown == NULL) {
+            return SVP_ERR_NO_MEMORY;
+        }
+        *v_p = grown;
+    }
+    (*v_p)[*n_p].name = svp_strdup(name);
+    (*v_p)[*n_p].data = data;
+    (*v_p)[*n_p].size = size;
+    (*n_p)++;
+    return SVP_OK;
+}
+
+/* staged_read (sizes 0) or staged_sizes (1). */
+static svp_status_t svp_pipe_wds_staged_load(const char *path, int sizes,
+                                             svp_pipe_wds_member_t **v_p, int *n_p,
+                                             char *why, size_t len)
 {
     struct archive        *a;
     struct archive_entry  *e;
-    svp_pipe_wds_member_t *v = NULL, *grown;
+    svp_pipe_wds_member_t *v = NULL;
     svp_sha256_t           sum;
     const char            *name;
     char                   hex[65], *data;
@@ -363,6 +387,16 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             status = SVP_ERR_BAD_FILE;
             break;
         }
+        if (sizes && strcmp(name, "sample.json") != 0) {
+            /* its size alone; its bytes (and the checksum) are read when
+             * the shard is written */
+            summed |= (strcmp(name, SVP_PIPE_WDS_STAGED_SUM) == 0);
+            if (!summed) {
+                status = svp_pipe_wds_member_push(&v, &n, &room, name, NULL,
+                                                  (size_t)size);
+            }
+            continue;
+        }
         data = malloc((size_t)size + 1);
         if (data == NULL) {
             status = SVP_ERR_NO_MEMORY;
@@ -394,20 +428,10 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             continue;
         }
         svp_pipe_wds_sum_member(&sum, name, data, (size_t)size);
-        if (n == room) {
-            room  = SVP_MAX(8, 2 * room);
-            grown = realloc(v, (size_t)room * sizeof(*v));
-            if (grown == NULL) {
-                free(data);
-                status = SVP_ERR_NO_MEMORY;
-                break;
-            }
-            v = grown;
+        status = svp_pipe_wds_member_push(&v, &n, &room, name, data, (size_t)size);
+        if (status != SVP_OK) {
+            free(data);
         }
-        v[n].name = svp_strdup(name);
-        v[n].data = data;
-        v[n].size = (size_t)size;
-        n++;
     }
     if (status == SVP_OK && r != ARCHIVE_EOF) {
         snprintf(why, len, "staged sample %s is cut short or damaged: %s", path,
@@ -426,4 +450,16 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
     *v_p = v;
     *n_p = n;
     return SVP_OK;
+}
+
+svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **v_p,
+                                      int *n_p, char *why, size_t len)
+{
+    return svp_pipe_wds_staged_load(path, 0, v_p, n_p, why, len);
+}
+
+svp_status_t svp_pipe_wds_staged_sizes(const char *path, svp_pipe_wds_member_t **v_p,
+                                       int *n_p, char *why, size_t len)
+{
+    return svp_pipe_wds_staged_load(path, 1, v_p, n_p, why, len);
 }

@@ -677,6 +677,7 @@ int main(int argc, char **argv)
          * bad one is preflight's to report) */
         launch_resolve_samples(spec, 1);
     }
+    svp_pipe_shard_set_block(&a.shard_of, spec);
     if (a.shard_of.count > 1 && spec->samples > 0) {
         /* a shard job plans for its own samples */
         spec->samples = svp_pipe_shard_size(&a.shard_of, spec->samples);

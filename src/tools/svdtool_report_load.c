@@ -147,6 +147,19 @@ svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
         }
     }
     globfree(&g);
+    /* a webdataset run's listing of its task's shards (pipe/wds.h) */
+    if (in->shards == NULL) {
+        json_t *sh    = json_object_get(in->run, "shard");
+        int     count = (int)json_integer_value(json_object_get(sh, "count"));
+
+        if (count > 1) {
+            snprintf(path, sizeof(path), "%s/shards.shard-%d-of-%d.json", dir,
+                     (int)json_integer_value(json_object_get(sh, "index")), count);
+        } else {
+            snprintf(path, sizeof(path), "%s/shards.json", dir);
+        }
+        in->shards = (stat(path, &sb) == 0) ? json_load_file(path, 0, NULL) : NULL;
+    }
     /* svdtool unet --profile put beside the run, else rank 0's log.profile */
     snprintf(path, sizeof(path), "%s/profile.json", dir);
     if (in->profile == NULL && stat(path, &sb) != 0) {

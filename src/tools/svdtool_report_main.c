@@ -144,6 +144,7 @@ out:
     svdtool_report_cleanup(&r);
     json_decref(in.run);
     json_decref(in.profile);
+    json_decref(in.shards);
     svp_spec_destroy(in.spec);
     svp_hw_destroy(in.hw);
     return svp_status_exit_code(status);

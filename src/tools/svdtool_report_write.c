@@ -272,6 +272,51 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r,
     rdoc_table_end(d);
 }
 
+/* A webdataset run's shards, from the task's listing (pipe/wds.h). */
+static void rsec_outputs(rdoc_t *d, const svdtool_report_inputs_t *in)
+{
+    json_t    *v;
+    size_t     k;
+    int        packed = 0, timed = 0;
+    json_int_t bytes = 0, samples = 0;
+    double     seconds = 0, longest = 0, s;
+
+    if (in->shards == NULL) {
+        return;
+    }
+    json_array_foreach(json_object_get(in->shards, "shards"), k, v)
+    {
+        if (strcmp(svdtool_report_str(v, "status", ""), "packed") != 0) {
+            continue;
+        }
+        packed++;
+        bytes += json_integer_value(json_object_get(v, "bytes"));
+        samples += json_integer_value(json_object_get(v, "successes"));
+        if (json_is_number(json_object_get(v, "seconds"))) {
+            s = json_number_value(json_object_get(v, "seconds"));
+            seconds += s;
+            longest = (s > longest) ? s : longest;
+            timed++;
+        }
+    }
+    rdoc_h(d, 2, "Outputs");
+    rdoc_row(d, "what|value");
+    rdoc_row(d, "format|webdataset, %lld samples per shard",
+             (long long)json_integer_value(
+                 json_object_get(in->shards, "samples_per_shard")));
+    rdoc_row(d, "shards|%d packed of %lld, %lld samples, %.1f MB", packed,
+             (long long)json_integer_value(
+                 json_object_get(in->shards, "shards_count")),
+             (long long)samples, (double)bytes / 1e6);
+    if (timed > 0) {
+        rdoc_row(d,
+                 "packing|%d shards in %.2f s (on rank 0's packer, beside the "
+                 "pipeline), the longest %.2f s",
+                 timed, seconds, longest);
+    }
+    rdoc_table_end(d);
+}
+
 static svp_status_t rsec_timeline(rdoc_t *d, const svdtool_report_t *r)
 {
     rdoc_h(d, 2, "Timeline");
@@ -902,6 +947,7 @@ svp_status_t svdtool_report_write(const char *dir, svdtool_report_t *r,
     fputs(rhtml_head, d.html);
     rdoc_h(&d, 1, "svdpipe run report");
     rsec_summary(&d, r, in);
+    rsec_outputs(&d, in);
     status = rsec_timeline(&d, r);
     if (status == SVP_OK) {
         status = rsec_util(&d, r);

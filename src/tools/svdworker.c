@@ -57,8 +57,10 @@ static void svp_worker_usage(FILE *out)
         "\n"
         "  -s, --set KEY=VALUE  override a key of the job spec (e.g. steps=28)\n"
         "      --shard I/N      make only the samples whose index is I mod N (task I\n"
-        "                       of N sharing output.dir); with cluster.array set,\n"
-        "                       a Slurm array task takes its own by default\n"
+        "                       of N sharing output.dir; with output.format\n"
+        "                       webdataset the shards whose number is); with\n"
+        "                       cluster.array set, a Slurm array task takes its\n"
+        "                       own by default\n"
         "  -c, --check          validate the spec and the step assignment, run nothing\n"
         "  -p, --print-spec     print the effective spec and exit\n"
         "  -h, --help           this text\n"
@@ -198,21 +200,13 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
                      SVP_PIPE_WDS_STAGING);
             svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
             n += m;
-            svp_pipe_wds_clean(spec->output.dir, shard, &m);
-            n += m;
         }
         if (n > 0) {
             svp_info("removed %d temporaries left in %s by an interrupted run", n,
                      spec->output.dir);
         }
     }
-    status = svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
-    /* shards whose samples were all finished, but not packed, by a run
-     * killed in between: packed by the rank that finishes the last one */
-    if (status == SVP_OK && writes && stage->ops->pack != NULL) {
-        status = stage->ops->pack(stage->self, svp_worker_owns, &own);
-    }
-    return status;
+    return svp_pipe_resume_agree(rt, spec, stage, nsamples, shard, resume_p);
 }
 
 /* One rank's state, from the command line to the exit code. */
@@ -233,6 +227,7 @@ typedef struct {
     int                   verdict;    /* every rank fails on the same verdict */
     svp_worker_beat_t    *beat;       /* task.json's heartbeat (rank 0) */
     svp_pipe_lease_t     *lease;      /* output.dir's, held by rank 0 */
+    svp_pipe_wds_h        wds;        /* the stage's shards, or NULL */
     svp_pipe_resume_t     resume;
     svp_worker_run_info_t info;
     char                  trace_prefix[4096];
@@ -343,6 +338,7 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
         fprintf(stderr, "svdworker: %s\n", err);
         return SVP_EXIT_BAD_INPUT;
     }
+    svp_pipe_shard_set_block(&w->shard, w->spec);
 
     if (w->print) {
         if (svp_spec_dump(w->spec, &dump) == SVP_OK) {
@@ -553,7 +549,14 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
              spec->name, spec->file, w->rank, w->world,
              svp_rt_is_plain(w->rt) ? "" : " in ", svp_rt_nspace(w->rt));
     if (w->rank == 0) {
-        if (w->shard.count > 1) {
+        if (w->shard.count > 1 && svp_pipe_shard_block(&w->shard) > 1) {
+            svp_info("job '%s': %s; task %d of %d makes %d of them (the shards "
+                     "of %d samples whose number is %d mod %d)",
+                     spec->name, w->what, w->shard.index, w->shard.count,
+                     svp_pipe_shard_size(&w->shard, w->list->count),
+                     svp_pipe_shard_block(&w->shard), w->shard.index,
+                     w->shard.count);
+        } else if (w->shard.count > 1) {
             svp_info(
                 "job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
                 spec->name, w->what, w->shard.index, w->shard.count,
@@ -612,8 +615,11 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
         return status;
     }
     w->have_stage = 1;
-    if (w->pp.stage.ops->set_task != NULL) {
-        w->pp.stage.ops->set_task(w->pp.stage.self, w->shard.index, w->shard.count);
+    w->wds        = (w->pp.stage.ops->shards != NULL)
+                        ? w->pp.stage.ops->shards(w->pp.stage.self)
+                        : NULL;
+    if (w->wds != NULL) {
+        svp_pipe_wds_set_task(w->wds, &w->shard);
     }
 
     status = svp_worker_take_lease(w);
@@ -631,6 +637,15 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     }
     w->pp.samples  = w->resume.todo;
     w->pp.nsamples = w->resume.ntodo;
+    if (w->wds != NULL && w->rank == 0) {
+        /* rank 0 packs the task's shards (pipe/wds.h), beside its work */
+        status = svp_pipe_wds_packer_start(w->wds, w->resume.todo, w->resume.ntodo,
+                                           w->lease);
+        if (status != SVP_OK) {
+            svp_worker_fail(w->rt, w->world, w->rank, status);
+            return status;
+        }
+    }
     /* every rank has left the agreement's fence: the job's window starts */
     w->agreed = svp_clock_now();
     w->wall0  = svp_clock_wall();
@@ -778,33 +793,32 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         /* tear the job down before the (bounded) cleanup below */
         svp_worker_fail(w->rt, w->world, w->rank, status);
     }
-    if (status == SVP_OK && w->rank == 0) {
-        /* after the final fence: the slowest rank is done too */
-        double dt = svp_clock_now() - w->agreed;
-        svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
-                 "ranks agreed on to the last rank's end)",
-                 (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
-    }
-    if (status == SVP_OK && w->rank == 0 &&
-        spec->output.format == SVP_OUTPUT_WEBDATASET) {
-        /* after the final fence: every shard this run packs is packed */
+    if (status == SVP_OK && w->rank == 0 && w->wds != NULL) {
+        /* after the final fence every sample is staged: the packer packs
+         * what is left and ends */
         int pending = 0;
 
-        status =
-            svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
-                                       spec->output.samples_per_shard, &pending);
+        status = svp_pipe_wds_packer_finish(w->wds, &pending);
         if (status != SVP_OK) {
-            svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
+            svp_error("cannot pack the shards in %s: %s", spec->output.dir,
                       svp_status_string(status));
         } else if (pending > 0) {
             /* every sample is done: a shard not packed had samples staged
-             * where the rank that finished its last one could not see them */
+             * where rank 0, the packer, could not see them */
             svp_warn("%d shards not packed in %s: their samples wait in %s/%s; "
                      "output.dir must be one folder every rank sees (a shared "
                      "file system) for output.format webdataset",
                      pending, spec->output.dir, spec->output.dir,
                      SVP_PIPE_WDS_STAGING);
         }
+    }
+    if (status == SVP_OK && w->rank == 0) {
+        /* after the final fence (and the last shard's packing): the
+         * slowest rank is done too */
+        double dt = svp_clock_now() - w->agreed;
+        svp_info("job: %.3f samples/s (%d samples in %.3fs, from the start all "
+                 "ranks agreed on to the last rank's end)",
+                 (dt > 0) ? w->pp.nsamples / dt : 0.0, w->pp.nsamples, dt);
     }
     if (status == SVP_OK) {
         svp_worker_run_write(spec, w->rt, &w->info, started * 1e-6,

@@ -236,12 +236,13 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
         return;
     }
     doc = json_pack(
-        "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
+        "{s:s, s:[i, i], s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, s:s, s:s, "
         "s:f, s:f}",
         "job", spec->name, "shard", info->shard.index, info->shard.count,
-        "samples_total", info->samples_total, "samples_shard", info->samples_shard,
-        "skipped", info->skipped, "to_run", info->to_run, "started", started,
-        "ended", ended, "state", state, "slurm_job", jobid ? jobid : "", "array_job",
+        "shard_block", svp_pipe_shard_block(&info->shard), "samples_total",
+        info->samples_total, "samples_shard", info->samples_shard, "skipped",
+        info->skipped, "to_run", info->to_run, "started", started, "ended", ended,
+        "state", state, "slurm_job", jobid ? jobid : "", "array_job",
         ajob ? ajob : "", "array_task", atask ? atask : "", "updated",
         svp_clock_wall(), "beat_s", svp_worker_beat_seconds());
     text = (doc != NULL) ? json_dumps(doc, JSON_INDENT(1)) : NULL;
