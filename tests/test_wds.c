@@ -167,8 +167,8 @@ static void pack_two_at(const char *name, svp_status_t want, int want_bad, char 
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, NULL, NULL, &bad, why,
-                                   len),
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, NULL, NULL, NULL, &bad,
+                                   why, len),
                  want, "%s", why);
     cr_assert_eq(bad, want_bad);
 }
@@ -553,4 +553,31 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
         cr_assert_eq(stat(path, &sb) == 0, keep[i], "%s: %s", names[i],
                      keep[i] ? "removed" : "left");
     }
+}
+
+Test(wds, a_pack_asked_to_stop_writes_nothing, .init = mkfolder, .fini = rmfolder)
+{
+    char                  d0[512], d1[512], why[1024], path[600];
+    int                   cancel = 1;
+    svp_pipe_wds_sample_t v[2]   = {{"a", 0, d0}, {"b", 2, d1}};
+    struct stat           sb;
+    DIR                  *d;
+    struct dirent        *de;
+
+    stage("a", 1, 1000000, 0644);
+    stage("b", 2, 1000000, 0644);
+    snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
+    snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
+    cr_assert_eq(svp_pipe_wds_pack(tmpdir, "s", v, 2, 1, NULL, &cancel, NULL, NULL,
+                                   why, sizeof(why)),
+                 SVP_ERR_CANCELED);
+    snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
+    cr_assert_neq(stat(path, &sb), 0, "no shard");
+    d = opendir(tmpdir);
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        cr_assert_null(strstr(de->d_name, ".tmp."), "left: %s", de->d_name);
+    }
+    closedir(d);
+    cr_assert_eq(stat(d0, &sb), 0, "the staged samples stay");
 }

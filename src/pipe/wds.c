@@ -305,8 +305,8 @@ static struct archive *svp_pipe_wds_tar_open(svp_pipe_wds_sink_t *k)
 static svp_status_t svp_pipe_wds_write_samples(struct archive              *a,
                                                const svp_pipe_wds_sample_t *samples,
                                                int n, int frames, int count,
-                                               json_t *list, int *bad_p, char *why,
-                                               size_t len)
+                                               const int *cancel, json_t *list,
+                                               int *bad_p, char *why, size_t len)
 {
     struct archive_entry *e = archive_entry_new();
     json_t               *entry;
@@ -317,6 +317,11 @@ static svp_status_t svp_pipe_wds_write_samples(struct archive              *a,
         return SVP_ERR_NO_MEMORY;
     }
     for (i = 0; i < n && status == SVP_OK; ++i) {
+        if (cancel != NULL && __atomic_load_n(cancel, __ATOMIC_RELAXED)) {
+            snprintf(why, len, "packing stopped: the run ends");
+            status = SVP_ERR_CANCELED;
+            break;
+        }
         entry = json_pack("{s:s, s:i, s:s}", "key", samples[i].key, "sample",
                           samples[i].index, "status", "done");
         json_array_append_new(list, entry);
@@ -427,9 +432,10 @@ static char *svp_pipe_wds_index_text(const char *name, json_t *rel, int n,
  */
 static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
                                              const svp_pipe_wds_sample_t *samples,
-                                             int n, int frames, json_t **index_p,
-                                             long *digest_p, char sum_p[65],
-                                             int *bad_p, char *why, size_t len)
+                                             int n, int frames, const int *cancel,
+                                             json_t **index_p, long *digest_p,
+                                             char sum_p[65], int *bad_p, char *why,
+                                             size_t len)
 {
     svp_pipe_wds_sink_t   k   = {.fd = -1};
     struct archive       *a   = svp_pipe_wds_tar_open(&k);
@@ -443,8 +449,8 @@ static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
     if (a == NULL || e == NULL || rel == NULL || real == NULL || none == NULL) {
         goto out;
     }
-    status =
-        svp_pipe_wds_write_samples(a, samples, n, frames, 1, rel, bad_p, why, len);
+    status = svp_pipe_wds_write_samples(a, samples, n, frames, 1, cancel, rel, bad_p,
+                                        why, len);
     archive_write_free(a);
     a = NULL;
     if (status != SVP_OK) {
@@ -461,8 +467,8 @@ static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
                                             strlen(text), none, why, len)
                          : SVP_ERR_NO_MEMORY;
     if (status == SVP_OK) {
-        status = svp_pipe_wds_write_samples(a, samples, n, frames, 0, real, bad_p,
-                                            why, len);
+        status = svp_pipe_wds_write_samples(a, samples, n, frames, 0, cancel, real,
+                                            bad_p, why, len);
     }
     /* the staged files are renamed into place whole and never rewritten:
      * the second read is the first's */
@@ -493,8 +499,9 @@ out:
 
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
                                const svp_pipe_wds_sample_t *samples, int n,
-                               int frames, svp_pipe_lease_t *lease, json_t **index_p,
-                               int *bad_p, char *why, size_t len)
+                               int frames, svp_pipe_lease_t *lease,
+                               const int *cancel, json_t **index_p, int *bad_p,
+                               char *why, size_t len)
 {
     char         path[4200], tmp[4400], sum[65];
     json_t      *index  = NULL;
@@ -509,8 +516,8 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
         snprintf(why, len, "cannot create %s: %s", tmp, strerror(errno));
         return SVP_ERR_IO;
     }
-    status = svp_pipe_wds_write_shard(fd, name, samples, n, frames, &index, &digest,
-                                      sum, bad_p, why, len);
+    status = svp_pipe_wds_write_shard(fd, name, samples, n, frames, cancel, &index,
+                                      &digest, sum, bad_p, why, len);
     if (status == SVP_ERR_IO && strncmp(why, "cannot", 6) != 0) {
         char what[1024];
 

@@ -148,8 +148,9 @@ svp_status_t svp_pipe_wds_staged_sizes(const char *path, svp_pipe_wds_member_t *
  * Writes the shard at dir/name (name without ".tar") from its n staged
  * samples, in order: the tar through a temporary, its index first, flushed
  * and renamed once lease (may be NULL) still says the directory is this
- * job's.  The staged files stay (svp_pipe_wds_unstage removes them).
- * frames: add the frame_NNNN.png of each sample.  *index_p (when not NULL;
+ * job's; *cancel (may be NULL) turning non-zero stops it between samples
+ * (SVP_ERR_CANCELED, nothing written).  The staged files stay
+ * (svp_pipe_wds_unstage removes them).  frames: add the frame_NNNN.png of each sample.  *index_p (when not NULL;
  * json_decref) receives the index.  SVP_ERR_BAD_FILE when a staged sample
  * is missing, cut short or damaged (why names it; *bad_p, when not NULL,
  * is its position in samples), SVP_ERR_IO when the shard does not write,
@@ -157,8 +158,9 @@ svp_status_t svp_pipe_wds_staged_sizes(const char *path, svp_pipe_wds_member_t *
  */
 svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
                                const svp_pipe_wds_sample_t *samples, int n,
-                               int frames, svp_pipe_lease_t *lease, json_t **index_p,
-                               int *bad_p, char *why, size_t len);
+                               int frames, svp_pipe_lease_t *lease,
+                               const int *cancel, json_t **index_p, int *bad_p,
+                               char *why, size_t len);
 
 /*
  * Sample index's staged file at path read back, checked (its checksum, its

@@ -65,6 +65,7 @@ struct svp_pipe_wds {
     pthread_mutex_t       lock;
     pthread_cond_t        cond;
     int                   running, stop, kick;
+    int                   quit;   /* stop at once, mid-shard (atomic) */
     svp_status_t          failed; /* the packer's first error */
 };
 
@@ -397,7 +398,7 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j)
     svp_pipe_wds_shard_name(j, "", name, sizeof(name));
     why[0] = '\0';
     status = svp_pipe_wds_pack(spec->output.dir, name, v, m, spec->output.frames,
-                               w->lease, &index, &bad, why, sizeof(why));
+                               w->lease, &w->quit, &index, &bad, why, sizeof(why));
     if (status == SVP_ERR_BAD_FILE && bad >= 0 && svp_pipe_wds_is_staged(v, bad)) {
         /* a staged sample cut short or damaged is not packed: it goes, and
          * is made again (by resume, the shard then packed with it) */
@@ -406,6 +407,9 @@ static svp_status_t svp_pipe_wds_pack_shard(svp_pipe_wds_h w, int j)
         (void)unlink(v[bad].path);
         status = SVP_OK;
         goto out;
+    }
+    if (status == SVP_ERR_CANCELED) {
+        goto out; /* the run ends: its staged samples stay for the next */
     }
     if (status != SVP_OK) {
         svp_error("shard %s/%s.tar: %s", spec->output.dir, name, why);
@@ -668,6 +672,9 @@ static void svp_pipe_wds_packer_stop(svp_pipe_wds_h w, int how)
 {
     int running;
 
+    if (how > 1) {
+        __atomic_store_n(&w->quit, 1, __ATOMIC_RELAXED);
+    }
     pthread_mutex_lock(&w->lock);
     running = w->running;
     w->stop = how;
