@@ -10,10 +10,10 @@
  *   <name>/sample.json                  an svd sample, made
  *   <name>.safetensors                  a simulator sample, made
  *   shard-NNNNNN.tar, shards*.json      a WebDataset shard's samples, made
- *                                       (pipe/wds.h: shard N holds samples
+ *                                       (job/wds.h: shard N holds samples
  *                                       [N*P, (N+1)*P), P from a listing)
  *   staging/<name>.tar                  a sample made, not yet packed
- *                                       (pipe/wds.h: renamed there whole)
+ *                                       (job/wds.h: renamed there whole)
  *
  * A sample is done when its output is there (outputs are renamed into place
  * whole).  Its index comes from the name sample_NNNNNN, else from its
@@ -34,7 +34,7 @@
 #include "common/clock.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
-#include "pipe/wds.h"
+#include "job/wds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -125,7 +125,7 @@ static svp_status_t status_read_task(const char *path, status_task_t *t, char *j
     }
     t->index = i;
     t->count = n;
-    /* the dealing's blocks (pipe/samples.h); 1 in older records */
+    /* the dealing's blocks (job/samples.h); 1 in older records */
     t->block = (int)json_integer_value(json_object_get(doc, "shard_block"));
     snprintf(t->state, sizeof(t->state), "%s", state);
     if (!strcmp(state, "running") && t->beat > 0 && t->updated > 0 &&
@@ -214,9 +214,9 @@ static int status_is_output(const char *dir, const char *name, int *is_dir_p,
 /* A task's shard owns sample i. */
 static int status_owns(const status_task_t *t, int i)
 {
-    svp_pipe_shard_t s = {.index = t->index, .count = t->count, .block = t->block};
+    svp_job_shard_t s = {.index = t->index, .count = t->count, .block = t->block};
 
-    return svp_pipe_shard_owns(&s, i);
+    return svp_job_shard_owns(&s, i);
 }
 
 /* The outputs found: each one's sample index and time. */
@@ -246,14 +246,14 @@ static svp_status_t status_push(status_outs_t *o, int idx, double mtime)
     return SVP_OK;
 }
 
-/* The shards found (pipe/wds.h), by number, and a listing's name. */
+/* The shards found (job/wds.h), by number, and a listing's name. */
 typedef struct {
     int *v;
     int  n, room;
     char listing[256];
 } status_shards_t;
 
-/* A WebDataset shard (pipe/wds.h: shard-NNNNNN.tar, renamed into place
+/* A WebDataset shard (job/wds.h: shard-NNNNNN.tar, renamed into place
  * whole) or a task's listing of them (shards.json, shards.shard-...json). */
 static svp_status_t status_note_shard(status_shards_t *sh, const char *name)
 {
@@ -269,7 +269,7 @@ static svp_status_t status_note_shard(status_shards_t *sh, const char *name)
         snprintf(sh->listing, sizeof(sh->listing), "%s", name);
         return SVP_OK;
     }
-    j = svp_pipe_wds_shard_number(name);
+    j = svp_job_wds_shard_number(name);
     if (j < 0 || strcmp(strchr(name, '.'), ".tar") != 0) {
         return SVP_OK;
     }
@@ -316,20 +316,20 @@ static svp_status_t status_scan_shards(const char *dir, const status_shards_t *s
     for (k = 0; k < sh->n && status == SVP_OK; ++k) {
         char name[64];
 
-        svp_pipe_wds_shard_name(sh->v[k], ".tar", name, sizeof(name));
+        svp_job_wds_shard_name(sh->v[k], ".tar", name, sizeof(name));
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         if (stat(path, &sb) != 0) {
             continue;
         }
         mtime = (double)sb.st_mtim.tv_sec + sb.st_mtim.tv_nsec * 1e-9;
         if (per > 0 && total > 0) {
-            m = svp_pipe_wds_shard_range(total, per, sh->v[k], &first);
+            m = svp_job_wds_shard_range(total, per, sh->v[k], &first);
             for (i = 0; i < m && status == SVP_OK; ++i) {
                 status = status_push(o, first + i, mtime);
             }
             continue;
         }
-        if (svp_pipe_wds_shard_index(path, &doc, why, sizeof(why)) != SVP_OK) {
+        if (svp_job_wds_shard_index(path, &doc, why, sizeof(why)) != SVP_OK) {
             continue; /* one that does not read counts nothing: made again */
         }
         list = json_object_get(doc, "samples");
@@ -349,11 +349,11 @@ static svp_status_t status_scan_shards(const char *dir, const status_shards_t *s
 /* A staged sample's index: from its name, else from its sample.json. */
 static int status_staged_index(const char *staging, const char *name)
 {
-    svp_pipe_wds_member_t *v;
-    json_t                *doc;
-    char                   path[8400], why[1024], *end;
-    int                    idx = -1, n, k;
-    long                   num;
+    svp_job_wds_member_t *v;
+    json_t               *doc;
+    char                  path[8400], why[1024], *end;
+    int                   idx = -1, n, k;
+    long                  num;
 
     /* "sample_N.tar": N in digits, no sign, no overflow */
     if (strncmp(name, "sample_", 7) == 0 && name[7] >= '0' && name[7] <= '9') {
@@ -364,7 +364,7 @@ static int status_staged_index(const char *staging, const char *name)
         }
     }
     snprintf(path, sizeof(path), "%s/%s", staging, name);
-    if (svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
+    if (svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
         return -1;
     }
     for (k = 0; k < n; ++k) {
@@ -376,7 +376,7 @@ static int status_staged_index(const char *staging, const char *name)
             json_decref(doc);
         }
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     return idx;
 }
 
@@ -474,7 +474,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
             status = status_note_shard(&sh, de->d_name);
             continue;
         }
-        if (strcmp(de->d_name, SVP_PIPE_WDS_STAGING) == 0) {
+        if (strcmp(de->d_name, SVP_JOB_WDS_STAGING) == 0) {
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             status = status_scan_staging(path, &o);
             continue;

@@ -8,8 +8,8 @@
  * OpenBLAS's Haswell kernels too, which once gave other bits for 1 and 2
  * threads.  No tolerance: any difference is a failure.
  */
-#include "pipe/stage.h"
-#include "pipe/stage_svd_int.h"
+#include "stages/stages.h"
+#include "stages/stage_svd_int.h"
 #include "tensor/safetensors.h"
 #include "ops/ops.h"
 #include "common/log.h"

@@ -1,6 +1,7 @@
 /* Tests for src/pipe and the dummy model: determinism and output files. */
 #define _GNU_SOURCE
 #include "pipe/pipe.h"
+#include "stages/stages.h"
 #include "model/dummy.h"
 #include "noise/rng.h"
 #include "tensor/safetensors.h"

@@ -6,8 +6,8 @@
  * Tolerance: the golden README's free-running pipeline bound,
  * max|C - ref| <= 5e-5 * max|ref| (float32 vs float64 drift up to 7e-6).
  */
-#include "pipe/stage.h"
-#include "pipe/stage_svd_int.h"
+#include "stages/stages.h"
+#include "stages/stage_svd_int.h"
 #include "tensor/safetensors.h"
 #include "media/image.h"
 #include "media/resize.h"

@@ -1,5 +1,5 @@
 /*
- * Tests for the WebDataset shards (pipe/wds.h): which samples a shard holds
+ * Tests for the WebDataset shards (job/wds.h): which samples a shard holds
  * and which task of an array makes it, the shard's names, bytes that do
  * not depend on the staged files' times, modes or owners, an index (the
  * first member) whose offsets hold each member's bytes and whose digest
@@ -7,7 +7,7 @@
  * staged sample: one file whose cut or damage is found.
  */
 #define _GNU_SOURCE
-#include "pipe/wds.h"
+#include "job/wds.h"
 #include "common/sha256.h"
 #include "common/util.h"
 
@@ -45,22 +45,22 @@ Test(wds, each_shard_is_one_tasks_and_holds_its_block_of_samples)
     seen = calloc((size_t)n, sizeof(*seen));
     cr_assert_not_null(seen);
     for (per = 1; per <= 40; per += 13) {
-        cr_assert_eq(svp_pipe_wds_shards(n, per), (n + per - 1) / per);
+        cr_assert_eq(svp_job_wds_shards(n, per), (n + per - 1) / per);
         for (count = 1; count <= 5; ++count) {
             memset(seen, 0, (size_t)n * sizeof(*seen));
-            for (j = 0; j < svp_pipe_wds_shards(n, per); ++j) {
-                m = svp_pipe_wds_shard_range(n, per, j, &first);
+            for (j = 0; j < svp_job_wds_shards(n, per); ++j) {
+                m = svp_job_wds_shard_range(n, per, j, &first);
                 cr_assert(m >= 1 && m <= per, "per %d, shard %d: %d samples", per, j,
                           m);
                 cr_assert_eq(first, j * per);
                 /* the one task that makes all of them */
                 owner = -1;
                 for (t = 0; t < count; ++t) {
-                    svp_pipe_shard_t task = {t, count, per};
+                    svp_job_shard_t task = {t, count, per};
 
                     for (k = 0; k < m; ++k) {
                         i = first + k;
-                        if (svp_pipe_shard_owns(&task, i)) {
+                        if (svp_job_shard_owns(&task, i)) {
                             cr_assert(owner == -1 || owner == t,
                                       "per %d, %d tasks: shard %d split", per, count,
                                       j);
@@ -86,13 +86,13 @@ Test(wds, shard_names_are_their_numbers_for_any_array)
 {
     char buf[128];
 
-    svp_pipe_wds_shard_name(3, ".tar", buf, sizeof(buf));
+    svp_job_wds_shard_name(3, ".tar", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-000003.tar");
-    cr_assert_eq(svp_pipe_wds_shard_number("shard-000003.tar"), 3);
-    cr_assert_eq(svp_pipe_wds_shard_number("shard-1234567.tar.tmp.1@h"), 1234567);
-    cr_assert_eq(svp_pipe_wds_shard_number("shard-12.tar"), -1);
-    cr_assert_eq(svp_pipe_wds_shard_number("shards.json"), -1);
-    cr_assert_eq(svp_pipe_wds_shard_number("shard-000003"), -1);
+    cr_assert_eq(svp_job_wds_shard_number("shard-000003.tar"), 3);
+    cr_assert_eq(svp_job_wds_shard_number("shard-1234567.tar.tmp.1@h"), 1234567);
+    cr_assert_eq(svp_job_wds_shard_number("shard-12.tar"), -1);
+    cr_assert_eq(svp_job_wds_shard_number("shards.json"), -1);
+    cr_assert_eq(svp_job_wds_shard_number("shard-000003"), -1);
 }
 
 /* A member's bytes: from seed and the member's number f. */
@@ -115,20 +115,20 @@ static void member_bytes(int seed, int f, char *buf, size_t *len_p)
 static void stage_some(const char *key, int seed, time_t stamp, mode_t mode,
                        int latents)
 {
-    const char *files[] = {"sample.json", "video.mp4", "latents.safetensors",
-                           "frame_0000.png", "frame_0001.png"};
-    const int   order[] = {4, 1, 3};
-    char        path[512], buf[2048];
-    size_t      len;
-    size_t      k;
-    svp_pipe_wds_stage_h h;
-    const char          *scratch;
-    FILE                *fp;
-    struct timeval       tv[2] = {{stamp, 0}, {stamp, 0}};
+    const char         *files[] = {"sample.json", "video.mp4", "latents.safetensors",
+                                   "frame_0000.png", "frame_0001.png"};
+    const int           order[] = {4, 1, 3};
+    char                path[512], buf[2048];
+    size_t              len;
+    size_t              k;
+    svp_job_wds_stage_h h;
+    const char         *scratch;
+    FILE               *fp;
+    struct timeval      tv[2] = {{stamp, 0}, {stamp, 0}};
 
     snprintf(path, sizeof(path), "%s/staging/%s.tar", tmpdir, key);
-    cr_assert_eq(svp_pipe_wds_stage_begin(path, &h), SVP_OK);
-    scratch = svp_pipe_wds_stage_scratch(h);
+    cr_assert_eq(svp_job_wds_stage_begin(path, &h), SVP_OK);
+    scratch = svp_job_wds_stage_scratch(h);
     cr_assert_not_null(scratch);
     for (k = 0; k < sizeof(order) / sizeof(order[0]); ++k) {
         snprintf(path, sizeof(path), "%s/%s", scratch, files[order[k]]);
@@ -142,14 +142,14 @@ static void stage_some(const char *key, int seed, time_t stamp, mode_t mode,
     }
     if (latents) {
         member_bytes(seed, 2, buf, &len);
-        cr_assert_eq(svp_pipe_wds_stage_add(h, files[2], buf, len), SVP_OK);
+        cr_assert_eq(svp_job_wds_stage_add(h, files[2], buf, len), SVP_OK);
     }
     snprintf(buf, sizeof(buf),
              "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
              "\"timings\": {\"decode_s\": %d.5}, \"cpu\": {\"threads\": %d}}\n",
              seed, seed, (int)(stamp % 97), (int)(stamp % 5));
-    cr_assert_eq(svp_pipe_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
-    cr_assert_eq(svp_pipe_wds_stage_commit(h), SVP_OK);
+    cr_assert_eq(svp_job_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
+    cr_assert_eq(svp_job_wds_stage_commit(h), SVP_OK);
 }
 
 static void stage(const char *key, int seed, time_t stamp, mode_t mode)
@@ -160,15 +160,15 @@ static void stage(const char *key, int seed, time_t stamp, mode_t mode)
 static void pack_two_at(const char *name, svp_status_t want, int want_bad, char *why,
                         size_t len)
 {
-    char                  d0[512], d1[512];
-    int                   bad  = -1;
-    svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+    char                 d0[512], d1[512];
+    int                  bad  = -1;
+    svp_job_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
 
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, NULL, NULL, NULL, &bad,
-                                   why, len),
+    cr_assert_eq(svp_job_wds_pack(tmpdir, name, v, 2, 1, NULL, NULL, NULL, &bad, why,
+                                  len),
                  want, "%s", why);
     cr_assert_eq(bad, want_bad);
 }
@@ -254,9 +254,9 @@ Test(wds, the_index_comes_first_holds_each_members_offset_and_nothing_of_the_run
     pack_two("s", SVP_OK);
     tar = slurp("s.tar", &ntar);
     /* the first member, a name webdataset skips */
-    cr_assert_str_eq(tar, SVP_PIPE_WDS_INDEX);
+    cr_assert_str_eq(tar, SVP_JOB_WDS_INDEX);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_shard_index(path, &index, why, sizeof(why)), SVP_OK,
+    cr_assert_eq(svp_job_wds_shard_index(path, &index, why, sizeof(why)), SVP_OK,
                  "%s", why);
     cr_assert_eq(json_integer_value(json_object_get(index, "bytes")),
                  (json_int_t)ntar);
@@ -269,10 +269,10 @@ Test(wds, the_index_comes_first_holds_each_members_offset_and_nothing_of_the_run
     cr_assert_eq(json_integer_value(json_object_get(index, "failures")), 0);
     cr_assert_eq(json_array_size(json_object_get(index, "samples")), 2);
     cr_assert_eq(json_integer_value(
-                     json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
+                     json_object_get(svp_job_wds_index_sample(index, 2), "sample")),
                  2);
-    cr_assert_null(svp_pipe_wds_index_sample(index, 1));
-    members = json_object_get(svp_pipe_wds_index_sample(index, 0), "members");
+    cr_assert_null(svp_job_wds_index_sample(index, 1));
+    members = json_object_get(svp_job_wds_index_sample(index, 0), "members");
     cr_assert_eq(json_array_size(members), 5);
     json_array_foreach(members, k, m)
     {
@@ -293,13 +293,13 @@ Test(wds, the_index_comes_first_holds_each_members_offset_and_nothing_of_the_run
         }
     }
     /* the record without what varies by run, and nothing else of the run */
-    rec = json_object_get(svp_pipe_wds_index_sample(index, 0), "record");
+    rec = json_object_get(svp_job_wds_index_sample(index, 0), "record");
     cr_assert_eq(json_integer_value(json_object_get(rec, "seed")), 1);
     cr_assert_null(json_object_get(rec, "timings"));
     cr_assert_null(json_object_get(rec, "cpu"));
-    cr_assert_null(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"));
+    cr_assert_null(json_object_get(svp_job_wds_index_sample(index, 0), "run"));
     /* the check reads the same index */
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &again, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &again, why, sizeof(why)),
                  SVP_OK, "%s", why);
     cr_assert(json_equal(index, again));
     json_decref(again);
@@ -328,19 +328,19 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     size_t  n;
     char   *tar;
 
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND, "not packed: no shard");
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_OK, "%s", why);
     json_decref(index);
 
     tar = slurp("s.tar", &n);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_eq(truncate(path, (off_t)n - 512), 0);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_null(index);
     cr_assert_not_null(strstr(why, "s.tar is "), "%s", why);
@@ -349,7 +349,7 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     /* the size right, one byte of a sample wrong */
     tar[n - 2048] ^= 1;
     rewrite(tar, n);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
     tar[n - 2048] ^= 1;
@@ -360,20 +360,20 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     cr_assert_not_null(digit);
     digit[8] = (char)(digit[8] == '1' ? '2' : '1');
     rewrite(tar, n);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
 
     /* cut inside the index: no index that reads */
     cr_assert_eq(truncate(path, 700), 0);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "index"), "%s", why);
     free(tar);
 
     /* gone: not packed */
     cr_assert_eq(unlink(path), 0);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
 }
 
@@ -384,13 +384,13 @@ Test(wds,
     const char *order[] = {"sample.json", "video.mp4", "latents.safetensors",
                            "frame_0000.png", "frame_0001.png"};
     char        path[512], why[1024], buf[2048];
-    svp_pipe_wds_member_t *v;
-    json_t                *entry;
-    struct stat            sb;
-    DIR                   *d;
-    struct dirent         *de;
-    size_t                 len;
-    int                    n, k;
+    svp_job_wds_member_t *v;
+    json_t               *entry;
+    struct stat           sb;
+    DIR                  *d;
+    struct dirent        *de;
+    size_t                len;
+    int                   n, k;
 
     stage("a", 1, 1000000, 0644);
     /* one file: no scratch folder or temporary left beside it */
@@ -406,7 +406,7 @@ Test(wds,
     }
     closedir(d);
     snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK,
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK,
                  "%s", why);
     cr_assert_eq(n, 5);
     for (k = 0; k < n; ++k) {
@@ -417,38 +417,38 @@ Test(wds,
             cr_assert(memcmp(v[k].data, buf, len) == 0, "%s", order[k]);
         }
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     /* described as a shard's index entry */
-    cr_assert_eq(svp_pipe_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)),
                  SVP_OK, "%s", why);
     cr_assert_eq(json_integer_value(
                      json_object_get(json_object_get(entry, "record"), "seed")),
                  1);
     cr_assert_null(json_object_get(json_object_get(entry, "record"), "timings"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "mp4"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "latents.safetensors"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "frame_0001.png"));
+    cr_assert(svp_job_wds_entry_has(entry, "mp4"));
+    cr_assert(svp_job_wds_entry_has(entry, "latents.safetensors"));
+    cr_assert(svp_job_wds_entry_has(entry, "frame_0001.png"));
     json_decref(entry);
     snprintf(path, sizeof(path), "%s/staging/none.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
 }
 
 Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
      .init = mkfolder, .fini = rmfolder)
 {
-    char                   path[512], why[1024], *whole, *data, *sum;
-    svp_pipe_wds_member_t *v;
-    size_t                 n, cut, k, end;
-    int                    m;
-    FILE                  *fp;
+    char                  path[512], why[1024], *whole, *data, *sum;
+    svp_job_wds_member_t *v;
+    size_t                n, cut, k, end;
+    int                   m;
+    FILE                 *fp;
 
     stage("a", 1, 1000000, 0644);
     whole = slurp("staging/a.tar", &n);
     snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
     /* every cut before the checksum's last byte (the end-of-archive
      * records after it hold nothing), at and off the 512-byte records */
-    sum = memmem(whole, n, SVP_PIPE_WDS_STAGED_SUM, strlen(SVP_PIPE_WDS_STAGED_SUM));
+    sum = memmem(whole, n, SVP_JOB_WDS_STAGED_SUM, strlen(SVP_JOB_WDS_STAGED_SUM));
     cr_assert_not_null(sum);
     end = (size_t)(sum - whole) + 512 + 64;
     cr_assert(end <= n);
@@ -458,7 +458,7 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
         cr_assert_eq(fwrite(whole, 1, cut, fp), cut);
         fclose(fp);
         why[0] = '\0';
-        cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+        cr_assert_eq(svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)),
                      SVP_ERR_BAD_FILE, "cut at %zu of %zu read", cut, n);
         cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
         cr_assert_null(v);
@@ -473,9 +473,9 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
         cr_assert_not_null(fp);
         cr_assert_eq(fwrite(data, 1, n, fp), n);
         fclose(fp);
-        if (svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)) == SVP_OK) {
+        if (svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)) == SVP_OK) {
             /* only bytes that are no member's: padding, unused header fields */
-            svp_pipe_wds_members_free(v, m);
+            svp_job_wds_members_free(v, m);
             continue;
         }
         cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
@@ -487,7 +487,7 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
     cr_assert_not_null(fp);
     cr_assert_eq(fwrite(data, 1, n, fp), n);
     fclose(fp);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "checksum"), "%s", why);
     free(data);
@@ -512,7 +512,7 @@ Test(
     cr_assert_not_null(strstr(why, "staging/b.tar"), "%s", why);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
     /* whole, but without its latents */
     stage_some("b", 2, 1000000, 0644, 0);
@@ -524,11 +524,11 @@ Test(
 Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_shard_t task = {1, 3, 10};
-    char             names[6][128], path[1024];
-    int              i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
-    struct stat      sb;
-    FILE            *fp;
+    svp_job_shard_t task = {1, 3, 10};
+    char            names[6][128], path[1024];
+    int             i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
+    struct stat     sb;
+    FILE           *fp;
 
     /* task 1 of 3 makes shards 1, 4, 7, ...: another host's temporary; this
      * process's own; a live process's; task 2 of 3's; no temporary; no
@@ -546,7 +546,7 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
         cr_assert_not_null(fp);
         fclose(fp);
     }
-    svp_pipe_wds_clean(tmpdir, &task, &removed);
+    svp_job_wds_clean(tmpdir, &task, &removed);
     cr_assert_eq(removed, 2);
     for (i = 0; i < 6; ++i) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
@@ -557,19 +557,19 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
 
 Test(wds, a_pack_asked_to_stop_writes_nothing, .init = mkfolder, .fini = rmfolder)
 {
-    char                  d0[512], d1[512], why[1024], path[600];
-    int                   cancel = 1;
-    svp_pipe_wds_sample_t v[2]   = {{"a", 0, d0}, {"b", 2, d1}};
-    struct stat           sb;
-    DIR                  *d;
-    struct dirent        *de;
+    char                 d0[512], d1[512], why[1024], path[600];
+    int                  cancel = 1;
+    svp_job_wds_sample_t v[2]   = {{"a", 0, d0}, {"b", 2, d1}};
+    struct stat          sb;
+    DIR                 *d;
+    struct dirent       *de;
 
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, "s", v, 2, 1, NULL, &cancel, NULL, NULL,
-                                   why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_pack(tmpdir, "s", v, 2, 1, NULL, &cancel, NULL, NULL,
+                                  why, sizeof(why)),
                  SVP_ERR_CANCELED);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_neq(stat(path, &sb), 0, "no shard");

@@ -5,7 +5,7 @@
 #include "config.h"
 #endif
 #include "pipe/resume.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "pipe/schedule.h"
 #include "jobspec/layout.h"
 #include "common/log.h"
@@ -28,100 +28,19 @@ enum {
     SVP_RESUME_BAD  = 2  /* made with other parameters: the job fails */
 };
 
-int svp_pipe_resume_finisher(const svp_layout_t     *layout,
-                             const svp_pipe_shard_t *shard, int i)
+int svp_pipe_resume_finisher(const svp_layout_t    *layout,
+                             const svp_job_shard_t *shard, int i)
 {
-    if (!svp_pipe_shard_owns(shard, i)) {
+    if (!svp_job_shard_owns(shard, i)) {
         return -1;
     }
-    return svp_layout_owner(layout, svp_pipe_shard_pos(shard, i));
-}
-
-svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
-                                          const char *name, const char *model,
-                                          int index, uint64_t seed, int ndim,
-                                          const int64_t *shape, char *why,
-                                          size_t len)
-{
-    /* the job, its steps, the sample's seed and the model decide the
-     * latent; the sample's index does not (a manifest line inserted above
-     * moves it): its parameters are the stage's to compare */
-    struct {
-        const char *key;
-        const char *want;
-    } meta[4];
-    char                   steps[24], seedtxt[24];
-    svp_safetensors_info_t info;
-    svp_safetensors_h      st;
-    svp_status_t           status;
-    struct stat            sb;
-    const char            *got;
-    int                    i;
-
-    (void)index;
-    if (stat(path, &sb) != 0) {
-        return SVP_ERR_NOT_FOUND;
-    }
-    status = svp_safetensors_open(path, &st);
-    if (status != SVP_OK) {
-        snprintf(why, len, "%s does not open: %s", path, svp_status_string(status));
-        return SVP_ERR_BAD_FILE;
-    }
-    snprintf(steps, sizeof(steps), "%d", spec->steps);
-    snprintf(seedtxt, sizeof(seedtxt), "%" PRIu64, seed);
-    meta[0].key  = "job";
-    meta[0].want = spec->name;
-    meta[1].key  = "steps";
-    meta[1].want = steps;
-    meta[2].key  = "seed";
-    meta[2].want = seedtxt;
-    meta[3].key  = "model";
-    meta[3].want = model;
-    status       = SVP_OK;
-    for (i = 0; i < 4; ++i) {
-        got = svp_safetensors_metadata(st, meta[i].key);
-        if (got == NULL || strcmp(got, meta[i].want) != 0) {
-            snprintf(why, len,
-                     "%s was made with other parameters: %s: %s%s%s, this "
-                     "job has '%s'",
-                     path, meta[i].key, got ? "'" : "", got ? got : "(none)",
-                     got ? "'" : "", meta[i].want);
-            status = SVP_ERR_SPEC;
-            goto out;
-        }
-    }
-    if (svp_safetensors_find(st, name, &info) != SVP_OK) {
-        snprintf(why, len, "%s has no tensor '%s'", path, name);
-        status = SVP_ERR_BAD_FILE;
-        goto out;
-    }
-    if (info.dtype != SVP_DTYPE_F32 || info.ndim != ndim) {
-        snprintf(why, len,
-                 "%s: tensor '%s' has %d dimensions or another dtype, "
-                 "this job writes %d",
-                 path, name, info.ndim, ndim);
-        status = SVP_ERR_SPEC;
-        goto out;
-    }
-    for (i = 0; i < ndim; ++i) {
-        if (info.shape[i] != shape[i]) {
-            snprintf(why, len,
-                     "%s: tensor '%s' has size %" PRId64 " in dimension "
-                     "%d, this job writes %" PRId64,
-                     path, name, info.shape[i], i, shape[i]);
-            status = SVP_ERR_SPEC;
-            goto out;
-        }
-    }
-out:
-    svp_safetensors_close(st);
-    return status;
+    return svp_layout_owner(layout, svp_job_shard_pos(shard, i));
 }
 
 /* This rank's verdicts on the samples it finishes; *bad_p counts mismatches. */
 static svp_status_t svp_pipe_resume_scan(const svp_spec_t  *spec,
                                          const svp_stage_t *stage, int n,
-                                         const svp_pipe_shard_t *shard, int rank,
+                                         const svp_job_shard_t *shard, int rank,
                                          const svp_layout_t *layout,
                                          unsigned char *v, int *bad_p)
 {
@@ -132,7 +51,7 @@ static svp_status_t svp_pipe_resume_scan(const svp_spec_t  *spec,
     for (i = 0; i < n; ++i) {
         v[i] = SVP_RESUME_RUN;
         /* another shard's samples are that task's business, finished or not */
-        if (stage->ops->check_output == NULL || !svp_pipe_shard_owns(shard, i) ||
+        if (stage->ops->check_output == NULL || !svp_job_shard_owns(shard, i) ||
             svp_pipe_resume_finisher(layout, shard, i) != rank) {
             continue;
         }
@@ -198,8 +117,8 @@ static void svp_pipe_resume_ranges(const unsigned char *all, int n, int what,
 
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
                                    const svp_stage_t *stage, int n,
-                                   const svp_pipe_shard_t *shard,
-                                   svp_pipe_resume_t      *r_p)
+                                   const svp_job_shard_t *shard,
+                                   svp_pipe_resume_t     *r_p)
 {
     int            rank = svp_rt_rank(rt), world = svp_rt_size(rt);
     int            bad = 0, badrank = -1, i, r;
@@ -282,7 +201,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     for (i = 0; i < n; ++i) {
         if (all[i] == SVP_RESUME_DONE) {
             r_p->skipped++;
-        } else if (svp_pipe_shard_owns(shard, i)) {
+        } else if (svp_job_shard_owns(shard, i)) {
             r_p->todo[r_p->ntodo++] = i;
         }
     }
@@ -295,7 +214,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
         }
         svp_info("resuming in %s: %d of %d samples finished by an earlier run, "
                  "%d to run",
-                 spec->output.dir, r_p->skipped, svp_pipe_shard_size(shard, n),
+                 spec->output.dir, r_p->skipped, svp_job_shard_size(shard, n),
                  r_p->ntodo);
     }
     status = SVP_OK;

@@ -65,11 +65,11 @@ typedef struct svp_stage_ops {
      */
     svp_status_t (*check_output)(void *self, int index, char *why, size_t len);
     /*
-     * output.format webdataset: the stage's shards (pipe/wds.h), whose task
+     * output.format webdataset: the stage's shards (job/wds.h), whose task
      * and packer the worker sees to; NULL (or a NULL op): the stage writes
      * files only.
      */
-    struct svp_pipe_wds *(*shards)(void *self);
+    struct svp_job_wds *(*shards)(void *self);
     /* Bytes one sample's outputs take on disk, an upper bound (0: unknown). */
     uint64_t (*output_bytes)(void *self);
     void (*destroy)(void *self);
@@ -96,11 +96,5 @@ typedef struct {
  */
 svp_status_t svp_stage_sample_copy(const svp_stage_t *stage, svp_sample_t *dst,
                                    const svp_sample_t *src);
-
-/* The simulator stage (model.kind: dummy). */
-svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p);
-
-/* Real SVD denoising (model.kind: svd); see stage_svd.c for the inputs. */
-svp_status_t svp_stage_svd_create(const svp_spec_t *spec, svp_stage_t *stage_p);
 
 #endif

@@ -21,7 +21,7 @@ typedef struct {
     svp_spec_t *spec;    /* its spec, or NULL */
     svp_hw_t   *hw;      /* --hardware or the run's table, or NULL */
     json_t     *profile; /* --profile, or NULL */
-    json_t     *shards;  /* the task's WebDataset listing (pipe/wds.h), or NULL */
+    json_t     *shards;  /* the task's WebDataset listing (job/wds.h), or NULL */
     const char *hw_source;
     double      flops_source_counted;
     char        flops_source[256];

@@ -147,7 +147,7 @@ svp_status_t svdtool_report_load_dir(const char *dir, svdtool_report_t *r,
         }
     }
     globfree(&g);
-    /* a webdataset run's listing of its task's shards (pipe/wds.h) */
+    /* a webdataset run's listing of its task's shards (job/wds.h) */
     if (in->shards == NULL) {
         json_t *sh    = json_object_get(in->run, "shard");
         int     count = (int)json_integer_value(json_object_get(sh, "count"));

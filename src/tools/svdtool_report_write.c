@@ -272,7 +272,7 @@ static void rsec_summary(rdoc_t *d, const svdtool_report_t *r,
     rdoc_table_end(d);
 }
 
-/* A webdataset run's shards, from the task's listing (pipe/wds.h). */
+/* A webdataset run's shards, from the task's listing (job/wds.h). */
 static void rsec_outputs(rdoc_t *d, const svdtool_report_inputs_t *in)
 {
     json_t    *v;

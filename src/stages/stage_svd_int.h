@@ -11,12 +11,12 @@
  *   stage_svd_create.c  create and destroy: scheduler, ops handle, models,
  *                       the step's buffers
  */
-#ifndef SVP_PIPE_STAGE_SVD_INT_H
-#define SVP_PIPE_STAGE_SVD_INT_H
+#ifndef SVP_STAGES_STAGE_SVD_INT_H
+#define SVP_STAGES_STAGE_SVD_INT_H
 
 #include "pipe/stage.h"
-#include "pipe/samples.h"
-#include "pipe/wds.h"
+#include "job/samples.h"
+#include "job/wds.h"
 #include "media/clip_preprocess.h"
 #include "model/clip.h"
 #include "model/unet.h"
@@ -48,7 +48,7 @@ typedef struct {
     svp_safetensors_h       cond; /* conditioning file, or NULL: images */
     int                     sets; /* S (file) */
     int                     has_ids, has_latents;
-    svp_pipe_samples_t     *list; /* each sample's image and parameters */
+    svp_job_samples_t      *list; /* each sample's image and parameters */
     int64_t                 F, h, w, D, H, W;
     int                     cfg;     /* classifier-free guidance on for some
                                        sample: the buffers take batch 2 */
@@ -67,9 +67,9 @@ typedef struct {
      * and the seconds its decode took */
     float *share_dec;
     double share_decode_s;
-    /* output.format webdataset: the run's shards (pipe/wds.h); NULL with
+    /* output.format webdataset: the run's shards (job/wds.h); NULL with
      * files */
-    svp_pipe_wds_h wds;
+    svp_job_wds_h wds;
 } svp_stage_svd_t;
 
 /* The vtable (stage_svd.c), which create (stage_svd_create.c) hands out. */
@@ -92,18 +92,18 @@ uint64_t svp_stage_svd_seed(const svp_stage_svd_t *st, int i);
 svp_status_t svp_stage_svd_alloc(void *self, int index, svp_sample_t *s);
 
 /* The vtable's entries that live in the other files. */
-svp_status_t   svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
-svp_status_t   svp_stage_svd_finish(void *self, svp_sample_t *s);
-size_t         svp_stage_svd_share_bytes(void *self);
-svp_status_t   svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
-                                   size_t bytes);
-svp_status_t   svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
-                                           const void *theirs, size_t bytes);
-svp_status_t   svp_stage_svd_check_output(void *self, int index, char *why,
-                                          size_t len);
-void           svp_stage_svd_destroy(void *self);
-svp_pipe_wds_h svp_stage_svd_shards(void *self);
-svp_status_t   svp_stage_svd_wds_check(void *arg, int i, const char *where,
-                                       json_t *entry, char *why, size_t len);
+svp_status_t  svp_stage_svd_begin(void *self, int index, svp_sample_t *s);
+svp_status_t  svp_stage_svd_finish(void *self, svp_sample_t *s);
+size_t        svp_stage_svd_share_bytes(void *self);
+svp_status_t  svp_stage_svd_share(void *self, svp_sample_t *s, int lane, void *out,
+                                  size_t bytes);
+svp_status_t  svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
+                                          const void *theirs, size_t bytes);
+svp_status_t  svp_stage_svd_check_output(void *self, int index, char *why,
+                                         size_t len);
+void          svp_stage_svd_destroy(void *self);
+svp_job_wds_h svp_stage_svd_shards(void *self);
+svp_status_t  svp_stage_svd_wds_check(void *arg, int i, const char *where,
+                                      json_t *entry, char *why, size_t len);
 
 #endif

@@ -5,9 +5,9 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/wds.h"
-#include "pipe/lease.h"
-#include "pipe/outdir.h"
+#include "job/wds.h"
+#include "job/lease.h"
+#include "job/outdir.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -26,12 +26,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void svp_pipe_wds_shard_name(int j, const char *ext, char *buf, size_t len)
+void svp_job_wds_shard_name(int j, const char *ext, char *buf, size_t len)
 {
     snprintf(buf, len, "shard-%06d%s", j, ext);
 }
 
-int svp_pipe_wds_shard_number(const char *name)
+int svp_job_wds_shard_number(const char *name)
 {
     const char *p;
     long        j = 0;
@@ -46,9 +46,9 @@ int svp_pipe_wds_shard_number(const char *name)
 }
 
 /* One member: its header and data; its offsets into members (an array). */
-static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
-                                     const char *name, const void *data, size_t size,
-                                     json_t *members, char *why, size_t len)
+static svp_status_t svp_job_wds_add(struct archive *a, struct archive_entry *e,
+                                    const char *name, const void *data, size_t size,
+                                    json_t *members, char *why, size_t len)
 {
     /* the bytes handed on so far end at the last member's data: its
      * header starts at the next 512-byte record */
@@ -59,7 +59,7 @@ static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_PIPE_WDS_MTIME, 0);
+    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
     archive_entry_set_uid(e, 0);
     archive_entry_set_gid(e, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
@@ -92,7 +92,7 @@ static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
 
 /* A staged member's extension in a shard: KEY.mp4 for the video, else
  * KEY.<its name in the sample>. */
-static const char *svp_pipe_wds_member_ext(const char *name)
+static const char *svp_job_wds_member_ext(const char *name)
 {
     return (strcmp(name, "video.mp4") == 0) ? "mp4" : name;
 }
@@ -102,10 +102,9 @@ static const char *svp_pipe_wds_member_ext(const char *name)
  * less what varies from run to run (timings, cpu);
  * the record's text for the shard in *text_p (malloc'd) when not NULL.
  */
-static svp_status_t svp_pipe_wds_record(const char                  *path,
-                                        const svp_pipe_wds_member_t *m,
-                                        json_t *entry, char **text_p, char *why,
-                                        size_t len)
+static svp_status_t svp_job_wds_record(const char                 *path,
+                                       const svp_job_wds_member_t *m, json_t *entry,
+                                       char **text_p, char *why, size_t len)
 {
     json_error_t jerr;
     json_t      *root;
@@ -137,9 +136,9 @@ static svp_status_t svp_pipe_wds_record(const char                  *path,
 
 /* Whether a staged sample's members start with its record and hold its
  * latents (what every stage stages). */
-static svp_status_t svp_pipe_wds_staged_whole(const char                  *path,
-                                              const svp_pipe_wds_member_t *v, int n,
-                                              char *why, size_t len)
+static svp_status_t svp_job_wds_staged_whole(const char                 *path,
+                                             const svp_job_wds_member_t *v, int n,
+                                             char *why, size_t len)
 {
     int k, latents = 0;
 
@@ -156,21 +155,21 @@ static svp_status_t svp_pipe_wds_staged_whole(const char                  *path,
     return SVP_OK;
 }
 
-svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int index,
-                                       json_t **entry_p, char *why, size_t len)
+svp_status_t svp_job_wds_staged_entry(const char *path, const char *key, int index,
+                                      json_t **entry_p, char *why, size_t len)
 {
-    svp_pipe_wds_member_t *v;
-    json_t                *entry, *members;
-    char                   name[512];
-    int                    n, k;
-    svp_status_t           status;
+    svp_job_wds_member_t *v;
+    json_t               *entry, *members;
+    char                  name[512];
+    int                   n, k;
+    svp_status_t          status;
 
     *entry_p = NULL;
-    status   = svp_pipe_wds_staged_read(path, &v, &n, why, len);
+    status   = svp_job_wds_staged_read(path, &v, &n, why, len);
     if (status != SVP_OK) {
         return status;
     }
-    status  = svp_pipe_wds_staged_whole(path, v, n, why, len);
+    status  = svp_job_wds_staged_whole(path, v, n, why, len);
     members = json_array();
     entry = json_pack("{s:s, s:i, s:s, s:o}", "key", key, "sample", index, "status",
                       "staged", "members", members);
@@ -178,15 +177,15 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
         status = SVP_ERR_NO_MEMORY;
     }
     if (status == SVP_OK) {
-        status = svp_pipe_wds_record(path, &v[0], entry, NULL, why, len);
+        status = svp_job_wds_record(path, &v[0], entry, NULL, why, len);
     }
     for (k = 0; status == SVP_OK && k < n; ++k) {
         snprintf(name, sizeof(name), "%s.%s", key,
-                 (k == 0) ? "json" : svp_pipe_wds_member_ext(v[k].name));
+                 (k == 0) ? "json" : svp_job_wds_member_ext(v[k].name));
         json_array_append_new(members, json_pack("{s:s, s:I}", "name", name, "size",
                                                  (json_int_t)v[k].size));
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     if (status != SVP_OK) {
         json_decref(entry);
         return status;
@@ -200,31 +199,31 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
  * counted only (their sizes and record read, their bytes not: zeros go to
  * a sink that writes nothing) when count.
  */
-static svp_status_t svp_pipe_wds_add_sample(struct archive              *a,
-                                            struct archive_entry        *e,
-                                            const svp_pipe_wds_sample_t *s,
-                                            int frames, int count, json_t *entry,
-                                            char *why, size_t len)
+static svp_status_t svp_job_wds_add_sample(struct archive             *a,
+                                           struct archive_entry       *e,
+                                           const svp_job_wds_sample_t *s, int frames,
+                                           int count, json_t *entry, char *why,
+                                           size_t len)
 {
-    json_t                *members = json_array();
-    svp_pipe_wds_member_t *v;
-    char                   name[512], *text = NULL;
-    int                    n, k;
-    svp_status_t           status;
+    json_t               *members = json_array();
+    svp_job_wds_member_t *v;
+    char                  name[512], *text = NULL;
+    int                   n, k;
+    svp_status_t          status;
 
     json_object_set_new(entry, "members", members);
-    status = count ? svp_pipe_wds_staged_sizes(s->path, &v, &n, why, len)
-                   : svp_pipe_wds_staged_read(s->path, &v, &n, why, len);
+    status = count ? svp_job_wds_staged_sizes(s->path, &v, &n, why, len)
+                   : svp_job_wds_staged_read(s->path, &v, &n, why, len);
     if (status != SVP_OK) {
         return SVP_ERR_BAD_FILE; /* missing too: the shard cannot be packed */
     }
-    status = svp_pipe_wds_staged_whole(s->path, v, n, why, len);
+    status = svp_job_wds_staged_whole(s->path, v, n, why, len);
     if (status == SVP_OK) {
-        status = svp_pipe_wds_record(s->path, &v[0], entry, &text, why, len);
+        status = svp_job_wds_record(s->path, &v[0], entry, &text, why, len);
     }
     if (status == SVP_OK) {
         snprintf(name, sizeof(name), "%s.json", s->key);
-        status = svp_pipe_wds_add(a, e, name, text, strlen(text), members, why, len);
+        status = svp_job_wds_add(a, e, name, text, strlen(text), members, why, len);
     }
     free(text);
     for (k = 1; status == SVP_OK && k < n; ++k) {
@@ -232,11 +231,11 @@ static svp_status_t svp_pipe_wds_add_sample(struct archive              *a,
             continue;
         }
         snprintf(name, sizeof(name), "%s.%s", s->key,
-                 svp_pipe_wds_member_ext(v[k].name));
+                 svp_job_wds_member_ext(v[k].name));
         status =
-            svp_pipe_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
+            svp_job_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     return status;
 }
 
@@ -248,15 +247,15 @@ typedef struct {
     int          fd;
     la_int64_t   at;
     svp_sha256_t sum;
-} svp_pipe_wds_sink_t;
+} svp_job_wds_sink_t;
 
-static la_ssize_t svp_pipe_wds_sink_write(struct archive *a, void *arg,
-                                          const void *buf, size_t n)
+static la_ssize_t svp_job_wds_sink_write(struct archive *a, void *arg,
+                                         const void *buf, size_t n)
 {
-    svp_pipe_wds_sink_t *k    = arg;
-    const char          *p    = buf;
-    size_t               done = 0;
-    ssize_t              w;
+    svp_job_wds_sink_t *k    = arg;
+    const char         *p    = buf;
+    size_t              done = 0;
+    ssize_t             w;
 
     while (k->fd >= 0 && done < n) {
         w = write(k->fd, p + done, n - done);
@@ -281,7 +280,7 @@ static la_ssize_t svp_pipe_wds_sink_write(struct archive *a, void *arg,
  * pax header only for a name past 100 bytes, and nothing after the
  * end-of-archive blocks (no padding of the last block).
  */
-static struct archive *svp_pipe_wds_tar_open(svp_pipe_wds_sink_t *k)
+static struct archive *svp_job_wds_tar_open(svp_job_wds_sink_t *k)
 {
     struct archive *a = archive_write_new();
 
@@ -290,8 +289,8 @@ static struct archive *svp_pipe_wds_tar_open(svp_pipe_wds_sink_t *k)
     if (a != NULL && (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
                       archive_write_add_filter_none(a) != ARCHIVE_OK ||
                       archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
-                      archive_write_open(a, k, NULL, svp_pipe_wds_sink_write,
-                                         NULL) != ARCHIVE_OK)) {
+                      archive_write_open(a, k, NULL, svp_job_wds_sink_write, NULL) !=
+                          ARCHIVE_OK)) {
         archive_write_free(a);
         a = NULL;
     }
@@ -302,11 +301,11 @@ static struct archive *svp_pipe_wds_tar_open(svp_pipe_wds_sink_t *k)
  * The samples' members onto a (after what it holds), their index entries
  * appended to list; a staged sample that does not read is *bad_p.
  */
-static svp_status_t svp_pipe_wds_write_samples(struct archive              *a,
-                                               const svp_pipe_wds_sample_t *samples,
-                                               int n, int frames, int count,
-                                               const int *cancel, json_t *list,
-                                               int *bad_p, char *why, size_t len)
+static svp_status_t svp_job_wds_write_samples(struct archive             *a,
+                                              const svp_job_wds_sample_t *samples,
+                                              int n, int frames, int count,
+                                              const int *cancel, json_t *list,
+                                              int *bad_p, char *why, size_t len)
 {
     struct archive_entry *e = archive_entry_new();
     json_t               *entry;
@@ -325,8 +324,8 @@ static svp_status_t svp_pipe_wds_write_samples(struct archive              *a,
         entry = json_pack("{s:s, s:i, s:s}", "key", samples[i].key, "sample",
                           samples[i].index, "status", "done");
         json_array_append_new(list, entry);
-        status = svp_pipe_wds_add_sample(a, e, &samples[i], frames, count, entry,
-                                         why, len);
+        status = svp_job_wds_add_sample(a, e, &samples[i], frames, count, entry, why,
+                                        len);
         if (status == SVP_ERR_BAD_FILE && bad_p != NULL) {
             *bad_p = i;
         }
@@ -340,7 +339,7 @@ static svp_status_t svp_pipe_wds_write_samples(struct archive              *a,
 }
 
 /* Adds delta to every header and data offset of a list of index entries. */
-static void svp_pipe_wds_shift(json_t *list, la_int64_t delta)
+static void svp_job_wds_shift(json_t *list, la_int64_t delta)
 {
     json_t *entry, *m;
     size_t  i, k;
@@ -362,11 +361,11 @@ static void svp_pipe_wds_shift(json_t *list, la_int64_t delta)
 }
 
 /* The digest's place holder: the index is written with it, then sealed. */
-static const char svp_pipe_wds_unsealed[65] =
+static const char svp_job_wds_unsealed[65] =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
 /* Where the index's text holds its sha256's 64 digits (-1: nowhere). */
-static long svp_pipe_wds_digest_at(const char *text, size_t size)
+static long svp_job_wds_digest_at(const char *text, size_t size)
 {
     static const char key[] = "\"sha256\": \"";
     const char       *p     = memchr(text, '"', size < 16 ? size : 16);
@@ -385,9 +384,9 @@ static long svp_pipe_wds_digest_at(const char *text, size_t size)
  * rel (offsets from 0) and `tail` bytes: its text for the smallest such
  * data_offset (the offsets' digits grow with it), *offset_p that offset.
  */
-static char *svp_pipe_wds_index_text(const char *name, json_t *rel, int n,
-                                     la_int64_t tail, la_int64_t *offset_p,
-                                     json_t **index_p)
+static char *svp_job_wds_index_text(const char *name, json_t *rel, int n,
+                                    la_int64_t tail, la_int64_t *offset_p,
+                                    json_t **index_p)
 {
     la_int64_t offset = 512, next;
     json_t    *index  = NULL, *list;
@@ -396,11 +395,11 @@ static char *svp_pipe_wds_index_text(const char *name, json_t *rel, int n,
 
     for (round = 0; round < 16; ++round) {
         list = json_deep_copy(rel);
-        svp_pipe_wds_shift(list, offset);
+        svp_job_wds_shift(list, offset);
         json_decref(index);
         free(text);
         index = json_pack("{s:s, s:s, s:I, s:I, s:i, s:i, s:i, s:o}", "sha256",
-                          svp_pipe_wds_unsealed, "shard", name, "bytes",
+                          svp_job_wds_unsealed, "shard", name, "bytes",
                           (json_int_t)offset + (json_int_t)tail, "data_offset",
                           (json_int_t)offset, "samples_count", n, "successes", n,
                           "failures", 0, "samples", list);
@@ -430,15 +429,15 @@ static char *svp_pipe_wds_index_text(const char *name, json_t *rel, int n,
  * *index_p the index, *digest_p where its sha256's digits are in the file,
  * *sum_p the SHA-256 of the bytes written (the digits as zeros).
  */
-static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
-                                             const svp_pipe_wds_sample_t *samples,
-                                             int n, int frames, const int *cancel,
-                                             json_t **index_p, long *digest_p,
-                                             char sum_p[65], int *bad_p, char *why,
-                                             size_t len)
+static svp_status_t svp_job_wds_write_shard(int fd, const char *name,
+                                            const svp_job_wds_sample_t *samples,
+                                            int n, int frames, const int *cancel,
+                                            json_t **index_p, long *digest_p,
+                                            char sum_p[65], int *bad_p, char *why,
+                                            size_t len)
 {
-    svp_pipe_wds_sink_t   k   = {.fd = -1};
-    struct archive       *a   = svp_pipe_wds_tar_open(&k);
+    svp_job_wds_sink_t    k   = {.fd = -1};
+    struct archive       *a   = svp_job_wds_tar_open(&k);
     struct archive_entry *e   = archive_entry_new();
     json_t               *rel = json_array(), *real = json_array(), *index = NULL;
     json_t               *none   = json_array();
@@ -449,26 +448,26 @@ static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
     if (a == NULL || e == NULL || rel == NULL || real == NULL || none == NULL) {
         goto out;
     }
-    status = svp_pipe_wds_write_samples(a, samples, n, frames, 1, cancel, rel, bad_p,
-                                        why, len);
+    status = svp_job_wds_write_samples(a, samples, n, frames, 1, cancel, rel, bad_p,
+                                       why, len);
     archive_write_free(a);
     a = NULL;
     if (status != SVP_OK) {
         goto out;
     }
-    text = svp_pipe_wds_index_text(name, rel, n, k.at, &offset, &index);
+    text = svp_job_wds_index_text(name, rel, n, k.at, &offset, &index);
     if (text == NULL) {
         status = SVP_ERR_NO_MEMORY;
         goto out;
     }
     k.fd   = fd;
-    a      = svp_pipe_wds_tar_open(&k);
-    status = (a != NULL) ? svp_pipe_wds_add(a, e, SVP_PIPE_WDS_INDEX, text,
-                                            strlen(text), none, why, len)
+    a      = svp_job_wds_tar_open(&k);
+    status = (a != NULL) ? svp_job_wds_add(a, e, SVP_JOB_WDS_INDEX, text,
+                                           strlen(text), none, why, len)
                          : SVP_ERR_NO_MEMORY;
     if (status == SVP_OK) {
-        status = svp_pipe_wds_write_samples(a, samples, n, frames, 0, cancel, real,
-                                            bad_p, why, len);
+        status = svp_job_wds_write_samples(a, samples, n, frames, 0, cancel, real,
+                                           bad_p, why, len);
     }
     /* the staged files are renamed into place whole and never rewritten:
      * the second read is the first's */
@@ -480,7 +479,7 @@ static svp_status_t svp_pipe_wds_write_shard(int fd, const char *name,
     }
     if (status == SVP_OK) {
         svp_sha256_final(&k.sum, sum_p);
-        *digest_p = 512 + svp_pipe_wds_digest_at(text, strlen(text));
+        *digest_p = 512 + svp_job_wds_digest_at(text, strlen(text));
         *index_p  = index;
         index     = NULL;
     }
@@ -497,11 +496,10 @@ out:
     return status;
 }
 
-svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
-                               const svp_pipe_wds_sample_t *samples, int n,
-                               int frames, svp_pipe_lease_t *lease,
-                               const int *cancel, json_t **index_p, int *bad_p,
-                               char *why, size_t len)
+svp_status_t svp_job_wds_pack(const char *dir, const char *name,
+                              const svp_job_wds_sample_t *samples, int n, int frames,
+                              svp_job_lease_t *lease, const int *cancel,
+                              json_t **index_p, int *bad_p, char *why, size_t len)
 {
     char         path[4200], tmp[4400], sum[65];
     json_t      *index  = NULL;
@@ -516,8 +514,8 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
         snprintf(why, len, "cannot create %s: %s", tmp, strerror(errno));
         return SVP_ERR_IO;
     }
-    status = svp_pipe_wds_write_shard(fd, name, samples, n, frames, cancel, &index,
-                                      &digest, sum, bad_p, why, len);
+    status = svp_job_wds_write_shard(fd, name, samples, n, frames, cancel, &index,
+                                     &digest, sum, bad_p, why, len);
     if (status == SVP_ERR_IO && strncmp(why, "cannot", 6) != 0) {
         char what[1024];
 
@@ -535,7 +533,7 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
         snprintf(why, len, "cannot write %s: %s", tmp, strerror(errno));
         status = SVP_ERR_IO;
     }
-    if (status == SVP_OK && svp_pipe_lease_guard(lease) != SVP_OK) {
+    if (status == SVP_OK && svp_job_lease_guard(lease) != SVP_OK) {
         snprintf(why, len, "not published: output.dir is another job's now");
         status = SVP_ERR_SPEC;
     }
@@ -557,7 +555,7 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
     return SVP_OK;
 }
 
-void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
+void svp_job_wds_unstage(const svp_job_wds_sample_t *samples, int n)
 {
     int i;
 
@@ -569,11 +567,11 @@ void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
 
 /* An index larger than this is no index of ours (1000 samples of 25
  * frames take about 2 MB). */
-#define SVP_PIPE_WDS_INDEX_MAX (256 << 20)
+#define SVP_JOB_WDS_INDEX_MAX (256 << 20)
 
 /* The index of the shard at path, and where its digest's digits are. */
-static svp_status_t svp_pipe_wds_index_read(const char *path, json_t **index_p,
-                                            long *digest_p, char *why, size_t len)
+static svp_status_t svp_job_wds_index_read(const char *path, json_t **index_p,
+                                           long *digest_p, char *why, size_t len)
 {
     struct archive       *a;
     struct archive_entry *e;
@@ -600,10 +598,10 @@ static svp_status_t svp_pipe_wds_index_read(const char *path, json_t **index_p,
         goto out;
     }
     size = archive_entry_size(e);
-    if (strcmp(archive_entry_pathname(e), SVP_PIPE_WDS_INDEX) != 0 || size <= 0 ||
-        size > SVP_PIPE_WDS_INDEX_MAX) {
+    if (strcmp(archive_entry_pathname(e), SVP_JOB_WDS_INDEX) != 0 || size <= 0 ||
+        size > SVP_JOB_WDS_INDEX_MAX) {
         snprintf(why, len, "shard %s does not start with its index (%s)", path,
-                 SVP_PIPE_WDS_INDEX);
+                 SVP_JOB_WDS_INDEX);
         goto out;
     }
     text = malloc((size_t)size);
@@ -619,14 +617,14 @@ static svp_status_t svp_pipe_wds_index_read(const char *path, json_t **index_p,
     if (!json_is_object(index) ||
         json_integer_value(json_object_get(index, "data_offset")) !=
             512 + (size + 511) / 512 * 512 ||
-        svp_pipe_wds_digest_at(text, (size_t)size) < 0) {
+        svp_job_wds_digest_at(text, (size_t)size) < 0) {
         snprintf(why, len, "shard %s: its index does not read%s%s", path,
                  index ? "" : ": ", index ? "" : jerr.text);
         json_decref(index);
         goto out;
     }
     *index_p  = index;
-    *digest_p = 512 + svp_pipe_wds_digest_at(text, (size_t)size);
+    *digest_p = 512 + svp_job_wds_digest_at(text, (size_t)size);
     status    = SVP_OK;
 out:
     free(text);
@@ -634,17 +632,17 @@ out:
     return status;
 }
 
-svp_status_t svp_pipe_wds_shard_index(const char *path, json_t **index_p, char *why,
-                                      size_t len)
+svp_status_t svp_job_wds_shard_index(const char *path, json_t **index_p, char *why,
+                                     size_t len)
 {
     long digest;
 
-    return svp_pipe_wds_index_read(path, index_p, &digest, why, len);
+    return svp_job_wds_index_read(path, index_p, &digest, why, len);
 }
 
 /* The SHA-256 of the file at path with the 64 bytes at digest read as '0'. */
-static svp_status_t svp_pipe_wds_sealed_sum(const char *path, long digest,
-                                            char hex[65])
+static svp_status_t svp_job_wds_sealed_sum(const char *path, long digest,
+                                           char hex[65])
 {
     svp_sha256_t sum;
     char         buf[65536];
@@ -673,8 +671,8 @@ static svp_status_t svp_pipe_wds_sealed_sum(const char *path, long digest,
     return SVP_OK;
 }
 
-svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
-                                      json_t **index_p, char *why, size_t len)
+svp_status_t svp_job_wds_shard_check(const char *dir, const char *name,
+                                     json_t **index_p, char *why, size_t len)
 {
     char         tar[4200], hash[65] = "";
     json_t      *index;
@@ -686,7 +684,7 @@ svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
 
     *index_p = NULL;
     snprintf(tar, sizeof(tar), "%s/%s.tar", dir, name);
-    status = svp_pipe_wds_index_read(tar, &index, &digest, why, len);
+    status = svp_job_wds_index_read(tar, &index, &digest, why, len);
     if (status != SVP_OK) {
         return status;
     }
@@ -699,7 +697,7 @@ svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
                  tar, (int64_t)sb.st_size, (int64_t)bytes);
         goto bad;
     }
-    if (want == NULL || svp_pipe_wds_sealed_sum(tar, digest, hash) != SVP_OK ||
+    if (want == NULL || svp_job_wds_sealed_sum(tar, digest, hash) != SVP_OK ||
         strcmp(hash, want) != 0) {
         snprintf(why, len, "shard %s has sha256 %s, its index says %s (damaged)",
                  tar, hash, want ? want : "(none)");
@@ -712,8 +710,7 @@ bad:
     return SVP_ERR_BAD_FILE;
 }
 
-void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
-                        int *removed_p)
+void svp_job_wds_clean(const char *dir, const svp_job_shard_t *task, int *removed_p)
 {
     DIR           *d = opendir(dir);
     struct dirent *de;
@@ -727,12 +724,12 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
     while ((de = readdir(d)) != NULL) {
         /* this task's shards' temporaries: another task's may be a write in
          * progress */
-        j = svp_pipe_wds_shard_number(de->d_name);
+        j = svp_job_wds_shard_number(de->d_name);
         if (j < 0 || j % task->count != task->index ||
             strstr(de->d_name, ".tmp.") == NULL) {
             continue;
         }
-        live = svp_pipe_outdir_tmp_live(de->d_name);
+        live = svp_job_outdir_tmp_live(de->d_name);
         if (live == 1) {
             svp_warn("left %s/%s: its writer, a process of this host, is running",
                      dir, de->d_name);
@@ -746,7 +743,7 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
     closedir(d);
 }
 
-int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
+int svp_job_wds_entry_has(json_t *entry, const char *ext)
 {
     const char *key = json_string_value(json_object_get(entry, "key")), *name;
     size_t      k, n;
@@ -767,7 +764,7 @@ int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
     return 0;
 }
 
-json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
+json_t *svp_job_wds_index_sample(json_t *index, int sample)
 {
     json_t *list = json_object_get(index, "samples"), *v;
     size_t  k;
