@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 #include "jobspec/layout.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 #include "launch/launch_int.h"
 #include "common/util.h"
 

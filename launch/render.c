@@ -17,7 +17,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 
 #include <errno.h>
 #include <limits.h>

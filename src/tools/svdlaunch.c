@@ -22,9 +22,9 @@
 #include "pipe/samples.h"
 #include "common/status.h"
 #include "common/util.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "launch/launch.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 #include "jobspec/layout.h"
 #include "jobspec/spec.h"
 

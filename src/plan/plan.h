@@ -28,11 +28,11 @@
  * cost nothing here), start-up (loading weights, PMIx and UCX wire-up) and
  * writing the outputs.
  */
-#ifndef SVP_LAUNCH_PLAN_H
-#define SVP_LAUNCH_PLAN_H
+#ifndef SVP_PLAN_PLAN_H
+#define SVP_PLAN_PLAN_H
 
 #include "common/status.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "jobspec/spec.h"
 #include "model/unet.h"
 #include "model/vae.h"
