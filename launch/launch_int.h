@@ -42,7 +42,7 @@ void svp_launch_mark(const svp_spec_t *spec, const char *key, const char *found,
                      char *out, size_t len);
 
 /*
- * The worker as the script names it (render.c): cluster.worker itself when
+ * The worker as the script names it (worker.c): cluster.worker itself when
  * it is absolute or a bare name (looked up on PATH); a relative path (the
  * spec's own, which the spec reader joined to the spec's folder, or one
  * from --set, the working directory's) made absolute from the working

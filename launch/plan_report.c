@@ -1,69 +1,17 @@
 /*
  * The text report of `svdlaunch plan`: the job's pipeline rank by rank, its
- * links and memory, then the same job laid out differently.
+ * links and memory, then the same job laid out differently (the figures
+ * are plan_summary.c's; --json prints them with plan_report_json.c).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "jobspec/layout.h"
-#include "launch/plan.h"
-#include "launch/launch_int.h"
-#include "common/util.h"
+#include "launch/plan_report.h"
+#include "launch/plan_report_int.h"
 
-#include <jansson.h>
-#include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define PLAN_GB 1e9
-
-static void plan_params(const svp_spec_t *spec, const svp_plan_costs_t *costs,
-                        int world, int ranks_per_node, svp_placement_t placement,
-                        int samples, svp_plan_params_t *p)
-{
-    svp_plan_message_t msg;
-
-    svp_plan_message(spec, &msg);
-    p->world          = world;
-    p->ranks_per_node = ranks_per_node;
-    p->steps          = spec->steps;
-    p->samples        = samples;
-    p->placement      = placement;
-    p->inflight       = spec->comm.inflight;
-    p->message_bytes  = msg.total;
-    p->costs          = *costs;
-    p->first_rank     = 0;
-    /* guidance pairs split the UNet's batch of two: svd with guidance, or
-     * the dummy's stand-in of it */
-    p->pairs = 1;
-    p->half_bytes =
-        (spec->model.kind == SVP_MODEL_DUMMY || spec->video.max_guidance > 1.0)
-            ? msg.latent
-            : 0;
-    /* a shared finish's SHARE: the decoded frames (fp32), the dummy's
-     * stand-in its final latents */
-    p->share_bytes = (spec->model.kind == SVP_MODEL_DUMMY)
-                         ? msg.latent
-                         : 4.0 * spec->video.num_frames * 3 * spec->video.height *
-                               spec->video.width;
-    p->objective   = spec->pipeline.objective;
-}
-
-/* The largest memory of any rank of a layout. */
-static double plan_peak_memory(const svp_spec_t *spec, int world,
-                               svp_placement_t placement)
-{
-    double peak = 0;
-
-    for (int r = 0; r < world; ++r) {
-        svp_plan_memory_t m;
-
-        svp_plan_memory(spec, world, r, placement, &m);
-        peak = fmax(peak, m.total);
-    }
-    return peak;
-}
 
 static void plan_print_message(FILE *out, const svp_spec_t *spec)
 {
@@ -153,289 +101,9 @@ static void plan_print_pipeline(FILE *out, const svp_spec_t *spec,
     }
 }
 
-/*
- * s as a JSON string: a path or a reason may hold bytes that are not UTF-8,
- * which jansson refuses; those go escaped (svp_str_escape) rather than
- * losing the report.
- */
-static json_t *plan_json_text(const char *s)
-{
-    char    esc[1024];
-    json_t *j;
-
-    s = (s != NULL) ? s : "";
-    j = json_string(s);
-    if (j == NULL) {
-        svp_str_escape(s, strlen(s), esc, sizeof(esc));
-        j = json_string(esc);
-    }
-    return j;
-}
-
-/*
- * Everything the report says, computed once and then printed as text or
- * JSON.  Every figure in the layouts table is the whole job's (or, with
- * cluster.array, one array task's): its makespan is its slowest
- * pipeline's, its bubble the idle share of all its GPUs.  The pipeline
- * detail above it is one pipeline's, and says so.
- */
-typedef struct {
-    int                world;       /* ranks of the job (of one task) */
-    int                tasks;       /* array tasks, 1 for a gang job */
-    int                samples;     /* of the job (of the busiest task) */
-    int                spec_stages; /* what the spec asks for (0 = W) */
-    int                spec_valid;
-    char               spec_why[160]; /* why the spec's layout cannot run */
-    svp_plan_layout_t *layouts;
-    double            *bubble, *memory;
-    int                n, best, used; /* used: the spec's, else best */
-    double             work_s;        /* one sample's compute, all ranks */
-    svp_plan_layout_t  other;         /* used layout, the other placement */
-    svp_placement_t    other_placement;
-    double             one_gpu_s; /* every sample on one GPU */
-    /* a job array of one node per task beside the gang job */
-    int               alt_tasks, alt_world, alt_samples;
-    svp_plan_layout_t alt;
-    int               alt_recommended;
-    char              alt_why[512];
-    /* cluster.time against the makespan */
-    long limit_s;
-    char warning[512];
-} plan_summary_t;
-
-static double plan_job_bubble(const plan_summary_t *sm, const svp_plan_layout_t *l,
-                              int world, int samples)
-{
-    return l->makespan_s > 0 ? 1.0 - samples * sm->work_s / (world * l->makespan_s)
-                             : 0;
-}
-
-/* Every layout of the job, each with its bubble and peak memory; *p is left
- * as the job's planning parameters. */
-static svp_status_t plan_summarize_layouts(const svp_spec_t       *spec,
-                                           const svp_plan_costs_t *costs,
-                                           plan_summary_t *sm, svp_plan_params_t *p)
-{
-    int          W = sm->world;
-    svp_status_t status;
-
-    sm->layouts = calloc((size_t)2 * W, sizeof(*sm->layouts));
-    sm->bubble  = calloc((size_t)2 * W, sizeof(*sm->bubble));
-    sm->memory  = calloc((size_t)2 * W, sizeof(*sm->memory));
-    if (sm->layouts == NULL || sm->bubble == NULL || sm->memory == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    plan_params(spec, costs, W, spec->cluster.ranks_per_node,
-                spec->pipeline.placement, sm->samples, p);
-    status = svp_plan_layouts(p, sm->layouts, &sm->n, &sm->best);
-    if (status != SVP_OK) {
-        return status;
-    }
-    for (int k = 0; k < sm->n; ++k) {
-        sm->bubble[k] = plan_job_bubble(sm, &sm->layouts[k], W, sm->samples);
-        /* both ranks of a pair hold what one rank of C = 1 holds */
-        sm->memory[k] =
-            plan_peak_memory(spec, sm->layouts[k].stages, spec->pipeline.placement);
-    }
-    return SVP_OK;
-}
-
-/* The layout the spec asks for, valid or not, and why not. */
-static void plan_summarize_spec(const svp_spec_t *spec, const svp_plan_params_t *p,
-                                plan_summary_t *sm)
-{
-    int W = sm->world, S = spec->pipeline.stages, C;
-
-    sm->spec_stages = S;
-    sm->used        = sm->best;
-    if (S == SVP_PIPE_STAGES_AUTO) {
-        sm->spec_valid = 1;
-        return;
-    }
-    C              = (spec->pipeline.guidance_parallel > 1) ? 2 : 1;
-    S              = (S == 0) ? W / C : S;
-    sm->spec_valid = 0;
-    for (int k = 0; k < sm->n; ++k) {
-        if (sm->layouts[k].stages == S && sm->layouts[k].pairs == C) {
-            sm->spec_valid = 1;
-            sm->used       = k;
-        }
-    }
-    if (sm->spec_valid) {
-        return;
-    }
-    if (C > 1 && (p->half_bytes <= 0 || W % (S * C) != 0)) {
-        snprintf(sm->spec_why, sizeof(sm->spec_why), "%s",
-                 p->half_bytes <= 0 ? "pairs need guidance halves "
-                                      "(model.kind svd, video.max_guidance > 1)"
-                                    : "S x 2 does not divide the ranks");
-    } else if (W % S != 0) {
-        snprintf(sm->spec_why, sizeof(sm->spec_why),
-                 "%d stages do not "
-                 "divide %d ranks",
-                 S, W);
-    } else {
-        snprintf(sm->spec_why, sizeof(sm->spec_why),
-                 "%d steps do not "
-                 "divide over %d stages",
-                 spec->steps, S);
-    }
-}
-
-/* The used layout with the other placement, and every sample on one GPU. */
-static svp_status_t plan_summarize_others(const svp_spec_t       *spec,
-                                          const svp_plan_costs_t *costs,
-                                          plan_summary_t *sm, svp_plan_params_t *p)
-{
-    svp_plan_layout_t one;
-    svp_status_t      status;
-
-    sm->other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS
-                              ? SVP_PLACEMENT_SPREAD
-                              : SVP_PLACEMENT_ENDS;
-    p->placement        = sm->other_placement;
-    status              = svp_plan_layout_pairs(p, sm->layouts[sm->used].stages,
-                                                sm->layouts[sm->used].pairs, &sm->other);
-    if (status != SVP_OK) {
-        return status;
-    }
-    plan_params(spec, costs, 1, 1, spec->pipeline.placement, sm->samples, p);
-    status = svp_plan_layout(p, 1, &one);
-    if (status != SVP_OK) {
-        return status;
-    }
-    sm->one_gpu_s = one.makespan_s;
-    return SVP_OK;
-}
-
-/*
- * Beside a gang job of several nodes: one array task per node.  Each
- * task starts when one node is free instead of waiting for all of them
- * at once, and a failed node costs its own task (rerun or requeued
- * alone), not the whole job.  What it gives up: pipelines that span
- * nodes, and the balance of dealing all samples over all ranks.
- */
-static svp_status_t plan_summarize_array(const svp_spec_t       *spec,
-                                         const svp_plan_costs_t *costs,
-                                         plan_summary_t         *sm)
-{
-    svp_plan_params_t  p;
-    svp_plan_layout_t *alt;
-    /* against the gang job's best layout, not a worse one the spec asks */
-    const svp_plan_layout_t *used = &sm->layouts[sm->best];
-    int                      N = spec->samples, W = sm->world, n = 0, best = 0;
-    double                   ratio;
-    svp_status_t             status;
-
-    sm->alt_tasks   = spec->cluster.nodes;
-    sm->alt_world   = spec->cluster.ranks_per_node;
-    sm->alt_samples = (N + sm->alt_tasks - 1) / sm->alt_tasks;
-    alt             = calloc((size_t)2 * sm->alt_world, sizeof(*alt));
-    if (alt == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    plan_params(spec, costs, sm->alt_world, sm->alt_world, spec->pipeline.placement,
-                sm->alt_samples, &p);
-    status = svp_plan_layouts(&p, alt, &n, &best);
-    if (status == SVP_OK) {
-        sm->alt = alt[best];
-    }
-    free(alt);
-    if (status != SVP_OK) {
-        return status;
-    }
-    ratio = used->makespan_s > 0 ? sm->alt.makespan_s / used->makespan_s : 1;
-    /* within 5%: the queue and the failure domain decide */
-    sm->alt_recommended = ratio <= 1.05;
-    if (used->stages > spec->cluster.ranks_per_node && !sm->alt_recommended) {
-        snprintf(sm->alt_why, sizeof(sm->alt_why),
-                 "one gang job: its "
-                 "pipelines of %d stages span nodes, and a node's %d "
-                 "ranks alone take %.2fx as long",
-                 used->stages, spec->cluster.ranks_per_node, ratio);
-    } else if (!sm->alt_recommended) {
-        snprintf(sm->alt_why, sizeof(sm->alt_why),
-                 "one gang job: %d "
-                 "samples dealt over %d nodes separately are %.2fx as long "
-                 "as dealt over all %d ranks",
-                 N, sm->alt_tasks, ratio, W);
-    } else {
-        snprintf(sm->alt_why, sizeof(sm->alt_why),
-                 "the array: its "
-                 "predicted makespan is %.2fx the gang job's once its "
-                 "tasks run, each task waits for one free node instead of "
-                 "%d at once, and a failed node costs one task's %d "
-                 "samples (rerun alone, finished samples kept), not the "
-                 "whole job",
-                 ratio, spec->cluster.nodes, sm->alt_samples);
-    }
-    return SVP_OK;
-}
-
-/* The time limit against the layout that will run. */
-static void plan_summarize_limit(const svp_spec_t *spec, plan_summary_t *sm)
-{
-    sm->limit_s = 0;
-    if (spec->cluster.time != NULL && spec->cluster.time[0] != '\0' &&
-        svp_launch_time_parse(spec->cluster.time, &sm->limit_s) == SVP_OK &&
-        sm->limit_s > 0 && sm->layouts[sm->used].makespan_s > (double)sm->limit_s) {
-        snprintf(sm->warning, sizeof(sm->warning),
-                 "the predicted makespan "
-                 "%.0f s%s exceeds cluster.time %s (%ld s), before start-up "
-                 "is counted: Slurm would stop the job%s",
-                 sm->layouts[sm->used].makespan_s,
-                 sm->tasks > 1 ? " of an array task" : "", spec->cluster.time,
-                 sm->limit_s,
-                 spec->cluster.requeue
-                     ? " and requeue it (the requeued run resumes)"
-                     : "; finished samples are kept and a rerun resumes");
-    }
-}
-
-static svp_status_t plan_summarize(const svp_spec_t       *spec,
-                                   const svp_plan_costs_t *costs, plan_summary_t *sm)
-{
-    svp_plan_params_t p;
-    svp_status_t      status;
-    int               N = spec->samples;
-
-    sm->world = svp_layout_spec_world(spec);
-    sm->tasks = svp_launch_array_tasks(spec);
-    sm->tasks = sm->tasks > 0 ? sm->tasks : 1;
-    /* task i of n makes every n-th sample: the busiest makes ceil(N / n) */
-    sm->samples = (N + sm->tasks - 1) / sm->tasks;
-    sm->work_s  = spec->steps * costs->step_s + costs->encode_s + costs->decode_s;
-
-    status = plan_summarize_layouts(spec, costs, sm, &p);
-    if (status != SVP_OK) {
-        return status;
-    }
-    plan_summarize_spec(spec, &p, sm);
-    status = plan_summarize_others(spec, costs, sm, &p);
-    if (status != SVP_OK) {
-        return status;
-    }
-    if (sm->tasks == 1 && spec->cluster.nodes > 1) {
-        status = plan_summarize_array(spec, costs, sm);
-        if (status != SVP_OK) {
-            return status;
-        }
-    }
-    plan_summarize_limit(spec, sm);
-    return SVP_OK;
-}
-
-static void plan_summary_cleanup(plan_summary_t *sm)
-{
-    free(sm->layouts);
-    free(sm->bubble);
-    free(sm->memory);
-}
-
-/* The spec lines of a layout. */
 /* Beside a gang job of several nodes: the same work as an array. */
 static void plan_print_array(FILE *out, const svp_spec_t *spec,
-                             const plan_summary_t *sm)
+                             const svp_launch_plan_summary_t *sm)
 {
     if (sm->alt_tasks > 0) {
         const svp_plan_layout_t *u = &sm->layouts[sm->best];
@@ -471,7 +139,7 @@ static void plan_print_array(FILE *out, const svp_spec_t *spec,
 }
 
 static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
-                                    const plan_summary_t *sm)
+                                    const svp_launch_plan_summary_t *sm)
 {
     const svp_plan_layout_t *l = sm->layouts, *b = &l[sm->best];
     const svp_plan_layout_t *full = &l[sm->n - 1];
@@ -598,131 +266,23 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
     }
 }
 
-static json_t *plan_json_layout(const svp_spec_t *spec, const svp_plan_layout_t *l,
-                                int world, double bubble, double memory)
+
+svp_status_t svp_launch_plan_report(FILE *out, const svp_spec_t *spec,
+                                    const svp_plan_costs_t *costs, unsigned flags)
 {
-    json_t *o;
+    svp_launch_plan_summary_t sm = {0};
+    svp_plan_params_t         p;
+    svp_plan_result_t        *res = NULL;
+    const svp_plan_layout_t  *u;
+    svp_status_t              status;
+    int                       S, G;
 
-    o = json_pack("{s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f, s:f, s:f}", "stages",
-                  l->stages, "pairs", l->pairs, "pipelines", l->groups,
-                  "steps_per_stage", spec->steps / l->stages, "samples_per_pipeline",
-                  l->samples_max, "makespan_s", l->makespan_s, "samples_per_s",
-                  l->samples_per_s, "per_gpu_samples_per_s",
-                  l->samples_per_s / world, "first_out_s", l->first_out_s,
-                  "latency_s", l->latency_s);
-    if (o != NULL && bubble >= 0 &&
-        (json_object_set_new(o, "bubble", json_real(bubble)) != 0 ||
-         json_object_set_new(o, "memory_per_gpu_bytes",
-                             json_integer((json_int_t)llround(memory))) != 0)) {
-        json_decref(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* The figures that follow the layouts, in the report's order; nonzero
- * when one could not be set (each value is consumed either way). */
-static int plan_json_tail(json_t *doc, const svp_spec_t *spec,
-                          const plan_summary_t *sm)
-{
-    json_t *warnings = json_array(), *array = NULL;
-
-    if (sm->alt_tasks > 0) {
-        array = json_pack("{s:i, s:i, s:i, s:o, s:b, s:o}", "tasks", sm->alt_tasks,
-                          "ranks_per_task", sm->alt_world, "samples_per_task",
-                          sm->alt_samples, "layout",
-                          plan_json_layout(spec, &sm->alt, sm->alt_world, -1, 0),
-                          "recommended", sm->alt_recommended, "why",
-                          plan_json_text(sm->alt_why));
-    }
-    if (warnings != NULL && sm->warning[0] != '\0') {
-        json_array_append_new(warnings, plan_json_text(sm->warning));
-    }
-    return json_object_set_new(doc, "recommended_stages",
-                               json_integer(sm->layouts[sm->best].stages)) |
-           json_object_set_new(doc, "makespan_s",
-                               json_real(sm->layouts[sm->used].makespan_s)) |
-           json_object_set_new(doc, "objective",
-                               json_string(spec->pipeline.objective ==
-                                                   SVP_OBJECTIVE_LATENCY
-                                               ? "latency"
-                                               : "throughput")) |
-           json_object_set_new(doc, "recommended_pairs",
-                               json_integer(sm->layouts[sm->best].pairs)) |
-           json_object_set_new(doc, "latency_s",
-                               json_real(sm->layouts[sm->used].latency_s)) |
-           json_object_set_new(doc, "other_placement",
-                               json_pack("{s:s, s:f}", "placement",
-                                         svp_spec_placement_name(
-                                             sm->other_placement),
-                                         "makespan_s", sm->other.makespan_s)) |
-           json_object_set_new(doc, "one_gpu_makespan_s", json_real(sm->one_gpu_s)) |
-           (sm->alt_tasks > 0 && json_object_set_new(doc, "array", array)) |
-           json_object_set_new(doc, "warnings", warnings);
-}
-
-static svp_status_t plan_print_json(FILE *out, const svp_spec_t *spec,
-                                    const svp_plan_costs_t *costs,
-                                    const plan_summary_t   *sm)
-{
-    json_t *doc, *layouts = json_array(), *spec_layout;
-    int     failed;
-
-    spec_layout = json_pack("{s:i, s:b}", "stages",
-                            sm->spec_stages == SVP_PIPE_STAGES_AUTO
-                                ? sm->layouts[sm->best].stages
-                            : sm->spec_stages == 0 ? sm->world
-                                                   : sm->spec_stages,
-                            "valid", sm->spec_valid);
-    if (spec_layout != NULL && !sm->spec_valid) {
-        json_object_set_new(spec_layout, "why", plan_json_text(sm->spec_why));
-    }
-    for (int k = 0; layouts != NULL && k < sm->n; ++k) {
-        json_array_append_new(layouts,
-                              plan_json_layout(spec, &sm->layouts[k], sm->world,
-                                               sm->bubble[k], sm->memory[k]));
-    }
-    doc = json_pack("{s:o, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, "
-                    "s:{s:f, s:f, s:f, s:o}, s:s, s:o, s:o}",
-                    "spec", plan_json_text(spec->file), "model",
-                    svp_spec_model_kind_name(spec->model.kind), "dtype",
-                    svp_dtype_short_name(spec->dtype), "steps", spec->steps,
-                    "samples", spec->samples, "nodes", spec->cluster.nodes,
-                    "ranks_per_node", spec->cluster.ranks_per_node, "world",
-                    sm->world, "spec_array_tasks", sm->tasks, "samples_per_task",
-                    sm->samples, "costs", "step_s", costs->step_s, "encode_s",
-                    costs->encode_s, "decode_s", costs->decode_s, "source",
-                    plan_json_text(costs->source), "placement",
-                    svp_spec_placement_name(spec->pipeline.placement), "spec_layout",
-                    spec_layout, "layouts", layouts);
-    if (doc == NULL || plan_json_tail(doc, spec, sm) != 0) {
-        json_decref(doc);
-        return SVP_ERR_NO_MEMORY;
-    }
-    failed = json_dumpf(doc, out,
-                        JSON_INDENT(2) | JSON_PRESERVE_ORDER |
-                            JSON_REAL_PRECISION(9)) != 0 ||
-             fputc('\n', out) == EOF;
-    json_decref(doc);
-    return failed ? SVP_ERR_IO : SVP_OK;
-}
-
-svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
-                             const svp_plan_costs_t *costs, unsigned flags)
-{
-    plan_summary_t           sm = {0};
-    svp_plan_params_t        p;
-    svp_plan_result_t       *res = NULL;
-    const svp_plan_layout_t *u;
-    svp_status_t             status;
-    int                      S, G;
-
-    status = plan_summarize(spec, costs, &sm);
+    status = svp_launch_plan_summarize(spec, costs, &sm);
     if (status != SVP_OK) {
         goto out;
     }
-    if (flags & SVP_PLAN_REPORT_JSON) {
-        status = plan_print_json(out, spec, costs, &sm);
+    if (flags & SVP_LAUNCH_PLAN_JSON) {
+        status = svp_launch_plan_print_json(out, spec, costs, &sm);
         goto out;
     }
     u = &sm.layouts[sm.used];
@@ -730,8 +290,8 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
     G = u->groups;
 
     /* the detail below is that of one pipeline (the busiest, group 0) */
-    plan_params(spec, costs, sm.world, spec->cluster.ranks_per_node,
-                spec->pipeline.placement, u->samples_max, &p);
+    svp_plan_params_of_spec(spec, costs, sm.world, spec->cluster.ranks_per_node,
+                            spec->pipeline.placement, u->samples_max, &p);
     p.stages = S;
     p.pairs  = u->pairs;
     status   = svp_plan_run(&p, &res);
@@ -788,60 +348,6 @@ svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
 
 out:
     svp_plan_result_destroy(res);
-    plan_summary_cleanup(&sm);
-    return status;
-}
-
-svp_status_t svp_plan_choose_stages(const svp_spec_t       *spec,
-                                    const svp_plan_costs_t *costs,
-                                    svp_plan_layout_t *best_p, char *why, int whylen)
-{
-    svp_plan_costs_t   c;
-    svp_plan_params_t  p;
-    svp_plan_layout_t *layouts;
-    char               scratch[256];
-    svp_status_t       status;
-    int                W = svp_layout_spec_world(spec);
-    int                n = 0, best = 0;
-
-    if (costs != NULL) {
-        c = *costs;
-    } else if (svp_plan_costs_from_spec(spec, NULL, scratch, sizeof(scratch), &c) !=
-               SVP_OK) {
-        memset(&c, 0, sizeof(c));
-        c.step_s = 1.0;
-        snprintf(c.source, sizeof(c.source),
-                 "unit step costs (no time model "
-                 "for this model without a hardware table)");
-    }
-    layouts = calloc((size_t)2 * W, sizeof(*layouts));
-    if (layouts == NULL) {
-        return SVP_ERR_NO_MEMORY;
-    }
-    plan_params(spec, &c, W, spec->cluster.ranks_per_node, spec->pipeline.placement,
-                spec->samples, &p);
-    /* auto chooses S for the spec's C, by throughput (render writes S alone) */
-    p.objective = SVP_OBJECTIVE_THROUGHPUT;
-    if (spec->pipeline.guidance_parallel <= 1) {
-        p.half_bytes = 0;
-    }
-    status = svp_plan_layouts(&p, layouts, &n, &best);
-    if (status == SVP_OK &&
-        layouts[best].pairs != SVP_MAX(1, spec->pipeline.guidance_parallel)) {
-        best = -1;
-        for (int k = 0; k < n; ++k) {
-            if (layouts[k].pairs == SVP_MAX(1, spec->pipeline.guidance_parallel) &&
-                (best < 0 ||
-                 layouts[k].makespan_s < layouts[best].makespan_s * (1 - 1e-3))) {
-                best = k;
-            }
-        }
-        status = (best < 0) ? SVP_ERR_INVALID_PARAM : SVP_OK;
-    }
-    if (status == SVP_OK) {
-        *best_p = layouts[best];
-        snprintf(why, whylen, "%s", c.source);
-    }
-    free(layouts);
+    svp_launch_plan_summary_cleanup(&sm);
     return status;
 }

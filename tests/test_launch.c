@@ -3,10 +3,10 @@
  * checked-in scripts, hardware tables and the planner's numbers.
  */
 #include "common/util.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "launch/launch.h"
 #include "launch/launch_int.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 #include "jobspec/spec.h"
 
 #include <criterion/criterion.h>

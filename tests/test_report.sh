@@ -190,7 +190,8 @@ else
 fi
 
 if jq -e '.world == 4 and (.hosts | length) == 4 and (.layout.ranges | length) == 4
-          and (.spec | test("steps: 8"))' "$tmp/out/run.json" >/dev/null 2>&1; then
+          and .spec.steps == 8 and .spec["model.kind"] == "dummy"' "$tmp/out/run.json" \
+        >/dev/null 2>&1; then
     ok "run.json: world, hosts, layout and the canonical spec"
 else
     nok "run.json: world, hosts, layout and the canonical spec" "$tmp/out/run.json"

@@ -1532,3 +1532,124 @@ Test(spec, manifest_seed_takes_64_bits)
     unlink(path);
     rmdir(dir);
 }
+
+/* run.json's "spec": the object of svp_spec_to_json() and, in records
+ * written before it, svp_spec_dump()'s lines as one string. */
+#include "jobspec/spec_json.h"
+
+static svp_spec_t *record_spec(const char *name)
+{
+    const char  *top = getenv("SVP_TOP_SRCDIR");
+    char         path[1024], err[512];
+    json_error_t jerr;
+    json_t      *run;
+    svp_spec_t  *spec = NULL;
+
+    snprintf(path, sizeof(path), "%s/tests/run_records/%s", top, name);
+    run = json_load_file(path, 0, &jerr);
+    cr_assert_not_null(run, "%s:%d: %s", path, jerr.line, jerr.text);
+    cr_assert_eq(svp_spec_load_json(json_object_get(run, "spec"), path, err,
+                                    sizeof(err), &spec),
+                 SVP_OK, "%s: %s", name, err);
+    json_decref(run);
+    return spec;
+}
+
+Test(spec, run_record_spec_as_string_and_as_object)
+{
+    const char *names[] = {"run-spec-string.json", "run-spec-object.json"};
+    char       *dump[2];
+
+    if (getenv("SVP_TOP_SRCDIR") == NULL) {
+        cr_skip_test("SVP_TOP_SRCDIR not set (run through make check)");
+    }
+    for (int i = 0; i < 2; ++i) {
+        svp_spec_t *s = record_spec(names[i]);
+
+        cr_expect_str_eq(s->name, "record", "%s", names[i]);
+        cr_expect_eq(s->steps, 6, "%s", names[i]);
+        cr_expect_eq(s->seed, UINT64_MAX, "%s", names[i]);
+        cr_expect_eq(s->latent_shape[1], 3, "%s", names[i]);
+        cr_expect_eq(s->comm.deadline, 30.5, "%s", names[i]);
+        cr_expect_eq(s->pipeline.stages, SVP_PIPE_STAGES_AUTO, "%s", names[i]);
+        cr_expect_str_eq(s->output.dir, "out/\033[31mred", "%s", names[i]);
+        cr_assert_eq(s->cluster.env.count, 2, "%s", names[i]);
+        cr_expect_str_eq(s->cluster.env.keys[0], "UCX_TLS", "%s", names[i]);
+        cr_expect_str_eq(s->cluster.env.values[1], "2", "%s", names[i]);
+        cr_assert_eq(svp_spec_dump(s, &dump[i]), SVP_OK);
+        svp_spec_destroy(s);
+    }
+    cr_expect_str_eq(dump[0], dump[1]);
+    free(dump[0]);
+    free(dump[1]);
+}
+
+/* What svdworker records reads back to the same spec, the values the
+ * dump's escapes and a seed past INT64_MAX exist for among them. */
+Test(spec, spec_json_round_trip)
+{
+    const char *yaml = "name: \"j\\u2028k\\x1b\"\n"
+                       "model: {kind: dummy, dummy: {cost: sleep, step_ms: 0.1}}\n"
+                       "steps: 12\nseed: 18446744073709551615\n"
+                       "pipeline: {stages: auto, placement: ends}\n"
+                       "video: {seeds: [5, 0, 7], noise_aug_strength: 0.02}\n"
+                       "cluster: {env: {Z: 'a \"b\"', A: '\\'}, "
+                       "container_mounts: ['/x:/y'], time: '1:00'}\n";
+    svp_spec_t *a, *b;
+    json_t     *obj, *seed;
+    char        err[512], *da, *db, *text;
+
+    cr_assert_eq(svp_spec_load_string(yaml, "j.yaml", NULL, 0, err, sizeof(err), &a),
+                 SVP_OK, "%s", err);
+    cr_assert_eq(svp_spec_to_json(a, &obj), SVP_OK);
+    cr_expect_eq(json_integer_value(json_object_get(obj, "steps")), 12);
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "model.kind")), "dummy");
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "pipeline.stages")),
+                     "auto");
+    cr_expect(json_is_true(json_object_get(obj, "output.frames")));
+    seed = json_object_get(obj, "seed");
+    cr_expect_str_eq(json_string_value(seed), "18446744073709551615");
+    /* through the text, as run.json carries it */
+    text = json_dumps(obj, JSON_INDENT(1));
+    json_decref(obj);
+    obj = json_loads(text, 0, NULL);
+    free(text);
+    cr_assert_not_null(obj);
+    cr_assert_eq(svp_spec_load_json(obj, "run.json", err, sizeof(err), &b), SVP_OK,
+                 "%s", err);
+    cr_assert_eq(svp_spec_dump(a, &da), SVP_OK);
+    cr_assert_eq(svp_spec_dump(b, &db), SVP_OK);
+    cr_expect_str_eq(da, db);
+    free(da);
+    free(db);
+    json_decref(obj);
+    svp_spec_destroy(a);
+    svp_spec_destroy(b);
+}
+
+/* A forged or damaged record is refused with the spec reader's words. */
+Test(spec, spec_json_refuses_what_a_spec_refuses)
+{
+    const char *cases[][2] = {
+        {"{\"stpes\": 8}", "did you mean 'steps'"},
+        {"{\"steps\": \"8\"}", "quoted string '8'"},
+        {"{\"steps\": null}", "key 'steps'"},
+        {"{\"latent_shape\": [1, [2]]}", "key 'latent_shape'"},
+        {"{\"seed\": \"-1\"}", "key 'seed'"},
+        {"[1, 2]", "expected an object of the spec's keys"},
+        {"7", "found a number"},
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); ++i) {
+        json_t     *v        = json_loads(cases[i][0], JSON_DECODE_ANY, NULL);
+        svp_spec_t *s        = NULL;
+        char        err[512] = "";
+
+        cr_assert_not_null(v, "%s", cases[i][0]);
+        cr_expect_eq(svp_spec_load_json(v, "run.json", err, sizeof(err), &s),
+                     SVP_ERR_SPEC, "accepted %s", cases[i][0]);
+        cr_expect_not_null(strstr(err, cases[i][1]), "%s: %s", cases[i][0], err);
+        cr_expect_null(s);
+        json_decref(v);
+    }
+}

@@ -2,7 +2,7 @@
  * The table-driven YAML key reader: a table of key paths ("comm.deadline"),
  * each with its type, limits and the offset of its field in a struct, read
  * from a YAML document into that struct.  The job spec (spec_keys.c) and
- * the launcher's hardware tables (launch/hardware.c) are read by it, so
+ * the planner's hardware tables (src/plan/hardware.c) are read by it, so
  * both take numbers, names and mappings by the same rules (YAML 1.2's core
  * schema), within the same limits (SVP_SPEC_LIMIT_* in spec.h), and report
  * an error the same way:

@@ -452,7 +452,7 @@ void svp_spec_destroy(svp_spec_t *spec)
  * too; its \n, \t, \r, \xHH and \uHHHH are YAML's own escapes (a spec's
  * text is UTF-8: no byte escapes of invalid bytes reach here).
  */
-static int svp_spec_dump_str(char *buf, size_t len, const char *s)
+int svp_spec_dump_str(char *buf, size_t len, const char *s)
 {
     size_t n = 0, run;
 

@@ -2,7 +2,7 @@
  * The pipeline's schedule as data: for one rank of one pipeline (a group of
  * S ranks, pipe.h), the list of actions it runs, in order.  The worker
  * executes the list (pipe.c: one loop, one switch over the kinds); the
- * planner costs the same lists with its figures (launch/plan_sim.c).  The
+ * planner costs the same lists with its figures (src/plan/plan_sim.c).  The
  * protocol itself (who sends what to whom, when) is written once, at the top
  * of schedule.c.
  *

@@ -22,9 +22,10 @@
 #include "job/samples.h"
 #include "common/status.h"
 #include "common/util.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "launch/launch.h"
-#include "launch/plan.h"
+#include "launch/plan_report.h"
+#include "plan/plan.h"
 #include "jobspec/layout.h"
 #include "jobspec/spec.h"
 
@@ -558,8 +559,8 @@ static svp_status_t launch_cmd_plan(const svp_spec_t *spec, const launch_args_t 
         }
     }
     launch_warn_deadline(spec, &costs);
-    status =
-        svp_plan_report(stdout, spec, &costs, a->json ? SVP_PLAN_REPORT_JSON : 0);
+    status = svp_launch_plan_report(stdout, spec, &costs,
+                                    a->json ? SVP_LAUNCH_PLAN_JSON : 0);
     if (status != SVP_OK) {
         svp_error("plan: %s", svp_status_string(status));
     }

@@ -9,7 +9,7 @@
 #define SVP_TOOLS_SVDTOOL_REPORT_INT_H
 
 #include "svdtool_report.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "jobspec/spec.h"
 
 #include <jansson.h>

@@ -8,6 +8,7 @@
 #include "svdtool_report_int.h"
 #include "common/log.h"
 #include "model/unet.h"
+#include "jobspec/spec_json.h"
 
 #include <glob.h>
 #include <stdio.h>
@@ -53,16 +54,17 @@ svp_status_t svdtool_report_load_run(const char *file, svdtool_report_inputs_t *
 {
     json_error_t jerr;
     char         err[512];
-    const char  *spec;
+    json_t      *spec;
 
     in->run = json_load_file(file, 0, &jerr);
     if (in->run == NULL) {
         svp_error("%s:%d:%d: %s", file, jerr.line, jerr.column, jerr.text);
         return SVP_ERR_BAD_FILE;
     }
-    spec = svdtool_report_str(in->run, "spec", NULL);
-    if (spec == NULL || svp_spec_load_string(spec, file, NULL, 0, err, sizeof(err),
-                                             &in->spec) != SVP_OK) {
+    /* an object of the spec's keys, or an older record's string of lines */
+    spec = json_object_get(in->run, "spec");
+    if (spec == NULL ||
+        svp_spec_load_json(spec, file, err, sizeof(err), &in->spec) != SVP_OK) {
         svp_error("%s: no valid spec in it", file);
         return SVP_ERR_BAD_FILE;
     }

@@ -7,7 +7,7 @@
 #endif
 #include "svdtool_report_int.h"
 #include "common/log.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "jobspec/layout.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 #include <stdarg.h>

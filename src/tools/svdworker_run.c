@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "jobspec/layout.h"
+#include "jobspec/spec_json.h"
 #include "trace/range.h"
 
 #include <jansson.h>
@@ -91,10 +92,10 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
                                   double finished, int samples_run)
 {
     int          world = svp_rt_size(rt), r, kept = 0;
-    json_t      *doc, *ranges, *hw, *old, *attempts;
+    json_t      *doc, *ranges, *hw, *old, *attempts, *spec_json = NULL;
     const char  *jobid  = getenv("SLURM_JOB_ID");
     svp_layout_t layout = {0};
-    char         path[4096], cwd[4096], err[256], name[64], *dump = NULL, *text;
+    char         path[4096], cwd[4096], err[256], name[64], *text;
     char         threads[160];
     const char  *from;
     int          nthreads;
@@ -111,7 +112,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     /* rank 0's: each rank has its own (its CPU mask, its environment) */
     nthreads = svp_threads_default(&from);
     snprintf(threads, sizeof(threads), "%d on rank 0 (from %s)", nthreads, from);
-    status = svp_spec_dump(spec, &dump);
+    status = svp_spec_to_json(spec, &spec_json);
     if (status != SVP_OK) {
         return status;
     }
@@ -129,12 +130,12 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         cwd[0] = '\0';
     }
     doc = json_pack(
-        "{s:{s:s, s:s}, s:s, s:s, s:s, s:i, s:i, s:o, "
+        "{s:{s:s, s:s}, s:s, s:s, s:o, s:i, s:i, s:o, "
         "s:{s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o}, s:{s:i, s:i, s:i, s:i, s:i}, "
         "s:s, s:s, s:s, s:s, s:s, s:f, s:f}",
         "svdpipe", "version", PACKAGE_VERSION, "configure", SVP_CONFIGURE_ARGS,
-        "job", spec->name, "spec_file", spec->file, "spec", dump, "world", world,
-        "ranks_per_node", svp_rt_local_size(rt), "hosts",
+        "job", spec->name, "spec_file", spec->file, "spec", spec_json, "world",
+        world, "ranks_per_node", svp_rt_local_size(rt), "hosts",
         svp_worker_run_hosts(rt, world), "layout", "steps", spec->steps, "samples",
         info->samples_total, "samples_run", samples_run, "stages", layout.stages,
         "groups", layout.groups, "guidance_parallel", layout.pairs, "placement",
@@ -144,7 +145,6 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
         svp_ops_backend_name(spec->device), "dtype",
         svp_dtype_short_name(spec->dtype), "threads", threads, "trace", info->trace,
         "cwd", cwd, "started", started, "finished", finished);
-    free(dump);
     if (doc == NULL) {
         return SVP_ERR_NO_MEMORY;
     }

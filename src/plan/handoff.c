@@ -14,8 +14,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "launch/launch_int.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 #include "pipe/schedule.h"
 #include "jobspec/layout.h"
 #include "common/util.h"

@@ -5,8 +5,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "launch/plan.h"
-#include "launch/plan_int.h"
+#include "plan/plan.h"
+#include "plan/plan_int.h"
 #include "model/unet.h"
 #include "pipe/schedule.h"
 #include "common/log.h"

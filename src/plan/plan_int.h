@@ -2,8 +2,8 @@
  * What the planner's files (plan_cost.c, plan_model.c) share; not part of
  * its interface (plan.h).
  */
-#ifndef SVP_LAUNCH_PLAN_INT_H
-#define SVP_LAUNCH_PLAN_INT_H
+#ifndef SVP_PLAN_PLAN_INT_H
+#define SVP_PLAN_PLAN_INT_H
 
 #include "jobspec/spec.h"
 

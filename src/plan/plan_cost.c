@@ -5,9 +5,9 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "launch/plan.h"
-#include "launch/plan_int.h"
-#include "launch/launch_int.h"
+#include "plan/plan.h"
+#include "plan/plan_int.h"
+#include "common/util.h" /* svp_errf */
 
 #include <errno.h>
 #include <math.h>

@@ -5,7 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "launch/plan.h"
+#include "plan/plan.h"
 #include "pipe/schedule.h"
 #include "common/log.h"
 

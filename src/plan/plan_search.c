@@ -6,7 +6,7 @@
 #include "config.h"
 #endif
 #include "jobspec/layout.h"
-#include "launch/plan.h"
+#include "plan/plan.h"
 
 #include <math.h>
 

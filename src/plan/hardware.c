@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "common/util.h"
 #include "jobspec/keys.h"
 #include "jobspec/spec.h" /* SVP_SPEC_LIMIT_BYTES */

@@ -28,11 +28,11 @@
  * cost nothing here), start-up (loading weights, PMIx and UCX wire-up) and
  * writing the outputs.
  */
-#ifndef SVP_LAUNCH_PLAN_H
-#define SVP_LAUNCH_PLAN_H
+#ifndef SVP_PLAN_PLAN_H
+#define SVP_PLAN_PLAN_H
 
 #include "common/status.h"
-#include "launch/hardware.h"
+#include "plan/hardware.h"
 #include "jobspec/spec.h"
 #include "model/unet.h"
 #include "model/vae.h"
@@ -154,6 +154,19 @@ svp_status_t svp_plan_costs_from_spec(const svp_spec_t *spec, const svp_hw_t *hw
  */
 svp_status_t svp_plan_costs_from_log(const char *file, char *errbuf, int errlen,
                                      svp_plan_costs_t *costs_p);
+
+/*
+ * The planning parameters of spec's job run by world ranks, ranks_per_node
+ * to a node, under placement, dealt samples samples, with costs: every
+ * field of *params_p written, one pipeline of every rank (stages 0, pairs
+ * 1, first_rank 0); half_bytes set where the model has guidance halves
+ * (svd with guidance, or the dummy's stand-in of it), share_bytes to what
+ * lane 1 of a pair hands lane 0 at a shared finish (plan_spec.c).
+ */
+void svp_plan_params_of_spec(const svp_spec_t *spec, const svp_plan_costs_t *costs,
+                             int world, int ranks_per_node,
+                             svp_placement_t placement, int samples,
+                             svp_plan_params_t *params_p);
 
 /* The hand-off message of spec, in bytes (f32 latents whatever the dtype). */
 void svp_plan_message(const svp_spec_t *spec, svp_plan_message_t *msg_p);
@@ -279,18 +292,5 @@ double svp_plan_handoff_gap(const svp_spec_t *spec, const svp_plan_costs_t *cost
  */
 int svp_plan_deadline_warning(const svp_spec_t *spec, const svp_plan_costs_t *costs,
                               char *buf, int len);
-
-/* svp_plan_report() flags */
-#define SVP_PLAN_REPORT_JSON 0x1u /* one JSON object instead of the text */
-
-/*
- * The full report of `svdlaunch plan`: one pipeline rank by rank, then every
- * valid layout of the job (or of one array task, with cluster.array), the
- * one recommended, the spec's own marked (invalid ones too: the report is
- * still made), a job array beside a gang job of several nodes, and a
- * warning when the makespan exceeds cluster.time.
- */
-svp_status_t svp_plan_report(FILE *out, const svp_spec_t *spec,
-                             const svp_plan_costs_t *costs, unsigned flags);
 
 #endif

@@ -30,8 +30,8 @@
  * expected and what was found; an unknown key gets the nearest known one as
  * a suggestion.
  */
-#ifndef SVP_LAUNCH_HARDWARE_H
-#define SVP_LAUNCH_HARDWARE_H
+#ifndef SVP_PLAN_HARDWARE_H
+#define SVP_PLAN_HARDWARE_H
 
 #include "common/status.h"
 #include "tensor/tensor.h"
