@@ -66,7 +66,7 @@ struct svp_comm_req {
     unsigned               kind, sample, step;
     struct svp_comm_frame *frame;
     void                  *ucx_req;   /* NULL once UCX is done with it */
-    int                    withheld;  /* never given to UCX (svp_comm_post) */
+    int                    withheld;  /* never given to UCX (svp_comm_*_post) */
     int                    forgotten; /* a receive cancelled: its peer left */
     int                    done;
     int                    abandoned; /* the caller gave up; UCX still has it */
