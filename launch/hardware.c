@@ -7,7 +7,9 @@
 #include "config.h"
 #endif
 #include "launch/hardware.h"
-#include "common/util.h"
+#include "common/file.h"
+#include "common/str.h"
+#include "common/errf.h"
 #include "jobspec/keys.h"
 #include "jobspec/spec.h" /* SVP_SPEC_LIMIT_BYTES */
 #include "tensor/tensor.h"

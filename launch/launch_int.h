@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "common/util.h" /* svp_errf: the message into errbuf */
+#include "common/errf.h" /* svp_errf: the message into errbuf */
 
 /*
  * Copies s into out with newlines, quotes and control characters escaped,

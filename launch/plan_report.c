@@ -8,6 +8,7 @@
 #include "jobspec/layout.h"
 #include "launch/plan.h"
 #include "launch/launch_int.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <jansson.h>

@@ -17,6 +17,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
+#include "common/util.h"
 #include "launch/plan.h"
 
 #include <errno.h>

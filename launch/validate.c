@@ -10,6 +10,7 @@
 #endif
 #include "launch/launch_int.h"
 #include "jobspec/layout.h"
+#include "common/errf.h"
 #include "common/util.h"
 
 #include <ctype.h>

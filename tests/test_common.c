@@ -1,6 +1,9 @@
 /* Tests for src/common: status table, atomic files, string distance. */
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/file.h"
+#include "common/str.h"
+#include "common/errf.h"
 #include "common/util.h"
 #include "common/log.h"
 

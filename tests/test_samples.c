@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include "pipe/samples.h"
-#include "common/util.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

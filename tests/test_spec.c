@@ -3,7 +3,8 @@
 #include "jobspec/spec_agree.h"
 #include "jobspec/layout.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "pipe/samples.h"
 
 #include <criterion/criterion.h>
@@ -580,7 +581,6 @@ Test(steps, layout_deals_and_places)
 }
 
 #include "jobspec/spec_int.h"
-#include "common/util.h"
 
 /* The man page documents every key the parser accepts. */
 Test(spec, man_page_lists_every_key)

@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
-#include "common/util.h"
+#include "common/str.h"
 
 #include <pthread.h>
 #include <stdio.h>

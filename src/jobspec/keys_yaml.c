@@ -9,7 +9,8 @@
 #endif
 #include "jobspec/keys.h"
 #include "jobspec/spec.h"
-#include "common/util.h"
+#include "common/str.h"
+#include "common/errf.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
 #include "jobspec/spec.h"
 #include "jobspec/spec_int.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/str.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,8 @@
 #endif
 #include "pipe/samples.h"
 #include "pipe/samples_int.h"
-#include "common/util.h"
+#include "common/str.h"
+#include "common/errf.h"
 
 #include <errno.h>
 #include <inttypes.h>

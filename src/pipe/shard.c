@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 #include "pipe/samples.h"
-#include "common/util.h"
+#include "common/errf.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -8,6 +8,7 @@
 #include "pipe/wds.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <stdio.h>

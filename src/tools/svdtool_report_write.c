@@ -9,6 +9,8 @@
 #endif
 #include "svdtool_report_int.h"
 #include "common/log.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "common/util.h"
 #include "jobspec/layout.h"
 #include "launch/plan.h"

@@ -11,7 +11,8 @@
 #include "pipe/lease.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
+#include "common/threads.h"
 #include "jobspec/layout.h"
 #include "trace/range.h"
 
