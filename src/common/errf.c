@@ -24,5 +24,6 @@ void svp_errf(char *errbuf, int errlen, const char *fmt, ...)
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
     /* the values in a message are the user's text: safe to print */
-    svp_str_escape(raw, strlen(raw), errbuf, (size_t)errlen);
+    svp_str_escape(raw, strlen(raw), errbuf, (size_t)errlen,
+                   SVP_STR_ESCAPE_TERMINAL);
 }

@@ -1,6 +1,6 @@
 /*
  * Strings (str.h): UTF-8 decoded and checked, text escaped for a terminal
- * or a message, "did you mean" distances, strdup.  Nothing here logs: the
+ * or for a value quoted in a message (the tree's one escaper), "did you mean" distances, strdup.  Nothing here logs: the
  * log escapes its messages with svp_str_escape.
  */
 #ifdef HAVE_CONFIG_H
@@ -88,35 +88,73 @@ static int svp_str_hidden(uint32_t cp)
            (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
 }
 
-size_t svp_str_escape(const char *s, size_t len, char *out, size_t outlen)
+/*
+ * The escape of the character at u[0..len) for a terminal, into esc: its
+ * length, 0 when the character is copied as it is; *n_p is the
+ * character's length in bytes.
+ */
+static size_t svp_str_escape_terminal(const unsigned char *u, size_t len, char *esc,
+                                      size_t esclen, size_t *n_p)
+{
+    uint32_t cp;
+    size_t   n;
+
+    n    = svp_utf8_decode(u, len, &cp);
+    *n_p = (n == 0) ? 1 : n;
+    if (n == 0) {
+        return (size_t)snprintf(esc, esclen, "\\x%02x", u[0]);
+    }
+    if (cp == '\n' || cp == '\t' || cp == '\r') {
+        return (size_t)snprintf(esc, esclen, "\\%c",
+                                cp == '\n'   ? 'n'
+                                : cp == '\t' ? 't'
+                                             : 'r');
+    }
+    if (cp < 0x80 && svp_str_hidden(cp)) {
+        return (size_t)snprintf(esc, esclen, "\\x%02x", (unsigned)cp);
+    }
+    if (svp_str_hidden(cp)) {
+        return (size_t)snprintf(esc, esclen, "\\u%04x", (unsigned)cp);
+    }
+    return 0;
+}
+
+/* The escape of byte c inside a quoted value, into esc: its length, 0 when
+ * the byte is copied as it is. */
+static size_t svp_str_escape_quoted(unsigned char c, char *esc, size_t esclen)
+{
+    if (c == '\n') {
+        return (size_t)snprintf(esc, esclen, "\\n");
+    }
+    if (c == '"' || c == '\\') {
+        return (size_t)snprintf(esc, esclen, "\\%c", c);
+    }
+    if (c < 0x20 || c == 0x7f) {
+        return (size_t)snprintf(esc, esclen, "\\x%02x", c);
+    }
+    return 0;
+}
+
+size_t svp_str_escape(const char *s, size_t len, char *out, size_t outlen,
+                      svp_str_escape_t mode)
 {
     const unsigned char *u = (const unsigned char *)s;
-    size_t               i = 0, o = 0, n, w;
-    uint32_t             cp;
+    size_t               i = 0, o = 0, n, w, room;
     char                 esc[8];
 
     if (outlen == 0) {
         return 0;
     }
     while (i < len) {
-        n = svp_utf8_decode(u + i, len - i, &cp);
-        if (n == 0) {
-            w = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", u[i]);
-            n = 1;
-        } else if (cp == '\n' || cp == '\t' || cp == '\r') {
-            w = (size_t)snprintf(esc, sizeof(esc), "\\%c",
-                                 cp == '\n'   ? 'n'
-                                 : cp == '\t' ? 't'
-                                              : 'r');
-        } else if (cp < 0x80 && svp_str_hidden(cp)) {
-            w = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", (unsigned)cp);
-        } else if (svp_str_hidden(cp)) {
-            w = (size_t)snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
+        if (mode == SVP_STR_ESCAPE_QUOTED) {
+            n    = 1;
+            w    = svp_str_escape_quoted(u[i], esc, sizeof(esc));
+            room = 5; /* the widest escape, \xHH, and one byte more */
         } else {
-            w = 0;
+            w    = svp_str_escape_terminal(u + i, len - i, esc, sizeof(esc), &n);
+            room = w ? w : n; /* whole characters and whole escapes only */
         }
-        /* whole characters and whole escapes only */
-        if (o + (w ? w : n) >= outlen) {
+        if (o + room >= outlen) {
             break;
         }
         if (w > 0) {

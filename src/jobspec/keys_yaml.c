@@ -40,7 +40,8 @@ svp_status_t svp_spec_reader_fail(svp_spec_reader_t *ctx, int line, int col,
     } else {
         char esc[4096];
 
-        svp_str_escape(full, strlen(full), esc, sizeof(esc));
+        svp_str_escape(full, strlen(full), esc, sizeof(esc),
+                       SVP_STR_ESCAPE_TERMINAL);
         fprintf(stderr, "%s\n", esc);
     }
     return SVP_ERR_SPEC;

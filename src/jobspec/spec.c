@@ -463,7 +463,7 @@ static int svp_spec_dump_str(char *buf, size_t len, const char *s)
             continue;
         }
         run = strcspn(s, "\"\\");
-        n += svp_str_escape(s, run, buf + n, len - n - 2);
+        n += svp_str_escape(s, run, buf + n, len - n - 2, SVP_STR_ESCAPE_TERMINAL);
         s += run;
     }
     n += snprintf(buf + n, len - n, "\"");

@@ -447,8 +447,10 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
             snprintf(shard, sizeof(shard), "shard %d of %d: %d of ", w->shard.index,
                      w->shard.count, svp_pipe_shard_size(&w->shard, w->list->count));
         }
-        svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
-        svp_str_escape(w->what, strlen(w->what), what, sizeof(what));
+        svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file),
+                       SVP_STR_ESCAPE_TERMINAL);
+        svp_str_escape(w->what, strlen(w->what), what, sizeof(what),
+                       SVP_STR_ESCAPE_TERMINAL);
         printf("%s: ok (%d steps, %s%s, %d ranks, %d steps per rank)\n", file,
                spec->steps, shard, what, w->world, w->layout.k);
     }
