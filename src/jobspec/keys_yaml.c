@@ -140,7 +140,8 @@ static const char *svp_spec_node_kind(const yaml_node_t *node)
 }
 
 static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
-                                  yaml_node_t *map, const char *prefix, void *base);
+                                  yaml_node_t *map, const char *prefix, int plain,
+                                  void *base);
 
 /*
  * YAML 1.2 (core schema): a quoted or block scalar is a string, whatever
@@ -318,8 +319,90 @@ static svp_status_t svp_spec_set_node(svp_spec_reader_t *ctx, yaml_document_t *d
     return svp_spec_reader_after(ctx, key, value);
 }
 
+/* Whether a path names what a key so written holds: a path splits at '.'
+ * and '[' (svp_spec_reader_mark_cb_t). */
+static int svp_spec_plain(const yaml_node_t *k)
+{
+    return strpbrk((const char *)k->data.scalar.value, ".[") == NULL;
+}
+
+/* Tells the mark hook where the value of path is: the key's own (item -1,
+ * entry NULL), its list's item, or its mapping's entry. */
+static svp_status_t svp_spec_reader_mark(svp_spec_reader_t *ctx, const char *path,
+                                         int item, const char *entry,
+                                         const yaml_node_t *value)
+{
+    const char  *text = NULL;
+    size_t       len = 0, size = strlen(path) + (entry ? strlen(entry) : 0) + 24;
+    char        *full;
+    svp_status_t status;
+
+    if (value->type == YAML_SCALAR_NODE) {
+        text = (const char *)value->data.scalar.value;
+        len  = value->data.scalar.length;
+    }
+    full = malloc(size);
+    if (full == NULL) {
+        return svp_spec_reader_no_memory(ctx, MARK_LINE(value), MARK_COL(value),
+                                         "noting where a value is");
+    }
+    if (item >= 0) {
+        snprintf(full, size, "%s[%d]", path, item);
+    } else if (entry != NULL) {
+        snprintf(full, size, "%s.%s", path, entry);
+    } else {
+        snprintf(full, size, "%s", path);
+    }
+    status = ctx->mark(ctx, full, text, len, MARK_LINE(value), MARK_COL(value));
+    free(full);
+    return status;
+}
+
+/* After key was set from value: its marks, the items' and entries' too. */
+static svp_status_t svp_spec_reader_marks(svp_spec_reader_t    *ctx,
+                                          yaml_document_t      *doc,
+                                          const svp_spec_key_t *key,
+                                          const yaml_node_t    *value)
+{
+    yaml_node_item_t *item;
+    yaml_node_pair_t *pair;
+    yaml_node_t      *k;
+    svp_status_t      status;
+
+    if (ctx->mark == NULL) {
+        return SVP_OK;
+    }
+    status = svp_spec_reader_mark(ctx, key->path, -1, NULL, value);
+    if (value->type == YAML_SEQUENCE_NODE) {
+        for (item = value->data.sequence.items.start;
+             status == SVP_OK && item < value->data.sequence.items.top; ++item) {
+            status =
+                svp_spec_reader_mark(ctx, key->path,
+                                     (int)(item - value->data.sequence.items.start),
+                                     NULL, yaml_document_get_node(doc, *item));
+        }
+    } else if (value->type == YAML_MAPPING_NODE) {
+        for (pair = value->data.mapping.pairs.start;
+             status == SVP_OK && pair < value->data.mapping.pairs.top; ++pair) {
+            k = yaml_document_get_node(doc, pair->key);
+            if (svp_spec_plain(k)) {
+                status =
+                    svp_spec_reader_mark(ctx, key->path, -1,
+                                         (const char *)k->data.scalar.value,
+                                         yaml_document_get_node(doc, pair->value));
+            }
+        }
+    }
+    return status;
+}
+
+/*
+ * Reads the keys of map (under prefix) into base.  plain: every key on the
+ * way to map was written without '.' or '[' (svp_spec_reader_mark_cb_t).
+ */
 static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
-                                  yaml_node_t *map, const char *prefix, void *base)
+                                  yaml_node_t *map, const char *prefix, int plain,
+                                  void *base)
 {
     yaml_node_pair_t     *pair, *prev;
     yaml_node_t          *k, *v, *pk;
@@ -370,9 +453,13 @@ static svp_status_t svp_spec_walk(svp_spec_reader_t *ctx, yaml_document_t *doc,
                     "key '%s': expected a mapping (a section), found %s", path,
                     svp_spec_node_kind(v));
             }
-            status = svp_spec_walk(ctx, doc, v, path, base);
+            status =
+                svp_spec_walk(ctx, doc, v, path, plain && svp_spec_plain(k), base);
         } else if ((key = svp_spec_reader_key(ctx, path)) != NULL) {
             status = svp_spec_set_node(ctx, doc, key, v, base);
+            if (status == SVP_OK && plain && svp_spec_plain(k)) {
+                status = svp_spec_reader_marks(ctx, doc, key, v);
+            }
         } else {
             status = svp_spec_reader_unknown(ctx, MARK_LINE(k), MARK_COL(k), path);
         }
@@ -427,7 +514,7 @@ svp_status_t svp_spec_reader_read(svp_spec_reader_t *ctx, const char *yaml,
                                           "top, found %s",
                                           svp_spec_node_kind(root));
         } else {
-            status = svp_spec_walk(ctx, &doc, root, "", ctx->base);
+            status = svp_spec_walk(ctx, &doc, root, "", 1, ctx->base);
         }
     }
     yaml_document_delete(&doc);
