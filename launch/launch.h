@@ -23,7 +23,7 @@
 
 #include "common/status.h"
 #include "jobspec/spec.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 
 #include <stdio.h>
 
@@ -127,13 +127,13 @@ svp_status_t svp_launch_job_output(const char *jobid, char *dir, size_t len,
                                    char *errbuf, int errlen);
 
 /*
- * The job's sample list as this host sees it (svp_pipe_samples_create):
+ * The job's sample list as this host sees it (svp_job_samples_create):
  * inside a container, the manifest and its absolute image paths are the
  * container's, read here through the mounts, and an image no mount holds is
  * an error naming its line.  The list keeps the paths the worker opens.
  */
 svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen,
-                                svp_pipe_samples_t **list_p);
+                                svp_job_samples_t **list_p);
 
 /*
  * With cluster.container_image: that the job spec (spec_host, its absolute

@@ -14,7 +14,7 @@
 #include "launch/launch_int.h"
 #include "media/image.h"
 #include "model/checkpoint.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -208,7 +208,7 @@ static int preflight_image_host(void *arg, const char *path, char *host, size_t 
 }
 
 svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen,
-                                svp_pipe_samples_t **list_p)
+                                svp_job_samples_t **list_p)
 {
     svp_spec_t          copy = *spec;
     char                manifest[PREFLIGHT_PATH_MAX];
@@ -220,12 +220,12 @@ svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen
     *list_p = NULL;
     if (spec->video.manifest[0] == '\0') {
         if (!svp_launch_in_container(spec) || spec->video.inputs.count == 0) {
-            return svp_pipe_samples_create(spec, errbuf, errlen, list_p);
+            return svp_job_samples_create(spec, errbuf, errlen, list_p);
         }
         /* video.inputs as the container sees them, read through the
          * mounts (a relative one was joined to the spec's folder here) */
         seen.manifest = spec->file;
-        return svp_pipe_samples_create_mapped(spec, &map, errbuf, errlen, list_p);
+        return svp_job_samples_create_mapped(spec, &map, errbuf, errlen, list_p);
     }
     if (!preflight_host_path(spec, spec->video.manifest, manifest,
                              sizeof(manifest))) {
@@ -236,23 +236,23 @@ svp_status_t svp_launch_samples(const svp_spec_t *spec, char *errbuf, int errlen
         return SVP_ERR_NOT_FOUND;
     }
     copy.video.manifest = manifest;
-    return svp_pipe_samples_create_mapped(&copy, &map, errbuf, errlen, list_p);
+    return svp_job_samples_create_mapped(&copy, &map, errbuf, errlen, list_p);
 }
 
 static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
                                       int errlen)
 {
-    svp_pipe_samples_t *list = NULL;
-    svp_media_image_t  *img;
-    char                manifest[PREFLIGHT_PATH_MAX], **paths = NULL;
-    char                msg[2048];
-    int                 i, n, bad = 0, used = 0;
-    preflight_seen_t    seen = {spec, manifest};
-    svp_status_t        status;
+    svp_job_samples_t *list = NULL;
+    svp_media_image_t *img;
+    char               manifest[PREFLIGHT_PATH_MAX], **paths = NULL;
+    char               msg[2048];
+    int                i, n, bad = 0, used = 0;
+    preflight_seen_t   seen = {spec, manifest};
+    svp_status_t       status;
 
     if (spec->cluster.array != NULL && spec->cluster.array[0] != '\0') {
         /* each array task is a shard: the worker refuses other forms */
-        status = svp_pipe_shard_check_array(spec->cluster.array, errbuf, errlen);
+        status = svp_job_shard_check_array(spec->cluster.array, errbuf, errlen);
         if (status != SVP_OK) {
             return status;
         }
@@ -270,13 +270,13 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
     }
     status = svp_launch_samples(spec, errbuf, errlen, &list);
     if (status != SVP_OK || spec->model.kind != SVP_MODEL_SVD) {
-        svp_pipe_samples_destroy(list);
+        svp_job_samples_destroy(list);
         return status;
     }
     /* each image once: a manifest may name one in many lines */
     paths = malloc(((size_t)list->nimages + 1) * sizeof(*paths));
     if (paths == NULL) {
-        svp_pipe_samples_destroy(list);
+        svp_job_samples_destroy(list);
         return SVP_ERR_NO_MEMORY;
     }
     if (list->nimages > 0) {
@@ -318,7 +318,7 @@ static svp_status_t preflight_samples(const svp_spec_t *spec, char *errbuf,
         status = SVP_ERR_BAD_FILE;
     }
     free(paths);
-    svp_pipe_samples_destroy(list);
+    svp_job_samples_destroy(list);
     return status;
 }
 

@@ -10,10 +10,10 @@
  *   <name>/sample.json                  an svd sample, made
  *   <name>.safetensors                  a simulator sample, made
  *   shard-...index.json                 a WebDataset shard's samples, made
- *                                       (pipe/wds.h: read from the index,
+ *                                       (job/wds.h: read from the index,
  *                                       one file per shard)
  *   staging/<name>.tar                  a sample made, not yet packed
- *                                       (pipe/wds.h: renamed there whole)
+ *                                       (job/wds.h: renamed there whole)
  *
  * A sample is done when its output is there (outputs are renamed into place
  * whole).  Its index comes from the name sample_NNNNNN, else from its
@@ -35,7 +35,7 @@
 #include "common/errf.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
-#include "pipe/wds.h"
+#include "job/wds.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -242,7 +242,7 @@ static svp_status_t status_push(status_outs_t *o, int idx, double mtime)
     return SVP_OK;
 }
 
-/* A WebDataset shard's index (pipe/wds.h): shard-...index.json. */
+/* A WebDataset shard's index (job/wds.h): shard-...index.json. */
 static int status_is_shard_index(const char *name)
 {
     size_t n = strlen(name);
@@ -299,11 +299,11 @@ static svp_status_t status_scan_index(const char *dir, const char *name,
 /* A staged sample's index: from its name, else from its sample.json. */
 static int status_staged_index(const char *staging, const char *name)
 {
-    svp_pipe_wds_member_t *v;
-    json_t                *doc;
-    char                   path[8400], why[1024], *end;
-    int                    idx = -1, n, k;
-    long                   num;
+    svp_job_wds_member_t *v;
+    json_t               *doc;
+    char                  path[8400], why[1024], *end;
+    int                   idx = -1, n, k;
+    long                  num;
 
     /* "sample_N.tar": N in digits, no sign, no overflow */
     if (strncmp(name, "sample_", 7) == 0 && name[7] >= '0' && name[7] <= '9') {
@@ -314,7 +314,7 @@ static int status_staged_index(const char *staging, const char *name)
         }
     }
     snprintf(path, sizeof(path), "%s/%s", staging, name);
-    if (svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
+    if (svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)) != SVP_OK) {
         return -1;
     }
     for (k = 0; k < n; ++k) {
@@ -326,7 +326,7 @@ static int status_staged_index(const char *staging, const char *name)
             json_decref(doc);
         }
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     return idx;
 }
 
@@ -423,7 +423,7 @@ static svp_status_t status_scan(const char *dir, status_t *s, char *errbuf,
             status = status_scan_index(dir, de->d_name, &o);
             continue;
         }
-        if (strcmp(de->d_name, SVP_PIPE_WDS_STAGING) == 0) {
+        if (strcmp(de->d_name, SVP_JOB_WDS_STAGING) == 0) {
             snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
             status = status_scan_staging(path, &o);
             continue;

@@ -9,7 +9,7 @@
  * threads.  No tolerance: any difference is a failure.
  */
 #include "pipe/stage.h"
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "tensor/safetensors.h"
 #include "ops/ops.h"
 #include "common/log.h"

@@ -1,5 +1,5 @@
 /*
- * Tests for resume (pipe/resume.h), the output directory (pipe/outdir.h),
+ * Tests for resume (pipe/resume.h), the output directory (job/outdir.h),
  * fill-aware deadlines (pipe/deadline.h) and stopping (common/stop.h), in
  * one process with the dummy stage.  The cluster cases (scancel and
  * resubmit, SIGTERM to every rank, the fill) are in tests/resume_cluster.sh.
@@ -7,10 +7,10 @@
 #define _GNU_SOURCE
 #include "pipe/pipe.h"
 #include "pipe/deadline.h"
-#include "pipe/lease.h"
-#include "pipe/outdir.h"
+#include "job/lease.h"
+#include "job/outdir.h"
 #include "pipe/resume.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "rt/rt.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -64,7 +64,7 @@ static svp_spec_t *load(const char *dir, const char *extra)
 /* Runs the samples in list (NULL: all) of the job in dir. */
 /* The job in dir, publishing under lease (may be NULL). */
 static svp_status_t run_leased(const char *dir, const char *extra, const int *list,
-                               int n, svp_pipe_lease_t *lease)
+                               int n, svp_job_lease_t *lease)
 {
     svp_spec_t       *spec = load(dir, extra);
     svp_pipe_params_t pp   = {0};
@@ -99,19 +99,19 @@ static svp_rt_h plain_rt(void)
 /* What rank 0 of 1 decides for the job in dir. */
 static svp_status_t agree(const char *dir, const char *extra, svp_pipe_resume_t *r)
 {
-    svp_spec_t         *spec = load(dir, extra);
-    svp_stage_t         stage;
-    svp_rt_h            rt    = plain_rt();
-    svp_pipe_shard_t    whole = {0, 1};
-    svp_pipe_samples_t *list;
-    char                err[1024];
-    svp_status_t        status;
+    svp_spec_t        *spec = load(dir, extra);
+    svp_stage_t        stage;
+    svp_rt_h           rt    = plain_rt();
+    svp_job_shard_t    whole = {0, 1};
+    svp_job_samples_t *list;
+    char               err[1024];
+    svp_status_t       status;
 
     cr_assert_eq(svp_stage_dummy_create(spec, &stage), SVP_OK);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &list), SVP_OK,
-                 "%s", err);
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &list), SVP_OK, "%s",
+                 err);
     status = svp_pipe_resume_agree(rt, spec, &stage, list->count, &whole, r);
-    svp_pipe_samples_destroy(list);
+    svp_job_samples_destroy(list);
     stage.ops->destroy(stage.self);
     svp_rt_cleanup(rt);
     svp_spec_destroy(spec);
@@ -350,7 +350,7 @@ Test(outdir, clean_removes_only_own_temporaries)
     touch(dir, "sample_000007.safetensors.tmp.123@");
 
     /* a stopping rank: its own pid of this host only */
-    cr_assert_eq(svp_pipe_outdir_clean(dir, 99, NULL, NULL, &n), SVP_OK);
+    cr_assert_eq(svp_job_outdir_clean(dir, 99, NULL, NULL, &n), SVP_OK);
     cr_assert_eq(n, 1);
     snprintf(name, sizeof(name), "sample_000002.safetensors.tmp.99@%s", here);
     cr_assert(!exists(dir, name));
@@ -358,7 +358,7 @@ Test(outdir, clean_removes_only_own_temporaries)
     cr_assert(exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
 
     /* at start, only this rank's samples */
-    cr_assert_eq(svp_pipe_outdir_clean(dir, 0, only_even, NULL, &n), SVP_OK);
+    cr_assert_eq(svp_job_outdir_clean(dir, 0, only_even, NULL, &n), SVP_OK);
     cr_assert_eq(n, 6);
     cr_assert(!exists(dir, "sample_000014.tar.tmp.123@gone-node"));
     cr_assert(exists(dir, "sample_000014.tar"));
@@ -376,7 +376,7 @@ Test(outdir, clean_removes_only_own_temporaries)
              here);
     cr_assert(!exists(dir, name), "a dead writer's temporary stayed");
 
-    cr_assert_eq(svp_pipe_outdir_clean(dir, 0, NULL, NULL, &n), SVP_OK);
+    cr_assert_eq(svp_job_outdir_clean(dir, 0, NULL, NULL, &n), SVP_OK);
     cr_assert_eq(n, 1);
     cr_assert(!exists(dir, "sample_000001.safetensors.tmp.123@gone-node"));
     cr_assert(exists(dir, "notes.tmp.123@gone-node"));
@@ -397,18 +397,18 @@ Test(outdir, check_names_an_unusable_directory)
     char dir[] = "/tmp/svp_out_XXXXXX", bad[600];
 
     cr_assert_not_null(mkdtemp(dir));
-    cr_assert_eq(svp_pipe_outdir_check(dir, 1000), SVP_OK);
+    cr_assert_eq(svp_job_outdir_check(dir, 1000), SVP_OK);
     /* created when missing */
     snprintf(bad, sizeof(bad), "%s/a/b", dir);
-    cr_assert_eq(svp_pipe_outdir_check(bad, 1000), SVP_OK);
+    cr_assert_eq(svp_job_outdir_check(bad, 1000), SVP_OK);
     cr_assert(exists(dir, "a/b"));
     cr_assert(!exists(bad, ".svdpipe-probe.tmp"), "the probe is removed");
     /* below a regular file: cannot be created (whoever runs the test) */
     touch(dir, "file");
     snprintf(bad, sizeof(bad), "%s/file/out", dir);
-    cr_assert_eq(svp_pipe_outdir_check(bad, 1000), SVP_ERR_IO);
+    cr_assert_eq(svp_job_outdir_check(bad, 1000), SVP_ERR_IO);
     /* more room than any filesystem has */
-    cr_assert_eq(svp_pipe_outdir_check(dir, UINT64_MAX / 2), SVP_ERR_IO);
+    cr_assert_eq(svp_job_outdir_check(dir, UINT64_MAX / 2), SVP_ERR_IO);
     svp_rmtree(dir);
 }
 
@@ -424,12 +424,12 @@ Test(outdir, full_and_read_only_filesystems)
         rmdir(dir);
         cr_skip_test("cannot mount a tmpfs here (not root?)");
     }
-    cr_expect_eq(svp_pipe_outdir_check(dir, 16 * 1024), SVP_OK);
-    cr_expect_eq(svp_pipe_outdir_check(dir, 1024 * 1024), SVP_ERR_IO,
+    cr_expect_eq(svp_job_outdir_check(dir, 16 * 1024), SVP_OK);
+    cr_expect_eq(svp_job_outdir_check(dir, 1024 * 1024), SVP_ERR_IO,
                  "a sample of 1 MB does not fit in 64 kB");
     snprintf(cmd, sizeof(cmd), "mount -o remount,ro '%s'", dir);
     cr_expect_eq(system(cmd), 0);
-    cr_expect_eq(svp_pipe_outdir_check(dir, 1024), SVP_ERR_IO, "read-only");
+    cr_expect_eq(svp_job_outdir_check(dir, 1024), SVP_ERR_IO, "read-only");
     snprintf(cmd, sizeof(cmd), "umount '%s'", dir);
     cr_expect_eq(system(cmd), 0);
     rmdir(dir);
@@ -509,7 +509,7 @@ Test(stop, request_stops_between_steps)
     svp_rmtree(dir);
 }
 
-/* ---- the output directory's lease (pipe/lease.h) --------------------- */
+/* ---- the output directory's lease (job/lease.h) --------------------- */
 
 static void write_lease(const char *dir, const char *name, const char *host,
                         long pid, double renewed_ago, int count)
@@ -532,42 +532,42 @@ static void write_lease(const char *dir, const char *name, const char *host,
 
 Test(lease, one_job_per_directory)
 {
-    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one = {0, 1}, s0 = {0, 3}, s1 = {1, 3};
-    svp_pipe_lease_t *a, *b;
-    pid_t             dead;
+    char             dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_job_shard_t  one = {0, 1}, s0 = {0, 3}, s1 = {1, 3};
+    svp_job_lease_t *a, *b;
+    pid_t            dead;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
     cr_assert(exists(dir, "lease.json"));
     /* a second job (here: this live process again) is refused, named */
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j2", "j2.yaml", "k2", 30, why,
-                                     sizeof(why), &b),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j2", "j2.yaml", "k2", 30, why,
+                                    sizeof(why), &b),
                  SVP_ERR_SPEC);
     cr_assert_not_null(
         strstr(why, "is in use: its lease.json is held by job 'j' (j.yaml) on "),
         "%s", why);
     cr_assert_not_null(strstr(why, "remove "), "%s", why);
     /* an array task of this directory is another layout: refused too */
-    cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &b),
+    cr_assert_eq(svp_job_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &b),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "another spec or array layout"), "%s", why);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     cr_assert(!exists(dir, "lease.json"), "a released lease stays");
 
     /* siblings of one array hold their shards at once */
-    cr_assert_eq(svp_pipe_lease_take(dir, &s0, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &s0, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
-    cr_assert_eq(svp_pipe_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &b),
+    cr_assert_eq(svp_job_lease_take(dir, &s1, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &b),
                  SVP_OK, "%s", why);
-    svp_pipe_lease_release(a);
-    svp_pipe_lease_release(b);
+    svp_job_lease_release(a);
+    svp_job_lease_release(b);
 
     /* gone holders: a dead pid of this host, a silent other host */
     dead = fork();
@@ -577,19 +577,19 @@ Test(lease, one_job_per_directory)
     }
     waitpid(dead, NULL, 0);
     write_lease(dir, "lease.json", svp_log_hostname(), (long)dead, 1, 1);
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     write_lease(dir, "lease.json", "far-node", 4242, 5 * 30, 1);
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     /* a live one: another host that renewed it a beat ago */
     write_lease(dir, "lease.json", "far-node", 4242, 20, 1);
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "on far-node, pid 4242"), "%s", why);
     svp_rmtree(dir);
@@ -600,36 +600,36 @@ Test(lease, one_job_per_directory)
  * and asks this process to stop with exit 2. */
 Test(lease, holder_fences_itself)
 {
-    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700], *who;
-    svp_pipe_shard_t  one   = {0, 1};
-    svp_pipe_lease_t *a, *view, *bad = NULL;
-    json_t           *doc;
+    char             dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700], *who;
+    svp_job_shard_t  one   = {0, 1};
+    svp_job_lease_t *a, *view, *bad = NULL;
+    json_t          *doc;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     snprintf(path, sizeof(path), "%s/lease.json", dir);
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
-    who = svp_pipe_lease_identity(a);
+    who = svp_job_lease_identity(a);
     cr_assert_not_null(who);
-    cr_assert_eq(svp_pipe_lease_view(dir, &one, who, &view), SVP_OK);
+    cr_assert_eq(svp_job_lease_view(dir, &one, who, &view), SVP_OK);
     free(who);
-    cr_assert_eq(svp_pipe_lease_view(dir, &one, "[1]", &bad), SVP_ERR_MESSAGE);
+    cr_assert_eq(svp_job_lease_view(dir, &one, "[1]", &bad), SVP_ERR_MESSAGE);
     cr_assert_null(bad);
-    cr_assert_eq(svp_pipe_lease_renew(a), SVP_OK);
-    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK);
-    cr_assert(!svp_pipe_lease_lost(view, why, sizeof(why)));
+    cr_assert_eq(svp_job_lease_renew(a), SVP_OK);
+    cr_assert_eq(svp_job_lease_guard(a), SVP_OK);
+    cr_assert(!svp_job_lease_lost(view, why, sizeof(why)));
 
     /* another host's job took it over */
     write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
-    cr_assert(svp_pipe_lease_lost(view, why, sizeof(why)));
+    cr_assert(svp_job_lease_lost(view, why, sizeof(why)));
     cr_assert_not_null(strstr(why, "another job took the directory over"), "%s",
                        why);
     cr_assert_not_null(strstr(why, "job 'other' (other.yaml) on far-node, pid 4242"),
                        "%s", why);
     cr_assert_eq(svp_stop_requested(), 0, "a view's check alone stops nothing");
-    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_lease_renew(a), SVP_ERR_SPEC);
     cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
     cr_assert(svp_stop_pending());
     cr_assert_eq(svp_stop_exit_code(), 2);
@@ -639,11 +639,11 @@ Test(lease, holder_fences_itself)
     cr_assert_str_eq(json_string_value(json_object_get(doc, "host")), "far-node");
     json_decref(doc);
     /* lost for good, and every publish is refused */
-    cr_assert_eq(svp_pipe_lease_guard(a), SVP_ERR_SPEC);
-    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_lease_guard(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_lease_renew(a), SVP_ERR_SPEC);
     /* released, it is left to its new holder */
-    svp_pipe_lease_release(view);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(view);
+    svp_job_lease_release(a);
     cr_assert(exists(dir, "lease.json"), "the new holder's lease was removed");
     svp_rmtree(dir);
 }
@@ -653,32 +653,32 @@ Test(lease, holder_fences_itself)
  * (a guard costs no file read per sample). */
 Test(lease, guard_after_a_gap)
 {
-    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one   = {0, 1};
-    svp_pipe_lease_t *a;
+    char             dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_job_shard_t  one   = {0, 1};
+    svp_job_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
     /* beats of 0.05 s: the threshold is 0.2 s */
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
     usleep(300000);
-    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK, "its own lease, read again");
+    cr_assert_eq(svp_job_lease_guard(a), SVP_OK, "its own lease, read again");
     write_lease(dir, "lease.json", "far-node", 4242, 0, 1);
-    cr_assert_eq(svp_pipe_lease_guard(a), SVP_OK, "read within the threshold");
+    cr_assert_eq(svp_job_lease_guard(a), SVP_OK, "read within the threshold");
     cr_assert_eq(svp_stop_requested(), 0);
     usleep(300000);
-    cr_assert_eq(svp_pipe_lease_guard(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_lease_guard(a), SVP_ERR_SPEC);
     cr_assert_eq(svp_stop_requested(), SVP_EXIT_BAD_INPUT);
-    cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
+    cr_assert(svp_job_lease_lost(a, why, sizeof(why)));
     cr_assert_eq(strncmp(why, "this job was suspended for 0.", 29), 0, "%s", why);
     cr_assert_not_null(
         strstr(why, " s (or its clock jumped), past the takeover threshold "
                     "of 4 beats of 0.05 s, and another job took the "
                     "directory over: job 'other'"),
         "%s", why);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     cr_assert(exists(dir, "lease.json"));
     svp_rmtree(dir);
 }
@@ -688,15 +688,15 @@ Test(lease, guard_after_a_gap)
  * written. */
 Test(lease, pipeline_writes_nothing_after_losing_it)
 {
-    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
-    svp_pipe_shard_t  one   = {0, 1};
-    svp_pipe_lease_t *a;
-    int               list[] = {0, 1};
+    char             dir[] = "/tmp/svp_lease_XXXXXX", why[2048];
+    svp_job_shard_t  one   = {0, 1};
+    svp_job_lease_t *a;
+    int              list[] = {0, 1};
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 0.05, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
     cr_assert_eq(run_leased(dir, "", list, 1, a), SVP_OK);
     cr_assert(exists(dir, "sample_000000.safetensors"));
@@ -706,7 +706,7 @@ Test(lease, pipeline_writes_nothing_after_losing_it)
     cr_assert(!exists(dir, "sample_000001.safetensors"),
               "written into another job's directory");
     cr_assert_eq(svp_stop_exit_code(), 2);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     svp_rmtree(dir);
 }
 
@@ -714,23 +714,23 @@ Test(lease, pipeline_writes_nothing_after_losing_it)
  * removes it, or a person told that its holder is gone. */
 Test(lease, removed_lease_is_lost)
 {
-    char              dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700];
-    svp_pipe_shard_t  one   = {0, 1};
-    svp_pipe_lease_t *a;
+    char             dir[] = "/tmp/svp_lease_XXXXXX", why[2048], path[700];
+    svp_job_shard_t  one   = {0, 1};
+    svp_job_lease_t *a;
 
     cr_assert_not_null(mkdtemp(dir));
     unsetenv("SLURM_JOB_ID");
-    cr_assert_eq(svp_pipe_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
-                                     sizeof(why), &a),
+    cr_assert_eq(svp_job_lease_take(dir, &one, "j", "j.yaml", "k", 30, why,
+                                    sizeof(why), &a),
                  SVP_OK, "%s", why);
     snprintf(path, sizeof(path), "%s/lease.json", dir);
     cr_assert_eq(unlink(path), 0);
-    cr_assert_eq(svp_pipe_lease_renew(a), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_lease_renew(a), SVP_ERR_SPEC);
     cr_assert(!exists(dir, "lease.json"), "a lost lease was written again");
-    cr_assert(svp_pipe_lease_lost(a, why, sizeof(why)));
+    cr_assert(svp_job_lease_lost(a, why, sizeof(why)));
     cr_assert_not_null(strstr(why, "lease.json was removed or cannot be read"), "%s",
                        why);
     cr_assert_eq(svp_stop_exit_code(), 2);
-    svp_pipe_lease_release(a);
+    svp_job_lease_release(a);
     svp_rmtree(dir);
 }

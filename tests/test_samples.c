@@ -1,11 +1,11 @@
 /*
- * Tests for the sample list (pipe/samples.h): the manifest's lines and its
+ * Tests for the sample list (job/samples.h): the manifest's lines and its
  * errors (file:line and the key), images x seeds, the cap, the shards
  * of an array (together every sample, each once), and an image's identity
  * by its content (replaced in place: another; moved: the same).
  */
 #define _GNU_SOURCE
-#include "pipe/samples.h"
+#include "job/samples.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -63,7 +63,7 @@ static svp_spec_t *spec_with(const char *yaml)
  * video_extra goes into the video mapping, extra after it. */
 static svp_status_t manifest_v(const char *text, const char *video_extra,
                                const char *extra, char *err, int errlen,
-                               svp_pipe_samples_t **list_p)
+                               svp_job_samples_t **list_p)
 {
     char         path[512], yaml[2048];
     svp_spec_t  *spec;
@@ -79,13 +79,13 @@ static svp_status_t manifest_v(const char *text, const char *video_extra,
              extra);
     spec   = spec_with(yaml);
     err[0] = '\0';
-    status = svp_pipe_samples_create(spec, err, errlen, list_p);
+    status = svp_job_samples_create(spec, err, errlen, list_p);
     svp_spec_destroy(spec);
     return status;
 }
 
 static svp_status_t manifest(const char *text, const char *extra, char *err,
-                             int errlen, svp_pipe_samples_t **list_p)
+                             int errlen, svp_job_samples_t **list_p)
 {
     return manifest_v(text, "", extra, err, errlen, list_p);
 }
@@ -93,8 +93,8 @@ static svp_status_t manifest(const char *text, const char *extra, char *err,
 Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
      .init = mkfolder, .fini = rmfolder)
 {
-    svp_pipe_samples_t *l;
-    char                err[1024], want[512], name[64], *js;
+    svp_job_samples_t *l;
+    char               err[1024], want[512], name[64], *js;
 
     cr_assert_eq(manifest_v("{\"image\": \"img/a.png\", \"seed\": 9, \"fps\": 12}\n"
                             "\n# a comment line\n"
@@ -107,7 +107,7 @@ Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
     cr_assert_eq(l->count, 3);
     cr_assert_eq(l->total, 3);
     snprintf(want, sizeof(want), "%s/img/a.png", tmpdir);
-    cr_assert_str_eq(svp_pipe_samples_image(l, 0), want);
+    cr_assert_str_eq(svp_job_samples_image(l, 0), want);
     cr_assert_eq(l->items[0].seed, 9);
     cr_assert_eq(l->items[0].fps, 12);
     cr_assert_eq(l->items[0].motion_bucket_id, 127); /* the spec's default */
@@ -119,11 +119,11 @@ Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
     cr_assert_float_eq(l->items[1].noise_aug_strength, 0.1, 1e-15);
     cr_assert_float_eq(l->items[1].min_guidance, 1.5, 1e-15);
     cr_assert_float_eq(l->items[1].max_guidance, 2.5, 1e-15);
-    svp_pipe_samples_name(l, 1, name, sizeof(name));
+    svp_job_samples_name(l, 1, name, sizeof(name));
     cr_assert_str_eq(name, "bee-1");
-    svp_pipe_samples_name(l, 2, name, sizeof(name));
+    svp_job_samples_name(l, 2, name, sizeof(name));
     cr_assert_str_eq(name, "sample_000002");
-    js = svp_pipe_samples_params_json(l, 1);
+    js = svp_job_samples_params_json(l, 1);
     cr_assert_not_null(js);
     cr_assert_not_null(strstr(js, "\"motion_bucket_id\":30"), "%s", js);
     /* where the line sits is not the sample: no line number; the image by
@@ -132,9 +132,9 @@ Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
     cr_assert_not_null(strstr(js, "\"image_path\":\"/"), "%s", js);
     cr_assert_not_null(strstr(js, "\"image_sha256\":\""), "%s", js);
     free(js);
-    svp_pipe_samples_describe(l, want, sizeof(want));
+    svp_job_samples_describe(l, want, sizeof(want));
     cr_assert_not_null(strstr(want, "3 samples from the manifest "), "%s", want);
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
 
     /* samples caps the list from the front: identities stay */
     cr_assert_eq(manifest("{\"image\": \"img/a.png\"}\n{\"image\": \"img/b.png\"}\n"
@@ -143,9 +143,9 @@ Test(samples, manifest_lines_take_their_own_parameters_and_the_spec_the_rest,
                  SVP_OK, "%s", err);
     cr_assert_eq(l->count, 2);
     cr_assert_eq(l->total, 3);
-    svp_pipe_samples_describe(l, want, sizeof(want));
+    svp_job_samples_describe(l, want, sizeof(want));
     cr_assert_not_null(strstr(want, "caps the 3"), "%s", want);
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
 }
 
 /* Each bad line: the status, and what the message must hold. */
@@ -190,9 +190,9 @@ static const struct {
 Test(samples, bad_manifest_lines_name_file_line_and_key, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_samples_t *l = NULL;
-    char                err[1024];
-    size_t              i;
+    svp_job_samples_t *l = NULL;
+    char               err[1024];
+    size_t             i;
 
     for (i = 0; i < sizeof(bad_lines) / sizeof(bad_lines[0]); ++i) {
         cr_assert_eq(manifest(bad_lines[i].text, "", err, sizeof(err), &l),
@@ -206,27 +206,27 @@ Test(samples, bad_manifest_lines_name_file_line_and_key, .init = mkfolder,
 
 Test(samples, images_x_seeds_in_name_order, .init = mkfolder, .fini = rmfolder)
 {
-    svp_pipe_samples_t *l;
-    svp_spec_t         *spec;
-    char                yaml[1024], err[1024], buf[256];
-    const char         *img;
-    int                 i;
+    svp_job_samples_t *l;
+    svp_spec_t        *spec;
+    char               yaml[1024], err[1024], buf[256];
+    const char        *img;
+    int                i;
 
     snprintf(yaml, sizeof(yaml),
              "video: {inputs: ['%s/img'], seeds: [7, 100, 5, 1]}\n", tmpdir);
     spec = spec_with(yaml);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
                  err);
     cr_assert_eq(l->count, 12, "3 images x 4 seeds (notes.txt is no image)");
     cr_assert_eq(l->nimages, 3);
     for (i = 0; i < 12; ++i) {
-        img = svp_pipe_samples_image(l, i);
+        img = svp_job_samples_image(l, i);
         cr_assert_eq(img[strlen(img) - 5], "abc"[i % 3], "sample %d: %s", i, img);
         cr_assert_eq(l->items[i].seed, (uint64_t)spec->video.seeds.items[i / 3]);
     }
-    svp_pipe_samples_describe(l, buf, sizeof(buf));
+    svp_job_samples_describe(l, buf, sizeof(buf));
     cr_assert_str_eq(buf, "12 samples: 3 images x 4 seeds");
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
     svp_spec_destroy(spec);
 
     /* the cap */
@@ -235,14 +235,14 @@ Test(samples, images_x_seeds_in_name_order, .init = mkfolder, .fini = rmfolder)
              "seeds: [7, 100, 5, 1]}\n",
              tmpdir);
     spec = spec_with(yaml);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
                  err);
     cr_assert_eq(l->count, 5);
     cr_assert_eq(l->items[4].seed, 100);
-    svp_pipe_samples_describe(l, buf, sizeof(buf));
+    svp_job_samples_describe(l, buf, sizeof(buf));
     cr_assert_str_eq(
         buf, "5 samples: 3 images x 4 seeds (samples caps the 12 pairs make)");
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
     svp_spec_destroy(spec);
 
     /* more than the pairs: said, not silently fewer */
@@ -251,7 +251,7 @@ Test(samples, images_x_seeds_in_name_order, .init = mkfolder, .fini = rmfolder)
              "seeds: [7, 100, 5, 1]}\n",
              tmpdir);
     spec = spec_with(yaml);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_ERR_SPEC);
     cr_assert_not_null(strstr(err,
                               "samples: expected at most the 12 samples 3 images x "
                               "4 seeds make, found 13"),
@@ -264,45 +264,45 @@ Test(samples, images_x_seeds_in_name_order, .init = mkfolder, .fini = rmfolder)
              "'%s/img/a.png']}\n",
              tmpdir, tmpdir);
     spec = spec_with(yaml);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
                  err);
     cr_assert_eq(l->count, 7);
     for (i = 0; i < 7; ++i) {
         cr_assert_eq(l->items[i].seed, 42 + (uint64_t)(i / 2));
         cr_assert_not_null(
-            strstr(svp_pipe_samples_image(l, i), (i % 2) ? "a.png" : "b.png"));
+            strstr(svp_job_samples_image(l, i), (i % 2) ? "a.png" : "b.png"));
     }
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
     svp_spec_destroy(spec);
 
     /* no samples: every image once, with the seed */
     snprintf(yaml, sizeof(yaml), "seed: 3\nvideo: {inputs: ['%s/img']}\n", tmpdir);
     spec = spec_with(yaml);
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
                  err);
     cr_assert_eq(l->count, 3);
     cr_assert_eq(l->items[2].seed, 3);
-    svp_pipe_samples_destroy(l);
+    svp_job_samples_destroy(l);
     svp_spec_destroy(spec);
 }
 
 Test(samples, without_inputs_samples_counts_them)
 {
-    svp_pipe_samples_t *l;
-    svp_spec_t         *spec;
-    char                err[1024];
+    svp_job_samples_t *l;
+    svp_spec_t        *spec;
+    char               err[1024];
 
     spec = spec_with("seed: 9\n");
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_OK, "%s",
                  err);
-    cr_assert_eq(l->count, SVP_PIPE_SAMPLES_DEFAULT);
+    cr_assert_eq(l->count, SVP_JOB_SAMPLES_DEFAULT);
     cr_assert_eq(l->items[0].seed, 9);
     cr_assert_eq(l->items[3].seed, 12, "the simulator: sample i takes the seed + i");
-    cr_assert_null(svp_pipe_samples_image(l, 0));
-    svp_pipe_samples_destroy(l);
+    cr_assert_null(svp_job_samples_image(l, 0));
+    svp_job_samples_destroy(l);
     svp_spec_destroy(spec);
     spec = spec_with("samples: 11\nvideo: {seeds: [1, 2]}\n");
-    cr_assert_eq(svp_pipe_samples_create(spec, err, sizeof(err), &l), SVP_ERR_SPEC);
+    cr_assert_eq(svp_job_samples_create(spec, err, sizeof(err), &l), SVP_ERR_SPEC);
     cr_assert_not_null(strstr(err, "video.seeds: expected video.inputs"), "%s", err);
     svp_spec_destroy(spec);
 }
@@ -315,16 +315,16 @@ Test(shard, the_shards_of_any_array_make_every_sample_once)
         for (count = 1; count <= 7; ++count) {
             seen = calloc((size_t)n + 1, sizeof(*seen));
             for (k = 0; k < count; ++k) {
-                svp_pipe_shard_t s = {k, count};
-                made               = 0;
+                svp_job_shard_t s = {k, count};
+                made              = 0;
                 for (i = 0; i < n; ++i) {
-                    if (svp_pipe_shard_owns(&s, i)) {
+                    if (svp_job_shard_owns(&s, i)) {
                         seen[i]++;
                         made++;
                     }
                 }
-                cr_assert_eq(made, svp_pipe_shard_size(&s, n), "n %d, shard %d/%d",
-                             n, k, count);
+                cr_assert_eq(made, svp_job_shard_size(&s, n), "n %d, shard %d/%d", n,
+                             k, count);
                 cr_assert(made == n / count || made == n / count + 1,
                           "shards within one sample of each other");
             }
@@ -339,45 +339,44 @@ Test(shard, the_shards_of_any_array_make_every_sample_once)
 
 Test(shard, parse_and_slurm_variables)
 {
-    svp_pipe_shard_t s;
-    char             err[256];
+    svp_job_shard_t s;
+    char            err[256];
 
-    cr_assert_eq(svp_pipe_shard_parse("2/3", &s, err, sizeof(err)), SVP_OK);
+    cr_assert_eq(svp_job_shard_parse("2/3", &s, err, sizeof(err)), SVP_OK);
     cr_assert(s.index == 2 && s.count == 3);
-    cr_assert_eq(svp_pipe_shard_parse("3/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("3/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
     cr_assert_not_null(strstr(err, "found '3/3'"));
-    cr_assert_eq(svp_pipe_shard_parse("1", &s, err, sizeof(err)), SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_parse("-1/2", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("1", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("-1/2", &s, err, sizeof(err)), SVP_ERR_USAGE);
     /* digits only, as the task ids Slurm gives */
-    cr_assert_eq(svp_pipe_shard_parse(" 1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_parse("+1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_parse("1/ 3", &s, err, sizeof(err)), SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_parse("1/+3", &s, err, sizeof(err)), SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_parse("1/3 ", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse(" 1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("+1/3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("1/ 3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("1/+3", &s, err, sizeof(err)), SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_parse("1/3 ", &s, err, sizeof(err)), SVP_ERR_USAGE);
 
     unsetenv("SLURM_ARRAY_TASK_ID");
-    cr_assert_eq(svp_pipe_shard_from_env("0-2", &s, err, sizeof(err)),
+    cr_assert_eq(svp_job_shard_from_env("0-2", &s, err, sizeof(err)),
                  SVP_ERR_NOT_FOUND);
     /* --array=4-6: task 5 is shard 1 of 3 */
     setenv("SLURM_ARRAY_TASK_ID", "5", 1);
-    cr_assert_eq(svp_pipe_shard_from_env("4-6", &s, err, sizeof(err)), SVP_OK, "%s",
+    cr_assert_eq(svp_job_shard_from_env("4-6", &s, err, sizeof(err)), SVP_OK, "%s",
                  err);
     cr_assert(s.index == 1 && s.count == 3);
     /* resubmitted alone (sbatch --array=5): Slurm's MIN and MAX say 5-5, the
      * spec's range still makes it shard 1 of 3 */
     setenv("SLURM_ARRAY_TASK_MIN", "5", 1);
     setenv("SLURM_ARRAY_TASK_MAX", "5", 1);
-    cr_assert_eq(svp_pipe_shard_from_env("4-6%2", &s, err, sizeof(err)), SVP_OK,
-                 "%s", err);
+    cr_assert_eq(svp_job_shard_from_env("4-6%2", &s, err, sizeof(err)), SVP_OK, "%s",
+                 err);
     cr_assert(s.index == 1 && s.count == 3);
     /* lists and steps are no shards of one count; a task outside the range */
-    cr_assert_eq(svp_pipe_shard_from_env("4-8:2", &s, err, sizeof(err)),
+    cr_assert_eq(svp_job_shard_from_env("4-8:2", &s, err, sizeof(err)),
                  SVP_ERR_USAGE);
     cr_assert_not_null(strstr(err, "cluster.array: expected a range"), "%s", err);
-    cr_assert_eq(svp_pipe_shard_from_env("1,3,5", &s, err, sizeof(err)),
+    cr_assert_eq(svp_job_shard_from_env("1,3,5", &s, err, sizeof(err)),
                  SVP_ERR_USAGE);
-    cr_assert_eq(svp_pipe_shard_from_env("0-3", &s, err, sizeof(err)),
-                 SVP_ERR_USAGE);
+    cr_assert_eq(svp_job_shard_from_env("0-3", &s, err, sizeof(err)), SVP_ERR_USAGE);
     cr_assert_not_null(strstr(err, "SLURM_ARRAY_TASK_ID=5: expected a task of"),
                        "%s", err);
     unsetenv("SLURM_ARRAY_TASK_ID");
@@ -385,12 +384,12 @@ Test(shard, parse_and_slurm_variables)
 
 Test(shard, run_level_files_have_a_name_per_shard)
 {
-    svp_pipe_shard_t one = {0, 1}, t = {1, 3};
-    char             buf[64];
+    svp_job_shard_t one = {0, 1}, t = {1, 3};
+    char            buf[64];
 
-    svp_pipe_shard_file(&one, "run", ".json", buf, sizeof(buf));
+    svp_job_shard_file(&one, "run", ".json", buf, sizeof(buf));
     cr_assert_str_eq(buf, "run.json");
-    svp_pipe_shard_file(&t, "run", ".json", buf, sizeof(buf));
+    svp_job_shard_file(&t, "run", ".json", buf, sizeof(buf));
     cr_assert_str_eq(buf, "run.shard-1-of-3.json");
 }
 
@@ -410,23 +409,21 @@ static void put(const char *rel, const char *text)
 Test(samples, an_image_is_its_content_under_any_path, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_samples_t *l = NULL, *moved = NULL;
-    char                err[1024], why[1024], path[1024], *rec;
+    svp_job_samples_t *l = NULL, *moved = NULL;
+    char               err[1024], why[1024], path[1024], *rec;
 
     cr_assert_eq(manifest("{\"image\": \"img/a.png\", \"seed\": 3}\n", "", err,
                           sizeof(err), &l),
                  SVP_OK, "%s", err);
-    rec = svp_pipe_samples_params_json(l, 0);
+    rec = svp_job_samples_params_json(l, 0);
     cr_assert_not_null(rec);
-    cr_assert_eq(svp_pipe_samples_params_check(l, 0, rec, "s.json", why,
-                                               sizeof(why)),
+    cr_assert_eq(svp_job_samples_params_check(l, 0, rec, "s.json", why, sizeof(why)),
                  SVP_OK, "%s", why);
 
     /* replaced in place by another picture: the same path, another image */
     put("img/a.png", "another picture");
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_samples_params_check(l, 0, rec, "s.json", why,
-                                               sizeof(why)),
+    cr_assert_eq(svp_job_samples_params_check(l, 0, rec, "s.json", why, sizeof(why)),
                  SVP_ERR_SPEC);
     cr_assert_not_null(strstr(why, "s.json was made from another image"), "%s", why);
     cr_assert_not_null(strstr(why, "img/a.png"), "%s", why);
@@ -448,10 +445,10 @@ Test(samples, an_image_is_its_content_under_any_path, .init = mkfolder,
     cr_assert_eq(manifest("{\"image\": \"pictures/a.png\", \"seed\": 3}\n", "", err,
                           sizeof(err), &moved),
                  SVP_OK, "%s", err);
-    cr_assert_eq(svp_pipe_samples_params_check(moved, 0, rec, "s.json", why,
-                                               sizeof(why)),
+    cr_assert_eq(svp_job_samples_params_check(moved, 0, rec, "s.json", why,
+                                              sizeof(why)),
                  SVP_OK, "%s", why);
     free(rec);
-    svp_pipe_samples_destroy(l);
-    svp_pipe_samples_destroy(moved);
+    svp_job_samples_destroy(l);
+    svp_job_samples_destroy(moved);
 }

@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "common/file.h"
 #include "common/str.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -1546,9 +1546,9 @@ Test(spec, manifest_seed_takes_64_bits)
         "{\"image\": \"a.png\", \"seed\": 18446744073709551616}\n",
         "{\"image\": \"a.png\", \"seed\": -1}\n",
     };
-    svp_pipe_samples_t *list = NULL;
-    svp_spec_t         *s    = NULL;
-    FILE               *f;
+    svp_job_samples_t *list = NULL;
+    svp_spec_t        *s    = NULL;
+    FILE              *f;
 
     cr_assert_not_null(mkdtemp(dir));
     snprintf(path, sizeof(path), "%s/a.png", dir);
@@ -1572,14 +1572,14 @@ Test(spec, manifest_seed_takes_64_bits)
         }
         list = NULL;
         if (i == 0) {
-            cr_assert_eq(svp_pipe_samples_create(s, err, sizeof(err), &list), SVP_OK,
+            cr_assert_eq(svp_job_samples_create(s, err, sizeof(err), &list), SVP_OK,
                          "%s", err);
             cr_expect_eq(list->items[0].seed, UINT64_MAX);
             cr_expect_eq(list->items[1].seed, (uint64_t)INT64_MAX + 1);
             cr_expect_eq(list->items[2].seed, 7);
-            svp_pipe_samples_destroy(list);
+            svp_job_samples_destroy(list);
         } else {
-            cr_expect_eq(svp_pipe_samples_create(s, err, sizeof(err), &list),
+            cr_expect_eq(svp_job_samples_create(s, err, sizeof(err), &list),
                          SVP_ERR_SPEC, "accepted %s", lines[i]);
             cr_expect_not_null(strstr(err, ":1: key 'seed': expected a non-negative "
                                            "integer (at most 18446744073709551615)"),

@@ -7,7 +7,7 @@
  * max|C - ref| <= 5e-5 * max|ref| (float32 vs float64 drift up to 7e-6).
  */
 #include "pipe/stage.h"
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "tensor/safetensors.h"
 #include "media/image.h"
 #include "media/resize.h"

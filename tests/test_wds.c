@@ -1,12 +1,12 @@
 /*
- * Tests for the WebDataset shards (pipe/wds.h): which samples a shard holds
+ * Tests for the WebDataset shards (job/wds.h): which samples a shard holds
  * for any array split, the shard's names, bytes that do not depend on the
  * staged files' times, modes or owners, an index whose offsets hold each
  * member's bytes, the check that finds a truncated or damaged shard, and a
  * staged sample: one file whose cut or damage is found.
  */
 #define _GNU_SOURCE
-#include "pipe/wds.h"
+#include "job/wds.h"
 #include "common/sha256.h"
 #include "common/file.h"
 
@@ -47,19 +47,19 @@ Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
             memset(seen, 0, sizeof(seen));
             total = 0;
             for (t = 0; t < count; ++t) {
-                svp_pipe_shard_t task = {t, count};
-                int              prev = -1;
+                svp_job_shard_t task = {t, count};
+                int             prev = -1;
 
-                for (j = 0; j < svp_pipe_wds_shard_count(&task, n, per); ++j) {
-                    m = svp_pipe_wds_shard_samples(&task, n, per, j, idx);
+                for (j = 0; j < svp_job_wds_shard_count(&task, n, per); ++j) {
+                    m = svp_job_wds_shard_samples(&task, n, per, j, idx);
                     cr_assert(m >= 1 && m <= per,
                               "per %d, task %d/%d, shard %d: %d samples", per, t,
                               count, j, m);
                     for (k = 0; k < m; ++k) {
                         i = idx[k];
-                        cr_assert(svp_pipe_shard_owns(&task, i),
+                        cr_assert(svp_job_shard_owns(&task, i),
                                   "sample %d is not task %d's", i, t);
-                        cr_assert_eq(svp_pipe_wds_shard_of(&task, per, i), j);
+                        cr_assert_eq(svp_job_wds_shard_of(&task, per, i), j);
                         cr_assert_gt(i, prev, "in the task's order");
                         prev = i;
                         seen[i]++;
@@ -78,12 +78,12 @@ Test(wds, the_shards_of_any_array_hold_every_sample_once_in_their_tasks_order)
 
 Test(wds, shard_names_carry_the_task_of_an_array)
 {
-    svp_pipe_shard_t one = {0, 1}, task = {1, 3};
-    char             buf[128];
+    svp_job_shard_t one = {0, 1}, task = {1, 3};
+    char            buf[128];
 
-    svp_pipe_wds_shard_name(&one, 3, ".tar", buf, sizeof(buf));
+    svp_job_wds_shard_name(&one, 3, ".tar", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-000003.tar");
-    svp_pipe_wds_shard_name(&task, 12, ".index.json", buf, sizeof(buf));
+    svp_job_wds_shard_name(&task, 12, ".index.json", buf, sizeof(buf));
     cr_assert_str_eq(buf, "shard-1-of-3-000012.index.json");
 }
 
@@ -107,20 +107,20 @@ static void member_bytes(int seed, int f, char *buf, size_t *len_p)
 static void stage_some(const char *key, int seed, time_t stamp, mode_t mode,
                        int latents)
 {
-    const char *files[] = {"sample.json", "video.mp4", "latents.safetensors",
-                           "frame_0000.png", "frame_0001.png"};
-    const int   order[] = {4, 1, 3};
-    char        path[512], buf[2048];
-    size_t      len;
-    size_t      k;
-    svp_pipe_wds_stage_h h;
-    const char          *scratch;
-    FILE                *fp;
-    struct timeval       tv[2] = {{stamp, 0}, {stamp, 0}};
+    const char         *files[] = {"sample.json", "video.mp4", "latents.safetensors",
+                                   "frame_0000.png", "frame_0001.png"};
+    const int           order[] = {4, 1, 3};
+    char                path[512], buf[2048];
+    size_t              len;
+    size_t              k;
+    svp_job_wds_stage_h h;
+    const char         *scratch;
+    FILE               *fp;
+    struct timeval      tv[2] = {{stamp, 0}, {stamp, 0}};
 
     snprintf(path, sizeof(path), "%s/staging/%s.tar", tmpdir, key);
-    cr_assert_eq(svp_pipe_wds_stage_begin(path, &h), SVP_OK);
-    scratch = svp_pipe_wds_stage_scratch(h);
+    cr_assert_eq(svp_job_wds_stage_begin(path, &h), SVP_OK);
+    scratch = svp_job_wds_stage_scratch(h);
     cr_assert_not_null(scratch);
     for (k = 0; k < sizeof(order) / sizeof(order[0]); ++k) {
         snprintf(path, sizeof(path), "%s/%s", scratch, files[order[k]]);
@@ -134,14 +134,14 @@ static void stage_some(const char *key, int seed, time_t stamp, mode_t mode,
     }
     if (latents) {
         member_bytes(seed, 2, buf, &len);
-        cr_assert_eq(svp_pipe_wds_stage_add(h, files[2], buf, len), SVP_OK);
+        cr_assert_eq(svp_job_wds_stage_add(h, files[2], buf, len), SVP_OK);
     }
     snprintf(buf, sizeof(buf),
              "{\"job\": \"j\", \"sample\": %d, \"seed\": %d, "
              "\"timings\": {\"decode_s\": %d.5}, \"cpu\": {\"threads\": %d}}\n",
              seed, seed, (int)(stamp % 97), (int)(stamp % 5));
-    cr_assert_eq(svp_pipe_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
-    cr_assert_eq(svp_pipe_wds_stage_commit(h), SVP_OK);
+    cr_assert_eq(svp_job_wds_stage_add(h, files[0], buf, strlen(buf)), SVP_OK);
+    cr_assert_eq(svp_job_wds_stage_commit(h), SVP_OK);
 }
 
 static void stage(const char *key, int seed, time_t stamp, mode_t mode)
@@ -152,15 +152,15 @@ static void stage(const char *key, int seed, time_t stamp, mode_t mode)
 static void pack_two_at(const char *name, svp_status_t want, int want_bad, char *why,
                         size_t len)
 {
-    char                  d0[512], d1[512];
-    int                   bad  = -1;
-    svp_pipe_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+    char                 d0[512], d1[512];
+    int                  bad  = -1;
+    svp_job_wds_sample_t v[2] = {{"a", 0, d0}, {"b", 2, d1}};
 
     snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
     snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
     why[0] = '\0';
-    cr_assert_eq(svp_pipe_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want,
-                 "%s", why);
+    cr_assert_eq(svp_job_wds_pack(tmpdir, name, v, 2, 1, &bad, why, len), want, "%s",
+                 why);
     cr_assert_eq(bad, want_bad);
 }
 
@@ -236,10 +236,10 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
     cr_assert_str_eq(json_string_value(json_object_get(index, "sha256")), hash);
     cr_assert_eq(json_array_size(json_object_get(index, "samples")), 2);
     cr_assert_eq(json_integer_value(
-                     json_object_get(svp_pipe_wds_index_sample(index, 2), "sample")),
+                     json_object_get(svp_job_wds_index_sample(index, 2), "sample")),
                  2);
-    cr_assert_null(svp_pipe_wds_index_sample(index, 1));
-    members = json_object_get(svp_pipe_wds_index_sample(index, 0), "members");
+    cr_assert_null(svp_job_wds_index_sample(index, 1));
+    members = json_object_get(svp_job_wds_index_sample(index, 0), "members");
     cr_assert_eq(json_array_size(members), 5);
     json_array_foreach(members, k, m)
     {
@@ -260,12 +260,12 @@ Test(wds, the_index_holds_each_members_offset_and_the_record_less_the_run,
         }
     }
     /* the record without what varies by run; that in "run" */
-    rec = json_object_get(svp_pipe_wds_index_sample(index, 0), "record");
+    rec = json_object_get(svp_job_wds_index_sample(index, 0), "record");
     cr_assert_eq(json_integer_value(json_object_get(rec, "seed")), 1);
     cr_assert_null(json_object_get(rec, "timings"));
     cr_assert_null(json_object_get(rec, "cpu"));
     cr_assert_not_null(
-        json_object_get(json_object_get(svp_pipe_wds_index_sample(index, 0), "run"),
+        json_object_get(json_object_get(svp_job_wds_index_sample(index, 0), "run"),
                         "timings"));
     json_decref(index);
     free(tar);
@@ -280,19 +280,19 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     size_t  n;
     char   *tar;
 
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND, "not packed: no index");
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("s", SVP_OK);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_OK, "%s", why);
     json_decref(index);
 
     tar = slurp("s.tar", &n);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_eq(truncate(path, (off_t)n - 512), 0);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_null(index);
     cr_assert_not_null(strstr(why, "s.tar is "), "%s", why);
@@ -304,14 +304,14 @@ Test(wds, the_check_finds_a_truncated_or_damaged_shard, .init = mkfolder,
     cr_assert_not_null(fp);
     cr_assert_eq(fwrite(tar, 1, n, fp), n);
     fclose(fp);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "has sha256"), "%s", why);
     free(tar);
 
     /* gone, its index still there */
     cr_assert_eq(unlink(path), 0);
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "is missing"), "%s", why);
 }
@@ -323,13 +323,13 @@ Test(wds,
     const char *order[] = {"sample.json", "video.mp4", "latents.safetensors",
                            "frame_0000.png", "frame_0001.png"};
     char        path[512], why[1024], buf[2048];
-    svp_pipe_wds_member_t *v;
-    json_t                *entry;
-    struct stat            sb;
-    DIR                   *d;
-    struct dirent         *de;
-    size_t                 len;
-    int                    n, k;
+    svp_job_wds_member_t *v;
+    json_t               *entry;
+    struct stat           sb;
+    DIR                  *d;
+    struct dirent        *de;
+    size_t                len;
+    int                   n, k;
 
     stage("a", 1, 1000000, 0644);
     /* one file: no scratch folder or temporary left beside it */
@@ -345,7 +345,7 @@ Test(wds,
     }
     closedir(d);
     snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK,
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)), SVP_OK,
                  "%s", why);
     cr_assert_eq(n, 5);
     for (k = 0; k < n; ++k) {
@@ -356,38 +356,38 @@ Test(wds,
             cr_assert(memcmp(v[k].data, buf, len) == 0, "%s", order[k]);
         }
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     /* described as a shard's index entry */
-    cr_assert_eq(svp_pipe_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_entry(path, "a", 0, &entry, why, sizeof(why)),
                  SVP_OK, "%s", why);
     cr_assert_eq(json_integer_value(
                      json_object_get(json_object_get(entry, "record"), "seed")),
                  1);
     cr_assert_null(json_object_get(json_object_get(entry, "record"), "timings"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "mp4"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "latents.safetensors"));
-    cr_assert(svp_pipe_wds_entry_has(entry, "frame_0001.png"));
+    cr_assert(svp_job_wds_entry_has(entry, "mp4"));
+    cr_assert(svp_job_wds_entry_has(entry, "latents.safetensors"));
+    cr_assert(svp_job_wds_entry_has(entry, "frame_0001.png"));
     json_decref(entry);
     snprintf(path, sizeof(path), "%s/staging/none.tar", tmpdir);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &n, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &n, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
 }
 
 Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
      .init = mkfolder, .fini = rmfolder)
 {
-    char                   path[512], why[1024], *whole, *data, *sum;
-    svp_pipe_wds_member_t *v;
-    size_t                 n, cut, k, end;
-    int                    m;
-    FILE                  *fp;
+    char                  path[512], why[1024], *whole, *data, *sum;
+    svp_job_wds_member_t *v;
+    size_t                n, cut, k, end;
+    int                   m;
+    FILE                 *fp;
 
     stage("a", 1, 1000000, 0644);
     whole = slurp("staging/a.tar", &n);
     snprintf(path, sizeof(path), "%s/staging/a.tar", tmpdir);
     /* every cut before the checksum's last byte (the end-of-archive
      * records after it hold nothing), at and off the 512-byte records */
-    sum = memmem(whole, n, SVP_PIPE_WDS_STAGED_SUM, strlen(SVP_PIPE_WDS_STAGED_SUM));
+    sum = memmem(whole, n, SVP_JOB_WDS_STAGED_SUM, strlen(SVP_JOB_WDS_STAGED_SUM));
     cr_assert_not_null(sum);
     end = (size_t)(sum - whole) + 512 + 64;
     cr_assert(end <= n);
@@ -397,7 +397,7 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
         cr_assert_eq(fwrite(whole, 1, cut, fp), cut);
         fclose(fp);
         why[0] = '\0';
-        cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+        cr_assert_eq(svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)),
                      SVP_ERR_BAD_FILE, "cut at %zu of %zu read", cut, n);
         cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
         cr_assert_null(v);
@@ -412,9 +412,9 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
         cr_assert_not_null(fp);
         cr_assert_eq(fwrite(data, 1, n, fp), n);
         fclose(fp);
-        if (svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)) == SVP_OK) {
+        if (svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)) == SVP_OK) {
             /* only bytes that are no member's: padding, unused header fields */
-            svp_pipe_wds_members_free(v, m);
+            svp_job_wds_members_free(v, m);
             continue;
         }
         cr_assert_not_null(strstr(why, "staged sample"), "%s", why);
@@ -426,7 +426,7 @@ Test(wds, a_staged_sample_cut_short_or_damaged_anywhere_does_not_read,
     cr_assert_not_null(fp);
     cr_assert_eq(fwrite(data, 1, n, fp), n);
     fclose(fp);
-    cr_assert_eq(svp_pipe_wds_staged_read(path, &v, &m, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_staged_read(path, &v, &m, why, sizeof(why)),
                  SVP_ERR_BAD_FILE);
     cr_assert_not_null(strstr(why, "checksum"), "%s", why);
     free(data);
@@ -451,7 +451,7 @@ Test(
     cr_assert_not_null(strstr(why, "staging/b.tar"), "%s", why);
     snprintf(path, sizeof(path), "%s/s.tar", tmpdir);
     cr_assert_neq(stat(path, &sb), 0, "no shard after a failed pack");
-    cr_assert_eq(svp_pipe_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
+    cr_assert_eq(svp_job_wds_shard_check(tmpdir, "s", &index, why, sizeof(why)),
                  SVP_ERR_NOT_FOUND);
     /* whole, but without its latents */
     stage_some("b", 2, 1000000, 0644, 0);
@@ -463,17 +463,17 @@ Test(
 Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_shard_t task = {1, 2};
-    char             path[512];
-    int              pending = -1;
-    json_t          *o, *s;
-    json_error_t     jerr;
+    svp_job_shard_t task = {1, 2};
+    char            path[512];
+    int             pending = -1;
+    json_t         *o, *s;
+    json_error_t    jerr;
 
     /* task 1 of 2 of 9 samples: 1, 3, 5, 7; 3 per shard: 2 shards */
     stage("a", 1, 1000000, 0644);
     stage("b", 2, 1000000, 0644);
     pack_two("shard-1-of-2-000000", SVP_OK);
-    cr_assert_eq(svp_pipe_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
+    cr_assert_eq(svp_job_wds_write_listing(tmpdir, &task, 9, 3, &pending), SVP_OK);
     cr_assert_eq(pending, 1);
     snprintf(path, sizeof(path), "%s/shards.shard-1-of-2.json", tmpdir);
     o = json_load_file(path, 0, &jerr);
@@ -496,11 +496,11 @@ Test(wds, the_listing_names_each_shard_and_its_state, .init = mkfolder,
 Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
      .fini = rmfolder)
 {
-    svp_pipe_shard_t task = {0, 1};
-    char             names[6][128], path[1024];
-    int              i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
-    struct stat      sb;
-    FILE            *fp;
+    svp_job_shard_t task = {0, 1};
+    char            names[6][128], path[1024];
+    int             i, removed, keep[6] = {0, 0, 1, 1, 1, 1};
+    struct stat     sb;
+    FILE           *fp;
 
     /* another host's; this process's own; a live process's; task 1 of 3's;
      * no temporary; no shard */
@@ -519,7 +519,7 @@ Test(wds, clean_removes_the_tasks_stale_temporaries_only, .init = mkfolder,
         cr_assert_not_null(fp);
         fclose(fp);
     }
-    svp_pipe_wds_clean(tmpdir, &task, &removed);
+    svp_job_wds_clean(tmpdir, &task, &removed);
     cr_assert_eq(removed, 2);
     for (i = 0; i < 6; ++i) {
         snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);

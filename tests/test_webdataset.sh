@@ -195,7 +195,7 @@ fi
 # killed between a shard's last sample and its packing (all its samples
 # staged, no shard), and after packing before its staged samples were all
 # removed: the start packs the one, removes the others, and makes nothing
-# a staged sample made by hand from a files run's folder (pipe/wds.h): its
+# a staged sample made by hand from a files run's folder (job/wds.h): its
 # members in shard order, then staged.sha256, the SHA-256 of each member's
 # name, a NUL, its size as 8 bytes little-endian and its bytes
 stage_by_hand() {  # FOLDER OUT.tar

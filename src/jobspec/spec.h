@@ -78,7 +78,7 @@ typedef enum {
 /* output.format: how a job's samples are laid out in output.dir */
 typedef enum {
     SVP_OUTPUT_FILES = 0, /* a folder (or tensor file) per sample */
-    SVP_OUTPUT_WEBDATASET /* tar shards, pipe/wds.h */
+    SVP_OUTPUT_WEBDATASET /* tar shards, job/wds.h */
 } svp_spec_output_format_t;
 
 #define SVP_PIPE_STAGES_AUTO (-1)
@@ -145,7 +145,7 @@ typedef struct svp_spec {
 
     struct {
         svp_spec_strlist_t inputs;   /* images or directories */
-        svp_spec_intlist_t seeds;    /* each image with each seed (pipe/samples.h) */
+        svp_spec_intlist_t seeds;    /* each image with each seed (job/samples.h) */
         char              *manifest; /* JSONL of samples, "" = none */
         int                width, height, num_frames, fps, motion_bucket_id;
         double             noise_aug_strength, min_guidance, max_guidance;

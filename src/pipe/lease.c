@@ -5,7 +5,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/lease.h"
+#include "job/lease.h"
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct svp_pipe_lease {
+struct svp_job_lease {
     char            path[4096];
     json_t         *doc; /* the holder: this job's rank 0 */
     int             own; /* this process holds it (rank 0) */
@@ -38,21 +38,21 @@ struct svp_pipe_lease {
 };
 
 /* The state of a handle made by take or view. */
-static void svp_pipe_lease_init(svp_pipe_lease_t *lease, double beat_s)
+static void svp_job_lease_init(svp_job_lease_t *lease, double beat_s)
 {
     pthread_mutex_init(&lease->lock, NULL);
     lease->beat_s  = (beat_s > 0) ? beat_s : 30;
     lease->checked = svp_clock_wall();
 }
 
-static void svp_pipe_lease_free(svp_pipe_lease_t *lease)
+static void svp_job_lease_free(svp_job_lease_t *lease)
 {
     pthread_mutex_destroy(&lease->lock);
     json_decref(lease->doc);
     free(lease);
 }
 
-static const char *svp_pipe_lease_env(const char *name)
+static const char *svp_job_lease_env(const char *name)
 {
     const char *v = getenv(name);
 
@@ -60,22 +60,22 @@ static const char *svp_pipe_lease_env(const char *name)
 }
 
 /* Who this process is, as a lease says it. */
-static json_t *svp_pipe_lease_doc(const svp_pipe_shard_t *shard, const char *job,
-                                  const char *spec_file, const char *spec_key,
-                                  double beat_s)
+static json_t *svp_job_lease_doc(const svp_job_shard_t *shard, const char *job,
+                                 const char *spec_file, const char *spec_key,
+                                 double beat_s)
 {
     double now = svp_clock_wall();
 
     return json_pack(
         "{s:s, s:s, s:s, s:[i, i], s:s, s:s, s:s, s:s, s:I, s:f, s:f, s:f}", "job",
         job, "spec_file", spec_file, "spec_key", spec_key, "shard", shard->index,
-        shard->count, "slurm_job", svp_pipe_lease_env("SLURM_JOB_ID"), "array_job",
-        svp_pipe_lease_env("SLURM_ARRAY_JOB_ID"), "array_task",
-        svp_pipe_lease_env("SLURM_ARRAY_TASK_ID"), "host", svp_log_hostname(), "pid",
+        shard->count, "slurm_job", svp_job_lease_env("SLURM_JOB_ID"), "array_job",
+        svp_job_lease_env("SLURM_ARRAY_JOB_ID"), "array_task",
+        svp_job_lease_env("SLURM_ARRAY_TASK_ID"), "host", svp_log_hostname(), "pid",
         (json_int_t)getpid(), "started", now, "renewed", now, "beat_s", beat_s);
 }
 
-static const char *svp_pipe_lease_str(json_t *doc, const char *key)
+static const char *svp_job_lease_str(json_t *doc, const char *key)
 {
     const char *s = json_string_value(json_object_get(doc, key));
 
@@ -86,11 +86,11 @@ static const char *svp_pipe_lease_str(json_t *doc, const char *key)
  * Whether the holder in doc is gone; *why_p says how (a static phrase), or
  * what makes it live.
  */
-static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
+static int svp_job_lease_gone(json_t *doc, const char **why_p)
 {
-    const char *host = svp_pipe_lease_str(doc, "host");
-    const char *job  = svp_pipe_lease_str(doc, "slurm_job");
-    const char *task = svp_pipe_lease_str(doc, "array_task");
+    const char *host = svp_job_lease_str(doc, "host");
+    const char *job  = svp_job_lease_str(doc, "slurm_job");
+    const char *task = svp_job_lease_str(doc, "array_task");
     double      beat = json_number_value(json_object_get(doc, "beat_s"));
     double      age =
         svp_clock_wall() - json_number_value(json_object_get(doc, "renewed"));
@@ -100,8 +100,8 @@ static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
         *why_p = "its lease does not say who holds it";
         return 1;
     }
-    if (job[0] != '\0' && strcmp(job, svp_pipe_lease_env("SLURM_JOB_ID")) == 0 &&
-        strcmp(task, svp_pipe_lease_env("SLURM_ARRAY_TASK_ID")) == 0) {
+    if (job[0] != '\0' && strcmp(job, svp_job_lease_env("SLURM_JOB_ID")) == 0 &&
+        strcmp(task, svp_job_lease_env("SLURM_ARRAY_TASK_ID")) == 0) {
         *why_p = "it was this Slurm job's earlier attempt (a requeue or a restart)";
         return 1;
     }
@@ -116,7 +116,7 @@ static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
     if (beat <= 0) {
         beat = 30;
     }
-    if (age > SVP_PIPE_LEASE_BEATS * beat) {
+    if (age > SVP_JOB_LEASE_BEATS * beat) {
         *why_p = "it was not renewed for longer than 4 beats";
         return 1;
     }
@@ -126,13 +126,13 @@ static int svp_pipe_lease_gone(json_t *doc, const char **why_p)
 
 /* "job 'x' (Slurm job 123, array task 4) on n1, pid 567, started ...,
  * renewed 3 s ago" */
-static void svp_pipe_lease_holder(json_t *doc, char *buf, size_t len)
+static void svp_job_lease_holder(json_t *doc, char *buf, size_t len)
 {
     char        when[64] = "?", slurm[96] = "";
     time_t      t = (time_t)json_number_value(json_object_get(doc, "started"));
     struct tm   tm;
-    const char *job  = svp_pipe_lease_str(doc, "slurm_job");
-    const char *task = svp_pipe_lease_str(doc, "array_task");
+    const char *job  = svp_job_lease_str(doc, "slurm_job");
+    const char *task = svp_job_lease_str(doc, "array_task");
 
     if (gmtime_r(&t, &tm) != NULL) {
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -143,13 +143,13 @@ static void svp_pipe_lease_holder(json_t *doc, char *buf, size_t len)
     }
     snprintf(buf, len,
              "job '%s' (%s%s) on %s, pid %lld, started %s, renewed %.0f s ago",
-             svp_pipe_lease_str(doc, "job"), svp_pipe_lease_str(doc, "spec_file"),
-             slurm, svp_pipe_lease_str(doc, "host"),
+             svp_job_lease_str(doc, "job"), svp_job_lease_str(doc, "spec_file"),
+             slurm, svp_job_lease_str(doc, "host"),
              (long long)json_integer_value(json_object_get(doc, "pid")), when,
              svp_clock_wall() - json_number_value(json_object_get(doc, "renewed")));
 }
 
-static svp_status_t svp_pipe_lease_write(const char *path, json_t *doc)
+static svp_status_t svp_job_lease_write(const char *path, json_t *doc)
 {
     char        *text = json_dumps(doc, JSON_INDENT(1));
     svp_status_t status;
@@ -164,7 +164,7 @@ static svp_status_t svp_pipe_lease_write(const char *path, json_t *doc)
 
 /* Creates path exclusively with doc; 1 when created, 0 when it exists, -1
  * on another error (errno set). */
-static int svp_pipe_lease_create(const char *path, json_t *doc)
+static int svp_job_lease_create(const char *path, json_t *doc)
 {
     char   *text = json_dumps(doc, JSON_INDENT(1));
     size_t  n;
@@ -202,9 +202,9 @@ static int svp_pipe_lease_create(const char *path, json_t *doc)
  * another layout (the whole job against a shard, another N).  Siblings of
  * the same N hold other shards at once.
  */
-static int svp_pipe_lease_conflict(const char *dir, const char *mine,
-                                   const svp_pipe_shard_t *shard,
-                                   const char *spec_key, char *holder, size_t len)
+static int svp_job_lease_conflict(const char *dir, const char *mine,
+                                  const svp_job_shard_t *shard, const char *spec_key,
+                                  char *holder, size_t len)
 {
     struct dirent *de;
     DIR           *d = opendir(dir);
@@ -227,9 +227,9 @@ static int svp_pipe_lease_conflict(const char *dir, const char *mine,
         sh  = json_object_get(doc, "shard");
         if (json_is_array(sh) &&
             (json_integer_value(json_array_get(sh, 1)) != shard->count ||
-             strcmp(svp_pipe_lease_str(doc, "spec_key"), spec_key) != 0) &&
-            !svp_pipe_lease_gone(doc, &why)) {
-            svp_pipe_lease_holder(doc, holder, len);
+             strcmp(svp_job_lease_str(doc, "spec_key"), spec_key) != 0) &&
+            !svp_job_lease_gone(doc, &why)) {
+            svp_job_lease_holder(doc, holder, len);
             found = 1;
         }
         json_decref(doc);
@@ -238,17 +238,17 @@ static int svp_pipe_lease_conflict(const char *dir, const char *mine,
     return found;
 }
 
-svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
-                                 const char *job, const char *spec_file,
-                                 const char *spec_key, double beat_s, char *why,
-                                 size_t len, svp_pipe_lease_t **lease_p)
+svp_status_t svp_job_lease_take(const char *dir, const svp_job_shard_t *shard,
+                                const char *job, const char *spec_file,
+                                const char *spec_key, double beat_s, char *why,
+                                size_t len, svp_job_lease_t **lease_p)
 {
-    svp_pipe_lease_t *lease;
-    char              name[64], holder[768];
-    const char       *gone;
-    json_t           *old, *now;
-    int               rc, tries;
-    svp_status_t      status;
+    svp_job_lease_t *lease;
+    char             name[64], holder[768];
+    const char      *gone;
+    json_t          *old, *now;
+    int              rc, tries;
+    svp_status_t     status;
 
     status = svp_mkdir_p(dir, 0755);
     if (status != SVP_OK) {
@@ -260,15 +260,14 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
     if (lease == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
-    svp_pipe_shard_file(shard, "lease", ".json", name, sizeof(name));
+    svp_job_shard_file(shard, "lease", ".json", name, sizeof(name));
     snprintf(lease->path, sizeof(lease->path), "%s/%s", dir, name);
-    lease->doc = svp_pipe_lease_doc(shard, job, spec_file, spec_key, beat_s);
+    lease->doc = svp_job_lease_doc(shard, job, spec_file, spec_key, beat_s);
     if (lease->doc == NULL) {
         free(lease);
         return SVP_ERR_NO_MEMORY;
     }
-    if (svp_pipe_lease_conflict(dir, name, shard, spec_key, holder,
-                                sizeof(holder))) {
+    if (svp_job_lease_conflict(dir, name, shard, spec_key, holder, sizeof(holder))) {
         snprintf(why, len,
                  "output.dir %s is in use by %s, a job of another spec or "
                  "array layout: one job per output directory (use another "
@@ -278,10 +277,10 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         goto err;
     }
     for (tries = 0; tries < 3; ++tries) {
-        rc = svp_pipe_lease_create(lease->path, lease->doc);
+        rc = svp_job_lease_create(lease->path, lease->doc);
         if (rc > 0) {
             lease->own = 1;
-            svp_pipe_lease_init(lease, beat_s);
+            svp_job_lease_init(lease, beat_s);
             *lease_p = lease;
             return SVP_OK;
         }
@@ -299,8 +298,8 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
             usleep(100000);
             continue;
         }
-        svp_pipe_lease_holder(old, holder, sizeof(holder));
-        if (!svp_pipe_lease_gone(old, &gone)) {
+        svp_job_lease_holder(old, holder, sizeof(holder));
+        if (!svp_job_lease_gone(old, &gone)) {
             snprintf(why, len,
                      "output.dir %s is in use: its %s is held by %s (%s). "
                      "One job per output directory: wait for that job, use another "
@@ -313,7 +312,7 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
         /* the holder is gone: take over, then read back, since another job
          * may be taking it over at the same moment (the last rename wins) */
         json_decref(old);
-        status = svp_pipe_lease_write(lease->path, lease->doc);
+        status = svp_job_lease_write(lease->path, lease->doc);
         if (status != SVP_OK) {
             snprintf(why, len, "output.dir %s: cannot write %s", dir, name);
             goto err;
@@ -326,7 +325,7 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
             svp_warn("output.dir %s: took over the lease of %s: %s", dir, holder,
                      gone);
             lease->own = 1;
-            svp_pipe_lease_init(lease, beat_s);
+            svp_job_lease_init(lease, beat_s);
             *lease_p = lease;
             return SVP_OK;
         }
@@ -341,13 +340,13 @@ err:
 }
 
 /* Whether doc names the same holder as the lease's own record. */
-static int svp_pipe_lease_same(json_t *doc, json_t *mine)
+static int svp_job_lease_same(json_t *doc, json_t *mine)
 {
     return json_is_object(doc) &&
            json_integer_value(json_object_get(doc, "pid")) ==
                json_integer_value(json_object_get(mine, "pid")) &&
-           strcmp(svp_pipe_lease_str(doc, "host"),
-                  svp_pipe_lease_str(mine, "host")) == 0 &&
+           strcmp(svp_job_lease_str(doc, "host"), svp_job_lease_str(mine, "host")) ==
+               0 &&
            json_number_value(json_object_get(doc, "started")) ==
                json_number_value(json_object_get(mine, "started"));
 }
@@ -359,7 +358,7 @@ static int svp_pipe_lease_same(json_t *doc, json_t *mine)
  * again; a missing one is lost too: only a job that took it over removes it
  * (when it ends), or a person who was told the holder is gone.
  */
-static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
+static int svp_job_lease_still_mine(svp_job_lease_t *lease)
 {
     json_t *now = NULL;
     char    holder[768];
@@ -378,7 +377,7 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
             usleep(20000);
         }
     }
-    if (svp_pipe_lease_same(now, lease->doc)) {
+    if (svp_job_lease_same(now, lease->doc)) {
         json_decref(now);
         lease->checked = svp_clock_wall();
         return 1;
@@ -391,15 +390,15 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
                  "taken the directory over and ended",
                  lease->path, gap < 10 ? 1 : 0, gap);
     } else {
-        svp_pipe_lease_holder(now, holder, sizeof(holder));
-        if (gap > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
+        svp_job_lease_holder(now, holder, sizeof(holder));
+        if (gap > SVP_JOB_LEASE_BEATS * lease->beat_s) {
             snprintf(
                 lease->why, sizeof(lease->why),
                 "this job was suspended for "
                 "%.*f s (or its clock jumped), past the takeover threshold of "
                 "%d beats of %g s, and another job took the directory over: %s; "
                 "%s is that job's now",
-                gap < 10 ? 1 : 0, gap, SVP_PIPE_LEASE_BEATS, lease->beat_s, holder,
+                gap < 10 ? 1 : 0, gap, SVP_JOB_LEASE_BEATS, lease->beat_s, holder,
                 lease->path);
         } else {
             snprintf(
@@ -420,7 +419,7 @@ static int svp_pipe_lease_still_mine(svp_pipe_lease_t *lease)
  * before a publish) at warn level, since rank 0 will say it too: one error
  * line per cause.
  */
-static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
+static void svp_job_lease_fence(svp_job_lease_t *lease)
 {
     if (lease->told) {
         return;
@@ -431,10 +430,10 @@ static void svp_pipe_lease_fence(svp_pipe_lease_t *lease)
         "output.dir's lease is lost: %s; this %s stops now and writes nothing more "
         "there",
         lease->why, lease->own ? "job" : "rank");
-    svp_stop_request(SVP_EXIT_BAD_INPUT, SVP_PIPE_LEASE_LOST_CAUSE);
+    svp_stop_request(SVP_EXIT_BAD_INPUT, SVP_JOB_LEASE_LOST_CAUSE);
 }
 
-svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)
+svp_status_t svp_job_lease_renew(svp_job_lease_t *lease)
 {
     svp_status_t status = SVP_OK;
 
@@ -442,28 +441,28 @@ svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease)
         return SVP_OK;
     }
     pthread_mutex_lock(&lease->lock);
-    if (!svp_pipe_lease_still_mine(lease)) {
+    if (!svp_job_lease_still_mine(lease)) {
         status = SVP_ERR_SPEC;
     } else if (lease->own) {
         json_object_set_new(lease->doc, "renewed", json_real(svp_clock_wall()));
-        status = svp_pipe_lease_write(lease->path, lease->doc);
+        status = svp_job_lease_write(lease->path, lease->doc);
         if (status != SVP_OK) {
             svp_warn("cannot renew the lease %s: another job may take the directory "
                      "over after %d beats",
-                     lease->path, SVP_PIPE_LEASE_BEATS);
+                     lease->path, SVP_JOB_LEASE_BEATS);
         } else {
             lease->checked = svp_clock_wall();
         }
     }
     if (lease->lost) {
-        svp_pipe_lease_fence(lease);
+        svp_job_lease_fence(lease);
         status = SVP_ERR_SPEC;
     }
     pthread_mutex_unlock(&lease->lock);
     return status;
 }
 
-svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease)
+svp_status_t svp_job_lease_guard(svp_job_lease_t *lease)
 {
     svp_status_t status = SVP_OK;
 
@@ -472,9 +471,9 @@ svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease)
     }
     pthread_mutex_lock(&lease->lock);
     if (lease->lost ||
-        svp_clock_wall() - lease->checked > SVP_PIPE_LEASE_BEATS * lease->beat_s) {
-        if (!svp_pipe_lease_still_mine(lease)) {
-            svp_pipe_lease_fence(lease);
+        svp_clock_wall() - lease->checked > SVP_JOB_LEASE_BEATS * lease->beat_s) {
+        if (!svp_job_lease_still_mine(lease)) {
+            svp_job_lease_fence(lease);
             status = SVP_ERR_SPEC;
         }
     }
@@ -482,7 +481,7 @@ svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease)
     return status;
 }
 
-int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
+int svp_job_lease_lost(svp_job_lease_t *lease, char *why, size_t len)
 {
     int lost;
 
@@ -490,7 +489,7 @@ int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
         return 0;
     }
     pthread_mutex_lock(&lease->lock);
-    lost = !svp_pipe_lease_still_mine(lease);
+    lost = !svp_job_lease_still_mine(lease);
     if (lost && len > 0) {
         snprintf(why, len, "%s", lease->why);
     }
@@ -506,17 +505,17 @@ int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len)
     return lost;
 }
 
-char *svp_pipe_lease_identity(const svp_pipe_lease_t *lease)
+char *svp_job_lease_identity(const svp_job_lease_t *lease)
 {
     return (lease != NULL) ? json_dumps(lease->doc, JSON_COMPACT) : NULL;
 }
 
-svp_status_t svp_pipe_lease_view(const char *dir, const svp_pipe_shard_t *shard,
-                                 const char *identity, svp_pipe_lease_t **lease_p)
+svp_status_t svp_job_lease_view(const char *dir, const svp_job_shard_t *shard,
+                                const char *identity, svp_job_lease_t **lease_p)
 {
-    svp_pipe_lease_t *lease;
-    char              name[64];
-    json_t           *doc = json_loads(identity, 0, NULL);
+    svp_job_lease_t *lease;
+    char             name[64];
+    json_t          *doc = json_loads(identity, 0, NULL);
 
     if (!json_is_object(doc)) {
         json_decref(doc);
@@ -527,15 +526,15 @@ svp_status_t svp_pipe_lease_view(const char *dir, const svp_pipe_shard_t *shard,
         json_decref(doc);
         return SVP_ERR_NO_MEMORY;
     }
-    svp_pipe_shard_file(shard, "lease", ".json", name, sizeof(name));
+    svp_job_shard_file(shard, "lease", ".json", name, sizeof(name));
     snprintf(lease->path, sizeof(lease->path), "%s/%s", dir, name);
     lease->doc = doc;
-    svp_pipe_lease_init(lease, json_number_value(json_object_get(doc, "beat_s")));
+    svp_job_lease_init(lease, json_number_value(json_object_get(doc, "beat_s")));
     *lease_p = lease;
     return SVP_OK;
 }
 
-void svp_pipe_lease_release(svp_pipe_lease_t *lease)
+void svp_job_lease_release(svp_job_lease_t *lease)
 {
     json_t *now;
 
@@ -545,11 +544,11 @@ void svp_pipe_lease_release(svp_pipe_lease_t *lease)
     /* only our own: a job that took it over after we were thought gone
      * keeps it */
     now = lease->own ? json_load_file(lease->path, 0, NULL) : NULL;
-    if (now != NULL && svp_pipe_lease_same(now, lease->doc)) {
+    if (now != NULL && svp_job_lease_same(now, lease->doc)) {
         if (unlink(lease->path) != 0) {
             svp_warn("cannot remove the lease %s: %m", lease->path);
         }
     }
     json_decref(now);
-    svp_pipe_lease_free(lease);
+    svp_job_lease_free(lease);
 }

@@ -24,7 +24,7 @@
  *   - it is this Slurm job (SLURM_JOB_ID and array task the same): a
  *     requeued job's earlier attempt, which Slurm ended before this one;
  *   - it ran on this host and its pid no longer exists;
- *   - it ran on another host and did not renew it for SVP_PIPE_LEASE_BEATS
+ *   - it ran on another host and did not renew it for SVP_JOB_LEASE_BEATS
  *     beats (a killed process cannot remove it; a lost node cannot renew).
  * A lease whose holder is gone is taken over, with a warning naming it;
  * otherwise the new job is refused (exit 2) with the holder and how to take
@@ -45,22 +45,22 @@
  * other ranks learn it through the stop notice (rt/watch.h), and the job
  * exits 2.  The lease is left to its new holder.
  */
-#ifndef SVP_PIPE_LEASE_H
-#define SVP_PIPE_LEASE_H
+#ifndef SVP_JOB_LEASE_H
+#define SVP_JOB_LEASE_H
 
 #include "common/status.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 
 #include <stddef.h>
 
 /* Beats without renewal after which another host's lease is stale. */
-#define SVP_PIPE_LEASE_BEATS 4
+#define SVP_JOB_LEASE_BEATS 4
 
 /* The cause a job that lost its lease stops for (svp_stop_request), which
  * the other ranks hear in the stop notice and end for. */
-#define SVP_PIPE_LEASE_LOST_CAUSE "the job lost output.dir's lease to another job"
+#define SVP_JOB_LEASE_LOST_CAUSE "the job lost output.dir's lease to another job"
 
-typedef struct svp_pipe_lease svp_pipe_lease_t;
+typedef struct svp_job_lease svp_job_lease_t;
 
 /*
  * Takes the lease of shard in dir (created if missing) for this process,
@@ -68,10 +68,10 @@ typedef struct svp_pipe_lease svp_pipe_lease_t;
  * (why says who, and how to take over), SVP_ERR_IO when the directory
  * takes no file.
  */
-svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
-                                 const char *job, const char *spec_file,
-                                 const char *spec_key, double beat_s, char *why,
-                                 size_t len, svp_pipe_lease_t **lease_p);
+svp_status_t svp_job_lease_take(const char *dir, const svp_job_shard_t *shard,
+                                const char *job, const char *spec_file,
+                                const char *spec_key, double beat_s, char *why,
+                                size_t len, svp_job_lease_t **lease_p);
 
 /*
  * Reads the lease first: while it is still this job's, writes the renewal
@@ -79,40 +79,40 @@ svp_status_t svp_pipe_lease_take(const char *dir, const svp_pipe_shard_t *shard,
  * (it took the directory over while this job was suspended: see "Fencing"
  * above), or the file is gone, writes nothing, logs the error once and asks
  * this process to stop (svp_stop_request, exit 2); SVP_ERR_SPEC then, and
- * on every later call.  On a view (svp_pipe_lease_view) only the reading.
+ * on every later call.  On a view (svp_job_lease_view) only the reading.
  * NULL is allowed.
  */
-svp_status_t svp_pipe_lease_renew(svp_pipe_lease_t *lease);
+svp_status_t svp_job_lease_renew(svp_job_lease_t *lease);
 
 /*
  * Before anything is published in the directory: SVP_OK while the lease
  * is this job's.  When it was last found this job's longer ago than
- * SVP_PIPE_LEASE_BEATS beats (a suspended process, a clock that jumped),
+ * SVP_JOB_LEASE_BEATS beats (a suspended process, a clock that jumped),
  * reads it again first.  A lost lease is handled as by renew.  Any thread;
  * NULL is allowed.
  */
-svp_status_t svp_pipe_lease_guard(svp_pipe_lease_t *lease);
+svp_status_t svp_job_lease_guard(svp_job_lease_t *lease);
 
 /* 1 when the lease (read now) is no longer this job's (another job's, or
  * gone); why (may be NULL with len 0) says how.  The holder logs it, once,
  * if renew or guard did not.  NULL is allowed (0). */
-int svp_pipe_lease_lost(svp_pipe_lease_t *lease, char *why, size_t len);
+int svp_job_lease_lost(svp_job_lease_t *lease, char *why, size_t len);
 
 /* Who holds it (the record's JSON text, malloc'ed), for the other ranks'
- * svp_pipe_lease_view.  NULL on NULL or out of memory. */
-char *svp_pipe_lease_identity(const svp_pipe_lease_t *lease);
+ * svp_job_lease_view.  NULL on NULL or out of memory. */
+char *svp_job_lease_identity(const svp_job_lease_t *lease);
 
 /*
- * The lease of shard in dir as held by identity (svp_pipe_lease_identity
+ * The lease of shard in dir as held by identity (svp_job_lease_identity
  * of its holder, rank 0), for a rank that does not hold it but publishes
  * there: guard and lost check it; release only frees it.
  * SVP_ERR_MESSAGE when identity is no lease record.
  */
-svp_status_t svp_pipe_lease_view(const char *dir, const svp_pipe_shard_t *shard,
-                                 const char *identity, svp_pipe_lease_t **lease_p);
+svp_status_t svp_job_lease_view(const char *dir, const svp_job_shard_t *shard,
+                                const char *identity, svp_job_lease_t **lease_p);
 
 /* Removes the lease if it is still this process's, and frees it.  NULL is
  * allowed. */
-void svp_pipe_lease_release(svp_pipe_lease_t *lease);
+void svp_job_lease_release(svp_job_lease_t *lease);
 
 #endif

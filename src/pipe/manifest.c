@@ -6,8 +6,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/samples.h"
-#include "pipe/samples_int.h"
+#include "job/samples.h"
+#include "job/samples_int.h"
 #include "common/str.h"
 #include "common/errf.h"
 
@@ -69,7 +69,7 @@ static const char *svp_samples_json_type(const json_t *v)
 }
 
 /* An output name: a plain file name of letters, digits, '.', '-', '_'. */
-const char *svp_pipe_samples_name_reserved(const char *name)
+const char *svp_job_samples_name_reserved(const char *name)
 {
     if (strncmp(name, "run.", 4) == 0 || strcmp(name, "run") == 0) {
         return "the run records are run.json and run.*.json";
@@ -145,8 +145,8 @@ static svp_status_t svp_samples_number(const char *where, const char *key, json_
 /* One line of the manifest into *p (already holding the spec's values). */
 static svp_status_t svp_samples_manifest_line(const char *where, const char *folder,
                                               const svp_pipe_path_map_t *map,
-                                              json_t *obj, svp_pipe_samples_t *list,
-                                              svp_pipe_sample_params_t *p,
+                                              json_t *obj, svp_job_samples_t *list,
+                                              svp_job_sample_params_t *p,
                                               char *errbuf, int errlen)
 {
     const char  *key, *hint, *s, *reserved;
@@ -225,7 +225,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
                  where, path);
         return SVP_ERR_NOT_FOUND;
     }
-    status = svp_pipe_samples_add_image(list, path);
+    status = svp_job_samples_add_image(list, path);
     if (status != SVP_OK) {
         return status;
     }
@@ -265,7 +265,7 @@ static svp_status_t svp_samples_manifest_line(const char *where, const char *fol
         return SVP_ERR_SPEC;
     }
     if ((v = json_object_get(obj, "name")) != NULL) {
-        if (json_is_string(v) && (reserved = svp_pipe_samples_name_reserved(
+        if (json_is_string(v) && (reserved = svp_job_samples_name_reserved(
                                       json_string_value(v))) != NULL) {
             svp_errf(errbuf, errlen, "%s: key 'name': '%s' is svdpipe's own: %s",
                      where, json_string_value(v), reserved);
@@ -304,8 +304,8 @@ static int svp_samples_cmp_named(const void *a, const void *b)
 }
 
 /* Two samples may not write the same output: every final name is unique. */
-static svp_status_t svp_samples_check_names(const svp_spec_t   *spec,
-                                            svp_pipe_samples_t *list, char *errbuf,
+static svp_status_t svp_samples_check_names(const svp_spec_t  *spec,
+                                            svp_job_samples_t *list, char *errbuf,
                                             int errlen)
 {
     svp_samples_named_t *named;
@@ -338,8 +338,8 @@ static svp_status_t svp_samples_check_names(const svp_spec_t   *spec,
     qsort(named, (size_t)list->count, sizeof(*named), svp_samples_cmp_named);
     for (i = 1; i < list->count; ++i) {
         if (strcmp(named[i - 1].name, named[i].name) == 0) {
-            const svp_pipe_sample_params_t *a = &list->items[named[i - 1].index];
-            const svp_pipe_sample_params_t *b = &list->items[named[i].index];
+            const svp_job_sample_params_t *a = &list->items[named[i - 1].index];
+            const svp_job_sample_params_t *b = &list->items[named[i].index];
             svp_errf(errbuf, errlen,
                      "%s:%d: key 'name': '%s' is also the "
                      "output of line %d",
@@ -414,24 +414,24 @@ static int svp_samples_big_seed(char *line, uint64_t *seed_p, char *found,
     return 0;
 }
 
-svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
-                                            const svp_pipe_path_map_t *map,
-                                            svp_pipe_samples_t       **list_p,
-                                            char *errbuf, int errlen)
+svp_status_t svp_job_samples_read_manifest(const svp_spec_t          *spec,
+                                           const svp_pipe_path_map_t *map,
+                                           svp_job_samples_t **list_p, char *errbuf,
+                                           int errlen)
 {
-    const char               *file = spec->video.manifest;
-    svp_pipe_samples_t       *list;
-    svp_pipe_sample_params_t *grown;
-    char                      folder[4096], where[4200], *line = NULL, *slash, *s;
-    char                      found[64];
-    uint64_t                  big_seed = 0;
-    int                       big;
-    size_t                    cap = 0, room = 64;
-    json_error_t              jerr;
-    json_t                   *obj;
-    FILE                     *f;
-    int                       lineno = 0;
-    svp_status_t              status = SVP_OK;
+    const char              *file = spec->video.manifest;
+    svp_job_samples_t       *list;
+    svp_job_sample_params_t *grown;
+    char                     folder[4096], where[4200], *line = NULL, *slash, *s;
+    char                     found[64];
+    uint64_t                 big_seed = 0;
+    int                      big;
+    size_t                   cap = 0, room = 64;
+    json_error_t             jerr;
+    json_t                  *obj;
+    FILE                    *f;
+    int                      lineno = 0;
+    svp_status_t             status = SVP_OK;
 
     f = fopen(file, "r");
     if (f == NULL) {
@@ -446,7 +446,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
     } else {
         folder[0] = '\0';
     }
-    list = svp_pipe_samples_alloc((int)room);
+    list = svp_job_samples_alloc((int)room);
     if (list == NULL) {
         fclose(f);
         return SVP_ERR_NO_MEMORY;
@@ -492,7 +492,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
             status = SVP_ERR_SPEC;
             break;
         }
-        svp_pipe_samples_defaults(spec, &list->items[list->count]);
+        svp_job_samples_defaults(spec, &list->items[list->count]);
         list->items[list->count].line = lineno;
         list->count++;
         status =
@@ -521,7 +521,7 @@ svp_status_t svp_pipe_samples_read_manifest(const svp_spec_t          *spec,
                              : SVP_ERR_NO_MEMORY;
     }
     if (status != SVP_OK) {
-        svp_pipe_samples_destroy(list);
+        svp_job_samples_destroy(list);
         return status;
     }
     *list_p = list;

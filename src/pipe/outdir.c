@@ -4,7 +4,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/outdir.h"
+#include "job/outdir.h"
 #include "common/log.h"
 #include "common/file.h"
 
@@ -27,9 +27,8 @@
  * 1 with the sample, the pid, the host (pointing into name, "" when none)
  * and the final name's length; 0 otherwise.
  */
-static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
-                                 const char **host_p, size_t *final_len_p,
-                                 int *old_p)
+static int svp_job_outdir_parse(const char *name, int *sample_p, long *pid_p,
+                                const char **host_p, size_t *final_len_p, int *old_p)
 {
     const char *p = name, *q;
     long        sample, pid;
@@ -50,7 +49,7 @@ static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
         has_ext = 1;
         p += 12;
     } else if (strncmp(p, ".tar.", 5) == 0) {
-        has_ext = 1; /* a staged sample (pipe/wds.h) */
+        has_ext = 1; /* a staged sample (job/wds.h) */
         p += 4;
     }
     *final_len_p = (size_t)(p - name);
@@ -77,9 +76,9 @@ static int svp_pipe_outdir_parse(const char *name, int *sample_p, long *pid_p,
 /*
  * Whether a temporary's writer may still be writing it: a live process of
  * this host other than this one.  A writer on another host is the lease's
- * earlier holder (pipe/lease.h), gone by the time this job holds it.
+ * earlier holder (job/lease.h), gone by the time this job holds it.
  */
-static int svp_pipe_outdir_live_writer(long pid, const char *host)
+static int svp_job_outdir_live_writer(long pid, const char *host)
 {
     if (host[0] != '\0' && strcmp(host, svp_log_hostname()) != 0) {
         return 0;
@@ -88,7 +87,7 @@ static int svp_pipe_outdir_live_writer(long pid, const char *host)
            ((kill((pid_t)pid, 0) == 0) || (errno == EPERM));
 }
 
-int svp_pipe_outdir_tmp_live(const char *name)
+int svp_job_outdir_tmp_live(const char *name)
 {
     const char *p = strstr(name, ".tmp."), *q;
 
@@ -101,13 +100,12 @@ int svp_pipe_outdir_tmp_live(const char *name)
     if (q == p || q - p > 10 || (*q != '\0' && (*q != '@' || q[1] == '\0'))) {
         return -1;
     }
-    return svp_pipe_outdir_live_writer(strtol(p, NULL, 10),
-                                       (*q == '@') ? q + 1 : "");
+    return svp_job_outdir_live_writer(strtol(p, NULL, 10), (*q == '@') ? q + 1 : "");
 }
 
-svp_status_t svp_pipe_outdir_clean(const char *dir, long                    pid,
-                                   int (*own)(int sample, void *arg), void *arg,
-                                   int *removed_p)
+svp_status_t svp_job_outdir_clean(const char *dir, long                    pid,
+                                  int (*own)(int sample, void *arg), void *arg,
+                                  int *removed_p)
 {
     struct dirent *de;
     struct stat    sb;
@@ -127,13 +125,13 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long                    pid,
         return (errno == ENOENT) ? SVP_OK : SVP_ERR_IO;
     }
     while ((de = readdir(d)) != NULL) {
-        if (!svp_pipe_outdir_parse(de->d_name, &sample, &epid, &host, &flen, &old) ||
+        if (!svp_job_outdir_parse(de->d_name, &sample, &epid, &host, &flen, &old) ||
             (pid > 0 && (epid != pid || (host[0] != '\0' &&
                                          strcmp(host, svp_log_hostname()) != 0))) ||
             (own != NULL && !own(sample, arg))) {
             continue;
         }
-        if (pid == 0 && svp_pipe_outdir_live_writer(epid, host)) {
+        if (pid == 0 && svp_job_outdir_live_writer(epid, host)) {
             svp_warn("left %s/%s: its writer, process %ld of this host, is running",
                      dir, de->d_name, epid);
             continue;
@@ -168,7 +166,7 @@ svp_status_t svp_pipe_outdir_clean(const char *dir, long                    pid,
 
 /* bytes in the largest unit that keeps the figure at 1 or more, so that a
  * nearly full disk does not read "0.0 MB free, one sample needs 0.0 MB" */
-static void svp_pipe_outdir_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+static void svp_job_outdir_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 {
     static const char *const units[] = {"kB", "MB", "GB", "TB"};
     double                   v       = (double)bytes;
@@ -185,7 +183,7 @@ static void svp_pipe_outdir_fmt_bytes(char *buf, size_t len, uint64_t bytes)
     }
 }
 
-svp_status_t svp_pipe_outdir_check(const char *dir, uint64_t bytes)
+svp_status_t svp_job_outdir_check(const char *dir, uint64_t bytes)
 {
     struct statvfs vfs;
     char           probe[4096], moved[4096];
@@ -218,8 +216,8 @@ svp_status_t svp_pipe_outdir_check(const char *dir, uint64_t bytes)
     }
     avail = (uint64_t)vfs.f_bavail * (uint64_t)vfs.f_frsize;
     if (avail < bytes) {
-        svp_pipe_outdir_fmt_bytes(buf1, sizeof(buf1), avail);
-        svp_pipe_outdir_fmt_bytes(buf2, sizeof(buf2), bytes);
+        svp_job_outdir_fmt_bytes(buf1, sizeof(buf1), avail);
+        svp_job_outdir_fmt_bytes(buf2, sizeof(buf2), bytes);
         svp_error("output directory %s: %s free, one sample needs about %s", dir,
                   buf1, buf2);
         return SVP_ERR_IO;

@@ -10,7 +10,7 @@
 #include "config.h"
 #endif
 #include "pipe/pipe.h"
-#include "pipe/lease.h"
+#include "job/lease.h"
 #include "pipe/deadline.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
@@ -631,7 +631,7 @@ static svp_status_t svp_pipe_finish(svp_pipe_t *p, const svp_schedule_action_t *
 
     /* after a gap (a suspended job), output.dir may be another job's now:
      * nothing of this one replaces its files (lease.h, Fencing) */
-    status = svp_pipe_lease_guard(p->params->lease);
+    status = svp_job_lease_guard(p->params->lease);
     if (status != SVP_OK) {
         svp_debug("sample %d: not written: output.dir's lease is lost", s->index);
         return status;

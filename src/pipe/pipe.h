@@ -56,9 +56,9 @@ typedef struct {
      */
     const int *samples;
     int        nsamples;
-    /* output.dir's lease (held, or viewed: pipe/lease.h), checked before a
+    /* output.dir's lease (held, or viewed: job/lease.h), checked before a
      * sample's outputs are written; NULL: none */
-    struct svp_pipe_lease *lease;
+    struct svp_job_lease *lease;
 } svp_pipe_params_t;
 
 /*

@@ -5,7 +5,7 @@
 #include "config.h"
 #endif
 #include "pipe/resume.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "pipe/schedule.h"
 #include "jobspec/layout.h"
 #include "common/log.h"
@@ -27,17 +27,17 @@ enum {
     SVP_RESUME_BAD  = 2  /* made with other parameters: the job fails */
 };
 
-int svp_pipe_resume_finisher(const svp_layout_t     *layout,
-                             const svp_pipe_shard_t *shard, int i)
+int svp_pipe_resume_finisher(const svp_layout_t    *layout,
+                             const svp_job_shard_t *shard, int i)
 {
-    if (!svp_pipe_shard_owns(shard, i)) {
+    if (!svp_job_shard_owns(shard, i)) {
         return -1;
     }
     /* sample i is the (i div n)-th of shard i mod n's list */
     return svp_layout_owner(layout, i / shard->count);
 }
 
-svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
+svp_status_t svp_job_outputs_check_tensor(const svp_spec_t *spec, const char *path,
                                           const char *name, const char *model,
                                           int index, uint64_t seed, int ndim,
                                           const int64_t *shape, char *why,
@@ -121,7 +121,7 @@ out:
 /* This rank's verdicts on the samples it finishes; *bad_p counts mismatches. */
 static svp_status_t svp_pipe_resume_scan(const svp_spec_t  *spec,
                                          const svp_stage_t *stage, int n,
-                                         const svp_pipe_shard_t *shard, int rank,
+                                         const svp_job_shard_t *shard, int rank,
                                          const svp_layout_t *layout,
                                          unsigned char *v, int *bad_p)
 {
@@ -132,7 +132,7 @@ static svp_status_t svp_pipe_resume_scan(const svp_spec_t  *spec,
     for (i = 0; i < n; ++i) {
         v[i] = SVP_RESUME_RUN;
         /* another shard's samples are that task's business, finished or not */
-        if (stage->ops->check_output == NULL || !svp_pipe_shard_owns(shard, i) ||
+        if (stage->ops->check_output == NULL || !svp_job_shard_owns(shard, i) ||
             svp_pipe_resume_finisher(layout, shard, i) != rank) {
             continue;
         }
@@ -198,8 +198,8 @@ static void svp_pipe_resume_ranges(const unsigned char *all, int n, int what,
 
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
                                    const svp_stage_t *stage, int n,
-                                   const svp_pipe_shard_t *shard,
-                                   svp_pipe_resume_t      *r_p)
+                                   const svp_job_shard_t *shard,
+                                   svp_pipe_resume_t     *r_p)
 {
     int            rank = svp_rt_rank(rt), world = svp_rt_size(rt);
     int            bad = 0, badrank = -1, i, r;
@@ -282,7 +282,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
     for (i = 0; i < n; ++i) {
         if (all[i] == SVP_RESUME_DONE) {
             r_p->skipped++;
-        } else if (svp_pipe_shard_owns(shard, i)) {
+        } else if (svp_job_shard_owns(shard, i)) {
             r_p->todo[r_p->ntodo++] = i;
         }
     }
@@ -295,7 +295,7 @@ svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
         }
         svp_info("resuming in %s: %d of %d samples finished by an earlier run, "
                  "%d to run",
-                 spec->output.dir, r_p->skipped, svp_pipe_shard_size(shard, n),
+                 spec->output.dir, r_p->skipped, svp_job_shard_size(shard, n),
                  r_p->ntodo);
     }
     status = SVP_OK;

@@ -22,7 +22,7 @@
 #define SVP_PIPE_RESUME_H
 
 #include "common/status.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "pipe/schedule.h"
 #include "pipe/stage.h"
 #include "rt/rt.h"
@@ -47,8 +47,8 @@ typedef struct {
  * the shard's list, dealt by the layout (svp_layout_owner).  The rank
  * that checks whether it is finished.  -1 for a sample of another shard.
  */
-int svp_pipe_resume_finisher(const svp_layout_t     *layout,
-                             const svp_pipe_shard_t *shard, int i);
+int svp_pipe_resume_finisher(const svp_layout_t    *layout,
+                             const svp_job_shard_t *shard, int i);
 
 /*
  * Decides, with the other ranks of rt (collective: every rank calls it), which
@@ -62,8 +62,8 @@ int svp_pipe_resume_finisher(const svp_layout_t     *layout,
  */
 svp_status_t svp_pipe_resume_agree(svp_rt_h rt, const svp_spec_t *spec,
                                    const svp_stage_t *stage, int n,
-                                   const svp_pipe_shard_t *shard,
-                                   svp_pipe_resume_t      *r_p);
+                                   const svp_job_shard_t *shard,
+                                   svp_pipe_resume_t     *r_p);
 
 void svp_pipe_resume_cleanup(svp_pipe_resume_t *r);
 
@@ -73,7 +73,7 @@ void svp_pipe_resume_cleanup(svp_pipe_resume_t *r);
  * index with seed?  SVP_OK, SVP_ERR_NOT_FOUND (no file), SVP_ERR_BAD_FILE
  * (does not open) or SVP_ERR_SPEC (why[] names the first difference).
  */
-svp_status_t svp_pipe_resume_check_tensor(const svp_spec_t *spec, const char *path,
+svp_status_t svp_job_outputs_check_tensor(const svp_spec_t *spec, const char *path,
                                           const char *name, const char *model,
                                           int index, uint64_t seed, int ndim,
                                           const int64_t *shape, char *why,

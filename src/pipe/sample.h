@@ -35,7 +35,7 @@ void svp_sample_cleanup(svp_sample_t *sample);
 /*
  * Writes one of a sample's tensors to path atomically, as safetensors with
  * the sample's metadata (job, sample, steps, seed, model, and params when
- * not NULL: the sample's own parameters, svp_pipe_samples_params_json).
+ * not NULL: the sample's own parameters, svp_job_samples_params_json).
  */
 svp_status_t svp_sample_write_tensor(const svp_spec_t   *spec,
                                      const svp_sample_t *sample, const char *name,

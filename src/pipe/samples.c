@@ -6,8 +6,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/samples.h"
-#include "pipe/samples_int.h"
+#include "job/samples.h"
+#include "job/samples_int.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/str.h"
@@ -23,9 +23,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-svp_pipe_samples_t *svp_pipe_samples_alloc(int count)
+svp_job_samples_t *svp_job_samples_alloc(int count)
 {
-    svp_pipe_samples_t *list = calloc(1, sizeof(*list));
+    svp_job_samples_t *list = calloc(1, sizeof(*list));
 
     if (list == NULL) {
         return NULL;
@@ -39,7 +39,7 @@ svp_pipe_samples_t *svp_pipe_samples_alloc(int count)
     return list;
 }
 
-void svp_pipe_samples_destroy(svp_pipe_samples_t *list)
+void svp_job_samples_destroy(svp_job_samples_t *list)
 {
     int i;
 
@@ -58,7 +58,7 @@ void svp_pipe_samples_destroy(svp_pipe_samples_t *list)
     free(list);
 }
 
-svp_status_t svp_pipe_samples_add_image(svp_pipe_samples_t *list, const char *path)
+svp_status_t svp_job_samples_add_image(svp_job_samples_t *list, const char *path)
 {
     char **grown;
 
@@ -79,7 +79,7 @@ svp_status_t svp_pipe_samples_add_image(svp_pipe_samples_t *list, const char *pa
     return SVP_OK;
 }
 
-void svp_pipe_samples_defaults(const svp_spec_t *spec, svp_pipe_sample_params_t *p)
+void svp_job_samples_defaults(const svp_spec_t *spec, svp_job_sample_params_t *p)
 {
     p->image              = -1;
     p->line               = 0;
@@ -111,8 +111,8 @@ static int svp_samples_cmp_str(const void *a, const void *b)
  */
 static svp_status_t svp_samples_collect_inputs(const svp_spec_t          *spec,
                                                const svp_pipe_path_map_t *map,
-                                               svp_pipe_samples_t        *list,
-                                               char *errbuf, int errlen)
+                                               svp_job_samples_t *list, char *errbuf,
+                                               int errlen)
 {
     struct dirent *de;
     struct stat    sb;
@@ -140,7 +140,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t          *spec,
             return SVP_ERR_NOT_FOUND;
         }
         if (!S_ISDIR(sb.st_mode)) {
-            status = svp_pipe_samples_add_image(list, in);
+            status = svp_job_samples_add_image(list, in);
             if (status != SVP_OK) {
                 return status;
             }
@@ -160,7 +160,7 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t          *spec,
                 continue;
             }
             snprintf(path, sizeof(path), "%s/%s", in, de->d_name);
-            status = svp_pipe_samples_add_image(list, path);
+            status = svp_job_samples_add_image(list, path);
             if (status != SVP_OK) {
                 closedir(d);
                 return status;
@@ -179,20 +179,20 @@ static svp_status_t svp_samples_collect_inputs(const svp_spec_t          *spec,
     }
     return SVP_OK;
 }
-svp_status_t svp_pipe_samples_create(const svp_spec_t *spec, char *errbuf,
-                                     int errlen, svp_pipe_samples_t **list_p)
+svp_status_t svp_job_samples_create(const svp_spec_t *spec, char *errbuf, int errlen,
+                                    svp_job_samples_t **list_p)
 {
-    return svp_pipe_samples_create_mapped(spec, NULL, errbuf, errlen, list_p);
+    return svp_job_samples_create_mapped(spec, NULL, errbuf, errlen, list_p);
 }
 
-svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
-                                            const svp_pipe_path_map_t *map,
-                                            char *errbuf, int errlen,
-                                            svp_pipe_samples_t **list_p)
+svp_status_t svp_job_samples_create_mapped(const svp_spec_t          *spec,
+                                           const svp_pipe_path_map_t *map,
+                                           char *errbuf, int errlen,
+                                           svp_job_samples_t **list_p)
 {
-    svp_pipe_samples_t *list = NULL, *from = NULL;
-    svp_status_t        status;
-    int                 n, i, I, S;
+    svp_job_samples_t *list = NULL, *from = NULL;
+    svp_status_t       status;
+    int                n, i, I, S;
 
     if (spec->video.manifest[0] != '\0') {
         if (spec->video.inputs.count > 0 || spec->video.seeds.count > 0) {
@@ -202,7 +202,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                      spec->file);
             return SVP_ERR_SPEC;
         }
-        status = svp_pipe_samples_read_manifest(spec, map, &list, errbuf, errlen);
+        status = svp_job_samples_read_manifest(spec, map, &list, errbuf, errlen);
         if (status != SVP_OK) {
             return status;
         }
@@ -211,7 +211,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                      "%s: samples: expected at most the %d "
                      "samples of the manifest %s, found %d",
                      spec->file, list->count, spec->video.manifest, spec->samples);
-            svp_pipe_samples_destroy(list);
+            svp_job_samples_destroy(list);
             return SVP_ERR_SPEC;
         }
         if (spec->samples > 0 && spec->samples < list->count) {
@@ -232,14 +232,14 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                      spec->file);
             return SVP_ERR_SPEC;
         }
-        n    = (spec->samples > 0) ? spec->samples : SVP_PIPE_SAMPLES_DEFAULT;
-        list = svp_pipe_samples_alloc(n);
+        n    = (spec->samples > 0) ? spec->samples : SVP_JOB_SAMPLES_DEFAULT;
+        list = svp_job_samples_alloc(n);
         if (list == NULL) {
             return SVP_ERR_NO_MEMORY;
         }
         list->total = n;
         for (i = 0; i < n; ++i) {
-            svp_pipe_samples_defaults(spec, &list->items[i]);
+            svp_job_samples_defaults(spec, &list->items[i]);
             /* the spec gives one seed: sample i takes seed + i (a
              * conditioning file's sets repeat, each round its own seed;
              * the simulator's samples differ the same way) */
@@ -256,7 +256,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
     }
     status = svp_samples_collect_inputs(spec, map, from, errbuf, errlen);
     if (status != SVP_OK) {
-        svp_pipe_samples_destroy(from);
+        svp_job_samples_destroy(from);
         return status;
     }
     I = from->nimages;
@@ -271,7 +271,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                  "%s: video.seeds: %d images x %d seeds make "
                  "more than 1000000 samples",
                  spec->file, I, S);
-        svp_pipe_samples_destroy(from);
+        svp_job_samples_destroy(from);
         return SVP_ERR_SPEC;
     }
     if (spec->samples > I * S) {
@@ -280,24 +280,24 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
                  "%d image%s x %d seed%s make, found %d",
                  spec->file, I * S, I, I == 1 ? "" : "s", S, S == 1 ? "" : "s",
                  spec->samples);
-        svp_pipe_samples_destroy(from);
+        svp_job_samples_destroy(from);
         return SVP_ERR_SPEC;
     }
     n    = (spec->samples > 0) ? spec->samples : I * S;
-    list = svp_pipe_samples_alloc(n);
+    list = svp_job_samples_alloc(n);
     if (list == NULL) {
-        svp_pipe_samples_destroy(from);
+        svp_job_samples_destroy(from);
         return SVP_ERR_NO_MEMORY;
     }
     list->images  = from->images;
     list->nimages = from->nimages;
     from->images  = NULL;
     from->nimages = 0;
-    svp_pipe_samples_destroy(from);
+    svp_job_samples_destroy(from);
     list->total  = I * S;
     list->nseeds = S;
     for (i = 0; i < n; ++i) {
-        svp_pipe_samples_defaults(spec, &list->items[i]);
+        svp_job_samples_defaults(spec, &list->items[i]);
         list->items[i].image = i % I;
         list->items[i].seed  = (spec->video.seeds.count > 0)
                                    ? (uint64_t)spec->video.seeds.items[i / I]
@@ -307,7 +307,7 @@ svp_status_t svp_pipe_samples_create_mapped(const svp_spec_t          *spec,
     return SVP_OK;
 }
 
-void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf, int len)
+void svp_job_samples_describe(const svp_job_samples_t *list, char *buf, int len)
 {
     int  n       = 0;
     char cap[96] = "";
@@ -331,14 +331,14 @@ void svp_pipe_samples_describe(const svp_pipe_samples_t *list, char *buf, int le
     }
 }
 
-const char *svp_pipe_samples_image(const svp_pipe_samples_t *list, int i)
+const char *svp_job_samples_image(const svp_job_samples_t *list, int i)
 {
     int k = list->items[i].image;
 
     return (k >= 0) ? list->images[k] : NULL;
 }
 
-void svp_pipe_samples_name(const svp_pipe_samples_t *list, int i, char *buf, int len)
+void svp_job_samples_name(const svp_job_samples_t *list, int i, char *buf, int len)
 {
     if (list->items[i].name != NULL) {
         snprintf(buf, (size_t)len, "%s", list->items[i].name);
@@ -356,14 +356,14 @@ static void svp_samples_resolved(const char *image, char *buf, size_t len)
     free(r);
 }
 
-char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i)
+char *svp_job_samples_params_json(const svp_job_samples_t *list, int i)
 {
-    const svp_pipe_sample_params_t *p     = &list->items[i];
-    const char                     *image = svp_pipe_samples_image(list, i);
-    char                            name[256], *s, path[4096], hash[65];
-    json_t                         *o;
+    const svp_job_sample_params_t *p     = &list->items[i];
+    const char                    *image = svp_job_samples_image(list, i);
+    char                           name[256], *s, path[4096], hash[65];
+    json_t                        *o;
 
-    svp_pipe_samples_name(list, i, name, sizeof(name));
+    svp_job_samples_name(list, i, name, sizeof(name));
     o = json_pack("{s:s?, s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "image", image,
                   "seed", (json_int_t)p->seed, "fps", p->fps, "motion_bucket_id",
                   p->motion_bucket_id, "noise_aug_strength", p->noise_aug_strength,
@@ -374,7 +374,7 @@ char *svp_pipe_samples_params_json(const svp_pipe_samples_t *list, int i)
     }
     if (image != NULL) {
         /* what the image is wherever it is seen from: resume compares these,
-         * not the path as typed (svp_pipe_samples_params_check) */
+         * not the path as typed (svp_job_samples_params_check) */
         svp_samples_resolved(image, path, sizeof(path));
         json_object_set_new(o, "image_path", json_string(path));
         if (svp_sha256_file(image, hash) == SVP_OK) {
@@ -432,23 +432,23 @@ static int svp_samples_same_image(json_t *got, const char *image, char *digest)
     return json_is_string(typed) && (strcmp(json_string_value(typed), image) == 0);
 }
 
-svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i,
-                                           const char *recorded, const char *where,
-                                           char *why, size_t len)
+svp_status_t svp_job_samples_params_check(const svp_job_samples_t *list, int i,
+                                          const char *recorded, const char *where,
+                                          char *why, size_t len)
 {
-    static const char *const        keys[] = {"seed",
-                                              "fps",
-                                              "motion_bucket_id",
-                                              "noise_aug_strength",
-                                              "min_guidance",
-                                              "max_guidance",
-                                              "name"};
-    const svp_pipe_sample_params_t *p      = &list->items[i];
-    const char                     *image  = svp_pipe_samples_image(list, i);
-    char                            a[300], b[300], digest[65];
-    json_t                         *got, *want, *gv, *wv;
-    size_t                          k;
-    svp_status_t                    status = SVP_OK;
+    static const char *const       keys[] = {"seed",
+                                             "fps",
+                                             "motion_bucket_id",
+                                             "noise_aug_strength",
+                                             "min_guidance",
+                                             "max_guidance",
+                                             "name"};
+    const svp_job_sample_params_t *p      = &list->items[i];
+    const char                    *image  = svp_job_samples_image(list, i);
+    char                           a[300], b[300], digest[65];
+    json_t                        *got, *want, *gv, *wv;
+    size_t                         k;
+    svp_status_t                   status = SVP_OK;
 
     got = json_loads(recorded, 0, NULL);
     if (!json_is_object(got)) {
@@ -458,7 +458,7 @@ svp_status_t svp_pipe_samples_params_check(const svp_pipe_samples_t *list, int i
     }
     /* this sample's own, without the image's hash (costly, and only wanted
      * when the paths differ) */
-    svp_pipe_samples_name(list, i, a, sizeof(a));
+    svp_job_samples_name(list, i, a, sizeof(a));
     want =
         json_pack("{s:I, s:i, s:i, s:f, s:f, s:f, s:s}", "seed", (json_int_t)p->seed,
                   "fps", p->fps, "motion_bucket_id", p->motion_bucket_id,

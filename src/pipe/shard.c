@@ -6,7 +6,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "common/errf.h"
 
 #include <ctype.h>
@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-svp_status_t svp_pipe_shard_parse(const char *s, svp_pipe_shard_t *shard_p,
-                                  char *errbuf, int errlen)
+svp_status_t svp_job_shard_parse(const char *s, svp_job_shard_t *shard_p,
+                                 char *errbuf, int errlen)
 {
     char *end;
     long  i, n;
@@ -87,7 +87,7 @@ static int svp_samples_parse_array(const char *array, long *min_p, long *max_p)
     return 0;
 }
 
-svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int errlen)
+svp_status_t svp_job_shard_check_array(const char *array, char *errbuf, int errlen)
 {
     long min, max;
 
@@ -102,8 +102,8 @@ svp_status_t svp_pipe_shard_check_array(const char *array, char *errbuf, int err
     return SVP_OK;
 }
 
-svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_p,
-                                     char *errbuf, int errlen)
+svp_status_t svp_job_shard_from_env(const char *array, svp_job_shard_t *shard_p,
+                                    char *errbuf, int errlen)
 {
     long        id, min, max;
     const char *env = getenv("SLURM_ARRAY_TASK_ID");
@@ -134,14 +134,14 @@ svp_status_t svp_pipe_shard_from_env(const char *array, svp_pipe_shard_t *shard_
     return SVP_OK;
 }
 
-int svp_pipe_shard_size(const svp_pipe_shard_t *shard, int n)
+int svp_job_shard_size(const svp_job_shard_t *shard, int n)
 {
     return (n > shard->index) ? (n - shard->index + shard->count - 1) / shard->count
                               : 0;
 }
 
-void svp_pipe_shard_file(const svp_pipe_shard_t *shard, const char *base,
-                         const char *ext, char *buf, int len)
+void svp_job_shard_file(const svp_job_shard_t *shard, const char *base,
+                        const char *ext, char *buf, int len)
 {
     if (shard == NULL || shard->count <= 1) {
         snprintf(buf, (size_t)len, "%s%s", base, ext);

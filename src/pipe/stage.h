@@ -65,7 +65,7 @@ typedef struct svp_stage_ops {
      */
     svp_status_t (*check_output)(void *self, int index, char *why, size_t len);
     /*
-     * output.format webdataset (pipe/wds.h).  set_task() tells the stage
+     * output.format webdataset (job/wds.h).  set_task() tells the stage
      * which task of how many this run is (its shards follow it); pack()
      * packs each shard whose samples are all finished and whose last
      * sample mine() says is this rank's (after resume: a run killed

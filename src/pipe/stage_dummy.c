@@ -7,9 +7,9 @@
  *        written atomically as <output.dir>/sample_NNNNNN.safetensors (or
  *        the manifest's name) with metadata (job, sample, steps, seed, and
  *        the sample's own parameters); with output.format webdataset it is
- *        staged with a sample.json of the same for its shard (pipe/wds.h).
+ *        staged with a sample.json of the same for its shard (job/wds.h).
  *
- * The seed is the sample list's (pipe/samples.h): the spec's seed, or a
+ * The seed is the sample list's (job/samples.h): the spec's seed, or a
  * manifest line's.  The simulator reads no image and has no frame rate or
  * guidance, but it records them, so a manifest's parameters reach every
  * sample's output and resume checks them as it does for the model.
@@ -19,8 +19,8 @@
 #endif
 #include "pipe/stage.h"
 #include "pipe/resume.h"
-#include "pipe/samples.h"
-#include "pipe/wds.h"
+#include "job/samples.h"
+#include "job/wds.h"
 #include "model/dummy.h"
 #include "noise/rng.h"
 #include "common/clock.h"
@@ -37,11 +37,11 @@
 #include <sys/stat.h>
 
 typedef struct {
-    const svp_spec_t   *spec;
-    svp_dummy_h         model;
-    svp_dummy_h         half; /* a pair's step: half the cost */
-    svp_pipe_samples_t *list;
-    svp_pipe_wds_h      wds; /* output.format webdataset, else NULL */
+    const svp_spec_t  *spec;
+    svp_dummy_h        model;
+    svp_dummy_h        half; /* a pair's step: half the cost */
+    svp_job_samples_t *list;
+    svp_job_wds_h      wds; /* output.format webdataset, else NULL */
 } svp_stage_dummy_t;
 
 static svp_status_t svp_stage_dummy_alloc(void *self, int index, svp_sample_t *s)
@@ -183,27 +183,27 @@ static svp_status_t svp_stage_dummy_finish_shared(void *self, svp_sample_t *s,
 /*
  * output.format webdataset: the sample staged as one file of
  * latents.safetensors and sample.json (job, sample, seed, steps, model and
- * the sample's own parameters), for its shard (pipe/wds.h).
+ * the sample's own parameters), for its shard (job/wds.h).
  */
 static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s,
                                           const char *params)
 {
-    svp_pipe_wds_stage_h h;
-    char                 path[4200], *text = NULL;
-    void                *latents = NULL;
-    size_t               bytes   = 0;
-    json_t              *o;
-    svp_status_t         status;
+    svp_job_wds_stage_h h;
+    char                path[4200], *text = NULL;
+    void               *latents = NULL;
+    size_t              bytes   = 0;
+    json_t             *o;
+    svp_status_t        status;
 
-    svp_pipe_wds_staged_path(st->wds, s->index, path, sizeof(path));
-    status = svp_pipe_wds_stage_begin(path, &h);
+    svp_job_wds_staged_path(st->wds, s->index, path, sizeof(path));
+    status = svp_job_wds_stage_begin(path, &h);
     if (status != SVP_OK) {
         return status;
     }
     status = svp_sample_tensor_bytes(st->spec, s, "latent", s->tensors[0], "dummy",
                                      params, &latents, &bytes);
     if (status == SVP_OK) {
-        status = svp_pipe_wds_stage_add(h, "latents.safetensors", latents, bytes);
+        status = svp_job_wds_stage_add(h, "latents.safetensors", latents, bytes);
     }
     free(latents);
     o = json_pack("{s:s, s:i, s:I, s:i, s:s, s:o}", "job", st->spec->name, "sample",
@@ -217,15 +217,15 @@ static svp_status_t svp_stage_dummy_stage(svp_stage_dummy_t *st, svp_sample_t *s
         status = SVP_ERR_NO_MEMORY;
     }
     if (status == SVP_OK) {
-        status = svp_pipe_wds_stage_add(h, "sample.json", text, strlen(text));
+        status = svp_job_wds_stage_add(h, "sample.json", text, strlen(text));
     }
     free(text);
     if (status != SVP_OK) {
-        svp_pipe_wds_stage_abort(h);
+        svp_job_wds_stage_abort(h);
         return status;
     }
-    status = svp_pipe_wds_stage_commit(h);
-    return (status == SVP_OK) ? svp_pipe_wds_staged(st->wds, s->index) : status;
+    status = svp_job_wds_stage_commit(h);
+    return (status == SVP_OK) ? svp_job_wds_staged(st->wds, s->index) : status;
 }
 
 static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s)
@@ -237,9 +237,9 @@ static svp_status_t svp_stage_dummy_write(svp_stage_dummy_t *st, svp_sample_t *s
     if (status != SVP_OK) {
         return status;
     }
-    svp_pipe_samples_name(st->list, s->index, name, sizeof(name));
+    svp_job_samples_name(st->list, s->index, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
-    params = svp_pipe_samples_params_json(st->list, s->index);
+    params = svp_job_samples_params_json(st->list, s->index);
     if (params == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
@@ -268,7 +268,7 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
     svp_safetensors_h f;
     svp_status_t      status;
 
-    status = svp_pipe_resume_check_tensor(st->spec, path, "latent", "dummy", index,
+    status = svp_job_outputs_check_tensor(st->spec, path, "latent", "dummy", index,
                                           st->list->items[index].seed, 5,
                                           st->spec->latent_shape, why, len);
     if (status != SVP_OK) {
@@ -282,7 +282,7 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
         got = svp_safetensors_metadata(f, "params");
         if (got != NULL) {
             status =
-                svp_pipe_samples_params_check(st->list, index, got, path, why, len);
+                svp_job_samples_params_check(st->list, index, got, path, why, len);
         }
         svp_safetensors_close(f);
     } else {
@@ -293,7 +293,7 @@ static svp_status_t svp_stage_dummy_check_file(svp_stage_dummy_t *st, int index,
 }
 
 /*
- * The webdataset's check of sample i (wds.h svp_pipe_wds_check_cb_t): a
+ * The webdataset's check of sample i (wds.h svp_job_wds_check_cb_t): a
  * packed shard's entry of it, or its staged file's (`where` names either).
  */
 static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *where,
@@ -304,7 +304,7 @@ static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *wher
     json_t            *v, *record = json_object_get(entry, "record");
     svp_status_t       status;
 
-    if (!svp_pipe_wds_entry_has(entry, "latents.safetensors")) {
+    if (!svp_job_wds_entry_has(entry, "latents.safetensors")) {
         snprintf(why, len, "%s: the shard has no latents of it", where);
         return SVP_ERR_BAD_FILE;
     }
@@ -341,7 +341,7 @@ static svp_status_t svp_stage_dummy_wds_check(void *arg, int i, const char *wher
         snprintf(why, len, "%s has no parameters", where);
         return SVP_ERR_BAD_FILE;
     }
-    status = svp_pipe_samples_params_check(st->list, i, params, where, why, len);
+    status = svp_job_samples_params_check(st->list, i, params, where, why, len);
     free(params);
     return status;
 }
@@ -353,9 +353,9 @@ static svp_status_t svp_stage_dummy_check_output(void *self, int index, char *wh
     char               path[4096], name[256];
 
     if (st->wds != NULL) {
-        return svp_pipe_wds_check_sample(st->wds, index, why, len);
+        return svp_job_wds_check_sample(st->wds, index, why, len);
     }
-    svp_pipe_samples_name(st->list, index, name, sizeof(name));
+    svp_job_samples_name(st->list, index, name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s.safetensors", st->spec->output.dir, name);
     return svp_stage_dummy_check_file(st, index, path, why, len);
 }
@@ -365,7 +365,7 @@ static void svp_stage_dummy_set_task(void *self, int index, int count)
     svp_stage_dummy_t *st = self;
 
     if (st->wds != NULL) {
-        svp_pipe_wds_set_task(st->wds, index, count);
+        svp_job_wds_set_task(st->wds, index, count);
     }
 }
 
@@ -374,7 +374,7 @@ svp_stage_dummy_pack(void *self, int (*mine)(int sample, void *arg), void *arg)
 {
     svp_stage_dummy_t *st = self;
 
-    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+    return (st->wds != NULL) ? svp_job_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
 }
 
 static uint64_t svp_stage_dummy_output_bytes(void *self)
@@ -393,10 +393,10 @@ static void svp_stage_dummy_destroy(void *self)
 {
     svp_stage_dummy_t *st = self;
 
-    svp_pipe_wds_destroy(st->wds);
+    svp_job_wds_destroy(st->wds);
     svp_dummy_destroy(st->model);
     svp_dummy_destroy(st->half);
-    svp_pipe_samples_destroy(st->list);
+    svp_job_samples_destroy(st->list);
     free(st);
 }
 
@@ -435,7 +435,7 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
         return SVP_ERR_NO_MEMORY;
     }
     st->spec = spec;
-    status   = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
+    status   = svp_job_samples_create(spec, err, sizeof(err), &st->list);
     if (status != SVP_OK) {
         svp_error("%s", err);
         free(st);
@@ -453,13 +453,13 @@ svp_status_t svp_stage_dummy_create(const svp_spec_t *spec, svp_stage_t *stage_p
         status     = svp_dummy_create(&mp, &st->half);
     }
     if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
-        status = svp_pipe_wds_create(spec, st->list, svp_stage_dummy_wds_check, st,
-                                     &st->wds);
+        status = svp_job_wds_create(spec, st->list, svp_stage_dummy_wds_check, st,
+                                    &st->wds);
     }
     if (status != SVP_OK) {
         svp_dummy_destroy(st->half);
         svp_dummy_destroy(st->model);
-        svp_pipe_samples_destroy(st->list);
+        svp_job_samples_destroy(st->list);
         free(st);
         return status;
     }

@@ -15,7 +15,7 @@
  *
  * Conditioning comes from images (video.inputs) or from a file.
  *
- * Images: the sample list (pipe/samples.h) gives each sample its image, seed
+ * Images: the sample list (job/samples.h) gives each sample its image, seed
  * and parameters (fps, motion bucket, noise augmentation, guidance), from a
  * manifest line or from video.inputs x video.seeds and the spec's values.
  * Every rank holds the list, so a sample's parameters need not travel with
@@ -56,7 +56,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "ops/ops_sched.h"
 #include "noise/guidance.h"
 #include "trace/range.h"
@@ -264,12 +264,12 @@ static svp_status_t svp_stage_svd_step_unet(svp_stage_svd_t    *st,
 static svp_status_t svp_stage_svd_step_out(svp_stage_svd_t *st, svp_sample_t *s,
                                            int step, int cfg)
 {
-    const svp_pipe_sample_params_t *p   = &st->list->items[s->index];
-    svp_ops_h                       ops = st->ops;
-    int64_t                         fr = 4 * st->h * st->w, n = st->F * fr;
-    float                          *x = svp_stage_svd_x(st, s), last;
-    const float                    *v = st->d_out;
-    svp_sched_euler_coef_t          coef;
+    const svp_job_sample_params_t *p   = &st->list->items[s->index];
+    svp_ops_h                      ops = st->ops;
+    int64_t                        fr = 4 * st->h * st->w, n = st->F * fr;
+    float                         *x = svp_stage_svd_x(st, s), last;
+    const float                   *v = st->d_out;
+    svp_sched_euler_coef_t         coef;
 
     if (cfg) {
         /* the sample's own ramp: a manifest line may set its guidance */

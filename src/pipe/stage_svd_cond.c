@@ -8,7 +8,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "media/image.h"
 #include "media/preprocessor.h"
 #include "media/resize.h"
@@ -90,13 +90,13 @@ static svp_status_t svp_stage_svd_row(svp_stage_svd_t *st, const char *name, int
 static svp_status_t svp_stage_svd_encode(svp_stage_svd_t *st, int index,
                                          uint64_t seed, svp_sample_t *s)
 {
-    const svp_pipe_sample_params_t *p    = &st->list->items[index];
-    const char                     *path = svp_pipe_samples_image(st->list, index);
-    svp_media_image_t              *img;
-    svp_tensor_t                   *px = NULL, *clip_in = NULL;
-    float                          *noise = NULL;
-    int64_t                         n     = 3 * st->H * st->W, i;
-    svp_status_t                    status;
+    const svp_job_sample_params_t *p    = &st->list->items[index];
+    const char                    *path = svp_job_samples_image(st->list, index);
+    svp_media_image_t             *img;
+    svp_tensor_t                  *px = NULL, *clip_in = NULL;
+    float                         *noise = NULL;
+    int64_t                        n     = 3 * st->H * st->W, i;
+    svp_status_t                   status;
 
     status = svp_media_image_load(path, &img);
     if (status != SVP_OK) {
@@ -141,14 +141,14 @@ out:
 
 svp_status_t svp_stage_svd_begin(void *self, int index, svp_sample_t *s)
 {
-    svp_stage_svd_t                *st   = self;
-    const svp_pipe_sample_params_t *p    = &st->list->items[index];
-    int64_t                         n    = st->F * 4 * st->h * st->w, i;
-    uint64_t                        seed = svp_stage_svd_seed(st, index);
-    double                          t0   = svp_clock_now(), *timing;
-    float                          *x, *ids, sigma0;
-    svp_status_t                    status = SVP_OK;
-    int                             set;
+    svp_stage_svd_t               *st   = self;
+    const svp_job_sample_params_t *p    = &st->list->items[index];
+    int64_t                        n    = st->F * 4 * st->h * st->w, i;
+    uint64_t                       seed = svp_stage_svd_seed(st, index);
+    double                         t0   = svp_clock_now(), *timing;
+    float                         *x, *ids, sigma0;
+    svp_status_t                   status = SVP_OK;
+    int                            set;
 
     status = svp_stage_svd_alloc(self, index, s);
     if (status != SVP_OK) {

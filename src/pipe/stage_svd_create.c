@@ -8,7 +8,7 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "media/image.h"
 #include "media/preprocessor.h"
 #include "noise/guidance.h"
@@ -31,8 +31,8 @@ void svp_stage_svd_destroy(void *self)
     free(st->share_dec);
     free(st->ids);
     free(st->t);
-    svp_pipe_samples_destroy(st->list);
-    svp_pipe_wds_destroy(st->wds);
+    svp_job_samples_destroy(st->list);
+    svp_job_wds_destroy(st->wds);
     if (st->cond != NULL) {
         svp_safetensors_close(st->cond);
     }
@@ -130,7 +130,7 @@ static svp_status_t svp_stage_svd_open_conditioning(svp_stage_svd_t *st)
 }
 
 /*
- * The samples (pipe/samples.h) and their images.  Every image is decoded once
+ * The samples (job/samples.h) and their images.  Every image is decoded once
  * here, so a missing, truncated or non-image file stops the job before any
  * rank starts work.
  */
@@ -142,7 +142,7 @@ static svp_status_t svp_stage_svd_collect_images(svp_stage_svd_t *st)
     int                i;
     svp_status_t       status;
 
-    status = svp_pipe_samples_create(spec, err, sizeof(err), &st->list);
+    status = svp_job_samples_create(spec, err, sizeof(err), &st->list);
     if (status != SVP_OK) {
         svp_error("%s", err);
         return status;
@@ -364,8 +364,8 @@ static svp_status_t svp_stage_svd_setup(svp_stage_svd_t *st)
         status = svp_stage_svd_open_conditioning(st);
     }
     if (status == SVP_OK && spec->output.format == SVP_OUTPUT_WEBDATASET) {
-        status = svp_pipe_wds_create(spec, st->list, svp_stage_svd_wds_check, st,
-                                     &st->wds);
+        status = svp_job_wds_create(spec, st->list, svp_stage_svd_wds_check, st,
+                                    &st->wds);
     }
     if (status != SVP_OK) {
         return status;

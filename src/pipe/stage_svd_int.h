@@ -15,8 +15,8 @@
 #define SVP_PIPE_STAGE_SVD_INT_H
 
 #include "pipe/stage.h"
-#include "pipe/samples.h"
-#include "pipe/wds.h"
+#include "job/samples.h"
+#include "job/wds.h"
 #include "media/clip_preprocess.h"
 #include "model/clip.h"
 #include "model/unet.h"
@@ -48,7 +48,7 @@ typedef struct {
     svp_safetensors_h       cond; /* conditioning file, or NULL: images */
     int                     sets; /* S (file) */
     int                     has_ids, has_latents;
-    svp_pipe_samples_t     *list; /* each sample's image and parameters */
+    svp_job_samples_t      *list; /* each sample's image and parameters */
     int64_t                 F, h, w, D, H, W;
     int                     cfg;     /* classifier-free guidance on for some
                                        sample: the buffers take batch 2 */
@@ -67,9 +67,9 @@ typedef struct {
      * and the seconds its decode took */
     float *share_dec;
     double share_decode_s;
-    /* output.format webdataset: the run's shards (pipe/wds.h); NULL with
+    /* output.format webdataset: the run's shards (job/wds.h); NULL with
      * files */
-    svp_pipe_wds_h wds;
+    svp_job_wds_h wds;
 } svp_stage_svd_t;
 
 /* The vtable (stage_svd.c), which create (stage_svd_create.c) hands out. */

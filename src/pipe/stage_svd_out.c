@@ -4,18 +4,18 @@
  * video.decode_chunk_size frames, clamp(x/2 + 0.5, 0, 1), then the sample
  * directory with frames, video, sample.json and latents, written whole or
  * not at all (with output.format webdataset, staged for its shard:
- * pipe/wds.h); and the check that such a directory, or a shard's record of
+ * job/wds.h); and the check that such a directory, or a shard's record of
  * the sample, is this job's.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/stage_svd_int.h"
+#include "stages/stage_svd_int.h"
 #include "media/frames.h"
 #include "media/sample_dir.h"
 #include "media/video.h"
 #include "pipe/resume.h"
-#include "pipe/wds.h"
+#include "job/wds.h"
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -72,19 +72,19 @@ static json_t *svp_stage_svd_json_ms(double seconds)
  * a member of the staged sample h (output.format webdataset). */
 static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t    *st,
                                              const svp_sample_t *s, const char *dir,
-                                             svp_pipe_wds_stage_h h, double decode_s)
+                                             svp_job_wds_stage_h h, double decode_s)
 {
-    const svp_spec_t               *spec   = st->spec;
-    const svp_pipe_sample_params_t *p      = &st->list->items[s->index];
-    const double                   *timing = s->tensors[SVD_T_TIMING]->data;
-    char                            path[4096], features[128], *buf, *text, *params;
-    json_t                         *o, *cpu, *times, *po;
-    svp_ops_blas_t                  blas;
-    svp_status_t                    status;
+    const svp_spec_t              *spec   = st->spec;
+    const svp_job_sample_params_t *p      = &st->list->items[s->index];
+    const double                  *timing = s->tensors[SVD_T_TIMING]->data;
+    char                           path[4096], features[128], *buf, *text, *params;
+    json_t                        *o, *cpu, *times, *po;
+    svp_ops_blas_t                 blas;
+    svp_status_t                   status;
 
     /* the sample's own parameters in one object (its manifest line, if
      * any): what resume compares, whichever keys sit beside it */
-    params = svp_pipe_samples_params_json(st->list, s->index);
+    params = svp_job_samples_params_json(st->list, s->index);
     po     = (params != NULL) ? json_loads(params, 0, NULL) : NULL;
     free(params);
     /* the CPU's BLAS kernels and threads, which decide its last bits, and
@@ -125,7 +125,7 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t    *st,
                             json_string(spec->model.conditioning));
     } else {
         json_object_set_new(o, "image",
-                            json_string(svp_pipe_samples_image(st->list, s->index)));
+                            json_string(svp_job_samples_image(st->list, s->index)));
     }
     json_object_set_new(o, "seed",
                         json_integer(*(int64_t *)s->tensors[SVD_T_SEED]->data));
@@ -162,7 +162,7 @@ static svp_status_t svp_stage_svd_write_json(svp_stage_svd_t    *st,
     }
     free(text);
     if (h != NULL) {
-        status = svp_pipe_wds_stage_add(h, "sample.json", buf, strlen(buf));
+        status = svp_job_wds_stage_add(h, "sample.json", buf, strlen(buf));
     } else {
         snprintf(path, sizeof(path), "%s/sample.json", dir);
         status = svp_file_write_atomic(path, buf, strlen(buf));
@@ -316,10 +316,10 @@ static void svp_stage_svd_sample_dir(const svp_stage_svd_t *st, int i, char *buf
     char name[256];
 
     if (st->wds != NULL) {
-        svp_pipe_wds_staged_path(st->wds, i, buf, len);
+        svp_job_wds_staged_path(st->wds, i, buf, len);
         return;
     }
-    svp_pipe_samples_name(st->list, i, name, sizeof(name));
+    svp_job_samples_name(st->list, i, name, sizeof(name));
     snprintf(buf, len, "%s/%s", st->spec->output.dir, name);
 }
 
@@ -328,7 +328,7 @@ void svp_stage_svd_set_task(void *self, int index, int count)
     svp_stage_svd_t *st = self;
 
     if (st->wds != NULL) {
-        svp_pipe_wds_set_task(st->wds, index, count);
+        svp_job_wds_set_task(st->wds, index, count);
     }
 }
 
@@ -337,7 +337,7 @@ svp_status_t svp_stage_svd_pack(void *self, int (*mine)(int sample, void *arg),
 {
     svp_stage_svd_t *st = self;
 
-    return (st->wds != NULL) ? svp_pipe_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
+    return (st->wds != NULL) ? svp_job_wds_pack_ready(st->wds, mine, arg) : SVP_OK;
 }
 
 svp_status_t svp_stage_svd_finish(void *self, svp_sample_t *s)
@@ -355,7 +355,7 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
     svp_stage_svd_t         *st     = self;
     const svp_spec_t        *spec   = st->spec;
     svp_media_sample_dir_h   dir    = NULL;
-    svp_pipe_wds_stage_h     stage  = NULL;
+    svp_job_wds_stage_h      stage  = NULL;
     svp_media_frames_t      *frames = NULL;
     svp_media_video_params_t vp;
     float                   *dec = NULL;
@@ -376,10 +376,10 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
     }
     svp_stage_svd_sample_dir(st, s->index, path, sizeof(path));
     if (st->wds != NULL) {
-        status = svp_pipe_wds_stage_begin(path, &stage);
-        where  = (status == SVP_OK) ? svp_pipe_wds_stage_scratch(stage) : NULL;
+        status = svp_job_wds_stage_begin(path, &stage);
+        where  = (status == SVP_OK) ? svp_job_wds_stage_scratch(stage) : NULL;
         if (status == SVP_OK && where == NULL) {
-            svp_pipe_wds_stage_abort(stage);
+            svp_job_wds_stage_abort(stage);
             status = SVP_ERR_IO;
         }
     } else {
@@ -396,8 +396,8 @@ svp_status_t svp_stage_svd_finish_shared(void *self, svp_sample_t *s,
             svp_sample_tensor_bytes(spec, s, "latents", s->tensors[SVD_T_LATENTS],
                                     "svd", NULL, &latents, &latents_len);
         if (status == SVP_OK) {
-            status = svp_pipe_wds_stage_add(stage, "latents.safetensors", latents,
-                                            latents_len);
+            status = svp_job_wds_stage_add(stage, "latents.safetensors", latents,
+                                           latents_len);
         }
         free(latents);
     } else {
@@ -446,17 +446,17 @@ out:
     free(dec);
     svp_media_frames_destroy(frames);
     if (status == SVP_OK) {
-        status = (stage != NULL) ? svp_pipe_wds_stage_commit(stage)
+        status = (stage != NULL) ? svp_job_wds_stage_commit(stage)
                                  : svp_media_sample_dir_commit(dir);
         if (status == SVP_OK) {
             svp_debug("sample %d: wrote %s (decode %.2fs)", s->index, path,
                       decode_s);
         }
         if (status == SVP_OK && st->wds != NULL) {
-            status = svp_pipe_wds_staged(st->wds, s->index);
+            status = svp_job_wds_staged(st->wds, s->index);
         }
     } else if (stage != NULL) {
-        svp_pipe_wds_stage_abort(stage);
+        svp_job_wds_stage_abort(stage);
     } else {
         svp_media_sample_dir_abort(dir);
     }
@@ -472,8 +472,8 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
                                             const char *dir, json_t *record,
                                             char *why, size_t len)
 {
-    const svp_spec_t               *spec = st->spec;
-    const svp_pipe_sample_params_t *p    = &st->list->items[index];
+    const svp_spec_t              *spec = st->spec;
+    const svp_job_sample_params_t *p    = &st->list->items[index];
     struct {
         const char *key;
         double      want;
@@ -518,7 +518,7 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
     }
     skey  = (st->cond != NULL) ? "conditioning" : "image";
     swant = (st->cond != NULL) ? spec->model.conditioning
-                               : svp_pipe_samples_image(st->list, index);
+                               : svp_job_samples_image(st->list, index);
     sgot  = json_string_value(json_object_get(root, "job"));
     if (sgot == NULL || strcmp(sgot, spec->name) != 0) {
         snprintf(why, len,
@@ -563,7 +563,7 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
             status = SVP_ERR_NO_MEMORY;
             goto out;
         }
-        status = svp_pipe_samples_params_check(st->list, index, got, path, why, len);
+        status = svp_job_samples_params_check(st->list, index, got, path, why, len);
         free(got);
         if (status != SVP_OK) {
             goto out;
@@ -573,7 +573,7 @@ static svp_status_t svp_stage_svd_check_dir(svp_stage_svd_t *st, int index,
         goto out; /* its files: its shard's or staged file's checksum vouches */
     }
     snprintf(path, sizeof(path), "%s/latents.safetensors", dir);
-    status = svp_pipe_resume_check_tensor(spec, path, "latents", "svd", index,
+    status = svp_job_outputs_check_tensor(spec, path, "latents", "svd", index,
                                           svp_stage_svd_seed(st, index), 5, shape,
                                           why, len);
     if (status == SVP_ERR_NOT_FOUND) {
@@ -604,7 +604,7 @@ out:
 }
 
 /*
- * The webdataset's check of a sample (wds.h svp_pipe_wds_check_cb_t): a
+ * The webdataset's check of a sample (wds.h svp_job_wds_check_cb_t): a
  * packed or staged record and the members this job writes (a shard packed
  * before output.frames was turned on lacks frames).
  */
@@ -624,16 +624,16 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where,
         return status;
     }
     snprintf(ext, sizeof(ext), "latents.safetensors");
-    missing = !svp_pipe_wds_entry_has(entry, ext);
+    missing = !svp_job_wds_entry_has(entry, ext);
     for (f = 0; !missing && st->vae != NULL && spec->output.frames && f < st->F;
          ++f) {
         snprintf(ext, sizeof(ext), "frame_%04d.png", (int)f);
-        missing = !svp_pipe_wds_entry_has(entry, ext);
+        missing = !svp_job_wds_entry_has(entry, ext);
     }
 #ifdef HAVE_FFMPEG
     if (!missing && st->vae != NULL && spec->output.mp4) {
         snprintf(ext, sizeof(ext), "mp4");
-        missing = !svp_pipe_wds_entry_has(entry, ext);
+        missing = !svp_job_wds_entry_has(entry, ext);
     }
 #endif
     if (missing) {
@@ -647,7 +647,7 @@ svp_status_t svp_stage_svd_wds_check(void *arg, int i, const char *where,
 /*
  * Resume: the sample's directory output.dir/NAME is complete and this
  * job's; with output.format webdataset, its shard's record or its staged
- * directory (svp_pipe_wds_check_sample).
+ * directory (svp_job_wds_check_sample).
  */
 svp_status_t svp_stage_svd_check_output(void *self, int index, char *why, size_t len)
 {
@@ -655,7 +655,7 @@ svp_status_t svp_stage_svd_check_output(void *self, int index, char *why, size_t
     char             dir[4200];
 
     if (st->wds != NULL) {
-        return svp_pipe_wds_check_sample(st->wds, index, why, len);
+        return svp_job_wds_check_sample(st->wds, index, why, len);
     }
     svp_stage_svd_sample_dir(st, index, dir, sizeof(dir));
     return svp_stage_svd_check_dir(st, index, dir, NULL, why, len);

@@ -4,8 +4,8 @@
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/wds.h"
-#include "pipe/outdir.h"
+#include "job/wds.h"
+#include "job/outdir.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/sha256.h"
@@ -24,23 +24,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int svp_pipe_wds_shard_count(const svp_pipe_shard_t *task, int n, int per)
+int svp_job_wds_shard_count(const svp_job_shard_t *task, int n, int per)
 {
-    int m = svp_pipe_shard_size(task, n);
+    int m = svp_job_shard_size(task, n);
 
     return (m + per - 1) / per;
 }
 
-int svp_pipe_wds_shard_of(const svp_pipe_shard_t *task, int per, int i)
+int svp_job_wds_shard_of(const svp_job_shard_t *task, int per, int i)
 {
     /* sample i is the (i div count)-th of its task's list */
     return (i / task->count) / per;
 }
 
-int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int j,
-                               int *samples)
+int svp_job_wds_shard_samples(const svp_job_shard_t *task, int n, int per, int j,
+                              int *samples)
 {
-    int m = svp_pipe_shard_size(task, n), p, k = 0;
+    int m = svp_job_shard_size(task, n), p, k = 0;
 
     for (p = j * per; p < m && p < (j + 1) * per; ++p) {
         samples[k++] = p * task->count + task->index;
@@ -48,8 +48,8 @@ int svp_pipe_wds_shard_samples(const svp_pipe_shard_t *task, int n, int per, int
     return k;
 }
 
-void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ext,
-                             char *buf, size_t len)
+void svp_job_wds_shard_name(const svp_job_shard_t *task, int j, const char *ext,
+                            char *buf, size_t len)
 {
     if (task->count > 1) {
         snprintf(buf, len, "shard-%d-of-%d-%06d%s", task->index, task->count, j,
@@ -60,9 +60,9 @@ void svp_pipe_wds_shard_name(const svp_pipe_shard_t *task, int j, const char *ex
 }
 
 /* One member: its header and data; its offsets into members (an array). */
-static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
-                                     const char *name, const void *data, size_t size,
-                                     json_t *members, char *why, size_t len)
+static svp_status_t svp_job_wds_add(struct archive *a, struct archive_entry *e,
+                                    const char *name, const void *data, size_t size,
+                                    json_t *members, char *why, size_t len)
 {
     /* the bytes handed on so far end at the last member's data: its
      * header starts at the next 512-byte record */
@@ -73,7 +73,7 @@ static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_PIPE_WDS_MTIME, 0);
+    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
     archive_entry_set_uid(e, 0);
     archive_entry_set_gid(e, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
@@ -94,7 +94,7 @@ static svp_status_t svp_pipe_wds_add(struct archive *a, struct archive_entry *e,
 
 /* A staged member's extension in a shard: KEY.mp4 for the video, else
  * KEY.<its name in the sample>. */
-static const char *svp_pipe_wds_member_ext(const char *name)
+static const char *svp_job_wds_member_ext(const char *name)
 {
     return (strcmp(name, "video.mp4") == 0) ? "mp4" : name;
 }
@@ -104,10 +104,9 @@ static const char *svp_pipe_wds_member_ext(const char *name)
  * less what varies from run to run (timings, cpu), which go into "run";
  * the record's text for the shard in *text_p (malloc'd) when not NULL.
  */
-static svp_status_t svp_pipe_wds_record(const char                  *path,
-                                        const svp_pipe_wds_member_t *m,
-                                        json_t *entry, char **text_p, char *why,
-                                        size_t len)
+static svp_status_t svp_job_wds_record(const char                 *path,
+                                       const svp_job_wds_member_t *m, json_t *entry,
+                                       char **text_p, char *why, size_t len)
 {
     json_error_t jerr;
     json_t      *root, *run;
@@ -142,9 +141,9 @@ static svp_status_t svp_pipe_wds_record(const char                  *path,
 
 /* Whether a staged sample's members start with its record and hold its
  * latents (what every stage stages). */
-static svp_status_t svp_pipe_wds_staged_whole(const char                  *path,
-                                              const svp_pipe_wds_member_t *v, int n,
-                                              char *why, size_t len)
+static svp_status_t svp_job_wds_staged_whole(const char                 *path,
+                                             const svp_job_wds_member_t *v, int n,
+                                             char *why, size_t len)
 {
     int k, latents = 0;
 
@@ -161,21 +160,21 @@ static svp_status_t svp_pipe_wds_staged_whole(const char                  *path,
     return SVP_OK;
 }
 
-svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int index,
-                                       json_t **entry_p, char *why, size_t len)
+svp_status_t svp_job_wds_staged_entry(const char *path, const char *key, int index,
+                                      json_t **entry_p, char *why, size_t len)
 {
-    svp_pipe_wds_member_t *v;
-    json_t                *entry, *members;
-    char                   name[512];
-    int                    n, k;
-    svp_status_t           status;
+    svp_job_wds_member_t *v;
+    json_t               *entry, *members;
+    char                  name[512];
+    int                   n, k;
+    svp_status_t          status;
 
     *entry_p = NULL;
-    status   = svp_pipe_wds_staged_read(path, &v, &n, why, len);
+    status   = svp_job_wds_staged_read(path, &v, &n, why, len);
     if (status != SVP_OK) {
         return status;
     }
-    status  = svp_pipe_wds_staged_whole(path, v, n, why, len);
+    status  = svp_job_wds_staged_whole(path, v, n, why, len);
     members = json_array();
     entry = json_pack("{s:s, s:i, s:s, s:o}", "key", key, "sample", index, "status",
                       "staged", "members", members);
@@ -183,15 +182,15 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
         status = SVP_ERR_NO_MEMORY;
     }
     if (status == SVP_OK) {
-        status = svp_pipe_wds_record(path, &v[0], entry, NULL, why, len);
+        status = svp_job_wds_record(path, &v[0], entry, NULL, why, len);
     }
     for (k = 0; status == SVP_OK && k < n; ++k) {
         snprintf(name, sizeof(name), "%s.%s", key,
-                 (k == 0) ? "json" : svp_pipe_wds_member_ext(v[k].name));
+                 (k == 0) ? "json" : svp_job_wds_member_ext(v[k].name));
         json_array_append_new(members, json_pack("{s:s, s:I}", "name", name, "size",
                                                  (json_int_t)v[k].size));
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     if (status != SVP_OK) {
         json_decref(entry);
         return status;
@@ -201,30 +200,29 @@ svp_status_t svp_pipe_wds_staged_entry(const char *path, const char *key, int in
 }
 
 /* The members of one sample, in their fixed order, and its index entry. */
-static svp_status_t svp_pipe_wds_add_sample(struct archive              *a,
-                                            struct archive_entry        *e,
-                                            const svp_pipe_wds_sample_t *s,
-                                            int frames, json_t *entry, char *why,
-                                            size_t len)
+static svp_status_t svp_job_wds_add_sample(struct archive             *a,
+                                           struct archive_entry       *e,
+                                           const svp_job_wds_sample_t *s, int frames,
+                                           json_t *entry, char *why, size_t len)
 {
-    json_t                *members = json_array();
-    svp_pipe_wds_member_t *v;
-    char                   name[512], *text = NULL;
-    int                    n, k;
-    svp_status_t           status;
+    json_t               *members = json_array();
+    svp_job_wds_member_t *v;
+    char                  name[512], *text = NULL;
+    int                   n, k;
+    svp_status_t          status;
 
     json_object_set_new(entry, "members", members);
-    status = svp_pipe_wds_staged_read(s->path, &v, &n, why, len);
+    status = svp_job_wds_staged_read(s->path, &v, &n, why, len);
     if (status != SVP_OK) {
         return SVP_ERR_BAD_FILE; /* missing too: the shard cannot be packed */
     }
-    status = svp_pipe_wds_staged_whole(s->path, v, n, why, len);
+    status = svp_job_wds_staged_whole(s->path, v, n, why, len);
     if (status == SVP_OK) {
-        status = svp_pipe_wds_record(s->path, &v[0], entry, &text, why, len);
+        status = svp_job_wds_record(s->path, &v[0], entry, &text, why, len);
     }
     if (status == SVP_OK) {
         snprintf(name, sizeof(name), "%s.json", s->key);
-        status = svp_pipe_wds_add(a, e, name, text, strlen(text), members, why, len);
+        status = svp_job_wds_add(a, e, name, text, strlen(text), members, why, len);
     }
     free(text);
     for (k = 1; status == SVP_OK && k < n; ++k) {
@@ -232,19 +230,19 @@ static svp_status_t svp_pipe_wds_add_sample(struct archive              *a,
             continue;
         }
         snprintf(name, sizeof(name), "%s.%s", s->key,
-                 svp_pipe_wds_member_ext(v[k].name));
+                 svp_job_wds_member_ext(v[k].name));
         status =
-            svp_pipe_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
+            svp_job_wds_add(a, e, name, v[k].data, v[k].size, members, why, len);
     }
-    svp_pipe_wds_members_free(v, n);
+    svp_job_wds_members_free(v, n);
     return status;
 }
 
 /* The tar at path (through a temporary beside it); the index's samples. */
-static svp_status_t svp_pipe_wds_write_tar(const char                  *path,
-                                           const svp_pipe_wds_sample_t *samples,
-                                           int n, int frames, json_t *list,
-                                           int *bad_p, char *why, size_t len)
+static svp_status_t svp_job_wds_write_tar(const char                 *path,
+                                          const svp_job_wds_sample_t *samples, int n,
+                                          int frames, json_t *list, int *bad_p,
+                                          char *why, size_t len)
 {
     struct archive       *a;
     struct archive_entry *e;
@@ -277,7 +275,7 @@ static svp_status_t svp_pipe_wds_write_tar(const char                  *path,
         entry = json_pack("{s:s, s:i, s:s}", "key", samples[i].key, "sample",
                           samples[i].index, "status", "done");
         json_array_append_new(list, entry);
-        status = svp_pipe_wds_add_sample(a, e, &samples[i], frames, entry, why, len);
+        status = svp_job_wds_add_sample(a, e, &samples[i], frames, entry, why, len);
         if (status == SVP_ERR_BAD_FILE && bad_p != NULL) {
             *bad_p = i;
         }
@@ -308,7 +306,7 @@ out:
 }
 
 /* A JSON document at path, atomically. */
-static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
+static svp_status_t svp_job_wds_write_json(const char *path, json_t *o)
 {
     char *text =
         json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
@@ -325,9 +323,9 @@ static svp_status_t svp_pipe_wds_write_json(const char *path, json_t *o)
     return status;
 }
 
-svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
-                               const svp_pipe_wds_sample_t *samples, int n,
-                               int frames, int *bad_p, char *why, size_t len)
+svp_status_t svp_job_wds_pack(const char *dir, const char *name,
+                              const svp_job_wds_sample_t *samples, int n, int frames,
+                              int *bad_p, char *why, size_t len)
 {
     char         path[4200], hash[65];
     double       t0   = svp_clock_now();
@@ -340,7 +338,7 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
         return SVP_ERR_NO_MEMORY;
     }
     snprintf(path, sizeof(path), "%s/%s.tar", dir, name);
-    status = svp_pipe_wds_write_tar(path, samples, n, frames, list, bad_p, why, len);
+    status = svp_job_wds_write_tar(path, samples, n, frames, list, bad_p, why, len);
     if (status != SVP_OK) {
         json_decref(list);
         return status;
@@ -371,10 +369,10 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
     }
     /* the index last: a shard counts as packed only once it is there */
     snprintf(path, sizeof(path), "%s/%s.stats.json", dir, name);
-    status = svp_pipe_wds_write_json(path, stats);
+    status = svp_job_wds_write_json(path, stats);
     if (status == SVP_OK) {
         snprintf(path, sizeof(path), "%s/%s.index.json", dir, name);
-        status = svp_pipe_wds_write_json(path, index);
+        status = svp_job_wds_write_json(path, index);
     }
     if (status != SVP_OK) {
         snprintf(why, len, "cannot write %s", path);
@@ -384,7 +382,7 @@ svp_status_t svp_pipe_wds_pack(const char *dir, const char *name,
     return status;
 }
 
-void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
+void svp_job_wds_unstage(const svp_job_wds_sample_t *samples, int n)
 {
     int i;
 
@@ -394,8 +392,8 @@ void svp_pipe_wds_unstage(const svp_pipe_wds_sample_t *samples, int n)
     }
 }
 
-svp_status_t svp_pipe_wds_shard_check(const char *dir, const char *name,
-                                      json_t **index_p, char *why, size_t len)
+svp_status_t svp_job_wds_shard_check(const char *dir, const char *name,
+                                     json_t **index_p, char *why, size_t len)
 {
     char         path[4200], tar[4200], hash[65];
     json_error_t jerr;
@@ -443,13 +441,13 @@ bad:
 }
 
 /* Whether name is one of task's shard files: its prefix, then digits. */
-static int svp_pipe_wds_is_task_file(const char *name, const svp_pipe_shard_t *task)
+static int svp_job_wds_is_task_file(const char *name, const svp_job_shard_t *task)
 {
     char        prefix[64];
     size_t      n;
     const char *p;
 
-    svp_pipe_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
+    svp_job_wds_shard_name(task, 0, "", prefix, sizeof(prefix));
     n = strlen(prefix) - 6; /* less the shard's 6 digits */
     if (strncmp(name, prefix, n) != 0) {
         return 0;
@@ -459,8 +457,7 @@ static int svp_pipe_wds_is_task_file(const char *name, const svp_pipe_shard_t *t
     return p - (name + n) >= 6 && *p == '.';
 }
 
-void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
-                        int *removed_p)
+void svp_job_wds_clean(const char *dir, const svp_job_shard_t *task, int *removed_p)
 {
     DIR           *d = opendir(dir);
     struct dirent *de;
@@ -472,10 +469,10 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
         return;
     }
     while ((de = readdir(d)) != NULL) {
-        if (!svp_pipe_wds_is_task_file(de->d_name, task)) {
+        if (!svp_job_wds_is_task_file(de->d_name, task)) {
             continue;
         }
-        live = svp_pipe_outdir_tmp_live(de->d_name);
+        live = svp_job_outdir_tmp_live(de->d_name);
         if (live == 1) {
             svp_warn("left %s/%s: its writer, a process of this host, is running",
                      dir, de->d_name);
@@ -489,7 +486,7 @@ void svp_pipe_wds_clean(const char *dir, const svp_pipe_shard_t *task,
     closedir(d);
 }
 
-int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
+int svp_job_wds_entry_has(json_t *entry, const char *ext)
 {
     const char *key = json_string_value(json_object_get(entry, "key")), *name;
     size_t      k, n;
@@ -510,7 +507,7 @@ int svp_pipe_wds_entry_has(json_t *entry, const char *ext)
     return 0;
 }
 
-json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
+json_t *svp_job_wds_index_sample(json_t *index, int sample)
 {
     json_t *list = json_object_get(index, "samples"), *v;
     size_t  k;
@@ -524,14 +521,13 @@ json_t *svp_pipe_wds_index_sample(json_t *index, int sample)
     return NULL;
 }
 
-svp_status_t svp_pipe_wds_write_listing(const char             *dir,
-                                        const svp_pipe_shard_t *task, int n, int per,
-                                        int *pending_p)
+svp_status_t svp_job_wds_write_listing(const char *dir, const svp_job_shard_t *task,
+                                       int n, int per, int *pending_p)
 {
     char         name[256], path[4200], file[256];
     json_error_t jerr;
     json_t      *o, *shards, *s, *index;
-    int          j, count = svp_pipe_wds_shard_count(task, n, per), first, *idx;
+    int          j, count = svp_job_wds_shard_count(task, n, per), first, *idx;
     struct stat  sb;
     svp_status_t status;
 
@@ -546,15 +542,15 @@ svp_status_t svp_pipe_wds_write_listing(const char             *dir,
         return SVP_ERR_NO_MEMORY;
     }
     for (j = 0; j < count; ++j) {
-        int m = svp_pipe_wds_shard_samples(task, n, per, j, idx);
+        int m = svp_job_wds_shard_samples(task, n, per, j, idx);
 
         first = (m > 0) ? idx[0] : -1;
-        svp_pipe_wds_shard_name(task, j, ".tar", name, sizeof(name));
+        svp_job_wds_shard_name(task, j, ".tar", name, sizeof(name));
         s = json_pack("{s:s, s:i, s:i, s:i}", "shard", name, "samples_count", m,
                       "first_sample", first, "last_sample",
                       (m > 0) ? idx[m - 1] : -1);
         /* the index's figures, not the tar's: no read of a shard here */
-        svp_pipe_wds_shard_name(task, j, ".index.json", file, sizeof(file));
+        svp_job_wds_shard_name(task, j, ".index.json", file, sizeof(file));
         snprintf(path, sizeof(path), "%s/%s", dir, file);
         index = (stat(path, &sb) == 0) ? json_load_file(path, 0, &jerr) : NULL;
         json_object_set_new(s, "status",
@@ -568,9 +564,9 @@ svp_status_t svp_pipe_wds_write_listing(const char             *dir,
         json_array_append_new(shards, s);
     }
     free(idx);
-    svp_pipe_shard_file(task, "shards", ".json", file, (int)sizeof(file));
+    svp_job_shard_file(task, "shards", ".json", file, (int)sizeof(file));
     snprintf(path, sizeof(path), "%s/%s", dir, file);
-    status = svp_pipe_wds_write_json(path, o);
+    status = svp_job_wds_write_json(path, o);
     json_decref(o);
     return status;
 }

@@ -1,13 +1,13 @@
 /*
  * A finished sample staged for its shard as one file (wds.h): its members,
  * in their order in a shard, as an uncompressed tar closed by a member
- * SVP_PIPE_WDS_STAGED_SUM that holds the SHA-256 of what precedes it, so
+ * SVP_JOB_WDS_STAGED_SUM that holds the SHA-256 of what precedes it, so
  * that a staged file cut short or damaged is told from a whole one.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
-#include "pipe/wds.h"
+#include "job/wds.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/file.h"
@@ -26,19 +26,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct svp_pipe_wds_stage {
-    char                  *path;    /* the staged file */
-    char                  *scratch; /* the stage's folder, NULL until asked for */
-    svp_pipe_wds_member_t *v;
-    int                    n, room;
+struct svp_job_wds_stage {
+    char                 *path;    /* the staged file */
+    char                 *scratch; /* the stage's folder, NULL until asked for */
+    svp_job_wds_member_t *v;
+    int                   n, room;
 };
 
-svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_p)
+svp_status_t svp_job_wds_stage_begin(const char *path, svp_job_wds_stage_h *h_p)
 {
-    svp_pipe_wds_stage_h h = calloc(1, sizeof(*h));
-    char                *parent;
-    struct stat          sb;
-    svp_status_t         status;
+    svp_job_wds_stage_h h = calloc(1, sizeof(*h));
+    char               *parent;
+    struct stat         sb;
+    svp_status_t        status;
 
     if (h == NULL || (h->path = svp_strdup(path)) == NULL) {
         free(h);
@@ -46,7 +46,7 @@ svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_
     }
     parent = svp_strdup(path);
     if (parent == NULL) {
-        svp_pipe_wds_stage_abort(h);
+        svp_job_wds_stage_abort(h);
         return SVP_ERR_NO_MEMORY;
     }
     if (strrchr(parent, '/') != NULL) {
@@ -58,14 +58,14 @@ svp_status_t svp_pipe_wds_stage_begin(const char *path, svp_pipe_wds_stage_h *h_
                  : svp_mkdir_p(parent, 0755);
     free(parent);
     if (status != SVP_OK) {
-        svp_pipe_wds_stage_abort(h);
+        svp_job_wds_stage_abort(h);
         return status;
     }
     *h_p = h;
     return SVP_OK;
 }
 
-const char *svp_pipe_wds_stage_scratch(svp_pipe_wds_stage_h h)
+const char *svp_job_wds_stage_scratch(svp_job_wds_stage_h h)
 {
     size_t n;
 
@@ -92,10 +92,10 @@ const char *svp_pipe_wds_stage_scratch(svp_pipe_wds_stage_h h)
 }
 
 /* Takes data (malloc'd) as member name. */
-static svp_status_t svp_pipe_wds_stage_take(svp_pipe_wds_stage_h h, const char *name,
-                                            char *data, size_t size)
+static svp_status_t svp_job_wds_stage_take(svp_job_wds_stage_h h, const char *name,
+                                           char *data, size_t size)
 {
-    svp_pipe_wds_member_t *grown;
+    svp_job_wds_member_t *grown;
 
     if (h->n == h->room) {
         h->room = SVP_MAX(8, 2 * h->room);
@@ -117,8 +117,8 @@ static svp_status_t svp_pipe_wds_stage_take(svp_pipe_wds_stage_h h, const char *
     return SVP_OK;
 }
 
-svp_status_t svp_pipe_wds_stage_add(svp_pipe_wds_stage_h h, const char *name,
-                                    const void *data, size_t size)
+svp_status_t svp_job_wds_stage_add(svp_job_wds_stage_h h, const char *name,
+                                   const void *data, size_t size)
 {
     char *copy = malloc(size + 1);
 
@@ -128,12 +128,12 @@ svp_status_t svp_pipe_wds_stage_add(svp_pipe_wds_stage_h h, const char *name,
     if (size > 0) {
         memcpy(copy, data, size);
     }
-    return svp_pipe_wds_stage_take(h, name, copy, size);
+    return svp_job_wds_stage_take(h, name, copy, size);
 }
 
 /* A member's place in a shard: the record, the video, the latents, the
  * frames (by number), anything else by name after them. */
-static int svp_pipe_wds_member_rank(const char *name)
+static int svp_job_wds_member_rank(const char *name)
 {
     if (strcmp(name, "sample.json") == 0) {
         return 0;
@@ -147,18 +147,17 @@ static int svp_pipe_wds_member_rank(const char *name)
     return 3;
 }
 
-static int svp_pipe_wds_member_cmp(const void *a, const void *b)
+static int svp_job_wds_member_cmp(const void *a, const void *b)
 {
-    const svp_pipe_wds_member_t *x = a, *y = b;
-    int                          rx = svp_pipe_wds_member_rank(x->name),
-        ry                          = svp_pipe_wds_member_rank(y->name);
+    const svp_job_wds_member_t *x = a, *y = b;
+    int rx = svp_job_wds_member_rank(x->name), ry = svp_job_wds_member_rank(y->name);
 
     return (rx != ry) ? rx - ry : strcmp(x->name, y->name);
 }
 
 /* The checksum's share of a member: its name, its size and its bytes. */
-static void svp_pipe_wds_sum_member(svp_sha256_t *sum, const char *name,
-                                    const void *data, size_t size)
+static void svp_job_wds_sum_member(svp_sha256_t *sum, const char *name,
+                                   const void *data, size_t size)
 {
     unsigned char len[8];
     int           b;
@@ -172,15 +171,15 @@ static void svp_pipe_wds_sum_member(svp_sha256_t *sum, const char *name,
 }
 
 /* One member with the shard's fixed header (wds.h). */
-static int svp_pipe_wds_stage_put(struct archive *a, struct archive_entry *e,
-                                  const char *name, const void *data, size_t size)
+static int svp_job_wds_stage_put(struct archive *a, struct archive_entry *e,
+                                 const char *name, const void *data, size_t size)
 {
     archive_entry_clear(e);
     archive_entry_set_pathname(e, name);
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_PIPE_WDS_MTIME, 0);
+    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
     archive_entry_set_uid(e, 0);
     archive_entry_set_gid(e, 0);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
@@ -191,7 +190,7 @@ static int svp_pipe_wds_stage_put(struct archive *a, struct archive_entry *e,
 }
 
 /* The files the stage wrote in its folder, as members. */
-static svp_status_t svp_pipe_wds_stage_gather(svp_pipe_wds_stage_h h)
+static svp_status_t svp_job_wds_stage_gather(svp_job_wds_stage_h h)
 {
     DIR           *d;
     struct dirent *de;
@@ -217,13 +216,13 @@ static svp_status_t svp_pipe_wds_stage_gather(svp_pipe_wds_stage_h h)
             svp_error("cannot read %s: %s", path, svp_status_string(status));
             break;
         }
-        status = svp_pipe_wds_stage_take(h, de->d_name, data, size);
+        status = svp_job_wds_stage_take(h, de->d_name, data, size);
     }
     closedir(d);
     return status;
 }
 
-svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h)
+svp_status_t svp_job_wds_stage_commit(svp_job_wds_stage_h h)
 {
     struct archive       *a = NULL;
     struct archive_entry *e = NULL;
@@ -232,11 +231,11 @@ svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h)
     svp_status_t          status;
     int                   fd = -1, k;
 
-    status = svp_pipe_wds_stage_gather(h);
+    status = svp_job_wds_stage_gather(h);
     if (status != SVP_OK) {
         goto out;
     }
-    qsort(h->v, (size_t)h->n, sizeof(*h->v), svp_pipe_wds_member_cmp);
+    qsort(h->v, (size_t)h->n, sizeof(*h->v), svp_job_wds_member_cmp);
     snprintf(tmp, sizeof(tmp), "%s.tmp.%s", h->path, svp_tmp_tag());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -259,8 +258,8 @@ svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h)
     }
     svp_sha256_init(&sum);
     for (k = 0; k < h->n && status == SVP_OK; ++k) {
-        svp_pipe_wds_sum_member(&sum, h->v[k].name, h->v[k].data, h->v[k].size);
-        if (svp_pipe_wds_stage_put(a, e, h->v[k].name, h->v[k].data, h->v[k].size) !=
+        svp_job_wds_sum_member(&sum, h->v[k].name, h->v[k].data, h->v[k].size);
+        if (svp_job_wds_stage_put(a, e, h->v[k].name, h->v[k].data, h->v[k].size) !=
             0) {
             svp_error("cannot write %s: member %s: %s", tmp, h->v[k].name,
                       archive_error_string(a));
@@ -269,7 +268,7 @@ svp_status_t svp_pipe_wds_stage_commit(svp_pipe_wds_stage_h h)
     }
     svp_sha256_final(&sum, hex);
     if (status == SVP_OK &&
-        (svp_pipe_wds_stage_put(a, e, SVP_PIPE_WDS_STAGED_SUM, hex, 64) != 0 ||
+        (svp_job_wds_stage_put(a, e, SVP_JOB_WDS_STAGED_SUM, hex, 64) != 0 ||
          archive_write_close(a) != ARCHIVE_OK)) {
         svp_error("cannot write %s: %s", tmp, archive_error_string(a));
         status = SVP_ERR_IO;
@@ -295,11 +294,11 @@ out:
     if (fd >= 0 && status != SVP_OK) {
         unlink(tmp);
     }
-    svp_pipe_wds_stage_abort(h);
+    svp_job_wds_stage_abort(h);
     return status;
 }
 
-void svp_pipe_wds_stage_abort(svp_pipe_wds_stage_h h)
+void svp_job_wds_stage_abort(svp_job_wds_stage_h h)
 {
     if (h == NULL) {
         return;
@@ -307,13 +306,13 @@ void svp_pipe_wds_stage_abort(svp_pipe_wds_stage_h h)
     if (h->scratch != NULL && svp_rmtree(h->scratch) != SVP_OK) {
         svp_warn("cannot remove the sample folder %s", h->scratch);
     }
-    svp_pipe_wds_members_free(h->v, h->n);
+    svp_job_wds_members_free(h->v, h->n);
     free(h->scratch);
     free(h->path);
     free(h);
 }
 
-void svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n)
+void svp_job_wds_members_free(svp_job_wds_member_t *v, int n)
 {
     int k;
 
@@ -324,19 +323,19 @@ void svp_pipe_wds_members_free(svp_pipe_wds_member_t *v, int n)
     free(v);
 }
 
-svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **v_p,
-                                      int *n_p, char *why, size_t len)
+svp_status_t svp_job_wds_staged_read(const char *path, svp_job_wds_member_t **v_p,
+                                     int *n_p, char *why, size_t len)
 {
-    struct archive        *a;
-    struct archive_entry  *e;
-    svp_pipe_wds_member_t *v = NULL, *grown;
-    svp_sha256_t           sum;
-    const char            *name;
-    char                   hex[65], *data;
-    la_int64_t             size;
-    int                    n = 0, room = 0, r, summed = 0;
-    struct stat            sb;
-    svp_status_t           status = SVP_OK;
+    struct archive       *a;
+    struct archive_entry *e;
+    svp_job_wds_member_t *v = NULL, *grown;
+    svp_sha256_t          sum;
+    const char           *name;
+    char                  hex[65], *data;
+    la_int64_t            size;
+    int                   n = 0, room = 0, r, summed = 0;
+    struct stat           sb;
+    svp_status_t          status = SVP_OK;
 
     *v_p = NULL;
     *n_p = 0;
@@ -382,7 +381,7 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             break;
         }
         data[size] = '\0';
-        if (strcmp(name, SVP_PIPE_WDS_STAGED_SUM) == 0) {
+        if (strcmp(name, SVP_JOB_WDS_STAGED_SUM) == 0) {
             svp_sha256_final(&sum, hex);
             summed = 1;
             if (size != 64 || memcmp(data, hex, 64) != 0) {
@@ -395,7 +394,7 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
             free(data);
             continue;
         }
-        svp_pipe_wds_sum_member(&sum, name, data, (size_t)size);
+        svp_job_wds_sum_member(&sum, name, data, (size_t)size);
         if (n == room) {
             room  = SVP_MAX(8, 2 * room);
             grown = realloc(v, (size_t)room * sizeof(*v));
@@ -422,7 +421,7 @@ svp_status_t svp_pipe_wds_staged_read(const char *path, svp_pipe_wds_member_t **
     }
     archive_read_free(a);
     if (status != SVP_OK) {
-        svp_pipe_wds_members_free(v, n);
+        svp_job_wds_members_free(v, n);
         return status;
     }
     *v_p = v;

@@ -19,7 +19,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "common/status.h"
 #include "common/file.h"
 #include "common/str.h"
@@ -43,19 +43,19 @@
 #define LAUNCH_MAX_SET SVP_SPEC_MAX_LIST
 
 typedef struct {
-    const char      *command;
-    const char      *job;
-    const char      *output;
-    const char      *hardware;
-    const char      *from_log;
-    const char      *measured;
-    const char      *shard;    /* --shard I/N, NULL: the whole job */
-    svp_pipe_shard_t shard_of; /* parsed */
-    int              dry_run;
-    int              no_path_check;
-    int              json;
-    const char      *sets[LAUNCH_MAX_SET];
-    int              num_sets;
+    const char     *command;
+    const char     *job;
+    const char     *output;
+    const char     *hardware;
+    const char     *from_log;
+    const char     *measured;
+    const char     *shard;    /* --shard I/N, NULL: the whole job */
+    svp_job_shard_t shard_of; /* parsed */
+    int             dry_run;
+    int             no_path_check;
+    int             json;
+    const char     *sets[LAUNCH_MAX_SET];
+    int             num_sets;
 } launch_args_t;
 
 static void launch_usage(FILE *f)
@@ -214,7 +214,7 @@ static svp_status_t launch_parse_args(int argc, char **argv, launch_args_t *a)
     if (a->shard != NULL) {
         char         err[512];
         svp_status_t status =
-            svp_pipe_shard_parse(a->shard, &a->shard_of, err, sizeof(err));
+            svp_job_shard_parse(a->shard, &a->shard_of, err, sizeof(err));
 
         if (status != SVP_OK) {
             svp_error("%s: %s", a->command, err);
@@ -573,20 +573,20 @@ out_destroy_hw:
 
 /*
  * The planner and check count what the job will make: the sample list
- * (pipe/samples.h) resolved here, where `samples` may be 0 ("all of them").
+ * (job/samples.h) resolved here, where `samples` may be 0 ("all of them").
  * The list is read from this host; where it cannot be (images only inside
  * a container) and samples is 0, the count is unknown and said so.
  */
 static svp_status_t launch_resolve_samples(svp_spec_t *spec, int quiet)
 {
-    svp_pipe_samples_t *list;
-    char                err[1024];
-    svp_status_t        status;
+    svp_job_samples_t *list;
+    char               err[1024];
+    svp_status_t       status;
 
     status = svp_launch_samples(spec, err, sizeof(err), &list);
     if (status == SVP_OK) {
         spec->samples = list->count;
-        svp_pipe_samples_destroy(list);
+        svp_job_samples_destroy(list);
         return SVP_OK;
     }
     if (spec->samples > 0 || quiet) {
@@ -681,7 +681,7 @@ int main(int argc, char **argv)
     }
     if (a.shard_of.count > 1 && spec->samples > 0) {
         /* a shard job plans for its own samples */
-        spec->samples = svp_pipe_shard_size(&a.shard_of, spec->samples);
+        spec->samples = svp_job_shard_size(&a.shard_of, spec->samples);
     }
     if (!strcmp(a.command, "render")) {
         status = launch_preflight(spec, &a);

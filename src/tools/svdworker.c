@@ -19,12 +19,12 @@
 #include "ops/ops_gpu.h"
 #include "ops/ops.h"
 
-#include "pipe/lease.h"
-#include "pipe/outdir.h"
+#include "job/lease.h"
+#include "job/outdir.h"
 #include "pipe/deadline.h"
 #include "pipe/resume.h"
-#include "pipe/wds.h"
-#include "pipe/samples.h"
+#include "job/wds.h"
+#include "job/samples.h"
 #include "pipe/schedule.h"
 #include "common/stop.h"
 #include "rt/rt.h"
@@ -141,7 +141,7 @@ static void svp_worker_stop(int signo, void *arg)
 
     (void)signo;
     svp_stop_report();
-    svp_pipe_outdir_clean(spec->output.dir, (long)getpid(), NULL, NULL, &n);
+    svp_job_outdir_clean(spec->output.dir, (long)getpid(), NULL, NULL, &n);
     if (n > 0) {
         svp_info("removed %d partial output(s) of this rank from %s", n,
                  spec->output.dir);
@@ -149,9 +149,9 @@ static void svp_worker_stop(int signo, void *arg)
 }
 
 typedef struct {
-    const svp_pipe_shard_t *shard;
-    const svp_layout_t     *layout;
-    int                     rank;
+    const svp_job_shard_t *shard;
+    const svp_layout_t    *layout;
+    int                    rank;
 } svp_worker_own_t;
 
 /* Sample i's outputs are this rank's to clean up (another array task's
@@ -174,8 +174,8 @@ static int svp_worker_owns(int sample, void *arg)
 static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spec,
                                               const svp_layout_t *layout,
                                               const svp_stage_t *stage, int nsamples,
-                                              const svp_pipe_shard_t *shard,
-                                              int rank, svp_pipe_resume_t *resume_p)
+                                              const svp_job_shard_t *shard, int rank,
+                                              svp_pipe_resume_t *resume_p)
 {
     svp_worker_own_t own = {.shard = shard, .layout = layout, .rank = rank};
     svp_status_t     status;
@@ -185,23 +185,23 @@ static svp_status_t svp_worker_prepare_output(svp_rt_h rt, const svp_spec_t *spe
         writes = svp_worker_owns(i, &own);
     }
     if (writes) {
-        status = svp_pipe_outdir_check(spec->output.dir,
-                                       stage->ops->output_bytes
-                                           ? stage->ops->output_bytes(stage->self)
-                                           : 0);
+        status = svp_job_outdir_check(spec->output.dir,
+                                      stage->ops->output_bytes
+                                          ? stage->ops->output_bytes(stage->self)
+                                          : 0);
         if (status != SVP_OK) {
             return status;
         }
-        svp_pipe_outdir_clean(spec->output.dir, 0, svp_worker_owns, &own, &n);
+        svp_job_outdir_clean(spec->output.dir, 0, svp_worker_owns, &own, &n);
         if (spec->output.format == SVP_OUTPUT_WEBDATASET) {
             char staging[4200];
             int  m = 0;
 
             snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
-                     SVP_PIPE_WDS_STAGING);
-            svp_pipe_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
+                     SVP_JOB_WDS_STAGING);
+            svp_job_outdir_clean(staging, 0, svp_worker_owns, &own, &m);
             n += m;
-            svp_pipe_wds_clean(spec->output.dir, shard, &m);
+            svp_job_wds_clean(spec->output.dir, shard, &m);
             n += m;
         }
         if (n > 0) {
@@ -228,14 +228,14 @@ typedef struct {
     int                   rank, world;
     svp_layout_t          layout; /* the job's (G, S, C, k) */
     uint64_t              job_id;
-    svp_pipe_shard_t      shard;
-    svp_pipe_samples_t   *list;
+    svp_job_shard_t       shard;
+    svp_job_samples_t    *list;
     char                  what[512];
     svp_pipe_params_t     pp;
     int                   have_stage; /* pp.stage is to be destroyed */
     int                   verdict;    /* every rank fails on the same verdict */
     svp_worker_beat_t    *beat;       /* task.json's heartbeat (rank 0) */
-    svp_pipe_lease_t     *lease;      /* output.dir's, held by rank 0 */
+    svp_job_lease_t      *lease;      /* output.dir's, held by rank 0 */
     svp_pipe_resume_t     resume;
     svp_worker_run_info_t info;
     char                  trace_prefix[4096];
@@ -331,12 +331,12 @@ static int svp_worker_load_spec(svp_worker_t *w, const char *file)
     }
     svp_log_set_level(w->spec->log.level);
 
-    /* which share of the samples this task makes (pipe/samples.h) */
+    /* which share of the samples this task makes (job/samples.h) */
     if (w->shard_arg != NULL) {
-        status = svp_pipe_shard_parse(w->shard_arg, &w->shard, err, sizeof(err));
+        status = svp_job_shard_parse(w->shard_arg, &w->shard, err, sizeof(err));
     } else if (w->spec->cluster.array[0] != '\0') {
-        status = svp_pipe_shard_from_env(w->spec->cluster.array, &w->shard, err,
-                                         sizeof(err));
+        status = svp_job_shard_from_env(w->spec->cluster.array, &w->shard, err,
+                                        sizeof(err));
         if (status == SVP_ERR_NOT_FOUND) {
             /* run by hand, outside the array: the whole job */
             status = SVP_OK;
@@ -430,14 +430,14 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
         return status;
     }
     /* the samples: every rank makes the same list from the same files */
-    status = svp_pipe_samples_create(spec, err, sizeof(err), &w->list);
+    status = svp_job_samples_create(spec, err, sizeof(err), &w->list);
     if (status != SVP_OK) {
         if (w->rank == 0) {
             svp_error("%s", err);
         }
         return status;
     }
-    svp_pipe_samples_describe(w->list, w->what, sizeof(w->what));
+    svp_job_samples_describe(w->list, w->what, sizeof(w->what));
     if (w->check && w->rank == 0) {
         /* a shard's own count first; the file and the list's description
          * (a manifest's name) are the user's text: escaped */
@@ -445,7 +445,7 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
 
         if (w->shard.count > 1) {
             snprintf(shard, sizeof(shard), "shard %d of %d: %d of ", w->shard.index,
-                     w->shard.count, svp_pipe_shard_size(&w->shard, w->list->count));
+                     w->shard.count, svp_job_shard_size(&w->shard, w->list->count));
         }
         svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file),
                        SVP_STR_ESCAPE_TERMINAL);
@@ -460,7 +460,7 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
 #define SVP_WORKER_LEASE_KEY "svp.worker.lease"
 
 /*
- * Rank 0 takes output.dir's lease for this task (pipe/lease.h) before any
+ * Rank 0 takes output.dir's lease for this task (job/lease.h) before any
  * rank touches the directory, and the others learn the verdict: a job
  * refused there leaves on every rank with exit 2, having removed nothing
  * (the holder's temporaries are a write in progress).
@@ -480,9 +480,9 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
         snprintf(key, sizeof(key), "%016llx",
                  (unsigned long long)svp_hash_fnv1a(shared, strlen(shared), 0));
         free(shared);
-        status = svp_pipe_lease_take(spec->output.dir, &w->shard, spec->name,
-                                     spec->file, key, svp_worker_beat_seconds(), why,
-                                     sizeof(why), &w->lease);
+        status = svp_job_lease_take(spec->output.dir, &w->shard, spec->name,
+                                    spec->file, key, svp_worker_beat_seconds(), why,
+                                    sizeof(why), &w->lease);
         if (status != SVP_OK) {
             svp_error("%s", why);
             verdict = 1;
@@ -493,7 +493,7 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
         if (w->rank == 0) {
             /* the verdict, then who holds the lease: every rank that
              * publishes checks it is still this job's (lease.h, Fencing) */
-            who = svp_pipe_lease_identity(w->lease);
+            who = svp_job_lease_identity(w->lease);
             n   = (who != NULL) ? strlen(who) + 1 : 0;
             msg = malloc(1 + n);
             if (msg == NULL) {
@@ -518,9 +518,9 @@ static svp_status_t svp_worker_take_lease(svp_worker_t *w)
                 verdict = (len >= 1) ? got[0] : 1;
                 status  = verdict ? SVP_ERR_SPEC : SVP_OK;
                 if (!verdict && (len < 2 || got[len - 1] != '\0' ||
-                                 svp_pipe_lease_view(spec->output.dir, &w->shard,
-                                                     (const char *)got + 1,
-                                                     &w->lease) != SVP_OK)) {
+                                 svp_job_lease_view(spec->output.dir, &w->shard,
+                                                    (const char *)got + 1,
+                                                    &w->lease) != SVP_OK)) {
                     svp_error("rank %d on %s: rank 0's record of output.dir's lease "
                               "(key %s) is malformed",
                               w->rank, svp_log_hostname(), SVP_WORKER_LEASE_KEY);
@@ -562,7 +562,7 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
             svp_info(
                 "job '%s': %s; task %d of %d makes %d of them (index %d mod %d)",
                 spec->name, w->what, w->shard.index, w->shard.count,
-                svp_pipe_shard_size(&w->shard, w->list->count), w->shard.index,
+                svp_job_shard_size(&w->shard, w->list->count), w->shard.index,
                 w->shard.count);
         } else {
             svp_info("job '%s': %s", spec->name, w->what);
@@ -642,7 +642,7 @@ static svp_status_t svp_worker_init_stage(svp_worker_t *w)
     memset(&w->info, 0, sizeof(w->info));
     w->info.shard         = w->shard;
     w->info.samples_total = w->list->count;
-    w->info.samples_shard = svp_pipe_shard_size(&w->shard, w->list->count);
+    w->info.samples_shard = svp_job_shard_size(&w->shard, w->list->count);
     w->info.skipped       = w->resume.skipped;
     w->info.to_run        = w->resume.ntodo;
     /* a rerun of a finished job: the records stay the run's that did it */
@@ -796,8 +796,8 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
         int pending = 0;
 
         status =
-            svp_pipe_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
-                                       spec->output.samples_per_shard, &pending);
+            svp_job_wds_write_listing(spec->output.dir, &w->shard, w->list->count,
+                                      spec->output.samples_per_shard, &pending);
         if (status != SVP_OK) {
             svp_error("cannot write the shard listing in %s: %s", spec->output.dir,
                       svp_status_string(status));
@@ -808,7 +808,7 @@ static svp_status_t svp_worker_run(svp_worker_t *w)
                      "output.dir must be one folder every rank sees (a shared "
                      "file system) for output.format webdataset",
                      pending, spec->output.dir, spec->output.dir,
-                     SVP_PIPE_WDS_STAGING);
+                     SVP_JOB_WDS_STAGING);
         }
     }
     if (status == SVP_OK) {
@@ -864,13 +864,13 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
     if (status != SVP_OK && svp_stop_signal() == 0) {
         lost = (svp_stop_requested() != 0) ||
                (svp_rt_stop_cause(w->rt, cause, sizeof(cause)) &&
-                strcmp(cause, SVP_PIPE_LEASE_LOST_CAUSE) == 0);
-        if (w->rank == 0 && svp_pipe_lease_lost(w->lease, NULL, 0)) {
+                strcmp(cause, SVP_JOB_LEASE_LOST_CAUSE) == 0);
+        if (w->rank == 0 && svp_job_lease_lost(w->lease, NULL, 0)) {
             lost = 1;
         }
     }
     /* after the last fence (or the stop): no rank of this task writes now */
-    svp_pipe_lease_release(w->lease);
+    svp_job_lease_release(w->lease);
     w->lease      = NULL;
     w->info.lease = NULL;
     w->pp.lease   = NULL;
@@ -909,7 +909,7 @@ static int svp_worker_cleanup(svp_worker_t *w, svp_status_t status)
         }
         svp_rt_cleanup(w->rt);
     }
-    svp_pipe_samples_destroy(w->list);
+    svp_job_samples_destroy(w->list);
     svp_spec_destroy(w->spec);
     if (svp_stop_signal() != 0) {
         return svp_stop_exit_code();

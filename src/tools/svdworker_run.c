@@ -8,7 +8,7 @@
 #include "config.h"
 #endif
 #include "svdworker_run.h"
-#include "pipe/lease.h"
+#include "job/lease.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/file.h"
@@ -104,8 +104,8 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     if (svp_rt_rank(rt) != 0) {
         return SVP_OK;
     }
-    /* output.dir may be another job's after a gap (pipe/lease.h) */
-    status = svp_pipe_lease_guard(info->lease);
+    /* output.dir may be another job's after a gap (job/lease.h) */
+    status = svp_job_lease_guard(info->lease);
     if (status != SVP_OK) {
         return status;
     }
@@ -153,7 +153,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
     if (hw != NULL) {
         json_object_set_new(doc, "hardware", hw);
     }
-    svp_pipe_shard_file(&info->shard, "run", ".json", name, sizeof(name));
+    svp_job_shard_file(&info->shard, "run", ".json", name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     /* the attempts so far, and this one; a run that computed nothing adds
      * its attempt to the record of the run that did the work, and no more */
@@ -232,7 +232,7 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     svp_status_t status;
 
     if (svp_rt_rank(rt) != 0 || info->keep_records ||
-        svp_pipe_lease_guard(info->lease) != SVP_OK) {
+        svp_job_lease_guard(info->lease) != SVP_OK) {
         /* (a lost lease: the task file is the new holder's) */
         return;
     }
@@ -251,7 +251,7 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
         svp_warn("cannot record the task's state: out of memory");
         return;
     }
-    svp_pipe_shard_file(&info->shard, "task", ".json", name, sizeof(name));
+    svp_job_shard_file(&info->shard, "task", ".json", name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     status = svp_mkdir_p(spec->output.dir, 0755);
     if (status == SVP_OK) {
@@ -264,13 +264,13 @@ void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
     free(text);
 }
 
-int svp_worker_task_done(const svp_spec_t *spec, const svp_pipe_shard_t *shard)
+int svp_worker_task_done(const svp_spec_t *spec, const svp_job_shard_t *shard)
 {
     char    path[4096], name[64];
     json_t *doc;
     int     done;
 
-    svp_pipe_shard_file(shard, "task", ".json", name, sizeof(name));
+    svp_job_shard_file(shard, "task", ".json", name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     doc  = json_load_file(path, 0, NULL);
     done = json_is_string(json_object_get(doc, "state")) &&
@@ -303,7 +303,7 @@ static void *svp_worker_beat_main(void *arg)
         due.tv_nsec = (long)((t - (double)due.tv_sec) * 1e9);
         while (!b->stop && pthread_cond_timedwait(&b->cond, &b->lock, &due) == 0) {
         }
-        if (!b->stop && svp_pipe_lease_renew(b->info->lease) != SVP_ERR_SPEC) {
+        if (!b->stop && svp_job_lease_renew(b->info->lease) != SVP_ERR_SPEC) {
             /* stop waits for this write: the last word is never a beat.
              * The lease first: a job that was suspended past the takeover
              * finds it another's, and stops without writing (lease.h) */
@@ -357,8 +357,8 @@ void svp_worker_beat_stop(svp_worker_beat_t *b)
     free(b);
 }
 
-svp_status_t svp_worker_run_profile(const svp_spec_t       *spec,
-                                    const svp_pipe_shard_t *shard, int rank)
+svp_status_t svp_worker_run_profile(const svp_spec_t      *spec,
+                                    const svp_job_shard_t *shard, int rank)
 {
     char path[4096], name[64], base[32];
 
@@ -372,7 +372,7 @@ svp_status_t svp_worker_run_profile(const svp_spec_t       *spec,
         return SVP_OK;
     }
     snprintf(base, sizeof(base), "profile.rank%d", rank);
-    svp_pipe_shard_file(shard, base, ".json", name, sizeof(name));
+    svp_job_shard_file(shard, base, ".json", name, sizeof(name));
     snprintf(path, sizeof(path), "%s/%s", spec->output.dir, name);
     return svp_range_profile_save(path, json_pack("{s:s, s:i}", "kind", "run",
                                                   "rank", rank));

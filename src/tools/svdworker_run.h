@@ -22,24 +22,24 @@
 #define SVP_TOOLS_SVDWORKER_RUN_H
 
 #include "common/status.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "rt/rt.h"
 #include "jobspec/spec.h"
 
 /* What this run made of the job (for run.json and the task file). */
 typedef struct {
-    svp_pipe_shard_t shard;
-    int              samples_total; /* the job's samples, all shards */
-    int              samples_shard; /* this shard's */
-    int              skipped;       /* of those, finished by an earlier run */
-    int              to_run;        /* of those, this run's */
-    const char      *trace;         /* trace prefix this run used, "" = none */
+    svp_job_shard_t shard;
+    int             samples_total; /* the job's samples, all shards */
+    int             samples_shard; /* this shard's */
+    int             skipped;       /* of those, finished by an earlier run */
+    int             to_run;        /* of those, this run's */
+    const char     *trace;         /* trace prefix this run used, "" = none */
     /* a rerun with nothing to run, where the task's record says done: the
      * records describe the run that made the samples and stay (its attempt
      * is added to run.json's "attempts") */
     int keep_records;
     /* output.dir's lease (rank 0), renewed with every beat */
-    struct svp_pipe_lease *lease;
+    struct svp_job_lease *lease;
 } svp_worker_run_info_t;
 
 /* Seconds between the task file's rewrites: SVP_TASK_BEAT, else
@@ -51,7 +51,7 @@ svp_status_t svp_worker_run_publish(svp_rt_h rt);
 
 /*
  * Rank 0 writes output.dir/run.json (run.shard-I-of-N.json for an array
- * task, svp_pipe_shard_file); other ranks do nothing.  started and finished
+ * task, svp_job_shard_file); other ranks do nothing.  started and finished
  * are Unix seconds; samples_run is how many samples this run computed
  * (fewer than its shard's when it resumed a job).  Every run is one entry
  * of the record's "attempts" list (started, finished, samples_run,
@@ -80,7 +80,7 @@ svp_status_t svp_worker_run_write(const svp_spec_t *spec, svp_rt_h rt,
  */
 /* Whether an existing task record of this shard says "done" (a rerun with
  * nothing to run keeps it). */
-int svp_worker_task_done(const svp_spec_t *spec, const svp_pipe_shard_t *shard);
+int svp_worker_task_done(const svp_spec_t *spec, const svp_job_shard_t *shard);
 
 void svp_worker_task_write(const svp_spec_t *spec, svp_rt_h rt,
                            const svp_worker_run_info_t *info, double started,
@@ -110,7 +110,7 @@ void               svp_worker_beat_stop(svp_worker_beat_t *beat);
  * an array task): {"kind": "run", "rank", "profile":
  * {"ranges", "ops"}} (trace/range.h; totals over all calls).
  */
-svp_status_t svp_worker_run_profile(const svp_spec_t       *spec,
-                                    const svp_pipe_shard_t *shard, int rank);
+svp_status_t svp_worker_run_profile(const svp_spec_t      *spec,
+                                    const svp_job_shard_t *shard, int rank);
 
 #endif

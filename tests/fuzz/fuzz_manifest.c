@@ -1,7 +1,7 @@
-/* The manifest of samples (JSONL, pipe/samples.h): lines, keys, limits,
+/* The manifest of samples (JSONL, job/samples.h): lines, keys, limits,
  * names, the cap, and what is made of a list that parses. */
 #include "fuzz.h"
-#include "pipe/samples.h"
+#include "job/samples.h"
 #include "jobspec/spec.h"
 
 #include <stdio.h>
@@ -9,12 +9,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    const char         *path = svp_fuzz_tmpfile(data, size);
-    const char         *sets[2];
-    char                set[128], err[1024], name[256], *js;
-    svp_pipe_samples_t *list;
-    svp_spec_t         *spec;
-    int                 i, cap;
+    const char        *path = svp_fuzz_tmpfile(data, size);
+    const char        *sets[2];
+    char               set[128], err[1024], name[256], *js;
+    svp_job_samples_t *list;
+    svp_spec_t        *spec;
+    int                i, cap;
 
     snprintf(set, sizeof(set), "video.manifest=%s", path);
     sets[0] = "name=fuzz";
@@ -26,20 +26,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the whole list, then capped to its first two */
     for (cap = 0; cap <= 2; cap += 2) {
         spec->samples = cap;
-        if (svp_pipe_samples_create(spec, err, sizeof(err), &list) != SVP_OK) {
+        if (svp_job_samples_create(spec, err, sizeof(err), &list) != SVP_OK) {
             continue;
         }
-        svp_pipe_samples_describe(list, err, sizeof(err));
+        svp_job_samples_describe(list, err, sizeof(err));
         for (i = 0; i < list->count; ++i) {
-            svp_pipe_samples_name(list, i, name, sizeof(name));
-            (void)svp_pipe_samples_image(list, i);
-            js = svp_pipe_samples_params_json(list, i);
+            svp_job_samples_name(list, i, name, sizeof(name));
+            (void)svp_job_samples_image(list, i);
+            js = svp_job_samples_params_json(list, i);
             if (js == NULL) {
                 abort();
             }
             free(js);
         }
-        svp_pipe_samples_destroy(list);
+        svp_job_samples_destroy(list);
     }
     svp_spec_destroy(spec);
     return 0;
