@@ -28,7 +28,7 @@
 #endif
 #include "bench_util.h"
 #include "common/clock.h"
-#include "common/util.h"
+#include "common/file.h"
 #include "model/svd_init.h"
 #include "model/unet.h"
 #include "tensor/safetensors.h"

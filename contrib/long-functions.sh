@@ -5,9 +5,9 @@
 #
 # The tree's own layout makes a brace counter enough: a function's body
 # opens with "{" alone in column 0 and closes with "}" alone in column 0;
-# structs, enums and initializers never do.  Model forwards and compute
-# kernels are left out: their length follows the network or the loop nest
-# (src/ops/cpu/, src/ops/cuda/, kernels/, and *_forward* in src/model/).
+# structs, enums and initializers never do.  Compute kernels are left out:
+# their length follows the loop nest (src/ops/cpu/, src/ops/cuda/,
+# kernels/).
 set -eu
 limit=${1:-150}
 [ $# -gt 0 ] && shift
@@ -29,7 +29,7 @@ found=$(for f in "$@"; do
         /^\{[ \t]*$/ { start = sigline; body = FNR; next }
         /^\}/ && body > 0 {
             len = FNR - start + 1
-            if (len > limit && !(file ~ /^src\/model\// && name ~ /_forward/))
+            if (len > limit)
                 printf "%d %s:%d %s\n", len, file, start, name
             body = 0
         }' "$f"

@@ -15,6 +15,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
+#include "common/str.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -210,7 +211,8 @@ svp_status_t svp_launch_container_host_check(const svp_spec_t *spec, char *errbu
         }
         rc = stat(path, &sb);
         if (rc != 0 || !S_ISREG(sb.st_mode)) {
-            svp_launch_escape(path, esc, sizeof(esc));
+            svp_str_escape(path, strlen(path), esc, sizeof(esc),
+                           SVP_STR_ESCAPE_QUOTED);
             svp_errf(errbuf, errlen,
                      "%s: cluster.container_image: %s: %s (an "
                      "Apptainer image is a file on the host, or a URI such as "
@@ -237,7 +239,7 @@ static svp_status_t container_unseen(const svp_spec_t *spec, const char *key,
 {
     char esc[512], where[1024];
 
-    svp_launch_escape(path, esc, sizeof(esc));
+    svp_str_escape(path, strlen(path), esc, sizeof(esc), SVP_STR_ESCAPE_QUOTED);
     svp_launch_mark(spec, key, path, where, sizeof(where));
     svp_errf(errbuf, errlen,
              "%s: %s: \"%s\" is under no mount of "
@@ -270,7 +272,8 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
         !svp_launch_container_path(spec, spec_host, mapped, sizeof(mapped))) {
         char esc[512];
 
-        svp_launch_escape(spec_host, esc, sizeof(esc));
+        svp_str_escape(spec_host, strlen(spec_host), esc, sizeof(esc),
+                       SVP_STR_ESCAPE_QUOTED);
         svp_errf(errbuf, errlen,
                  "%s: cluster.container_mounts: the job "
                  "spec %s is under no mount's SRC: the worker in the "
@@ -320,7 +323,7 @@ svp_status_t svp_launch_container_check(const svp_spec_t *spec,
         if (m != NULL && container_mount_ro(m)) {
             char esc[512];
 
-            svp_launch_escape(m, esc, sizeof(esc));
+            svp_str_escape(m, strlen(m), esc, sizeof(esc), SVP_STR_ESCAPE_QUOTED);
             svp_errf(errbuf, errlen,
                      "%s: output.dir: \"%s\" lies on the read-only "
                      "mount %s of cluster.container_mounts: the worker could write "

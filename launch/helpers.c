@@ -1,8 +1,9 @@
 /*
- * The launcher's shared helpers: escaping a value for a message, the
- * effective values of the cluster keys (defaults applied), Slurm's time
- * limits and cluster.array read, for the validation, the script, the
- * planner and the tool alike.
+ * The launcher's shared helpers: whether a value holds a control
+ * character, the effective values of the cluster keys (defaults applied),
+ * Slurm's time limits and cluster.array read, for the validation, the
+ * script, the planner and the tool alike.  Values quoted in a message are
+ * escaped by svp_str_escape (common/str.h, SVP_STR_ESCAPE_QUOTED).
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -15,28 +16,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-void svp_launch_escape(const char *s, char *out, size_t outlen)
-{
-    size_t n = 0;
-
-    if (outlen == 0) {
-        return;
-    }
-    for (; *s != '\0' && n + 5 < outlen; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '\n') {
-            n += (size_t)snprintf(out + n, outlen - n, "\\n");
-        } else if (c == '"' || c == '\\') {
-            n += (size_t)snprintf(out + n, outlen - n, "\\%c", c);
-        } else if (c < 0x20 || c == 0x7f) {
-            n += (size_t)snprintf(out + n, outlen - n, "\\x%02x", c);
-        } else {
-            out[n++] = (char)c;
-        }
-    }
-    out[n] = '\0';
-}
 
 int svp_launch_has_control(const char *s)
 {

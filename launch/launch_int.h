@@ -8,14 +8,7 @@
 
 #include <stddef.h>
 
-#include "common/util.h" /* svp_errf: the message into errbuf */
-
-/*
- * Copies s into out with newlines, quotes and control characters escaped,
- * for a message (not JSON, not the shell: \xNN for a control character;
- * helpers.c, as the three below).
- */
-void svp_launch_escape(const char *s, char *out, size_t outlen);
+#include "common/errf.h" /* svp_errf: the message into errbuf */
 
 /* Whether s holds a control character (newline, tab, DEL, a C1 control). */
 int svp_launch_has_control(const char *s);

@@ -7,6 +7,7 @@
 #endif
 #include "launch/plan_report_int.h"
 #include "common/util.h"
+#include "common/str.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -26,7 +27,7 @@ static json_t *plan_json_text(const char *s)
     s = (s != NULL) ? s : "";
     j = json_string(s);
     if (j == NULL) {
-        svp_str_escape(s, strlen(s), esc, sizeof(esc));
+        svp_str_escape(s, strlen(s), esc, sizeof(esc), SVP_STR_ESCAPE_TERMINAL);
         j = json_string(esc);
     }
     return j;

@@ -18,6 +18,8 @@
 #endif
 #include "launch/launch_int.h"
 #include "plan/plan.h"
+#include "common/str.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -132,9 +134,11 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
     for (int i = 0; i < params->num_overrides; ++i) {
         const char *o = params->overrides[i];
         if (o == NULL || strchr(o, '=') == NULL || svp_launch_has_control(o)) {
-            char esc[256];
+            const char *found = o ? o : "";
+            char        esc[256];
 
-            svp_launch_escape(o ? o : "", esc, sizeof(esc));
+            svp_str_escape(found, strlen(found), esc, sizeof(esc),
+                           SVP_STR_ESCAPE_QUOTED);
             svp_errf(errbuf, errlen,
                      "--set: expected key=value without "
                      "control characters, found \"%s\"",

@@ -28,6 +28,7 @@
 #include "config.h"
 #endif
 #include "launch/launch_int.h"
+#include "common/util.h"
 
 #include <stdio.h>
 #include <string.h>

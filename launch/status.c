@@ -32,6 +32,7 @@
 #include "launch/launch.h"
 #include "launch/launch_int.h"
 #include "common/clock.h"
+#include "common/errf.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
 #include "job/wds.h"

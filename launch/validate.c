@@ -10,6 +10,8 @@
 #endif
 #include "launch/launch_int.h"
 #include "jobspec/layout.h"
+#include "common/errf.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <ctype.h>
@@ -43,7 +45,7 @@ static svp_status_t launch_bad(const svp_spec_t *spec, const char *key,
 {
     char esc[256], where[1024];
 
-    svp_launch_escape(found, esc, sizeof(esc));
+    svp_str_escape(found, strlen(found), esc, sizeof(esc), SVP_STR_ESCAPE_QUOTED);
     svp_launch_mark(spec, key, found, where, sizeof(where));
     svp_errf(errbuf, errlen, "%s: %s: expected %s, found \"%s\"", where, key,
              expected, esc);

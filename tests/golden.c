@@ -2,7 +2,7 @@
  * What the model tests share; see golden.h.
  */
 #include "golden.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>

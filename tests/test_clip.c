@@ -14,7 +14,7 @@
  */
 #include "model/clip.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 #include "tensor/safetensors.h"
 #include "golden.h"
 #include "tools/svdtool_cmds_vae.h"

@@ -1,6 +1,9 @@
 /* Tests for src/common: status table, atomic files, string distance. */
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/file.h"
+#include "common/str.h"
+#include "common/errf.h"
 #include "common/util.h"
 #include "common/log.h"
 
@@ -116,20 +119,53 @@ Test(util, escape_for_printing)
 
     for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
         size_t len = cases[i].len ? cases[i].len : strlen(cases[i].in);
-        size_t n   = svp_str_escape(cases[i].in, len, out, sizeof(out));
+        size_t n   = svp_str_escape(cases[i].in, len, out, sizeof(out),
+                                    SVP_STR_ESCAPE_TERMINAL);
 
         cr_expect_str_eq(out, cases[i].out, "case %zu", i);
         cr_expect_eq(n, strlen(out));
-        svp_str_escape(out, strlen(out), twice, sizeof(twice));
+        svp_str_escape(out, strlen(out), twice, sizeof(twice),
+                       SVP_STR_ESCAPE_TERMINAL);
         cr_expect_str_eq(twice, out, "escaping twice changed case %zu", i);
     }
     /* room for "ab" and not the escape after it: cut before the escape */
-    svp_str_escape("ab\x1b", 3, out, 5);
+    svp_str_escape("ab\x1b", 3, out, 5, SVP_STR_ESCAPE_TERMINAL);
     cr_expect_str_eq(out, "ab");
-    svp_str_escape("a\xc3\xa9", 3, out, 3);
+    svp_str_escape("a\xc3\xa9", 3, out, 3, SVP_STR_ESCAPE_TERMINAL);
     cr_expect_str_eq(out, "a");
     svp_errf(out, sizeof(out), "found '%s'", "\x1b[2J");
     cr_expect_str_eq(out, "found '\\x1b[2J'");
+}
+
+/*
+ * A value quoted in a message: quotes and backslashes get a backslash, a
+ * newline is \n and every other control \xHH, bytes from 0x80 up stay (the
+ * message is escaped for the terminal as a whole), and the text stops once
+ * fewer than 6 bytes are left.
+ */
+Test(util, escape_quoted_value)
+{
+    static const struct {
+        const char *in;
+        const char *out;
+    } cases[] = {
+        {"say \"hi\" \\", "say \\\"hi\\\" \\\\"},
+        {"a\nb\tc\rd\x1b\x7f", "a\\nb\\x09c\\x0dd\\x1b\\x7f"},
+        {"caf\xc3\xa9 \xc2\x9b\xff", "caf\xc3\xa9 \xc2\x9b\xff"},
+    };
+    char out[128];
+
+    for (size_t i = 0; i < SVP_ARRAY_SIZE(cases); ++i) {
+        size_t n = svp_str_escape(cases[i].in, strlen(cases[i].in), out, sizeof(out),
+                                  SVP_STR_ESCAPE_QUOTED);
+
+        cr_expect_str_eq(out, cases[i].out, "case %zu", i);
+        cr_expect_eq(n, strlen(out));
+    }
+    svp_str_escape("abcdefgh", 8, out, 8, SVP_STR_ESCAPE_QUOTED);
+    cr_expect_str_eq(out, "abc");
+    svp_str_escape("ab", 2, out, 5, SVP_STR_ESCAPE_QUOTED);
+    cr_expect_str_eq(out, "");
 }
 
 /* A capped read refuses a larger file before reading it, naming the cap. */

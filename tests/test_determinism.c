@@ -13,7 +13,7 @@
 #include "tensor/safetensors.h"
 #include "ops/ops.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

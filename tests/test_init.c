@@ -18,6 +18,7 @@
 #include "tools/svdtool_check.h"
 #include "golden.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 #include "tensor/safetensors.h"
 

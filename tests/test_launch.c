@@ -2,6 +2,7 @@
  * Tests for launch/: the sbatch script (lines, quoting, hostile values), the
  * checked-in scripts, hardware tables and the planner's numbers.
  */
+#include "common/file.h"
 #include "common/util.h"
 #include "plan/hardware.h"
 #include "launch/launch.h"

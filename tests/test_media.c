@@ -16,6 +16,7 @@
 #include "media/demo.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 
 #include <criterion/criterion.h>

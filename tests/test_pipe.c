@@ -6,7 +6,7 @@
 #include "noise/rng.h"
 #include "tensor/safetensors.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -16,7 +16,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/stop.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <fcntl.h>

@@ -4,6 +4,8 @@
 #include "jobspec/layout.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "job/samples.h"
 
 #include <criterion/criterion.h>
@@ -322,6 +324,69 @@ Test(spec, missing_file_names_it)
 }
 
 /*
+ * A spec read from its file keeps where the file wrote each value: keys,
+ * list items and mapping entries, with their text as written; nothing for
+ * a --set, a default, a key written with a '.' in it, or a spec loaded
+ * from a string.
+ */
+Test(spec, marks_say_where_the_file_wrote_values)
+{
+    const char            *ov[]  = {"cluster.partition=p"};
+    char                   dir[] = "/tmp/svp_spec_XXXXXX", path[512], err[512] = "";
+    const svp_spec_mark_t *m;
+    svp_spec_t            *s = NULL;
+    FILE                  *f;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/job.yaml", dir);
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs("steps: 8\n"
+          "cluster:\n"
+          "  env: {A: x, B: y}\n"
+          "  setup:\n"
+          "    - one\n"
+          "    - two\n"
+          "cluster.time: \"10\"\n",
+          f);
+    fclose(f);
+    cr_assert_eq(svp_spec_load(path, ov, 1, err, sizeof(err), &s), SVP_OK, "%s",
+                 err);
+    m = svp_spec_mark_find(s, "steps");
+    cr_assert_not_null(m);
+    cr_expect_eq(m->line, 1);
+    cr_expect_eq(m->column, 8);
+    cr_expect_str_eq(m->text, "8");
+    m = svp_spec_mark_find(s, "cluster.env");
+    cr_assert_not_null(m);
+    cr_expect_eq(m->line, 3);
+    cr_expect_eq(m->column, 8);
+    cr_expect_null(m->text);
+    m = svp_spec_mark_find(s, "cluster.env.B");
+    cr_assert_not_null(m);
+    cr_expect_eq(m->column, 18);
+    cr_expect_str_eq(m->text, "y");
+    m = svp_spec_mark_find(s, "cluster.setup[1]");
+    cr_assert_not_null(m);
+    cr_expect_eq(m->line, 6);
+    cr_expect_eq(m->column, 7);
+    cr_expect_str_eq(m->text, "two");
+    cr_expect_null(svp_spec_mark_find(s, "cluster.setup[2]"));
+    cr_expect_null(svp_spec_mark_find(s, "cluster.partition"));
+    cr_expect_null(svp_spec_mark_find(s, "cluster.time"));
+    cr_expect_null(svp_spec_mark_find(s, "cluster.nodes"));
+    svp_spec_destroy(s);
+    unlink(path);
+    rmdir(dir);
+
+    cr_assert_eq(svp_spec_load_string("steps: 8\n", "j.yaml", NULL, 0, err,
+                                      sizeof(err), &s),
+                 SVP_OK);
+    cr_expect_null(svp_spec_mark_find(s, "steps"));
+    svp_spec_destroy(s);
+}
+
+/*
  * Paths a job reads, written relative in the file, name files beside the
  * spec; --set values and what a job writes stay as given.
  */
@@ -580,7 +645,6 @@ Test(steps, layout_deals_and_places)
 }
 
 #include "jobspec/spec_int.h"
-#include "common/util.h"
 
 /* The man page documents every key the parser accepts. */
 Test(spec, man_page_lists_every_key)

@@ -14,7 +14,7 @@
 #include "model/vae.h"
 #include "ops/ops.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <math.h>

@@ -3,7 +3,7 @@
 #include "tensor/safetensors.h"
 #include "tensor/config_json.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -11,7 +11,7 @@
  */
 #include "model/unet.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 #include "tensor/safetensors.h"
 #include "golden.h"
 

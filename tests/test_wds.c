@@ -9,7 +9,7 @@
 #define _GNU_SOURCE
 #include "job/wds.h"
 #include "common/sha256.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>

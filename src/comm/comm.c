@@ -11,7 +11,6 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/stop.h"
-#include "common/util.h"
 
 #include <sched.h>
 #include <stdlib.h>

@@ -66,7 +66,7 @@ struct svp_comm_req {
     unsigned               kind, sample, step;
     struct svp_comm_frame *frame;
     void                  *ucx_req;   /* NULL once UCX is done with it */
-    int                    withheld;  /* never given to UCX (svp_comm_post) */
+    int                    withheld;  /* never given to UCX (svp_comm_*_post) */
     int                    forgotten; /* a receive cancelled: its peer left */
     int                    done;
     int                    abandoned; /* the caller gave up; UCX still has it */
@@ -144,6 +144,32 @@ void         svp_comm_drain_recv_cb(void *request, ucs_status_t status,
 void svp_comm_req_release(struct svp_comm_req *req);
 void svp_comm_req_drop(struct svp_comm_req *req);
 void svp_comm_drain(struct svp_comm *comm);
+
+/* comm_req.c: what the send and receive paths share (comm_send.c,
+ * comm_recv.c) */
+
+/* Records UCX's completion of req (from its callback); frees req when
+ * its caller abandoned it. */
+void svp_comm_req_complete(struct svp_comm_req *req, void *request,
+                           ucs_status_t status, size_t length);
+
+/* Checks the operation and allocates its request, not yet linked: the
+ * caller frees it (free()) until svp_comm_req_link. */
+svp_status_t svp_comm_req_create(struct svp_comm *comm, int is_send, int peer,
+                                 unsigned kind, unsigned sample, unsigned step,
+                                 svp_comm_frame_h      frame,
+                                 struct svp_comm_req **req_p);
+
+/* Whether req's peer is known to be leaving or gone: then req is withheld. */
+int svp_comm_req_peer_gone(const struct svp_comm_req *req);
+
+/* The endpoint to req's peer and the parameters of its UCX call, with the
+ * buffer that goes on the wire. */
+svp_status_t svp_comm_req_prepare(struct svp_comm_req *req, ucp_ep_h *ep_p,
+                                  ucp_request_param_t *params, void **wire_p);
+
+/* Puts a posted request on comm->reqs and hands it out (*req_p). */
+void svp_comm_req_link(struct svp_comm_req *req, svp_comm_req_h *req_p);
 
 /* frame.c */
 void         svp_comm_frame_free(struct svp_comm_frame *frame);

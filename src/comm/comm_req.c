@@ -1,7 +1,9 @@
 /*
- * Requests and waits: a send or receive of a frame posted to UCX, its
- * completion and checks, cancellation, the waits with their deadlines, and
- * teardown's drain of what is still in flight.
+ * Requests and waits: what a send and a receive share (the request, its
+ * endpoint and UCX parameters, its completion; the paths themselves are
+ * comm_send.c and comm_recv.c), the checks of what came, cancellation, the
+ * waits with their deadlines, and teardown's drain of what is still in
+ * flight.
  */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -11,7 +13,6 @@
 
 #include "common/clock.h"
 #include "common/stop.h"
-#include "common/util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -52,8 +53,8 @@ void svp_comm_req_drop(struct svp_comm_req *req)
 }
 
 /* Runs in ucp_worker_progress when UCX finishes with a request. */
-static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
-                                  ucs_status_t status, size_t length)
+void svp_comm_req_complete(struct svp_comm_req *req, void *request,
+                           ucs_status_t status, size_t length)
 {
     req->ucs_status = status;
     req->length     = length;
@@ -63,18 +64,6 @@ static void svp_comm_req_complete(struct svp_comm_req *req, void *request,
     if (req->abandoned) {
         svp_comm_req_drop(req);
     }
-}
-
-static void svp_comm_send_cb(void *request, ucs_status_t status, void *user_data)
-{
-    svp_comm_req_complete(user_data, request, status, 0);
-}
-
-static void svp_comm_recv_cb(void *request, ucs_status_t status,
-                             const ucp_tag_recv_info_t *info, void *user_data)
-{
-    svp_comm_req_complete(user_data, request, status,
-                          (status == UCS_OK) ? info->length : 0);
 }
 
 /*
@@ -142,24 +131,6 @@ static void svp_comm_hear(struct svp_comm *comm)
                      SVP_COMM_TAG_KIND_MASK);
 }
 
-/*
- * Whether peer said BYE (its teardown began, svp_comm_drain).  A message it
- * sent earlier may wait here in rendezvous, and fetching it is fatal once
- * the sender has exited (UCX 1.13, cma): on 3 nodes a scancel reached a
- * rank 0.6 s after its neighbours, which had drained and gone by the time
- * it posted the receive for a sample they had sent early.  Such a receive
- * is withheld instead: it never completes, like a message that never came,
- * and the drain discards the message without fetching it.
- */
-static int svp_comm_peer_leaving(struct svp_comm *comm, int peer)
-{
-    if (peer == comm->rank) {
-        return 0;
-    }
-    svp_comm_progress(comm); /* hears the words that came */
-    return (comm->heard[peer] & SVP_COMM_HEARD_BYE) != 0;
-}
-
 static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer, unsigned kind,
                                       unsigned sample, unsigned step,
                                       svp_comm_frame_h frame)
@@ -179,16 +150,17 @@ static svp_status_t svp_comm_check_op(struct svp_comm *comm, int peer, unsigned 
     return SVP_OK;
 }
 
-static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
-                                  unsigned kind, unsigned sample, unsigned step,
-                                  svp_comm_frame_h frame, svp_comm_req_h *req_p)
+/*
+ * What a send and a receive share, before each goes its own way
+ * (svp_comm_send_post, svp_comm_recv_post): the operation checked and its
+ * request allocated, not yet linked (the caller frees it until then).
+ */
+svp_status_t svp_comm_req_create(struct svp_comm *comm, int is_send, int peer,
+                                 unsigned kind, unsigned sample, unsigned step,
+                                 svp_comm_frame_h frame, struct svp_comm_req **req_p)
 {
     struct svp_comm_req *req;
-    ucp_request_param_t  params;
-    svp_comm_frame_id_t  id;
-    ucp_ep_h             ep = NULL;
     svp_status_t         status;
-    void                *request, *wire;
 
     status = svp_comm_check_op(comm, peer, kind, sample, step, frame);
     if (status != SVP_OK) {
@@ -206,141 +178,72 @@ static svp_status_t svp_comm_post(struct svp_comm *comm, int is_send, int peer,
     req->sample  = sample;
     req->step    = step;
     req->frame   = frame;
+    *req_p       = req;
+    return SVP_OK;
+}
 
-    /*
-     * A peer known to be leaving or gone (svp_rt_peer_gone: its stop notice,
-     * its goodbye or its loss, heard from any rank) is not connected to,
-     * sent to or received from: it may exit at any moment, a connect to it
-     * then fails, and fetching a message it announced kills this rank (UCX
-     * 1.13, cma).  The request is withheld: it never completes, and the
-     * wait on it ends with the departure (svp_comm_wait).
-     */
-    if ((peer != comm->rank) && svp_rt_peer_gone(comm->rt, peer)) {
-        svp_debug("rank %d is leaving: %s sample %u step %u %s it withheld", peer,
-                  is_send ? "send of" : "receive of", sample, step,
-                  is_send ? "to" : "from");
-        req->withheld = 1;
-        goto posted;
-    }
-    /* a receive connects too: at teardown a rank says BYE to the ranks
-     * connected to it, and waits for theirs (svp_comm_drain) */
-    status = svp_comm_ep(comm, peer, &ep);
+/*
+ * A peer known to be leaving or gone (svp_rt_peer_gone: its stop notice,
+ * its goodbye or its loss, heard from any rank) is not connected to, sent
+ * to or received from: it may exit at any moment, a connect to it then
+ * fails, and fetching a message it announced kills this rank (UCX 1.13,
+ * cma).  The request is withheld: it never completes, and the wait on it
+ * ends with the departure (svp_comm_wait).
+ */
+int svp_comm_req_peer_gone(const struct svp_comm_req *req)
+{
+    return (req->peer != req->comm->rank) &&
+           svp_rt_peer_gone(req->comm->rt, req->peer);
+}
+
+/*
+ * The endpoint to req's peer, and the parameters of its UCX call: which
+ * buffer goes on the wire (*wire_p: the frame, or its host copy when the
+ * path to that peer stages device frames through the host) and in which
+ * memory.  A receive connects too: at teardown a rank says BYE to the ranks
+ * connected to it, and waits for theirs (svp_comm_drain).
+ */
+svp_status_t svp_comm_req_prepare(struct svp_comm_req *req, ucp_ep_h *ep_p,
+                                  ucp_request_param_t *params, void **wire_p)
+{
+    struct svp_comm       *comm  = req->comm;
+    struct svp_comm_frame *frame = req->frame;
+    svp_status_t           status;
+
+    status = svp_comm_ep(comm, req->peer, ep_p);
     if (status != SVP_OK) {
-        free(req);
         return status;
     }
-
-    memset(&params, 0, sizeof(params));
-    params.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
-                          UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-    params.datatype    = ucp_dt_make_contig(1);
-    params.user_data   = req;
-    params.memory_type = UCS_MEMORY_TYPE_HOST;
-    wire               = frame->base;
+    memset(params, 0, sizeof(*params));
+    params->op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                           UCP_OP_ATTR_FIELD_DATATYPE |
+                           UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    params->datatype    = ucp_dt_make_contig(1);
+    params->user_data   = req;
+    params->memory_type = UCS_MEMORY_TYPE_HOST;
+    *wire_p             = frame->base;
     if (frame->mem_type == SVP_COMM_MEM_CUDA) {
-        svp_comm_path_log(comm, peer);
+        svp_comm_path_log(comm, req->peer);
         if (comm->path == SVP_COMM_PATH_DEVICE) {
-            params.memory_type = UCS_MEMORY_TYPE_CUDA;
+            params->memory_type = UCS_MEMORY_TYPE_CUDA;
         } else {
-            wire = frame->host;
+            *wire_p = frame->host;
         }
     }
+    return SVP_OK;
+}
 
-    if (is_send) {
-        id.job_id   = comm->job_id;
-        id.kind     = kind;
-        id.sample   = sample;
-        id.step     = step;
-        id.src_rank = comm->rank;
-        if (frame->mem_type == SVP_COMM_MEM_CUDA) {
-            status = svp_comm_frame_stage_out(comm, frame, &id);
-            if (status != SVP_OK) {
-                free(req);
-                return status;
-            }
-        } else {
-            svp_comm_frame_seal(frame, &id, comm->checksum);
-        }
-        params.cb.send = svp_comm_send_cb;
-        request =
-            ucp_tag_send_nbx(ep, wire, frame->length,
-                             svp_comm_tag(kind, comm->rank, sample, step), &params);
-    } else {
-        /*
-         * UCX 1.13 (Debian 12) does not fill recv_info when a receive
-         * completes at once (the message was already here): the length read
-         * back was stack garbage ("expected 3712 bytes, got 139850931861426")
-         * in about one run in three of a 4-rank ring.  Asking for the
-         * callback always makes the length come from UCX itself.
-         */
-        params.op_attr_mask |= UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
-        params.cb.recv = svp_comm_recv_cb;
-        if (svp_stop_pending() || svp_comm_peer_leaving(comm, peer) ||
-            svp_rt_peer_gone(comm->rt, peer)) {
-            svp_debug("%s: sample %u step %u from rank %d is not fetched",
-                      svp_stop_pending() ? "stopping" : "its sender is leaving",
-                      sample, step, peer);
-            req->withheld = 1;
-            request       = UCS_STATUS_PTR(UCS_INPROGRESS);
-        } else {
-            request = ucp_tag_recv_nbx(comm->worker, wire, frame->length,
-                                       svp_comm_tag(kind, peer, sample, step),
-                                       UINT64_MAX, &params);
-        }
-    }
+/* Puts a posted request on comm->reqs and hands it out. */
+void svp_comm_req_link(struct svp_comm_req *req, svp_comm_req_h *req_p)
+{
+    struct svp_comm *comm = req->comm;
 
-    if (UCS_PTR_IS_ERR(request)) {
-        svp_error("cannot %s sample %u step %u %s rank %d: %s",
-                  is_send ? "send" : "receive", sample, step,
-                  is_send ? "to" : "from", peer,
-                  ucs_status_string(UCS_PTR_STATUS(request)));
-        free(req);
-        return svp_comm_status_from_ucs(UCS_PTR_STATUS(request));
-    }
-    if (request == NULL) {
-        /* a send completed at once: its callback will not be called */
-        req->done = 1;
-    } else if (!req->withheld) {
-        req->ucx_req = request;
-    }
-    if (!is_send && !req->withheld) {
-        /*
-         * A receive that matched a rendezvous message already here has
-         * started fetching it: finish that now, not after the caller's next
-         * compute.  A fetch left pending through a stage's steps (0.4 s) was
-         * still pending when the sender, stopped by a scancel that reached
-         * this rank 0.4 s later, gave up waiting for it and exited: the
-         * fetch then killed this rank (UCX 1.13, cma).
-         */
-        svp_comm_progress(comm);
-    }
-posted:
     req->next = comm->reqs;
     if (comm->reqs != NULL) {
         comm->reqs->prev = req;
     }
     comm->reqs = req;
     *req_p     = req;
-    return SVP_OK;
-}
-
-svp_status_t svp_comm_isend(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step, svp_comm_frame_h frame,
-                            svp_comm_req_h *req_p)
-{
-    svp_status_t status;
-
-    svp_range_push_ctx("send sample %u step %u to %d", sample, step, peer);
-    status = svp_comm_post(comm, 1, peer, kind, sample, step, frame, req_p);
-    svp_range_pop();
-    return status;
-}
-
-svp_status_t svp_comm_irecv(svp_comm_h comm, int peer, unsigned kind,
-                            unsigned sample, unsigned step, svp_comm_frame_h frame,
-                            svp_comm_req_h *req_p)
-{
-    return svp_comm_post(comm, 0, peer, kind, sample, step, frame, req_p);
 }
 
 /* "rank 2 on n1 receiving sample 4 step 12 from rank 1" */

@@ -10,6 +10,7 @@
 #include "comm/comm_int.h"
 
 #include "common/log.h"
+#include "common/hash.h"
 #include "common/util.h"
 
 #include <inttypes.h>

@@ -7,7 +7,7 @@
 #include "config.h"
 #endif
 #include "common/log.h"
-#include "common/util.h"
+#include "common/str.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ void svp_log_write(svp_log_level_t level, const char *file, int line,
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
     /* a message quotes specs, manifests and peers: one safe line */
-    svp_str_escape(raw, strlen(raw), msg, sizeof(msg));
+    svp_str_escape(raw, strlen(raw), msg, sizeof(msg), SVP_STR_ESCAPE_TERMINAL);
 
     pthread_mutex_lock(&svp_log_lock);
     if (level == SVP_LOG_LEVEL_ERROR && svp_log_first[0] == '\0') {

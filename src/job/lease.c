@@ -10,7 +10,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/stop.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -9,6 +9,8 @@
 #include "job/samples.h"
 #include "job/samples_int.h"
 #include "common/util.h"
+#include "common/str.h"
+#include "common/errf.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
 #endif
 #include "job/outdir.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 /*
  * Parses "sample_<digits>[.safetensors|.tar].<kind>.<pid>[@<host>]" where kind is
  * "tmp" (or "old", only for a directory's name without an extension) and
- * the host is the writer's (util.h svp_tmp_tag; none before 0.4).  Returns
+ * the host is the writer's (file.h svp_tmp_tag; none before 0.4).  Returns
  * 1 with the sample, the pid, the host (pointing into name, "" when none)
  * and the final name's length; 0 otherwise.
  */

@@ -3,7 +3,7 @@
  * interrupted run leave in it.
  *
  * Temporaries: outputs are written as "<final>.tmp.<pid>@<host>" and
- * renamed into place (util.h svp_file_write_atomic and svp_tmp_tag,
+ * renamed into place (file.h svp_file_write_atomic and svp_tmp_tag,
  * media/sample_dir.h); a sample directory being replaced is moved aside as
  * "<final>.old.<pid>@<host>" for a moment.  A process killed in between leaves these behind.  Only names of
  * exactly that form for the job's own outputs (sample_NNNNNN,

@@ -10,6 +10,8 @@
 #include "job/samples_int.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/str.h"
+#include "common/errf.h"
 #include "common/util.h"
 
 #include <dirent.h>

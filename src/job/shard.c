@@ -8,6 +8,7 @@
 #endif
 #include "job/samples.h"
 #include "common/util.h"
+#include "common/errf.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/util.h"
+#include "common/file.h"
 
 #include <archive.h>
 #include <archive_entry.h>

@@ -11,6 +11,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "common/str.h"
+#include "common/file.h"
 
 #include <errno.h>
 #include <math.h>

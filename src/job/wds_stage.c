@@ -10,6 +10,8 @@
 #include "job/wds.h"
 #include "common/log.h"
 #include "common/sha256.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <archive.h>

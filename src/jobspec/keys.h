@@ -73,20 +73,34 @@ typedef svp_status_t (*svp_spec_reader_cb_t)(svp_spec_reader_t    *r,
                                              const svp_spec_key_t *key, int line,
                                              int col);
 
+/*
+ * Called for each value the reader takes from the file, in the document's
+ * order, with the value's mark: a key's value (path "cluster.partition"),
+ * each item of a list ("cluster.setup[1]") and each entry of a mapping
+ * ("cluster.env.NAME").  text is a scalar's text as written (len bytes),
+ * NULL for a list or a mapping.  Only values such a path names are told:
+ * none under a key written with '.' or '[' in it ("cluster.partition: x"
+ * at the top), nor an entry so named.  path and text last for the call.
+ */
+typedef svp_status_t (*svp_spec_reader_mark_cb_t)(svp_spec_reader_t *r,
+                                                  const char *path, const char *text,
+                                                  size_t len, int line, int col);
+
 /* One read: the caller fills in the first fields, the reader the rest. */
 struct svp_spec_reader {
-    const svp_spec_key_t *keys; /* the table */
-    int                   num_keys;
-    const char *const    *sections; /* mappings that hold keys, NULL-ended */
-    const char           *what;     /* "job spec": for messages */
-    const char           *file;     /* the name in messages */
-    char                 *errbuf;   /* the message; NULL: on stderr */
-    int                   errlen;
-    void                 *base;  /* the struct the offsets are into */
-    svp_spec_reader_cb_t  after; /* NULL: nothing */
-    void                 *arg;   /* for after */
-    const char           *text;  /* the YAML being read, for the line */
-    size_t                len;   /* and column of an encoding error */
+    const svp_spec_key_t     *keys; /* the table */
+    int                       num_keys;
+    const char *const        *sections; /* mappings that hold keys, NULL-ended */
+    const char               *what;     /* "job spec": for messages */
+    const char               *file;     /* the name in messages */
+    char                     *errbuf;   /* the message; NULL: on stderr */
+    int                       errlen;
+    void                     *base;  /* the struct the offsets are into */
+    svp_spec_reader_cb_t      after; /* NULL: nothing */
+    void                     *arg;   /* for after */
+    svp_spec_reader_mark_cb_t mark;  /* NULL: nothing */
+    const char               *text;  /* the YAML being read, for the line */
+    size_t                    len;   /* and column of an encoding error */
 };
 
 /*

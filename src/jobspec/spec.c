@@ -19,7 +19,7 @@
 #include "jobspec/spec.h"
 #include "jobspec/spec_int.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/str.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -250,6 +250,57 @@ static svp_status_t svp_spec_finish(svp_spec_reader_t *ctx, svp_spec_t *spec,
     return SVP_OK;
 }
 
+/* The reader's mark hook: keeps where the file wrote each value
+ * (svp_spec_mark_find). */
+static svp_status_t svp_spec_mark_add(svp_spec_reader_t *ctx, const char *path,
+                                      const char *text, size_t len, int line,
+                                      int col)
+{
+    svp_spec_t      *spec = ctx->base;
+    svp_spec_mark_t *grown, *m;
+    int              max;
+
+    if (spec->num_marks == spec->max_marks) {
+        max   = (spec->max_marks > 0) ? 2 * spec->max_marks : 64;
+        grown = realloc(spec->marks, (size_t)max * sizeof(*grown));
+        if (grown == NULL) {
+            return svp_spec_reader_no_memory(ctx, line, col,
+                                             "noting where a value is");
+        }
+        spec->marks     = grown;
+        spec->max_marks = max;
+    }
+    m       = &spec->marks[spec->num_marks];
+    m->path = svp_strdup(path);
+    m->text = (text != NULL) ? malloc(len + 1) : NULL;
+    if (m->path == NULL || (text != NULL && m->text == NULL)) {
+        free(m->path);
+        free(m->text);
+        return svp_spec_reader_no_memory(ctx, line, col, "noting where a value is");
+    }
+    if (text != NULL) {
+        memcpy(m->text, text, len);
+        m->text[len] = '\0';
+    }
+    m->len    = len;
+    m->line   = line;
+    m->column = col;
+    ++spec->num_marks;
+    return SVP_OK;
+}
+
+const svp_spec_mark_t *svp_spec_mark_find(const svp_spec_t *spec, const char *path)
+{
+    int i;
+
+    for (i = 0; i < spec->num_marks; ++i) {
+        if (!strcmp(spec->marks[i].path, path)) {
+            return &spec->marks[i];
+        }
+    }
+    return NULL;
+}
+
 static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
                                        const char *file, const char *base,
                                        const char *const *overrides,
@@ -273,7 +324,10 @@ static svp_status_t svp_spec_load_text(const char *yaml, size_t len,
     }
     ctx.base  = spec;
     ctx.after = svp_spec_resolve;
-    status    = svp_spec_reader_read(&ctx, yaml, len);
+    /* a text read from its file (base: the file's folder) keeps where the
+     * file wrote each value, for the checks after parsing */
+    ctx.mark = (base != NULL) ? svp_spec_mark_add : NULL;
+    status   = svp_spec_reader_read(&ctx, yaml, len);
     if (status == SVP_OK) {
         status = svp_spec_finish(&ctx, spec, overrides, num_overrides);
     }
@@ -442,6 +496,11 @@ void svp_spec_destroy(svp_spec_t *spec)
             svp_spec_key_clear(spec, key);
         }
     }
+    for (i = 0; i < spec->num_marks; ++i) {
+        free(spec->marks[i].path);
+        free(spec->marks[i].text);
+    }
+    free(spec->marks);
     free(spec->file);
     free(spec);
 }
@@ -463,7 +522,7 @@ int svp_spec_dump_str(char *buf, size_t len, const char *s)
             continue;
         }
         run = strcspn(s, "\"\\");
-        n += svp_str_escape(s, run, buf + n, len - n - 2);
+        n += svp_str_escape(s, run, buf + n, len - n - 2, SVP_STR_ESCAPE_TERMINAL);
         s += run;
     }
     n += snprintf(buf + n, len - n, "\"");

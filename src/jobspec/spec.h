@@ -190,12 +190,33 @@ typedef struct svp_spec {
         int                container_runtime; /* svp_container_runtime_t */
         char              *container_workdir;
     } cluster;
+
+    /* where the file wrote its values (svp_spec_mark_find) */
+    struct svp_spec_mark *marks;
+    int                   num_marks, max_marks;
 } svp_spec_t;
 
-/* Where a key was found, for error messages after parsing. */
-typedef struct {
-    int line, column; /* 1-based; 0 = from defaults/--set */
+/*
+ * Where the file wrote a value, for the messages of checks that run after
+ * parsing (the launcher's): the path of a key ("cluster.partition"), of a
+ * list's item ("cluster.setup[1]") or of a mapping's entry
+ * ("cluster.env.NAME"), as the key reader tells them
+ * (svp_spec_reader_mark_cb_t in keys.h).
+ */
+typedef struct svp_spec_mark {
+    char  *path;
+    char  *text; /* a scalar's text as written (len bytes), else NULL */
+    size_t len;
+    int    line, column; /* 1-based */
 } svp_spec_mark_t;
+
+/*
+ * The first mark of path, or NULL when the file did not write it (a
+ * default, or --set only).  A spec from svp_spec_load keeps the marks of
+ * its file, owned by the spec; one from svp_spec_load_string keeps none:
+ * its text need not be the named file's.
+ */
+const svp_spec_mark_t *svp_spec_mark_find(const svp_spec_t *spec, const char *path);
 
 /*
  * Parses a YAML file into *spec_p, after filling every default.  overrides is

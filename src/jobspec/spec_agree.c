@@ -10,7 +10,7 @@
 #include "jobspec/spec_int.h"
 
 #include "common/log.h"
-#include "common/util.h"
+#include "common/hash.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,6 +12,7 @@
 #include "jobspec/spec_json.h"
 #include "jobspec/spec_int.h"
 #include "common/util.h"
+#include "common/errf.h"
 
 #include <stdint.h>
 #include <stdio.h>

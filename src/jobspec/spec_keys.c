@@ -8,6 +8,7 @@
 #endif
 #include "jobspec/spec_int.h"
 #include "common/log.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <errno.h>

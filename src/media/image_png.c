@@ -13,6 +13,7 @@
 #include "media/image.h"
 #include "media/image_int.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 
 #include <png.h>

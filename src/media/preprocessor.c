@@ -6,7 +6,7 @@
 #endif
 #include "media/preprocessor.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 #include "tensor/config_json.h"
 
 #include <jansson.h>

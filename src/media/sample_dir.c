@@ -6,7 +6,8 @@
 #endif
 #include "media/sample_dir.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
+#include "common/str.h"
 
 #include <errno.h>
 #include <fcntl.h>

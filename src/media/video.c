@@ -10,6 +10,7 @@
 #endif
 #include "media/video.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 
 #include <stdio.h>

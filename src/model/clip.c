@@ -14,7 +14,6 @@
 #include "model/clip.h"
 #include "trace/range.h"
 #include "common/log.h"
-#include "common/util.h"
 #include "tensor/config_json.h"
 #include "model/random_weights.h"
 #include "model/walker.h"

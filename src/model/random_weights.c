@@ -6,6 +6,9 @@
 #endif
 #include "model/random_weights.h"
 #include "common/log.h"
+#include "common/file.h"
+#include "common/str.h"
+#include "common/hash.h"
 #include "common/util.h"
 #include "noise/rng.h"
 #include "tensor/config_json.h"

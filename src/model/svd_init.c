@@ -9,6 +9,8 @@
 #include "model/unet.h"
 #include "model/vae.h"
 #include "common/log.h"
+#include "common/file.h"
+#include "common/hash.h"
 #include "common/util.h"
 #include "tensor/config_json.h"
 

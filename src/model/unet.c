@@ -235,6 +235,189 @@ typedef struct {
 
 #define UNET_MAX_SKIPS (1 + SVP_UNET_MAX_LEVELS * 65)
 
+/*
+ * The forward's state from one phase to the next: the activation x, its
+ * channels and size, the skip stack, and the 3x3 convolution that conv_in,
+ * the samplers and conv_out share.  x belongs to the skip stack up to the
+ * mid block, to the walk from there on.
+ */
+typedef struct {
+    svp_ops_conv2d_t conv;
+    unet_skip_t     *skips;
+    int              n_skips;
+    float           *x;
+    int              c, ch, cw;
+} unet_walk_t;
+
+/* down: every resnet(+transformer) output and every downsample is a skip */
+static svp_status_t unet_down(unet_fwd_t *fw, unet_walk_t *s)
+{
+    svp_unet_h   u = fw->unet;
+    int          n = fw->batch * fw->frames, c = s->c, ch = s->ch, cw = s->cw, i, j;
+    float       *x = s->x, *y = NULL;
+    svp_status_t status = SVP_OK;
+
+    for (i = 0; i < u->cfg.levels; i++) {
+        const unet_block_t *blk = &u->down[i];
+
+        svp_range_push("down.%d", i);
+        for (j = 0; j < blk->n_resnets; j++) {
+            SVP_TRY_OUT(
+                unet_st_resblock_forward(fw, &blk->resnets[j], ch, cw, x, &y));
+            c = blk->resnets[j].spatial.conv1.out;
+            unet_capture_image(fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i,
+                               j);
+            if (blk->attentions) {
+                float *a;
+                SVP_TRY_OUT(unet_transformer_forward(fw, &blk->attentions[j], ch, cw,
+                                                     y, &a));
+                unet_buf_free(fw, y);
+                y = a;
+                unet_capture_image(fw, y, c, ch, cw,
+                                   "out.down_blocks.%d.attentions.%d", i, j);
+            }
+            x                      = y;
+            y                      = NULL;
+            s->skips[s->n_skips++] = (unet_skip_t){x, c, ch, cw};
+        }
+        if (blk->has_sampler) {
+            svp_range_push("downsample");
+            s->conv.c_in   = c;
+            s->conv.c_out  = c;
+            s->conv.h      = ch;
+            s->conv.w      = cw;
+            s->conv.stride = 2;
+            ch             = svp_ops_conv2d_out_h(&s->conv);
+            cw             = svp_ops_conv2d_out_w(&s->conv);
+            SVP_TRY_OUT(unet_buf(fw, (int64_t)n * c * ch * cw, &y));
+            SVP_TRY_OUT(svp_ops_conv2d(u->ops, &s->conv, x, blk->sampler.w,
+                                       blk->sampler.b, y));
+            s->conv.stride         = 1;
+            x                      = y;
+            y                      = NULL;
+            s->skips[s->n_skips++] = (unet_skip_t){x, c, ch, cw};
+            svp_range_pop();
+        }
+        svp_range_pop();
+        unet_capture_image(fw, x, c, ch, cw, "out.down_blocks.%d", i, 0);
+    }
+out:
+    s->x  = x;
+    s->c  = c;
+    s->ch = ch;
+    s->cw = cw;
+    unet_buf_free(fw, y);
+    return status;
+}
+
+/* mid: resnet, transformer, resnet; its input stays owned by the skip
+ * stack, its output is the walk's */
+static svp_status_t unet_mid(unet_fwd_t *fw, unet_walk_t *s)
+{
+    svp_unet_h   u = fw->unet;
+    float       *x = NULL, *y = NULL, *a = NULL;
+    svp_status_t status;
+
+    svp_range_push("mid");
+    status =
+        unet_st_resblock_forward(fw, &u->mid_resnets[0], s->ch, s->cw, s->x, &y);
+    if (status != SVP_OK) {
+        return status;
+    }
+    unet_capture_image(fw, y, s->c, s->ch, s->cw, "out.mid_block.resnets.0", 0, 0);
+    status = unet_transformer_forward(fw, &u->mid_attention, s->ch, s->cw, y, &a);
+    unet_buf_free(fw, y);
+    if (status != SVP_OK) {
+        return status;
+    }
+    unet_capture_image(fw, a, s->c, s->ch, s->cw, "out.mid_block.attentions.0", 0,
+                       0);
+    status = unet_st_resblock_forward(fw, &u->mid_resnets[1], s->ch, s->cw, a, &x);
+    unet_buf_free(fw, a);
+    if (status != SVP_OK) {
+        return status;
+    }
+    s->x = x;
+    unet_capture_image(fw, x, s->c, s->ch, s->cw, "out.mid_block", 0, 0);
+    svp_range_pop();
+    return SVP_OK;
+}
+
+/* up: concat [hidden, skip] last-in-first-out; x is owned from here */
+static svp_status_t unet_up(unet_fwd_t *fw, unet_walk_t *s)
+{
+    svp_unet_h   u   = fw->unet;
+    svp_ops_h    ops = u->ops;
+    int          n = fw->batch * fw->frames, c = s->c, ch = s->ch, cw = s->cw, i, j;
+    float       *x = s->x, *y = NULL, *cat = NULL;
+    svp_status_t status = SVP_OK;
+
+    for (i = 0; i < u->cfg.levels; i++) {
+        const unet_block_t *blk = &u->up[i];
+
+        svp_range_push("up.%d", i);
+        for (j = 0; j < blk->n_resnets; j++) {
+            unet_skip_t sk = s->skips[--s->n_skips];
+
+            SVP_TRY_OUT(unet_buf(fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
+            SVP_TRY_OUT(
+                svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
+            unet_buf_free(fw, sk.x);
+            unet_buf_free(fw, x);
+            x = NULL;
+            SVP_TRY_OUT(
+                unet_st_resblock_forward(fw, &blk->resnets[j], ch, cw, cat, &x));
+            unet_buf_free(fw, cat);
+            cat = NULL;
+            c   = blk->resnets[j].spatial.conv1.out;
+            unet_capture_image(fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i,
+                               j);
+            if (blk->attentions) {
+                SVP_TRY_OUT(unet_transformer_forward(fw, &blk->attentions[j], ch, cw,
+                                                     x, &y));
+                unet_buf_free(fw, x);
+                x = y;
+                y = NULL;
+                unet_capture_image(fw, x, c, ch, cw,
+                                   "out.up_blocks.%d.attentions.%d", i, j);
+            }
+        }
+        if (blk->has_sampler) {
+            /* to the size of the skip that comes next: x2 unless odd */
+            const unet_skip_t *next = &s->skips[s->n_skips - 1];
+
+            svp_range_push("upsample");
+            SVP_TRY_OUT(unet_buf(fw, (int64_t)n * c * next->h * next->w, &y));
+            SVP_TRY_OUT(
+                svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
+            unet_buf_free(fw, x);
+            x             = NULL;
+            ch            = next->h;
+            cw            = next->w;
+            s->conv.c_in  = c;
+            s->conv.c_out = c;
+            s->conv.h     = ch;
+            s->conv.w     = cw;
+            SVP_TRY_OUT(unet_buf(fw, (int64_t)n * c * ch * cw, &x));
+            SVP_TRY_OUT(
+                svp_ops_conv2d(ops, &s->conv, y, blk->sampler.w, blk->sampler.b, x));
+            unet_buf_free(fw, y);
+            y = NULL;
+            svp_range_pop();
+        }
+        svp_range_pop();
+        unet_capture_image(fw, x, c, ch, cw, "out.up_blocks.%d", i, 0);
+    }
+out:
+    s->x  = x;
+    s->c  = c;
+    s->ch = ch;
+    s->cw = cw;
+    unet_buf_free(fw, y);
+    unet_buf_free(fw, cat);
+    return status;
+}
+
 svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h, int w,
                               const float *sample, const float *timestep,
                               const float *encoder_hidden_states, int seq,
@@ -242,21 +425,18 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h, int w,
 {
     const svp_unet_config_t *cfg = &u->cfg;
     svp_ops_h                ops = u->ops;
-    int                      L = cfg->levels, n = batch * frames, i, j;
-    int                      c, ch = h, cw = w;
-    unet_fwd_t               fw = {.unet    = u,
-                                   .batch   = batch,
-                                   .frames  = frames,
-                                   .seq     = seq,
-                                   .context = encoder_hidden_states};
-    unet_skip_t             *skips;
-    int                      n_skips  = 0;
-    float                   *emb_silu = NULL, *x = NULL, *y = NULL, *cat = NULL;
-    svp_ops_conv2d_t     conv = {.n = n, .kh = 3, .kw = 3, .stride = 1, .pad = 1};
-    svp_ops_group_norm_t gn   = {.n      = n,
-                                 .frames = 1,
-                                 .groups = 32,
-                                 .eps    = u->conv_norm_out.eps};
+    int                      n   = batch * frames, i;
+    unet_fwd_t               fw  = {.unet    = u,
+                                    .batch   = batch,
+                                    .frames  = frames,
+                                    .seq     = seq,
+                                    .context = encoder_hidden_states};
+    unet_walk_t s = {.conv = {.n = n, .kh = 3, .kw = 3, .stride = 1, .pad = 1}};
+    float      *emb_silu    = NULL;
+    svp_ops_group_norm_t gn = {.n      = n,
+                               .frames = 1,
+                               .groups = 32,
+                               .eps    = u->conv_norm_out.eps};
     svp_status_t         status;
     int                  rdepth;
     /* this UNet at this shape: one kind of pass of the memory plan */
@@ -267,8 +447,8 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h, int w,
                   frames, h, w, seq);
         return SVP_ERR_INVALID_PARAM;
     }
-    skips = calloc(UNET_MAX_SKIPS, sizeof(*skips));
-    if (skips == NULL) {
+    s.skips = calloc(UNET_MAX_SKIPS, sizeof(*s.skips));
+    if (s.skips == NULL) {
         return SVP_ERR_NO_MEMORY;
     }
     fw.emb_silu = NULL;
@@ -282,173 +462,51 @@ svp_status_t svp_unet_forward(svp_unet_h u, int batch, int frames, int h, int w,
 
     /* conv_in: the first skip */
     svp_range_push("conv_in");
-    c          = cfg->block_out[0];
-    conv.c_in  = cfg->in_channels;
-    conv.c_out = c;
-    conv.h     = h;
-    conv.w     = w;
-    SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * h * w, &x));
-    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, sample, u->conv_in.w, u->conv_in.b, x));
-    unet_capture_image(&fw, x, c, h, w, "out.conv_in", 0, 0);
-    skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
+    s.c          = cfg->block_out[0];
+    s.ch         = h;
+    s.cw         = w;
+    s.conv.c_in  = cfg->in_channels;
+    s.conv.c_out = s.c;
+    s.conv.h     = h;
+    s.conv.w     = w;
+    SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * s.c * h * w, &s.x));
+    SVP_TRY_OUT(
+        svp_ops_conv2d(ops, &s.conv, sample, u->conv_in.w, u->conv_in.b, s.x));
+    unet_capture_image(&fw, s.x, s.c, h, w, "out.conv_in", 0, 0);
+    s.skips[s.n_skips++] = (unet_skip_t){s.x, s.c, s.ch, s.cw};
     svp_range_pop();
 
-    /* down: every resnet(+transformer) output and every downsample is a skip */
-    for (i = 0; i < L; i++) {
-        const unet_block_t *blk = &u->down[i];
-
-        svp_range_push("down.%d", i);
-        for (j = 0; j < blk->n_resnets; j++) {
-            SVP_TRY_OUT(
-                unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, x, &y));
-            c = blk->resnets[j].spatial.conv1.out;
-            unet_capture_image(&fw, y, c, ch, cw, "out.down_blocks.%d.resnets.%d", i,
-                               j);
-            if (blk->attentions) {
-                float *a;
-                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch,
-                                                     cw, y, &a));
-                unet_buf_free(&fw, y);
-                y = a;
-                unet_capture_image(&fw, y, c, ch, cw,
-                                   "out.down_blocks.%d.attentions.%d", i, j);
-            }
-            x                = y;
-            y                = NULL;
-            skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
-        }
-        if (blk->has_sampler) {
-            svp_range_push("downsample");
-            conv.c_in   = c;
-            conv.c_out  = c;
-            conv.h      = ch;
-            conv.w      = cw;
-            conv.stride = 2;
-            ch          = svp_ops_conv2d_out_h(&conv);
-            cw          = svp_ops_conv2d_out_w(&conv);
-            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &y));
-            SVP_TRY_OUT(
-                svp_ops_conv2d(ops, &conv, x, blk->sampler.w, blk->sampler.b, y));
-            conv.stride      = 1;
-            x                = y;
-            y                = NULL;
-            skips[n_skips++] = (unet_skip_t){x, c, ch, cw};
-            svp_range_pop();
-        }
-        svp_range_pop();
-        unet_capture_image(&fw, x, c, ch, cw, "out.down_blocks.%d", i, 0);
-    }
-
-    /* mid: resnet, transformer, resnet; x stays owned by the skip stack */
-    {
-        float *a = NULL;
-        svp_range_push("mid");
-        SVP_TRY_OUT(
-            unet_st_resblock_forward(&fw, &u->mid_resnets[0], ch, cw, x, &y));
-        unet_capture_image(&fw, y, c, ch, cw, "out.mid_block.resnets.0", 0, 0);
-        status = unet_transformer_forward(&fw, &u->mid_attention, ch, cw, y, &a);
-        unet_buf_free(&fw, y);
-        y = NULL;
-        if (status != SVP_OK) {
-            goto out;
-        }
-        unet_capture_image(&fw, a, c, ch, cw, "out.mid_block.attentions.0", 0, 0);
-        status = unet_st_resblock_forward(&fw, &u->mid_resnets[1], ch, cw, a, &x);
-        unet_buf_free(&fw, a);
-        if (status != SVP_OK) {
-            x = NULL;
-            goto out;
-        }
-        unet_capture_image(&fw, x, c, ch, cw, "out.mid_block", 0, 0);
-        svp_range_pop();
-    }
-
-    /* up: concat [hidden, skip] last-in-first-out; x is owned from here */
-    for (i = 0; i < L; i++) {
-        const unet_block_t *blk = &u->up[i];
-
-        svp_range_push("up.%d", i);
-        for (j = 0; j < blk->n_resnets; j++) {
-            unet_skip_t sk = skips[--n_skips];
-
-            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * (c + sk.c) * ch * cw, &cat));
-            SVP_TRY_OUT(
-                svp_ops_concat(ops, n, c, sk.c, (int64_t)ch * cw, x, sk.x, cat));
-            unet_buf_free(&fw, sk.x);
-            unet_buf_free(&fw, x);
-            x = NULL;
-            SVP_TRY_OUT(
-                unet_st_resblock_forward(&fw, &blk->resnets[j], ch, cw, cat, &x));
-            unet_buf_free(&fw, cat);
-            cat = NULL;
-            c   = blk->resnets[j].spatial.conv1.out;
-            unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d.resnets.%d", i,
-                               j);
-            if (blk->attentions) {
-                SVP_TRY_OUT(unet_transformer_forward(&fw, &blk->attentions[j], ch,
-                                                     cw, x, &y));
-                unet_buf_free(&fw, x);
-                x = y;
-                y = NULL;
-                unet_capture_image(&fw, x, c, ch, cw,
-                                   "out.up_blocks.%d.attentions.%d", i, j);
-            }
-        }
-        if (blk->has_sampler) {
-            /* to the size of the skip that comes next: x2 unless odd */
-            const unet_skip_t *next = &skips[n_skips - 1];
-
-            svp_range_push("upsample");
-            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * next->h * next->w, &y));
-            SVP_TRY_OUT(
-                svp_ops_upsample_nearest(ops, n, c, ch, cw, next->h, next->w, x, y));
-            unet_buf_free(&fw, x);
-            x          = NULL;
-            ch         = next->h;
-            cw         = next->w;
-            conv.c_in  = c;
-            conv.c_out = c;
-            conv.h     = ch;
-            conv.w     = cw;
-            SVP_TRY_OUT(unet_buf(&fw, (int64_t)n * c * ch * cw, &x));
-            SVP_TRY_OUT(
-                svp_ops_conv2d(ops, &conv, y, blk->sampler.w, blk->sampler.b, x));
-            unet_buf_free(&fw, y);
-            y = NULL;
-            svp_range_pop();
-        }
-        svp_range_pop();
-        unet_capture_image(&fw, x, c, ch, cw, "out.up_blocks.%d", i, 0);
-    }
+    SVP_TRY_OUT(unet_down(&fw, &s));
+    SVP_TRY_OUT(unet_mid(&fw, &s));
+    SVP_TRY_OUT(unet_up(&fw, &s));
 
     /* GroupNorm, SiLU, conv_out straight into [B, F, out, H, W] */
-    gn.c       = c;
-    gn.spatial = (int64_t)ch * cw;
+    gn.c       = s.c;
+    gn.spatial = (int64_t)s.ch * s.cw;
     svp_range_push("conv_out");
+    SVP_TRY_OUT(svp_ops_group_norm(ops, &gn, s.x, u->conv_norm_out.g,
+                                   u->conv_norm_out.b, s.x));
+    unet_capture_image(&fw, s.x, s.c, s.ch, s.cw, "out.conv_norm_out", 0, 0);
+    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * s.c * s.ch * s.cw, s.x, s.x));
+    s.conv.c_in  = s.c;
+    s.conv.c_out = cfg->out_channels;
+    s.conv.h     = s.ch;
+    s.conv.w     = s.cw;
     SVP_TRY_OUT(
-        svp_ops_group_norm(ops, &gn, x, u->conv_norm_out.g, u->conv_norm_out.b, x));
-    unet_capture_image(&fw, x, c, ch, cw, "out.conv_norm_out", 0, 0);
-    SVP_TRY_OUT(svp_ops_silu(ops, (int64_t)n * c * ch * cw, x, x));
-    conv.c_in  = c;
-    conv.c_out = cfg->out_channels;
-    conv.h     = ch;
-    conv.w     = cw;
-    SVP_TRY_OUT(svp_ops_conv2d(ops, &conv, x, u->conv_out.w, u->conv_out.b, out));
+        svp_ops_conv2d(ops, &s.conv, s.x, u->conv_out.w, u->conv_out.b, out));
 
 out:
     svp_range_pop_to(rdepth);
     /* x is a skip (owned by the stack) until the mid block replaces it */
-    for (i = 0; i < n_skips; i++) {
-        if (skips[i].x == x) {
-            x = NULL;
+    for (i = 0; i < s.n_skips; i++) {
+        if (s.skips[i].x == s.x) {
+            s.x = NULL;
         }
-        unet_buf_free(&fw, skips[i].x);
+        unet_buf_free(&fw, s.skips[i].x);
     }
-    unet_buf_free(&fw, x);
-    unet_buf_free(&fw, y);
-    unet_buf_free(&fw, cat);
+    unet_buf_free(&fw, s.x);
     unet_buf_free(&fw, emb_silu);
     svp_ops_pass_end(ops);
-    free(skips);
+    free(s.skips);
     return status;
 }

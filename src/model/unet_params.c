@@ -10,7 +10,6 @@
 #include "model/unet_int.h"
 #include "model/weights.h"
 #include "common/log.h"
-#include "common/util.h"
 #include "tensor/config_json.h"
 
 #include <limits.h>

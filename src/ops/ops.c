@@ -11,7 +11,7 @@
 #include "ops/ops_gpu.h"
 #include "ops/ops_weights.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/threads.h"
 
 #include <stdlib.h>
 #include <string.h>

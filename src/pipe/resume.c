@@ -9,7 +9,6 @@
 #include "pipe/schedule.h"
 #include "jobspec/layout.h"
 #include "common/log.h"
-#include "common/util.h"
 #include "tensor/safetensors.h"
 
 #include <errno.h>

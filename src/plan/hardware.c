@@ -11,6 +11,9 @@
 #include "jobspec/keys.h"
 #include "jobspec/spec.h" /* SVP_SPEC_LIMIT_BYTES */
 #include "tensor/tensor.h"
+#include "common/str.h"
+#include "common/file.h"
+#include "common/errf.h"
 
 #include <stddef.h>
 #include <stdlib.h>

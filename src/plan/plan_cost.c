@@ -8,6 +8,7 @@
 #include "plan/plan.h"
 #include "plan/plan_int.h"
 #include "common/util.h" /* svp_errf */
+#include "common/errf.h"
 
 #include <errno.h>
 #include <math.h>

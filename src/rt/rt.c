@@ -10,42 +10,12 @@
 #include "rt/rt_int.h"
 
 #include "common/stop.h"
-#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-svp_status_t svp_rt_status_from_pmix(pmix_status_t rc)
-{
-    switch (rc) {
-    case PMIX_SUCCESS:
-        return SVP_OK;
-    case PMIX_ERR_TIMEOUT:
-        return SVP_ERR_TIMED_OUT;
-    case PMIX_ERR_NOT_FOUND:
-        return SVP_ERR_NOT_FOUND;
-    case PMIX_ERR_BAD_PARAM:
-        return SVP_ERR_INVALID_PARAM;
-    case PMIX_ERR_NOMEM:
-    case PMIX_ERR_OUT_OF_RESOURCE:
-        return SVP_ERR_NO_MEMORY;
-    /* A fence that some rank cannot join any more: PMIx says "partial
-     * success" at once when a participant died before it.  For us a fence is
-     * all or nothing, so this is a lost peer. */
-    case PMIX_ERR_PARTIAL_SUCCESS:
-    case PMIX_ERR_LOST_CONNECTION:
-    case PMIX_ERR_UNREACH:
-    case PMIX_ERR_PROC_ABORTED:
-    case PMIX_ERR_PROC_TERM_WO_SYNC:
-    case PMIX_EVENT_PROC_TERMINATED:
-        return SVP_ERR_PEER_LOST;
-    default:
-        return SVP_ERR_RUNTIME;
-    }
-}
 
 static svp_status_t svp_rt_init_pmix(struct svp_rt *rt)
 {

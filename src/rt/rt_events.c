@@ -11,7 +11,6 @@
 
 #include "common/clock.h"
 #include "common/stop.h"
-#include "common/util.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -99,7 +99,7 @@ typedef struct svp_rt_get {
 
 typedef struct svp_rt_fence svp_rt_fence_t;
 
-/* rt.c */
+/* rt_status.c */
 svp_status_t svp_rt_status_from_pmix(pmix_status_t rc);
 
 /* rt_watchdog.c: arms the watchdog for a call of at most seconds (what

@@ -10,7 +10,7 @@
 #include "rt/rt_int.h"
 
 #include "common/clock.h"
-#include "common/util.h"
+#include "common/str.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -10,7 +10,6 @@
 #include "rt/rt_int.h"
 
 #include "common/clock.h"
-#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

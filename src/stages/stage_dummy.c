@@ -25,6 +25,7 @@
 #include "noise/rng.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 
 #include "tensor/safetensors.h"

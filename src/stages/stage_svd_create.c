@@ -16,7 +16,6 @@
 #include "ops/ops_profile.h"
 #include "trace/range.h"
 #include "common/log.h"
-#include "common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <jansson.h>
 #include <inttypes.h>

@@ -8,7 +8,8 @@
 #endif
 #include "tensor/config_json.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
+#include "common/str.h"
 
 #include <jansson.h>
 #include <limits.h>

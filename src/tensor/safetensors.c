@@ -15,6 +15,8 @@
 #endif
 #include "tensor/safetensors.h"
 #include "common/log.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "common/util.h"
 
 #include <errno.h>

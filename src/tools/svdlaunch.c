@@ -28,6 +28,8 @@
 #include "plan/plan.h"
 #include "jobspec/layout.h"
 #include "jobspec/spec.h"
+#include "common/str.h"
+#include "common/file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -490,7 +492,8 @@ static svp_status_t launch_cmd_check(const svp_spec_t *spec, const launch_args_t
     launch_warn_deadline(spec, NULL);
     world = svp_layout_spec_world(spec);
     /* the file name is the user's text: printed escaped, as messages are */
-    svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
+    svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file),
+                   SVP_STR_ESCAPE_TERMINAL);
     if (spec->pipeline.stages < 0) {
         printf("%s: ok: %d ranks (%d x %d), layout chosen at render "
                "(pipeline.stages: auto), %d samples\n",

@@ -9,6 +9,8 @@
 #endif
 #include "svdtool_report_int.h"
 #include "common/log.h"
+#include "common/file.h"
+#include "common/str.h"
 #include "common/util.h"
 #include "jobspec/layout.h"
 #include "plan/plan.h"
@@ -64,7 +66,7 @@ static void rdoc_p(rdoc_t *d, const char *fmt, ...)
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
     /* a run's own text (its job name, paths) reaches both files escaped */
-    svp_str_escape(raw, strlen(raw), buf, sizeof(buf));
+    svp_str_escape(raw, strlen(raw), buf, sizeof(buf), SVP_STR_ESCAPE_TERMINAL);
     fprintf(d->md, "%s\n\n", buf);
     fprintf(d->html, "<p>");
     rdoc_html_text(d->html, buf);
@@ -83,7 +85,7 @@ static void rdoc_row(rdoc_t *d, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
-    svp_str_escape(raw, strlen(raw), buf, sizeof(buf));
+    svp_str_escape(raw, strlen(raw), buf, sizeof(buf), SVP_STR_ESCAPE_TERMINAL);
     if (d->row == 0) {
         fprintf(d->html, "<table>\n");
     }

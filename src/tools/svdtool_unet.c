@@ -25,7 +25,6 @@
 #include "model/unet.h"
 #include "ops/ops_profile.h"
 #include "common/clock.h"
-#include "common/util.h"
 #include "trace/range.h"
 #include "tensor/safetensors_io.h"
 #include "svdtool_io.h"

@@ -32,6 +32,9 @@
 #include "comm/comm.h"
 #include "trace/trace.h"
 #include "svdworker_run.h"
+#include "common/str.h"
+#include "common/threads.h"
+#include "common/hash.h"
 #include "common/util.h"
 #include "jobspec/spec.h"
 #include "jobspec/spec_agree.h"
@@ -441,8 +444,10 @@ static svp_status_t svp_worker_init_job(svp_worker_t *w)
             snprintf(shard, sizeof(shard), "shard %d of %d: %d of ", w->shard.index,
                      w->shard.count, svp_job_shard_size(&w->shard, w->list->count));
         }
-        svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file));
-        svp_str_escape(w->what, strlen(w->what), what, sizeof(what));
+        svp_str_escape(spec->file, strlen(spec->file), file, sizeof(file),
+                       SVP_STR_ESCAPE_TERMINAL);
+        svp_str_escape(w->what, strlen(w->what), what, sizeof(what),
+                       SVP_STR_ESCAPE_TERMINAL);
         printf("%s: ok (%d steps, %s%s, %d ranks, %d steps per rank)\n", file,
                spec->steps, shard, what, w->world, w->layout.k);
     }

@@ -8,6 +8,7 @@
 #include "trace/range.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/file.h"
 #include "common/util.h"
 
 #include <jansson.h>

@@ -7,7 +7,7 @@
 #endif
 #include "trace/trace.h"
 #include "common/log.h"
-#include "common/util.h"
+#include "common/file.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -4,7 +4,6 @@
 #endif
 #include "ops/cpu/ops_cpu.h"
 #include "common/log.h"
-#include "common/util.h"
 
 #include <cblas.h>
 #include <stdlib.h>
