@@ -106,7 +106,7 @@ static void plan_print_array(FILE *out, const svp_spec_t *spec,
                              const svp_launch_plan_summary_t *sm)
 {
     if (sm->alt_tasks > 0) {
-        const svp_plan_layout_t *u = &sm->layouts[sm->best];
+        const svp_plan_estimate_t *u = &sm->layouts[sm->best];
 
         fprintf(out, "\njob array or gang job:\n");
         fprintf(out,
@@ -141,9 +141,9 @@ static void plan_print_array(FILE *out, const svp_spec_t *spec,
 static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
                                     const svp_launch_plan_summary_t *sm)
 {
-    const svp_plan_layout_t *l = sm->layouts, *b = &l[sm->best];
-    const svp_plan_layout_t *full = &l[sm->n - 1];
-    int                      W    = sm->world, tie;
+    const svp_plan_estimate_t *l = sm->layouts, *b = &l[sm->best];
+    const svp_plan_estimate_t *full = &l[sm->n - 1];
+    int                        W    = sm->world, tie;
     int lat = (spec->pipeline.objective == SVP_OBJECTIVE_LATENCY);
 
     /* the one pipeline of C = 1 (the pairs are listed after) */
@@ -270,12 +270,12 @@ static void plan_print_layout_lines(FILE *out, const svp_spec_t *spec,
 svp_status_t svp_launch_plan_report(FILE *out, const svp_spec_t *spec,
                                     const svp_plan_costs_t *costs, unsigned flags)
 {
-    svp_launch_plan_summary_t sm = {0};
-    svp_plan_params_t         p;
-    svp_plan_result_t        *res = NULL;
-    const svp_plan_layout_t  *u;
-    svp_status_t              status;
-    int                       S, G;
+    svp_launch_plan_summary_t  sm = {0};
+    svp_plan_params_t          p;
+    svp_plan_result_t         *res = NULL;
+    const svp_plan_estimate_t *u;
+    svp_status_t               status;
+    int                        S, G;
 
     status = svp_launch_plan_summarize(spec, costs, &sm);
     if (status != SVP_OK) {

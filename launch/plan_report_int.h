@@ -19,24 +19,24 @@
  * detail above it is one pipeline's, and says so.
  */
 typedef struct {
-    int                world;       /* ranks of the job (of one task) */
-    int                tasks;       /* array tasks, 1 for a gang job */
-    int                samples;     /* of the job (of the busiest task) */
-    int                spec_stages; /* what the spec asks for (0 = W) */
-    int                spec_valid;
-    char               spec_why[160]; /* why the spec's layout cannot run */
-    svp_plan_layout_t *layouts;
-    double            *bubble, *memory;
-    int                n, best, used; /* used: the spec's, else best */
-    double             work_s;        /* one sample's compute, all ranks */
-    svp_plan_layout_t  other;         /* used layout, the other placement */
-    svp_placement_t    other_placement;
-    double             one_gpu_s; /* every sample on one GPU */
+    int                  world;       /* ranks of the job (of one task) */
+    int                  tasks;       /* array tasks, 1 for a gang job */
+    int                  samples;     /* of the job (of the busiest task) */
+    int                  spec_stages; /* what the spec asks for (0 = W) */
+    int                  spec_valid;
+    char                 spec_why[160]; /* why the spec's layout cannot run */
+    svp_plan_estimate_t *layouts;
+    double              *bubble, *memory;
+    int                  n, best, used; /* used: the spec's, else best */
+    double               work_s;        /* one sample's compute, all ranks */
+    svp_plan_estimate_t  other;         /* used layout, the other placement */
+    svp_placement_t      other_placement;
+    double               one_gpu_s; /* every sample on one GPU */
     /* a job array of one node per task beside the gang job */
-    int               alt_tasks, alt_world, alt_samples;
-    svp_plan_layout_t alt;
-    int               alt_recommended;
-    char              alt_why[512];
+    int                 alt_tasks, alt_world, alt_samples;
+    svp_plan_estimate_t alt;
+    int                 alt_recommended;
+    char                alt_why[512];
     /* cluster.time against the makespan */
     long limit_s;
     char warning[512];

@@ -33,7 +33,7 @@ static json_t *plan_json_text(const char *s)
     return j;
 }
 
-static json_t *plan_json_layout(const svp_spec_t *spec, const svp_plan_layout_t *l,
+static json_t *plan_json_layout(const svp_spec_t *spec, const svp_plan_estimate_t *l,
                                 int world, double bubble, double memory)
 {
     json_t *o;

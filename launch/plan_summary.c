@@ -32,7 +32,7 @@ static double plan_peak_memory(const svp_spec_t *spec, int world,
 }
 
 static double plan_job_bubble(const svp_launch_plan_summary_t *sm,
-                              const svp_plan_layout_t *l, int world, int samples)
+                              const svp_plan_estimate_t *l, int world, int samples)
 {
     return l->makespan_s > 0 ? 1.0 - samples * sm->work_s / (world * l->makespan_s)
                              : 0;
@@ -117,8 +117,8 @@ static svp_status_t plan_summarize_others(const svp_spec_t          *spec,
                                           svp_launch_plan_summary_t *sm,
                                           svp_plan_params_t         *p)
 {
-    svp_plan_layout_t one;
-    svp_status_t      status;
+    svp_plan_estimate_t one;
+    svp_status_t        status;
 
     sm->other_placement = spec->pipeline.placement == SVP_PLACEMENT_ENDS
                               ? SVP_PLACEMENT_SPREAD
@@ -150,13 +150,13 @@ static svp_status_t plan_summarize_array(const svp_spec_t          *spec,
                                          const svp_plan_costs_t    *costs,
                                          svp_launch_plan_summary_t *sm)
 {
-    svp_plan_params_t  p;
-    svp_plan_layout_t *alt;
+    svp_plan_params_t    p;
+    svp_plan_estimate_t *alt;
     /* against the gang job's best layout, not a worse one the spec asks */
-    const svp_plan_layout_t *used = &sm->layouts[sm->best];
-    int                      N = spec->samples, W = sm->world, n = 0, best = 0;
-    double                   ratio;
-    svp_status_t             status;
+    const svp_plan_estimate_t *used = &sm->layouts[sm->best];
+    int                        N = spec->samples, W = sm->world, n = 0, best = 0;
+    double                     ratio;
+    svp_status_t               status;
 
     sm->alt_tasks   = spec->cluster.nodes;
     sm->alt_world   = spec->cluster.ranks_per_node;

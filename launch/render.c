@@ -167,9 +167,9 @@ static svp_status_t launch_check_params(const svp_launch_render_params_t *params
 /* pipeline.stages: auto, as planned at render time; stages 0 when the spec
  * names its layout */
 typedef struct {
-    svp_plan_layout_t layout;
-    char              why[256];   /* where the costs came from */
-    int               unit_costs; /* no time model: every step one unit */
+    svp_plan_estimate_t layout;
+    char                why[256];   /* where the costs came from */
+    int                 unit_costs; /* no time model: every step one unit */
 } launch_auto_t;
 
 static svp_status_t launch_plan_auto(const svp_spec_t *spec, launch_auto_t *a,
@@ -282,7 +282,7 @@ static void launch_put_header(FILE *f, const svp_spec_t *spec,
                               const svp_launch_render_params_t *params,
                               const launch_auto_t              *a)
 {
-    const svp_plan_layout_t *layout = &a->layout;
+    const svp_plan_estimate_t *layout = &a->layout;
 
     fputs("#!/bin/bash\n", f);
     fprintf(f, "# svdpipe job %s, rendered by svdlaunch from ",

@@ -1079,13 +1079,13 @@ Test(hardware, measured_results_replace_quoted_figures)
  */
 Test(plan, layouts_hand_computed)
 {
-    svp_plan_params_t p = {.world          = 6,
-                           .ranks_per_node = 6,
-                           .steps          = 12,
-                           .samples        = 12,
-                           .placement      = SVP_PLACEMENT_SPREAD,
-                           .costs          = {.step_s = 1.0}};
-    svp_plan_layout_t l[6];
+    svp_plan_params_t   p = {.world          = 6,
+                             .ranks_per_node = 6,
+                             .steps          = 12,
+                             .samples        = 12,
+                             .placement      = SVP_PLACEMENT_SPREAD,
+                             .costs          = {.step_s = 1.0}};
+    svp_plan_estimate_t l[6];
     static const struct {
         int    stages, groups, per;
         double makespan;
@@ -1117,19 +1117,19 @@ Test(plan, layouts_hand_computed)
  * that can, fast, and render passes it to every rank. */
 Test(plan, auto_at_448_ranks)
 {
-    svp_spec_t       *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
-                                             "samples: 4480\n"
-                                             "cluster: {nodes: 64, ranks_per_node: 7}\n"
-                                             "pipeline: {stages: auto}\n");
-    svp_plan_costs_t  c    = {.step_s          = 0.8,
-                              .encode_s        = 0.15,
-                              .decode_s        = 3.4,
-                              .intra_node_gbps = 300,
-                              .inter_node_gbps = 25,
-                              .latency_s       = 10e-6};
-    svp_plan_layout_t best;
-    char              why[256], err[512] = "", *script, line[128];
-    struct timespec   t0, t1;
+    svp_spec_t         *spec = spec_from("model: {kind: svd, path: m}\nsteps: 28\n"
+                                                 "samples: 4480\n"
+                                                 "cluster: {nodes: 64, ranks_per_node: 7}\n"
+                                                 "pipeline: {stages: auto}\n");
+    svp_plan_costs_t    c    = {.step_s          = 0.8,
+                                .encode_s        = 0.15,
+                                .decode_s        = 3.4,
+                                .intra_node_gbps = 300,
+                                .inter_node_gbps = 25,
+                                .latency_s       = 10e-6};
+    svp_plan_estimate_t best;
+    char                why[256], err[512] = "", *script, line[128];
+    struct timespec     t0, t1;
 
     cr_assert_eq(spec->pipeline.stages, SVP_PIPE_STAGES_AUTO);
     clock_gettime(CLOCK_MONOTONIC, &t0);

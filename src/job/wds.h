@@ -242,7 +242,8 @@ void svp_job_wds_set_task(svp_job_wds_h wds, const svp_job_shard_t *task);
 /* Where sample i is staged: output.dir/staging/NAME.tar. */
 void svp_job_wds_staged_path(svp_job_wds_h wds, int i, char *buf, size_t len);
 
-/* Sample i is staged: wakes this process's packer, if it runs one. */
+/* Sample i is staged: wakes this process's packer, if it runs one, when i
+ * is the last of its shard. */
 void svp_job_wds_staged(svp_job_wds_h wds, int i);
 
 /*

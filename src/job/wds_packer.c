@@ -250,7 +250,12 @@ static void *svp_job_wds_packer_thread(void *arg)
 
 void svp_job_wds_staged(svp_job_wds_h w, int i)
 {
-    (void)i;
+    /* a shard's last sample: its shard is likely whole now; any other is
+     * seen by the next look (a wake-up per sample would cost the pipeline
+     * two context switches a sample for nothing) */
+    if ((i + 1) % w->per != 0 && i + 1 != w->list->count) {
+        return;
+    }
     pthread_mutex_lock(&w->lock);
     if (w->running) {
         w->kick = 1;

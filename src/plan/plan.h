@@ -219,10 +219,12 @@ svp_status_t svp_plan_run(const svp_plan_params_t *params,
 void svp_plan_result_destroy(svp_plan_result_t *result);
 
 /*
- * A layout of W ranks: G = W / S pipelines of S stages, position j of the
- * sample list to pipeline j mod G (what svdworker runs).  Groups are
- * independent, so the job's makespan is that of its slowest group; groups
- * with the same sample count and node alignment are simulated once.
+ * The planner's estimate for a layout of W ranks (the layout itself is
+ * jobspec/layout.h's): G = W / S pipelines of S stages, position j of the
+ * sample list to pipeline j mod G (what svdworker runs), and what the
+ * simulation predicts for it.  Groups are independent, so the job's
+ * makespan is that of its slowest group; groups with the same sample count
+ * and node alignment are simulated once.
  */
 typedef struct {
     int    stages, groups;
@@ -235,7 +237,7 @@ typedef struct {
     double first_out_s;         /* the job's first outputs */
     double latency_s;           /* steady-state latency of a sample (the
                                       slowest pipeline's) */
-} svp_plan_layout_t;
+} svp_plan_estimate_t;
 
 /*
  * The same with C ranks per stage (guidance pairs): W = G x S x C.  Both
@@ -247,14 +249,14 @@ typedef struct {
  * lane 0's.
  */
 svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *params, int stages,
-                                   int pairs, svp_plan_layout_t *layout_p);
+                                   int pairs, svp_plan_estimate_t *layout_p);
 
 /*
  * Costs the layout with `stages` per pipeline for params (world = W, all
  * samples).  SVP_ERR_INVALID_PARAM if S does not divide W or T.
  */
 svp_status_t svp_plan_layout(const svp_plan_params_t *params, int stages,
-                             svp_plan_layout_t *layout_p);
+                             svp_plan_estimate_t *layout_p);
 
 /*
  * Every valid layout, C = 1 then (with half_bytes) C = 2, smallest S first,
@@ -264,7 +266,7 @@ svp_status_t svp_plan_layout(const svp_plan_params_t *params, int stages,
  * fewer ranks per sample, fewer hand-offs, less to go wrong).
  */
 svp_status_t svp_plan_layouts(const svp_plan_params_t *params,
-                              svp_plan_layout_t *layouts, int *n_p, int *best_p);
+                              svp_plan_estimate_t *layouts, int *n_p, int *best_p);
 
 /*
  * The layout `pipeline.stages: auto` takes: the smallest predicted makespan
@@ -274,7 +276,7 @@ svp_status_t svp_plan_layouts(const svp_plan_params_t *params,
  */
 svp_status_t svp_plan_choose_stages(const svp_spec_t       *spec,
                                     const svp_plan_costs_t *costs,
-                                    svp_plan_layout_t *best_p, char *why,
+                                    svp_plan_estimate_t *best_p, char *why,
                                     int whylen);
 
 /*

@@ -15,15 +15,16 @@
 
 svp_status_t svp_plan_choose_stages(const svp_spec_t       *spec,
                                     const svp_plan_costs_t *costs,
-                                    svp_plan_layout_t *best_p, char *why, int whylen)
+                                    svp_plan_estimate_t *best_p, char *why,
+                                    int whylen)
 {
-    svp_plan_costs_t   c;
-    svp_plan_params_t  p;
-    svp_plan_layout_t *layouts;
-    char               scratch[256];
-    svp_status_t       status;
-    int                W = svp_layout_spec_world(spec);
-    int                n = 0, best = 0;
+    svp_plan_costs_t     c;
+    svp_plan_params_t    p;
+    svp_plan_estimate_t *layouts;
+    char                 scratch[256];
+    svp_status_t         status;
+    int                  W = svp_layout_spec_world(spec);
+    int                  n = 0, best = 0;
 
     if (costs != NULL) {
         c = *costs;

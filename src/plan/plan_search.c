@@ -11,22 +11,22 @@
 #include <math.h>
 
 svp_status_t svp_plan_layout(const svp_plan_params_t *p, int stages,
-                             svp_plan_layout_t *layout_p)
+                             svp_plan_estimate_t *layout_p)
 {
     return svp_plan_layout_pairs(p, stages, 1, layout_p);
 }
 
 svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages, int pairs,
-                                   svp_plan_layout_t *layout_p)
+                                   svp_plan_estimate_t *layout_p)
 {
     /* distinct (samples, node offset) pairs seen: at most 2 x ranks_per_node */
     struct {
         int    samples, offset;
         double makespan, fill, first, lat;
     } seen[64];
-    svp_plan_layout_t l = {0};
-    svp_layout_t      job;
-    int               nseen = 0, N = p->samples;
+    svp_plan_estimate_t l = {0};
+    svp_layout_t        job;
+    int                 nseen = 0, N = p->samples;
 
     if (pairs > 2 || N < 1 || (pairs > 1 && p->half_bytes <= 0) || stages < 1 ||
         svp_layout_make(p->steps, p->world, stages, pairs, p->placement, NULL, 0,
@@ -93,8 +93,8 @@ svp_status_t svp_plan_layout_pairs(const svp_plan_params_t *p, int stages, int p
     return SVP_OK;
 }
 
-svp_status_t svp_plan_layouts(const svp_plan_params_t *p, svp_plan_layout_t *layouts,
-                              int *n_p, int *best_p)
+svp_status_t svp_plan_layouts(const svp_plan_params_t *p,
+                              svp_plan_estimate_t *layouts, int *n_p, int *best_p)
 {
     svp_status_t status;
     int          n = 0, best = -1, lat = (p->objective == SVP_OBJECTIVE_LATENCY);
