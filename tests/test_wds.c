@@ -581,3 +581,53 @@ Test(wds, a_pack_asked_to_stop_writes_nothing, .init = mkfolder, .fini = rmfolde
     closedir(d);
     cr_assert_eq(stat(d0, &sb), 0, "the staged samples stay");
 }
+
+/* Files in dir (not counting . and ..), -1 when it does not open. */
+static int count_files(const char *dir)
+{
+    DIR           *d = opendir(dir);
+    struct dirent *de;
+    int            n = 0;
+
+    if (d == NULL) {
+        return -1;
+    }
+    while ((de = readdir(d)) != NULL) {
+        n += (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0);
+    }
+    closedir(d);
+    return n;
+}
+
+Test(wds, a_packed_shards_staged_files_are_spares_the_next_samples_take,
+     .init = mkfolder, .fini = rmfolder)
+{
+    char                  d0[512], d1[512], spare[600], staging[600], why[1024];
+    svp_job_wds_sample_t  v[2] = {{"a", 0, d0}, {"b", 2, d1}};
+    svp_job_wds_member_t *m;
+    struct stat           sb;
+    int                   n;
+
+    stage("a", 1, 1000000, 0644);
+    stage("b", 2, 1000000, 0644);
+    pack_two("s", SVP_OK);
+    snprintf(d0, sizeof(d0), "%s/staging/a.tar", tmpdir);
+    snprintf(d1, sizeof(d1), "%s/staging/b.tar", tmpdir);
+    snprintf(staging, sizeof(staging), "%s/staging", tmpdir);
+    snprintf(spare, sizeof(spare), "%s/staging/%s", tmpdir, SVP_JOB_WDS_SPARE);
+    svp_job_wds_unstage(v, 2);
+    cr_assert_neq(stat(d0, &sb), 0, "no longer staged");
+    cr_assert_eq(count_files(spare), 2, "both kept as spares");
+    /* a sample staged now takes one: no new file, and it reads whole */
+    stage("c", 3, 1000000, 0644);
+    cr_assert_eq(count_files(spare), 1);
+    snprintf(d0, sizeof(d0), "%s/staging/c.tar", tmpdir);
+    cr_assert_eq(svp_job_wds_staged_read(d0, &m, &n, why, sizeof(why)), SVP_OK, "%s",
+                 why);
+    cr_assert_eq(n, 5);
+    svp_job_wds_members_free(m, n);
+    cr_assert_eq(count_files(staging), 2, "c.tar and the spare folder");
+    svp_job_wds_spares_remove(staging);
+    cr_assert_eq(count_files(spare), -1, "the spare folder is gone");
+    cr_assert_eq(stat(d0, &sb), 0, "staged samples stay");
+}

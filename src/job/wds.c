@@ -165,14 +165,54 @@ long svp_job_wds_digest_at(const char *text, size_t size)
     return (long)(p - text) + (long)sizeof(key) - 1;
 }
 
+/* The spare folder beside the staged file at path: "DIR/.spare/NAME". */
+static void svp_job_wds_spare_path(const char *path, char *dir, size_t dlen,
+                                   char *spare, size_t slen)
+{
+    const char *slash = strrchr(path, '/');
+    int         n     = slash ? (int)(slash - path) : 0;
+
+    snprintf(dir, dlen, "%.*s%s%s", n, path, n ? "/" : "", SVP_JOB_WDS_SPARE);
+    snprintf(spare, slen, "%s/%s", dir, slash ? slash + 1 : path);
+}
+
 void svp_job_wds_unstage(const svp_job_wds_sample_t *samples, int n)
 {
-    int i;
+    char dir[4400], spare[8800];
+    int  i, made = 0;
 
     for (i = 0; i < n; ++i) {
+        svp_job_wds_spare_path(samples[i].path, dir, sizeof(dir), spare,
+                               sizeof(spare));
+        if (!made) {
+            made = (mkdir(dir, 0755) == 0 || errno == EEXIST);
+        }
         /* another rank packing the same shard may have been first */
-        (void)unlink(samples[i].path);
+        if (!made || (rename(samples[i].path, spare) != 0 && errno != ENOENT)) {
+            (void)unlink(samples[i].path);
+        }
     }
+}
+
+void svp_job_wds_spares_remove(const char *staging)
+{
+    char           dir[4400], path[8800];
+    DIR           *d;
+    struct dirent *de;
+
+    snprintf(dir, sizeof(dir), "%s/%s", staging, SVP_JOB_WDS_SPARE);
+    d = opendir(dir);
+    if (d == NULL) {
+        return;
+    }
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            (void)unlink(path);
+        }
+    }
+    closedir(d);
+    (void)rmdir(dir);
 }
 
 /* An index larger than this is no index of ours (1000 samples of 25

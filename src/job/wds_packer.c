@@ -264,6 +264,20 @@ void svp_job_wds_staged(svp_job_wds_h w, int i)
     pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * The staging folder's spares removed (a run's start: a killed run's; its
+ * end: this run's), and the folder with them when no sample waits in it.
+ */
+static void svp_job_wds_packer_tidy(svp_job_wds_h w)
+{
+    char staging[4200];
+
+    snprintf(staging, sizeof(staging), "%s/%s", w->spec->output.dir,
+             SVP_JOB_WDS_STAGING);
+    svp_job_wds_spares_remove(staging);
+    (void)rmdir(staging);
+}
+
 /* Whether any sample of shard j waits staged. */
 static int svp_job_wds_any_staged(svp_job_wds_h w, int j)
 {
@@ -331,6 +345,7 @@ svp_status_t svp_job_wds_packer_start(svp_job_wds_h w, const int *todo, int ntod
     for (k = 0; k < ntodo; ++k) {
         w->shards[todo[k] / w->per].need = 1;
     }
+    svp_job_wds_packer_tidy(w);
     snprintf(staging, sizeof(staging), "%s/%s", spec->output.dir,
              SVP_JOB_WDS_STAGING);
     staged = (stat(staging, &sb) == 0);
@@ -399,6 +414,7 @@ svp_status_t svp_job_wds_packer_finish(svp_job_wds_h w, int *pending_p)
         return SVP_OK; /* no packer ran here */
     }
     svp_job_wds_packer_stop(w, 1);
+    svp_job_wds_packer_tidy(w);
     status = svp_job_wds_listing_write(w, pending_p);
     return (w->failed != SVP_OK) ? w->failed : status;
 }

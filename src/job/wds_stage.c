@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,60 @@ static svp_status_t svp_job_wds_stage_gather(svp_job_wds_stage_h h)
     return status;
 }
 
+/*
+ * This process's look into a staging folder's spares (SVP_JOB_WDS_SPARE):
+ * the folder open for reading while it gives files, looked at again some
+ * samples after it gave none.
+ */
+#define SVP_JOB_WDS_SPARE_RETRY 64
+
+static struct {
+    pthread_mutex_t lock;
+    DIR            *d;
+    char            dir[4400];
+    int             misses;
+} svp_job_wds_spares = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Renames a spare of the staging folder of path (a staged file's) to tmp:
+ * 1 done, 0 none to take (tmp is then made anew). */
+static int svp_job_wds_spare_take(const char *path, const char *tmp)
+{
+    const char    *slash = strrchr(path, '/');
+    int            n = slash ? (int)(slash - path) : 0, got = 0;
+    char           dir[4400], spare[8800];
+    struct dirent *de;
+
+    snprintf(dir, sizeof(dir), "%.*s%s%s", n, path, n ? "/" : "", SVP_JOB_WDS_SPARE);
+    pthread_mutex_lock(&svp_job_wds_spares.lock);
+    if (strcmp(svp_job_wds_spares.dir, dir) != 0) {
+        if (svp_job_wds_spares.d != NULL) {
+            closedir(svp_job_wds_spares.d);
+            svp_job_wds_spares.d = NULL;
+        }
+        snprintf(svp_job_wds_spares.dir, sizeof(svp_job_wds_spares.dir), "%s", dir);
+        svp_job_wds_spares.misses = 0;
+    }
+    if (svp_job_wds_spares.d == NULL && svp_job_wds_spares.misses-- <= 0) {
+        svp_job_wds_spares.d = opendir(dir);
+    }
+    while (svp_job_wds_spares.d != NULL && !got &&
+           (de = readdir(svp_job_wds_spares.d)) != NULL) {
+        if (de->d_name[0] == '.') {
+            continue;
+        }
+        snprintf(spare, sizeof(spare), "%s/%s", dir, de->d_name);
+        /* another process may have taken it first */
+        got = (rename(spare, tmp) == 0);
+    }
+    if (svp_job_wds_spares.d != NULL && !got) {
+        closedir(svp_job_wds_spares.d);
+        svp_job_wds_spares.d      = NULL;
+        svp_job_wds_spares.misses = SVP_JOB_WDS_SPARE_RETRY;
+    }
+    pthread_mutex_unlock(&svp_job_wds_spares.lock);
+    return got;
+}
+
 svp_status_t svp_job_wds_stage_commit(svp_job_wds_stage_h h)
 {
     struct archive       *a = NULL;
@@ -237,6 +292,7 @@ svp_status_t svp_job_wds_stage_commit(svp_job_wds_stage_h h)
     }
     qsort(h->v, (size_t)h->n, sizeof(*h->v), svp_job_wds_member_cmp);
     snprintf(tmp, sizeof(tmp), "%s.tmp.%s", h->path, svp_tmp_tag());
+    (void)svp_job_wds_spare_take(h->path, tmp);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
         svp_error("cannot create %s: %m", tmp);
