@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,11 +56,41 @@ static int wait_lost(double for_s)
 
 typedef enum { CHILD_LEAVE, CHILD_STOP, CHILD_COMPUTE } child_act_t;
 
+/* A watch's address, whole, through a pipe. */
+static void send_addr(int fd, const char *addr)
+{
+    char buf[1024] = {0};
+
+    snprintf(buf, sizeof(buf), "%s", addr);
+    if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+        _exit(3);
+    }
+}
+
+static void recv_addr(int fd, char *buf)
+{
+    size_t  got = 0;
+    ssize_t r;
+
+    while (got < 1024 && (r = read(fd, buf + got, 1024 - got)) > 0) {
+        got += (size_t)r;
+    }
+    if (got != 1024) {
+        _exit(3);
+    }
+    buf[1023] = '\0';
+}
+
 /*
  * Rank 0 runs in a child, which after `after_s` seconds does `act`: leave
  * with `reason`, or sit still (to be stopped), or keep its main thread busy
  * for `after_s` seconds and then leave with `reason`.  The parent is rank 1
- * and watches; *w1_p is its watch.
+ * and watches; *w1_p is its watch.  The fork comes before either side
+ * listens: a watch runs a thread from its listen on, and a child forked
+ * beside a running thread can inherit a lock that thread held (a malloc's)
+ * and hang on it.  The two sides trade their addresses through pipes, and
+ * the child dies with its parent (a failed assertion ends the test before
+ * end_ring).
  */
 static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reason,
                         svp_rt_watch_t **w1_p)
@@ -69,15 +100,20 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
     char            addr0[1024], addr1[1024];
     volatile double x = 0;
     double          until;
+    int             up[2], down[2];
     pid_t           pid;
 
-    cr_assert_eq(svp_rt_watch_listen(&w0, &a0), SVP_OK);
-    cr_assert_eq(svp_rt_watch_listen(&w1, &a1), SVP_OK);
-    snprintf(addr0, sizeof(addr0), "%s", a0);
-    snprintf(addr1, sizeof(addr1), "%s", a1);
+    cr_assert_eq(pipe(up), 0);
+    cr_assert_eq(pipe(down), 0);
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (svp_rt_watch_listen(&w0, &a0) != SVP_OK) {
+            _exit(1);
+        }
+        send_addr(up[1], a0);
+        recv_addr(down[0], addr1);
         if (svp_rt_watch_start(w0, 0, 2, 1, 1, addr1, 10, on_lost, NULL) != SVP_OK) {
             _exit(1);
         }
@@ -97,8 +133,13 @@ static pid_t start_ring(child_act_t act, double after_s, svp_rt_watch_bye_t reas
         svp_rt_watch_stop(w0, reason, child_signo, child_text);
         _exit(0);
     }
-    svp_rt_watch_stop(w0, SVP_RT_WATCH_BYE_DONE, 0,
-                      NULL); /* the child's; not started here */
+    close(up[1]);
+    close(down[0]);
+    cr_assert_eq(svp_rt_watch_listen(&w1, &a1), SVP_OK);
+    send_addr(down[1], a1);
+    recv_addr(up[0], addr0);
+    close(up[0]);
+    close(down[1]);
     cr_assert_eq(svp_rt_watch_start(w1, 1, 2, 0, 0, addr0, 10, on_lost, NULL),
                  SVP_OK);
     *w1_p = w1;
