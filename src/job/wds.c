@@ -165,9 +165,20 @@ long svp_job_wds_digest_at(const char *text, size_t size)
     return (long)(p - text) + (long)sizeof(key) - 1;
 }
 
-/* The spare folder beside the staged file at path: "DIR/.spare/NAME". */
-static void svp_job_wds_spare_path(const char *path, char *dir, size_t dlen,
-                                   char *spare, size_t slen)
+void svp_job_wds_header(struct archive_entry *e, const char *name, size_t size)
+{
+    archive_entry_clear(e);
+    archive_entry_set_pathname(e, name);
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, (la_int64_t)size);
+    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
+    archive_entry_set_uid(e, 0);
+    archive_entry_set_gid(e, 0);
+}
+
+void svp_job_wds_spare_path(const char *path, char *dir, size_t dlen, char *spare,
+                            size_t slen)
 {
     const char *slash = strrchr(path, '/');
     int         n     = slash ? (int)(slash - path) : 0;

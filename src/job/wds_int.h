@@ -62,6 +62,16 @@ svp_status_t svp_job_wds_staged_whole(const char                 *path,
                                       const svp_job_wds_member_t *v, int n,
                                       char *why, size_t len);
 
+/* A member's header as every shard and staged file has it (wds.h): name,
+ * size, mode 0644, uid and gid 0, mtime SVP_JOB_WDS_MTIME. */
+struct archive_entry;
+void svp_job_wds_header(struct archive_entry *e, const char *name, size_t size);
+
+/* The spare folder beside the staged file at path (dir: "DIR/.spare") and
+ * the spare of that file (spare: "DIR/.spare/NAME"). */
+void svp_job_wds_spare_path(const char *path, char *dir, size_t dlen, char *spare,
+                            size_t slen);
+
 /* Where the index's text holds its sha256's 64 digits (-1: nowhere). */
 long svp_job_wds_digest_at(const char *text, size_t size);
 

@@ -38,14 +38,7 @@ static svp_status_t svp_job_wds_add(struct archive *a, struct archive_entry *e,
      * header starts at the next 512-byte record */
     la_int64_t header = (archive_filter_bytes(a, 0) + 511) / 512 * 512, offset;
 
-    archive_entry_clear(e);
-    archive_entry_set_pathname(e, name);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
+    svp_job_wds_header(e, name, size);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
         snprintf(why, len, "member %s: %s", name, archive_error_string(a));
         return SVP_ERR_IO;

@@ -8,6 +8,7 @@
 #include "config.h"
 #endif
 #include "job/wds.h"
+#include "job/wds_int.h"
 #include "common/log.h"
 #include "common/sha256.h"
 #include "common/file.h"
@@ -175,14 +176,7 @@ static void svp_job_wds_sum_member(svp_sha256_t *sum, const char *name,
 static int svp_job_wds_stage_put(struct archive *a, struct archive_entry *e,
                                  const char *name, const void *data, size_t size)
 {
-    archive_entry_clear(e);
-    archive_entry_set_pathname(e, name);
-    archive_entry_set_filetype(e, AE_IFREG);
-    archive_entry_set_perm(e, 0644);
-    archive_entry_set_size(e, (la_int64_t)size);
-    archive_entry_set_mtime(e, SVP_JOB_WDS_MTIME, 0);
-    archive_entry_set_uid(e, 0);
-    archive_entry_set_gid(e, 0);
+    svp_job_wds_header(e, name, size);
     if (archive_write_header(a, e) != ARCHIVE_OK) {
         return -1;
     }
@@ -241,12 +235,11 @@ static struct {
  * 1 done, 0 none to take (tmp is then made anew). */
 static int svp_job_wds_spare_take(const char *path, const char *tmp)
 {
-    const char    *slash = strrchr(path, '/');
-    int            n = slash ? (int)(slash - path) : 0, got = 0;
     char           dir[4400], spare[8800];
     struct dirent *de;
+    int            got = 0;
 
-    snprintf(dir, sizeof(dir), "%.*s%s%s", n, path, n ? "/" : "", SVP_JOB_WDS_SPARE);
+    svp_job_wds_spare_path(path, dir, sizeof(dir), spare, sizeof(spare));
     pthread_mutex_lock(&svp_job_wds_spares.lock);
     if (strcmp(svp_job_wds_spares.dir, dir) != 0) {
         if (svp_job_wds_spares.d != NULL) {
